@@ -1,0 +1,29 @@
+"""langgraph-toolbudget: keep an agent's tool set small and relevant.
+
+LangGraph nodes that classify the user's intent into tool categories, select
+tools under a proportional per-category budget, search the catalog before the
+first model turn, and let the model widen its own tool set through meta-tools.
+"""
+
+from langgraph_toolbudget.budget import max_tools_for_model
+from langgraph_toolbudget.catalog import ToolCatalog, ToolSpec
+from langgraph_toolbudget.intent import ClassifyIntent, classify_lexical
+from langgraph_toolbudget.search import SearchResult, ToolIndex
+from langgraph_toolbudget.selection import SelectTools, ToolSearch, search_hits, select_tools
+from langgraph_toolbudget.state import ToolBudgetState, merge_names
+
+__all__ = [
+    "ClassifyIntent",
+    "SearchResult",
+    "SelectTools",
+    "ToolBudgetState",
+    "ToolCatalog",
+    "ToolIndex",
+    "ToolSearch",
+    "ToolSpec",
+    "classify_lexical",
+    "max_tools_for_model",
+    "merge_names",
+    "search_hits",
+    "select_tools",
+]

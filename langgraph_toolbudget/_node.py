@@ -1,0 +1,49 @@
+"""Node plumbing shared by every node: one object that runs under invoke and ainvoke."""
+
+# No `from __future__ import annotations` here: LangGraph reads the `config`
+# annotation at runtime to decide whether to pass the RunnableConfig.
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph._internal._runnable import RunnableCallable
+from langgraph.config import get_stream_writer
+
+__all__ = ["BudgetNode", "emit_event"]
+
+VISIBLE_SET_EVENT = "toolbudget.visible_tools"
+
+
+class BudgetNode(RunnableCallable):
+    """Base of the package's nodes: subclasses implement ``run`` and may override ``arun``.
+
+    The node is a LangGraph runnable, so ``graph.add_node("name", node)`` works and
+    the node also runs on its own with ``node.invoke(state)`` / ``await node.ainvoke(state)``.
+    """
+
+    def __init__(self, name: str) -> None:
+        super().__init__(self._sync, self._async, name=name, trace=False)
+
+    def _sync(self, state: Any, config: RunnableConfig) -> Any:
+        return self.run(state, config)
+
+    async def _async(self, state: Any, config: RunnableConfig) -> Any:
+        return await self.arun(state, config)
+
+    def run(self, state: Any, config: RunnableConfig) -> Any:
+        raise NotImplementedError
+
+    async def arun(self, state: Any, config: RunnableConfig) -> Any:
+        return self.run(state, config)
+
+
+def emit_event(payload: dict[str, Any]) -> None:
+    """Send a custom stream event (``stream_mode="custom"``) when inside a graph run.
+
+    Outside a run (a node called directly) there is no stream to write to and
+    the event is dropped.
+    """
+    try:
+        writer = get_stream_writer()
+    except RuntimeError:  # not inside a runnable context: nobody is streaming
+        return
+    writer({"event": VISIBLE_SET_EVENT, **payload})

@@ -1,0 +1,133 @@
+"""Budget arithmetic: how many tools each category may show. Pure functions.
+
+Key Components:
+    - :func:`per_category_budget`: ``max(min_per_category, max_tools // n)``.
+    - :func:`allocate`: proportional selection over ranked categories, with
+      leftover slots redistributed by relevance.
+    - :func:`max_tools_for_model`: budget presets from a model's size.
+
+Typical Usage:
+    >>> allocate([("projects", [("a", 3.0), ("b", 2.0), ("c", 1.0)]),
+    ...           ("github", [("d", 5.0)])], max_tools=4, min_per_category=1)
+    ['a', 'b', 'd', 'c']
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+__all__ = [
+    "MODEL_SIZE_PRESETS",
+    "allocate",
+    "max_tools_for_model",
+    "model_size_billions",
+    "per_category_budget",
+]
+
+MODEL_SIZE_PRESETS = {"small": 2, "medium": 5, "large": 10}
+"""Tools shown per turn by model size: small < 7B, medium 7-30B, large > 30B."""
+
+UNKNOWN_MODEL_SIZE_ERROR = (
+    "cannot tell the size of model {model!r}: name it with its parameter count "
+    "(e.g. 'qwen3:8b', 'llama-3.1-70b'), pass a number of billions, or pass max_tools= directly."
+)
+
+_SIZE = re.compile(r"(?<![a-z0-9.])(\d+(?:\.\d+)?)\s*([bm])(?![a-z])", re.IGNORECASE)
+
+
+def per_category_budget(max_tools: int, n_categories: int, min_per_category: int = 2) -> int:
+    """Slots each category gets before leftovers are redistributed.
+
+    >>> per_category_budget(8, 2), per_category_budget(8, 1), per_category_budget(8, 5)
+    (4, 8, 2)
+    """
+    if max_tools < 0 or min_per_category < 0:
+        raise ValueError("max_tools and min_per_category must be >= 0")
+    if n_categories <= 0:
+        return 0
+    return max(min_per_category, max_tools // n_categories)
+
+
+def allocate(
+    ranked: Sequence[tuple[str, Sequence[tuple[str, float]]]],
+    *,
+    max_tools: int,
+    min_per_category: int = 2,
+    exclude: Sequence[str] = (),
+) -> list[str]:
+    """Pick tools from ranked categories under a proportional budget.
+
+    Args:
+        ranked: ``(category, [(tool, relevance), ...])`` with categories in
+            priority order and tools best first.
+        max_tools: hard cap on the result's length.
+        min_per_category: floor of each category's share.
+        exclude: tools that are visible already and must not be chosen again
+            (they do not spend budget).
+
+    Returns:
+        Tool names, de-duplicated, at most ``max_tools``, deterministic: first
+        each category's share in category order, then leftover slots (a small
+        category leaves some) to the most relevant tools not yet chosen.
+    """
+    share = per_category_budget(max_tools, len(ranked), min_per_category)
+    chosen: list[str] = []
+    seen = set(exclude)
+    leftovers: list[tuple[float, int, int, str]] = []
+    for cat_pos, (_, tools) in enumerate(ranked):
+        taken = 0
+        for tool_pos, (name, score) in enumerate(tools):
+            if name in seen:
+                continue
+            if taken < share and len(chosen) < max_tools:
+                chosen.append(name)
+                seen.add(name)
+                taken += 1
+            else:
+                leftovers.append((-score, cat_pos, tool_pos, name))
+    leftovers.sort()
+    for _, _, _, name in leftovers:
+        if len(chosen) >= max_tools:
+            break
+        if name not in seen:
+            chosen.append(name)
+            seen.add(name)
+    return chosen
+
+
+def model_size_billions(model: str | float | int) -> float | None:
+    """Parameter count in billions from a number or a model name, else None.
+
+    >>> model_size_billions("qwen3:8b"), model_size_billions("llama-3.1-70B-instruct")
+    (8.0, 70.0)
+    """
+    if isinstance(model, bool):
+        return None
+    if isinstance(model, (int, float)):
+        return float(model) / 1e9 if model > 1e5 else float(model)
+    sizes = []
+    for number, unit in _SIZE.findall(model):
+        value = float(number)
+        sizes.append(value / 1000 if unit.lower() == "m" else value)
+    return max(sizes) if sizes else None
+
+
+def max_tools_for_model(model: str | float | int) -> int:
+    """Budget preset for a model: small (<7B) 2, medium (7-30B) 5, large (>30B) 10.
+
+    Args:
+        model: a model name with its size (``"qwen3:8b"``), a number of
+            billions (``8``) or of parameters (``8e9``).
+
+    Raises:
+        ValueError: the size cannot be read from ``model``.
+    """
+    size = model_size_billions(model)
+    if size is None:
+        raise ValueError(UNKNOWN_MODEL_SIZE_ERROR.format(model=model))
+    if size < 7:
+        return MODEL_SIZE_PRESETS["small"]
+    if size <= 30:
+        return MODEL_SIZE_PRESETS["medium"]
+    return MODEL_SIZE_PRESETS["large"]

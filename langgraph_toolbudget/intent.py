@@ -1,0 +1,232 @@
+"""classify_intent: the user's query -> ordered tool categories.
+
+Key Components:
+    - :func:`classify_lexical`: offline scoring of categories against a query
+      (category name and description, and the tools inside each category).
+    - :class:`ClassifyIntent`: the node. Lexical by default; with ``model=``,
+      asks a chat model for structured output, validates it against the real
+      categories and falls back to the lexical answer when the model fails.
+
+Typical Usage:
+    ```python
+    graph.add_node("classify_intent", ClassifyIntent(catalog, max_categories=3))
+    ```
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from pydantic import BaseModel, Field
+
+from langgraph_toolbudget._node import BudgetNode
+from langgraph_toolbudget.catalog import ToolCatalog
+from langgraph_toolbudget.state import state_messages
+
+__all__ = ["CategoryChoice", "ClassifyIntent", "classify_lexical", "latest_user_text"]
+
+logger = logging.getLogger(__name__)
+
+LLM_PROMPT = (
+    "Choose the tool categories needed to answer the user's request. Answer with at most "
+    "{max_categories} category names from this list, most relevant first:\n{listing}"
+)
+
+
+class CategoryChoice(BaseModel):
+    """Structured answer expected from a classifying chat model."""
+
+    categories: list[str] = Field(description="Category names, most relevant first.")
+
+
+def message_text(message: BaseMessage) -> str:
+    """The plain text of a message, whatever its content blocks."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+    return " ".join(parts)
+
+
+def latest_user_text(messages: Sequence[Any]) -> str:
+    """Text of the latest human message ("" if there is none)."""
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            return message_text(message)
+        if isinstance(message, dict) and message.get("role") in ("user", "human"):
+            return str(message.get("content", ""))
+    return ""
+
+
+class _CategoryScorer:
+    """Precomputed category membership, so a query is scored in one numpy pass."""
+
+    def __init__(self, catalog: ToolCatalog) -> None:
+        self.catalog = catalog
+        index = catalog.index
+        self.members = {
+            c: np.array([index.position(n) for n in catalog.tools_in(c)], dtype=np.int64)
+            for c in catalog.categories
+        }
+
+    def score(self, query: str, tool_scores: np.ndarray | None = None) -> list[tuple[str, float]]:
+        catalog = self.catalog
+        if tool_scores is None:
+            tool_scores = catalog.index.scores(query)
+        cat_doc = catalog.category_index.scores(query)
+        out = []
+        for pos, (cat, ids) in enumerate(self.members.items()):
+            member_scores = tool_scores[ids]
+            top = np.partition(member_scores, -3)[-3:] if member_scores.size > 3 else member_scores
+            top = np.sort(top)[::-1]
+            tool_part = float(top[0] + 0.25 * top[1:].sum()) if top.size else 0.0
+            score = tool_part + float(cat_doc[pos])
+            if score > 0:
+                out.append((cat, score))
+        out.sort(key=lambda cs: -cs[1])
+        return out
+
+
+def classify_lexical(
+    catalog: ToolCatalog,
+    query: str,
+    *,
+    max_categories: int = 3,
+    min_relative_score: float = 0.5,
+) -> list[tuple[str, float]]:
+    """Rank the catalog's categories for a query, offline.
+
+    Args:
+        catalog: the tool catalog.
+        query: the user's text.
+        max_categories: return at most this many.
+        min_relative_score: drop categories scoring below this fraction of the best.
+
+    Returns:
+        ``(category, score)`` best first; empty when nothing matches.
+    """
+    scored = _scorer(catalog).score(query)
+    if not scored:
+        return []
+    floor = scored[0][1] * min_relative_score
+    return [(c, s) for c, s in scored[:max_categories] if s >= floor]
+
+
+def _scorer(catalog: ToolCatalog) -> _CategoryScorer:
+    scorer = catalog.__dict__.get("_category_scorer")
+    if scorer is None:
+        scorer = catalog.__dict__["_category_scorer"] = _CategoryScorer(catalog)
+    return scorer
+
+
+class ClassifyIntent(BudgetNode):
+    """Node: classify the latest user message into tool categories.
+
+    Input: ``messages``. Output: ``{"categories": [...], "category_scores": {...}}``.
+
+    Args:
+        catalog: the tool catalog.
+        model: optional chat model supporting ``with_structured_output``. Its
+            answer is validated: unknown categories are dropped; an exception,
+            a malformed or an empty answer falls back to the lexical classifier
+            (and is logged).
+        max_categories: how many categories at most.
+        min_relative_score: lexical only: keep categories scoring at least this
+            fraction of the best one.
+
+    Example:
+        ```python
+        graph.add_node("classify_intent", ClassifyIntent(catalog))
+        graph.add_node("classify", ClassifyIntent(catalog, model=ChatOllama(model="qwen3:8b")))
+        ```
+    """
+
+    def __init__(
+        self,
+        catalog: ToolCatalog,
+        *,
+        model: BaseChatModel | None = None,
+        max_categories: int = 3,
+        min_relative_score: float = 0.5,
+        name: str = "classify_intent",
+    ) -> None:
+        if max_categories < 1:
+            raise ValueError(f"max_categories must be >= 1, got {max_categories}")
+        super().__init__(name)
+        self.catalog = catalog
+        self.model = model
+        self.max_categories = max_categories
+        self.min_relative_score = min_relative_score
+        self._structured = model.with_structured_output(CategoryChoice) if model else None
+
+    def _lexical(self, query: str) -> dict[str, Any]:
+        ranked = classify_lexical(
+            self.catalog,
+            query,
+            max_categories=self.max_categories,
+            min_relative_score=self.min_relative_score,
+        )
+        return {"categories": [c for c, _ in ranked], "category_scores": dict(ranked)}
+
+    def _prompt(self, query: str) -> list[BaseMessage]:
+        listing = "\n".join(
+            f"- {c}: {d}" if d else f"- {c}"
+            for c, d in sorted(self.catalog.category_descriptions.items())
+        )
+        system = LLM_PROMPT.format(max_categories=self.max_categories, listing=listing)
+        return [SystemMessage(system), HumanMessage(query)]
+
+    def _validate(self, answer: Any, query: str) -> dict[str, Any]:
+        if isinstance(answer, dict) and "parsed" in answer:  # include_raw style
+            answer = answer["parsed"]
+        if isinstance(answer, AIMessage):
+            answer = answer.content
+        if isinstance(answer, dict):
+            answer = CategoryChoice.model_validate(answer)
+        if not isinstance(answer, CategoryChoice):
+            raise TypeError(f"expected CategoryChoice, got {type(answer).__name__}: {answer!r}")
+        known = set(self.catalog.categories)
+        chosen = list(dict.fromkeys(c for c in answer.categories if c in known))
+        dropped = [c for c in answer.categories if c not in known]
+        if dropped:
+            logger.warning("classify_intent: model named unknown categories %s; dropped", dropped)
+        if not chosen:
+            raise ValueError(f"no known category in the model's answer {answer.categories!r}")
+        chosen = chosen[: self.max_categories]
+        n = len(chosen)
+        return {
+            "categories": chosen,
+            "category_scores": {c: float(n - i) for i, c in enumerate(chosen)},
+        }
+
+    def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        query = latest_user_text(state_messages(state))
+        if self._structured is None or not query:
+            return self._lexical(query)
+        try:
+            return self._validate(self._structured.invoke(self._prompt(query), config), query)
+        except Exception as exc:  # noqa: BLE001 - any model failure falls back, and is logged
+            logger.warning("classify_intent: model failed (%r); using the lexical classifier", exc)
+            return self._lexical(query)
+
+    async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        query = latest_user_text(state_messages(state))
+        if self._structured is None or not query:
+            return self._lexical(query)
+        try:
+            answer = await self._structured.ainvoke(self._prompt(query), config)
+            return self._validate(answer, query)
+        except Exception as exc:  # noqa: BLE001 - any model failure falls back, and is logged
+            logger.warning("classify_intent: model failed (%r); using the lexical classifier", exc)
+            return self._lexical(query)

@@ -1,0 +1,331 @@
+"""Search over a tool catalog: one index, two engines.
+
+Key Components:
+    - :class:`ToolIndex`: built once per catalog. Holds a BM25 ranker over each
+      tool's name words, description and argument names (typo tolerant through
+      rapidfuzz), and the texts the regex engine scans.
+    - :meth:`ToolIndex.rank`: free-text relevance ranking, used by
+      classify_intent, select_tools and tool_search.
+    - :meth:`ToolIndex.regex_search`: the ``search_tools`` meta-tool: a regular
+      expression over name, description and argument names, with a fuzzy
+      fallback (substring, then word, then character similarity) when nothing
+      matches.
+
+Typical Usage:
+    >>> index = ToolIndex([("get_weather", "Get current weather", ["city"])])
+    >>> index.regex_search("weather").found
+    1
+    >>> [name for name, _ in index.rank_names("what's the wether in Paris")]
+    ['get_weather']
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+import re2
+from rapidfuzz import fuzz, process
+
+__all__ = ["SearchResult", "ToolIndex", "tokenize", "MAX_FUZZY_RESULTS"]
+
+MAX_FUZZY_RESULTS = 5
+"""The fuzzy fallback of ``search_tools`` returns at most this many tools."""
+
+FOUND_MESSAGE = "Found matching tools. Use 'add_tool' to load the ones you need."
+FUZZY_MESSAGE = (
+    "No tool matched the pattern exactly; these are the closest matches. "
+    "Use 'add_tool' to load the ones you need."
+)
+NOT_FOUND_MESSAGE = (
+    "No tools found matching the pattern. Try a shorter pattern, another word, "
+    "or call 'show_all_tools' to list every tool name."
+)
+INVALID_PATTERN_ERROR = (
+    "invalid regex pattern {pattern!r}: {reason}. Use a plain word such as 'weather' "
+    "or a simple pattern such as 'get_.*'."
+)
+
+_STOPWORDS = frozenset(
+    (
+        "a an and are as at be by can could do does for from get give has have how i in is it "
+        "its me my of on or please should so some that the their them then there these this "
+        "to us want was we what when where which who will with would you your"
+    ).split()  # noqa: SIM905 - a word list reads better as text
+)
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _stem(word: str) -> str:
+    # A light suffix stemmer: enough to join "issues"/"issue", "sending"/"send".
+    if len(word) > 5 and word.endswith("ing"):
+        return word[:-3]
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 4 and word.endswith("ed"):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+@lru_cache(maxsize=65536)
+def _split_words(text: str) -> tuple[str, ...]:
+    return tuple(_WORD.findall(_CAMEL.sub(" ", text).lower()))
+
+
+def tokenize(text: str) -> list[str]:
+    """Split text into stemmed, lower-case search terms.
+
+    camelCase and snake_case are split into words and common stop words are
+    dropped, so ``getWeather`` and ``get_weather`` both give ``["weather"]``.
+    """
+    return [_stem(w) for w in _split_words(text) if w not in _STOPWORDS]
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """What ``search_tools`` answers: the shape of seed 002.
+
+    Attributes:
+        found: how many tools matched.
+        tools: ``{"name": ..., "description": ...}`` for each match, best first.
+        message: what to do next.
+        error: set when the pattern was rejected; then ``tools`` is empty.
+        fuzzy: True when the regex matched nothing and these are fuzzy matches.
+    """
+
+    found: int
+    tools: list[dict[str, str]] = field(default_factory=list)
+    message: str = ""
+    error: str | None = None
+    fuzzy: bool = False
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON-ready result given to the model."""
+        if self.error is not None:
+            return {"error": self.error}
+        return {"found": self.found, "tools": self.tools, "message": self.message}
+
+
+def _compile_pattern(pattern: str) -> re2._Regexp:
+    options = re2.Options()
+    options.log_errors = False
+    # Smart case: an all-lower-case pattern matches regardless of case, as in ripgrep.
+    options.case_sensitive = any(c.isupper() for c in re.sub(r"\(\?[a-zA-Z]+\)", "", pattern))
+    return re2.compile(pattern, options=options)
+
+
+class ToolIndex:
+    """A search index over a list of tools, built once.
+
+    Args:
+        docs: ``(name, description, argument_names)`` for each tool, in
+            catalog order.
+        name_weight: how many times the name's words count against the
+            description's.
+
+    Regex search uses RE2 (``google-re2``), a linear-time engine: a
+    catastrophic pattern such as ``(a+)+$`` costs the same as a plain one, so a
+    pattern written by a model cannot stall the graph. RE2 has no
+    back-references or look-around; such patterns are answered with an error
+    result that says so.
+    """
+
+    def __init__(
+        self,
+        docs: Sequence[tuple[str, str, Sequence[str]]],
+        *,
+        name_weight: int = 2,
+        k1: float = 1.2,
+        b: float = 0.75,
+    ) -> None:
+        self.names = [d[0] for d in docs]
+        self.descriptions = [d[1] for d in docs]
+        self._position = {name: i for i, name in enumerate(self.names)}
+        self._texts = [
+            f"{name}\n{description}\n{' '.join(args)}" for name, description, args in docs
+        ]
+        self._name_words = [" ".join(_split_words(name)) for name in self.names]
+        token_lists = [
+            tokenize(name) * name_weight + tokenize(description) + tokenize(" ".join(args))
+            for name, description, args in docs
+        ]
+        self._build_bm25(token_lists, k1, b)
+
+    def _build_bm25(self, token_lists: list[list[str]], k1: float, b: float) -> None:
+        n = len(token_lists)
+        lengths = np.array([len(t) for t in token_lists], dtype=np.float64)
+        avg = float(lengths.mean()) if n else 0.0
+        postings: dict[str, tuple[list[int], list[int]]] = {}
+        for doc_id, tokens in enumerate(token_lists):
+            for term, tf in Counter(tokens).items():
+                ids, tfs = postings.setdefault(term, ([], []))
+                ids.append(doc_id)
+                tfs.append(tf)
+        norm = k1 * (1 - b + b * lengths / avg) if n and avg else np.ones(n)
+        self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for term, (ids, tfs) in postings.items():
+            ids_arr = np.asarray(ids, dtype=np.int64)
+            tf_arr = np.asarray(tfs, dtype=np.float64)
+            idf = math.log(1 + (n - len(ids) + 0.5) / (len(ids) + 0.5))
+            self._postings[term] = (ids_arr, idf * tf_arr * (k1 + 1) / (tf_arr + norm[ids_arr]))
+        self._vocab = list(self._postings)
+        self._size = n
+
+    def __len__(self) -> int:
+        return self._size
+
+    @lru_cache(maxsize=4096)  # noqa: B019 - the index lives as long as its catalog
+    def _expand(self, term: str) -> tuple[tuple[str, float], ...]:
+        """Vocabulary terms for a query term: itself, else close spellings."""
+        if term in self._postings:
+            return ((term, 1.0),)
+        if len(term) < 4:
+            return ()
+        hits = process.extract(term, self._vocab, scorer=fuzz.ratio, score_cutoff=80, limit=2)
+        return tuple((word, score / 100.0) for word, score, _ in hits)
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every tool for a free-text query (typos tolerated)."""
+        out = np.zeros(self._size, dtype=np.float64)
+        for term, qtf in Counter(tokenize(query)).items():
+            for word, weight in self._expand(term):
+                ids, contrib = self._postings[word]
+                out[ids] += contrib * (weight * qtf)
+        return out
+
+    def rank(
+        self, query: str, *, limit: int | None = None, among: Iterable[int] | None = None
+    ) -> list[tuple[int, float]]:
+        """Tools by relevance to ``query``, best first, score > 0 only.
+
+        Args:
+            query: free text (a user message).
+            limit: at most this many results.
+            among: restrict to these tool positions.
+
+        Ties are broken by catalog order, so the result is deterministic.
+        """
+        scores = self.scores(query)
+        if among is not None:
+            ids = np.fromiter(among, dtype=np.int64)
+            if ids.size == 0:
+                return []
+            sub = scores[ids]
+            keep = sub > 0
+            ids, sub = ids[keep], sub[keep]
+        else:
+            ids = np.flatnonzero(scores > 0)
+            sub = scores[ids]
+        order = np.lexsort((ids, -sub))
+        if limit is not None:
+            order = order[:limit]
+        return [(int(ids[i]), float(sub[i])) for i in order]
+
+    def rank_names(self, query: str, *, limit: int | None = None) -> list[tuple[str, float]]:
+        """Like :meth:`rank`, with tool names instead of positions."""
+        return [(self.names[i], s) for i, s in self.rank(query, limit=limit)]
+
+    def position(self, name: str) -> int:
+        """The position of a tool in the index. Raises ``KeyError`` if absent."""
+        return self._position[name]
+
+    def _describe(self, ids: Iterable[int]) -> list[dict[str, str]]:
+        return [{"name": self.names[i], "description": self.descriptions[i]} for i in ids]
+
+    def regex_search(self, pattern: str, *, limit: int | None = None) -> SearchResult:
+        """The ``search_tools`` engine: regex, then fuzzy fallback.
+
+        Args:
+            pattern: a regular expression (RE2 syntax) over each tool's name,
+                description and argument names. An all-lower-case pattern is
+                matched regardless of case; ``(?i)`` is accepted too.
+            limit: cap on regex matches returned (the fuzzy fallback returns at
+                most :data:`MAX_FUZZY_RESULTS`).
+
+        Returns:
+            A :class:`SearchResult`. An invalid or unsupported pattern gives a
+            result with ``error`` set; no exception escapes.
+        """
+        if not isinstance(pattern, str) or not pattern.strip():
+            return SearchResult(
+                0, error=INVALID_PATTERN_ERROR.format(pattern=pattern, reason="empty pattern")
+            )
+        try:
+            compiled = _compile_pattern(pattern)
+        except re2.error as exc:
+            reason = exc.args[0] if exc.args else str(exc)
+            if isinstance(reason, bytes):
+                reason = reason.decode("utf-8", "replace")
+            if "invalid perl operator" in reason or "invalid escape" in reason:
+                reason += " (look-around and back-references are not supported)"
+            return SearchResult(
+                0, error=INVALID_PATTERN_ERROR.format(pattern=pattern, reason=reason)
+            )
+        hits = [i for i, text in enumerate(self._texts) if compiled.search(text)]
+        if hits:
+            hits.sort(key=lambda i: (compiled.search(self.names[i]) is None, i))
+            if limit is not None:
+                hits = hits[:limit]
+            return SearchResult(len(hits), self._describe(hits), FOUND_MESSAGE)
+        fuzzy = self.fuzzy_search(pattern)
+        if fuzzy:
+            return SearchResult(len(fuzzy), self._describe(fuzzy), FUZZY_MESSAGE, fuzzy=True)
+        return SearchResult(0, [], NOT_FOUND_MESSAGE)
+
+    def fuzzy_search(self, query: str, *, limit: int = MAX_FUZZY_RESULTS) -> list[int]:
+        """Fuzzy matches for a query that no regex matched, best first.
+
+        Tiers, each outranking the next: the query as a substring of the name
+        or description; the query's words matching the tool's words (exactly,
+        by prefix or abbreviation, or by spelling); the whole query's character
+        similarity to the name.
+        """
+        plain = " ".join(_split_words(query))
+        if not plain:
+            return []
+        words = plain.split()
+        scored: list[tuple[float, int]] = []
+        for i, name_words in enumerate(self._name_words):
+            haystack = f"{name_words} {' '.join(_split_words(self.descriptions[i]))}"
+            if len(plain) >= 3 and plain in haystack:
+                score = 3.0 + (1.0 if plain in name_words else 0.0)
+            else:
+                tool_words = set(haystack.split())
+                word_score = sum(_word_match(w, tool_words) for w in words) / len(words)
+                if word_score >= 0.5:
+                    score = 1.0 + word_score
+                else:
+                    score = fuzz.ratio(plain, name_words) / 100.0
+                    if score < 0.6:
+                        continue
+            scored.append((score, i))
+        scored.sort(key=lambda s: (-s[0], s[1]))
+        return [i for _, i in scored[:limit]]
+
+
+def _word_match(word: str, tool_words: set[str]) -> float:
+    if word in tool_words:
+        return 1.0
+    best = 0.0
+    for tw in tool_words:
+        if len(word) >= 3 and (tw.startswith(word) or _is_abbreviation(word, tw)):
+            best = max(best, 0.8)
+        elif len(word) >= 4 and fuzz.ratio(word, tw) >= 80:
+            best = max(best, 0.7)
+    return best
+
+
+def _is_abbreviation(short: str, word: str) -> bool:
+    """``msg`` abbreviates ``message``: same first letter, letters in order."""
+    if not short or short[0] != word[0] or len(short) >= len(word):
+        return False
+    it = iter(word)
+    return all(ch in it for ch in short)

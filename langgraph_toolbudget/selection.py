@@ -1,0 +1,267 @@
+"""select_tools and tool_search: which tools the model sees.
+
+Key Components:
+    - :func:`select_tools`: the proportional per-category budget, tools ranked
+      by relevance to the query inside each category (pure function).
+    - :func:`search_hits`: the best free-text hits for a query (pure function).
+    - :class:`SelectTools`, :class:`ToolSearch`: the nodes over them.
+
+Typical Usage:
+    ```python
+    graph.add_node("select_tools", SelectTools(catalog, max_tools=8))
+    graph.add_node("tool_search", ToolSearch(catalog, limit=5))
+    ```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
+
+from langgraph_toolbudget._node import BudgetNode, emit_event
+from langgraph_toolbudget.budget import allocate, max_tools_for_model
+from langgraph_toolbudget.catalog import ToolCatalog
+from langgraph_toolbudget.intent import latest_user_text
+from langgraph_toolbudget.state import state_get, state_messages
+
+__all__ = ["SelectTools", "ToolSearch", "search_hits", "select_tools"]
+
+Strategy = Literal["auto", "categories", "relevance"]
+
+UNKNOWN_PINNED_ERROR = (
+    "pinned tools {names} are not enabled tools of the catalog (unknown, filtered or disabled). "
+    "Known tools include {known}."
+)
+
+
+def select_tools(
+    catalog: ToolCatalog,
+    query: str,
+    categories: Sequence[str],
+    *,
+    max_tools: int = 8,
+    min_per_category: int = 2,
+    exclude: Iterable[str] = (),
+) -> list[str]:
+    """Tools for ``categories`` under a proportional budget.
+
+    ``per_cat = max(min_per_category, max_tools // len(categories))``; inside
+    each category tools are ranked by relevance to ``query`` (catalog order
+    breaks ties); slots a small category leaves unused go to the most relevant
+    remaining tools; the result is capped at ``max_tools``, de-duplicated and
+    deterministic. Unknown categories add nothing. Only tools with include
+    mode ``agent`` are chosen.
+
+    Args:
+        catalog: the tool catalog.
+        query: the user's text, for ranking inside categories.
+        categories: categories in priority order.
+        max_tools: the budget.
+        min_per_category: the floor of each category's share.
+        exclude: tools already visible outside the budget (not chosen again).
+    """
+    known = [c for c in dict.fromkeys(categories) if c in set(catalog.categories)]
+    if not known or max_tools <= 0:
+        return []
+    index = catalog.index
+    scores = index.scores(query) if query else None
+    ranked = []
+    for cat in known:
+        members = [n for n in catalog.tools_in(cat) if catalog.selectable(n)]
+        scored = [
+            (n, float(scores[index.position(n)]) if scores is not None else 0.0) for n in members
+        ]
+        scored.sort(key=lambda ns: -ns[1])  # stable: catalog order breaks ties
+        ranked.append((cat, scored))
+    return allocate(
+        ranked, max_tools=max_tools, min_per_category=min_per_category, exclude=list(exclude)
+    )
+
+
+def search_hits(
+    catalog: ToolCatalog,
+    query: str,
+    *,
+    limit: int = 5,
+    exclude: Iterable[str] = (),
+    min_relative_score: float = 0.0,
+) -> list[str]:
+    """The ``limit`` most relevant selectable tools for free text, best first.
+
+    Args:
+        catalog: the tool catalog.
+        query: free text.
+        limit: how many at most.
+        exclude: names to skip (already visible).
+        min_relative_score: drop hits scoring below this fraction of the best.
+    """
+    if limit <= 0 or not query:
+        return []
+    skip = set(exclude)
+    out: list[str] = []
+    best = None
+    for pos, score in catalog.index.rank(query):
+        name = catalog.index.names[pos]
+        if best is None:
+            best = score
+        if score < best * min_relative_score:
+            break
+        if name in skip or not catalog.selectable(name):
+            continue
+        out.append(name)
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _check_pinned(catalog: ToolCatalog, pinned: Sequence[str]) -> list[str]:
+    missing = [n for n in pinned if n not in catalog]
+    if missing:
+        raise ValueError(UNKNOWN_PINNED_ERROR.format(names=missing, known=catalog.tool_names[:10]))
+    return list(dict.fromkeys(pinned))
+
+
+def _resolve_budget(max_tools: int | None, model_size: str | float | None) -> int:
+    if max_tools is not None:
+        if max_tools < 0:
+            raise ValueError(f"max_tools must be >= 0, got {max_tools}")
+        return max_tools
+    if model_size is not None:
+        return max_tools_for_model(model_size)
+    return 8
+
+
+class SelectTools(BudgetNode):
+    """Node: choose the visible tools for the chosen categories under a budget.
+
+    Input: ``messages`` and ``categories`` (from :class:`ClassifyIntent`).
+    Output: ``{"selected_tools": [...]}``, appended to the visible set by the
+    state's reducer. Tools with include mode ``always``, the special categories
+    ``human``/``structured_output`` and ``pinned`` tools are added without
+    spending budget.
+
+    Args:
+        catalog: the tool catalog.
+        max_tools: the budget (default 8, or the preset for ``model_size``).
+        min_per_category: floor of each category's share (default 2).
+        model_size: a model name or size for the presets: small (<7B) 2,
+            medium (7-30B) 5, large (>30B) 10. Ignored when ``max_tools`` is set.
+        pinned: tools always visible ("pre-discovered"), outside the budget.
+        strategy: ``categories`` (per-category budget), ``relevance`` (the
+            ``max_tools`` most relevant tools, for catalogs without
+            categories), ``auto`` (categories when the state has some, else
+            relevance).
+
+    Example:
+        ```python
+        graph.add_node("select_tools", SelectTools(catalog, model_size="qwen3:8b"))
+        ```
+    """
+
+    def __init__(
+        self,
+        catalog: ToolCatalog,
+        *,
+        max_tools: int | None = None,
+        min_per_category: int = 2,
+        model_size: str | float | None = None,
+        pinned: Sequence[str] = (),
+        strategy: Strategy = "auto",
+        name: str = "select_tools",
+    ) -> None:
+        if strategy not in ("auto", "categories", "relevance"):
+            raise ValueError(
+                f"strategy must be 'auto', 'categories' or 'relevance', got {strategy!r}"
+            )
+        super().__init__(name)
+        self.catalog = catalog
+        self.max_tools = _resolve_budget(max_tools, model_size)
+        self.min_per_category = min_per_category
+        self.pinned = _check_pinned(catalog, pinned)
+        self.strategy = strategy
+
+    @property
+    def free_tools(self) -> list[str]:
+        """Visible without budget: ``always`` tools, special categories, pinned tools."""
+        return list(dict.fromkeys([*self.catalog.always_visible, *self.pinned]))
+
+    def choose(self, query: str, categories: Sequence[str]) -> list[str]:
+        """The tools this node makes visible for a query and categories."""
+        free = self.free_tools
+        if self.strategy == "relevance" or (self.strategy == "auto" and not categories):
+            chosen = search_hits(self.catalog, query, limit=self.max_tools, exclude=free)
+        else:
+            chosen = select_tools(
+                self.catalog,
+                query,
+                categories,
+                max_tools=self.max_tools,
+                min_per_category=self.min_per_category,
+                exclude=free,
+            )
+        return [*free, *chosen]
+
+    def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        query = latest_user_text(state_messages(state))
+        categories = list(state_get(state, "categories", None) or [])
+        before = list(state_get(state, "selected_tools", None) or [])
+        chosen = self.choose(query, categories)
+        added = [n for n in chosen if n not in set(before)]
+        if added:
+            emit_event({"node": self.name, "added": added, "removed": [], "reason": "select_tools"})
+        return {"selected_tools": chosen}
+
+
+class ToolSearch(BudgetNode):
+    """Node: automatic tool search before the first model turn.
+
+    Searches the catalog with the latest user message and adds the best
+    ``limit`` hits to the visible set (the same ranking as ``search_tools``
+    uses for free text). A turn is "first" when no AI message is in the
+    history yet; with ``every_turn=True`` it searches on every user turn.
+
+    Args:
+        catalog: the tool catalog.
+        limit: how many hits to add at most (default 5).
+        every_turn: search on later turns too.
+        min_relative_score: drop hits below this fraction of the best score.
+
+    Output: ``{"selected_tools": [...]}`` (only new names), or ``{}``.
+    """
+
+    def __init__(
+        self,
+        catalog: ToolCatalog,
+        *,
+        limit: int = 5,
+        every_turn: bool = False,
+        min_relative_score: float = 0.0,
+        name: str = "tool_search",
+    ) -> None:
+        if limit < 0:
+            raise ValueError(f"limit must be >= 0, got {limit}")
+        super().__init__(name)
+        self.catalog = catalog
+        self.limit = limit
+        self.every_turn = every_turn
+        self.min_relative_score = min_relative_score
+
+    def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        messages = state_messages(state)
+        if not self.every_turn and any(isinstance(m, AIMessage) for m in messages):
+            return {}
+        visible = list(state_get(state, "selected_tools", None) or [])
+        hits = search_hits(
+            self.catalog,
+            latest_user_text(messages),
+            limit=self.limit,
+            exclude=visible,
+            min_relative_score=self.min_relative_score,
+        )
+        if not hits:
+            return {}
+        emit_event({"node": self.name, "added": hits, "removed": [], "reason": "tool_search"})
+        return {"selected_tools": hits}

@@ -1,0 +1,100 @@
+"""Graph state: tool *names* only, so it serialises through every checkpointer.
+
+Key Components:
+    - :class:`ToolBudgetState`: LangGraph's messages state plus the categories
+      and the visible tool set.
+    - :func:`merge_names`: the reducer of ``selected_tools``: existing names
+      first, new ones appended, no duplicates. A node can also send
+      ``{"remove": [...]}`` / ``{"replace": [...]}`` to shrink the set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any
+
+from langgraph.graph import MessagesState
+
+__all__ = ["ToolBudgetState", "merge_names", "merge_counts"]
+
+NameUpdate = Sequence[str] | Mapping[str, Sequence[str]] | None
+
+
+def _dedupe(names: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(names))
+
+
+def merge_names(left: Sequence[str] | None, right: NameUpdate) -> list[str]:
+    """Reducer for lists of tool names.
+
+    Args:
+        left: the current names.
+        right: a list of names to append (existing names keep their
+            position, so a model's prompt prefix stays stable), or a mapping
+            with ``"replace"`` (the new list), ``"remove"`` and/or ``"add"``.
+
+    >>> merge_names(["a", "b"], ["b", "c", "c"])
+    ['a', 'b', 'c']
+    >>> merge_names(["a", "b", "c"], {"remove": ["b"], "add": ["d"]})
+    ['a', 'c', 'd']
+    """
+    current = _dedupe(left or [])
+    if right is None:
+        return current
+    if isinstance(right, str):
+        raise TypeError(f"expected a list of tool names, got the string {right!r}")
+    if isinstance(right, Mapping):
+        unknown = set(right) - {"replace", "remove", "add"}
+        if unknown:
+            raise ValueError(
+                f"unknown keys {sorted(unknown)} in a tool-name update; use 'replace', "
+                "'remove' or 'add'"
+            )
+        if "replace" in right:
+            current = _dedupe(right["replace"])
+        removed = set(right.get("remove", ()))
+        current = [n for n in current if n not in removed]
+        return _dedupe([*current, *right.get("add", ())])
+    return _dedupe([*current, *right])
+
+
+def merge_counts(left: Mapping[str, int] | None, right: Mapping[str, int] | None) -> dict[str, int]:
+    """Reducer for name -> counter maps: the right side wins per key."""
+    return {**(left or {}), **(right or {})}
+
+
+class ToolBudgetState(MessagesState):
+    """Messages state plus the tool budget's fields (all JSON-friendly).
+
+    Attributes:
+        categories: the categories chosen for the latest user message, best first.
+        category_scores: category -> relevance score of that choice.
+        selected_tools: the visible tool set (meta-tools excluded), in the
+            order the model sees it.
+        discovered_tools: tools that ``search_tools`` found but that are not
+            visible yet.
+        tool_last_used: tool -> step when it was last added or called; drives
+            eviction under a working-set cap.
+    """
+
+    categories: list[str]
+    category_scores: dict[str, float]
+    selected_tools: Annotated[list[str], merge_names]
+    discovered_tools: Annotated[list[str], merge_names]
+    tool_last_used: Annotated[dict[str, int], merge_counts]
+
+
+def state_messages(state: Any) -> list[Any]:
+    """The message list of a state given as a dict, a pydantic model or a list."""
+    if isinstance(state, list):
+        return state
+    if isinstance(state, Mapping):
+        return list(state.get("messages", []))
+    return list(getattr(state, "messages", []))
+
+
+def state_get(state: Any, key: str, default: Any = None) -> Any:
+    """A field of a state given as a dict or an object."""
+    if isinstance(state, Mapping):
+        return state.get(key, default)
+    return getattr(state, key, default)
