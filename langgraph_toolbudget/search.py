@@ -51,13 +51,12 @@ INVALID_PATTERN_ERROR = (
     "or a simple pattern such as 'get_.*'."
 )
 
-_STOPWORDS = frozenset(
-    (
-        "a an and are as at be by can could do does for from get give has have how i in is it "
-        "its me my of on or please should so some that the their them then there these this "
-        "to us want was we what when where which who will with would you your"
-    ).split()  # noqa: SIM905 - a word list reads better as text
-)
+_STOPWORDS_TEXT = """
+a an and are as at be by can could do does for from get give has have how i in is it its me my
+of on or please should so some that the their them then there these this to us want was we what
+when where which who will with would you your
+"""
+_STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _WORD = re.compile(r"[a-z0-9]+")
 
