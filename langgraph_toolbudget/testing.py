@@ -1,0 +1,92 @@
+"""A scripted chat model for tests, demos and offline notebooks.
+
+langchain-core's fake chat models raise on ``bind_tools``; this one records the
+tools it was bound to and replays a script of answers, so a graph that binds
+tools runs end to end without a provider.
+
+Example:
+    ```python
+    from langchain_core.messages import AIMessage
+    model = ScriptedChatModel(responses=[
+        AIMessage("", tool_calls=[{"name": "search_tools", "args": {"query": "weather"}, "id": "1"}]),
+        AIMessage("It is sunny."),
+    ])
+    ```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import Field
+
+__all__ = ["ScriptedChatModel"]
+
+Responder = Callable[[list[BaseMessage], list[str]], BaseMessage]
+
+
+class ScriptedChatModel(FakeMessagesListChatModel):
+    """A fake chat model that replays ``responses`` and records ``bind_tools``.
+
+    Each call returns the next response. A response may be a message or a
+    callable ``(messages, bound_tool_names) -> message``, to answer from what
+    the model was shown. After the last response the script repeats it when
+    ``cycle`` is true (the default), else raises ``IndexError`` naming the call.
+
+    Attributes:
+        bound_tools: the tool names of every ``bind_tools`` call, in order.
+        calls: the message lists the model was called with.
+    """
+
+    responses: list[Any]  # type: ignore[assignment]
+    cycle: bool = True
+    bound_tools: list[list[str]] = Field(default_factory=list)
+    calls: list[list[BaseMessage]] = Field(default_factory=list)
+    tools_schema: list[dict[str, Any]] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-chat-model"
+
+    def bind_tools(
+        self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any
+    ) -> Runnable[Any, BaseMessage]:
+        """Record the tools (by name) and return a model that carries them."""
+        schemas = [convert_to_openai_tool(t) for t in tools]
+        self.bound_tools.append([s["function"]["name"] for s in schemas])
+        self.tools_schema = schemas
+        return self.bind(tools=schemas, **kwargs)
+
+    def _next(self, messages: list[BaseMessage]) -> BaseMessage:
+        self.calls.append(list(messages))
+        if self.i >= len(self.responses):
+            if not self.cycle or not self.responses:
+                raise IndexError(
+                    f"ScriptedChatModel has {len(self.responses)} responses; call {self.i + 1} "
+                    "has none. Add responses or set cycle=True."
+                )
+            self.i = len(self.responses) - 1
+        response = self.responses[self.i]
+        self.i += 1
+        tools = self.bound_tools[-1] if self.bound_tools else []
+        if callable(response) and not isinstance(response, BaseMessage):
+            response = response(list(messages), tools)
+        if isinstance(response, str):
+            response = AIMessage(response)
+        return response.model_copy(deep=True)
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=self._next(messages))])
