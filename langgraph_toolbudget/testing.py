@@ -8,7 +8,9 @@ Example:
     ```python
     from langchain_core.messages import AIMessage
     model = ScriptedChatModel(responses=[
-        AIMessage("", tool_calls=[{"name": "search_tools", "args": {"query": "weather"}, "id": "1"}]),
+        AIMessage("", tool_calls=[
+            {"name": "search_tools", "args": {"query": "weather"}, "id": "1"},
+        ]),
         AIMessage("It is sunny."),
     ])
     ```
