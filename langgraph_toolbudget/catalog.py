@@ -21,6 +21,7 @@ Typical Usage:
 from __future__ import annotations
 
 import fnmatch
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -201,7 +202,7 @@ class ToolCatalog:
         filtered: Iterable[str] = (),
     ) -> None:
         names = [s.name for s in specs]
-        dupes = sorted({n for n in names if names.count(n) > 1})
+        dupes = sorted(n for n, k in Counter(names).items() if k > 1)
         if dupes:
             raise ValueError(DUPLICATE_TOOL_ERROR.format(names=dupes))
         self._specs: dict[str, ToolSpec] = {s.name: s for s in specs}
@@ -262,7 +263,7 @@ class ToolCatalog:
                 UNKNOWN_METADATA_TOOL_ERROR.format(names=unknown, known=sorted(known)[:10])
             )
         names = [t.name for t in tools]
-        dupes = sorted({n for n in names if names.count(n) > 1})
+        dupes = sorted(n for n, k in Counter(names).items() if k > 1)
         if dupes:
             raise ValueError(DUPLICATE_TOOL_ERROR.format(names=dupes))
         tool_cats: dict[str, list[str]] = {}
@@ -307,7 +308,8 @@ class ToolCatalog:
         servers = set(allowed_servers) if allowed_servers is not None else None
         patterns = list(allowed_tools) if allowed_tools is not None else None
         kept = [s for s in specs if _allowed(s, servers, patterns)]
-        filtered = [s.name for s in specs if s not in kept]
+        kept_names = {s.name for s in kept}
+        filtered = [s.name for s in specs if s.name not in kept_names]
         catalog = cls(kept, category_descriptions=category_descriptions, filtered=filtered)
         extra = sorted(set(category_descriptions or {}) - {c for s in specs for c in s.categories})
         if extra:
