@@ -1,0 +1,185 @@
+"""Argument coercion: repair the usual shapes of a model's malformed tool arguments.
+
+Applied against the tool's JSON schema before validation:
+    - a JSON string of the whole arguments is parsed, also when it comes
+      wrapped in one unknown key (``{"__arg1": "{...}"}``);
+    - a scalar (or a non-JSON string) given to a tool with one required field
+      is wrapped into that field;
+    - keys are matched to fields regardless of case and ``-``/``_``, and
+      obvious aliases are mapped (``q``/``search``/``text``/... -> ``query``);
+    - ``"5"`` becomes ``5`` where the schema asks for an integer, likewise
+      numbers and booleans; a JSON string becomes the list or object the schema
+      asks for, and a lone value is wrapped into a list.
+
+What still fails validation goes back to the model as an error that states the
+validation error and the expected schema (see :func:`schema_error_message`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain_core.tools import BaseTool
+
+__all__ = ["coerce_args", "tool_json_schema", "schema_error_message"]
+
+ALIASES: dict[str, tuple[str, ...]] = {
+    "query": ("q", "search", "search_query", "text", "query_text", "term", "keywords", "input"),
+    "path": ("file", "filename", "file_path", "filepath"),
+    "url": ("link", "uri", "href"),
+    "city": ("location", "place"),
+    "location": ("city", "place"),
+    "message": ("msg", "text", "body", "content"),
+    "text": ("message", "msg", "body", "content"),
+}
+"""field -> names a model may use for it."""
+
+SCHEMA_ERROR = (
+    "Error: invalid arguments for tool {tool!r}: {error}\n"
+    "You sent: {args}\n"
+    "Expected arguments (JSON schema): {schema}\n"
+    "Call {tool!r} again with arguments that match the schema."
+)
+
+
+def tool_json_schema(tool: BaseTool) -> dict[str, Any]:
+    """The JSON schema of the arguments the model sends (injected arguments excluded)."""
+    schema = tool.tool_call_schema
+    if isinstance(schema, dict):
+        return schema
+    return schema.model_json_schema()
+
+
+def _norm(key: str) -> str:
+    return key.replace("-", "_").replace(" ", "_").lower()
+
+
+def _field_type(prop: dict[str, Any]) -> set[str]:
+    types: set[str] = set()
+    if "type" in prop:
+        t = prop["type"]
+        types.update(t if isinstance(t, list) else [t])
+    for option in prop.get("anyOf", []) + prop.get("oneOf", []):
+        if isinstance(option, dict) and "type" in option:
+            t = option["type"]
+            types.update(t if isinstance(t, list) else [t])
+    return types
+
+
+def _coerce_value(value: Any, prop: dict[str, Any]) -> Any:
+    types = _field_type(prop)
+    if not types or not isinstance(value, str):
+        if "array" in types and not isinstance(value, list) and value is not None:
+            return [value]
+        return value
+    if "string" in types:
+        return value
+    text = value.strip()
+    if "integer" in types:
+        try:
+            return int(text)
+        except ValueError:
+            try:
+                number = float(text)
+            except ValueError:
+                return value
+            return int(number) if number.is_integer() else value
+    if "number" in types:
+        try:
+            return float(text)
+        except ValueError:
+            return value
+    if "boolean" in types and text.lower() in ("true", "false", "yes", "no", "1", "0"):
+        return text.lower() in ("true", "yes", "1")
+    if types & {"array", "object"}:
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            parsed = None
+        if "array" in types:
+            if isinstance(parsed, list):
+                return parsed
+            return [parsed if parsed is not None else value]
+        if isinstance(parsed, dict):
+            return parsed
+    return value
+
+
+def coerce_args(args: Any, schema: dict[str, Any]) -> Any:
+    """Best-effort repair of tool-call arguments against a JSON schema.
+
+    Args:
+        args: the arguments the model sent (usually a dict).
+        schema: the tool's argument JSON schema.
+
+    Returns:
+        The repaired arguments; arguments that need no repair come back equal.
+
+    >>> schema = {"properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},
+    ...           "required": ["query"]}
+    >>> coerce_args({"Q": "cats", "limit": "5"}, schema)
+    {'query': 'cats', 'limit': 5}
+    >>> coerce_args("cats", schema)
+    {'query': 'cats'}
+    """
+    props: dict[str, Any] = schema.get("properties", {}) or {}
+    required = list(schema.get("required", []) or [])
+    if isinstance(args, str):
+        text = args.strip()
+        try:
+            parsed = json.loads(text) if text else {}
+        except ValueError:
+            parsed = args
+        args = parsed
+    if not isinstance(args, dict):
+        target = (
+            required[0] if len(required) == 1 else (next(iter(props)) if len(props) == 1 else None)
+        )
+        if target is None or args is None:
+            return args if args is not None else {}
+        return {target: _coerce_value(args, props.get(target, {}))}
+    if len(args) == 1:
+        ((key, value),) = args.items()
+        if key not in props and isinstance(value, str) and value.strip().startswith("{"):
+            try:
+                inner = json.loads(value)
+            except ValueError:
+                inner = None
+            if isinstance(inner, dict):  # {"__arg1": "{...}"}: the real arguments as JSON
+                args = inner
+    by_norm = {_norm(k): k for k in props}
+    out: dict[str, Any] = {}
+    for key, value in args.items():
+        field = key if key in props else by_norm.get(_norm(key))
+        if field is None:
+            for candidate, aliases in ALIASES.items():
+                if candidate in props and candidate not in args and _norm(key) in aliases:
+                    field = candidate
+                    break
+        if field is None and len(props) == 1 and len(args) == 1:
+            field = next(iter(props))
+        if field is None or field in out:
+            out[key] = value  # unknown: let validation report it
+            continue
+        out[field] = _coerce_value(value, props[field])
+    return out
+
+
+def schema_error_message(tool: BaseTool, error: Exception, args: Any) -> str:
+    """The error the model gets when arguments still fail validation."""
+    errors: Any
+    try:
+        errors = error.errors(include_url=False)  # type: ignore[attr-defined]
+        detail = "; ".join(
+            f"{'.'.join(str(p) for p in e.get('loc', ())) or '(arguments)'}: {e.get('msg')}"
+            for e in errors
+        )
+    except (AttributeError, TypeError):
+        detail = str(error)
+    return SCHEMA_ERROR.format(
+        tool=tool.name,
+        error=detail,
+        args=json.dumps(args, default=str),
+        schema=json.dumps(tool_json_schema(tool)),
+    )

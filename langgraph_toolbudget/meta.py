@@ -1,0 +1,289 @@
+"""Meta-tools: how the model widens its own tool set.
+
+Key Components:
+    - :func:`meta_tool_definitions`: the four meta-tools as LangChain tools to
+      bind (their bodies are never run: the executor intercepts the calls).
+    - :class:`MetaToolHandler`: answers a meta-call and changes a
+      :class:`~langgraph_toolbudget.working_set.WorkingSet`.
+
+The meta-tools:
+    - ``request_more_tools(categories, reason="")``: load whole categories
+      through the budget; answers "Loaded N tools: ..." or "No new tools added".
+    - ``search_tools(query)``: regex over names and descriptions (fuzzy
+      fallback); answers ``{"found", "tools", "message"}``; found tools are not
+      visible yet.
+    - ``add_tool(tool_names)``: make named tools visible; unknown or filtered
+      names are reported, not added.
+    - ``show_all_tools()``: every tool name, ``{"total", "tools"}``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import BaseModel, Field
+
+from langgraph_toolbudget.catalog import ToolCatalog
+from langgraph_toolbudget.selection import select_tools
+from langgraph_toolbudget.working_set import WorkingSet
+
+__all__ = [
+    "ADD_TOOL",
+    "META_TOOL_NAMES",
+    "MetaOutcome",
+    "MetaToolHandler",
+    "REQUEST_MORE_TOOLS",
+    "SEARCH_TOOLS",
+    "SHOW_ALL_TOOLS",
+    "meta_tool_definitions",
+]
+
+REQUEST_MORE_TOOLS = "request_more_tools"
+SEARCH_TOOLS = "search_tools"
+ADD_TOOL = "add_tool"
+SHOW_ALL_TOOLS = "show_all_tools"
+META_TOOL_NAMES = (REQUEST_MORE_TOOLS, SEARCH_TOOLS, ADD_TOOL, SHOW_ALL_TOOLS)
+
+BAD_META_ARGS_ERROR = (
+    "Error: {tool} expects {expected}; got {args!r}. Call it again with arguments of that shape."
+)
+NOT_ADDED_UNKNOWN = "not tools of this app (check the spelling or call search_tools)"
+NOT_ADDED_FILTERED = "filtered out by this app's configuration and cannot be used"
+NOT_ADDED_DISABLED = "disabled"
+NOT_ADDED_CAP = "not added: the working set is full of pinned tools"
+
+
+class _RequestMoreToolsArgs(BaseModel):
+    categories: list[str] = Field(description="Category names to load, from the list above.")
+    reason: str = Field(default="", description="Why these tools are needed.")
+
+
+class _SearchToolsArgs(BaseModel):
+    query: str = Field(
+        description="Regex pattern to search tool names and descriptions (e.g. 'weather', 'get_.*')."
+    )
+
+
+class _AddToolArgs(BaseModel):
+    tool_names: list[str] = Field(
+        description="Exact names of the tools to add (e.g. ['read_file', 'get_weather'])."
+    )
+
+
+class _NoArgs(BaseModel):
+    pass
+
+
+def _never_run(**_: Any) -> str:
+    raise RuntimeError("meta-tools are intercepted by the executor and never run as tools")
+
+
+def meta_tool_definitions(categories: Sequence[str]) -> list[BaseTool]:
+    """The four meta-tools, in binding order, with the categories listed (sorted).
+
+    Args:
+        categories: the catalog's category names.
+    """
+    listed = ", ".join(sorted(categories)) or "(none)"
+    specs = [
+        (
+            REQUEST_MORE_TOOLS,
+            "Load more tools by category when the tools you have cannot do the task. "
+            f"Available categories: {listed}.",
+            _RequestMoreToolsArgs,
+        ),
+        (
+            SEARCH_TOOLS,
+            "Search for available tools by name or description. Returns matching tools, "
+            "which must then be added with add_tool before you can call them.",
+            _SearchToolsArgs,
+        ),
+        (
+            ADD_TOOL,
+            "Add one or more tools to your available tools. Use this after finding tools "
+            "with search_tools.",
+            _AddToolArgs,
+        ),
+        (
+            SHOW_ALL_TOOLS,
+            "List all available tool names. Returns names only; use search_tools with a "
+            "name to get its description.",
+            _NoArgs,
+        ),
+    ]
+    return [
+        StructuredTool.from_function(
+            func=_never_run, name=name, description=description, args_schema=schema
+        )
+        for name, description, schema in specs
+    ]
+
+
+@dataclass
+class MetaOutcome:
+    """What a meta-call did: the answer for the model and the visible-set change."""
+
+    content: str
+    added: list[str] = field(default_factory=list)
+    evicted: list[str] = field(default_factory=list)
+    discovered: list[str] = field(default_factory=list)
+    error: bool = False
+
+
+def _names_arg(args: Any, key: str) -> list[str] | None:
+    """Read a list-of-names argument, forgiving a bare string or a JSON string."""
+    value = args.get(key) if isinstance(args, dict) else args
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            value = [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, str):
+        value = [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    return None
+
+
+def _evicted_note(evicted: list[str]) -> str:
+    if not evicted:
+        return ""
+    return f" To stay within the tool limit these were unloaded: {', '.join(evicted)}."
+
+
+class MetaToolHandler:
+    """Answers meta-calls against a catalog, changing a working set.
+
+    Args:
+        catalog: the tool catalog.
+        max_tools: the budget ``request_more_tools`` loads a category with.
+        min_per_category: floor of each category's share.
+        search_limit: at most this many regex matches in a ``search_tools`` answer.
+    """
+
+    def __init__(
+        self,
+        catalog: ToolCatalog,
+        *,
+        max_tools: int = 8,
+        min_per_category: int = 2,
+        search_limit: int = 20,
+    ) -> None:
+        self.catalog = catalog
+        self.max_tools = max_tools
+        self.min_per_category = min_per_category
+        self.search_limit = search_limit
+
+    def handle(self, name: str, args: Any, working: WorkingSet, query: str = "") -> MetaOutcome:
+        """Answer one meta-call. Never raises for bad arguments: the model gets an error."""
+        if name == REQUEST_MORE_TOOLS:
+            return self._request_more_tools(args, working, query)
+        if name == SEARCH_TOOLS:
+            return self._search_tools(args)
+        if name == ADD_TOOL:
+            return self._add_tool(args, working)
+        if name == SHOW_ALL_TOOLS:
+            return MetaOutcome(
+                json.dumps({"total": len(self.catalog), "tools": sorted(self.catalog.tool_names)})
+            )
+        raise ValueError(f"{name!r} is not a meta-tool; meta-tools are {META_TOOL_NAMES}")
+
+    def _request_more_tools(self, args: Any, working: WorkingSet, query: str) -> MetaOutcome:
+        categories = _names_arg(args, "categories")
+        if categories is None:
+            return MetaOutcome(
+                BAD_META_ARGS_ERROR.format(
+                    tool=REQUEST_MORE_TOOLS,
+                    expected='{"categories": ["<category>", ...]}',
+                    args=args,
+                ),
+                error=True,
+            )
+        reason = args.get("reason", "") if isinstance(args, dict) else ""
+        known = set(self.catalog.categories)
+        unknown = [c for c in categories if c not in known]
+        chosen = select_tools(
+            self.catalog,
+            f"{query} {reason}".strip(),
+            categories,
+            max_tools=self.max_tools,
+            min_per_category=self.min_per_category,
+            exclude=working.names,
+        )
+        added, evicted = working.add(chosen)
+        note = ""
+        if unknown:
+            note = (
+                f" Unknown categories: {', '.join(unknown)}. Available categories: "
+                f"{', '.join(sorted(known))}."
+            )
+        if not added:
+            return MetaOutcome(f"No new tools added.{note}", error=False)
+        return MetaOutcome(
+            f"Loaded {len(added)} tools: {', '.join(added)}.{note}{_evicted_note(evicted)}",
+            added=added,
+            evicted=evicted,
+        )
+
+    def _search_tools(self, args: Any) -> MetaOutcome:
+        query = args.get("query") if isinstance(args, dict) else args
+        if isinstance(args, dict) and query is None and len(args) == 1:
+            query = next(iter(args.values()))  # a model that named the argument differently
+        if not isinstance(query, str):
+            return MetaOutcome(
+                BAD_META_ARGS_ERROR.format(
+                    tool=SEARCH_TOOLS, expected='{"query": "<regex>"}', args=args
+                ),
+                error=True,
+            )
+        result = self.catalog.index.regex_search(query, limit=self.search_limit)
+        return MetaOutcome(
+            json.dumps(result.to_dict()),
+            discovered=[t["name"] for t in result.tools],
+            error=result.error is not None,
+        )
+
+    def _add_tool(self, args: Any, working: WorkingSet) -> MetaOutcome:
+        names = _names_arg(args, "tool_names")
+        if names is None and isinstance(args, dict) and len(args) == 1:
+            names = _names_arg(next(iter(args.values())), "tool_names")
+        if names is None:
+            return MetaOutcome(
+                BAD_META_ARGS_ERROR.format(
+                    tool=ADD_TOOL, expected='{"tool_names": ["<tool name>", ...]}', args=args
+                ),
+                error=True,
+            )
+        problems: dict[str, list[str]] = {}
+        valid = []
+        for n in dict.fromkeys(names):
+            if n in self.catalog:
+                valid.append(n)
+            elif self.catalog.is_filtered(n):
+                problems.setdefault(NOT_ADDED_FILTERED, []).append(n)
+            elif self.catalog.is_disabled(n):
+                problems.setdefault(NOT_ADDED_DISABLED, []).append(n)
+            else:
+                problems.setdefault(NOT_ADDED_UNKNOWN, []).append(n)
+        already = [n for n in valid if n in working]
+        added, evicted = working.add(valid)
+        skipped = [n for n in valid if n not in added and n not in already]
+        if skipped:
+            problems.setdefault(NOT_ADDED_CAP, []).extend(skipped)
+        parts = []
+        if added:
+            parts.append(f"Added {len(added)} tools: {', '.join(added)}.")
+        if already:
+            parts.append(f"Already available: {', '.join(already)}.")
+        for why, bad in problems.items():
+            parts.append(f"Not added ({why}): {', '.join(bad)}.")
+        if not parts:
+            parts.append("No tools named.")
+        content = " ".join(parts) + _evicted_note(evicted)
+        return MetaOutcome(
+            content, added=added, evicted=evicted, error=bool(problems) and not added
+        )
