@@ -1,0 +1,94 @@
+"""Demo: what the pipeline chooses for a few queries, and what it saves.
+
+Run it with ``python -m langgraph_toolbudget.demo``. Offline: the built-in
+example catalog and a scripted chat model.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.graph import END, START, StateGraph
+
+from langgraph_toolbudget.agent import create_toolbudget_agent
+from langgraph_toolbudget.catalog import ToolCatalog
+from langgraph_toolbudget.example_catalog import build_example_catalog
+from langgraph_toolbudget.intent import ClassifyIntent
+from langgraph_toolbudget.meta import meta_tool_definitions
+from langgraph_toolbudget.selection import SelectTools, ToolSearch
+from langgraph_toolbudget.state import ToolBudgetState
+from langgraph_toolbudget.testing import ScriptedChatModel
+from langgraph_toolbudget.tokens import schema_tokens
+
+__all__ = ["main", "selection_graph"]
+
+QUERIES = (
+    "Create a GitHub issue for the login bug and tell the team in Slack",
+    "What's the wether in Tokyo this week?",
+    "How many orders are in the database?",
+    "Schedule a meeting with Ada next monday and email her the agenda",
+)
+
+
+def selection_graph(catalog: ToolCatalog, max_tools: int = 5, search_limit: int = 2) -> StateGraph:
+    """classify_intent -> select_tools -> tool_search, uncompiled."""
+    g = StateGraph(ToolBudgetState)
+    g.add_node("classify_intent", ClassifyIntent(catalog))
+    g.add_node("select_tools", SelectTools(catalog, max_tools=max_tools))
+    g.add_node("tool_search", ToolSearch(catalog, limit=search_limit))
+    g.add_edge(START, "classify_intent")
+    g.add_edge("classify_intent", "select_tools")
+    g.add_edge("select_tools", "tool_search")
+    g.add_edge("tool_search", END)
+    return g
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Print the categories and tools chosen per query, the token savings, and one agent turn."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--max-tools", type=int, default=5)
+    args = parser.parse_args(argv)
+
+    catalog = build_example_catalog()
+    app = selection_graph(catalog, max_tools=args.max_tools).compile()
+    meta = meta_tool_definitions(catalog.categories)
+    all_tokens = schema_tokens(catalog.tools(catalog.tool_names))
+    print(f"Example catalog: {len(catalog)} tools in {len(catalog.categories)} categories; "
+          f"binding all of them costs ~{all_tokens} schema tokens per model call.\n")  # fmt: skip
+    for query in QUERIES:
+        out = app.invoke({"messages": [HumanMessage(query)]})
+        chosen = out["selected_tools"]
+        tokens = schema_tokens([*meta, *catalog.tools(chosen)])
+        print(f"> {query}")
+        print(f"  categories: {', '.join(out['categories']) or '(none)'}")
+        print(f"  tools ({len(chosen)}): {', '.join(chosen)}")
+        print(f"  schema tokens: {tokens} with meta-tools vs {all_tokens} for all tools "
+              f"({1 - tokens / all_tokens:.0%} fewer)\n")  # fmt: skip
+
+    print("One agent turn with a scripted model that widens its own tool set:")
+    model = ScriptedChatModel(
+        responses=[
+            AIMessage("", tool_calls=[{"name": "get_weather", "args": {"city": "London"},
+                                       "id": "call_1"}]),
+            AIMessage("", tool_calls=[{"name": "request_more_tools",
+                                       "args": {"categories": ["slack"], "reason": "tell the team"},
+                                       "id": "call_2"}]),
+            AIMessage("", tool_calls=[{"name": "send_message",
+                                       "args": {"channel": "general", "text": "Rain in London"},
+                                       "id": "call_3"}]),
+            AIMessage("It is raining in London; I told the team in #general."),
+        ]
+    )  # fmt: skip
+    agent = create_toolbudget_agent(model, catalog, max_tools=args.max_tools).compile()
+    out = agent.invoke({"messages": [HumanMessage("Let the team know whether it's raining in London")]})
+    for message in out["messages"][1:]:
+        calls = [f"{c['name']}({c['args']})" for c in getattr(message, "tool_calls", [])]
+        text = str(message.content)[:100]
+        print(f"  {type(message).__name__:12} {' '.join(calls) or text}")
+    print(f"  visible tools at the end: {', '.join(out['selected_tools'])}")
+
+
+if __name__ == "__main__":
+    main()
