@@ -96,6 +96,8 @@ class ToolSpec:
         max_concurrency: how many calls of the group may run at once.
         timeout_s: seconds a call may take; ``None`` for no bound.
         arg_names: the argument names of the tool's schema.
+        arg_descriptions: the argument descriptions of the tool's schema
+            (searched with the tool's description).
     """
 
     name: str
@@ -110,6 +112,7 @@ class ToolSpec:
     max_concurrency: int = 1
     timeout_s: float | None = None
     arg_names: tuple[str, ...] = ()
+    arg_descriptions: tuple[str, ...] = field(default=(), repr=False)
 
     @property
     def always_visible(self) -> bool:
@@ -153,11 +156,18 @@ def _check_metadata(tool: str, meta: Mapping[str, Any], *, strict: bool) -> dict
     return out
 
 
-def _arg_names(tool: BaseTool) -> tuple[str, ...]:
+def _arg_info(tool: BaseTool) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The argument names and the argument descriptions of a tool's schema."""
     try:
-        return tuple(tool.args)
+        args = tool.args
     except Exception:  # noqa: BLE001 - a tool without a readable schema just has no arg names
-        return ()
+        return (), ()
+    descriptions = tuple(
+        d
+        for v in args.values()
+        if isinstance(v, dict) and isinstance(d := v.get("description"), str) and d
+    )
+    return tuple(args), descriptions
 
 
 def _allowed(spec: ToolSpec, servers: set[str] | None, patterns: Sequence[str] | None) -> bool:
@@ -295,13 +305,15 @@ class ToolCatalog:
             meta.update(override)
             meta["server"] = server
             cats = tool_cats.get(t.name) or ([server] if server else [])
+            arg_names, arg_descriptions = _arg_info(t)
             specs.append(
                 ToolSpec(
                     name=t.name,
                     tool=t,
                     description=t.description or "",
                     categories=tuple(cats),
-                    arg_names=_arg_names(t),
+                    arg_names=arg_names,
+                    arg_descriptions=arg_descriptions,
                     **meta,
                 )
             )
@@ -392,7 +404,9 @@ class ToolCatalog:
     @cached_property
     def index(self) -> ToolIndex:
         """The search index over enabled tools, built on first use, once."""
-        return ToolIndex([(s.name, s.description, s.arg_names) for s in self._active])
+        return ToolIndex(
+            [(s.name, s.description, s.arg_names, s.arg_descriptions) for s in self._active]
+        )
 
     @cached_property
     def category_index(self) -> ToolIndex:

@@ -70,32 +70,58 @@ def latest_user_text(messages: Sequence[Any]) -> str:
 
 
 class _CategoryScorer:
-    """Precomputed category membership, so a query is scored in one numpy pass."""
+    """Precomputed category membership, so a query is scored in a few numpy passes.
+
+    A category's score is its best member's relevance, plus a quarter of its
+    next two members' (a category with several matching tools beats one lucky
+    match), plus the BM25 score of the category's own name and description.
+    """
+
+    TOP_MEMBERS = 3
+    OTHER_MEMBER_WEIGHT = 0.25
 
     def __init__(self, catalog: ToolCatalog) -> None:
         self.catalog = catalog
         index = catalog.index
-        self.members = {
-            c: np.array([index.position(n) for n in catalog.tools_in(c)], dtype=np.int64)
-            for c in catalog.categories
-        }
+        self.names = list(catalog.categories)
+        tools, cats = [], []
+        for c_pos, cat in enumerate(self.names):
+            for name in catalog.tools_in(cat):
+                tools.append(index.position(name))
+                cats.append(c_pos)
+        # (tool, category) membership pairs, grouped by category.
+        self.pair_tool = np.asarray(tools, dtype=np.int64)
+        self.pair_cat = np.asarray(cats, dtype=np.int64)
 
-    def score(self, query: str, tool_scores: np.ndarray | None = None) -> list[tuple[str, float]]:
+    def category_scores(self, query: str, tool_scores: np.ndarray | None = None) -> np.ndarray:
+        """Score of every category (in ``catalog.categories`` order)."""
         catalog = self.catalog
         if tool_scores is None:
             tool_scores = catalog.index.scores(query)
-        cat_doc = catalog.category_index.scores(query)
-        out = []
-        for pos, (cat, ids) in enumerate(self.members.items()):
-            member_scores = tool_scores[ids]
-            top = np.partition(member_scores, -3)[-3:] if member_scores.size > 3 else member_scores
-            top = np.sort(top)[::-1]
-            tool_part = float(top[0] + 0.25 * top[1:].sum()) if top.size else 0.0
-            score = tool_part + float(cat_doc[pos])
-            if score > 0:
-                out.append((cat, score))
-        out.sort(key=lambda cs: -cs[1])
+        n = len(self.names)
+        member = tool_scores[self.pair_tool]
+        keep = np.flatnonzero(member > 0)
+        out = np.zeros(n, dtype=np.float64)
+        if keep.size:
+            cats, vals = self.pair_cat[keep], member[keep]
+            order = np.lexsort((-vals, cats))
+            cats, vals = cats[order], vals[order]
+            pos = np.arange(cats.size)
+            starts = np.maximum.accumulate(np.where(np.r_[True, cats[1:] != cats[:-1]], pos, 0))
+            rank = pos - starts
+            weight = np.where(
+                rank == 0, 1.0, np.where(rank < self.TOP_MEMBERS, self.OTHER_MEMBER_WEIGHT, 0.0)
+            )
+            out += np.bincount(cats, weights=vals * weight, minlength=n)
+        out += catalog.category_index.scores(query)
         return out
+
+    def score(self, query: str, tool_scores: np.ndarray | None = None) -> list[tuple[str, float]]:
+        """Categories scoring above zero, best first (catalog order breaks ties)."""
+        scores = self.category_scores(query, tool_scores)
+        ids = np.flatnonzero(scores > 0)
+        order = ids[np.lexsort((ids, -scores[ids]))]
+        return [(self.names[i], float(scores[i])) for i in order]
 
 
 def classify_lexical(

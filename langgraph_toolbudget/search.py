@@ -32,7 +32,7 @@ import numpy as np
 import re2
 from rapidfuzz import fuzz, process
 
-__all__ = ["SearchResult", "ToolIndex", "tokenize", "MAX_FUZZY_RESULTS"]
+__all__ = ["SearchResult", "ToolIndex", "clauses", "tokenize", "MAX_FUZZY_RESULTS"]
 
 MAX_FUZZY_RESULTS = 5
 """The fuzzy fallback of ``search_tools`` returns at most this many tools."""
@@ -59,6 +59,16 @@ when where which who will with would you your
 _STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _WORD = re.compile(r"[a-z0-9]+")
+# Where a request moves on to another task: sentence ends, and sequencing words.
+_CLAUSE_BREAK = re.compile(
+    r"(?<=[.!?;])\s+|\b(?:and then|then|also|additionally|afterwards|after that|finally|"
+    r"lastly|next)\b,?",
+    re.IGNORECASE,
+)
+MIN_CLAUSE_TERMS = 2
+"""A clause needs this many search terms to be ranked on its own."""
+FULL_QUERY_WEIGHT = 0.5
+"""Weight of the whole query's normalised score beside the best clause's."""
 
 
 def _stem(word: str) -> str:
@@ -77,6 +87,19 @@ def _stem(word: str) -> str:
 @lru_cache(maxsize=65536)
 def _split_words(text: str) -> tuple[str, ...]:
     return tuple(_WORD.findall(_CAMEL.sub(" ", text).lower()))
+
+
+def clauses(text: str) -> list[str]:
+    """The parts of a request that ask for separate things, each with enough terms to rank.
+
+    Splits at sentence ends and sequencing words (``then``, ``also``,
+    ``lastly``...). A one-task query gives at most one clause.
+
+    >>> clauses("Find flights to Rome. Then book a hotel near the station, lastly rent a car")
+    ['Find flights to Rome', 'book a hotel near the station', 'rent a car']
+    """
+    parts = (p.strip(" ,.;") for p in _CLAUSE_BREAK.split(text) if p)
+    return [p for p in parts if p and len(tokenize(p)) >= MIN_CLAUSE_TERMS]
 
 
 def tokenize(text: str) -> list[str]:
@@ -126,9 +149,11 @@ class ToolIndex:
 
     Args:
         docs: ``(name, description, argument_names)`` for each tool, in
-            catalog order.
+            catalog order, optionally with a fourth item: the argument
+            descriptions, ranked (BM25) but not matched by the regex engine.
         name_weight: how many times the name's words count against the
             description's.
+        k1, b: the BM25 parameters.
 
     Regex search uses RE2 (``google-re2``), a linear-time engine: a
     catastrophic pattern such as ``(a+)+$`` costs the same as a plain one, so a
@@ -139,22 +164,30 @@ class ToolIndex:
 
     def __init__(
         self,
-        docs: Sequence[tuple[str, str, Sequence[str]]],
+        docs: Sequence[
+            tuple[str, str, Sequence[str]] | tuple[str, str, Sequence[str], Sequence[str]]
+        ],
         *,
         name_weight: int = 2,
         k1: float = 1.2,
         b: float = 0.75,
+        split_clauses: bool = True,
     ) -> None:
+        self.split_clauses = split_clauses
+        self._last: tuple[str, np.ndarray] | None = None
         self.names = [d[0] for d in docs]
         self.descriptions = [d[1] for d in docs]
         self._position = {name: i for i, name in enumerate(self.names)}
-        self._texts = [
-            f"{name}\n{description}\n{' '.join(args)}" for name, description, args in docs
-        ]
+        self._texts = [f"{d[0]}\n{d[1]}\n{' '.join(d[2])}" for d in docs]
         self._name_words = [" ".join(_split_words(name)) for name in self.names]
+        # Argument descriptions often say what a query asks for in other words
+        # ("the ID of the post", "e.g. DNA, fingerprints"): ranked, not regex-matched.
         token_lists = [
-            tokenize(name) * name_weight + tokenize(description) + tokenize(" ".join(args))
-            for name, description, args in docs
+            tokenize(d[0]) * name_weight
+            + tokenize(d[1])
+            + tokenize(" ".join(d[2]))
+            + (tokenize(" ".join(d[3])) if len(d) > 3 else [])
+            for d in docs
         ]
         self._build_bm25(token_lists, k1, b)
 
@@ -192,7 +225,45 @@ class ToolIndex:
         return tuple((word, score / 100.0) for word, score, _ in hits)
 
     def scores(self, query: str) -> np.ndarray:
-        """BM25 score of every tool for a free-text query (typos tolerated)."""
+        """Relevance of every tool to a free-text query (read-only array).
+
+        The BM25 score of the whole query (:meth:`bm25_scores`) when the query
+        asks for one thing. A request for several things ("find X. Then do Y,
+        lastly Z") is also ranked clause by clause (:func:`clauses`): a tool
+        scores its best clause's BM25 score relative to that clause's best
+        tool, plus :data:`FULL_QUERY_WEIGHT` times its relative score for the
+        whole query, scaled back to the whole query's BM25 range. So every task
+        of the request gets its own top tools instead of the longest clause
+        taking all the top places. The last query's scores are cached, since
+        the three nodes of a turn score the same message.
+        """
+        last = self._last
+        if last is not None and last[0] == query:
+            return last[1]
+        out = self.bm25_scores(query)
+        if self.split_clauses:
+            out = self._clause_scores(query, out)
+        out.setflags(write=False)
+        self._last = (query, out)
+        return out
+
+    def _clause_scores(self, query: str, full: np.ndarray) -> np.ndarray:
+        parts = clauses(query)
+        top = float(full.max()) if full.size else 0.0
+        if len(parts) < 2 or top <= 0:
+            return full
+        best = np.zeros_like(full)
+        for part in parts:
+            part_scores = self.bm25_scores(part)
+            part_top = float(part_scores.max())
+            if part_top > 0:
+                np.maximum(best, part_scores / part_top, out=best)
+        best += full * (FULL_QUERY_WEIGHT / top)
+        best *= top / (1.0 + FULL_QUERY_WEIGHT)
+        return best
+
+    def bm25_scores(self, query: str) -> np.ndarray:
+        """Plain BM25 score of every tool for the whole query (typos tolerated)."""
         out = np.zeros(self._size, dtype=np.float64)
         for term, qtf in Counter(tokenize(query)).items():
             for word, weight in self._expand(term):
