@@ -14,7 +14,8 @@ Typical Usage:
     ```python
     graph = create_toolbudget_agent(model, catalog, max_tools=8, mode="parallel_safe")
     app = graph.compile(checkpointer=MemorySaver())
-    out = app.invoke({"messages": [HumanMessage("open an issue")]}, {"configurable": {"thread_id": "1"}})
+    config = {"configurable": {"thread_id": "1"}}
+    out = app.invoke({"messages": [HumanMessage("open an issue")]}, config)
     ```
 """
 
@@ -33,6 +34,7 @@ from langgraph.types import Command
 
 from langgraph_toolbudget._node import BudgetNode
 from langgraph_toolbudget.catalog import ToolCatalog
+from langgraph_toolbudget.coercion import repair_tool_calls
 from langgraph_toolbudget.executor import (
     ExecutionMode,
     ToolExecution,
@@ -122,12 +124,12 @@ class _ModelCaller:
     def invoke(
         self, messages: Sequence[BaseMessage], working: WorkingSet, config: RunnableConfig
     ) -> AIMessage:
-        return self.bound(working).invoke(self.prompt(messages), config)
+        return repair_tool_calls(self.bound(working).invoke(self.prompt(messages), config))
 
     async def ainvoke(
         self, messages: Sequence[BaseMessage], working: WorkingSet, config: RunnableConfig
     ) -> AIMessage:
-        return await self.bound(working).ainvoke(self.prompt(messages), config)
+        return repair_tool_calls(await self.bound(working).ainvoke(self.prompt(messages), config))
 
 
 class CallModel(BudgetNode):

@@ -17,12 +17,23 @@ validation error and the expected schema (see :func:`schema_error_message`).
 
 from __future__ import annotations
 
+import ast
 import json
 from typing import Any
 
+from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool
 
-__all__ = ["coerce_args", "tool_json_schema", "schema_error_message"]
+__all__ = [
+    "RAW_ARGUMENTS_KEY",
+    "coerce_args",
+    "repair_tool_calls",
+    "schema_error_message",
+    "tool_json_schema",
+]
+
+RAW_ARGUMENTS_KEY = "__raw_arguments__"
+"""Key under which a call whose arguments could not be parsed carries the raw text."""
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "query": ("q", "search", "search_query", "text", "query_text", "term", "keywords", "input"),
@@ -183,3 +194,42 @@ def schema_error_message(tool: BaseTool, error: Exception, args: Any) -> str:
         args=json.dumps(args, default=str),
         schema=json.dumps(tool_json_schema(tool)),
     )
+
+
+def _parse_arguments(raw: Any) -> dict[str, Any] | None:
+    if isinstance(raw, dict):
+        return raw
+    if not isinstance(raw, str):
+        return None
+    text = raw.strip() or "{}"
+    for parse in (json.loads, ast.literal_eval):
+        try:
+            value = parse(text)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def repair_tool_calls(message: AIMessage) -> AIMessage:
+    """Turn a model's invalid tool calls into calls the executor can answer.
+
+    Providers put calls whose arguments are not valid JSON into
+    ``invalid_tool_calls``, which ``tools_condition`` ignores, so the model never
+    hears back. Arguments that parse as a Python literal (single quotes, ``True``)
+    are repaired; the rest become calls carrying the raw text under
+    :data:`RAW_ARGUMENTS_KEY`, which the executor answers with an error that shows
+    the expected schema. Every call then gets exactly one tool message.
+    """
+    invalid = [c for c in message.invalid_tool_calls if c.get("name") and c.get("id")]
+    if not invalid:
+        return message
+    calls = list(message.tool_calls)
+    for bad in invalid:
+        args = _parse_arguments(bad.get("args"))
+        if args is None:
+            args = {RAW_ARGUMENTS_KEY: str(bad.get("args"))}
+        calls.append({"name": bad["name"], "args": args, "id": bad["id"], "type": "tool_call"})
+    kept = [c for c in message.invalid_tool_calls if c not in invalid]
+    return message.model_copy(update={"tool_calls": calls, "invalid_tool_calls": kept})
