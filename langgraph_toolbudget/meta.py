@@ -64,7 +64,7 @@ class _RequestMoreToolsArgs(BaseModel):
 
 class _SearchToolsArgs(BaseModel):
     query: str = Field(
-        description="Regex pattern to search tool names and descriptions (e.g. 'weather', 'get_.*')."
+        description="Regex over tool names and descriptions (e.g. 'weather', 'get_.*')."
     )
 
 
