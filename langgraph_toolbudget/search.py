@@ -294,6 +294,13 @@ class ToolIndex:
         else:
             ids = np.flatnonzero(scores > 0)
             sub = scores[ids]
+        if limit is not None and limit < ids.size:
+            if limit <= 0:
+                return []
+            # Only the candidates scoring at least the limit-th best need sorting.
+            kth = np.partition(sub, sub.size - limit)[sub.size - limit]
+            keep = sub >= kth
+            ids, sub = ids[keep], sub[keep]
         order = np.lexsort((ids, -sub))
         if limit is not None:
             order = order[:limit]

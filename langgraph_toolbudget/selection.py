@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
+import numpy as np
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 
@@ -63,22 +64,44 @@ def select_tools(
         min_per_category: the floor of each category's share.
         exclude: tools already visible outside the budget (not chosen again).
     """
-    known = [c for c in dict.fromkeys(categories) if c in set(catalog.categories)]
+    members = _selectable_members(catalog)
+    known = [c for c in dict.fromkeys(categories) if c in members]
     if not known or max_tools <= 0:
         return []
+    exclude = list(exclude)
     index = catalog.index
     scores = index.scores(query) if query else None
+    # No category can place more than max_tools tools (plus the excluded ones it skips),
+    # so each category's ranking is cut there: the result is the same, the work bounded.
+    cap = max_tools + len(exclude)
     ranked = []
     for cat in known:
-        members = [n for n in catalog.tools_in(cat) if catalog.selectable(n)]
-        scored = [
-            (n, float(scores[index.position(n)]) if scores is not None else 0.0) for n in members
-        ]
-        scored.sort(key=lambda ns: -ns[1])  # stable: catalog order breaks ties
-        ranked.append((cat, scored))
-    return allocate(
-        ranked, max_tools=max_tools, min_per_category=min_per_category, exclude=list(exclude)
-    )
+        positions = members[cat]
+        if scores is None:
+            top = positions[:cap]
+            sub = np.zeros(top.size)
+        else:
+            sub = scores[positions]
+            order = np.argsort(-sub, kind="stable")[:cap]  # stable: catalog order breaks ties
+            top, sub = positions[order], sub[order]
+        ranked.append((cat, [(index.names[p], float(v)) for p, v in zip(top, sub, strict=True)]))
+    return allocate(ranked, max_tools=max_tools, min_per_category=min_per_category, exclude=exclude)
+
+
+def _selectable_members(catalog: ToolCatalog) -> dict[str, np.ndarray]:
+    """Category -> index positions of its selectable tools, in catalog order (cached)."""
+    cached = catalog.__dict__.get("_selectable_members")
+    if cached is None:
+        index = catalog.index
+        cached = {
+            cat: np.array(
+                [index.position(n) for n in catalog.tools_in(cat) if catalog.selectable(n)],
+                dtype=np.int64,
+            )
+            for cat in catalog.categories
+        }
+        catalog.__dict__["_selectable_members"] = cached
+    return cached
 
 
 def search_hits(
@@ -103,7 +126,13 @@ def search_hits(
     skip = set(exclude)
     out: list[str] = []
     best = None
-    for pos, score in catalog.index.rank(query):
+    # Enough candidates for ``limit`` hits unless many are skipped; then rank them all.
+    ranked = catalog.index.rank(query, limit=limit + len(skip) + 16)
+    if len(ranked) == limit + len(skip) + 16:
+        n_ok = sum(1 for pos, _ in ranked if _hit_ok(catalog, pos, skip))
+        if n_ok < limit:
+            ranked = catalog.index.rank(query)
+    for pos, score in ranked:
         name = catalog.index.names[pos]
         if best is None:
             best = score
@@ -115,6 +144,11 @@ def search_hits(
         if len(out) >= limit:
             break
     return out
+
+
+def _hit_ok(catalog: ToolCatalog, pos: int, skip: set[str]) -> bool:
+    name = catalog.index.names[pos]
+    return name not in skip and catalog.selectable(name)
 
 
 def _check_pinned(catalog: ToolCatalog, pinned: Sequence[str]) -> list[str]:
