@@ -1,0 +1,286 @@
+"""search.py: the search_tools regex engine (seed 002), fuzzy fallback and free-text ranking."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import pytest
+from langchain_core.tools import StructuredTool
+from pydantic import BaseModel
+
+from langgraph_toolbudget import SearchResult, ToolCatalog, ToolIndex
+from langgraph_toolbudget.search import MAX_FUZZY_RESULTS, tokenize
+
+
+def _text(catalog: ToolCatalog, name: str) -> str:
+    spec = catalog.get(name)
+    return f"{spec.name}\n{spec.description}\n{' '.join(spec.arg_names)}"
+
+
+def _names(result: SearchResult) -> list[str]:
+    return [t["name"] for t in result.tools]
+
+
+# --- seed 002 examples -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "pattern", ["weather", "database.*query", "(?i)slack", "get_.*", "file|folder"]
+)
+def test_regex_search_matches_exactly_the_tools_the_pattern_matches(catalog, pattern):
+    result = catalog.index.regex_search(pattern)
+    # Oracle: Python's own regex engine over name, description and argument names
+    # (the patterns are all lower case, so matching ignores case).
+    expected = {
+        n for n in catalog.tool_names if re.search(pattern, _text(catalog, n), re.IGNORECASE)
+    }
+    assert expected, "the fixture catalog must hold tools for every seed pattern"
+    assert result.error is None
+    assert result.fuzzy is False
+    assert set(_names(result)) == expected
+    assert result.found == len(expected)
+
+
+def test_regex_search_weather_finds_weather_tools_name_matches_first(catalog):
+    names = _names(catalog.index.regex_search("weather"))
+    assert {"get_weather", "weather_forecast", "get_air_quality"} <= set(names)
+    assert "send_message" not in names
+    # get_air_quality only mentions weather in its description: name matches come first.
+    assert names.index("get_air_quality") > names.index("get_weather")
+    assert names.index("get_air_quality") > names.index("weather_forecast")
+
+
+def test_regex_search_database_dot_star_query_finds_the_query_tool(catalog):
+    names = _names(catalog.index.regex_search("database.*query"))
+    assert "run_database_query" in names
+    assert "list_tables" not in names
+
+
+def test_regex_search_case_insensitive_flag_matches_capitalised_description(catalog):
+    # "Slack" is capitalised in every description; the upper-case pattern alone
+    # would be case sensitive, (?i) makes it match.
+    names = set(_names(catalog.index.regex_search("(?i)SLACK")))
+    assert names == set(catalog.tools_in("slack"))
+    assert catalog.index.regex_search("SLACK").fuzzy is True
+
+
+def test_regex_search_get_prefix_finds_all_get_tools(catalog):
+    names = set(_names(catalog.index.regex_search("get_.*")))
+    assert names == {n for n in catalog.tool_names if n.startswith("get_")}
+    assert {"get_weather", "get_issue", "get_file_contents", "get_air_quality"} <= names
+
+
+def test_regex_search_alternation_finds_file_and_folder_tools(catalog):
+    names = set(_names(catalog.index.regex_search("file|folder")))
+    assert {"read_file", "write_file", "list_files", "delete_file", "create_folder"} <= names
+    assert "get_weather" not in names
+
+
+def test_regex_search_matches_argument_names(catalog):
+    # "sql" appears only as run_database_query's argument name.
+    assert _names(catalog.index.regex_search(r"\bsql\b")) == ["run_database_query"]
+
+
+def test_regex_search_limit_caps_regex_matches(catalog):
+    result = catalog.index.regex_search("list", limit=2)
+    assert result.found == 2
+    assert len(result.tools) == 2
+
+
+def test_fuzzy_fallback_finds_get_weather_for_typo_wether(catalog):
+    result = catalog.index.regex_search("wether")
+    assert result.error is None
+    assert result.fuzzy is True
+    assert "get_weather" in _names(result)
+    assert "weather_forecast" in _names(result)
+    assert 1 <= result.found <= MAX_FUZZY_RESULTS
+
+
+def test_fuzzy_fallback_matches_send_msg_to_send_message_by_words(catalog):
+    result = catalog.index.regex_search("send msg")
+    assert result.fuzzy is True
+    assert _names(result)[0] == "send_message"
+
+
+def test_fuzzy_fallback_returns_at_most_five(catalog):
+    # "lst" abbreviates "list" (and "latest"): nine tools match, only five come back.
+    assert sum(n.startswith("list_") for n in catalog.tool_names) > MAX_FUZZY_RESULTS
+    result = catalog.index.regex_search("lst")
+    assert result.fuzzy is True
+    assert result.found == len(result.tools) == MAX_FUZZY_RESULTS
+    assert len(set(_names(result))) == MAX_FUZZY_RESULTS
+    assert set(_names(result)) <= set(catalog.tool_names)
+
+
+def test_fuzzy_search_at_most_five_by_default_on_a_large_catalog(big_catalog):
+    assert len(big_catalog.index.fuzzy_search("sensr readng")) <= MAX_FUZZY_RESULTS
+
+
+def test_regex_search_no_match_anywhere_returns_empty_result_with_message(catalog):
+    result = catalog.index.regex_search("zqxjvk")
+    assert result.error is None
+    assert result.found == 0
+    assert result.tools == []
+    assert result.message
+    assert result.to_dict() == {"found": 0, "tools": [], "message": result.message}
+
+
+# --- result shape ------------------------------------------------------------------------
+
+
+def test_search_result_has_seed_002_shape_found_tools_message(catalog):
+    out = catalog.index.regex_search("weather").to_dict()
+    assert set(out) == {"found", "tools", "message"}
+    assert out["found"] == len(out["tools"]) > 0
+    assert "add_tool" in out["message"]
+    for entry in out["tools"]:
+        assert set(entry) == {"name", "description"}
+        assert entry["description"] == catalog.get(entry["name"]).description
+    json.dumps(out)  # what the model receives is plain JSON
+
+
+# --- bad patterns ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "problem"),
+    [("get_(weather", "missing )"), ("[a-", "missing ]"), ("*weather", "repetition")],
+)
+def test_regex_search_invalid_regex_returns_error_result_not_exception(catalog, pattern, problem):
+    result = catalog.index.regex_search(pattern)
+    assert result.error is not None
+    assert problem in result.error
+    assert pattern in result.error
+    assert result.found == 0
+    assert result.tools == []
+    assert result.to_dict() == {"error": result.error}
+
+
+def test_regex_search_lookaround_is_rejected_with_explanation(catalog):
+    result = catalog.index.regex_search("get_(?=weather)")
+    assert result.error is not None
+    assert "look-around" in result.error
+
+
+@pytest.mark.parametrize("pattern", ["", "   ", None, 42])
+def test_regex_search_empty_or_non_string_pattern_returns_error(catalog, pattern):
+    result = catalog.index.regex_search(pattern)
+    assert result.error is not None
+    assert result.tools == []
+
+
+# --- catastrophic patterns over 1,000 tools ----------------------------------------------
+
+
+class _SensorArgs(BaseModel):
+    sensor: str
+
+
+def _read_sensor(sensor: str) -> str:
+    return f"reading of {sensor}: 0"
+
+
+@pytest.fixture(scope="module")
+def big_catalog() -> ToolCatalog:
+    """1,000 real tools whose descriptions hold long runs built to trip backtracking engines."""
+    tools = []
+    for i in range(1000):
+        run = "a" * (200 + i % 50) + "b" if i % 2 == 0 else "x" * (200 + i % 50)
+        tools.append(
+            StructuredTool(
+                name=f"sensor_{i:04d}",
+                description=f"Sensor {i} reading stream: {run}\n" + "a" * 30 + "b",
+                args_schema=_SensorArgs,
+                func=_read_sensor,
+                metadata={"server": f"plant{i % 10}"},
+            )
+        )
+    return ToolCatalog.from_tools(tools)
+
+
+def _best_of_three(fn) -> tuple[float, object]:
+    best, result = float("inf"), None
+    for _ in range(3):
+        start = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+@pytest.mark.parametrize("pattern", ["(a+)+$", "(.*a){20}", "(x|x|x)*y", "(a|aa)+b$", "(x+x+)+y"])
+def test_regex_search_catastrophic_pattern_returns_within_100ms_on_1000_tools(big_catalog, pattern):
+    index = big_catalog.index
+    index.regex_search("warm up")  # first-use costs are not what this measures
+    elapsed, result = _best_of_three(lambda: index.regex_search(pattern))
+    assert elapsed < 0.1, f"{pattern!r} took {elapsed * 1000:.1f} ms"
+    assert isinstance(result, SearchResult)
+    assert result.error is None
+
+
+def test_regex_search_catastrophic_pattern_still_gives_the_right_matches(big_catalog):
+    # Every description holds a run of 30 a's: all 1,000 tools match.
+    assert big_catalog.index.regex_search("(.*a){20}").found == 1000
+    # No name, description or argument name holds a "y", and every text ends with
+    # the argument name "sensor": these two match nothing, quickly.
+    for pattern in ("(x|x|x)*y", "(a+)+$"):
+        result = big_catalog.index.regex_search(pattern)
+        assert (result.found, result.tools, result.error) == (0, [], None)
+    names = _names(big_catalog.index.regex_search("sensor_0007"))
+    assert names == ["sensor_0007"]
+
+
+# --- free-text ranking -------------------------------------------------------------------
+
+
+def test_rank_weather_query_ranks_weather_tool_above_slack_tool(catalog):
+    ranked = [n for n, _ in catalog.index.rank_names("what's the weather in Paris today?")]
+    assert ranked[0] in {"get_weather", "weather_forecast"}
+    assert "send_message" not in ranked or ranked.index("get_weather") < ranked.index(
+        "send_message"
+    )
+
+
+def test_rank_tolerates_typos(catalog):
+    ranked = [n for n, _ in catalog.index.rank_names("wether forcast for lima")]
+    assert ranked and ranked[0] == "weather_forecast"
+
+
+def test_rank_returns_positive_scores_best_first_and_respects_limit(catalog):
+    ranked = catalog.index.rank("send a message to the slack channel", limit=3)
+    assert len(ranked) == 3
+    scores = [s for _, s in ranked]
+    assert all(s > 0 for s in scores)
+    assert scores == sorted(scores, reverse=True)
+    assert catalog.index.names[ranked[0][0]] == "send_message"
+
+
+def test_rank_among_restricts_to_given_positions(catalog):
+    index = catalog.index
+    among = [index.position(n) for n in catalog.tools_in("slack")]
+    ranked = index.rank("weather and slack messages", among=among)
+    assert ranked
+    assert {i for i, _ in ranked} <= set(among)
+    assert index.rank("weather", among=[]) == []
+
+
+def test_rank_unrelated_query_returns_nothing(catalog):
+    assert catalog.index.rank_names("zqxjvk") == []
+    assert catalog.index.rank_names("") == []
+
+
+def test_rank_is_deterministic_and_ties_follow_catalog_order():
+    index = ToolIndex([("beta_tool", "same words", ()), ("alpha_tool", "same words", ())])
+    assert [n for n, _ in index.rank_names("same words")] == ["beta_tool", "alpha_tool"]
+    assert index.rank_names("same words") == index.rank_names("same words")
+
+
+def test_rank_uses_argument_names(catalog):
+    ranked = [n for n, _ in catalog.index.rank_names("sql")]
+    assert ranked == ["run_database_query"]
+
+
+def test_tokenize_splits_snake_and_camel_case_and_drops_stop_words():
+    assert tokenize("getWeather") == tokenize("get_weather") == ["weather"]
+    assert tokenize("Send the messages") == ["send", "message"]
