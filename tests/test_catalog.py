@@ -1,0 +1,400 @@
+"""catalog.py: metadata, defaults, validation errors, filters, include modes and the index."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.tools import tool
+
+from langgraph_toolbudget import ToolCatalog, search_hits, select_tools
+from langgraph_toolbudget.intent import classify_lexical
+from langgraph_toolbudget.search import ToolIndex
+
+
+def _by_name(tools, name):
+    return next(t for t in tools if t.name == name)
+
+
+# --- shape -------------------------------------------------------------------------------
+
+
+def test_catalog_lists_categories_tools_and_descriptions(
+    catalog, categories, category_descriptions
+):
+    assert set(catalog.categories) == set(categories)
+    assert len(catalog) == 31
+    assert catalog.tools_in("weather") == ["get_weather", "weather_forecast", "get_air_quality"]
+    assert catalog.category_descriptions == category_descriptions
+    assert catalog.tools_in("no_such_category") == []
+
+
+def test_catalog_tool_may_sit_in_several_categories(catalog):
+    assert set(catalog.get("get_file_contents").categories) == {"github", "files"}
+    assert "get_file_contents" in catalog.tools_in("github")
+    assert "get_file_contents" in catalog.tools_in("files")
+    assert catalog.tool_names.count("get_file_contents") == 1
+
+
+def test_catalog_without_category_mapping_uses_server_as_category(tools):
+    catalog = ToolCatalog.from_tools(tools)
+    assert set(catalog.categories) == {
+        "github",
+        "slack",
+        "weather",
+        "files",
+        "database",
+        "projects",
+    }
+    assert catalog.get("send_message").categories == ("slack",)
+    # ask_human has no server and no category.
+    assert catalog.get("ask_human").categories == ()
+    assert "ask_human" in catalog
+
+
+def test_catalog_tools_returns_the_real_runnable_tools(catalog):
+    (weather,) = catalog.tools(["get_weather", "not_a_tool"])
+    assert weather.invoke({"city": "Lima"}) == "Lima: 22C, sunny"
+
+
+def test_catalog_spec_records_argument_names(catalog):
+    assert catalog.get("create_issue").arg_names == ("repo", "title", "body")
+    assert catalog.get("list_tables").arg_names == ()
+
+
+# --- metadata ----------------------------------------------------------------------------
+
+
+def test_catalog_metadata_defaults_match_seed_004(catalog):
+    spec = catalog.get("create_issue")
+    assert spec.is_pure is False
+    assert spec.concurrency_group == "default"
+    assert spec.max_concurrency == 1
+    assert spec.timeout_s is None
+    assert spec.enabled is True
+    assert spec.include == "agent"
+    assert spec.server == "github"
+
+
+def test_catalog_reads_metadata_from_the_tools_own_metadata_dict(tools, categories):
+    weather = _by_name(tools, "get_weather")
+    weather.metadata = {
+        "server": "weather",
+        "is_pure": True,
+        "concurrency_group": "weather-api",
+        "max_concurrency": 4,
+        "timeout_s": 2.5,
+    }
+    spec = ToolCatalog.from_tools(tools, categories=categories).get("get_weather")
+    assert spec.is_pure is True
+    assert spec.concurrency_group == "weather-api"
+    assert spec.max_concurrency == 4
+    assert spec.timeout_s == 2.5
+
+
+def test_catalog_tool_metadata_overrides_the_tools_own_metadata(tools, categories):
+    _by_name(tools, "create_issue").metadata = {"server": "github", "timeout_s": 5, "is_pure": True}
+    catalog = ToolCatalog.from_tools(
+        tools, categories=categories, tool_metadata={"create_issue": {"timeout_s": 10}}
+    )
+    spec = catalog.get("create_issue")
+    assert spec.timeout_s == 10
+    assert spec.is_pure is True  # not overridden: kept from the tool's own metadata
+    assert spec.server == "github"
+
+
+def test_catalog_leaves_other_keys_of_a_tools_own_metadata_alone(tools, categories):
+    mcp_metadata = {
+        "server": "github",
+        "title": "Create issue",
+        "readOnlyHint": False,
+        "destructiveHint": False,
+        "_meta": {"vendor": {"x": 1}},
+    }
+    _by_name(tools, "create_issue").metadata = dict(mcp_metadata)
+    catalog = ToolCatalog.from_tools(tools, categories=categories)
+    spec = catalog.get("create_issue")
+    assert spec.server == "github"
+    assert spec.tool.metadata == mcp_metadata
+
+
+@pytest.mark.parametrize("key", ["timeout", "serverName", "readOnlyHint"])
+def test_catalog_tool_metadata_unknown_key_raises_naming_tool_and_key(tools, categories, key):
+    with pytest.raises(ValueError) as err:
+        ToolCatalog.from_tools(
+            tools, categories=categories, tool_metadata={"create_issue": {key: 1}}
+        )
+    assert "create_issue" in str(err.value)
+    assert repr(key) in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("max_concurrency", "3"),
+        ("max_concurrency", True),
+        ("is_pure", "yes"),
+        ("timeout_s", "10"),
+        ("timeout_s", True),
+        ("enabled", 1),
+        ("concurrency_group", 7),
+        ("server", ["github"]),
+    ],
+)
+def test_catalog_tool_metadata_wrong_type_raises_naming_tool_and_key(tools, categories, key, value):
+    with pytest.raises(TypeError) as err:
+        ToolCatalog.from_tools(
+            tools, categories=categories, tool_metadata={"get_weather": {key: value}}
+        )
+    assert "get_weather" in str(err.value)
+    assert repr(key) in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("include", "sometimes"), ("max_concurrency", 0), ("timeout_s", 0), ("timeout_s", -1.5)],
+)
+def test_catalog_tool_metadata_bad_value_raises_naming_tool_and_key(tools, categories, key, value):
+    with pytest.raises(ValueError) as err:
+        ToolCatalog.from_tools(
+            tools, categories=categories, tool_metadata={"get_weather": {key: value}}
+        )
+    assert "get_weather" in str(err.value)
+    assert repr(key) in str(err.value)
+
+
+def test_catalog_tool_metadata_for_unknown_tool_raises_naming_it(tools, categories):
+    with pytest.raises(ValueError, match="create_isue"):
+        ToolCatalog.from_tools(
+            tools, categories=categories, tool_metadata={"create_isue": {"timeout_s": 1}}
+        )
+
+
+def test_catalog_accepts_integer_timeout(tools, categories):
+    catalog = ToolCatalog.from_tools(
+        tools, categories=categories, tool_metadata={"get_weather": {"timeout_s": 3}}
+    )
+    assert catalog.get("get_weather").timeout_s == 3
+
+
+# --- validation of names -----------------------------------------------------------------
+
+
+def test_catalog_duplicate_tool_names_raise_naming_them(tools):
+    @tool("get_weather")
+    def other_weather(city: str) -> str:
+        """Another weather tool with the same name."""
+        return city
+
+    with pytest.raises(ValueError) as err:
+        ToolCatalog.from_tools([*tools, other_weather])
+    assert "get_weather" in str(err.value)
+    assert "duplicate" in str(err.value)
+
+
+def test_catalog_category_naming_unknown_tools_raises_naming_them(tools, categories):
+    categories["github"] = [*categories["github"], "close_issue", "reopen_issue"]
+    with pytest.raises(ValueError) as err:
+        ToolCatalog.from_tools(tools, categories=categories)
+    message = str(err.value)
+    assert "close_issue" in message
+    assert "reopen_issue" in message
+    assert "github" in message
+
+
+def test_catalog_category_given_as_string_raises(tools):
+    with pytest.raises(TypeError, match="weather"):
+        ToolCatalog.from_tools(tools, categories={"weather": "get_weather"})
+
+
+def test_catalog_description_of_unknown_category_raises(tools, categories):
+    with pytest.raises(ValueError, match="astrology"):
+        ToolCatalog.from_tools(
+            tools, categories=categories, category_descriptions={"astrology": "stars"}
+        )
+
+
+# --- include modes and server defaults ---------------------------------------------------
+
+
+def test_catalog_include_modes_always_manual_agent(make_catalog):
+    catalog = make_catalog(
+        tool_metadata={
+            "get_weather": {"include": "always"},
+            "weather_forecast": {"include": "manual"},
+        }
+    )
+    assert "get_weather" in catalog.always_visible
+    assert catalog.selectable("get_air_quality") is True
+    assert catalog.selectable("get_weather") is False  # visible anyway, not chosen by budget
+    assert catalog.selectable("weather_forecast") is False
+    # manual: never chosen automatically, whatever the query says
+    query = "weather forecast for the next days"
+    assert "weather_forecast" not in select_tools(catalog, query, ["weather"], max_tools=8)
+    assert "weather_forecast" not in search_hits(catalog, query, limit=10)
+    # ...but still in the catalog, for add_tool
+    assert "weather_forecast" in catalog
+
+
+def test_catalog_special_category_tools_are_always_visible(catalog):
+    assert catalog.always_visible == ["ask_human"]
+    assert catalog.get("ask_human").always_visible is True
+
+
+def test_catalog_server_default_include_is_overridden_by_tool_level(make_catalog):
+    catalog = make_catalog(
+        server_defaults={"github": {"include": "manual"}},
+        tool_metadata={"create_issue": {"include": "agent"}},
+    )
+    assert catalog.get("create_issue").include == "agent"
+    assert catalog.get("list_issues").include == "manual"
+    assert catalog.get("send_message").include == "agent"
+
+
+def test_catalog_tools_own_metadata_overrides_server_default(tools, categories):
+    _by_name(tools, "list_issues").metadata = {"server": "github", "include": "always"}
+    catalog = ToolCatalog.from_tools(
+        tools, categories=categories, server_defaults={"github": {"include": "manual"}}
+    )
+    assert catalog.get("list_issues").include == "always"
+    assert catalog.get("create_issue").include == "manual"
+
+
+def test_catalog_default_include_applies_when_nothing_sets_one(make_catalog):
+    catalog = make_catalog(default_include="manual")
+    assert all(catalog.get(n).include == "manual" for n in catalog.tool_names)
+
+
+# --- disabled tools ----------------------------------------------------------------------
+
+
+def test_catalog_disabled_tool_is_listed_nowhere(make_catalog):
+    catalog = make_catalog(tool_metadata={"get_weather": {"enabled": False}})
+    assert "get_weather" not in catalog
+    assert "get_weather" not in catalog.tool_names
+    assert "get_weather" not in catalog.tools_in("weather")
+    assert catalog.is_disabled("get_weather")
+    assert catalog.get("get_weather") is not None
+    assert catalog.tools(["get_weather"]) == []
+    names = [t["name"] for t in catalog.index.regex_search("weather").tools]
+    assert "get_weather" not in names
+    assert "get_weather" not in select_tools(catalog, "weather in Paris", ["weather"])
+
+
+def test_catalog_with_metadata_returns_a_changed_copy(catalog):
+    changed = catalog.with_metadata(get_weather={"enabled": False}, send_message={"timeout_s": 3})
+    assert "get_weather" not in changed
+    assert changed.get("send_message").timeout_s == 3
+    assert "get_weather" in catalog  # the original is unchanged
+    assert catalog.get("send_message").timeout_s is None
+    assert changed.index is not catalog.index
+
+
+# --- filters -----------------------------------------------------------------------------
+
+
+def _assert_absent_everywhere(catalog: ToolCatalog, name: str, query: str) -> None:
+    assert name not in catalog
+    assert name not in catalog.tool_names
+    assert name not in [s.name for s in catalog.specs]
+    assert catalog.get(name) is None
+    assert catalog.is_filtered(name)
+    assert catalog.tools([name]) == []
+    assert all(name not in catalog.tools_in(c) for c in catalog.categories)
+    assert name not in [t["name"] for t in catalog.index.regex_search(name).tools]
+    assert name not in [t["name"] for t in catalog.index.regex_search(query).tools]
+    assert name not in [n for n, _ in catalog.index.rank_names(query)]
+    assert name not in search_hits(catalog, query, limit=50)
+    assert name not in select_tools(catalog, query, catalog.categories, max_tools=50)
+
+
+def test_catalog_allowed_servers_filters_other_servers_everywhere(make_catalog):
+    catalog = make_catalog(allowed_servers=["github", "weather"])
+    assert "slack" not in catalog.categories
+    assert set(catalog.categories) >= {"github", "weather"}
+    _assert_absent_everywhere(catalog, "send_message", "send a slack message")
+    _assert_absent_everywhere(catalog, "run_database_query", "database query")
+    assert "get_weather" in catalog
+    assert "create_issue" in catalog
+
+
+def test_catalog_allowed_tools_keeps_only_named_tools(make_catalog):
+    catalog = make_catalog(allowed_tools=["get_weather", "send_message"])
+    assert set(catalog.tool_names) == {"get_weather", "send_message", "ask_human"}
+    _assert_absent_everywhere(catalog, "weather_forecast", "weather forecast")
+
+
+def test_catalog_server_star_pattern_keeps_that_servers_tools(make_catalog, categories):
+    catalog = make_catalog(allowed_tools=["slack:*", "files:read_*"])
+    assert set(catalog.tool_names) == {*categories["slack"], "read_file", "ask_human"}
+    _assert_absent_everywhere(catalog, "write_file", "write a file")
+
+
+def test_catalog_server_pattern_does_not_admit_another_servers_tool(make_catalog):
+    # get_file_contents is github's; "files:*" must not admit it.
+    catalog = make_catalog(allowed_tools=["files:*"])
+    _assert_absent_everywhere(catalog, "get_file_contents", "file contents")
+    assert "read_file" in catalog
+
+
+def test_catalog_allowed_servers_and_tools_admit_a_tool_if_either_does(make_catalog, categories):
+    catalog = make_catalog(allowed_servers=["weather"], allowed_tools=["files:read_file"])
+    assert set(catalog.tool_names) == {*categories["weather"], "read_file", "ask_human"}
+
+
+def test_catalog_special_categories_pass_every_filter(tools, categories):
+    @tool
+    def final_answer(answer: str) -> str:
+        """Return the final structured answer."""
+        return answer
+
+    catalog = ToolCatalog.from_tools(
+        [*tools, final_answer],
+        categories={**categories, "structured_output": ["final_answer"]},
+        allowed_servers=["weather"],
+    )
+    assert "ask_human" in catalog
+    assert "final_answer" in catalog
+    assert set(catalog.always_visible) == {"ask_human", "final_answer"}
+
+
+def test_catalog_empty_allowed_servers_keeps_only_special_tools(make_catalog):
+    catalog = make_catalog(allowed_servers=[])
+    assert catalog.tool_names == ["ask_human"]
+
+
+# --- the index is built once per catalog -------------------------------------------------
+
+
+def test_catalog_index_is_built_once_and_not_rebuilt_by_queries(monkeypatch, make_catalog):
+    builds: list[int] = []
+    original_init = ToolIndex.__init__
+
+    def counting_init(self, *args, **kwargs):
+        builds.append(1)
+        original_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(ToolIndex, "__init__", counting_init)
+    catalog = make_catalog()
+    index = catalog.index
+    category_index = catalog.category_index
+    built = len(builds)
+    assert built == 2  # one tool index, one category index
+
+    for query in ["weather in Paris", "create a github issue", "wether", "send msg"]:
+        catalog.index.regex_search(query)
+        catalog.index.rank(query)
+        search_hits(catalog, query)
+        select_tools(catalog, query, ["github", "weather"])
+        classify_lexical(catalog, query)
+
+    assert len(builds) == built
+    assert catalog.index is index
+    assert catalog.category_index is category_index
+
+
+def test_catalog_index_covers_only_enabled_unfiltered_tools(make_catalog):
+    catalog = make_catalog(
+        allowed_servers=["weather", "slack"], tool_metadata={"add_reaction": {"enabled": False}}
+    )
+    assert sorted(catalog.index.names) == sorted(catalog.tool_names)
+    assert len(catalog.index) == len(catalog)
+    assert "add_reaction" not in catalog.index.names
