@@ -1,0 +1,411 @@
+"""selection.py: select_tools (the budget of seed 003), SelectTools, ToolSearch and the graph."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.graph import END, START, StateGraph
+
+from langgraph_toolbudget import (
+    ClassifyIntent,
+    SelectTools,
+    ToolBudgetState,
+    ToolCatalog,
+    ToolSearch,
+    search_hits,
+    select_tools,
+)
+from langgraph_toolbudget._node import VISIBLE_SET_EVENT
+
+MODES = ["sync", "async"]
+META_TOOLS = {"search_tools", "add_tool", "show_all_tools", "request_more_tools"}
+
+
+async def run(node, state, mode):
+    if mode == "sync":
+        return node.invoke(state)
+    return await node.ainvoke(state)
+
+
+def ask(text: str, **state) -> dict:
+    return {"messages": [HumanMessage(text)], **state}
+
+
+def in_category(catalog: ToolCatalog, names: list[str], category: str) -> list[str]:
+    members = set(catalog.tools_in(category))
+    return [n for n in names if n in members]
+
+
+# --- select_tools: the examples and gotchas of seed 003 ----------------------------------
+
+
+def test_select_tools_two_categories_split_budget_evenly(catalog):
+    query = "Create an issue in GitHub for project apollo"
+    out = select_tools(catalog, query, ["projects", "github"], max_tools=8)
+    assert len(out) == 8
+    assert len(in_category(catalog, out, "projects")) == 4
+    assert len(in_category(catalog, out, "github")) == 4
+
+
+def test_select_tools_one_category_gets_all_eight_slots(catalog):
+    out = select_tools(catalog, "Create an issue in GitHub", ["github"], max_tools=8)
+    assert len(out) == 8
+    assert set(out) <= set(catalog.tools_in("github"))
+
+
+def test_select_tools_five_categories_two_each_capped_at_max_tools(catalog):
+    cats = ["github", "slack", "projects", "weather", "database"]  # disjoint categories
+    out = select_tools(catalog, "post an update", cats, max_tools=8)
+    assert len(out) == 8
+    for cat in cats[:4]:
+        assert len(in_category(catalog, out, cat)) == 2
+    assert in_category(catalog, out, "database") == []  # the cap cuts the fifth category
+
+
+def test_select_tools_min_per_category_floor_is_configurable(catalog):
+    cats = ["github", "slack", "projects", "weather", "database"]
+    out = select_tools(catalog, "post an update", cats, max_tools=8, min_per_category=1)
+    assert len(out) == 8
+    assert all(in_category(catalog, out, c) for c in cats)
+
+
+def test_select_tools_unknown_category_adds_nothing_without_crash(catalog):
+    assert select_tools(catalog, "horoscope for leo", ["astrology"], max_tools=8) == []
+    assert select_tools(catalog, "anything", [], max_tools=8) == []
+
+
+def test_select_tools_unknown_category_does_not_take_a_share(catalog):
+    out = select_tools(catalog, "Create an issue in GitHub", ["astrology", "github"], max_tools=8)
+    assert len(out) == 8
+    assert set(out) <= set(catalog.tools_in("github"))
+
+
+def test_select_tools_tool_in_two_categories_counted_once(catalog):
+    query = "read the file contents of README in the repo"
+    out = select_tools(catalog, query, ["files", "github"], max_tools=8)
+    assert len(out) == len(set(out)) == 8
+    assert out.count("get_file_contents") <= 1
+    everything = select_tools(catalog, query, ["files", "github"], max_tools=100)
+    union = set(catalog.tools_in("files")) | set(catalog.tools_in("github"))
+    assert len(everything) == len(union) == 15
+    assert set(everything) == union
+
+
+def test_select_tools_repeated_category_counted_once(catalog):
+    assert select_tools(catalog, "weather", ["weather", "weather"], max_tools=8) == select_tools(
+        catalog, "weather", ["weather"], max_tools=8
+    )
+
+
+def test_select_tools_small_category_leftover_goes_to_other_category(catalog):
+    out = select_tools(catalog, "weather and github issues", ["weather", "github"], max_tools=8)
+    assert len(out) == 8
+    assert set(catalog.tools_in("weather")) <= set(out)  # all 3, share was 4
+    assert len(in_category(catalog, out, "github")) == 5  # 4 + the leftover slot
+
+
+def test_select_tools_leftover_slots_redistributed_by_relevance(catalog):
+    # share = 12 // 3 = 4. database has 3 tools and leaves one slot. github comes before
+    # projects in priority, but nothing in github is relevant to the query, while the
+    # fifth projects tool is: the spare slot goes to projects.
+    query = "project tasks database"
+    out = select_tools(catalog, query, ["database", "github", "projects"], max_tools=12)
+    assert len(out) == 12
+    assert set(catalog.tools_in("database")) <= set(out)
+    assert set(catalog.tools_in("projects")) <= set(out)
+    assert len(in_category(catalog, out, "github")) == 4
+
+
+def test_select_tools_ranks_inside_category_by_relevance_not_catalog_order(catalog):
+    out = select_tools(catalog, "merge the pull request", ["github"], max_tools=3)
+    assert "merge_pull_request" in out
+    assert out[0] == "merge_pull_request"
+    # create_issue and list_issues come first in the catalog, and are not relevant.
+    assert "create_issue" not in out
+    assert "list_issues" not in out
+
+
+def test_select_tools_without_query_falls_back_to_catalog_order(catalog):
+    assert select_tools(catalog, "", ["github"], max_tools=2) == ["create_issue", "list_issues"]
+
+
+def test_select_tools_is_deterministic(catalog, make_catalog):
+    query = "Create an issue in GitHub for project apollo and tell slack"
+    cats = ["projects", "github", "slack"]
+    first = select_tools(catalog, query, cats, max_tools=8)
+    assert all(select_tools(catalog, query, cats, max_tools=8) == first for _ in range(5))
+    assert select_tools(make_catalog(), query, cats, max_tools=8) == first
+
+
+def test_select_tools_respects_max_tools_and_zero_budget(catalog):
+    for budget in range(0, 12):
+        out = select_tools(catalog, "github issue", ["github", "files"], max_tools=budget)
+        assert len(out) == min(budget, 15)
+        assert len(out) == len(set(out))
+
+
+def test_select_tools_excluded_tools_are_not_chosen(catalog):
+    out = select_tools(catalog, "weather", ["weather"], max_tools=8, exclude=["get_weather"])
+    assert out and "get_weather" not in out
+
+
+def test_select_tools_skips_always_and_manual_tools(make_catalog):
+    catalog = make_catalog(
+        tool_metadata={
+            "get_weather": {"include": "always"},
+            "weather_forecast": {"include": "manual"},
+        }
+    )
+    out = select_tools(catalog, "weather forecast", ["weather"], max_tools=8)
+    assert out == ["get_air_quality"]
+
+
+# --- search_hits -------------------------------------------------------------------------
+
+
+def test_search_hits_weather_query_finds_weather_tools_first(catalog):
+    hits = search_hits(catalog, "what is the weather in Paris", limit=3)
+    assert hits[0] in {"get_weather", "weather_forecast"}
+    assert "send_message" not in hits
+
+
+def test_search_hits_respects_limit_exclude_and_empty_query(catalog):
+    assert len(search_hits(catalog, "list the github issues and pull requests", limit=2)) == 2
+    hits = search_hits(catalog, "weather", limit=5, exclude=["get_weather"])
+    assert "get_weather" not in hits and hits
+    assert search_hits(catalog, "", limit=5) == []
+    assert search_hits(catalog, "weather", limit=0) == []
+
+
+def test_search_hits_min_relative_score_drops_weak_hits(catalog):
+    query = "merge the pull request"
+    assert len(search_hits(catalog, query, limit=10, min_relative_score=0.99)) < len(
+        search_hits(catalog, query, limit=10)
+    )
+
+
+# --- SelectTools node --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_select_tools_node_reads_categories_from_state(catalog, mode):
+    node = SelectTools(catalog, max_tools=8)
+    state = ask("Create an issue in GitHub for project apollo", categories=["projects", "github"])
+    out = await run(node, state, mode)
+    budgeted = [n for n in out["selected_tools"] if n not in catalog.always_visible]
+    assert len(budgeted) == 8
+    assert len(in_category(catalog, budgeted, "projects")) == 4
+    assert len(in_category(catalog, budgeted, "github")) == 4
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_select_tools_node_free_tools_spend_no_budget(make_catalog, mode):
+    catalog = make_catalog(tool_metadata={"get_weather": {"include": "always"}})
+    node = SelectTools(catalog, max_tools=2, pinned=["list_files"])
+    out = await run(node, ask("github issues", categories=["github"]), mode)
+    selected = out["selected_tools"]
+    # ask_human (special category), get_weather (always), list_files (pinned): free.
+    assert {"ask_human", "get_weather", "list_files"} <= set(selected)
+    assert len(in_category(catalog, selected, "github")) == 2
+    assert len(selected) == 5
+    assert node.free_tools == ["get_weather", "ask_human", "list_files"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_select_tools_node_never_auto_selects_manual_tools(make_catalog, mode):
+    catalog = make_catalog(server_defaults={"weather": {"include": "manual"}})
+    node = SelectTools(catalog, max_tools=8)
+    out = await run(node, ask("weather forecast in Paris", categories=["weather"]), mode)
+    assert not set(out["selected_tools"]) & set(catalog.tools_in("weather"))
+    out = await run(node, ask("weather forecast in Paris"), mode)  # relevance strategy
+    assert not set(out["selected_tools"]) & set(catalog.tools_in("weather"))
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_select_tools_node_pinned_manual_tool_is_visible(make_catalog, mode):
+    catalog = make_catalog(tool_metadata={"delete_file": {"include": "manual"}})
+    out = await run(SelectTools(catalog, pinned=["delete_file"]), ask("hello"), mode)
+    assert "delete_file" in out["selected_tools"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_select_tools_node_without_categories_uses_relevance(catalog, mode):
+    out = await run(SelectTools(catalog, max_tools=3), ask("what is the weather in Paris"), mode)
+    budgeted = [n for n in out["selected_tools"] if n != "ask_human"]
+    assert 0 < len(budgeted) <= 3
+    assert budgeted[0] in {"get_weather", "weather_forecast"}
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_select_tools_node_unknown_category_in_state_adds_no_budget_tools(catalog, mode):
+    out = await run(SelectTools(catalog), ask("horoscope", categories=["astrology"]), mode)
+    assert out["selected_tools"] == ["ask_human"]
+
+
+@pytest.mark.parametrize(
+    ("model_size", "budget"),
+    [("qwen3:8b", 5), ("llama3.2:3b", 2), ("llama-3.1-70b", 10), (8, 5), (70e9, 10)],
+)
+def test_select_tools_node_budget_preset_from_model_size(catalog, model_size, budget):
+    node = SelectTools(catalog, model_size=model_size)
+    assert node.max_tools == budget
+    chosen = node.choose("github issues and pull requests", ["github"])
+    assert len([n for n in chosen if n != "ask_human"]) == budget
+
+
+def test_select_tools_node_explicit_max_tools_wins_over_model_size(catalog):
+    assert SelectTools(catalog, max_tools=7, model_size="qwen3:8b").max_tools == 7
+    assert SelectTools(catalog).max_tools == 8
+
+
+def test_select_tools_node_unknown_model_size_raises_naming_the_fix(catalog):
+    with pytest.raises(ValueError, match="max_tools="):
+        SelectTools(catalog, model_size="gpt-4o")
+
+
+def test_select_tools_node_rejects_bad_arguments(catalog):
+    with pytest.raises(ValueError, match="not_a_tool"):
+        SelectTools(catalog, pinned=["not_a_tool"])
+    with pytest.raises(ValueError, match="max_tools"):
+        SelectTools(catalog, max_tools=-1)
+    with pytest.raises(ValueError, match="strategy"):
+        SelectTools(catalog, strategy="random")
+
+
+def test_select_tools_node_pinned_filtered_tool_raises(make_catalog):
+    catalog = make_catalog(allowed_servers=["github"])
+    with pytest.raises(ValueError, match="send_message"):
+        SelectTools(catalog, pinned=["send_message"])
+
+
+# --- ToolSearch node ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_tool_search_first_turn_adds_best_hits(catalog, mode):
+    out = await run(ToolSearch(catalog, limit=2), ask("what is the weather in Paris"), mode)
+    assert len(out["selected_tools"]) == 2
+    assert set(out["selected_tools"]) <= set(catalog.tools_in("weather"))
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_tool_search_later_turn_adds_nothing(catalog, mode):
+    state = {
+        "messages": [
+            HumanMessage("what is the weather in Paris"),
+            AIMessage("18C, cloudy."),
+            HumanMessage("merge the pull request"),
+        ]
+    }
+    assert await run(ToolSearch(catalog), state, mode) == {}
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_tool_search_every_turn_searches_later_turns(catalog, mode):
+    state = {
+        "messages": [
+            HumanMessage("what is the weather in Paris"),
+            AIMessage("18C, cloudy."),
+            HumanMessage("merge the pull request"),
+        ]
+    }
+    out = await run(ToolSearch(catalog, limit=1, every_turn=True), state, mode)
+    assert out == {"selected_tools": ["merge_pull_request"]}
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_tool_search_skips_tools_already_visible(catalog, mode):
+    state = ask("what is the weather in Paris", selected_tools=["get_weather"])
+    out = await run(ToolSearch(catalog, limit=5), state, mode)
+    assert "get_weather" not in out["selected_tools"]
+    assert out["selected_tools"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_tool_search_no_hit_returns_empty_update(catalog, mode):
+    assert await run(ToolSearch(catalog), ask("zqxjvk"), mode) == {}
+    assert await run(ToolSearch(catalog, limit=0), ask("weather"), mode) == {}
+
+
+def test_tool_search_rejects_negative_limit(catalog):
+    with pytest.raises(ValueError, match="limit"):
+        ToolSearch(catalog, limit=-1)
+
+
+# --- the public contract graph -----------------------------------------------------------
+
+
+def build_contract_graph(catalog: ToolCatalog, **compile_kwargs):
+    g = StateGraph(ToolBudgetState)
+    g.add_node("classify_intent", ClassifyIntent(catalog))
+    g.add_node("select_tools", SelectTools(catalog, max_tools=8))
+    g.add_node("tool_search", ToolSearch(catalog, limit=5))
+    g.add_edge(START, "classify_intent")
+    g.add_edge("classify_intent", "select_tools")
+    g.add_edge("select_tools", "tool_search")
+    g.add_edge("tool_search", END)
+    return g.compile(**compile_kwargs)
+
+
+async def invoke(graph, state, mode, **kwargs):
+    if mode == "sync":
+        return graph.invoke(state, **kwargs)
+    return await graph.ainvoke(state, **kwargs)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_graph_public_contract_weather_query(catalog, mode):
+    graph = build_contract_graph(catalog)
+    out = await invoke(graph, {"messages": [HumanMessage("What's the weather in Paris?")]}, mode)
+    assert out["categories"][0] == "weather"
+    assert "get_weather" in out["selected_tools"]
+    assert not META_TOOLS & set(out["selected_tools"])
+    assert all(n in catalog for n in out["selected_tools"])
+    assert len(out["selected_tools"]) == len(set(out["selected_tools"]))
+    json.dumps({"categories": out["categories"], "selected_tools": out["selected_tools"]})
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_graph_public_contract_two_categories(catalog, mode):
+    graph = build_contract_graph(catalog)
+    query = "Create an issue in GitHub for project apollo"
+    out = await invoke(graph, {"messages": [HumanMessage(query)]}, mode)
+    assert {"github", "projects"} <= set(out["categories"])
+    selected = out["selected_tools"]
+    assert "create_issue" in selected
+    assert "create_project" in selected
+    assert not META_TOOLS & set(selected)
+    # 8 budget slots + ask_human (free) + at most 5 search hits
+    assert len(selected) <= 8 + 1 + 5
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_graph_public_contract_unrelated_query_does_not_crash(catalog, mode):
+    graph = build_contract_graph(catalog)
+    out = await invoke(graph, {"messages": [HumanMessage("zqxjvk")]}, mode)
+    assert out["categories"] == []
+    assert out["selected_tools"] == ["ask_human"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_graph_streams_visible_set_events(catalog, mode):
+    graph = build_contract_graph(catalog)
+    state = {"messages": [HumanMessage("What's the weather in Paris?")]}
+    if mode == "sync":
+        events = list(graph.stream(state, stream_mode="custom"))
+    else:
+        events = [e async for e in graph.astream(state, stream_mode="custom")]
+    assert events
+    assert all(e["event"] == VISIBLE_SET_EVENT for e in events)
+    assert events[0]["node"] == "select_tools"
+    assert "get_weather" in [n for e in events for n in e["added"]]
+
+
+def test_graph_public_contract_with_filtered_catalog_never_shows_filtered_tools(make_catalog):
+    catalog = make_catalog(allowed_servers=["github", "projects"])
+    graph = build_contract_graph(catalog)
+    out = graph.invoke({"messages": [HumanMessage("send a slack message about the weather")]})
+    assert not set(out["selected_tools"]) & {"send_message", "get_weather", "weather_forecast"}
+    assert all(n in catalog for n in out["selected_tools"])
