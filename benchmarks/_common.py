@@ -1,0 +1,288 @@
+"""Helpers shared by the benchmarks: data loading, catalogs, the node pipeline, tables, JSON.
+
+The benchmark data lives outside the project, in ``../shared/bench`` next to the
+repository (see that folder's README). It is read at run time and never copied
+into the project. Set ``TOOLBUDGET_BENCH_DIR`` or pass ``--bench-dir`` to read it
+from elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import HumanMessage
+from langchain_core.tools import BaseTool, StructuredTool
+
+from langgraph_toolbudget import ClassifyIntent, SelectTools, ToolCatalog, ToolSearch
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_BENCH_DIR = REPO_ROOT.parent / "shared" / "bench"
+BENCH_DIR_ENV = "TOOLBUDGET_BENCH_DIR"
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+SEED = 20240531
+
+
+def bench_dir(cli_value: str | None = None) -> Path:
+    """The data folder: ``--bench-dir``, else ``$TOOLBUDGET_BENCH_DIR``, else the default."""
+    if cli_value:
+        return Path(cli_value)
+    env = os.environ.get(BENCH_DIR_ENV)
+    return Path(env) if env else DEFAULT_BENCH_DIR
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+# --- catalogs ----------------------------------------------------------------------------------
+
+_EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+def _noop(**kwargs: Any) -> str:
+    return "ok"
+
+
+def make_tool(name: str, description: str, parameters: dict[str, Any] | None) -> BaseTool:
+    """A real LangChain tool whose argument schema is the given JSON schema."""
+    schema = parameters if isinstance(parameters, dict) and parameters.get("properties") else None
+    return StructuredTool.from_function(
+        func=_noop, name=name, description=description, args_schema=schema or _EMPTY_SCHEMA
+    )
+
+
+@dataclass
+class Dataset:
+    """A catalog and its queries (``query``, ``gold`` tool names)."""
+
+    name: str
+    tools: list[BaseTool]
+    categories: dict[str, list[str]]
+    queries: list[dict[str, Any]]
+    source: str
+    synthetic: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def catalog(self) -> ToolCatalog:
+        return ToolCatalog.from_tools(self.tools, categories=self.categories or None)
+
+
+def load_dataset(folder: Path, name: str) -> Dataset:
+    """Read ``catalog.jsonl`` / ``queries.jsonl`` of one bench folder.
+
+    A tool's ``category`` (when not null) becomes its catalog category.
+    """
+    rows = read_jsonl(folder / "catalog.jsonl")
+    tools = [make_tool(r["name"], r.get("description") or "", r.get("parameters")) for r in rows]
+    categories: dict[str, list[str]] = {}
+    for r in rows:
+        if r.get("category"):
+            categories.setdefault(r["category"], []).append(r["name"])
+    queries = read_jsonl(folder / "queries.jsonl")
+    return Dataset(name, tools, categories, queries, source=str(folder))
+
+
+# A small generated world for when ../shared/bench is absent: each category has a
+# few verbs over a few objects; queries name a verb and an object in everyday words.
+_SYN_VERBS = [
+    ("get", "Get", "show me"),
+    ("list", "List all", "what are the"),
+    ("create", "Create a new", "make a new"),
+    ("delete", "Delete a", "remove the"),
+    ("update", "Update an existing", "change the"),
+    ("search", "Search for", "look up"),
+    ("send", "Send a", "send my"),
+    ("export", "Export", "download the"),
+]
+_SYN_WORDS_TEXT = """
+alpha bravo cedar delta ember falcon garnet harbor iris jasper kelp lumen meadow nectar onyx pylon
+quartz raven sierra tundra umber violet willow xenon yarrow zephyr amber basalt cobalt dune fjord
+glacier heron indigo juniper kestrel lagoon marble nimbus orchid prairie quill reef saffron thistle
+upland vale wharf yew zinnia acorn birch canyon dahlia egret fern grove hazel ivy jade koi lotus
+maple nova oak pebble quince rose sage tulip
+"""
+_SYN_WORDS = tuple(_SYN_WORDS_TEXT.split())
+
+
+def synthetic_world(
+    n_tools: int, n_categories: int, *, seed: int = SEED, n_queries: int = 0
+) -> Dataset:
+    """A generated catalog of ``n_tools`` tools in ``n_categories`` categories, with queries.
+
+    Each category is a domain word pair (``"amber cobalt"``) owning objects;
+    tools are ``<verb>_<object>`` with a one-line description and two arguments.
+    Queries paraphrase one or two tools with the verb's everyday phrase.
+    """
+    rng = random.Random(seed)
+    words = list(_SYN_WORDS)
+    domains = []
+    for c in range(n_categories):
+        a, b = words[c % len(words)], words[(c * 7 + 3) % len(words)]
+        domains.append(f"{a}_{b}_{c}")
+    tools: list[BaseTool] = []
+    specs: list[tuple[str, str, str, str]] = []  # name, verb phrase, object words, category
+    categories: dict[str, list[str]] = {d: [] for d in domains}
+    per_cat = max(1, n_tools // n_categories)
+    for i in range(n_tools):
+        domain = domains[min(i // per_cat, n_categories - 1)]
+        verb, verb_text, verb_phrase = _SYN_VERBS[i % len(_SYN_VERBS)]
+        obj_words = [rng.choice(words), rng.choice(words)]
+        obj = "_".join(obj_words)
+        name = f"{verb}_{obj}_{i}"
+        dom_words = " ".join(domain.split("_")[:2])
+        description = (
+            f"{verb_text} {' '.join(obj_words)} records in the {dom_words} system. "
+            f"Returns the {obj_words[1]} details."
+        )
+        params = {
+            "type": "object",
+            "properties": {
+                f"{obj_words[0]}_id": {"type": "string", "description": f"The {obj_words[0]} id"},
+                "limit": {"type": "integer", "description": "How many results"},
+            },
+            "required": [f"{obj_words[0]}_id"],
+        }
+        tools.append(make_tool(name, description, params))
+        categories[domain].append(name)
+        specs.append((name, verb_phrase, " ".join(obj_words), dom_words))
+    queries = []
+    for q in range(n_queries):
+        picks = rng.sample(specs, 2 if rng.random() < 0.3 else 1)
+        text = " and then ".join(f"please {phrase} {obj} in {dom}" for _, phrase, obj, dom in picks)
+        queries.append({"id": f"syn-{q}", "query": text, "gold": [p[0] for p in picks]})
+    return Dataset(
+        f"synthetic-{n_tools}",
+        tools,
+        categories,
+        queries,
+        source="generated",
+        synthetic=True,
+    )
+
+
+# --- the pipeline --------------------------------------------------------------------------------
+
+
+@dataclass
+class Pipeline:
+    """The three nodes as a user wires them: classify_intent -> select_tools -> tool_search."""
+
+    classify: ClassifyIntent
+    select: SelectTools
+    search: ToolSearch
+
+    @classmethod
+    def build(
+        cls,
+        catalog: ToolCatalog,
+        *,
+        classify_kwargs: dict[str, Any] | None = None,
+        select_kwargs: dict[str, Any] | None = None,
+        search_kwargs: dict[str, Any] | None = None,
+    ) -> Pipeline:
+        return cls(
+            ClassifyIntent(catalog, **(classify_kwargs or {})),
+            SelectTools(catalog, **(select_kwargs or {})),
+            ToolSearch(catalog, **(search_kwargs or {})),
+        )
+
+    def run(self, query: str) -> dict[str, Any]:
+        """One turn, each node through its ``invoke``; the state merged as the graph would.
+
+        ``selected_tools`` follows the state's reducer: existing names first,
+        new names appended, no duplicates.
+        """
+        state: dict[str, Any] = {"messages": [HumanMessage(query)]}
+        state.update(self.classify.invoke(state))
+        selected = list(self.select.invoke(state).get("selected_tools", []))
+        state["selected_tools"] = list(dict.fromkeys(selected))
+        extra = self.search.invoke(state).get("selected_tools", [])
+        state["selected_tools"] = list(dict.fromkeys([*state["selected_tools"], *extra]))
+        return state
+
+
+# --- numbers -------------------------------------------------------------------------------------
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100), linear interpolation."""
+    if not values:
+        return float("nan")
+    xs = sorted(values)
+    k = (len(xs) - 1) * q / 100.0
+    lo, hi = int(k), min(int(k) + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def latency_summary_ms(seconds: Sequence[float]) -> dict[str, float]:
+    ms = [s * 1000.0 for s in seconds]
+    return {
+        "mean_ms": statistics.fmean(ms) if ms else float("nan"),
+        "p50_ms": percentile(ms, 50),
+        "p95_ms": percentile(ms, 95),
+    }
+
+
+def recall(selected: Iterable[str], gold: Sequence[str]) -> float:
+    """Fraction of the gold tools present in ``selected``."""
+    chosen = set(selected)
+    return sum(g in chosen for g in gold) / len(gold) if gold else 1.0
+
+
+def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    start = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - start
+
+
+def subsample(rows: list[dict[str, Any]], limit: int | None, seed: int = SEED) -> list[dict]:
+    """``limit`` rows drawn with a fixed seed (all rows, in order, when ``limit`` is None)."""
+    if limit is None or limit >= len(rows):
+        return rows
+    rng = random.Random(seed)
+    return sorted(rng.sample(rows, limit), key=rows.index)
+
+
+# --- output --------------------------------------------------------------------------------------
+
+
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    def fmt(v: Any) -> str:
+        if isinstance(v, float):
+            return f"{v:.3f}"
+        return str(v)
+
+    cells = [[fmt(v) for v in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    line = " | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
+    print(line)
+    print("-+-".join("-" * w for w in widths))
+    for r in cells:
+        print(" | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+
+
+def environment() -> dict[str, str]:
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+    }
+
+
+def write_results(name: str, payload: dict[str, Any]) -> Path:
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{name}.json"
+    payload = {"benchmark": name, "environment": environment(), **payload}
+    path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    return path
