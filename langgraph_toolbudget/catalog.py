@@ -397,7 +397,9 @@ class ToolCatalog:
             if spec.name in changes:
                 spec = replace(spec, **_check_metadata(spec.name, changes[spec.name], strict=True))
             specs.append(spec)
-        return type(self)(specs, category_descriptions=self._descriptions, filtered=self._filtered)
+        copy = type(self)(specs, category_descriptions=self._descriptions, filtered=self._filtered)
+        copy._mcp_runtime = self._mcp_runtime  # shares (does not copy) the MCP sessions
+        return copy
 
     # --- search -----------------------------------------------------------------------------
 
@@ -417,3 +419,85 @@ class ToolCatalog:
 
     def __repr__(self) -> str:
         return f"ToolCatalog({len(self)} tools, {len(self._members)} categories)"
+
+    # --- MCP servers (see langgraph_toolbudget.mcp) ----------------------------------------
+
+    _mcp_runtime: Any = None
+
+    @classmethod
+    async def from_mcp(
+        cls,
+        connections_or_client: Any,
+        *,
+        server_descriptions: Mapping[str, str] | None = None,
+        server_defaults: Mapping[str, Mapping[str, Any]] | None = None,
+        tool_metadata: Mapping[str, Mapping[str, Any]] | None = None,
+        categories: Mapping[str, Sequence[str]] | None = None,
+        allowed_servers: Sequence[str] | None = None,
+        allowed_tools: Sequence[str] | None = None,
+        strict: bool = False,
+        **options: Any,
+    ) -> ToolCatalog:
+        """Load MCP servers' tools into a catalog that owns one persistent session per server.
+
+        Each tool is tagged with its server, sits in the server's category (described
+        by the server's ``initialize`` instructions) and calls through the session.
+        Close with ``await catalog.aclose()`` or ``async with catalog:``.
+
+        Args:
+            connections_or_client: server -> connection dict, as for
+                ``MultiServerMCPClient``, or a ``MultiServerMCPClient``.
+            server_descriptions: server -> category description override.
+            server_defaults: server -> metadata for all its tools.
+            tool_metadata: tool (catalog name or ``server:mcp_name``) -> overrides.
+            categories: category -> tools; unlisted tools sit in their server's category.
+            allowed_servers: keep only these servers' tools.
+            allowed_tools: keep only these tools (``name``, ``server:name``, ``server:*``).
+            strict: raise if any server fails to load, instead of warning and
+                listing it in :attr:`load_errors`.
+            **options: the other options of
+                :func:`langgraph_toolbudget.mcp.load_mcp_catalog`.
+
+        Returns:
+            The catalog.
+        """
+        from langgraph_toolbudget.mcp import load_mcp_catalog
+
+        return await load_mcp_catalog(
+            connections_or_client,
+            server_descriptions=server_descriptions,
+            server_defaults=server_defaults,
+            tool_metadata=tool_metadata,
+            categories=categories,
+            allowed_servers=allowed_servers,
+            allowed_tools=allowed_tools,
+            strict=strict,
+            catalog_cls=cls,
+            **options,
+        )
+
+    @property
+    def mcp(self) -> Any:
+        """The :class:`~langgraph_toolbudget.mcp.MCPRuntime` of an MCP catalog, else None."""
+        return self._mcp_runtime
+
+    @property
+    def load_errors(self) -> dict[str, str]:
+        """MCP server -> why it failed to load ({} when all loaded or not an MCP catalog)."""
+        return dict(self._mcp_runtime.load_errors) if self._mcp_runtime is not None else {}
+
+    async def aclose(self) -> None:
+        """Close the MCP sessions this catalog owns (no-op for other catalogs)."""
+        if self._mcp_runtime is not None:
+            await self._mcp_runtime.aclose()
+
+    def close(self) -> None:
+        """Sync :meth:`aclose`, for code without an event loop."""
+        if self._mcp_runtime is not None:
+            self._mcp_runtime.close()
+
+    async def __aenter__(self) -> ToolCatalog:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

@@ -1,0 +1,136 @@
+"""Real FastMCP servers for the tests, examples and benchmarks, plus helpers to run them.
+
+``math_server.py``, ``notes_server.py`` and ``text_server.py`` each run over
+stdio (``python math_server.py``) or HTTP (``--transport streamable-http
+--port N`` / ``--transport sse``). :func:`stdio` builds a stdio connection;
+:func:`http_server` starts a server process on a free 127.0.0.1 port and always
+stops it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SERVERS_DIR = Path(__file__).resolve().parent
+
+
+def stdio(script: str) -> dict[str, Any]:
+    """A stdio connection dict (``MultiServerMCPClient`` format) for one of the servers.
+
+    Args:
+        script: file name in this folder, e.g. ``"math_server.py"``.
+
+    Returns:
+        The connection dict.
+    """
+    return {"transport": "stdio", "command": sys.executable, "args": [str(SERVERS_DIR / script)]}
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class ServerProcess:
+    """A server process serving HTTP on 127.0.0.1.
+
+    Attributes:
+        process: the process.
+        port: its port.
+        url: the MCP endpoint.
+        connection: the connection dict for it.
+    """
+
+    process: subprocess.Popen[bytes]
+    port: int
+    url: str
+    connection: dict[str, Any]
+
+    def kill(self) -> None:
+        """Kill the process (SIGKILL) and reap it."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(timeout=10)
+
+
+def _start(script: str, transport: str, port: int, log: Any) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, str(SERVERS_DIR / script), "--transport", transport, "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
+
+
+def _wait_listening(proc: subprocess.Popen[bytes], port: int, log_path: str) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(
+                f"server exited with {proc.returncode}: {Path(log_path).read_text()[-2000:]}"
+            )
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"server did not listen on 127.0.0.1:{port} within 20 s")
+
+
+@contextmanager
+def http_server(
+    script: str, transport: str = "streamable-http", port: int | None = None
+) -> Iterator[ServerProcess]:
+    """Run a server over HTTP on 127.0.0.1 for the ``with`` block; always stop it.
+
+    Args:
+        script: file name in this folder.
+        transport: ``streamable-http`` or ``sse``.
+        port: the port (a free one by default).
+
+    Yields:
+        The running server.
+    """
+    port = port or free_port()
+    path = "/sse" if transport == "sse" else "/mcp"
+    kind = "sse" if transport == "sse" else "streamable_http"
+    with tempfile.NamedTemporaryFile("w+b", suffix=".log") as log:
+        proc = _start(script, transport, port, log)
+        try:
+            _wait_listening(proc, port, log.name)
+            url = f"http://127.0.0.1:{port}{path}"
+            yield ServerProcess(proc, port, url, {"transport": kind, "url": url})
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=5)
+
+
+def pid_alive(pid: int) -> bool:
+    """True if a process with this id exists (and is not a zombie)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    if stat.exists():
+        state = stat.read_text().rsplit(")", 1)[-1].split()[0]
+        return state != "Z"
+    return True

@@ -1,0 +1,547 @@
+"""MCP servers as a tool catalog, against real FastMCP server processes.
+
+The servers live in ``tests/mcp_servers`` and run over stdio (spawned by the
+catalog) or over streamable HTTP / SSE on 127.0.0.1 (spawned here, always
+stopped). Only the chat model is scripted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+import time
+import uuid
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_mcp_adapters.client import MultiServerMCPClient
+from mcp_servers import free_port, http_server, pid_alive, stdio
+
+from langgraph_toolbudget import ToolCatalog, create_toolbudget_agent, search_hits
+from langgraph_toolbudget.mcp import (
+    MCPCatalogTool,
+    MCPLoadError,
+    MCPLoadWarning,
+    MCPServerError,
+    load_mcp_catalog_sync,
+    mcp_tool_name,
+)
+from langgraph_toolbudget.testing import ScriptedChatModel
+
+MATH, NOTES, TEXT = stdio("math_server.py"), stdio("notes_server.py"), stdio("text_server.py")
+BROKEN = stdio("no_such_server.py")  # python starts, cannot open the file, exits
+
+
+def text_of(result: Any) -> str:
+    """The text of a tool result: a ToolMessage, content blocks or a string."""
+    content = result.content if isinstance(result, ToolMessage) else result
+    if isinstance(content, str):
+        return content
+    return "".join(block["text"] for block in content if block.get("type") == "text")
+
+
+def call(name: str, args: dict[str, Any] | None = None, call_id: str | None = None) -> dict:
+    """A model tool call."""
+    return {"name": name, "args": args or {}, "id": call_id or uuid.uuid4().hex[:8]}
+
+
+def tool_messages(out: dict[str, Any]) -> list[ToolMessage]:
+    return [m for m in out["messages"] if isinstance(m, ToolMessage)]
+
+
+@pytest.fixture(scope="module")
+def catalog() -> Iterator[ToolCatalog]:
+    """math + notes over stdio, loaded once in its own event loop (asyncio.run).
+
+    The tests then use it from other loops and from sync code.
+    """
+    cat = load_mcp_catalog_sync({"math": MATH, "notes": NOTES})
+    try:
+        yield cat
+    finally:
+        cat.close()
+
+
+# --- loading: tags, categories, descriptions, names -------------------------------------
+
+
+def test_from_mcp_tags_each_tool_with_its_server_and_category(catalog: ToolCatalog) -> None:
+    assert catalog.categories == ["math", "notes"]
+    assert catalog.load_errors == {}
+    assert catalog.tools_in("math") == [
+        "add",
+        "multiply",
+        "divide",
+        "math__search",
+        "math__server_pid",
+    ]
+    for name in catalog.tools_in("notes"):
+        spec = catalog.get(name)
+        assert spec is not None and spec.server == "notes" and spec.categories == ("notes",)
+        assert isinstance(spec.tool, MCPCatalogTool) and spec.tool.server == "notes"
+        assert spec.tool.metadata["server"] == "notes"
+
+
+def test_category_description_comes_from_the_server_initialize_instructions(
+    catalog: ToolCatalog,
+) -> None:
+    assert catalog.category_descriptions == {
+        "math": "Arithmetic on numbers: add, multiply and divide, and look up math formulas.",
+        "notes": "Keep short text notes: add, list and search notes.",
+    }
+    info = catalog.mcp.servers["notes"]
+    assert info.server_name == "notes-server"
+    assert info.transport == "stdio"
+    assert info.tools["notes__search"] == "search"
+
+
+def test_colliding_names_get_the_server_prefix_and_call_the_servers_own_name(
+    catalog: ToolCatalog,
+) -> None:
+    for server in ("math", "notes"):
+        for mcp_name in ("search", "server_pid"):
+            name = mcp_tool_name(server, mcp_name)
+            assert name == f"{server}__{mcp_name}"
+            tool = catalog.get(name).tool
+            assert tool.mcp_name == mcp_name and tool.metadata["mcp_tool_name"] == mcp_name
+    assert "search" not in catalog and "add" in catalog  # unique names stay as they are
+    marker = uuid.uuid4().hex
+    catalog.get("add_note").tool.invoke({"text": f"buy milk {marker}"})
+    found = catalog.get("notes__search").tool.invoke({"query": marker})
+    assert marker in text_of(found)
+    formulas = catalog.get("math__search").tool.invoke({"query": "circle"})
+    assert "pi * r**2" in text_of(formulas)
+
+
+def test_mcp_tool_name_replaces_unsafe_server_characters() -> None:
+    assert mcp_tool_name("my server.v2", "run") == "my_server_v2__run"
+
+
+def test_tool_schema_and_annotations_come_from_the_server(catalog: ToolCatalog) -> None:
+    tool = catalog.get("divide").tool
+    assert tool.args_schema["required"] == ["a", "b"]
+    assert set(tool.args) == {"a", "b"}
+    assert tool.description == "Divide a by b. Fails when b is zero."
+    assert tool.metadata["readOnlyHint"] is True and tool.metadata["idempotentHint"] is True
+    assert catalog.get("divide").arg_names == ("a", "b")
+
+
+def test_read_only_hint_sets_is_pure_and_server_is_the_concurrency_group(
+    catalog: ToolCatalog,
+) -> None:
+    assert catalog.get("add").is_pure is True  # readOnlyHint=True
+    assert catalog.get("add_note").is_pure is False  # readOnlyHint=False
+    assert catalog.get("fail").is_pure is False  # no annotation
+    assert catalog.get("add").concurrency_group == "math"
+    assert catalog.get("slow").concurrency_group == "notes"
+
+
+async def test_server_defaults_and_per_tool_overrides() -> None:
+    catalog = await ToolCatalog.from_mcp(
+        {"math": MATH},
+        server_defaults={"math": {"include": "manual", "timeout_s": 5, "is_pure": False}},
+        tool_metadata={
+            "add": {"include": "always", "is_pure": True},
+            "math:server_pid": {"enabled": False},  # server:mcp_name works too
+        },
+        server_descriptions={"math": "Calculator"},
+    )
+    async with catalog:
+        add, mul = catalog.get("add"), catalog.get("multiply")
+        assert (add.include, add.is_pure, add.timeout_s) == ("always", True, 5)
+        assert (mul.include, mul.is_pure, mul.timeout_s) == ("manual", False, 5)
+        assert mul.tool.timeout_s == 5  # the sync path knows the bound too
+        assert catalog.is_disabled("server_pid") and "server_pid" not in catalog
+        assert catalog.always_visible == ["add"]
+        assert catalog.category_descriptions == {"math": "Calculator"}
+        # a single server: no collision, no prefix
+        assert catalog.tool_names == ["add", "multiply", "divide", "search"]
+
+
+async def test_bad_options_raise_clear_errors_and_close_the_sessions() -> None:
+    with pytest.raises(ValueError, match=r"server_defaults names \['nope'\]"):
+        await ToolCatalog.from_mcp({"math": MATH}, server_defaults={"nope": {}})
+    with pytest.raises(ValueError, match=r"unknown keys \['colour'\]"):
+        await ToolCatalog.from_mcp({"math": MATH}, server_defaults={"math": {"colour": "red"}})
+    with pytest.raises(ValueError, match="tool_metadata names 'subtract'.*Known tools include"):
+        await ToolCatalog.from_mcp({"math": MATH}, tool_metadata={"subtract": {"enabled": False}})
+    with pytest.raises(TypeError, match="'timeout_s' must be"):
+        await ToolCatalog.from_mcp({"math": MATH}, tool_metadata={"add": {"timeout_s": "1"}})
+    with pytest.raises(ValueError, match="sets 'server'"):
+        await ToolCatalog.from_mcp({"math": MATH}, tool_metadata={"add": {"server": "x"}})
+
+
+async def test_filters_allowed_servers_and_tool_patterns() -> None:
+    catalog = await ToolCatalog.from_mcp(
+        {"math": MATH, "notes": NOTES},
+        allowed_servers=["math"],
+        allowed_tools=["notes:list_*", "notes:search", "slow"],
+    )
+    async with catalog:
+        assert catalog.tools_in("math") == [
+            "add",
+            "multiply",
+            "divide",
+            "math__search",
+            "math__server_pid",
+        ]
+        # "notes:search" matched the MCP name of notes__search
+        assert catalog.tools_in("notes") == ["list_notes", "notes__search", "slow"]
+        assert catalog.is_filtered("fail") and catalog.is_filtered("add_note")
+        assert "fail" not in catalog and catalog.get("fail") is None
+        assert "fail" not in search_hits(catalog, "a tool that always fails", limit=20)
+
+
+async def test_categories_mapping_and_tool_name_prefix() -> None:
+    catalog = await ToolCatalog.from_mcp(
+        {"math": MATH, "text": TEXT},
+        tool_name_prefix=True,
+        categories={"writing": ["text:upper", "text__word_count"]},
+        category_descriptions={"writing": "Change and measure text"},
+    )
+    async with catalog:
+        assert catalog.tools_in("writing") == ["text__upper", "text__word_count"]
+        assert "text" not in catalog.categories  # every text tool sits in "writing"
+        assert catalog.category_descriptions["writing"] == "Change and measure text"
+        assert all(n.startswith("math__") for n in catalog.tools_in("math"))
+        # no instructions: the description falls back to serverInfo.name
+        assert catalog.mcp.servers["text"].description == "text-server"
+        assert text_of(await catalog.get("text__upper").tool.ainvoke({"text": "abc"})) == "ABC"
+
+
+async def test_a_multi_server_client_is_accepted() -> None:
+    client = MultiServerMCPClient({"math": MATH, "text": TEXT}, tool_name_prefix=True)
+    catalog = await ToolCatalog.from_mcp(client)
+    async with catalog:
+        assert catalog.categories == ["math", "text"]
+        assert "math__add" in catalog  # the client's tool_name_prefix is honoured
+        result = await catalog.get("math__add").tool.ainvoke({"a": 2, "b": 3})
+        assert text_of(result) == "5.0"
+
+
+# --- calling tools ------------------------------------------------------------------------
+
+
+def test_sync_invoke_without_an_event_loop(catalog: ToolCatalog) -> None:
+    assert text_of(catalog.get("multiply").tool.invoke({"a": 6, "b": 7})) == "42.0"
+
+
+async def test_async_ainvoke_with_a_tool_call_returns_content_and_artifact(
+    catalog: ToolCatalog,
+) -> None:
+    msg = await catalog.get("add").tool.ainvoke(
+        call("add", {"a": 1, "b": 2}) | {"type": "tool_call"}
+    )
+    assert isinstance(msg, ToolMessage) and msg.status == "success"
+    assert text_of(msg) == "3.0"
+    assert msg.artifact == {"structured_content": {"result": 3.0}}
+
+
+async def test_calls_from_other_threads_and_loops_share_one_session_per_server(
+    catalog: ToolCatalog,
+) -> None:
+    pid_tool = catalog.get("math__server_pid").tool
+    pid = text_of(await pid_tool.ainvoke({}))
+    opened = catalog.mcp.sessions_opened("math")
+    results: list[str] = []
+
+    def worker() -> None:
+        results.append(text_of(pid_tool.invoke({})))
+        results.append(asyncio.run(pid_tool.ainvoke({})).__getitem__(0)["text"])
+
+    threads = [threading.Thread(target=worker) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=20)
+    many = await asyncio.gather(*(pid_tool.ainvoke({}) for _ in range(10)))
+    assert results == [pid] * 6
+    assert [text_of(m) for m in many] == [pid] * 10
+    assert catalog.mcp.sessions_opened("math") == opened  # no new session, no new process
+
+
+async def test_async_calls_never_block_the_event_loop(catalog: ToolCatalog) -> None:
+    from blockbuster import blockbuster_ctx
+
+    with blockbuster_ctx():
+        result = await catalog.get("add").tool.ainvoke({"a": 1, "b": 1})
+        await asyncio.wait_for(catalog.get("slow").tool.ainvoke({"seconds": 0.05}), 5)
+    assert text_of(result) == "2.0"
+
+
+async def test_a_tool_error_result_becomes_an_error_tool_message(catalog: ToolCatalog) -> None:
+    msg = await catalog.get("fail").tool.ainvoke(
+        call("fail", {"message": "disk on fire"}) | {"type": "tool_call"}
+    )
+    assert msg.status == "error" and "disk on fire" in text_of(msg)
+    sync_msg = catalog.get("divide").tool.invoke(
+        call("divide", {"a": 1, "b": 0}) | {"type": "tool_call"}
+    )
+    assert sync_msg.status == "error" and "cannot divide by zero" in text_of(sync_msg)
+
+
+async def test_cancelling_an_async_call_cancels_the_tool_on_the_server(
+    catalog: ToolCatalog,
+) -> None:
+    tag = uuid.uuid4().hex
+    started = time.perf_counter()
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(
+            catalog.get("slow").tool.ainvoke({"seconds": 10, "tag": tag}), timeout=0.3
+        )
+    assert time.perf_counter() - started < 2
+    status = catalog.get("slow_status").tool
+    for _ in range(50):  # the cancellation notification is on its way to the server
+        if text_of(await status.ainvoke({"tag": tag})) == "cancelled":
+            break
+        await asyncio.sleep(0.02)
+    assert text_of(await status.ainvoke({"tag": tag})) == "cancelled"
+    # the session survives a cancelled call
+    assert text_of(await catalog.get("add").tool.ainvoke({"a": 2, "b": 2})) == "4.0"
+
+
+def test_a_sync_call_is_bounded_by_timeout_s_and_cancelled(catalog: ToolCatalog) -> None:
+    tag = uuid.uuid4().hex
+    bounded = catalog.get("slow").tool.model_copy(update={"timeout_s": 0.3})
+    started = time.perf_counter()
+    with pytest.raises(MCPServerError, match=r"'slow' of MCP server 'notes' did not answer"):
+        bounded.invoke({"seconds": 10, "tag": tag})
+    assert time.perf_counter() - started < 2
+    status = catalog.get("slow_status").tool
+    deadline = time.monotonic() + 2
+    while text_of(status.invoke({"tag": tag})) != "cancelled" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert text_of(status.invoke({"tag": tag})) == "cancelled"
+
+
+# --- failures at load -------------------------------------------------------------------
+
+
+async def test_a_server_that_cannot_start_is_reported_and_the_others_load() -> None:
+    with pytest.warns(MCPLoadWarning, match="1 of 2 MCP server.*'broken'") as record:
+        catalog = await ToolCatalog.from_mcp({"math": MATH, "broken": BROKEN}, connect_timeout_s=10)
+    async with catalog:
+        assert "no_such_server.py" in str(record[0].message)
+        assert catalog.categories == ["math"]
+        assert list(catalog.load_errors) == ["broken"]
+        assert "no_such_server.py" in catalog.load_errors["broken"]
+        assert text_of(await catalog.get("add").tool.ainvoke({"a": 1, "b": 1})) == "2.0"
+
+
+async def test_strict_raises_naming_the_server_and_leaves_no_process() -> None:
+    port = free_port()  # nothing listens there
+    with pytest.raises(MCPLoadError, match="'down'.*ConnectError") as info:
+        await ToolCatalog.from_mcp(
+            {
+                "math": MATH,
+                "down": {"transport": "streamable_http", "url": f"http://127.0.0.1:{port}/mcp"},
+            },
+            strict=True,
+        )
+    assert list(info.value.errors) == ["down"]
+    assert f"127.0.0.1:{port}" in info.value.errors["down"]
+
+
+async def test_metadata_for_a_server_that_failed_does_not_block_the_others() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPLoadWarning)
+        catalog = await ToolCatalog.from_mcp(
+            {"math": MATH, "broken": BROKEN},
+            tool_metadata={"broken:anything": {"enabled": False}, "add": {"timeout_s": 3}},
+            server_defaults={"broken": {"include": "manual"}},
+        )
+    async with catalog:
+        assert catalog.get("add").timeout_s == 3
+        assert catalog.load_errors.keys() == {"broken"}
+
+
+# --- sessions: persistence, death, reconnect, close -------------------------------------
+
+
+async def test_killed_stdio_server_mid_call_errors_naming_the_server_then_reconnects() -> None:
+    catalog = await ToolCatalog.from_mcp({"notes": NOTES})
+    async with catalog:
+        pid = int(text_of(await catalog.get("server_pid").tool.ainvoke({})))
+        slow = asyncio.create_task(catalog.get("slow").tool.ainvoke({"seconds": 10}))
+        await asyncio.sleep(0.3)
+        os.kill(pid, signal.SIGKILL)
+        with pytest.raises(MCPServerError, match="MCP server 'notes' failed during the call to"):
+            await asyncio.wait_for(slow, 5)
+        new_pid = int(text_of(await catalog.get("server_pid").tool.ainvoke({})))
+        assert new_pid != pid and catalog.mcp.sessions_opened("notes") == 2
+        # a server that died between calls is re-opened before the call: no error at all
+        os.kill(new_pid, signal.SIGKILL)
+        await asyncio.sleep(0.3)
+        assert text_of(await catalog.get("list_notes").tool.ainvoke({})) == ""
+        assert catalog.mcp.sessions_opened("notes") == 3
+    assert not pid_alive(pid) and not pid_alive(new_pid)
+
+
+async def test_streamable_http_server_killed_mid_call_then_restarted() -> None:
+    port = free_port()
+    with http_server("notes_server.py", port=port) as server:
+        catalog = await ToolCatalog.from_mcp({"notes": server.connection}, heartbeat_s=0.2)
+        async with catalog:
+            assert catalog.mcp.servers["notes"].transport == "streamable_http"
+            assert text_of(await catalog.get("add_note").tool.ainvoke({"text": "x"})) == (
+                "note 1 saved"
+            )
+            slow = asyncio.create_task(catalog.get("slow").tool.ainvoke({"seconds": 10}))
+            await asyncio.sleep(0.3)
+            server.kill()
+            with pytest.raises(MCPServerError, match="MCP server 'notes'.*connection was lost"):
+                await asyncio.wait_for(slow, 5)
+            with pytest.raises(MCPServerError, match="cannot connect to MCP server 'notes'"):
+                await catalog.get("list_notes").tool.ainvoke({})
+            with http_server("notes_server.py", port=port):
+                # the restarted server is a new process: its notes are empty
+                assert text_of(await catalog.get("list_notes").tool.ainvoke({})) == ""
+            assert catalog.mcp.sessions_opened("notes") == 2
+
+
+async def test_sse_transport_loads_and_calls() -> None:
+    with http_server("math_server.py", transport="sse") as server:
+        async with await ToolCatalog.from_mcp({"math": server.connection}) as catalog:
+            assert catalog.mcp.servers["math"].transport == "sse"
+            assert text_of(await catalog.get("multiply").tool.ainvoke({"a": 3, "b": 4})) == "12.0"
+
+
+async def test_aclose_stops_the_server_processes_and_later_calls_fail_clearly() -> None:
+    catalog = await ToolCatalog.from_mcp({"math": MATH, "notes": NOTES})
+    pids = [
+        int(text_of(await catalog.get(f"{s}__server_pid").tool.ainvoke({})))
+        for s in ("math", "notes")
+    ]
+    assert all(pid_alive(p) for p in pids)
+    await catalog.aclose()
+    await catalog.aclose()  # idempotent
+    assert not any(pid_alive(p) for p in pids)
+    with pytest.raises(MCPServerError, match="sessions of this catalog were closed"):
+        await catalog.get("add").tool.ainvoke({"a": 1, "b": 1})
+    with pytest.raises(MCPServerError, match="closed"):
+        catalog.get("add").tool.invoke({"a": 1, "b": 1})
+
+
+def test_sync_close_and_with_metadata_copies_share_the_sessions() -> None:
+    catalog = load_mcp_catalog_sync({"math": MATH})
+    copy = catalog.with_metadata(add={"timeout_s": 2})
+    assert copy.mcp is catalog.mcp and copy.get("add").timeout_s == 2
+    pid = int(text_of(copy.get("server_pid").tool.invoke({})))
+    copy.close()
+    assert catalog.mcp.closed and not pid_alive(pid)
+
+
+async def test_load_mcp_catalog_sync_refuses_a_running_loop() -> None:
+    with pytest.raises(RuntimeError, match="await ToolCatalog.from_mcp"):
+        load_mcp_catalog_sync({"math": MATH})
+
+
+# --- the agent over MCP tools -----------------------------------------------------------
+
+
+def _discover_then_call_script() -> list[Any]:
+    return [
+        AIMessage("", tool_calls=[call("search_tools", {"query": "multiply numbers"}, "c1")]),
+        AIMessage("", tool_calls=[call("add_tool", {"tool_names": ["multiply"]}, "c2")]),
+        AIMessage("", tool_calls=[call("multiply", {"a": 6, "b": 7}, "c3")]),
+        AIMessage("6 times 7 is 42."),
+    ]
+
+
+def _check_discover_then_call(out: dict[str, Any], model: ScriptedChatModel) -> None:
+    msgs = tool_messages(out)
+    assert [m.tool_call_id for m in msgs] == ["c1", "c2", "c3"]
+    assert '"multiply"' in msgs[0].content
+    assert msgs[2].status == "success" and text_of(msgs[2]) == "42.0"
+    assert out["messages"][-1].content == "6 times 7 is 42."
+    assert "multiply" in out["selected_tools"]
+    assert "multiply" not in model.bound_tools[0] and "multiply" in model.bound_tools[-1]
+
+
+async def test_agent_ainvoke_discovers_and_calls_an_mcp_tool(catalog: ToolCatalog) -> None:
+    model = ScriptedChatModel(responses=_discover_then_call_script(), cycle=False)
+    graph = create_toolbudget_agent(model, catalog, max_tools=2).compile()
+    out = await graph.ainvoke({"messages": [HumanMessage("keep a note for me")]})
+    _check_discover_then_call(out, model)
+
+
+@pytest.mark.parametrize("mode", ["parallel_safe", "sequential"])
+def test_agent_invoke_discovers_and_calls_an_mcp_tool(catalog: ToolCatalog, mode: str) -> None:
+    model = ScriptedChatModel(responses=_discover_then_call_script(), cycle=False)
+    graph = create_toolbudget_agent(model, catalog, max_tools=2, mode=mode).compile()
+    out = graph.invoke({"messages": [HumanMessage("keep a note for me")]})
+    _check_discover_then_call(out, model)
+
+
+@pytest.mark.parametrize("use_async", [True, False])
+async def test_agent_slow_mcp_tool_hits_its_timeout_and_is_cancelled(
+    catalog: ToolCatalog, use_async: bool
+) -> None:
+    tag = uuid.uuid4().hex
+    bounded = catalog.with_metadata(slow={"timeout_s": 0.5})
+    model = ScriptedChatModel(
+        responses=[
+            AIMessage(
+                "",
+                tool_calls=[
+                    call("slow", {"seconds": 10, "tag": tag}, "s1"),
+                    call("add", {"a": 1, "b": 2}, "a1"),
+                ],
+            ),
+            AIMessage("", tool_calls=[call("slow_status", {"tag": tag}, "s2")]),
+            AIMessage("The slow tool timed out."),
+        ],
+        cycle=False,
+    )
+    graph = create_toolbudget_agent(
+        model, bounded, pinned=["slow", "slow_status", "add"], mode="parallel_safe"
+    ).compile()
+    state = {"messages": [HumanMessage("wait a bit")]}
+    started = time.perf_counter()
+    out = await graph.ainvoke(state) if use_async else await asyncio.to_thread(graph.invoke, state)
+    assert time.perf_counter() - started < 5
+    slow, add, status = tool_messages(out)
+    assert slow.status == "error" and "timed out after 0.5 s" in slow.content
+    assert add.status == "success" and text_of(add) == "3.0"  # the other call went on
+    assert text_of(status) == "cancelled"  # the server really stopped the tool
+    assert out["messages"][-1].content == "The slow tool timed out."
+
+
+@pytest.mark.parametrize("use_async", [True, False])
+async def test_agent_survives_the_server_being_killed_mid_run(use_async: bool) -> None:
+    catalog = await ToolCatalog.from_mcp({"notes": NOTES, "math": MATH})
+    async with catalog:
+        pid = int(text_of(await catalog.get("notes__server_pid").tool.ainvoke({})))
+        model = ScriptedChatModel(
+            responses=[
+                AIMessage("", tool_calls=[call("slow", {"seconds": 10}, "k1")]),
+                AIMessage("", tool_calls=[call("notes__server_pid", {}, "k2")]),
+                AIMessage("The notes server restarted."),
+            ],
+            cycle=False,
+        )
+        graph = create_toolbudget_agent(
+            model, catalog, pinned=["slow", "notes__server_pid"], mode="sequential"
+        ).compile()
+        killer = threading.Timer(0.5, os.kill, args=(pid, signal.SIGKILL))
+        killer.start()
+        try:
+            state = {"messages": [HumanMessage("wait, then tell me the notes pid")]}
+            out = (
+                await graph.ainvoke(state)
+                if use_async
+                else await asyncio.to_thread(graph.invoke, state)
+            )
+        finally:
+            killer.cancel()
+        died, again = tool_messages(out)
+        assert died.status == "error"
+        assert "MCP server 'notes' failed during the call to tool 'slow'" in died.content
+        assert "re-opened on the next call" in died.content
+        assert again.status == "success" and int(text_of(again)) != pid
+        assert out["messages"][-1].content == "The notes server restarted."
