@@ -1,0 +1,219 @@
+"""The agent deployed on a real ``langgraph dev`` server, driven by a ``langgraph_sdk`` client.
+
+One server (the repository's ``langgraph.json``) is started per module on a free
+127.0.0.1 port, in its own process group, and always stopped, even when a test
+fails. Only the chat model is fake: the built-in rule-based demo model.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from langgraph_sdk import get_client
+
+from langgraph_toolbudget.example_catalog import build_example_catalog
+from langgraph_toolbudget.server import chat_model, model_spec
+
+REPO = Path(__file__).resolve().parents[1]
+VISIBLE_SET_EVENT = "toolbudget.visible_tools"
+STARTUP_TIMEOUT_S = 45
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _langgraph_cli() -> str:
+    beside = Path(sys.executable).with_name("langgraph")
+    found = str(beside) if beside.exists() else shutil.which("langgraph")
+    assert found, "the `langgraph` CLI is missing: pip install -e '.[dev]' (langgraph-cli[inmem])"
+    return found
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the server's own process group: SIGTERM, then SIGKILL if it lingers."""
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Start ``langgraph dev`` with the repository's langgraph.json; yield its URL."""
+    workdir = tmp_path_factory.mktemp("langgraph_dev")  # .langgraph_api/ lands here
+    log_path = workdir / "server.log"
+    port = _free_port()
+    env = {
+        **os.environ,
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        "LANGGRAPH_NO_VERSION_CHECK": "1",
+        "LANGSMITH_TRACING": "false",
+    }
+    env.pop("TOOLBUDGET_MODEL", None)  # the default model: the offline demo model
+    command = [
+        _langgraph_cli(),
+        "dev",
+        "--config",
+        str(REPO / "langgraph.json"),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--no-browser",
+        "--no-reload",
+    ]
+    url = f"http://127.0.0.1:{port}"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            command, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + STARTUP_TIMEOUT_S
+            while True:
+                if proc.poll() is not None:
+                    pytest.fail(
+                        f"langgraph dev exited with {proc.returncode}:\n{log_path.read_text()}"
+                    )
+                try:
+                    if httpx.get(f"{url}/ok", timeout=1).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass  # not listening yet
+                if time.monotonic() > deadline:
+                    pytest.fail(
+                        f"langgraph dev not ready in {STARTUP_TIMEOUT_S} s:\n{log_path.read_text()}"
+                    )
+                time.sleep(0.25)
+            yield url
+        finally:
+            _stop(proc)
+    assert proc.returncode is not None
+
+
+async def _run_turn(
+    client: Any, thread_id: str, text: str, config: dict[str, Any] | None = None
+) -> tuple[list[dict[str, Any]], dict[str, Any], list[Any]]:
+    """One user turn: (custom events, node updates by node, error events)."""
+    events: list[dict[str, Any]] = []
+    updates: dict[str, Any] = {}
+    errors: list[Any] = []
+    async for part in client.runs.stream(
+        thread_id,
+        "toolbudget",
+        input={"messages": [{"role": "user", "content": text}]},
+        stream_mode=["updates", "custom"],
+        config=config,
+    ):
+        if part.event == "custom":
+            events.append(part.data)
+        elif part.event == "updates":
+            for node, update in part.data.items():
+                updates.setdefault(node, []).append(update)
+        elif part.event == "error":
+            errors.append(part.data)
+    return events, updates, errors
+
+
+async def test_server_thread_keeps_visible_set_and_categories_across_turns(server: str) -> None:
+    client = get_client(url=server)
+    assistants = await client.assistants.search(graph_id="toolbudget")
+    assert assistants, "the toolbudget graph of langgraph.json is not served"
+    thread = await client.threads.create()
+    thread_id = thread["thread_id"]
+
+    events1, updates1, errors1 = await _run_turn(
+        client, thread_id, "What's the weather in Tokyo today?"
+    )
+    assert errors1 == []
+    assert {"classify_intent", "select_tools", "agent", "tools"} <= set(updates1)
+    state1 = await client.threads.get_state(thread_id)
+    values1 = state1["values"]
+    assert values1["categories"][0] == "weather"
+    assert "get_weather" in values1["selected_tools"]
+    visible_events = [e for e in events1 if e.get("event") == VISIBLE_SET_EVENT]
+    assert visible_events, f"no visible-set event in the stream: {events1}"
+    assert "get_weather" in {name for e in visible_events for name in e["added"]}
+    assert {e["reason"] for e in visible_events} >= {"select_tools"}
+    # The demo model searched, called the weather tool and answered with its result.
+    answer = values1["messages"][-1]
+    assert answer["type"] == "ai" and "Tokyo" in answer["content"] and "sunny" in answer["content"]
+
+    events2, _, errors2 = await _run_turn(
+        client, thread_id, "Now post 'umbrella not needed' to the #general Slack channel"
+    )
+    assert errors2 == []
+    values2 = (await client.threads.get_state(thread_id))["values"]
+    assert values2["categories"][0] == "slack"
+    selected1, selected2 = values1["selected_tools"], values2["selected_tools"]
+    assert selected2[: len(selected1)] == selected1, "turn 1's visible tools kept, in order"
+    assert "send_message" in selected2[len(selected1) :]
+    added2 = {n for e in events2 if e.get("event") == VISIBLE_SET_EVENT for n in e["added"]}
+    assert "send_message" in added2
+    assert added2 <= set(selected2)
+    texts = [m["content"] for m in values2["messages"] if m["type"] == "human"]
+    assert len(texts) == 2 and "Tokyo" in texts[0]
+    assert "Sent to #general: umbrella not needed" in values2["messages"][-1]["content"]
+
+    # The checkpoint at the end of turn 1 is still readable, with its categories.
+    again = await client.threads.get_state(
+        thread_id, checkpoint_id=state1["checkpoint"]["checkpoint_id"]
+    )
+    assert again["values"]["categories"] == values1["categories"]
+    assert again["values"]["selected_tools"] == selected1
+
+
+async def test_server_model_is_chosen_by_config(server: str) -> None:
+    client = get_client(url=server)
+    thread = await client.threads.create()
+    _, _, errors = await _run_turn(
+        client,
+        thread["thread_id"],
+        "What's the weather in Paris?",
+        config={"configurable": {"model": "no-such-provider:some-model"}},
+    )
+    assert errors, "a model spec that cannot load must fail the run"
+    assert "no-such-provider:some-model" in str(errors[0])
+
+    _, _, ok = await _run_turn(
+        client,
+        (await client.threads.create())["thread_id"],
+        "What's the weather in Paris?",
+        config={"configurable": {"model": "demo", "max_tools": 2, "mode": "sequential"}},
+    )
+    assert ok == []
+
+
+def test_model_spec_from_config_then_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TOOLBUDGET_MODEL", raising=False)
+    assert model_spec(None) == "demo"
+    monkeypatch.setenv("TOOLBUDGET_MODEL", "openai:gpt-4o-mini")
+    assert model_spec({}) == "openai:gpt-4o-mini"
+    assert model_spec({"configurable": {"model": "demo"}}) == "demo"
+    with pytest.raises(TypeError, match="model"):
+        model_spec({"configurable": {"model": 3}})
+
+
+def test_chat_model_names_what_to_install_or_fix() -> None:
+    catalog = build_example_catalog()
+    assert chat_model("demo").bind_tools(catalog.tools(["get_weather"])) is not None
+    with pytest.raises((ImportError, ValueError), match="no-such-provider:m"):
+        chat_model("no-such-provider:m")
