@@ -26,7 +26,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 import re2
@@ -36,6 +36,9 @@ __all__ = ["SearchResult", "ToolIndex", "clauses", "tokenize", "MAX_FUZZY_RESULT
 
 MAX_FUZZY_RESULTS = 5
 """The fuzzy fallback of ``search_tools`` returns at most this many tools."""
+
+MAX_FUZZY_WORDS = 16
+"""The fuzzy fallback considers at most this many distinct words of a pattern."""
 
 FOUND_MESSAGE = "Found matching tools. Use 'add_tool' to load the ones you need."
 FUZZY_MESSAGE = (
@@ -364,28 +367,85 @@ class ToolIndex:
         or description; the query's words matching the tool's words (exactly,
         by prefix or abbreviation, or by spelling); the whole query's character
         similarity to the name.
+
+        The work is bounded: each distinct query word is scored once against
+        the vocabulary (not against every tool), at most
+        :data:`MAX_FUZZY_WORDS` distinct words are considered, and character
+        similarity runs in rapidfuzz, so a long pattern from a model cannot
+        stall the graph.
         """
         plain = " ".join(_split_words(query))
-        if not plain:
+        if not plain or not self._size:
             return []
-        words = plain.split()
+        haystacks = self._fuzzy_haystacks
+        counts = Counter(plain.split())
+        considered = list(counts)[:MAX_FUZZY_WORDS]
+        weight = sum(counts[w] for w in considered)
+        word_score = np.zeros(self._size, dtype=np.float64)
+        for w in considered:
+            word_score += self._word_scores(w) * counts[w]
+        word_score /= weight
+        ratio = process.cdist(
+            [plain], self._name_words, scorer=fuzz.ratio, score_cutoff=60, dtype=np.float64
+        )[0]
+        substring = len(plain) >= 3
         scored: list[tuple[float, int]] = []
         for i, name_words in enumerate(self._name_words):
-            haystack = f"{name_words} {' '.join(_split_words(self.descriptions[i]))}"
-            if len(plain) >= 3 and plain in haystack:
+            if substring and plain in haystacks[i]:
                 score = 3.0 + (1.0 if plain in name_words else 0.0)
+            elif word_score[i] >= 0.5:
+                score = 1.0 + float(word_score[i])
+            elif ratio[i] >= 60:
+                score = float(ratio[i]) / 100.0
             else:
-                tool_words = set(haystack.split())
-                word_score = sum(_word_match(w, tool_words) for w in words) / len(words)
-                if word_score >= 0.5:
-                    score = 1.0 + word_score
-                else:
-                    score = fuzz.ratio(plain, name_words) / 100.0
-                    if score < 0.6:
-                        continue
+                continue
             scored.append((score, i))
         scored.sort(key=lambda s: (-s[0], s[1]))
         return [i for _, i in scored[:limit]]
+
+    @cached_property
+    def _fuzzy_haystacks(self) -> list[str]:
+        """Each tool's name words and description words, as one string (built once)."""
+        return [
+            f"{name_words} {' '.join(_split_words(description))}"
+            for name_words, description in zip(self._name_words, self.descriptions, strict=True)
+        ]
+
+    @cached_property
+    def _fuzzy_vocab(self) -> tuple[dict[str, np.ndarray], list[str], dict[str, list[str]]]:
+        """Word -> tools holding it, the word list, and the words by first letter."""
+        postings: dict[str, list[int]] = {}
+        for i, haystack in enumerate(self._fuzzy_haystacks):
+            for word in dict.fromkeys(haystack.split()):
+                postings.setdefault(word, []).append(i)
+        by_initial: dict[str, list[str]] = {}
+        for word in postings:
+            by_initial.setdefault(word[0], []).append(word)
+        arrays = {w: np.asarray(ids, dtype=np.int64) for w, ids in postings.items()}
+        return arrays, list(postings), by_initial
+
+    @lru_cache(maxsize=1024)  # noqa: B019 - the index lives as long as its catalog
+    def _word_scores(self, word: str) -> np.ndarray:
+        """:func:`_word_match` of ``word`` against every tool's words, for all tools at once."""
+        postings, vocab, by_initial = self._fuzzy_vocab
+        matches: dict[str, float] = {}
+        if len(word) >= 4:
+            for tw, _, _ in process.extract(
+                word, vocab, scorer=fuzz.ratio, score_cutoff=80, limit=None
+            ):
+                matches[tw] = 0.7
+        if len(word) >= 3:
+            for tw in by_initial.get(word[0], ()):
+                if tw.startswith(word) or _is_abbreviation(word, tw):
+                    matches[tw] = 0.8
+        if word in postings:
+            matches[word] = 1.0
+        best = np.zeros(self._size, dtype=np.float64)
+        for tw, score in matches.items():
+            ids = postings[tw]
+            best[ids] = np.maximum(best[ids], score)
+        best.setflags(write=False)
+        return best
 
 
 def _word_match(word: str, tool_words: set[str]) -> float:

@@ -182,16 +182,35 @@ def _read_sensor(sensor: str) -> str:
     return f"reading of {sensor}: 0"
 
 
+# NATO words without a "y" in them.
+_WORDS = [
+    "alpha",
+    "bravo",
+    "charlie",
+    "delta",
+    "echo",
+    "foxtrot",
+    "golf",
+    "hotel",
+    "india",
+    "juliet",
+    "kilo",
+    "lima",
+    "mike",
+]
+
+
 @pytest.fixture(scope="module")
 def big_catalog() -> ToolCatalog:
     """1,000 real tools whose descriptions hold long runs built to trip backtracking engines."""
     tools = []
     for i in range(1000):
         run = "a" * (200 + i % 50) + "b" if i % 2 == 0 else "x" * (200 + i % 50)
+        words = " ".join(_WORDS[(i + j) % len(_WORDS)] for j in range(8))
         tools.append(
             StructuredTool(
                 name=f"sensor_{i:04d}",
-                description=f"Sensor {i} reading stream: {run}\n" + "a" * 30 + "b",
+                description=f"Sensor {i} reading of the {words} plant: {run}\n" + "a" * 30 + "b",
                 args_schema=_SensorArgs,
                 func=_read_sensor,
                 metadata={"server": f"plant{i % 10}"},
@@ -217,6 +236,32 @@ def test_regex_search_catastrophic_pattern_returns_within_100ms_on_1000_tools(bi
     assert elapsed < 0.1, f"{pattern!r} took {elapsed * 1000:.1f} ms"
     assert isinstance(result, SearchResult)
     assert result.error is None
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        pytest.param(" ".join(["zulu"] * 300), id="300-repeated-words"),
+        pytest.param(" ".join(f"w{i}ord" for i in range(200)), id="200-distinct-words"),
+        pytest.param("x" * 5000, id="5000-chars"),
+        pytest.param(
+            "please find me a tool that converts currencies between euros and dollars "
+            "for the quarterly finance report of the whole company",
+            id="long-sentence",
+        ),
+        pytest.param("(?i)" + "(a|b)*" * 50 + "z", id="many-groups"),
+    ],
+)
+def test_regex_search_long_pattern_falling_back_to_fuzzy_returns_within_100ms_on_1000_tools(
+    big_catalog, pattern
+):
+    # No regex match, so the fuzzy fallback runs: its work must be bounded too.
+    index = big_catalog.index
+    index.regex_search("warm up")
+    elapsed, result = _best_of_three(lambda: index.regex_search(pattern))
+    assert elapsed < 0.1, f"{pattern[:30]!r}... took {elapsed * 1000:.1f} ms"
+    assert result.error is None
+    assert result.found <= MAX_FUZZY_RESULTS
 
 
 def test_regex_search_catastrophic_pattern_still_gives_the_right_matches(big_catalog):
