@@ -391,7 +391,18 @@ class ToolCatalog:
         return spec is not None and spec.enabled and spec.include == "agent"
 
     def with_metadata(self, **changes: Mapping[str, Any]) -> ToolCatalog:
-        """A copy with some tools' metadata changed: ``with_metadata(tool={"enabled": False})``."""
+        """A copy with some tools' metadata changed: ``with_metadata(tool={"enabled": False})``.
+
+        Raises:
+            ValueError: a name that is not a tool of this catalog (unknown or
+                filtered), an unknown metadata key or value.
+            TypeError: a metadata value of the wrong type.
+        """
+        unknown = sorted(set(changes) - set(self._specs))
+        if unknown:
+            raise ValueError(
+                UNKNOWN_METADATA_TOOL_ERROR.format(names=unknown, known=sorted(self._specs)[:10])
+            )
         specs = []
         for spec in self._specs.values():
             if spec.name in changes:

@@ -288,6 +288,21 @@ def test_catalog_with_metadata_returns_a_changed_copy(catalog):
     assert changed.index is not catalog.index
 
 
+def test_catalog_with_metadata_unknown_or_filtered_tool_raises_naming_it(make_catalog):
+    catalog = make_catalog(allowed_servers=["weather", "github"])
+    with pytest.raises(ValueError, match="get_wether"):
+        catalog.with_metadata(get_wether={"enabled": False})
+    with pytest.raises(ValueError, match="send_message"):  # filtered out: not in this catalog
+        catalog.with_metadata(send_message={"timeout_s": 3})
+
+
+def test_catalog_with_metadata_validates_keys_and_types(catalog):
+    with pytest.raises(ValueError, match="timeout"):
+        catalog.with_metadata(get_weather={"timeout": 3})
+    with pytest.raises(TypeError, match="max_concurrency"):
+        catalog.with_metadata(get_weather={"max_concurrency": "2"})
+
+
 # --- filters -----------------------------------------------------------------------------
 
 
