@@ -6,8 +6,9 @@ import logging
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langgraph.graph import END, START, StateGraph
 
-from langgraph_toolbudget import ClassifyIntent, classify_lexical
+from langgraph_toolbudget import ClassifyIntent, SelectTools, ToolBudgetState, classify_lexical
 from langgraph_toolbudget.intent import CategoryChoice, latest_user_text
 from langgraph_toolbudget.testing import ScriptedChatModel
 
@@ -255,3 +256,21 @@ async def test_classify_intent_model_recovers_on_the_next_call(catalog, mode):
 def test_category_choice_schema_is_a_list_of_names():
     assert CategoryChoice(categories=["a", "b"]).categories == ["a", "b"]
     assert CategoryChoice.model_json_schema()["properties"]["categories"]["type"] == "array"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_classify_intent_with_model_drives_select_tools_in_a_graph(catalog, mode):
+    # The model picks database although the words say slack; select_tools follows the model.
+    model = ScriptedChatModel(responses=[choice(["database"])])
+    g = StateGraph(ToolBudgetState)
+    g.add_node("classify_intent", ClassifyIntent(catalog, model=model))
+    g.add_node("select_tools", SelectTools(catalog, max_tools=8))
+    g.add_edge(START, "classify_intent")
+    g.add_edge("classify_intent", "select_tools")
+    g.add_edge("select_tools", END)
+    graph = g.compile()
+    state = ask("post the sales numbers to slack")
+    out = graph.invoke(state) if mode == "sync" else await graph.ainvoke(state)
+    assert out["categories"] == ["database"]
+    assert set(catalog.tools_in("database")) <= set(out["selected_tools"])
+    assert not set(catalog.tools_in("slack")) & set(out["selected_tools"])
