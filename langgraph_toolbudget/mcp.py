@@ -266,12 +266,26 @@ def _retrieve(fut: asyncio.Future[Any]) -> None:
 # --- one server's session ------------------------------------------------------------------
 
 
+@dataclass(eq=False)
+class _Generation:
+    """One opened session of a server: the session, its owner task and its events."""
+
+    session: ClientSession
+    init: types.InitializeResult
+    owner: asyncio.Task[None]
+    closing: asyncio.Event
+    dead: asyncio.Event
+    inflight: int = 0
+    heartbeat: asyncio.Task[None] | None = None
+
+
 class _ServerSession:
     """One server's persistent session. Lives on, and is used only from, the runtime loop.
 
     The session's async context is entered and exited by one owner task (anyio
     cancel scopes must exit in the task that entered them); calls use the
-    session from other tasks of the same loop.
+    session from other tasks of the same loop. Each (re)opened session is a
+    :class:`_Generation`; closing one never touches a newer one.
     """
 
     def __init__(
@@ -288,15 +302,10 @@ class _ServerSession:
         self.callbacks = callbacks
         self.connect_timeout_s = connect_timeout_s
         self.heartbeat_s = heartbeat_s
-        self.session: ClientSession | None = None
         self.init_result: types.InitializeResult | None = None
         self.opened = 0
-        self._owner: asyncio.Task[None] | None = None
-        self._closing: asyncio.Event | None = None
-        self._dead: asyncio.Event | None = None
+        self._gen: _Generation | None = None
         self._lock: asyncio.Lock | None = None
-        self._inflight = 0
-        self._heartbeat: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
 
     # -- lifecycle --
@@ -308,36 +317,37 @@ class _ServerSession:
             context=CallbackContext(server_name=self.name, tool_name=tool)
         )
 
-    def alive(self) -> bool:
-        """Is the current session usable (owner running, transport open)?"""
-        if self.session is None or self._owner is None or self._owner.done():
+    @staticmethod
+    def _alive(gen: _Generation | None) -> bool:
+        """Is this session usable (owner running, transport open)?"""
+        if gen is None or gen.owner.done() or gen.dead.is_set():
             return False
-        if self._dead is not None and self._dead.is_set():
-            return False
-        stream = getattr(self.session, "_read_stream", None)
+        stream = getattr(gen.session, "_read_stream", None)
         stats = getattr(stream, "statistics", None)
         # The transport closes its end of the read stream when the server goes away
         # (stdio: the process exited); a call on it would fail at once.
         return not (callable(stats) and stats().open_send_streams == 0)
 
-    async def ensure_open(self) -> ClientSession:
+    async def ensure_open(self) -> _Generation:
         """The live session, opening (or re-opening) it if needed.
 
         Raises:
             MCPServerError: the session cannot be opened; names the server.
         """
-        if self.alive():
-            assert self.session is not None
-            return self.session
+        gen = self._gen
+        if self._alive(gen):
+            assert gen is not None
+            return gen
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
-            if self.alive():
-                assert self.session is not None
-                return self.session
+            gen = self._gen
+            if self._alive(gen):
+                assert gen is not None
+                return gen
             await self.close()
             try:
-                await self._open()
+                gen = await self._open()
             except Exception as exc:
                 raise MCPServerError(
                     OPEN_FAILED_ERROR.format(
@@ -345,10 +355,11 @@ class _ServerSession:
                     ),
                     server=self.name,
                 ) from exc
-            assert self.session is not None
-            return self.session
+            self._gen, self.init_result = gen, gen.init
+            self.opened += 1
+            return gen
 
-    async def _open(self) -> None:
+    async def _open(self) -> _Generation:
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[tuple[ClientSession, types.InitializeResult]] = loop.create_future()
         ready.add_done_callback(_retrieve)
@@ -366,9 +377,7 @@ class _ServerSession:
                     f"no answer to initialize within {self.connect_timeout_s} s"
                 ) from None
             raise
-        self.session, self.init_result = session, init
-        self._owner, self._closing, self._dead = owner, closing, dead
-        self.opened += 1
+        return _Generation(session, init, owner, closing, dead)
 
     async def _own(
         self,
@@ -402,24 +411,28 @@ class _ServerSession:
             raise error
 
     async def close(self) -> None:
-        """Close the current session (if any) and wait, boundedly, for its owner to exit."""
-        owner, closing = self._owner, self._closing
-        self.session, self._owner, self._closing = None, None, None
-        if self._heartbeat is not None:
-            self._heartbeat.cancel()
-            self._heartbeat = None
-        if owner is None or closing is None:
-            return
-        closing.set()
-        done, _ = await asyncio.wait({owner}, timeout=5)
-        if not done:
-            owner.cancel()
-            await asyncio.wait({owner}, timeout=2)
+        """Close the current session, if any."""
+        gen, self._gen = self._gen, None
+        if gen is not None:
+            await self._close_generation(gen)
 
-    def _mark_dead(self, dead: asyncio.Event) -> None:
-        """The session is unusable: fail its pending calls and close it in the background."""
-        dead.set()
-        self._spawn(self.close())
+    @staticmethod
+    async def _close_generation(gen: _Generation) -> None:
+        """Close one session and wait, boundedly, for its owner task to exit."""
+        if gen.heartbeat is not None:
+            gen.heartbeat.cancel()
+        gen.closing.set()
+        done, _ = await asyncio.wait({gen.owner}, timeout=5)
+        if not done:
+            gen.owner.cancel()
+            await asyncio.wait({gen.owner}, timeout=2)
+
+    def _mark_dead(self, gen: _Generation) -> None:
+        """A session is unusable: fail its pending calls and close it in the background."""
+        gen.dead.set()
+        if self._gen is gen:
+            self._gen = None
+        self._spawn(self._close_generation(gen))
 
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -438,9 +451,8 @@ class _ServerSession:
             MCPServerError: the session could not be opened, died during the
                 call, or the server rejected the request.
         """
-        session = await self.ensure_open()
-        dead = self._dead
-        assert dead is not None
+        gen = await self.ensure_open()
+        session = gen.session
         request_id: list[int] = []
 
         async def send() -> types.CallToolResult:
@@ -454,24 +466,24 @@ class _ServerSession:
 
         loop = asyncio.get_running_loop()
         call = loop.create_task(send())
-        watch = loop.create_task(dead.wait())
-        self._inflight += 1
-        if self.heartbeat_s and (self._heartbeat is None or self._heartbeat.done()):
-            self._heartbeat = loop.create_task(self._beat(session, dead))
+        watch = loop.create_task(gen.dead.wait())
+        gen.inflight += 1
+        if self.heartbeat_s and (gen.heartbeat is None or gen.heartbeat.done()):
+            gen.heartbeat = loop.create_task(self._beat(gen, self.heartbeat_s))
         try:
             await asyncio.wait({call, watch}, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             call.cancel()
-            if request_id and request_id[0] >= 0 and not dead.is_set():
+            if request_id and request_id[0] >= 0 and not gen.dead.is_set():
                 self._spawn(self._notify_cancelled(session, request_id[0]))
             raise
         finally:
             watch.cancel()
-            self._inflight -= 1
+            gen.inflight -= 1
         if not call.done():
             call.cancel()
             call.add_done_callback(_retrieve)
-            self._mark_dead(dead)
+            self._mark_dead(gen)
             raise MCPServerError(
                 CALL_FAILED_ERROR.format(
                     server=self.name,
@@ -486,7 +498,7 @@ class _ServerSession:
             return call.result()
         except Exception as exc:
             if _is_transport_error(exc):
-                self._mark_dead(dead)
+                self._mark_dead(gen)
                 raise MCPServerError(
                     CALL_FAILED_ERROR.format(
                         server=self.name,
@@ -518,26 +530,25 @@ class _ServerSession:
         except Exception as exc:  # noqa: BLE001 - best effort; the session may be gone
             logger.debug("could not send cancellation to %r: %s", self.name, exc)
 
-    async def _beat(self, session: ClientSession, dead: asyncio.Event) -> None:
+    async def _beat(self, gen: _Generation, interval: float) -> None:
         """While calls are pending, ping the server so a dead connection is noticed.
 
         Over HTTP the SDK leaves a request pending forever when the server dies
-        mid-call; the failed ping ends the session, which fails pending calls.
+        mid-call; a failed ping marks the session dead, which fails pending calls.
         """
-        assert self.heartbeat_s is not None
-        while self._inflight > 0 and not dead.is_set():
-            await asyncio.sleep(self.heartbeat_s)
-            if self._inflight == 0 or dead.is_set():
+        while gen.inflight > 0 and not gen.dead.is_set():
+            await asyncio.sleep(interval)
+            if gen.inflight == 0 or gen.dead.is_set():
                 return
             try:
-                with anyio.fail_after(max(self.heartbeat_s * 5, 5)):
-                    await session.send_ping()
+                with anyio.fail_after(max(interval * 5, 5)):
+                    await gen.session.send_ping()
             except TimeoutError:
-                continue
-            except Exception as exc:  # noqa: BLE001 - any failure means the session is gone
+                continue  # busy or slow, not necessarily dead; the owner task tells
+            except Exception as exc:  # noqa: BLE001 - classified below
                 if _is_transport_error(exc):
                     logger.info("MCP server %r stopped answering: %s", self.name, exc)
-                    self._mark_dead(dead)
+                    self._mark_dead(gen)
                     return
 
 
@@ -742,17 +753,17 @@ class MCPRuntime:
 
     async def _load_one(self, name: str) -> list[types.Tool]:
         server = self._sessions[name]
-        session = await server.ensure_open()
+        gen = await server.ensure_open()
         try:
             with anyio.fail_after(server.connect_timeout_s):
-                return await _list_all_tools(session)
+                return await _list_all_tools(gen.session)
         except Exception as exc:
             raise MCPServerError(
                 f"MCP server {name!r} failed to list its tools", server=name
             ) from exc
 
     def init_result(self, server: str) -> types.InitializeResult | None:
-        """The ``initialize`` result of a server's current session (None if not open)."""
+        """The ``initialize`` result of a server's latest session (None if never opened)."""
         return self._sessions[server].init_result
 
     def sessions_opened(self, server: str) -> int:
