@@ -33,7 +33,7 @@ UNKNOWN_MODEL_SIZE_ERROR = (
     "(e.g. 'qwen3:8b', 'llama-3.1-70b'), pass a number of billions, or pass max_tools= directly."
 )
 
-_SIZE = re.compile(r"(?<![a-z0-9.])(\d+(?:\.\d+)?)\s*([bm])(?![a-z])", re.IGNORECASE)
+_SIZE = re.compile(r"(?<![a-z0-9.])(?:(\d+)x)?(\d+(?:\.\d+)?)\s*([bm])(?![a-z])", re.IGNORECASE)
 
 
 def per_category_budget(max_tools: int, n_categories: int, min_per_category: int = 2) -> int:
@@ -107,8 +107,8 @@ def model_size_billions(model: str | float | int) -> float | None:
     if isinstance(model, (int, float)):
         return float(model) / 1e9 if model > 1e5 else float(model)
     sizes = []
-    for number, unit in _SIZE.findall(model):
-        value = float(number)
+    for experts, number, unit in _SIZE.findall(model):
+        value = float(number) * (int(experts) if experts else 1)  # mixtral:8x7b: 8 x 7B total
         sizes.append(value / 1000 if unit.lower() == "m" else value)
     return max(sizes) if sizes else None
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Literal
 
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, InjectedToolArg
 
 from langgraph_toolbudget.search import ToolIndex
 
@@ -156,8 +156,23 @@ def _check_metadata(tool: str, meta: Mapping[str, Any], *, strict: bool) -> dict
     return out
 
 
+def _injected(field: Any) -> bool:
+    """Is a pydantic field an argument LangGraph injects (state, store, runtime, call id)?"""
+    marks = [field.annotation, *getattr(field, "metadata", ())]
+    return any(
+        isinstance(m, InjectedToolArg) or (isinstance(m, type) and issubclass(m, InjectedToolArg))
+        for m in marks
+    ) or (isinstance(field.annotation, type) and "ToolRuntime" in field.annotation.__name__)
+
+
 def _arg_info(tool: BaseTool) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The argument names and the argument descriptions of a tool's schema."""
+    schema = tool.args_schema
+    fields = getattr(schema, "model_fields", None) if isinstance(schema, type) else None
+    if isinstance(fields, dict):
+        # Fast path (~100x cheaper than `tool.args`, which builds a JSON schema per tool).
+        kept = {name: f for name, f in fields.items() if not _injected(f)}
+        return tuple(kept), tuple(f.description for f in kept.values() if f.description)
     try:
         args = tool.args
     except Exception:  # noqa: BLE001 - a tool without a readable schema just has no arg names

@@ -143,7 +143,8 @@ def _compile_pattern(pattern: str) -> re2._Regexp:
     options = re2.Options()
     options.log_errors = False
     # Smart case: an all-lower-case pattern matches regardless of case, as in ripgrep.
-    options.case_sensitive = any(c.isupper() for c in re.sub(r"\(\?[a-zA-Z]+\)", "", pattern))
+    letters = re.sub(r"\(\?[a-zA-Z]+\)|\\[A-Za-z]", "", pattern)  # flags and escapes like \W
+    options.case_sensitive = any(c.isupper() for c in letters)
     return re2.compile(pattern, options=options)
 
 

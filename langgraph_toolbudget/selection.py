@@ -64,6 +64,11 @@ def select_tools(
         min_per_category: the floor of each category's share.
         exclude: tools already visible outside the budget (not chosen again).
     """
+    if isinstance(categories, str):
+        raise TypeError(
+            f"categories must be a list of category names, got the string {categories!r}; "
+            f"pass [{categories!r}]."
+        )
     members = _selectable_members(catalog)
     known = [c for c in dict.fromkeys(categories) if c in members]
     if not known or max_tools <= 0:
