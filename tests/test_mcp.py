@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -20,7 +23,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_mcp_adapters.client import MultiServerMCPClient
-from mcp_servers import free_port, http_server, pid_alive, stdio
+from mcp_servers import SERVERS_DIR, free_port, http_server, pid_alive, stdio
 
 from langgraph_toolbudget import ToolCatalog, create_toolbudget_agent, search_hits
 from langgraph_toolbudget.mcp import (
@@ -214,14 +217,23 @@ async def test_categories_mapping_and_tool_name_prefix() -> None:
         assert text_of(await catalog.get("text__upper").tool.ainvoke({"text": "abc"})) == "ABC"
 
 
-async def test_a_multi_server_client_is_accepted() -> None:
-    client = MultiServerMCPClient({"math": MATH, "text": TEXT}, tool_name_prefix=True)
+async def test_a_multi_server_client_is_accepted_with_its_interceptors() -> None:
+    seen: list[tuple[str, str]] = []
+
+    async def double_a(request: Any, handler: Any) -> Any:
+        seen.append((request.server_name, request.name))
+        return await handler(request.override(args={**request.args, "a": request.args["a"] * 2}))
+
+    client = MultiServerMCPClient(
+        {"math": MATH, "text": TEXT}, tool_name_prefix=True, tool_interceptors=[double_a]
+    )
     catalog = await ToolCatalog.from_mcp(client)
     async with catalog:
         assert catalog.categories == ["math", "text"]
         assert "math__add" in catalog  # the client's tool_name_prefix is honoured
         result = await catalog.get("math__add").tool.ainvoke({"a": 2, "b": 3})
-        assert text_of(result) == "5.0"
+        assert text_of(result) == "7.0"  # the interceptor ran, on the MCP name
+        assert seen == [("math", "add")]
 
 
 # --- calling tools ------------------------------------------------------------------------
@@ -545,3 +557,15 @@ async def test_agent_survives_the_server_being_killed_mid_run(use_async: bool) -
         assert "re-opened on the next call" in died.content
         assert again.status == "success" and int(text_of(again)) != pid
         assert out["messages"][-1].content == "The notes server restarted."
+
+
+def test_the_example_loads_two_servers_and_runs_one_turn() -> None:
+    example = SERVERS_DIR.parents[1] / "examples" / "mcp_catalog.py"
+    done = subprocess.run(
+        [sys.executable, str(example)], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert "Loaded 11 tools from 2 MCP servers" in done.stdout
+    assert re.search(r"^math: [1-5] of 5 tools visible", done.stdout, re.M)
+    assert re.search(r"^notes: [0-6] of 6 tools visible", done.stdout, re.M)
+    assert 'multiply({"a": 6, "b": 7}) -> 42.0 [success]' in done.stdout
+    assert done.stdout.rstrip().endswith("Assistant: 6 times 7 is 42.0.")
