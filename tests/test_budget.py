@@ -146,3 +146,9 @@ def test_max_tools_for_model_unknown_size_raises_value_error_naming_the_fix(mode
     assert repr(model) in message
     assert "max_tools=" in message
     assert "qwen3:8b" in message
+
+
+def test_max_tools_for_model_counts_all_experts_of_a_mixture():
+    # mixtral:8x7b has 8 experts of 7B: about 56B parameters in all, a large model.
+    assert model_size_billions("mixtral:8x7b") == 56.0
+    assert max_tools_for_model("mixtral:8x7b") == 10

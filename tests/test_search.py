@@ -329,3 +329,12 @@ def test_rank_uses_argument_names(catalog):
 def test_tokenize_splits_snake_and_camel_case_and_drops_stop_words():
     assert tokenize("getWeather") == tokenize("get_weather") == ["weather"]
     assert tokenize("Send the messages") == ["send", "message"]
+
+
+def test_regex_search_escape_classes_do_not_make_a_pattern_case_sensitive():
+    index = ToolIndex([("notify", "Post to Slack", ()), ("other", "Unrelated", ())])
+    # \W and \S are escapes, not upper-case letters: the pattern stays smart-case.
+    assert [t["name"] for t in index.regex_search(r"to\Wslack").tools] == ["notify"]
+    assert index.regex_search(r"to\Wslack").fuzzy is False
+    # An upper-case letter still makes the pattern case sensitive: no regex match.
+    assert index.regex_search(r"to\WSLACK").fuzzy is True

@@ -409,3 +409,8 @@ def test_graph_public_contract_with_filtered_catalog_never_shows_filtered_tools(
     out = graph.invoke({"messages": [HumanMessage("send a slack message about the weather")]})
     assert not set(out["selected_tools"]) & {"send_message", "get_weather", "weather_forecast"}
     assert all(n in catalog for n in out["selected_tools"])
+
+
+def test_select_tools_rejects_a_bare_category_string_naming_the_fix(catalog):
+    with pytest.raises(TypeError, match=r"\['github'\]"):
+        select_tools(catalog, "open an issue", "github")
