@@ -38,7 +38,7 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import msg_content_output
 from langgraph.types import Command
-from pydantic import ValidationError
+from pydantic import PydanticUserError, ValidationError
 from rapidfuzz import fuzz, process
 
 from langgraph_toolbudget._node import BudgetNode, emit_event
@@ -110,12 +110,12 @@ def _async_only(tool: BaseTool) -> bool:
 def _has_injected_args(tool: BaseTool) -> bool:
     if isinstance(tool.args_schema, dict) or tool.args_schema is None:
         return False
-    try:
-        declared = set(tool.get_input_schema().model_json_schema().get("properties", {}))
-        visible = set(tool_json_schema(tool).get("properties", {}))
-    except (TypeError, ValueError, AttributeError):
+    # Compare field names, not JSON schemas: an injected ``ToolRuntime`` has no JSON schema.
+    declared = getattr(tool.get_input_schema(), "model_fields", None)
+    visible = getattr(tool.tool_call_schema, "model_fields", None)
+    if not isinstance(declared, dict) or not isinstance(visible, dict):
         return False
-    return bool(declared - visible)
+    return bool(set(declared) - set(visible))
 
 
 class _GroupGate:
@@ -198,6 +198,7 @@ class ToolExecution:
         self._injected = {s.name for s in catalog.specs if _has_injected_args(s.tool)}
         self._async_only = {s.name for s in catalog.specs if _async_only(s.tool)}
         self._tool_node: ToolNode | None = None
+        self._schemas: dict[str, dict[str, Any] | None] = {}
         self._group_limits: dict[str, int] = {}
         for spec in catalog.specs:
             current = self._group_limits.get(spec.concurrency_group, spec.max_concurrency)
@@ -241,7 +242,12 @@ class ToolExecution:
             if score >= 70
         ]
         related = [n for n, _ in self.catalog.index.rank_names(name.replace("_", " "), limit=limit)]
-        return list(dict.fromkeys([*spelled, *related]))[:limit]
+        closest = list(dict.fromkeys([*spelled, *related]))[:limit]
+        if not closest:  # nothing close: still name the nearest spellings
+            closest = [
+                n for n, _, _ in process.extract(name, names, scorer=fuzz.WRatio, limit=limit)
+            ]
+        return closest
 
     def unavailable(self, name: str, visible: WorkingSet) -> str | None:
         """Why a call to ``name`` may not run (an error for the model), or None."""
@@ -322,11 +328,17 @@ class ToolExecution:
         assert spec is not None  # checked by `unavailable` before
         tool = spec.tool
         args = call.get("args", {})
-        try:
-            schema = tool_json_schema(tool)
-        except (TypeError, ValueError):
-            return tool, args
-        return tool, coerce_args(args, schema)
+        schema = self._schema(tool)
+        return tool, args if schema is None else coerce_args(args, schema)
+
+    def _schema(self, tool: BaseTool) -> dict[str, Any] | None:
+        """The tool's argument JSON schema, computed once per tool (None if it has none)."""
+        if tool.name not in self._schemas:
+            try:
+                self._schemas[tool.name] = tool_json_schema(tool)
+            except (TypeError, ValueError, PydanticUserError):
+                self._schemas[tool.name] = None
+        return self._schemas[tool.name]
 
     def _node(self) -> ToolNode:
         if self._tool_node is None:
@@ -424,7 +436,7 @@ class ToolExecution:
     async def _arun_regular(
         self, calls: list[tuple[int, ToolCall]], state: Any, config: RunnableConfig
     ) -> dict[int, Any]:
-        if self.mode == "sequential" or len(calls) == 1:
+        if self._serial(calls):
             return {i: await self._run_one(c, state, config) for i, c in calls}
         gates: dict[str, _GroupGate] = {}
         tickets: dict[str, int] = {}
@@ -439,8 +451,24 @@ class ToolExecution:
         results = await asyncio.gather(*coros)
         return {i: r for (i, _), r in zip(calls, results, strict=True)}
 
+    def _serial(self, calls: list[tuple[int, ToolCall]]) -> bool:
+        """True when the calls run one at a time in call order anyway.
+
+        Always in ``sequential`` mode; in ``parallel_safe`` when every call is
+        in one concurrency group that admits one call at a time (its limit is
+        1, or none of the calls is pure), so the group gates can be skipped.
+        """
+        if self.mode == "sequential" or len(calls) <= 1:
+            return True
+        specs = [self.catalog.get(call["name"]) for _, call in calls]
+        groups = {spec.concurrency_group if spec else "default" for spec in specs}
+        if len(groups) != 1:
+            return False
+        (group,) = groups
+        return self._group_limits.get(group, 1) == 1 or not any(s and s.is_pure for s in specs)
+
     def _sync_fast_path(self, calls: list[tuple[int, ToolCall]]) -> bool:
-        if self.mode != "sequential" and len(calls) > 1:
+        if not self._serial(calls):
             return False
         for _, call in calls:
             spec = self.catalog.get(call["name"])
@@ -455,6 +483,12 @@ class ToolExecution:
     ) -> tuple[TurnOutcome, dict[int, Any], list[tuple[int, ToolCall]]]:
         messages = state_messages(state)
         outcome = TurnOutcome()
+        # Tools the model saw when it made these calls stay callable in this batch, and
+        # count as just used, so a meta-call's eviction picks other tools first.
+        shown = set(working.names)
+        for call in calls:
+            if call["name"] in shown:
+                working.touch(call["name"])
         done: dict[int, Any] = dict(
             self.handle_meta(
                 calls,
@@ -469,7 +503,10 @@ class ToolExecution:
         for i, call in enumerate(calls):
             if i in done:
                 continue
-            problem = self.unavailable(call["name"], working)
+            name = call["name"]
+            problem = (
+                None if name in shown and name in self.catalog else self.unavailable(name, working)
+            )
             if problem is not None:
                 done[i] = ToolMessage(
                     problem, name=call["name"], tool_call_id=call["id"], status="error"
@@ -529,12 +566,17 @@ def outcome_update(
 
 
 def combine_outputs(outcome: TurnOutcome, update: dict[str, Any]) -> Any:
-    """A node return value: one dict, or a list of Commands and dicts when tools returned Commands."""
-    commands = [o for o in outcome.outputs if isinstance(o, Command)]
-    messages = [o for o in outcome.outputs if isinstance(o, ToolMessage)]
-    if not commands:
-        return {"messages": messages, **update}
-    return [*commands, {"messages": messages, **update}]
+    """A node return value: one dict, or a list of Commands and dicts when tools returned Commands.
+
+    With Commands, each output becomes its own update, in call order (as ``ToolNode``
+    does), so the tool messages stay in the order of the model's calls.
+    """
+    if not any(isinstance(o, Command) for o in outcome.outputs):
+        return {"messages": list(outcome.outputs), **update}
+    combined: list[Any] = [
+        o if isinstance(o, Command) else {"messages": [o]} for o in outcome.outputs
+    ]
+    return [*combined, update] if update else combined
 
 
 class ToolExecutor(BudgetNode):
