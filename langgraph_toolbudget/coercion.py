@@ -143,10 +143,8 @@ def coerce_args(args: Any, schema: dict[str, Any]) -> Any:
         except ValueError:
             parsed = args
         args = parsed
+    target = required[0] if len(required) == 1 else (next(iter(props)) if len(props) == 1 else None)
     if not isinstance(args, dict):
-        target = (
-            required[0] if len(required) == 1 else (next(iter(props)) if len(props) == 1 else None)
-        )
         if target is None or args is None:
             return args if args is not None else {}
         return {target: _coerce_value(args, props.get(target, {}))}
@@ -168,8 +166,9 @@ def coerce_args(args: Any, schema: dict[str, Any]) -> Any:
                 if candidate in props and candidate not in args and _norm(key) in aliases:
                     field = candidate
                     break
-        if field is None and len(props) == 1 and len(args) == 1:
-            field = next(iter(props))
+        lone = len(args) == 1 and (len(props) == 1 or key.startswith("__arg"))
+        if field is None and lone and target is not None:
+            field = target  # a lone value under an unknown key ({"__arg1": "cats"})
         if field is None or field in out:
             out[key] = value  # unknown: let validation report it
             continue
