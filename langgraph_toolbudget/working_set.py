@@ -75,13 +75,17 @@ class WorkingSet:
         added: list[str] = []
         evicted: list[str] = []
         incoming = [n for n in dict.fromkeys(new) if n not in self.names]
+        protect = set(incoming)
         for name in incoming:
-            if self.cap is not None and len(self.names) >= self.cap:
-                victim = self._lru_victim(protect=set(incoming))
+            # `while`: a set that starts above the cap is brought down to it.
+            while self.cap is not None and len(self.names) >= self.cap:
+                victim = self._lru_victim(protect=protect)
                 if victim is None:
                     break
                 self.names.remove(victim)
                 evicted.append(victim)
+            if self.cap is not None and len(self.names) >= self.cap:
+                break
             self.names.append(name)
             added.append(name)
             self.touch(name)
