@@ -590,7 +590,10 @@ def _shutdown(
     finally:
         if not loop.is_closed():
             loop.call_soon_threadsafe(loop.stop)
-    stopped.result(timeout=5)
+    try:
+        stopped.result(timeout=5)
+    except concurrent.futures.TimeoutError:
+        logger.warning("the MCP runtime's loop thread did not stop within 5 s")
 
 
 class MCPRuntime:
