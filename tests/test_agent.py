@@ -1,0 +1,575 @@
+"""The agent side end to end: the prebuilt graph, the ToolAgent node, the model call.
+
+Only the chat model is fake (``ScriptedChatModel``); tools are real ``@tool``
+functions that record every execution, and the graphs are real LangGraph graphs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from agent_tools import (
+    NotesState,
+    Recorder,
+    ai_calls,
+    call,
+    injection_tools,
+    recording_catalog,
+    tool_messages,
+)
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.checkpoint.memory import MemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+
+from langgraph_toolbudget import (
+    META_TOOL_NAMES,
+    ToolAgent,
+    ToolBudgetState,
+    ToolCatalog,
+    add_toolbudget_nodes,
+    create_toolbudget_agent,
+    tools_prompt_section,
+)
+from langgraph_toolbudget.agent import ITERATION_LIMIT_MESSAGE
+from langgraph_toolbudget.testing import ScriptedChatModel
+
+MODES = ["sequential", "parallel_safe"]
+APIS = ["invoke", "ainvoke"]
+META = list(META_TOOL_NAMES)
+PROJECT_TOOLS = ["create_project", "list_projects", "add_task"]
+
+
+@pytest.fixture
+def rec() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture
+def catalog(rec) -> ToolCatalog:
+    return recording_catalog(rec)
+
+
+async def run(app: Any, payload: Any, api: str, config: dict | None = None) -> dict[str, Any]:
+    if api == "invoke":
+        return app.invoke(payload, config)
+    return await app.ainvoke(payload, config)
+
+
+def single_node_app(node: ToolAgent, checkpointer: Any = None, state: type = ToolBudgetState):
+    graph = StateGraph(state)
+    graph.add_node("agent", node)
+    graph.add_edge(START, "agent")
+    graph.add_edge("agent", END)
+    return graph.compile(checkpointer=checkpointer)
+
+
+def by_id(messages: list[Any]) -> dict[str, ToolMessage]:
+    return {m.tool_call_id: m for m in tool_messages(messages)}
+
+
+# --- the seed 003 scenario ------------------------------------------------------------------
+
+SEED_QUERY = "Put the apollo launch blocker on the apollo project board"
+
+
+def seed_003_script() -> list[Any]:
+    """Wrong category chosen -> request_more_tools -> the new tool is called -> answer."""
+
+    def use_the_new_tool(messages: list[Any], tools: list[str]) -> AIMessage:
+        if "create_issue" not in tools:  # the model can only call what it was shown
+            return AIMessage("I have no tool to open an issue.")
+        return ai_calls(call("create_issue", "c2", repo="acme/apollo", title="Launch blocker"))
+
+    return [
+        ai_calls(call("request_more_tools", "c1", categories=["github"], reason="open an issue")),
+        use_the_new_tool,
+        AIMessage("Opened the launch blocker issue in acme/apollo."),
+    ]
+
+
+def check_seed_003(out: dict[str, Any], model: ScriptedChatModel, rec: Recorder) -> None:
+    first, second, third = model.bound_tools
+    assert first[:4] == META
+    assert "create_issue" not in first  # the classifier's pick lacked the tool
+    loaded = by_id(out["messages"])["c1"]
+    assert loaded.content.startswith("Loaded ")
+    assert "create_issue" in loaded.content
+    assert "create_issue" in second
+    assert rec.runs == [("create_issue", {"repo": "acme/apollo", "title": "Launch blocker"})]
+    assert by_id(out["messages"])["c2"].content == "issue 'Launch blocker' opened in acme/apollo"
+    assert out["messages"][-1].content == "Opened the launch blocker issue in acme/apollo."
+    assert len(model.calls) == 3
+    assert "create_issue" in out["selected_tools"]
+    assert third == second
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("api", APIS)
+async def test_seed_003_scenario_through_the_prebuilt_graph(catalog, rec, mode, api):
+    model = ScriptedChatModel(responses=seed_003_script(), cycle=False)
+    graph = create_toolbudget_agent(model, catalog, max_tools=3, mode=mode)
+    assert isinstance(graph, StateGraph)  # uncompiled: the caller picks the checkpointer
+    out = await run(graph.compile(), {"messages": [HumanMessage(SEED_QUERY)]}, api)
+    assert out["categories"] == ["projects"]  # the wrong category
+    check_seed_003(out, model, rec)
+    assert [type(m).__name__ for m in out["messages"]] == [
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+        "AIMessage",
+        "ToolMessage",
+        "AIMessage",
+    ]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("api", APIS)
+async def test_seed_003_scenario_through_a_single_tool_agent_node(catalog, rec, mode, api):
+    model = ScriptedChatModel(responses=seed_003_script(), cycle=False)
+    app = single_node_app(ToolAgent(model, catalog, mode=mode, max_iterations=5, max_tools=3))
+    payload = {
+        "messages": [HumanMessage(SEED_QUERY)],
+        "categories": ["projects"],
+        "selected_tools": PROJECT_TOOLS,
+    }
+    out = await run(app, payload, api)
+    check_seed_003(out, model, rec)
+    assert out["selected_tools"][:3] == PROJECT_TOOLS
+
+
+# --- meta-calls and enforcement inside the loop ---------------------------------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_search_then_add_then_call(catalog, rec, api):
+    model = ScriptedChatModel(
+        responses=[
+            ai_calls(call("search_tools", "s1", query="forecast")),
+            ai_calls(call("add_tool", "a1", tool_names=["weather_forecast"])),
+            ai_calls(call("weather_forecast", "w1", city="Lima", days=1)),
+            AIMessage("Sunny tomorrow in Lima."),
+        ],
+        cycle=False,
+    )
+    app = single_node_app(ToolAgent(model, catalog))
+    out = await run(app, {"messages": [HumanMessage("forecast?")], "selected_tools": []}, api)
+    found = by_id(out["messages"])["s1"].content
+    assert '"weather_forecast"' in found and '"found": 1' in found
+    assert "weather_forecast" not in model.bound_tools[1]  # found is not visible yet
+    assert by_id(out["messages"])["a1"].content.startswith("Added 1 tools: weather_forecast")
+    assert "weather_forecast" in model.bound_tools[2]
+    assert rec.runs == [("weather_forecast", {"city": "Lima", "days": 1})]
+    assert out["discovered_tools"] == ["weather_forecast"]
+    assert out["messages"][-1].content == "Sunny tomorrow in Lima."
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_mixed_meta_and_regular_calls_in_the_prebuilt_graph_keep_call_order(
+    catalog, rec, api
+):
+    model = ScriptedChatModel(
+        responses=[
+            ai_calls(
+                call("list_projects", "r1"),
+                call("add_tool", "m1", tool_names=["get_weather"]),
+                call("get_weather", "r2", city="Oslo"),
+                call("show_all_tools", "m2"),
+            ),
+            AIMessage("done"),
+        ],
+        cycle=False,
+    )
+    app = create_toolbudget_agent(model, catalog, max_tools=3).compile()
+    out = await run(app, {"messages": [HumanMessage(SEED_QUERY)]}, api)
+    assert [m.tool_call_id for m in tool_messages(out["messages"])] == ["r1", "m1", "r2", "m2"]
+    assert rec.names == ["list_projects", "get_weather"]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_hidden_and_unknown_calls_are_refused_and_the_model_sees_why(catalog, rec, api):
+    model = ScriptedChatModel(
+        responses=[
+            ai_calls(
+                call("merge_pull_request", "h1", repo="r", number=1),
+                call("admin_shutdown", "f1", reason="x"),
+                call("purge_database", "d1", confirm=True),
+                call("crate_project", "u1", name="x"),
+            ),
+            AIMessage("I could not do that."),
+        ],
+        cycle=False,
+    )
+    app = create_toolbudget_agent(model, catalog, max_tools=3).compile()
+    out = await run(app, {"messages": [HumanMessage(SEED_QUERY)]}, api)
+    assert rec.runs == []
+    answers = by_id(out["messages"])
+    assert all(answers[i].status == "error" for i in ("h1", "f1", "d1", "u1"))
+    assert "add_tool(tool_names=['merge_pull_request'])" in answers["h1"].content
+    assert "Closest tools: create_project" in answers["u1"].content
+    seen_by_model = [m for m in model.calls[1] if isinstance(m, ToolMessage)]
+    assert [m.tool_call_id for m in seen_by_model] == ["h1", "f1", "d1", "u1"]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_tool_that_raises_does_not_stop_the_graph(catalog, rec, api):
+    model = ScriptedChatModel(
+        responses=[
+            ai_calls(call("add_tool", "m1", tool_names=["explode"])),
+            ai_calls(call("explode", "e1", reason="bad disk")),
+            AIMessage("The tool failed: bad disk."),
+        ],
+        cycle=False,
+    )
+    app = create_toolbudget_agent(model, catalog, max_tools=3).compile()
+    out = await run(app, {"messages": [HumanMessage(SEED_QUERY)]}, api)
+    error = by_id(out["messages"])["e1"]
+    assert error.status == "error" and "kaboom: bad disk" in error.content
+    assert model.calls[2][-1].tool_call_id == "e1"  # the model saw the error
+    assert out["messages"][-1].content == "The tool failed: bad disk."
+
+
+# --- bounds ---------------------------------------------------------------------------------
+
+
+def always_calling_model() -> ScriptedChatModel:
+    return ScriptedChatModel(responses=[ai_calls(call("list_projects", "again"))], cycle=True)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_iteration_bound_in_the_prebuilt_graph(catalog, rec, api):
+    model = always_calling_model()
+    app = create_toolbudget_agent(model, catalog, max_tools=3, max_iterations=3).compile()
+    out = await run(app, {"messages": [HumanMessage(SEED_QUERY)]}, api)
+    assert len(model.calls) == 3
+    assert rec.names == ["list_projects"] * 3
+    assert out["messages"][-1].content == ITERATION_LIMIT_MESSAGE.format(n=3)
+    assert not out["messages"][-1].tool_calls
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_iteration_bound_in_tool_agent(catalog, rec, api):
+    model = always_calling_model()
+    app = single_node_app(ToolAgent(model, catalog, max_iterations=2))
+    payload = {"messages": [HumanMessage("x")], "selected_tools": PROJECT_TOOLS}
+    out = await run(app, payload, api)
+    assert len(model.calls) == 2
+    assert rec.names == ["list_projects"] * 2
+    assert out["messages"][-1].content == ITERATION_LIMIT_MESSAGE.format(n=2)
+
+
+async def test_iteration_bound_counts_per_user_turn(catalog):
+    model = always_calling_model()
+    app = create_toolbudget_agent(model, catalog, max_iterations=2).compile(
+        checkpointer=MemorySaver()
+    )
+    config = {"configurable": {"thread_id": "bounded"}}
+    await app.ainvoke({"messages": [HumanMessage(SEED_QUERY)]}, config)
+    await app.ainvoke({"messages": [HumanMessage("and again")]}, config)
+    assert len(model.calls) == 4  # a fresh budget of 2 on the second turn
+
+
+def test_iteration_bound_must_be_positive(catalog):
+    with pytest.raises(ValueError, match="max_iterations"):
+        ToolAgent(always_calling_model(), catalog, max_iterations=0)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_meta_call_bound_per_turn_in_tool_agent(catalog, api):
+    model = ScriptedChatModel(
+        responses=[
+            ai_calls(call("search_tools", "s1", query="issue")),
+            ai_calls(call("search_tools", "s2", query="weather")),
+            ai_calls(call("add_tool", "s3", tool_names=["get_weather"])),
+            AIMessage("ok"),
+        ],
+        cycle=False,
+    )
+    app = single_node_app(ToolAgent(model, catalog, max_meta_calls=2))
+    out = await run(app, {"messages": [HumanMessage("x")], "selected_tools": []}, api)
+    answers = by_id(out["messages"])
+    assert answers["s1"].status == answers["s2"].status == "success"
+    assert answers["s3"].status == "error"
+    assert "meta-tool limit reached" in answers["s3"].content
+    assert "get_weather" not in out["selected_tools"]
+
+
+# --- what the model is shown ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_binding_order_is_stable_meta_first_new_tools_appended(catalog, api):
+    model = ScriptedChatModel(
+        responses=[
+            ai_calls(call("request_more_tools", "m1", categories=["weather"])),
+            ai_calls(call("add_tool", "m2", tool_names=["create_issue"])),
+            ai_calls(call("add_tool", "m3", tool_names=["list_projects"])),  # already there
+            AIMessage("ok"),
+        ],
+        cycle=False,
+    )
+    app = create_toolbudget_agent(model, catalog, max_tools=3).compile()
+    await run(app, {"messages": [HumanMessage(SEED_QUERY)]}, api)
+    bound = model.bound_tools
+    assert len(bound) == 4
+    for names in bound:
+        assert names[:4] == META
+        assert len(names) == len(set(names))
+    for before, after in zip(bound, bound[1:], strict=False):
+        assert after[: len(before)] == before  # existing tools keep their position
+    assert bound[1][len(bound[0]) :] == ["get_weather", "weather_forecast"]
+    assert bound[2][len(bound[1]) :] == ["create_issue"]
+    assert bound[3] == bound[2]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_system_prompt_lists_sorted_categories_and_keeps_the_users_prompt(catalog, api):
+    model = ScriptedChatModel(responses=[AIMessage("hi")])
+    app = create_toolbudget_agent(model, catalog, system_prompt="You are Ada.").compile()
+    payload = {"messages": [SystemMessage("Answer in French."), HumanMessage("hello")]}
+    out = await run(app, payload, api)
+    sent = model.calls[0]
+    assert [type(m).__name__ for m in sent] == ["SystemMessage", "HumanMessage"]
+    text = sent[0].content
+    assert text.startswith("You are Ada.\n\nAnswer in French.\n\n## Tools")
+    listed = [line[2:].split(":")[0] for line in text.splitlines() if line.startswith("- ")]
+    categories = [c for c in listed if c in catalog.categories]
+    assert categories == sorted(catalog.categories)
+    assert "request_more_tools" in text and "search_tools" in text and "add_tool" in text
+    # the state keeps the user's own system message untouched
+    assert out["messages"][0].content == "Answer in French."
+
+
+def test_tools_prompt_section_lists_categories_sorted_with_descriptions(catalog):
+    section = tools_prompt_section(catalog)
+    lines = [line for line in section.splitlines() if line.startswith("- ")]
+    categories = [line[2:].split(":")[0] for line in lines][: len(catalog.categories)]
+    assert categories == sorted(catalog.categories)
+    assert "- github: GitHub repositories: issues and pull requests" in section
+    assert "- misc" in section  # a category without a description is listed by name
+    assert "admin" not in categories  # only filtered tools: not a category of the app
+
+
+# --- working-set cap ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_working_set_cap_end_to_end(catalog, rec, api):
+    model = ScriptedChatModel(
+        responses=[
+            ai_calls(call("list_projects", "p1")),
+            ai_calls(call("request_more_tools", "m1", categories=["github"])),
+            AIMessage("ok"),
+        ],
+        cycle=False,
+    )
+    graph = create_toolbudget_agent(
+        model, catalog, max_tools=3, max_visible=6, pinned=["get_weather"], search_limit=0
+    )
+    out = await run(graph.compile(), {"messages": [HumanMessage(SEED_QUERY)]}, api)
+    first = model.bound_tools[0][4:]
+    assert set(first) == {"ask_human", "get_weather", *PROJECT_TOOLS}
+    loaded = by_id(out["messages"])["m1"].content
+    assert "To stay within the tool limit these were unloaded:" in loaded
+    unloaded = loaded.split("unloaded: ")[1].rstrip(".").split(", ")
+    assert set(unloaded) == {"create_project", "add_task"}  # list_projects was just used
+    assert model.bound_tools[1] == model.bound_tools[0]
+    visible = model.bound_tools[2][4:]
+    assert len(visible) == 6
+    assert {"ask_human", "get_weather", "list_projects"} <= set(visible)
+    assert out["selected_tools"] == visible
+    assert not set(unloaded) & set(out["selected_tools"])
+
+
+# --- threads, checkpoints, streaming --------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_checkpointer_keeps_and_grows_the_visible_set_across_turns(catalog, rec, api):
+    model = ScriptedChatModel(
+        responses=[
+            ai_calls(call("request_more_tools", "m1", categories=["weather"])),
+            ai_calls(call("get_weather", "w1", city="Oslo")),
+            AIMessage("Cloudy in Oslo."),
+            ai_calls(call("create_issue", "i1", repo="acme/app", title="Rain")),
+            AIMessage("Issue opened."),
+        ],
+        cycle=False,
+    )
+    app = create_toolbudget_agent(model, catalog, max_tools=3).compile(checkpointer=MemorySaver())
+    config = {"configurable": {"thread_id": "t1"}}
+    first = await run(app, {"messages": [HumanMessage(SEED_QUERY)]}, api, config)
+    assert "get_weather" in first["selected_tools"]
+    second = await run(
+        app, {"messages": [HumanMessage("open a GitHub issue about the rain")]}, api, config
+    )
+    assert second["categories"] == ["github"]
+    assert second["selected_tools"][: len(first["selected_tools"])] == first["selected_tools"]
+    assert len(second["selected_tools"]) > len(first["selected_tools"])
+    assert rec.names == ["get_weather", "create_issue"]
+    assert len(second["messages"]) == len(first["messages"]) + 4
+    assert "get_weather" in model.bound_tools[3]  # still visible on the second turn
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_checkpointer_with_a_tool_agent_node(catalog, rec, api):
+    model = ScriptedChatModel(
+        responses=[
+            ai_calls(call("add_tool", "m1", tool_names=["get_weather"])),
+            AIMessage("loaded"),
+            ai_calls(call("get_weather", "w1", city="Rome")),
+            AIMessage("Rome is cloudy."),
+        ],
+        cycle=False,
+    )
+    app = single_node_app(ToolAgent(model, catalog), checkpointer=MemorySaver())
+    config = {"configurable": {"thread_id": "t2"}}
+    await run(
+        app, {"messages": [HumanMessage("a")], "selected_tools": ["list_projects"]}, api, config
+    )
+    out = await run(app, {"messages": [HumanMessage("weather in Rome?")]}, api, config)
+    assert out["selected_tools"] == ["list_projects", "ask_human", "get_weather"]
+    assert rec.names == ["get_weather"]
+
+
+def visible_set_events(chunks: list[Any]) -> list[dict[str, Any]]:
+    events = [c for c in chunks if isinstance(c, dict) and c.get("event")]
+    for event in events:
+        assert event["event"] == "toolbudget.visible_tools"
+        assert {"added", "removed", "reason"} <= set(event)
+    return events
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_streaming_emits_an_event_whenever_the_visible_set_changes(catalog, api):
+    model = ScriptedChatModel(
+        responses=[
+            ai_calls(call("request_more_tools", "m1", categories=["weather"], reason="rain?")),
+            ai_calls(call("add_tool", "m2", tool_names=["get_weather"])),  # no change
+            ai_calls(call("add_tool", "m3", tool_names=["create_issue"])),
+            AIMessage("ok"),
+        ],
+        cycle=False,
+    )
+    app = create_toolbudget_agent(model, catalog, max_tools=3, max_visible=6).compile()
+    payload = {"messages": [HumanMessage(SEED_QUERY)]}
+    if api == "invoke":
+        chunks = list(app.stream(payload, stream_mode="custom"))
+    else:
+        chunks = [c async for c in app.astream(payload, stream_mode="custom")]
+    events = visible_set_events(chunks)
+    reasons = [e["reason"] for e in events]
+    assert reasons[0] == "select_tools"
+    assert reasons[-2:] == ["request_more_tools", "add_tool"]
+    weather = events[-2]
+    assert weather["added"] == ["get_weather", "weather_forecast"]
+    assert weather["removed"] == []
+    issue = events[-1]
+    assert issue["added"] == ["create_issue"]
+    assert issue["removed"] == ["list_projects"]  # over the cap of 6: the event says so
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_streaming_events_from_a_tool_agent_node(catalog, api):
+    model = ScriptedChatModel(
+        responses=[ai_calls(call("add_tool", "m1", tool_names=["get_weather"])), AIMessage("ok")],
+        cycle=False,
+    )
+    app = single_node_app(ToolAgent(model, catalog))
+    payload = {"messages": [HumanMessage("x")], "selected_tools": []}
+    if api == "invoke":
+        chunks = list(app.stream(payload, stream_mode="custom"))
+    else:
+        chunks = [c async for c in app.astream(payload, stream_mode="custom")]
+    (event,) = visible_set_events(chunks)
+    assert event["added"] == ["get_weather"] and event["reason"] == "add_tool"
+
+
+# --- LangGraph injection, Commands and async-only tools inside ToolAgent --------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("api", APIS)
+async def test_tool_agent_supports_injection_and_commands(mode, api):
+    seen: list[Any] = []
+    tools = injection_tools(seen)
+    names = [t.name for t in tools]
+    catalog = ToolCatalog.from_tools(tools, categories={"notes": names})
+    model = ScriptedChatModel(
+        responses=[
+            ai_calls(
+                call("save_note", "k1", note="remember"),
+                call("echo_call_id", "k2", text="hi"),
+                call("count_messages", "k3"),
+                call("runtime_info", "k4", text="rt"),
+            ),
+            AIMessage("noted"),
+        ],
+        cycle=False,
+    )
+    app = single_node_app(ToolAgent(model, catalog, mode=mode), state=NotesState)
+    payload = {"messages": [HumanMessage("note it")], "selected_tools": names, "note": "old"}
+    out = await run(app, payload, api)
+    assert out["note"] == "remember"  # the Command's update of a custom key landed
+    answers = by_id(out["messages"])
+    assert list(answers) == ["k1", "k2", "k3", "k4"]
+    assert answers["k1"].content == "saved 'remember'"
+    assert answers["k2"].content == "hi from k2"
+    assert answers["k3"].content == "2 messages"
+    assert answers["k4"].content == "rt: call k4, note='old'"
+    assert all(m.status == "success" for m in answers.values())
+    assert out["messages"][-1].content == "noted"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_async_only_tool_under_sync_invoke_in_both_graph_shapes(catalog, rec, mode):
+    def script() -> list[Any]:
+        return [
+            ai_calls(call("add_tool", "m1", tool_names=["fetch_page"])),
+            ai_calls(call("fetch_page", "f1", url="https://example.test")),
+            AIMessage("fetched"),
+        ]
+
+    prebuilt = create_toolbudget_agent(
+        ScriptedChatModel(responses=script(), cycle=False), catalog, mode=mode
+    ).compile()
+    agent_node = single_node_app(
+        ToolAgent(ScriptedChatModel(responses=script(), cycle=False), catalog, mode=mode)
+    )
+    for app in (prebuilt, agent_node):
+        out = app.invoke({"messages": [HumanMessage(SEED_QUERY)]})
+        assert by_id(out["messages"])["f1"].content == "<html>https://example.test</html>"
+    assert rec.names == ["fetch_page", "fetch_page"]
+
+
+# --- composing into a user's graph ----------------------------------------------------------
+
+
+class AppState(ToolBudgetState):
+    user_id: str
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_add_toolbudget_nodes_into_a_users_graph(catalog, rec, api):
+    model = ScriptedChatModel(
+        responses=[ai_calls(call("list_projects", "p1")), AIMessage("two projects")],
+        cycle=False,
+    )
+    graph = StateGraph(AppState)
+    graph.add_node("load_user", lambda state: {"user_id": "u-42"})
+    graph.add_node("goodbye", lambda state: {"messages": [AIMessage(f"bye {state['user_id']}")]})
+    graph.add_edge(START, "load_user")
+    first = add_toolbudget_nodes(
+        graph, model, catalog, after="load_user", then="goodbye", prefix="tb_", max_tools=3
+    )
+    graph.add_edge("goodbye", END)
+    assert first == "tb_classify_intent"
+    out = await run(graph.compile(), {"messages": [HumanMessage(SEED_QUERY)]}, api)
+    assert rec.names == ["list_projects"]
+    assert [m.content for m in out["messages"][-2:]] == ["two projects", "bye u-42"]
+    assert out["categories"] == ["projects"]
+
+
+def test_add_toolbudget_nodes_rejects_a_state_without_the_budget_fields(catalog):
+    with pytest.raises(TypeError, match="ToolBudgetState"):
+        add_toolbudget_nodes(StateGraph(MessagesState), always_calling_model(), catalog)

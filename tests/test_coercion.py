@@ -1,0 +1,210 @@
+"""Argument coercion against a tool's schema, and the error the model gets when it still fails."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import pytest
+from langchain_core.tools import InjectedToolCallId, tool
+from langgraph.prebuilt import InjectedState
+from pydantic import ValidationError
+
+from langgraph_toolbudget.coercion import coerce_args, schema_error_message, tool_json_schema
+
+
+@tool
+def search_docs(query: str, max_results: int = 3, exact: bool = False) -> str:
+    """Search the documentation."""
+    return query
+
+
+@tool
+def lookup(query: str) -> str:
+    """Look something up (one field)."""
+    return query
+
+
+@tool
+def tag_items(items: list[str], label: str, weights: list[float] | None = None) -> str:
+    """Label items."""
+    return label
+
+
+@tool
+def configure(options: dict, ratio: float = 1.0) -> str:
+    """Configure with an options object."""
+    return "ok"
+
+
+@tool
+def send(message: str, channel_name: str = "general") -> str:
+    """Send a message."""
+    return message
+
+
+@tool
+def injected(
+    query: str,
+    state: Annotated[dict, InjectedState],
+    tool_call_id: Annotated[str, InjectedToolCallId],
+) -> str:
+    """Has injected arguments."""
+    return query
+
+
+def schema(t) -> dict:
+    return tool_json_schema(t)
+
+
+# --- whole-argument shapes ------------------------------------------------------------------
+
+
+def test_json_string_of_all_arguments_is_parsed():
+    out = coerce_args('{"query": "cats", "max_results": 2}', schema(search_docs))
+    assert out == {"query": "cats", "max_results": 2}
+
+
+def test_json_string_wrapped_in_arg1_is_unwrapped_and_coerced():
+    out = coerce_args({"__arg1": '{"q": "cats", "max_results": "5"}'}, schema(search_docs))
+    assert out == {"query": "cats", "max_results": 5}
+
+
+def test_scalar_for_single_required_field_tool_is_wrapped():
+    assert coerce_args("cats", schema(search_docs)) == {"query": "cats"}
+    assert coerce_args("cats", schema(lookup)) == {"query": "cats"}
+
+
+def test_scalar_under_arg1_key_for_single_required_field_tool_is_wrapped():
+    # What LangChain produces when a model sends a bare value instead of an object.
+    assert coerce_args({"__arg1": "cats"}, schema(search_docs)) == {"query": "cats"}
+
+
+def test_unknown_key_is_not_guessed_into_the_required_field_of_a_multi_field_tool():
+    # A typo of an optional field must not silently become the query.
+    assert coerce_args({"max_reslts": "4"}, schema(search_docs)) == {"max_reslts": "4"}
+
+
+def test_lone_unknown_key_goes_to_the_only_field():
+    assert coerce_args({"term_to_find": "cats"}, schema(lookup)) == {"query": "cats"}
+
+
+def test_empty_string_arguments_become_empty_dict():
+    assert coerce_args("", schema(search_docs)) == {}
+
+
+def test_correct_arguments_come_back_equal():
+    args = {"query": "cats", "max_results": 2, "exact": True}
+    assert coerce_args(args, schema(search_docs)) == args
+
+
+# --- field names ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("alias", ["q", "search", "text", "search_query", "keywords"])
+def test_query_aliases_map_to_query(alias):
+    assert coerce_args({alias: "cats"}, schema(search_docs)) == {"query": "cats"}
+
+
+def test_alias_does_not_override_a_real_query_argument():
+    out = coerce_args({"query": "cats", "q": "dogs"}, schema(search_docs))
+    assert out["query"] == "cats"
+    assert out["q"] == "dogs"  # left for validation to report
+
+
+@pytest.mark.parametrize("key", ["Query", "QUERY", "qUeRy"])
+def test_case_variants_of_a_field_name_match(key):
+    out = coerce_args({key: "cats", "MAX_RESULTS": 1}, schema(search_docs))
+    assert out == {"query": "cats", "max_results": 1}
+
+
+@pytest.mark.parametrize("key", ["max-results", "Max-Results", "max results"])
+def test_dash_and_space_variants_of_a_field_name_match(key):
+    out = coerce_args({"query": "x", key: 4}, schema(search_docs))
+    assert out == {"query": "x", "max_results": 4}
+
+
+def test_message_aliases_map_to_message():
+    out = coerce_args({"msg": "hi", "channel-name": "dev"}, schema(send))
+    assert out == {"message": "hi", "channel_name": "dev"}
+
+
+# --- values ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("raw", "expected"), [("5", 5), (" 7 ", 7), ("5.0", 5), ("-2", -2)])
+def test_integer_strings_become_integers(raw, expected):
+    out = coerce_args({"query": "x", "max_results": raw}, schema(search_docs))
+    assert out["max_results"] == expected
+    assert type(out["max_results"]) is int
+
+
+def test_non_integral_string_for_integer_field_is_left_for_validation():
+    out = coerce_args({"query": "x", "max_results": "5.5"}, schema(search_docs))
+    assert out["max_results"] == "5.5"
+
+
+def test_number_strings_become_floats():
+    out = coerce_args({"options": {}, "ratio": "0.25"}, schema(configure))
+    assert out["ratio"] == 0.25
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [("true", True), ("True", True), ("false", False), ("yes", True), ("no", False), ("1", True)],
+)
+def test_boolean_strings_become_booleans(raw, expected):
+    out = coerce_args({"query": "x", "exact": raw}, schema(search_docs))
+    assert out["exact"] is expected
+
+
+def test_string_field_keeps_numeric_strings():
+    out = coerce_args({"query": "5"}, schema(search_docs))
+    assert out == {"query": "5"}
+
+
+def test_json_list_string_becomes_a_list():
+    out = coerce_args({"items": '["a", "b"]', "label": "x"}, schema(tag_items))
+    assert out == {"items": ["a", "b"], "label": "x"}
+
+
+def test_json_list_string_for_an_optional_list_field():
+    out = coerce_args({"items": ["a"], "label": "x", "weights": "[0.5, 1]"}, schema(tag_items))
+    assert out["weights"] == [0.5, 1]
+
+
+def test_lone_value_for_a_list_field_is_wrapped():
+    assert coerce_args({"items": "a", "label": "x"}, schema(tag_items))["items"] == ["a"]
+
+
+def test_json_object_string_becomes_an_object():
+    out = coerce_args({"options": '{"depth": 2}'}, schema(configure))
+    assert out == {"options": {"depth": 2}}
+
+
+# --- schemas and errors ---------------------------------------------------------------------
+
+
+def test_tool_json_schema_leaves_out_injected_arguments():
+    props = tool_json_schema(injected)["properties"]
+    assert list(props) == ["query"]
+
+
+def test_still_invalid_arguments_give_the_validation_error_and_the_expected_schema():
+    args = coerce_args({"query": "x", "max_results": "many"}, schema(search_docs))
+    with pytest.raises(ValidationError) as info:
+        search_docs.args_schema.model_validate(args)
+    text = schema_error_message(search_docs, info.value, args)
+    assert "invalid arguments for tool 'search_docs'" in text
+    assert "max_results" in text and "valid integer" in text
+    assert '"many"' in text  # what the model sent
+    expected_schema = json.dumps(tool_json_schema(search_docs))
+    assert expected_schema in text
+    assert "again" in text  # tells the model to retry
+
+
+def test_missing_required_field_error_names_the_field():
+    with pytest.raises(ValidationError) as info:
+        search_docs.args_schema.model_validate({})
+    text = schema_error_message(search_docs, info.value, {})
+    assert "query: Field required" in text

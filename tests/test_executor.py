@@ -1,0 +1,738 @@
+"""The execution core and the ToolExecutor node: ordering, enforcement, errors, timeouts,
+concurrency, coercion, injection and Commands, under invoke and ainvoke."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+import pytest
+from agent_tools import (
+    ConcurrencyProbe,
+    NotesState,
+    Recorder,
+    ai_calls,
+    call,
+    injection_tools,
+    probe_tool,
+    recording_catalog,
+    tool_messages,
+)
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import StructuredTool, tool
+from langgraph.graph import START, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+
+from langgraph_toolbudget import ToolCatalog, ToolExecution, ToolExecutor
+from langgraph_toolbudget.testing import ScriptedChatModel
+
+MODES = ["sequential", "parallel_safe"]
+APIS = ["invoke", "ainvoke"]
+
+
+@pytest.fixture
+def rec() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture
+def catalog(rec) -> ToolCatalog:
+    return recording_catalog(rec)
+
+
+def state_for(calls: list[dict[str, Any]], visible: list[str], **extra: Any) -> dict[str, Any]:
+    return {
+        "messages": [HumanMessage("please help"), ai_calls(*calls)],
+        "selected_tools": list(visible),
+        **extra,
+    }
+
+
+async def run_node(node: Any, state: dict[str, Any], api: str) -> Any:
+    if api == "invoke":
+        return await asyncio.to_thread(node.invoke, state)
+    return await node.ainvoke(state)
+
+
+# --- one message per call, in call order ----------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("api", APIS)
+async def test_every_call_gets_exactly_one_message_in_call_order(catalog, rec, mode, api):
+    calls = [
+        call("get_weather", "c1", city="Paris"),
+        call("ghost_tool", "c2"),
+        call("explode", "c3", reason="test"),
+        call("create_issue", "c4", repo="acme/app", title="Crash"),
+        call("merge_pull_request", "c5", repo="acme/app", number=1),  # not visible
+        call("weather_forecast", "c6", city="Lima", days=2),
+    ]
+    visible = ["get_weather", "explode", "create_issue", "weather_forecast"]
+    out = await run_node(ToolExecutor(catalog, mode=mode), state_for(calls, visible), api)
+    messages = out["messages"]
+    assert [m.tool_call_id for m in messages] == ["c1", "c2", "c3", "c4", "c5", "c6"]
+    assert all(isinstance(m, ToolMessage) for m in messages)
+    assert [m.status for m in messages] == [
+        "success",
+        "error",
+        "error",
+        "success",
+        "error",
+        "success",
+    ]
+    assert [m.name for m in messages] == [c["name"] for c in calls]
+    assert rec.names == ["get_weather", "explode", "create_issue", "weather_forecast"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("api", APIS)
+async def test_meta_call_mixed_with_regular_calls_keeps_call_order(catalog, rec, mode, api):
+    calls = [
+        call("get_weather", "r1", city="Paris"),
+        call("request_more_tools", "m1", categories=["github"], reason="need issues"),
+        call("create_issue", "r2", repo="acme/app", title="Bug"),
+        call("search_tools", "m2", query="forecast"),
+    ]
+    node = ToolExecutor(catalog, mode=mode)
+    out = await run_node(node, state_for(calls, ["get_weather", "ask_human"]), api)
+    messages = out["messages"]
+    assert [m.tool_call_id for m in messages] == ["r1", "m1", "r2", "m2"]
+    assert messages[1].content.startswith("Loaded 3 tools: ")
+    # meta-calls are answered first, so a tool loaded in this batch may already run
+    assert messages[2].status == "success"
+    assert messages[2].content == "issue 'Bug' opened in acme/app"
+    assert rec.names == ["get_weather", "create_issue"]
+    assert set(out["selected_tools"]["add"]) == {
+        "create_issue",
+        "list_issues",
+        "merge_pull_request",
+    }
+    assert out["discovered_tools"] == ["weather_forecast"]
+
+
+async def test_meta_tools_are_never_executed_as_tools(catalog):
+    calls = [call(n, f"m{i}", query="x") for i, n in enumerate(["search_tools", "show_all_tools"])]
+    out = await ToolExecutor(catalog).ainvoke(state_for(calls, []))
+    assert all("intercepted" not in m.content for m in out["messages"])
+    assert json.loads(out["messages"][1].content)["total"] == len(catalog)
+
+
+# --- enforcement ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_hidden_tool_is_not_run_and_the_error_says_how_to_load_it(catalog, rec, api):
+    calls = [call("create_issue", "c1", repo="acme/app", title="Bug")]
+    out = await run_node(ToolExecutor(catalog), state_for(calls, ["get_weather"]), api)
+    (message,) = out["messages"]
+    assert rec.runs == []
+    assert message.status == "error"
+    assert "'create_issue' exists but is not loaded" in message.content
+    assert "add_tool(tool_names=['create_issue'])" in message.content
+
+
+@pytest.mark.parametrize(
+    ("name", "problem", "closest"),
+    [
+        ("create_isue", "is not a tool of this app", "create_issue"),
+        ("get_wether", "is not a tool of this app", "get_weather"),
+        ("admin_shutdown", "is filtered out", None),
+        ("purge_database", "is disabled", None),
+    ],
+)
+@pytest.mark.parametrize("api", APIS)
+async def test_unknown_filtered_or_disabled_tool_is_not_run(
+    catalog, rec, name, problem, closest, api
+):
+    calls = [call(name, "c1", reason="x", confirm=True)]
+    everything = [*catalog.tool_names, "admin_shutdown", "purge_database"]
+    out = await run_node(ToolExecutor(catalog), state_for(calls, everything), api)
+    (message,) = out["messages"]
+    assert rec.runs == []
+    assert message.status == "error"
+    assert problem in message.content
+    assert "Closest tools: " in message.content
+    if closest:
+        assert closest in message.content.split("Closest tools: ")[1].split(".")[0]
+    for how in ("add_tool", "search_tools", "request_more_tools"):
+        assert how in message.content
+    assert "admin_shutdown" not in message.content.split("Closest tools: ")[1]
+
+
+def test_closest_tools_never_suggest_filtered_or_disabled_tools(catalog):
+    execution = ToolExecution(catalog)
+    for name in ["admin_shutdown", "purge_database", "shutdown", "purge"]:
+        suggestions = execution.closest_tools(name)
+        assert not set(suggestions) & {"admin_shutdown", "purge_database"}
+        assert set(suggestions) <= set(catalog.tool_names)
+
+
+async def test_enforcement_can_be_relaxed_for_loaded_but_invisible_tools(catalog, rec):
+    calls = [call("create_issue", "c1", repo="r", title="t"), call("ghost", "c2")]
+    node = ToolExecutor(catalog, enforce_visibility=False)
+    out = await node.ainvoke(state_for(calls, []))
+    assert [m.status for m in out["messages"]] == ["success", "error"]
+    assert rec.names == ["create_issue"]
+
+
+async def test_pinned_and_always_tools_are_callable_without_being_selected(rec):
+    catalog = recording_catalog(rec, tool_metadata={"get_weather": {"include": "always"}})
+    calls = [
+        call("get_weather", "c1", city="Oslo"),
+        call("ask_human", "c2", question="ok?"),  # special category "human"
+        call("list_issues", "c3", repo="r"),
+    ]
+    node = ToolExecutor(catalog, pinned=["list_issues"])
+    out = await node.ainvoke(state_for(calls, []))
+    assert [m.status for m in out["messages"]] == ["success"] * 3
+    assert rec.names == ["get_weather", "ask_human", "list_issues"]
+
+
+# --- errors and results ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("api", APIS)
+async def test_tool_that_raises_becomes_an_error_message(catalog, rec, mode, api):
+    calls = [call("explode", "c1", reason="disk full"), call("get_weather", "c2", city="Rome")]
+    out = await run_node(
+        ToolExecutor(catalog, mode=mode), state_for(calls, ["explode", "get_weather"]), api
+    )
+    failed, ok = out["messages"]
+    assert failed.status == "error"
+    assert "ValueError: kaboom: disk full" in failed.content
+    assert failed.tool_call_id == "c1"
+    assert ok.status == "success" and ok.content == "Rome: 18C, cloudy"
+    assert rec.names == ["explode", "get_weather"]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_non_string_results_become_json(catalog, api):
+    calls = [
+        call("weather_forecast", "c1", city="Lima", days=2),
+        call("list_issues", "c2", repo="r", limit=2),
+    ]
+    out = await run_node(
+        ToolExecutor(catalog), state_for(calls, ["weather_forecast", "list_issues"]), api
+    )
+    forecast, issues = out["messages"]
+    assert isinstance(forecast.content, str) and isinstance(issues.content, str)
+    assert json.loads(forecast.content) == {
+        "city": "Lima",
+        "days": ["day 1: sunny", "day 2: sunny"],
+    }
+    assert json.loads(issues.content) == ["r#1", "r#2"]
+
+
+async def test_executor_without_an_ai_message_raises_a_clear_error(catalog):
+    with pytest.raises(ValueError, match="no AI message"):
+        await ToolExecutor(catalog).ainvoke({"messages": [HumanMessage("hi")]})
+
+
+def test_bad_constructor_arguments_are_rejected(catalog):
+    with pytest.raises(ValueError, match="mode"):
+        ToolExecution(catalog, mode="turbo")
+    with pytest.raises(ValueError, match="pinned"):
+        ToolExecution(catalog, pinned=["admin_shutdown"])
+    with pytest.raises(ValueError, match="max_visible"):
+        ToolExecution(catalog, max_visible=0)
+
+
+# --- coercion in the executor ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_malformed_arguments_are_coerced_before_the_tool_runs(catalog, rec, api):
+    calls = [
+        call("search_docs", "c1", __arg1='{"q": "install", "max_results": "2", "exact": "true"}'),
+        call("search_docs", "c2", __arg1="upgrade"),
+        call("tag_items", "c3", Items='["a", "b"]', LABEL="x"),
+        call("list_issues", "c4", repo="r", limit="3"),
+    ]
+    visible = ["search_docs", "tag_items", "list_issues"]
+    out = await run_node(ToolExecutor(catalog), state_for(calls, visible), api)
+    assert [m.status for m in out["messages"]] == ["success"] * 4
+    assert rec.runs == [
+        ("search_docs", {"query": "install", "max_results": 2, "exact": True}),
+        ("search_docs", {"query": "upgrade", "max_results": 3, "exact": False}),
+        ("tag_items", {"items": ["a", "b"], "label": "x"}),
+        ("list_issues", {"repo": "r", "limit": 3}),
+    ]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_still_invalid_arguments_answer_the_error_and_expected_schema(catalog, rec, api):
+    calls = [call("list_issues", "c1", repo="r", limit="lots")]
+    out = await run_node(ToolExecutor(catalog), state_for(calls, ["list_issues"]), api)
+    (message,) = out["messages"]
+    assert rec.runs == []
+    assert message.status == "error"
+    assert "invalid arguments for tool 'list_issues'" in message.content
+    assert "limit" in message.content and "valid integer" in message.content
+    assert "Expected arguments (JSON schema)" in message.content
+    assert '"repo"' in message.content and '"required": ["repo"]' in message.content
+
+
+# --- timeouts -------------------------------------------------------------------------------
+
+
+def hanging_catalog(flags: list[str], timeout: float = 0.05) -> ToolCatalog:
+    @tool
+    async def slow_lookup(key: str) -> str:
+        """Look a key up in a slow remote service."""
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            flags.append(f"cancelled {key}")
+            raise
+        flags.append(f"finished {key}")
+        return "late"
+
+    @tool
+    def quick(key: str) -> str:
+        """Answer at once."""
+        return f"quick {key}"
+
+    return ToolCatalog.from_tools(
+        [slow_lookup, quick],
+        categories={"svc": ["slow_lookup", "quick"]},
+        tool_metadata={"slow_lookup": {"timeout_s": timeout}},
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("api", APIS)
+async def test_async_tool_over_its_timeout_is_cancelled(mode, api):
+    flags: list[str] = []
+    catalog = hanging_catalog(flags)
+    calls = [call("slow_lookup", "c1", key="k1"), call("quick", "c2", key="k2")]
+    start = time.perf_counter()
+    out = await run_node(
+        ToolExecutor(catalog, mode=mode), state_for(calls, catalog.tool_names), api
+    )
+    elapsed = time.perf_counter() - start
+    timed_out, ok = out["messages"]
+    assert timed_out.status == "error"
+    assert "timed out after 0.05 s" in timed_out.content
+    assert ok.content == "quick k2"
+    assert elapsed < 2
+    for _ in range(50):  # under invoke the cancellation lands on the background loop
+        if flags:
+            break
+        await asyncio.sleep(0.01)
+    assert flags == ["cancelled k1"]
+
+
+async def test_sync_tool_over_its_timeout_answers_an_error():
+    @tool
+    def blocking(seconds: float) -> str:
+        """Block the thread."""
+        time.sleep(seconds)
+        return "done"
+
+    catalog = ToolCatalog.from_tools(
+        [blocking], categories={"c": ["blocking"]}, tool_metadata={"blocking": {"timeout_s": 0.05}}
+    )
+    start = time.perf_counter()
+    out = ToolExecutor(catalog).invoke(
+        state_for([call("blocking", "c1", seconds=0.5)], ["blocking"])
+    )
+    assert time.perf_counter() - start < 0.4
+    (message,) = out["messages"]
+    assert message.status == "error" and "timed out" in message.content
+
+
+# --- concurrency ----------------------------------------------------------------------------
+
+
+def probe_catalog(
+    probe: ConcurrencyProbe,
+    specs: dict[str, dict[str, Any]],
+    *,
+    sync: bool = False,
+    seconds: float = 0.05,
+) -> ToolCatalog:
+    tools = []
+    for name, meta in specs.items():
+        probe.group_of[name] = meta.get("concurrency_group", "default")
+        tools.append(
+            probe_tool(name, probe, pure=meta.get("is_pure", False), seconds=seconds, sync=sync)
+        )
+    return ToolCatalog.from_tools(tools, categories={"probe": list(specs)}, tool_metadata=specs)
+
+
+def probe_calls(names: list[str]) -> list[dict[str, Any]]:
+    return [call(n, f"c{i}", x=i) for i, n in enumerate(names)]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_pure_tools_really_overlap_in_parallel_safe(api):
+    probe = ConcurrencyProbe()
+    specs = {f"p{i}": {"is_pure": True, "max_concurrency": 10} for i in range(5)}
+    catalog = probe_catalog(probe, specs)
+    out = await run_node(
+        ToolExecutor(catalog, mode="parallel_safe"),
+        state_for(probe_calls(list(specs)), list(specs)),
+        api,
+    )
+    assert [m.content for m in out["messages"]] == [f"p{i} {i}" for i in range(5)]
+    assert probe.max_live == 5
+    assert probe.violations == []
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_sync_pure_tools_overlap_in_threads(api):
+    probe = ConcurrencyProbe()
+    specs = {f"s{i}": {"is_pure": True, "max_concurrency": 4} for i in range(4)}
+    catalog = probe_catalog(probe, specs, sync=True)
+    out = await run_node(
+        ToolExecutor(catalog, mode="parallel_safe"),
+        state_for(probe_calls(list(specs)), list(specs)),
+        api,
+    )
+    assert len(out["messages"]) == 4
+    assert probe.max_live == 4
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_max_concurrency_of_a_group_is_respected(api):
+    probe = ConcurrencyProbe()
+    specs = {
+        f"g{i}": {"is_pure": True, "max_concurrency": 2, "concurrency_group": "api"}
+        for i in range(6)
+    }
+    catalog = probe_catalog(probe, specs, seconds=0.03)
+    await run_node(
+        ToolExecutor(catalog, mode="parallel_safe"),
+        state_for(probe_calls(list(specs)), list(specs)),
+        api,
+    )
+    assert probe.max_by_group["api"] == 2
+    assert len(probe.intervals) == 6
+
+
+async def test_smallest_max_concurrency_in_a_group_wins():
+    probe = ConcurrencyProbe()
+    specs = {
+        f"g{i}": {"is_pure": True, "max_concurrency": 8, "concurrency_group": "db"}
+        for i in range(4)
+    }
+    specs["g3"]["max_concurrency"] = 3
+    catalog = probe_catalog(probe, specs, seconds=0.03)
+    await ToolExecutor(catalog).ainvoke(
+        state_for(probe_calls(["g0", "g1", "g2", "g0", "g1"]), list(specs))
+    )
+    assert probe.max_by_group["db"] == 3
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_impure_tool_never_overlaps_another_call_of_its_group(api):
+    probe = ConcurrencyProbe()
+    specs = {
+        "read_a": {"is_pure": True, "max_concurrency": 4, "concurrency_group": "db"},
+        "read_b": {"is_pure": True, "max_concurrency": 4, "concurrency_group": "db"},
+        "write": {"is_pure": False, "max_concurrency": 4, "concurrency_group": "db"},
+        "other": {"is_pure": True, "max_concurrency": 4, "concurrency_group": "net"},
+    }
+    catalog = probe_catalog(probe, specs, seconds=0.03)
+    names = ["read_a", "read_b", "write", "read_a", "other", "write", "read_b", "other"]
+    out = await run_node(
+        ToolExecutor(catalog, mode="parallel_safe"), state_for(probe_calls(names), list(specs)), api
+    )
+    assert len(out["messages"]) == len(names)
+    assert probe.violations == []
+    writes = [iv for iv in probe.intervals if iv[0] == "write"]
+    others_in_db = [iv for iv in probe.intervals if iv[0] != "write" and iv[0] != "other"]
+    for _, w_start, w_end in writes:
+        for _, start, end in others_in_db + [iv for iv in writes if iv[1] != w_start]:
+            assert end <= w_start or start >= w_end
+    # the pure reads before the first write did overlap, and "other" ran beside the db calls
+    assert probe.max_by_group["db"] == 2
+    assert probe.max_live >= 2
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_impure_tools_of_different_groups_may_overlap(api):
+    probe = ConcurrencyProbe()
+    specs = {
+        "write_a": {"concurrency_group": "a"},
+        "write_b": {"concurrency_group": "b"},
+    }
+    catalog = probe_catalog(probe, specs)
+    await run_node(ToolExecutor(catalog), state_for(probe_calls(list(specs)), list(specs)), api)
+    assert probe.max_live == 2
+    assert probe.violations == []
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("sync", [False, True])
+async def test_sequential_mode_never_overlaps(api, sync):
+    probe = ConcurrencyProbe()
+    specs = {f"p{i}": {"is_pure": True, "max_concurrency": 10} for i in range(4)}
+    catalog = probe_catalog(probe, specs, sync=sync, seconds=0.02)
+    out = await run_node(
+        ToolExecutor(catalog, mode="sequential"),
+        state_for(probe_calls(list(specs)), list(specs)),
+        api,
+    )
+    assert probe.max_live == 1
+    assert [name for name, _, _ in probe.intervals] == list(specs)  # in call order
+    assert [m.tool_call_id for m in out["messages"]] == ["c0", "c1", "c2", "c3"]
+
+
+async def test_default_metadata_runs_calls_one_at_a_time_in_call_order():
+    probe = ConcurrencyProbe()
+    specs: dict[str, dict[str, Any]] = {"a": {}, "b": {}, "c": {}}
+    catalog = probe_catalog(probe, specs, seconds=0.02)
+    await ToolExecutor(catalog, mode="parallel_safe").ainvoke(
+        state_for(probe_calls(["c", "a", "b"]), list(specs))
+    )
+    assert probe.max_live == 1
+    assert [name for name, _, _ in probe.intervals] == ["c", "a", "b"]
+
+
+# --- async-only tools -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_async_only_tool_works_under_sync_invoke(catalog, rec, mode):
+    calls = [call("fetch_page", "c1", url="https://x.test"), call("get_weather", "c2", city="Oslo")]
+    out = ToolExecutor(catalog, mode=mode).invoke(state_for(calls, ["fetch_page", "get_weather"]))
+    assert [m.content for m in out["messages"]] == [
+        "<html>https://x.test</html>",
+        "Oslo: 18C, cloudy",
+    ]
+    assert rec.names == ["fetch_page", "get_weather"]
+
+
+def test_async_only_tool_works_when_invoke_is_called_inside_a_running_loop(catalog, rec):
+    async def inside_loop() -> Any:
+        # e.g. a Jupyter cell calling the sync API: the loop is running in this thread
+        return ToolExecutor(catalog).invoke(
+            state_for([call("fetch_page", "c1", url="u")], ["fetch_page"])
+        )
+
+    out = asyncio.run(inside_loop())
+    assert out["messages"][0].content == "<html>u</html>"
+
+
+# --- the meta-call budget and the working-set cap -------------------------------------------
+
+
+async def test_meta_calls_beyond_the_turn_limit_are_refused(catalog):
+    calls = [
+        call("search_tools", "m1", query="issue"),
+        call("add_tool", "m2", tool_names=["create_issue"]),
+        call("add_tool", "m3", tool_names=["get_weather"]),
+    ]
+    out = await ToolExecutor(catalog, max_meta_calls=2).ainvoke(state_for(calls, ["ask_human"]))
+    first, second, third = out["messages"]
+    assert first.status == second.status == "success"
+    assert third.status == "error" and "meta-tool limit reached (2" in third.content
+    assert out["selected_tools"] == {"remove": [], "add": ["create_issue"]}
+
+
+async def test_meta_call_limit_counts_earlier_meta_calls_of_the_same_turn(catalog):
+    earlier = [
+        HumanMessage("hi"),
+        ai_calls(call("search_tools", "m0", query="x")),
+        ToolMessage("{}", name="search_tools", tool_call_id="m0"),
+    ]
+    state = {
+        "messages": [*earlier, ai_calls(call("add_tool", "m1", tool_names=["get_weather"]))],
+        "selected_tools": [],
+    }
+    out = await ToolExecutor(catalog, max_meta_calls=1).ainvoke(state)
+    assert out["messages"][0].status == "error"
+    # a new human message starts a new turn with a fresh budget
+    state["messages"].insert(3, HumanMessage("again"))
+    out = await ToolExecutor(catalog, max_meta_calls=1).ainvoke(state)
+    assert out["messages"][0].status == "success"
+
+
+async def test_working_set_cap_evicts_lru_tells_the_model_and_keeps_pinned(catalog, rec):
+    node = ToolExecutor(catalog, max_visible=7, pinned=["list_projects"])
+    visible = [
+        "list_projects",  # pinned
+        "ask_human",  # always visible (human category)
+        "get_weather",  # called in this very batch
+        "weather_forecast",
+        "search_docs",
+        "tag_items",
+        "create_project",
+    ]
+    state = state_for(
+        [
+            call("get_weather", "c1", city="Oslo"),
+            call("request_more_tools", "m1", categories=["github"]),
+        ],
+        visible,
+        tool_last_used={
+            "weather_forecast": 1,
+            "search_docs": 2,
+            "tag_items": 3,
+            "create_project": 4,
+        },
+    )
+    out = await node.ainvoke(state)
+    weather, loaded = out["messages"]
+    assert weather.status == "success"  # visible when the model called it: it runs
+    assert rec.names == ["get_weather"]
+    assert out["selected_tools"]["remove"] == ["weather_forecast", "search_docs", "tag_items"]
+    assert loaded.content.endswith(
+        "To stay within the tool limit these were unloaded: "
+        "weather_forecast, search_docs, tag_items."
+    )
+    after = [n for n in visible if n not in out["selected_tools"]["remove"]]
+    after += out["selected_tools"]["add"]
+    assert len(after) == 7
+    assert {"list_projects", "ask_human", "get_weather", "create_project"} <= set(after)
+
+
+async def test_a_tool_evicted_by_a_meta_call_in_the_same_batch_still_runs(catalog, rec):
+    node = ToolExecutor(catalog, max_visible=2)
+    calls = [
+        call("add_tool", "m1", tool_names=["create_issue", "list_issues"]),
+        call("get_weather", "c1", city="Oslo"),
+    ]
+    out = await node.ainvoke(state_for(calls, ["get_weather", "weather_forecast"]))
+    assert [m.status for m in out["messages"]] == ["success", "success"]
+    assert rec.names == ["get_weather"]
+
+
+# --- LangGraph injection and Commands -------------------------------------------------------
+
+
+INJECTION_CALLS = [
+    call("plain", "k1", text="a"),
+    call("save_note", "k2", note="remember"),
+    call("count_messages", "k3"),
+    call("echo_call_id", "k4", text="hi"),
+    call("runtime_info", "k5", text="rt"),
+]
+
+
+def graph_level_app(tools_node: Any) -> Any:
+    model = ScriptedChatModel(responses=[ai_calls(*INJECTION_CALLS), AIMessage("all done")])
+
+    def agent(state: NotesState) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    graph = StateGraph(NotesState)
+    graph.add_node("agent", agent)
+    graph.add_node("tools", tools_node)
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    return graph.compile()
+
+
+def tool_outcome(out: dict[str, Any]) -> list[tuple[str, Any, str]]:
+    return [(m.tool_call_id, m.content, m.status) for m in tool_messages(out["messages"])]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("api", APIS)
+async def test_injection_and_commands_work_as_under_tool_node(mode, api):
+    seen: list[Any] = []
+    tools = injection_tools(seen)
+    names = [t.name for t in tools]
+    catalog = ToolCatalog.from_tools(tools, categories={"notes": names})
+    start = {"messages": [HumanMessage("take a note")], "selected_tools": names, "note": "old"}
+
+    reference_app = graph_level_app(ToolNode(tools))
+    ours_app = graph_level_app(ToolExecutor(catalog, mode=mode))
+    if api == "invoke":
+        reference, ours = reference_app.invoke(start), ours_app.invoke(start)
+    else:
+        reference, ours = await reference_app.ainvoke(start), await ours_app.ainvoke(start)
+
+    assert tool_outcome(ours) == tool_outcome(reference)
+    assert [m[0] for m in tool_outcome(ours)] == ["k1", "k2", "k3", "k4", "k5"]
+    assert ours["note"] == reference["note"] == "remember"
+    assert ours["messages"][-1].content == "all done"
+    contents = dict((i, c) for i, c, _ in tool_outcome(ours))
+    assert contents["k4"] == "hi from k4"
+    assert contents["k3"] == "2 messages"
+    assert contents["k5"].startswith("rt: call k5")
+    # the injected state and runtime the tools saw are the same as under ToolNode
+    assert len(seen) == 4
+    assert sorted(seen[:2]) == sorted(seen[2:])
+    assert ("runtime", "k5", "old") in seen[2:]
+
+
+# --- the core on its own --------------------------------------------------------------------
+
+
+async def test_execution_core_updates_the_working_set_in_place(catalog):
+    from langgraph_toolbudget.working_set import WorkingSet
+
+    execution = ToolExecution(catalog)
+    working = WorkingSet(["get_weather"])
+    outcome = await execution.arun(
+        [
+            call("add_tool", "m1", tool_names=["create_issue"]),
+            call("create_issue", "c1", repo="r", title="t"),
+        ],
+        {"messages": [HumanMessage("x")]},
+        {},
+        working,
+    )
+    assert working.names == ["get_weather", "create_issue"]
+    assert outcome.added == ["create_issue"]
+    assert outcome.meta_calls == 1
+    assert [m.tool_call_id for m in outcome.messages] == ["m1", "c1"]
+
+
+def test_tool_defined_from_a_dict_schema_runs(rec):
+    def lookup(**kwargs: Any) -> str:
+        rec.record("lookup", **kwargs)
+        return f"found {kwargs['term']}"
+
+    dict_tool = StructuredTool.from_function(
+        func=lookup,
+        name="lookup",
+        description="Look a term up.",
+        args_schema={
+            "type": "object",
+            "properties": {"term": {"type": "string"}, "limit": {"type": "integer"}},
+            "required": ["term"],
+        },
+    )
+    catalog = ToolCatalog.from_tools([dict_tool], categories={"c": ["lookup"]})
+    out = ToolExecutor(catalog).invoke(
+        state_for([call("lookup", "c1", Term="cats", limit="2")], ["lookup"])
+    )
+    assert out["messages"][0].content == "found cats"
+    assert rec.runs == [("lookup", {"term": "cats", "limit": 2})]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_command_returning_tool_keeps_the_messages_in_call_order(api):
+    tools = injection_tools([])
+    names = [t.name for t in tools]
+    catalog = ToolCatalog.from_tools(tools, categories={"notes": names})
+    calls = [
+        call("plain", "k1", text="a"),
+        call("save_note", "k2", note="n"),
+        call("plain", "k3", text="b"),
+    ]
+    app_calls = ScriptedChatModel(responses=[ai_calls(*calls), AIMessage("done")])
+
+    def agent(state: NotesState) -> dict[str, Any]:
+        return {"messages": [app_calls.invoke(state["messages"])]}
+
+    graph = StateGraph(NotesState)
+    graph.add_node("agent", agent)
+    graph.add_node("tools", ToolExecutor(catalog))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    app = graph.compile()
+    start = {"messages": [HumanMessage("go")], "selected_tools": names, "note": ""}
+    out = app.invoke(start) if api == "invoke" else await app.ainvoke(start)
+    assert [m.tool_call_id for m in tool_messages(out["messages"])] == ["k1", "k2", "k3"]
+    assert out["note"] == "n"

@@ -1,0 +1,299 @@
+"""Meta-tools: definitions, and what each answer says and does to the visible set."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from agent_tools import Recorder, recording_catalog
+
+from langgraph_toolbudget.meta import (
+    META_TOOL_NAMES,
+    MetaToolHandler,
+    meta_tool_definitions,
+)
+from langgraph_toolbudget.working_set import WorkingSet
+
+
+@pytest.fixture
+def rec() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture
+def catalog(rec):
+    return recording_catalog(rec)
+
+
+@pytest.fixture
+def handler(catalog) -> MetaToolHandler:
+    return MetaToolHandler(catalog, max_tools=8)
+
+
+def visible(*names: str, cap: int | None = None, pinned=()) -> WorkingSet:
+    return WorkingSet(list(names), pinned=frozenset(pinned), cap=cap)
+
+
+# --- definitions ----------------------------------------------------------------------------
+
+
+def test_definitions_come_in_binding_order_with_seed_schemas():
+    tools = meta_tool_definitions(["b", "a"])
+    assert [t.name for t in tools] == list(META_TOOL_NAMES)
+    args = {t.name: t.tool_call_schema.model_json_schema() for t in tools}
+    assert args["request_more_tools"]["required"] == ["categories"]
+    assert set(args["request_more_tools"]["properties"]) == {"categories", "reason"}
+    assert args["search_tools"]["required"] == ["query"]
+    assert args["add_tool"]["properties"]["tool_names"]["type"] == "array"
+    assert args["show_all_tools"].get("properties", {}) == {}
+
+
+def test_request_more_tools_description_lists_categories_sorted(catalog):
+    (request, *_) = meta_tool_definitions(catalog.categories)
+    assert catalog.categories != sorted(catalog.categories)  # the test would be moot otherwise
+    listed = request.description.split("Available categories: ")[1].rstrip(".")
+    assert listed.split(", ") == sorted(catalog.categories)
+
+
+def test_meta_tool_bodies_refuse_to_run():
+    for t in meta_tool_definitions(["a"]):
+        with pytest.raises(RuntimeError, match="intercepted"):
+            t.invoke({"query": "x", "categories": ["a"], "tool_names": ["a"]})
+
+
+def test_handler_rejects_a_name_that_is_not_a_meta_tool(handler):
+    with pytest.raises(ValueError, match="not a meta-tool"):
+        handler.handle("get_weather", {}, visible())
+
+
+# --- request_more_tools ---------------------------------------------------------------------
+
+
+def test_request_more_tools_loads_a_category(handler, rec):
+    ws = visible("create_project")
+    out = handler.handle("request_more_tools", {"categories": ["github"]}, ws, "open an issue")
+    assert out.content.startswith("Loaded 3 tools: ")
+    assert set(out.added) == {"create_issue", "list_issues", "merge_pull_request"}
+    for name in out.added:
+        assert name in out.content
+    assert ws.names == ["create_project", *out.added]
+    assert not out.error
+    assert rec.runs == []  # loading runs nothing
+
+
+def test_request_more_tools_ranks_by_the_user_query_within_the_budget(catalog):
+    handler = MetaToolHandler(catalog, max_tools=1)
+    out = handler.handle(
+        "request_more_tools", {"categories": ["github"]}, visible(), "merge the PR"
+    )
+    assert out.added == ["merge_pull_request"]
+
+
+def test_request_more_tools_unknown_category_adds_nothing_and_lists_categories(handler, catalog):
+    ws = visible("create_project")
+    out = handler.handle("request_more_tools", {"categories": ["astrology"]}, ws)
+    assert out.content.startswith("No new tools added")
+    assert "Unknown categories: astrology" in out.content
+    assert ", ".join(sorted(catalog.categories)) in out.content
+    assert out.added == [] and ws.names == ["create_project"]
+
+
+def test_request_more_tools_already_loaded_category_adds_nothing(handler):
+    ws = visible("get_weather", "weather_forecast")
+    out = handler.handle("request_more_tools", {"categories": ["weather"]}, ws)
+    assert out.content.startswith("No new tools added")
+    assert ws.names == ["get_weather", "weather_forecast"]
+
+
+def test_request_more_tools_deduplicates_categories_and_tools(handler):
+    ws = visible("get_weather")
+    out = handler.handle(
+        "request_more_tools", {"categories": ["weather", "weather", "github"]}, ws, ""
+    )
+    assert len(out.added) == len(set(out.added))
+    assert "get_weather" not in out.added
+    assert "weather_forecast" in out.added and "create_issue" in out.added
+    assert len(ws.names) == len(set(ws.names))
+
+
+def test_request_more_tools_never_loads_filtered_or_disabled_tools(handler):
+    ws = visible()
+    handler.handle("request_more_tools", {"categories": ["admin", "database"]}, ws)
+    assert ws.names == []
+
+
+@pytest.mark.parametrize("categories", ["github", '["github"]'])
+def test_request_more_tools_forgives_a_string_category(handler, categories):
+    out = handler.handle("request_more_tools", {"categories": categories}, visible())
+    assert "create_issue" in out.added
+
+
+def test_request_more_tools_with_bad_arguments_answers_an_error(handler):
+    out = handler.handle("request_more_tools", {"categories": 7}, visible())
+    assert out.error
+    assert "expects" in out.content and "categories" in out.content
+
+
+def test_request_more_tools_under_a_cap_reports_what_was_unloaded(catalog):
+    handler = MetaToolHandler(catalog, max_tools=8)
+    ws = visible("ask_human", "create_project", "list_projects", cap=4, pinned=["ask_human"])
+    ws.touch("list_projects")
+    out = handler.handle("request_more_tools", {"categories": ["github"]}, ws)
+    assert out.evicted == ["create_project", "list_projects"]
+    assert "unloaded: create_project, list_projects" in out.content
+    assert "ask_human" in ws and len(ws.names) == 4
+
+
+# --- search_tools ---------------------------------------------------------------------------
+
+
+def test_search_tools_answers_found_tools_and_message(handler):
+    ws = visible()
+    out = handler.handle("search_tools", {"query": "weather"}, ws)
+    body = json.loads(out.content)
+    assert set(body) == {"found", "tools", "message"}
+    names = [t["name"] for t in body["tools"]]
+    assert {"get_weather", "weather_forecast"} <= set(names)
+    assert body["found"] == len(body["tools"])
+    for entry in body["tools"]:
+        assert set(entry) == {"name", "description"}
+        assert entry["description"]
+    assert "add_tool" in body["message"]
+    assert out.discovered == names
+    assert ws.names == []  # found tools are not visible yet
+    assert out.added == []
+
+
+def test_search_tools_regex_alternation(handler):
+    body = json.loads(
+        handler.handle("search_tools", {"query": "issue|forecast"}, visible()).content
+    )
+    assert {t["name"] for t in body["tools"]} == {"create_issue", "list_issues", "weather_forecast"}
+
+
+def test_search_tools_bad_regex_answers_an_error(handler):
+    out = handler.handle("search_tools", {"query": "create_(issue"}, visible())
+    body = json.loads(out.content)
+    assert set(body) == {"error"}
+    assert "create_(issue" in body["error"]
+    assert out.error
+
+
+def test_search_tools_fuzzy_fallback_finds_a_misspelled_tool(handler):
+    body = json.loads(handler.handle("search_tools", {"query": "wether"}, visible()).content)
+    assert body["found"] >= 1
+    assert "get_weather" in [t["name"] for t in body["tools"]]
+    assert body["found"] <= 5
+
+
+def test_search_tools_no_match_answers_found_zero(handler):
+    body = json.loads(handler.handle("search_tools", {"query": "zzqxv"}, visible()).content)
+    assert body == {"found": 0, "tools": [], "message": body["message"]}
+    assert body["message"]
+
+
+def test_search_tools_never_finds_filtered_or_disabled_tools(handler):
+    for query in ["shutdown", "admin", "purge", "database"]:
+        body = json.loads(handler.handle("search_tools", {"query": query}, visible()).content)
+        names = {t["name"] for t in body["tools"]}
+        assert not names & {"admin_shutdown", "purge_database"}, query
+
+
+def test_search_tools_accepts_a_differently_named_argument(handler):
+    body = json.loads(handler.handle("search_tools", {"pattern": "forecast"}, visible()).content)
+    assert [t["name"] for t in body["tools"]] == ["weather_forecast"]
+
+
+def test_search_tools_without_a_query_answers_an_error(handler):
+    out = handler.handle("search_tools", {"query": 3, "other": 1}, visible())
+    assert out.error and "query" in out.content
+
+
+# --- add_tool -------------------------------------------------------------------------------
+
+
+def test_add_tool_makes_named_tools_visible(handler):
+    ws = visible("get_weather")
+    out = handler.handle("add_tool", {"tool_names": ["create_issue", "list_issues"]}, ws)
+    assert out.added == ["create_issue", "list_issues"]
+    assert ws.names == ["get_weather", "create_issue", "list_issues"]
+    assert out.content.startswith("Added 2 tools: create_issue, list_issues.")
+    assert not out.error
+
+
+def test_add_tool_reports_unknown_names_and_adds_nothing_for_them(handler):
+    ws = visible()
+    out = handler.handle("add_tool", {"tool_names": ["teleport"]}, ws)
+    assert out.added == [] and ws.names == []
+    assert "teleport" in out.content and "not tools of this app" in out.content
+    assert out.error
+
+
+def test_add_tool_reports_filtered_and_disabled_names(handler):
+    ws = visible()
+    out = handler.handle(
+        "add_tool", {"tool_names": ["admin_shutdown", "purge_database", "get_weather"]}, ws
+    )
+    assert ws.names == ["get_weather"]
+    assert "Not added (filtered out by this app's configuration" in out.content
+    assert "admin_shutdown" in out.content
+    assert "Not added (disabled): purge_database" in out.content
+    assert not out.error  # something was added
+
+
+def test_add_tool_already_visible(handler):
+    ws = visible("get_weather")
+    out = handler.handle("add_tool", {"tool_names": ["get_weather"]}, ws)
+    assert out.content == "Already available: get_weather."
+    assert ws.names == ["get_weather"]
+
+
+def test_add_tool_accepts_a_json_list_string(handler):
+    ws = visible()
+    handler.handle("add_tool", {"tool_names": '["get_weather", "create_issue"]'}, ws)
+    assert ws.names == ["get_weather", "create_issue"]
+
+
+def test_add_tool_with_bad_arguments_answers_an_error(handler):
+    out = handler.handle("add_tool", {"tool_names": [1, 2]}, visible())
+    assert out.error and "tool_names" in out.content
+
+
+def test_add_tool_can_load_a_manual_tool(rec):
+    catalog = recording_catalog(rec, tool_metadata={"tag_items": {"include": "manual"}})
+    handler = MetaToolHandler(catalog)
+    ws = visible()
+    handler.handle("request_more_tools", {"categories": ["docs"]}, ws)
+    assert "tag_items" not in ws  # never chosen automatically
+    handler.handle("add_tool", {"tool_names": ["tag_items"]}, ws)
+    assert "tag_items" in ws
+
+
+def test_add_tool_under_a_cap_evicts_and_says_so(handler):
+    ws = visible("get_weather", "weather_forecast", cap=2)
+    ws.touch("weather_forecast")
+    out = handler.handle("add_tool", {"tool_names": ["create_issue"]}, ws)
+    assert out.evicted == ["get_weather"]
+    assert "unloaded: get_weather" in out.content
+    assert ws.names == ["weather_forecast", "create_issue"]
+
+
+def test_add_tool_when_the_cap_is_full_of_pinned_tools(handler):
+    ws = visible("ask_human", cap=1, pinned=["ask_human"])
+    out = handler.handle("add_tool", {"tool_names": ["get_weather"]}, ws)
+    assert ws.names == ["ask_human"]
+    assert "working set is full of pinned tools" in out.content
+    assert out.error
+
+
+# --- show_all_tools -------------------------------------------------------------------------
+
+
+def test_show_all_tools_lists_names_only(handler, catalog):
+    body = json.loads(handler.handle("show_all_tools", {}, visible()).content)
+    assert set(body) == {"total", "tools"}
+    assert body["tools"] == sorted(catalog.tool_names)
+    assert body["total"] == len(catalog) == len(body["tools"])
+    assert all(isinstance(n, str) for n in body["tools"])
+    assert "admin_shutdown" not in body["tools"]
+    assert "purge_database" not in body["tools"]

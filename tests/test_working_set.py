@@ -1,0 +1,116 @@
+"""The visible set during a turn: stable order, hard cap, least-recently-used eviction."""
+
+from __future__ import annotations
+
+from langgraph_toolbudget.state import merge_names
+from langgraph_toolbudget.working_set import WorkingSet
+
+
+def test_from_state_keeps_state_order_and_appends_base_names_not_yet_there():
+    ws = WorkingSet.from_state({"selected_tools": ["b", "a"]}, base=["a", "pin"])
+    assert ws.names == ["b", "a", "pin"]
+
+
+def test_from_state_restores_last_used_and_continues_the_step_counter():
+    ws = WorkingSet.from_state({"selected_tools": ["a", "b"], "tool_last_used": {"a": 7, "b": 3}})
+    ws.touch("b")
+    assert ws.last_used == {"a": 7, "b": 8}
+
+
+def test_from_state_with_missing_fields_is_empty():
+    assert WorkingSet.from_state({}).names == []
+
+
+def test_add_appends_new_names_in_order_without_duplicates():
+    ws = WorkingSet(["a", "b"])
+    added, evicted = ws.add(["c", "a", "d", "c"])
+    assert (added, evicted) == (["c", "d"], [])
+    assert ws.names == ["a", "b", "c", "d"]
+
+
+def test_existing_names_keep_their_position():
+    ws = WorkingSet(["a", "b", "c"])
+    ws.add(["b", "z"])
+    assert ws.names[:3] == ["a", "b", "c"]
+
+
+def test_cap_evicts_least_recently_used_first():
+    ws = WorkingSet(["a", "b", "c"], cap=3)
+    ws.touch("a")  # b and c were never used; a is the most recent
+    added, evicted = ws.add(["d", "e"])
+    assert added == ["d", "e"]
+    assert evicted == ["b", "c"]
+    assert ws.names == ["a", "d", "e"]
+
+
+def test_recent_use_protects_a_tool_from_eviction():
+    ws = WorkingSet(["a", "b"], cap=2)
+    ws.touch("a")
+    ws.touch("b")
+    ws.touch("a")  # b is now the least recently used
+    _, evicted = ws.add(["c"])
+    assert evicted == ["b"]
+    assert "a" in ws
+
+
+def test_ties_in_last_use_evict_the_earliest_position():
+    ws = WorkingSet(["x", "y", "z"], cap=3)
+    _, evicted = ws.add(["w"])
+    assert evicted == ["x"]
+
+
+def test_pinned_tools_are_never_evicted():
+    ws = WorkingSet(["pin", "a", "b"], pinned=frozenset({"pin"}), cap=3)
+    ws.touch("a")
+    ws.touch("b")
+    _, evicted = ws.add(["c", "d"])
+    assert "pin" not in evicted
+    assert ws.names[0] == "pin"
+    assert evicted == ["a", "b"]
+
+
+def test_names_being_added_never_evict_each_other_and_excess_is_dropped():
+    ws = WorkingSet(["pin"], pinned=frozenset({"pin"}), cap=2)
+    added, evicted = ws.add(["a", "b", "c"])
+    assert added == ["a"]
+    assert evicted == []
+    assert ws.names == ["pin", "a"]
+
+
+def test_cap_full_of_pinned_tools_adds_nothing():
+    ws = WorkingSet(["p1", "p2"], pinned=frozenset({"p1", "p2"}), cap=2)
+    assert ws.add(["a"]) == ([], [])
+    assert ws.names == ["p1", "p2"]
+
+
+def test_added_tools_count_as_used():
+    ws = WorkingSet(["old"], cap=2)
+    ws.add(["new"])
+    _, evicted = ws.add(["newer"])
+    assert evicted == ["old"]
+
+
+def test_no_cap_never_evicts():
+    ws = WorkingSet([f"t{i}" for i in range(50)])
+    _, evicted = ws.add([f"n{i}" for i in range(50)])
+    assert evicted == []
+    assert len(ws.names) == 100
+
+
+def test_diff_round_trips_through_the_state_reducer():
+    before = ["a", "b", "c"]
+    ws = WorkingSet(list(before), cap=3)
+    ws.touch("b")
+    ws.touch("c")
+    ws.add(["d"])
+    diff = ws.diff(before)
+    assert diff == {"remove": ["a"], "add": ["d"]}
+    assert merge_names(before, diff) == ws.names
+
+
+def test_a_set_above_the_cap_is_brought_down_to_it_when_tools_are_added():
+    ws = WorkingSet(["a", "b", "c", "d", "e"], pinned=frozenset({"a"}), cap=3)
+    added, evicted = ws.add(["f"])
+    assert added == ["f"]
+    assert evicted == ["b", "c", "d"]
+    assert ws.names == ["a", "e", "f"]
