@@ -3,6 +3,12 @@
 Key Components:
     - :func:`example_agent`: graph factory, the prebuilt agent over the built-in
       example catalog (40 offline tools).
+    - :func:`mcp_agent`: async graph factory, the prebuilt agent over MCP
+      servers: those of ``$TOOLBUDGET_MCP_SERVERS`` (a JSON file, or inline
+      JSON: server name -> ``MultiServerMCPClient`` connection dict), by
+      default the three local FastMCP servers shipped in ``tests/mcp_servers``.
+      The catalog (one persistent session per server) is loaded once per
+      process and shared by every run.
     - :func:`chat_model`: the chat model named by a spec: ``"demo"`` (the
       default) is :class:`~langgraph_toolbudget.testing.DemoChatModel`, a
       deterministic rule-based model; ``"provider:model"`` (e.g.
@@ -26,8 +32,13 @@ Typical Usage:
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
+import json
 import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -43,9 +54,13 @@ __all__ = [
     "DEMO_MODEL",
     "MODEL_ENV",
     "ModelUnavailableError",
+    "MCP_SERVERS_ENV",
     "agent_for",
     "chat_model",
+    "default_mcp_connections",
     "example_agent",
+    "mcp_agent",
+    "mcp_connections",
     "model_spec",
 ]
 
@@ -53,6 +68,26 @@ DEMO_MODEL = "demo"
 """The model spec of the built-in rule-based demo model."""
 MODEL_ENV = "TOOLBUDGET_MODEL"
 """Environment variable naming the default chat model, e.g. ``openai:gpt-4o-mini``."""
+
+MCP_SERVERS_ENV = "TOOLBUDGET_MCP_SERVERS"
+"""Environment variable: :func:`mcp_agent`'s MCP connections, as JSON or a JSON file's path."""
+
+_EXAMPLE_MCP_SERVERS = {
+    "math": "math_server.py",
+    "notes": "notes_server.py",
+    "text": "text_server.py",
+}
+NO_EXAMPLE_SERVERS_ERROR = (
+    "the example MCP servers are not at {folder} (they ship with a source checkout, not the "
+    "wheel). Set {env} to a JSON file of connections, e.g. "
+    '{{"math": {{"transport": "stdio", "command": "python", "args": ["/path/math_server.py"]}}}}.'
+)
+BAD_MCP_SERVERS_ERROR = (
+    "{env} must be a JSON object (server name -> MultiServerMCPClient connection dict, e.g. "
+    '{{"math": {{"transport": "stdio", "command": "python", "args": ["server.py"]}}}}) '
+    "or the path of a file holding one; {problem}"
+)
+NO_MCP_TOOLS_ERROR = "no MCP server could be loaded, so there are no tools to serve: {errors}"
 
 MISSING_LANGCHAIN_ERROR = (
     "model {spec!r} needs `langchain` (for init_chat_model) and the provider's package, "
@@ -171,3 +206,91 @@ def _build_example() -> ToolCatalog:
     catalog = build_example_catalog()
     _ = catalog.index, catalog.category_index  # build the search indexes here, off the loop
     return catalog
+
+
+# --- MCP ---------------------------------------------------------------------------------------
+
+
+def default_mcp_connections() -> dict[str, dict[str, Any]]:
+    """Stdio connections to the local FastMCP servers of a source checkout (``tests/mcp_servers``).
+
+    Raises:
+        FileNotFoundError: the servers are not there (an installed wheel).
+    """
+    folder = Path(__file__).resolve().parents[1] / "tests" / "mcp_servers"
+    if not folder.is_dir():
+        raise FileNotFoundError(NO_EXAMPLE_SERVERS_ERROR.format(folder=folder, env=MCP_SERVERS_ENV))
+    return {
+        name: {"transport": "stdio", "command": sys.executable, "args": [str(folder / script)]}
+        for name, script in _EXAMPLE_MCP_SERVERS.items()
+    }
+
+
+def mcp_connections(value: str | None = None) -> dict[str, dict[str, Any]]:
+    """The MCP connections to serve: ``value`` or ``$TOOLBUDGET_MCP_SERVERS``, else the defaults.
+
+    Args:
+        value: inline JSON (starting with ``{``) or the path of a JSON file, holding
+            server name -> ``MultiServerMCPClient`` connection dict.
+
+    Raises:
+        ValueError: the JSON is invalid or not a mapping of mappings.
+        FileNotFoundError: the file, or the default servers, do not exist.
+    """
+    value = value if value is not None else os.environ.get(MCP_SERVERS_ENV)
+    if not value or not value.strip():
+        return default_mcp_connections()
+    text = value if value.lstrip().startswith("{") else Path(value).read_text(encoding="utf-8")
+    try:
+        connections = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(BAD_MCP_SERVERS_ERROR.format(env=MCP_SERVERS_ENV, problem=exc)) from exc
+    if not isinstance(connections, Mapping) or not all(
+        isinstance(c, Mapping) for c in connections.values()
+    ):
+        raise ValueError(
+            BAD_MCP_SERVERS_ERROR.format(env=MCP_SERVERS_ENV, problem=f"got {connections!r}")
+        )
+    return {str(k): dict(v) for k, v in connections.items()}
+
+
+_mcp_loads: dict[str, concurrent.futures.Future[ToolCatalog]] = {}
+
+
+async def _mcp_catalog() -> ToolCatalog:
+    """The MCP catalog of the configured servers, loaded once per process.
+
+    Concurrent first runs share one load (a loop-independent future); a failed
+    load is forgotten, so the next run tries again.
+    """
+    connections = await asyncio.to_thread(mcp_connections)  # may read a file
+    key = json.dumps(connections, sort_keys=True)
+    future = _mcp_loads.get(key)
+    if future is None:
+        future = _mcp_loads[key] = concurrent.futures.Future()
+        try:
+            catalog = await ToolCatalog.from_mcp(connections)
+            if len(catalog) == 0:
+                await catalog.aclose()
+                raise RuntimeError(NO_MCP_TOOLS_ERROR.format(errors=catalog.load_errors))
+        except BaseException as exc:
+            del _mcp_loads[key]
+            future.set_exception(exc)
+            future.exception()  # retrieved: no "never retrieved" warning
+            raise
+        future.set_result(catalog)
+    return await asyncio.wrap_future(future)
+
+
+async def mcp_agent(config: RunnableConfig) -> CompiledStateGraph:
+    """Graph factory: the prebuilt agent over the configured MCP servers.
+
+    The servers come from ``$TOOLBUDGET_MCP_SERVERS`` (see :func:`mcp_connections`),
+    by default the local example servers ``math``, ``notes`` and ``text``. Each
+    server is one category. Servers that fail to load are left out (logged); if
+    none loads, the run fails with an error naming why.
+
+    Args:
+        config: the run's config (``configurable.model``, ``max_tools``, ``mode``).
+    """
+    return agent_for(await _mcp_catalog(), config)

@@ -192,7 +192,7 @@ def demo_arguments(schema: dict[str, Any], query: str) -> dict[str, Any]:
 
     Only required arguments are filled: strings from the query (a city, a path, a
     ``#channel``, an email address, a date...) or a plausible default, numbers from
-    the first number in the query (else 1), booleans ``True``, enums their first value.
+    the query's numbers in order (else 1), booleans ``True``, enums their first value.
 
     Args:
         schema: the tool's JSON schema (``parameters`` of an OpenAI tool).
@@ -203,14 +203,15 @@ def demo_arguments(schema: dict[str, Any], query: str) -> dict[str, Any]:
     """
     props = schema.get("properties", {}) or {}
     args: dict[str, Any] = {}
+    numbers = iter(re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", query))
     for name in schema.get("required", []) or []:
         spec = props.get(name, {}) or {}
         kind = spec.get("type")
         if spec.get("enum"):
             args[name] = spec["enum"][0]
         elif kind in ("integer", "number"):
-            number = re.search(r"\b\d+\b", query)
-            args[name] = int(number.group()) if number else 1
+            number = next(numbers, "1")  # the query's numbers, in order
+            args[name] = float(number) if "." in number else int(number)
         elif kind == "boolean":
             args[name] = True
         elif kind == "array":

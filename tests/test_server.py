@@ -7,6 +7,7 @@ fails. Only the chat model is fake: the built-in rule-based demo model.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -23,9 +24,10 @@ import pytest
 from langgraph_sdk import get_client
 
 from langgraph_toolbudget.example_catalog import build_example_catalog
-from langgraph_toolbudget.server import chat_model, model_spec
+from langgraph_toolbudget.server import chat_model, mcp_connections, model_spec
 
 REPO = Path(__file__).resolve().parents[1]
+MCP = REPO / "tests" / "mcp_servers"
 VISIBLE_SET_EVENT = "toolbudget.visible_tools"
 STARTUP_TIMEOUT_S = 45
 
@@ -43,16 +45,54 @@ def _langgraph_cli() -> str:
     return found
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """Stop the server's own process group: SIGTERM, then SIGKILL if it lingers."""
-    if proc.poll() is not None:
-        return
-    os.killpg(proc.pid, signal.SIGTERM)
+def _descendants(pid: int) -> list[int]:
+    """Every live descendant of ``pid`` (from /proc), e.g. the MCP servers it started."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the process exited meanwhile
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        kids = children.get(todo.pop(), [])
+        found += kids
+        todo += kids
+    return found
+
+
+def _alive(pid: int) -> bool:
     try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> list[int]:
+    """Stop the server's own process group: SIGTERM, then SIGKILL if it lingers.
+
+    Returns:
+        Descendants still alive 10 s after the server stopped (then killed):
+        processes the server started in their own session, e.g. stdio MCP
+        servers, must exit with it.
+    """
+    spawned = _descendants(proc.pid)
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in spawned) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    leftover = [p for p in spawned if _alive(p)]
+    for pid in leftover:
+        os.kill(pid, signal.SIGKILL)
+    return leftover
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +108,23 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "LANGSMITH_TRACING": "false",
     }
     env.pop("TOOLBUDGET_MODEL", None)  # the default model: the offline demo model
+    # The MCP graph's servers, from a JSON file: two local FastMCP servers over stdio,
+    # the math server under another name (so the test can tell the file was read).
+    servers = {
+        "calculator": {
+            "transport": "stdio",
+            "command": sys.executable,
+            "args": [str(MCP / "math_server.py")],
+        },
+        "notes": {
+            "transport": "stdio",
+            "command": sys.executable,
+            "args": [str(MCP / "notes_server.py")],
+        },
+    }
+    servers_file = workdir / "mcp_servers.json"
+    servers_file.write_text(json.dumps(servers), encoding="utf-8")
+    env["TOOLBUDGET_MCP_SERVERS"] = str(servers_file)
     command = [
         _langgraph_cli(),
         "dev",
@@ -105,12 +162,17 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 time.sleep(0.25)
             yield url
         finally:
-            _stop(proc)
+            leftover = _stop(proc)
     assert proc.returncode is not None
+    assert leftover == [], f"processes started by the server outlived it: {leftover}"
 
 
 async def _run_turn(
-    client: Any, thread_id: str, text: str, config: dict[str, Any] | None = None
+    client: Any,
+    thread_id: str,
+    text: str,
+    config: dict[str, Any] | None = None,
+    graph: str = "toolbudget",
 ) -> tuple[list[dict[str, Any]], dict[str, Any], list[Any]]:
     """One user turn: (custom events, node updates by node, error events)."""
     events: list[dict[str, Any]] = []
@@ -118,7 +180,7 @@ async def _run_turn(
     errors: list[Any] = []
     async for part in client.runs.stream(
         thread_id,
-        "toolbudget",
+        graph,
         input={"messages": [{"role": "user", "content": text}]},
         stream_mode=["updates", "custom"],
         config=config,
@@ -202,6 +264,35 @@ async def test_server_model_is_chosen_by_config(server: str) -> None:
     assert ok == []
 
 
+async def test_server_mcp_graph_serves_the_configured_mcp_servers(server: str) -> None:
+    client = get_client(url=server)
+    thread_id = (await client.threads.create())["thread_id"]
+
+    events1, _, errors1 = await _run_turn(
+        client, thread_id, "Multiply 6 by 7", graph="toolbudget_mcp"
+    )
+    assert errors1 == []
+    values1 = (await client.threads.get_state(thread_id))["values"]
+    assert values1["categories"][0] == "calculator", "the servers of $TOOLBUDGET_MCP_SERVERS"
+    assert "multiply" in values1["selected_tools"]
+    assert any(e.get("event") == VISIBLE_SET_EVENT for e in events1)
+    calls = [c for m in values1["messages"] if m["type"] == "ai" for c in m.get("tool_calls", [])]
+    assert [c["name"] for c in calls] == ["search_tools", "multiply"]
+    assert values1["messages"][-1]["content"] == "I used multiply: 42.0"
+
+    events2, _, errors2 = await _run_turn(
+        client, thread_id, "Save a note: buy milk", graph="toolbudget_mcp"
+    )
+    assert errors2 == []
+    values2 = (await client.threads.get_state(thread_id))["values"]
+    assert values2["categories"][0] == "notes"
+    assert values2["selected_tools"][: len(values1["selected_tools"])] == values1["selected_tools"]
+    assert "add_note" in {
+        n for e in events2 if e.get("event") == VISIBLE_SET_EVENT for n in e["added"]
+    }
+    assert values2["messages"][-1]["content"] == "I used add_note: note 1 saved"
+
+
 def test_model_spec_from_config_then_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TOOLBUDGET_MODEL", raising=False)
     assert model_spec(None) == "demo"
@@ -217,3 +308,25 @@ def test_chat_model_names_what_to_install_or_fix() -> None:
     assert chat_model("demo").bind_tools(catalog.tools(["get_weather"])) is not None
     with pytest.raises((ImportError, ValueError), match="no-such-provider:m"):
         chat_model("no-such-provider:m")
+
+
+def test_mcp_connections_from_env_json_or_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("TOOLBUDGET_MCP_SERVERS", raising=False)
+    defaults = mcp_connections()
+    assert sorted(defaults) == ["math", "notes", "text"]
+    assert all(Path(c["args"][0]).is_file() for c in defaults.values())
+
+    inline = '{"m": {"transport": "stdio", "command": "python", "args": ["s.py"]}}'
+    monkeypatch.setenv("TOOLBUDGET_MCP_SERVERS", inline)
+    assert mcp_connections() == {"m": {"transport": "stdio", "command": "python", "args": ["s.py"]}}
+    path = tmp_path / "servers.json"
+    path.write_text(inline, encoding="utf-8")
+    assert mcp_connections(str(path)) == mcp_connections()
+    with pytest.raises(ValueError, match="TOOLBUDGET_MCP_SERVERS must be a JSON object"):
+        mcp_connections('{"m": 3}')
+    with pytest.raises(ValueError, match="TOOLBUDGET_MCP_SERVERS must be a JSON object"):
+        mcp_connections("{not json")
+    with pytest.raises(FileNotFoundError):
+        mcp_connections(str(tmp_path / "missing.json"))
