@@ -1,0 +1,97 @@
+"""The notebooks run top to bottom, headless, offline; and they are committed without outputs.
+
+Each notebook is executed with nbclient in a real Jupyter kernel, with the
+notebooks folder as working directory (so relative paths work) and a
+non-interactive matplotlib backend. A cell error fails the test.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+EXPECTED = ("quickstart.ipynb", "mcp.ipynb", "budget.ipynb")
+BENCH = NOTEBOOKS.parents[1] / "shared" / "bench"
+CELL_TIMEOUT_S = 120
+
+
+def _execute(name: str, monkeypatch: pytest.MonkeyPatch) -> nbformat.NotebookNode:
+    monkeypatch.setenv("MPLBACKEND", "Agg")  # the kernel inherits the environment
+    # As in a real Jupyter: ipykernel gives sys.stderr a file descriptor unless it sees
+    # pytest's variable. Without one, the MCP SDK's stdio client cannot start a server
+    # (UnsupportedOperation: fileno), which is also what happens on Colab and Windows.
+    monkeypatch.delenv("PYTEST_CURRENT_TEST", raising=False)
+    notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
+    client = NotebookClient(
+        notebook,
+        timeout=CELL_TIMEOUT_S,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(NOTEBOOKS)}},
+    )
+    client.execute()  # raises CellExecutionError on the first failing cell
+    return notebook
+
+
+def _text(notebook: nbformat.NotebookNode) -> str:
+    parts = []
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                parts.append(f"{output['ename']}: {output['evalue']}")
+            parts.append(output.get("text", ""))
+            parts.append(output.get("data", {}).get("text/plain", ""))
+    return "\n".join(parts)
+
+
+def test_notebooks_folder_holds_exactly_the_tested_notebooks() -> None:
+    assert sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_notebook_is_committed_without_outputs(name: str) -> None:
+    notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
+    nbformat.validate(notebook)
+    code = [c for c in notebook.cells if c.cell_type == "code"]
+    assert code, f"{name} has no code"
+    dirty = [i for i, c in enumerate(code) if c.outputs or c.execution_count is not None]
+    assert not dirty, f"{name}: code cells {dirty} carry outputs; clear them before committing"
+
+
+def test_quickstart_notebook_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = _text(_execute("quickstart.ipynb", monkeypatch))
+    assert "categories and scores: {'github'" in text
+    assert "saved:" in text
+    assert "request_more_tools" in text and "Sent to #general" in text
+
+
+def test_mcp_notebook_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = _text(_execute("mcp.ipynb", monkeypatch))
+    assert "ToolCatalog(14 tools, 3 categories) | load errors: none" in text
+    assert "visible set: +['add_note'] -[]  (add_tool)" in text  # widened by the model
+    assert "visible set: +['word_count', 'upper'] -[]  (request_more_tools)" in text
+    assert "Your note has 5 words." in text
+    assert "load errors: {'broken'" in text
+
+
+def test_budget_notebook_runs_on_the_bench_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TOOLBUDGET_BENCH_DIR", raising=False)
+    text = _text(_execute("budget.ipynb", monkeypatch))
+    if (BENCH / "sealtools" / "catalog.jsonl").exists():  # the repository's sibling shared/bench
+        assert f"bench data: {BENCH} (found)" in text
+        assert "Seal-Tools: 4076 tools" in text and "MetaTool: 199 tools" in text
+    else:  # a clone elsewhere: the notebook must say it fell back
+        assert "using a synthetic catalog" in text
+    assert "visible (+" in text
+
+
+def test_budget_notebook_falls_back_to_a_synthetic_catalog(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("TOOLBUDGET_BENCH_DIR", str(tmp_path / "absent"))
+    text = _text(_execute("budget.ipynb", monkeypatch))
+    assert "using a synthetic catalog" in text
+    assert "synthetic: 300 tools" in text
