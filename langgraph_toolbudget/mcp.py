@@ -219,11 +219,24 @@ def _where(connection: Mapping[str, Any]) -> str:
     return f"{transport}: {connection.get('url', '?')}"
 
 
+def _is_session_terminated(exc: BaseException) -> bool:
+    """The server answered 404 to the session id: it does not know the session (any more).
+
+    The SDK reports it as ``McpError(code=32600, "Session terminated")``.
+    """
+    leaf = _leaf(exc)
+    return (
+        isinstance(leaf, McpError)
+        and leaf.error.code in (32600, -32600)
+        and "session terminated" in leaf.error.message.lower()
+    )
+
+
 def _is_transport_error(exc: BaseException) -> bool:
     """True when an error means the session is unusable (not a tool-level error)."""
     leaf = _leaf(exc)
     if isinstance(leaf, McpError):
-        return leaf.error.code == CONNECTION_CLOSED
+        return leaf.error.code == CONNECTION_CLOSED or _is_session_terminated(leaf)
     return isinstance(
         leaf,
         anyio.ClosedResourceError
@@ -447,10 +460,25 @@ class _ServerSession:
     ) -> types.CallToolResult:
         """Call one tool over the persistent session.
 
+        A server that no longer knows the session (an HTTP server restarted
+        between calls answers 404) never ran the request, so the call is sent
+        once more on a new session, as the MCP spec asks.
+
         Raises:
             MCPServerError: the session could not be opened, died during the
                 call, or the server rejected the request.
         """
+        try:
+            return await self._call_once(tool, mcp_name, arguments)
+        except MCPServerError as exc:
+            if exc.__cause__ is None or not _is_session_terminated(exc.__cause__):
+                raise
+        logger.info("MCP server %r forgot the session; calling %r on a new one", self.name, tool)
+        return await self._call_once(tool, mcp_name, arguments)
+
+    async def _call_once(
+        self, tool: str, mcp_name: str, arguments: dict[str, Any]
+    ) -> types.CallToolResult:
         gen = await self.ensure_open()
         session = gen.session
         request_id: list[int] = []

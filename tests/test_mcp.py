@@ -416,6 +416,21 @@ async def test_streamable_http_server_killed_mid_call_then_restarted() -> None:
             assert catalog.mcp.sessions_opened("notes") == 2
 
 
+async def test_streamable_http_server_restarted_between_calls_gets_a_new_session() -> None:
+    port = free_port()
+    with http_server("notes_server.py", port=port) as server:
+        catalog = await ToolCatalog.from_mcp({"notes": server.connection})
+        first_pid = text_of(await catalog.get("server_pid").tool.ainvoke({}))
+        server.kill()
+    async with catalog:
+        with http_server("notes_server.py", port=port):
+            # the new server answers 404 to the old session id: the request never ran,
+            # so it is sent again on a new session instead of failing
+            pid = text_of(await catalog.get("server_pid").tool.ainvoke({}))
+            assert pid != first_pid and catalog.mcp.sessions_opened("notes") == 2
+            assert text_of(await catalog.get("list_notes").tool.ainvoke({})) == ""
+
+
 async def test_sse_transport_loads_and_calls() -> None:
     with http_server("math_server.py", transport="sse") as server:
         async with await ToolCatalog.from_mcp({"math": server.connection}) as catalog:
