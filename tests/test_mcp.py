@@ -345,7 +345,7 @@ async def test_a_server_that_cannot_start_is_reported_and_the_others_load() -> N
         assert text_of(await catalog.get("add").tool.ainvoke({"a": 1, "b": 1})) == "2.0"
 
 
-async def test_strict_raises_naming_the_server_and_leaves_no_process() -> None:
+async def test_strict_raises_naming_the_server() -> None:
     port = free_port()  # nothing listens there
     with pytest.raises(MCPLoadError, match="'down'.*ConnectError") as info:
         await ToolCatalog.from_mcp(
