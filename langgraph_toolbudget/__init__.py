@@ -16,6 +16,7 @@ from langgraph_toolbudget.budget import max_tools_for_model
 from langgraph_toolbudget.catalog import ToolCatalog, ToolSpec
 from langgraph_toolbudget.executor import ToolExecution, ToolExecutor
 from langgraph_toolbudget.intent import ClassifyIntent, classify_lexical
+from langgraph_toolbudget.mcp import MCPLoadError, MCPServerError, load_mcp_catalog
 from langgraph_toolbudget.meta import META_TOOL_NAMES, meta_tool_definitions
 from langgraph_toolbudget.search import SearchResult, ToolIndex
 from langgraph_toolbudget.selection import SelectTools, ToolSearch, search_hits, select_tools
@@ -25,6 +26,8 @@ from langgraph_toolbudget.tokens import schema_tokens
 __all__ = [
     "CallModel",
     "META_TOOL_NAMES",
+    "MCPLoadError",
+    "MCPServerError",
     "ToolAgent",
     "ToolExecution",
     "ToolExecutor",
@@ -42,6 +45,7 @@ __all__ = [
     "ToolSearch",
     "ToolSpec",
     "classify_lexical",
+    "load_mcp_catalog",
     "max_tools_for_model",
     "merge_names",
     "search_hits",
