@@ -58,3 +58,46 @@ def test_readme_example_runs(
     monkeypatch.delenv("TOOLBUDGET_MODEL", raising=False)
     namespace = {"__name__": f"readme_line{line}"}
     exec(compile(code, f"README.md:{line}", "exec"), namespace)  # noqa: S102 - the README's own code
+
+
+def test_readme_configuration_reference_names_every_parameter() -> None:
+    """Each public node's and factory's parameters appear in the configuration reference."""
+    import inspect
+
+    from langgraph_toolbudget import (
+        CallModel,
+        ClassifyIntent,
+        SelectTools,
+        ToolAgent,
+        ToolCatalog,
+        ToolExecutor,
+        ToolSearch,
+        add_toolbudget_nodes,
+        create_toolbudget_agent,
+    )
+
+    text = README.read_text(encoding="utf-8")
+    start = text.index("## Configuration reference")
+    section = text[start : text.index("\n## ", start + 1)]
+    documented = set(re.findall(r"\w+", section))
+    missing = {}
+    for api in (
+        ToolCatalog.from_tools,
+        ToolCatalog.from_mcp,
+        ClassifyIntent,
+        SelectTools,
+        ToolSearch,
+        CallModel,
+        ToolAgent,
+        ToolExecutor,
+        add_toolbudget_nodes,
+        create_toolbudget_agent,
+    ):
+        params = inspect.signature(api).parameters.values()
+        names = {p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+        undocumented = sorted(names - documented - {"self", "name"})
+        if undocumented:
+            missing[api.__qualname__] = undocumented
+    assert not missing, (
+        f"document these parameters in the README's configuration reference: {missing}"
+    )
