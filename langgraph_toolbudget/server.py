@@ -123,6 +123,9 @@ def chat_model(spec: str = DEMO_MODEL) -> BaseChatModel:
             ``init_chat_model`` accepts: ``"openai:gpt-4o-mini"``,
             ``"anthropic:claude-3-5-haiku-latest"``, ``"ollama:qwen3:8b"`` ...
 
+    Returns:
+        The chat model (the same object for the same spec).
+
     Raises:
         ModelUnavailableError: ``langchain`` or the provider's package is not
             installed (an ``ImportError``); the message says what to install.
@@ -148,7 +151,17 @@ def _configurable(config: RunnableConfig | None) -> dict[str, Any]:
 
 
 def model_spec(config: RunnableConfig | None = None) -> str:
-    """The model a run uses: ``configurable.model``, else ``$TOOLBUDGET_MODEL``, else ``demo``."""
+    """The model a run uses: ``configurable.model``, else ``$TOOLBUDGET_MODEL``, else ``demo``.
+
+    Args:
+        config: a run (or assistant) config.
+
+    Returns:
+        A model spec for :func:`chat_model`.
+
+    Raises:
+        TypeError: ``configurable.model`` is not a string.
+    """
     value = _configurable(config).get("model") or os.environ.get(MODEL_ENV) or DEMO_MODEL
     if not isinstance(value, str):
         raise TypeError(BAD_OPTION_ERROR.format(key="model", expected="a string", value=value))
@@ -178,6 +191,12 @@ def agent_for(catalog: ToolCatalog, config: RunnableConfig | None = None) -> Com
     Args:
         catalog: the tool catalog.
         config: a run config; reads ``configurable.model``, ``max_tools``, ``mode``.
+
+    Returns:
+        The compiled graph.
+
+    Raises:
+        TypeError: ``configurable.max_tools`` or ``model`` has the wrong type.
     """
     graph = create_toolbudget_agent(chat_model(model_spec(config)), catalog, **_options(config))
     return graph.compile()
@@ -195,6 +214,9 @@ async def example_agent(config: RunnableConfig) -> CompiledStateGraph:
 
     Args:
         config: the run's config (``configurable.model``, ``max_tools``, ``mode``).
+
+    Returns:
+        The compiled graph.
     """
     global _example
     if _example is None:
@@ -214,6 +236,9 @@ def _build_example() -> ToolCatalog:
 def default_mcp_connections() -> dict[str, dict[str, Any]]:
     """Stdio connections to the local FastMCP servers of a source checkout (``tests/mcp_servers``).
 
+    Returns:
+        ``math``, ``notes`` and ``text``, each started with this Python interpreter.
+
     Raises:
         FileNotFoundError: the servers are not there (an installed wheel).
     """
@@ -232,6 +257,9 @@ def mcp_connections(value: str | None = None) -> dict[str, dict[str, Any]]:
     Args:
         value: inline JSON (starting with ``{``) or the path of a JSON file, holding
             server name -> ``MultiServerMCPClient`` connection dict.
+
+    Returns:
+        Server name -> connection dict.
 
     Raises:
         ValueError: the JSON is invalid or not a mapping of mappings.
@@ -292,5 +320,11 @@ async def mcp_agent(config: RunnableConfig) -> CompiledStateGraph:
 
     Args:
         config: the run's config (``configurable.model``, ``max_tools``, ``mode``).
+
+    Returns:
+        The compiled graph.
+
+    Raises:
+        RuntimeError: no configured MCP server could be loaded.
     """
     return agent_for(await _mcp_catalog(), config)
