@@ -438,6 +438,9 @@ class ToolExecution:
     ) -> dict[int, Any]:
         if self._serial(calls):
             return {i: await self._run_one(c, state, config) for i, c in calls}
+        if self._unbounded(calls):  # every call may start at once: no gates needed
+            results = await asyncio.gather(*(self._run_one(c, state, config) for _, c in calls))
+            return {i: r for (i, _), r in zip(calls, results, strict=True)}
         gates: dict[str, _GroupGate] = {}
         tickets: dict[str, int] = {}
         coros = []
@@ -466,6 +469,16 @@ class ToolExecution:
             return False
         (group,) = groups
         return self._group_limits.get(group, 1) == 1 or not any(s and s.is_pure for s in specs)
+
+    def _unbounded(self, calls: list[tuple[int, ToolCall]]) -> bool:
+        """True when every call is pure and no group has more calls than its limit."""
+        per_group: dict[str, int] = {}
+        for _, call in calls:
+            spec = self.catalog.get(call["name"])
+            if spec is None or not spec.is_pure:
+                return False
+            per_group[spec.concurrency_group] = per_group.get(spec.concurrency_group, 0) + 1
+        return all(n <= self._group_limits.get(g, 1) for g, n in per_group.items())
 
     def _sync_fast_path(self, calls: list[tuple[int, ToolCall]]) -> bool:
         if not self._serial(calls):
