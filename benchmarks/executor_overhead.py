@@ -1,0 +1,238 @@
+"""Per-call overhead of ToolExecutor against LangGraph's ToolNode, in the same graph, same run.
+
+The graph is the same for every variant: ``START -> agent -> tools -> END``, where
+``agent`` is a plain node that emits one AI message with N tool calls (round-robin
+over four trivial real ``@tool`` functions) and ``tools`` is the node under test:
+
+- ``ToolNode``: LangGraph's own (``langgraph.prebuilt.ToolNode``);
+- ``ToolExecutor[sequential]`` and ``ToolExecutor[parallel_safe]``: ours, with
+  the same tools in a catalog and all of them visible.
+
+A ``baseline`` graph (``agent -> END``) measures what the graph costs without a
+tools node. Repetitions are interleaved (each round runs every variant once, in a
+rotated order) under ``invoke`` and under ``ainvoke``. Reported per variant:
+median graph time per tool call, median tools-node time per call (graph minus
+baseline), and the ratio to ToolNode on each. Target: ratio <= 1.0.
+
+Run: ``python benchmarks/executor_overhead.py [--rounds 200] [--calls 1 5 20]``.
+Writes ``benchmarks/results/executor_overhead.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _report import median_ms, print_table, write_results  # noqa: E402
+from langchain_core.messages import AIMessage, HumanMessage  # noqa: E402
+from langchain_core.tools import BaseTool, tool  # noqa: E402
+from langgraph.graph import END, START, StateGraph  # noqa: E402
+from langgraph.prebuilt import ToolNode  # noqa: E402
+
+from langgraph_toolbudget import ToolBudgetState, ToolCatalog, ToolExecutor  # noqa: E402
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool
+def echo(text: str) -> str:
+    """Return the text unchanged."""
+    return text
+
+
+@tool
+def upper(text: str) -> str:
+    """Return the text in upper case."""
+    return text.upper()
+
+
+@tool
+def count_items(items: list[str]) -> int:
+    """Count the items of a list."""
+    return len(items)
+
+
+TOOLS: list[BaseTool] = [add, echo, upper, count_items]
+ARGS: dict[str, dict[str, Any]] = {
+    "add": {"a": 2, "b": 3},
+    "echo": {"text": "hello"},
+    "upper": {"text": "hello"},
+    "count_items": {"items": ["a", "b", "c"]},
+}
+
+
+def tool_calls(n: int) -> list[dict[str, Any]]:
+    names = [t.name for t in TOOLS]
+    return [
+        {"name": names[i % len(names)], "args": ARGS[names[i % len(names)]], "id": f"call_{i}"}
+        for i in range(n)
+    ]
+
+
+def build_graph(tools_node: Any | None, n: int) -> Any:
+    calls = tool_calls(n)
+
+    def agent(state: dict[str, Any]) -> dict[str, Any]:
+        return {"messages": [AIMessage("", tool_calls=calls)]}
+
+    graph = StateGraph(ToolBudgetState)
+    graph.add_node("agent", agent)
+    graph.add_edge(START, "agent")
+    if tools_node is None:
+        graph.add_edge("agent", END)
+    else:
+        graph.add_node("tools", tools_node)
+        graph.add_edge("agent", "tools")
+        graph.add_edge("tools", END)
+    return graph.compile()
+
+
+def variants(catalog: ToolCatalog, pure: ToolCatalog) -> dict[str, Callable[[], Any | None]]:
+    return {
+        "baseline": lambda: None,
+        "ToolNode": lambda: ToolNode(TOOLS),
+        "ToolExecutor[sequential]": lambda: ToolExecutor(catalog, mode="sequential"),
+        "ToolExecutor[parallel_safe]": lambda: ToolExecutor(catalog, mode="parallel_safe"),
+        "ToolExecutor[parallel_safe,pure]": lambda: ToolExecutor(pure, mode="parallel_safe"),
+    }
+
+
+def check(out: dict[str, Any], n: int) -> None:
+    """Every variant must really have answered every call (no silent errors)."""
+    tool_messages = [m for m in out["messages"] if m.type == "tool"]
+    if len(tool_messages) != n or any(m.status == "error" for m in tool_messages):
+        raise RuntimeError(f"bad tool messages: {[m.content for m in tool_messages]}")
+
+
+def measure(
+    n: int, rounds: int, catalog: ToolCatalog, pure: ToolCatalog
+) -> dict[str, dict[str, list[float]]]:
+    apps = {name: build_graph(make(), n) for name, make in variants(catalog, pure).items()}
+    payload = {"messages": [HumanMessage("go")], "selected_tools": [t.name for t in TOOLS]}
+    names = list(apps)
+    times: dict[str, dict[str, list[float]]] = {"invoke": {}, "ainvoke": {}}
+    for name, app in apps.items():  # warm up, and check the answers once
+        if name != "baseline":
+            check(app.invoke(payload), n)
+            check(asyncio.run(app.ainvoke(payload)), n)
+
+    def run_sync(app: Any) -> float:
+        start = time.perf_counter()
+        app.invoke(payload)
+        return time.perf_counter() - start
+
+    async def run_async(app: Any) -> float:
+        start = time.perf_counter()
+        await app.ainvoke(payload)
+        return time.perf_counter() - start
+
+    async def async_rounds() -> None:
+        for r in range(rounds):
+            for name in names[r % len(names) :] + names[: r % len(names)]:
+                times["ainvoke"].setdefault(name, []).append(await run_async(apps[name]))
+
+    gc.disable()
+    try:
+        for r in range(rounds):
+            for name in names[r % len(names) :] + names[: r % len(names)]:
+                times["invoke"].setdefault(name, []).append(run_sync(apps[name]))
+        asyncio.run(async_rounds())
+    finally:
+        gc.enable()
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--calls", type=int, nargs="+", default=[1, 5, 20])
+    args = parser.parse_args()
+
+    names = [t.name for t in TOOLS]
+    catalog = ToolCatalog.from_tools(TOOLS, categories={"util": names})
+    # The same tools declared pure with room for every call: ToolNode's own concurrency.
+    pure = ToolCatalog.from_tools(
+        TOOLS,
+        categories={"util": names},
+        tool_metadata={n: {"is_pure": True, "max_concurrency": 64} for n in names},
+    )
+    rows: list[list[Any]] = []
+    results: list[dict[str, Any]] = []
+    for n in args.calls:
+        times = measure(n, args.rounds, catalog, pure)
+        for api, per_variant in times.items():
+            base = median_ms(per_variant["baseline"])
+            ref_total = median_ms(per_variant["ToolNode"]) / n
+            ref_node = (median_ms(per_variant["ToolNode"]) - base) / n
+            for name, samples in per_variant.items():
+                if name == "baseline":
+                    continue
+                total = median_ms(samples) / n
+                node = (median_ms(samples) - base) / n
+                entry = {
+                    "calls": n,
+                    "api": api,
+                    "variant": name,
+                    "median_graph_ms_per_call": round(total, 4),
+                    "median_node_ms_per_call": round(node, 4),
+                    "ratio_graph_vs_toolnode": round(total / ref_total, 3),
+                    "ratio_node_vs_toolnode": round(node / ref_node, 3),
+                    "p90_graph_ms": round(statistics.quantiles(samples, n=10)[-1] * 1000, 3),
+                }
+                results.append(entry)
+                rows.append(
+                    [
+                        n,
+                        api,
+                        name,
+                        entry["median_graph_ms_per_call"],
+                        entry["median_node_ms_per_call"],
+                        entry["ratio_graph_vs_toolnode"],
+                        entry["ratio_node_vs_toolnode"],
+                    ]
+                )
+    print_table(
+        [
+            "calls",
+            "api",
+            "variant",
+            "graph ms/call",
+            "node ms/call",
+            "ratio (graph)",
+            "ratio (node)",
+        ],
+        rows,
+    )
+    ours = [r for r in results if r["variant"] != "ToolNode"]
+    worst = max(r["ratio_graph_vs_toolnode"] for r in ours)
+    print(
+        f"\nworst ratio (graph time per call, ToolExecutor / ToolNode): {worst:.3f} (target <= 1.0)"
+    )
+    path = write_results(
+        "executor_overhead",
+        {
+            "rounds": args.rounds,
+            "target": "ratio <= 1.0",
+            "worst_ratio_graph": worst,
+            "worst_ratio_node": max(r["ratio_node_vs_toolnode"] for r in ours),
+            "results": results,
+        },
+    )
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
