@@ -21,10 +21,11 @@ T = TypeVar("T")
 
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
+_thread: threading.Thread | None = None
 
 
 def _background_loop() -> asyncio.AbstractEventLoop:
-    global _loop
+    global _loop, _thread
     with _lock:
         if _loop is None or _loop.is_closed():
             loop = asyncio.new_event_loop()
@@ -32,7 +33,7 @@ def _background_loop() -> asyncio.AbstractEventLoop:
                 target=loop.run_forever, name="toolbudget-sync-runner", daemon=True
             )
             thread.start()
-            _loop = loop
+            _loop, _thread = loop, thread
         return _loop
 
 
@@ -40,7 +41,26 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` on the background loop and block until it finishes.
 
     The coroutine runs in a copy of the caller's context. Exceptions propagate.
+    Called from the background loop's own thread (a tool that runs a graph
+    synchronously), it runs the coroutine on a fresh loop in a new thread
+    instead of waiting on itself.
     """
+    if threading.current_thread() is _thread:
+        ctx = contextvars.copy_context()
+        box: dict[str, Any] = {}
+
+        def run_nested() -> None:
+            try:
+                box["result"] = ctx.run(asyncio.run, coro)
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller below
+                box["error"] = exc
+
+        nested = threading.Thread(target=run_nested, name="toolbudget-nested-runner")
+        nested.start()
+        nested.join()
+        if "error" in box:
+            raise box["error"]
+        return box["result"]
     loop = _background_loop()
     ctx = contextvars.copy_context()
     result: Future[T] = Future()

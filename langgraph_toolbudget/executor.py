@@ -26,6 +26,8 @@ it; other tools are invoked directly. Tools may return ``Command``.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -44,7 +46,12 @@ from rapidfuzz import fuzz, process
 from langgraph_toolbudget._node import BudgetNode, emit_event
 from langgraph_toolbudget._runner import run_sync
 from langgraph_toolbudget.catalog import ToolCatalog
-from langgraph_toolbudget.coercion import coerce_args, schema_error_message, tool_json_schema
+from langgraph_toolbudget.coercion import (
+    RAW_ARGUMENTS_KEY,
+    coerce_args,
+    schema_error_message,
+    tool_json_schema,
+)
 from langgraph_toolbudget.intent import latest_user_text
 from langgraph_toolbudget.meta import META_TOOL_NAMES, MetaToolHandler
 from langgraph_toolbudget.state import state_messages
@@ -65,6 +72,14 @@ TOOL_ERROR = "Error: tool {tool!r} failed: {error}\nFix the arguments or try ano
 TIMEOUT_ERROR = (
     "Error: tool {tool!r} timed out after {timeout:g} s and was cancelled. "
     "Try a smaller request, or another tool."
+)
+RAW_ARGUMENTS_ERROR = (
+    "Error: the arguments of your call to {tool!r} are not valid JSON, so it was not run: "
+    "{raw}\nExpected arguments (JSON schema): {schema}\nCall it again with a JSON object."
+)
+META_NAME_ERROR = (
+    "catalog tools {names} have the names of meta-tools, which the agent binds itself; "
+    "rename those tools (e.g. with a server prefix) before building the catalog."
 )
 META_LIMIT_ERROR = (
     "Error: meta-tool limit reached ({limit} calls to search_tools/add_tool/request_more_tools/"
@@ -182,6 +197,9 @@ class ToolExecution:
             raise ValueError(f"max_visible must be >= 1 or None, got {max_visible}")
         if max_meta_calls < 0:
             raise ValueError(f"max_meta_calls must be >= 0, got {max_meta_calls}")
+        clashes = [n for n in META_TOOL_NAMES if catalog.get(n) is not None]
+        if clashes:
+            raise ValueError(META_NAME_ERROR.format(names=clashes))
         missing = [n for n in pinned if n not in catalog]
         if missing:
             raise ValueError(
@@ -328,6 +346,17 @@ class ToolExecution:
         assert spec is not None  # checked by `unavailable` before
         tool = spec.tool
         args = call.get("args", {})
+        if isinstance(args, dict) and RAW_ARGUMENTS_KEY in args:
+            return ToolMessage(
+                RAW_ARGUMENTS_ERROR.format(
+                    tool=tool.name,
+                    raw=args[RAW_ARGUMENTS_KEY],
+                    schema=json.dumps(self._schema(tool)),
+                ),
+                name=tool.name,
+                tool_call_id=call["id"],
+                status="error",
+            )
         schema = self._schema(tool)
         return tool, args if schema is None else coerce_args(args, schema)
 
@@ -437,7 +466,7 @@ class ToolExecution:
         self, calls: list[tuple[int, ToolCall]], state: Any, config: RunnableConfig
     ) -> dict[int, Any]:
         if self._serial(calls):
-            return {i: await self._run_one(c, state, config) for i, c in calls}
+            return await self._arun_serial(calls, state, config)
         if self._unbounded(calls):  # every call may start at once: no gates needed
             results = await asyncio.gather(*(self._run_one(c, state, config) for _, c in calls))
             return {i: r for (i, _), r in zip(calls, results, strict=True)}
@@ -453,6 +482,38 @@ class ToolExecution:
             coros.append(self._run_gated(call, gate, ticket, state, config))
         results = await asyncio.gather(*coros)
         return {i: r for (i, _), r in zip(calls, results, strict=True)}
+
+    async def _arun_serial(
+        self, calls: list[tuple[int, ToolCall]], state: Any, config: RunnableConfig
+    ) -> dict[int, Any]:
+        """Run calls one at a time, in order.
+
+        Consecutive sync tools without a timeout run in one worker-thread trip
+        (``BaseTool.ainvoke`` would make one trip per call, as ``ToolNode`` does);
+        they run in a thread either way, so the event loop never blocks.
+        """
+        out: dict[int, Any] = {}
+        batch: list[tuple[int, ToolCall]] = []
+
+        def run_batch(items: list[tuple[int, ToolCall]]) -> list[Any]:
+            return [self._run_one_sync(c, state, config) for _, c in items]
+
+        async def flush() -> None:
+            if batch:
+                loop = asyncio.get_running_loop()
+                ctx = contextvars.copy_context()
+                results = await loop.run_in_executor(None, ctx.run, run_batch, list(batch))
+                out.update({i: r for (i, _), r in zip(batch, results, strict=True)})
+                batch.clear()
+
+        for i, call in calls:
+            if self._sync_fast_path([(i, call)]):
+                batch.append((i, call))
+                continue
+            await flush()
+            out[i] = await self._run_one(call, state, config)
+        await flush()
+        return out
 
     def _serial(self, calls: list[tuple[int, ToolCall]]) -> bool:
         """True when the calls run one at a time in call order anyway.

@@ -6,6 +6,7 @@ functions that record every execution, and the graphs are real LangGraph graphs.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -573,3 +574,27 @@ async def test_add_toolbudget_nodes_into_a_users_graph(catalog, rec, api):
 def test_add_toolbudget_nodes_rejects_a_state_without_the_budget_fields(catalog):
     with pytest.raises(TypeError, match="ToolBudgetState"):
         add_toolbudget_nodes(StateGraph(MessagesState), always_calling_model(), catalog)
+
+
+@pytest.mark.parametrize("api", ["invoke", "ainvoke"])
+async def test_invalid_tool_calls_from_the_model_get_an_answer(api):
+    rec = Recorder()
+    catalog = recording_catalog(rec)
+    bad = AIMessage(
+        "",
+        invalid_tool_calls=[
+            {"name": "get_weather", "args": "{'city': 'Oslo'}", "id": "v1", "error": None,
+             "type": "invalid_tool_call"},
+            {"name": "get_weather", "args": "{city: Oslo", "id": "v2", "error": None,
+             "type": "invalid_tool_call"},
+        ],
+    )  # fmt: skip
+    model = ScriptedChatModel(responses=[bad, AIMessage("done")])
+    app = create_toolbudget_agent(model, catalog, max_tools=8).compile()
+    inputs = {"messages": [HumanMessage("weather in Oslo")], "selected_tools": ["get_weather"]}
+    out = await (app.ainvoke(inputs) if api == "ainvoke" else asyncio.to_thread(app.invoke, inputs))
+    answers = {m.tool_call_id: m for m in out["messages"] if isinstance(m, ToolMessage)}
+    assert set(answers) == {"v1", "v2"}
+    assert answers["v1"].status == "success"  # python-literal arguments were repaired
+    assert answers["v2"].status == "error" and "not valid JSON" in answers["v2"].content
+    assert rec.names == ["get_weather"]

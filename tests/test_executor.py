@@ -736,3 +736,59 @@ async def test_a_command_returning_tool_keeps_the_messages_in_call_order(api):
     out = app.invoke(start) if api == "invoke" else await app.ainvoke(start)
     assert [m.tool_call_id for m in tool_messages(out["messages"])] == ["k1", "k2", "k3"]
     assert out["note"] == "n"
+
+
+# --- sequential sync tools under ainvoke never block the event loop ---------------------------
+
+
+async def test_sequential_sync_tools_under_ainvoke_leave_the_event_loop_free():
+    probe = ConcurrencyProbe()
+    specs: dict[str, dict[str, Any]] = {"a": {}, "b": {}, "c": {}}
+    catalog = probe_catalog(probe, specs, sync=True, seconds=0.05)
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.005)
+            ticks += 1
+
+    task = asyncio.create_task(ticker())
+    try:
+        out = await ToolExecutor(catalog, mode="sequential").ainvoke(
+            state_for(probe_calls(["a", "b", "c"]), list(specs))
+        )
+    finally:
+        task.cancel()
+    assert [m.tool_call_id for m in out["messages"]] == ["c0", "c1", "c2"]
+    assert [name for name, _, _ in probe.intervals] == ["a", "b", "c"]
+    assert probe.max_live == 1
+    # 150 ms of blocking sleeps ran in a worker thread: the loop kept ticking meanwhile.
+    assert ticks >= 10
+
+
+# --- calls whose arguments were not JSON, and tools named like meta-tools ---------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_unparseable_arguments_are_answered_with_the_schema_not_run(catalog, rec, api):
+    from langgraph_toolbudget.coercion import RAW_ARGUMENTS_KEY
+
+    calls = [call("get_weather", "c1", **{RAW_ARGUMENTS_KEY: "{city: Paris"})]
+    out = await run_node(ToolExecutor(catalog), state_for(calls, ["get_weather"]), api)
+    (message,) = out["messages"]
+    assert message.status == "error"
+    assert "not valid JSON" in message.content and "{city: Paris" in message.content
+    assert '"city"' in message.content  # the expected schema
+    assert rec.names == []
+
+
+def test_a_catalog_tool_named_like_a_meta_tool_is_rejected_naming_it():
+    @tool
+    def search_tools(query: str) -> str:
+        """A user tool that shadows the meta-tool."""
+        return query
+
+    catalog = ToolCatalog.from_tools([search_tools])
+    with pytest.raises(ValueError, match=r"\['search_tools'\].*rename"):
+        ToolExecution(catalog)
