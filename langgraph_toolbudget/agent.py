@@ -25,6 +25,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -45,6 +46,7 @@ from langgraph_toolbudget.executor import (
 from langgraph_toolbudget.intent import ClassifyIntent
 from langgraph_toolbudget.meta import meta_tool_definitions
 from langgraph_toolbudget.selection import SelectTools, ToolSearch, _resolve_budget
+from langgraph_toolbudget.semantic import HybridScorer
 from langgraph_toolbudget.state import ToolBudgetState, state_get, state_messages
 from langgraph_toolbudget.working_set import WorkingSet
 
@@ -342,6 +344,7 @@ def add_toolbudget_nodes(
     max_categories: int = 3,
     classifier_model: BaseChatModel | None = None,
     search_limit: int = 5,
+    embeddings: Embeddings | HybridScorer | None = None,
     mode: ExecutionMode = "parallel_safe",
     pinned: Sequence[str] = (),
     max_visible: int | None = None,
@@ -364,6 +367,10 @@ def add_toolbudget_nodes(
         max_categories: categories classify_intent returns at most.
         classifier_model: optional chat model for classify_intent.
         search_limit: tools the automatic tool search adds.
+        embeddings: optional LangChain ``Embeddings`` (or a ``HybridScorer``) for
+            classify_intent, select_tools and tool_search: tools are then
+            ranked by BM25 fused with embedding similarity (see
+            :mod:`langgraph_toolbudget.semantic`).
         mode: ``sequential`` or ``parallel_safe``.
         pinned: tools always visible.
         max_visible: hard cap on visible tools, or None.
@@ -389,6 +396,7 @@ def add_toolbudget_nodes(
             catalog,
             model=classifier_model,
             max_categories=max_categories,
+            embeddings=embeddings,
             name=names["classify_intent"],
         ),
     )
@@ -399,11 +407,13 @@ def add_toolbudget_nodes(
             max_tools=budget,
             min_per_category=min_per_category,
             pinned=pinned,
+            embeddings=embeddings,
             name=names["select_tools"],
         ),
     )
     graph.add_node(
-        names["tool_search"], ToolSearch(catalog, limit=search_limit, name=names["tool_search"])
+        names["tool_search"],
+        ToolSearch(catalog, limit=search_limit, embeddings=embeddings, name=names["tool_search"]),
     )
     graph.add_node(
         agent,

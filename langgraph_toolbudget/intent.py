@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
@@ -27,6 +28,7 @@ from pydantic import BaseModel, Field
 
 from langgraph_toolbudget._node import BudgetNode
 from langgraph_toolbudget.catalog import ToolCatalog
+from langgraph_toolbudget.semantic import HybridScorer, as_hybrid_scorer
 from langgraph_toolbudget.state import state_messages
 
 __all__ = ["CategoryChoice", "ClassifyIntent", "classify_lexical", "latest_user_text"]
@@ -130,6 +132,7 @@ def classify_lexical(
     *,
     max_categories: int = 3,
     min_relative_score: float = 0.5,
+    tool_scores: np.ndarray | None = None,
 ) -> list[tuple[str, float]]:
     """Rank the catalog's categories for a query, offline.
 
@@ -138,11 +141,13 @@ def classify_lexical(
         query: the user's text.
         max_categories: return at most this many.
         min_relative_score: drop categories scoring below this fraction of the best.
+        tool_scores: relevance of every tool, aligned with ``catalog.index.names``
+            (e.g. :meth:`HybridScorer.scores`); default ``catalog.index.scores(query)``.
 
     Returns:
         ``(category, score)`` best first; empty when nothing matches.
     """
-    scored = _scorer(catalog).score(query)
+    scored = _scorer(catalog).score(query, tool_scores)
     if not scored:
         return []
     floor = scored[0][1] * min_relative_score
@@ -170,11 +175,16 @@ class ClassifyIntent(BudgetNode):
         max_categories: how many categories at most.
         min_relative_score: lexical only: keep categories scoring at least this
             fraction of the best one.
+        embeddings: optional LangChain ``Embeddings`` (or a
+            :class:`~langgraph_toolbudget.semantic.HybridScorer`): the offline
+            classifier then scores tools by BM25 fused with embedding
+            similarity. An embedding failure falls back to BM25 for the turn.
 
     Example:
         ```python
         graph.add_node("classify_intent", ClassifyIntent(catalog))
         graph.add_node("classify", ClassifyIntent(catalog, model=ChatOllama(model="qwen3:8b")))
+        graph.add_node("classify", ClassifyIntent(catalog, embeddings=OllamaEmbeddings(...)))
         ```
     """
 
@@ -185,6 +195,7 @@ class ClassifyIntent(BudgetNode):
         model: BaseChatModel | None = None,
         max_categories: int = 3,
         min_relative_score: float = 0.5,
+        embeddings: Embeddings | HybridScorer | None = None,
         name: str = "classify_intent",
     ) -> None:
         if max_categories < 1:
@@ -195,13 +206,15 @@ class ClassifyIntent(BudgetNode):
         self.max_categories = max_categories
         self.min_relative_score = min_relative_score
         self._structured = model.with_structured_output(CategoryChoice) if model else None
+        self.scorer = as_hybrid_scorer(catalog, embeddings)
 
-    def _lexical(self, query: str) -> dict[str, Any]:
+    def _lexical(self, query: str, tool_scores: np.ndarray | None = None) -> dict[str, Any]:
         ranked = classify_lexical(
             self.catalog,
             query,
             max_categories=self.max_categories,
             min_relative_score=self.min_relative_score,
+            tool_scores=tool_scores,
         )
         return {"categories": [c for c, _ in ranked], "category_scores": dict(ranked)}
 
@@ -236,23 +249,33 @@ class ClassifyIntent(BudgetNode):
             "category_scores": {c: float(n - i) for i, c in enumerate(chosen)},
         }
 
+    def _offline(self, query: str) -> dict[str, Any]:
+        if self.scorer is None or not query:
+            return self._lexical(query)
+        return self._lexical(query, self.scorer.scores(query))
+
+    async def _aoffline(self, query: str) -> dict[str, Any]:
+        if self.scorer is None or not query:
+            return self._lexical(query)
+        return self._lexical(query, await self.scorer.ascores(query))
+
     def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         query = latest_user_text(state_messages(state))
         if self._structured is None or not query:
-            return self._lexical(query)
+            return self._offline(query)
         try:
             return self._validate(self._structured.invoke(self._prompt(query), config), query)
         except Exception as exc:  # noqa: BLE001 - any model failure falls back, and is logged
             logger.warning("classify_intent: model failed (%r); using the lexical classifier", exc)
-            return self._lexical(query)
+            return self._offline(query)
 
     async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         query = latest_user_text(state_messages(state))
         if self._structured is None or not query:
-            return self._lexical(query)
+            return await self._aoffline(query)
         try:
             answer = await self._structured.ainvoke(self._prompt(query), config)
             return self._validate(answer, query)
         except Exception as exc:  # noqa: BLE001 - any model failure falls back, and is logged
             logger.warning("classify_intent: model failed (%r); using the lexical classifier", exc)
-            return self._lexical(query)
+            return await self._aoffline(query)

@@ -15,10 +15,12 @@ Typical Usage:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 import numpy as np
+from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 
@@ -26,6 +28,7 @@ from langgraph_toolbudget._node import BudgetNode, emit_event
 from langgraph_toolbudget.budget import allocate, max_tools_for_model
 from langgraph_toolbudget.catalog import ToolCatalog
 from langgraph_toolbudget.intent import latest_user_text
+from langgraph_toolbudget.semantic import HybridScorer, as_hybrid_scorer
 from langgraph_toolbudget.state import state_get, state_messages
 
 __all__ = ["SelectTools", "ToolSearch", "search_hits", "select_tools"]
@@ -46,6 +49,7 @@ def select_tools(
     max_tools: int = 8,
     min_per_category: int = 2,
     exclude: Iterable[str] = (),
+    scores: np.ndarray | None = None,
 ) -> list[str]:
     """Tools for ``categories`` under a proportional budget.
 
@@ -63,6 +67,8 @@ def select_tools(
         max_tools: the budget.
         min_per_category: the floor of each category's share.
         exclude: tools already visible outside the budget (not chosen again).
+        scores: relevance of every tool, aligned with ``catalog.index.names``
+            (e.g. :meth:`HybridScorer.scores`); default ``catalog.index.scores(query)``.
     """
     if isinstance(categories, str):
         raise TypeError(
@@ -75,7 +81,10 @@ def select_tools(
         return []
     exclude = list(exclude)
     index = catalog.index
-    scores = index.scores(query) if query else None
+    if scores is None:
+        scores = index.scores(query) if query else None
+    else:
+        _check_scores(catalog, scores)
     # No category can place more than max_tools tools (plus the excluded ones it skips),
     # so each category's ranking is cut there: the result is the same, the work bounded.
     cap = max_tools + len(exclude)
@@ -116,6 +125,7 @@ def search_hits(
     limit: int = 5,
     exclude: Iterable[str] = (),
     min_relative_score: float = 0.0,
+    scores: np.ndarray | None = None,
 ) -> list[str]:
     """The ``limit`` most relevant selectable tools for free text, best first.
 
@@ -125,18 +135,25 @@ def search_hits(
         limit: how many at most.
         exclude: names to skip (already visible).
         min_relative_score: drop hits scoring below this fraction of the best.
+        scores: relevance of every tool, aligned with ``catalog.index.names``
+            (e.g. :meth:`HybridScorer.scores`); default ``catalog.index.scores(query)``.
     """
     if limit <= 0 or not query:
         return []
+    if scores is None:
+        rank = functools.partial(catalog.index.rank, query)
+    else:
+        _check_scores(catalog, scores)
+        rank = functools.partial(_rank_scores, scores)
     skip = set(exclude)
     out: list[str] = []
     best = None
     # Enough candidates for ``limit`` hits unless many are skipped; then rank them all.
-    ranked = catalog.index.rank(query, limit=limit + len(skip) + 16)
+    ranked = rank(limit=limit + len(skip) + 16)
     if len(ranked) == limit + len(skip) + 16:
         n_ok = sum(1 for pos, _ in ranked if _hit_ok(catalog, pos, skip))
         if n_ok < limit:
-            ranked = catalog.index.rank(query)
+            ranked = rank()
     for pos, score in ranked:
         name = catalog.index.names[pos]
         if best is None:
@@ -149,6 +166,30 @@ def search_hits(
         if len(out) >= limit:
             break
     return out
+
+
+def _check_scores(catalog: ToolCatalog, scores: np.ndarray) -> None:
+    if np.shape(scores) != (len(catalog.index),):
+        raise ValueError(
+            f"scores must hold one value per tool of catalog.index ({len(catalog.index)}), "
+            f"got shape {np.shape(scores)}"
+        )
+
+
+def _rank_scores(scores: np.ndarray, limit: int | None = None) -> list[tuple[int, float]]:
+    """Positions scoring > 0, best first, catalog order breaking ties (as ``ToolIndex.rank``)."""
+    ids = np.flatnonzero(scores > 0)
+    sub = scores[ids]
+    if limit is not None and limit < ids.size:
+        if limit <= 0:
+            return []
+        kth = np.partition(sub, sub.size - limit)[sub.size - limit]
+        keep = sub >= kth
+        ids, sub = ids[keep], sub[keep]
+    order = np.lexsort((ids, -sub))
+    if limit is not None:
+        order = order[:limit]
+    return [(int(ids[i]), float(sub[i])) for i in order]
 
 
 def _hit_ok(catalog: ToolCatalog, pos: int, skip: set[str]) -> bool:
@@ -193,6 +234,10 @@ class SelectTools(BudgetNode):
             ``max_tools`` most relevant tools, for catalogs without
             categories), ``auto`` (categories when the state has some, else
             relevance).
+        embeddings: optional LangChain ``Embeddings`` (or a
+            :class:`~langgraph_toolbudget.semantic.HybridScorer`): tools are
+            then ranked by BM25 fused with embedding similarity. An embedding
+            failure falls back to BM25 for the turn.
 
     Example:
         ```python
@@ -209,6 +254,7 @@ class SelectTools(BudgetNode):
         model_size: str | float | None = None,
         pinned: Sequence[str] = (),
         strategy: Strategy = "auto",
+        embeddings: Embeddings | HybridScorer | None = None,
         name: str = "select_tools",
     ) -> None:
         if strategy not in ("auto", "categories", "relevance"):
@@ -221,17 +267,25 @@ class SelectTools(BudgetNode):
         self.min_per_category = min_per_category
         self.pinned = _check_pinned(catalog, pinned)
         self.strategy = strategy
+        self.scorer = as_hybrid_scorer(catalog, embeddings)
 
     @property
     def free_tools(self) -> list[str]:
         """Visible without budget: ``always`` tools, special categories, pinned tools."""
         return list(dict.fromkeys([*self.catalog.always_visible, *self.pinned]))
 
-    def choose(self, query: str, categories: Sequence[str]) -> list[str]:
-        """The tools this node makes visible for a query and categories."""
+    def choose(
+        self, query: str, categories: Sequence[str], *, scores: np.ndarray | None = None
+    ) -> list[str]:
+        """The tools this node makes visible for a query and categories.
+
+        ``scores``: relevance of every tool (default: ``catalog.index.scores(query)``).
+        """
         free = self.free_tools
         if self.strategy == "relevance" or (self.strategy == "auto" and not categories):
-            chosen = search_hits(self.catalog, query, limit=self.max_tools, exclude=free)
+            chosen = search_hits(
+                self.catalog, query, limit=self.max_tools, exclude=free, scores=scores
+            )
         else:
             chosen = select_tools(
                 self.catalog,
@@ -240,14 +294,24 @@ class SelectTools(BudgetNode):
                 max_tools=self.max_tools,
                 min_per_category=self.min_per_category,
                 exclude=free,
+                scores=scores,
             )
         return [*free, *chosen]
 
     def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         query = latest_user_text(state_messages(state))
+        scores = self.scorer.scores(query) if self.scorer is not None and query else None
+        return self._update(state, query, scores)
+
+    async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        query = latest_user_text(state_messages(state))
+        scores = await self.scorer.ascores(query) if self.scorer is not None and query else None
+        return self._update(state, query, scores)
+
+    def _update(self, state: Any, query: str, scores: np.ndarray | None) -> dict[str, Any]:
         categories = list(state_get(state, "categories", None) or [])
         before = list(state_get(state, "selected_tools", None) or [])
-        chosen = self.choose(query, categories)
+        chosen = self.choose(query, categories, scores=scores)
         added = [n for n in chosen if n not in set(before)]
         if added:
             emit_event({"node": self.name, "added": added, "removed": [], "reason": "select_tools"})
@@ -267,6 +331,10 @@ class ToolSearch(BudgetNode):
         limit: how many hits to add at most (default 5).
         every_turn: search on later turns too.
         min_relative_score: drop hits below this fraction of the best score.
+        embeddings: optional LangChain ``Embeddings`` (or a
+            :class:`~langgraph_toolbudget.semantic.HybridScorer`): hits are
+            then ranked by BM25 fused with embedding similarity. An embedding
+            failure falls back to BM25 for the turn.
 
     Output: ``{"selected_tools": [...]}`` (only new names), or ``{}``.
     """
@@ -278,6 +346,7 @@ class ToolSearch(BudgetNode):
         limit: int = 5,
         every_turn: bool = False,
         min_relative_score: float = 0.0,
+        embeddings: Embeddings | HybridScorer | None = None,
         name: str = "tool_search",
     ) -> None:
         if limit < 0:
@@ -287,18 +356,38 @@ class ToolSearch(BudgetNode):
         self.limit = limit
         self.every_turn = every_turn
         self.min_relative_score = min_relative_score
+        self.scorer = as_hybrid_scorer(catalog, embeddings)
 
-    def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+    def _query(self, state: Any) -> str | None:
+        """The text to search for, or None when this turn is not searched."""
         messages = state_messages(state)
         if not self.every_turn and any(isinstance(m, AIMessage) for m in messages):
+            return None
+        return latest_user_text(messages)
+
+    def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        query = self._query(state)
+        if query is None:
             return {}
+        scores = self.scorer.scores(query) if self.scorer is not None and query else None
+        return self._update(state, query, scores)
+
+    async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        query = self._query(state)
+        if query is None:
+            return {}
+        scores = await self.scorer.ascores(query) if self.scorer is not None and query else None
+        return self._update(state, query, scores)
+
+    def _update(self, state: Any, query: str, scores: np.ndarray | None) -> dict[str, Any]:
         visible = list(state_get(state, "selected_tools", None) or [])
         hits = search_hits(
             self.catalog,
-            latest_user_text(messages),
+            query,
             limit=self.limit,
             exclude=visible,
             min_relative_score=self.min_relative_score,
+            scores=scores,
         )
         if not hits:
             return {}
