@@ -408,12 +408,20 @@ def add_toolbudget_nodes(
             min_per_category=min_per_category,
             pinned=pinned,
             embeddings=embeddings,
+            max_visible=max_visible,
             name=names["select_tools"],
         ),
     )
     graph.add_node(
         names["tool_search"],
-        ToolSearch(catalog, limit=search_limit, embeddings=embeddings, name=names["tool_search"]),
+        ToolSearch(
+            catalog,
+            limit=search_limit,
+            embeddings=embeddings,
+            max_visible=max_visible,
+            pinned=pinned,
+            name=names["tool_search"],
+        ),
     )
     graph.add_node(
         agent,

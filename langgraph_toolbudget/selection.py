@@ -28,8 +28,10 @@ from langgraph_toolbudget._node import BudgetNode, emit_event
 from langgraph_toolbudget.budget import allocate, max_tools_for_model
 from langgraph_toolbudget.catalog import ToolCatalog
 from langgraph_toolbudget.intent import latest_user_text
+from langgraph_toolbudget.search import rank_scores
 from langgraph_toolbudget.semantic import HybridScorer, as_hybrid_scorer
 from langgraph_toolbudget.state import state_get, state_messages
+from langgraph_toolbudget.working_set import WorkingSet
 
 __all__ = ["SelectTools", "ToolSearch", "search_hits", "select_tools"]
 
@@ -144,7 +146,7 @@ def search_hits(
         rank = functools.partial(catalog.index.rank, query)
     else:
         _check_scores(catalog, scores)
-        rank = functools.partial(_rank_scores, scores)
+        rank = functools.partial(rank_scores, scores)
     skip = set(exclude)
     out: list[str] = []
     best = None
@@ -176,25 +178,47 @@ def _check_scores(catalog: ToolCatalog, scores: np.ndarray) -> None:
         )
 
 
-def _rank_scores(scores: np.ndarray, limit: int | None = None) -> list[tuple[int, float]]:
-    """Positions scoring > 0, best first, catalog order breaking ties (as ``ToolIndex.rank``)."""
-    ids = np.flatnonzero(scores > 0)
-    sub = scores[ids]
-    if limit is not None and limit < ids.size:
-        if limit <= 0:
-            return []
-        kth = np.partition(sub, sub.size - limit)[sub.size - limit]
-        keep = sub >= kth
-        ids, sub = ids[keep], sub[keep]
-    order = np.lexsort((ids, -sub))
-    if limit is not None:
-        order = order[:limit]
-    return [(int(ids[i]), float(sub[i])) for i in order]
-
-
 def _hit_ok(catalog: ToolCatalog, pos: int, skip: set[str]) -> bool:
     name = catalog.index.names[pos]
     return name not in skip and catalog.selectable(name)
+
+
+def _check_cap(max_visible: int | None) -> int | None:
+    if max_visible is not None and max_visible < 1:
+        raise ValueError(f"max_visible must be >= 1 or None, got {max_visible}")
+    return max_visible
+
+
+def _grow_visible(
+    state: Any,
+    new: Sequence[str],
+    *,
+    pinned: Sequence[str],
+    cap: int | None,
+    node: str,
+) -> dict[str, Any]:
+    """The state update that makes ``new`` visible, evicting under ``cap`` (LRU)."""
+    before = list(state_get(state, "selected_tools", None) or [])
+    if cap is None:
+        added = [n for n in new if n not in set(before)]
+        if added:
+            emit_event({"node": node, "added": added, "removed": [], "reason": node})
+        return {"selected_tools": list(new)}
+    working = WorkingSet.from_state(
+        {"selected_tools": before, "tool_last_used": state_get(state, "tool_last_used", None)},
+        pinned=pinned,
+        cap=cap,
+    )
+    for name in new:  # chosen again this turn: recently relevant, evicted last
+        if name in working:
+            working.touch(name)
+    added, evicted = working.add(new)
+    if added or evicted:
+        emit_event({"node": node, "added": added, "removed": evicted, "reason": node})
+    diff = working.diff(before)
+    if not diff["add"] and not diff["remove"]:
+        return {"tool_last_used": dict(working.last_used)}
+    return {"selected_tools": diff, "tool_last_used": dict(working.last_used)}
 
 
 def _check_pinned(catalog: ToolCatalog, pinned: Sequence[str]) -> list[str]:
@@ -238,6 +262,9 @@ class SelectTools(BudgetNode):
             :class:`~langgraph_toolbudget.semantic.HybridScorer`): tools are
             then ranked by BM25 fused with embedding similarity. An embedding
             failure falls back to BM25 for the turn.
+        max_visible: hard cap on the visible set across turns: adding this
+            turn's tools beyond it evicts the least recently used unpinned
+            tools of earlier turns (``None``: the set only grows).
 
     Example:
         ```python
@@ -255,6 +282,7 @@ class SelectTools(BudgetNode):
         pinned: Sequence[str] = (),
         strategy: Strategy = "auto",
         embeddings: Embeddings | HybridScorer | None = None,
+        max_visible: int | None = None,
         name: str = "select_tools",
     ) -> None:
         if strategy not in ("auto", "categories", "relevance"):
@@ -268,6 +296,7 @@ class SelectTools(BudgetNode):
         self.pinned = _check_pinned(catalog, pinned)
         self.strategy = strategy
         self.scorer = as_hybrid_scorer(catalog, embeddings)
+        self.max_visible = _check_cap(max_visible)
 
     @property
     def free_tools(self) -> list[str]:
@@ -310,12 +339,10 @@ class SelectTools(BudgetNode):
 
     def _update(self, state: Any, query: str, scores: np.ndarray | None) -> dict[str, Any]:
         categories = list(state_get(state, "categories", None) or [])
-        before = list(state_get(state, "selected_tools", None) or [])
         chosen = self.choose(query, categories, scores=scores)
-        added = [n for n in chosen if n not in set(before)]
-        if added:
-            emit_event({"node": self.name, "added": added, "removed": [], "reason": "select_tools"})
-        return {"selected_tools": chosen}
+        return _grow_visible(
+            state, chosen, pinned=self.free_tools, cap=self.max_visible, node=self.name
+        )
 
 
 class ToolSearch(BudgetNode):
@@ -335,6 +362,9 @@ class ToolSearch(BudgetNode):
             :class:`~langgraph_toolbudget.semantic.HybridScorer`): hits are
             then ranked by BM25 fused with embedding similarity. An embedding
             failure falls back to BM25 for the turn.
+        max_visible: hard cap on the visible set: adding hits beyond it evicts
+            the least recently used unpinned tools (``None``: no cap).
+        pinned: tools never evicted under the cap (``always`` tools never are).
 
     Output: ``{"selected_tools": [...]}`` (only new names), or ``{}``.
     """
@@ -347,6 +377,8 @@ class ToolSearch(BudgetNode):
         every_turn: bool = False,
         min_relative_score: float = 0.0,
         embeddings: Embeddings | HybridScorer | None = None,
+        max_visible: int | None = None,
+        pinned: Sequence[str] = (),
         name: str = "tool_search",
     ) -> None:
         if limit < 0:
@@ -357,6 +389,10 @@ class ToolSearch(BudgetNode):
         self.every_turn = every_turn
         self.min_relative_score = min_relative_score
         self.scorer = as_hybrid_scorer(catalog, embeddings)
+        self.max_visible = _check_cap(max_visible)
+        self.pinned = list(
+            dict.fromkeys([*catalog.always_visible, *_check_pinned(catalog, pinned)])
+        )
 
     def _query(self, state: Any) -> str | None:
         """The text to search for, or None when this turn is not searched."""
@@ -391,5 +427,4 @@ class ToolSearch(BudgetNode):
         )
         if not hits:
             return {}
-        emit_event({"node": self.name, "added": hits, "removed": [], "reason": "tool_search"})
-        return {"selected_tools": hits}
+        return _grow_visible(state, hits, pinned=self.pinned, cap=self.max_visible, node=self.name)

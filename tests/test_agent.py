@@ -598,3 +598,23 @@ async def test_invalid_tool_calls_from_the_model_get_an_answer(api):
     assert answers["v1"].status == "success"  # python-literal arguments were repaired
     assert answers["v2"].status == "error" and "not valid JSON" in answers["v2"].content
     assert rec.names == ["get_weather"]
+
+
+@pytest.mark.parametrize("api", ["invoke", "ainvoke"])
+async def test_max_visible_caps_the_working_set_across_turns_of_a_thread(api):
+    catalog = recording_catalog(Recorder())
+    model = ScriptedChatModel(responses=[AIMessage("ok")])
+    app = create_toolbudget_agent(model, catalog, max_tools=4, max_visible=6).compile(
+        checkpointer=MemorySaver()
+    )
+    config = {"configurable": {"thread_id": f"cap-{api}"}}
+    sizes = []
+    for text in ["create a project board", "weather forecast in Lima", "open a github issue"]:
+        inputs = {"messages": [HumanMessage(text)]}
+        if api == "ainvoke":
+            out = await app.ainvoke(inputs, config)
+        else:
+            out = await asyncio.to_thread(app.invoke, inputs, config)
+        sizes.append(len(out["selected_tools"]))
+        assert model.bound_tools[-1][len(META_TOOL_NAMES) :] == out["selected_tools"]
+    assert max(sizes) <= 6 and sizes[-1] == 6

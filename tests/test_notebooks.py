@@ -86,6 +86,9 @@ def test_budget_notebook_runs_on_the_bench_data(monkeypatch: pytest.MonkeyPatch)
     else:  # a clone elsewhere: the notebook must say it fell back
         assert "using a synthetic catalog" in text
     assert "visible (+" in text
+    capped = text.split("max_visible=12", 1)[1].splitlines()
+    sizes = [int(line.split()[0]) for line in capped if "visible (+" in line]
+    assert len(sizes) == 8 and max(sizes) == 12  # the working set never passes the cap
 
 
 def test_budget_notebook_falls_back_to_a_synthetic_catalog(

@@ -14,6 +14,7 @@ from langgraph_toolbudget import (
     ToolBudgetState,
     ToolCatalog,
     ToolSearch,
+    merge_names,
     search_hits,
     select_tools,
 )
@@ -414,3 +415,83 @@ def test_graph_public_contract_with_filtered_catalog_never_shows_filtered_tools(
 def test_select_tools_rejects_a_bare_category_string_naming_the_fix(catalog):
     with pytest.raises(TypeError, match=r"\['github'\]"):
         select_tools(catalog, "open an issue", "github")
+
+
+# --- max_visible: a hard cap on the working set across turns ----------------------------------
+
+
+def turn_two(first_visible: list[str], text: str) -> dict:
+    """A second user turn whose visible set came from the first turn."""
+    used = {name: i + 1 for i, name in enumerate(first_visible)}
+    return {
+        "messages": [HumanMessage("first question"), AIMessage("answer"), HumanMessage(text)],
+        "categories": [],
+        "selected_tools": list(first_visible),
+        "tool_last_used": used,
+    }
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_select_tools_without_a_cap_only_appends(catalog, mode):
+    first = catalog.tools_in("github")[:4]
+    state = {**turn_two(first, "weather in Paris"), "categories": ["weather"]}
+    out = await run(SelectTools(catalog, max_tools=3), state, mode)
+    assert isinstance(out["selected_tools"], list)  # appended by the reducer; nothing removed
+    assert set(catalog.tools_in("weather")) & set(out["selected_tools"])
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_select_tools_cap_evicts_least_recently_used_tools_of_earlier_turns(catalog, mode):
+    first = ["ask_human", *catalog.tools_in("github")[:4]]  # ask_human: always visible
+    state = {**turn_two(first, "weather in Paris"), "categories": ["weather"]}
+    out = await run(SelectTools(catalog, max_tools=3, max_visible=5), state, mode)
+    update = out["selected_tools"]
+    result = merge_names(first, update)
+    assert len(result) == 5
+    assert "ask_human" in result  # pinned by its include mode / category, never evicted
+    new = [n for n in result if n not in first]
+    assert len(new) == 3 and set(new) <= set(catalog.tools_in("weather"))
+    # the three oldest github tools went first, the most recently used one stayed
+    assert update["remove"] == first[1:4]
+    assert result[: len(first) - 3] == ["ask_human", first[4]]
+    assert set(out["tool_last_used"]) >= set(new)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_select_tools_cap_keeps_tools_chosen_again_this_turn(catalog, mode):
+    weather = catalog.tools_in("weather")
+    first = [*catalog.tools_in("github")[:3], weather[0]]
+    state = {**turn_two(first, "weather in Paris"), "categories": ["weather"]}
+    out = await run(SelectTools(catalog, max_tools=3, max_visible=4), state, mode)
+    result = merge_names(first, out["selected_tools"])
+    assert weather[0] in result  # oldest by position, but relevant again: touched, not evicted
+    assert len(result) == 4
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_tool_search_cap_evicts_and_streams_the_removed_tools(catalog, mode):
+    first = catalog.tools_in("github")[:4]
+    state = {"messages": [HumanMessage("what is the weather in Paris")], "selected_tools": first}
+    events: list[dict] = []
+    g = StateGraph(ToolBudgetState)
+    g.add_node("tool_search", ToolSearch(catalog, limit=2, max_visible=4))
+    g.add_edge(START, "tool_search")
+    g.add_edge("tool_search", END)
+    app = g.compile()
+    if mode == "sync":
+        chunks = list(app.stream(state, stream_mode=["custom", "values"]))
+    else:
+        chunks = [c async for c in app.astream(state, stream_mode=["custom", "values"])]
+    events = [c for kind, c in chunks if kind == "custom"]
+    final = [c for kind, c in chunks if kind == "values"][-1]
+    assert len(final["selected_tools"]) == 4
+    assert set(final["selected_tools"][-2:]) <= set(catalog.tools_in("weather"))
+    (event,) = events
+    assert event["event"] == VISIBLE_SET_EVENT and event["removed"] == first[:2]
+
+
+def test_selection_nodes_reject_a_cap_below_one(catalog):
+    with pytest.raises(ValueError, match="max_visible"):
+        SelectTools(catalog, max_visible=0)
+    with pytest.raises(ValueError, match="max_visible"):
+        ToolSearch(catalog, max_visible=0)
