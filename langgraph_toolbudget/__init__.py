@@ -20,6 +20,7 @@ from langgraph_toolbudget.mcp import MCPLoadError, MCPServerError, load_mcp_cata
 from langgraph_toolbudget.meta import META_TOOL_NAMES, meta_tool_definitions
 from langgraph_toolbudget.search import SearchResult, ToolIndex
 from langgraph_toolbudget.selection import SelectTools, ToolSearch, search_hits, select_tools
+from langgraph_toolbudget.semantic import HashingEmbeddings, HybridScorer
 from langgraph_toolbudget.state import ToolBudgetState, merge_names
 from langgraph_toolbudget.tokens import schema_tokens
 
@@ -37,6 +38,8 @@ __all__ = [
     "schema_tokens",
     "tools_prompt_section",
     "ClassifyIntent",
+    "HashingEmbeddings",
+    "HybridScorer",
     "SearchResult",
     "SelectTools",
     "ToolBudgetState",

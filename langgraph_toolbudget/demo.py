@@ -82,7 +82,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         ]
     )  # fmt: skip
     agent = create_toolbudget_agent(model, catalog, max_tools=args.max_tools).compile()
-    out = agent.invoke({"messages": [HumanMessage("Let the team know whether it's raining in London")]})
+    out = agent.invoke(
+        {"messages": [HumanMessage("Let the team know whether it's raining in London")]}
+    )
     for message in out["messages"][1:]:
         calls = [f"{c['name']}({c['args']})" for c in getattr(message, "tool_calls", [])]
         text = str(message.content)[:100]

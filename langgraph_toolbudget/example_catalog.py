@@ -185,7 +185,9 @@ def example_tools(ws: Workspace | None = None) -> tuple[list[BaseTool], dict[str
 
     # --- calendar -----------------------------------------------------------------------
     @tool
-    def create_event(title: str, day: str, start: str = "09:00", attendees: list[str] | None = None) -> str:  # noqa: E501
+    def create_event(
+        title: str, day: str, start: str = "09:00", attendees: list[str] | None = None
+    ) -> str:  # noqa: E501
         """Create a calendar event or meeting on a day (YYYY-MM-DD) at a start time."""
         ws.events.append({"title": title, "day": day, "start": start, "attendees": attendees or []})
         return f"Scheduled '{title}' on {day} at {start}"
@@ -238,7 +240,10 @@ def example_tools(ws: Workspace | None = None) -> tuple[list[BaseTool], dict[str
     def weather_forecast(city: str, days: int = 3) -> list[dict[str, Any]]:
         """Get the weather forecast of a city for the next days."""
         temp, sky, _ = _climate(city)
-        return [{"day": d + 1, "temperature_c": temp + d % 3 - 1, "conditions": sky} for d in range(days)]  # noqa: E501
+        return [
+            {"day": d + 1, "temperature_c": temp + d % 3 - 1, "conditions": sky}
+            for d in range(days)
+        ]  # noqa: E501
 
     @tool
     def air_quality(city: str) -> str:
@@ -249,7 +254,11 @@ def example_tools(ws: Workspace | None = None) -> tuple[list[BaseTool], dict[str
     @tool
     def convert_temperature(value: float, to_unit: str = "fahrenheit") -> float:
         """Convert a temperature between celsius and fahrenheit."""
-        return round(value * 9 / 5 + 32, 1) if to_unit.lower().startswith("f") else round((value - 32) * 5 / 9, 1)  # noqa: E501
+        return (
+            round(value * 9 / 5 + 32, 1)
+            if to_unit.lower().startswith("f")
+            else round((value - 32) * 5 / 9, 1)
+        )  # noqa: E501
 
     # --- files --------------------------------------------------------------------------
     @tool
@@ -356,7 +365,9 @@ def example_tools(ws: Workspace | None = None) -> tuple[list[BaseTool], dict[str
     @tool
     def search_email(query: str) -> list[str]:
         """Search the mailbox for emails whose subject or body contains the query."""
-        return [m["subject"] for m in ws.outbox if query.lower() in (m["subject"] + m["body"]).lower()]  # noqa: E501
+        return [
+            m["subject"] for m in ws.outbox if query.lower() in (m["subject"] + m["body"]).lower()
+        ]  # noqa: E501
 
     @tool
     def read_email(subject: str) -> str:
@@ -420,8 +431,7 @@ def build_example_catalog(workspace: Workspace | None = None, **options: Any) ->
             "air_quality", "read_file", "list_files", "search_files", "list_tables",
             "describe_table", "list_projects", "list_tasks", "search_email"}  # fmt: skip
     metadata = {
-        name: {"is_pure": True, "concurrency_group": "reads", "max_concurrency": 4}
-        for name in pure
+        name: {"is_pure": True, "concurrency_group": "reads", "max_concurrency": 4} for name in pure
     }
     metadata.update(options.pop("tool_metadata", {}) or {})
     return ToolCatalog.from_tools(

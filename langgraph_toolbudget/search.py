@@ -148,6 +148,39 @@ def _compile_pattern(pattern: str) -> re2._Regexp:
     return re2.compile(pattern, options=options)
 
 
+def rank_scores(
+    scores: np.ndarray, *, limit: int | None = None, among: Iterable[int] | None = None
+) -> list[tuple[int, float]]:
+    """Positions scoring > 0, best first, position order breaking ties (deterministic).
+
+    Args:
+        scores: one score per tool position.
+        limit: at most this many results.
+        among: restrict to these positions.
+    """
+    if among is not None:
+        ids = np.fromiter(among, dtype=np.int64)
+        if ids.size == 0:
+            return []
+        sub = scores[ids]
+        keep = sub > 0
+        ids, sub = ids[keep], sub[keep]
+    else:
+        ids = np.flatnonzero(scores > 0)
+        sub = scores[ids]
+    if limit is not None and limit < ids.size:
+        if limit <= 0:
+            return []
+        # Only the candidates scoring at least the limit-th best need sorting.
+        kth = np.partition(sub, sub.size - limit)[sub.size - limit]
+        keep = sub >= kth
+        ids, sub = ids[keep], sub[keep]
+    order = np.lexsort((ids, -sub))
+    if limit is not None:
+        order = order[:limit]
+    return [(int(ids[i]), float(sub[i])) for i in order]
+
+
 class ToolIndex:
     """A search index over a list of tools, built once.
 
@@ -287,28 +320,7 @@ class ToolIndex:
 
         Ties are broken by catalog order, so the result is deterministic.
         """
-        scores = self.scores(query)
-        if among is not None:
-            ids = np.fromiter(among, dtype=np.int64)
-            if ids.size == 0:
-                return []
-            sub = scores[ids]
-            keep = sub > 0
-            ids, sub = ids[keep], sub[keep]
-        else:
-            ids = np.flatnonzero(scores > 0)
-            sub = scores[ids]
-        if limit is not None and limit < ids.size:
-            if limit <= 0:
-                return []
-            # Only the candidates scoring at least the limit-th best need sorting.
-            kth = np.partition(sub, sub.size - limit)[sub.size - limit]
-            keep = sub >= kth
-            ids, sub = ids[keep], sub[keep]
-        order = np.lexsort((ids, -sub))
-        if limit is not None:
-            order = order[:limit]
-        return [(int(ids[i]), float(sub[i])) for i in order]
+        return rank_scores(self.scores(query), limit=limit, among=among)
 
     def rank_names(self, query: str, *, limit: int | None = None) -> list[tuple[str, float]]:
         """Like :meth:`rank`, with tool names instead of positions."""
