@@ -34,6 +34,7 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -89,14 +90,21 @@ HYBRID_PIPELINES: dict[str, tuple[dict[str, Any], dict[str, dict[str, Any]]]] = 
 SEMANTIC_MODEL = "all-MiniLM-L6-v2 (numpy forward pass, benchmarks/_minilm.py)"
 
 
-def bm25_baseline(catalog: ToolCatalog, queries: list[dict[str, Any]], k: int) -> dict[str, float]:
-    index = catalog.index
+def topk_baseline(
+    score: Callable[[str], np.ndarray],
+    names: list[str],
+    queries: list[dict[str, Any]],
+    k: int,
+    *,
+    positive_only: bool = True,
+) -> dict[str, float]:
+    """Recall, size and latency of the top-k tools by one score function alone."""
     recalls, sizes, times = [], [], []
     for q in queries:
         start = time.perf_counter()
-        scores = index.bm25_scores(q["query"])
+        scores = score(q["query"])
         top = np.lexsort((np.arange(scores.size), -scores))[:k]
-        hits = [index.names[i] for i in top if scores[i] > 0]
+        hits = [names[i] for i in top if scores[i] > 0 or not positive_only]
         times.append(time.perf_counter() - start)
         recalls.append(recall(hits, q["gold"]))
         sizes.append(len(hits))
@@ -105,6 +113,11 @@ def bm25_baseline(catalog: ToolCatalog, queries: list[dict[str, Any]], k: int) -
         "visible": statistics.fmean(sizes),
         **latency_summary_ms(times),
     }
+
+
+def bm25_baseline(catalog: ToolCatalog, queries: list[dict[str, Any]], k: int) -> dict[str, float]:
+    """Top-k by plain BM25 of our index (the bench README's BM25 baseline)."""
+    return topk_baseline(catalog.index.bm25_scores, catalog.index.names, queries, k)
 
 
 def run_pipeline(
@@ -135,22 +148,12 @@ def cosine_baseline(
     scorer: HybridScorer, queries: list[dict[str, Any]], k: int
 ) -> dict[str, float]:
     """Top-k by the cosine of the whole query alone (the bench README's MiniLM baseline)."""
-    index = scorer.catalog.index
     tools = scorer.embed_catalog()
-    recalls, sizes, times = [], [], []
-    for q in queries:
-        start = time.perf_counter()
-        cos = tools @ np.asarray(scorer.embeddings.embed_query(q["query"]), dtype=np.float32)
-        top = np.lexsort((np.arange(cos.size), -cos))[:k]
-        hits = [index.names[i] for i in top]
-        times.append(time.perf_counter() - start)
-        recalls.append(recall(hits, q["gold"]))
-        sizes.append(len(hits))
-    return {
-        "recall": statistics.fmean(recalls),
-        "visible": statistics.fmean(sizes),
-        **latency_summary_ms(times),
-    }
+
+    def cosine(query: str) -> np.ndarray:
+        return tools @ np.asarray(scorer.embeddings.embed_query(query), dtype=np.float32)
+
+    return topk_baseline(cosine, scorer.catalog.index.names, queries, k, positive_only=False)
 
 
 def evaluate_semantic(

@@ -40,6 +40,8 @@ from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
+from langgraph_toolbudget.intent import message_text
+
 __all__ = ["DemoChatModel", "ScriptedChatModel", "demo_arguments", "demo_reply"]
 
 _META_TOOLS = ("request_more_tools", "search_tools", "add_tool", "show_all_tools")
@@ -249,7 +251,7 @@ def demo_reply(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]])
     """
     bound = {_tool_name(t): t for t in tools}
     start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
-    query = _message_text(messages[start]) if start >= 0 else ""
+    query = message_text(messages[start]) if start >= 0 else ""
     turn = list(messages[start + 1 :])
     n_ai = sum(isinstance(m, AIMessage) for m in messages)
     results = {m.tool_call_id: m for m in turn if isinstance(m, ToolMessage)}
@@ -264,7 +266,7 @@ def demo_reply(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]])
     done = [c for c in calls if c["name"] not in _META_TOOLS and c["id"] in results]
     if done:
         last = results[done[-1]["id"]]
-        text = _message_text(last)[:_MAX_ANSWER_CHARS]
+        text = message_text(last)[:_MAX_ANSWER_CHARS]
         if last.status == "error":
             return AIMessage(f"{done[-1]['name']} failed: {text}")
         return AIMessage(f"I used {done[-1]['name']}: {text}")
@@ -275,14 +277,14 @@ def demo_reply(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]])
         target = added[-1]["args"].get("tool_names", [""])[0]
         if target in bound:
             return call(target, demo_arguments(_tool_parameters(bound[target]), query))
-        return AIMessage(f"I could not load {target}: {_message_text(results[added[-1]['id']])}")
+        return AIMessage(f"I could not load {target}: {message_text(results[added[-1]['id']])}")
     searched = [c for c in calls if c["name"] == "search_tools" and c["id"] in results]
     if not searched:
         if "search_tools" not in bound:
             return AIMessage("I have no search_tools meta-tool to find a tool with.")
         return call("search_tools", {"query": "|".join(keywords)})
     try:
-        found = json.loads(_message_text(results[searched[-1]["id"]])).get("tools", [])
+        found = json.loads(message_text(results[searched[-1]["id"]])).get("tools", [])
     except ValueError:
         found = []
     candidates = [(t["name"], t.get("description", "")) for t in found if isinstance(t, dict)]
@@ -299,15 +301,6 @@ def demo_reply(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]])
     if best[0] in bound:
         return call(best[0], demo_arguments(_tool_parameters(bound[best[0]]), query))
     return call("add_tool", {"tool_names": [best[0]]})
-
-
-def _message_text(message: BaseMessage) -> str:
-    content = message.content
-    if isinstance(content, str):
-        return content
-    return " ".join(
-        b if isinstance(b, str) else str(b.get("text", "")) for b in content if b is not None
-    )
 
 
 class DemoChatModel(BaseChatModel):
