@@ -95,7 +95,7 @@ def test_fuzzy_fallback_finds_get_weather_for_typo_wether(catalog):
     assert result.fuzzy is True
     assert "get_weather" in _names(result)
     assert "weather_forecast" in _names(result)
-    assert 1 <= result.found <= MAX_FUZZY_RESULTS
+    assert result.found in range(1, MAX_FUZZY_RESULTS + 1)
 
 
 def test_fuzzy_fallback_matches_send_msg_to_send_message_by_words(catalog):
