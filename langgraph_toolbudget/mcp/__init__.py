@@ -1,0 +1,53 @@
+"""MCP servers as a tool catalog, over persistent sessions on one background loop.
+
+Key Components:
+    - :func:`load_mcp_catalog` (also ``await ToolCatalog.from_mcp(...)``): load
+      the tools of several MCP servers into one :class:`ToolCatalog`. Each tool
+      is tagged with its server; its category is the server name; the server's
+      ``initialize`` instructions become the category description.
+    - :class:`MCPRuntime`: owns one persistent MCP session per server, all on
+      one background event-loop thread. Tools call through it from any thread
+      or event loop: sync ``invoke`` blocks on the background loop, async
+      ``ainvoke`` awaits it without blocking. A dead session is re-opened on the
+      next call.
+    - :class:`MCPCatalogTool`: the LangChain tool of one MCP tool. Its args
+      schema is the MCP input JSON schema; its metadata holds the server, the
+      MCP name and the MCP annotations.
+    - :class:`MCPServerError`: a call failed because of the server or the
+      connection (down, crashed, timed out); the message names the server.
+    - :class:`MCPLoadError`: ``strict=True`` and a server failed to load.
+
+Naming rule:
+    A tool keeps its MCP name unless another loaded server has a tool of the
+    same name; then *every* tool of that name becomes ``<server>__<name>``
+    (server name with characters outside ``[A-Za-z0-9_-]`` replaced by ``_``).
+    ``tool_name_prefix=True`` applies the prefix to every tool. The call always
+    uses the server's own name (``tool.mcp_name``).
+
+Typical Usage:
+    ```python
+    catalog = await ToolCatalog.from_mcp(
+        {"math": {"transport": "stdio", "command": "python", "args": ["math_server.py"]}}
+    )
+    async with catalog:
+        graph = create_toolbudget_agent(model, catalog).compile()
+        await graph.ainvoke({"messages": [("user", "add 2 and 3")]})
+    ```
+"""
+
+from langgraph_toolbudget.mcp.errors import MCPLoadError, MCPLoadWarning, MCPServerError
+from langgraph_toolbudget.mcp.loader import load_mcp_catalog, load_mcp_catalog_sync, mcp_tool_name
+from langgraph_toolbudget.mcp.runtime import MCPRuntime, MCPServerInfo
+from langgraph_toolbudget.mcp.tool import MCPCatalogTool
+
+__all__ = [
+    "MCPCatalogTool",
+    "MCPLoadError",
+    "MCPLoadWarning",
+    "MCPRuntime",
+    "MCPServerError",
+    "MCPServerInfo",
+    "load_mcp_catalog",
+    "load_mcp_catalog_sync",
+    "mcp_tool_name",
+]

@@ -1,0 +1,136 @@
+"""MCP errors: the error classes, their message templates, and error classification."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+import httpx
+from langchain_core.tools import ToolException
+from mcp import types
+from mcp.shared.exceptions import McpError
+
+if sys.version_info < (3, 11):  # pragma: no cover - anyio depends on the backport there
+    from exceptiongroup import BaseExceptionGroup
+
+CONNECTION_CLOSED = types.CONNECTION_CLOSED if hasattr(types, "CONNECTION_CLOSED") else -32000
+"""JSON-RPC error code the MCP SDK gives pending requests when the transport closes."""
+
+CALL_FAILED_ERROR = (
+    "MCP server {server!r} failed during the call to tool {tool!r}: {cause}. "
+    "The session was closed and will be re-opened on the next call; if this keeps "
+    "happening, check that the server is running ({where})."
+)
+CALL_REJECTED_ERROR = "MCP server {server!r} could not run tool {tool!r}: {cause}"
+OPEN_FAILED_ERROR = (
+    "cannot connect to MCP server {server!r} ({where}): {cause}. "
+    "Check that the server starts and speaks MCP on this connection; "
+    "the next call will try again."
+)
+TIMEOUT_ERROR = (
+    "tool {tool!r} of MCP server {server!r} did not answer within {timeout} s; "
+    "the call was cancelled."
+)
+CLOSED_ERROR = (
+    "the MCP sessions of this catalog were closed (aclose()/close()); tool {tool!r} of "
+    "server {server!r} cannot run. Load the catalog again with ToolCatalog.from_mcp()."
+)
+HEADERS_ERROR = (
+    "a tool interceptor set HTTP headers for tool {tool!r} of MCP server {server!r}; "
+    "per-call headers are not supported over the catalog's persistent sessions. "
+    "Put the headers in the server's connection instead."
+)
+
+
+class MCPServerError(ToolException):
+    """A tool call failed because of its MCP server or the connection to it.
+
+    The executor turns it into an error tool message; the message names the
+    server and what to do.
+
+    Attributes:
+        server: the server's name in the catalog.
+        tool: the catalog name of the tool that was called, if any.
+    """
+
+    def __init__(self, message: str, *, server: str, tool: str | None = None) -> None:
+        super().__init__(message)
+        self.server = server
+        self.tool = tool
+
+
+class MCPLoadError(RuntimeError):
+    """One or more MCP servers could not be loaded and ``strict=True`` was given.
+
+    Attributes:
+        errors: server name -> why it failed.
+    """
+
+    def __init__(self, errors: Mapping[str, str]) -> None:
+        self.errors = dict(errors)
+        detail = "; ".join(f"{name!r}: {why}" for name, why in self.errors.items())
+        super().__init__(
+            f"{len(self.errors)} MCP server(s) failed to load: {detail}. "
+            "Fix or remove these servers, or pass strict=False to load the others."
+        )
+
+
+class MCPLoadWarning(UserWarning):
+    """Some MCP servers failed to load; the catalog holds the others' tools."""
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first non-group exception inside (possibly nested) exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _describe_error(exc: BaseException) -> str:
+    leaf = _leaf(exc)
+    if isinstance(leaf, McpError):
+        return f"McpError: {leaf.error.message}"
+    text = str(leaf).strip()
+    return f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__
+
+
+def _where(connection: Mapping[str, Any]) -> str:
+    """A short description of where a connection points, for error messages."""
+    transport = connection.get("transport", "?")
+    if transport == "stdio":
+        command = " ".join(
+            [str(connection.get("command", "")), *map(str, connection.get("args", []))]
+        )
+        return f"stdio: {command.strip()}"
+    return f"{transport}: {connection.get('url', '?')}"
+
+
+def _is_session_terminated(exc: BaseException) -> bool:
+    """The server answered 404 to the session id: it does not know the session (any more).
+
+    The SDK reports it as ``McpError(code=32600, "Session terminated")``.
+    """
+    leaf = _leaf(exc)
+    return (
+        isinstance(leaf, McpError)
+        and leaf.error.code in (32600, -32600)
+        and "session terminated" in leaf.error.message.lower()
+    )
+
+
+def _is_transport_error(exc: BaseException) -> bool:
+    """True when an error means the session is unusable (not a tool-level error)."""
+    leaf = _leaf(exc)
+    if isinstance(leaf, McpError):
+        return leaf.error.code == CONNECTION_CLOSED or _is_session_terminated(leaf)
+    return isinstance(
+        leaf,
+        anyio.ClosedResourceError
+        | anyio.BrokenResourceError
+        | anyio.EndOfStream
+        | OSError
+        | EOFError
+        | httpx.HTTPError,
+    ) or isinstance(exc, BaseExceptionGroup)

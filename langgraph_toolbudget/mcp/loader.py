@@ -1,0 +1,391 @@
+"""Loading MCP servers' tools into a catalog: naming, metadata resolution and filters."""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import glob
+import re
+import warnings
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.tools import BaseTool
+from langchain_mcp_adapters.callbacks import Callbacks
+from langchain_mcp_adapters.client import MultiServerMCPClient
+from langchain_mcp_adapters.sessions import Connection
+from langchain_mcp_adapters.tools import _handle_mcp_tool_error
+from mcp import types
+
+from langgraph_toolbudget.catalog import TOOL_METADATA_KEYS, IncludeMode, ToolCatalog
+from langgraph_toolbudget.mcp.errors import MCPLoadError, MCPLoadWarning
+from langgraph_toolbudget.mcp.runtime import MCPRuntime, MCPServerInfo
+from langgraph_toolbudget.mcp.tool import MCPCatalogTool
+
+SERVER_DEFAULT_KEYS = tuple(k for k in TOOL_METADATA_KEYS if k != "server")
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def mcp_tool_name(server: str, name: str) -> str:
+    """The prefixed catalog name of an MCP tool: ``<server>__<name>``.
+
+    Characters of the server name outside ``[A-Za-z0-9_-]`` become ``_``.
+
+    Args:
+        server: the server's name in the catalog.
+        name: the tool's MCP name.
+
+    Returns:
+        The prefixed name, e.g. ``mcp_tool_name("math", "search") == "math__search"``.
+    """
+    return f"{_SAFE.sub('_', server)}__{name}"
+
+
+def _resolve(
+    key: str, names: Mapping[tuple[str, str], str], final: set[str]
+) -> tuple[str | None, str | None]:
+    """Map ``name`` or ``server:mcp_name`` to a catalog name; also return the server named."""
+    if key in final:
+        return key, None
+    server, sep, mcp_name = key.rpartition(":")
+    if sep and (server, mcp_name) in names:
+        return names[(server, mcp_name)], server
+    return None, server if sep else None
+
+
+def _description(server: str, init: types.InitializeResult | None, given: Mapping[str, str]) -> str:
+    if server in given:
+        return given[server]
+    if init is None:
+        return ""
+    if init.instructions:
+        return init.instructions.strip()
+    info = init.serverInfo
+    if getattr(info, "title", None):
+        return str(info.title)
+    if info.name and info.name.lower() != server.lower():
+        return info.name
+    return ""
+
+
+def _matches(patterns: Sequence[str], server: str, name: str, mcp_name: str) -> bool:
+    for pattern in patterns:
+        pat_server, sep, pat_name = pattern.rpartition(":")
+        if sep and pat_server != server:
+            continue
+        if fnmatch.fnmatchcase(name, pat_name) or fnmatch.fnmatchcase(mcp_name, pat_name):
+            return True
+    return False
+
+
+async def load_mcp_catalog(
+    connections_or_client: Mapping[str, Connection] | MultiServerMCPClient,
+    *,
+    server_descriptions: Mapping[str, str] | None = None,
+    server_defaults: Mapping[str, Mapping[str, Any]] | None = None,
+    tool_metadata: Mapping[str, Mapping[str, Any]] | None = None,
+    categories: Mapping[str, Sequence[str]] | None = None,
+    category_descriptions: Mapping[str, str] | None = None,
+    allowed_servers: Sequence[str] | None = None,
+    allowed_tools: Sequence[str] | None = None,
+    default_include: IncludeMode = "agent",
+    tool_name_prefix: bool | None = None,
+    handle_tool_errors: bool | None = None,
+    strict: bool = False,
+    connect_timeout_s: float = 30.0,
+    heartbeat_s: float | None = 1.0,
+    catalog_cls: type[ToolCatalog] = ToolCatalog,
+) -> ToolCatalog:
+    """Load the tools of MCP servers into a catalog that owns persistent sessions.
+
+    Each server's session is opened here (concurrently) and kept open; every
+    tool call goes through it. Close the sessions with ``await
+    catalog.aclose()``, ``catalog.close()`` or ``async with catalog:``.
+
+    Metadata precedence for a tool (lowest first): ``include=default_include``,
+    ``concurrency_group=<server>`` and ``is_pure`` from the MCP
+    ``readOnlyHint`` annotation; then ``server_defaults[server]``; then
+    ``tool_metadata[tool]``.
+
+    Args:
+        connections_or_client: server name -> connection dict, as for
+            ``MultiServerMCPClient`` (``transport`` ``stdio``,
+            ``streamable_http``, ``sse`` or ``websocket``), or a
+            ``MultiServerMCPClient`` (its connections, callbacks, interceptors,
+            ``tool_name_prefix`` and ``handle_tool_errors`` are used).
+        server_descriptions: server -> category description, overriding the
+            server's ``initialize`` instructions (or ``serverInfo`` title).
+        server_defaults: server -> metadata for all its tools (``include``,
+            ``enabled``, ``is_pure``, ``concurrency_group``,
+            ``max_concurrency``, ``timeout_s``).
+        tool_metadata: tool -> metadata overrides. A key is a catalog name or
+            ``server:mcp_name``.
+        categories: category -> tools (catalog names or ``server:mcp_name``);
+            a tool in none of them falls in its server's category.
+        category_descriptions: descriptions of the extra categories of
+            ``categories`` (server categories use ``server_descriptions``).
+        allowed_servers: keep only these servers' tools (with
+            ``allowed_tools``, a tool passes if either admits it).
+        allowed_tools: keep only these tools: ``name``, ``server:name`` or
+            ``server:*``; a name pattern matches the catalog or the MCP name.
+        default_include: include mode of a tool that sets none.
+        tool_name_prefix: prefix every tool name with its server
+            (``server__name``); by default only colliding names are prefixed.
+            ``None`` takes the client's setting (False for connection dicts).
+        handle_tool_errors: return MCP ``isError`` results as error tool
+            messages (True) or raise them; ``None`` takes the client's setting
+            (True for connection dicts).
+        strict: raise :class:`MCPLoadError` if any server fails to load
+            (closing the others). Otherwise the failure is recorded in
+            ``catalog.load_errors``, a :class:`MCPLoadWarning` is emitted and
+            the other servers load.
+        connect_timeout_s: seconds a server may take to start and answer
+            ``initialize`` / ``tools/list``.
+        heartbeat_s: ping interval for busy servers, to notice a server that
+            died mid-call; ``None`` disables it.
+        catalog_cls: the catalog class to build (a ``ToolCatalog`` subclass).
+
+    Returns:
+        The catalog; ``catalog.mcp`` is its :class:`MCPRuntime`.
+
+    Raises:
+        MCPLoadError: ``strict`` and a server failed; names the servers.
+        ValueError: unknown servers in ``server_defaults`` /
+            ``server_descriptions``, unknown tools in ``tool_metadata`` /
+            ``categories`` (while every server loaded), or an invalid metadata
+            value (as :meth:`ToolCatalog.from_tools`).
+    """
+    if isinstance(connections_or_client, MultiServerMCPClient):
+        client = connections_or_client
+        connections: Mapping[str, Connection] = client.connections
+        callbacks: Callbacks | None = client.callbacks
+        interceptors = client.tool_interceptors
+        prefix = client.tool_name_prefix if tool_name_prefix is None else tool_name_prefix
+        handle = client.handle_tool_errors if handle_tool_errors is None else handle_tool_errors
+    else:
+        connections, callbacks, interceptors = dict(connections_or_client), None, []
+        prefix = bool(tool_name_prefix)
+        handle = True if handle_tool_errors is None else handle_tool_errors
+    for label, mapping in (
+        ("server_defaults", server_defaults),
+        ("server_descriptions", server_descriptions),
+    ):
+        unknown = sorted(set(mapping or {}) - set(connections))
+        if unknown:
+            raise ValueError(
+                f"{label} names {unknown}, which are not servers of this catalog. "
+                f"Servers: {sorted(connections)}."
+            )
+    for server, defaults in (server_defaults or {}).items():
+        bad = sorted(set(defaults) - set(SERVER_DEFAULT_KEYS))
+        if bad:
+            raise ValueError(
+                f"server_defaults[{server!r}]: unknown keys {bad}. "
+                f"Allowed keys: {', '.join(SERVER_DEFAULT_KEYS)}."
+            )
+
+    runtime = MCPRuntime(
+        connections,
+        callbacks=callbacks,
+        tool_interceptors=interceptors,
+        connect_timeout_s=connect_timeout_s,
+        heartbeat_s=heartbeat_s,
+    )
+    try:
+        loaded = await runtime.aload()
+        if runtime.load_errors and strict:
+            raise MCPLoadError(runtime.load_errors)
+        catalog = _build_catalog(
+            runtime,
+            loaded,
+            catalog_cls=catalog_cls,
+            server_descriptions=server_descriptions or {},
+            server_defaults=server_defaults or {},
+            tool_metadata=tool_metadata or {},
+            categories=categories,
+            category_descriptions=category_descriptions or {},
+            allowed_servers=allowed_servers,
+            allowed_tools=allowed_tools,
+            default_include=default_include,
+            prefix=prefix,
+            handle_tool_errors=handle,
+        )
+    except BaseException:
+        await runtime.aclose()
+        raise
+    if runtime.load_errors:
+        detail = "; ".join(f"{n!r}: {why}" for n, why in runtime.load_errors.items())
+        warnings.warn(
+            f"{len(runtime.load_errors)} of {len(connections)} MCP server(s) failed to load "
+            f"and are left out of the catalog: {detail}. See catalog.load_errors; "
+            "pass strict=True to make this an error.",
+            MCPLoadWarning,
+            stacklevel=3,
+        )
+    return catalog
+
+
+def load_mcp_catalog_sync(
+    connections_or_client: Mapping[str, Connection] | MultiServerMCPClient, **kwargs: Any
+) -> ToolCatalog:
+    """:func:`load_mcp_catalog` for code without an event loop (scripts, graph modules).
+
+    Args:
+        connections_or_client: as for :func:`load_mcp_catalog`.
+        **kwargs: the keyword arguments of :func:`load_mcp_catalog`.
+
+    Returns:
+        The catalog.
+
+    Raises:
+        RuntimeError: called from a running event loop (use ``await
+            ToolCatalog.from_mcp(...)`` there).
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(load_mcp_catalog(connections_or_client, **kwargs))
+    raise RuntimeError(
+        "load_mcp_catalog_sync() was called from a running event loop; "
+        "use `await ToolCatalog.from_mcp(...)` instead"
+    )
+
+
+def _build_catalog(
+    runtime: MCPRuntime,
+    loaded: Mapping[str, list[types.Tool]],
+    *,
+    catalog_cls: type[ToolCatalog],
+    server_descriptions: Mapping[str, str],
+    server_defaults: Mapping[str, Mapping[str, Any]],
+    tool_metadata: Mapping[str, Mapping[str, Any]],
+    categories: Mapping[str, Sequence[str]] | None,
+    category_descriptions: Mapping[str, str],
+    allowed_servers: Sequence[str] | None,
+    allowed_tools: Sequence[str] | None,
+    default_include: IncludeMode,
+    prefix: bool,
+    handle_tool_errors: bool,
+) -> ToolCatalog:
+    """Turn the listed MCP tools into catalog tools, metadata, categories and filters."""
+    counts = Counter(t.name for tools in loaded.values() for t in tools)
+    names: dict[tuple[str, str], str] = {}
+    for server in runtime.connections:
+        for t in loaded.get(server, []):
+            collide = prefix or counts[t.name] > 1
+            names[(server, t.name)] = mcp_tool_name(server, t.name) if collide else t.name
+    final = set(names.values())
+    partial = bool(runtime.load_errors)
+
+    def resolve(key: str, what: str) -> str | None:
+        name, server = _resolve(key, names, final)
+        if name is not None:
+            return name
+        if server in runtime.load_errors or (server is None and partial):
+            return None  # a tool of a server that failed to load: reported in load_errors
+        raise ValueError(
+            f"{what} names {key!r}, which is not a tool of this catalog. "
+            f"Use a catalog name or 'server:mcp_name'. Known tools include {sorted(final)[:10]}."
+        )
+
+    overrides: dict[str, dict[str, Any]] = {}
+    for key, meta in tool_metadata.items():
+        name = resolve(key, "tool_metadata")
+        if name is None:
+            continue
+        if "server" in meta:
+            raise ValueError(
+                f"tool_metadata[{key!r}] sets 'server'; an MCP tool's server is the one it "
+                "was loaded from."
+            )
+        overrides.setdefault(name, {}).update(meta)
+
+    cats: dict[str, list[str]] | None = None
+    if categories is not None:
+        cats = {}
+        for cat, members in categories.items():
+            if isinstance(members, str):
+                raise TypeError(
+                    f"categories[{cat!r}] must be a list of tool names, got the string {members!r}."
+                )
+            cats[cat] = [n for m in members if (n := resolve(m, f"categories[{cat!r}]"))]
+
+    tools: list[BaseTool] = []
+    metadata: dict[str, dict[str, Any]] = {}
+    kept: list[str] = []
+    for server in runtime.connections:
+        if server not in loaded:
+            continue
+        init = runtime.init_result(server)
+        info_tools: dict[str, str] = {}
+        for t in loaded[server]:
+            name = names[(server, t.name)]
+            info_tools[name] = t.name
+            annotations = t.annotations.model_dump() if t.annotations is not None else {}
+            meta: dict[str, Any] = {"include": default_include, "concurrency_group": server}
+            if t.annotations is not None and t.annotations.readOnlyHint is not None:
+                meta["is_pure"] = t.annotations.readOnlyHint
+            meta.update(server_defaults.get(server, {}))
+            meta.update(overrides.get(name, {}))
+            metadata[name] = meta
+            tool_meta: dict[str, Any] = {**annotations, "server": server, "mcp_tool_name": t.name}
+            if t.meta is not None:
+                tool_meta["_meta"] = t.meta
+            timeout = meta.get("timeout_s")
+            tools.append(
+                MCPCatalogTool(
+                    name=name,
+                    description=t.description or t.title or "",
+                    args_schema=t.inputSchema,
+                    metadata=tool_meta,
+                    server=server,
+                    mcp_name=t.name,
+                    timeout_s=timeout if isinstance(timeout, int | float) else None,
+                    mcp_runtime=runtime,
+                    handle_tool_error=_handle_mcp_tool_error if handle_tool_errors else False,
+                )
+            )
+            admitted = (allowed_servers is None and allowed_tools is None) or (
+                (allowed_servers is not None and server in allowed_servers)
+                or (allowed_tools is not None and _matches(allowed_tools, server, name, t.name))
+            )
+            if admitted:
+                kept.append(name)
+        runtime.servers[server] = MCPServerInfo(
+            name=server,
+            description=_description(server, init, server_descriptions),
+            instructions=init.instructions if init else None,
+            server_name=init.serverInfo.name if init else None,
+            server_title=getattr(init.serverInfo, "title", None) if init else None,
+            server_version=init.serverInfo.version if init else None,
+            transport=str(runtime.connections[server].get("transport", "")),
+            tools=info_tools,
+        )
+
+    member_cats = {c for c, m in (cats or {}).items() if m}
+    in_cats = {n for m in (cats or {}).values() for n in m}
+    server_cats = {s for s in loaded if any(names[(s, t.name)] not in in_cats for t in loaded[s])}
+    descriptions = {
+        s: runtime.servers[s].description for s in server_cats if runtime.servers[s].description
+    }
+    descriptions.update({c: d for c, d in category_descriptions.items() if c in member_cats})
+    unknown_desc = sorted(set(category_descriptions) - member_cats - server_cats)
+    if unknown_desc and not partial:
+        raise ValueError(
+            f"category_descriptions names {unknown_desc}, which are not categories of this "
+            f"catalog. Categories: {sorted(member_cats | server_cats)}."
+        )
+    filtering = allowed_servers is not None or allowed_tools is not None
+    catalog = catalog_cls.from_tools(
+        tools,
+        categories=cats,
+        category_descriptions=descriptions,
+        tool_metadata=metadata,
+        allowed_tools=[glob.escape(n) for n in kept] if filtering else None,
+        default_include=default_include,
+    )
+    catalog._mcp_runtime = runtime
+    return catalog

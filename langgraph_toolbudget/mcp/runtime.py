@@ -1,0 +1,394 @@
+"""The background event loop that owns every MCP session, and :class:`MCPRuntime` over it."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+import weakref
+from collections.abc import Coroutine, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import anyio
+from langchain_mcp_adapters.callbacks import Callbacks
+from langchain_mcp_adapters.interceptors import MCPToolCallRequest, ToolCallInterceptor
+from langchain_mcp_adapters.sessions import Connection
+from langchain_mcp_adapters.tools import (
+    _build_interceptor_chain,
+    _convert_call_tool_result,
+    _list_all_tools,
+)
+from mcp import types
+
+from langgraph_toolbudget.mcp.errors import (
+    CLOSED_ERROR,
+    HEADERS_ERROR,
+    TIMEOUT_ERROR,
+    MCPServerError,
+    _describe_error,
+    _where,
+)
+from langgraph_toolbudget.mcp.session import _ServerSession
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class MCPServerInfo:
+    """What the catalog learned about one loaded MCP server.
+
+    Attributes:
+        name: the server's name in the catalog (the connection key).
+        description: the category description used for this server.
+        instructions: ``instructions`` from the server's ``initialize`` result.
+        server_name: ``serverInfo.name`` from the ``initialize`` result.
+        server_title: ``serverInfo.title``, if the server sent one.
+        server_version: ``serverInfo.version``.
+        transport: the connection's transport (``stdio``, ``streamable_http``, ...).
+        tools: catalog name -> MCP name of every tool the server listed
+            (filtered and disabled ones included).
+    """
+
+    name: str
+    description: str
+    instructions: str | None
+    server_name: str | None
+    server_title: str | None
+    server_version: str | None
+    transport: str
+    tools: dict[str, str] = field(default_factory=dict)
+
+
+class _SyncTimeout(TimeoutError):
+    """``MCPRuntime.run_sync`` gave up waiting (and cancelled the coroutine)."""
+
+
+def _run_loop(loop: asyncio.AbstractEventLoop, stopped: concurrent.futures.Future[None]) -> None:
+    asyncio.set_event_loop(loop)
+    try:
+        loop.run_forever()
+    finally:
+        try:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
+            stopped.set_result(None)
+
+
+async def _close_all(servers: Mapping[str, _ServerSession]) -> None:
+    await asyncio.gather(*(s.close() for s in servers.values()), return_exceptions=True)
+
+
+def _shutdown(
+    loop: asyncio.AbstractEventLoop,
+    thread: threading.Thread,
+    servers: Mapping[str, _ServerSession],
+    stopped: concurrent.futures.Future[None],
+) -> None:
+    """Close every session and stop the loop thread (sync; also the finalizer)."""
+    if loop.is_closed() or stopped.done():
+        return
+    if threading.current_thread() is thread:
+        loop.create_task(_close_all(servers)).add_done_callback(lambda _: loop.stop())
+        return
+    try:
+        asyncio.run_coroutine_threadsafe(_close_all(servers), loop).result(timeout=15)
+    except concurrent.futures.TimeoutError:
+        logger.warning("MCP sessions did not close within 15 s; stopping their loop anyway")
+    finally:
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(loop.stop)
+    try:
+        stopped.result(timeout=5)
+    except concurrent.futures.TimeoutError:
+        logger.warning("the MCP runtime's loop thread did not stop within 5 s")
+
+
+class MCPRuntime:
+    """Persistent MCP sessions, one per server, on one background event-loop thread.
+
+    MCP sessions are bound to the event loop that opened them, while a graph
+    may run under a sync ``invoke``, an ``ainvoke`` in any loop, Jupyter or
+    ``langgraph dev``. The runtime therefore runs every session on its own
+    daemon thread and loop; :meth:`call` (sync) and :meth:`acall` (async,
+    never blocking) hand calls to it. Cancelling an ``acall`` cancels the call
+    on the background loop and tells the server to stop the tool.
+
+    A catalog built by :func:`load_mcp_catalog` owns its runtime: close it with
+    ``await catalog.aclose()``, ``catalog.close()`` or ``async with catalog``.
+    Sessions left open are closed at interpreter exit.
+
+    Attributes:
+        servers: server name -> :class:`MCPServerInfo` of each loaded server.
+        load_errors: server name -> why it failed to load.
+    """
+
+    def __init__(
+        self,
+        connections: Mapping[str, Connection],
+        *,
+        callbacks: Callbacks | None = None,
+        tool_interceptors: Sequence[ToolCallInterceptor] | None = None,
+        connect_timeout_s: float = 30.0,
+        heartbeat_s: float | None = 1.0,
+    ) -> None:
+        """Start the background loop; sessions open on :meth:`aload` or the first call.
+
+        Args:
+            connections: server name -> connection dict, as for
+                ``MultiServerMCPClient`` (stdio, streamable_http, sse, websocket).
+            callbacks: the adapters' ``Callbacks`` (logging, progress,
+                elicitation); they run on the background loop.
+            tool_interceptors: the adapters' tool-call interceptors; they run on
+                the background loop.
+            connect_timeout_s: seconds to wait for a server to start and answer
+                ``initialize``.
+            heartbeat_s: while calls are pending, ping each busy server this
+                often so a server that died mid-call is noticed (HTTP transports
+                otherwise wait forever); ``None`` disables it.
+        """
+        self.connections: dict[str, Connection] = dict(connections)
+        self.tool_interceptors = list(tool_interceptors or [])
+        self.servers: dict[str, MCPServerInfo] = {}
+        self.load_errors: dict[str, str] = {}
+        self._sessions: dict[str, _ServerSession] = {
+            name: _ServerSession(
+                name,
+                conn,
+                callbacks=callbacks,
+                connect_timeout_s=connect_timeout_s,
+                heartbeat_s=heartbeat_s,
+            )
+            for name, conn in self.connections.items()
+        }
+        self._loop = asyncio.new_event_loop()
+        self._stopped: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._thread = threading.Thread(
+            target=_run_loop, args=(self._loop, self._stopped), name="toolbudget-mcp", daemon=True
+        )
+        self._thread.start()
+        self._closed = False
+        self._finalizer = weakref.finalize(
+            self, _shutdown, self._loop, self._thread, self._sessions, self._stopped
+        )
+
+    # -- plumbing --
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`aclose` or :meth:`close` ran."""
+        return self._closed
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The background event loop every session lives on."""
+        return self._loop
+
+    def _submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        if self._closed:
+            coro.close()
+            raise RuntimeError("this MCP runtime is closed")
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+
+    def run_sync(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run a coroutine on the background loop and block for its result.
+
+        Args:
+            coro: the coroutine.
+            timeout: seconds to wait; on expiry the coroutine is cancelled.
+
+        Returns:
+            The coroutine's result.
+
+        Raises:
+            RuntimeError: called from the background loop's own thread (it
+                would deadlock).
+            TimeoutError: ``timeout`` expired (the coroutine was cancelled).
+        """
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise RuntimeError(
+                "a sync MCP call from the runtime's own loop would deadlock; use the async API"
+            )
+        fut = self._submit(coro)
+        try:
+            return fut.result(timeout)
+        except concurrent.futures.TimeoutError:
+            if fut.done():
+                raise
+            fut.cancel()
+            raise _SyncTimeout(f"no result within {timeout} s") from None
+        except BaseException:
+            fut.cancel()
+            raise
+
+    async def run_async(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine on the background loop and await it from any loop.
+
+        Cancelling the awaiting task cancels the coroutine on the background loop.
+
+        Args:
+            coro: the coroutine.
+
+        Returns:
+            The coroutine's result.
+        """
+        return await asyncio.wrap_future(self._submit(coro))
+
+    # -- loading --
+
+    async def aload(self) -> dict[str, list[types.Tool]]:
+        """Open every server's session and list its tools, concurrently.
+
+        Failures are recorded in :attr:`load_errors` (and the failed server's
+        session closed), never raised.
+
+        Returns:
+            server name -> its MCP tools, for the servers that loaded.
+        """
+        return await self.run_async(self._load_all())
+
+    async def _load_all(self) -> dict[str, list[types.Tool]]:
+        names = list(self._sessions)
+        results = await asyncio.gather(*(self._load_one(n) for n in names), return_exceptions=True)
+        loaded: dict[str, list[types.Tool]] = {}
+        for name, result in zip(names, results, strict=True):
+            if isinstance(result, BaseException):
+                cause = result.__cause__ if isinstance(result, MCPServerError) else None
+                where = _where(self.connections[name])
+                self.load_errors[name] = f"{_describe_error(cause or result)} ({where})"
+                await self._sessions[name].close()
+            else:
+                loaded[name] = result
+        return loaded
+
+    async def _load_one(self, name: str) -> list[types.Tool]:
+        server = self._sessions[name]
+        gen = await server.ensure_open()
+        try:
+            with anyio.fail_after(server.connect_timeout_s):
+                return await _list_all_tools(gen.session)
+        except Exception as exc:
+            raise MCPServerError(
+                f"MCP server {name!r} failed to list its tools", server=name
+            ) from exc
+
+    def init_result(self, server: str) -> types.InitializeResult | None:
+        """The ``initialize`` result of a server's latest session (None if never opened)."""
+        return self._sessions[server].init_result
+
+    def sessions_opened(self, server: str) -> int:
+        """How many sessions to this server have been opened so far (reconnects + 1)."""
+        return self._sessions[server].opened
+
+    # -- calls --
+
+    async def _call(
+        self, server: str, tool: str, mcp_name: str, arguments: dict[str, Any]
+    ) -> tuple[Any, Any]:
+        srv = self._sessions[server]
+
+        async def execute(request: MCPToolCallRequest) -> Any:
+            if request.headers:
+                raise MCPServerError(
+                    HEADERS_ERROR.format(tool=tool, server=server), server=server, tool=tool
+                )
+            return await srv.call_tool(tool, request.name, request.args)
+
+        handler = _build_interceptor_chain(execute, self.tool_interceptors)
+        result = await handler(
+            MCPToolCallRequest(name=mcp_name, args=arguments, server_name=server)
+        )
+        return _convert_call_tool_result(result)
+
+    def call(
+        self,
+        server: str,
+        tool: str,
+        mcp_name: str,
+        arguments: dict[str, Any],
+        *,
+        timeout_s: float | None = None,
+    ) -> tuple[Any, Any]:
+        """Call an MCP tool and block until it answers (sync callers, any thread).
+
+        Args:
+            server: the server's name.
+            tool: the tool's catalog name (for messages).
+            mcp_name: the tool's name on the server.
+            arguments: the call's arguments.
+            timeout_s: cancel the call after this many seconds.
+
+        Returns:
+            ``(content, artifact)`` as the adapters convert a ``CallToolResult``.
+
+        Raises:
+            MCPServerError: the server is down, died, timed out or rejected the call.
+            ToolException: the tool itself reported an error (``isError``).
+        """
+        if self._closed:
+            raise MCPServerError(CLOSED_ERROR.format(tool=tool, server=server), server=server)
+        try:
+            return self.run_sync(self._call(server, tool, mcp_name, arguments), timeout_s)
+        except _SyncTimeout:
+            raise MCPServerError(
+                TIMEOUT_ERROR.format(tool=tool, server=server, timeout=timeout_s),
+                server=server,
+                tool=tool,
+            ) from None
+
+    async def acall(
+        self, server: str, tool: str, mcp_name: str, arguments: dict[str, Any]
+    ) -> tuple[Any, Any]:
+        """Call an MCP tool from any event loop without blocking it.
+
+        Cancelling the awaiting task (e.g. ``asyncio.wait_for``) cancels the
+        call on the background loop and sends the server a cancellation.
+
+        Args:
+            server: the server's name.
+            tool: the tool's catalog name (for messages).
+            mcp_name: the tool's name on the server.
+            arguments: the call's arguments.
+
+        Returns:
+            ``(content, artifact)`` as the adapters convert a ``CallToolResult``.
+
+        Raises:
+            MCPServerError: the server is down, died or rejected the call.
+            ToolException: the tool itself reported an error (``isError``).
+        """
+        if self._closed:
+            raise MCPServerError(CLOSED_ERROR.format(tool=tool, server=server), server=server)
+        return await self.run_async(self._call(server, tool, mcp_name, arguments))
+
+    # -- closing --
+
+    async def aclose(self) -> None:
+        """Close every session and stop the background loop. Idempotent."""
+        if self._closed:
+            return
+        if threading.current_thread() is self._thread:
+            raise RuntimeError("aclose() cannot run on the MCP runtime's own loop")
+        self._closed = True
+        await asyncio.wrap_future(
+            asyncio.run_coroutine_threadsafe(_close_all(self._sessions), self._loop)
+        )
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        await asyncio.wrap_future(self._stopped)
+        self._finalizer.detach()
+
+    def close(self) -> None:
+        """Sync :meth:`aclose`, for scripts without an event loop. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._finalizer()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"MCPRuntime({sorted(self.servers)}, {state})"

@@ -1,0 +1,334 @@
+"""One MCP server's persistent session: open, reconnect, heartbeat and cancel notification."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from langchain_mcp_adapters.callbacks import CallbackContext, Callbacks, _MCPCallbacks
+from langchain_mcp_adapters.sessions import Connection, create_session
+from mcp import ClientSession, types
+
+from langgraph_toolbudget.mcp.errors import (
+    CALL_FAILED_ERROR,
+    CALL_REJECTED_ERROR,
+    OPEN_FAILED_ERROR,
+    MCPServerError,
+    _describe_error,
+    _is_session_terminated,
+    _is_transport_error,
+    _where,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def _retrieve(fut: asyncio.Future[Any]) -> None:
+    """Mark a future's exception as retrieved (no "never retrieved" log)."""
+    if not fut.cancelled():
+        fut.exception()
+
+
+@dataclass(eq=False)
+class _Generation:
+    """One opened session of a server: the session, its owner task and its events."""
+
+    session: ClientSession
+    init: types.InitializeResult
+    owner: asyncio.Task[None]
+    closing: asyncio.Event
+    dead: asyncio.Event
+    inflight: int = 0
+    heartbeat: asyncio.Task[None] | None = None
+
+
+class _ServerSession:
+    """One server's persistent session. Lives on, and is used only from, the runtime loop.
+
+    The session's async context is entered and exited by one owner task (anyio
+    cancel scopes must exit in the task that entered them); calls use the
+    session from other tasks of the same loop. Each (re)opened session is a
+    :class:`_Generation`; closing one never touches a newer one.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        connection: Connection,
+        *,
+        callbacks: Callbacks | None,
+        connect_timeout_s: float,
+        heartbeat_s: float | None,
+    ) -> None:
+        self.name = name
+        self.connection = connection
+        self.callbacks = callbacks
+        self.connect_timeout_s = connect_timeout_s
+        self.heartbeat_s = heartbeat_s
+        self.init_result: types.InitializeResult | None = None
+        self.opened = 0
+        self._gen: _Generation | None = None
+        self._lock: asyncio.Lock | None = None
+        self._background: set[asyncio.Task[Any]] = set()
+
+    # -- lifecycle --
+
+    def _mcp_callbacks(self, tool: str | None = None) -> _MCPCallbacks:
+        if self.callbacks is None:
+            return _MCPCallbacks()
+        return self.callbacks.to_mcp_format(
+            context=CallbackContext(server_name=self.name, tool_name=tool)
+        )
+
+    @staticmethod
+    def _alive(gen: _Generation | None) -> bool:
+        """Is this session usable (owner running, transport open)?"""
+        if gen is None or gen.owner.done() or gen.dead.is_set():
+            return False
+        stream = getattr(gen.session, "_read_stream", None)
+        stats = getattr(stream, "statistics", None)
+        # The transport closes its end of the read stream when the server goes away
+        # (stdio: the process exited); a call on it would fail at once.
+        return not (callable(stats) and stats().open_send_streams == 0)
+
+    async def ensure_open(self) -> _Generation:
+        """The live session, opening (or re-opening) it if needed.
+
+        Raises:
+            MCPServerError: the session cannot be opened; names the server.
+        """
+        gen = self._gen
+        if self._alive(gen):
+            assert gen is not None
+            return gen
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            gen = self._gen
+            if self._alive(gen):
+                assert gen is not None
+                return gen
+            await self.close()
+            try:
+                gen = await self._open()
+            except Exception as exc:
+                raise MCPServerError(
+                    OPEN_FAILED_ERROR.format(
+                        server=self.name, where=_where(self.connection), cause=_describe_error(exc)
+                    ),
+                    server=self.name,
+                ) from exc
+            self._gen, self.init_result = gen, gen.init
+            self.opened += 1
+            return gen
+
+    async def _open(self) -> _Generation:
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[tuple[ClientSession, types.InitializeResult]] = loop.create_future()
+        ready.add_done_callback(_retrieve)
+        closing, dead = asyncio.Event(), asyncio.Event()
+        owner = loop.create_task(self._own(ready, closing, dead), name=f"mcp-session-{self.name}")
+        try:
+            session, init = await asyncio.wait_for(
+                asyncio.shield(ready), timeout=self.connect_timeout_s
+            )
+        except BaseException as exc:
+            owner.cancel()
+            await asyncio.wait({owner}, timeout=5)
+            if isinstance(exc, asyncio.TimeoutError):
+                raise TimeoutError(
+                    f"no answer to initialize within {self.connect_timeout_s} s"
+                ) from None
+            raise
+        return _Generation(session, init, owner, closing, dead)
+
+    async def _own(
+        self,
+        ready: asyncio.Future[tuple[ClientSession, types.InitializeResult]],
+        closing: asyncio.Event,
+        dead: asyncio.Event,
+    ) -> None:
+        """Owner task: enter the session's context, wait until closing, exit it."""
+        error: BaseException | None = None
+        try:
+            async with create_session(
+                self.connection, mcp_callbacks=self._mcp_callbacks()
+            ) as session:
+                init = await session.initialize()
+                if not ready.done():
+                    ready.set_result((session, init))
+                await closing.wait()
+        except BaseException as exc:  # noqa: BLE001 - recorded, handed to the opener or logged
+            error = exc
+        finally:
+            dead.set()
+            if not ready.done():
+                ready.set_exception(
+                    error
+                    if isinstance(error, Exception)
+                    else ConnectionError("the session closed before initialize answered")
+                )
+            elif error is not None and not closing.is_set():
+                logger.info("MCP session to %r ended: %s", self.name, _describe_error(error))
+        if isinstance(error, asyncio.CancelledError):
+            raise error
+
+    async def close(self) -> None:
+        """Close the current session, if any."""
+        gen, self._gen = self._gen, None
+        if gen is not None:
+            await self._close_generation(gen)
+
+    @staticmethod
+    async def _close_generation(gen: _Generation) -> None:
+        """Close one session and wait, boundedly, for its owner task to exit."""
+        if gen.heartbeat is not None:
+            gen.heartbeat.cancel()
+        gen.closing.set()
+        done, _ = await asyncio.wait({gen.owner}, timeout=5)
+        if not done:
+            gen.owner.cancel()
+            await asyncio.wait({gen.owner}, timeout=2)
+
+    def _mark_dead(self, gen: _Generation) -> None:
+        """A session is unusable: fail its pending calls and close it in the background."""
+        gen.dead.set()
+        if self._gen is gen:
+            self._gen = None
+        self._spawn(self._close_generation(gen))
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        task.add_done_callback(_retrieve)
+
+    # -- calls --
+
+    async def call_tool(
+        self, tool: str, mcp_name: str, arguments: dict[str, Any]
+    ) -> types.CallToolResult:
+        """Call one tool over the persistent session.
+
+        A server that no longer knows the session (an HTTP server restarted
+        between calls answers 404) never ran the request, so the call is sent
+        once more on a new session, as the MCP spec asks.
+
+        Raises:
+            MCPServerError: the session could not be opened, died during the
+                call, or the server rejected the request.
+        """
+        try:
+            return await self._call_once(tool, mcp_name, arguments)
+        except MCPServerError as exc:
+            if exc.__cause__ is None or not _is_session_terminated(exc.__cause__):
+                raise
+        logger.info("MCP server %r forgot the session; calling %r on a new one", self.name, tool)
+        return await self._call_once(tool, mcp_name, arguments)
+
+    async def _call_once(
+        self, tool: str, mcp_name: str, arguments: dict[str, Any]
+    ) -> types.CallToolResult:
+        gen = await self.ensure_open()
+        session = gen.session
+        request_id: list[int] = []
+
+        async def send() -> types.CallToolResult:
+            # send_request takes this id synchronously before its first await.
+            request_id.append(getattr(session, "_request_id", -1))
+            return await session.call_tool(
+                mcp_name,
+                arguments,
+                progress_callback=self._mcp_callbacks(mcp_name).progress_callback,
+            )
+
+        loop = asyncio.get_running_loop()
+        call = loop.create_task(send())
+        watch = loop.create_task(gen.dead.wait())
+        gen.inflight += 1
+        if self.heartbeat_s and (gen.heartbeat is None or gen.heartbeat.done()):
+            gen.heartbeat = loop.create_task(self._beat(gen, self.heartbeat_s))
+        try:
+            await asyncio.wait({call, watch}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            call.cancel()
+            if request_id and request_id[0] >= 0 and not gen.dead.is_set():
+                self._spawn(self._notify_cancelled(session, request_id[0]))
+            raise
+        finally:
+            watch.cancel()
+            gen.inflight -= 1
+        if not call.done():
+            call.cancel()
+            call.add_done_callback(_retrieve)
+            self._mark_dead(gen)
+            raise MCPServerError(
+                CALL_FAILED_ERROR.format(
+                    server=self.name,
+                    tool=tool,
+                    cause="the connection was lost",
+                    where=_where(self.connection),
+                ),
+                server=self.name,
+                tool=tool,
+            )
+        try:
+            return call.result()
+        except Exception as exc:
+            if _is_transport_error(exc):
+                self._mark_dead(gen)
+                raise MCPServerError(
+                    CALL_FAILED_ERROR.format(
+                        server=self.name,
+                        tool=tool,
+                        cause=_describe_error(exc),
+                        where=_where(self.connection),
+                    ),
+                    server=self.name,
+                    tool=tool,
+                ) from exc
+            raise MCPServerError(
+                CALL_REJECTED_ERROR.format(server=self.name, tool=tool, cause=_describe_error(exc)),
+                server=self.name,
+                tool=tool,
+            ) from exc
+
+    async def _notify_cancelled(self, session: ClientSession, request_id: int) -> None:
+        """Tell the server a request was cancelled, so it stops the tool."""
+        notification = types.ClientNotification(
+            types.CancelledNotification(
+                params=types.CancelledNotificationParams(
+                    requestId=request_id, reason="cancelled by the client (timeout)"
+                )
+            )
+        )
+        try:
+            with anyio.fail_after(2):
+                await session.send_notification(notification)
+        except Exception as exc:  # noqa: BLE001 - best effort; the session may be gone
+            logger.debug("could not send cancellation to %r: %s", self.name, exc)
+
+    async def _beat(self, gen: _Generation, interval: float) -> None:
+        """While calls are pending, ping the server so a dead connection is noticed.
+
+        Over HTTP the SDK leaves a request pending forever when the server dies
+        mid-call; a failed ping marks the session dead, which fails pending calls.
+        """
+        while gen.inflight > 0 and not gen.dead.is_set():
+            await asyncio.sleep(interval)
+            if gen.inflight == 0 or gen.dead.is_set():
+                return
+            try:
+                with anyio.fail_after(max(interval * 5, 5)):
+                    await gen.session.send_ping()
+            except TimeoutError:
+                continue  # busy or slow, not necessarily dead; the owner task tells
+            except Exception as exc:  # noqa: BLE001 - classified below
+                if _is_transport_error(exc):
+                    logger.info("MCP server %r stopped answering: %s", self.name, exc)
+                    self._mark_dead(gen)
+                    return
