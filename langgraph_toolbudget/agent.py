@@ -44,8 +44,8 @@ from langgraph_toolbudget.executor import (
     outcome_update,
 )
 from langgraph_toolbudget.intent import ClassifyIntent
-from langgraph_toolbudget.meta import meta_tool_definitions
-from langgraph_toolbudget.selection import SelectTools, ToolSearch, _resolve_budget
+from langgraph_toolbudget.meta import check_meta_name_clash, meta_tool_definitions
+from langgraph_toolbudget.selection import SelectTools, ToolSearch, _resolve_budget, free_tools
 from langgraph_toolbudget.semantic import HybridScorer
 from langgraph_toolbudget.state import ToolBudgetState, state_get, state_messages
 from langgraph_toolbudget.working_set import WorkingSet
@@ -104,6 +104,7 @@ class _ModelCaller:
     def __init__(
         self, model: BaseChatModel, catalog: ToolCatalog, system_prompt: str | None
     ) -> None:
+        check_meta_name_clash(catalog)
         self.model = model
         self.catalog = catalog
         self.system_prompt = system_prompt
@@ -168,7 +169,7 @@ class CallModel(BudgetNode):
             raise ValueError(f"max_iterations must be >= 1, got {max_iterations}")
         super().__init__(name)
         self.caller = _ModelCaller(model, catalog, system_prompt)
-        self.execution = ToolExecution(catalog, pinned=pinned)
+        self.pinned = free_tools(catalog, pinned)
         self.max_iterations = max_iterations
 
     def _limit_hit(self, messages: Sequence[BaseMessage]) -> dict[str, Any] | None:
@@ -181,14 +182,14 @@ class CallModel(BudgetNode):
         messages = state_messages(state)
         if (stop := self._limit_hit(messages)) is not None:
             return stop
-        working = self.execution.working_set(state)
+        working = WorkingSet.from_state(state, base=self.pinned)
         return {"messages": [self.caller.invoke(messages, working, config)]}
 
     async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         messages = state_messages(state)
         if (stop := self._limit_hit(messages)) is not None:
             return stop
-        working = self.execution.working_set(state)
+        working = WorkingSet.from_state(state, base=self.pinned)
         return {"messages": [await self.caller.ainvoke(messages, working, config)]}
 
 

@@ -53,7 +53,8 @@ from langgraph_toolbudget.coercion import (
     tool_json_schema,
 )
 from langgraph_toolbudget.intent import latest_user_text
-from langgraph_toolbudget.meta import META_TOOL_NAMES, MetaToolHandler
+from langgraph_toolbudget.meta import META_TOOL_NAMES, MetaToolHandler, check_meta_name_clash
+from langgraph_toolbudget.selection import free_tools
 from langgraph_toolbudget.state import state_messages
 from langgraph_toolbudget.working_set import WorkingSet
 
@@ -76,10 +77,6 @@ TIMEOUT_ERROR = (
 RAW_ARGUMENTS_ERROR = (
     "Error: the arguments of your call to {tool!r} are not valid JSON, so it was not run: "
     "{raw}\nExpected arguments (JSON schema): {schema}\nCall it again with a JSON object."
-)
-META_NAME_ERROR = (
-    "catalog tools {names} have the names of meta-tools, which the agent binds itself; "
-    "rename those tools (e.g. with a server prefix) before building the catalog."
 )
 META_LIMIT_ERROR = (
     "Error: meta-tool limit reached ({limit} calls to search_tools/add_tool/request_more_tools/"
@@ -197,25 +194,18 @@ class ToolExecution:
             raise ValueError(f"max_visible must be >= 1 or None, got {max_visible}")
         if max_meta_calls < 0:
             raise ValueError(f"max_meta_calls must be >= 0, got {max_meta_calls}")
-        clashes = [n for n in META_TOOL_NAMES if catalog.get(n) is not None]
-        if clashes:
-            raise ValueError(META_NAME_ERROR.format(names=clashes))
-        missing = [n for n in pinned if n not in catalog]
-        if missing:
-            raise ValueError(
-                f"pinned tools {missing} are not enabled tools of the catalog. "
-                f"Known tools include {catalog.tool_names[:10]}."
-            )
+        check_meta_name_clash(catalog)
         self.catalog = catalog
         self.mode = mode
-        self.pinned = list(dict.fromkeys([*catalog.always_visible, *pinned]))
+        self.pinned = free_tools(catalog, pinned)
         self.max_visible = max_visible
         self.max_meta_calls = max_meta_calls
         self.enforce_visibility = enforce_visibility
         self.meta = MetaToolHandler(catalog, max_tools=max_tools, min_per_category=min_per_category)
-        self._injected = {s.name for s in catalog.specs if _has_injected_args(s.tool)}
         self._async_only = {s.name for s in catalog.specs if _async_only(s.tool)}
-        self._tool_node: ToolNode | None = None
+        # Per tool, on first call: reading schemas up front would cost ~0.4 ms a tool.
+        self._injected: dict[str, bool] = {}
+        self._tool_nodes: dict[str, ToolNode] = {}
         self._schemas: dict[str, dict[str, Any] | None] = {}
         self._group_limits: dict[str, int] = {}
         for spec in catalog.specs:
@@ -226,16 +216,8 @@ class ToolExecution:
 
     def working_set(self, state: Any) -> WorkingSet:
         """The visible set of a state (plus pinned and ``always`` tools)."""
-        mapping = (
-            state
-            if isinstance(state, dict)
-            else {
-                "selected_tools": getattr(state, "selected_tools", None),
-                "tool_last_used": getattr(state, "tool_last_used", None),
-            }
-        )
         return WorkingSet.from_state(
-            mapping, base=self.pinned, pinned=self.pinned, cap=self.max_visible
+            state, base=self.pinned, pinned=self.pinned, cap=self.max_visible
         )
 
     @staticmethod
@@ -369,12 +351,19 @@ class ToolExecution:
                 self._schemas[tool.name] = None
         return self._schemas[tool.name]
 
-    def _node(self) -> ToolNode:
-        if self._tool_node is None:
-            self._tool_node = ToolNode(
-                self.catalog.tools(self._injected), handle_tool_errors=self._error_text
+    def _uses_injection(self, name: str) -> bool:
+        """Does the tool take LangGraph-injected arguments (then it runs through a ToolNode)?"""
+        if name not in self._injected:
+            spec = self.catalog.get(name)
+            self._injected[name] = spec is not None and _has_injected_args(spec.tool)
+        return self._injected[name]
+
+    def _node(self, name: str) -> ToolNode:
+        if name not in self._tool_nodes:
+            self._tool_nodes[name] = ToolNode(
+                self.catalog.tools([name]), handle_tool_errors=self._error_text
             )
-        return self._tool_node
+        return self._tool_nodes[name]
 
     def _error_text(self, error: Exception) -> str:
         return TOOL_ERROR.format(tool="(tool)", error=f"{type(error).__name__}: {error}")
@@ -416,7 +405,7 @@ class ToolExecution:
         return ToolMessage(content, name=tool.name, tool_call_id=call["id"], status="error")
 
     def _tool_input(self, call: ToolCall, args: dict[str, Any], state: Any) -> Any:
-        if call["name"] in self._injected:
+        if self._uses_injection(call["name"]):
             fixed = {**call, "args": args}
             return {"__type": "tool_call_with_context", "tool_call": fixed, "state": state}
         return {"name": call["name"], "args": args, "id": call["id"], "type": "tool_call"}
@@ -426,7 +415,7 @@ class ToolExecution:
         if isinstance(prepared, ToolMessage):
             return prepared
         tool, args = prepared
-        runner = self._node() if call["name"] in self._injected else tool
+        runner = self._node(call["name"]) if self._uses_injection(call["name"]) else tool
         try:
             response = runner.invoke(self._tool_input(call, args, state), config)
         except GraphBubbleUp:
@@ -440,7 +429,7 @@ class ToolExecution:
         if isinstance(prepared, ToolMessage):
             return prepared
         tool, args = prepared
-        runner = self._node() if call["name"] in self._injected else tool
+        runner = self._node(call["name"]) if self._uses_injection(call["name"]) else tool
         spec = self.catalog.get(call["name"])
         timeout = spec.timeout_s if spec else None
         try:

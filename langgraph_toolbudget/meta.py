@@ -39,6 +39,7 @@ __all__ = [
     "REQUEST_MORE_TOOLS",
     "SEARCH_TOOLS",
     "SHOW_ALL_TOOLS",
+    "check_meta_name_clash",
     "meta_tool_definitions",
 ]
 
@@ -55,6 +56,19 @@ NOT_ADDED_UNKNOWN = "not tools of this app (check the spelling or call search_to
 NOT_ADDED_FILTERED = "filtered out by this app's configuration and cannot be used"
 NOT_ADDED_DISABLED = "disabled"
 NOT_ADDED_CAP = "not added: the working set is full of pinned tools"
+
+
+META_NAME_ERROR = (
+    "catalog tools {names} have the names of meta-tools, which the agent binds itself; "
+    "rename those tools (e.g. with a server prefix) before building the catalog."
+)
+
+
+def check_meta_name_clash(catalog: ToolCatalog) -> None:
+    """Raise ``ValueError`` if a catalog tool is named like a meta-tool (bound twice otherwise)."""
+    clashes = [n for n in META_TOOL_NAMES if catalog.get(n) is not None]
+    if clashes:
+        raise ValueError(META_NAME_ERROR.format(names=clashes))
 
 
 class _RequestMoreToolsArgs(BaseModel):

@@ -228,6 +228,15 @@ def _check_pinned(catalog: ToolCatalog, pinned: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(pinned))
 
 
+def free_tools(catalog: ToolCatalog, pinned: Sequence[str] = ()) -> list[str]:
+    """Tools visible without spending budget: ``always`` tools, special categories, ``pinned``.
+
+    Raises:
+        ValueError: a pinned name is not an enabled tool of the catalog.
+    """
+    return list(dict.fromkeys([*catalog.always_visible, *_check_pinned(catalog, pinned)]))
+
+
 def _resolve_budget(max_tools: int | None, model_size: str | float | None) -> int:
     if max_tools is not None:
         if max_tools < 0:
@@ -294,6 +303,7 @@ class SelectTools(BudgetNode):
         self.max_tools = _resolve_budget(max_tools, model_size)
         self.min_per_category = min_per_category
         self.pinned = _check_pinned(catalog, pinned)
+        self._free = free_tools(catalog, self.pinned)
         self.strategy = strategy
         self.scorer = as_hybrid_scorer(catalog, embeddings)
         self.max_visible = _check_cap(max_visible)
@@ -301,7 +311,7 @@ class SelectTools(BudgetNode):
     @property
     def free_tools(self) -> list[str]:
         """Visible without budget: ``always`` tools, special categories, pinned tools."""
-        return list(dict.fromkeys([*self.catalog.always_visible, *self.pinned]))
+        return list(self._free)
 
     def choose(
         self, query: str, categories: Sequence[str], *, scores: np.ndarray | None = None
@@ -390,9 +400,7 @@ class ToolSearch(BudgetNode):
         self.min_relative_score = min_relative_score
         self.scorer = as_hybrid_scorer(catalog, embeddings)
         self.max_visible = _check_cap(max_visible)
-        self.pinned = list(
-            dict.fromkeys([*catalog.always_visible, *_check_pinned(catalog, pinned)])
-        )
+        self.pinned = free_tools(catalog, pinned)
 
     def _query(self, state: Any) -> str | None:
         """The text to search for, or None when this turn is not searched."""

@@ -10,9 +10,11 @@ Pure data: the nodes load it from state, change it, and write back a diff.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from langgraph_toolbudget.state import state_get
 
 __all__ = ["WorkingSet"]
 
@@ -39,7 +41,7 @@ class WorkingSet:
     @classmethod
     def from_state(
         cls,
-        state: Mapping[str, Any],
+        state: Any,
         *,
         base: Iterable[str] = (),
         pinned: Iterable[str] = (),
@@ -47,11 +49,13 @@ class WorkingSet:
     ) -> WorkingSet:
         """Load from a state's ``selected_tools`` and ``tool_last_used``.
 
-        ``base`` names (tools visible whatever the state says) come first when
-        the state has none of them yet.
+        ``state`` may be a dict or an object with those attributes. ``base``
+        names (tools visible whatever the state says) come first when the state
+        has none of them yet.
         """
-        names = list(dict.fromkeys([*(state.get("selected_tools") or []), *base]))
-        last_used = dict(state.get("tool_last_used") or {})
+        selected = state_get(state, "selected_tools", None) or []
+        names = list(dict.fromkeys([*selected, *base]))
+        last_used = dict(state_get(state, "tool_last_used", None) or {})
         step = max(last_used.values(), default=0)
         return cls(names, frozenset(pinned), cap, last_used, step)
 
