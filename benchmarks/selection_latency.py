@@ -31,8 +31,8 @@ from _common import (  # noqa: E402
 )
 
 from langgraph_toolbudget import ToolCatalog  # noqa: E402
-from langgraph_toolbudget.intent import _scorer  # noqa: E402
-from langgraph_toolbudget.selection import _selectable_members  # noqa: E402
+from langgraph_toolbudget.core.intent import _scorer  # noqa: E402
+from langgraph_toolbudget.core.selection import _selectable_members  # noqa: E402
 
 TARGETS = {"build_s": 2.0, "turn_p50_ms": 1.0}
 

@@ -58,7 +58,7 @@ from _common import (  # noqa: E402
 )
 
 from langgraph_toolbudget import ToolCatalog  # noqa: E402
-from langgraph_toolbudget.semantic import HybridScorer  # noqa: E402
+from langgraph_toolbudget.core.semantic import HybridScorer  # noqa: E402
 
 TARGETS = {
     "sealtools": {"recall": 0.92, "visible": 10.0},

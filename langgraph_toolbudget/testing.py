@@ -40,7 +40,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
-from langgraph_toolbudget.intent import message_text
+from langgraph_toolbudget.core.intent import message_text
 
 __all__ = ["DemoChatModel", "ScriptedChatModel", "demo_arguments", "demo_reply"]
 

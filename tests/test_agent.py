@@ -32,7 +32,7 @@ from langgraph_toolbudget import (
     create_toolbudget_agent,
     tools_prompt_section,
 )
-from langgraph_toolbudget.agent import ITERATION_LIMIT_MESSAGE
+from langgraph_toolbudget.nodes.agent import ITERATION_LIMIT_MESSAGE
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 MODES = ["sequential", "parallel_safe"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from langgraph_toolbudget import max_tools_for_model
-from langgraph_toolbudget.budget import (
+from langgraph_toolbudget.core.budget import (
     MODEL_SIZE_PRESETS,
     allocate,
     model_size_billions,

@@ -6,8 +6,8 @@ import pytest
 from langchain_core.tools import tool
 
 from langgraph_toolbudget import ToolCatalog, search_hits, select_tools
-from langgraph_toolbudget.intent import classify_lexical
-from langgraph_toolbudget.search import ToolIndex
+from langgraph_toolbudget.core.intent import classify_lexical
+from langgraph_toolbudget.core.search import ToolIndex
 
 
 def _by_name(tools, name):

@@ -10,7 +10,7 @@ from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.prebuilt import InjectedState
 from pydantic import ValidationError
 
-from langgraph_toolbudget.coercion import coerce_args, schema_error_message, tool_json_schema
+from langgraph_toolbudget.core.coercion import coerce_args, schema_error_message, tool_json_schema
 
 
 @tool

@@ -668,7 +668,7 @@ async def test_injection_and_commands_work_as_under_tool_node(mode, api):
 
 
 async def test_execution_core_updates_the_working_set_in_place(catalog):
-    from langgraph_toolbudget.working_set import WorkingSet
+    from langgraph_toolbudget.core.working_set import WorkingSet
 
     execution = ToolExecution(catalog)
     working = WorkingSet(["get_weather"])
@@ -772,7 +772,7 @@ async def test_sequential_sync_tools_under_ainvoke_leave_the_event_loop_free():
 
 @pytest.mark.parametrize("api", APIS)
 async def test_unparseable_arguments_are_answered_with_the_schema_not_run(catalog, rec, api):
-    from langgraph_toolbudget.coercion import RAW_ARGUMENTS_KEY
+    from langgraph_toolbudget.core.coercion import RAW_ARGUMENTS_KEY
 
     calls = [call("get_weather", "c1", **{RAW_ARGUMENTS_KEY: "{city: Paris"})]
     out = await run_node(ToolExecutor(catalog), state_for(calls, ["get_weather"]), api)

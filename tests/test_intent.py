@@ -9,10 +9,11 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.graph import END, START, StateGraph
 
 from langgraph_toolbudget import ClassifyIntent, SelectTools, ToolBudgetState, classify_lexical
-from langgraph_toolbudget.intent import CategoryChoice, latest_user_text
+from langgraph_toolbudget.core.intent import latest_user_text
+from langgraph_toolbudget.nodes.intent import CategoryChoice
 from langgraph_toolbudget.testing import ScriptedChatModel
 
-INTENT_LOGGER = "langgraph_toolbudget.intent"
+INTENT_LOGGER = "langgraph_toolbudget.nodes.intent"
 MODES = ["sync", "async"]
 
 

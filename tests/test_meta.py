@@ -7,12 +7,12 @@ import json
 import pytest
 from agent_tools import Recorder, recording_catalog
 
-from langgraph_toolbudget.meta import (
+from langgraph_toolbudget.core.meta import (
     META_TOOL_NAMES,
     MetaToolHandler,
     meta_tool_definitions,
 )
-from langgraph_toolbudget.working_set import WorkingSet
+from langgraph_toolbudget.core.working_set import WorkingSet
 
 
 @pytest.fixture

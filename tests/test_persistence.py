@@ -21,7 +21,7 @@ import asyncio, json, sys
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph_toolbudget import create_toolbudget_agent
-from langgraph_toolbudget.example_catalog import build_example_catalog
+from langgraph_toolbudget.demo.example_catalog import build_example_catalog
 from langgraph_toolbudget.testing import DemoChatModel
 
 db, thread, text, mode = sys.argv[1:5]

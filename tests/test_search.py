@@ -11,7 +11,7 @@ from langchain_core.tools import StructuredTool
 from pydantic import BaseModel
 
 from langgraph_toolbudget import SearchResult, ToolCatalog, ToolIndex
-from langgraph_toolbudget.search import MAX_FUZZY_RESULTS, tokenize
+from langgraph_toolbudget.core.search import MAX_FUZZY_RESULTS, tokenize
 
 
 def _text(catalog: ToolCatalog, name: str) -> str:

@@ -18,7 +18,7 @@ from langgraph_toolbudget import (
     search_hits,
     select_tools,
 )
-from langgraph_toolbudget._node import VISIBLE_SET_EVENT
+from langgraph_toolbudget.nodes._node import VISIBLE_SET_EVENT
 
 MODES = ["sync", "async"]
 META_TOOLS = {"search_tools", "add_tool", "show_all_tools", "request_more_tools"}

@@ -29,7 +29,7 @@ from langgraph_toolbudget import (
     search_hits,
     select_tools,
 )
-from langgraph_toolbudget.semantic import (
+from langgraph_toolbudget.core.semantic import (
     HashingEmbeddings,
     HybridScorer,
     as_hybrid_scorer,
@@ -432,7 +432,7 @@ async def test_query_embedding_failure_falls_back_to_lexical(docs_catalog, mode,
     await scores(scorer, "warm up", mode)  # tool vectors in place
     emb.queries_down = True
     query = "send the quarterly revenue by email"
-    with caplog.at_level(logging.WARNING, logger="langgraph_toolbudget.semantic"):
+    with caplog.at_level(logging.WARNING, logger="langgraph_toolbudget.core.semantic"):
         fallback = await scores(scorer, query, mode)
         out = await run(ToolSearch(docs_catalog, embeddings=scorer), ask(query), mode)
     np.testing.assert_array_equal(fallback, docs_catalog.index.scores(query))
@@ -452,7 +452,7 @@ async def test_catalog_embedding_failure_falls_back_then_retries(docs_catalog, m
     emb.documents_down = True
     graph = build_graph(docs_catalog, emb)
     query = "I'd like a summarization, please"
-    with caplog.at_level(logging.WARNING, logger="langgraph_toolbudget.semantic"):
+    with caplog.at_level(logging.WARNING, logger="langgraph_toolbudget.core.semantic"):
         out = await run_graph(graph, ask(query), mode)
     assert out["categories"] == [] and "summarize_document" not in out["selected_tools"]
     assert any("tool catalog" in r.getMessage() for r in caplog.records)
@@ -466,7 +466,7 @@ async def test_catalog_embedding_failure_falls_back_then_retries(docs_catalog, m
 async def test_malformed_query_vector_falls_back(docs_catalog, mode, caplog):
     scorer = HybridScorer(docs_catalog, ShortQueryEmbeddings())
     query = "send an email"
-    with caplog.at_level(logging.WARNING, logger="langgraph_toolbudget.semantic"):
+    with caplog.at_level(logging.WARNING, logger="langgraph_toolbudget.core.semantic"):
         got = await scores(scorer, query, mode)
     np.testing.assert_array_equal(got, docs_catalog.index.scores(query))
     assert any("dimensions" in r.getMessage() for r in caplog.records)

@@ -23,8 +23,8 @@ import httpx
 import pytest
 from langgraph_sdk import get_client
 
-from langgraph_toolbudget.example_catalog import build_example_catalog
-from langgraph_toolbudget.server import chat_model, mcp_connections, model_spec
+from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+from langgraph_toolbudget.demo.server import chat_model, mcp_connections, model_spec
 
 REPO = Path(__file__).resolve().parents[1]
 MCP = REPO / "tests" / "mcp_servers"

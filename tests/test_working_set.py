@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from langgraph_toolbudget.core.working_set import WorkingSet
 from langgraph_toolbudget.state import merge_names
-from langgraph_toolbudget.working_set import WorkingSet
 
 
 def test_from_state_keeps_state_order_and_appends_base_names_not_yet_there():

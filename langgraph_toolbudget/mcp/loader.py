@@ -18,7 +18,7 @@ from langchain_mcp_adapters.sessions import Connection
 from langchain_mcp_adapters.tools import _handle_mcp_tool_error
 from mcp import types
 
-from langgraph_toolbudget.catalog import TOOL_METADATA_KEYS, IncludeMode, ToolCatalog
+from langgraph_toolbudget.core.catalog import TOOL_METADATA_KEYS, IncludeMode, ToolCatalog
 from langgraph_toolbudget.mcp.errors import MCPLoadError, MCPLoadWarning
 from langgraph_toolbudget.mcp.runtime import MCPRuntime, MCPServerInfo
 from langgraph_toolbudget.mcp.tool import MCPCatalogTool

@@ -4,7 +4,7 @@ Key Components:
     - :func:`meta_tool_definitions`: the four meta-tools as LangChain tools to
       bind (their bodies are never run: the executor intercepts the calls).
     - :class:`MetaToolHandler`: answers a meta-call and changes a
-      :class:`~langgraph_toolbudget.working_set.WorkingSet`.
+      :class:`~langgraph_toolbudget.core.working_set.WorkingSet`.
 
 The meta-tools:
     - ``request_more_tools(categories, reason="")``: load whole categories
@@ -27,9 +27,9 @@ from typing import Any
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
-from langgraph_toolbudget.catalog import ToolCatalog
-from langgraph_toolbudget.selection import select_tools
-from langgraph_toolbudget.working_set import WorkingSet
+from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.selection import select_tools
+from langgraph_toolbudget.core.working_set import WorkingSet
 
 __all__ = [
     "ADD_TOOL",

@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from langchain_core.tools import BaseTool, InjectedToolArg
 
-from langgraph_toolbudget.search import ToolIndex
+from langgraph_toolbudget.core.search import ToolIndex
 
 __all__ = [
     "IncludeMode",

@@ -4,7 +4,7 @@ Key Components:
     - :func:`tools_prompt_section`: the system-prompt section that lists the
       categories and how to widen the tool set.
     - :class:`CallModel`: node that calls the model once (graph-level loop
-      with :class:`~langgraph_toolbudget.executor.ToolExecutor`).
+      with :class:`~langgraph_toolbudget.nodes.executor.ToolExecutor`).
     - :class:`ToolAgent`: one node that loops model -> tools inside itself.
     - :func:`create_toolbudget_agent`: the whole graph, uncompiled:
       classify_intent -> select_tools -> tool_search -> agent <-> tools.
@@ -33,22 +33,23 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import tools_condition
 from langgraph.types import Command
 
-from langgraph_toolbudget._node import BudgetNode
-from langgraph_toolbudget.catalog import ToolCatalog
-from langgraph_toolbudget.coercion import repair_tool_calls
-from langgraph_toolbudget.executor import (
+from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.coercion import repair_tool_calls
+from langgraph_toolbudget.core.meta import check_meta_name_clash, meta_tool_definitions
+from langgraph_toolbudget.core.selection import _resolve_budget, free_tools
+from langgraph_toolbudget.core.semantic import HybridScorer
+from langgraph_toolbudget.core.working_set import WorkingSet
+from langgraph_toolbudget.nodes._node import BudgetNode
+from langgraph_toolbudget.nodes.executor import (
     ExecutionMode,
     ToolExecution,
     ToolExecutor,
     TurnOutcome,
     outcome_update,
 )
-from langgraph_toolbudget.intent import ClassifyIntent
-from langgraph_toolbudget.meta import check_meta_name_clash, meta_tool_definitions
-from langgraph_toolbudget.selection import SelectTools, ToolSearch, _resolve_budget, free_tools
-from langgraph_toolbudget.semantic import HybridScorer
+from langgraph_toolbudget.nodes.intent import ClassifyIntent
+from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
 from langgraph_toolbudget.state import ToolBudgetState, state_get, state_messages
-from langgraph_toolbudget.working_set import WorkingSet
 
 __all__ = [
     "CallModel",
@@ -198,7 +199,7 @@ class ToolAgent(BudgetNode):
 
     Each iteration binds the meta-tools and the visible tools, calls the model,
     and runs its tool calls through the same core as
-    :class:`~langgraph_toolbudget.executor.ToolExecutor` (meta-calls first,
+    :class:`~langgraph_toolbudget.nodes.executor.ToolExecutor` (meta-calls first,
     enforcement, coercion, ``sequential``/``parallel_safe``). Meta-calls
     widen the visible set for the next iteration.
 
@@ -371,7 +372,7 @@ def add_toolbudget_nodes(
         embeddings: optional LangChain ``Embeddings`` (or a ``HybridScorer``) for
             classify_intent, select_tools and tool_search: tools are then
             ranked by BM25 fused with embedding similarity (see
-            :mod:`langgraph_toolbudget.semantic`).
+            :mod:`langgraph_toolbudget.core.semantic`).
         mode: ``sequential`` or ``parallel_safe``.
         pinned: tools always visible.
         max_visible: hard cap on visible tools, or None.

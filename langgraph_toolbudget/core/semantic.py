@@ -1,6 +1,6 @@
 """Semantic (embedding) ranking beside the lexical one: optional, any LangChain ``Embeddings``.
 
-The lexical ranker (BM25, :class:`~langgraph_toolbudget.search.ToolIndex`)
+The lexical ranker (BM25, :class:`~langgraph_toolbudget.core.search.ToolIndex`)
 cannot join a query to a tool described in other words ("Can I find any
 peer-reviewed papers?" against "helps with academic research"). An embedding
 model can. :class:`HybridScorer` fuses the two: the cosine similarity of the
@@ -48,8 +48,8 @@ from typing import Any, Literal
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from langgraph_toolbudget.catalog import ToolCatalog
-from langgraph_toolbudget.search import FULL_QUERY_WEIGHT, _split_words, clauses, tokenize
+from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.search import FULL_QUERY_WEIGHT, _split_words, clauses, tokenize
 
 __all__ = [
     "DEFAULT_SEMANTIC_WEIGHT",
@@ -317,7 +317,7 @@ class HybridScorer:
     def query_texts(self, query: str) -> list[str]:
         """The texts embedded for a query: itself, then its clauses if it asks for several things.
 
-        The clauses are those of :func:`~langgraph_toolbudget.search.clauses`
+        The clauses are those of :func:`~langgraph_toolbudget.core.search.clauses`
         (sentence ends, "then", "also"...), as the BM25 ranking splits them.
         """
         parts = clauses(query) if self.split_clauses else []

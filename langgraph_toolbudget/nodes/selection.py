@@ -1,10 +1,10 @@
-"""select_tools and tool_search: which tools the model sees.
+"""select_tools and tool_search: the nodes that choose which tools the model sees.
 
 Key Components:
-    - :func:`select_tools`: the proportional per-category budget, tools ranked
-      by relevance to the query inside each category (pure function).
-    - :func:`search_hits`: the best free-text hits for a query (pure function).
-    - :class:`SelectTools`, :class:`ToolSearch`: the nodes over them.
+    - :class:`SelectTools`: the proportional per-category budget
+      (:func:`langgraph_toolbudget.core.selection.select_tools`).
+    - :class:`ToolSearch`: the automatic BM25 search before the first model turn
+      (:func:`langgraph_toolbudget.core.selection.search_hits`).
 
 Typical Usage:
     ```python
@@ -15,8 +15,7 @@ Typical Usage:
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -24,163 +23,23 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 
-from langgraph_toolbudget._node import BudgetNode, emit_event
-from langgraph_toolbudget.budget import allocate, max_tools_for_model
-from langgraph_toolbudget.catalog import ToolCatalog
-from langgraph_toolbudget.intent import latest_user_text
-from langgraph_toolbudget.search import rank_scores
-from langgraph_toolbudget.semantic import HybridScorer, as_hybrid_scorer
+from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.intent import latest_user_text
+from langgraph_toolbudget.core.selection import (
+    _check_pinned,
+    _resolve_budget,
+    free_tools,
+    search_hits,
+    select_tools,
+)
+from langgraph_toolbudget.core.semantic import HybridScorer, as_hybrid_scorer
+from langgraph_toolbudget.core.working_set import WorkingSet
+from langgraph_toolbudget.nodes._node import BudgetNode, emit_event
 from langgraph_toolbudget.state import state_get, state_messages
-from langgraph_toolbudget.working_set import WorkingSet
 
-__all__ = ["SelectTools", "ToolSearch", "search_hits", "select_tools"]
+__all__ = ["SelectTools", "ToolSearch"]
 
 Strategy = Literal["auto", "categories", "relevance"]
-
-UNKNOWN_PINNED_ERROR = (
-    "pinned tools {names} are not enabled tools of the catalog (unknown, filtered or disabled). "
-    "Known tools include {known}."
-)
-
-
-def select_tools(
-    catalog: ToolCatalog,
-    query: str,
-    categories: Sequence[str],
-    *,
-    max_tools: int = 8,
-    min_per_category: int = 2,
-    exclude: Iterable[str] = (),
-    scores: np.ndarray | None = None,
-) -> list[str]:
-    """Tools for ``categories`` under a proportional budget.
-
-    ``per_cat = max(min_per_category, max_tools // len(categories))``; inside
-    each category tools are ranked by relevance to ``query`` (catalog order
-    breaks ties); slots a small category leaves unused go to the most relevant
-    remaining tools; the result is capped at ``max_tools``, de-duplicated and
-    deterministic. Unknown categories add nothing. Only tools with include
-    mode ``agent`` are chosen.
-
-    Args:
-        catalog: the tool catalog.
-        query: the user's text, for ranking inside categories.
-        categories: categories in priority order.
-        max_tools: the budget.
-        min_per_category: the floor of each category's share.
-        exclude: tools already visible outside the budget (not chosen again).
-        scores: relevance of every tool, aligned with ``catalog.index.names``
-            (e.g. :meth:`HybridScorer.scores`); default ``catalog.index.scores(query)``.
-    """
-    if isinstance(categories, str):
-        raise TypeError(
-            f"categories must be a list of category names, got the string {categories!r}; "
-            f"pass [{categories!r}]."
-        )
-    members = _selectable_members(catalog)
-    known = [c for c in dict.fromkeys(categories) if c in members]
-    if not known or max_tools <= 0:
-        return []
-    exclude = list(exclude)
-    index = catalog.index
-    if scores is None:
-        scores = index.scores(query) if query else None
-    else:
-        _check_scores(catalog, scores)
-    # No category can place more than max_tools tools (plus the excluded ones it skips),
-    # so each category's ranking is cut there: the result is the same, the work bounded.
-    cap = max_tools + len(exclude)
-    ranked = []
-    for cat in known:
-        positions = members[cat]
-        if scores is None:
-            top = positions[:cap]
-            sub = np.zeros(top.size)
-        else:
-            sub = scores[positions]
-            order = np.argsort(-sub, kind="stable")[:cap]  # stable: catalog order breaks ties
-            top, sub = positions[order], sub[order]
-        ranked.append((cat, [(index.names[p], float(v)) for p, v in zip(top, sub, strict=True)]))
-    return allocate(ranked, max_tools=max_tools, min_per_category=min_per_category, exclude=exclude)
-
-
-def _selectable_members(catalog: ToolCatalog) -> dict[str, np.ndarray]:
-    """Category -> index positions of its selectable tools, in catalog order (cached)."""
-    cached = catalog.__dict__.get("_selectable_members")
-    if cached is None:
-        index = catalog.index
-        cached = {
-            cat: np.array(
-                [index.position(n) for n in catalog.tools_in(cat) if catalog.selectable(n)],
-                dtype=np.int64,
-            )
-            for cat in catalog.categories
-        }
-        catalog.__dict__["_selectable_members"] = cached
-    return cached
-
-
-def search_hits(
-    catalog: ToolCatalog,
-    query: str,
-    *,
-    limit: int = 5,
-    exclude: Iterable[str] = (),
-    min_relative_score: float = 0.0,
-    scores: np.ndarray | None = None,
-) -> list[str]:
-    """The ``limit`` most relevant selectable tools for free text, best first.
-
-    Args:
-        catalog: the tool catalog.
-        query: free text.
-        limit: how many at most.
-        exclude: names to skip (already visible).
-        min_relative_score: drop hits scoring below this fraction of the best.
-        scores: relevance of every tool, aligned with ``catalog.index.names``
-            (e.g. :meth:`HybridScorer.scores`); default ``catalog.index.scores(query)``.
-    """
-    if limit <= 0 or not query:
-        return []
-    if scores is None:
-        rank = functools.partial(catalog.index.rank, query)
-    else:
-        _check_scores(catalog, scores)
-        rank = functools.partial(rank_scores, scores)
-    skip = set(exclude)
-    out: list[str] = []
-    best = None
-    # Enough candidates for ``limit`` hits unless many are skipped; then rank them all.
-    ranked = rank(limit=limit + len(skip) + 16)
-    if len(ranked) == limit + len(skip) + 16:
-        n_ok = sum(1 for pos, _ in ranked if _hit_ok(catalog, pos, skip))
-        if n_ok < limit:
-            ranked = rank()
-    for pos, score in ranked:
-        name = catalog.index.names[pos]
-        if best is None:
-            best = score
-        if score < best * min_relative_score:
-            break
-        if name in skip or not catalog.selectable(name):
-            continue
-        out.append(name)
-        if len(out) >= limit:
-            break
-    return out
-
-
-def _check_scores(catalog: ToolCatalog, scores: np.ndarray) -> None:
-    if np.shape(scores) != (len(catalog.index),):
-        raise ValueError(
-            f"scores must hold one value per tool of catalog.index ({len(catalog.index)}), "
-            f"got shape {np.shape(scores)}"
-        )
-
-
-def _hit_ok(catalog: ToolCatalog, pos: int, skip: set[str]) -> bool:
-    name = catalog.index.names[pos]
-    return name not in skip and catalog.selectable(name)
 
 
 def _check_cap(max_visible: int | None) -> int | None:
@@ -221,32 +80,6 @@ def _grow_visible(
     return {"selected_tools": diff, "tool_last_used": dict(working.last_used)}
 
 
-def _check_pinned(catalog: ToolCatalog, pinned: Sequence[str]) -> list[str]:
-    missing = [n for n in pinned if n not in catalog]
-    if missing:
-        raise ValueError(UNKNOWN_PINNED_ERROR.format(names=missing, known=catalog.tool_names[:10]))
-    return list(dict.fromkeys(pinned))
-
-
-def free_tools(catalog: ToolCatalog, pinned: Sequence[str] = ()) -> list[str]:
-    """Tools visible without spending budget: ``always`` tools, special categories, ``pinned``.
-
-    Raises:
-        ValueError: a pinned name is not an enabled tool of the catalog.
-    """
-    return list(dict.fromkeys([*catalog.always_visible, *_check_pinned(catalog, pinned)]))
-
-
-def _resolve_budget(max_tools: int | None, model_size: str | float | None) -> int:
-    if max_tools is not None:
-        if max_tools < 0:
-            raise ValueError(f"max_tools must be >= 0, got {max_tools}")
-        return max_tools
-    if model_size is not None:
-        return max_tools_for_model(model_size)
-    return 8
-
-
 class SelectTools(BudgetNode):
     """Node: choose the visible tools for the chosen categories under a budget.
 
@@ -268,7 +101,7 @@ class SelectTools(BudgetNode):
             categories), ``auto`` (categories when the state has some, else
             relevance).
         embeddings: optional LangChain ``Embeddings`` (or a
-            :class:`~langgraph_toolbudget.semantic.HybridScorer`): tools are
+            :class:`~langgraph_toolbudget.core.semantic.HybridScorer`): tools are
             then ranked by BM25 fused with embedding similarity. An embedding
             failure falls back to BM25 for the turn.
         max_visible: hard cap on the visible set across turns: adding this
@@ -369,7 +202,7 @@ class ToolSearch(BudgetNode):
         every_turn: search on later turns too.
         min_relative_score: drop hits below this fraction of the best score.
         embeddings: optional LangChain ``Embeddings`` (or a
-            :class:`~langgraph_toolbudget.semantic.HybridScorer`): hits are
+            :class:`~langgraph_toolbudget.core.semantic.HybridScorer`): hits are
             then ranked by BM25 fused with embedding similarity. An embedding
             failure falls back to BM25 for the turn.
         max_visible: hard cap on the visible set: adding hits beyond it evicts

@@ -43,20 +43,20 @@ from langgraph.types import Command
 from pydantic import PydanticUserError, ValidationError
 from rapidfuzz import fuzz, process
 
-from langgraph_toolbudget._node import BudgetNode, emit_event
 from langgraph_toolbudget._runner import run_sync
-from langgraph_toolbudget.catalog import ToolCatalog
-from langgraph_toolbudget.coercion import (
+from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.coercion import (
     RAW_ARGUMENTS_KEY,
     coerce_args,
     schema_error_message,
     tool_json_schema,
 )
-from langgraph_toolbudget.intent import latest_user_text
-from langgraph_toolbudget.meta import META_TOOL_NAMES, MetaToolHandler, check_meta_name_clash
-from langgraph_toolbudget.selection import free_tools
+from langgraph_toolbudget.core.intent import latest_user_text
+from langgraph_toolbudget.core.meta import META_TOOL_NAMES, MetaToolHandler, check_meta_name_clash
+from langgraph_toolbudget.core.selection import free_tools
+from langgraph_toolbudget.core.working_set import WorkingSet
+from langgraph_toolbudget.nodes._node import BudgetNode, emit_event
 from langgraph_toolbudget.state import state_messages
-from langgraph_toolbudget.working_set import WorkingSet
 
 __all__ = ["ExecutionMode", "ToolExecution", "ToolExecutor", "TurnOutcome"]
 

@@ -6,7 +6,7 @@ example show real tool results without any network or account.
 
 Example:
     ```python
-    from langgraph_toolbudget.example_catalog import build_example_catalog
+    from langgraph_toolbudget.demo.example_catalog import build_example_catalog
     catalog = build_example_catalog()
     catalog.categories  # ['github', 'slack', 'calendar', 'weather', 'files', ...]
     ```
@@ -26,7 +26,7 @@ from typing import Any
 
 from langchain_core.tools import BaseTool, tool
 
-from langgraph_toolbudget.catalog import ToolCatalog
+from langgraph_toolbudget.core.catalog import ToolCatalog
 
 __all__ = ["CATEGORY_DESCRIPTIONS", "Workspace", "build_example_catalog", "example_tools"]
 

@@ -1,9 +1,8 @@
-"""classify_intent: the user's query -> ordered tool categories.
+"""classify_intent: the node that turns the user's query into ordered tool categories.
 
 Key Components:
-    - :func:`classify_lexical`: offline scoring of categories against a query
-      (category name and description, and the tools inside each category).
-    - :class:`ClassifyIntent`: the node. Lexical by default; with ``model=``,
+    - :class:`ClassifyIntent`: lexical by default (see
+      :func:`langgraph_toolbudget.core.intent.classify_lexical`); with ``model=``,
       asks a chat model for structured output, validates it against the real
       categories and falls back to the lexical answer when the model fails.
 
@@ -16,7 +15,6 @@ Typical Usage:
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -26,12 +24,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
 
-from langgraph_toolbudget._node import BudgetNode
-from langgraph_toolbudget.catalog import ToolCatalog
-from langgraph_toolbudget.semantic import HybridScorer, as_hybrid_scorer
+from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.intent import classify_lexical, latest_user_text
+from langgraph_toolbudget.core.semantic import HybridScorer, as_hybrid_scorer
+from langgraph_toolbudget.nodes._node import BudgetNode
 from langgraph_toolbudget.state import state_messages
 
-__all__ = ["CategoryChoice", "ClassifyIntent", "classify_lexical", "latest_user_text"]
+__all__ = ["CategoryChoice", "ClassifyIntent"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,120 +44,6 @@ class CategoryChoice(BaseModel):
     """Structured answer expected from a classifying chat model."""
 
     categories: list[str] = Field(description="Category names, most relevant first.")
-
-
-def message_text(message: BaseMessage) -> str:
-    """The plain text of a message, whatever its content blocks."""
-    content = message.content
-    if isinstance(content, str):
-        return content
-    parts = []
-    for block in content:
-        if isinstance(block, str):
-            parts.append(block)
-        elif isinstance(block, dict) and block.get("type") == "text":
-            parts.append(str(block.get("text", "")))
-    return " ".join(parts)
-
-
-def latest_user_text(messages: Sequence[Any]) -> str:
-    """Text of the latest human message ("" if there is none)."""
-    for message in reversed(messages):
-        if isinstance(message, HumanMessage):
-            return message_text(message)
-        if isinstance(message, dict) and message.get("role") in ("user", "human"):
-            return str(message.get("content", ""))
-    return ""
-
-
-class _CategoryScorer:
-    """Precomputed category membership, so a query is scored in a few numpy passes.
-
-    A category's score is its best member's relevance, plus a quarter of its
-    next two members' (a category with several matching tools beats one lucky
-    match), plus the BM25 score of the category's own name and description.
-    """
-
-    TOP_MEMBERS = 3
-    OTHER_MEMBER_WEIGHT = 0.25
-
-    def __init__(self, catalog: ToolCatalog) -> None:
-        self.catalog = catalog
-        index = catalog.index
-        self.names = list(catalog.categories)
-        tools, cats = [], []
-        for c_pos, cat in enumerate(self.names):
-            for name in catalog.tools_in(cat):
-                tools.append(index.position(name))
-                cats.append(c_pos)
-        # (tool, category) membership pairs, grouped by category.
-        self.pair_tool = np.asarray(tools, dtype=np.int64)
-        self.pair_cat = np.asarray(cats, dtype=np.int64)
-
-    def category_scores(self, query: str, tool_scores: np.ndarray | None = None) -> np.ndarray:
-        """Score of every category (in ``catalog.categories`` order)."""
-        catalog = self.catalog
-        if tool_scores is None:
-            tool_scores = catalog.index.scores(query)
-        n = len(self.names)
-        member = tool_scores[self.pair_tool]
-        keep = np.flatnonzero(member > 0)
-        out = np.zeros(n, dtype=np.float64)
-        if keep.size:
-            cats, vals = self.pair_cat[keep], member[keep]
-            order = np.lexsort((-vals, cats))
-            cats, vals = cats[order], vals[order]
-            pos = np.arange(cats.size)
-            starts = np.maximum.accumulate(np.where(np.r_[True, cats[1:] != cats[:-1]], pos, 0))
-            rank = pos - starts
-            weight = np.where(
-                rank == 0, 1.0, np.where(rank < self.TOP_MEMBERS, self.OTHER_MEMBER_WEIGHT, 0.0)
-            )
-            out += np.bincount(cats, weights=vals * weight, minlength=n)
-        out += catalog.category_index.scores(query)
-        return out
-
-    def score(self, query: str, tool_scores: np.ndarray | None = None) -> list[tuple[str, float]]:
-        """Categories scoring above zero, best first (catalog order breaks ties)."""
-        scores = self.category_scores(query, tool_scores)
-        ids = np.flatnonzero(scores > 0)
-        order = ids[np.lexsort((ids, -scores[ids]))]
-        return [(self.names[i], float(scores[i])) for i in order]
-
-
-def classify_lexical(
-    catalog: ToolCatalog,
-    query: str,
-    *,
-    max_categories: int = 3,
-    min_relative_score: float = 0.5,
-    tool_scores: np.ndarray | None = None,
-) -> list[tuple[str, float]]:
-    """Rank the catalog's categories for a query, offline.
-
-    Args:
-        catalog: the tool catalog.
-        query: the user's text.
-        max_categories: return at most this many.
-        min_relative_score: drop categories scoring below this fraction of the best.
-        tool_scores: relevance of every tool, aligned with ``catalog.index.names``
-            (e.g. :meth:`HybridScorer.scores`); default ``catalog.index.scores(query)``.
-
-    Returns:
-        ``(category, score)`` best first; empty when nothing matches.
-    """
-    scored = _scorer(catalog).score(query, tool_scores)
-    if not scored:
-        return []
-    floor = scored[0][1] * min_relative_score
-    return [(c, s) for c, s in scored[:max_categories] if s >= floor]
-
-
-def _scorer(catalog: ToolCatalog) -> _CategoryScorer:
-    scorer = catalog.__dict__.get("_category_scorer")
-    if scorer is None:
-        scorer = catalog.__dict__["_category_scorer"] = _CategoryScorer(catalog)
-    return scorer
 
 
 class ClassifyIntent(BudgetNode):
@@ -176,7 +61,7 @@ class ClassifyIntent(BudgetNode):
         min_relative_score: lexical only: keep categories scoring at least this
             fraction of the best one.
         embeddings: optional LangChain ``Embeddings`` (or a
-            :class:`~langgraph_toolbudget.semantic.HybridScorer`): the offline
+            :class:`~langgraph_toolbudget.core.semantic.HybridScorer`): the offline
             classifier then scores tools by BM25 fused with embedding
             similarity. An embedding failure falls back to BM25 for the turn.
 

@@ -12,15 +12,15 @@ from collections.abc import Sequence
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import END, START, StateGraph
 
-from langgraph_toolbudget.agent import create_toolbudget_agent
-from langgraph_toolbudget.catalog import ToolCatalog
-from langgraph_toolbudget.example_catalog import build_example_catalog
-from langgraph_toolbudget.intent import ClassifyIntent
-from langgraph_toolbudget.meta import meta_tool_definitions
-from langgraph_toolbudget.selection import SelectTools, ToolSearch
+from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.meta import meta_tool_definitions
+from langgraph_toolbudget.core.tokens import schema_tokens
+from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+from langgraph_toolbudget.nodes.agent import create_toolbudget_agent
+from langgraph_toolbudget.nodes.intent import ClassifyIntent
+from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
 from langgraph_toolbudget.state import ToolBudgetState
 from langgraph_toolbudget.testing import ScriptedChatModel
-from langgraph_toolbudget.tokens import schema_tokens
 
 __all__ = ["main", "selection_graph"]
 

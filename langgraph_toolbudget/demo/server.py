@@ -45,9 +45,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
-from langgraph_toolbudget.agent import create_toolbudget_agent
-from langgraph_toolbudget.catalog import ToolCatalog
-from langgraph_toolbudget.example_catalog import build_example_catalog
+from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+from langgraph_toolbudget.nodes.agent import create_toolbudget_agent
 from langgraph_toolbudget.testing import DemoChatModel
 
 __all__ = [
@@ -242,7 +242,7 @@ def default_mcp_connections() -> dict[str, dict[str, Any]]:
     Raises:
         FileNotFoundError: the servers are not there (an installed wheel).
     """
-    folder = Path(__file__).resolve().parents[1] / "tests" / "mcp_servers"
+    folder = Path(__file__).resolve().parents[2] / "tests" / "mcp_servers"
     if not folder.is_dir():
         raise FileNotFoundError(NO_EXAMPLE_SERVERS_ERROR.format(folder=folder, env=MCP_SERVERS_ENV))
     return {

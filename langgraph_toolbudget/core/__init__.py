@@ -1,0 +1,5 @@
+"""Pure logic: catalog, search, budget arithmetic, working set, coercion, meta-tools.
+
+Nothing here is a LangGraph node; the adapters in :mod:`langgraph_toolbudget.nodes`,
+:mod:`langgraph_toolbudget.execution` and :mod:`langgraph_toolbudget.mcp` are thin layers over it.
+"""

@@ -1,0 +1,194 @@
+"""Which tools the model sees: the per-category budget and free-text hits. Pure functions.
+
+Key Components:
+    - :func:`select_tools`: the proportional per-category budget, tools ranked
+      by relevance to the query inside each category.
+    - :func:`search_hits`: the best free-text hits for a query.
+    - :func:`free_tools`: tools visible without spending budget.
+
+The nodes over these are in :mod:`langgraph_toolbudget.nodes.selection`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from langgraph_toolbudget.core.budget import allocate, max_tools_for_model
+from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.search import rank_scores
+
+__all__ = ["free_tools", "search_hits", "select_tools"]
+
+UNKNOWN_PINNED_ERROR = (
+    "pinned tools {names} are not enabled tools of the catalog (unknown, filtered or disabled). "
+    "Known tools include {known}."
+)
+
+
+def select_tools(
+    catalog: ToolCatalog,
+    query: str,
+    categories: Sequence[str],
+    *,
+    max_tools: int = 8,
+    min_per_category: int = 2,
+    exclude: Iterable[str] = (),
+    scores: np.ndarray | None = None,
+) -> list[str]:
+    """Tools for ``categories`` under a proportional budget.
+
+    ``per_cat = max(min_per_category, max_tools // len(categories))``; inside
+    each category tools are ranked by relevance to ``query`` (catalog order
+    breaks ties); slots a small category leaves unused go to the most relevant
+    remaining tools; the result is capped at ``max_tools``, de-duplicated and
+    deterministic. Unknown categories add nothing. Only tools with include
+    mode ``agent`` are chosen.
+
+    Args:
+        catalog: the tool catalog.
+        query: the user's text, for ranking inside categories.
+        categories: categories in priority order.
+        max_tools: the budget.
+        min_per_category: the floor of each category's share.
+        exclude: tools already visible outside the budget (not chosen again).
+        scores: relevance of every tool, aligned with ``catalog.index.names``
+            (e.g. :meth:`HybridScorer.scores`); default ``catalog.index.scores(query)``.
+    """
+    if isinstance(categories, str):
+        raise TypeError(
+            f"categories must be a list of category names, got the string {categories!r}; "
+            f"pass [{categories!r}]."
+        )
+    members = _selectable_members(catalog)
+    known = [c for c in dict.fromkeys(categories) if c in members]
+    if not known or max_tools <= 0:
+        return []
+    exclude = list(exclude)
+    index = catalog.index
+    if scores is None:
+        scores = index.scores(query) if query else None
+    else:
+        _check_scores(catalog, scores)
+    # No category can place more than max_tools tools (plus the excluded ones it skips),
+    # so each category's ranking is cut there: the result is the same, the work bounded.
+    cap = max_tools + len(exclude)
+    ranked = []
+    for cat in known:
+        positions = members[cat]
+        if scores is None:
+            top = positions[:cap]
+            sub = np.zeros(top.size)
+        else:
+            sub = scores[positions]
+            order = np.argsort(-sub, kind="stable")[:cap]  # stable: catalog order breaks ties
+            top, sub = positions[order], sub[order]
+        ranked.append((cat, [(index.names[p], float(v)) for p, v in zip(top, sub, strict=True)]))
+    return allocate(ranked, max_tools=max_tools, min_per_category=min_per_category, exclude=exclude)
+
+
+def _selectable_members(catalog: ToolCatalog) -> dict[str, np.ndarray]:
+    """Category -> index positions of its selectable tools, in catalog order (cached)."""
+    cached = catalog.__dict__.get("_selectable_members")
+    if cached is None:
+        index = catalog.index
+        cached = {
+            cat: np.array(
+                [index.position(n) for n in catalog.tools_in(cat) if catalog.selectable(n)],
+                dtype=np.int64,
+            )
+            for cat in catalog.categories
+        }
+        catalog.__dict__["_selectable_members"] = cached
+    return cached
+
+
+def search_hits(
+    catalog: ToolCatalog,
+    query: str,
+    *,
+    limit: int = 5,
+    exclude: Iterable[str] = (),
+    min_relative_score: float = 0.0,
+    scores: np.ndarray | None = None,
+) -> list[str]:
+    """The ``limit`` most relevant selectable tools for free text, best first.
+
+    Args:
+        catalog: the tool catalog.
+        query: free text.
+        limit: how many at most.
+        exclude: names to skip (already visible).
+        min_relative_score: drop hits scoring below this fraction of the best.
+        scores: relevance of every tool, aligned with ``catalog.index.names``
+            (e.g. :meth:`HybridScorer.scores`); default ``catalog.index.scores(query)``.
+    """
+    if limit <= 0 or not query:
+        return []
+    if scores is None:
+        rank = functools.partial(catalog.index.rank, query)
+    else:
+        _check_scores(catalog, scores)
+        rank = functools.partial(rank_scores, scores)
+    skip = set(exclude)
+    out: list[str] = []
+    best = None
+    # Enough candidates for ``limit`` hits unless many are skipped; then rank them all.
+    ranked = rank(limit=limit + len(skip) + 16)
+    if len(ranked) == limit + len(skip) + 16:
+        n_ok = sum(1 for pos, _ in ranked if _hit_ok(catalog, pos, skip))
+        if n_ok < limit:
+            ranked = rank()
+    for pos, score in ranked:
+        name = catalog.index.names[pos]
+        if best is None:
+            best = score
+        if score < best * min_relative_score:
+            break
+        if name in skip or not catalog.selectable(name):
+            continue
+        out.append(name)
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _check_scores(catalog: ToolCatalog, scores: np.ndarray) -> None:
+    if np.shape(scores) != (len(catalog.index),):
+        raise ValueError(
+            f"scores must hold one value per tool of catalog.index ({len(catalog.index)}), "
+            f"got shape {np.shape(scores)}"
+        )
+
+
+def _hit_ok(catalog: ToolCatalog, pos: int, skip: set[str]) -> bool:
+    name = catalog.index.names[pos]
+    return name not in skip and catalog.selectable(name)
+
+
+def _check_pinned(catalog: ToolCatalog, pinned: Sequence[str]) -> list[str]:
+    missing = [n for n in pinned if n not in catalog]
+    if missing:
+        raise ValueError(UNKNOWN_PINNED_ERROR.format(names=missing, known=catalog.tool_names[:10]))
+    return list(dict.fromkeys(pinned))
+
+
+def free_tools(catalog: ToolCatalog, pinned: Sequence[str] = ()) -> list[str]:
+    """Tools visible without spending budget: ``always`` tools, special categories, ``pinned``.
+
+    Raises:
+        ValueError: a pinned name is not an enabled tool of the catalog.
+    """
+    return list(dict.fromkeys([*catalog.always_visible, *_check_pinned(catalog, pinned)]))
+
+
+def _resolve_budget(max_tools: int | None, model_size: str | float | None) -> int:
+    if max_tools is not None:
+        if max_tools < 0:
+            raise ValueError(f"max_tools must be >= 0, got {max_tools}")
+        return max_tools
+    if model_size is not None:
+        return max_tools_for_model(model_size)
+    return 8

@@ -1,0 +1,1 @@
+"""Examples: the offline demo (``python -m langgraph_toolbudget.demo``) and server graphs."""

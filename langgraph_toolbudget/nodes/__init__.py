@@ -1,0 +1,1 @@
+"""LangGraph adapters: the nodes, the agent nodes and the prebuilt graphs."""
