@@ -5,8 +5,9 @@
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph._internal._runnable import RunnableCallable
 from langgraph.config import get_stream_writer
+
+from langgraph_toolbudget._compat import RunnableCallable
 
 __all__ = ["BudgetNode", "emit_event"]
 
