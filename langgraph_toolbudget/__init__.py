@@ -3,17 +3,26 @@
 LangGraph nodes that classify the user's intent into tool categories, select
 tools under a proportional per-category budget, search the catalog before the
 first model turn, and let the model widen its own tool set through meta-tools.
+
+Key Components:
+    - :class:`ToolCatalog`: every tool the app has, with metadata, filters and
+      a search index (``ToolCatalog.from_tools``, ``await ToolCatalog.from_mcp``).
+    - :class:`ToolBudgetState`: the graph state (tool names only).
+    - Nodes: :class:`ClassifyIntent`, :class:`SelectTools`, :class:`ToolSearch`,
+      :class:`CallModel`, :class:`ToolAgent`, :class:`ToolExecutor`.
+    - Prebuilt: :func:`create_toolbudget_agent`, :func:`add_toolbudget_nodes`.
+
+Algorithms (BM25 index, budget arithmetic, coercion...) live in
+:mod:`langgraph_toolbudget.core`; MCP in :mod:`langgraph_toolbudget.mcp`, which is
+imported only when used (``ToolCatalog.from_mcp``, or the MCP errors below).
 """
 
-from langgraph_toolbudget.core.budget import max_tools_for_model
+from typing import TYPE_CHECKING, Any
+
 from langgraph_toolbudget.core.catalog import ToolCatalog, ToolSpec
-from langgraph_toolbudget.core.intent import classify_lexical
 from langgraph_toolbudget.core.meta import META_TOOL_NAMES, meta_tool_definitions
-from langgraph_toolbudget.core.search import SearchResult, ToolIndex
-from langgraph_toolbudget.core.selection import search_hits, select_tools
 from langgraph_toolbudget.core.semantic import HashingEmbeddings, HybridScorer
 from langgraph_toolbudget.core.tokens import schema_tokens
-from langgraph_toolbudget.mcp import MCPLoadError, MCPServerError, load_mcp_catalog
 from langgraph_toolbudget.nodes.agent import (
     CallModel,
     ToolAgent,
@@ -21,38 +30,44 @@ from langgraph_toolbudget.nodes.agent import (
     create_toolbudget_agent,
     tools_prompt_section,
 )
-from langgraph_toolbudget.nodes.executor import ToolExecution, ToolExecutor
+from langgraph_toolbudget.nodes.executor import ToolExecutor
 from langgraph_toolbudget.nodes.intent import ClassifyIntent
 from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
-from langgraph_toolbudget.state import ToolBudgetState, merge_names
+from langgraph_toolbudget.state import ToolBudgetState
+
+if TYPE_CHECKING:
+    from langgraph_toolbudget.mcp import MCPLoadError, MCPServerError
+
+_LAZY = {"MCPLoadError", "MCPServerError"}
+
+
+def __getattr__(name: str) -> Any:
+    # The MCP errors are importable from here without paying for the MCP SDK at import time.
+    if name in _LAZY:
+        from langgraph_toolbudget import mcp
+
+        return getattr(mcp, name)
+    raise AttributeError(f"module 'langgraph_toolbudget' has no attribute {name!r}")
+
 
 __all__ = [
-    "CallModel",
     "META_TOOL_NAMES",
+    "CallModel",
+    "ClassifyIntent",
+    "HashingEmbeddings",
+    "HybridScorer",
     "MCPLoadError",
     "MCPServerError",
+    "SelectTools",
     "ToolAgent",
-    "ToolExecution",
+    "ToolBudgetState",
+    "ToolCatalog",
     "ToolExecutor",
+    "ToolSearch",
+    "ToolSpec",
     "add_toolbudget_nodes",
     "create_toolbudget_agent",
     "meta_tool_definitions",
     "schema_tokens",
     "tools_prompt_section",
-    "ClassifyIntent",
-    "HashingEmbeddings",
-    "HybridScorer",
-    "SearchResult",
-    "SelectTools",
-    "ToolBudgetState",
-    "ToolCatalog",
-    "ToolIndex",
-    "ToolSearch",
-    "ToolSpec",
-    "classify_lexical",
-    "load_mcp_catalog",
-    "max_tools_for_model",
-    "merge_names",
-    "search_hits",
-    "select_tools",
 ]

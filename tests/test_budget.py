@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from langgraph_toolbudget import max_tools_for_model
 from langgraph_toolbudget.core.budget import (
     MODEL_SIZE_PRESETS,
     allocate,
+    max_tools_for_model,
     model_size_billions,
     per_category_budget,
 )

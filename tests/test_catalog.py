@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 from langchain_core.tools import tool
 
-from langgraph_toolbudget import ToolCatalog, search_hits, select_tools
+from langgraph_toolbudget import ToolCatalog
 from langgraph_toolbudget.core.intent import classify_lexical
 from langgraph_toolbudget.core.search import ToolIndex
+from langgraph_toolbudget.core.selection import search_hits, select_tools
 
 
 def _by_name(tools, name):

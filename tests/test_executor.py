@@ -25,7 +25,8 @@ from langchain_core.tools import StructuredTool, tool
 from langgraph.graph import START, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
-from langgraph_toolbudget import ToolCatalog, ToolExecution, ToolExecutor
+from langgraph_toolbudget import ToolCatalog, ToolExecutor
+from langgraph_toolbudget.nodes.executor import ToolExecution
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 MODES = ["sequential", "parallel_safe"]

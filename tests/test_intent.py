@@ -8,8 +8,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.graph import END, START, StateGraph
 
-from langgraph_toolbudget import ClassifyIntent, SelectTools, ToolBudgetState, classify_lexical
-from langgraph_toolbudget.core.intent import latest_user_text
+from langgraph_toolbudget import ClassifyIntent, SelectTools, ToolBudgetState
+from langgraph_toolbudget.core.intent import classify_lexical, latest_user_text
 from langgraph_toolbudget.nodes.intent import CategoryChoice
 from langgraph_toolbudget.testing import ScriptedChatModel
 

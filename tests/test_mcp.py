@@ -25,7 +25,8 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_mcp_adapters.client import MultiServerMCPClient
 from mcp_servers import SERVERS_DIR, free_port, http_server, pid_alive, stdio
 
-from langgraph_toolbudget import ToolCatalog, create_toolbudget_agent, search_hits
+from langgraph_toolbudget import ToolCatalog, create_toolbudget_agent
+from langgraph_toolbudget.core.selection import search_hits
 from langgraph_toolbudget.mcp import (
     MCPCatalogTool,
     MCPLoadError,

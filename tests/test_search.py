@@ -10,8 +10,8 @@ import pytest
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel
 
-from langgraph_toolbudget import SearchResult, ToolCatalog, ToolIndex
-from langgraph_toolbudget.core.search import MAX_FUZZY_RESULTS, tokenize
+from langgraph_toolbudget import ToolCatalog
+from langgraph_toolbudget.core.search import MAX_FUZZY_RESULTS, SearchResult, ToolIndex, tokenize
 
 
 def _text(catalog: ToolCatalog, name: str) -> str:

@@ -14,11 +14,10 @@ from langgraph_toolbudget import (
     ToolBudgetState,
     ToolCatalog,
     ToolSearch,
-    merge_names,
-    search_hits,
-    select_tools,
 )
+from langgraph_toolbudget.core.selection import search_hits, select_tools
 from langgraph_toolbudget.nodes._node import VISIBLE_SET_EVENT
+from langgraph_toolbudget.state import merge_names
 
 MODES = ["sync", "async"]
 META_TOOLS = {"search_tools", "add_tool", "show_all_tools", "request_more_tools"}

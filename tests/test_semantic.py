@@ -26,9 +26,8 @@ from langgraph_toolbudget import (
     ToolCatalog,
     ToolSearch,
     create_toolbudget_agent,
-    search_hits,
-    select_tools,
 )
+from langgraph_toolbudget.core.selection import search_hits, select_tools
 from langgraph_toolbudget.core.semantic import (
     HashingEmbeddings,
     HybridScorer,

@@ -19,9 +19,8 @@ from langgraph_toolbudget import (
     ToolBudgetState,
     ToolCatalog,
     ToolSearch,
-    merge_names,
 )
-from langgraph_toolbudget.state import merge_counts, state_get, state_messages
+from langgraph_toolbudget.state import merge_counts, merge_names, state_get, state_messages
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 TURN_1 = "What's the weather in Paris tomorrow?"
