@@ -11,6 +11,7 @@ Key Components:
     - Nodes: :class:`ClassifyIntent`, :class:`SelectTools`, :class:`ToolSearch`,
       :class:`CallModel`, :class:`ToolAgent`, :class:`ToolExecutor`.
     - Prebuilt: :func:`create_toolbudget_agent`, :func:`add_toolbudget_nodes`.
+    - :class:`BudgetConfig`: the options every node shares, validated once.
 
 Algorithms (BM25 index, budget arithmetic, coercion...) live in
 :mod:`langgraph_toolbudget.core`; MCP in :mod:`langgraph_toolbudget.mcp`, which is
@@ -19,19 +20,16 @@ imported only when used (``ToolCatalog.from_mcp``, or the MCP errors below).
 
 from typing import TYPE_CHECKING, Any
 
+from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog, ToolSpec
 from langgraph_toolbudget.core.meta import META_TOOL_NAMES, meta_tool_definitions
 from langgraph_toolbudget.core.semantic import HashingEmbeddings, HybridScorer
 from langgraph_toolbudget.core.tokens import schema_tokens
-from langgraph_toolbudget.nodes.agent import (
-    CallModel,
-    ToolAgent,
-    add_toolbudget_nodes,
-    create_toolbudget_agent,
-    tools_prompt_section,
-)
+from langgraph_toolbudget.nodes.agent import CallModel, ToolAgent
 from langgraph_toolbudget.nodes.executor import ToolExecutor
 from langgraph_toolbudget.nodes.intent import ClassifyIntent
+from langgraph_toolbudget.nodes.prebuilt import add_toolbudget_nodes, create_toolbudget_agent
+from langgraph_toolbudget.nodes.prompt import tools_prompt_section
 from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
 from langgraph_toolbudget.state import ToolBudgetState
 
@@ -52,6 +50,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "META_TOOL_NAMES",
+    "BudgetConfig",
     "CallModel",
     "ClassifyIntent",
     "HashingEmbeddings",

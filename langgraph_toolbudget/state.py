@@ -11,11 +11,13 @@ Key Components:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any
+from typing import Annotated
 
 from langgraph.graph import MessagesState
 
-__all__ = ["ToolBudgetState", "merge_names", "merge_counts"]
+from langgraph_toolbudget.core.working_set import state_get, state_messages
+
+__all__ = ["ToolBudgetState", "merge_counts", "merge_names", "state_get", "state_messages"]
 
 NameUpdate = Sequence[str] | Mapping[str, Sequence[str]] | None
 
@@ -82,19 +84,3 @@ class ToolBudgetState(MessagesState):
     selected_tools: Annotated[list[str], merge_names]
     discovered_tools: Annotated[list[str], merge_names]
     tool_last_used: Annotated[dict[str, int], merge_counts]
-
-
-def state_messages(state: Any) -> list[Any]:
-    """The message list of a state given as a dict, a pydantic model or a list."""
-    if isinstance(state, list):
-        return state
-    if isinstance(state, Mapping):
-        return list(state.get("messages", []))
-    return list(getattr(state, "messages", []))
-
-
-def state_get(state: Any, key: str, default: Any = None) -> Any:
-    """A field of a state given as a dict or an object."""
-    if isinstance(state, Mapping):
-        return state.get(key, default)
-    return getattr(state, key, default)

@@ -26,7 +26,9 @@ from langgraph.graph import START, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from langgraph_toolbudget import ToolCatalog, ToolExecutor
-from langgraph_toolbudget.nodes.executor import ToolExecution
+from langgraph_toolbudget.config import BudgetConfig
+from langgraph_toolbudget.execution.batch import BatchRunner
+from langgraph_toolbudget.execution.policy import VisibilityPolicy
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 MODES = ["sequential", "parallel_safe"]
@@ -164,9 +166,9 @@ async def test_unknown_filtered_or_disabled_tool_is_not_run(
 
 
 def test_closest_tools_never_suggest_filtered_or_disabled_tools(catalog):
-    execution = ToolExecution(catalog)
+    policy = VisibilityPolicy(catalog)
     for name in ["admin_shutdown", "purge_database", "shutdown", "purge"]:
-        suggestions = execution.closest_tools(name)
+        suggestions = policy.closest_tools(name)
         assert not set(suggestions) & {"admin_shutdown", "purge_database"}
         assert set(suggestions) <= set(catalog.tool_names)
 
@@ -235,11 +237,15 @@ async def test_executor_without_an_ai_message_raises_a_clear_error(catalog):
 
 def test_bad_constructor_arguments_are_rejected(catalog):
     with pytest.raises(ValueError, match="mode"):
-        ToolExecution(catalog, mode="turbo")
+        ToolExecutor(catalog, mode="turbo")
     with pytest.raises(ValueError, match="pinned"):
-        ToolExecution(catalog, pinned=["admin_shutdown"])
+        ToolExecutor(catalog, pinned=["admin_shutdown"])
     with pytest.raises(ValueError, match="max_visible"):
-        ToolExecution(catalog, max_visible=0)
+        ToolExecutor(catalog, max_visible=0)
+    with pytest.raises(ValueError, match="max_tools"):
+        ToolExecutor(catalog, max_tools=-1)
+    with pytest.raises(TypeError, match="pinned"):
+        ToolExecutor(catalog, pinned="ab")
 
 
 # --- coercion in the executor ---------------------------------------------------------------
@@ -671,8 +677,8 @@ async def test_injection_and_commands_work_as_under_tool_node(mode, api):
 async def test_execution_core_updates_the_working_set_in_place(catalog):
     from langgraph_toolbudget.core.working_set import WorkingSet
 
-    execution = ToolExecution(catalog)
-    working = WorkingSet(["get_weather"])
+    execution = BatchRunner(catalog, BudgetConfig())
+    working = WorkingSet.from_state({"selected_tools": ["get_weather"]})
     outcome = await execution.arun(
         [
             call("add_tool", "m1", tool_names=["create_issue"]),
@@ -683,7 +689,8 @@ async def test_execution_core_updates_the_working_set_in_place(catalog):
         working,
     )
     assert working.names == ["get_weather", "create_issue"]
-    assert outcome.added == ["create_issue"]
+    assert [c.added for c in working.changes] == [("create_issue",)]
+    assert working.update()["selected_tools"] == {"add": ["create_issue"], "remove": []}
     assert outcome.meta_calls == 1
     assert [m.tool_call_id for m in outcome.messages] == ["m1", "c1"]
 
@@ -792,4 +799,4 @@ def test_a_catalog_tool_named_like_a_meta_tool_is_rejected_naming_it():
 
     catalog = ToolCatalog.from_tools([search_tools])
     with pytest.raises(ValueError, match=r"\['search_tools'\].*rename"):
-        ToolExecution(catalog)
+        BatchRunner(catalog, BudgetConfig())

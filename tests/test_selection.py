@@ -29,6 +29,14 @@ async def run(node, state, mode):
     return await node.ainvoke(state)
 
 
+async def visible(node, state, mode) -> list[str]:
+    """The visible set after the node's update went through the state's reducer."""
+    out = await run(node, state, mode)
+    update = out.get("selected_tools")
+    assert update is None or set(update) <= {"add", "remove"}  # the one update shape
+    return merge_names(state.get("selected_tools"), update)
+
+
 def ask(text: str, **state) -> dict:
     return {"messages": [HumanMessage(text)], **state}
 
@@ -193,8 +201,7 @@ def test_search_hits_min_relative_score_drops_weak_hits(catalog):
 async def test_select_tools_node_reads_categories_from_state(catalog, mode):
     node = SelectTools(catalog, max_tools=8)
     state = ask("Create an issue in GitHub for project apollo", categories=["projects", "github"])
-    out = await run(node, state, mode)
-    budgeted = [n for n in out["selected_tools"] if n not in catalog.always_visible]
+    budgeted = [n for n in await visible(node, state, mode) if n not in catalog.always_visible]
     assert len(budgeted) == 8
     assert len(in_category(catalog, budgeted, "projects")) == 4
     assert len(in_category(catalog, budgeted, "github")) == 4
@@ -204,8 +211,7 @@ async def test_select_tools_node_reads_categories_from_state(catalog, mode):
 async def test_select_tools_node_free_tools_spend_no_budget(make_catalog, mode):
     catalog = make_catalog(tool_metadata={"get_weather": {"include": "always"}})
     node = SelectTools(catalog, max_tools=2, pinned=["list_files"])
-    out = await run(node, ask("github issues", categories=["github"]), mode)
-    selected = out["selected_tools"]
+    selected = await visible(node, ask("github issues", categories=["github"]), mode)
     # ask_human (special category), get_weather (always), list_files (pinned): free.
     assert {"ask_human", "get_weather", "list_files"} <= set(selected)
     assert len(in_category(catalog, selected, "github")) == 2
@@ -217,31 +223,34 @@ async def test_select_tools_node_free_tools_spend_no_budget(make_catalog, mode):
 async def test_select_tools_node_never_auto_selects_manual_tools(make_catalog, mode):
     catalog = make_catalog(server_defaults={"weather": {"include": "manual"}})
     node = SelectTools(catalog, max_tools=8)
-    out = await run(node, ask("weather forecast in Paris", categories=["weather"]), mode)
-    assert not set(out["selected_tools"]) & set(catalog.tools_in("weather"))
-    out = await run(node, ask("weather forecast in Paris"), mode)  # relevance strategy
-    assert not set(out["selected_tools"]) & set(catalog.tools_in("weather"))
+    selected = await visible(node, ask("weather forecast in Paris", categories=["weather"]), mode)
+    assert selected and not set(selected) & set(catalog.tools_in("weather"))
+    selected = await visible(node, ask("weather forecast in Paris"), mode)  # relevance strategy
+    assert selected and not set(selected) & set(catalog.tools_in("weather"))
 
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_select_tools_node_pinned_manual_tool_is_visible(make_catalog, mode):
     catalog = make_catalog(tool_metadata={"delete_file": {"include": "manual"}})
-    out = await run(SelectTools(catalog, pinned=["delete_file"]), ask("hello"), mode)
-    assert "delete_file" in out["selected_tools"]
+    assert "delete_file" in await visible(
+        SelectTools(catalog, pinned=["delete_file"]), ask("hello"), mode
+    )
 
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_select_tools_node_without_categories_uses_relevance(catalog, mode):
-    out = await run(SelectTools(catalog, max_tools=3), ask("what is the weather in Paris"), mode)
-    budgeted = [n for n in out["selected_tools"] if n != "ask_human"]
+    selected = await visible(
+        SelectTools(catalog, max_tools=3), ask("what is the weather in Paris"), mode
+    )
+    budgeted = [n for n in selected if n != "ask_human"]
     assert 0 < len(budgeted) <= 3
     assert budgeted[0] in {"get_weather", "weather_forecast"}
 
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_select_tools_node_unknown_category_in_state_adds_no_budget_tools(catalog, mode):
-    out = await run(SelectTools(catalog), ask("horoscope", categories=["astrology"]), mode)
-    assert out["selected_tools"] == ["ask_human"]
+    selected = await visible(SelectTools(catalog), ask("horoscope", categories=["astrology"]), mode)
+    assert selected == ["ask_human"]
 
 
 @pytest.mark.parametrize(
@@ -285,9 +294,11 @@ def test_select_tools_node_pinned_filtered_tool_raises(make_catalog):
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_tool_search_first_turn_adds_best_hits(catalog, mode):
-    out = await run(ToolSearch(catalog, limit=2), ask("what is the weather in Paris"), mode)
-    assert len(out["selected_tools"]) == 2
-    assert set(out["selected_tools"]) <= set(catalog.tools_in("weather"))
+    selected = await visible(
+        ToolSearch(catalog, limit=2), ask("what is the weather in Paris"), mode
+    )
+    assert len(selected) == 2
+    assert set(selected) <= set(catalog.tools_in("weather"))
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -312,15 +323,15 @@ async def test_tool_search_every_turn_searches_later_turns(catalog, mode):
         ]
     }
     out = await run(ToolSearch(catalog, limit=1, every_turn=True), state, mode)
-    assert out == {"selected_tools": ["merge_pull_request"]}
+    assert out["selected_tools"] == {"add": ["merge_pull_request"], "remove": []}
 
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_tool_search_skips_tools_already_visible(catalog, mode):
     state = ask("what is the weather in Paris", selected_tools=["get_weather"])
     out = await run(ToolSearch(catalog, limit=5), state, mode)
-    assert "get_weather" not in out["selected_tools"]
-    assert out["selected_tools"]
+    assert out["selected_tools"]["remove"] == []
+    assert out["selected_tools"]["add"] and "get_weather" not in out["selected_tools"]["add"]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -435,8 +446,10 @@ async def test_select_tools_without_a_cap_only_appends(catalog, mode):
     first = catalog.tools_in("github")[:4]
     state = {**turn_two(first, "weather in Paris"), "categories": ["weather"]}
     out = await run(SelectTools(catalog, max_tools=3), state, mode)
-    assert isinstance(out["selected_tools"], list)  # appended by the reducer; nothing removed
-    assert set(catalog.tools_in("weather")) & set(out["selected_tools"])
+    assert out["selected_tools"]["remove"] == []  # without a cap nothing is evicted
+    added = set(out["selected_tools"]["add"]) - {"ask_human"}  # ask_human: free, always added
+    assert len(added) == 3 and added <= set(catalog.tools_in("weather"))
+    assert merge_names(first, out["selected_tools"])[:4] == first
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -259,7 +259,7 @@ async def test_fusion_finds_a_paraphrase_bm25_misses(docs_catalog, mode):
     lexical = await run(ToolSearch(docs_catalog, limit=1), ask(query), mode)
     hybrid = await run(ToolSearch(docs_catalog, limit=1, embeddings=scorer), ask(query), mode)
     assert lexical == {}
-    assert hybrid == {"selected_tools": ["summarize_document"]}
+    assert hybrid["selected_tools"] == {"add": ["summarize_document"], "remove": []}
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -273,8 +273,8 @@ async def test_fusion_adds_a_paraphrased_tool_beside_the_lexical_match(docs_cata
     assert top(docs_catalog, fused, 2) == ["get_sales_report", "visualize_data"]
     lexical = await run(ToolSearch(docs_catalog, limit=2), ask(query), mode)
     hybrid = await run(ToolSearch(docs_catalog, limit=2, embeddings=scorer), ask(query), mode)
-    assert lexical == {"selected_tools": ["get_sales_report"]}
-    assert hybrid == {"selected_tools": ["get_sales_report", "visualize_data"]}
+    assert lexical["selected_tools"] == {"add": ["get_sales_report"], "remove": []}
+    assert hybrid["selected_tools"] == {"add": ["get_sales_report", "visualize_data"], "remove": []}
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -290,10 +290,10 @@ async def test_classify_and_select_use_fused_scores(docs_catalog, mode):
         ask(query, categories=["documents"]),
         mode,
     )
-    assert out == {"selected_tools": ["summarize_document"]}
+    assert out["selected_tools"] == {"add": ["summarize_document"], "remove": []}
     # Without categories the relevance strategy ranks by the fused scores too.
     out = await run(SelectTools(docs_catalog, max_tools=1, embeddings=emb), ask(query), mode)
-    assert out == {"selected_tools": ["summarize_document"]}
+    assert out["selected_tools"] == {"add": ["summarize_document"], "remove": []}
 
 
 def test_semantic_weight_bounds_the_mix(docs_catalog):

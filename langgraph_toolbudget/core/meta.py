@@ -228,7 +228,7 @@ class MetaToolHandler:
             min_per_category=self.min_per_category,
             exclude=working.names,
         )
-        added, evicted = working.add(chosen)
+        added, evicted = working.add(chosen, reason=REQUEST_MORE_TOOLS, args=args)
         note = ""
         if unknown:
             note = (
@@ -284,7 +284,7 @@ class MetaToolHandler:
             else:
                 problems.setdefault(NOT_ADDED_UNKNOWN, []).append(n)
         already = [n for n in valid if n in working]
-        added, evicted = working.add(valid)
+        added, evicted = working.add(valid, reason=ADD_TOOL, args=args)
         skipped = [n for n in valid if n not in added and n not in already]
         if skipped:
             problems.setdefault(NOT_ADDED_CAP, []).extend(skipped)

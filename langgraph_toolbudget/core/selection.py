@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from langgraph_toolbudget.core.budget import allocate, max_tools_for_model
+from langgraph_toolbudget.core.budget import allocate
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.search import rank_scores
 
@@ -182,13 +182,3 @@ def free_tools(catalog: ToolCatalog, pinned: Sequence[str] = ()) -> list[str]:
         ValueError: a pinned name is not an enabled tool of the catalog.
     """
     return list(dict.fromkeys([*catalog.always_visible, *_check_pinned(catalog, pinned)]))
-
-
-def _resolve_budget(max_tools: int | None, model_size: str | float | None) -> int:
-    if max_tools is not None:
-        if max_tools < 0:
-            raise ValueError(f"max_tools must be >= 0, got {max_tools}")
-        return max_tools
-    if model_size is not None:
-        return max_tools_for_model(model_size)
-    return 8

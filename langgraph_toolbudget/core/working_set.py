@@ -1,22 +1,52 @@
-"""The visible tool set during one turn: ordered, capped, least-recently-used eviction.
+"""The visible tool set of a thread: ordered, capped, least-recently-used eviction.
 
 Key Components:
     - :class:`WorkingSet`: the names the model sees, in a stable order (new
       names are appended, so the prompt prefix stays cacheable), with an
       optional hard cap that evicts the least recently used unpinned tools.
+      Every node that changes the visible set loads one from the state, changes
+      it, and returns :meth:`WorkingSet.update`: the one update shape.
+    - :class:`VisibleChange`: one recorded change (what was added or evicted, by
+      which node, why), for the custom stream events.
+    - :func:`state_get`, :func:`state_messages`: read a state given as a dict,
+      an object or a list of messages.
 
-Pure data: the nodes load it from state, change it, and write back a diff.
+Pure data: no LangGraph import.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from langgraph_toolbudget.state import state_get
+__all__ = ["VisibleChange", "WorkingSet", "state_get", "state_messages"]
 
-__all__ = ["WorkingSet"]
+
+def state_messages(state: Any) -> list[Any]:
+    """The message list of a state given as a dict, a pydantic model or a list."""
+    if isinstance(state, list):
+        return state
+    if isinstance(state, Mapping):
+        return list(state.get("messages", []))
+    return list(getattr(state, "messages", []))
+
+
+def state_get(state: Any, key: str, default: Any = None) -> Any:
+    """A field of a state given as a dict or an object."""
+    if isinstance(state, Mapping):
+        return state.get(key, default)
+    return getattr(state, key, default)
+
+
+@dataclass(frozen=True)
+class VisibleChange:
+    """One change of the visible set: tools added and evicted, by whom and why."""
+
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    reason: str
+    args: Any = None
 
 
 @dataclass
@@ -30,6 +60,7 @@ class WorkingSet:
             count toward the cap but are never evicted.
         last_used: name -> step of its last add or call.
         step: a counter that grows with every add or call.
+        changes: what :meth:`add` changed, in order (for stream events).
     """
 
     names: list[str] = field(default_factory=list)
@@ -37,6 +68,9 @@ class WorkingSet:
     cap: int | None = None
     last_used: dict[str, int] = field(default_factory=dict)
     step: int = 0
+    changes: list[VisibleChange] = field(default_factory=list)
+    _stored_names: tuple[str, ...] = field(default=(), repr=False)
+    _stored_last_used: dict[str, int] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_state(
@@ -50,14 +84,25 @@ class WorkingSet:
         """Load from a state's ``selected_tools`` and ``tool_last_used``.
 
         ``state`` may be a dict or an object with those attributes. ``base``
-        names (tools visible whatever the state says) come first when the state
-        has none of them yet.
+        names (tools visible whatever the state says: ``always`` and pinned
+        tools) come after the stored names when the state lacks them.
         """
-        selected = state_get(state, "selected_tools", None) or []
-        names = list(dict.fromkeys([*selected, *base]))
-        last_used = dict(state_get(state, "tool_last_used", None) or {})
+        stored = [n for n in state_get(state, "selected_tools", None) or [] if isinstance(n, str)]
+        names = list(dict.fromkeys([*stored, *base]))
+        raw = state_get(state, "tool_last_used", None) or {}
+        last_used = {
+            k: v for k, v in dict(raw).items() if isinstance(k, str) and isinstance(v, int)
+        }
         step = max(last_used.values(), default=0)
-        return cls(names, frozenset(pinned), cap, last_used, step)
+        return cls(
+            names,
+            frozenset(pinned),
+            cap,
+            last_used,
+            step,
+            _stored_names=tuple(dict.fromkeys(stored)),
+            _stored_last_used=dict(last_used),
+        )
 
     def __contains__(self, name: object) -> bool:
         return name in self.names
@@ -67,8 +112,10 @@ class WorkingSet:
         self.step += 1
         self.last_used[name] = self.step
 
-    def add(self, new: Iterable[str]) -> tuple[list[str], list[str]]:
-        """Append names not yet visible; evict under the cap.
+    def add(
+        self, new: Iterable[str], *, reason: str = "", args: Any = None
+    ) -> tuple[list[str], list[str]]:
+        """Append names not yet visible; evict under the cap; record the change.
 
         Returns:
             ``(added, evicted)``. A name evicted to make room is never one of
@@ -93,7 +140,21 @@ class WorkingSet:
             self.names.append(name)
             added.append(name)
             self.touch(name)
+        if added or evicted:
+            self.changes.append(VisibleChange(tuple(added), tuple(evicted), reason, args))
         return added, evicted
+
+    def refresh(self, names: Iterable[str], *, reason: str = "") -> tuple[list[str], list[str]]:
+        """Make ``names`` visible, marking the ones already visible as just used.
+
+        What a node does each turn with the tools it chose: chosen again means
+        recently relevant, so those are evicted last.
+        """
+        names = list(dict.fromkeys(names))
+        for name in names:
+            if name in self.names:
+                self.touch(name)
+        return self.add(names, reason=reason)
 
     def _lru_victim(self, protect: set[str]) -> str | None:
         candidates = [n for n in self.names if n not in self.pinned and n not in protect]
@@ -108,3 +169,19 @@ class WorkingSet:
             "remove": [n for n in old if n not in self.names],
             "add": [n for n in self.names if n not in old],
         }
+
+    def update(self) -> dict[str, Any]:
+        """The state update for everything changed since :meth:`from_state`.
+
+        ``{"selected_tools": {"add": [...], "remove": [...]}}`` when the visible
+        set changed, and ``{"tool_last_used": {...}}`` with the entries that
+        changed; ``{}`` when nothing did. The state's reducers merge both.
+        """
+        out: dict[str, Any] = {}
+        diff = self.diff(self._stored_names)
+        if diff["add"] or diff["remove"]:
+            out["selected_tools"] = diff
+        used = {k: v for k, v in self.last_used.items() if self._stored_last_used.get(k) != v}
+        if used:
+            out["tool_last_used"] = used
+        return out

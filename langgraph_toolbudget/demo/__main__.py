@@ -16,8 +16,8 @@ from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.meta import meta_tool_definitions
 from langgraph_toolbudget.core.tokens import schema_tokens
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
-from langgraph_toolbudget.nodes.agent import create_toolbudget_agent
 from langgraph_toolbudget.nodes.intent import ClassifyIntent
+from langgraph_toolbudget.nodes.prebuilt import create_toolbudget_agent
 from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
 from langgraph_toolbudget.state import ToolBudgetState
 from langgraph_toolbudget.testing import ScriptedChatModel

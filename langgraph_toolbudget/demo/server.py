@@ -47,7 +47,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
-from langgraph_toolbudget.nodes.agent import create_toolbudget_agent
+from langgraph_toolbudget.nodes.prebuilt import create_toolbudget_agent
 from langgraph_toolbudget.testing import DemoChatModel
 
 __all__ = [

@@ -8,8 +8,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
 
 from langgraph_toolbudget._compat import RunnableCallable
+from langgraph_toolbudget.core.working_set import WorkingSet
 
-__all__ = ["BudgetNode", "emit_event"]
+__all__ = ["VISIBLE_SET_EVENT", "BudgetNode", "emit_changes", "emit_event"]
 
 VISIBLE_SET_EVENT = "toolbudget.visible_tools"
 
@@ -22,7 +23,10 @@ class BudgetNode(RunnableCallable):
     """
 
     def __init__(self, name: str) -> None:
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"name must be a non-empty string (the node's name), got {name!r}")
         super().__init__(self._sync, self._async, name=name, trace=False)
+        self.node_name: str = name
 
     def _sync(self, state: Any, config: RunnableConfig) -> Any:
         return self.run(state, config)
@@ -48,3 +52,22 @@ def emit_event(payload: dict[str, Any]) -> None:
     except RuntimeError:  # not inside a runnable context: nobody is streaming
         return
     writer({"event": VISIBLE_SET_EVENT, **payload})
+
+
+def emit_changes(working: WorkingSet, node: str) -> None:
+    """Emit one event per visible-set change recorded in ``working``, then forget them.
+
+    Payload: ``{"event", "node", "added", "removed", "reason"}``, plus ``"args"``
+    for a change made by a meta-call (its arguments).
+    """
+    for change in working.changes:
+        payload: dict[str, Any] = {
+            "node": node,
+            "added": list(change.added),
+            "removed": list(change.removed),
+            "reason": change.reason or node,
+        }
+        if change.args is not None:
+            payload["args"] = change.args
+        emit_event(payload)
+    working.changes.clear()

@@ -1,21 +1,15 @@
-"""The model side: call the model with meta-tools + visible tools, loop, and the prebuilt graph.
+"""The agent nodes: call the model with the meta-tools and the visible tools.
 
 Key Components:
-    - :func:`tools_prompt_section`: the system-prompt section that lists the
-      categories and how to widen the tool set.
-    - :class:`CallModel`: node that calls the model once (graph-level loop
-      with :class:`~langgraph_toolbudget.nodes.executor.ToolExecutor`).
+    - :class:`CallModel`: calls the model once (graph-level loop with
+      :class:`~langgraph_toolbudget.nodes.executor.ToolExecutor`).
     - :class:`ToolAgent`: one node that loops model -> tools inside itself.
-    - :func:`create_toolbudget_agent`: the whole graph, uncompiled:
-      classify_intent -> select_tools -> tool_search -> agent <-> tools.
-    - :func:`add_toolbudget_nodes`: the same nodes added to a user's graph.
 
 Typical Usage:
     ```python
-    graph = create_toolbudget_agent(model, catalog, max_tools=8, mode="parallel_safe")
-    app = graph.compile(checkpointer=MemorySaver())
-    config = {"configurable": {"thread_id": "1"}}
-    out = app.invoke({"messages": [HumanMessage("open an issue")]}, config)
+    config = BudgetConfig(max_tools=6)
+    graph.add_node("agent", CallModel(model, catalog, config=config))
+    graph.add_node("tools", ToolExecutor(catalog, config=config))
     ```
 """
 
@@ -25,115 +19,26 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.graph import END, START, StateGraph
-from langgraph.prebuilt import tools_condition
 from langgraph.types import Command
 
+from langgraph_toolbudget.config import BudgetConfig, ExecutionMode, resolve_config
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.core.coercion import repair_tool_calls
-from langgraph_toolbudget.core.meta import check_meta_name_clash, meta_tool_definitions
-from langgraph_toolbudget.core.selection import _resolve_budget, free_tools
-from langgraph_toolbudget.core.semantic import HybridScorer
-from langgraph_toolbudget.core.working_set import WorkingSet
-from langgraph_toolbudget.nodes._node import BudgetNode
-from langgraph_toolbudget.nodes.executor import (
-    ExecutionMode,
-    ToolExecution,
-    ToolExecutor,
-    TurnOutcome,
-    outcome_update,
-)
-from langgraph_toolbudget.nodes.intent import ClassifyIntent
-from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
-from langgraph_toolbudget.state import ToolBudgetState, state_get, state_messages
+from langgraph_toolbudget.core.selection import free_tools
+from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
+from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome, flatten_outputs
+from langgraph_toolbudget.execution.pipeline import AsyncToolCallWrapper, ToolCallWrapper
+from langgraph_toolbudget.nodes._node import BudgetNode, emit_changes
+from langgraph_toolbudget.nodes.prompt import ModelCaller, SystemPrompt, ai_calls_this_turn
 
-__all__ = [
-    "CallModel",
-    "ToolAgent",
-    "add_toolbudget_nodes",
-    "create_toolbudget_agent",
-    "tools_prompt_section",
-]
+__all__ = ["ITERATION_LIMIT_MESSAGE", "CallModel", "ToolAgent"]
 
 ITERATION_LIMIT_MESSAGE = (
     "I stopped after {n} model calls in this turn (max_iterations={n}) without finishing. "
     "Here is where things stand; ask me to continue if you want me to go on."
 )
-STATE_SCHEMA_ERROR = (
-    "the graph's state schema has no {missing} field(s). Extend ToolBudgetState: "
-    "`class MyState(ToolBudgetState): ...` and build StateGraph(MyState)."
-)
-
-
-def tools_prompt_section(catalog: ToolCatalog) -> str:
-    """The system-prompt section: categories (sorted) and how to widen the tool set."""
-    descriptions = catalog.category_descriptions
-    lines = [
-        "## Tools",
-        "You see a small set of tools chosen for this request. Only the tools you see can be "
-        "called. More tools exist in these categories:",
-    ]
-    for cat in sorted(catalog.categories):
-        lines.append(f"- {cat}: {descriptions[cat]}" if descriptions.get(cat) else f"- {cat}")
-    lines += [
-        "If your tools cannot do the task:",
-        "- request_more_tools(categories=[...]) loads the tools of whole categories;",
-        '- search_tools(query="regex") finds tools by name or description, then '
-        "add_tool(tool_names=[...]) loads the ones you need;",
-        "- show_all_tools() lists every tool name.",
-    ]
-    return "\n".join(lines)
-
-
-def _ai_calls_this_turn(messages: Sequence[BaseMessage]) -> int:
-    count = 0
-    for message in reversed(messages):
-        if isinstance(message, HumanMessage):
-            break
-        if isinstance(message, AIMessage):
-            count += 1
-    return count
-
-
-class _ModelCaller:
-    """Binds meta-tools + visible tools and builds the prompt; shared by both agent nodes."""
-
-    def __init__(
-        self, model: BaseChatModel, catalog: ToolCatalog, system_prompt: str | None
-    ) -> None:
-        check_meta_name_clash(catalog)
-        self.model = model
-        self.catalog = catalog
-        self.system_prompt = system_prompt
-        self.meta_tools = meta_tool_definitions(catalog.categories)
-        self.section = tools_prompt_section(catalog)
-
-    def prompt(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-        """Messages with one system message first: the user's own (kept) plus our section."""
-        messages = list(messages)
-        own = [self.system_prompt] if self.system_prompt else []
-        if messages and isinstance(messages[0], SystemMessage):
-            first = messages.pop(0)
-            own.append(first.text if hasattr(first, "text") else str(first.content))
-        return [SystemMessage("\n\n".join([*own, self.section])), *messages]
-
-    def bound(self, working: WorkingSet) -> Any:
-        tools = [*self.meta_tools, *self.catalog.tools(working.names)]
-        return self.model.bind_tools(tools)
-
-    def invoke(
-        self, messages: Sequence[BaseMessage], working: WorkingSet, config: RunnableConfig
-    ) -> AIMessage:
-        return repair_tool_calls(self.bound(working).invoke(self.prompt(messages), config))
-
-    async def ainvoke(
-        self, messages: Sequence[BaseMessage], working: WorkingSet, config: RunnableConfig
-    ) -> AIMessage:
-        return repair_tool_calls(await self.bound(working).ainvoke(self.prompt(messages), config))
 
 
 class CallModel(BudgetNode):
@@ -141,61 +46,70 @@ class CallModel(BudgetNode):
 
     The visible tools keep their order across calls (new ones are appended), so
     the prompt prefix stays cacheable. A system-prompt section lists the
-    categories and how to widen the tool set; a system message already at the
-    start of ``messages`` (or ``system_prompt``) is kept, ahead of it.
+    categories and how to widen the tool set; your own system prompt (and a
+    system message already at the start of ``messages``) is kept, ahead of it.
 
     After ``max_iterations`` model calls in one user turn the node answers with
     a final message instead of calling the model again.
 
     Args:
-        model: any chat model that supports ``bind_tools``.
+        model: a chat model with native tool calling (``bind_tools``), or a
+            ``"provider:model"`` string for LangChain's ``init_chat_model``.
         catalog: the tool catalog.
-        system_prompt: your own system prompt.
+        config: the shared options; the keyword arguments below override it.
+        system_prompt: a string, a ``SystemMessage``, or a callable
+            ``(state) -> messages`` / ``(state, config) -> messages``.
         pinned: tools always visible.
         max_iterations: model calls allowed per user turn.
         name: node name.
+
+    Raises:
+        TypeError: ``model`` is not a chat model or a model string.
+        ValueError: the model cannot call tools natively.
     """
 
     def __init__(
         self,
-        model: BaseChatModel,
+        model: BaseChatModel | str,
         catalog: ToolCatalog,
         *,
-        system_prompt: str | None = None,
-        pinned: Sequence[str] = (),
-        max_iterations: int = 5,
+        config: BudgetConfig | None = None,
+        system_prompt: SystemPrompt = None,
+        pinned: Sequence[str] | None = None,
+        max_iterations: int | None = None,
         name: str = "agent",
     ) -> None:
-        if max_iterations < 1:
-            raise ValueError(f"max_iterations must be >= 1, got {max_iterations}")
         super().__init__(name)
-        self.caller = _ModelCaller(model, catalog, system_prompt)
-        self.pinned = free_tools(catalog, pinned)
-        self.max_iterations = max_iterations
+        self.config = resolve_config(config, pinned=pinned, max_iterations=max_iterations)
+        self.caller = ModelCaller(model, catalog, system_prompt)
+        self.free = free_tools(catalog, self.config.pinned)
+
+    @property
+    def max_iterations(self) -> int:
+        """Model calls allowed per user turn."""
+        return self.config.max_iterations
 
     def _limit_hit(self, messages: Sequence[BaseMessage]) -> dict[str, Any] | None:
-        if _ai_calls_this_turn(messages) >= self.max_iterations:
+        if ai_calls_this_turn(messages) >= self.max_iterations:
             final = ITERATION_LIMIT_MESSAGE.format(n=self.max_iterations)
             return {"messages": [AIMessage(final)]}
         return None
 
     def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
-        messages = state_messages(state)
-        if (stop := self._limit_hit(messages)) is not None:
+        if (stop := self._limit_hit(state_messages(state))) is not None:
             return stop
-        working = WorkingSet.from_state(state, base=self.pinned)
-        return {"messages": [self.caller.invoke(messages, working, config)]}
+        working = WorkingSet.from_state(state, base=self.free)
+        return {"messages": [self.caller.invoke(state, working, config)]}
 
     async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
-        messages = state_messages(state)
-        if (stop := self._limit_hit(messages)) is not None:
+        if (stop := self._limit_hit(state_messages(state))) is not None:
             return stop
-        working = WorkingSet.from_state(state, base=self.pinned)
-        return {"messages": [await self.caller.ainvoke(messages, working, config)]}
+        working = WorkingSet.from_state(state, base=self.free)
+        return {"messages": [await self.caller.ainvoke(state, working, config)]}
 
 
 class ToolAgent(BudgetNode):
-    """One node that loops model -> tools until the model answers (seed 003 style).
+    """One node that loops model -> tools until the model answers.
 
     Each iteration binds the meta-tools and the visible tools, calls the model,
     and runs its tool calls through the same core as
@@ -205,20 +119,24 @@ class ToolAgent(BudgetNode):
 
     Input: ``messages``, ``selected_tools`` (from the selection nodes).
     Output: the new messages (AI and tool messages, and a final message if
-    ``max_iterations`` is hit), the visible-set diff, ``discovered_tools``,
-    ``tool_last_used``; plus any ``Command`` a tool returned.
+    ``max_iterations`` is hit), the working-set update, ``discovered_tools``;
+    plus any ``Command`` a tool returned.
 
     Args:
-        model: any chat model that supports ``bind_tools``.
+        model: a chat model with native tool calling, or a ``"provider:model"`` string.
         catalog: the tool catalog.
+        config: the shared options; the keyword arguments below override it.
         mode: ``sequential`` or ``parallel_safe``.
         max_iterations: model calls per turn (default 5).
         max_tools: budget for ``request_more_tools``.
         min_per_category: floor of each category's share.
         pinned: tools always visible.
-        max_visible: hard cap on visible tools (LRU eviction), or None.
+        max_visible: hard cap on visible tools (LRU eviction).
         max_meta_calls: meta-calls allowed per user turn.
-        system_prompt: your own system prompt.
+        enforce_visibility: refuse calls to loaded-but-invisible tools.
+        system_prompt: a string, a ``SystemMessage``, or a callable of the state.
+        wrap_tool_call: hooks around each tool call (LangGraph's shape).
+        awrap_tool_call: async hooks around each tool call.
         name: node name.
 
     Example:
@@ -229,48 +147,54 @@ class ToolAgent(BudgetNode):
 
     def __init__(
         self,
-        model: BaseChatModel,
+        model: BaseChatModel | str,
         catalog: ToolCatalog,
         *,
-        mode: ExecutionMode = "parallel_safe",
-        max_iterations: int = 5,
-        max_tools: int = 8,
-        min_per_category: int = 2,
-        pinned: Sequence[str] = (),
+        config: BudgetConfig | None = None,
+        mode: ExecutionMode | None = None,
+        max_iterations: int | None = None,
+        max_tools: int | None = None,
+        min_per_category: int | None = None,
+        pinned: Sequence[str] | None = None,
         max_visible: int | None = None,
-        max_meta_calls: int = 8,
-        system_prompt: str | None = None,
+        max_meta_calls: int | None = None,
+        enforce_visibility: bool | None = None,
+        system_prompt: SystemPrompt = None,
+        wrap_tool_call: ToolCallWrapper | Sequence[ToolCallWrapper] | None = None,
+        awrap_tool_call: AsyncToolCallWrapper | Sequence[AsyncToolCallWrapper] | None = None,
         name: str = "agent",
     ) -> None:
-        if max_iterations < 1:
-            raise ValueError(f"max_iterations must be >= 1, got {max_iterations}")
         super().__init__(name)
-        self.caller = _ModelCaller(model, catalog, system_prompt)
-        self.execution = ToolExecution(
-            catalog,
+        self.config = resolve_config(
+            config,
             mode=mode,
+            max_iterations=max_iterations,
             max_tools=max_tools,
             min_per_category=min_per_category,
             pinned=pinned,
             max_visible=max_visible,
             max_meta_calls=max_meta_calls,
+            enforce_visibility=enforce_visibility,
         )
-        self.max_iterations = max_iterations
-
-    def _begin(self, state: Any) -> tuple[list[BaseMessage], WorkingSet, list[str]]:
-        return (
-            state_messages(state),
-            self.execution.working_set(state),
-            list(state_get(state, "selected_tools", None) or []),
+        self.caller = ModelCaller(model, catalog, system_prompt)
+        self.runner = BatchRunner(
+            catalog, self.config, wrap_tool_call=wrap_tool_call, awrap_tool_call=awrap_tool_call
         )
 
-    def _loop_state(self, state: Any, messages: list[BaseMessage], working: WorkingSet) -> Any:
+    @property
+    def max_iterations(self) -> int:
+        """Model calls per user turn."""
+        return self.config.max_iterations
+
+    @staticmethod
+    def _loop_state(state: Any, new: list[BaseMessage], working: WorkingSet) -> Any:
         base = dict(state) if isinstance(state, dict) else {}
+        messages = [*state_messages(state), *new]
         return {**base, "messages": messages, "selected_tools": list(working.names)}
 
     @staticmethod
     def _absorb(outcome: TurnOutcome, new: list[BaseMessage], commands: list[Command]) -> None:
-        for output in outcome.outputs:
+        for output in flatten_outputs(outcome.outputs):
             if isinstance(output, ToolMessage):
                 new.append(output)
                 continue
@@ -285,202 +209,48 @@ class ToolAgent(BudgetNode):
         new: list[BaseMessage],
         commands: list[Command],
         working: WorkingSet,
-        before: list[str],
         discovered: list[str],
         finished: bool,
     ) -> Any:
         if not finished:
             new.append(AIMessage(ITERATION_LIMIT_MESSAGE.format(n=self.max_iterations)))
-        totals = TurnOutcome(discovered=discovered)
-        update = {"messages": new, **outcome_update(totals, working, before)}
+        emit_changes(working, self.node_name)
+        update = {"messages": new, **working.update()}
+        if discovered:
+            update["discovered_tools"] = discovered
         return [*commands, update] if commands else update
 
     def run(self, state: Any, config: RunnableConfig) -> Any:
-        messages, working, before = self._begin(state)
+        working = self.runner.working_set(state)
         new: list[BaseMessage] = []
         commands: list[Command] = []
         discovered: list[str] = []
         for _ in range(self.max_iterations):
-            ai = self.caller.invoke([*messages, *new], working, config)
+            ai = self.caller.invoke(self._loop_state(state, new, working), working, config)
             new.append(ai)
             if not ai.tool_calls:
-                return self._finish(new, commands, working, before, discovered, True)
-            loop_state = self._loop_state(state, [*messages, *new], working)
-            outcome = self.execution.run(
-                ai.tool_calls, loop_state, config, working, source=self.name
-            )
+                return self._finish(new, commands, working, discovered, True)
+            loop_state = self._loop_state(state, new, working)
+            outcome = self.runner.run(ai.tool_calls, loop_state, config, working)
+            emit_changes(working, self.node_name)
             discovered.extend(outcome.discovered)
             self._absorb(outcome, new, commands)
-        return self._finish(new, commands, working, before, discovered, False)
+        return self._finish(new, commands, working, discovered, False)
 
     async def arun(self, state: Any, config: RunnableConfig) -> Any:
-        messages, working, before = self._begin(state)
+        working = self.runner.working_set(state)
         new: list[BaseMessage] = []
         commands: list[Command] = []
         discovered: list[str] = []
         for _ in range(self.max_iterations):
-            ai = await self.caller.ainvoke([*messages, *new], working, config)
+            loop_state = self._loop_state(state, new, working)
+            ai = await self.caller.ainvoke(loop_state, working, config)
             new.append(ai)
             if not ai.tool_calls:
-                return self._finish(new, commands, working, before, discovered, True)
-            loop_state = self._loop_state(state, [*messages, *new], working)
-            outcome = await self.execution.arun(
-                ai.tool_calls, loop_state, config, working, source=self.name
-            )
+                return self._finish(new, commands, working, discovered, True)
+            loop_state = self._loop_state(state, new, working)
+            outcome = await self.runner.arun(ai.tool_calls, loop_state, config, working)
+            emit_changes(working, self.node_name)
             discovered.extend(outcome.discovered)
             self._absorb(outcome, new, commands)
-        return self._finish(new, commands, working, before, discovered, False)
-
-
-def add_toolbudget_nodes(
-    graph: StateGraph,
-    model: BaseChatModel,
-    catalog: ToolCatalog,
-    *,
-    after: str = START,
-    then: str = END,
-    prefix: str = "",
-    max_tools: int | None = None,
-    model_size: str | float | None = None,
-    min_per_category: int = 2,
-    max_categories: int = 3,
-    classifier_model: BaseChatModel | None = None,
-    search_limit: int = 5,
-    embeddings: Embeddings | HybridScorer | None = None,
-    mode: ExecutionMode = "parallel_safe",
-    pinned: Sequence[str] = (),
-    max_visible: int | None = None,
-    max_iterations: int = 5,
-    max_meta_calls: int = 8,
-    system_prompt: str | None = None,
-) -> str:
-    """Add classify_intent -> select_tools -> tool_search -> agent <-> tools to ``graph``.
-
-    Args:
-        graph: a ``StateGraph`` whose state extends :class:`ToolBudgetState`.
-        model: the chat model of the agent.
-        catalog: the tool catalog.
-        after: the node the pipeline starts after (``START`` by default).
-        then: where the agent goes when it answers (``END`` by default).
-        prefix: prepended to every node name, to add the nodes twice.
-        max_tools: the budget (default 8, or the preset of ``model_size``).
-        model_size: model name or size for the budget presets.
-        min_per_category: floor of each category's share.
-        max_categories: categories classify_intent returns at most.
-        classifier_model: optional chat model for classify_intent.
-        search_limit: tools the automatic tool search adds.
-        embeddings: optional LangChain ``Embeddings`` (or a ``HybridScorer``) for
-            classify_intent, select_tools and tool_search: tools are then
-            ranked by BM25 fused with embedding similarity (see
-            :mod:`langgraph_toolbudget.core.semantic`).
-        mode: ``sequential`` or ``parallel_safe``.
-        pinned: tools always visible.
-        max_visible: hard cap on visible tools, or None.
-        max_iterations: model calls per user turn.
-        max_meta_calls: meta-calls per user turn.
-        system_prompt: your own system prompt.
-
-    Returns:
-        The name of the first added node (to route to it yourself if needed).
-
-    Raises:
-        TypeError: the graph's state lacks the tool-budget fields.
-    """
-    missing = [k for k in ("selected_tools", "categories", "messages") if k not in graph.channels]
-    if missing:
-        raise TypeError(STATE_SCHEMA_ERROR.format(missing=", ".join(missing)))
-    budget = _resolve_budget(max_tools, model_size)
-    names = {k: f"{prefix}{k}" for k in ("classify_intent", "select_tools", "tool_search")}
-    agent, tools = f"{prefix}agent", f"{prefix}tools"
-    graph.add_node(
-        names["classify_intent"],
-        ClassifyIntent(
-            catalog,
-            model=classifier_model,
-            max_categories=max_categories,
-            embeddings=embeddings,
-            name=names["classify_intent"],
-        ),
-    )
-    graph.add_node(
-        names["select_tools"],
-        SelectTools(
-            catalog,
-            max_tools=budget,
-            min_per_category=min_per_category,
-            pinned=pinned,
-            embeddings=embeddings,
-            max_visible=max_visible,
-            name=names["select_tools"],
-        ),
-    )
-    graph.add_node(
-        names["tool_search"],
-        ToolSearch(
-            catalog,
-            limit=search_limit,
-            embeddings=embeddings,
-            max_visible=max_visible,
-            pinned=pinned,
-            name=names["tool_search"],
-        ),
-    )
-    graph.add_node(
-        agent,
-        CallModel(
-            model,
-            catalog,
-            system_prompt=system_prompt,
-            pinned=pinned,
-            max_iterations=max_iterations,
-            name=agent,
-        ),
-    )
-    graph.add_node(
-        tools,
-        ToolExecutor(
-            catalog,
-            mode=mode,
-            max_tools=budget,
-            min_per_category=min_per_category,
-            pinned=pinned,
-            max_visible=max_visible,
-            max_meta_calls=max_meta_calls,
-            name=tools,
-        ),
-    )
-    graph.add_edge(after, names["classify_intent"])
-    graph.add_edge(names["classify_intent"], names["select_tools"])
-    graph.add_edge(names["select_tools"], names["tool_search"])
-    graph.add_edge(names["tool_search"], agent)
-    graph.add_conditional_edges(agent, tools_condition, {"tools": tools, END: then})
-    graph.add_edge(tools, agent)
-    return names["classify_intent"]
-
-
-def create_toolbudget_agent(
-    model: BaseChatModel,
-    catalog: ToolCatalog,
-    *,
-    state_schema: type[Any] = ToolBudgetState,
-    context_schema: type[Any] | None = None,
-    **options: Any,
-) -> StateGraph:
-    """Build the whole agent graph, uncompiled, so you choose checkpointer and store.
-
-    ``classify_intent -> select_tools -> tool_search -> agent <-> tools``: the
-    agent node calls the model with the meta-tools and the visible tools; the
-    tools node runs its calls (a ``ToolNode`` replacement that intercepts
-    meta-tools). Options are those of :func:`add_toolbudget_nodes`
-    (``max_tools=8``, ``mode="parallel_safe"``, ``max_iterations=5``, ...).
-
-    Example:
-        ```python
-        graph = create_toolbudget_agent(model, catalog, max_tools=8, mode="parallel_safe")
-        out = graph.compile().invoke({"messages": [HumanMessage("...")]})
-        out["messages"], out["selected_tools"], out["categories"]
-        ```
-    """
-    graph = StateGraph(state_schema, context_schema=context_schema)
-    add_toolbudget_nodes(graph, model, catalog, **options)
-    return graph
+        return self._finish(new, commands, working, discovered, False)

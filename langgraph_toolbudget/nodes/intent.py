@@ -24,10 +24,12 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
 
+from langgraph_toolbudget.config import BudgetConfig, resolve_config
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.intent import classify_lexical, latest_user_text
 from langgraph_toolbudget.core.semantic import HybridScorer, as_hybrid_scorer
 from langgraph_toolbudget.nodes._node import BudgetNode
+from langgraph_toolbudget.nodes.models import resolve_chat_model
 from langgraph_toolbudget.state import state_messages
 
 __all__ = ["CategoryChoice", "ClassifyIntent"]
@@ -53,17 +55,21 @@ class ClassifyIntent(BudgetNode):
 
     Args:
         catalog: the tool catalog.
-        model: optional chat model supporting ``with_structured_output``. Its
-            answer is validated: unknown categories are dropped; an exception,
-            a malformed or an empty answer falls back to the lexical classifier
-            (and is logged).
-        max_categories: how many categories at most.
+        config: the shared options; the keyword arguments below override it.
+        model: optional chat model (or ``"provider:model"`` string) with
+            ``with_structured_output``. Its answer is validated: unknown
+            categories are dropped; an exception, a malformed or an empty
+            answer falls back to the lexical classifier (and is logged). A
+            model without structured output is used for nothing: the lexical
+            classifier runs (logged once, at construction).
+        max_categories: how many categories at most (the config's, 3).
         min_relative_score: lexical only: keep categories scoring at least this
             fraction of the best one.
         embeddings: optional LangChain ``Embeddings`` (or a
             :class:`~langgraph_toolbudget.core.semantic.HybridScorer`): the offline
             classifier then scores tools by BM25 fused with embedding
             similarity. An embedding failure falls back to BM25 for the turn.
+        name: node name.
 
     Example:
         ```python
@@ -77,21 +83,40 @@ class ClassifyIntent(BudgetNode):
         self,
         catalog: ToolCatalog,
         *,
-        model: BaseChatModel | None = None,
-        max_categories: int = 3,
+        config: BudgetConfig | None = None,
+        model: BaseChatModel | str | None = None,
+        max_categories: int | None = None,
         min_relative_score: float = 0.5,
         embeddings: Embeddings | HybridScorer | None = None,
         name: str = "classify_intent",
     ) -> None:
-        if max_categories < 1:
-            raise ValueError(f"max_categories must be >= 1, got {max_categories}")
         super().__init__(name)
+        self.config = resolve_config(config, max_categories=max_categories, embeddings=embeddings)
         self.catalog = catalog
-        self.model = model
-        self.max_categories = max_categories
+        self.model = resolve_chat_model(model, what="ClassifyIntent model") if model else None
         self.min_relative_score = min_relative_score
-        self._structured = model.with_structured_output(CategoryChoice) if model else None
-        self.scorer = as_hybrid_scorer(catalog, embeddings)
+        self._structured = self._structured_model(self.model)
+        self.scorer = as_hybrid_scorer(catalog, self.config.embeddings)
+
+    @property
+    def max_categories(self) -> int:
+        """Categories returned at most."""
+        return self.config.max_categories
+
+    @staticmethod
+    def _structured_model(model: Any) -> Any:
+        """The model with structured output, or None (lexical) when it cannot do that."""
+        if model is None:
+            return None
+        try:
+            return model.with_structured_output(CategoryChoice)
+        except (NotImplementedError, AttributeError) as exc:
+            logger.warning(
+                "classify_intent: %s has no structured output (%r); using the lexical classifier",
+                type(model).__name__,
+                exc,
+            )
+            return None
 
     def _lexical(self, query: str, tool_scores: np.ndarray | None = None) -> dict[str, Any]:
         ranked = classify_lexical(

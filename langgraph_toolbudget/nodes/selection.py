@@ -23,18 +23,13 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 
+from langgraph_toolbudget.config import BudgetConfig, resolve_config
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.intent import latest_user_text
-from langgraph_toolbudget.core.selection import (
-    _check_pinned,
-    _resolve_budget,
-    free_tools,
-    search_hits,
-    select_tools,
-)
+from langgraph_toolbudget.core.selection import free_tools, search_hits, select_tools
 from langgraph_toolbudget.core.semantic import HybridScorer, as_hybrid_scorer
 from langgraph_toolbudget.core.working_set import WorkingSet
-from langgraph_toolbudget.nodes._node import BudgetNode, emit_event
+from langgraph_toolbudget.nodes._node import BudgetNode, emit_changes
 from langgraph_toolbudget.state import state_get, state_messages
 
 __all__ = ["SelectTools", "ToolSearch"]
@@ -42,55 +37,23 @@ __all__ = ["SelectTools", "ToolSearch"]
 Strategy = Literal["auto", "categories", "relevance"]
 
 
-def _check_cap(max_visible: int | None) -> int | None:
-    if max_visible is not None and max_visible < 1:
-        raise ValueError(f"max_visible must be >= 1 or None, got {max_visible}")
-    return max_visible
-
-
-def _grow_visible(
-    state: Any,
-    new: Sequence[str],
-    *,
-    pinned: Sequence[str],
-    cap: int | None,
-    node: str,
-) -> dict[str, Any]:
-    """The state update that makes ``new`` visible, evicting under ``cap`` (LRU)."""
-    before = list(state_get(state, "selected_tools", None) or [])
-    if cap is None:
-        added = [n for n in new if n not in set(before)]
-        if added:
-            emit_event({"node": node, "added": added, "removed": [], "reason": node})
-        return {"selected_tools": list(new)}
-    working = WorkingSet.from_state(
-        {"selected_tools": before, "tool_last_used": state_get(state, "tool_last_used", None)},
-        pinned=pinned,
-        cap=cap,
-    )
-    for name in new:  # chosen again this turn: recently relevant, evicted last
-        if name in working:
-            working.touch(name)
-    added, evicted = working.add(new)
-    if added or evicted:
-        emit_event({"node": node, "added": added, "removed": evicted, "reason": node})
-    diff = working.diff(before)
-    if not diff["add"] and not diff["remove"]:
-        return {"tool_last_used": dict(working.last_used)}
-    return {"selected_tools": diff, "tool_last_used": dict(working.last_used)}
-
-
 class SelectTools(BudgetNode):
     """Node: choose the visible tools for the chosen categories under a budget.
 
-    Input: ``messages`` and ``categories`` (from :class:`ClassifyIntent`).
-    Output: ``{"selected_tools": [...]}``, appended to the visible set by the
-    state's reducer. Tools with include mode ``always``, the special categories
+    Input: ``messages``, ``categories`` (from :class:`ClassifyIntent`) and the
+    current ``selected_tools``.
+    Output: the working-set update (:meth:`WorkingSet.update`):
+    ``{"selected_tools": {"add": [...], "remove": [...]}, "tool_last_used": {...}}``,
+    merged into the visible set by the state's reducers; ``{}`` when nothing
+    changed. Tools with include mode ``always``, the special categories
     ``human``/``structured_output`` and ``pinned`` tools are added without
     spending budget.
 
     Args:
         catalog: the tool catalog.
+        config: the shared options (:class:`~langgraph_toolbudget.config.BudgetConfig`);
+            the keyword arguments below override single options of it, and
+            ``None`` keeps the config's value.
         max_tools: the budget (default 8, or the preset for ``model_size``).
         min_per_category: floor of each category's share (default 2).
         model_size: a model name or size for the presets: small (<7B) 2,
@@ -106,7 +69,8 @@ class SelectTools(BudgetNode):
             failure falls back to BM25 for the turn.
         max_visible: hard cap on the visible set across turns: adding this
             turn's tools beyond it evicts the least recently used unpinned
-            tools of earlier turns (``None``: the set only grows).
+            tools of earlier turns (``None`` in the config: the set only grows).
+        name: node name.
 
     Example:
         ```python
@@ -118,10 +82,11 @@ class SelectTools(BudgetNode):
         self,
         catalog: ToolCatalog,
         *,
+        config: BudgetConfig | None = None,
         max_tools: int | None = None,
-        min_per_category: int = 2,
+        min_per_category: int | None = None,
         model_size: str | float | None = None,
-        pinned: Sequence[str] = (),
+        pinned: Sequence[str] | None = None,
         strategy: Strategy = "auto",
         embeddings: Embeddings | HybridScorer | None = None,
         max_visible: int | None = None,
@@ -132,14 +97,24 @@ class SelectTools(BudgetNode):
                 f"strategy must be 'auto', 'categories' or 'relevance', got {strategy!r}"
             )
         super().__init__(name)
+        self.config = resolve_config(
+            config,
+            max_tools=max_tools,
+            min_per_category=min_per_category,
+            model_size=model_size,
+            pinned=pinned,
+            embeddings=embeddings,
+            max_visible=max_visible,
+        )
         self.catalog = catalog
-        self.max_tools = _resolve_budget(max_tools, model_size)
-        self.min_per_category = min_per_category
-        self.pinned = _check_pinned(catalog, pinned)
-        self._free = free_tools(catalog, self.pinned)
         self.strategy = strategy
-        self.scorer = as_hybrid_scorer(catalog, embeddings)
-        self.max_visible = _check_cap(max_visible)
+        self._free = free_tools(catalog, self.config.pinned)
+        self.scorer = as_hybrid_scorer(catalog, self.config.embeddings)
+
+    @property
+    def max_tools(self) -> int:
+        """The budget in force."""
+        return self.config.budget
 
     @property
     def free_tools(self) -> list[str]:
@@ -154,17 +129,16 @@ class SelectTools(BudgetNode):
         ``scores``: relevance of every tool (default: ``catalog.index.scores(query)``).
         """
         free = self.free_tools
+        budget = self.config.budget
         if self.strategy == "relevance" or (self.strategy == "auto" and not categories):
-            chosen = search_hits(
-                self.catalog, query, limit=self.max_tools, exclude=free, scores=scores
-            )
+            chosen = search_hits(self.catalog, query, limit=budget, exclude=free, scores=scores)
         else:
             chosen = select_tools(
                 self.catalog,
                 query,
                 categories,
-                max_tools=self.max_tools,
-                min_per_category=self.min_per_category,
+                max_tools=budget,
+                min_per_category=self.config.min_per_category,
                 exclude=free,
                 scores=scores,
             )
@@ -182,23 +156,26 @@ class SelectTools(BudgetNode):
 
     def _update(self, state: Any, query: str, scores: np.ndarray | None) -> dict[str, Any]:
         categories = list(state_get(state, "categories", None) or [])
-        chosen = self.choose(query, categories, scores=scores)
-        return _grow_visible(
-            state, chosen, pinned=self.free_tools, cap=self.max_visible, node=self.name
-        )
+        working = WorkingSet.from_state(state, pinned=self._free, cap=self.config.max_visible)
+        working.refresh(self.choose(query, categories, scores=scores), reason=self.node_name)
+        emit_changes(working, self.node_name)
+        return working.update()
 
 
 class ToolSearch(BudgetNode):
     """Node: automatic tool search before the first model turn.
 
-    Searches the catalog with the latest user message and adds the best
-    ``limit`` hits to the visible set (the same ranking as ``search_tools``
-    uses for free text). A turn is "first" when no AI message is in the
-    history yet; with ``every_turn=True`` it searches on every user turn.
+    Ranks the catalog against the latest user message with the same free-text
+    ranking as :class:`SelectTools` (BM25 over names, descriptions and argument
+    names, fused with embeddings when given; not the regex engine of the
+    ``search_tools`` meta-tool) and adds the best ``limit`` hits the visible set
+    lacks. A turn is "first" when no AI message is in the history yet; with
+    ``every_turn=True`` it searches on every user turn.
 
     Args:
         catalog: the tool catalog.
-        limit: how many hits to add at most (default 5).
+        config: the shared options; the keyword arguments below override it.
+        limit: how many hits to add at most (the config's ``search_limit``, 5).
         every_turn: search on later turns too.
         min_relative_score: drop hits below this fraction of the best score.
         embeddings: optional LangChain ``Embeddings`` (or a
@@ -206,34 +183,44 @@ class ToolSearch(BudgetNode):
             then ranked by BM25 fused with embedding similarity. An embedding
             failure falls back to BM25 for the turn.
         max_visible: hard cap on the visible set: adding hits beyond it evicts
-            the least recently used unpinned tools (``None``: no cap).
+            the least recently used unpinned tools.
         pinned: tools never evicted under the cap (``always`` tools never are).
+        name: node name.
 
-    Output: ``{"selected_tools": [...]}`` (only new names), or ``{}``.
+    Output: the working-set update (see :class:`SelectTools`), or ``{}``.
     """
 
     def __init__(
         self,
         catalog: ToolCatalog,
         *,
-        limit: int = 5,
+        config: BudgetConfig | None = None,
+        limit: int | None = None,
         every_turn: bool = False,
         min_relative_score: float = 0.0,
         embeddings: Embeddings | HybridScorer | None = None,
         max_visible: int | None = None,
-        pinned: Sequence[str] = (),
+        pinned: Sequence[str] | None = None,
         name: str = "tool_search",
     ) -> None:
-        if limit < 0:
-            raise ValueError(f"limit must be >= 0, got {limit}")
         super().__init__(name)
+        self.config = resolve_config(
+            config,
+            search_limit=limit,
+            embeddings=embeddings,
+            max_visible=max_visible,
+            pinned=pinned,
+        )
         self.catalog = catalog
-        self.limit = limit
         self.every_turn = every_turn
         self.min_relative_score = min_relative_score
-        self.scorer = as_hybrid_scorer(catalog, embeddings)
-        self.max_visible = _check_cap(max_visible)
-        self.pinned = free_tools(catalog, pinned)
+        self.scorer = as_hybrid_scorer(catalog, self.config.embeddings)
+        self.pinned = free_tools(catalog, self.config.pinned)
+
+    @property
+    def limit(self) -> int:
+        """How many hits this node adds at most."""
+        return self.config.search_limit
 
     def _query(self, state: Any) -> str | None:
         """The text to search for, or None when this turn is not searched."""
@@ -257,15 +244,17 @@ class ToolSearch(BudgetNode):
         return self._update(state, query, scores)
 
     def _update(self, state: Any, query: str, scores: np.ndarray | None) -> dict[str, Any]:
-        visible = list(state_get(state, "selected_tools", None) or [])
+        working = WorkingSet.from_state(state, pinned=self.pinned, cap=self.config.max_visible)
         hits = search_hits(
             self.catalog,
             query,
             limit=self.limit,
-            exclude=visible,
+            exclude=working.names,
             min_relative_score=self.min_relative_score,
             scores=scores,
         )
         if not hits:
             return {}
-        return _grow_visible(state, hits, pinned=self.pinned, cap=self.max_visible, node=self.name)
+        working.add(hits, reason=self.node_name)
+        emit_changes(working, self.node_name)
+        return working.update()

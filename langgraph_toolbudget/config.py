@@ -1,0 +1,238 @@
+"""One configuration for every node: :class:`BudgetConfig`, frozen and validated once.
+
+Key Components:
+    - :class:`BudgetConfig`: the options the nodes, the prebuilt agent and the
+      executor share (budget, search limit, working-set cap, execution mode,
+      loop bounds). Build one and hand it to every node, so ``select_tools``
+      and the executor's ``request_more_tools`` load tools under the same budget.
+    - :meth:`BudgetConfig.override`: a validated copy with some options changed.
+
+Typical Usage:
+    ```python
+    config = BudgetConfig(max_tools=6, max_visible=12)
+    graph.add_node("select_tools", SelectTools(catalog, config=config))
+    graph.add_node("tools", ToolExecutor(catalog, config=config))
+    small = config.override(model_size="qwen3:4b")  # budget from the model-size preset
+    ```
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+from langgraph_toolbudget.core.budget import max_tools_for_model
+from langgraph_toolbudget.core.semantic import HybridScorer
+
+__all__ = ["DEFAULT_MAX_TOOLS", "BudgetConfig", "ExecutionMode"]
+
+ExecutionMode = Literal["sequential", "parallel_safe"]
+"""``sequential``: one call after another. ``parallel_safe``: concurrently where metadata allows."""
+
+DEFAULT_MAX_TOOLS = 8
+"""The budget when neither ``max_tools`` nor ``model_size`` is given."""
+
+OPTION_TYPE_ERROR = "BudgetConfig: {name} must be {expected}, got {value!r} ({kind})."
+OPTION_VALUE_ERROR = "BudgetConfig: {name} must be {expected}, got {value!r}."
+UNKNOWN_OPTION_ERROR = "BudgetConfig has no option {names}; options are: {known}."
+
+
+def _check_int(name: str, value: Any, *, minimum: int, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        expected = "an integer" + (" or None" if optional else "")
+        raise TypeError(
+            OPTION_TYPE_ERROR.format(
+                name=name, expected=expected, value=value, kind=type(value).__name__
+            )
+        )
+    if value < minimum:
+        raise ValueError(
+            OPTION_VALUE_ERROR.format(name=name, expected=f">= {minimum}", value=value)
+        )
+
+
+def _check_names(name: str, value: Any) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Sequence | set | frozenset):
+        raise TypeError(
+            OPTION_TYPE_ERROR.format(
+                name=name,
+                expected=f"a list of tool names (e.g. [{value!r}])"
+                if isinstance(value, str)
+                else "a list of tool names",
+                value=value,
+                kind=type(value).__name__,
+            )
+        )
+    bad = [v for v in value if not isinstance(v, str)]
+    if bad:
+        raise TypeError(
+            OPTION_TYPE_ERROR.format(
+                name=name, expected="a list of strings", value=bad[0], kind=type(bad[0]).__name__
+            )
+        )
+    return tuple(dict.fromkeys(value))
+
+
+@dataclass(frozen=True)
+class BudgetConfig:
+    """The options every node of the tool budget shares, validated once.
+
+    A frozen dataclass: change it with :meth:`override`, which validates again.
+    Every node takes ``config=`` and explicit keyword arguments that override
+    single options; a node's keyword left at ``None`` takes the config's value.
+
+    Attributes:
+        max_tools: tools ``select_tools`` and ``request_more_tools`` choose per
+            turn (the budget). ``None``: the preset of ``model_size``, else
+            :data:`DEFAULT_MAX_TOOLS`. See :attr:`budget`.
+        model_size: a model name or size for the budget presets, used when
+            ``max_tools`` is None: small (<7B) 2, medium (7-30B) 5, large (>30B) 10.
+        min_per_category: floor of each category's share of the budget.
+        max_categories: categories ``classify_intent`` returns at most.
+        search_limit: tools the automatic tool search adds at most.
+        pinned: tools always visible ("pre-discovered"), outside the budget.
+        max_visible: hard cap on the visible set across turns; adding beyond it
+            evicts the least recently used unpinned tools (``None``: no cap).
+        mode: ``sequential`` or ``parallel_safe`` execution of tool calls.
+        max_iterations: model calls per user turn.
+        max_meta_calls: meta-tool calls per user turn.
+        enforce_visibility: refuse calls to tools that exist but are not visible.
+        embeddings: optional LangChain ``Embeddings`` (or a
+            :class:`~langgraph_toolbudget.core.semantic.HybridScorer`) that
+            classify_intent, select_tools and tool_search fuse with BM25.
+
+    Raises:
+        TypeError: an option of the wrong type (the message names it).
+        ValueError: an option out of range, or a ``model_size`` whose size
+            cannot be read.
+
+    Example:
+        ```python
+        config = BudgetConfig(model_size="qwen3:8b")  # budget 5
+        config.budget, config.override(max_tools=3).budget  # (5, 3)
+        ```
+    """
+
+    max_tools: int | None = None
+    model_size: str | float | None = None
+    min_per_category: int = 2
+    max_categories: int = 3
+    search_limit: int = 5
+    pinned: tuple[str, ...] = ()
+    max_visible: int | None = None
+    mode: ExecutionMode = "parallel_safe"
+    max_iterations: int = 5
+    max_meta_calls: int = 8
+    enforce_visibility: bool = True
+    embeddings: Any = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        _check_int("max_tools", self.max_tools, minimum=0, optional=True)
+        if self.model_size is not None:
+            if isinstance(self.model_size, bool) or not isinstance(
+                self.model_size, str | int | float
+            ):
+                raise TypeError(
+                    OPTION_TYPE_ERROR.format(
+                        name="model_size",
+                        expected="a model name (e.g. 'qwen3:8b') or a size in billions",
+                        value=self.model_size,
+                        kind=type(self.model_size).__name__,
+                    )
+                )
+            if isinstance(self.model_size, float) and not math.isfinite(self.model_size):
+                raise ValueError(
+                    OPTION_VALUE_ERROR.format(
+                        name="model_size", expected="a finite size", value=self.model_size
+                    )
+                )
+            max_tools_for_model(self.model_size)  # raises if the size cannot be read
+        _check_int("min_per_category", self.min_per_category, minimum=0)
+        _check_int("max_categories", self.max_categories, minimum=1)
+        _check_int("search_limit", self.search_limit, minimum=0)
+        object.__setattr__(self, "pinned", _check_names("pinned", self.pinned))
+        _check_int("max_visible", self.max_visible, minimum=1, optional=True)
+        if self.mode not in get_args(ExecutionMode):
+            raise ValueError(
+                OPTION_VALUE_ERROR.format(
+                    name="mode", expected="'sequential' or 'parallel_safe'", value=self.mode
+                )
+            )
+        _check_int("max_iterations", self.max_iterations, minimum=1)
+        _check_int("max_meta_calls", self.max_meta_calls, minimum=0)
+        emb = self.embeddings
+        if not (
+            emb is None
+            or isinstance(emb, HybridScorer)
+            or all(callable(getattr(emb, m, None)) for m in ("embed_documents", "embed_query"))
+        ):
+            raise TypeError(
+                OPTION_TYPE_ERROR.format(
+                    name="embeddings",
+                    expected="a LangChain Embeddings object (embed_documents, embed_query) "
+                    "or a HybridScorer",
+                    value=emb,
+                    kind=type(emb).__name__,
+                )
+            )
+        if not isinstance(self.enforce_visibility, bool):
+            raise TypeError(
+                OPTION_TYPE_ERROR.format(
+                    name="enforce_visibility",
+                    expected="True or False",
+                    value=self.enforce_visibility,
+                    kind=type(self.enforce_visibility).__name__,
+                )
+            )
+
+    @property
+    def budget(self) -> int:
+        """The budget in force: ``max_tools``, else the ``model_size`` preset, else 8."""
+        if self.max_tools is not None:
+            return self.max_tools
+        if self.model_size is not None:
+            return max_tools_for_model(self.model_size)
+        return DEFAULT_MAX_TOOLS
+
+    def override(self, **changes: Any) -> BudgetConfig:
+        """A validated copy with ``changes`` applied; ``None`` values are ignored.
+
+        ``None`` means "keep the current value", so a node can pass its keyword
+        arguments straight through. To clear an optional option (``max_visible``,
+        ``max_tools``, ``model_size``) build a new config.
+
+        Raises:
+            TypeError: an unknown option name, or a value of the wrong type.
+            ValueError: a value out of range.
+        """
+        known = {f.name for f in dataclasses.fields(self)}
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise TypeError(
+                UNKNOWN_OPTION_ERROR.format(
+                    names=", ".join(unknown), known=", ".join(sorted(known))
+                )
+            )
+        given = {k: v for k, v in changes.items() if v is not None}
+        return dataclasses.replace(self, **given) if given else self
+
+
+def resolve_config(config: BudgetConfig | None, **changes: Any) -> BudgetConfig:
+    """``config`` (or the defaults) with the non-None ``changes`` applied, validated.
+
+    Raises:
+        TypeError: ``config`` is not a :class:`BudgetConfig`.
+    """
+    if config is None:
+        config = BudgetConfig()
+    elif not isinstance(config, BudgetConfig):
+        raise TypeError(
+            f"config must be a BudgetConfig, got {type(config).__name__}: "
+            "build one with BudgetConfig(max_tools=..., ...)."
+        )
+    return config.override(**changes)

@@ -1,0 +1,319 @@
+"""The per-call pipeline every tool call goes through: check -> coerce -> invoke -> normalise.
+
+Key Components:
+    - :class:`ToolCallPipeline`: runs one tool call. Hooks in the shape of
+      LangGraph's ``wrap_tool_call`` / ``awrap_tool_call`` (``(request,
+      execute) -> result``, where ``execute`` may be called again, e.g. to
+      retry) wrap the four stages, so middleware and runtime guards plug in
+      without touching them. The request is LangGraph's own
+      ``ToolCallRequest``, so a ``ToolNode`` wrapper works here unchanged.
+    - Stages, in order: **check** (is the call allowed: the caller's policy
+      names the problem, e.g. a hidden tool), **coerce** (repair the model's
+      arguments against the tool's schema), **invoke** (inject LangGraph
+      arguments, run the tool with its timeout), **normalise** (any tool
+      output becomes a ``ToolMessage``, a ``Command`` or a list of them).
+
+Every failure becomes an error ``ToolMessage`` that names the tool and the
+problem (and the expected schema for bad arguments), except LangGraph's own
+control flow (interrupts, and an invalid answer to an interrupt), which is raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from langchain_core.messages import ToolCall, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.errors import GraphBubbleUp
+from langgraph.prebuilt import ToolRuntime
+from langgraph.prebuilt.tool_node import ToolCallRequest, msg_content_output
+from langgraph.types import Command
+from pydantic import PydanticUserError, ValidationError
+
+from langgraph_toolbudget._compat import (
+    has_injected_args,
+    injector_for,
+    is_invalid_resume,
+    runtime_of,
+)
+from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.coercion import (
+    RAW_ARGUMENTS_KEY,
+    coerce_args,
+    schema_error_message,
+    tool_json_schema,
+)
+
+__all__ = [
+    "AsyncToolCallWrapper",
+    "CallCheck",
+    "ToolCallPipeline",
+    "ToolCallWrapper",
+    "ToolOutput",
+]
+
+logger = logging.getLogger(__name__)
+
+ToolOutput = ToolMessage | Command | list[Any]
+"""What one call produces: a tool message, a ``Command``, or a list of them."""
+ToolCallWrapper = Callable[[ToolCallRequest, Callable[[ToolCallRequest], Any]], Any]
+"""A hook ``(request, execute) -> output`` around the stages (LangGraph's ``wrap_tool_call``)."""
+AsyncToolCallWrapper = Callable[
+    [ToolCallRequest, Callable[[ToolCallRequest], Awaitable[Any]]], Awaitable[Any]
+]
+"""The async form of :data:`ToolCallWrapper` (LangGraph's ``awrap_tool_call``)."""
+CallCheck = Callable[[str], str | None]
+"""Policy of the check stage: tool name -> why the call may not run (for the model), or None."""
+
+TOOL_ERROR = "Error: tool {tool!r} failed: {error}\nFix the arguments or try another tool."
+TIMEOUT_ERROR = (
+    "Error: tool {tool!r} timed out after {timeout:g} s and was cancelled. "
+    "Try a smaller request, or another tool."
+)
+RAW_ARGUMENTS_ERROR = (
+    "Error: the arguments of your call to {tool!r} are not valid JSON, so it was not run: "
+    "{raw}\nExpected arguments (JSON schema): {schema}\nCall it again with a JSON object."
+)
+NOT_A_TOOL_ERROR = "Error: {tool!r} is not a tool of this app, so it was not run."
+
+
+def _error(call: ToolCall, content: str) -> ToolMessage:
+    return ToolMessage(content, name=call["name"], tool_call_id=call["id"], status="error")
+
+
+def is_async_only(tool: BaseTool) -> bool:
+    """A tool with a coroutine and no sync function (MCP tools, ``async def`` tools)."""
+    return isinstance(tool, StructuredTool) and tool.func is None and tool.coroutine is not None
+
+
+class ToolCallPipeline:
+    """Runs one tool call through check -> coerce -> invoke -> normalise.
+
+    Args:
+        catalog: the tool catalog (tools, their schemas and timeouts).
+        wrap_tool_call: hooks around the stages, outermost first (a callable or
+            a sequence), as LangGraph's ``ToolNode(wrap_tool_call=...)``.
+        awrap_tool_call: async hooks for async runs; without them, async runs
+            use ``wrap_tool_call`` in a worker thread.
+
+    Example:
+        ```python
+        def retry_once(request, execute):
+            result = execute(request)
+            return execute(request) if getattr(result, "status", "") == "error" else result
+
+        pipeline = ToolCallPipeline(catalog, wrap_tool_call=retry_once)
+        ```
+    """
+
+    def __init__(
+        self,
+        catalog: ToolCatalog,
+        *,
+        wrap_tool_call: ToolCallWrapper | Sequence[ToolCallWrapper] | None = None,
+        awrap_tool_call: AsyncToolCallWrapper | Sequence[AsyncToolCallWrapper] | None = None,
+    ) -> None:
+        self.catalog = catalog
+        self.wrappers = _as_list(wrap_tool_call, "wrap_tool_call")
+        self.awrappers = _as_list(awrap_tool_call, "awrap_tool_call")
+        # Per tool, on first call: reading schemas up front would cost ~0.4 ms a tool.
+        self._schemas: dict[str, dict[str, Any] | None] = {}
+        self._injectors: dict[str, Callable[[Any, Any], Any] | None] = {}
+
+    # --- the request ------------------------------------------------------------------------
+
+    def request(self, call: ToolCall, state: Any, config: RunnableConfig) -> ToolCallRequest:
+        """The ``ToolCallRequest`` the hooks see for ``call`` (tool None if not in the catalog)."""
+        spec = self.catalog.get(call["name"])
+        runtime = runtime_of(config)
+        tool_runtime = ToolRuntime(
+            state=state,
+            context=getattr(runtime, "context", None),
+            config=config,
+            stream_writer=getattr(runtime, "stream_writer", None) or (lambda _: None),
+            tool_call_id=call["id"],
+            store=getattr(runtime, "store", None),
+            tools=[s.tool for s in self.catalog.specs],
+        )
+        tool = spec.tool if spec is not None and spec.enabled else None
+        return ToolCallRequest(tool_call=call, tool=tool, state=state, runtime=tool_runtime)
+
+    # --- running, with the hooks ------------------------------------------------------------
+
+    def run(self, request: ToolCallRequest, config: RunnableConfig, check: CallCheck) -> Any:
+        """Run the call (sync) through the hooks and the stages."""
+
+        def execute(req: ToolCallRequest) -> Any:
+            return self.execute(req, config, check)
+
+        return _chain(self.wrappers, execute)(request)
+
+    async def arun(self, request: ToolCallRequest, config: RunnableConfig, check: CallCheck) -> Any:
+        """Run the call (async) through the hooks and the stages, with its timeout."""
+
+        async def aexecute(req: ToolCallRequest) -> Any:
+            return await self.aexecute(req, config, check)
+
+        if self.awrappers:
+            return await _achain(self.awrappers, aexecute)(request)
+        if self.wrappers:  # sync hooks: run them (and the call) off the event loop
+            ctx = contextvars.copy_context()
+            return await asyncio.to_thread(ctx.run, self.run, request, config, check)
+        return await aexecute(request)
+
+    # --- the stages -------------------------------------------------------------------------
+
+    def execute(self, request: ToolCallRequest, config: RunnableConfig, check: CallCheck) -> Any:
+        """The four stages, sync (no timeout: the scheduler runs timed calls async)."""
+        prepared = self._prepare(request, check)
+        if isinstance(prepared, ToolMessage):
+            return prepared
+        tool, call = prepared
+        try:
+            response = tool.invoke(self._tool_input(tool, call, request), config)
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any tool failure becomes a message to the model
+            return self._failure(call, tool, exc)
+        return self._normalise(call, tool, response)
+
+    async def aexecute(
+        self, request: ToolCallRequest, config: RunnableConfig, check: CallCheck
+    ) -> Any:
+        """The four stages, async; the tool's ``timeout_s`` bounds the invoke stage."""
+        prepared = self._prepare(request, check)
+        if isinstance(prepared, ToolMessage):
+            return prepared
+        tool, call = prepared
+        spec = self.catalog.get(tool.name)
+        timeout = spec.timeout_s if spec is not None else None
+        try:
+            coro = tool.ainvoke(self._tool_input(tool, call, request), config)
+            response = await (asyncio.wait_for(coro, timeout) if timeout else coro)
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any tool failure becomes a message to the model
+            return self._failure(call, tool, exc)
+        return self._normalise(call, tool, response)
+
+    def _prepare(
+        self, request: ToolCallRequest, check: CallCheck
+    ) -> tuple[BaseTool, ToolCall] | ToolMessage:
+        """Check and coerce: the tool and the call to invoke, or the error to answer with."""
+        call = request.tool_call
+        problem = check(call["name"])
+        if problem is not None:
+            return _error(call, problem)
+        tool = request.tool
+        if tool is None:
+            return _error(call, NOT_A_TOOL_ERROR.format(tool=call["name"]))
+        args = call.get("args", {})
+        schema = self.schema(tool)
+        if isinstance(args, dict) and RAW_ARGUMENTS_KEY in args:
+            raw = RAW_ARGUMENTS_ERROR.format(
+                tool=tool.name, raw=args[RAW_ARGUMENTS_KEY], schema=json.dumps(schema)
+            )
+            return _error(call, raw)
+        if schema is not None:
+            args = coerce_args(args, schema)
+        return tool, {**call, "args": args}
+
+    def schema(self, tool: BaseTool) -> dict[str, Any] | None:
+        """The tool's argument JSON schema, computed once per tool (None if it has none)."""
+        if tool.name not in self._schemas:
+            try:
+                self._schemas[tool.name] = tool_json_schema(tool)
+            except (TypeError, ValueError, PydanticUserError):
+                self._schemas[tool.name] = None
+        return self._schemas[tool.name]
+
+    def _tool_input(self, tool: BaseTool, call: ToolCall, request: ToolCallRequest) -> Any:
+        if tool.name not in self._injectors:
+            self._injectors[tool.name] = injector_for(tool) if has_injected_args(tool) else None
+        inject = self._injectors[tool.name]
+        if inject is not None:
+            call = inject(call, request.runtime)
+        return {**call, "type": "tool_call"}
+
+    def _normalise(self, call: ToolCall, tool: BaseTool, response: Any) -> Any:
+        if isinstance(response, Command):
+            return response
+        if isinstance(response, ToolMessage):
+            response.content = _content(response.content)
+            return response
+        if (
+            isinstance(response, list)
+            and response
+            and all(isinstance(r, ToolMessage | Command) for r in response)
+        ):
+            return response
+        return ToolMessage(_content(response), name=tool.name, tool_call_id=call["id"])
+
+    def _failure(self, call: ToolCall, tool: BaseTool, error: Exception) -> ToolMessage:
+        if is_invalid_resume(error):
+            raise error  # a human's answer to an interrupt failed its schema: never swallow it
+        args = call.get("args", {})
+        if isinstance(error, ValidationError):
+            content = schema_error_message(tool, error, args)
+        elif isinstance(error, TimeoutError | asyncio.TimeoutError):
+            spec = self.catalog.get(tool.name)
+            content = TIMEOUT_ERROR.format(tool=tool.name, timeout=spec.timeout_s if spec else 0)
+        else:
+            content = TOOL_ERROR.format(tool=tool.name, error=f"{type(error).__name__}: {error}")
+        logger.info("tool %s failed: %r", tool.name, error)
+        return _error(call, content)
+
+
+def _content(output: Any) -> str | list[str | dict[Any, Any]]:
+    """Tool output as message content, as ``ToolNode`` converts it."""
+    content: str | list[Any] = msg_content_output(output)
+    return content
+
+
+def _as_list(hooks: Any, name: str) -> list[Any]:
+    if hooks is None:
+        return []
+    items = [hooks] if callable(hooks) else list(hooks)
+    for hook in items:
+        if not callable(hook):
+            raise TypeError(
+                f"{name} must be a callable (request, execute) -> result, or a list of them; "
+                f"got {type(hook).__name__}."
+            )
+    return items
+
+
+def _chain(hooks: list[ToolCallWrapper], execute: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``hooks[0]`` outermost, around ``hooks[1]``..., around ``execute``."""
+    handler = execute
+    for hook in reversed(hooks):
+        handler = _bind(hook, handler)
+    return handler
+
+
+def _bind(hook: ToolCallWrapper, inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda request: hook(request, inner)
+
+
+def _achain(
+    hooks: list[AsyncToolCallWrapper], execute: Callable[[Any], Awaitable[Any]]
+) -> Callable[[Any], Awaitable[Any]]:
+    handler = execute
+    for hook in reversed(hooks):
+        handler = _abind(hook, handler)
+    return handler
+
+
+def _abind(
+    hook: AsyncToolCallWrapper, inner: Callable[[Any], Awaitable[Any]]
+) -> Callable[[Any], Awaitable[Any]]:
+    async def run(request: Any) -> Any:
+        return await hook(request, inner)
+
+    return run

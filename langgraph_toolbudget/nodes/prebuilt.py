@@ -1,0 +1,216 @@
+"""Prebuilt graphs: the whole agent in one call, or its nodes added to your graph.
+
+Key Components:
+    - :func:`create_toolbudget_agent`: the whole graph, uncompiled:
+      classify_intent -> select_tools -> tool_search -> agent <-> tools.
+    - :func:`add_toolbudget_nodes`: the same nodes added to a user's graph.
+
+Both build one :class:`~langgraph_toolbudget.config.BudgetConfig` and hand it to
+every node, so the selection and the executor's ``request_more_tools`` share
+one budget.
+
+Typical Usage:
+    ```python
+    graph = create_toolbudget_agent(model, catalog, max_tools=8, mode="parallel_safe")
+    app = graph.compile(checkpointer=MemorySaver())
+    config = {"configurable": {"thread_id": "1"}}
+    out = app.invoke({"messages": [HumanMessage("open an issue")]}, config)
+    ```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langgraph.graph import END, START, StateGraph
+from langgraph.prebuilt import tools_condition
+
+from langgraph_toolbudget.config import BudgetConfig, ExecutionMode, resolve_config
+from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.semantic import HybridScorer
+from langgraph_toolbudget.nodes.agent import CallModel
+from langgraph_toolbudget.nodes.executor import ToolExecutor
+from langgraph_toolbudget.nodes.intent import ClassifyIntent
+from langgraph_toolbudget.nodes.prompt import SystemPrompt
+from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
+from langgraph_toolbudget.state import ToolBudgetState
+
+__all__ = ["add_toolbudget_nodes", "create_toolbudget_agent"]
+
+STATE_SCHEMA_ERROR = (
+    "the graph's state schema has no {missing} field(s). Extend ToolBudgetState: "
+    "`class MyState(ToolBudgetState): ...` and build StateGraph(MyState)."
+)
+NOT_A_GRAPH_ERROR = (
+    "graph must be an uncompiled langgraph StateGraph (StateGraph(ToolBudgetState)); got {kind}."
+)
+
+
+def add_toolbudget_nodes(
+    graph: StateGraph,
+    model: BaseChatModel | str,
+    catalog: ToolCatalog,
+    *,
+    config: BudgetConfig | None = None,
+    after: str = START,
+    then: str = END,
+    prefix: str = "",
+    max_tools: int | None = None,
+    model_size: str | float | None = None,
+    min_per_category: int | None = None,
+    max_categories: int | None = None,
+    classifier_model: BaseChatModel | str | None = None,
+    search_limit: int | None = None,
+    embeddings: Embeddings | HybridScorer | None = None,
+    mode: ExecutionMode | None = None,
+    pinned: Sequence[str] | None = None,
+    max_visible: int | None = None,
+    max_iterations: int | None = None,
+    max_meta_calls: int | None = None,
+    system_prompt: SystemPrompt = None,
+) -> str:
+    """Add classify_intent -> select_tools -> tool_search -> agent <-> tools to ``graph``.
+
+    Args:
+        graph: a ``StateGraph`` whose state extends :class:`ToolBudgetState`.
+        model: the chat model of the agent (native tool calling), or a
+            ``"provider:model"`` string for LangChain's ``init_chat_model``.
+        catalog: the tool catalog.
+        config: the shared options; the keyword arguments below override it
+            (``None`` keeps the config's value).
+        after: the node the pipeline starts after (``START`` by default).
+        then: where the agent goes when it answers (``END`` by default).
+        prefix: prepended to every node name, to add the nodes twice.
+        max_tools: the budget (default 8, or the preset of ``model_size``).
+        model_size: model name or size for the budget presets.
+        min_per_category: floor of each category's share.
+        max_categories: categories classify_intent returns at most.
+        classifier_model: optional chat model for classify_intent.
+        search_limit: tools the automatic tool search adds.
+        embeddings: optional LangChain ``Embeddings`` (or a ``HybridScorer``) for
+            classify_intent, select_tools and tool_search: tools are then
+            ranked by BM25 fused with embedding similarity (see
+            :mod:`langgraph_toolbudget.core.semantic`).
+        mode: ``sequential`` or ``parallel_safe``.
+        pinned: tools always visible.
+        max_visible: hard cap on visible tools.
+        max_iterations: model calls per user turn.
+        max_meta_calls: meta-calls per user turn.
+        system_prompt: a string, a ``SystemMessage``, or a callable of the state.
+
+    Returns:
+        The name of the first added node (to route to it yourself if needed).
+
+    Raises:
+        TypeError: the graph's state lacks the tool-budget fields; an option
+            of the wrong type; a model that is not a chat model.
+        ValueError: an option out of range; a model without tool calling.
+    """
+    if not isinstance(graph, StateGraph):
+        raise TypeError(NOT_A_GRAPH_ERROR.format(kind=type(graph).__name__))
+    missing = [k for k in ("selected_tools", "categories", "messages") if k not in graph.channels]
+    if missing:
+        raise TypeError(STATE_SCHEMA_ERROR.format(missing=", ".join(missing)))
+    shared = resolve_config(
+        config,
+        max_tools=max_tools,
+        model_size=model_size,
+        min_per_category=min_per_category,
+        max_categories=max_categories,
+        search_limit=search_limit,
+        embeddings=embeddings,
+        mode=mode,
+        pinned=pinned,
+        max_visible=max_visible,
+        max_iterations=max_iterations,
+        max_meta_calls=max_meta_calls,
+    )
+    names = {
+        k: f"{prefix}{k}"
+        for k in ("classify_intent", "select_tools", "tool_search", "agent", "tools")
+    }
+    nodes = {
+        "classify_intent": ClassifyIntent(
+            catalog, config=shared, model=classifier_model, name=names["classify_intent"]
+        ),
+        "select_tools": SelectTools(catalog, config=shared, name=names["select_tools"]),
+        "tool_search": ToolSearch(catalog, config=shared, name=names["tool_search"]),
+        "agent": CallModel(
+            model, catalog, config=shared, system_prompt=system_prompt, name=names["agent"]
+        ),
+        "tools": ToolExecutor(catalog, config=shared, name=names["tools"]),
+    }
+    for key, node in nodes.items():
+        graph.add_node(names[key], node)
+    graph.add_edge(after, names["classify_intent"])
+    graph.add_edge(names["classify_intent"], names["select_tools"])
+    graph.add_edge(names["select_tools"], names["tool_search"])
+    graph.add_edge(names["tool_search"], names["agent"])
+    graph.add_conditional_edges(
+        names["agent"], tools_condition, {"tools": names["tools"], END: then}
+    )
+    graph.add_edge(names["tools"], names["agent"])
+    return names["classify_intent"]
+
+
+def create_toolbudget_agent(
+    model: BaseChatModel | str,
+    catalog: ToolCatalog,
+    *,
+    config: BudgetConfig | None = None,
+    state_schema: type[Any] = ToolBudgetState,
+    context_schema: type[Any] | None = None,
+    max_tools: int | None = None,
+    model_size: str | float | None = None,
+    min_per_category: int | None = None,
+    max_categories: int | None = None,
+    classifier_model: BaseChatModel | str | None = None,
+    search_limit: int | None = None,
+    embeddings: Embeddings | HybridScorer | None = None,
+    mode: ExecutionMode | None = None,
+    pinned: Sequence[str] | None = None,
+    max_visible: int | None = None,
+    max_iterations: int | None = None,
+    max_meta_calls: int | None = None,
+    system_prompt: SystemPrompt = None,
+) -> StateGraph:
+    """Build the whole agent graph, uncompiled, so you choose checkpointer and store.
+
+    ``classify_intent -> select_tools -> tool_search -> agent <-> tools``: the
+    agent node calls the model with the meta-tools and the visible tools; the
+    tools node runs its calls (a ``ToolNode`` replacement that intercepts
+    meta-tools). The options are those of :func:`add_toolbudget_nodes`
+    (``max_tools=8``, ``mode="parallel_safe"``, ``max_iterations=5``, ...);
+    ``state_schema`` must extend :class:`ToolBudgetState`.
+
+    Example:
+        ```python
+        graph = create_toolbudget_agent(model, catalog, max_tools=8, mode="parallel_safe")
+        out = graph.compile().invoke({"messages": [HumanMessage("...")]})
+        out["messages"], out["selected_tools"], out["categories"]
+        ```
+    """
+    graph = StateGraph(state_schema, context_schema=context_schema)
+    add_toolbudget_nodes(
+        graph,
+        model,
+        catalog,
+        config=config,
+        max_tools=max_tools,
+        model_size=model_size,
+        min_per_category=min_per_category,
+        max_categories=max_categories,
+        classifier_model=classifier_model,
+        search_limit=search_limit,
+        embeddings=embeddings,
+        mode=mode,
+        pinned=pinned,
+        max_visible=max_visible,
+        max_iterations=max_iterations,
+        max_meta_calls=max_meta_calls,
+        system_prompt=system_prompt,
+    )
+    return graph
