@@ -226,7 +226,9 @@ class BatchRunner:
     ) -> TurnOutcome:
         """Answer a batch of tool calls (async). ``working`` is updated in place."""
         outcome, done, regular, check = self._plan(calls, state, working)
-        done.update(await self.scheduler.arun(regular, *self._runners(state, config, check)))
+        run_one, arun_one = self._runners(state, config, check)
+        batch_sync = not self.pipeline.awrappers  # async hooks must wrap every call
+        done.update(await self.scheduler.arun(regular, run_one, arun_one, batch_sync=batch_sync))
         outcome.outputs = [done[i] for i in range(len(calls))]
         return outcome
 

@@ -95,12 +95,22 @@ class CallScheduler:
         return run_sync(self.arun(jobs, run_one, arun_one))
 
     async def arun(
-        self, jobs: Sequence[Job], run_one: RunSync, arun_one: RunAsync
+        self,
+        jobs: Sequence[Job],
+        run_one: RunSync,
+        arun_one: RunAsync,
+        *,
+        batch_sync: bool = True,
     ) -> dict[int, Any]:
-        """Run the jobs on the running event loop; sync tools run in worker threads."""
+        """Run the jobs on the running event loop; sync tools run in worker threads.
+
+        ``batch_sync``: in serial runs, hand consecutive plain sync calls to
+        ``run_one`` in one worker-thread trip; False sends every call through
+        ``arun_one`` (async hooks must see every call).
+        """
         jobs = list(jobs)
         if self._serial(jobs):
-            return await self._arun_serial(jobs, run_one, arun_one)
+            return await self._arun_serial(jobs, run_one, arun_one, batch_sync)
         if self._unbounded(jobs):  # every call may start at once: no gates needed
             results = await asyncio.gather(*(arun_one(call) for _, call in jobs))
             return {i: r for (i, _), r in zip(jobs, results, strict=True)}
@@ -130,7 +140,7 @@ class CallScheduler:
             await gate.leave()
 
     async def _arun_serial(
-        self, jobs: list[Job], run_one: RunSync, arun_one: RunAsync
+        self, jobs: list[Job], run_one: RunSync, arun_one: RunAsync, batch_sync: bool
     ) -> dict[int, Any]:
         """Run jobs one at a time, in order.
 
@@ -153,7 +163,7 @@ class CallScheduler:
                 batch.clear()
 
         for i, call in jobs:
-            if self._plain_sync(call):
+            if batch_sync and self._plain_sync(call):
                 batch.append((i, call))
                 continue
             await flush()

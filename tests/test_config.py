@@ -1,0 +1,132 @@
+"""BudgetConfig: validated once, shared by every node, overridable per node."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+from agent_tools import Recorder, call, recording_catalog
+from langchain_core.messages import AIMessage, HumanMessage
+
+from langgraph_toolbudget import (
+    BudgetConfig,
+    ClassifyIntent,
+    SelectTools,
+    ToolAgent,
+    ToolExecutor,
+    ToolSearch,
+    create_toolbudget_agent,
+)
+from langgraph_toolbudget.testing import ScriptedChatModel
+
+
+@pytest.fixture
+def catalog():
+    return recording_catalog(Recorder())
+
+
+def test_budget_config_defaults_and_budget_resolution():
+    config = BudgetConfig()
+    assert config.budget == 8 and config.mode == "parallel_safe" and config.max_visible is None
+    assert BudgetConfig(model_size="qwen3:8b").budget == 5
+    assert BudgetConfig(model_size="llama-3.1-70b").budget == 10
+    assert BudgetConfig(model_size=3).budget == 2
+    assert BudgetConfig(max_tools=3, model_size="qwen3:70b").budget == 3  # explicit wins
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "match"),
+    [
+        ({"max_tools": -1}, ValueError, "max_tools must be >= 0"),
+        ({"max_tools": "8"}, TypeError, "max_tools must be an integer"),
+        ({"max_tools": True}, TypeError, "max_tools"),
+        ({"min_per_category": -5}, ValueError, "min_per_category must be >= 0"),
+        ({"max_categories": 0}, ValueError, "max_categories"),
+        ({"search_limit": 2.5}, TypeError, "search_limit"),
+        ({"max_visible": 0}, ValueError, "max_visible must be >= 1"),
+        ({"mode": "turbo"}, ValueError, "'sequential' or 'parallel_safe'"),
+        ({"max_iterations": 0}, ValueError, "max_iterations"),
+        ({"max_meta_calls": -1}, ValueError, "max_meta_calls"),
+        ({"enforce_visibility": "yes"}, TypeError, "enforce_visibility"),
+        ({"pinned": "ab"}, TypeError, r"pinned must be a list of tool names \(e.g. \['ab'\]\)"),
+        ({"pinned": [1]}, TypeError, "pinned must be a list of strings"),
+        ({"model_size": "gpt-4o"}, ValueError, "cannot tell the size"),
+        ({"model_size": math.nan}, ValueError, "model_size"),
+        ({"model_size": ["8b"]}, TypeError, "model_size"),
+        ({"embeddings": "minilm"}, TypeError, "embeddings must be a LangChain Embeddings"),
+    ],
+)
+def test_budget_config_rejects_bad_options_naming_them(options, error, match):
+    with pytest.raises(error, match=match):
+        BudgetConfig(**options)
+
+
+def test_budget_config_is_frozen_and_override_validates():
+    config = BudgetConfig(max_tools=6, pinned=["get_weather", "get_weather"])
+    assert config.pinned == ("get_weather",)  # de-duplicated, a tuple
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.max_tools = 3  # type: ignore[misc]
+    smaller = config.override(max_tools=3, max_visible=None)  # None keeps the value
+    assert (smaller.max_tools, smaller.pinned, config.max_tools) == (3, ("get_weather",), 6)
+    assert config.override() is config
+    with pytest.raises(ValueError, match="max_tools"):
+        config.override(max_tools=-2)
+    with pytest.raises(TypeError, match="no option max_tool;"):
+        config.override(max_tool=3)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda c: SelectTools(c, config="big"),
+        lambda c: ToolExecutor(c, config={"max_tools": 3}),
+    ],
+)
+def test_nodes_reject_a_config_that_is_not_a_budget_config(catalog, build):
+    with pytest.raises(TypeError, match="config must be a BudgetConfig"):
+        build(catalog)
+
+
+def test_node_keywords_override_the_shared_config(catalog):
+    config = BudgetConfig(max_tools=6, search_limit=2, max_categories=2)
+    assert SelectTools(catalog, config=config).max_tools == 6
+    assert SelectTools(catalog, config=config, max_tools=4).max_tools == 4
+    assert ToolSearch(catalog, config=config).limit == 2
+    assert ToolSearch(catalog, config=config, limit=1).limit == 1
+    assert ClassifyIntent(catalog, config=config).max_categories == 2
+    executor = ToolExecutor(catalog, config=config, mode="sequential")
+    assert executor.config.budget == 6 and executor.config.mode == "sequential"
+    assert config.mode == "parallel_safe"  # the shared config itself is unchanged
+
+
+async def test_one_config_gives_select_tools_and_request_more_tools_one_budget(make_catalog):
+    """SelectTools(max_tools=6) + ToolExecutor() used to load 8 by the executor's own default."""
+    catalog = make_catalog()
+    config = BudgetConfig(max_tools=3)
+    executor = ToolExecutor(catalog, config=config)
+    ask = AIMessage("", tool_calls=[call("request_more_tools", "m1", categories=["github"])])
+    state = {"messages": [HumanMessage("work on the repo"), ask], "selected_tools": ["ask_human"]}
+    out = await executor.ainvoke(state)
+    loaded = out["selected_tools"]["add"]
+    assert len(loaded) == 3 and set(loaded) <= set(catalog.tools_in("github"))
+    assert len(catalog.tools_in("github")) > 3  # the budget, not the category size, bounds it
+    select = SelectTools(catalog, config=config)
+    chosen = (await select.ainvoke({**state, "categories": ["github"]}))["selected_tools"]["add"]
+    assert len(chosen) == 3
+
+
+def test_prebuilt_agent_shares_one_config_across_its_nodes(catalog):
+    model = ScriptedChatModel(responses=[AIMessage("done")])
+    graph = create_toolbudget_agent(model, catalog, max_tools=4, search_limit=1, max_visible=9)
+    nodes = {name: spec.runnable for name, spec in graph.nodes.items()}
+    configs = {name: node.config for name, node in nodes.items()}
+    assert len({id(c) for c in configs.values()}) == 1
+    (config,) = set(configs.values())
+    assert (config.budget, config.search_limit, config.max_visible) == (4, 1, 9)
+
+
+def test_tool_agent_takes_enforce_visibility_like_the_executor(catalog):
+    model = ScriptedChatModel(responses=[AIMessage("done")])
+    agent = ToolAgent(model, catalog, enforce_visibility=False)
+    assert agent.config.enforce_visibility is False

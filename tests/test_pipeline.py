@@ -1,0 +1,177 @@
+"""The per-call pipeline: check -> coerce -> invoke -> normalise, and the hooks around it.
+
+Tools are real ``@tool`` functions; the nodes run inside real LangGraph graphs
+where LangGraph's runtime matters (injection).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import pytest
+from agent_tools import Recorder, ai_calls, call, injection_tools, recording_catalog
+from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.tools import InjectedToolCallId, tool
+from langgraph.graph import END, START, StateGraph
+from langgraph.prebuilt import InjectedState
+from langgraph.types import Command
+
+from langgraph_toolbudget import ToolBudgetState, ToolCatalog, ToolExecutor
+from langgraph_toolbudget.execution.pipeline import ToolCallPipeline
+
+APIS = ["invoke", "ainvoke"]
+
+
+@pytest.fixture
+def rec() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture
+def catalog(rec) -> ToolCatalog:
+    return recording_catalog(rec)
+
+
+async def run(node: Any, state: Any, api: str) -> Any:
+    return node.invoke(state) if api == "invoke" else await node.ainvoke(state)
+
+
+def state_for(calls: list[dict[str, Any]], visible: list[str]) -> dict[str, Any]:
+    return {"messages": [HumanMessage("go"), ai_calls(*calls)], "selected_tools": visible}
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_hook_sees_every_request_and_may_call_execute_again(catalog, rec, api):
+    seen: list[tuple[str, Any]] = []
+
+    def retry_on_error(request, execute):
+        seen.append((request.tool_call["name"], request.tool.name if request.tool else None))
+        result = execute(request)
+        if result.status == "error":  # fix the arguments and run the stages again
+            fixed = {**request.tool_call, "args": {"repo": "acme/app", "title": "retried"}}
+            result = execute(request.override(tool_call=fixed))
+        return result
+
+    node = ToolExecutor(catalog, wrap_tool_call=retry_on_error)
+    calls = [call("create_issue", "c1", repo="acme/app"), call("list_issues", "c2", repo="r")]
+    out = await run(node, state_for(calls, ["create_issue", "list_issues"]), api)
+    assert [m.tool_call_id for m in out["messages"]] == ["c1", "c2"]
+    assert [m.status for m in out["messages"]] == ["success", "success"]
+    assert seen == [("create_issue", "create_issue"), ("list_issues", "list_issues")]
+    assert rec.names == ["create_issue", "list_issues"]  # the bad first attempt never ran
+    assert "retried" in out["messages"][0].content
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_hooks_compose_outermost_first_and_async_hooks_serve_ainvoke(catalog, api):
+    order: list[str] = []
+
+    def outer(request, execute):
+        order.append("outer")
+        return execute(request)
+
+    def inner(request, execute):
+        order.append("inner")
+        return execute(request)
+
+    async def aouter(request, execute):
+        order.append("aouter")
+        return await execute(request)
+
+    node = ToolExecutor(catalog, wrap_tool_call=[outer, inner], awrap_tool_call=aouter)
+    out = await run(node, state_for([call("list_projects", "c1")], ["list_projects"]), api)
+    assert out["messages"][0].status == "success"
+    assert order == (["outer", "inner"] if api == "invoke" else ["aouter"])
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_hidden_tool_never_runs_even_when_a_hook_calls_execute(catalog, rec, api):
+    def passthrough(request, execute):
+        return execute(request)
+
+    node = ToolExecutor(catalog, wrap_tool_call=passthrough)
+    calls = [call("create_project", "c1", name="x"), call("ghost_tool", "c2")]
+    out = await run(node, state_for(calls, []), api)
+    assert [m.status for m in out["messages"]] == ["error", "error"]
+    assert "exists but is not loaded" in out["messages"][0].content
+    assert "is not a tool of this app" in out["messages"][1].content
+    assert rec.names == []
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_hook_may_answer_a_call_itself(catalog, rec, api):
+    def deny_writes(request, execute):
+        if request.tool_call["name"].startswith("create_"):
+            return ToolMessage(
+                "writes are paused", tool_call_id=request.tool_call["id"], status="error"
+            )
+        return execute(request)
+
+    node = ToolExecutor(catalog, wrap_tool_call=deny_writes)
+    calls = [call("create_project", "c1", name="x"), call("list_projects", "c2")]
+    out = await run(node, state_for(calls, ["create_project", "list_projects"]), api)
+    assert [m.content for m in out["messages"]][0] == "writes are paused"
+    assert rec.names == ["list_projects"]
+
+
+def test_hooks_must_be_callables(catalog):
+    with pytest.raises(TypeError, match="wrap_tool_call must be a callable"):
+        ToolCallPipeline(catalog, wrap_tool_call=["not a hook"])  # type: ignore[list-item]
+
+
+def injected_graph(seen: list[Any]) -> Any:
+    catalog = ToolCatalog.from_tools(injection_tools(seen))
+    graph = StateGraph(ToolBudgetState)
+    graph.add_node("tools", ToolExecutor(catalog, enforce_visibility=False))
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+    return graph.compile()
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_an_injected_tool_with_a_bad_argument_gets_the_schema(api):
+    """The injected path used to answer `tool '(tool)' failed` without the schema."""
+    app = injected_graph([])
+    payload = {"messages": [HumanMessage("go"), ai_calls(call("echo_call_id", "c1", txt=5))]}
+    out = await run(app, payload, api)
+    message = out["messages"][-1]
+    assert message.status == "error" and message.name == "echo_call_id"
+    assert "invalid arguments for tool 'echo_call_id'" in message.content
+    assert '"text"' in message.content and "tool_call_id" not in message.content
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_injected_arguments_cannot_be_forged_by_the_model(api):
+    seen: list[Any] = []
+    app = injected_graph(seen)
+    forged = call("count_messages", "c1", state={"messages": ["forged"] * 99})
+    out = await run(app, {"messages": [HumanMessage("go"), ai_calls(forged)]}, api)
+    assert out["messages"][-1].content == "2 messages"  # the real state, not the forged one
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_tool_returning_a_list_of_messages_and_commands(api):
+    @tool
+    def fan_out(n: int, tool_call_id: Annotated[str, InjectedToolCallId]) -> list[Any]:
+        """Answer with a message and a command."""
+        return [
+            ToolMessage(f"n={n}", tool_call_id=tool_call_id),
+            Command(update={"categories": ["x"]}),
+        ]
+
+    @tool
+    def read_state(state: Annotated[dict, InjectedState]) -> str:
+        """Read the state."""
+        return str(len(state["messages"]))
+
+    catalog = ToolCatalog.from_tools([fan_out, read_state])
+    graph = StateGraph(ToolBudgetState)
+    graph.add_node("tools", ToolExecutor(catalog, enforce_visibility=False))
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+    app = graph.compile()
+    calls = [call("fan_out", "c1", n=3), call("read_state", "c2")]
+    out = await run(app, {"messages": [HumanMessage("go"), ai_calls(*calls)]}, api)
+    answers = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert [(m.tool_call_id, m.content) for m in answers] == [("c1", "n=3"), ("c2", "2")]
+    assert out["categories"] == ["x"]

@@ -1,0 +1,135 @@
+"""The model side: which models are accepted at construction, and the system prompt."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import types
+from typing import Any
+
+import pytest
+from agent_tools import Recorder, recording_catalog
+from langchain_core.language_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+
+from langgraph_toolbudget import (
+    CallModel,
+    ClassifyIntent,
+    ToolAgent,
+    ToolCatalog,
+    create_toolbudget_agent,
+)
+from langgraph_toolbudget.nodes.models import ModelUnavailableError
+from langgraph_toolbudget.testing import ScriptedChatModel
+
+APIS = ["invoke", "ainvoke"]
+
+
+@pytest.fixture
+def catalog() -> ToolCatalog:
+    return recording_catalog(Recorder())
+
+
+async def run(app: Any, payload: Any, api: str, config: Any = None) -> Any:
+    return app.invoke(payload, config) if api == "invoke" else await app.ainvoke(payload, config)
+
+
+@pytest.mark.parametrize("model", [None, 42, object(), ["gpt"]])
+def test_a_model_that_is_no_chat_model_is_refused_at_construction(catalog, model):
+    with pytest.raises(TypeError, match="must be a LangChain chat model .* or a 'provider:model'"):
+        create_toolbudget_agent(model, catalog)
+
+
+@pytest.mark.parametrize("build", [CallModel, ToolAgent, create_toolbudget_agent])
+def test_a_model_without_tool_calling_is_refused_at_construction(catalog, build):
+    model = GenericFakeChatModel(messages=iter([AIMessage("hi")]))
+    with pytest.raises(ValueError, match="does not implement native tool calling"):
+        build(model, catalog)
+
+
+def test_a_model_string_without_langchain_installed_names_what_to_install(catalog, monkeypatch):
+    monkeypatch.setitem(sys.modules, "langchain.chat_models", None)  # import fails
+    with pytest.raises(ModelUnavailableError, match="pip install langchain langchain-openai"):
+        create_toolbudget_agent("openai:gpt-4o-mini", catalog)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_model_string_goes_through_init_chat_model(catalog, monkeypatch, api):
+    asked: list[str] = []
+    model = ScriptedChatModel(responses=[AIMessage("hello from the provider")])
+
+    def init_chat_model(spec: str) -> Any:
+        asked.append(spec)
+        if spec.startswith("nope:"):
+            raise ValueError("Unsupported model_provider='nope'")
+        return model
+
+    fake = types.ModuleType("langchain.chat_models")
+    fake.init_chat_model = init_chat_model  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "langchain.chat_models", fake)
+    app = create_toolbudget_agent("ollama:qwen3:8b", catalog).compile()
+    out = await run(app, {"messages": [HumanMessage("hi")]}, api)
+    assert asked == ["ollama:qwen3:8b"] and out["messages"][-1].content == "hello from the provider"
+    with pytest.raises(ValueError, match="'nope:x' is not a model init_chat_model knows"):
+        create_toolbudget_agent("nope:x", catalog)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_classifier_without_structured_output_falls_back_to_lexical(catalog, caplog, api):
+    model = GenericFakeChatModel(messages=iter([AIMessage("github")]))
+    with caplog.at_level(logging.WARNING, logger="langgraph_toolbudget.nodes.intent"):
+        node = ClassifyIntent(catalog, model=model)
+    assert "has no structured output" in caplog.text
+    out = await run(node, {"messages": [HumanMessage("open a GitHub issue")]}, api)
+    assert out["categories"][0] == "github"
+
+
+def reply_with_prompt(messages: list[Any], tools: list[str]) -> AIMessage:
+    return AIMessage(messages[0].content)
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        # a plain string is sent as is, like create_agent's system_prompt
+        ("You help user {user_id}.", "You help user {user_id}."),
+        (SystemMessage("You help user {user_id}."), "You help user {user_id}."),
+        (
+            lambda state: [
+                SystemMessage(f"{len(state['messages'])} messages so far."),
+                *state["messages"],
+            ],
+            "1 messages so far.",
+        ),
+        (
+            lambda state, config: f"You help user {config['configurable']['user_id']}.",
+            "You help user ada.",
+        ),
+        (RunnableLambda(lambda state: "You help a runnable user."), "You help a runnable user."),
+    ],
+    ids=["str", "system-message", "callable-state", "callable-state-config", "runnable"],
+)
+async def test_system_prompt_forms(catalog, prompt, expected, api):
+    model = ScriptedChatModel(responses=[reply_with_prompt])
+    app = create_toolbudget_agent(model, catalog, system_prompt=prompt).compile()
+    config: RunnableConfig = {"configurable": {"user_id": "ada"}}
+    out = await run(app, {"messages": [HumanMessage("hi")]}, api, config)
+    system = out["messages"][-1].content
+    assert system.startswith(expected + "\n\n## Tools")  # our section follows the user's prompt
+    sent = model.calls[-1]
+    assert [type(m).__name__ for m in sent] == ["SystemMessage", "HumanMessage"]
+
+
+def test_system_prompt_of_a_bad_type_is_refused(catalog):
+    model = ScriptedChatModel(responses=[AIMessage("x")])
+    with pytest.raises(TypeError, match="system_prompt must be a string"):
+        CallModel(model, catalog, system_prompt=42)  # type: ignore[arg-type]
+
+
+async def test_system_prompt_callable_returning_garbage_is_a_clear_error(catalog):
+    model = ScriptedChatModel(responses=[AIMessage("x")])
+    node = CallModel(model, catalog, system_prompt=lambda state: 42)
+    with pytest.raises(TypeError, match="must return a string, a SystemMessage or a list"):
+        await node.ainvoke({"messages": [HumanMessage("hi")]})
