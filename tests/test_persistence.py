@@ -22,7 +22,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph_toolbudget import create_toolbudget_agent
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
-from langgraph_toolbudget.testing import DemoChatModel
+from langgraph_toolbudget.demo.model import DemoChatModel
 
 db, thread, text, mode = sys.argv[1:5]
 graph = create_toolbudget_agent(DemoChatModel(), build_example_catalog(), max_tools=5)

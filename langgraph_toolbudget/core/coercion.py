@@ -59,7 +59,9 @@ def tool_json_schema(tool: BaseTool) -> dict[str, Any]:
     schema = tool.tool_call_schema
     if isinstance(schema, dict):
         return schema
-    return schema.model_json_schema()
+    if hasattr(schema, "model_json_schema"):
+        return dict(schema.model_json_schema())
+    return dict(schema.schema())  # a pydantic.v1 model
 
 
 def _norm(key: str) -> str:
@@ -229,6 +231,7 @@ def repair_tool_calls(message: AIMessage) -> AIMessage:
         args = _parse_arguments(bad.get("args"))
         if args is None:
             args = {RAW_ARGUMENTS_KEY: str(bad.get("args"))}
-        calls.append({"name": bad["name"], "args": args, "id": bad["id"], "type": "tool_call"})
+        name, call_id = str(bad["name"]), str(bad["id"])  # both checked non-empty above
+        calls.append({"name": name, "args": args, "id": call_id, "type": "tool_call"})
     kept = [c for c in message.invalid_tool_calls if c not in invalid]
     return message.model_copy(update={"tool_calls": calls, "invalid_tool_calls": kept})

@@ -103,7 +103,7 @@ def meta_tool_definitions(categories: Sequence[str]) -> list[BaseTool]:
         categories: the catalog's category names.
     """
     listed = ", ".join(sorted(categories)) or "(none)"
-    specs = [
+    specs: list[tuple[str, str, type[BaseModel]]] = [
         (
             REQUEST_MORE_TOOLS,
             "Load more tools by category when the tools you have cannot do the task. "

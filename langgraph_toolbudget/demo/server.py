@@ -10,7 +10,7 @@ Key Components:
       The catalog (one persistent session per server) is loaded once per
       process and shared by every run.
     - :func:`chat_model`: the chat model named by a spec: ``"demo"`` (the
-      default) is :class:`~langgraph_toolbudget.testing.DemoChatModel`, a
+      default) is :class:`~langgraph_toolbudget.demo.model.DemoChatModel`, a
       deterministic rule-based model; ``"provider:model"`` (e.g.
       ``"openai:gpt-4o-mini"``, ``"ollama:qwen3:8b"``) goes through
       ``langchain.chat_models.init_chat_model``, imported only then, so the
@@ -47,8 +47,8 @@ from langgraph.graph.state import CompiledStateGraph
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+from langgraph_toolbudget.demo.model import DemoChatModel
 from langgraph_toolbudget.nodes.prebuilt import create_toolbudget_agent
-from langgraph_toolbudget.testing import DemoChatModel
 
 __all__ = [
     "DEMO_MODEL",

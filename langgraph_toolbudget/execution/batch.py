@@ -205,10 +205,10 @@ class BatchRunner:
         pipeline = self.pipeline
 
         def run_one(call: ToolCall) -> Any:
-            return pipeline.run(pipeline.request(call, state, config), config, check)
+            return pipeline.run(call, state, config, check)
 
         async def arun_one(call: ToolCall) -> Any:
-            return await pipeline.arun(pipeline.request(call, state, config), config, check)
+            return await pipeline.arun(call, state, config, check)
 
         return run_one, arun_one
 

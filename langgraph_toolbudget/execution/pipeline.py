@@ -125,76 +125,112 @@ class ToolCallPipeline:
         # Per tool, on first call: reading schemas up front would cost ~0.4 ms a tool.
         self._schemas: dict[str, dict[str, Any] | None] = {}
         self._injectors: dict[str, Callable[[Any, Any], Any] | None] = {}
+        self._tools = [s.tool for s in catalog.specs]  # ToolRuntime.tools, as ToolNode gives
 
     # --- the request ------------------------------------------------------------------------
 
-    def request(self, call: ToolCall, state: Any, config: RunnableConfig) -> ToolCallRequest:
-        """The ``ToolCallRequest`` the hooks see for ``call`` (tool None if not in the catalog)."""
+    def _tool(self, call: ToolCall) -> BaseTool | None:
         spec = self.catalog.get(call["name"])
+        return spec.tool if spec is not None and spec.enabled else None
+
+    def _runtime(self, call: ToolCall, state: Any, config: RunnableConfig) -> ToolRuntime:
         runtime = runtime_of(config)
-        tool_runtime = ToolRuntime(
+        return ToolRuntime(
             state=state,
             context=getattr(runtime, "context", None),
             config=config,
             stream_writer=getattr(runtime, "stream_writer", None) or (lambda _: None),
             tool_call_id=call["id"],
             store=getattr(runtime, "store", None),
-            tools=[s.tool for s in self.catalog.specs],
+            tools=self._tools,
         )
-        tool = spec.tool if spec is not None and spec.enabled else None
-        return ToolCallRequest(tool_call=call, tool=tool, state=state, runtime=tool_runtime)
+
+    def request(self, call: ToolCall, state: Any, config: RunnableConfig) -> ToolCallRequest:
+        """The ``ToolCallRequest`` the hooks see for ``call`` (tool None if not in the catalog)."""
+        runtime = self._runtime(call, state, config)
+        return ToolCallRequest(tool_call=call, tool=self._tool(call), state=state, runtime=runtime)
 
     # --- running, with the hooks ------------------------------------------------------------
 
-    def run(self, request: ToolCallRequest, config: RunnableConfig, check: CallCheck) -> Any:
-        """Run the call (sync) through the hooks and the stages."""
+    def run(self, call: ToolCall, state: Any, config: RunnableConfig, check: CallCheck) -> Any:
+        """Run one call (sync) through the hooks and the stages."""
+        if not self.wrappers:  # no hook to show a request to: skip building one
+            return self._execute(call, self._tool(call), state, None, config, check)
 
         def execute(req: ToolCallRequest) -> Any:
             return self.execute(req, config, check)
 
-        return _chain(self.wrappers, execute)(request)
+        return _chain(self.wrappers, execute)(self.request(call, state, config))
 
-    async def arun(self, request: ToolCallRequest, config: RunnableConfig, check: CallCheck) -> Any:
-        """Run the call (async) through the hooks and the stages, with its timeout."""
-
-        async def aexecute(req: ToolCallRequest) -> Any:
-            return await self.aexecute(req, config, check)
-
+    async def arun(
+        self, call: ToolCall, state: Any, config: RunnableConfig, check: CallCheck
+    ) -> Any:
+        """Run one call (async) through the hooks and the stages, with its timeout."""
         if self.awrappers:
-            return await _achain(self.awrappers, aexecute)(request)
+
+            async def aexecute(req: ToolCallRequest) -> Any:
+                return await self.aexecute(req, config, check)
+
+            return await _achain(self.awrappers, aexecute)(self.request(call, state, config))
         if self.wrappers:  # sync hooks: run them (and the call) off the event loop
             ctx = contextvars.copy_context()
-            return await asyncio.to_thread(ctx.run, self.run, request, config, check)
-        return await aexecute(request)
+            return await asyncio.to_thread(ctx.run, self.run, call, state, config, check)
+        return await self._aexecute(call, self._tool(call), state, None, config, check)
 
     # --- the stages -------------------------------------------------------------------------
 
     def execute(self, request: ToolCallRequest, config: RunnableConfig, check: CallCheck) -> Any:
-        """The four stages, sync (no timeout: the scheduler runs timed calls async)."""
-        prepared = self._prepare(request, check)
+        """The four stages for a hook's request, sync (timed calls run async)."""
+        return self._execute(
+            request.tool_call, request.tool, request.state, request.runtime, config, check
+        )
+
+    async def aexecute(
+        self, request: ToolCallRequest, config: RunnableConfig, check: CallCheck
+    ) -> Any:
+        """The four stages for a hook's request, async, bounded by the tool's ``timeout_s``."""
+        return await self._aexecute(
+            request.tool_call, request.tool, request.state, request.runtime, config, check
+        )
+
+    def _execute(
+        self,
+        call: ToolCall,
+        tool: BaseTool | None,
+        state: Any,
+        runtime: ToolRuntime | None,
+        config: RunnableConfig,
+        check: CallCheck,
+    ) -> Any:
+        prepared = self._prepare(call, tool, check)
         if isinstance(prepared, ToolMessage):
             return prepared
         tool, call = prepared
         try:
-            response = tool.invoke(self._tool_input(tool, call, request), config)
+            response = tool.invoke(self._tool_input(tool, call, state, runtime, config), config)
         except GraphBubbleUp:
             raise
         except Exception as exc:  # noqa: BLE001 - any tool failure becomes a message to the model
             return self._failure(call, tool, exc)
         return self._normalise(call, tool, response)
 
-    async def aexecute(
-        self, request: ToolCallRequest, config: RunnableConfig, check: CallCheck
+    async def _aexecute(
+        self,
+        call: ToolCall,
+        tool: BaseTool | None,
+        state: Any,
+        runtime: ToolRuntime | None,
+        config: RunnableConfig,
+        check: CallCheck,
     ) -> Any:
-        """The four stages, async; the tool's ``timeout_s`` bounds the invoke stage."""
-        prepared = self._prepare(request, check)
+        prepared = self._prepare(call, tool, check)
         if isinstance(prepared, ToolMessage):
             return prepared
         tool, call = prepared
         spec = self.catalog.get(tool.name)
         timeout = spec.timeout_s if spec is not None else None
         try:
-            coro = tool.ainvoke(self._tool_input(tool, call, request), config)
+            coro = tool.ainvoke(self._tool_input(tool, call, state, runtime, config), config)
             response = await (asyncio.wait_for(coro, timeout) if timeout else coro)
         except GraphBubbleUp:
             raise
@@ -203,14 +239,12 @@ class ToolCallPipeline:
         return self._normalise(call, tool, response)
 
     def _prepare(
-        self, request: ToolCallRequest, check: CallCheck
+        self, call: ToolCall, tool: BaseTool | None, check: CallCheck
     ) -> tuple[BaseTool, ToolCall] | ToolMessage:
         """Check and coerce: the tool and the call to invoke, or the error to answer with."""
-        call = request.tool_call
         problem = check(call["name"])
         if problem is not None:
             return _error(call, problem)
-        tool = request.tool
         if tool is None:
             return _error(call, NOT_A_TOOL_ERROR.format(tool=call["name"]))
         args = call.get("args", {})
@@ -233,12 +267,19 @@ class ToolCallPipeline:
                 self._schemas[tool.name] = None
         return self._schemas[tool.name]
 
-    def _tool_input(self, tool: BaseTool, call: ToolCall, request: ToolCallRequest) -> Any:
+    def _tool_input(
+        self,
+        tool: BaseTool,
+        call: ToolCall,
+        state: Any,
+        runtime: ToolRuntime | None,
+        config: RunnableConfig,
+    ) -> Any:
         if tool.name not in self._injectors:
             self._injectors[tool.name] = injector_for(tool) if has_injected_args(tool) else None
         inject = self._injectors[tool.name]
         if inject is not None:
-            call = inject(call, request.runtime)
+            call = inject(call, runtime or self._runtime(call, state, config))
         return {**call, "type": "tool_call"}
 
     def _normalise(self, call: ToolCall, tool: BaseTool, response: Any) -> Any:
