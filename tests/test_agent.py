@@ -69,12 +69,12 @@ def by_id(messages: list[Any]) -> dict[str, ToolMessage]:
     return {m.tool_call_id: m for m in tool_messages(messages)}
 
 
-# --- the seed 003 scenario ------------------------------------------------------------------
+# --- the wrong-first-category scenario -----------------------------------------------------
 
-SEED_QUERY = "Put the apollo launch blocker on the apollo project board"
+APOLLO_QUERY = "Put the apollo launch blocker on the apollo project board"
 
 
-def seed_003_script() -> list[Any]:
+def wrong_category_script() -> list[Any]:
     """Wrong category chosen -> request_more_tools -> the new tool is called -> answer."""
 
     def use_the_new_tool(messages: list[Any], tools: list[str]) -> AIMessage:
@@ -89,7 +89,7 @@ def seed_003_script() -> list[Any]:
     ]
 
 
-def check_seed_003(out: dict[str, Any], model: ScriptedChatModel, rec: Recorder) -> None:
+def check_wrong_category(out: dict[str, Any], model: ScriptedChatModel, rec: Recorder) -> None:
     first, second, third = model.bound_tools
     assert first[:4] == META
     assert "create_issue" not in first  # the classifier's pick lacked the tool
@@ -107,13 +107,13 @@ def check_seed_003(out: dict[str, Any], model: ScriptedChatModel, rec: Recorder)
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("api", APIS)
-async def test_seed_003_scenario_through_the_prebuilt_graph(catalog, rec, mode, api):
-    model = ScriptedChatModel(responses=seed_003_script(), cycle=False)
+async def test_wrong_category_scenario_through_the_prebuilt_graph(catalog, rec, mode, api):
+    model = ScriptedChatModel(responses=wrong_category_script(), cycle=False)
     graph = create_toolbudget_agent(model, catalog, max_tools=3, mode=mode)
     assert isinstance(graph, StateGraph)  # uncompiled: the caller picks the checkpointer
-    out = await run(graph.compile(), {"messages": [HumanMessage(SEED_QUERY)]}, api)
+    out = await run(graph.compile(), {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
     assert out["categories"] == ["projects"]  # the wrong category
-    check_seed_003(out, model, rec)
+    check_wrong_category(out, model, rec)
     assert [type(m).__name__ for m in out["messages"]] == [
         "HumanMessage",
         "AIMessage",
@@ -126,16 +126,16 @@ async def test_seed_003_scenario_through_the_prebuilt_graph(catalog, rec, mode, 
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("api", APIS)
-async def test_seed_003_scenario_through_a_single_tool_agent_node(catalog, rec, mode, api):
-    model = ScriptedChatModel(responses=seed_003_script(), cycle=False)
+async def test_wrong_category_scenario_through_a_single_tool_agent_node(catalog, rec, mode, api):
+    model = ScriptedChatModel(responses=wrong_category_script(), cycle=False)
     app = single_node_app(ToolAgent(model, catalog, mode=mode, max_iterations=5, max_tools=3))
     payload = {
-        "messages": [HumanMessage(SEED_QUERY)],
+        "messages": [HumanMessage(APOLLO_QUERY)],
         "categories": ["projects"],
         "selected_tools": PROJECT_TOOLS,
     }
     out = await run(app, payload, api)
-    check_seed_003(out, model, rec)
+    check_wrong_category(out, model, rec)
     assert out["selected_tools"][:3] == PROJECT_TOOLS
 
 
@@ -182,7 +182,7 @@ async def test_mixed_meta_and_regular_calls_in_the_prebuilt_graph_keep_call_orde
         cycle=False,
     )
     app = create_toolbudget_agent(model, catalog, max_tools=3).compile()
-    out = await run(app, {"messages": [HumanMessage(SEED_QUERY)]}, api)
+    out = await run(app, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
     assert [m.tool_call_id for m in tool_messages(out["messages"])] == ["r1", "m1", "r2", "m2"]
     assert rec.names == ["list_projects", "get_weather"]
 
@@ -202,7 +202,7 @@ async def test_hidden_and_unknown_calls_are_refused_and_the_model_sees_why(catal
         cycle=False,
     )
     app = create_toolbudget_agent(model, catalog, max_tools=3).compile()
-    out = await run(app, {"messages": [HumanMessage(SEED_QUERY)]}, api)
+    out = await run(app, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
     assert rec.runs == []
     answers = by_id(out["messages"])
     assert all(answers[i].status == "error" for i in ("h1", "f1", "d1", "u1"))
@@ -223,7 +223,7 @@ async def test_a_tool_that_raises_does_not_stop_the_graph(catalog, rec, api):
         cycle=False,
     )
     app = create_toolbudget_agent(model, catalog, max_tools=3).compile()
-    out = await run(app, {"messages": [HumanMessage(SEED_QUERY)]}, api)
+    out = await run(app, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
     error = by_id(out["messages"])["e1"]
     assert error.status == "error" and "kaboom: bad disk" in error.content
     assert model.calls[2][-1].tool_call_id == "e1"  # the model saw the error
@@ -241,7 +241,7 @@ def always_calling_model() -> ScriptedChatModel:
 async def test_iteration_bound_in_the_prebuilt_graph(catalog, rec, api):
     model = always_calling_model()
     app = create_toolbudget_agent(model, catalog, max_tools=3, max_iterations=3).compile()
-    out = await run(app, {"messages": [HumanMessage(SEED_QUERY)]}, api)
+    out = await run(app, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
     assert len(model.calls) == 3
     assert rec.names == ["list_projects"] * 3
     assert out["messages"][-1].content == ITERATION_LIMIT_MESSAGE.format(n=3)
@@ -265,7 +265,7 @@ async def test_iteration_bound_counts_per_user_turn(catalog):
         checkpointer=MemorySaver()
     )
     config = {"configurable": {"thread_id": "bounded"}}
-    await app.ainvoke({"messages": [HumanMessage(SEED_QUERY)]}, config)
+    await app.ainvoke({"messages": [HumanMessage(APOLLO_QUERY)]}, config)
     await app.ainvoke({"messages": [HumanMessage("and again")]}, config)
     assert len(model.calls) == 4  # a fresh budget of 2 on the second turn
 
@@ -310,7 +310,7 @@ async def test_binding_order_is_stable_meta_first_new_tools_appended(catalog, ap
         cycle=False,
     )
     app = create_toolbudget_agent(model, catalog, max_tools=3).compile()
-    await run(app, {"messages": [HumanMessage(SEED_QUERY)]}, api)
+    await run(app, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
     bound = model.bound_tools
     assert len(bound) == 4
     for names in bound:
@@ -367,7 +367,7 @@ async def test_working_set_cap_end_to_end(catalog, rec, api):
     graph = create_toolbudget_agent(
         model, catalog, max_tools=3, max_visible=6, pinned=["get_weather"], search_limit=0
     )
-    out = await run(graph.compile(), {"messages": [HumanMessage(SEED_QUERY)]}, api)
+    out = await run(graph.compile(), {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
     first = model.bound_tools[0][4:]
     assert set(first) == {"ask_human", "get_weather", *PROJECT_TOOLS}
     loaded = by_id(out["messages"])["m1"].content
@@ -399,7 +399,7 @@ async def test_checkpointer_keeps_and_grows_the_visible_set_across_turns(catalog
     )
     app = create_toolbudget_agent(model, catalog, max_tools=3).compile(checkpointer=MemorySaver())
     config = {"configurable": {"thread_id": "t1"}}
-    first = await run(app, {"messages": [HumanMessage(SEED_QUERY)]}, api, config)
+    first = await run(app, {"messages": [HumanMessage(APOLLO_QUERY)]}, api, config)
     assert "get_weather" in first["selected_tools"]
     second = await run(
         app, {"messages": [HumanMessage("open a GitHub issue about the rain")]}, api, config
@@ -453,7 +453,7 @@ async def test_streaming_emits_an_event_whenever_the_visible_set_changes(catalog
         cycle=False,
     )
     app = create_toolbudget_agent(model, catalog, max_tools=3, max_visible=6).compile()
-    payload = {"messages": [HumanMessage(SEED_QUERY)]}
+    payload = {"messages": [HumanMessage(APOLLO_QUERY)]}
     if api == "invoke":
         chunks = list(app.stream(payload, stream_mode="custom"))
     else:
@@ -538,7 +538,7 @@ def test_async_only_tool_under_sync_invoke_in_both_graph_shapes(catalog, rec, mo
         ToolAgent(ScriptedChatModel(responses=script(), cycle=False), catalog, mode=mode)
     )
     for app in (prebuilt, agent_node):
-        out = app.invoke({"messages": [HumanMessage(SEED_QUERY)]})
+        out = app.invoke({"messages": [HumanMessage(APOLLO_QUERY)]})
         assert by_id(out["messages"])["f1"].content == "<html>https://example.test</html>"
     assert rec.names == ["fetch_page", "fetch_page"]
 
@@ -565,7 +565,7 @@ async def test_add_toolbudget_nodes_into_a_users_graph(catalog, rec, api):
     )
     graph.add_edge("goodbye", END)
     assert first == "tb_classify_intent"
-    out = await run(graph.compile(), {"messages": [HumanMessage(SEED_QUERY)]}, api)
+    out = await run(graph.compile(), {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
     assert rec.names == ["list_projects"]
     assert [m.content for m in out["messages"][-2:]] == ["two projects", "bye u-42"]
     assert out["categories"] == ["projects"]

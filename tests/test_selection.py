@@ -1,4 +1,4 @@
-"""selection.py: select_tools (the budget of seed 003), SelectTools, ToolSearch and the graph."""
+"""selection: select_tools (the per-category budget), SelectTools, ToolSearch and the graph."""
 
 from __future__ import annotations
 
