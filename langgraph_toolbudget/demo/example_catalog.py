@@ -16,17 +16,13 @@ from __future__ import annotations
 
 import ast
 import json
-import math
-import operator
-import sqlite3
-import threading
-from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
 from langchain_core.tools import BaseTool, tool
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.demo.workspace import CLIMATE, Workspace, evaluate
 
 __all__ = ["CATEGORY_DESCRIPTIONS", "Workspace", "build_example_catalog", "example_tools"]
 
@@ -40,67 +36,6 @@ CATEGORY_DESCRIPTIONS = {
     "projects": "Project management: projects, tasks, assignees and status",
     "email": "Email: send, search and read messages in the mailbox",
 }
-
-_CLIMATE = {
-    "paris": (14, "cloudy", 62),
-    "tokyo": (18, "sunny", 55),
-    "london": (11, "rain", 80),
-    "new york": (16, "windy", 58),
-    "madrid": (22, "sunny", 35),
-    "berlin": (12, "overcast", 70),
-}
-
-
-@dataclass
-class Workspace:
-    """The in-memory data the example tools work on (one per catalog)."""
-
-    issues: list[dict[str, Any]] = field(default_factory=list)
-    pulls: list[dict[str, Any]] = field(default_factory=list)
-    messages: dict[str, list[str]] = field(default_factory=lambda: {"general": [], "dev": []})
-    events: list[dict[str, Any]] = field(default_factory=list)
-    files: dict[str, str] = field(
-        default_factory=lambda: {"/notes/todo.md": "- ship v1\n", "/notes/ideas.md": "- budgets\n"}
-    )
-    tasks: list[dict[str, Any]] = field(default_factory=list)
-    projects: list[str] = field(default_factory=list)
-    outbox: list[dict[str, str]] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    db: sqlite3.Connection = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.db = sqlite3.connect(":memory:", check_same_thread=False)
-        self.db.executescript(
-            "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT, city TEXT);"
-            "INSERT INTO customers (name, city) VALUES ('Ada', 'London'), ('Grace', 'New York'),"
-            " ('Linus', 'Helsinki');"
-            "CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER, total REAL);"
-            "INSERT INTO orders (customer_id, total) VALUES (1, 30.5), (1, 12.0), (2, 99.9);"
-        )
-
-
-_BINOPS = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.Pow: operator.pow,
-    ast.Mod: operator.mod,
-}
-
-
-def _evaluate(node: ast.AST) -> float:
-    if isinstance(node, ast.Expression):
-        return _evaluate(node.body)
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-        return node.value
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-        return _BINOPS[type(node.op)](_evaluate(node.left), _evaluate(node.right))
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return -_evaluate(node.operand)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "sqrt":
-        return math.sqrt(_evaluate(node.args[0]))
-    raise ValueError(f"unsupported expression: {ast.dump(node)[:60]}")
 
 
 def example_tools(ws: Workspace | None = None) -> tuple[list[BaseTool], dict[str, list[str]]]:
@@ -226,9 +161,9 @@ def example_tools(ws: Workspace | None = None) -> tuple[list[BaseTool], dict[str
     # --- weather ------------------------------------------------------------------------
     def _climate(city: str) -> tuple[int, str, int]:
         key = city.lower().strip()
-        if key not in _CLIMATE:
-            raise ValueError(f"no weather data for {city!r}; known cities: {sorted(_CLIMATE)}")
-        return _CLIMATE[key]
+        if key not in CLIMATE:
+            raise ValueError(f"no weather data for {city!r}; known cities: {sorted(CLIMATE)}")
+        return CLIMATE[key]
 
     @tool
     def get_weather(city: str) -> dict[str, Any]:
@@ -380,7 +315,7 @@ def example_tools(ws: Workspace | None = None) -> tuple[list[BaseTool], dict[str
     @tool
     def calculate(expression: str) -> float:
         """Evaluate an arithmetic expression such as '2 * (3 + 4)' or 'sqrt(16)'."""
-        return _evaluate(ast.parse(expression, mode="eval"))
+        return evaluate(ast.parse(expression, mode="eval"))
 
     @tool
     def ask_human(question: str) -> str:
