@@ -1,10 +1,11 @@
-"""The README's Python examples run as written.
+"""The README's and the docs' Python examples run as written.
 
-Every fenced block whose info string is exactly ``python`` is executed, each in a
-fresh namespace, from a scratch directory laid out like the repository root
-(``tests/`` linked in, for the local MCP servers), so files an example writes
-never land in the repository. Blocks marked ``python no-run`` are fragments
-(they need a running server, say) and are only compiled.
+Every fenced block of ``README.md`` and ``docs/*.md`` whose info string is
+exactly ``python`` is executed, each in a fresh namespace, from a scratch
+directory laid out like the repository root (``tests/`` linked in, for the
+local MCP servers), so files an example writes never land in the repository.
+Blocks marked ``python no-run`` are fragments (they need a running server or a
+provider's API key, say) and are only compiled.
 """
 
 from __future__ import annotations
@@ -16,48 +17,59 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
+DOCS = REPO / "docs"
+PAGES = [README, *sorted(DOCS.glob("*.md"))]
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```\s*$", re.DOTALL | re.MULTILINE)
 RUNNABLE, FRAGMENT = "python", "python no-run"
 
 
-def _python_blocks() -> list[tuple[str, str, int]]:
-    """(info string, code, line number) of every Python block of the README."""
-    text = README.read_text(encoding="utf-8")
+def _where(page: Path) -> str:
+    return page.relative_to(REPO).as_posix()
+
+
+def _python_blocks(page: Path) -> list[tuple[str, str, str]]:
+    """(info string, code, "page:line") of every Python block of ``page``."""
+    text = page.read_text(encoding="utf-8")
     blocks = []
     for match in FENCE.finditer(text):
         info = match.group(1).strip()
         if info.split(" ")[0] in ("python", "py", "python3"):
             line = text.count("\n", 0, match.start()) + 1
-            blocks.append((info, match.group(2), line))
+            blocks.append((info, match.group(2), f"{_where(page)}:{line}"))
     return blocks
 
 
-BLOCKS = _python_blocks()
-RUN = [(code, line) for info, code, line in BLOCKS if info == RUNNABLE]
+BLOCKS = [block for page in PAGES for block in _python_blocks(page)]
+RUN = [(code, where) for info, code, where in BLOCKS if info == RUNNABLE]
+FRAGMENTS = [(code, where) for info, code, where in BLOCKS if info == FRAGMENT]
 
 
-def test_readme_python_blocks_are_runnable_or_marked_as_fragments() -> None:
-    unknown = [(line, info) for info, _, line in BLOCKS if info not in (RUNNABLE, FRAGMENT)]
+def test_python_blocks_are_runnable_or_marked_as_fragments() -> None:
+    unknown = [(where, info) for info, _, where in BLOCKS if info not in (RUNNABLE, FRAGMENT)]
     assert not unknown, f"use ```{RUNNABLE} or ```{FRAGMENT}; found {unknown}"
-    assert len(RUN) >= 6, "the README's examples should run"
-    top_code, _ = RUN[0]
+
+
+def test_readme_opens_with_a_short_runnable_example() -> None:
+    readme = [code for code, where in RUN if where.startswith("README.md:")]
+    assert len(readme) >= 3, "the README's examples should run"
+    top_code = readme[0]
     assert "StateGraph(ToolBudgetState)" in top_code and len(top_code.splitlines()) <= 20
 
 
-@pytest.mark.parametrize("info, code, line", [b for b in BLOCKS if b[0] == FRAGMENT])
-def test_readme_fragment_compiles(info: str, code: str, line: int) -> None:
-    compile(code, f"README.md:{line}", "exec")
+@pytest.mark.parametrize("code, where", FRAGMENTS, ids=[w for _, w in FRAGMENTS])
+def test_fragment_compiles(code: str, where: str) -> None:
+    compile(code, where, "exec")
 
 
-@pytest.mark.parametrize("code, line", RUN, ids=[f"line{line}" for _, line in RUN])
-def test_readme_example_runs(
-    code: str, line: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("code, where", RUN, ids=[w for _, w in RUN])
+def test_example_runs(
+    code: str, where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "tests").symlink_to(REPO / "tests", target_is_directory=True)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("TOOLBUDGET_MODEL", raising=False)
-    namespace = {"__name__": f"readme_line{line}"}
-    exec(compile(code, f"README.md:{line}", "exec"), namespace)  # noqa: S102 - the README's own code
+    namespace = {"__name__": "example_" + re.sub(r"\W", "_", where)}
+    exec(compile(code, where, "exec"), namespace)  # noqa: S102 - the docs' own code
 
 
 def test_readme_configuration_reference_names_every_parameter() -> None:
