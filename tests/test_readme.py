@@ -112,3 +112,38 @@ def test_configuration_reference_names_every_parameter() -> None:
         if undocumented:
             missing[api.__qualname__] = undocumented
     assert not missing, f"document these parameters in docs/configuration.md: {missing}"
+
+
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+HEADING = re.compile(r"^#{1,6} +(.+?) *$", re.MULTILINE)
+
+
+def _prose(text: str) -> str:
+    """``text`` without fenced blocks and inline code (no links or headings in there)."""
+    text = re.sub(r"^```.*?^```", "", text, flags=re.DOTALL | re.MULTILINE)
+    return re.sub(r"`[^`\n]*`", "", text)
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's anchors of a Markdown page's headings."""
+    text = re.sub(r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.DOTALL | re.M)
+    anchors = set()
+    for heading in HEADING.findall(text):
+        slug = re.sub(r"[^\w\- ]", "", heading.replace("`", "").lower())
+        anchors.add(slug.replace(" ", "-"))
+    return anchors
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_where)
+def test_relative_links_resolve(page: Path) -> None:
+    broken = []
+    for target in LINK.findall(_prose(page.read_text(encoding="utf-8"))):
+        if re.match(r"[a-z]+:", target):  # https:, mailto:
+            continue
+        path, _, anchor = target.partition("#")
+        resolved = (page.parent / path).resolve() if path else page
+        if not resolved.exists() or (
+            anchor and resolved.suffix == ".md" and anchor not in _anchors(resolved)
+        ):
+            broken.append(target)
+    assert not broken, f"{_where(page)}: links to nothing: {broken}"
