@@ -1,10 +1,11 @@
-"""The README's Python examples run as written.
+"""The README's and the docs' Python examples run as written.
 
-Every fenced block whose info string is exactly ``python`` is executed, each in a
-fresh namespace, from a scratch directory laid out like the repository root
-(``tests/`` linked in, for the local MCP servers), so files an example writes
-never land in the repository. Blocks marked ``python no-run`` are fragments
-(they need a running server, say) and are only compiled.
+Every fenced block of ``README.md`` and ``docs/*.md`` whose info string is
+exactly ``python`` is executed, each in a fresh namespace, from a scratch
+directory laid out like the repository root (``tests/`` linked in, for the
+local MCP servers), so files an example writes never land in the repository.
+Blocks marked ``python no-run`` are fragments (they need a running server or a
+provider's API key, say) and are only compiled.
 """
 
 from __future__ import annotations
@@ -16,55 +17,67 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
+DOCS = REPO / "docs"
+PAGES = [README, *sorted(DOCS.glob("*.md"))]
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```\s*$", re.DOTALL | re.MULTILINE)
 RUNNABLE, FRAGMENT = "python", "python no-run"
 
 
-def _python_blocks() -> list[tuple[str, str, int]]:
-    """(info string, code, line number) of every Python block of the README."""
-    text = README.read_text(encoding="utf-8")
+def _where(page: Path) -> str:
+    return page.relative_to(REPO).as_posix()
+
+
+def _python_blocks(page: Path) -> list[tuple[str, str, str]]:
+    """(info string, code, "page:line") of every Python block of ``page``."""
+    text = page.read_text(encoding="utf-8")
     blocks = []
     for match in FENCE.finditer(text):
         info = match.group(1).strip()
         if info.split(" ")[0] in ("python", "py", "python3"):
             line = text.count("\n", 0, match.start()) + 1
-            blocks.append((info, match.group(2), line))
+            blocks.append((info, match.group(2), f"{_where(page)}:{line}"))
     return blocks
 
 
-BLOCKS = _python_blocks()
-RUN = [(code, line) for info, code, line in BLOCKS if info == RUNNABLE]
+BLOCKS = [block for page in PAGES for block in _python_blocks(page)]
+RUN = [(code, where) for info, code, where in BLOCKS if info == RUNNABLE]
+FRAGMENTS = [(code, where) for info, code, where in BLOCKS if info == FRAGMENT]
 
 
-def test_readme_python_blocks_are_runnable_or_marked_as_fragments() -> None:
-    unknown = [(line, info) for info, _, line in BLOCKS if info not in (RUNNABLE, FRAGMENT)]
+def test_python_blocks_are_runnable_or_marked_as_fragments() -> None:
+    unknown = [(where, info) for info, _, where in BLOCKS if info not in (RUNNABLE, FRAGMENT)]
     assert not unknown, f"use ```{RUNNABLE} or ```{FRAGMENT}; found {unknown}"
-    assert len(RUN) >= 6, "the README's examples should run"
-    top_code, _ = RUN[0]
+
+
+def test_readme_opens_with_a_short_runnable_example() -> None:
+    readme = [code for code, where in RUN if where.startswith("README.md:")]
+    assert len(readme) >= 3, "the README's examples should run"
+    top_code = readme[0]
     assert "StateGraph(ToolBudgetState)" in top_code and len(top_code.splitlines()) <= 20
 
 
-@pytest.mark.parametrize("info, code, line", [b for b in BLOCKS if b[0] == FRAGMENT])
-def test_readme_fragment_compiles(info: str, code: str, line: int) -> None:
-    compile(code, f"README.md:{line}", "exec")
+@pytest.mark.parametrize("code, where", FRAGMENTS, ids=[w for _, w in FRAGMENTS])
+def test_fragment_compiles(code: str, where: str) -> None:
+    compile(code, where, "exec")
 
 
-@pytest.mark.parametrize("code, line", RUN, ids=[f"line{line}" for _, line in RUN])
-def test_readme_example_runs(
-    code: str, line: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("code, where", RUN, ids=[w for _, w in RUN])
+def test_example_runs(
+    code: str, where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "tests").symlink_to(REPO / "tests", target_is_directory=True)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("TOOLBUDGET_MODEL", raising=False)
-    namespace = {"__name__": f"readme_line{line}"}
-    exec(compile(code, f"README.md:{line}", "exec"), namespace)  # noqa: S102 - the README's own code
+    namespace = {"__name__": "example_" + re.sub(r"\W", "_", where)}
+    exec(compile(code, where, "exec"), namespace)  # noqa: S102 - the docs' own code
 
 
-def test_readme_configuration_reference_names_every_parameter() -> None:
-    """Each public node's and factory's parameters appear in the configuration reference."""
+def test_configuration_reference_names_every_parameter() -> None:
+    """The parameters of every public node and factory, and of BudgetConfig, are documented."""
     import inspect
 
     from langgraph_toolbudget import (
+        BudgetConfig,
         CallModel,
         ClassifyIntent,
         SelectTools,
@@ -75,15 +88,15 @@ def test_readme_configuration_reference_names_every_parameter() -> None:
         add_toolbudget_nodes,
         create_toolbudget_agent,
     )
+    from langgraph_toolbudget.mcp import load_mcp_catalog
 
-    text = README.read_text(encoding="utf-8")
-    start = text.index("## Configuration reference")
-    section = text[start : text.index("\n## ", start + 1)]
-    documented = set(re.findall(r"\w+", section))
+    documented = set(re.findall(r"\w+", (DOCS / "configuration.md").read_text(encoding="utf-8")))
     missing = {}
     for api in (
+        BudgetConfig,
         ToolCatalog.from_tools,
         ToolCatalog.from_mcp,
+        load_mcp_catalog,
         ClassifyIntent,
         SelectTools,
         ToolSearch,
@@ -98,6 +111,39 @@ def test_readme_configuration_reference_names_every_parameter() -> None:
         undocumented = sorted(names - documented - {"self", "name"})
         if undocumented:
             missing[api.__qualname__] = undocumented
-    assert not missing, (
-        f"document these parameters in the README's configuration reference: {missing}"
-    )
+    assert not missing, f"document these parameters in docs/configuration.md: {missing}"
+
+
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+HEADING = re.compile(r"^#{1,6} +(.+?) *$", re.MULTILINE)
+
+
+def _prose(text: str) -> str:
+    """``text`` without fenced blocks and inline code (no links or headings in there)."""
+    text = re.sub(r"^```.*?^```", "", text, flags=re.DOTALL | re.MULTILINE)
+    return re.sub(r"`[^`\n]*`", "", text)
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's anchors of a Markdown page's headings."""
+    text = re.sub(r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.DOTALL | re.M)
+    anchors = set()
+    for heading in HEADING.findall(text):
+        slug = re.sub(r"[^\w\- ]", "", heading.replace("`", "").lower())
+        anchors.add(slug.replace(" ", "-"))
+    return anchors
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_where)
+def test_relative_links_resolve(page: Path) -> None:
+    broken = []
+    for target in LINK.findall(_prose(page.read_text(encoding="utf-8"))):
+        if re.match(r"[a-z]+:", target):  # https:, mailto:
+            continue
+        path, _, anchor = target.partition("#")
+        resolved = (page.parent / path).resolve() if path else page
+        if not resolved.exists() or (
+            anchor and resolved.suffix == ".md" and anchor not in _anchors(resolved)
+        ):
+            broken.append(target)
+    assert not broken, f"{_where(page)}: links to nothing: {broken}"
