@@ -49,7 +49,8 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.core.search import FULL_QUERY_WEIGHT, _split_words, clauses, tokenize
+from langgraph_toolbudget.core.search import FULL_QUERY_WEIGHT, clauses, tokenize
+from langgraph_toolbudget.core.terms import _split_words
 
 __all__ = [
     "DEFAULT_SEMANTIC_WEIGHT",
