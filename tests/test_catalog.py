@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import gc
+import threading
+import time
+import weakref
+
 import pytest
 from langchain_core.tools import tool
 
 from langgraph_toolbudget import ToolCatalog
+from langgraph_toolbudget.core.derived import ENTRY_NAMES
 from langgraph_toolbudget.core.intent import classify_lexical
 from langgraph_toolbudget.core.search import ToolIndex
 from langgraph_toolbudget.core.selection import search_hits, select_tools
+from langgraph_toolbudget.core.semantic import HashingEmbeddings, HybridScorer
 
 
 def _by_name(tools, name):
@@ -414,3 +421,80 @@ def test_catalog_index_covers_only_enabled_unfiltered_tools(make_catalog):
     assert sorted(catalog.index.names) == sorted(catalog.tool_names)
     assert len(catalog.index) == len(catalog)
     assert "add_reaction" not in catalog.index.names
+
+
+# --- derived data: owned by the catalog, in one object, freed with it ------------------
+
+
+def _use_everything(catalog: ToolCatalog) -> HashingEmbeddings:
+    """Build every kind of derived data: indexes, budget arrays, category scorer, vectors."""
+    query = "create a github issue, then send a slack message about the wether"
+    catalog.index.regex_search("zzz sendd mesage")
+    search_hits(catalog, query)
+    select_tools(catalog, query, ["github", "slack"])
+    classify_lexical(catalog, query)
+    embeddings = HashingEmbeddings(dim=64)
+    HybridScorer(catalog, embeddings).scores(query)
+    return embeddings
+
+
+def test_catalog_derived_data_lives_in_catalog_derived_not_in_its_dict(make_catalog):
+    catalog = make_catalog()
+    attributes = dict(vars(catalog))
+    embeddings = _use_everything(catalog)
+    assert vars(catalog) == attributes  # nothing was written into the catalog by other modules
+    assert all(catalog.derived.built(name) for name in ENTRY_NAMES)
+    assert catalog.derived.embeddings_entries == 1
+    del embeddings  # the catalog does not keep the embeddings object, or its vectors
+    gc.collect()
+    assert catalog.derived.embeddings_entries == 0
+
+
+def test_catalog_discarded_with_all_its_derived_data_is_garbage_collected(make_catalog):
+    refs = []
+    for _ in range(5):
+        catalog = make_catalog()
+        _use_everything(catalog)
+        refs.append((weakref.ref(catalog), weakref.ref(catalog.index)))
+        del catalog
+    gc.collect()
+    assert [(c(), i()) for c, i in refs] == [(None, None)] * 5
+
+
+def test_catalog_index_is_built_once_under_concurrent_first_use(monkeypatch, make_catalog):
+    builds: list[int] = []
+    original_init = ToolIndex.__init__
+
+    def slow_init(self, *args, **kwargs):
+        builds.append(1)
+        time.sleep(0.05)
+        original_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(ToolIndex, "__init__", slow_init)
+    catalog = make_catalog()
+    barrier = threading.Barrier(6)
+    indexes = []
+
+    def use() -> None:
+        barrier.wait()
+        indexes.append(catalog.index)
+
+    threads = [threading.Thread(target=use) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(builds) == 1
+    assert all(index is indexes[0] for index in indexes)
+
+
+def test_catalog_derived_clear_frees_and_rebuilds_on_next_use(make_catalog):
+    catalog = make_catalog()
+    embeddings = _use_everything(catalog)
+    index = catalog.index
+    catalog.derived.clear()
+    assert not any(catalog.derived.built(name) for name in ENTRY_NAMES)
+    assert catalog.derived.embeddings_entries == 0
+    assert catalog.index is not index
+    assert select_tools(catalog, "weather in Lima", ["weather"])[0] == "get_weather"
+    assert HybridScorer(catalog, embeddings).catalog_embedded is False  # embedded anew

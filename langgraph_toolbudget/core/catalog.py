@@ -5,7 +5,10 @@ Key Components:
       categories, include mode, enabled, execution metadata).
     - :class:`ToolCatalog`: an immutable set of tools. Filters apply once, at
       construction: a filtered tool is never searched, selected, listed or run.
-      The search index is built once per catalog.
+      Its derived data (search indexes, the arrays of the budget and of the
+      intent classifier, embedding vectors) lives in ``catalog.derived``
+      (:class:`~langgraph_toolbudget.core.derived.DerivedData`), built on first
+      use, once, and freed with the catalog.
 
 Typical Usage:
     >>> from langchain_core.tools import tool
@@ -24,11 +27,11 @@ import fnmatch
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 from typing import Any, Literal
 
 from langchain_core.tools import BaseTool, InjectedToolArg
 
+from langgraph_toolbudget.core.derived import DerivedData
 from langgraph_toolbudget.core.search import ToolIndex
 
 __all__ = [
@@ -240,6 +243,8 @@ class ToolCatalog:
         self._members = members
         descriptions = dict(category_descriptions or {})
         self._descriptions = {c: descriptions.get(c, "") for c in members}
+        self._always_visible = tuple(s.name for s in self._active if s.always_visible)
+        self._derived = DerivedData()
 
     @classmethod
     def from_tools(
@@ -395,10 +400,10 @@ class ToolCatalog:
         """The LangChain tools for these names, skipping unknown and disabled ones."""
         return [self._specs[n].tool for n in names if n in self]
 
-    @cached_property
+    @property
     def always_visible(self) -> list[str]:
         """Tools visible every turn without budget: include ``always``, special categories."""
-        return [s.name for s in self._active if s.always_visible]
+        return list(self._always_visible)
 
     def selectable(self, name: str) -> bool:
         """May the budget, tool_search or request_more_tools choose this tool?"""
@@ -429,16 +434,31 @@ class ToolCatalog:
 
     # --- search -----------------------------------------------------------------------------
 
-    @cached_property
+    @property
+    def derived(self) -> DerivedData:
+        """The data derived from this catalog (indexes, scorers, vectors), built lazily, once.
+
+        Each entry is bounded (see :class:`~langgraph_toolbudget.core.derived.DerivedData`);
+        ``catalog.derived.clear()`` frees them all, to be rebuilt on next use.
+        """
+        return self._derived
+
+    @property
     def index(self) -> ToolIndex:
         """The search index over enabled tools, built on first use, once."""
+        return self._derived.get("index", self._build_index)
+
+    def _build_index(self) -> ToolIndex:
         return ToolIndex(
             [(s.name, s.description, s.arg_names, s.arg_descriptions) for s in self._active]
         )
 
-    @cached_property
+    @property
     def category_index(self) -> ToolIndex:
         """An index with one document per category: its name and description."""
+        return self._derived.get("category_index", self._build_category_index)
+
+    def _build_category_index(self) -> ToolIndex:
         return ToolIndex(
             [(c, self._descriptions.get(c, ""), ()) for c in self._members], name_weight=3
         )
