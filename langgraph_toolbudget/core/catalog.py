@@ -77,6 +77,36 @@ UNKNOWN_DESCRIPTION_ERROR = (
 )
 
 
+def _categories_by_tool(
+    names: list[str], categories: Mapping[str, list[str]], tool_metadata: Mapping[str, object]
+) -> dict[str, list[str]]:
+    """Tool -> the categories listing it, once names are checked: unique, and all known."""
+    dupes = sorted(n for n, k in Counter(names).items() if k > 1)
+    if dupes:
+        raise ValueError(DUPLICATE_TOOL_ERROR.format(names=dupes))
+    known = set(names)
+    unknown = [n for n in tool_metadata if n not in known]
+    if unknown:
+        closest = closest_names(unknown, known)
+        raise ValueError(
+            UNKNOWN_METADATA_TOOL_ERROR.format(
+                argument="tool_metadata", names=unknown, closest=closest
+            )
+        )
+    out: dict[str, list[str]] = {}
+    for cat, members in categories.items():
+        missing = [m for m in members if m not in known]
+        if missing:
+            closest = closest_names(missing, known)
+            raise ValueError(
+                UNKNOWN_CATEGORY_TOOL_ERROR.format(category=cat, names=missing, closest=closest)
+            )
+        for m in members:
+            if cat not in out.setdefault(m, []):
+                out[m].append(cat)
+    return out
+
+
 class ToolCatalog:
     """Every tool an app has, with metadata, filters and a search index.
 
@@ -179,31 +209,7 @@ class ToolCatalog:
         servers = check_name_list("allowed_servers", allowed_servers, "server names")
         patterns = check_name_list("allowed_tools", allowed_tools, "tool names or patterns")
 
-        names = [t.name for t in tool_list]
-        dupes = sorted(n for n, k in Counter(names).items() if k > 1)
-        if dupes:
-            raise ValueError(DUPLICATE_TOOL_ERROR.format(names=dupes))
-        known = set(names)
-        unknown = [n for n in overrides if n not in known]
-        if unknown:
-            raise ValueError(
-                UNKNOWN_METADATA_TOOL_ERROR.format(
-                    argument="tool_metadata", names=unknown, closest=closest_names(unknown, known)
-                )
-            )
-        tool_cats: dict[str, list[str]] = {}
-        for cat, members in category_map.items():
-            missing = [m for m in members if m not in known]
-            if missing:
-                raise ValueError(
-                    UNKNOWN_CATEGORY_TOOL_ERROR.format(
-                        category=cat, names=missing, closest=closest_names(missing, known)
-                    )
-                )
-            for m in members:
-                if cat not in tool_cats.setdefault(m, []):
-                    tool_cats[m].append(cat)
-
+        tool_cats = _categories_by_tool([t.name for t in tool_list], category_map, overrides)
         specs = [
             build_spec(
                 t, tool_cats.get(t.name), overrides.get(t.name, {}), defaults, default_include
