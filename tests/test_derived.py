@@ -119,3 +119,20 @@ def test_derived_data_holds_an_object_without_weak_references_until_evicted():
 def test_derived_data_rejects_a_bad_bound(value, error):
     with pytest.raises(error, match="max_embeddings"):
         DerivedData(max_embeddings=value)
+
+
+def test_derived_entry_whose_build_fails_is_built_again_on_next_use():
+    data = DerivedData()
+    attempts: list[int] = []
+
+    def build() -> str:
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise RuntimeError("embedding server down")
+        return "built"
+
+    with pytest.raises(RuntimeError):
+        data.get("index", build)
+    assert not data.built("index")
+    assert data.get("index", build) == "built"
+    assert len(attempts) == 2

@@ -86,7 +86,8 @@ class HybridScorer:
     and tool_search embed a turn's message once. These vectors are kept by the
     catalog (``catalog.derived``, for at most
     :data:`~langgraph_toolbudget.core.derived.MAX_EMBEDDINGS_ENTRIES`
-    embeddings objects) and by this scorer, not beyond both.
+    embeddings objects) and by this scorer, not beyond both. The scorer itself
+    keeps only its last fused result.
 
     The semantic score (:meth:`semantic_scores`) is the cosine similarity,
     min-max normalised over the catalog. With ``split_clauses`` (default), a

@@ -67,7 +67,11 @@ _split_short_words = lru_cache(maxsize=SPLIT_CACHE_SIZE)(_split_words_uncached)
 
 
 def _split_words(text: str) -> tuple[str, ...]:
-    """The lower-case words of a text, camelCase split; short texts cached."""
+    """The lower-case words of a text, camelCase split.
+
+    Texts up to :data:`MAX_CACHED_TEXT` characters are cached (at most
+    :data:`SPLIT_CACHE_SIZE` of them); longer ones are split each time.
+    """
     if len(text) <= MAX_CACHED_TEXT:
         return _split_short_words(text)
     return _split_words_uncached(text)

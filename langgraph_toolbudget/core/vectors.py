@@ -98,7 +98,8 @@ class ToolVectors:
     Kept by the catalog (``catalog.derived.for_embeddings``). It never refers
     to the embeddings object (each method takes it), so the catalog does not
     keep that object alive. Bounds: one tool matrix, :data:`QUERY_CACHE_SIZE`
-    query vectors, and the last query's semantic scores.
+    query vectors, the last query's semantic scores, and one asyncio lock per
+    running event loop (weakly keyed: gone with the loop).
 
     Args:
         texts: the tool texts (:func:`tool_text`), in ``catalog.index`` order.
