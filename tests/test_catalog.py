@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import gc
+import re
+import threading
+import time
+import weakref
+
 import pytest
 from langchain_core.tools import tool
 
 from langgraph_toolbudget import ToolCatalog
+from langgraph_toolbudget.core.derived import ENTRY_NAMES
 from langgraph_toolbudget.core.intent import classify_lexical
 from langgraph_toolbudget.core.search import ToolIndex
 from langgraph_toolbudget.core.selection import search_hits, select_tools
+from langgraph_toolbudget.core.semantic import HashingEmbeddings, HybridScorer
 
 
 def _by_name(tools, name):
@@ -213,6 +221,237 @@ def test_catalog_description_of_unknown_category_raises(tools, categories):
         )
 
 
+# --- plain functions, as LangGraph's ToolNode takes them ------------------------------
+
+
+def convert_celsius(celsius: float) -> float:
+    """Convert a temperature from degrees Celsius to Fahrenheit."""
+    return celsius * 9 / 5 + 32
+
+
+async def fetch_headlines(topic: str) -> list[str]:
+    """Fetch today's news headlines about a topic."""
+    return [f"{topic}: all quiet"]
+
+
+def no_docstring(x: int) -> int:
+    return x
+
+
+async def test_catalog_from_tools_accepts_plain_functions_beside_tools(tools, categories):
+    catalog = ToolCatalog.from_tools(
+        [*tools, convert_celsius, fetch_headlines],
+        categories={**categories, "units": ["convert_celsius"], "news": ["fetch_headlines"]},
+        tool_metadata={"convert_celsius": {"is_pure": True}},
+    )
+    spec = catalog.get("convert_celsius")
+    assert spec.is_pure is True
+    assert spec.description.startswith("Convert a temperature")
+    assert spec.arg_names == ("celsius",)
+    assert catalog.tools(["convert_celsius"])[0].invoke({"celsius": 100}) == 212
+    assert await catalog.tools(["fetch_headlines"])[0].ainvoke({"topic": "rain"}) == [
+        "rain: all quiet"
+    ]
+    assert catalog.index.rank_names("fahrenheit", limit=1)[0][0] == "convert_celsius"
+    assert ToolCatalog.from_tools([convert_celsius]).tool_names == ["convert_celsius"]
+
+
+@pytest.mark.parametrize(
+    ("item", "kind"),
+    [(5, "(int)"), ("get_weather", "(str)"), ({"name": "x"}, "(dict)"), (ToolIndex, "class")],
+)
+def test_catalog_item_neither_tool_nor_function_raises_naming_position_and_type(tools, item, kind):
+    with pytest.raises(TypeError) as err:
+        ToolCatalog.from_tools([tools[0], tools[1], item])
+    assert "tools[2]" in str(err.value)
+    assert kind in str(err.value)
+
+
+def test_catalog_function_without_docstring_raises_naming_it(tools):
+    with pytest.raises(ValueError) as err:
+        ToolCatalog.from_tools([tools[0], no_docstring])
+    message = str(err.value)
+    assert "tools[1] (no_docstring)" in message
+    assert "docstring" in message
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, "None (NoneType)"),
+        (5, "5 (int)"),
+        ("get_weather", "'get_weather' (str)"),
+        ({"get_weather": 1}, "(dict)"),
+        (convert_celsius, "Pass [tool] for one tool."),
+    ],
+)
+def test_catalog_tools_not_a_list_raises_type_error(value, expected):
+    with pytest.raises(TypeError) as err:
+        ToolCatalog.from_tools(value)
+    assert str(err.value).startswith("tools must be a list of LangChain tools")
+    assert expected in str(err.value)
+
+
+def test_catalog_single_tool_instead_of_a_list_raises_saying_wrap_it(tools):
+    with pytest.raises(TypeError, match=re.escape("Pass [tool] for one tool.")):
+        ToolCatalog.from_tools(tools[0])
+
+
+# --- unknown names: the closest real ones are suggested --------------------------------
+
+
+def test_catalog_category_naming_a_missing_tool_suggests_the_closest_names(tools, categories):
+    categories["github"] = [*categories["github"], "create_isue"]
+    with pytest.raises(ValueError) as err:
+        ToolCatalog.from_tools(tools, categories=categories)
+    message = str(err.value)
+    assert "Closest tools: 'create_isue' -> 'create_issue'," in message
+    assert "add_issue_comment" not in message  # not the first names alphabetically
+
+
+def test_catalog_tool_metadata_naming_a_missing_tool_suggests_the_closest_names(tools):
+    with pytest.raises(ValueError) as err:
+        ToolCatalog.from_tools(tools, tool_metadata={"send_mesage": {"timeout_s": 1}})
+    assert "tool_metadata names ['send_mesage']" in str(err.value)
+    assert "'send_mesage' -> 'send_message'," in str(err.value)
+
+
+def test_catalog_with_metadata_naming_a_missing_tool_suggests_the_closest_names(make_catalog):
+    catalog = make_catalog(allowed_servers=["weather"])
+    with pytest.raises(ValueError) as err:
+        catalog.with_metadata(weather_forcast={"enabled": False}, send_message={"enabled": False})
+    message = str(err.value)
+    assert "'weather_forcast' -> 'weather_forecast'," in message
+    assert "'send_message' was removed by the catalog's allowed_servers/allowed_tools" in message
+
+
+# --- argument types: checked up front, the argument named -----------------------------
+
+
+_RAW_ERRORS = ("object is not iterable", "not supported between", "bytes-like", "has no attribute")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "expected"),
+    [
+        (
+            {"categories": {1: ["get_weather"]}},
+            TypeError,
+            "categories keys must be category names (strings), got 1 (int)",
+        ),
+        ({"categories": [("weather", ["get_weather"])]}, TypeError, "categories must be a mapping"),
+        (
+            {"categories": {"weather": 5}},
+            TypeError,
+            "categories['weather'] must be a list of tool names, got 5 (int)",
+        ),
+        (
+            {"categories": {"weather": "get_weather"}},
+            TypeError,
+            "Pass ['get_weather'] for one.",
+        ),
+        (
+            {"categories": {"weather": ["get_weather", 7]}},
+            TypeError,
+            "categories['weather'] holds 7 (int): tool names are strings",
+        ),
+        (
+            {"category_descriptions": {"weather": 5}},
+            TypeError,
+            "category_descriptions['weather'] must be a string, got 5 (int)",
+        ),
+        (
+            {"category_descriptions": {3: "Weather"}},
+            TypeError,
+            "category_descriptions keys must be category names (strings), got 3 (int)",
+        ),
+        (
+            {"category_descriptions": "Weather"},
+            TypeError,
+            "category_descriptions must be a mapping of category name -> description",
+        ),
+        (
+            {"default_include": "bogus"},
+            ValueError,
+            "default_include must be one of ('always', 'manual', 'agent'), got 'bogus' (str)",
+        ),
+        (
+            {"allowed_servers": "ab"},
+            TypeError,
+            "allowed_servers must be a list of server names, got 'ab' (str). Pass ['ab'] for one.",
+        ),
+        (
+            {"allowed_tools": "ab"},
+            TypeError,
+            "allowed_tools must be a list of tool names or patterns, got 'ab' (str). "
+            "Pass ['ab'] for one.",
+        ),
+        ({"allowed_servers": 5}, TypeError, "allowed_servers must be a list of server names"),
+        (
+            {"allowed_tools": ["get_weather", 5]},
+            TypeError,
+            "allowed_tools[1] must be a string (tool names or patterns), got 5 (int)",
+        ),
+        ({"tool_metadata": ["get_weather"]}, TypeError, "tool_metadata must be a mapping"),
+        (
+            {"tool_metadata": {"get_weather": 5}},
+            TypeError,
+            "tool_metadata['get_weather'] must be a mapping of metadata key -> value, got 5",
+        ),
+        (
+            {"tool_metadata": {5: {"enabled": False}}},
+            TypeError,
+            "tool_metadata keys must be tool names (strings), got 5 (int)",
+        ),
+        (
+            {"server_defaults": {"github": "manual"}},
+            TypeError,
+            "server_defaults['github'] must be a mapping of metadata key -> value",
+        ),
+        (
+            {"server_defaults": {"github": {"max_concurrency": True}}},
+            TypeError,
+            "metadata key 'max_concurrency' must be int, got True",
+        ),
+    ],
+)
+def test_catalog_argument_of_the_wrong_type_raises_naming_it(tools, kwargs, error, expected):
+    with pytest.raises(error) as err:
+        ToolCatalog.from_tools(tools, **kwargs)
+    message = str(err.value)
+    assert expected in message
+    assert not any(raw in message for raw in _RAW_ERRORS)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_catalog_timeout_must_be_finite(tools, catalog, value):
+    with pytest.raises(ValueError) as err:
+        ToolCatalog.from_tools(tools, tool_metadata={"get_weather": {"timeout_s": value}})
+    assert "'timeout_s' must be a finite number of seconds" in str(err.value)
+    with pytest.raises(ValueError, match="finite"):
+        catalog.with_metadata(get_weather={"timeout_s": value})
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"max_concurrency": True}, "metadata key 'max_concurrency' must be int, got True"),
+        ({"timeout_s": False}, "metadata key 'timeout_s' must be int or float or None"),
+    ],
+)
+def test_catalog_bool_is_not_a_number_in_metadata(catalog, changes, expected):
+    with pytest.raises(TypeError, match=re.escape(expected)):
+        catalog.with_metadata(get_weather=changes)
+
+
+def test_catalog_with_metadata_changes_not_a_mapping_raise_naming_the_tool(catalog):
+    with pytest.raises(TypeError) as err:
+        catalog.with_metadata(get_weather=False)
+    assert "with_metadata(get_weather=...) must be a mapping of metadata key -> value" in str(
+        err.value
+    )
+
+
 # --- include modes and server defaults ---------------------------------------------------
 
 
@@ -414,3 +653,80 @@ def test_catalog_index_covers_only_enabled_unfiltered_tools(make_catalog):
     assert sorted(catalog.index.names) == sorted(catalog.tool_names)
     assert len(catalog.index) == len(catalog)
     assert "add_reaction" not in catalog.index.names
+
+
+# --- derived data: owned by the catalog, in one object, freed with it ------------------
+
+
+def _use_everything(catalog: ToolCatalog) -> HashingEmbeddings:
+    """Build every kind of derived data: indexes, budget arrays, category scorer, vectors."""
+    query = "create a github issue, then send a slack message about the wether"
+    catalog.index.regex_search("zzz sendd mesage")
+    search_hits(catalog, query)
+    select_tools(catalog, query, ["github", "slack"])
+    classify_lexical(catalog, query)
+    embeddings = HashingEmbeddings(dim=64)
+    HybridScorer(catalog, embeddings).scores(query)
+    return embeddings
+
+
+def test_catalog_derived_data_lives_in_catalog_derived_not_in_its_dict(make_catalog):
+    catalog = make_catalog()
+    attributes = dict(vars(catalog))
+    embeddings = _use_everything(catalog)
+    assert vars(catalog) == attributes  # nothing was written into the catalog by other modules
+    assert all(catalog.derived.built(name) for name in ENTRY_NAMES)
+    assert catalog.derived.embeddings_entries == 1
+    del embeddings  # the catalog does not keep the embeddings object, or its vectors
+    gc.collect()
+    assert catalog.derived.embeddings_entries == 0
+
+
+def test_catalog_discarded_with_all_its_derived_data_is_garbage_collected(make_catalog):
+    refs = []
+    for _ in range(5):
+        catalog = make_catalog()
+        _use_everything(catalog)
+        refs.append((weakref.ref(catalog), weakref.ref(catalog.index)))
+        del catalog
+    gc.collect()
+    assert [(c(), i()) for c, i in refs] == [(None, None)] * 5
+
+
+def test_catalog_index_is_built_once_under_concurrent_first_use(monkeypatch, make_catalog):
+    builds: list[int] = []
+    original_init = ToolIndex.__init__
+
+    def slow_init(self, *args, **kwargs):
+        builds.append(1)
+        time.sleep(0.05)
+        original_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(ToolIndex, "__init__", slow_init)
+    catalog = make_catalog()
+    barrier = threading.Barrier(6)
+    indexes = []
+
+    def use() -> None:
+        barrier.wait()
+        indexes.append(catalog.index)
+
+    threads = [threading.Thread(target=use) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(builds) == 1
+    assert all(index is indexes[0] for index in indexes)
+
+
+def test_catalog_derived_clear_frees_and_rebuilds_on_next_use(make_catalog):
+    catalog = make_catalog()
+    embeddings = _use_everything(catalog)
+    index = catalog.index
+    catalog.derived.clear()
+    assert not any(catalog.derived.built(name) for name in ENTRY_NAMES)
+    assert catalog.derived.embeddings_entries == 0
+    assert catalog.index is not index
+    assert select_tools(catalog, "weather in Lima", ["weather"])[0] == "get_weather"
+    assert HybridScorer(catalog, embeddings).catalog_embedded is False  # embedded anew

@@ -2,16 +2,33 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 import time
+import tracemalloc
+import weakref
 
 import pytest
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel
 
 from langgraph_toolbudget import ToolCatalog
-from langgraph_toolbudget.core.search import MAX_FUZZY_RESULTS, SearchResult, ToolIndex, tokenize
+from langgraph_toolbudget.core.fuzzy import WORD_SCORES_CACHE_SIZE
+from langgraph_toolbudget.core.search import (
+    EXPAND_CACHE_SIZE,
+    MAX_FUZZY_RESULTS,
+    SearchResult,
+    ToolIndex,
+    clauses,
+    tokenize,
+)
+from langgraph_toolbudget.core.terms import (
+    MAX_CACHED_TEXT,
+    SPLIT_CACHE_SIZE,
+    _split_short_words,
+    _split_words,
+)
 
 
 def _text(catalog: ToolCatalog, name: str) -> str:
@@ -338,3 +355,68 @@ def test_regex_search_escape_classes_do_not_make_a_pattern_case_sensitive():
     assert index.regex_search(r"to\Wslack").fuzzy is False
     # An upper-case letter still makes the pattern case sensitive: no regex match.
     assert index.regex_search(r"to\WSLACK").fuzzy is True
+
+
+def test_clauses_split_a_multi_task_request_and_keep_a_one_task_query_whole():
+    request = "Find flights to Rome. Then book a hotel near the station, lastly rent a car"
+    assert clauses(request) == [
+        "Find flights to Rome",
+        "book a hotel near the station",
+        "rent a car",
+    ]
+    assert clauses("weather in Paris") == ["weather in Paris"]
+    assert clauses("hi") == []
+
+
+# --- memory: caches are bounded and owned by the index -----------------------------------
+
+
+def _used_index(i: int) -> ToolIndex:
+    index = ToolIndex(
+        [(f"get_weather_{i}", "Current weather for a city", ["city"]), ("send_msg", "Chat", ())]
+    )
+    index.rank("wether forcast")  # fills the close-spelling cache
+    index.regex_search("zzz sendd mesage")  # no regex match: fills the fuzzy fallback's cache
+    return index
+
+
+def test_discarded_indexes_are_garbage_collected():
+    refs = [weakref.ref(_used_index(i)) for i in range(300)]
+    gc.collect()
+    assert sum(ref() is not None for ref in refs) == 0
+
+
+def test_index_caches_are_per_index_and_bounded():
+    first, second = _used_index(1), _used_index(2)
+    assert first._expand_cached is not second._expand_cached
+    assert first._expand_cached.cache_info().maxsize == EXPAND_CACHE_SIZE
+    assert first._fuzzy._word_scores_cached.cache_info().maxsize == WORD_SCORES_CACHE_SIZE
+    # A term longer than MAX_CACHED_TEXT is answered, not cached.
+    before = first._expand_cached.cache_info().currsize
+    assert first.rank_names("w" * (MAX_CACHED_TEXT + 1)) == []
+    assert first._expand_cached.cache_info().currsize == before
+
+
+def test_long_messages_are_split_uncached_so_memory_stays_flat():
+    cache = _split_short_words
+    cache.cache_clear()
+    pasted = "x" * 20_000  # a 20 KB paste: cheap to split, costly to keep
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        for i in range(250):  # kept, they would take 5 MB
+            assert _split_words(f"message {i}: {pasted}")[:2] == ("message", str(i))
+        grown = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+    assert cache.cache_info().currsize == 0
+    assert grown < 1024 * 1024, f"{grown / 2**20:.1f} MiB kept after 250 messages of 20 KB"
+    assert tokenize("Message 7: please look up the weather in Lima " * 600)[:3] == [
+        "message",
+        "7",
+        "look",
+    ]
+    # Short texts (tool names, words) are still cached, up to SPLIT_CACHE_SIZE of them.
+    tokenize("get_weather")
+    assert cache.cache_info().currsize == 1
+    assert cache.cache_info().maxsize == SPLIT_CACHE_SIZE

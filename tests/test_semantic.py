@@ -8,9 +8,11 @@ below only record its calls, or raise like an embedding server that went away.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import math
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -27,6 +29,8 @@ from langgraph_toolbudget import (
     ToolSearch,
     create_toolbudget_agent,
 )
+from langgraph_toolbudget.core.derived import MAX_EMBEDDINGS_ENTRIES
+from langgraph_toolbudget.core.hashing import MAX_CACHED_WORD, WORD_CACHE_SIZE
 from langgraph_toolbudget.core.selection import search_hits, select_tools
 from langgraph_toolbudget.core.semantic import (
     HashingEmbeddings,
@@ -381,6 +385,38 @@ async def test_catalog_embedded_once_across_many_queries_and_nodes(docs_catalog)
     other = RecordingEmbeddings(dim=128)
     build_graph(docs_catalog, other).compile().invoke(ask(queries[0]))
     assert other.texts("embed_documents") == len(docs_catalog)
+
+
+def test_catalog_keeps_vectors_of_a_bounded_number_of_embeddings_objects(docs_catalog):
+    kept = [RecordingEmbeddings(dim=64) for _ in range(MAX_EMBEDDINGS_ENTRIES + 2)]
+    for emb in kept:
+        HybridScorer(docs_catalog, emb).embed_catalog()
+    assert docs_catalog.derived.embeddings_entries == MAX_EMBEDDINGS_ENTRIES
+    # The most recent ones are still shared; the first was dropped and embeds again.
+    HybridScorer(docs_catalog, kept[-1]).embed_catalog()
+    assert kept[-1].count("embed_documents") == 1
+    HybridScorer(docs_catalog, kept[0]).embed_catalog()
+    assert kept[0].count("embed_documents") == 2
+
+
+def test_catalog_does_not_keep_a_discarded_embeddings_object_alive(docs_catalog):
+    emb = RecordingEmbeddings()
+    scorer = HybridScorer(docs_catalog, emb)
+    scorer.scores("summarize this report")
+    ref = weakref.ref(emb)
+    del emb, scorer
+    gc.collect()
+    assert ref() is None
+    assert docs_catalog.derived.embeddings_entries == 0
+
+
+def test_hashing_embeddings_cache_only_short_words():
+    emb = HashingEmbeddings(dim=64)
+    long_word = "x" * (MAX_CACHED_WORD + 1)
+    emb.embed_query(f"summarize {long_word}")
+    info = emb._cached_word.cache_info()
+    assert (info.currsize, info.maxsize) == (1, WORD_CACHE_SIZE)  # "summarize" only
+    assert emb.embed_query(long_word) == emb.embed_query(long_word)
 
 
 def test_catalog_embedded_in_batches(docs_catalog):

@@ -1,11 +1,15 @@
 """The tool catalog: every tool the app has, with its metadata, filters and index.
 
 Key Components:
-    - :class:`ToolSpec`: one tool and the metadata the nodes read (server,
-      categories, include mode, enabled, execution metadata).
+    - :class:`ToolSpec` (from :mod:`langgraph_toolbudget.core.spec`): one tool
+      and the metadata the nodes read (server, categories, include mode,
+      enabled, execution metadata).
     - :class:`ToolCatalog`: an immutable set of tools. Filters apply once, at
       construction: a filtered tool is never searched, selected, listed or run.
-      The search index is built once per catalog.
+      Its derived data (search indexes, the arrays of the budget and of the
+      intent classifier, embedding vectors) lives in ``catalog.derived``
+      (:class:`~langgraph_toolbudget.core.derived.DerivedData`), built on first
+      use, once, and freed with the catalog.
 
 Typical Usage:
     >>> from langchain_core.tools import tool
@@ -20,16 +24,33 @@ Typical Usage:
 
 from __future__ import annotations
 
-import fnmatch
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from functools import cached_property
-from typing import Any, Literal
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
 
-from langchain_core.tools import BaseTool, InjectedToolArg
+from langchain_core.tools import BaseTool
 
+from langgraph_toolbudget.core.catalog_checks import (
+    TOOL_METADATA_KEYS,
+    as_tools,
+    check_categories,
+    check_default_include,
+    check_descriptions,
+    check_metadata,
+    check_metadata_mapping,
+    check_name_list,
+    closest_names,
+)
+from langgraph_toolbudget.core.derived import DerivedData
 from langgraph_toolbudget.core.search import ToolIndex
+from langgraph_toolbudget.core.spec import (
+    SPECIAL_CATEGORIES,
+    IncludeMode,
+    ToolSpec,
+    build_spec,
+    passes_filters,
+)
 
 __all__ = [
     "IncludeMode",
@@ -39,166 +60,51 @@ __all__ = [
     "ToolSpec",
 ]
 
-IncludeMode = Literal["always", "manual", "agent"]
-"""``always``: visible every turn, outside the budget. ``agent``: chosen by the
-budget, searches and the model's meta-tools. ``manual``: only when named
-explicitly (``add_tool``, pinned tools); never chosen automatically."""
-
-SPECIAL_CATEGORIES = frozenset({"human", "structured_output"})
-"""Tools in these categories are always visible and pass every filter."""
-
-_INCLUDE_MODES = ("always", "manual", "agent")
-TOOL_METADATA_KEYS: dict[str, tuple[type, ...]] = {
-    "server": (str, type(None)),
-    "include": (str,),
-    "enabled": (bool,),
-    "is_pure": (bool,),
-    "concurrency_group": (str,),
-    "max_concurrency": (int,),
-    "timeout_s": (int, float, type(None)),
-}
-"""The metadata keys the catalog reads, and the types each accepts."""
-
 DUPLICATE_TOOL_ERROR = (
     "duplicate tool names {names}: every tool in a catalog needs a unique name. "
     "Rename one (e.g. prefix it with its server) before building the catalog."
 )
 UNKNOWN_CATEGORY_TOOL_ERROR = (
     "category {category!r} lists {names}, which are not tools of this catalog. "
-    "Known tools include {known}."
+    "Closest tools: {closest}."
 )
 UNKNOWN_METADATA_TOOL_ERROR = (
-    "tool_metadata names {names}, which are not tools of this catalog. Known tools include {known}."
+    "{argument} names {names}, which are not tools of this catalog. Closest tools: {closest}."
 )
-UNKNOWN_METADATA_KEY_ERROR = "tool {tool!r}: unknown metadata key {key!r}. Allowed keys: {allowed}."
-METADATA_TYPE_ERROR = "tool {tool!r}: metadata key {key!r} must be {expected}, got {value!r}."
-METADATA_VALUE_ERROR = "tool {tool!r}: metadata key {key!r} {problem}, got {value!r}."
 UNKNOWN_DESCRIPTION_ERROR = (
     "category_descriptions names {names}, which are not categories of this catalog. "
     "Categories: {known}."
 )
 
 
-@dataclass(frozen=True)
-class ToolSpec:
-    """One catalog tool and its metadata (execution defaults of seed 004).
-
-    Attributes:
-        name: the name the model sees and calls.
-        tool: the LangChain tool that runs.
-        description: the tool's description.
-        server: the MCP server (or any grouping) the tool comes from.
-        categories: the categories the tool sits in.
-        include: ``always``, ``manual`` or ``agent``.
-        enabled: a disabled tool is listed nowhere and never runs.
-        is_pure: a pure tool may run concurrently with others of its group.
-        concurrency_group: calls of one group share ``max_concurrency``.
-        max_concurrency: how many calls of the group may run at once.
-        timeout_s: seconds a call may take; ``None`` for no bound.
-        arg_names: the argument names of the tool's schema.
-        arg_descriptions: the argument descriptions of the tool's schema
-            (searched with the tool's description).
-    """
-
-    name: str
-    tool: BaseTool = field(repr=False, compare=False)
-    description: str = ""
-    server: str | None = None
-    categories: tuple[str, ...] = ()
-    include: IncludeMode = "agent"
-    enabled: bool = True
-    is_pure: bool = False
-    concurrency_group: str = "default"
-    max_concurrency: int = 1
-    timeout_s: float | None = None
-    arg_names: tuple[str, ...] = ()
-    arg_descriptions: tuple[str, ...] = field(default=(), repr=False)
-
-    @property
-    def always_visible(self) -> bool:
-        """Visible without spending budget (include ``always`` or a special category)."""
-        return self.include == "always" or bool(SPECIAL_CATEGORIES.intersection(self.categories))
-
-
-def _check_metadata(tool: str, meta: Mapping[str, Any], *, strict: bool) -> dict[str, Any]:
-    """Validate the known keys of a metadata mapping; with ``strict``, reject unknown ones."""
-    out: dict[str, Any] = {}
-    for key, value in meta.items():
-        if key not in TOOL_METADATA_KEYS:
-            if strict:
-                raise ValueError(
-                    UNKNOWN_METADATA_KEY_ERROR.format(
-                        tool=tool, key=key, allowed=", ".join(TOOL_METADATA_KEYS)
-                    )
-                )
-            continue
-        expected = TOOL_METADATA_KEYS[key]
-        if not isinstance(value, expected) or (isinstance(value, bool) and bool not in expected):
-            names = " or ".join("None" if t is type(None) else t.__name__ for t in expected)
-            raise TypeError(
-                METADATA_TYPE_ERROR.format(tool=tool, key=key, expected=names, value=value)
+def _categories_by_tool(
+    names: list[str], categories: Mapping[str, list[str]], tool_metadata: Mapping[str, object]
+) -> dict[str, list[str]]:
+    """Tool -> the categories listing it, once names are checked: unique, and all known."""
+    dupes = sorted(n for n, k in Counter(names).items() if k > 1)
+    if dupes:
+        raise ValueError(DUPLICATE_TOOL_ERROR.format(names=dupes))
+    known = set(names)
+    unknown = [n for n in tool_metadata if n not in known]
+    if unknown:
+        closest = closest_names(unknown, known)
+        raise ValueError(
+            UNKNOWN_METADATA_TOOL_ERROR.format(
+                argument="tool_metadata", names=unknown, closest=closest
             )
-        if key == "include" and value not in _INCLUDE_MODES:
+        )
+    out: dict[str, list[str]] = {}
+    for cat, members in categories.items():
+        missing = [m for m in members if m not in known]
+        if missing:
+            closest = closest_names(missing, known)
             raise ValueError(
-                METADATA_VALUE_ERROR.format(
-                    tool=tool, key=key, problem=f"must be one of {_INCLUDE_MODES}", value=value
-                )
+                UNKNOWN_CATEGORY_TOOL_ERROR.format(category=cat, names=missing, closest=closest)
             )
-        if key == "max_concurrency" and value < 1:
-            raise ValueError(
-                METADATA_VALUE_ERROR.format(tool=tool, key=key, problem="must be >= 1", value=value)
-            )
-        if key == "timeout_s" and value is not None and value <= 0:
-            raise ValueError(
-                METADATA_VALUE_ERROR.format(tool=tool, key=key, problem="must be > 0", value=value)
-            )
-        out[key] = value
+        for m in members:
+            if cat not in out.setdefault(m, []):
+                out[m].append(cat)
     return out
-
-
-def _injected(field: Any) -> bool:
-    """Is a pydantic field an argument LangGraph injects (state, store, runtime, call id)?"""
-    marks = [field.annotation, *getattr(field, "metadata", ())]
-    return any(
-        isinstance(m, InjectedToolArg) or (isinstance(m, type) and issubclass(m, InjectedToolArg))
-        for m in marks
-    ) or (isinstance(field.annotation, type) and "ToolRuntime" in field.annotation.__name__)
-
-
-def _arg_info(tool: BaseTool) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The argument names and the argument descriptions of a tool's schema."""
-    schema = tool.args_schema
-    fields = getattr(schema, "model_fields", None) if isinstance(schema, type) else None
-    if isinstance(fields, dict):
-        # Fast path (~100x cheaper than `tool.args`, which builds a JSON schema per tool).
-        kept = {name: f for name, f in fields.items() if not _injected(f)}
-        return tuple(kept), tuple(f.description for f in kept.values() if f.description)
-    try:
-        args = tool.args
-    except Exception:  # noqa: BLE001 - a tool without a readable schema just has no arg names
-        return (), ()
-    descriptions = tuple(
-        d
-        for v in args.values()
-        if isinstance(v, dict) and isinstance(d := v.get("description"), str) and d
-    )
-    return tuple(args), descriptions
-
-
-def _allowed(spec: ToolSpec, servers: set[str] | None, patterns: Sequence[str] | None) -> bool:
-    if servers is None and patterns is None:
-        return True
-    if spec.always_visible and SPECIAL_CATEGORIES.intersection(spec.categories):
-        return True
-    if servers is not None and spec.server in servers:
-        return True
-    for pattern in patterns or ():
-        server, sep, name = pattern.rpartition(":")
-        if sep and server != (spec.server or ""):
-            continue
-        if fnmatch.fnmatchcase(spec.name, name):
-            return True
-    return False
 
 
 class ToolCatalog:
@@ -240,11 +146,13 @@ class ToolCatalog:
         self._members = members
         descriptions = dict(category_descriptions or {})
         self._descriptions = {c: descriptions.get(c, "") for c in members}
+        self._always_visible = tuple(s.name for s in self._active if s.always_visible)
+        self._derived = DerivedData()
 
     @classmethod
     def from_tools(
         cls,
-        tools: Sequence[BaseTool],
+        tools: Sequence[BaseTool | Callable[..., Any]],
         categories: Mapping[str, Sequence[str]] | None = None,
         category_descriptions: Mapping[str, str] | None = None,
         tool_metadata: Mapping[str, Mapping[str, Any]] | None = None,
@@ -254,10 +162,12 @@ class ToolCatalog:
         allowed_tools: Sequence[str] | None = None,
         default_include: IncludeMode = "agent",
     ) -> ToolCatalog:
-        """Build a catalog from LangChain tools.
+        """Build a catalog from LangChain tools (or plain functions).
 
         Args:
-            tools: the tools; names must be unique.
+            tools: the tools; names must be unique. Plain functions are made
+                into tools as LangGraph's ``ToolNode`` makes them (name,
+                docstring and signature), so they need a docstring.
             categories: category -> tool names; a tool may sit in several.
                 A tool in no category falls in its server's category, if it
                 has a server.
@@ -273,72 +183,45 @@ class ToolCatalog:
                 ``allowed_tools``, a tool passes if either admits it).
             allowed_tools: keep only these tools: ``name``, ``server:name`` or
                 ``server:*`` (shell-style wildcards).
-            default_include: include mode of a tool that sets none.
+            default_include: include mode of a tool that sets none:
+                ``"agent"``, ``"always"`` or ``"manual"``.
+
+        Returns:
+            The catalog.
 
         Raises:
-            ValueError: duplicate names, category entries or metadata naming
-                unknown tools, unknown metadata keys or values.
-            TypeError: a metadata value of the wrong type.
+            TypeError: an argument of the wrong type (the message names it):
+                ``tools`` not a list, an item neither a tool nor a function,
+                a mapping that is not one, a name that is not a string, a
+                string where a list of names is expected, a metadata value of
+                the wrong type.
+            ValueError: duplicate names; category entries, metadata or
+                descriptions naming unknown tools or categories (the closest
+                real names are suggested); unknown metadata keys or values; an
+                unknown ``default_include``; a function without a docstring.
         """
-        tool_metadata = dict(tool_metadata or {})
-        known = {t.name for t in tools}
-        unknown = sorted(set(tool_metadata) - known)
-        if unknown:
-            raise ValueError(
-                UNKNOWN_METADATA_TOOL_ERROR.format(names=unknown, known=sorted(known)[:10])
-            )
-        names = [t.name for t in tools]
-        dupes = sorted(n for n, k in Counter(names).items() if k > 1)
-        if dupes:
-            raise ValueError(DUPLICATE_TOOL_ERROR.format(names=dupes))
-        tool_cats: dict[str, list[str]] = {}
-        for cat, members in (categories or {}).items():
-            if isinstance(members, str):
-                raise TypeError(
-                    f"categories[{cat!r}] must be a list of tool names, got the string {members!r}."
-                )
-            missing = [m for m in members if m not in known]
-            if missing:
-                raise ValueError(
-                    UNKNOWN_CATEGORY_TOOL_ERROR.format(
-                        category=cat, names=missing, known=sorted(known)[:10]
-                    )
-                )
-            for m in members:
-                if cat not in tool_cats.setdefault(m, []):
-                    tool_cats[m].append(cat)
+        tool_list = as_tools(tools)
+        check_default_include(default_include)
+        category_map = check_categories(categories)
+        descriptions = check_descriptions(category_descriptions)
+        overrides = check_metadata_mapping("tool_metadata", tool_metadata, "tool name")
+        defaults = check_metadata_mapping("server_defaults", server_defaults, "server name")
+        servers = check_name_list("allowed_servers", allowed_servers, "server names")
+        patterns = check_name_list("allowed_tools", allowed_tools, "tool names or patterns")
 
-        specs: list[ToolSpec] = []
-        for t in tools:
-            own = _check_metadata(t.name, t.metadata or {}, strict=False)
-            override = _check_metadata(t.name, tool_metadata.get(t.name, {}), strict=True)
-            server = override.get("server", own.get("server"))
-            meta: dict[str, Any] = {"include": default_include}
-            if server is not None and server_defaults and server in server_defaults:
-                meta.update(_check_metadata(t.name, server_defaults[server], strict=True))
-            meta.update(own)
-            meta.update(override)
-            meta["server"] = server
-            cats = tool_cats.get(t.name) or ([server] if server else [])
-            arg_names, arg_descriptions = _arg_info(t)
-            specs.append(
-                ToolSpec(
-                    name=t.name,
-                    tool=t,
-                    description=t.description or "",
-                    categories=tuple(cats),
-                    arg_names=arg_names,
-                    arg_descriptions=arg_descriptions,
-                    **meta,
-                )
+        tool_cats = _categories_by_tool([t.name for t in tool_list], category_map, overrides)
+        specs = [
+            build_spec(
+                t, tool_cats.get(t.name), overrides.get(t.name, {}), defaults, default_include
             )
-        servers = set(allowed_servers) if allowed_servers is not None else None
-        patterns = list(allowed_tools) if allowed_tools is not None else None
-        kept = [s for s in specs if _allowed(s, servers, patterns)]
+            for t in tool_list
+        ]
+        allowed = set(servers) if servers is not None else None
+        kept = [s for s in specs if passes_filters(s, allowed, patterns)]
         kept_names = {s.name for s in kept}
         filtered = [s.name for s in specs if s.name not in kept_names]
-        catalog = cls(kept, category_descriptions=category_descriptions, filtered=filtered)
-        extra = sorted(set(category_descriptions or {}) - {c for s in specs for c in s.categories})
+        catalog = cls(kept, category_descriptions=descriptions, filtered=filtered)
+        extra = sorted(set(descriptions) - {c for s in specs for c in s.categories})
         if extra:
             raise ValueError(
                 UNKNOWN_DESCRIPTION_ERROR.format(names=extra, known=sorted(catalog.categories))
@@ -395,10 +278,10 @@ class ToolCatalog:
         """The LangChain tools for these names, skipping unknown and disabled ones."""
         return [self._specs[n].tool for n in names if n in self]
 
-    @cached_property
+    @property
     def always_visible(self) -> list[str]:
         """Tools visible every turn without budget: include ``always``, special categories."""
-        return [s.name for s in self._active if s.always_visible]
+        return list(self._always_visible)
 
     def selectable(self, name: str) -> bool:
         """May the budget, tool_search or request_more_tools choose this tool?"""
@@ -408,20 +291,34 @@ class ToolCatalog:
     def with_metadata(self, **changes: Mapping[str, Any]) -> ToolCatalog:
         """A copy with some tools' metadata changed: ``with_metadata(tool={"enabled": False})``.
 
+        Args:
+            **changes: tool name -> the metadata keys to change (as in
+                ``tool_metadata`` of :meth:`from_tools`).
+
+        Returns:
+            A new catalog (with its own derived data); this one is unchanged.
+
         Raises:
             ValueError: a name that is not a tool of this catalog (unknown or
-                filtered), an unknown metadata key or value.
-            TypeError: a metadata value of the wrong type.
+                filtered; the closest real names are suggested), an unknown
+                metadata key or value.
+            TypeError: changes that are not a mapping, a metadata value of the
+                wrong type.
         """
-        unknown = sorted(set(changes) - set(self._specs))
+        unknown = [n for n in changes if n not in self._specs]
         if unknown:
+            closest = closest_names(unknown, self._specs, filtered=self._filtered)
             raise ValueError(
-                UNKNOWN_METADATA_TOOL_ERROR.format(names=unknown, known=sorted(self._specs)[:10])
+                UNKNOWN_METADATA_TOOL_ERROR.format(
+                    argument="with_metadata", names=unknown, closest=closest
+                )
             )
         specs = []
         for spec in self._specs.values():
             if spec.name in changes:
-                spec = replace(spec, **_check_metadata(spec.name, changes[spec.name], strict=True))
+                argument = f"with_metadata({spec.name}=...)"
+                meta = check_metadata(spec.name, changes[spec.name], strict=True, argument=argument)
+                spec = replace(spec, **meta)
             specs.append(spec)
         copy = type(self)(specs, category_descriptions=self._descriptions, filtered=self._filtered)
         copy._mcp_runtime = self._mcp_runtime  # shares (does not copy) the MCP sessions
@@ -429,16 +326,31 @@ class ToolCatalog:
 
     # --- search -----------------------------------------------------------------------------
 
-    @cached_property
+    @property
+    def derived(self) -> DerivedData:
+        """The data derived from this catalog (indexes, scorers, vectors), built lazily, once.
+
+        Each entry is bounded (see :class:`~langgraph_toolbudget.core.derived.DerivedData`);
+        ``catalog.derived.clear()`` frees them all, to be rebuilt on next use.
+        """
+        return self._derived
+
+    @property
     def index(self) -> ToolIndex:
         """The search index over enabled tools, built on first use, once."""
+        return self._derived.get("index", self._build_index)
+
+    def _build_index(self) -> ToolIndex:
         return ToolIndex(
             [(s.name, s.description, s.arg_names, s.arg_descriptions) for s in self._active]
         )
 
-    @cached_property
+    @property
     def category_index(self) -> ToolIndex:
         """An index with one document per category: its name and description."""
+        return self._derived.get("category_index", self._build_category_index)
+
+    def _build_category_index(self) -> ToolIndex:
         return ToolIndex(
             [(c, self._descriptions.get(c, ""), ()) for c in self._members], name_weight=3
         )

@@ -62,8 +62,9 @@ class _CategoryScorer:
     OTHER_MEMBER_WEIGHT = 0.25
 
     def __init__(self, catalog: ToolCatalog) -> None:
-        self.catalog = catalog
-        index = catalog.index
+        # The indexes, not the catalog: the catalog owns this scorer, which must not own it back.
+        index = self.index = catalog.index
+        self.category_index = catalog.category_index
         self.names = list(catalog.categories)
         tools, cats = [], []
         for c_pos, cat in enumerate(self.names):
@@ -76,9 +77,8 @@ class _CategoryScorer:
 
     def category_scores(self, query: str, tool_scores: np.ndarray | None = None) -> np.ndarray:
         """Score of every category (in ``catalog.categories`` order)."""
-        catalog = self.catalog
         if tool_scores is None:
-            tool_scores = catalog.index.scores(query)
+            tool_scores = self.index.scores(query)
         n = len(self.names)
         member = tool_scores[self.pair_tool]
         keep = np.flatnonzero(member > 0)
@@ -94,7 +94,7 @@ class _CategoryScorer:
                 rank == 0, 1.0, np.where(rank < self.TOP_MEMBERS, self.OTHER_MEMBER_WEIGHT, 0.0)
             )
             out += np.bincount(cats, weights=vals * weight, minlength=n)
-        out += catalog.category_index.scores(query)
+        out += self.category_index.scores(query)
         return out
 
     def score(self, query: str, tool_scores: np.ndarray | None = None) -> list[tuple[str, float]]:
@@ -134,7 +134,5 @@ def classify_lexical(
 
 
 def _scorer(catalog: ToolCatalog) -> _CategoryScorer:
-    scorer = catalog.__dict__.get("_category_scorer")
-    if scorer is None:
-        scorer = catalog.__dict__["_category_scorer"] = _CategoryScorer(catalog)
-    return scorer
+    """The catalog's category scorer (``catalog.derived`` entry ``category_scorer``)."""
+    return catalog.derived.get("category_scorer", lambda: _CategoryScorer(catalog))

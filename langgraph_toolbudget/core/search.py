@@ -24,21 +24,21 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property, lru_cache, partial
 
 import numpy as np
 import re2
 from rapidfuzz import fuzz, process
 
+from langgraph_toolbudget.core.fuzzy import FuzzyMatcher
+from langgraph_toolbudget.core.terms import MAX_CACHED_TEXT, clauses, tokenize
+
 __all__ = ["SearchResult", "ToolIndex", "clauses", "tokenize", "MAX_FUZZY_RESULTS"]
 
 MAX_FUZZY_RESULTS = 5
 """The fuzzy fallback of ``search_tools`` returns at most this many tools."""
-
-MAX_FUZZY_WORDS = 16
-"""The fuzzy fallback considers at most this many distinct words of a pattern."""
 
 FOUND_MESSAGE = "Found matching tools. Use 'add_tool' to load the ones you need."
 FUZZY_MESSAGE = (
@@ -54,64 +54,12 @@ INVALID_PATTERN_ERROR = (
     "or a simple pattern such as 'get_.*'."
 )
 
-_STOPWORDS_TEXT = """
-a an and are as at be by can could do does for from get give has have how i in is it its me my
-of on or please should so some that the their them then there these this to us want was we what
-when where which who will with would you your
-"""
-_STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_WORD = re.compile(r"[a-z0-9]+")
-# Where a request moves on to another task: sentence ends, and sequencing words.
-_CLAUSE_BREAK = re.compile(
-    r"(?<=[.!?;])\s+|\b(?:and then|then|also|additionally|afterwards|after that|finally|"
-    r"lastly|next)\b,?",
-    re.IGNORECASE,
-)
-MIN_CLAUSE_TERMS = 2
-"""A clause needs this many search terms to be ranked on its own."""
 FULL_QUERY_WEIGHT = 0.5
 """Weight of the whole query's normalised score beside the best clause's."""
 
-
-def _stem(word: str) -> str:
-    # A light suffix stemmer: enough to join "issues"/"issue", "sending"/"send".
-    if len(word) > 5 and word.endswith("ing"):
-        return word[:-3]
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 4 and word.endswith("ed"):
-        return word[:-2]
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
-
-
-@lru_cache(maxsize=65536)
-def _split_words(text: str) -> tuple[str, ...]:
-    return tuple(_WORD.findall(_CAMEL.sub(" ", text).lower()))
-
-
-def clauses(text: str) -> list[str]:
-    """The parts of a request that ask for separate things, each with enough terms to rank.
-
-    Splits at sentence ends and sequencing words (``then``, ``also``,
-    ``lastly``...). A one-task query gives at most one clause.
-
-    >>> clauses("Find flights to Rome. Then book a hotel near the station, lastly rent a car")
-    ['Find flights to Rome', 'book a hotel near the station', 'rent a car']
-    """
-    parts = (p.strip(" ,.;") for p in _CLAUSE_BREAK.split(text) if p)
-    return [p for p in parts if p and len(tokenize(p)) >= MIN_CLAUSE_TERMS]
-
-
-def tokenize(text: str) -> list[str]:
-    """Split text into stemmed, lower-case search terms.
-
-    camelCase and snake_case are split into words and common stop words are
-    dropped, so ``getWeather`` and ``get_weather`` both give ``["weather"]``.
-    """
-    return [_stem(w) for w in _split_words(text) if w not in _STOPWORDS]
+EXPAND_CACHE_SIZE = 4096
+"""Query terms whose close spellings each index caches (tuples of at most two
+words; terms over :data:`MAX_CACHED_TEXT` characters are not cached)."""
 
 
 @dataclass(frozen=True)
@@ -197,6 +145,13 @@ class ToolIndex:
     pattern written by a model cannot stall the graph. RE2 has no
     back-references or look-around; such patterns are answered with an error
     result that says so.
+
+    Caches, each owned by the index (freed with it) and bounded: the last
+    query's scores (one array); close spellings of query terms
+    (:data:`EXPAND_CACHE_SIZE` terms; terms longer than
+    :data:`~langgraph_toolbudget.core.terms.MAX_CACHED_TEXT` characters are
+    not cached); the fuzzy fallback's word index, built on its first use, with
+    its own bounded cache (:class:`~langgraph_toolbudget.core.fuzzy.FuzzyMatcher`).
     """
 
     def __init__(
@@ -216,7 +171,6 @@ class ToolIndex:
         self.descriptions = [d[1] for d in docs]
         self._position = {name: i for i, name in enumerate(self.names)}
         self._texts = [f"{d[0]}\n{d[1]}\n{' '.join(d[2])}" for d in docs]
-        self._name_words = [" ".join(_split_words(name)) for name in self.names]
         # Argument descriptions often say what a query asks for in other words
         # ("the ID of the post", "e.g. DNA, fingerprints"): ranked, not regex-matched.
         token_lists = [
@@ -247,19 +201,20 @@ class ToolIndex:
             self._postings[term] = (ids_arr, idf * tf_arr * (k1 + 1) / (tf_arr + norm[ids_arr]))
         self._vocab = list(self._postings)
         self._size = n
+        # Per index, not per class: the cache goes when the index goes (it refers to the
+        # index's vocabulary, not to the index).
+        self._expand_cached = lru_cache(maxsize=EXPAND_CACHE_SIZE)(
+            partial(_expand_term, self._postings, self._vocab)
+        )
 
     def __len__(self) -> int:
         return self._size
 
-    @lru_cache(maxsize=4096)  # noqa: B019 - the index lives as long as its catalog
     def _expand(self, term: str) -> tuple[tuple[str, float], ...]:
-        """Vocabulary terms for a query term: itself, else close spellings."""
-        if term in self._postings:
-            return ((term, 1.0),)
-        if len(term) < 4:
-            return ()
-        hits = process.extract(term, self._vocab, scorer=fuzz.ratio, score_cutoff=80, limit=2)
-        return tuple((word, score / 100.0) for word, score, _ in hits)
+        """Vocabulary terms for a query term: itself, else close spellings (cached if short)."""
+        if len(term) <= MAX_CACHED_TEXT:
+            return self._expand_cached(term)
+        return _expand_term(self._postings, self._vocab, term)
 
     def scores(self, query: str) -> np.ndarray:
         """Relevance of every tool to a free-text query (read-only array).
@@ -374,108 +329,26 @@ class ToolIndex:
         return SearchResult(0, [], NOT_FOUND_MESSAGE)
 
     def fuzzy_search(self, query: str, *, limit: int = MAX_FUZZY_RESULTS) -> list[int]:
-        """Fuzzy matches for a query that no regex matched, best first.
+        """Fuzzy matches for a query that no regex matched, best first (positions).
 
-        Tiers, each outranking the next: the query as a substring of the name
-        or description; the query's words matching the tool's words (exactly,
-        by prefix or abbreviation, or by spelling); the whole query's character
-        similarity to the name.
-
-        The work is bounded: each distinct query word is scored once against
-        the vocabulary (not against every tool), at most
-        :data:`MAX_FUZZY_WORDS` distinct words are considered, and character
-        similarity runs in rapidfuzz, so a long pattern from a model cannot
-        stall the graph.
+        See :meth:`FuzzyMatcher.search <langgraph_toolbudget.core.fuzzy.FuzzyMatcher.search>`:
+        the query as a substring, then its words, then its characters; bounded work.
         """
-        plain = " ".join(_split_words(query))
-        if not plain or not self._size:
-            return []
-        haystacks = self._fuzzy_haystacks
-        counts = Counter(plain.split())
-        considered = list(counts)[:MAX_FUZZY_WORDS]
-        weight = sum(counts[w] for w in considered)
-        word_score = np.zeros(self._size, dtype=np.float64)
-        for w in considered:
-            word_score += self._word_scores(w) * counts[w]
-        word_score /= weight
-        ratio = process.cdist(
-            [plain], self._name_words, scorer=fuzz.ratio, score_cutoff=60, dtype=np.float64
-        )[0]
-        substring = len(plain) >= 3
-        scored: list[tuple[float, int]] = []
-        for i, name_words in enumerate(self._name_words):
-            if substring and plain in haystacks[i]:
-                score = 3.0 + (1.0 if plain in name_words else 0.0)
-            elif word_score[i] >= 0.5:
-                score = 1.0 + float(word_score[i])
-            elif ratio[i] >= 60:
-                score = float(ratio[i]) / 100.0
-            else:
-                continue
-            scored.append((score, i))
-        scored.sort(key=lambda s: (-s[0], s[1]))
-        return [i for _, i in scored[:limit]]
+        return self._fuzzy.search(query, limit=limit)
 
     @cached_property
-    def _fuzzy_haystacks(self) -> list[str]:
-        """Each tool's name words and description words, as one string (built once)."""
-        return [
-            f"{name_words} {' '.join(_split_words(description))}"
-            for name_words, description in zip(self._name_words, self.descriptions, strict=True)
-        ]
-
-    @cached_property
-    def _fuzzy_vocab(self) -> tuple[dict[str, np.ndarray], list[str], dict[str, list[str]]]:
-        """Word -> tools holding it, the word list, and the words by first letter."""
-        postings: dict[str, list[int]] = {}
-        for i, haystack in enumerate(self._fuzzy_haystacks):
-            for word in dict.fromkeys(haystack.split()):
-                postings.setdefault(word, []).append(i)
-        by_initial: dict[str, list[str]] = {}
-        for word in postings:
-            by_initial.setdefault(word[0], []).append(word)
-        arrays = {w: np.asarray(ids, dtype=np.int64) for w, ids in postings.items()}
-        return arrays, list(postings), by_initial
-
-    @lru_cache(maxsize=1024)  # noqa: B019 - the index lives as long as its catalog
-    def _word_scores(self, word: str) -> np.ndarray:
-        """:func:`_word_match` of ``word`` against every tool's words, for all tools at once."""
-        postings, vocab, by_initial = self._fuzzy_vocab
-        matches: dict[str, float] = {}
-        if len(word) >= 4:
-            for tw, _, _ in process.extract(
-                word, vocab, scorer=fuzz.ratio, score_cutoff=80, limit=None
-            ):
-                matches[tw] = 0.7
-        if len(word) >= 3:
-            for tw in by_initial.get(word[0], ()):
-                if tw.startswith(word) or _is_abbreviation(word, tw):
-                    matches[tw] = 0.8
-        if word in postings:
-            matches[word] = 1.0
-        best = np.zeros(self._size, dtype=np.float64)
-        for tw, score in matches.items():
-            ids = postings[tw]
-            best[ids] = np.maximum(best[ids], score)
-        best.setflags(write=False)
-        return best
+    def _fuzzy(self) -> FuzzyMatcher:
+        """The fuzzy fallback's word index, built on its first use."""
+        return FuzzyMatcher(self.names, self.descriptions)
 
 
-def _word_match(word: str, tool_words: set[str]) -> float:
-    if word in tool_words:
-        return 1.0
-    best = 0.0
-    for tw in tool_words:
-        if len(word) >= 3 and (tw.startswith(word) or _is_abbreviation(word, tw)):
-            best = max(best, 0.8)
-        elif len(word) >= 4 and fuzz.ratio(word, tw) >= 80:
-            best = max(best, 0.7)
-    return best
-
-
-def _is_abbreviation(short: str, word: str) -> bool:
-    """``msg`` abbreviates ``message``: same first letter, letters in order."""
-    if not short or short[0] != word[0] or len(short) >= len(word):
-        return False
-    it = iter(word)
-    return all(ch in it for ch in short)
+def _expand_term(
+    postings: Mapping[str, object], vocab: list[str], term: str
+) -> tuple[tuple[str, float], ...]:
+    """Vocabulary terms for a query term: itself, else up to two spellings 80% alike."""
+    if term in postings:
+        return ((term, 1.0),)
+    if len(term) < 4:
+        return ()
+    hits = process.extract(term, vocab, scorer=fuzz.ratio, score_cutoff=80, limit=2)
+    return tuple((word, score / 100.0) for word, score, _ in hits)

@@ -90,19 +90,22 @@ def select_tools(
 
 
 def _selectable_members(catalog: ToolCatalog) -> dict[str, np.ndarray]:
-    """Category -> index positions of its selectable tools, in catalog order (cached)."""
-    cached = catalog.__dict__.get("_selectable_members")
-    if cached is None:
-        index = catalog.index
-        cached = {
-            cat: np.array(
-                [index.position(n) for n in catalog.tools_in(cat) if catalog.selectable(n)],
-                dtype=np.int64,
-            )
-            for cat in catalog.categories
-        }
-        catalog.__dict__["_selectable_members"] = cached
-    return cached
+    """Category -> index positions of its selectable tools, in catalog order.
+
+    Built once per catalog: the ``catalog.derived`` entry ``selectable_members``
+    (one array per category, one int per member).
+    """
+    return catalog.derived.get("selectable_members", lambda: _build_selectable_members(catalog))
+
+
+def _build_selectable_members(catalog: ToolCatalog) -> dict[str, np.ndarray]:
+    index = catalog.index
+    members = {}
+    for cat in catalog.categories:
+        positions = [index.position(n) for n in catalog.tools_in(cat) if catalog.selectable(n)]
+        members[cat] = np.array(positions, dtype=np.int64)
+        members[cat].setflags(write=False)
+    return members
 
 
 def search_hits(

@@ -15,10 +15,13 @@ Key Components:
       recent queries are cached, so the three nodes of a turn share one call).
       An embedding failure never escapes: the turn falls back to lexical
       scores and a warning is logged.
-    - :class:`HashingEmbeddings`: a small, deterministic, offline embedding
-      (hashed words and character n-grams). A lexical-semantic embedding, not a
-      neural one: it joins word forms ("summarization" / "summarize"), not
-      synonyms. Useful for tests and as a dependency-free default.
+    - :class:`HashingEmbeddings` (from :mod:`langgraph_toolbudget.core.hashing`):
+      a small, deterministic, offline embedding (hashed words and character
+      n-grams). A lexical-semantic embedding, not a neural one: it joins word
+      forms ("summarization" / "summarize"), not synonyms. Useful for tests and
+      as a dependency-free default.
+
+The tool and query vectors live in :mod:`langgraph_toolbudget.core.vectors`.
 
 Typical Usage:
     ```python
@@ -32,27 +35,21 @@ Typical Usage:
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-import math
-import threading
-import time
-import weakref
-import zlib
-from collections import OrderedDict
-from collections.abc import Sequence
-from functools import lru_cache
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Literal
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.core.search import FULL_QUERY_WEIGHT, _split_words, clauses, tokenize
+from langgraph_toolbudget.core.hashing import HashingEmbeddings
+from langgraph_toolbudget.core.search import FULL_QUERY_WEIGHT, clauses
+from langgraph_toolbudget.core.vectors import QUERY_CACHE_SIZE, tool_text, tool_vectors
 
 __all__ = [
     "DEFAULT_SEMANTIC_WEIGHT",
+    "QUERY_CACHE_SIZE",
     "HashingEmbeddings",
     "HybridScorer",
     "as_hybrid_scorer",
@@ -69,9 +66,6 @@ DEFAULT_SEMANTIC_WEIGHT = 0.7
 RRF_K = 60
 """The constant of reciprocal-rank fusion: ``1 / (k + rank)``."""
 
-QUERY_CACHE_SIZE = 256
-"""Recent query (and clause) embeddings kept per catalog and embeddings object."""
-
 NOT_EMBEDDINGS_ERROR = (
     "embeddings must be a LangChain Embeddings object (with embed_documents and embed_query), "
     "such as OllamaEmbeddings or HuggingFaceEmbeddings, or a HybridScorer; got {kind}."
@@ -81,79 +75,6 @@ OTHER_CATALOG_ERROR = (
 )
 
 
-def tool_text(name: str, description: str) -> str:
-    """The text embedded for a tool: its name split into words, a colon, its description.
-
-    >>> tool_text("get_weatherForecast", "Forecast for a city.")
-    'get weather forecast: Forecast for a city.'
-    """
-    return f"{' '.join(_split_words(name))}: {description}"
-
-
-def _as_matrix(vectors: Any, rows: int) -> np.ndarray:
-    """Embeddings as a float32 matrix with unit-norm rows; ValueError when malformed."""
-    matrix = np.asarray(vectors, dtype=np.float32)
-    if matrix.ndim != 2 or matrix.shape[0] != rows or matrix.shape[1] == 0:
-        raise ValueError(
-            f"expected {rows} embedding vectors of one length, got an array of shape {matrix.shape}"
-        )
-    if not np.isfinite(matrix).all():
-        raise ValueError("the embedding vectors contain NaN or infinite values")
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    matrix /= np.where(norms > 0, norms, 1.0)
-    matrix.setflags(write=False)
-    return matrix
-
-
-class _SharedVectors:
-    """Tool vectors and recent query vectors of one (catalog, embeddings) pair."""
-
-    def __init__(self, catalog: ToolCatalog, embeddings: Embeddings) -> None:
-        self.embeddings = embeddings
-        index = catalog.index
-        self.texts = [tool_text(n, d) for n, d in zip(index.names, index.descriptions, strict=True)]
-        self.tools: np.ndarray | None = None
-        self.embed_seconds: float | None = None
-        self.queries: OrderedDict[str, np.ndarray] = OrderedDict()
-        self.semantic: tuple[str, bool, np.ndarray] | None = None
-        self.lock = threading.Lock()
-        self.alocks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
-            weakref.WeakKeyDictionary()
-        )
-
-    def remember(self, query: str, vector: np.ndarray) -> None:
-        self.queries[query] = vector
-        while len(self.queries) > QUERY_CACHE_SIZE:
-            try:
-                self.queries.popitem(last=False)
-            except KeyError:  # emptied by another thread meanwhile
-                break
-
-    def cached_query(self, query: str) -> np.ndarray | None:
-        vector = self.queries.get(query)
-        if vector is not None:
-            with contextlib.suppress(KeyError):  # evicted by another thread meanwhile
-                self.queries.move_to_end(query)
-        return vector
-
-
-_SHARED_LOCK = threading.Lock()
-
-
-def _shared(catalog: ToolCatalog, embeddings: Embeddings) -> _SharedVectors:
-    """The vectors of this catalog and embeddings object, created once and kept on the catalog."""
-    caches: dict[int, _SharedVectors] | None = catalog.__dict__.get("_embedding_caches")
-    entry = caches.get(id(embeddings)) if caches is not None else None
-    if entry is not None and entry.embeddings is embeddings:
-        return entry
-    with _SHARED_LOCK:
-        caches = catalog.__dict__.setdefault("_embedding_caches", {})
-        entry = caches.get(id(embeddings))
-        if entry is None or entry.embeddings is not embeddings:
-            entry = caches[id(embeddings)] = _SharedVectors(catalog, embeddings)
-        return entry
-
-
 class HybridScorer:
     """Relevance of every tool to a query: BM25 fused with embedding cosine similarity.
 
@@ -161,8 +82,12 @@ class HybridScorer:
     first use, once per catalog and embeddings object, in batches of
     ``batch_size``; every scorer and node built with the same catalog and
     embeddings object shares them. Query embeddings are cached too (the
-    recent ones), so classify_intent, select_tools and tool_search embed a
-    turn's message once.
+    :data:`QUERY_CACHE_SIZE` recent ones), so classify_intent, select_tools
+    and tool_search embed a turn's message once. These vectors are kept by the
+    catalog (``catalog.derived``, for at most
+    :data:`~langgraph_toolbudget.core.derived.MAX_EMBEDDINGS_ENTRIES`
+    embeddings objects) and by this scorer, not beyond both. The scorer itself
+    keeps only its last fused result.
 
     The semantic score (:meth:`semantic_scores`) is the cosine similarity,
     min-max normalised over the catalog. With ``split_clauses`` (default), a
@@ -243,7 +168,7 @@ class HybridScorer:
         self.rrf_k = float(rrf_k)
         self.batch_size = batch_size
         self.split_clauses = split_clauses
-        self._shared = _shared(catalog, embeddings)
+        self._vectors = tool_vectors(catalog, embeddings)
         self._last: tuple[str, np.ndarray, np.ndarray] | None = None
 
     def __repr__(self) -> str:
@@ -257,16 +182,12 @@ class HybridScorer:
     @property
     def catalog_embedded(self) -> bool:
         """True once the tool texts have been embedded."""
-        return self._shared.tools is not None
+        return self._vectors.tools is not None
 
     @property
     def catalog_embed_seconds(self) -> float | None:
         """How long embedding the tool texts took (None until done)."""
-        return self._shared.embed_seconds
-
-    def _batches(self) -> list[list[str]]:
-        texts = self._shared.texts
-        return [texts[i : i + self.batch_size] for i in range(0, len(texts), self.batch_size)]
+        return self._vectors.embed_seconds
 
     def embed_catalog(self) -> np.ndarray:
         """Embed the tool texts now (once; later calls return the cached matrix).
@@ -280,37 +201,11 @@ class HybridScorer:
             Exception: whatever the embeddings object raises, or ``ValueError``
                 for malformed vectors. (:meth:`scores` catches these.)
         """
-        shared = self._shared
-        if shared.tools is not None:
-            return shared.tools
-        with shared.lock:
-            if shared.tools is None:
-                start = time.perf_counter()
-                vectors: list[Any] = []
-                for batch in self._batches():
-                    vectors.extend(self.embeddings.embed_documents(batch))
-                tools = _tool_matrix(vectors, len(shared.texts))
-                shared.tools, shared.embed_seconds = tools, time.perf_counter() - start
-        return shared.tools
+        return self._vectors.embed_tools(self.embeddings, self.batch_size)
 
     async def aembed_catalog(self) -> np.ndarray:
         """Async :meth:`embed_catalog`: uses ``aembed_documents``, never blocks the loop."""
-        shared = self._shared
-        if shared.tools is not None:
-            return shared.tools
-        loop = asyncio.get_running_loop()
-        lock = shared.alocks.get(loop)
-        if lock is None:
-            lock = shared.alocks.setdefault(loop, asyncio.Lock())
-        async with lock:
-            if shared.tools is None:
-                start = time.perf_counter()
-                vectors: list[Any] = []
-                for batch in self._batches():
-                    vectors.extend(await _aembed_documents(self.embeddings, batch))
-                tools = _tool_matrix(vectors, len(shared.texts))
-                shared.tools, shared.embed_seconds = tools, time.perf_counter() - start
-        return shared.tools
+        return await self._vectors.aembed_tools(self.embeddings, self.batch_size)
 
     # --- semantic scores and fusion -----------------------------------------------------------
 
@@ -334,11 +229,11 @@ class HybridScorer:
                 out = (sims[:, 1:].max(axis=1) + FULL_QUERY_WEIGHT * out) / (1 + FULL_QUERY_WEIGHT)
             out = np.ascontiguousarray(out, dtype=np.float64)
         out.setflags(write=False)
-        self._shared.semantic = (query, self.split_clauses, out)
+        self._vectors.semantic = (query, self.split_clauses, out)
         return out
 
     def _cached_semantic(self, query: str) -> np.ndarray | None:
-        last = self._shared.semantic
+        last = self._vectors.semantic
         if last is not None and last[0] == query and last[1] == self.split_clauses:
             return last[2]
         return None
@@ -359,14 +254,7 @@ class HybridScorer:
         cached = self._cached_semantic(query)
         if cached is not None:
             return cached
-        shared = self._shared
-        vectors = []
-        for text in self.query_texts(query):
-            vector = shared.cached_query(text)
-            if vector is None:
-                vector = _check_dim(_as_matrix([self.embeddings.embed_query(text)], 1)[0], tools)
-                shared.remember(text, vector)
-            vectors.append(vector)
+        vectors = self._vectors.query_vectors(self.embeddings, self.query_texts(query), tools)
         return self._combine(query, tools, vectors)
 
     async def asemantic_scores(self, query: str) -> np.ndarray:
@@ -375,16 +263,9 @@ class HybridScorer:
         cached = self._cached_semantic(query)
         if cached is not None:
             return cached
-        shared = self._shared
         texts = self.query_texts(query)
-        found = {t: shared.cached_query(t) for t in texts}
-        missing = [t for t, v in found.items() if v is None]
-        if missing:
-            raw = await asyncio.gather(*(_aembed_query(self.embeddings, t) for t in missing))
-            for text, vec in zip(missing, raw, strict=True):
-                found[text] = _check_dim(_as_matrix([vec], 1)[0], tools)
-                shared.remember(text, found[text])
-        return self._combine(query, tools, [found[t] for t in texts])  # type: ignore[misc]
+        vectors = await self._vectors.aquery_vectors(self.embeddings, texts, tools)
+        return self._combine(query, tools, vectors)
 
     def fuse(self, lexical: np.ndarray, semantic: np.ndarray) -> np.ndarray:
         """The fused scores of a BM25 array and a semantic array (see the class docstring)."""
@@ -437,7 +318,7 @@ class HybridScorer:
             return self._fallback(exc)(query)
         return self._fused(query, semantic)
 
-    def _fallback(self, exc: BaseException) -> Any:
+    def _fallback(self, exc: BaseException) -> Callable[[str], np.ndarray]:
         stage = "the query" if self.catalog_embedded else "the tool catalog"
         logger.warning(
             "semantic ranking: embedding %s with %s failed (%r); using lexical scores this turn",
@@ -448,24 +329,11 @@ class HybridScorer:
         return self.catalog.index.scores
 
 
-def _tool_matrix(vectors: list[Any], rows: int) -> np.ndarray:
-    return _as_matrix(vectors, rows) if rows else np.zeros((0, 1), dtype=np.float32)
-
-
 def _min_max(values: np.ndarray) -> np.ndarray:
     """Each column (or the vector) scaled to [0, 1]; a constant one becomes zeros."""
     lo = values.min(axis=0, keepdims=True) if values.size else values
     span = (values.max(axis=0, keepdims=True) - lo) if values.size else values
     return np.where(span > 0, (values - lo) / np.where(span > 0, span, 1.0), 0.0)
-
-
-def _check_dim(vector: np.ndarray, tools: np.ndarray) -> np.ndarray:
-    if tools.shape[0] and vector.shape[0] != tools.shape[1]:
-        raise ValueError(
-            f"the query embedding has {vector.shape[0]} dimensions, the tool embeddings "
-            f"{tools.shape[1]}"
-        )
-    return vector
 
 
 def _ranks(values: np.ndarray) -> np.ndarray:
@@ -474,20 +342,6 @@ def _ranks(values: np.ndarray) -> np.ndarray:
     ranks = np.empty(values.size, dtype=np.float64)
     ranks[order] = np.arange(1, values.size + 1)
     return ranks
-
-
-async def _aembed_documents(embeddings: Any, texts: list[str]) -> Any:
-    method = getattr(embeddings, "aembed_documents", None)
-    if method is not None:
-        return await method(texts)
-    return await asyncio.to_thread(embeddings.embed_documents, texts)
-
-
-async def _aembed_query(embeddings: Any, text: str) -> Any:
-    method = getattr(embeddings, "aembed_query", None)
-    if method is not None:
-        return await method(text)
-    return await asyncio.to_thread(embeddings.embed_query, text)
 
 
 def as_hybrid_scorer(
@@ -510,104 +364,3 @@ def as_hybrid_scorer(
             raise ValueError(OTHER_CATALOG_ERROR.format(theirs=embeddings.catalog, ours=catalog))
         return embeddings
     return HybridScorer(catalog, embeddings)
-
-
-# --- a small real embedding --------------------------------------------------------------------
-
-
-def _hash(feature: str) -> int:
-    return zlib.crc32(feature.encode("utf-8"))
-
-
-class HashingEmbeddings(Embeddings):
-    """A deterministic, offline embedding: hashed words and character n-grams.
-
-    Each text becomes a bag of its search terms (lower-case, stop words
-    dropped, lightly stemmed, as the lexical index tokenises) and of their
-    character n-grams (``<summ``, ``umma``... with word-boundary marks),
-    hashed with signs into ``dim`` buckets (the "hashing trick"), term counts
-    damped with ``1 + log(tf)``, and L2-normalised. Pure numpy, no model file,
-    same vectors on every machine and run.
-
-    This is a *lexical-semantic* embedding, not a neural one: character
-    n-grams join word forms and near-spellings that the BM25 index keeps apart
-    ("summarization" and "summarize", "geolocate" and "geolocation"), but it
-    knows no synonyms ("car" and "automobile" stay unrelated). For paraphrases
-    use a neural model (``OllamaEmbeddings``, ``HuggingFaceEmbeddings``...).
-
-    Args:
-        dim: vector length.
-        ngram_range: smallest and largest character n-gram.
-        ngram_weight: weight of a word's n-grams together, against 1 for the word.
-
-    Example:
-        >>> emb = HashingEmbeddings(dim=256)
-        >>> a, b, c = (emb.embed_query(t) for t in ("summarization", "summarize it", "send mail"))
-        >>> dot = lambda x, y: sum(p * q for p, q in zip(x, y))
-        >>> dot(a, b) > 0.3 > dot(a, c)
-        True
-    """
-
-    def __init__(
-        self, dim: int = 1024, *, ngram_range: tuple[int, int] = (3, 5), ngram_weight: float = 2.0
-    ) -> None:
-        lo, hi = ngram_range
-        if dim < 2:
-            raise ValueError(f"dim must be >= 2, got {dim}")
-        if not 1 <= lo <= hi:
-            raise ValueError(f"ngram_range must be (lo, hi) with 1 <= lo <= hi, got {ngram_range}")
-        if ngram_weight < 0:
-            raise ValueError(f"ngram_weight must be >= 0, got {ngram_weight}")
-        self.dim = dim
-        self.ngram_range = (lo, hi)
-        self.ngram_weight = float(ngram_weight)
-        self._word = lru_cache(maxsize=65536)(self._word_features)
-
-    def __repr__(self) -> str:
-        return (
-            f"HashingEmbeddings(dim={self.dim}, ngram_range={self.ngram_range}, "
-            f"ngram_weight={self.ngram_weight})"
-        )
-
-    def _word_features(self, word: str) -> tuple[np.ndarray, np.ndarray]:
-        """Bucket indices and signed weights of one word and its character n-grams."""
-        feats = [f"w:{word}"]
-        weights = [1.0]
-        marked = f"<{word}>"
-        lo, hi = self.ngram_range
-        grams = [marked[i : i + n] for n in range(lo, hi + 1) for i in range(len(marked) - n + 1)]
-        if grams and self.ngram_weight > 0:
-            each = self.ngram_weight / math.sqrt(len(grams))
-            feats.extend(f"c:{g}" for g in grams)
-            weights.extend([each] * len(grams))
-        hashes = [_hash(f) for f in feats]
-        idx = np.array([h % self.dim for h in hashes], dtype=np.int64)
-        sign = np.array([1.0 if (h >> 31) & 1 else -1.0 for h in hashes])
-        return idx, sign * np.asarray(weights)
-
-    def _vector(self, text: str) -> np.ndarray:
-        vec = np.zeros(self.dim, dtype=np.float64)
-        counts: dict[str, int] = {}
-        for term in tokenize(text):
-            counts[term] = counts.get(term, 0) + 1
-        for term, tf in counts.items():
-            idx, weights = self._word(term)
-            np.add.at(vec, idx, weights * (1.0 + math.log(tf)))
-        norm = float(np.linalg.norm(vec))
-        return vec / norm if norm > 0 else vec
-
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        """Embed texts (pure CPU, no I/O)."""
-        return [self._vector(t).tolist() for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        """Embed one text; queries and documents share one space."""
-        return self._vector(text).tolist()
-
-    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
-        """As :meth:`embed_documents`, computed in place: no I/O, no thread hop."""
-        return [self._vector(t).tolist() for t in texts]
-
-    async def aembed_query(self, text: str) -> list[float]:
-        """As :meth:`embed_query`, computed in place: no I/O, no thread hop."""
-        return self._vector(text).tolist()
