@@ -18,13 +18,14 @@ import numpy as np
 
 from langgraph_toolbudget.core.budget import allocate
 from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.catalog_checks import closest_names
 from langgraph_toolbudget.core.search import rank_scores
 
 __all__ = ["free_tools", "search_hits", "select_tools"]
 
 UNKNOWN_PINNED_ERROR = (
     "pinned tools {names} are not enabled tools of the catalog (unknown, filtered or disabled). "
-    "Known tools include {known}."
+    "Closest tools: {closest}."
 )
 
 
@@ -174,7 +175,8 @@ def _hit_ok(catalog: ToolCatalog, pos: int, skip: set[str]) -> bool:
 def _check_pinned(catalog: ToolCatalog, pinned: Sequence[str]) -> list[str]:
     missing = [n for n in pinned if n not in catalog]
     if missing:
-        raise ValueError(UNKNOWN_PINNED_ERROR.format(names=missing, known=catalog.tool_names[:10]))
+        closest = closest_names(missing, catalog.tool_names)
+        raise ValueError(UNKNOWN_PINNED_ERROR.format(names=missing, closest=closest))
     return list(dict.fromkeys(pinned))
 
 
