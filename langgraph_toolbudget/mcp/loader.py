@@ -15,9 +15,9 @@ from langchain_core.tools import BaseTool
 from langchain_mcp_adapters.callbacks import Callbacks
 from langchain_mcp_adapters.client import MultiServerMCPClient
 from langchain_mcp_adapters.sessions import Connection
-from langchain_mcp_adapters.tools import _handle_mcp_tool_error
 from mcp import types
 
+from langgraph_toolbudget._compat_mcp import _handle_mcp_tool_error
 from langgraph_toolbudget.core.catalog import TOOL_METADATA_KEYS, IncludeMode, ToolCatalog
 from langgraph_toolbudget.mcp.errors import MCPLoadError, MCPLoadWarning
 from langgraph_toolbudget.mcp.runtime import MCPRuntime, MCPServerInfo

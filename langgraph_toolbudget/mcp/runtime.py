@@ -13,13 +13,13 @@ import anyio
 from langchain_mcp_adapters.callbacks import Callbacks
 from langchain_mcp_adapters.interceptors import MCPToolCallRequest, ToolCallInterceptor
 from langchain_mcp_adapters.sessions import Connection
-from langchain_mcp_adapters.tools import (
+from mcp import types
+
+from langgraph_toolbudget._compat_mcp import (
     _build_interceptor_chain,
     _convert_call_tool_result,
     _list_all_tools,
 )
-from mcp import types
-
 from langgraph_toolbudget._runner import BackgroundLoop, SyncTimeoutError, background_loop
 from langgraph_toolbudget.mcp.errors import (
     CLOSED_ERROR,
