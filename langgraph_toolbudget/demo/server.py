@@ -39,7 +39,7 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
@@ -49,6 +49,9 @@ from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
 from langgraph_toolbudget.nodes.agent import create_toolbudget_agent
 from langgraph_toolbudget.testing import DemoChatModel
+
+if TYPE_CHECKING:
+    from langgraph_toolbudget.mcp import MCPToolCatalog
 
 __all__ = [
     "DEMO_MODEL",
@@ -282,10 +285,10 @@ def mcp_connections(value: str | None = None) -> dict[str, dict[str, Any]]:
     return {str(k): dict(v) for k, v in connections.items()}
 
 
-_mcp_loads: dict[str, concurrent.futures.Future[ToolCatalog]] = {}
+_mcp_loads: dict[str, concurrent.futures.Future[MCPToolCatalog]] = {}
 
 
-async def _mcp_catalog() -> ToolCatalog:
+async def _mcp_catalog() -> MCPToolCatalog:
     """The MCP catalog of the configured servers, loaded once per process.
 
     Concurrent first runs share one load (a loop-independent future); a failed
@@ -297,7 +300,7 @@ async def _mcp_catalog() -> ToolCatalog:
     if future is None:
         future = _mcp_loads[key] = concurrent.futures.Future()
         try:
-            catalog = await ToolCatalog.from_mcp(connections)
+            catalog = cast("MCPToolCatalog", await ToolCatalog.from_mcp(connections))
             if len(catalog) == 0:
                 await catalog.aclose()
                 raise RuntimeError(NO_MCP_TOOLS_ERROR.format(errors=catalog.load_errors))
