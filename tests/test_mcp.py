@@ -1,6 +1,6 @@
 """MCP servers as a tool catalog, against real FastMCP server processes.
 
-The servers live in ``tests/mcp_servers`` and run over stdio (spawned by the
+The servers (``langgraph_toolbudget/demo/mcp_servers``) run over stdio (spawned by the
 catalog) or over streamable HTTP / SSE on 127.0.0.1 (spawned here, always
 stopped). Only the chat model is scripted.
 """
@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_mcp_adapters.client import MultiServerMCPClient
-from mcp_servers import SERVERS_DIR, free_port, http_server, pid_alive, stdio
+from mcp_servers import free_port, http_server, pid_alive, stdio
 
 from langgraph_toolbudget import ToolCatalog, create_toolbudget_agent
 from langgraph_toolbudget.core.selection import search_hits
@@ -579,9 +579,15 @@ async def test_agent_survives_the_server_being_killed_mid_run(use_async: bool) -
 
 
 def test_the_example_loads_two_servers_and_runs_one_turn() -> None:
-    example = SERVERS_DIR.parents[1] / "examples" / "mcp_catalog.py"
+    repo = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(repo)}  # this checkout's package, not an installed one
     done = subprocess.run(
-        [sys.executable, str(example)], capture_output=True, text=True, timeout=60, check=True
+        [sys.executable, str(repo / "examples" / "mcp_catalog.py")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env=env,
     )
     assert "Loaded 11 tools from 2 MCP servers" in done.stdout
     assert re.search(r"^math: [1-5] of 5 tools visible", done.stdout, re.M)
@@ -626,3 +632,19 @@ async def test_any_catalog_can_be_closed_and_only_mcp_catalogs_have_mcp_state() 
     await plain.aclose()
     assert not hasattr(plain, "mcp") and not hasattr(plain, "load_errors")
     assert type(plain.with_metadata(echo={"timeout_s": 1})) is ToolCatalog
+
+
+async def test_the_example_servers_ship_in_the_package_and_run_with_python_m() -> None:
+    from langgraph_toolbudget.demo.mcp_servers import SERVERS_DIR, example_connections
+
+    assert SERVERS_DIR.parent.name == "demo" and (SERVERS_DIR / "__init__.py").is_file()
+    assert sorted(example_connections()) == ["math", "notes", "text"]
+    module = {
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": ["-m", "langgraph_toolbudget.demo.mcp_servers.text_server"],
+        "cwd": str(Path(__file__).resolve().parents[1]),  # this checkout's package
+    }
+    async with await ToolCatalog.from_mcp({"text": module}, strict=True) as catalog:
+        assert catalog.tools_in("text") == ["upper", "word_count"]
+        assert text_of(await catalog.get("upper").tool.ainvoke({"text": "ok"})) == "OK"
