@@ -1,6 +1,6 @@
 """Benchmark: one MCP tool call through the catalog vs. the adapters' default tool.
 
-Same stdio FastMCP server (``tests/mcp_servers/math_server.py``), same run:
+Same stdio FastMCP server (``langgraph_toolbudget/demo/mcp_servers/math_server.py``), same run:
 
 - ``catalog (ainvoke)`` / ``catalog (invoke)``: a tool of
   ``await ToolCatalog.from_mcp(...)``: one persistent session per server on
@@ -40,14 +40,14 @@ from langchain_mcp_adapters.tools import load_mcp_tools
 from langgraph_toolbudget import ToolCatalog
 
 ROOT = Path(__file__).resolve().parents[1]
-SERVERS = ROOT / "tests" / "mcp_servers"
+SERVERS = ROOT / "langgraph_toolbudget" / "demo" / "mcp_servers"
 RESULTS = Path(__file__).resolve().parent / "results" / "mcp_calls.json"
 TARGET_SPEEDUP = 50.0
 ARGS = {"a": 2, "b": 3}
 
 
 def stdio(script: str) -> dict[str, Any]:
-    """A stdio connection to one of the test servers."""
+    """A stdio connection to one of the example servers."""
     return {"transport": "stdio", "command": sys.executable, "args": [str(SERVERS / script)]}
 
 
@@ -214,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "langchain-mcp-adapters": version("langchain-mcp-adapters"),
             "langchain-core": version("langchain-core"),
         },
-        "server": "tests/mcp_servers/math_server.py over stdio; tool add(a=2, b=3)",
+        "server": "demo/mcp_servers/math_server.py over stdio; tool add(a=2, b=3)",
         "calls": calls,
         "speedup_vs_get_tools": speedup,
         "target_speedup": TARGET_SPEEDUP,

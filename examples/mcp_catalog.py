@@ -1,10 +1,11 @@
 """Two local MCP servers as one tool catalog, and one agent turn over it.
 
-Starts the ``math`` and ``notes`` FastMCP servers of ``tests/mcp_servers`` over
-stdio, loads them with ``ToolCatalog.from_mcp`` (one persistent session per
-server), prints the catalog grouped by server with how many tools the agent
-sees ("N of M tools visible"), and runs one turn of the tool-budget agent with
-a scripted chat model (no API key, no network).
+Starts the ``math`` and ``notes`` example FastMCP servers (shipped in
+``langgraph_toolbudget.demo.mcp_servers``) over stdio, loads them with
+``ToolCatalog.from_mcp`` (one persistent session per server), prints the catalog
+grouped by server with how many tools the agent sees ("N of M tools visible"),
+and runs one turn of the tool-budget agent with a scripted chat model (no API
+key, no network).
 
 Run: ``python examples/mcp_catalog.py``
 """
@@ -13,23 +14,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langgraph_toolbudget import ToolCatalog, create_toolbudget_agent
+from langgraph_toolbudget.demo.mcp_servers import example_connections
+from langgraph_toolbudget.mcp import MCPToolCatalog
 from langgraph_toolbudget.testing import ScriptedChatModel
 
-SERVERS = Path(__file__).resolve().parents[1] / "tests" / "mcp_servers"
 QUESTION = "Multiply 6 by 7, please."
-
-
-def stdio(script: str) -> dict[str, Any]:
-    """A stdio connection, in the format of ``MultiServerMCPClient``."""
-    return {"transport": "stdio", "command": sys.executable, "args": [str(SERVERS / script)]}
 
 
 def scripted_step(messages: list[BaseMessage], tools: list[str]) -> AIMessage:
@@ -53,7 +48,7 @@ def _call(name: str, args: dict[str, Any]) -> dict[str, Any]:
     return {"name": name, "args": args, "id": f"call_{name}"}
 
 
-def print_catalog(catalog: ToolCatalog, visible: list[str]) -> None:
+def print_catalog(catalog: MCPToolCatalog, visible: list[str]) -> None:
     """The catalog grouped by server, with "N of M tools visible" per server."""
     for server, info in catalog.mcp.servers.items():
         names = [n for n in info.tools if n in catalog]
@@ -70,7 +65,7 @@ def print_catalog(catalog: ToolCatalog, visible: list[str]) -> None:
 async def main() -> None:
     started = time.perf_counter()
     catalog = await ToolCatalog.from_mcp(
-        {"math": stdio("math_server.py"), "notes": stdio("notes_server.py")},
+        example_connections(["math", "notes"]),  # stdio connection dicts
         tool_metadata={"slow": {"timeout_s": 2}, "fail": {"enabled": False}},
     )
     async with catalog:

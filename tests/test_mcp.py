@@ -1,6 +1,6 @@
 """MCP servers as a tool catalog, against real FastMCP server processes.
 
-The servers live in ``tests/mcp_servers`` and run over stdio (spawned by the
+The servers (``langgraph_toolbudget/demo/mcp_servers``) run over stdio (spawned by the
 catalog) or over streamable HTTP / SSE on 127.0.0.1 (spawned here, always
 stopped). Only the chat model is scripted.
 """
@@ -18,12 +18,13 @@ import time
 import uuid
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_mcp_adapters.client import MultiServerMCPClient
-from mcp_servers import SERVERS_DIR, free_port, http_server, pid_alive, stdio
+from mcp_servers import free_port, http_server, pid_alive, stdio
 
 from langgraph_toolbudget import ToolCatalog, create_toolbudget_agent
 from langgraph_toolbudget.core.selection import search_hits
@@ -32,6 +33,7 @@ from langgraph_toolbudget.mcp import (
     MCPLoadError,
     MCPLoadWarning,
     MCPServerError,
+    MCPToolCatalog,
     load_mcp_catalog_sync,
     mcp_tool_name,
 )
@@ -458,6 +460,7 @@ async def test_aclose_stops_the_server_processes_and_later_calls_fail_clearly() 
 def test_sync_close_and_with_metadata_copies_share_the_sessions() -> None:
     catalog = load_mcp_catalog_sync({"math": MATH})
     copy = catalog.with_metadata(add={"timeout_s": 2})
+    assert isinstance(copy, MCPToolCatalog) and isinstance(copy, ToolCatalog)
     assert copy.mcp is catalog.mcp and copy.get("add").timeout_s == 2
     pid = int(text_of(copy.get("server_pid").tool.invoke({})))
     copy.close()
@@ -576,12 +579,72 @@ async def test_agent_survives_the_server_being_killed_mid_run(use_async: bool) -
 
 
 def test_the_example_loads_two_servers_and_runs_one_turn() -> None:
-    example = SERVERS_DIR.parents[1] / "examples" / "mcp_catalog.py"
+    repo = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(repo)}  # this checkout's package, not an installed one
     done = subprocess.run(
-        [sys.executable, str(example)], capture_output=True, text=True, timeout=60, check=True
+        [sys.executable, str(repo / "examples" / "mcp_catalog.py")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env=env,
     )
     assert "Loaded 11 tools from 2 MCP servers" in done.stdout
     assert re.search(r"^math: [1-5] of 5 tools visible", done.stdout, re.M)
     assert re.search(r"^notes: [0-6] of 6 tools visible", done.stdout, re.M)
     assert 'multiply({"a": 6, "b": 7}) -> 42.0 [success]' in done.stdout
     assert done.stdout.rstrip().endswith("Assistant: 6 times 7 is 42.0.")
+
+
+# --- the core without MCP ---------------------------------------------------------------
+
+
+def test_importing_the_package_does_not_load_the_mcp_sdk() -> None:
+    code = (
+        "import sys, langgraph_toolbudget, langgraph_toolbudget._compat, "
+        "langgraph_toolbudget._runner\n"
+        "from langgraph_toolbudget.demo import server\n"
+        "mcp = lambda: sorted(m for m in sys.modules "
+        "if m.split('.')[0] in ('mcp', 'langchain_mcp_adapters'))\n"
+        "assert mcp() == [], mcp()\n"
+        "langgraph_toolbudget.MCPServerError  # the lazy export loads it\n"
+        "assert 'mcp' in sys.modules and 'langchain_mcp_adapters' in sys.modules\n"
+    )
+    repo = Path(__file__).resolve().parents[1]  # this checkout first on sys.path
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+
+
+async def test_any_catalog_can_be_closed_and_only_mcp_catalogs_have_mcp_state() -> None:
+    from langchain_core.tools import tool
+
+    @tool
+    def echo(text: str) -> str:
+        """Echo the text."""
+        return text
+
+    plain = ToolCatalog.from_tools([echo])
+    async with plain as same:
+        assert same is plain
+    plain.close()
+    await plain.aclose()
+    assert not hasattr(plain, "mcp") and not hasattr(plain, "load_errors")
+    assert type(plain.with_metadata(echo={"timeout_s": 1})) is ToolCatalog
+
+
+async def test_the_example_servers_ship_in_the_package_and_run_with_python_m() -> None:
+    from langgraph_toolbudget.demo.mcp_servers import SERVERS_DIR, example_connections
+
+    assert SERVERS_DIR.parent.name == "demo" and (SERVERS_DIR / "__init__.py").is_file()
+    assert sorted(example_connections()) == ["math", "notes", "text"]
+    module = {
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": ["-m", "langgraph_toolbudget.demo.mcp_servers.text_server"],
+        "cwd": str(Path(__file__).resolve().parents[1]),  # this checkout's package
+    }
+    async with await ToolCatalog.from_mcp({"text": module}, strict=True) as catalog:
+        assert catalog.tools_in("text") == ["upper", "word_count"]
+        assert text_of(await catalog.get("upper").tool.ainvoke({"text": "ok"})) == "OK"

@@ -1,13 +1,20 @@
-"""_runner.run_sync: sync code runs coroutines on one background loop, even when nested."""
+"""_runner: sync code runs coroutines on long-lived background loops, even when nested."""
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import threading
+import time
 
 import pytest
 
-from langgraph_toolbudget._runner import run_sync
+from langgraph_toolbudget._runner import (
+    BackgroundLoop,
+    SyncTimeoutError,
+    background_loop,
+    run_sync,
+)
 
 request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="none")
 
@@ -49,3 +56,94 @@ async def test_run_sync_works_while_the_calling_thread_has_a_running_loop():
         return "ok"
 
     assert run_sync(value()) == "ok"
+
+
+def _cancellable(events: list[str]):
+    async def wait_forever() -> None:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            events.append("cancelled")
+            raise
+
+    return wait_forever()
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_run_sync_timeout_cancels_the_coroutine(nested: bool):
+    events: list[str] = []
+
+    async def outer() -> None:
+        run_sync(_cancellable(events), timeout=0.2)
+
+    started = time.perf_counter()
+    with pytest.raises(SyncTimeoutError, match="no result within 0.2 s"):
+        run_sync(outer()) if nested else run_sync(_cancellable(events), timeout=0.2)
+    assert time.perf_counter() - started < 5
+    assert events == ["cancelled"]  # cancelled, and finished cancelling, before the raise
+
+
+def test_run_sync_tells_its_timeout_from_the_coroutines_own():
+    async def own_timeout() -> None:
+        raise TimeoutError("the tool's own")
+
+    with pytest.raises(TimeoutError, match="the tool's own") as caught:
+        run_sync(own_timeout(), timeout=5)
+    assert not isinstance(caught.value, SyncTimeoutError)
+
+
+async def test_run_async_cancelling_the_caller_cancels_the_coroutine():
+    events: list[str] = []
+    waiter = asyncio.ensure_future(background_loop("sync").run_async(_cancellable(events)))
+    await asyncio.sleep(0.1)
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    for _ in range(100):
+        if events:
+            break
+        await asyncio.sleep(0.02)
+    assert events == ["cancelled"]
+
+
+def test_named_loops_are_process_wide_and_separate():
+    sync_loop, mcp_loop = background_loop("sync"), background_loop("mcp")
+    assert background_loop("sync") is sync_loop and background_loop() is sync_loop
+    assert sync_loop.loop is not mcp_loop.loop
+
+    async def thread_name() -> str:
+        return threading.current_thread().name
+
+    assert sync_loop.run_sync(thread_name()) == "toolbudget-sync"
+    assert mcp_loop.run_sync(thread_name()) == "toolbudget-mcp"
+
+
+def test_a_stopped_loop_starts_again_on_next_use():
+    runner = BackgroundLoop("toolbudget-test")
+
+    async def loop_id() -> int:
+        return id(asyncio.get_running_loop())
+
+    first = runner.run_sync(loop_id())
+    thread = runner._thread
+    runner.stop()
+    assert thread is not None and not thread.is_alive()
+    assert runner.run_sync(loop_id()) != first
+    runner.stop()
+
+
+def test_mcp_runtime_sessions_live_on_the_mcp_loop_and_refuse_nested_sync_calls():
+    from langgraph_toolbudget.mcp import MCPRuntime
+
+    runtime = MCPRuntime({})
+    try:
+        assert runtime.loop is background_loop("mcp").loop
+
+        async def nested_sync_call() -> None:
+            runtime.run_sync(asyncio.sleep(0))  # e.g. an interceptor calling tool.invoke
+
+        with pytest.raises(RuntimeError, match="await tool.ainvoke"):
+            runtime.run_sync(nested_sync_call())
+    finally:
+        runtime.close()
+    assert background_loop("mcp").run_sync(asyncio.sleep(0, "still up")) == "still up"

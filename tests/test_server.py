@@ -27,7 +27,7 @@ from langgraph_toolbudget.demo.example_catalog import build_example_catalog
 from langgraph_toolbudget.demo.server import chat_model, mcp_connections, model_spec
 
 REPO = Path(__file__).resolve().parents[1]
-MCP = REPO / "tests" / "mcp_servers"
+MCP = REPO / "langgraph_toolbudget" / "demo" / "mcp_servers"
 VISIBLE_SET_EVENT = "toolbudget.visible_tools"
 STARTUP_TIMEOUT_S = 45
 

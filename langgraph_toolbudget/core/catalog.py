@@ -320,9 +320,7 @@ class ToolCatalog:
                 meta = check_metadata(spec.name, changes[spec.name], strict=True, argument=argument)
                 spec = replace(spec, **meta)
             specs.append(spec)
-        copy = type(self)(specs, category_descriptions=self._descriptions, filtered=self._filtered)
-        copy._mcp_runtime = self._mcp_runtime  # shares (does not copy) the MCP sessions
-        return copy
+        return self._copy_with(specs)
 
     # --- search -----------------------------------------------------------------------------
 
@@ -358,9 +356,15 @@ class ToolCatalog:
     def __repr__(self) -> str:
         return f"ToolCatalog({len(self)} tools, {len(self._members)} categories)"
 
-    # --- MCP servers (see langgraph_toolbudget.mcp) ----------------------------------------
+    # --- copies, MCP servers, closing -------------------------------------------------------
 
-    _mcp_runtime: Any = None
+    def _copy_with(self, specs: Sequence[ToolSpec]) -> ToolCatalog:
+        """A catalog of this class over ``specs``, with these category descriptions and filters.
+
+        :meth:`with_metadata` builds its copies here; a subclass whose constructor
+        takes more (an MCP catalog's runtime) overrides it to pass that on.
+        """
+        return type(self)(specs, category_descriptions=self._descriptions, filtered=self._filtered)
 
     @classmethod
     async def from_mcp(
@@ -380,7 +384,8 @@ class ToolCatalog:
 
         Each tool is tagged with its server, sits in the server's category (described
         by the server's ``initialize`` instructions) and calls through the session.
-        Close with ``await catalog.aclose()`` or ``async with catalog:``.
+        Close with ``await catalog.aclose()`` or ``async with catalog:``. The MCP
+        layer (:mod:`langgraph_toolbudget.mcp`) is imported here, on first use.
 
         Args:
             connections_or_client: server -> connection dict, as for
@@ -392,14 +397,17 @@ class ToolCatalog:
             allowed_servers: keep only these servers' tools.
             allowed_tools: keep only these tools (``name``, ``server:name``, ``server:*``).
             strict: raise if any server fails to load, instead of warning and
-                listing it in :attr:`load_errors`.
+                listing it in ``load_errors``.
             **options: the other options of
                 :func:`langgraph_toolbudget.mcp.load_mcp_catalog`.
 
         Returns:
-            The catalog.
+            A :class:`~langgraph_toolbudget.mcp.MCPToolCatalog` (of ``cls`` when
+            ``cls`` is one): a catalog that also has ``mcp`` (its
+            :class:`~langgraph_toolbudget.mcp.MCPRuntime`) and ``load_errors``.
         """
-        from langgraph_toolbudget.mcp import load_mcp_catalog
+        from langgraph_toolbudget.mcp.catalog import MCPToolCatalog
+        from langgraph_toolbudget.mcp.loader import load_mcp_catalog
 
         return await load_mcp_catalog(
             connections_or_client,
@@ -410,29 +418,19 @@ class ToolCatalog:
             allowed_servers=allowed_servers,
             allowed_tools=allowed_tools,
             strict=strict,
-            catalog_cls=cls,
+            catalog_cls=cls if issubclass(cls, MCPToolCatalog) else MCPToolCatalog,
             **options,
         )
 
-    @property
-    def mcp(self) -> Any:
-        """The :class:`~langgraph_toolbudget.mcp.MCPRuntime` of an MCP catalog, else None."""
-        return self._mcp_runtime
-
-    @property
-    def load_errors(self) -> dict[str, str]:
-        """MCP server -> why it failed to load ({} when all loaded or not an MCP catalog)."""
-        return dict(self._mcp_runtime.load_errors) if self._mcp_runtime is not None else {}
-
     async def aclose(self) -> None:
-        """Close the MCP sessions this catalog owns (no-op for other catalogs)."""
-        if self._mcp_runtime is not None:
-            await self._mcp_runtime.aclose()
+        """Release what the catalog holds: nothing here; an MCP catalog closes its sessions.
+
+        Every catalog has ``aclose()``, ``close()`` and ``async with``, so code can
+        close whatever catalog it was given.
+        """
 
     def close(self) -> None:
         """Sync :meth:`aclose`, for code without an event loop."""
-        if self._mcp_runtime is not None:
-            self._mcp_runtime.close()
 
     async def __aenter__(self) -> ToolCatalog:
         return self

@@ -6,7 +6,8 @@ Key Components:
     - :func:`mcp_agent`: async graph factory, the prebuilt agent over MCP
       servers: those of ``$TOOLBUDGET_MCP_SERVERS`` (a JSON file, or inline
       JSON: server name -> ``MultiServerMCPClient`` connection dict), by
-      default the three local FastMCP servers shipped in ``tests/mcp_servers``.
+      default the three example FastMCP servers shipped in
+      :mod:`langgraph_toolbudget.demo.mcp_servers`.
       The catalog (one persistent session per server) is loaded once per
       process and shared by every run.
     - :func:`chat_model`: the chat model named by a spec: ``"demo"`` (the
@@ -36,10 +37,9 @@ import concurrent.futures
 import functools
 import json
 import os
-import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
@@ -47,8 +47,12 @@ from langgraph.graph.state import CompiledStateGraph
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+from langgraph_toolbudget.demo.mcp_servers import example_connections
 from langgraph_toolbudget.demo.model import DemoChatModel
 from langgraph_toolbudget.nodes.prebuilt import create_toolbudget_agent
+
+if TYPE_CHECKING:
+    from langgraph_toolbudget.mcp import MCPToolCatalog
 
 __all__ = [
     "DEMO_MODEL",
@@ -72,16 +76,6 @@ MODEL_ENV = "TOOLBUDGET_MODEL"
 MCP_SERVERS_ENV = "TOOLBUDGET_MCP_SERVERS"
 """Environment variable: :func:`mcp_agent`'s MCP connections, as JSON or a JSON file's path."""
 
-_EXAMPLE_MCP_SERVERS = {
-    "math": "math_server.py",
-    "notes": "notes_server.py",
-    "text": "text_server.py",
-}
-NO_EXAMPLE_SERVERS_ERROR = (
-    "the example MCP servers are not at {folder} (they ship with a source checkout, not the "
-    "wheel). Set {env} to a JSON file of connections, e.g. "
-    '{{"math": {{"transport": "stdio", "command": "python", "args": ["/path/math_server.py"]}}}}.'
-)
 BAD_MCP_SERVERS_ERROR = (
     "{env} must be a JSON object (server name -> MultiServerMCPClient connection dict, e.g. "
     '{{"math": {{"transport": "stdio", "command": "python", "args": ["server.py"]}}}}) '
@@ -234,21 +228,13 @@ def _build_example() -> ToolCatalog:
 
 
 def default_mcp_connections() -> dict[str, dict[str, Any]]:
-    """Stdio connections to the local FastMCP servers of a source checkout (``tests/mcp_servers``).
+    """Stdio connections to the example FastMCP servers that ship with the package.
 
     Returns:
-        ``math``, ``notes`` and ``text``, each started with this Python interpreter.
-
-    Raises:
-        FileNotFoundError: the servers are not there (an installed wheel).
+        ``math``, ``notes`` and ``text`` (:mod:`langgraph_toolbudget.demo.mcp_servers`),
+        each started with this Python interpreter.
     """
-    folder = Path(__file__).resolve().parents[2] / "tests" / "mcp_servers"
-    if not folder.is_dir():
-        raise FileNotFoundError(NO_EXAMPLE_SERVERS_ERROR.format(folder=folder, env=MCP_SERVERS_ENV))
-    return {
-        name: {"transport": "stdio", "command": sys.executable, "args": [str(folder / script)]}
-        for name, script in _EXAMPLE_MCP_SERVERS.items()
-    }
+    return example_connections()
 
 
 def mcp_connections(value: str | None = None) -> dict[str, dict[str, Any]]:
@@ -263,7 +249,7 @@ def mcp_connections(value: str | None = None) -> dict[str, dict[str, Any]]:
 
     Raises:
         ValueError: the JSON is invalid or not a mapping of mappings.
-        FileNotFoundError: the file, or the default servers, do not exist.
+        FileNotFoundError: the file does not exist.
     """
     value = value if value is not None else os.environ.get(MCP_SERVERS_ENV)
     if not value or not value.strip():
@@ -282,10 +268,10 @@ def mcp_connections(value: str | None = None) -> dict[str, dict[str, Any]]:
     return {str(k): dict(v) for k, v in connections.items()}
 
 
-_mcp_loads: dict[str, concurrent.futures.Future[ToolCatalog]] = {}
+_mcp_loads: dict[str, concurrent.futures.Future[MCPToolCatalog]] = {}
 
 
-async def _mcp_catalog() -> ToolCatalog:
+async def _mcp_catalog() -> MCPToolCatalog:
     """The MCP catalog of the configured servers, loaded once per process.
 
     Concurrent first runs share one load (a loop-independent future); a failed
@@ -297,7 +283,7 @@ async def _mcp_catalog() -> ToolCatalog:
     if future is None:
         future = _mcp_loads[key] = concurrent.futures.Future()
         try:
-            catalog = await ToolCatalog.from_mcp(connections)
+            catalog = cast("MCPToolCatalog", await ToolCatalog.from_mcp(connections))
             if len(catalog) == 0:
                 await catalog.aclose()
                 raise RuntimeError(NO_MCP_TOOLS_ERROR.format(errors=catalog.load_errors))

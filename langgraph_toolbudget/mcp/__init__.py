@@ -2,9 +2,13 @@
 
 Key Components:
     - :func:`load_mcp_catalog` (also ``await ToolCatalog.from_mcp(...)``): load
-      the tools of several MCP servers into one :class:`ToolCatalog`. Each tool
-      is tagged with its server; its category is the server name; the server's
-      ``initialize`` instructions become the category description.
+      the tools of several MCP servers into one :class:`MCPToolCatalog`. Each
+      tool is tagged with its server; its category is the server name; the
+      server's ``initialize`` instructions become the category description.
+    - :class:`MCPToolCatalog`: a ``ToolCatalog`` that owns its
+      :class:`MCPRuntime` (``catalog.mcp``), lists the servers that failed to
+      load (``catalog.load_errors``) and closes the sessions (``aclose()``,
+      ``close()``, ``async with``).
     - :class:`MCPRuntime`: owns one persistent MCP session per server, all on
       one background event-loop thread. Tools call through it from any thread
       or event loop: sync ``invoke`` blocks on the background loop, async
@@ -35,6 +39,7 @@ Typical Usage:
     ```
 """
 
+from langgraph_toolbudget.mcp.catalog import MCPToolCatalog
 from langgraph_toolbudget.mcp.errors import MCPLoadError, MCPLoadWarning, MCPServerError
 from langgraph_toolbudget.mcp.loader import load_mcp_catalog, load_mcp_catalog_sync, mcp_tool_name
 from langgraph_toolbudget.mcp.runtime import MCPRuntime, MCPServerInfo
@@ -47,6 +52,7 @@ __all__ = [
     "MCPRuntime",
     "MCPServerError",
     "MCPServerInfo",
+    "MCPToolCatalog",
     "load_mcp_catalog",
     "load_mcp_catalog_sync",
     "mcp_tool_name",

@@ -37,6 +37,10 @@ CLOSED_ERROR = (
     "the MCP sessions of this catalog were closed (aclose()/close()); tool {tool!r} of "
     "server {server!r} cannot run. Load the catalog again with ToolCatalog.from_mcp()."
 )
+NESTED_SYNC_ERROR = (
+    "a sync MCP call from the MCP sessions' own loop (in a tool interceptor or callback) "
+    "would wait on the loop it blocks; call the tool with `await tool.ainvoke(...)` there."
+)
 HEADERS_ERROR = (
     "a tool interceptor set HTTP headers for tool {tool!r} of MCP server {server!r}; "
     "per-call headers are not supported over the catalog's persistent sessions. "

@@ -15,10 +15,11 @@ from langchain_core.tools import BaseTool
 from langchain_mcp_adapters.callbacks import Callbacks
 from langchain_mcp_adapters.client import MultiServerMCPClient
 from langchain_mcp_adapters.sessions import Connection
-from langchain_mcp_adapters.tools import _handle_mcp_tool_error
 from mcp import types
 
+from langgraph_toolbudget._compat_mcp import _handle_mcp_tool_error
 from langgraph_toolbudget.core.catalog import TOOL_METADATA_KEYS, IncludeMode, ToolCatalog
+from langgraph_toolbudget.mcp.catalog import MCPToolCatalog
 from langgraph_toolbudget.mcp.errors import MCPLoadError, MCPLoadWarning
 from langgraph_toolbudget.mcp.runtime import MCPRuntime, MCPServerInfo
 from langgraph_toolbudget.mcp.tool import MCPCatalogTool
@@ -97,8 +98,8 @@ async def load_mcp_catalog(
     strict: bool = False,
     connect_timeout_s: float = 30.0,
     heartbeat_s: float | None = 1.0,
-    catalog_cls: type[ToolCatalog] = ToolCatalog,
-) -> ToolCatalog:
+    catalog_cls: type[MCPToolCatalog] = MCPToolCatalog,
+) -> MCPToolCatalog:
     """Load the tools of MCP servers into a catalog that owns persistent sessions.
 
     Each server's session is opened here (concurrently) and kept open; every
@@ -146,7 +147,7 @@ async def load_mcp_catalog(
             ``initialize`` / ``tools/list``.
         heartbeat_s: ping interval for busy servers, to notice a server that
             died mid-call; ``None`` disables it.
-        catalog_cls: the catalog class to build (a ``ToolCatalog`` subclass).
+        catalog_cls: the catalog class to build (an :class:`MCPToolCatalog` subclass).
 
     Returns:
         The catalog; ``catalog.mcp`` is its :class:`MCPRuntime`.
@@ -230,7 +231,7 @@ async def load_mcp_catalog(
 
 def load_mcp_catalog_sync(
     connections_or_client: Mapping[str, Connection] | MultiServerMCPClient, **kwargs: Any
-) -> ToolCatalog:
+) -> MCPToolCatalog:
     """:func:`load_mcp_catalog` for code without an event loop (scripts, graph modules).
 
     Args:
@@ -258,7 +259,7 @@ def _build_catalog(
     runtime: MCPRuntime,
     loaded: Mapping[str, list[types.Tool]],
     *,
-    catalog_cls: type[ToolCatalog],
+    catalog_cls: type[MCPToolCatalog],
     server_descriptions: Mapping[str, str],
     server_defaults: Mapping[str, Mapping[str, Any]],
     tool_metadata: Mapping[str, Mapping[str, Any]],
@@ -269,7 +270,7 @@ def _build_catalog(
     default_include: IncludeMode,
     prefix: bool,
     handle_tool_errors: bool,
-) -> ToolCatalog:
+) -> MCPToolCatalog:
     """Turn the listed MCP tools into catalog tools, metadata, categories and filters."""
     counts = Counter(t.name for tools in loaded.values() for t in tools)
     names: dict[tuple[str, str], str] = {}
@@ -292,16 +293,16 @@ def _build_catalog(
         )
 
     overrides: dict[str, dict[str, Any]] = {}
-    for key, meta in tool_metadata.items():
+    for key, override in tool_metadata.items():
         name = resolve(key, "tool_metadata")
         if name is None:
             continue
-        if "server" in meta:
+        if "server" in override:
             raise ValueError(
                 f"tool_metadata[{key!r}] sets 'server'; an MCP tool's server is the one it "
                 "was loaded from."
             )
-        overrides.setdefault(name, {}).update(meta)
+        overrides.setdefault(name, {}).update(override)
 
     cats: dict[str, list[str]] | None = None
     if categories is not None:
@@ -345,7 +346,8 @@ def _build_catalog(
                     mcp_name=t.name,
                     timeout_s=timeout if isinstance(timeout, int | float) else None,
                     mcp_runtime=runtime,
-                    handle_tool_error=_handle_mcp_tool_error if handle_tool_errors else False,
+                    # Content blocks (TypedDicts), which BaseTool's annotation calls dicts.
+                    handle_tool_error=_handle_mcp_tool_error if handle_tool_errors else False,  # type: ignore[arg-type]
                 )
             )
             admitted = (allowed_servers is None and allowed_tools is None) or (
@@ -379,7 +381,9 @@ def _build_catalog(
             f"catalog. Categories: {sorted(member_cats | server_cats)}."
         )
     filtering = allowed_servers is not None or allowed_tools is not None
-    catalog = catalog_cls.from_tools(
+    # from_tools validates and resolves metadata, categories and filters; the MCP
+    # catalog then takes its specs (disabled ones too), descriptions and filtered names.
+    plain = ToolCatalog.from_tools(
         tools,
         categories=cats,
         category_descriptions=descriptions,
@@ -387,5 +391,9 @@ def _build_catalog(
         allowed_tools=[glob.escape(n) for n in kept] if filtering else None,
         default_include=default_include,
     )
-    catalog._mcp_runtime = runtime
-    return catalog
+    return catalog_cls(
+        [spec for t in tools if (spec := plain.get(t.name)) is not None],
+        runtime=runtime,
+        category_descriptions=plain.category_descriptions,
+        filtered=[t.name for t in tools if plain.is_filtered(t.name)],
+    )

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import logging
-import threading
 import weakref
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,16 +13,18 @@ import anyio
 from langchain_mcp_adapters.callbacks import Callbacks
 from langchain_mcp_adapters.interceptors import MCPToolCallRequest, ToolCallInterceptor
 from langchain_mcp_adapters.sessions import Connection
-from langchain_mcp_adapters.tools import (
+from mcp import types
+
+from langgraph_toolbudget._compat_mcp import (
     _build_interceptor_chain,
     _convert_call_tool_result,
     _list_all_tools,
 )
-from mcp import types
-
+from langgraph_toolbudget._runner import BackgroundLoop, SyncTimeoutError, background_loop
 from langgraph_toolbudget.mcp.errors import (
     CLOSED_ERROR,
     HEADERS_ERROR,
+    NESTED_SYNC_ERROR,
     TIMEOUT_ERROR,
     MCPServerError,
     _describe_error,
@@ -63,58 +63,29 @@ class MCPServerInfo:
     tools: dict[str, str] = field(default_factory=dict)
 
 
-class _SyncTimeout(TimeoutError):
-    """``MCPRuntime.run_sync`` gave up waiting (and cancelled the coroutine)."""
-
-
-def _run_loop(loop: asyncio.AbstractEventLoop, stopped: concurrent.futures.Future[None]) -> None:
-    asyncio.set_event_loop(loop)
-    try:
-        loop.run_forever()
-    finally:
-        try:
-            loop.run_until_complete(loop.shutdown_asyncgens())
-        finally:
-            loop.close()
-            stopped.set_result(None)
-
-
 async def _close_all(servers: Mapping[str, _ServerSession]) -> None:
     await asyncio.gather(*(s.close() for s in servers.values()), return_exceptions=True)
 
 
-def _shutdown(
-    loop: asyncio.AbstractEventLoop,
-    thread: threading.Thread,
-    servers: Mapping[str, _ServerSession],
-    stopped: concurrent.futures.Future[None],
-) -> None:
-    """Close every session and stop the loop thread (sync; also the finalizer)."""
-    if loop.is_closed() or stopped.done():
-        return
-    if threading.current_thread() is thread:
-        loop.create_task(_close_all(servers)).add_done_callback(lambda _: loop.stop())
+def _close_sessions(runner: BackgroundLoop, servers: Mapping[str, _ServerSession]) -> None:
+    """Close every session (sync; also the finalizer at interpreter exit)."""
+    if runner.in_loop_thread():
+        runner.submit(_close_all(servers))  # cannot wait on our own loop: closes in the background
         return
     try:
-        asyncio.run_coroutine_threadsafe(_close_all(servers), loop).result(timeout=15)
-    except concurrent.futures.TimeoutError:
-        logger.warning("MCP sessions did not close within 15 s; stopping their loop anyway")
-    finally:
-        if not loop.is_closed():
-            loop.call_soon_threadsafe(loop.stop)
-    try:
-        stopped.result(timeout=5)
-    except concurrent.futures.TimeoutError:
-        logger.warning("the MCP runtime's loop thread did not stop within 5 s")
+        runner.run_sync(_close_all(servers), timeout=15)
+    except SyncTimeoutError:
+        logger.warning("MCP sessions did not close within 15 s; left to exit with the process")
 
 
 class MCPRuntime:
-    """Persistent MCP sessions, one per server, on one background event-loop thread.
+    """Persistent MCP sessions, one per server, on the process's MCP background loop.
 
     MCP sessions are bound to the event loop that opened them, while a graph
     may run under a sync ``invoke``, an ``ainvoke`` in any loop, Jupyter or
-    ``langgraph dev``. The runtime therefore runs every session on its own
-    daemon thread and loop; :meth:`call` (sync) and :meth:`acall` (async,
+    ``langgraph dev``. Every session therefore lives on one long-lived loop on
+    a daemon thread (``langgraph_toolbudget._runner.background_loop("mcp")``,
+    shared by all runtimes); :meth:`call` (sync) and :meth:`acall` (async,
     never blocking) hand calls to it. Cancelling an ``acall`` cancels the call
     on the background loop and tells the server to stop the tool.
 
@@ -136,7 +107,7 @@ class MCPRuntime:
         connect_timeout_s: float = 30.0,
         heartbeat_s: float | None = 1.0,
     ) -> None:
-        """Start the background loop; sessions open on :meth:`aload` or the first call.
+        """Set up the sessions; they open on :meth:`aload` or the first call.
 
         Args:
             connections: server name -> connection dict, as for
@@ -165,16 +136,9 @@ class MCPRuntime:
             )
             for name, conn in self.connections.items()
         }
-        self._loop = asyncio.new_event_loop()
-        self._stopped: concurrent.futures.Future[None] = concurrent.futures.Future()
-        self._thread = threading.Thread(
-            target=_run_loop, args=(self._loop, self._stopped), name="toolbudget-mcp", daemon=True
-        )
-        self._thread.start()
+        self._runner = background_loop("mcp")
         self._closed = False
-        self._finalizer = weakref.finalize(
-            self, _shutdown, self._loop, self._thread, self._sessions, self._stopped
-        )
+        self._finalizer = weakref.finalize(self, _close_sessions, self._runner, self._sessions)
 
     # -- plumbing --
 
@@ -186,13 +150,7 @@ class MCPRuntime:
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
         """The background event loop every session lives on."""
-        return self._loop
-
-    def _submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        if self._closed:
-            coro.close()
-            raise RuntimeError("this MCP runtime is closed")
-        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+        return self._runner.loop
 
     def run_sync(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run a coroutine on the background loop and block for its result.
@@ -205,26 +163,18 @@ class MCPRuntime:
             The coroutine's result.
 
         Raises:
-            RuntimeError: called from the background loop's own thread (it
-                would deadlock).
-            TimeoutError: ``timeout`` expired (the coroutine was cancelled).
+            RuntimeError: the runtime is closed, or this is the background loop's
+                own thread (an interceptor or callback): waiting there would stop
+                the sessions the coroutine needs.
+            SyncTimeoutError: ``timeout`` expired (the coroutine was cancelled).
         """
-        if threading.current_thread() is self._thread:
+        if self._runner.in_loop_thread():
             coro.close()
-            raise RuntimeError(
-                "a sync MCP call from the runtime's own loop would deadlock; use the async API"
-            )
-        fut = self._submit(coro)
-        try:
-            return fut.result(timeout)
-        except concurrent.futures.TimeoutError:
-            if fut.done():
-                raise
-            fut.cancel()
-            raise _SyncTimeout(f"no result within {timeout} s") from None
-        except BaseException:
-            fut.cancel()
-            raise
+            raise RuntimeError(NESTED_SYNC_ERROR)
+        if self._closed:
+            coro.close()
+            raise RuntimeError("this MCP runtime is closed")
+        return self._runner.run_sync(coro, timeout)
 
     async def run_async(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine on the background loop and await it from any loop.
@@ -236,8 +186,14 @@ class MCPRuntime:
 
         Returns:
             The coroutine's result.
+
+        Raises:
+            RuntimeError: the runtime is closed.
         """
-        return await asyncio.wrap_future(self._submit(coro))
+        if self._closed:
+            coro.close()
+            raise RuntimeError("this MCP runtime is closed")
+        return await self._runner.run_async(coro)
 
     # -- loading --
 
@@ -334,7 +290,7 @@ class MCPRuntime:
             raise MCPServerError(CLOSED_ERROR.format(tool=tool, server=server), server=server)
         try:
             return self.run_sync(self._call(server, tool, mcp_name, arguments), timeout_s)
-        except _SyncTimeout:
+        except SyncTimeoutError:
             raise MCPServerError(
                 TIMEOUT_ERROR.format(tool=tool, server=server, timeout=timeout_s),
                 server=server,
@@ -369,21 +325,18 @@ class MCPRuntime:
     # -- closing --
 
     async def aclose(self) -> None:
-        """Close every session and stop the background loop. Idempotent."""
+        """Close every session (stopping stdio server processes). Idempotent."""
         if self._closed:
             return
-        if threading.current_thread() is self._thread:
-            raise RuntimeError("aclose() cannot run on the MCP runtime's own loop")
         self._closed = True
-        await asyncio.wrap_future(
-            asyncio.run_coroutine_threadsafe(_close_all(self._sessions), self._loop)
-        )
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        await asyncio.wrap_future(self._stopped)
+        await self._runner.run_async(_close_all(self._sessions))
         self._finalizer.detach()
 
     def close(self) -> None:
-        """Sync :meth:`aclose`, for scripts without an event loop. Idempotent."""
+        """Sync :meth:`aclose`, for scripts without an event loop. Idempotent.
+
+        From the background loop's own thread the sessions close in the background.
+        """
         if self._closed:
             return
         self._closed = True

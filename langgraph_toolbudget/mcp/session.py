@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-from langchain_mcp_adapters.callbacks import CallbackContext, Callbacks, _MCPCallbacks
+from langchain_mcp_adapters.callbacks import CallbackContext, Callbacks
 from langchain_mcp_adapters.sessions import Connection, create_session
 from mcp import ClientSession, types
 
+from langgraph_toolbudget._compat_mcp import _MCPCallbacks, next_request_id, transport_closed
 from langgraph_toolbudget.mcp.errors import (
     CALL_FAILED_ERROR,
     CALL_REJECTED_ERROR,
@@ -89,11 +90,7 @@ class _ServerSession:
         """Is this session usable (owner running, transport open)?"""
         if gen is None or gen.owner.done() or gen.dead.is_set():
             return False
-        stream = getattr(gen.session, "_read_stream", None)
-        stats = getattr(stream, "statistics", None)
-        # The transport closes its end of the read stream when the server goes away
-        # (stdio: the process exited); a call on it would fail at once.
-        return not (callable(stats) and stats().open_send_streams == 0)
+        return not transport_closed(gen.session)
 
     async def ensure_open(self) -> _Generation:
         """The live session, opening (or re-opening) it if needed.
@@ -235,11 +232,11 @@ class _ServerSession:
     ) -> types.CallToolResult:
         gen = await self.ensure_open()
         session = gen.session
-        request_id: list[int] = []
+        request_id: list[int | None] = []
 
         async def send() -> types.CallToolResult:
             # send_request takes this id synchronously before its first await.
-            request_id.append(getattr(session, "_request_id", -1))
+            request_id.append(next_request_id(session))
             return await session.call_tool(
                 mcp_name,
                 arguments,
@@ -256,8 +253,8 @@ class _ServerSession:
             await asyncio.wait({call, watch}, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             call.cancel()
-            if request_id and request_id[0] >= 0 and not gen.dead.is_set():
-                self._spawn(self._notify_cancelled(session, request_id[0]))
+            if request_id and (sent := request_id[0]) is not None and not gen.dead.is_set():
+                self._spawn(self._notify_cancelled(session, sent))
             raise
         finally:
             watch.cancel()

@@ -1,10 +1,11 @@
-"""Real FastMCP servers for the tests, examples and benchmarks, plus helpers to run them.
+"""Helpers to run the example FastMCP servers in tests, examples and benchmarks.
 
-``math_server.py``, ``notes_server.py`` and ``text_server.py`` each run over
-stdio (``python math_server.py``) or HTTP (``--transport streamable-http
---port N`` / ``--transport sse``). :func:`stdio` builds a stdio connection;
-:func:`http_server` starts a server process on a free 127.0.0.1 port and always
-stops it.
+The servers themselves ship with the package, in
+:mod:`langgraph_toolbudget.demo.mcp_servers` (``math_server.py``,
+``notes_server.py``, ``text_server.py``); each runs over stdio or HTTP
+(``--transport streamable-http --port N`` / ``--transport sse``). :func:`stdio`
+builds a stdio connection; :func:`http_server` starts a server process on a
+free 127.0.0.1 port and always stops it.
 """
 
 from __future__ import annotations
@@ -22,19 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-SERVERS_DIR = Path(__file__).resolve().parent
+from langgraph_toolbudget.demo.mcp_servers import SERVERS_DIR, stdio
 
-
-def stdio(script: str) -> dict[str, Any]:
-    """A stdio connection dict (``MultiServerMCPClient`` format) for one of the servers.
-
-    Args:
-        script: file name in this folder, e.g. ``"math_server.py"``.
-
-    Returns:
-        The connection dict.
-    """
-    return {"transport": "stdio", "command": sys.executable, "args": [str(SERVERS_DIR / script)]}
+__all__ = ["SERVERS_DIR", "ServerProcess", "free_port", "http_server", "pid_alive", "stdio"]
 
 
 def free_port() -> int:
@@ -97,7 +88,7 @@ def http_server(
     """Run a server over HTTP on 127.0.0.1 for the ``with`` block; always stop it.
 
     Args:
-        script: file name in this folder.
+        script: a server's file name in :data:`SERVERS_DIR`.
         transport: ``streamable-http`` or ``sse``.
         port: the port (a free one by default).
 

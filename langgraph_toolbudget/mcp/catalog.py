@@ -1,0 +1,74 @@
+"""The catalog of MCP tools: a ToolCatalog that owns the sessions its tools call through."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from langgraph_toolbudget.core.catalog import ToolCatalog, ToolSpec
+from langgraph_toolbudget.mcp.runtime import MCPRuntime
+
+
+class MCPToolCatalog(ToolCatalog):
+    """A :class:`ToolCatalog` of MCP tools that owns their :class:`MCPRuntime`.
+
+    Build it with ``await ToolCatalog.from_mcp(...)`` (or
+    :func:`~langgraph_toolbudget.mcp.load_mcp_catalog`). The nodes use it like
+    any catalog; on top it has the runtime (:attr:`mcp`: servers, sessions),
+    the servers that failed to load (:attr:`load_errors`), and closing: ``await
+    catalog.aclose()``, ``catalog.close()`` or ``async with catalog:``. Copies
+    from :meth:`with_metadata` share the runtime: closing one closes them all.
+
+    Args:
+        specs: the tools, as for :class:`ToolCatalog`.
+        runtime: the runtime whose sessions the tools call through; the catalog
+            closes it.
+        category_descriptions: category -> description.
+        filtered: names of tools the catalog's filters removed.
+
+    Example:
+        ```python
+        async with await ToolCatalog.from_mcp(connections) as catalog:
+            print(catalog.load_errors, catalog.mcp.servers["math"].tools)
+            graph = create_toolbudget_agent(model, catalog).compile()
+        ```
+    """
+
+    def __init__(
+        self,
+        specs: Sequence[ToolSpec],
+        *,
+        runtime: MCPRuntime,
+        category_descriptions: Mapping[str, str] | None = None,
+        filtered: Iterable[str] = (),
+    ) -> None:
+        filtered = tuple(filtered)
+        super().__init__(specs, category_descriptions=category_descriptions, filtered=filtered)
+        self._runtime = runtime
+        self._given = (dict(category_descriptions or {}), filtered)
+
+    @property
+    def mcp(self) -> MCPRuntime:
+        """The :class:`MCPRuntime`: loaded servers (``servers``), sessions, calls."""
+        return self._runtime
+
+    @property
+    def load_errors(self) -> dict[str, str]:
+        """MCP server -> why it failed to load ({} when every server loaded)."""
+        return dict(self._runtime.load_errors)
+
+    def _copy_with(self, specs: Sequence[ToolSpec]) -> MCPToolCatalog:
+        descriptions, filtered = self._given
+        return type(self)(
+            specs, runtime=self._runtime, category_descriptions=descriptions, filtered=filtered
+        )
+
+    async def aclose(self) -> None:
+        """Close the MCP sessions (stopping stdio server processes). Idempotent."""
+        await self._runtime.aclose()
+
+    def close(self) -> None:
+        """Sync :meth:`aclose`, for code without an event loop. Idempotent."""
+        self._runtime.close()
+
+    async def __aenter__(self) -> MCPToolCatalog:
+        return self
