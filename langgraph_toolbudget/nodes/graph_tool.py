@@ -138,9 +138,7 @@ class GraphTool(BaseTool):
         config: RunnableConfig,
         run_manager: CallbackManagerForToolRun | None = None,
     ) -> str:
-        state = self._child_input(arguments)
-        callbacks = run_manager.get_child() if run_manager else config.get("callbacks")
-        child, info = self._child_config(config, call_id, callbacks)
+        state, child, info = self._prepare(arguments, call_id, config, run_manager)
         if self.timeout_s is not None:
             return run_sync(self._arun_child(state, child, info))
         try:
@@ -156,9 +154,7 @@ class GraphTool(BaseTool):
         config: RunnableConfig,
         run_manager: AsyncCallbackManagerForToolRun | None = None,
     ) -> str:
-        state = self._child_input(arguments)
-        callbacks = run_manager.get_child() if run_manager else config.get("callbacks")
-        child, info = self._child_config(config, call_id, callbacks)
+        state, child, info = self._prepare(arguments, call_id, config, run_manager)
         return await self._arun_child(state, child, info)
 
     async def _arun_child(self, state: Any, child: RunnableConfig, info: dict[str, Any]) -> str:
@@ -180,6 +176,12 @@ class GraphTool(BaseTool):
         return _answer(run_result(info, final))
 
     # --- the child's input and config ---------------------------------------------------------
+
+    def _prepare(
+        self, arguments: dict[str, Any], call_id: str | None, config: RunnableConfig, manager: Any
+    ) -> tuple[Any, RunnableConfig, dict[str, Any]]:
+        callbacks = manager.get_child() if manager else config.get("callbacks")
+        return self._child_input(arguments), *self._child_config(config, call_id, callbacks)
 
     def _child_input(self, arguments: dict[str, Any]) -> Any:
         if self.json_schema is not None:
