@@ -11,6 +11,7 @@ Key Components:
     - Nodes: :class:`ClassifyIntent`, :class:`SelectTools`, :class:`ToolSearch`,
       :class:`CallModel`, :class:`ToolAgent`, :class:`ToolExecutor`.
     - Prebuilt: :func:`create_toolbudget_agent`, :func:`add_toolbudget_nodes`.
+    - :func:`graph_tool`: a compiled graph as a tool (a child run per call).
     - :class:`BudgetConfig`: the options every node shares, validated once.
 
 Algorithms (BM25 index, budget arithmetic, coercion...) live in
@@ -27,6 +28,7 @@ from langgraph_toolbudget.core.semantic import HashingEmbeddings, HybridScorer
 from langgraph_toolbudget.core.tokens import schema_tokens
 from langgraph_toolbudget.nodes.agent import CallModel, ToolAgent
 from langgraph_toolbudget.nodes.executor import ToolExecutor
+from langgraph_toolbudget.nodes.graph_tool import graph_tool
 from langgraph_toolbudget.nodes.intent import ClassifyIntent
 from langgraph_toolbudget.nodes.prebuilt import add_toolbudget_nodes, create_toolbudget_agent
 from langgraph_toolbudget.nodes.prompt import tools_prompt_section
@@ -66,6 +68,7 @@ __all__ = [
     "ToolSpec",
     "add_toolbudget_nodes",
     "create_toolbudget_agent",
+    "graph_tool",
     "meta_tool_definitions",
     "schema_tokens",
     "tools_prompt_section",

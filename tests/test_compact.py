@@ -1,0 +1,102 @@
+"""core/compact.py: the compact result of a child run, JSON-safe and bounded (no graph needed)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from langchain_core.messages import AIMessage, HumanMessage
+from pydantic import BaseModel
+
+from langgraph_toolbudget.core.compact import (
+    MAX_FIELD_CHARS,
+    bounded,
+    error_result,
+    interrupted_result,
+    json_schema_problem,
+    last_ai_text,
+    run_result,
+)
+
+HEADER = {"mode": "graph", "graph": "g", "run_id": "r", "thread_id": "t"}
+
+
+@dataclass
+class Pending:  # shaped like LangGraph's Interrupt
+    value: object
+    id: str = "i"
+
+
+class Point(BaseModel):
+    x: int
+    y: int
+
+
+def test_run_result_with_messages_gives_the_last_ai_text_and_the_other_keys():
+    final = {"messages": [HumanMessage("q"), AIMessage("a1"), AIMessage("a2")], "n": 2}
+    assert run_result(HEADER, final) == {
+        **HEADER,
+        "status": "success",
+        "output": "a2",
+        "context": {"n": 2},
+    }
+
+
+def test_run_result_reads_message_dicts_as_a_remote_graph_returns_them():
+    final = {"messages": [{"type": "human", "content": "q"}, {"type": "ai", "content": "a"}]}
+    assert run_result(HEADER, final)["output"] == "a"
+    assert "context" not in run_result(HEADER, final)
+
+
+def test_run_result_without_messages_is_the_whole_state_made_json_safe():
+    final = {"point": Point(x=1, y=2), "tags": {"a"}, "when": object}
+    result = run_result(HEADER, final)
+    assert result["output"]["point"] == {"x": 1, "y": 2}
+    assert result["output"]["tags"] == ["a"]
+    assert isinstance(result["output"]["when"], str)
+    json.dumps(result)  # serialisable as is
+    assert run_result(HEADER, 42)["output"] == 42  # a functional-API graph may return anything
+
+
+def test_run_result_with_a_pending_interrupt_is_interrupted():
+    final = {"messages": [HumanMessage("q")], "__interrupt__": [Pending({"ask": "city?"})]}
+    result = run_result(HEADER, final)
+    assert result["status"] == "interrupted"
+    assert result["interrupts"] == [{"ask": "city?"}]
+    assert "'t'" in result["error"]["message"] and "output" not in result
+
+
+def test_interrupted_and_error_results():
+    assert interrupted_result(HEADER, [Pending(1)])["interrupts"] == [1]
+    failed = error_result(HEADER, KeyError("x"))
+    assert failed["status"] == "error" and failed["error"] == {"type": "KeyError", "message": "'x'"}
+    assert error_result(HEADER, TimeoutError("late"), status="timeout")["status"] == "timeout"
+
+
+def test_bounded_cuts_long_values_and_says_so():
+    assert bounded("x" * 10) == "x" * 10
+    cut = bounded({"text": "x" * (MAX_FIELD_CHARS * 2)})
+    assert isinstance(cut, str) and len(cut) < MAX_FIELD_CHARS + 100
+    assert cut.endswith(f"[truncated, {MAX_FIELD_CHARS * 2 + 12} characters in all]")
+
+
+def test_bounded_survives_deep_nesting():
+    deep: list = []
+    node = deep
+    for _ in range(100):
+        node.append([])
+        node = node[0]
+    json.dumps(bounded(deep))
+
+
+def test_last_ai_text_is_none_without_an_ai_message():
+    assert last_ai_text([HumanMessage("q"), {"role": "weird"}]) is None
+
+
+def test_json_schema_problem_names_the_field():
+    schema = {"type": "object", "properties": {"days": {"type": "integer"}}, "required": ["days"]}
+    assert json_schema_problem(schema) is None
+    assert json_schema_problem(schema, {"days": 2}) is None
+    assert json_schema_problem(schema, {"days": "many"}) == "days: 'many' is not of type 'integer'"
+    assert "required" in (json_schema_problem(schema, {}) or "")
+    assert json_schema_problem({"type": 5}) is not None  # not a valid schema
