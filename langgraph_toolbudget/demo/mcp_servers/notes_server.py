@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
-from pathlib import Path
 
 from mcp.server.fastmcp import FastMCP
 from mcp.types import ToolAnnotations
 
-sys.path.insert(0, str(Path(__file__).parent))
-from _run import run  # noqa: E402
+from langgraph_toolbudget.demo.mcp_servers._run import run
 
 READ_ONLY = ToolAnnotations(readOnlyHint=True)
 
