@@ -49,6 +49,7 @@ from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
 from langgraph_toolbudget.demo.mcp_servers import example_connections
 from langgraph_toolbudget.demo.model import DemoChatModel
+from langgraph_toolbudget.nodes.models import ModelUnavailableError, resolve_chat_model
 from langgraph_toolbudget.nodes.prebuilt import create_toolbudget_agent
 
 if TYPE_CHECKING:
@@ -83,29 +84,7 @@ BAD_MCP_SERVERS_ERROR = (
 )
 NO_MCP_TOOLS_ERROR = "no MCP server could be loaded, so there are no tools to serve: {errors}"
 
-MISSING_LANGCHAIN_ERROR = (
-    "model {spec!r} needs `langchain` (for init_chat_model) and the provider's package, "
-    "e.g. `pip install langchain langchain-openai` for 'openai:...' or "
-    "`pip install langchain langchain-ollama` for 'ollama:...'. "
-    "Or use model='demo', the built-in offline model."
-)
-MISSING_PROVIDER_ERROR = (
-    "model {spec!r}: {error}. Install the provider's LangChain package "
-    "(e.g. `pip install langchain-openai`), or use model='demo', the built-in offline model."
-)
-BAD_MODEL_ERROR = (
-    "model {spec!r} is not a model init_chat_model knows ({error}). Use 'provider:model', "
-    "e.g. 'openai:gpt-4o-mini' or 'ollama:qwen3:8b', or 'demo' for the built-in offline model."
-)
 BAD_OPTION_ERROR = "configurable[{key!r}] must be {expected}, got {value!r}"
-
-
-class ModelUnavailableError(ImportError, RuntimeError):
-    """The chat model's packages are not installed.
-
-    An ``ImportError``; also a ``RuntimeError`` so that LangGraph server passes its
-    message (what to install) on to the client instead of a generic error.
-    """
 
 
 @functools.lru_cache(maxsize=16)
@@ -128,16 +107,8 @@ def chat_model(spec: str = DEMO_MODEL) -> BaseChatModel:
     spec = spec.strip()
     if not spec or spec == DEMO_MODEL:
         return DemoChatModel()
-    try:
-        from langchain.chat_models import init_chat_model
-    except ImportError as exc:
-        raise ModelUnavailableError(MISSING_LANGCHAIN_ERROR.format(spec=spec)) from exc
-    try:
-        return init_chat_model(spec)
-    except ImportError as exc:
-        raise ModelUnavailableError(MISSING_PROVIDER_ERROR.format(spec=spec, error=exc)) from exc
-    except ValueError as exc:  # unknown provider, or a spec init_chat_model cannot read
-        raise ValueError(BAD_MODEL_ERROR.format(spec=spec, error=exc)) from exc
+    model: BaseChatModel = resolve_chat_model(spec, what="model")
+    return model
 
 
 def _configurable(config: RunnableConfig | None) -> dict[str, Any]:

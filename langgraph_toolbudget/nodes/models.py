@@ -29,7 +29,8 @@ NOT_A_MODEL_ERROR = (
 MISSING_LANGCHAIN_ERROR = (
     "{what} {spec!r} needs `langchain` (for init_chat_model) and the provider's package, "
     "e.g. `pip install langchain langchain-openai` for 'openai:...' or "
-    "`pip install langchain langchain-ollama` for 'ollama:...'; or pass a chat model object."
+    "`pip install langchain langchain-ollama` for 'ollama:...'; or pass a chat model object "
+    "(on the example server: model='demo', the built-in offline model)."
 )
 MISSING_PROVIDER_ERROR = (
     "{what} {spec!r}: {error}. Install the provider's LangChain package "
