@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.tools import BaseTool
 
@@ -51,6 +51,9 @@ from langgraph_toolbudget.core.spec import (
     build_spec,
     passes_filters,
 )
+
+if TYPE_CHECKING:  # the MCP layer builds on this module; imported only for the type
+    from langgraph_toolbudget.mcp.catalog import MCPToolCatalog
 
 __all__ = [
     "IncludeMode",
@@ -378,8 +381,13 @@ class ToolCatalog:
         allowed_servers: Sequence[str] | None = None,
         allowed_tools: Sequence[str] | None = None,
         strict: bool = False,
-        **options: Any,
-    ) -> ToolCatalog:
+        category_descriptions: Mapping[str, str] | None = None,
+        default_include: IncludeMode = "agent",
+        tool_name_prefix: bool | None = None,
+        handle_tool_errors: bool | None = None,
+        connect_timeout_s: float = 30.0,
+        heartbeat_s: float | None = 1.0,
+    ) -> MCPToolCatalog:
         """Load MCP servers' tools into a catalog that owns one persistent session per server.
 
         Each tool is tagged with its server, sits in the server's category (described
@@ -398,8 +406,17 @@ class ToolCatalog:
             allowed_tools: keep only these tools (``name``, ``server:name``, ``server:*``).
             strict: raise if any server fails to load, instead of warning and
                 listing it in ``load_errors``.
-            **options: the other options of
-                :func:`langgraph_toolbudget.mcp.load_mcp_catalog`.
+            category_descriptions: category -> description, over the servers'.
+            default_include: include mode of a tool that sets none.
+            tool_name_prefix: prefix every tool name with its server
+                (``server__name``); by default only colliding names are prefixed.
+            handle_tool_errors: MCP ``isError`` results as error tool messages
+                (True) or raised; ``None`` takes the client's setting.
+            connect_timeout_s: seconds to open a server's session.
+            heartbeat_s: ping interval for busy servers, to notice a server that
+                died mid-call; ``None`` disables it.
+
+        See :func:`langgraph_toolbudget.mcp.load_mcp_catalog` for the details.
 
         Returns:
             A :class:`~langgraph_toolbudget.mcp.MCPToolCatalog` (of ``cls`` when
@@ -418,8 +435,13 @@ class ToolCatalog:
             allowed_servers=allowed_servers,
             allowed_tools=allowed_tools,
             strict=strict,
+            category_descriptions=category_descriptions,
+            default_include=default_include,
+            tool_name_prefix=tool_name_prefix,
+            handle_tool_errors=handle_tool_errors,
+            connect_timeout_s=connect_timeout_s,
+            heartbeat_s=heartbeat_s,
             catalog_cls=cls if issubclass(cls, MCPToolCatalog) else MCPToolCatalog,
-            **options,
         )
 
     async def aclose(self) -> None:

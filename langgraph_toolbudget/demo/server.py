@@ -39,7 +39,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
@@ -254,7 +254,7 @@ async def _mcp_catalog() -> MCPToolCatalog:
     if future is None:
         future = _mcp_loads[key] = concurrent.futures.Future()
         try:
-            catalog = cast("MCPToolCatalog", await ToolCatalog.from_mcp(connections))
+            catalog = await ToolCatalog.from_mcp(connections)
             if len(catalog) == 0:
                 await catalog.aclose()
                 raise RuntimeError(NO_MCP_TOOLS_ERROR.format(errors=catalog.load_errors))
