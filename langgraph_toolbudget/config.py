@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal, get_args
 
 from langgraph_toolbudget.core.budget import max_tools_for_model
@@ -78,6 +79,30 @@ def _check_names(name: str, value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(value))
 
 
+def _check_group_limits(value: Any) -> Mapping[str, int]:
+    if not isinstance(value, Mapping):
+        raise TypeError(
+            OPTION_TYPE_ERROR.format(
+                name="group_limits",
+                expected="a mapping of concurrency group -> calls at once (e.g. {'github': 4})",
+                value=value,
+                kind=type(value).__name__,
+            )
+        )
+    for group, limit in value.items():
+        if not isinstance(group, str):
+            raise TypeError(
+                OPTION_TYPE_ERROR.format(
+                    name="group_limits keys",
+                    expected="concurrency group names (strings)",
+                    value=group,
+                    kind=type(group).__name__,
+                )
+            )
+        _check_int(f"group_limits[{group!r}]", limit, minimum=1)
+    return MappingProxyType(dict(value))
+
+
 @dataclass(frozen=True)
 class BudgetConfig:
     """The options every node of the tool budget shares, validated once.
@@ -105,6 +130,11 @@ class BudgetConfig:
         embeddings: optional LangChain ``Embeddings`` (or a
             :class:`~langgraph_toolbudget.core.semantic.HybridScorer`) that
             classify_intent, select_tools and tool_search fuse with BM25.
+        max_parallel: ``parallel_safe`` runs at most this many calls at once,
+            and sync tools run in a thread pool of this size (the executor's
+            own, not the interpreter's default pool).
+        group_limits: concurrency group -> calls of the group that may run at
+            once (e.g. ``{"github": 4}``), over the tools' ``max_concurrency``.
 
     Raises:
         TypeError: an option of the wrong type (the message names it).
@@ -130,6 +160,8 @@ class BudgetConfig:
     max_meta_calls: int = 8
     enforce_visibility: bool = True
     embeddings: Any = field(default=None, compare=False, repr=False)
+    max_parallel: int = 16
+    group_limits: Mapping[str, int] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         _check_int("max_tools", self.max_tools, minimum=0, optional=True)
@@ -180,6 +212,8 @@ class BudgetConfig:
                     kind=type(emb).__name__,
                 )
             )
+        _check_int("max_parallel", self.max_parallel, minimum=1)
+        object.__setattr__(self, "group_limits", _check_group_limits(self.group_limits))
         if not isinstance(self.enforce_visibility, bool):
             raise TypeError(
                 OPTION_TYPE_ERROR.format(

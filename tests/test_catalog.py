@@ -72,11 +72,11 @@ def test_catalog_spec_records_argument_names(catalog):
 # --- metadata ----------------------------------------------------------------------------
 
 
-def test_catalog_metadata_defaults_match_seed_004(catalog):
+def test_catalog_metadata_defaults(catalog):
     spec = catalog.get("create_issue")
     assert spec.is_pure is False
     assert spec.concurrency_group == "default"
-    assert spec.max_concurrency == 1
+    assert spec.max_concurrency is None  # not set: max_parallel bounds pure calls
     assert spec.timeout_s is None
     assert spec.enabled is True
     assert spec.include == "agent"

@@ -55,6 +55,10 @@ def test_budget_config_defaults_and_budget_resolution():
         ({"model_size": math.nan}, ValueError, "model_size"),
         ({"model_size": ["8b"]}, TypeError, "model_size"),
         ({"embeddings": "minilm"}, TypeError, "embeddings must be a LangChain Embeddings"),
+        ({"max_parallel": 0}, ValueError, "max_parallel must be >= 1"),
+        ({"group_limits": [("github", 4)]}, TypeError, "group_limits must be a mapping"),
+        ({"group_limits": {"github": 0}}, ValueError, r"group_limits\['github'\] must be >= 1"),
+        ({"group_limits": {1: 2}}, TypeError, "group_limits keys"),
     ],
 )
 def test_budget_config_rejects_bad_options_naming_them(options, error, match):

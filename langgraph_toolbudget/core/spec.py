@@ -44,8 +44,10 @@ class ToolSpec:
         include: ``always``, ``manual`` or ``agent``.
         enabled: a disabled tool is listed nowhere and never runs.
         is_pure: a pure tool may run concurrently with others of its group.
-        concurrency_group: calls of one group share ``max_concurrency``.
-        max_concurrency: how many calls of the group may run at once.
+        concurrency_group: impure calls of one group run one at a time.
+        max_concurrency: how many calls of the group may run at once, when
+            set; ``None`` (not set): pure calls are bounded only by the
+            executor's ``max_parallel``, impure calls run one at a time.
         timeout_s: seconds a call may take; ``None`` for no bound.
         arg_names: the argument names of the tool's schema.
         arg_descriptions: the argument descriptions of the tool's schema
@@ -61,7 +63,7 @@ class ToolSpec:
     enabled: bool = True
     is_pure: bool = False
     concurrency_group: str = "default"
-    max_concurrency: int = 1
+    max_concurrency: int | None = None
     timeout_s: float | None = None
     arg_names: tuple[str, ...] = ()
     arg_descriptions: tuple[str, ...] = field(default=(), repr=False)

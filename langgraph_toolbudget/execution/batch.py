@@ -125,9 +125,18 @@ class BatchRunner:
         )
         self.policy = VisibilityPolicy(catalog, enforce_visibility=config.enforce_visibility)
         self.pipeline = ToolCallPipeline(
-            catalog, wrap_tool_call=wrap_tool_call, awrap_tool_call=awrap_tool_call
+            catalog,
+            wrap_tool_call=wrap_tool_call,
+            awrap_tool_call=awrap_tool_call,
+            max_workers=config.max_parallel,
         )
-        self.scheduler = CallScheduler(catalog, config.mode)
+        self.scheduler = CallScheduler(
+            catalog,
+            config.mode,
+            max_parallel=config.max_parallel,
+            group_limits=config.group_limits,
+            to_thread=self.pipeline.to_thread,
+        )
 
     def working_set(self, state: Any) -> WorkingSet:
         """The visible set of a state (plus pinned and ``always`` tools), under the cap."""

@@ -24,8 +24,10 @@ import asyncio
 import contextvars
 import json
 import logging
+import threading
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -60,6 +62,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 ToolOutput = ToolMessage | Command | list[Any]
 """What one call produces: a tool message, a ``Command``, or a list of them."""
 ToolCallWrapper = Callable[[ToolCallRequest, Callable[[ToolCallRequest], Any]], Any]
@@ -92,6 +96,13 @@ def is_async_only(tool: BaseTool) -> bool:
     return isinstance(tool, StructuredTool) and tool.func is None and tool.coroutine is not None
 
 
+def runs_in_thread(tool: BaseTool) -> bool:
+    """A sync-only tool: ``ainvoke`` would run its ``invoke`` in a worker thread."""
+    if isinstance(tool, StructuredTool):
+        return tool.coroutine is None and tool.func is not None
+    return type(tool)._arun is BaseTool._arun
+
+
 class ToolCallPipeline:
     """Runs one tool call through check -> coerce -> invoke -> normalise.
 
@@ -101,6 +112,9 @@ class ToolCallPipeline:
             a sequence), as LangGraph's ``ToolNode(wrap_tool_call=...)``.
         awrap_tool_call: async hooks for async runs; without them, async runs
             use ``wrap_tool_call`` in a worker thread.
+        max_workers: size of the pipeline's own thread pool, where sync tools
+            (and sync hooks) run under ``ainvoke``; the interpreter's default
+            pool is never used, so its size does not cap ``parallel_safe``.
 
     Example:
         ```python
@@ -118,14 +132,36 @@ class ToolCallPipeline:
         *,
         wrap_tool_call: ToolCallWrapper | Sequence[ToolCallWrapper] | None = None,
         awrap_tool_call: AsyncToolCallWrapper | Sequence[AsyncToolCallWrapper] | None = None,
+        max_workers: int = 16,
     ) -> None:
         self.catalog = catalog
+        self.max_workers = max_workers
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
         self.wrappers = _as_list(wrap_tool_call, "wrap_tool_call")
         self.awrappers = _as_list(awrap_tool_call, "awrap_tool_call")
         # Per tool, on first call: reading schemas up front would cost ~0.4 ms a tool.
         self._schemas: dict[str, dict[str, Any] | None] = {}
         self._injectors: dict[str, Callable[[Any, Any], Any] | None] = {}
         self._tools = [s.tool for s in catalog.specs]  # ToolRuntime.tools, as ToolNode gives
+
+    # --- threads ----------------------------------------------------------------------------
+
+    @property
+    def pool(self) -> ThreadPoolExecutor:
+        """The pipeline's own thread pool, created on first use."""
+        if self._pool is None:
+            with self._pool_lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(
+                        max_workers=self.max_workers, thread_name_prefix="toolbudget-tool"
+                    )
+        return self._pool
+
+    async def to_thread(self, func: Callable[..., T], /, *args: Any) -> T:
+        """Run ``func(*args)`` in the pipeline's pool, with the caller's context variables."""
+        ctx = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(self.pool, ctx.run, func, *args)
 
     # --- the request ------------------------------------------------------------------------
 
@@ -173,8 +209,7 @@ class ToolCallPipeline:
 
             return await _achain(self.awrappers, aexecute)(self.request(call, state, config))
         if self.wrappers:  # sync hooks: run them (and the call) off the event loop
-            ctx = contextvars.copy_context()
-            return await asyncio.to_thread(ctx.run, self.run, call, state, config, check)
+            return await self.to_thread(self.run, call, state, config, check)
         return await self._aexecute(call, self._tool(call), state, None, config, check)
 
     # --- the stages -------------------------------------------------------------------------
@@ -230,7 +265,11 @@ class ToolCallPipeline:
         spec = self.catalog.get(tool.name)
         timeout = spec.timeout_s if spec is not None else None
         try:
-            coro = tool.ainvoke(self._tool_input(tool, call, state, runtime, config), config)
+            tool_input = self._tool_input(tool, call, state, runtime, config)
+            if runs_in_thread(tool):  # as BaseTool.ainvoke would, but in our own pool
+                coro = self.to_thread(tool.invoke, tool_input, config)
+            else:
+                coro = tool.ainvoke(tool_input, config)
             response = await (asyncio.wait_for(coro, timeout) if timeout else coro)
         except GraphBubbleUp:
             raise

@@ -2,15 +2,21 @@
 
 Key Components:
     - :class:`CallScheduler`: runs the regular (non-meta) calls of a batch in
-      one of two modes and returns one result per call, keyed by its position:
-        - ``sequential``: one call after another, in call order.
-        - ``parallel_safe``: calls run concurrently where their metadata
-          allows: a tool with ``is_pure=False`` never overlaps another call of
-          its ``concurrency_group``; a group runs at most ``max_concurrency``
-          calls at once (the smallest value among the group's tools); calls
-          start in call order within a group.
-    Either way a tool's ``timeout_s`` bounds its call (the pipeline enforces it
-    on the async path, so timed calls always take that path).
+      one of two modes and returns one result per call, keyed by its position.
+
+The modes (the table with the reasons is in docs/execution.md):
+    - ``sequential``: every call one at a time, in call order.
+    - ``parallel_safe``: pure calls (``is_pure=True``) run concurrently, up to
+      their group's limit when one was set (``group_limits``, or
+      ``max_concurrency`` in tool metadata or ``server_defaults``), else up to
+      ``max_parallel``; impure calls run one at a time within their
+      ``concurrency_group`` (or up to the group's limit when one was set), never
+      beside a pure call of their group; groups run side by side.
+
+Within a group, calls start in call order. ``max_parallel`` also bounds the whole
+batch, and is the size of the executor's own thread pool for sync tools (the
+interpreter's default pool is never used). A tool's ``timeout_s`` bounds its
+call either way.
 
 The scheduler decides *when* a call runs; *how* one call runs is the
 :class:`~langgraph_toolbudget.execution.pipeline.ToolCallPipeline`'s job, handed
@@ -21,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import ToolCall
@@ -33,39 +39,60 @@ from langgraph_toolbudget.execution.pipeline import is_async_only
 
 __all__ = ["CallScheduler"]
 
+
+async def _to_thread(func: Callable[..., Any], /, *args: Any) -> Any:
+    ctx = contextvars.copy_context()
+    return await asyncio.to_thread(ctx.run, func, *args)
+
+
 Job = tuple[int, ToolCall]
 RunSync = Callable[[ToolCall], Any]
 RunAsync = Callable[[ToolCall], Awaitable[Any]]
+ToThread = Callable[..., Awaitable[Any]]
+
+DEFAULT_GROUP = "default"
+"""The concurrency group of a call whose tool is unknown."""
 
 
 class _GroupGate:
-    """Admission control of one concurrency group (parallel_safe mode)."""
+    """Admission control of one concurrency group (``parallel_safe``).
 
-    def __init__(self, limit: int) -> None:
-        self.limit = max(1, limit)
-        self.running = 0
-        self.exclusive = False
+    Calls enter in ticket (call) order. A pure call never runs beside an impure
+    call of its group, nor an impure call beside a pure one. Pure calls run side
+    by side, up to ``limit`` when the group has one; impure calls run one at a
+    time, or up to ``limit`` side by side when the group has one.
+    """
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.pure = 0
+        self.impure = 0
         self.next_ticket = 0
         self.cond = asyncio.Condition()
 
+    def _admits(self, ticket: int, pure: bool) -> bool:
+        if ticket != self.next_ticket:
+            return False
+        if pure:
+            return self.impure == 0 and (self.limit is None or self.pure < self.limit)
+        return self.pure == 0 and self.impure < (self.limit or 1)
+
     async def enter(self, ticket: int, pure: bool) -> None:
         async with self.cond:
-            await self.cond.wait_for(
-                lambda: (
-                    ticket == self.next_ticket
-                    and not self.exclusive
-                    and (self.running < self.limit if pure else self.running == 0)
-                )
-            )
+            await self.cond.wait_for(lambda: self._admits(ticket, pure))
             self.next_ticket += 1
-            self.running += 1
-            self.exclusive = not pure
+            if pure:
+                self.pure += 1
+            else:
+                self.impure += 1
             self.cond.notify_all()
 
-    async def leave(self) -> None:
+    async def leave(self, pure: bool) -> None:
         async with self.cond:
-            self.running -= 1
-            self.exclusive = False
+            if pure:
+                self.pure -= 1
+            else:
+                self.impure -= 1
             self.cond.notify_all()
 
 
@@ -75,22 +102,39 @@ class CallScheduler:
     Args:
         catalog: the tool catalog (execution metadata of every tool).
         mode: ``sequential`` or ``parallel_safe``.
+        max_parallel: calls of a batch running at once, at most.
+        group_limits: group -> calls at once, over the tools' ``max_concurrency``.
+        to_thread: how serial runs hand sync calls to a worker thread (the
+            pipeline's own pool; default: ``asyncio.to_thread``).
     """
 
-    def __init__(self, catalog: ToolCatalog, mode: ExecutionMode) -> None:
+    def __init__(
+        self,
+        catalog: ToolCatalog,
+        mode: ExecutionMode,
+        *,
+        max_parallel: int = 16,
+        group_limits: Mapping[str, int] | None = None,
+        to_thread: ToThread | None = None,
+    ) -> None:
         self.catalog = catalog
+        self.to_thread = to_thread or _to_thread
         self.mode = mode
+        self.max_parallel = max_parallel
         self._async_only = {s.name for s in catalog.specs if is_async_only(s.tool)}
-        self._group_limits: dict[str, int] = {}
-        for spec in catalog.specs:
-            current = self._group_limits.get(spec.concurrency_group, spec.max_concurrency)
-            self._group_limits[spec.concurrency_group] = min(current, spec.max_concurrency)
+        limits: dict[str, int] = {}
+        for spec in catalog.specs:  # a group's limit: the smallest one its tools set
+            if spec.max_concurrency is not None:
+                group = spec.concurrency_group
+                limits[group] = min(limits.get(group, spec.max_concurrency), spec.max_concurrency)
+        limits.update(group_limits or {})
+        self.group_limits = limits
 
     # --- entry points -----------------------------------------------------------------------
 
     def run(self, jobs: Sequence[Job], run_one: RunSync, arun_one: RunAsync) -> dict[int, Any]:
         """Run the jobs from sync code; async-only tools and timeouts work too."""
-        if self._sync_fast_path(jobs):
+        if self._serial(jobs) and all(self._plain_sync(call) for _, call in jobs):
             return {i: run_one(call) for i, call in jobs}
         return run_sync(self.arun(jobs, run_one, arun_one))
 
@@ -111,33 +155,41 @@ class CallScheduler:
         jobs = list(jobs)
         if self._serial(jobs):
             return await self._arun_serial(jobs, run_one, arun_one, batch_sync)
-        if self._unbounded(jobs):  # every call may start at once: no gates needed
-            results = await asyncio.gather(*(arun_one(call) for _, call in jobs))
-            return {i: r for (i, _), r in zip(jobs, results, strict=True)}
+        bound = asyncio.Semaphore(self.max_parallel)
         gates: dict[str, _GroupGate] = {}
         tickets: dict[str, int] = {}
         coros = []
         for _, call in jobs:
-            spec = self.catalog.get(call["name"])
-            group = spec.concurrency_group if spec else "default"
-            gate = gates.setdefault(group, _GroupGate(self._group_limits.get(group, 1)))
+            group = self._group(call)
+            gate = gates.setdefault(group, _GroupGate(self.group_limits.get(group)))
             ticket = tickets.get(group, 0)
             tickets[group] = ticket + 1
-            coros.append(self._run_gated(call, gate, ticket, arun_one))
+            coros.append(self._run_gated(call, gate, ticket, bound, arun_one))
         results = await asyncio.gather(*coros)
         return {i: r for (i, _), r in zip(jobs, results, strict=True)}
 
     # --- internals --------------------------------------------------------------------------
 
+    def _group(self, call: ToolCall) -> str:
+        spec = self.catalog.get(call["name"])
+        return spec.concurrency_group if spec is not None else DEFAULT_GROUP
+
     async def _run_gated(
-        self, call: ToolCall, gate: _GroupGate, ticket: int, arun_one: RunAsync
+        self,
+        call: ToolCall,
+        gate: _GroupGate,
+        ticket: int,
+        bound: asyncio.Semaphore,
+        arun_one: RunAsync,
     ) -> Any:
         spec = self.catalog.get(call["name"])
-        await gate.enter(ticket, pure=bool(spec and spec.is_pure))
+        pure = bool(spec and spec.is_pure)
+        await gate.enter(ticket, pure)
         try:
-            return await arun_one(call)
+            async with bound:
+                return await arun_one(call)
         finally:
-            await gate.leave()
+            await gate.leave(pure)
 
     async def _arun_serial(
         self, jobs: list[Job], run_one: RunSync, arun_one: RunAsync, batch_sync: bool
@@ -145,8 +197,7 @@ class CallScheduler:
         """Run jobs one at a time, in order.
 
         Consecutive sync tools without a timeout run in one worker-thread trip
-        (``BaseTool.ainvoke`` would make one trip per call, as ``ToolNode`` does);
-        they run in a thread either way, so the event loop never blocks.
+        (they run one at a time anyway); the event loop never blocks.
         """
         out: dict[int, Any] = {}
         batch: list[Job] = []
@@ -156,9 +207,7 @@ class CallScheduler:
 
         async def flush() -> None:
             if batch:
-                loop = asyncio.get_running_loop()
-                ctx = contextvars.copy_context()
-                results = await loop.run_in_executor(None, ctx.run, run_batch, list(batch))
+                results = await self.to_thread(run_batch, list(batch))
                 out.update({i: r for (i, _), r in zip(batch, results, strict=True)})
                 batch.clear()
 
@@ -174,33 +223,23 @@ class CallScheduler:
     def _serial(self, jobs: Sequence[Job]) -> bool:
         """True when the jobs run one at a time in call order anyway.
 
-        Always in ``sequential`` mode; in ``parallel_safe`` when every call is
-        in one concurrency group that admits one call at a time (its limit is
-        1, or none of the calls is pure), so the group gates can be skipped.
+        Always in ``sequential`` mode; in ``parallel_safe`` when the batch is
+        one call, or every call is an impure call of one group with no limit
+        set (each such call runs alone), or ``max_parallel`` is 1.
         """
-        if self.mode == "sequential" or len(jobs) <= 1:
+        if self.mode == "sequential" or len(jobs) <= 1 or self.max_parallel == 1:
             return True
-        specs = [self.catalog.get(call["name"]) for _, call in jobs]
-        groups = {spec.concurrency_group if spec else "default" for spec in specs}
+        groups = {self._group(call) for _, call in jobs}
         if len(groups) != 1:
             return False
         (group,) = groups
-        return self._group_limits.get(group, 1) == 1 or not any(s and s.is_pure for s in specs)
-
-    def _unbounded(self, jobs: Sequence[Job]) -> bool:
-        """True when every call is pure and no group has more calls than its limit."""
-        per_group: dict[str, int] = {}
-        for _, call in jobs:
-            spec = self.catalog.get(call["name"])
-            if spec is None or not spec.is_pure:
-                return False
-            per_group[spec.concurrency_group] = per_group.get(spec.concurrency_group, 0) + 1
-        return all(n <= self._group_limits.get(g, 1) for g, n in per_group.items())
+        limit = self.group_limits.get(group)
+        if limit is not None:
+            return limit == 1
+        specs = [self.catalog.get(call["name"]) for _, call in jobs]
+        return not any(s is not None and s.is_pure for s in specs)
 
     def _plain_sync(self, call: ToolCall) -> bool:
         """A sync tool without a timeout: it can run in the calling thread."""
         spec = self.catalog.get(call["name"])
         return spec is not None and not spec.timeout_s and call["name"] not in self._async_only
-
-    def _sync_fast_path(self, jobs: Sequence[Job]) -> bool:
-        return self._serial(jobs) and all(self._plain_sync(call) for _, call in jobs)

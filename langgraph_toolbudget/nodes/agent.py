@@ -16,7 +16,7 @@ Typical Usage:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -134,6 +134,9 @@ class ToolAgent(BudgetNode):
         max_visible: hard cap on visible tools (LRU eviction).
         max_meta_calls: meta-calls allowed per user turn.
         enforce_visibility: refuse calls to loaded-but-invisible tools.
+        max_parallel: ``parallel_safe`` calls at once, at most (default 16), and
+            the size of the executor's own thread pool for sync tools.
+        group_limits: concurrency group -> calls at once (e.g. ``{"github": 4}``).
         system_prompt: a string, a ``SystemMessage``, or a callable of the state.
         wrap_tool_call: hooks around each tool call (LangGraph's shape).
         awrap_tool_call: async hooks around each tool call.
@@ -159,6 +162,8 @@ class ToolAgent(BudgetNode):
         max_visible: int | None = None,
         max_meta_calls: int | None = None,
         enforce_visibility: bool | None = None,
+        max_parallel: int | None = None,
+        group_limits: Mapping[str, int] | None = None,
         system_prompt: SystemPrompt = None,
         wrap_tool_call: ToolCallWrapper | Sequence[ToolCallWrapper] | None = None,
         awrap_tool_call: AsyncToolCallWrapper | Sequence[AsyncToolCallWrapper] | None = None,
@@ -175,6 +180,8 @@ class ToolAgent(BudgetNode):
             max_visible=max_visible,
             max_meta_calls=max_meta_calls,
             enforce_visibility=enforce_visibility,
+            max_parallel=max_parallel,
+            group_limits=group_limits,
         )
         self.caller = ModelCaller(model, catalog, system_prompt)
         self.runner = BatchRunner(

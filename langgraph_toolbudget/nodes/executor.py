@@ -17,7 +17,7 @@ Typical Usage:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolCall
@@ -62,6 +62,9 @@ class ToolExecutor(BudgetNode):
         max_visible: hard cap on visible tools (LRU eviction).
         max_meta_calls: meta-calls allowed per user turn.
         enforce_visibility: refuse calls to loaded-but-invisible tools.
+        max_parallel: ``parallel_safe`` calls at once, at most (default 16), and
+            the size of the executor's own thread pool for sync tools.
+        group_limits: concurrency group -> calls at once (e.g. ``{"github": 4}``).
         wrap_tool_call: hooks ``(request, execute) -> result`` around each call,
             as ``ToolNode(wrap_tool_call=...)`` (a callable or a list, outermost first).
         awrap_tool_call: async hooks, as ``ToolNode(awrap_tool_call=...)``.
@@ -88,6 +91,8 @@ class ToolExecutor(BudgetNode):
         max_visible: int | None = None,
         max_meta_calls: int | None = None,
         enforce_visibility: bool | None = None,
+        max_parallel: int | None = None,
+        group_limits: Mapping[str, int] | None = None,
         wrap_tool_call: ToolCallWrapper | Sequence[ToolCallWrapper] | None = None,
         awrap_tool_call: AsyncToolCallWrapper | Sequence[AsyncToolCallWrapper] | None = None,
         name: str = "tools",
@@ -102,6 +107,8 @@ class ToolExecutor(BudgetNode):
             max_visible=max_visible,
             max_meta_calls=max_meta_calls,
             enforce_visibility=enforce_visibility,
+            max_parallel=max_parallel,
+            group_limits=group_limits,
         )
         self.runner = BatchRunner(
             catalog, self.config, wrap_tool_call=wrap_tool_call, awrap_tool_call=awrap_tool_call

@@ -20,7 +20,7 @@ Typical Usage:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
@@ -70,6 +70,8 @@ def add_toolbudget_nodes(
     max_visible: int | None = None,
     max_iterations: int | None = None,
     max_meta_calls: int | None = None,
+    max_parallel: int | None = None,
+    group_limits: Mapping[str, int] | None = None,
     system_prompt: SystemPrompt = None,
 ) -> str:
     """Add classify_intent -> select_tools -> tool_search -> agent <-> tools to ``graph``.
@@ -99,6 +101,8 @@ def add_toolbudget_nodes(
         max_visible: hard cap on visible tools.
         max_iterations: model calls per user turn.
         max_meta_calls: meta-calls per user turn.
+        max_parallel: ``parallel_safe`` calls at once, at most (default 16).
+        group_limits: concurrency group -> calls at once (e.g. ``{"github": 4}``).
         system_prompt: a string, a ``SystemMessage``, or a callable of the state.
 
     Returns:
@@ -127,6 +131,8 @@ def add_toolbudget_nodes(
         max_visible=max_visible,
         max_iterations=max_iterations,
         max_meta_calls=max_meta_calls,
+        max_parallel=max_parallel,
+        group_limits=group_limits,
     )
     names = {
         k: f"{prefix}{k}"
@@ -175,6 +181,8 @@ def create_toolbudget_agent(
     max_visible: int | None = None,
     max_iterations: int | None = None,
     max_meta_calls: int | None = None,
+    max_parallel: int | None = None,
+    group_limits: Mapping[str, int] | None = None,
     system_prompt: SystemPrompt = None,
 ) -> StateGraph:
     """Build the whole agent graph, uncompiled, so you choose checkpointer and store.
@@ -211,6 +219,8 @@ def create_toolbudget_agent(
         max_visible=max_visible,
         max_iterations=max_iterations,
         max_meta_calls=max_meta_calls,
+        max_parallel=max_parallel,
+        group_limits=group_limits,
         system_prompt=system_prompt,
     )
     return graph

@@ -1,0 +1,180 @@
+"""The scheduler's concurrency rules, proven by what the tools saw, not by wall-clock time.
+
+Overlap is proven with barriers: N tools that each wait for the other N-1 to
+arrive can only finish if N calls really run at once (a call that waits in a
+queue breaks the barrier after its timeout, and the tool fails). Limits and
+exclusivity are read from the live counts every call records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+from agent_tools import ConcurrencyProbe, ai_calls, call
+from langchain_core.messages import HumanMessage
+from langchain_core.tools import BaseTool, StructuredTool
+
+from langgraph_toolbudget import BudgetConfig, ToolCatalog, ToolExecutor
+
+APIS = ["invoke", "ainvoke"]
+BARRIER_TIMEOUT_S = 10.0  # generous: a slow machine must not break a barrier that should hold
+
+
+async def run_node(node: Any, names: list[str], api: str) -> Any:
+    calls = [call(n, f"c{i}", x=i) for i, n in enumerate(names)]
+    state = {"messages": [HumanMessage("go"), ai_calls(*calls)], "selected_tools": list(names)}
+    if api == "invoke":
+        return await asyncio.to_thread(node.invoke, state)
+    return await node.ainvoke(state)
+
+
+def barrier_tools(
+    names: list[str], barrier: threading.Barrier, probe: ConcurrencyProbe, *, sync: bool
+) -> list[BaseTool]:
+    """Tools that record themselves in ``probe`` and wait at ``barrier`` for the others."""
+
+    def make(name: str) -> BaseTool:
+        def body(x: int = 0) -> str:
+            start = probe.enter(name, True)
+            try:
+                barrier.wait(BARRIER_TIMEOUT_S)
+            finally:
+                probe.exit(name, True, start)
+            return f"{name} {x}"
+
+        async def abody(x: int = 0) -> str:
+            return await asyncio.to_thread(body, x)
+
+        if sync:
+            return StructuredTool.from_function(func=body, name=name, description=f"Tool {name}.")
+        return StructuredTool.from_function(coroutine=abody, name=name, description=f"Tool {name}.")
+
+    return [make(n) for n in names]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_eight_sync_pure_tools_all_run_at_once_with_only_is_pure_set(api):
+    """Eight at once: more than the interpreter's default pool gives on a 2-core machine (6)."""
+    names = [f"s{i}" for i in range(8)]
+    probe = ConcurrencyProbe()
+    tools = barrier_tools(names, threading.Barrier(8), probe, sync=True)
+    catalog = ToolCatalog.from_tools(tools, tool_metadata={n: {"is_pure": True} for n in names})
+    out = await run_node(ToolExecutor(catalog, mode="parallel_safe"), names, api)
+    assert [m.status for m in out["messages"]] == ["success"] * 8
+    assert [m.tool_call_id for m in out["messages"]] == [f"c{i}" for i in range(8)]
+    assert probe.max_live == 8
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize(
+    ("config", "metadata", "expected"),
+    [
+        (BudgetConfig(max_parallel=3), {}, 3),
+        (BudgetConfig(group_limits={"api": 2}), {"concurrency_group": "api"}, 2),
+        (BudgetConfig(), {"concurrency_group": "api", "max_concurrency": 2}, 2),
+        (
+            BudgetConfig(group_limits={"api": 3}),
+            {"concurrency_group": "api", "max_concurrency": 2},
+            3,
+        ),
+    ],
+    ids=["max_parallel", "group_limits", "tool-metadata", "group_limits-over-metadata"],
+)
+async def test_pure_calls_are_bounded_by_the_limit_in_force(api, config, metadata, expected):
+    names = [f"p{i}" for i in range(6)]
+    probe = ConcurrencyProbe()
+    tools = barrier_tools(names, threading.Barrier(expected), probe, sync=True)
+    meta = {n: {"is_pure": True, **metadata} for n in names}
+    catalog = ToolCatalog.from_tools(tools, tool_metadata=meta)
+    out = await run_node(ToolExecutor(catalog, config=config), names, api)
+    assert [m.status for m in out["messages"]] == ["success"] * 6  # every barrier filled
+    assert probe.max_live == expected  # and never more at once
+
+
+def sleeping_catalog(probe: ConcurrencyProbe, specs: dict[str, dict[str, Any]]) -> ToolCatalog:
+    from agent_tools import probe_tool
+
+    tools = []
+    for name, meta in specs.items():
+        probe.group_of[name] = meta.get("concurrency_group", "default")
+        tools.append(
+            probe_tool(name, probe, pure=meta.get("is_pure", False), seconds=0.02, sync=True)
+        )
+    return ToolCatalog.from_tools(tools, tool_metadata=specs)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_impure_calls_of_one_group_never_overlap_and_groups_run_side_by_side(api):
+    probe = ConcurrencyProbe()
+    specs = {
+        "write_a": {"concurrency_group": "db"},
+        "write_b": {"concurrency_group": "db"},
+        "read": {"concurrency_group": "db", "is_pure": True},
+        "send": {"concurrency_group": "mail"},
+    }
+    catalog = sleeping_catalog(probe, specs)
+    names = ["write_a", "read", "write_b", "send", "write_a", "send", "read"]
+    out = await run_node(ToolExecutor(catalog), names, api)
+    assert [m.tool_call_id for m in out["messages"]] == [f"c{i}" for i in range(7)]
+    assert probe.violations == []
+    assert probe.max_by_group["db"] == 1 and probe.max_by_group["mail"] == 1
+    db = sorted((s, e) for n, s, e in probe.intervals if probe.group_of[n] == "db")
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(db, db[1:], strict=False))
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_impure_calls_of_different_groups_overlap(api):
+    names = ["to_db", "to_mail"]
+    probe = ConcurrencyProbe()
+    tools = barrier_tools(names, threading.Barrier(2), probe, sync=True)
+    meta = {"to_db": {"concurrency_group": "db"}, "to_mail": {"concurrency_group": "mail"}}
+    catalog = ToolCatalog.from_tools(tools, tool_metadata=meta)
+    out = await run_node(ToolExecutor(catalog), names, api)
+    assert [m.status for m in out["messages"]] == ["success", "success"]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_calls_of_a_group_start_in_call_order(api):
+    probe = ConcurrencyProbe()
+    specs = {f"w{i}": {"concurrency_group": "db"} for i in range(5)}
+    catalog = sleeping_catalog(probe, specs)
+    names = ["w3", "w0", "w4", "w1", "w2"]
+    await run_node(ToolExecutor(catalog), names, api)
+    started = [n for n, _, _ in sorted(probe.intervals, key=lambda i: i[1])]
+    assert started == names
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_sequential_runs_one_call_at_a_time_even_for_pure_tools(api):
+    probe = ConcurrencyProbe()
+    specs = {f"p{i}": {"is_pure": True} for i in range(4)}
+    catalog = sleeping_catalog(probe, specs)
+    out = await run_node(ToolExecutor(catalog, mode="sequential"), list(specs), api)
+    assert len(out["messages"]) == 4 and probe.max_live == 1
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_async_pure_tools_overlap_too(api):
+    names = [f"a{i}" for i in range(5)]
+    probe = ConcurrencyProbe()
+    tools = barrier_tools(names, threading.Barrier(5), probe, sync=False)
+    catalog = ToolCatalog.from_tools(tools, tool_metadata={n: {"is_pure": True} for n in names})
+    out = await run_node(ToolExecutor(catalog), names, api)
+    assert [m.status for m in out["messages"]] == ["success"] * 5
+
+
+def test_sync_tools_run_in_the_executors_own_pool():
+    seen: list[str] = []
+
+    def where(x: int = 0) -> str:
+        seen.append(threading.current_thread().name)
+        return "ok"
+
+    tool = StructuredTool.from_function(func=where, name="where", description="Thread name.")
+    catalog = ToolCatalog.from_tools([tool], tool_metadata={"where": {"timeout_s": 5}})
+    node = ToolExecutor(catalog)
+    asyncio.run(run_node(node, ["where"], "ainvoke"))
+    assert seen and seen[0].startswith("toolbudget-tool")
