@@ -1,4 +1,4 @@
-"""Helpers shared by the benchmarks: data loading, catalogs, the node pipeline, tables, JSON.
+"""Helpers shared by every benchmark: data, catalogs, the node pipeline, numbers, tables, JSON.
 
 The benchmark data lives outside the project, in ``../shared/bench`` next to the
 repository (see that folder's README). It is read at run time and never copied
@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -256,33 +257,54 @@ def subsample(rows: list[dict[str, Any]], limit: int | None, seed: int = SEED) -
 
 # --- output --------------------------------------------------------------------------------------
 
-
-def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    def fmt(v: Any) -> str:
-        if isinstance(v, float):
-            return f"{v:.3f}"
-        return str(v)
-
-    cells = [[fmt(v) for v in row] for row in rows]
-    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
-    line = " | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
-    print(line)
-    print("-+-".join("-" * w for w in widths))
-    for r in cells:
-        print(" | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+# Packages whose versions a result records (the ones whose code the benchmarks time).
+RECORDED_PACKAGES = (
+    "langgraph",
+    "langgraph-prebuilt",
+    "langchain-core",
+    "langchain-mcp-adapters",
+    "mcp",
+    "google-re2",
+    "rapidfuzz",
+)
 
 
-def environment() -> dict[str, str]:
-    return {
+def environment() -> dict[str, Any]:
+    """Where the numbers were measured: interpreter, machine, its load, package versions."""
+    env: dict[str, Any] = {
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(),
+        "load_average_1m": round(os.getloadavg()[0], 2),
     }
+    for package in RECORDED_PACKAGES:
+        try:
+            env[package] = version(package)
+        except PackageNotFoundError:
+            env[package] = None
+    return env
+
+
+def median_ms(seconds: Sequence[float]) -> float:
+    """The median of timings in seconds, in milliseconds."""
+    return statistics.median(seconds) * 1000.0
+
+
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """Print an aligned text table; floats with 3 decimals, anything else as ``str``."""
+    cells = [[f"{v:.3f}" if isinstance(v, float) else str(v) for v in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    print(" | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
+    print("-+-".join("-" * w for w in widths))
+    for row in cells:
+        print(" | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
 
 
 def write_results(name: str, payload: dict[str, Any]) -> Path:
+    """Write ``benchmarks/results/<name>.json`` (name, environment, payload); return its path."""
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     path = RESULTS_DIR / f"{name}.json"
-    payload = {"benchmark": name, "environment": environment(), **payload}
-    path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    body = {"benchmark": name, "environment": environment(), **payload}
+    path.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
     return path

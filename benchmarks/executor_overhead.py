@@ -32,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _report import median_ms, print_table, write_results  # noqa: E402
+from _common import median_ms, print_table, write_results  # noqa: E402
 from langchain_core.messages import AIMessage, HumanMessage  # noqa: E402
 from langchain_core.tools import BaseTool, tool  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402

@@ -23,25 +23,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
-import platform
 import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from langchain_mcp_adapters.client import MultiServerMCPClient
-from langchain_mcp_adapters.tools import load_mcp_tools
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from langgraph_toolbudget import ToolCatalog
+from _common import print_table, write_results  # noqa: E402
+from langchain_mcp_adapters.client import MultiServerMCPClient  # noqa: E402
+from langchain_mcp_adapters.tools import load_mcp_tools  # noqa: E402
+
+from langgraph_toolbudget import ToolCatalog  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVERS = ROOT / "langgraph_toolbudget" / "demo" / "mcp_servers"
-RESULTS = Path(__file__).resolve().parent / "results" / "mcp_calls.json"
 TARGET_SPEEDUP = 50.0
 ARGS = {"a": 2, "b": 3}
 
@@ -153,21 +151,13 @@ async def bench_loads(loads: int) -> dict[str, dict[str, float]]:
     }
 
 
-def print_table(rows: Sequence[tuple[str, dict[str, float]]]) -> None:
-    headers = ("", "n", "mean ms", "median ms", "min ms", "max ms")
-    cells = [
-        (
-            name,
-            str(int(s["n"])),
-            *(f"{s[k]:.2f}" for k in ("mean_ms", "median_ms", "min_ms", "max_ms")),
-        )
-        for name, s in rows
-    ]
-    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]
-    print(" | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
-    print("-+-".join("-" * w for w in widths))
-    for row in cells:
-        print(" | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
+def summary_table(rows: Sequence[tuple[str, dict[str, float]]]) -> None:
+    """Print timing summaries, one row each, in milliseconds with 2 decimals."""
+    keys = ("mean_ms", "median_ms", "min_ms", "max_ms")
+    print_table(
+        ("", "n", "mean ms", "median ms", "min ms", "max ms"),
+        [(name, int(s["n"]), *(f"{s[k]:.2f}" for k in keys)) for name, s in rows],
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -193,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
 
     print("One MCP tool call (stdio FastMCP server, same run)")
-    print_table(list(calls.items()))
+    summary_table(list(calls.items()))
     print()
     for name, x in speedup.items():
         verdict = "meets" if x >= TARGET_SPEEDUP else "MISSES"
@@ -202,18 +192,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     print()
     print("Loading 3 servers (math, notes, text over stdio)")
-    print_table(list(loads.items()))
+    summary_table(list(loads.items()))
 
     payload = {
-        "benchmark": "mcp_calls",
-        "environment": {
-            "python": sys.version.split()[0],
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "mcp": version("mcp"),
-            "langchain-mcp-adapters": version("langchain-mcp-adapters"),
-            "langchain-core": version("langchain-core"),
-        },
         "server": "demo/mcp_servers/math_server.py over stdio; tool add(a=2, b=3)",
         "calls": calls,
         "speedup_vs_get_tools": speedup,
@@ -221,9 +202,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "meets_target": all(x >= TARGET_SPEEDUP for x in speedup.values()),
         "load_3_servers": loads,
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-    print(f"\nwrote {RESULTS.relative_to(ROOT)}")
+    path = write_results("mcp_calls", payload)
+    print(f"\nwrote {path.relative_to(ROOT)}")
     return 0 if payload["meets_target"] else 1
 
 

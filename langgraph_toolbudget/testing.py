@@ -48,7 +48,7 @@ class ScriptedChatModel(FakeMessagesListChatModel):
         calls: the message lists the model was called with.
     """
 
-    responses: list[Any]  # type: ignore[assignment]
+    responses: list[Any]
     cycle: bool = True
     bound_tools: list[list[str]] = Field(default_factory=list)
     calls: list[list[BaseMessage]] = Field(default_factory=list)

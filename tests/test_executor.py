@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
+import threading
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -286,16 +287,26 @@ async def test_still_invalid_arguments_answer_the_error_and_expected_schema(cata
 # --- timeouts -------------------------------------------------------------------------------
 
 
-def hanging_catalog(flags: list[str], timeout: float = 0.05) -> ToolCatalog:
+@dataclass
+class Hang:
+    """What became of a call that hangs: each event is set from the tool's own thread."""
+
+    started: threading.Event = field(default_factory=threading.Event)
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    finished: threading.Event = field(default_factory=threading.Event)
+
+
+def hanging_catalog(hang: Hang, timeout: float = 0.05) -> ToolCatalog:
     @tool
     async def slow_lookup(key: str) -> str:
         """Look a key up in a slow remote service."""
+        hang.started.set()
         try:
-            await asyncio.sleep(5)
+            await asyncio.sleep(60)  # far past its timeout: only a cancellation ends it early
         except asyncio.CancelledError:
-            flags.append(f"cancelled {key}")
+            hang.cancelled.set()
             raise
-        flags.append(f"finished {key}")
+        hang.finished.set()
         return "late"
 
     @tool
@@ -313,43 +324,48 @@ def hanging_catalog(flags: list[str], timeout: float = 0.05) -> ToolCatalog:
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("api", APIS)
 async def test_async_tool_over_its_timeout_is_cancelled(mode, api):
-    flags: list[str] = []
-    catalog = hanging_catalog(flags)
+    hang = Hang()
+    catalog = hanging_catalog(hang)
     calls = [call("slow_lookup", "c1", key="k1"), call("quick", "c2", key="k2")]
-    start = time.perf_counter()
     out = await run_node(
         ToolExecutor(catalog, mode=mode), state_for(calls, catalog.tool_names), api
     )
-    elapsed = time.perf_counter() - start
     timed_out, ok = out["messages"]
     assert timed_out.status == "error"
     assert "timed out after 0.05 s" in timed_out.content
     assert ok.content == "quick k2"
-    assert elapsed < 2
-    for _ in range(50):  # under invoke the cancellation lands on the background loop
-        if flags:
-            break
-        await asyncio.sleep(0.01)
-    assert flags == ["cancelled k1"]
+    # The node answered while the tool was still in its 60 s wait: it did not wait it out.
+    assert hang.started.is_set() and not hang.finished.is_set()
+    # The tool was cancelled (under invoke the cancellation lands on the background loop).
+    assert await asyncio.to_thread(hang.cancelled.wait, 10)
+    assert not hang.finished.is_set()
 
 
-async def test_sync_tool_over_its_timeout_answers_an_error():
+def test_sync_tool_over_its_timeout_answers_an_error():
+    hang, release = Hang(), threading.Event()
+
     @tool
     def blocking(seconds: float) -> str:
         """Block the thread."""
-        time.sleep(seconds)
+        hang.started.set()
+        release.wait(seconds)
+        hang.finished.set()
         return "done"
 
     catalog = ToolCatalog.from_tools(
         [blocking], categories={"c": ["blocking"]}, tool_metadata={"blocking": {"timeout_s": 0.05}}
     )
-    start = time.perf_counter()
-    out = ToolExecutor(catalog).invoke(
-        state_for([call("blocking", "c1", seconds=0.5)], ["blocking"])
-    )
-    assert time.perf_counter() - start < 0.4
+    try:
+        out = ToolExecutor(catalog).invoke(
+            state_for([call("blocking", "c1", seconds=60)], ["blocking"])
+        )
+        # The node answered while the tool's thread was still blocked: it did not wait for it.
+        assert hang.started.is_set() and not hang.finished.is_set()
+    finally:
+        release.set()  # let the worker thread go
     (message,) = out["messages"]
     assert message.status == "error" and "timed out" in message.content
+    assert hang.finished.wait(10)
 
 
 # --- concurrency ----------------------------------------------------------------------------

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import json
 import re
-import time
 import tracemalloc
 import weakref
 
@@ -236,25 +235,31 @@ def big_catalog() -> ToolCatalog:
     return ToolCatalog.from_tools(tools)
 
 
-def _best_of_three(fn) -> tuple[float, object]:
-    best, result = float("inf"), None
-    for _ in range(3):
-        start = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, result
+# How long these searches take is measured by benchmarks/search_worst_case.py (target:
+# 100 ms each on 1,000 tools), not here. Here: RE2 runs them to a correct result with no
+# error. A backtracking engine would not finish them at all: the timeout marks catch it.
 
 
-@pytest.mark.parametrize("pattern", ["(a+)+$", "(.*a){20}", "(x|x|x)*y", "(a|aa)+b$", "(x+x+)+y"])
-def test_regex_search_catastrophic_pattern_returns_within_100ms_on_1000_tools(big_catalog, pattern):
-    index = big_catalog.index
-    index.regex_search("warm up")  # first-use costs are not what this measures
-    elapsed, result = _best_of_three(lambda: index.regex_search(pattern))
-    assert elapsed < 0.1, f"{pattern!r} took {elapsed * 1000:.1f} ms"
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("pattern", "found"),
+    [
+        ("(a+)+$", 0),  # every text ends with the argument name "sensor"
+        ("(.*a){20}", 1000),  # every description holds a run of 30 a's
+        ("(x|x|x)*y", 0),  # no text holds a "y"
+        ("(a|aa)+b$", 0),
+        ("(x+x+)+y", 0),
+    ],
+)
+def test_regex_search_catastrophic_pattern_is_run_by_re2_on_1000_tools(big_catalog, pattern, found):
+    result = big_catalog.index.regex_search(pattern)
     assert isinstance(result, SearchResult)
     assert result.error is None
+    assert (result.found, result.fuzzy) == (found, False)
+    assert (result.tools == []) == (found == 0)
 
 
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize(
     "pattern",
     [
@@ -269,16 +274,14 @@ def test_regex_search_catastrophic_pattern_returns_within_100ms_on_1000_tools(bi
         pytest.param("(?i)" + "(a|b)*" * 50 + "z", id="many-groups"),
     ],
 )
-def test_regex_search_long_pattern_falling_back_to_fuzzy_returns_within_100ms_on_1000_tools(
+def test_regex_search_long_pattern_falling_back_to_fuzzy_answers_on_1000_tools(
     big_catalog, pattern
 ):
-    # No regex match, so the fuzzy fallback runs: its work must be bounded too.
-    index = big_catalog.index
-    index.regex_search("warm up")
-    elapsed, result = _best_of_three(lambda: index.regex_search(pattern))
-    assert elapsed < 0.1, f"{pattern[:30]!r}... took {elapsed * 1000:.1f} ms"
+    # No regex match, so the fuzzy fallback runs on a very long query: it answers, boundedly.
+    result = big_catalog.index.regex_search(pattern)
     assert result.error is None
     assert result.found <= MAX_FUZZY_RESULTS
+    assert len(result.tools) == result.found
 
 
 def test_regex_search_catastrophic_pattern_still_gives_the_right_matches(big_catalog):

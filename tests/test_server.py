@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph_sdk import get_client
 
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
@@ -305,7 +306,20 @@ def test_model_spec_from_config_then_env(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_chat_model_names_what_to_install_or_fix() -> None:
     catalog = build_example_catalog()
-    assert chat_model("demo").bind_tools(catalog.tools(["get_weather"])) is not None
+    demo = chat_model("demo")
+    assert chat_model("demo") is demo  # cached: a factory called per run stays cheap
+    # After a search that found nothing, the bound model calls the tool it was bound to,
+    # with arguments read from the tool's schema and the request.
+    turn = [
+        HumanMessage("What's the weather in Paris?"),
+        AIMessage("", tool_calls=[{"name": "search_tools", "args": {"query": "x"}, "id": "s1"}]),
+        ToolMessage(json.dumps({"found": 0, "tools": []}), tool_call_id="s1"),
+    ]
+    reply = demo.bind_tools(catalog.tools(["get_weather"])).invoke(turn)
+    assert [(c["name"], c["args"]) for c in reply.tool_calls] == [
+        ("get_weather", {"city": "Paris"})
+    ]
+    assert demo.invoke(turn).tool_calls == []  # unbound, it has no tool to call
     with pytest.raises((ImportError, ValueError), match="no-such-provider:m"):
         chat_model("no-such-provider:m")
 

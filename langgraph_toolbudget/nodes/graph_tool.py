@@ -237,7 +237,7 @@ class GraphTool(BaseTool):
         )
         for key in ("tags", "recursion_limit", "max_concurrency"):
             if key in config:
-                child[key] = config[key]  # type: ignore[literal-required]
+                child[key] = config[key]
         info = {"mode": "graph", "graph": self.name, "run_id": str(run_id), "thread_id": thread_id}
         return child, info
 
