@@ -130,9 +130,10 @@ class BudgetConfig:
         embeddings: optional LangChain ``Embeddings`` (or a
             :class:`~langgraph_toolbudget.core.semantic.HybridScorer`) that
             classify_intent, select_tools and tool_search fuse with BM25.
-        max_parallel: ``parallel_safe`` runs at most this many calls at once,
-            and sync tools run in a thread pool of this size (the executor's
-            own, not the interpreter's default pool).
+        max_parallel: the size of the executor's own thread pool, where sync
+            tools run (never the interpreter's default pool): at most this many
+            sync calls run at once. Async calls all start, as under ``ToolNode``
+            (bound them per group with ``group_limits``).
         group_limits: concurrency group -> calls of the group that may run at
             once (e.g. ``{"github": 4}``), over the tools' ``max_concurrency``.
 

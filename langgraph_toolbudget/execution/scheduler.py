@@ -8,15 +8,16 @@ The modes (the table with the reasons is in docs/execution.md):
     - ``sequential``: every call one at a time, in call order.
     - ``parallel_safe``: pure calls (``is_pure=True``) run concurrently, up to
       their group's limit when one was set (``group_limits``, or
-      ``max_concurrency`` in tool metadata or ``server_defaults``), else up to
-      ``max_parallel``; impure calls run one at a time within their
+      ``max_concurrency`` in tool metadata or ``server_defaults``); sync tools
+      run in the executor's pool of ``max_parallel`` threads, async calls all
+      start (as under ``ToolNode``); impure calls run one at a time within their
       ``concurrency_group`` (or up to the group's limit when one was set), never
       beside a pure call of their group; groups run side by side.
 
-Within a group, calls start in call order. ``max_parallel`` also bounds the whole
-batch, and is the size of the executor's own thread pool for sync tools (the
-interpreter's default pool is never used). A tool's ``timeout_s`` bounds its
-call either way.
+Within a group, calls start in call order. ``max_parallel`` is the size of the
+executor's own thread pool for sync tools (the interpreter's default pool is never
+used), so at most that many sync calls run at once. A tool's ``timeout_s`` bounds
+its call either way.
 
 The scheduler decides *when* a call runs; *how* one call runs is the
 :class:`~langgraph_toolbudget.execution.pipeline.ToolCallPipeline`'s job, handed
@@ -102,7 +103,8 @@ class CallScheduler:
     Args:
         catalog: the tool catalog (execution metadata of every tool).
         mode: ``sequential`` or ``parallel_safe``.
-        max_parallel: calls of a batch running at once, at most.
+        max_parallel: sync calls running at once (the pipeline's pool size); 1 makes
+            every batch serial.
         group_limits: group -> calls at once, over the tools' ``max_concurrency``.
         to_thread: how serial runs hand sync calls to a worker thread (the
             pipeline's own pool; default: ``asyncio.to_thread``).
@@ -155,7 +157,6 @@ class CallScheduler:
         jobs = list(jobs)
         if self._serial(jobs):
             return await self._arun_serial(jobs, run_one, arun_one, batch_sync)
-        bound = asyncio.Semaphore(self.max_parallel)
         gates: dict[str, _GroupGate] = {}
         tickets: dict[str, int] = {}
         coros = []
@@ -164,7 +165,7 @@ class CallScheduler:
             gate = gates.setdefault(group, _GroupGate(self.group_limits.get(group)))
             ticket = tickets.get(group, 0)
             tickets[group] = ticket + 1
-            coros.append(self._run_gated(call, gate, ticket, bound, arun_one))
+            coros.append(self._run_gated(call, gate, ticket, arun_one))
         results = await asyncio.gather(*coros)
         return {i: r for (i, _), r in zip(jobs, results, strict=True)}
 
@@ -179,15 +180,13 @@ class CallScheduler:
         call: ToolCall,
         gate: _GroupGate,
         ticket: int,
-        bound: asyncio.Semaphore,
         arun_one: RunAsync,
     ) -> Any:
         spec = self.catalog.get(call["name"])
         pure = bool(spec and spec.is_pure)
         await gate.enter(ticket, pure)
         try:
-            async with bound:
-                return await arun_one(call)
+            return await arun_one(call)
         finally:
             await gate.leave(pure)
 

@@ -62,8 +62,8 @@ class ToolExecutor(BudgetNode):
         max_visible: hard cap on visible tools (LRU eviction).
         max_meta_calls: meta-calls allowed per user turn.
         enforce_visibility: refuse calls to loaded-but-invisible tools.
-        max_parallel: ``parallel_safe`` calls at once, at most (default 16), and
-            the size of the executor's own thread pool for sync tools.
+        max_parallel: size of the executor's own thread pool for sync tools
+            (default 16): sync calls at once, at most.
         group_limits: concurrency group -> calls at once (e.g. ``{"github": 4}``).
         wrap_tool_call: hooks ``(request, execute) -> result`` around each call,
             as ``ToolNode(wrap_tool_call=...)`` (a callable or a list, outermost first).

@@ -101,7 +101,7 @@ def add_toolbudget_nodes(
         max_visible: hard cap on visible tools.
         max_iterations: model calls per user turn.
         max_meta_calls: meta-calls per user turn.
-        max_parallel: ``parallel_safe`` calls at once, at most (default 16).
+        max_parallel: size of the executor's thread pool for sync tools (default 16).
         group_limits: concurrency group -> calls at once (e.g. ``{"github": 4}``).
         system_prompt: a string, a ``SystemMessage``, or a callable of the state.
 
