@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.tools import BaseTool
 
@@ -42,6 +42,7 @@ from langgraph_toolbudget.core.catalog_checks import (
     check_name_list,
     closest_names,
 )
+from langgraph_toolbudget.core.catalog_lifecycle import CatalogLifecycle
 from langgraph_toolbudget.core.derived import DerivedData
 from langgraph_toolbudget.core.search import ToolIndex
 from langgraph_toolbudget.core.spec import (
@@ -51,9 +52,6 @@ from langgraph_toolbudget.core.spec import (
     build_spec,
     passes_filters,
 )
-
-if TYPE_CHECKING:  # the MCP layer builds on this module; imported only for the type
-    from langgraph_toolbudget.mcp.catalog import MCPToolCatalog
 
 __all__ = [
     "IncludeMode",
@@ -110,7 +108,7 @@ def _categories_by_tool(
     return out
 
 
-class ToolCatalog:
+class ToolCatalog(CatalogLifecycle):
     """Every tool an app has, with metadata, filters and a search index.
 
     Build it with :meth:`from_tools` (or ``from_mcp`` for MCP servers). A
@@ -368,94 +366,3 @@ class ToolCatalog:
         takes more (an MCP catalog's runtime) overrides it to pass that on.
         """
         return type(self)(specs, category_descriptions=self._descriptions, filtered=self._filtered)
-
-    @classmethod
-    async def from_mcp(
-        cls,
-        connections_or_client: Any,
-        *,
-        server_descriptions: Mapping[str, str] | None = None,
-        server_defaults: Mapping[str, Mapping[str, Any]] | None = None,
-        tool_metadata: Mapping[str, Mapping[str, Any]] | None = None,
-        categories: Mapping[str, Sequence[str]] | None = None,
-        allowed_servers: Sequence[str] | None = None,
-        allowed_tools: Sequence[str] | None = None,
-        strict: bool = False,
-        category_descriptions: Mapping[str, str] | None = None,
-        default_include: IncludeMode = "agent",
-        tool_name_prefix: bool | None = None,
-        handle_tool_errors: bool | None = None,
-        connect_timeout_s: float = 30.0,
-        heartbeat_s: float | None = 1.0,
-    ) -> MCPToolCatalog:
-        """Load MCP servers' tools into a catalog that owns one persistent session per server.
-
-        Each tool is tagged with its server, sits in the server's category (described
-        by the server's ``initialize`` instructions) and calls through the session.
-        Close with ``await catalog.aclose()`` or ``async with catalog:``. The MCP
-        layer (:mod:`langgraph_toolbudget.mcp`) is imported here, on first use.
-
-        Args:
-            connections_or_client: server -> connection dict, as for
-                ``MultiServerMCPClient``, or a ``MultiServerMCPClient``.
-            server_descriptions: server -> category description override.
-            server_defaults: server -> metadata for all its tools.
-            tool_metadata: tool (catalog name or ``server:mcp_name``) -> overrides.
-            categories: category -> tools; unlisted tools sit in their server's category.
-            allowed_servers: keep only these servers' tools.
-            allowed_tools: keep only these tools (``name``, ``server:name``, ``server:*``).
-            strict: raise if any server fails to load, instead of warning and
-                listing it in ``load_errors``.
-            category_descriptions: category -> description, over the servers'.
-            default_include: include mode of a tool that sets none.
-            tool_name_prefix: prefix every tool name with its server
-                (``server__name``); by default only colliding names are prefixed.
-            handle_tool_errors: MCP ``isError`` results as error tool messages
-                (True) or raised; ``None`` takes the client's setting.
-            connect_timeout_s: seconds to open a server's session.
-            heartbeat_s: ping interval for busy servers, to notice a server that
-                died mid-call; ``None`` disables it.
-
-        See :func:`langgraph_toolbudget.mcp.load_mcp_catalog` for the details.
-
-        Returns:
-            A :class:`~langgraph_toolbudget.mcp.MCPToolCatalog` (of ``cls`` when
-            ``cls`` is one): a catalog that also has ``mcp`` (its
-            :class:`~langgraph_toolbudget.mcp.MCPRuntime`) and ``load_errors``.
-        """
-        from langgraph_toolbudget.mcp.catalog import MCPToolCatalog
-        from langgraph_toolbudget.mcp.loader import load_mcp_catalog
-
-        return await load_mcp_catalog(
-            connections_or_client,
-            server_descriptions=server_descriptions,
-            server_defaults=server_defaults,
-            tool_metadata=tool_metadata,
-            categories=categories,
-            allowed_servers=allowed_servers,
-            allowed_tools=allowed_tools,
-            strict=strict,
-            category_descriptions=category_descriptions,
-            default_include=default_include,
-            tool_name_prefix=tool_name_prefix,
-            handle_tool_errors=handle_tool_errors,
-            connect_timeout_s=connect_timeout_s,
-            heartbeat_s=heartbeat_s,
-            catalog_cls=cls if issubclass(cls, MCPToolCatalog) else MCPToolCatalog,
-        )
-
-    async def aclose(self) -> None:
-        """Release what the catalog holds: nothing here; an MCP catalog closes its sessions.
-
-        Every catalog has ``aclose()``, ``close()`` and ``async with``, so code can
-        close whatever catalog it was given.
-        """
-
-    def close(self) -> None:
-        """Sync :meth:`aclose`, for code without an event loop."""
-
-    async def __aenter__(self) -> ToolCatalog:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
