@@ -17,41 +17,71 @@ Key Components:
 Algorithms (BM25 index, budget arithmetic, coercion...) live in
 :mod:`langgraph_toolbudget.core`; MCP in :mod:`langgraph_toolbudget.mcp`, which is
 imported only when used (``ToolCatalog.from_mcp``, or the MCP errors below).
+
+Every name below is imported on first use (PEP 562), so ``import
+langgraph_toolbudget`` costs next to nothing and each name costs only what it
+needs (the nodes import LangGraph; the catalog only langchain-core).
 """
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from langgraph_toolbudget.config import BudgetConfig
-from langgraph_toolbudget.core.catalog import ToolCatalog, ToolSpec
-from langgraph_toolbudget.core.meta import META_TOOL_NAMES, meta_tool_definitions
-from langgraph_toolbudget.core.semantic import HashingEmbeddings, HybridScorer
-from langgraph_toolbudget.core.tokens import schema_tokens
-from langgraph_toolbudget.nodes.agent import CallModel, ToolAgent
-from langgraph_toolbudget.nodes.executor import ToolExecutor
-from langgraph_toolbudget.nodes.graph_tool import graph_tool
-from langgraph_toolbudget.nodes.intent import ClassifyIntent
-from langgraph_toolbudget.nodes.prebuilt import add_toolbudget_nodes, create_toolbudget_agent
-from langgraph_toolbudget.nodes.prompt import tools_prompt_section
-from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
-from langgraph_toolbudget.state import ToolBudgetState
-
 if TYPE_CHECKING:
+    from langgraph_toolbudget.config import BudgetConfig
+    from langgraph_toolbudget.core.catalog import ToolCatalog, ToolSpec
+    from langgraph_toolbudget.core.meta import META_TOOL_NAMES, meta_tool_definitions
+    from langgraph_toolbudget.core.semantic import HashingEmbeddings, HybridScorer
+    from langgraph_toolbudget.core.tokens import schema_tokens
     from langgraph_toolbudget.mcp import MCPLoadError, MCPServerError
+    from langgraph_toolbudget.nodes.agent import CallModel, ToolAgent
+    from langgraph_toolbudget.nodes.executor import ToolExecutor
+    from langgraph_toolbudget.nodes.graph_tool import graph_tool
+    from langgraph_toolbudget.nodes.intent import ClassifyIntent
+    from langgraph_toolbudget.nodes.prebuilt import add_toolbudget_nodes, create_toolbudget_agent
+    from langgraph_toolbudget.nodes.prompt import tools_prompt_section
+    from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
+    from langgraph_toolbudget.state import ToolBudgetState
 
-_LAZY = {"MCPLoadError", "MCPServerError"}
+_EXPORTS = {
+    "BudgetConfig": "config",
+    "ToolCatalog": "core.catalog",
+    "ToolSpec": "core.catalog",
+    "META_TOOL_NAMES": "core.meta",
+    "meta_tool_definitions": "core.meta",
+    "HashingEmbeddings": "core.semantic",
+    "HybridScorer": "core.semantic",
+    "schema_tokens": "core.tokens",
+    "MCPLoadError": "mcp",
+    "MCPServerError": "mcp",
+    "CallModel": "nodes.agent",
+    "ToolAgent": "nodes.agent",
+    "ToolExecutor": "nodes.executor",
+    "graph_tool": "nodes.graph_tool",
+    "ClassifyIntent": "nodes.intent",
+    "add_toolbudget_nodes": "nodes.prebuilt",
+    "create_toolbudget_agent": "nodes.prebuilt",
+    "tools_prompt_section": "nodes.prompt",
+    "SelectTools": "nodes.selection",
+    "ToolSearch": "nodes.selection",
+    "ToolBudgetState": "state",
+}
+"""Public name -> the submodule (below ``langgraph_toolbudget``) that defines it."""
 
 
 def __getattr__(name: str) -> Any:
-    # The MCP errors are importable from here without paying for the MCP SDK at import time.
-    if name in _LAZY:
-        from langgraph_toolbudget import mcp
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'langgraph_toolbudget' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"langgraph_toolbudget.{module}"), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
 
-        return getattr(mcp, name)
-    raise AttributeError(f"module 'langgraph_toolbudget' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
 
 
 __all__ = [
-    "META_TOOL_NAMES",
     "BudgetConfig",
     "CallModel",
     "ClassifyIntent",
@@ -59,6 +89,7 @@ __all__ = [
     "HybridScorer",
     "MCPLoadError",
     "MCPServerError",
+    "META_TOOL_NAMES",
     "SelectTools",
     "ToolAgent",
     "ToolBudgetState",
