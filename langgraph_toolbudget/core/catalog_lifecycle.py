@@ -9,6 +9,8 @@ Key Components:
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +81,9 @@ class CatalogLifecycle:
             ``cls`` is one): a catalog that also has ``mcp`` (its
             :class:`~langgraph_toolbudget.mcp.MCPRuntime`) and ``load_errors``.
         """
+        # The MCP SDK reads files while it imports: do that off the event loop (LangGraph
+        # server flags blocking calls in async graph factories).
+        await asyncio.to_thread(importlib.import_module, "langgraph_toolbudget.mcp.loader")
         from langgraph_toolbudget.mcp.catalog import MCPToolCatalog
         from langgraph_toolbudget.mcp.loader import load_mcp_catalog
 

@@ -84,6 +84,10 @@ class GraphToolInput(BaseModel):
         default_factory=dict, description="Optional extra state for the graph (key -> value)."
     )
     messages: SkipJsonSchema[list[Any] | None] = None
+    # Aliases of ``input``, declared (and hidden from the model) rather than renamed in a
+    # validator: some langchain-core versions pass a tool only the keys the caller sent.
+    text: SkipJsonSchema[str | None] = None
+    query: SkipJsonSchema[str | None] = None
 
     @model_validator(mode="before")
     @classmethod
@@ -92,7 +96,7 @@ class GraphToolInput(BaseModel):
             data = dict(data)
             alias = next((a for a in ("text", "query") if a in data), None)
             if alias is not None:
-                data["input"] = data.pop(alias)
+                data["input"] = data[alias]
             elif data.get("messages") or data.get("context"):
                 data["input"] = ""  # the messages or the context carry the request
         return data
@@ -201,8 +205,9 @@ class GraphTool(BaseTool):
                 messages = convert_to_messages(arguments["messages"])
             except (ValueError, TypeError, NotImplementedError) as exc:
                 raise ValueError(MESSAGES_ERROR.format(tool=self.name, error=exc)) from exc
-        if arguments.get("input"):
-            messages.append(HumanMessage(arguments["input"]))
+        text = arguments.get("input") or arguments.get("text") or arguments.get("query")
+        if text:
+            messages.append(HumanMessage(text))
         if messages:
             state["messages"] = messages
         if not state:
