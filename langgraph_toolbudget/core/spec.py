@@ -18,7 +18,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain_core.tools import BaseTool, InjectedToolArg
 
@@ -131,7 +131,7 @@ def check_runtime_mode(value: object) -> str:
     return value
 
 
-def merge_status(status: str, layer: Mapping[str, Any]) -> str:
+def merge_status(status: ToolStatus, layer: Mapping[str, Any]) -> ToolStatus:
     """The status after one checked metadata layer (catalog default < server < tool < override).
 
     ``status`` in the layer wins; else ``enabled=False`` means ``disabled`` and
@@ -140,7 +140,7 @@ def merge_status(status: str, layer: Mapping[str, Any]) -> str:
     :func:`~langgraph_toolbudget.core.catalog_checks.check_metadata`).
     """
     if "status" in layer:
-        return str(layer["status"])
+        return cast(ToolStatus, layer["status"])
     if "enabled" in layer:
         if not layer["enabled"]:
             return "disabled"
@@ -251,7 +251,7 @@ def build_spec(
         defaults = server_defaults[server]
         layers.insert(0, check_metadata(tool.name, defaults, strict=True, argument=argument))
     meta: dict[str, Any] = {"include": default_include}
-    status = "published"
+    status: ToolStatus = "published"
     for layer in layers:
         meta.update(_without_status(layer))
         status = merge_status(status, layer)
