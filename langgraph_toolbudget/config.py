@@ -26,8 +26,9 @@ from typing import Any, Literal, get_args
 
 from langgraph_toolbudget.core.budget import max_tools_for_model
 from langgraph_toolbudget.core.semantic import HybridScorer
+from langgraph_toolbudget.core.spec import RuntimeMode, check_runtime_mode
 
-__all__ = ["DEFAULT_MAX_TOOLS", "BudgetConfig", "ExecutionMode"]
+__all__ = ["DEFAULT_MAX_TOOLS", "BudgetConfig", "ExecutionMode", "RuntimeMode"]
 
 ExecutionMode = Literal["sequential", "parallel_safe"]
 """``sequential``: one call after another. ``parallel_safe``: concurrently where metadata allows."""
@@ -105,6 +106,10 @@ class BudgetConfig:
         embeddings: optional LangChain ``Embeddings`` (or a
             :class:`~langgraph_toolbudget.core.semantic.HybridScorer`) that
             classify_intent, select_tools and tool_search fuse with BM25.
+        runtime_mode: ``production`` (the default: published and deprecated
+            tools are listed and run, deprecated ones with a note on their
+            results) or ``debug`` (draft tools too). Disabled tools never run.
+            The execution mode is ``mode``.
 
     Raises:
         TypeError: an option of the wrong type (the message names it).
@@ -130,6 +135,7 @@ class BudgetConfig:
     max_meta_calls: int = 8
     enforce_visibility: bool = True
     embeddings: Any = field(default=None, compare=False, repr=False)
+    runtime_mode: RuntimeMode = "production"
 
     def __post_init__(self) -> None:
         _check_int("max_tools", self.max_tools, minimum=0, optional=True)
@@ -189,6 +195,10 @@ class BudgetConfig:
                     kind=type(self.enforce_visibility).__name__,
                 )
             )
+        try:
+            check_runtime_mode(self.runtime_mode)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"BudgetConfig: {exc}") from None
 
     @property
     def budget(self) -> int:
