@@ -23,7 +23,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, ToolCall
 from langchain_core.runnables import RunnableConfig
 
-from langgraph_toolbudget.config import BudgetConfig, ExecutionMode, resolve_config
+from langgraph_toolbudget.config import BudgetConfig, ExecutionMode, RuntimeMode, resolve_config
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.working_set import state_messages
 from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome, node_output
@@ -46,8 +46,9 @@ class ToolExecutor(BudgetNode):
     "discovered_tools": [...], "tool_last_used": {...}}`` (the budget fields
     only when they change): one tool message per call, in call order;
     meta-calls change the visible set; calls to tools that are unknown,
-    filtered, disabled or not visible are refused with an error message naming
-    the closest tools and how to load one.
+    filtered, disabled, drafts outside debug mode or not visible are refused
+    with an error message naming the closest tools and what to do; results of
+    deprecated tools carry a note saying so.
 
     Args:
         catalog: the tool catalog.
@@ -62,6 +63,8 @@ class ToolExecutor(BudgetNode):
         max_visible: hard cap on visible tools (LRU eviction).
         max_meta_calls: meta-calls allowed per user turn.
         enforce_visibility: refuse calls to loaded-but-invisible tools.
+        runtime_mode: ``production`` (published and deprecated tools) or ``debug``
+            (drafts too): which tools run and which the meta-tools list, search and load.
         wrap_tool_call: hooks ``(request, execute) -> result`` around each call,
             as ``ToolNode(wrap_tool_call=...)`` (a callable or a list, outermost first).
         awrap_tool_call: async hooks, as ``ToolNode(awrap_tool_call=...)``.
@@ -88,6 +91,7 @@ class ToolExecutor(BudgetNode):
         max_visible: int | None = None,
         max_meta_calls: int | None = None,
         enforce_visibility: bool | None = None,
+        runtime_mode: RuntimeMode | None = None,
         wrap_tool_call: ToolCallWrapper | Sequence[ToolCallWrapper] | None = None,
         awrap_tool_call: AsyncToolCallWrapper | Sequence[AsyncToolCallWrapper] | None = None,
         name: str = "tools",
@@ -102,6 +106,7 @@ class ToolExecutor(BudgetNode):
             max_visible=max_visible,
             max_meta_calls=max_meta_calls,
             enforce_visibility=enforce_visibility,
+            runtime_mode=runtime_mode,
         )
         self.runner = BatchRunner(
             catalog, self.config, wrap_tool_call=wrap_tool_call, awrap_tool_call=awrap_tool_call

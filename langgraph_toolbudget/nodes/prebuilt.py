@@ -12,6 +12,7 @@ one budget.
 Typical Usage:
     ```python
     graph = create_toolbudget_agent(model, catalog, max_tools=8, mode="parallel_safe")
+    debug = create_toolbudget_agent(model, catalog, runtime_mode="debug")  # drafts run too
     app = graph.compile(checkpointer=MemorySaver())
     config = {"configurable": {"thread_id": "1"}}
     out = app.invoke({"messages": [HumanMessage("open an issue")]}, config)
@@ -28,7 +29,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import tools_condition
 
-from langgraph_toolbudget.config import BudgetConfig, ExecutionMode, resolve_config
+from langgraph_toolbudget.config import BudgetConfig, ExecutionMode, RuntimeMode, resolve_config
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.semantic import HybridScorer
 from langgraph_toolbudget.nodes.agent import CallModel
@@ -70,6 +71,7 @@ def add_toolbudget_nodes(
     max_visible: int | None = None,
     max_iterations: int | None = None,
     max_meta_calls: int | None = None,
+    runtime_mode: RuntimeMode | None = None,
     system_prompt: SystemPrompt = None,
 ) -> str:
     """Add classify_intent -> select_tools -> tool_search -> agent <-> tools to ``graph``.
@@ -99,6 +101,8 @@ def add_toolbudget_nodes(
         max_visible: hard cap on visible tools.
         max_iterations: model calls per user turn.
         max_meta_calls: meta-calls per user turn.
+        runtime_mode: ``production`` (published and deprecated tools are listed,
+            chosen and run) or ``debug`` (drafts too); disabled tools never are.
         system_prompt: a string, a ``SystemMessage``, or a callable of the state.
 
     Returns:
@@ -127,6 +131,7 @@ def add_toolbudget_nodes(
         max_visible=max_visible,
         max_iterations=max_iterations,
         max_meta_calls=max_meta_calls,
+        runtime_mode=runtime_mode,
     )
     names = {
         k: f"{prefix}{k}"
@@ -175,6 +180,7 @@ def create_toolbudget_agent(
     max_visible: int | None = None,
     max_iterations: int | None = None,
     max_meta_calls: int | None = None,
+    runtime_mode: RuntimeMode | None = None,
     system_prompt: SystemPrompt = None,
 ) -> StateGraph:
     """Build the whole agent graph, uncompiled, so you choose checkpointer and store.
@@ -211,6 +217,7 @@ def create_toolbudget_agent(
         max_visible=max_visible,
         max_iterations=max_iterations,
         max_meta_calls=max_meta_calls,
+        runtime_mode=runtime_mode,
         system_prompt=system_prompt,
     )
     return graph
