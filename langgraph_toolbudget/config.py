@@ -27,8 +27,9 @@ from typing import Any, Literal, get_args
 
 from langgraph_toolbudget.core.budget import max_tools_for_model
 from langgraph_toolbudget.core.semantic import HybridScorer
+from langgraph_toolbudget.core.spec import RuntimeMode, check_runtime_mode
 
-__all__ = ["DEFAULT_MAX_TOOLS", "BudgetConfig", "ExecutionMode"]
+__all__ = ["DEFAULT_MAX_TOOLS", "BudgetConfig", "ExecutionMode", "RuntimeMode"]
 
 ExecutionMode = Literal["sequential", "parallel_safe"]
 """``sequential``: one call after another. ``parallel_safe``: concurrently where metadata allows."""
@@ -136,6 +137,10 @@ class BudgetConfig:
             (bound them per group with ``group_limits``).
         group_limits: concurrency group -> calls of the group that may run at
             once (e.g. ``{"github": 4}``), over the tools' ``max_concurrency``.
+        runtime_mode: ``production`` (the default: published and deprecated
+            tools are listed and run, deprecated ones with a note on their
+            results) or ``debug`` (draft tools too). Disabled tools never run.
+            The execution mode is ``mode``.
 
     Raises:
         TypeError: an option of the wrong type (the message names it).
@@ -163,6 +168,7 @@ class BudgetConfig:
     embeddings: Any = field(default=None, compare=False, repr=False)
     max_parallel: int = 16
     group_limits: Mapping[str, int] = field(default_factory=dict, hash=False)
+    runtime_mode: RuntimeMode = "production"
 
     def __post_init__(self) -> None:
         _check_int("max_tools", self.max_tools, minimum=0, optional=True)
@@ -224,6 +230,10 @@ class BudgetConfig:
                     kind=type(self.enforce_visibility).__name__,
                 )
             )
+        try:
+            check_runtime_mode(self.runtime_mode)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"BudgetConfig: {exc}") from None
 
     @property
     def budget(self) -> int:

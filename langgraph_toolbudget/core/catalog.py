@@ -3,9 +3,12 @@
 Key Components:
     - :class:`ToolSpec` (from :mod:`langgraph_toolbudget.core.spec`): one tool
       and the metadata the nodes read (server, categories, include mode,
-      enabled, execution metadata).
+      status, execution metadata).
     - :class:`ToolCatalog`: an immutable set of tools. Filters apply once, at
       construction: a filtered tool is never searched, selected, listed or run.
+      A catalog lists the tools of one runtime mode (``production``, unless
+      made with :meth:`~ToolCatalog.in_runtime_mode`): drafts only in ``debug``,
+      disabled tools never.
       Its derived data (search indexes, the arrays of the budget and of the
       intent classifier, embedding vectors) lives in ``catalog.derived``
       (:class:`~langgraph_toolbudget.core.derived.DerivedData`), built on first
@@ -26,7 +29,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from langchain_core.tools import BaseTool
@@ -48,17 +50,23 @@ from langgraph_toolbudget.core.search import ToolIndex
 from langgraph_toolbudget.core.spec import (
     SPECIAL_CATEGORIES,
     IncludeMode,
+    RuntimeMode,
     ToolSpec,
+    ToolStatus,
     build_spec,
+    changed_spec,
+    check_runtime_mode,
     passes_filters,
 )
 
 __all__ = [
     "IncludeMode",
+    "RuntimeMode",
     "SPECIAL_CATEGORIES",
     "TOOL_METADATA_KEYS",
     "ToolCatalog",
     "ToolSpec",
+    "ToolStatus",
 ]
 
 DUPLICATE_TOOL_ERROR = (
@@ -114,6 +122,12 @@ class ToolCatalog(CatalogLifecycle):
     Build it with :meth:`from_tools` (or ``from_mcp`` for MCP servers). A
     catalog is immutable; the nodes share one.
 
+    It lists (searches, selects, runs) the tools of its runtime mode:
+    ``production`` runs ``published`` and ``deprecated`` tools, ``debug``
+    ``draft`` ones too; ``disabled`` tools are in no mode. ``from_tools`` builds a
+    production catalog; :meth:`in_runtime_mode` gives the same catalog in
+    another mode (each node takes the view of its ``runtime_mode``).
+
     Example:
         ```python
         catalog = ToolCatalog.from_tools(
@@ -132,6 +146,7 @@ class ToolCatalog(CatalogLifecycle):
         *,
         category_descriptions: Mapping[str, str] | None = None,
         filtered: Iterable[str] = (),
+        runtime_mode: RuntimeMode = "production",
     ) -> None:
         names = [s.name for s in specs]
         dupes = sorted(n for n, k in Counter(names).items() if k > 1)
@@ -139,14 +154,17 @@ class ToolCatalog(CatalogLifecycle):
             raise ValueError(DUPLICATE_TOOL_ERROR.format(names=dupes))
         self._specs: dict[str, ToolSpec] = {s.name: s for s in specs}
         self._filtered = frozenset(filtered)
-        self._active = [s for s in specs if s.enabled]
+        self._runtime_mode: RuntimeMode = check_runtime_mode(runtime_mode)  # type: ignore[assignment]
+        self._active = [s for s in specs if s.runs_in(runtime_mode)]
+        self._listed = frozenset(s.name for s in self._active)
+        self._views: dict[str, ToolCatalog] = {}
         members: dict[str, list[str]] = {}
         for spec in self._active:
             for cat in spec.categories:
                 members.setdefault(cat, []).append(spec.name)
         self._members = members
-        descriptions = dict(category_descriptions or {})
-        self._descriptions = {c: descriptions.get(c, "") for c in members}
+        self._given_descriptions = dict(category_descriptions or {})  # of every mode's categories
+        self._descriptions = {c: self._given_descriptions.get(c, "") for c in members}
         self._always_visible = tuple(s.name for s in self._active if s.always_visible)
         self._derived = DerivedData()
 
@@ -175,9 +193,10 @@ class ToolCatalog(CatalogLifecycle):
             category_descriptions: category -> description, used to classify
                 queries and listed to the model.
             tool_metadata: tool name -> metadata overriding the tool's own
-                ``metadata`` dict. Keys: ``server``, ``include``, ``enabled``,
-                ``is_pure``, ``concurrency_group``, ``max_concurrency``,
-                ``timeout_s``.
+                ``metadata`` dict. Keys: ``server``, ``include``, ``status``
+                (``published``, ``deprecated``, ``draft``, ``disabled``),
+                ``enabled`` (``False``: ``disabled``), ``is_pure``,
+                ``concurrency_group``, ``max_concurrency``, ``timeout_s``.
             server_defaults: server -> metadata applied to that server's tools
                 before each tool's own metadata.
             allowed_servers: keep only these servers' tools (with
@@ -198,7 +217,8 @@ class ToolCatalog(CatalogLifecycle):
                 the wrong type.
             ValueError: duplicate names; category entries, metadata or
                 descriptions naming unknown tools or categories (the closest
-                real names are suggested); unknown metadata keys or values; an
+                real names are suggested); unknown metadata keys or values;
+                ``enabled`` and ``status`` disagreeing in one metadata dict; an
                 unknown ``default_include``; a function without a docstring.
         """
         tool_list = as_tools(tools)
@@ -233,7 +253,7 @@ class ToolCatalog(CatalogLifecycle):
 
     @property
     def categories(self) -> list[str]:
-        """Category names that hold at least one enabled, unfiltered tool."""
+        """Category names that hold at least one tool listed in this runtime mode."""
         return list(self._members)
 
     @property
@@ -243,24 +263,59 @@ class ToolCatalog(CatalogLifecycle):
 
     @property
     def tool_names(self) -> list[str]:
-        """Every enabled, unfiltered tool name, in catalog order."""
+        """Every tool listed in this runtime mode (see :meth:`runnable`), in catalog order."""
         return [s.name for s in self._active]
 
     @property
     def specs(self) -> list[ToolSpec]:
-        """Every enabled, unfiltered tool's spec, in catalog order."""
+        """The spec of every tool listed in this runtime mode, in catalog order."""
         return list(self._active)
 
     def __len__(self) -> int:
         return len(self._active)
 
     def __contains__(self, name: object) -> bool:
-        spec = self._specs.get(name) if isinstance(name, str) else None
-        return spec is not None and spec.enabled
+        return name in self._listed
 
     def get(self, name: str) -> ToolSpec | None:
-        """The spec of an enabled or disabled tool; None if unknown or filtered."""
+        """The spec of a tool, whatever its status; None if unknown or filtered."""
         return self._specs.get(name)
+
+    @property
+    def runtime_mode(self) -> RuntimeMode:
+        """``production`` or ``debug``: which statuses this catalog lists and runs."""
+        return self._runtime_mode
+
+    def in_runtime_mode(self, runtime_mode: RuntimeMode) -> ToolCatalog:
+        """This catalog in ``runtime_mode``: the same tools, listing those that run there.
+
+        Made once per mode and kept; when the mode lists the same tools (no
+        drafts), the view shares this catalog's derived data (indexes, vectors).
+
+        Raises:
+            ValueError: not ``"production"`` or ``"debug"``.
+        """
+        mode = check_runtime_mode(runtime_mode)
+        if mode == self._runtime_mode:
+            return self
+        view = self._views.get(mode)
+        if view is None:
+            view = self._copy_with(list(self._specs.values()), runtime_mode=runtime_mode)
+            if view._listed == self._listed:
+                view._derived = self._derived
+            view = self._views.setdefault(mode, view)
+        return view
+
+    def status(self, name: str) -> ToolStatus | None:
+        """A tool's status; None if unknown or filtered."""
+        spec = self._specs.get(name)
+        return spec.status if spec is not None else None
+
+    def runnable(self, name: str, runtime_mode: RuntimeMode | None = None) -> bool:
+        """Does ``name`` run in ``runtime_mode`` (default: this catalog's, which lists those)?"""
+        spec = self._specs.get(name)
+        mode = check_runtime_mode(runtime_mode or self._runtime_mode)
+        return spec is not None and spec.runs_in(mode)
 
     def is_filtered(self, name: str) -> bool:
         """True if the catalog's filters removed this tool."""
@@ -272,11 +327,11 @@ class ToolCatalog(CatalogLifecycle):
         return spec is not None and not spec.enabled
 
     def tools_in(self, category: str) -> list[str]:
-        """Enabled tools of a category, in catalog order ([] if unknown)."""
+        """Listed tools of a category, in catalog order ([] if unknown)."""
         return list(self._members.get(category, ()))
 
     def tools(self, names: Iterable[str]) -> list[BaseTool]:
-        """The LangChain tools for these names, skipping unknown and disabled ones."""
+        """The LangChain tools for these names, skipping those not listed (unknown, disabled...)."""
         return [self._specs[n].tool for n in names if n in self]
 
     @property
@@ -287,22 +342,24 @@ class ToolCatalog(CatalogLifecycle):
     def selectable(self, name: str) -> bool:
         """May the budget, tool_search or request_more_tools choose this tool?"""
         spec = self._specs.get(name)
-        return spec is not None and spec.enabled and spec.include == "agent"
+        return spec is not None and name in self._listed and spec.include == "agent"
 
     def with_metadata(self, **changes: Mapping[str, Any]) -> ToolCatalog:
-        """A copy with some tools' metadata changed: ``with_metadata(tool={"enabled": False})``.
+        """A copy with some tools' metadata changed: ``with_metadata(tool={"status": "draft"})``.
 
         Args:
             **changes: tool name -> the metadata keys to change (as in
                 ``tool_metadata`` of :meth:`from_tools`).
 
         Returns:
-            A new catalog (with its own derived data); this one is unchanged.
+            A new catalog in the same runtime mode (with its own derived data);
+            this one is unchanged. ``status`` / ``enabled`` replace the tool's
+            status (``enabled=True`` re-enables a disabled tool as published).
 
         Raises:
             ValueError: a name that is not a tool of this catalog (unknown or
                 filtered; the closest real names are suggested), an unknown
-                metadata key or value.
+                metadata key or value, ``enabled`` and ``status`` that disagree.
             TypeError: changes that are not a mapping, a metadata value of the
                 wrong type.
         """
@@ -319,9 +376,9 @@ class ToolCatalog(CatalogLifecycle):
             if spec.name in changes:
                 argument = f"with_metadata({spec.name}=...)"
                 meta = check_metadata(spec.name, changes[spec.name], strict=True, argument=argument)
-                spec = replace(spec, **meta)
+                spec = changed_spec(spec, meta)
             specs.append(spec)
-        return self._copy_with(specs)
+        return self._copy_with(specs, self._runtime_mode)
 
     # --- search -----------------------------------------------------------------------------
 
@@ -336,7 +393,7 @@ class ToolCatalog(CatalogLifecycle):
 
     @property
     def index(self) -> ToolIndex:
-        """The search index over enabled tools, built on first use, once."""
+        """The search index over the listed tools, built on first use, once."""
         return self._derived.get("index", self._build_index)
 
     def _build_index(self) -> ToolIndex:
@@ -359,10 +416,16 @@ class ToolCatalog(CatalogLifecycle):
 
     # --- copies, MCP servers, closing -------------------------------------------------------
 
-    def _copy_with(self, specs: Sequence[ToolSpec]) -> ToolCatalog:
+    def _copy_with(self, specs: Sequence[ToolSpec], runtime_mode: RuntimeMode) -> ToolCatalog:
         """A catalog of this class over ``specs``, with these category descriptions and filters.
 
-        :meth:`with_metadata` builds its copies here; a subclass whose constructor
-        takes more (an MCP catalog's runtime) overrides it to pass that on.
+        :meth:`with_metadata` and :meth:`in_runtime_mode` build their copies here; a
+        subclass whose constructor takes more (an MCP catalog's runtime) overrides it
+        to pass that on.
         """
-        return type(self)(specs, category_descriptions=self._descriptions, filtered=self._filtered)
+        return type(self)(
+            specs,
+            category_descriptions=self._given_descriptions,
+            filtered=self._filtered,
+            runtime_mode=runtime_mode,
+        )

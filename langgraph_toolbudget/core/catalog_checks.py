@@ -11,7 +11,8 @@ Key Components:
     - :func:`check_categories`, :func:`check_descriptions`,
       :func:`check_metadata_mapping`, :func:`check_name_list`,
       :func:`check_default_include`: the arguments of ``from_tools``.
-    - :func:`check_metadata`: one tool's metadata keys and values.
+    - :func:`check_metadata`: one tool's metadata keys and values (and that
+      ``enabled`` and ``status`` agree).
     - :func:`closest_names`: the real names closest to a misspelled one.
     - The error templates (``*_ERROR``), one per mistake.
 """
@@ -30,6 +31,7 @@ from rapidfuzz import fuzz, process, utils
 __all__ = [
     "INCLUDE_MODES",
     "TOOL_METADATA_KEYS",
+    "TOOL_STATUSES",
     "as_tools",
     "check_categories",
     "check_default_include",
@@ -43,10 +45,14 @@ __all__ = [
 INCLUDE_MODES = ("always", "manual", "agent")
 """The include modes a tool may have (see ``IncludeMode``)."""
 
+TOOL_STATUSES = ("draft", "published", "deprecated", "disabled")
+"""The statuses a tool may have (see ``ToolStatus``)."""
+
 TOOL_METADATA_KEYS: dict[str, tuple[type, ...]] = {
     "server": (str, type(None)),
     "include": (str,),
     "enabled": (bool,),
+    "status": (str,),
     "is_pure": (bool,),
     "concurrency_group": (str,),
     "max_concurrency": (int,),
@@ -83,6 +89,11 @@ DEFAULT_INCLUDE_ERROR = (
 UNKNOWN_METADATA_KEY_ERROR = "tool {tool!r}: unknown metadata key {key!r}. Allowed keys: {allowed}."
 METADATA_TYPE_ERROR = "tool {tool!r}: metadata key {key!r} must be {expected}, got {value!r}."
 METADATA_VALUE_ERROR = "tool {tool!r}: metadata key {key!r} {problem}, got {value!r}."
+STATUS_CONFLICT_ERROR = (
+    "tool {tool!r}: {argument} sets enabled={enabled!r} and status={status!r}, which disagree: "
+    "enabled=False means status 'disabled'. Set only one of them (status={status!r} alone, "
+    "or enabled={enabled!r} alone)."
+)
 
 
 def describe(value: object) -> str:
@@ -254,7 +265,9 @@ def check_metadata(
     Raises:
         TypeError: ``meta`` is not a mapping, or a value has the wrong type
             (``True`` is not an int here).
-        ValueError: an unknown key (with ``strict``) or a value out of range.
+        ValueError: an unknown key (with ``strict``), a value out of range, or
+            ``enabled`` and ``status`` that disagree (``enabled=False`` with a
+            status other than ``"disabled"``, ``enabled=True`` with ``"disabled"``).
     """
     checked = check_mapping(argument, meta, "metadata key -> value")
     out: dict[str, Any] = {}
@@ -278,12 +291,20 @@ def check_metadata(
                 METADATA_VALUE_ERROR.format(tool=tool, key=key, problem=problem, value=value)
             )
         out[key] = value
+    if "enabled" in out and "status" in out and out["enabled"] != (out["status"] != "disabled"):
+        raise ValueError(
+            STATUS_CONFLICT_ERROR.format(
+                tool=tool, argument=argument, enabled=out["enabled"], status=out["status"]
+            )
+        )
     return out
 
 
 def _metadata_problem(key: str, value: Any) -> str | None:
     if key == "include" and value not in INCLUDE_MODES:
         return f"must be one of {INCLUDE_MODES}"
+    if key == "status" and value not in TOOL_STATUSES:
+        return f"must be one of {TOOL_STATUSES}"
     if key == "max_concurrency" and value < 1:
         return "must be >= 1"
     if key == "timeout_s" and value is not None:

@@ -12,8 +12,8 @@ The meta-tools:
     - ``search_tools(query)``: regex over names and descriptions (fuzzy
       fallback); answers ``{"found", "tools", "message"}``; found tools are not
       visible yet.
-    - ``add_tool(tool_names)``: make named tools visible; unknown or filtered
-      names are reported, not added.
+    - ``add_tool(tool_names)``: make named tools visible; unknown, filtered,
+      disabled names and drafts outside debug mode are reported, not added.
     - ``show_all_tools()``: every tool name, ``{"total", "tools"}``.
 """
 
@@ -55,6 +55,9 @@ BAD_META_ARGS_ERROR = (
 NOT_ADDED_UNKNOWN = "not tools of this app (check the spelling or call search_tools)"
 NOT_ADDED_FILTERED = "filtered out by this app's configuration and cannot be used"
 NOT_ADDED_DISABLED = "disabled"
+NOT_ADDED_STATUS = (
+    "{status} tools, which run only in debug mode (runtime_mode='debug'); use a published tool"
+)
 NOT_ADDED_CAP = "not added: the working set is full of pinned tools"
 
 
@@ -173,7 +176,8 @@ class MetaToolHandler:
     """Answers meta-calls against a catalog, changing a working set.
 
     Args:
-        catalog: the tool catalog.
+        catalog: the tool catalog, in the runtime mode of the agent: only its
+            listed tools are searched, listed, loaded and added.
         max_tools: the budget ``request_more_tools`` loads a category with.
         min_per_category: floor of each category's share.
         search_limit: at most this many regex matches in a ``search_tools`` answer.
@@ -279,8 +283,10 @@ class MetaToolHandler:
                 valid.append(n)
             elif self.catalog.is_filtered(n):
                 problems.setdefault(NOT_ADDED_FILTERED, []).append(n)
-            elif self.catalog.is_disabled(n):
+            elif (status := self.catalog.status(n)) == "disabled":
                 problems.setdefault(NOT_ADDED_DISABLED, []).append(n)
+            elif status is not None:  # not listed in this runtime mode: a draft in production
+                problems.setdefault(NOT_ADDED_STATUS.format(status=status), []).append(n)
             else:
                 problems.setdefault(NOT_ADDED_UNKNOWN, []).append(n)
         already = [n for n in valid if n in working]

@@ -24,8 +24,8 @@ from langgraph_toolbudget.core.search import rank_scores
 __all__ = ["free_tools", "search_hits", "select_tools"]
 
 UNKNOWN_PINNED_ERROR = (
-    "pinned tools {names} are not enabled tools of the catalog (unknown, filtered or disabled). "
-    "Closest tools: {closest}."
+    "pinned tools {names} are not tools that run in {mode} mode (unknown, filtered, disabled, "
+    "or drafts, which run only with runtime_mode='debug'). Closest tools: {closest}."
 )
 
 
@@ -176,7 +176,9 @@ def _check_pinned(catalog: ToolCatalog, pinned: Sequence[str]) -> list[str]:
     missing = [n for n in pinned if n not in catalog]
     if missing:
         closest = closest_names(missing, catalog.tool_names)
-        raise ValueError(UNKNOWN_PINNED_ERROR.format(names=missing, closest=closest))
+        raise ValueError(
+            UNKNOWN_PINNED_ERROR.format(names=missing, mode=catalog.runtime_mode, closest=closest)
+        )
     return list(dict.fromkeys(pinned))
 
 
@@ -184,6 +186,6 @@ def free_tools(catalog: ToolCatalog, pinned: Sequence[str] = ()) -> list[str]:
     """Tools visible without spending budget: ``always`` tools, special categories, ``pinned``.
 
     Raises:
-        ValueError: a pinned name is not an enabled tool of the catalog.
+        ValueError: a pinned name is not a tool the catalog lists in its runtime mode.
     """
     return list(dict.fromkeys([*catalog.always_visible, *_check_pinned(catalog, pinned)]))

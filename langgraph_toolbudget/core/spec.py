@@ -2,9 +2,13 @@
 
 Key Components:
     - :class:`ToolSpec`: one tool and the metadata the nodes read (server,
-      categories, include mode, enabled, execution metadata).
+      categories, include mode, status, execution metadata).
+    - :data:`ToolStatus`, :data:`RuntimeMode`, :data:`RUNNABLE_STATUSES`: the
+      lifecycle of a tool and which statuses run in which runtime mode.
     - :func:`build_spec`: a tool's spec from its own metadata, its server's
       defaults and the catalog's overrides.
+    - :func:`merge_status`: one metadata layer's ``status`` / ``enabled`` over
+      the status below it; :func:`changed_spec`: a spec with metadata changed.
     - :func:`passes_filters`: the catalog's ``allowed_servers`` /
       ``allowed_tools`` test.
 """
@@ -13,19 +17,54 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, cast
 
 from langchain_core.tools import BaseTool, InjectedToolArg
 
 from langgraph_toolbudget.core.catalog_checks import check_metadata
 
-__all__ = ["IncludeMode", "SPECIAL_CATEGORIES", "ToolSpec", "build_spec", "passes_filters"]
+__all__ = [
+    "RUNNABLE_STATUSES",
+    "RUNTIME_MODES",
+    "IncludeMode",
+    "RuntimeMode",
+    "SPECIAL_CATEGORIES",
+    "ToolSpec",
+    "ToolStatus",
+    "build_spec",
+    "changed_spec",
+    "check_runtime_mode",
+    "merge_status",
+    "passes_filters",
+]
 
 IncludeMode = Literal["always", "manual", "agent"]
 """``always``: visible every turn, outside the budget. ``agent``: chosen by the
 budget, searches and the model's meta-tools. ``manual``: only when named
 explicitly (``add_tool``, pinned tools); never chosen automatically."""
+
+ToolStatus = Literal["draft", "published", "deprecated", "disabled"]
+"""A tool's lifecycle. ``published``: runs everywhere (the default). ``deprecated``:
+runs, and its results carry a note saying so. ``draft``: runs only in debug mode.
+``disabled`` (also ``enabled=False``): listed nowhere, never runs."""
+
+RuntimeMode = Literal["production", "debug"]
+"""``production`` runs published and deprecated tools; ``debug`` drafts too."""
+
+RUNTIME_MODES: tuple[str, ...] = ("production", "debug")
+"""The runtime modes, the default first."""
+
+RUNNABLE_STATUSES: dict[str, frozenset[str]] = {
+    "production": frozenset({"published", "deprecated"}),
+    "debug": frozenset({"draft", "published", "deprecated"}),
+}
+"""Runtime mode -> the statuses of the tools that are listed, chosen and run in it."""
+
+RUNTIME_MODE_ERROR = (
+    "runtime_mode must be 'production' (published and deprecated tools run) or 'debug' "
+    "(draft tools run too), got {value!r}."
+)
 
 SPECIAL_CATEGORIES = frozenset({"human", "structured_output"})
 """Tools in these categories are always visible and pass every filter."""
@@ -42,12 +81,14 @@ class ToolSpec:
         server: the MCP server (or any grouping) the tool comes from.
         categories: the categories the tool sits in.
         include: ``always``, ``manual`` or ``agent``.
-        enabled: a disabled tool is listed nowhere and never runs.
+        status: ``published``, ``deprecated``, ``draft`` or ``disabled``
+            (see :data:`ToolStatus`); :attr:`enabled` is False exactly when
+            it is ``disabled``.
         is_pure: a pure tool may run concurrently with others of its group.
         concurrency_group: impure calls of one group run one at a time.
         max_concurrency: how many calls of the group may run at once, when
-            set; ``None`` (not set): pure calls are bounded only by the
-            executor's ``max_parallel``, impure calls run one at a time.
+            set; ``None`` (not set): pure calls run side by side (sync ones on
+            the executor's ``max_parallel`` threads), impure calls one at a time.
         timeout_s: seconds a call may take; ``None`` for no bound.
         arg_names: the argument names of the tool's schema.
         arg_descriptions: the argument descriptions of the tool's schema
@@ -60,7 +101,7 @@ class ToolSpec:
     server: str | None = None
     categories: tuple[str, ...] = ()
     include: IncludeMode = "agent"
-    enabled: bool = True
+    status: ToolStatus = "published"
     is_pure: bool = False
     concurrency_group: str = "default"
     max_concurrency: int | None = None
@@ -69,9 +110,53 @@ class ToolSpec:
     arg_descriptions: tuple[str, ...] = field(default=(), repr=False)
 
     @property
+    def enabled(self) -> bool:
+        """False exactly when the status is ``disabled`` (``enabled=False`` is its synonym)."""
+        return self.status != "disabled"
+
+    def runs_in(self, runtime_mode: str) -> bool:
+        """Is this tool listed, chosen and run in ``runtime_mode``?"""
+        return self.status in RUNNABLE_STATUSES[runtime_mode]
+
+    @property
     def always_visible(self) -> bool:
         """Visible without spending budget (include ``always`` or a special category)."""
         return self.include == "always" or bool(SPECIAL_CATEGORIES.intersection(self.categories))
+
+
+def check_runtime_mode(value: object) -> str:
+    """``value`` if it is a runtime mode; ValueError (TypeError if not a string) otherwise."""
+    if not isinstance(value, str):
+        raise TypeError(RUNTIME_MODE_ERROR.format(value=value))
+    if value not in RUNTIME_MODES:
+        raise ValueError(RUNTIME_MODE_ERROR.format(value=value))
+    return value
+
+
+def merge_status(status: ToolStatus, layer: Mapping[str, Any]) -> ToolStatus:
+    """The status after one checked metadata layer (catalog default < server < tool < override).
+
+    ``status`` in the layer wins; else ``enabled=False`` means ``disabled`` and
+    ``enabled=True`` undoes a ``disabled`` below (back to ``published``) and keeps
+    any other status. A layer giving both keys has them agree (checked by
+    :func:`~langgraph_toolbudget.core.catalog_checks.check_metadata`).
+    """
+    if "status" in layer:
+        return cast(ToolStatus, layer["status"])
+    if "enabled" in layer:
+        if not layer["enabled"]:
+            return "disabled"
+        return "published" if status == "disabled" else status
+    return status
+
+
+def _without_status(layer: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in layer.items() if k not in ("status", "enabled")}
+
+
+def changed_spec(spec: ToolSpec, changes: Mapping[str, Any]) -> ToolSpec:
+    """``spec`` with checked metadata ``changes`` applied (``status``/``enabled`` merged)."""
+    return replace(spec, **_without_status(changes), status=merge_status(spec.status, changes))
 
 
 def _injected(field: Any) -> bool:
@@ -149,23 +234,31 @@ def build_spec(
         server_defaults: server -> metadata for that server's tools.
         default_include: the include mode of a tool that sets none.
 
+    ``status`` and its synonym ``enabled`` are merged layer by layer (see
+    :func:`merge_status`): a later layer overrides an earlier one whichever key
+    either uses.
+
     Raises:
-        TypeError, ValueError: metadata of the wrong type or out of range
+        TypeError, ValueError: metadata of the wrong type or out of range, or
+            ``enabled`` and ``status`` that disagree within one layer
             (see :func:`~langgraph_toolbudget.core.catalog_checks.check_metadata`).
     """
     own = check_metadata(tool.name, tool.metadata or {}, strict=False)
     argument = f"tool_metadata[{tool.name!r}]"
     changes = check_metadata(tool.name, override or {}, strict=True, argument=argument)
     server = changes.get("server", own.get("server"))
-    meta: dict[str, Any] = {"include": default_include}
+    layers = [own, changes]
     if server is not None and server in server_defaults:
         argument = f"server_defaults[{server!r}]"
-        meta.update(
-            check_metadata(tool.name, server_defaults[server], strict=True, argument=argument)
-        )
-    meta.update(own)
-    meta.update(changes)
+        defaults = server_defaults[server]
+        layers.insert(0, check_metadata(tool.name, defaults, strict=True, argument=argument))
+    meta: dict[str, Any] = {"include": default_include}
+    status: ToolStatus = "published"
+    for layer in layers:
+        meta.update(_without_status(layer))
+        status = merge_status(status, layer)
     meta["server"] = server
+    meta["status"] = status
     arg_names, arg_descriptions = _arg_info(tool)
     return ToolSpec(
         name=tool.name,

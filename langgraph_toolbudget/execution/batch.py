@@ -102,8 +102,10 @@ class BatchRunner:
     """Answers one batch of tool calls: meta-calls, enforcement, the regular calls.
 
     Args:
-        catalog: the tool catalog.
-        config: the shared options (budget, cap, mode, meta-call bound...).
+        catalog: the tool catalog; the runner uses its view in
+            ``config.runtime_mode`` (``catalog.in_runtime_mode``), so drafts run
+            only in debug mode.
+        config: the shared options (budget, cap, mode, runtime mode, meta-call bound...).
         wrap_tool_call: hooks around each regular call (LangGraph's shape).
         awrap_tool_call: async hooks around each regular call.
     """
@@ -117,6 +119,7 @@ class BatchRunner:
         awrap_tool_call: AsyncToolCallWrapper | Sequence[AsyncToolCallWrapper] | None = None,
     ) -> None:
         check_meta_name_clash(catalog)
+        catalog = catalog.in_runtime_mode(config.runtime_mode)
         self.catalog = catalog
         self.config = config
         self.free = free_tools(catalog, config.pinned)

@@ -11,7 +11,8 @@ Key Components:
       names the problem, e.g. a hidden tool), **coerce** (repair the model's
       arguments against the tool's schema), **invoke** (inject LangGraph
       arguments, run the tool with its timeout), **normalise** (any tool
-      output becomes a ``ToolMessage``, a ``Command`` or a list of them).
+      output becomes a ``ToolMessage``, a ``Command`` or a list of them; the
+      result of a deprecated tool, success or failure, gets a note saying so).
 
 Every failure becomes an error ``ToolMessage`` that names the tool and the
 problem (and the expected schema for bad arguments), except LangGraph's own
@@ -51,6 +52,7 @@ from langgraph_toolbudget.core.coercion import (
     schema_error_message,
     tool_json_schema,
 )
+from langgraph_toolbudget.execution.policy import add_note, deprecation_note
 
 __all__ = [
     "AsyncToolCallWrapper",
@@ -107,7 +109,8 @@ class ToolCallPipeline:
     """Runs one tool call through check -> coerce -> invoke -> normalise.
 
     Args:
-        catalog: the tool catalog (tools, their schemas and timeouts).
+        catalog: the tool catalog (tools, their schemas and timeouts), in the
+            runtime mode of the calls: only its listed tools run.
         wrap_tool_call: hooks around the stages, outermost first (a callable or
             a sequence), as LangGraph's ``ToolNode(wrap_tool_call=...)``.
         awrap_tool_call: async hooks for async runs; without them, async runs
@@ -167,7 +170,7 @@ class ToolCallPipeline:
 
     def _tool(self, call: ToolCall) -> BaseTool | None:
         spec = self.catalog.get(call["name"])
-        return spec.tool if spec is not None and spec.enabled else None
+        return spec.tool if spec is not None and spec.name in self.catalog else None
 
     def _runtime(self, call: ToolCall, state: Any, config: RunnableConfig) -> ToolRuntime:
         runtime = runtime_of(config)
@@ -246,8 +249,8 @@ class ToolCallPipeline:
         except GraphBubbleUp:
             raise
         except Exception as exc:  # noqa: BLE001 - any tool failure becomes a message to the model
-            return self._failure(call, tool, exc)
-        return self._normalise(call, tool, response)
+            return self._noted(call, self._failure(call, tool, exc))
+        return self._noted(call, self._normalise(call, tool, response))
 
     async def _aexecute(
         self,
@@ -274,8 +277,8 @@ class ToolCallPipeline:
         except GraphBubbleUp:
             raise
         except Exception as exc:  # noqa: BLE001 - any tool failure becomes a message to the model
-            return self._failure(call, tool, exc)
-        return self._normalise(call, tool, response)
+            return self._noted(call, self._failure(call, tool, exc))
+        return self._noted(call, self._normalise(call, tool, response))
 
     def _prepare(
         self, call: ToolCall, tool: BaseTool | None, check: CallCheck
@@ -334,6 +337,11 @@ class ToolCallPipeline:
         ):
             return response
         return ToolMessage(_content(response), name=tool.name, tool_call_id=call["id"])
+
+    def _noted(self, call: ToolCall, output: Any) -> Any:
+        """``output`` with the deprecation note, if the tool is deprecated."""
+        note = deprecation_note(self.catalog, call["name"])
+        return output if note is None else add_note(output, call["id"], note)
 
     def _failure(self, call: ToolCall, tool: BaseTool, error: Exception) -> ToolMessage:
         if is_invalid_resume(error):

@@ -2,19 +2,33 @@
 
 Key Components:
     - :class:`VisibilityPolicy`: a call to a tool that is unknown, filtered,
-      disabled or (with ``enforce_visibility``) not visible is not run; the
-      model gets an error naming the closest real tools and how to load one.
+      disabled, a draft outside debug mode, or (with ``enforce_visibility``) not
+      visible is not run; the model gets an error naming the closest real tools
+      and what to do instead.
+    - :func:`deprecation_note`, :func:`add_note`: the note a deprecated tool's
+      results carry, and how it is added to them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Container
+from typing import Any
 
+from langchain_core.messages import ToolMessage
+from langgraph.types import Command
 from rapidfuzz import fuzz, process
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
 
-__all__ = ["HOW_TO_LOAD", "UNAVAILABLE_TOOL_ERROR", "VisibilityPolicy"]
+__all__ = [
+    "DEPRECATED_NOTE",
+    "HOW_TO_LOAD",
+    "UNAVAILABLE_TOOL_ERROR",
+    "VisibilityPolicy",
+    "add_note",
+    "deprecation_note",
+]
 
 UNAVAILABLE_TOOL_ERROR = "Error: {tool!r} {problem}. {closest}{how}"
 HOW_TO_LOAD = (
@@ -25,6 +39,49 @@ NOT_LOADED = "exists but is not loaded, so it was not run"
 LOAD_IT_FIRST = "Load it first with add_tool(tool_names=[{tool!r}]), then call it again."
 FILTERED = "is filtered out by this app's configuration and cannot be used"
 DISABLED = "is disabled and cannot be used"
+NOT_IN_MODE = (
+    "is a {status} tool, which runs only in debug mode (runtime_mode='debug'); this app runs "
+    "in {mode} mode, so it was not run"
+)
+USE_ANOTHER = (
+    "Use a published tool instead (search_tools(query=...) finds one, add_tool loads it). "
+    "To run this one, run the app with runtime_mode='debug', or publish the tool "
+    "(metadata status='published')."
+)
+DEPRECATED_NOTE = (
+    "Note: tool {tool!r} is deprecated and may be removed; prefer another tool for this task "
+    "next time (search_tools(query=...) finds one)."
+)
+
+
+def deprecation_note(catalog: ToolCatalog, name: str) -> str | None:
+    """The note a result of ``name`` carries if the tool is deprecated, else None."""
+    return DEPRECATED_NOTE.format(tool=name) if catalog.status(name) == "deprecated" else None
+
+
+def add_note(output: Any, tool_call_id: str | None, note: str) -> Any:
+    """``output`` with ``note`` after the content of its tool messages answering ``tool_call_id``.
+
+    ``output`` is what one call produced: a ``ToolMessage``, a ``Command`` (its
+    update's messages are looked at) or a list of them; other values pass as they are.
+    """
+    if isinstance(output, list):
+        return [add_note(item, tool_call_id, note) for item in output]
+    if isinstance(output, ToolMessage) and output.tool_call_id == tool_call_id:
+        content = output.content
+        if isinstance(content, str):
+            noted: Any = f"{content}\n\n{note}" if content else note
+        else:
+            noted = [*content, {"type": "text", "text": note}]
+        return output.model_copy(update={"content": noted})
+    if isinstance(output, Command) and isinstance(output.update, dict):
+        messages = output.update.get("messages")
+        if isinstance(messages, list):
+            update = {**output.update, "messages": add_note(messages, tool_call_id, note)}
+            return dataclasses.replace(output, update=update)
+    return output
+
+
 UNKNOWN = "is not a tool of this app, so it was not run"
 
 
@@ -32,7 +89,8 @@ class VisibilityPolicy:
     """Decides whether a call may run, and words the refusal for the model.
 
     Args:
-        catalog: the tool catalog.
+        catalog: the tool catalog, in the runtime mode of the calls
+            (``catalog.in_runtime_mode(...)``): its listed tools may run.
         enforce_visibility: refuse calls to tools that exist but are not visible.
     """
 
@@ -65,14 +123,17 @@ class VisibilityPolicy:
             return UNAVAILABLE_TOOL_ERROR.format(
                 tool=name, problem=NOT_LOADED, closest="", how=LOAD_IT_FIRST.format(tool=name)
             )
+        status = catalog.status(name)
+        how = HOW_TO_LOAD
         if catalog.is_filtered(name):
             problem = FILTERED
-        elif catalog.is_disabled(name):
+        elif status == "disabled":
             problem = DISABLED
+        elif status is not None:  # exists, but its status does not run in this mode (a draft)
+            problem = NOT_IN_MODE.format(status=status, mode=catalog.runtime_mode)
+            how = USE_ANOTHER
         else:
             problem = UNKNOWN
         closest = self.closest_tools(name)
         hint = f"Closest tools: {', '.join(closest)}. " if closest else ""
-        return UNAVAILABLE_TOOL_ERROR.format(
-            tool=name, problem=problem, closest=hint, how=HOW_TO_LOAD
-        )
+        return UNAVAILABLE_TOOL_ERROR.format(tool=name, problem=problem, closest=hint, how=how)

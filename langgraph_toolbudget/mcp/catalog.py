@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from langgraph_toolbudget.core.catalog import ToolCatalog, ToolSpec
+from langgraph_toolbudget.core.catalog import RuntimeMode, ToolCatalog, ToolSpec
 from langgraph_toolbudget.mcp.runtime import MCPRuntime
 
 
@@ -16,7 +16,8 @@ class MCPToolCatalog(ToolCatalog):
     any catalog; on top it has the runtime (:attr:`mcp`: servers, sessions),
     the servers that failed to load (:attr:`load_errors`), and closing: ``await
     catalog.aclose()``, ``catalog.close()`` or ``async with catalog:``. Copies
-    from :meth:`with_metadata` share the runtime: closing one closes them all.
+    from :meth:`with_metadata` and :meth:`in_runtime_mode` share the runtime:
+    closing one closes them all.
 
     Args:
         specs: the tools, as for :class:`ToolCatalog`.
@@ -24,6 +25,7 @@ class MCPToolCatalog(ToolCatalog):
             closes it.
         category_descriptions: category -> description.
         filtered: names of tools the catalog's filters removed.
+        runtime_mode: ``production`` or ``debug`` (see :class:`ToolCatalog`).
 
     Example:
         ```python
@@ -40,9 +42,15 @@ class MCPToolCatalog(ToolCatalog):
         runtime: MCPRuntime,
         category_descriptions: Mapping[str, str] | None = None,
         filtered: Iterable[str] = (),
+        runtime_mode: RuntimeMode = "production",
     ) -> None:
         filtered = tuple(filtered)
-        super().__init__(specs, category_descriptions=category_descriptions, filtered=filtered)
+        super().__init__(
+            specs,
+            category_descriptions=category_descriptions,
+            filtered=filtered,
+            runtime_mode=runtime_mode,
+        )
         self._runtime = runtime
         self._given = (dict(category_descriptions or {}), filtered)
 
@@ -56,10 +64,14 @@ class MCPToolCatalog(ToolCatalog):
         """MCP server -> why it failed to load ({} when every server loaded)."""
         return dict(self._runtime.load_errors)
 
-    def _copy_with(self, specs: Sequence[ToolSpec]) -> MCPToolCatalog:
+    def _copy_with(self, specs: Sequence[ToolSpec], runtime_mode: RuntimeMode) -> MCPToolCatalog:
         descriptions, filtered = self._given
         return type(self)(
-            specs, runtime=self._runtime, category_descriptions=descriptions, filtered=filtered
+            specs,
+            runtime=self._runtime,
+            category_descriptions=descriptions,
+            filtered=filtered,
+            runtime_mode=runtime_mode,
         )
 
     async def aclose(self) -> None:

@@ -120,7 +120,7 @@ async def load_mcp_catalog(
         server_descriptions: server -> category description, overriding the
             server's ``initialize`` instructions (or ``serverInfo`` title).
         server_defaults: server -> metadata for all its tools (``include``,
-            ``enabled``, ``is_pure``, ``concurrency_group``,
+            ``status``, ``enabled``, ``is_pure``, ``concurrency_group``,
             ``max_concurrency``, ``timeout_s``).
         tool_metadata: tool -> metadata overrides. A key is a catalog name or
             ``server:mcp_name``.

@@ -24,7 +24,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from langgraph_toolbudget.config import BudgetConfig, ExecutionMode, resolve_config
+from langgraph_toolbudget.config import BudgetConfig, ExecutionMode, RuntimeMode, resolve_config
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.selection import free_tools
 from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
@@ -61,6 +61,8 @@ class CallModel(BudgetNode):
             ``(state) -> messages`` / ``(state, config) -> messages``.
         pinned: tools always visible.
         max_iterations: model calls allowed per user turn.
+        runtime_mode: ``production`` (published and deprecated tools) or ``debug``
+            (drafts too): which tools are bound and listed in the prompt.
         name: node name.
 
     Raises:
@@ -77,10 +79,14 @@ class CallModel(BudgetNode):
         system_prompt: SystemPrompt = None,
         pinned: Sequence[str] | None = None,
         max_iterations: int | None = None,
+        runtime_mode: RuntimeMode | None = None,
         name: str = "agent",
     ) -> None:
         super().__init__(name)
-        self.config = resolve_config(config, pinned=pinned, max_iterations=max_iterations)
+        self.config = resolve_config(
+            config, pinned=pinned, max_iterations=max_iterations, runtime_mode=runtime_mode
+        )
+        catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.caller = ModelCaller(model, catalog, system_prompt)
         self.free = free_tools(catalog, self.config.pinned)
 
@@ -137,6 +143,9 @@ class ToolAgent(BudgetNode):
         max_parallel: size of the executor's own thread pool for sync tools
             (default 16): sync calls at once, at most.
         group_limits: concurrency group -> calls at once (e.g. ``{"github": 4}``).
+        runtime_mode: ``production`` (published and deprecated tools) or ``debug``
+            (drafts too): which tools are bound and run, and which the meta-tools
+            list, search and load.
         system_prompt: a string, a ``SystemMessage``, or a callable of the state.
         wrap_tool_call: hooks around each tool call (LangGraph's shape).
         awrap_tool_call: async hooks around each tool call.
@@ -164,6 +173,7 @@ class ToolAgent(BudgetNode):
         enforce_visibility: bool | None = None,
         max_parallel: int | None = None,
         group_limits: Mapping[str, int] | None = None,
+        runtime_mode: RuntimeMode | None = None,
         system_prompt: SystemPrompt = None,
         wrap_tool_call: ToolCallWrapper | Sequence[ToolCallWrapper] | None = None,
         awrap_tool_call: AsyncToolCallWrapper | Sequence[AsyncToolCallWrapper] | None = None,
@@ -182,7 +192,9 @@ class ToolAgent(BudgetNode):
             enforce_visibility=enforce_visibility,
             max_parallel=max_parallel,
             group_limits=group_limits,
+            runtime_mode=runtime_mode,
         )
+        catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.caller = ModelCaller(model, catalog, system_prompt)
         self.runner = BatchRunner(
             catalog, self.config, wrap_tool_call=wrap_tool_call, awrap_tool_call=awrap_tool_call

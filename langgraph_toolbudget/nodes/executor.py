@@ -23,7 +23,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, ToolCall
 from langchain_core.runnables import RunnableConfig
 
-from langgraph_toolbudget.config import BudgetConfig, ExecutionMode, resolve_config
+from langgraph_toolbudget.config import BudgetConfig, ExecutionMode, RuntimeMode, resolve_config
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.working_set import state_messages
 from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome, node_output
@@ -46,8 +46,9 @@ class ToolExecutor(BudgetNode):
     "discovered_tools": [...], "tool_last_used": {...}}`` (the budget fields
     only when they change): one tool message per call, in call order;
     meta-calls change the visible set; calls to tools that are unknown,
-    filtered, disabled or not visible are refused with an error message naming
-    the closest tools and how to load one.
+    filtered, disabled, drafts outside debug mode or not visible are refused
+    with an error message naming the closest tools and what to do; results of
+    deprecated tools carry a note saying so.
 
     Args:
         catalog: the tool catalog.
@@ -65,6 +66,8 @@ class ToolExecutor(BudgetNode):
         max_parallel: size of the executor's own thread pool for sync tools
             (default 16): sync calls at once, at most.
         group_limits: concurrency group -> calls at once (e.g. ``{"github": 4}``).
+        runtime_mode: ``production`` (published and deprecated tools) or ``debug``
+            (drafts too): which tools run and which the meta-tools list, search and load.
         wrap_tool_call: hooks ``(request, execute) -> result`` around each call,
             as ``ToolNode(wrap_tool_call=...)`` (a callable or a list, outermost first).
         awrap_tool_call: async hooks, as ``ToolNode(awrap_tool_call=...)``.
@@ -93,6 +96,7 @@ class ToolExecutor(BudgetNode):
         enforce_visibility: bool | None = None,
         max_parallel: int | None = None,
         group_limits: Mapping[str, int] | None = None,
+        runtime_mode: RuntimeMode | None = None,
         wrap_tool_call: ToolCallWrapper | Sequence[ToolCallWrapper] | None = None,
         awrap_tool_call: AsyncToolCallWrapper | Sequence[AsyncToolCallWrapper] | None = None,
         name: str = "tools",
@@ -109,6 +113,7 @@ class ToolExecutor(BudgetNode):
             enforce_visibility=enforce_visibility,
             max_parallel=max_parallel,
             group_limits=group_limits,
+            runtime_mode=runtime_mode,
         )
         self.runner = BatchRunner(
             catalog, self.config, wrap_tool_call=wrap_tool_call, awrap_tool_call=awrap_tool_call

@@ -24,7 +24,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
 
-from langgraph_toolbudget.config import BudgetConfig, resolve_config
+from langgraph_toolbudget.config import BudgetConfig, RuntimeMode, resolve_config
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.intent import classify_lexical, latest_user_text
 from langgraph_toolbudget.core.semantic import HybridScorer, as_hybrid_scorer
@@ -69,6 +69,9 @@ class ClassifyIntent(BudgetNode):
             :class:`~langgraph_toolbudget.core.semantic.HybridScorer`): the offline
             classifier then scores tools by BM25 fused with embedding
             similarity. An embedding failure falls back to BM25 for the turn.
+        runtime_mode: ``production`` (published and deprecated tools) or ``debug``
+            (drafts too): which tools count in a category's score (a category
+            holding only drafts is not chosen in production).
         name: node name.
 
     Example:
@@ -88,11 +91,17 @@ class ClassifyIntent(BudgetNode):
         max_categories: int | None = None,
         min_relative_score: float = 0.5,
         embeddings: Embeddings | HybridScorer | None = None,
+        runtime_mode: RuntimeMode | None = None,
         name: str = "classify_intent",
     ) -> None:
         super().__init__(name)
-        self.config = resolve_config(config, max_categories=max_categories, embeddings=embeddings)
-        self.catalog = catalog
+        self.config = resolve_config(
+            config,
+            max_categories=max_categories,
+            embeddings=embeddings,
+            runtime_mode=runtime_mode,
+        )
+        self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.model = resolve_chat_model(model, what="ClassifyIntent model") if model else None
         self.min_relative_score = min_relative_score
         self._structured = self._structured_model(self.model)

@@ -12,6 +12,7 @@ one budget.
 Typical Usage:
     ```python
     graph = create_toolbudget_agent(model, catalog, max_tools=8, mode="parallel_safe")
+    debug = create_toolbudget_agent(model, catalog, runtime_mode="debug")  # drafts run too
     app = graph.compile(checkpointer=MemorySaver())
     config = {"configurable": {"thread_id": "1"}}
     out = app.invoke({"messages": [HumanMessage("open an issue")]}, config)
@@ -28,7 +29,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import tools_condition
 
-from langgraph_toolbudget.config import BudgetConfig, ExecutionMode, resolve_config
+from langgraph_toolbudget.config import BudgetConfig, ExecutionMode, RuntimeMode, resolve_config
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.semantic import HybridScorer
 from langgraph_toolbudget.nodes.agent import CallModel
@@ -72,6 +73,7 @@ def add_toolbudget_nodes(
     max_meta_calls: int | None = None,
     max_parallel: int | None = None,
     group_limits: Mapping[str, int] | None = None,
+    runtime_mode: RuntimeMode | None = None,
     system_prompt: SystemPrompt = None,
 ) -> str:
     """Add classify_intent -> select_tools -> tool_search -> agent <-> tools to ``graph``.
@@ -103,6 +105,8 @@ def add_toolbudget_nodes(
         max_meta_calls: meta-calls per user turn.
         max_parallel: size of the executor's thread pool for sync tools (default 16).
         group_limits: concurrency group -> calls at once (e.g. ``{"github": 4}``).
+        runtime_mode: ``production`` (published and deprecated tools are listed,
+            chosen and run) or ``debug`` (drafts too); disabled tools never are.
         system_prompt: a string, a ``SystemMessage``, or a callable of the state.
 
     Returns:
@@ -133,6 +137,7 @@ def add_toolbudget_nodes(
         max_meta_calls=max_meta_calls,
         max_parallel=max_parallel,
         group_limits=group_limits,
+        runtime_mode=runtime_mode,
     )
     names = {
         k: f"{prefix}{k}"
@@ -183,6 +188,7 @@ def create_toolbudget_agent(
     max_meta_calls: int | None = None,
     max_parallel: int | None = None,
     group_limits: Mapping[str, int] | None = None,
+    runtime_mode: RuntimeMode | None = None,
     system_prompt: SystemPrompt = None,
 ) -> StateGraph:
     """Build the whole agent graph, uncompiled, so you choose checkpointer and store.
@@ -221,6 +227,7 @@ def create_toolbudget_agent(
         max_meta_calls=max_meta_calls,
         max_parallel=max_parallel,
         group_limits=group_limits,
+        runtime_mode=runtime_mode,
         system_prompt=system_prompt,
     )
     return graph

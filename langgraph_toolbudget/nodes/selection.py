@@ -23,7 +23,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 
-from langgraph_toolbudget.config import BudgetConfig, resolve_config
+from langgraph_toolbudget.config import BudgetConfig, RuntimeMode, resolve_config
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.intent import latest_user_text
 from langgraph_toolbudget.core.selection import free_tools, search_hits, select_tools
@@ -70,6 +70,8 @@ class SelectTools(BudgetNode):
         max_visible: hard cap on the visible set across turns: adding this
             turn's tools beyond it evicts the least recently used unpinned
             tools of earlier turns (``None`` in the config: the set only grows).
+        runtime_mode: ``production`` (published and deprecated tools) or ``debug``
+            (drafts too): which tools may be chosen.
         name: node name.
 
     Example:
@@ -90,6 +92,7 @@ class SelectTools(BudgetNode):
         strategy: Strategy = "auto",
         embeddings: Embeddings | HybridScorer | None = None,
         max_visible: int | None = None,
+        runtime_mode: RuntimeMode | None = None,
         name: str = "select_tools",
     ) -> None:
         if strategy not in ("auto", "categories", "relevance"):
@@ -105,8 +108,9 @@ class SelectTools(BudgetNode):
             pinned=pinned,
             embeddings=embeddings,
             max_visible=max_visible,
+            runtime_mode=runtime_mode,
         )
-        self.catalog = catalog
+        self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.strategy = strategy
         self._free = free_tools(catalog, self.config.pinned)
         self.scorer = as_hybrid_scorer(catalog, self.config.embeddings)
@@ -185,6 +189,8 @@ class ToolSearch(BudgetNode):
         max_visible: hard cap on the visible set: adding hits beyond it evicts
             the least recently used unpinned tools.
         pinned: tools never evicted under the cap (``always`` tools never are).
+        runtime_mode: ``production`` (published and deprecated tools) or ``debug``
+            (drafts too): which tools may be found.
         name: node name.
 
     Output: the working-set update (see :class:`SelectTools`), or ``{}``.
@@ -201,6 +207,7 @@ class ToolSearch(BudgetNode):
         embeddings: Embeddings | HybridScorer | None = None,
         max_visible: int | None = None,
         pinned: Sequence[str] | None = None,
+        runtime_mode: RuntimeMode | None = None,
         name: str = "tool_search",
     ) -> None:
         super().__init__(name)
@@ -210,8 +217,9 @@ class ToolSearch(BudgetNode):
             embeddings=embeddings,
             max_visible=max_visible,
             pinned=pinned,
+            runtime_mode=runtime_mode,
         )
-        self.catalog = catalog
+        self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.every_turn = every_turn
         self.min_relative_score = min_relative_score
         self.scorer = as_hybrid_scorer(catalog, self.config.embeddings)
