@@ -34,8 +34,11 @@ from typing import Any
 from langchain_core.tools import BaseTool
 
 from langgraph_toolbudget.core.catalog_checks import (
+    DUPLICATE_TOOL_ERROR,
     TOOL_METADATA_KEYS,
+    UNKNOWN_METADATA_TOOL_ERROR,
     as_tools,
+    categories_by_tool,
     check_categories,
     check_default_include,
     check_descriptions,
@@ -69,51 +72,10 @@ __all__ = [
     "ToolStatus",
 ]
 
-DUPLICATE_TOOL_ERROR = (
-    "duplicate tool names {names}: every tool in a catalog needs a unique name. "
-    "Rename one (e.g. prefix it with its server) before building the catalog."
-)
-UNKNOWN_CATEGORY_TOOL_ERROR = (
-    "category {category!r} lists {names}, which are not tools of this catalog. "
-    "Closest tools: {closest}."
-)
-UNKNOWN_METADATA_TOOL_ERROR = (
-    "{argument} names {names}, which are not tools of this catalog. Closest tools: {closest}."
-)
 UNKNOWN_DESCRIPTION_ERROR = (
     "category_descriptions names {names}, which are not categories of this catalog. "
     "Categories: {known}."
 )
-
-
-def _categories_by_tool(
-    names: list[str], categories: Mapping[str, list[str]], tool_metadata: Mapping[str, object]
-) -> dict[str, list[str]]:
-    """Tool -> the categories listing it, once names are checked: unique, and all known."""
-    dupes = sorted(n for n, k in Counter(names).items() if k > 1)
-    if dupes:
-        raise ValueError(DUPLICATE_TOOL_ERROR.format(names=dupes))
-    known = set(names)
-    unknown = [n for n in tool_metadata if n not in known]
-    if unknown:
-        closest = closest_names(unknown, known)
-        raise ValueError(
-            UNKNOWN_METADATA_TOOL_ERROR.format(
-                argument="tool_metadata", names=unknown, closest=closest
-            )
-        )
-    out: dict[str, list[str]] = {}
-    for cat, members in categories.items():
-        missing = [m for m in members if m not in known]
-        if missing:
-            closest = closest_names(missing, known)
-            raise ValueError(
-                UNKNOWN_CATEGORY_TOOL_ERROR.format(category=cat, names=missing, closest=closest)
-            )
-        for m in members:
-            if cat not in out.setdefault(m, []):
-                out[m].append(cat)
-    return out
 
 
 class ToolCatalog(CatalogLifecycle):
@@ -230,7 +192,7 @@ class ToolCatalog(CatalogLifecycle):
         servers = check_name_list("allowed_servers", allowed_servers, "server names")
         patterns = check_name_list("allowed_tools", allowed_tools, "tool names or patterns")
 
-        tool_cats = _categories_by_tool([t.name for t in tool_list], category_map, overrides)
+        tool_cats = categories_by_tool([t.name for t in tool_list], category_map, overrides)
         specs = [
             build_spec(
                 t, tool_cats.get(t.name), overrides.get(t.name, {}), defaults, default_include

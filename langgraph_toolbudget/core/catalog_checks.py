@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import reprlib
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -59,6 +60,20 @@ TOOL_METADATA_KEYS: dict[str, tuple[type, ...]] = {
     "timeout_s": (int, float, type(None)),
 }
 """The metadata keys the catalog reads, and the types each accepts."""
+
+DUPLICATE_TOOL_ERROR = (
+    "duplicate tool names {names}: every tool in a catalog needs a unique name. "
+    "Rename one (e.g. prefix it with its server) before building the catalog."
+)
+
+UNKNOWN_CATEGORY_TOOL_ERROR = (
+    "category {category!r} lists {names}, which are not tools of this catalog. "
+    "Closest tools: {closest}."
+)
+
+UNKNOWN_METADATA_TOOL_ERROR = (
+    "{argument} names {names}, which are not tools of this catalog. Closest tools: {closest}."
+)
 
 MAX_SUGGESTIONS = 3
 """How many close names an unknown-name error suggests for each unknown name."""
@@ -340,3 +355,33 @@ def closest_names(
         close = ", ".join(repr(hit[0]) for hit in hits) or "(the catalog has no tools)"
         parts.append(f"{name!r} -> {close}")
     return "; ".join(parts)
+
+
+def categories_by_tool(
+    names: list[str], categories: Mapping[str, list[str]], tool_metadata: Mapping[str, object]
+) -> dict[str, list[str]]:
+    """Tool -> the categories listing it, once names are checked: unique, and all known."""
+    dupes = sorted(n for n, k in Counter(names).items() if k > 1)
+    if dupes:
+        raise ValueError(DUPLICATE_TOOL_ERROR.format(names=dupes))
+    known = set(names)
+    unknown = [n for n in tool_metadata if n not in known]
+    if unknown:
+        closest = closest_names(unknown, known)
+        raise ValueError(
+            UNKNOWN_METADATA_TOOL_ERROR.format(
+                argument="tool_metadata", names=unknown, closest=closest
+            )
+        )
+    out: dict[str, list[str]] = {}
+    for cat, members in categories.items():
+        missing = [m for m in members if m not in known]
+        if missing:
+            closest = closest_names(missing, known)
+            raise ValueError(
+                UNKNOWN_CATEGORY_TOOL_ERROR.format(category=cat, names=missing, closest=closest)
+            )
+        for m in members:
+            if cat not in out.setdefault(m, []):
+                out[m].append(cat)
+    return out
