@@ -121,14 +121,16 @@ def test_named_loops_are_process_wide_and_separate():
 def test_a_stopped_loop_starts_again_on_next_use():
     runner = BackgroundLoop("toolbudget-test")
 
-    async def loop_id() -> int:
-        return id(asyncio.get_running_loop())
+    async def current_loop() -> asyncio.AbstractEventLoop:
+        return asyncio.get_running_loop()
 
-    first = runner.run_sync(loop_id())
+    # Compare the loops themselves, holding the first: an id() of a freed loop can be reused.
+    first = runner.run_sync(current_loop())
     thread = runner._thread
     runner.stop()
-    assert thread is not None and not thread.is_alive()
-    assert runner.run_sync(loop_id()) != first
+    assert thread is not None and not thread.is_alive() and first.is_closed()
+    second = runner.run_sync(current_loop())
+    assert second is not first and not second.is_closed()
     runner.stop()
 
 

@@ -26,7 +26,7 @@ import contextvars
 import json
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -52,6 +52,13 @@ from langgraph_toolbudget.core.coercion import (
     schema_error_message,
     tool_json_schema,
 )
+from langgraph_toolbudget.execution.hooks import (
+    AsyncToolCallWrapper,
+    ToolCallWrapper,
+    achain,
+    as_hooks,
+    chain,
+)
 from langgraph_toolbudget.execution.policy import add_note, deprecation_note
 
 __all__ = [
@@ -68,12 +75,6 @@ T = TypeVar("T")
 
 ToolOutput = ToolMessage | Command | list[Any]
 """What one call produces: a tool message, a ``Command``, or a list of them."""
-ToolCallWrapper = Callable[[ToolCallRequest, Callable[[ToolCallRequest], Any]], Any]
-"""A hook ``(request, execute) -> output`` around the stages (LangGraph's ``wrap_tool_call``)."""
-AsyncToolCallWrapper = Callable[
-    [ToolCallRequest, Callable[[ToolCallRequest], Awaitable[Any]]], Awaitable[Any]
-]
-"""The async form of :data:`ToolCallWrapper` (LangGraph's ``awrap_tool_call``)."""
 CallCheck = Callable[[str], str | None]
 """Policy of the check stage: tool name -> why the call may not run (for the model), or None."""
 
@@ -141,8 +142,8 @@ class ToolCallPipeline:
         self.max_workers = max_workers
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
-        self.wrappers = _as_list(wrap_tool_call, "wrap_tool_call")
-        self.awrappers = _as_list(awrap_tool_call, "awrap_tool_call")
+        self.wrappers = as_hooks(wrap_tool_call, "wrap_tool_call")
+        self.awrappers = as_hooks(awrap_tool_call, "awrap_tool_call")
         # Per tool, on first call: reading schemas up front would cost ~0.4 ms a tool.
         self._schemas: dict[str, dict[str, Any] | None] = {}
         self._injectors: dict[str, Callable[[Any, Any], Any] | None] = {}
@@ -199,7 +200,7 @@ class ToolCallPipeline:
         def execute(req: ToolCallRequest) -> Any:
             return self.execute(req, config, check)
 
-        return _chain(self.wrappers, execute)(self.request(call, state, config))
+        return chain(self.wrappers, execute)(self.request(call, state, config))
 
     async def arun(
         self, call: ToolCall, state: Any, config: RunnableConfig, check: CallCheck
@@ -210,7 +211,7 @@ class ToolCallPipeline:
             async def aexecute(req: ToolCallRequest) -> Any:
                 return await self.aexecute(req, config, check)
 
-            return await _achain(self.awrappers, aexecute)(self.request(call, state, config))
+            return await achain(self.awrappers, aexecute)(self.request(call, state, config))
         if self.wrappers:  # sync hooks: run them (and the call) off the event loop
             return await self.to_thread(self.run, call, state, config, check)
         return await self._aexecute(call, self._tool(call), state, None, config, check)
@@ -362,46 +363,3 @@ def _content(output: Any) -> str | list[str | dict[Any, Any]]:
     """Tool output as message content, as ``ToolNode`` converts it."""
     content: str | list[Any] = msg_content_output(output)
     return content
-
-
-def _as_list(hooks: Any, name: str) -> list[Any]:
-    if hooks is None:
-        return []
-    items = [hooks] if callable(hooks) else list(hooks)
-    for hook in items:
-        if not callable(hook):
-            raise TypeError(
-                f"{name} must be a callable (request, execute) -> result, or a list of them; "
-                f"got {type(hook).__name__}."
-            )
-    return items
-
-
-def _chain(hooks: list[ToolCallWrapper], execute: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """``hooks[0]`` outermost, around ``hooks[1]``..., around ``execute``."""
-    handler = execute
-    for hook in reversed(hooks):
-        handler = _bind(hook, handler)
-    return handler
-
-
-def _bind(hook: ToolCallWrapper, inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    return lambda request: hook(request, inner)
-
-
-def _achain(
-    hooks: list[AsyncToolCallWrapper], execute: Callable[[Any], Awaitable[Any]]
-) -> Callable[[Any], Awaitable[Any]]:
-    handler = execute
-    for hook in reversed(hooks):
-        handler = _abind(hook, handler)
-    return handler
-
-
-def _abind(
-    hook: AsyncToolCallWrapper, inner: Callable[[Any], Awaitable[Any]]
-) -> Callable[[Any], Awaitable[Any]]:
-    async def run(request: Any) -> Any:
-        return await hook(request, inner)
-
-    return run
