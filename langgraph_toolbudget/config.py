@@ -26,6 +26,7 @@ from types import MappingProxyType
 from typing import Any, Literal, get_args
 
 from langgraph_toolbudget.core.budget import max_tools_for_model
+from langgraph_toolbudget.core.gating import BuiltinFilter, EnabledBuiltins
 from langgraph_toolbudget.core.semantic import HybridScorer
 from langgraph_toolbudget.core.spec import RuntimeMode, check_runtime_mode
 
@@ -141,6 +142,11 @@ class BudgetConfig:
             tools are listed and run, deprecated ones with a note on their
             results) or ``debug`` (draft tools too). Disabled tools never run.
             The execution mode is ``mode``.
+        enabled_builtins: which built-in tools the model gets (the meta-tools
+            and the families of later features) and whether the automatic tool
+            search runs (``"tool_search"``): ``None`` for the defaults, a list
+            of names or ``fnmatch`` patterns, or ``{"allow": [...], "deny": [...]}``
+            (see :mod:`langgraph_toolbudget.core.gating`).
 
     Raises:
         TypeError: an option of the wrong type (the message names it).
@@ -169,6 +175,7 @@ class BudgetConfig:
     max_parallel: int = 16
     group_limits: Mapping[str, int] = field(default_factory=dict, hash=False)
     runtime_mode: RuntimeMode = "production"
+    enabled_builtins: EnabledBuiltins | BuiltinFilter = None
 
     def __post_init__(self) -> None:
         _check_int("max_tools", self.max_tools, minimum=0, optional=True)
@@ -234,6 +241,12 @@ class BudgetConfig:
             check_runtime_mode(self.runtime_mode)
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"BudgetConfig: {exc}") from None
+        object.__setattr__(self, "enabled_builtins", BuiltinFilter.of(self.enabled_builtins))
+
+    @property
+    def builtin_filter(self) -> BuiltinFilter:
+        """``enabled_builtins``, validated: which built-in tools are on."""
+        return BuiltinFilter.of(self.enabled_builtins)
 
     @property
     def budget(self) -> int:

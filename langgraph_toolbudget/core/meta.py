@@ -39,7 +39,6 @@ __all__ = [
     "REQUEST_MORE_TOOLS",
     "SEARCH_TOOLS",
     "SHOW_ALL_TOOLS",
-    "check_meta_name_clash",
     "meta_tool_definitions",
 ]
 
@@ -59,19 +58,6 @@ NOT_ADDED_STATUS = (
     "{status} tools, which run only in debug mode (runtime_mode='debug'); use a published tool"
 )
 NOT_ADDED_CAP = "not added: the working set is full of pinned tools"
-
-
-META_NAME_ERROR = (
-    "catalog tools {names} have the names of meta-tools, which the agent binds itself; "
-    "rename those tools (e.g. with a server prefix) before building the catalog."
-)
-
-
-def check_meta_name_clash(catalog: ToolCatalog) -> None:
-    """Raise ``ValueError`` if a catalog tool is named like a meta-tool (bound twice otherwise)."""
-    clashes = [n for n in META_TOOL_NAMES if catalog.get(n) is not None]
-    if clashes:
-        raise ValueError(META_NAME_ERROR.format(names=clashes))
 
 
 class _RequestMoreToolsArgs(BaseModel):

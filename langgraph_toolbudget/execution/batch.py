@@ -25,9 +25,16 @@ from langgraph.types import Command
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.intent import latest_user_text
-from langgraph_toolbudget.core.meta import META_TOOL_NAMES, MetaToolHandler, check_meta_name_clash
+from langgraph_toolbudget.core.meta import META_TOOL_NAMES
 from langgraph_toolbudget.core.selection import free_tools
 from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
+from langgraph_toolbudget.execution.builtins import (
+    BuiltinContext,
+    BuiltinResult,
+    Builtins,
+    BuiltinTools,
+    merge_update,
+)
 from langgraph_toolbudget.execution.pipeline import (
     AsyncToolCallWrapper,
     CallCheck,
@@ -47,8 +54,8 @@ __all__ = [
 ]
 
 META_LIMIT_ERROR = (
-    "Error: meta-tool limit reached ({limit} calls to search_tools/add_tool/request_more_tools/"
-    "show_all_tools this turn). Use the tools you have, or answer the user."
+    "Error: meta-tool limit reached ({limit} calls to {names} this turn). "
+    "Use the tools you have, or answer the user."
 )
 
 
@@ -61,11 +68,13 @@ class TurnOutcome:
             ``Command`` (or a list of them) returned by a tool.
         discovered: tools found by ``search_tools`` (not visible yet).
         meta_calls: how many meta-calls this batch answered.
+        update: state updates of built-in answers (other than the budget fields).
     """
 
     outputs: list[Any] = field(default_factory=list)
     discovered: list[str] = field(default_factory=list)
     meta_calls: int = 0
+    update: dict[str, Any] = field(default_factory=dict)
 
     @property
     def messages(self) -> list[ToolMessage]:
@@ -87,13 +96,13 @@ def flatten_outputs(outputs: Sequence[Any]) -> list[Any]:
     return flat
 
 
-def meta_calls_this_turn(messages: Sequence[Any]) -> int:
-    """Meta-calls answered since the latest human message."""
+def meta_calls_this_turn(messages: Sequence[Any], names: Sequence[str] = META_TOOL_NAMES) -> int:
+    """Meta-calls (calls to ``names``) answered since the latest human message."""
     count = 0
     for message in reversed(messages):
         if isinstance(message, HumanMessage):
             break
-        if isinstance(message, ToolMessage) and message.name in META_TOOL_NAMES:
+        if isinstance(message, ToolMessage) and message.name in names:
             count += 1
     return count
 
@@ -108,6 +117,9 @@ class BatchRunner:
         config: the shared options (budget, cap, mode, runtime mode, meta-call bound...).
         wrap_tool_call: hooks around each regular call (LangGraph's shape).
         awrap_tool_call: async hooks around each regular call.
+        builtins: the built-in families to answer (default: every family of
+            :func:`~langgraph_toolbudget.execution.builtins.builtin_families`),
+            gated by ``config.enabled_builtins``.
     """
 
     def __init__(
@@ -117,15 +129,14 @@ class BatchRunner:
         *,
         wrap_tool_call: ToolCallWrapper | Sequence[ToolCallWrapper] | None = None,
         awrap_tool_call: AsyncToolCallWrapper | Sequence[AsyncToolCallWrapper] | None = None,
+        builtins: Sequence[BuiltinTools] | None = None,
     ) -> None:
-        check_meta_name_clash(catalog)
         catalog = catalog.in_runtime_mode(config.runtime_mode)
         self.catalog = catalog
         self.config = config
+        self.builtins = Builtins(catalog, config, builtins)
+        self.meta_names = tuple(n for n in self.builtins.names if self.builtins.counts_as_meta(n))
         self.free = free_tools(catalog, config.pinned)
-        self.meta = MetaToolHandler(
-            catalog, max_tools=config.budget, min_per_category=config.min_per_category
-        )
         self.policy = VisibilityPolicy(catalog, enforce_visibility=config.enforce_visibility)
         self.pipeline = ToolCallPipeline(
             catalog,
@@ -147,48 +158,78 @@ class BatchRunner:
             state, base=self.free, pinned=self.free, cap=self.config.max_visible
         )
 
-    # --- meta-calls -------------------------------------------------------------------------
+    # --- built-in calls -----------------------------------------------------------------------
 
-    def _answer_meta(
-        self, calls: Sequence[ToolCall], working: WorkingSet, messages: Sequence[Any]
-    ) -> tuple[dict[int, ToolMessage], TurnOutcome]:
-        """Answer the meta-calls among ``calls``, in order; returns index -> message."""
+    def _builtin_calls(
+        self, calls: Sequence[ToolCall], state: Any, config: RunnableConfig, working: WorkingSet
+    ) -> tuple[list[tuple[int, ToolCall]], dict[int, ToolMessage], BuiltinContext, TurnOutcome]:
+        """The built-in calls to answer, those over the meta-call bound, and the context."""
+        messages = state_messages(state)
+        ctx = BuiltinContext(state, config, working, latest_user_text(messages))
         outcome = TurnOutcome()
-        query = latest_user_text(messages)
-        used = meta_calls_this_turn(messages)
+        used = meta_calls_this_turn(messages, self.meta_names)
         limit = self.config.max_meta_calls
-        answers: dict[int, ToolMessage] = {}
+        todo: list[tuple[int, ToolCall]] = []
+        refused: dict[int, ToolMessage] = {}
         for i, call in enumerate(calls):
-            if call["name"] not in META_TOOL_NAMES:
+            if call["name"] not in self.builtins:
                 continue
-            if used + outcome.meta_calls >= limit:
-                content, error = META_LIMIT_ERROR.format(limit=limit), True
-            else:
+            if self.builtins.counts_as_meta(call["name"]):
+                if used + outcome.meta_calls >= limit:
+                    names = "/".join(self.meta_names)
+                    refused[i] = _message(
+                        call, BuiltinResult(META_LIMIT_ERROR.format(limit=limit, names=names), True)
+                    )
+                    continue
                 outcome.meta_calls += 1
-                result = self.meta.handle(call["name"], call.get("args", {}), working, query)
-                outcome.discovered.extend(result.discovered)
-                content, error = result.content, result.error
-            answers[i] = ToolMessage(
-                content,
-                name=call["name"],
-                tool_call_id=call["id"],
-                status="error" if error else "success",
-            )
+            todo.append((i, call))
+        return todo, refused, ctx, outcome
+
+    @staticmethod
+    def _absorb(outcome: TurnOutcome, result: BuiltinResult) -> None:
+        outcome.discovered.extend(result.discovered)
+        merge_update(outcome.update, result.update)
+
+    def _answer_builtins(
+        self, calls: Sequence[ToolCall], state: Any, config: RunnableConfig, working: WorkingSet
+    ) -> tuple[dict[int, ToolMessage], TurnOutcome]:
+        """Answer the built-in calls among ``calls``, in order; returns index -> message."""
+        todo, answers, ctx, outcome = self._builtin_calls(calls, state, config, working)
+        for i, call in todo:
+            result = self.builtins.family(call["name"]).handle(call, ctx)
+            self._absorb(outcome, result)
+            answers[i] = _message(call, result)
+        return answers, outcome
+
+    async def _aanswer_builtins(
+        self, calls: Sequence[ToolCall], state: Any, config: RunnableConfig, working: WorkingSet
+    ) -> tuple[dict[int, ToolMessage], TurnOutcome]:
+        todo, answers, ctx, outcome = self._builtin_calls(calls, state, config, working)
+        for i, call in todo:
+            result = await self.builtins.family(call["name"]).ahandle(call, ctx)
+            self._absorb(outcome, result)
+            answers[i] = _message(call, result)
         return answers, outcome
 
     # --- a whole batch ----------------------------------------------------------------------
 
-    def _plan(
-        self, calls: Sequence[ToolCall], state: Any, working: WorkingSet
-    ) -> tuple[TurnOutcome, dict[int, Any], list[tuple[int, ToolCall]], CallCheck]:
+    @staticmethod
+    def _shown(calls: Sequence[ToolCall], working: WorkingSet) -> set[str]:
         # Tools the model saw when it made these calls stay callable in this batch, and
         # count as just used, so a meta-call's eviction picks other tools first.
         shown = set(working.names)
         for call in calls:
             if call["name"] in shown:
                 working.touch(call["name"])
-        done, outcome = self._answer_meta(calls, working, state_messages(state))
+        return shown
 
+    def _plan(
+        self,
+        calls: Sequence[ToolCall],
+        working: WorkingSet,
+        shown: set[str],
+        done: dict[int, Any],
+    ) -> tuple[list[tuple[int, ToolCall]], CallCheck]:
         def check(name: str) -> str | None:
             if name in shown and name in self.catalog:
                 return None
@@ -208,7 +249,7 @@ class BatchRunner:
                 )
                 continue
             regular.append((i, call))
-        return outcome, done, regular, check
+        return regular, check
 
     def _runners(
         self, state: Any, config: RunnableConfig, check: CallCheck
@@ -228,7 +269,9 @@ class BatchRunner:
         self, calls: Sequence[ToolCall], state: Any, config: RunnableConfig, working: WorkingSet
     ) -> TurnOutcome:
         """Answer a batch of tool calls (sync). ``working`` is updated in place."""
-        outcome, done, regular, check = self._plan(calls, state, working)
+        shown = self._shown(calls, working)
+        done, outcome = self._answer_builtins(calls, state, config, working)
+        regular, check = self._plan(calls, working, shown, done)
         done.update(self.scheduler.run(regular, *self._runners(state, config, check)))
         outcome.outputs = [done[i] for i in range(len(calls))]
         return outcome
@@ -237,12 +280,24 @@ class BatchRunner:
         self, calls: Sequence[ToolCall], state: Any, config: RunnableConfig, working: WorkingSet
     ) -> TurnOutcome:
         """Answer a batch of tool calls (async). ``working`` is updated in place."""
-        outcome, done, regular, check = self._plan(calls, state, working)
+        shown = self._shown(calls, working)
+        done, outcome = await self._aanswer_builtins(calls, state, config, working)
+        regular, check = self._plan(calls, working, shown, done)
         run_one, arun_one = self._runners(state, config, check)
         batch_sync = not self.pipeline.awrappers  # async hooks must wrap every call
         done.update(await self.scheduler.arun(regular, run_one, arun_one, batch_sync=batch_sync))
         outcome.outputs = [done[i] for i in range(len(calls))]
         return outcome
+
+
+def _message(call: ToolCall, result: BuiltinResult) -> ToolMessage:
+    return ToolMessage(
+        result.content,
+        name=call["name"],
+        tool_call_id=call["id"],
+        status="error" if result.error else "success",
+        artifact=result.artifact,
+    )
 
 
 def node_output(outputs: Sequence[Any], update: dict[str, Any]) -> Any:

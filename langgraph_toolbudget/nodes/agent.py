@@ -29,6 +29,7 @@ from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.selection import free_tools
 from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
 from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome, flatten_outputs
+from langgraph_toolbudget.execution.builtins import Builtins, merge_update
 from langgraph_toolbudget.execution.pipeline import AsyncToolCallWrapper, ToolCallWrapper
 from langgraph_toolbudget.nodes._node import BudgetNode, emit_changes
 from langgraph_toolbudget.nodes.prompt import ModelCaller, SystemPrompt, ai_calls_this_turn
@@ -87,7 +88,7 @@ class CallModel(BudgetNode):
             config, pinned=pinned, max_iterations=max_iterations, runtime_mode=runtime_mode
         )
         catalog = catalog.in_runtime_mode(self.config.runtime_mode)
-        self.caller = ModelCaller(model, catalog, system_prompt)
+        self.caller = ModelCaller(model, catalog, system_prompt, Builtins(catalog, self.config))
         self.free = free_tools(catalog, self.config.pinned)
 
     @property
@@ -195,10 +196,10 @@ class ToolAgent(BudgetNode):
             runtime_mode=runtime_mode,
         )
         catalog = catalog.in_runtime_mode(self.config.runtime_mode)
-        self.caller = ModelCaller(model, catalog, system_prompt)
         self.runner = BatchRunner(
             catalog, self.config, wrap_tool_call=wrap_tool_call, awrap_tool_call=awrap_tool_call
         )
+        self.caller = ModelCaller(model, catalog, system_prompt, self.runner.builtins)
 
     @property
     def max_iterations(self) -> int:
@@ -206,13 +207,22 @@ class ToolAgent(BudgetNode):
         return self.config.max_iterations
 
     @staticmethod
-    def _loop_state(state: Any, new: list[BaseMessage], working: WorkingSet) -> Any:
+    def _loop_state(
+        state: Any, new: list[BaseMessage], working: WorkingSet, extra: dict[str, Any]
+    ) -> Any:
+        """The state the next iteration sees: the node's input plus what this turn changed."""
         base = dict(state) if isinstance(state, dict) else {}
+        merge_update(base, extra)
         messages = [*state_messages(state), *new]
         return {**base, "messages": messages, "selected_tools": list(working.names)}
 
     @staticmethod
-    def _absorb(outcome: TurnOutcome, new: list[BaseMessage], commands: list[Command]) -> None:
+    def _absorb(
+        outcome: TurnOutcome, new: list[BaseMessage], commands: list[Command], turn: TurnOutcome
+    ) -> None:
+        """Add one batch's results to the turn: messages, Commands, discoveries, updates."""
+        turn.discovered.extend(outcome.discovered)
+        merge_update(turn.update, outcome.update)
         for output in flatten_outputs(outcome.outputs):
             if isinstance(output, ToolMessage):
                 new.append(output)
@@ -228,48 +238,47 @@ class ToolAgent(BudgetNode):
         new: list[BaseMessage],
         commands: list[Command],
         working: WorkingSet,
-        discovered: list[str],
+        turn: TurnOutcome,
         finished: bool,
     ) -> Any:
         if not finished:
             new.append(AIMessage(ITERATION_LIMIT_MESSAGE.format(n=self.max_iterations)))
         emit_changes(working, self.node_name)
-        update = {"messages": new, **working.update()}
-        if discovered:
-            update["discovered_tools"] = discovered
+        update = {**turn.update, "messages": new, **working.update()}
+        if turn.discovered:
+            update["discovered_tools"] = turn.discovered
         return [*commands, update] if commands else update
 
     def run(self, state: Any, config: RunnableConfig) -> Any:
         working = self.runner.working_set(state)
         new: list[BaseMessage] = []
         commands: list[Command] = []
-        discovered: list[str] = []
+        turn = TurnOutcome()
         for _ in range(self.max_iterations):
-            ai = self.caller.invoke(self._loop_state(state, new, working), working, config)
+            loop_state = self._loop_state(state, new, working, turn.update)
+            ai = self.caller.invoke(loop_state, working, config)
             new.append(ai)
             if not ai.tool_calls:
-                return self._finish(new, commands, working, discovered, True)
-            loop_state = self._loop_state(state, new, working)
+                return self._finish(new, commands, working, turn, True)
+            loop_state = self._loop_state(state, new, working, turn.update)
             outcome = self.runner.run(ai.tool_calls, loop_state, config, working)
             emit_changes(working, self.node_name)
-            discovered.extend(outcome.discovered)
-            self._absorb(outcome, new, commands)
-        return self._finish(new, commands, working, discovered, False)
+            self._absorb(outcome, new, commands, turn)
+        return self._finish(new, commands, working, turn, False)
 
     async def arun(self, state: Any, config: RunnableConfig) -> Any:
         working = self.runner.working_set(state)
         new: list[BaseMessage] = []
         commands: list[Command] = []
-        discovered: list[str] = []
+        turn = TurnOutcome()
         for _ in range(self.max_iterations):
-            loop_state = self._loop_state(state, new, working)
+            loop_state = self._loop_state(state, new, working, turn.update)
             ai = await self.caller.ainvoke(loop_state, working, config)
             new.append(ai)
             if not ai.tool_calls:
-                return self._finish(new, commands, working, discovered, True)
-            loop_state = self._loop_state(state, new, working)
+                return self._finish(new, commands, working, turn, True)
+            loop_state = self._loop_state(state, new, working, turn.update)
             outcome = await self.runner.arun(ai.tool_calls, loop_state, config, working)
             emit_changes(working, self.node_name)
-            discovered.extend(outcome.discovered)
-            self._absorb(outcome, new, commands)
-        return self._finish(new, commands, working, discovered, False)
+            self._absorb(outcome, new, commands, turn)
+        return self._finish(new, commands, working, turn, False)

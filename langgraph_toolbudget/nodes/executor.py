@@ -128,7 +128,7 @@ class ToolExecutor(BudgetNode):
 
     def _output(self, outcome: TurnOutcome, working: Any) -> Any:
         emit_changes(working, self.node_name)
-        update = working.update()
+        update = {**outcome.update, **working.update()}
         if outcome.discovered:
             update["discovered_tools"] = outcome.discovered
         return node_output(outcome.outputs, update)

@@ -31,6 +31,7 @@ from langgraph.prebuilt import tools_condition
 
 from langgraph_toolbudget.config import BudgetConfig, ExecutionMode, RuntimeMode, resolve_config
 from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.gating import EnabledBuiltins
 from langgraph_toolbudget.core.semantic import HybridScorer
 from langgraph_toolbudget.nodes.agent import CallModel
 from langgraph_toolbudget.nodes.executor import ToolExecutor
@@ -74,6 +75,7 @@ def add_toolbudget_nodes(
     max_parallel: int | None = None,
     group_limits: Mapping[str, int] | None = None,
     runtime_mode: RuntimeMode | None = None,
+    enabled_builtins: EnabledBuiltins = None,
     system_prompt: SystemPrompt = None,
 ) -> str:
     """Add classify_intent -> select_tools -> tool_search -> agent <-> tools to ``graph``.
@@ -107,6 +109,9 @@ def add_toolbudget_nodes(
         group_limits: concurrency group -> calls at once (e.g. ``{"github": 4}``).
         runtime_mode: ``production`` (published and deprecated tools are listed,
             chosen and run) or ``debug`` (drafts too); disabled tools never are.
+        enabled_builtins: which built-in tools the model gets and whether the
+            automatic tool search runs: ``None`` (the defaults), a list of names
+            or patterns, or ``{"allow": [...], "deny": [...]}``.
         system_prompt: a string, a ``SystemMessage``, or a callable of the state.
 
     Returns:
@@ -138,6 +143,7 @@ def add_toolbudget_nodes(
         max_parallel=max_parallel,
         group_limits=group_limits,
         runtime_mode=runtime_mode,
+        enabled_builtins=enabled_builtins,
     )
     names = {
         k: f"{prefix}{k}"
@@ -189,6 +195,7 @@ def create_toolbudget_agent(
     max_parallel: int | None = None,
     group_limits: Mapping[str, int] | None = None,
     runtime_mode: RuntimeMode | None = None,
+    enabled_builtins: EnabledBuiltins = None,
     system_prompt: SystemPrompt = None,
 ) -> StateGraph:
     """Build the whole agent graph, uncompiled, so you choose checkpointer and store.
@@ -228,6 +235,7 @@ def create_toolbudget_agent(
         max_parallel=max_parallel,
         group_limits=group_limits,
         runtime_mode=runtime_mode,
+        enabled_builtins=enabled_builtins,
         system_prompt=system_prompt,
     )
     return graph

@@ -13,7 +13,7 @@ Key Components:
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -22,8 +22,15 @@ from langchain_core.runnables import Runnable, RunnableConfig
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.coercion import repair_tool_calls
-from langgraph_toolbudget.core.meta import check_meta_name_clash, meta_tool_definitions
+from langgraph_toolbudget.core.meta import (
+    ADD_TOOL,
+    META_TOOL_NAMES,
+    REQUEST_MORE_TOOLS,
+    SEARCH_TOOLS,
+    SHOW_ALL_TOOLS,
+)
 from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
+from langgraph_toolbudget.execution.builtins import Builtins
 from langgraph_toolbudget.nodes.models import require_tool_calling, resolve_chat_model
 
 __all__ = ["ModelCaller", "SystemPrompt", "ai_calls_this_turn", "tools_prompt_section"]
@@ -41,8 +48,14 @@ BAD_PROMPT_RESULT_ERROR = (
 )
 
 
-def tools_prompt_section(catalog: ToolCatalog) -> str:
-    """The system-prompt section: categories (sorted) and how to widen the tool set."""
+def tools_prompt_section(catalog: ToolCatalog, builtins: Collection[str] = META_TOOL_NAMES) -> str:
+    """The system-prompt section: categories (sorted) and how to widen the tool set.
+
+    Args:
+        catalog: the tool catalog.
+        builtins: the built-in tools the model is given (default: the four
+            meta-tools); only those are explained.
+    """
     descriptions = catalog.category_descriptions
     lines = [
         "## Tools",
@@ -51,13 +64,22 @@ def tools_prompt_section(catalog: ToolCatalog) -> str:
     ]
     for cat in sorted(catalog.categories):
         lines.append(f"- {cat}: {descriptions[cat]}" if descriptions.get(cat) else f"- {cat}")
-    lines += [
-        "If your tools cannot do the task:",
-        "- request_more_tools(categories=[...]) loads the tools of whole categories;",
-        '- search_tools(query="regex") finds tools by name or description, then '
-        "add_tool(tool_names=[...]) loads the ones you need;",
-        "- show_all_tools() lists every tool name.",
-    ]
+    how = []
+    if REQUEST_MORE_TOOLS in builtins:
+        how.append("- request_more_tools(categories=[...]) loads the tools of whole categories;")
+    if SEARCH_TOOLS in builtins and ADD_TOOL in builtins:
+        how.append(
+            '- search_tools(query="regex") finds tools by name or description, then '
+            "add_tool(tool_names=[...]) loads the ones you need;"
+        )
+    elif SEARCH_TOOLS in builtins:
+        how.append('- search_tools(query="regex") finds tools by name or description;')
+    elif ADD_TOOL in builtins:
+        how.append("- add_tool(tool_names=[...]) loads tools by name;")
+    if SHOW_ALL_TOOLS in builtins:
+        how.append("- show_all_tools() lists every tool name.")
+    if how:
+        lines += ["If your tools cannot do the task:", *how]
     return "\n".join(lines)
 
 
@@ -87,6 +109,7 @@ class ModelCaller:
         model: a chat model with native tool calling, or a ``"provider:model"`` string.
         catalog: the tool catalog.
         system_prompt: see :data:`SystemPrompt`.
+        builtins: the node's enabled built-in tools, bound ahead of the visible tools.
 
     Raises:
         TypeError: ``model`` is not a chat model or a model string;
@@ -95,15 +118,16 @@ class ModelCaller:
             named like a meta-tool.
     """
 
-    def __init__(self, model: Any, catalog: ToolCatalog, system_prompt: SystemPrompt) -> None:
-        check_meta_name_clash(catalog)
+    def __init__(
+        self, model: Any, catalog: ToolCatalog, system_prompt: SystemPrompt, builtins: Builtins
+    ) -> None:
         self.model: BaseChatModel = resolve_chat_model(model)
         require_tool_calling(self.model)
         self.catalog = catalog
         self.system_prompt = _check_prompt(system_prompt)
         self._prompt_takes_config = callable(system_prompt) and _takes_config(system_prompt)
-        self.meta_tools = meta_tool_definitions(catalog.categories)
-        self.section = tools_prompt_section(catalog)
+        self.builtin_tools = builtins.tools
+        self.section = tools_prompt_section(catalog, builtins.names)
 
     def _own_messages(self, state: Any, config: RunnableConfig) -> list[BaseMessage]:
         """The messages to send before our section is merged in."""
@@ -140,7 +164,7 @@ class ModelCaller:
         return [SystemMessage("\n\n".join([*own, self.section])), *messages]
 
     def bound(self, working: WorkingSet) -> Any:
-        tools = [*self.meta_tools, *self.catalog.tools(working.names)]
+        tools = [*self.builtin_tools, *self.catalog.tools(working.names)]
         return self.model.bind_tools(tools)
 
     def invoke(self, state: Any, working: WorkingSet, config: RunnableConfig) -> AIMessage:

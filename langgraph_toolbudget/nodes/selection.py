@@ -25,6 +25,7 @@ from langchain_core.runnables import RunnableConfig
 
 from langgraph_toolbudget.config import BudgetConfig, RuntimeMode, resolve_config
 from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.gating import AUTO_TOOL_SEARCH, EnabledBuiltins
 from langgraph_toolbudget.core.intent import latest_user_text
 from langgraph_toolbudget.core.selection import free_tools, search_hits, select_tools
 from langgraph_toolbudget.core.semantic import HybridScorer, as_hybrid_scorer
@@ -174,7 +175,9 @@ class ToolSearch(BudgetNode):
     names, fused with embeddings when given; not the regex engine of the
     ``search_tools`` meta-tool) and adds the best ``limit`` hits the visible set
     lacks. A turn is "first" when no AI message is in the history yet; with
-    ``every_turn=True`` it searches on every user turn.
+    ``every_turn=True`` it searches on every user turn. It does nothing when
+    ``enabled_builtins`` turns ``"tool_search"`` off, or when no tool is
+    deferred (every tool is visible from the start).
 
     Args:
         catalog: the tool catalog.
@@ -191,6 +194,9 @@ class ToolSearch(BudgetNode):
         pinned: tools never evicted under the cap (``always`` tools never are).
         runtime_mode: ``production`` (published and deprecated tools) or ``debug``
             (drafts too): which tools may be found.
+        enabled_builtins: the built-in gate (see
+            :attr:`~langgraph_toolbudget.config.BudgetConfig.enabled_builtins`);
+            ``"tool_search"`` must be enabled for this node to search.
         name: node name.
 
     Output: the working-set update (see :class:`SelectTools`), or ``{}``.
@@ -208,6 +214,7 @@ class ToolSearch(BudgetNode):
         max_visible: int | None = None,
         pinned: Sequence[str] | None = None,
         runtime_mode: RuntimeMode | None = None,
+        enabled_builtins: EnabledBuiltins = None,
         name: str = "tool_search",
     ) -> None:
         super().__init__(name)
@@ -218,12 +225,19 @@ class ToolSearch(BudgetNode):
             max_visible=max_visible,
             pinned=pinned,
             runtime_mode=runtime_mode,
+            enabled_builtins=enabled_builtins,
         )
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.every_turn = every_turn
         self.min_relative_score = min_relative_score
         self.scorer = as_hybrid_scorer(catalog, self.config.embeddings)
         self.pinned = free_tools(catalog, self.config.pinned)
+        # Seed 000: the search runs only when it is enabled and some tool is deferred
+        # (not visible from the start), so there is something to find.
+        deferred = any(catalog.selectable(n) and n not in self.pinned for n in catalog.tool_names)
+        self.enabled = deferred and self.config.builtin_filter.allows(
+            AUTO_TOOL_SEARCH, default=True
+        )
 
     @property
     def limit(self) -> int:
@@ -233,6 +247,8 @@ class ToolSearch(BudgetNode):
     def _query(self, state: Any) -> str | None:
         """The text to search for, or None when this turn is not searched."""
         messages = state_messages(state)
+        if not self.enabled:
+            return None
         if not self.every_turn and any(isinstance(m, AIMessage) for m in messages):
             return None
         return latest_user_text(messages)

@@ -1,0 +1,215 @@
+"""Built-in tools: the ``enabled_builtins`` gate and the family extension point."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
+from langchain_core.tools import BaseTool, StructuredTool
+
+from langgraph_toolbudget import BudgetConfig, ToolCatalog, ToolExecutor
+from langgraph_toolbudget.core.gating import BuiltinFilter
+from langgraph_toolbudget.execution.batch import BatchRunner
+from langgraph_toolbudget.execution.builtins import (
+    BuiltinContext,
+    BuiltinResult,
+    Builtins,
+    BuiltinTools,
+    MetaTools,
+    merge_update,
+)
+from langgraph_toolbudget.nodes.agent import ToolAgent
+from langgraph_toolbudget.nodes.selection import ToolSearch
+from langgraph_toolbudget.testing import ScriptedChatModel
+
+META = ["request_more_tools", "search_tools", "add_tool", "show_all_tools"]
+
+
+def get_weather(city: str) -> str:
+    """Current weather for a city."""
+    return f"Sunny in {city}"
+
+
+def send_email(to: str) -> str:
+    """Send an email."""
+    return f"sent to {to}"
+
+
+def _catalog(**metadata: Any) -> ToolCatalog:
+    return ToolCatalog.from_tools(
+        [get_weather, send_email],
+        categories={"weather": ["get_weather"], "email": ["send_email"]},
+        **metadata,
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, META),
+        (["search_tools", "add_tool"], ["search_tools", "add_tool"]),
+        (["*_tools"], ["request_more_tools", "search_tools", "show_all_tools"]),
+        ({"deny": ["show_all_tools"]}, META[:3]),
+        ({"allow": ["add_tool", "show_all_tools"], "deny": ["show_all_tools"]}, ["add_tool"]),
+        ([], []),
+    ],
+)
+def test_gate_chooses_the_bound_builtins(value: Any, expected: list[str]) -> None:
+    builtins = Builtins(_catalog(), BudgetConfig(enabled_builtins=value))
+    assert list(builtins.names) == expected
+
+
+@pytest.mark.parametrize("value", ["search_tools", {"only": ["x"]}, [1], 3, [""]])
+def test_bad_gate_names_the_accepted_shapes(value: Any) -> None:
+    with pytest.raises(TypeError, match="enabled_builtins must be None, a list"):
+        BudgetConfig(enabled_builtins=value)
+
+
+def test_gate_is_hashable_and_round_trips() -> None:
+    config = BudgetConfig(enabled_builtins={"deny": ["show_all_tools"]})
+    assert config.builtin_filter == BuiltinFilter(allow=None, deny=("show_all_tools",))
+    assert hash(config) == hash(BudgetConfig(enabled_builtins={"deny": ["show_all_tools"]}))
+
+
+def test_disabled_builtin_is_refused_like_an_unknown_tool() -> None:
+    executor = ToolExecutor(
+        _catalog(), config=BudgetConfig(enabled_builtins={"deny": ["add_tool"]})
+    )
+    call = ToolCall(name="add_tool", args={"tool_names": ["send_email"]}, id="c1")
+    out = executor.invoke({"messages": [HumanMessage("x"), AIMessage("", tool_calls=[call])]})
+    (message,) = out["messages"]
+    assert message.status == "error"
+    assert "send_email" not in out.get("selected_tools", [])
+
+
+def test_prompt_section_explains_only_enabled_builtins() -> None:
+    model = ScriptedChatModel(responses=["ok"])
+    agent = ToolAgent(model, _catalog(), config=BudgetConfig(enabled_builtins=["add_tool"]))
+    agent.invoke({"messages": [HumanMessage("hi")]})
+    assert model.bound_tools == [["add_tool"]]
+    section = agent.caller.section
+    assert "add_tool(tool_names=[...])" in section
+    assert "search_tools" not in section and "request_more_tools" not in section
+
+
+def test_no_builtins_no_widening_text() -> None:
+    agent = ToolAgent(
+        ScriptedChatModel(responses=["ok"]), _catalog(), config=BudgetConfig(enabled_builtins=[])
+    )
+    assert "If your tools cannot do the task" not in agent.caller.section
+
+
+def test_catalog_tool_named_like_a_builtin_needs_the_builtin_off() -> None:
+    def search_tools(query: str) -> str:
+        """A tool of the app that happens to share a meta-tool's name."""
+        return query
+
+    catalog = ToolCatalog.from_tools([search_tools])
+    with pytest.raises(ValueError, match="enabled_builtins=\\{'deny'"):
+        ToolExecutor(catalog)
+    executor = ToolExecutor(
+        catalog,
+        config=BudgetConfig(enabled_builtins={"deny": ["search_tools"]}),
+        enforce_visibility=False,
+    )
+    call = ToolCall(name="search_tools", args={"query": "abc"}, id="c1")
+    out = executor.invoke({"messages": [AIMessage("", tool_calls=[call])]})
+    assert out["messages"][0].content == "abc"  # the catalog tool ran, not the meta-tool
+
+
+def test_auto_tool_search_is_gated() -> None:
+    state = {"messages": [HumanMessage("send an email to ada")]}
+    assert ToolSearch(_catalog()).invoke(state)["selected_tools"]["add"] == ["send_email"]
+    assert ToolSearch(_catalog(), enabled_builtins={"deny": ["tool_search"]}).invoke(state) == {}
+    assert ToolSearch(_catalog(), enabled_builtins=["add_tool"]).invoke(state) == {}
+
+
+def test_auto_tool_search_needs_deferred_tools() -> None:
+    always = _catalog(
+        tool_metadata={n: {"include": "always"} for n in ("get_weather", "send_email")}
+    )
+    node = ToolSearch(always)
+    assert node.enabled is False
+    assert node.invoke({"messages": [HumanMessage("send an email")]}) == {}
+
+
+class _Notes(BuiltinTools):
+    """A family that keeps notes in the state: exercises updates and the async path."""
+
+    default_enabled = False
+
+    def definitions(self) -> list[BaseTool]:
+        def note(text: str) -> str:
+            """Keep a note for later in this thread."""
+            raise AssertionError("built-ins never run as tools")
+
+        return [StructuredTool.from_function(note)]
+
+    def handle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
+        text = call["args"].get("text")
+        if not isinstance(text, str):
+            return BuiltinResult("Error: note expects text (a string).", error=True)
+        seen = len(ctx.state.get("notes", []))
+        return BuiltinResult(f"noted ({seen} before)", update={"notes": [text]}, artifact={"n": 1})
+
+
+def _runner(enabled: Any) -> BatchRunner:
+    catalog = _catalog()
+    config = BudgetConfig(enabled_builtins=enabled)
+    return BatchRunner(catalog, config, builtins=[MetaTools(catalog, config), _Notes()])
+
+
+def test_opt_in_family_is_off_by_default() -> None:
+    assert "note" not in _runner(None).builtins
+    assert "note" in _runner({"allow": [*META, "note"]}).builtins
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+async def test_family_answers_in_call_order_and_merges_updates(use_async: bool) -> None:
+    runner = _runner(["note", "get_weather"])
+    calls = [
+        ToolCall(name="note", args={"text": "a"}, id="1"),
+        ToolCall(name="get_weather", args={"city": "Oslo"}, id="2"),
+        ToolCall(name="note", args={"text": 5}, id="3"),
+        ToolCall(name="note", args={"text": "b"}, id="4"),
+    ]
+    state = {"messages": [HumanMessage("x")], "notes": ["old"], "selected_tools": ["get_weather"]}
+    working = runner.working_set(state)
+    if use_async:
+        outcome = await runner.arun(calls, state, {}, working)
+    else:
+        outcome = runner.run(calls, state, {}, working)
+    messages = outcome.messages
+    assert [m.tool_call_id for m in messages] == ["1", "2", "3", "4"]
+    assert messages[0].content == "noted (1 before)" and messages[0].artifact == {"n": 1}
+    assert messages[1].content == "Sunny in Oslo"
+    assert messages[2].status == "error" and "expects text" in messages[2].content
+    assert outcome.update == {"notes": ["a", "b"]}
+
+
+def test_agent_loop_sees_updates_of_earlier_iterations() -> None:
+    catalog = _catalog()
+    seen: list[str] = []
+
+    def script(messages: list[Any], tools: list[str]) -> AIMessage:
+        done = [m for m in messages if isinstance(m, ToolMessage)]
+        seen.extend(m.content for m in done[-1:])
+        if len(done) < 2:
+            return AIMessage(
+                "", tool_calls=[ToolCall(name="note", args={"text": "t"}, id=str(len(done)))]
+            )
+        return AIMessage("done")
+
+    config = BudgetConfig(enabled_builtins=["note"])
+    agent = ToolAgent(ScriptedChatModel(responses=[script] * 3), catalog, config=config)
+    agent.runner = BatchRunner(catalog, agent.config, builtins=[_Notes()])
+    out = agent.invoke({"messages": [HumanMessage("x")], "notes": []})
+    assert seen == ["noted (0 before)", "noted (1 before)"]
+    assert out["notes"] == ["t", "t"]
+
+
+def test_merge_update_rules() -> None:
+    into: dict[str, Any] = {"a": [1], "b": {"x": 1}, "c": 1}
+    merge_update(into, {"a": [2], "b": {"y": 2}, "c": 3, "d": "new"})
+    assert into == {"a": [1, 2], "b": {"x": 1, "y": 2}, "c": 3, "d": "new"}
