@@ -29,6 +29,7 @@ from langgraph_toolbudget.core.budget import max_tools_for_model
 from langgraph_toolbudget.core.gating import BuiltinFilter, EnabledBuiltins
 from langgraph_toolbudget.core.semantic import HybridScorer
 from langgraph_toolbudget.core.spec import RuntimeMode, check_runtime_mode
+from langgraph_toolbudget.formats.settings import ToolCallFormats, ToolCallFormatsSpec
 
 __all__ = ["DEFAULT_MAX_TOOLS", "BudgetConfig", "ExecutionMode", "RuntimeMode"]
 
@@ -147,6 +148,16 @@ class BudgetConfig:
             search runs (``"tool_search"``): ``None`` for the defaults, a list
             of names or ``fnmatch`` patterns, or ``{"allow": [...], "deny": [...]}``
             (see :mod:`langgraph_toolbudget.core.gating`).
+        tool_call_formats: how the agent nodes show tools to the model and read
+            its calls: ``{"enabled": [...], "primary": ...}`` with the names
+            ``native``, ``hermes``, ``mistral``, ``pythonic``, ``json`` (a list
+            or one name also works). The primary is used when available, else
+            the first enabled one that is; native only when the model really
+            calls tools. ``None``: native, else the text format the model's
+            name suggests (Hermes by default). See ``docs/formats.md``.
+        model_supports_tools: overrides the check of the model's native tool
+            calling (``None``: ask the model: ``bind_tools`` missing or raising
+            ``NotImplementedError`` means no).
 
     Raises:
         TypeError: an option of the wrong type (the message names it).
@@ -176,6 +187,8 @@ class BudgetConfig:
     group_limits: Mapping[str, int] = field(default_factory=dict, hash=False)
     runtime_mode: RuntimeMode = "production"
     enabled_builtins: EnabledBuiltins | BuiltinFilter = None
+    tool_call_formats: ToolCallFormatsSpec | ToolCallFormats = None
+    model_supports_tools: bool | None = None
 
     def __post_init__(self) -> None:
         _check_int("max_tools", self.max_tools, minimum=0, optional=True)
@@ -242,6 +255,22 @@ class BudgetConfig:
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"BudgetConfig: {exc}") from None
         object.__setattr__(self, "enabled_builtins", BuiltinFilter.of(self.enabled_builtins))
+        try:
+            formats = ToolCallFormats.of(self.tool_call_formats)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"BudgetConfig: {exc}") from None
+        object.__setattr__(self, "tool_call_formats", formats)
+        if self.model_supports_tools is not None and not isinstance(
+            self.model_supports_tools, bool
+        ):
+            raise TypeError(
+                OPTION_TYPE_ERROR.format(
+                    name="model_supports_tools",
+                    expected="True, False or None (ask the model)",
+                    value=self.model_supports_tools,
+                    kind=type(self.model_supports_tools).__name__,
+                )
+            )
 
     @property
     def builtin_filter(self) -> BuiltinFilter:

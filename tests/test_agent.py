@@ -435,10 +435,12 @@ async def test_checkpointer_with_a_tool_agent_node(catalog, rec, api):
 
 def visible_set_events(chunks: list[Any]) -> list[dict[str, Any]]:
     events = [c for c in chunks if isinstance(c, dict) and c.get("event")]
-    for event in events:
-        assert event["event"] == "toolbudget.visible_tools"
+    kinds = {e["event"] for e in events}
+    assert kinds <= {"toolbudget.visible_tools", "toolbudget.tool_call_format"}, kinds
+    visible = [e for e in events if e["event"] == "toolbudget.visible_tools"]
+    for event in visible:
         assert {"added", "removed", "reason"} <= set(event)
-    return events
+    return visible
 
 
 @pytest.mark.parametrize("api", APIS)

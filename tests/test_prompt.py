@@ -42,10 +42,11 @@ def test_a_model_that_is_no_chat_model_is_refused_at_construction(catalog, model
 
 
 @pytest.mark.parametrize("build", [CallModel, ToolAgent, create_toolbudget_agent])
-def test_a_model_without_tool_calling_is_refused_at_construction(catalog, build):
+def test_a_model_without_tool_calling_is_refused_when_only_native_is_enabled(catalog, build):
     model = GenericFakeChatModel(messages=iter([AIMessage("hi")]))
-    with pytest.raises(ValueError, match="does not implement native tool calling"):
-        build(model, catalog)
+    with pytest.raises(ValueError, match="cannot call tools natively .* Enable one, e.g."):
+        build(model, catalog, tool_call_formats=["native"])
+    build(model, catalog)  # by default it falls back to a text format (see test_formats_agent)
 
 
 def test_a_model_string_without_langchain_installed_names_what_to_install(catalog, monkeypatch):

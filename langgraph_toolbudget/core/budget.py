@@ -5,6 +5,8 @@ Key Components:
     - :func:`allocate`: proportional selection over ranked categories, with
       leftover slots redistributed by relevance.
     - :func:`max_tools_for_model`: budget presets from a model's size.
+    - :func:`format_for_model`: the text tool-call format a model's name makes
+      clear (Qwen/Hermes: Hermes; Mistral: Mistral; Llama 3.2+: Pythonic).
 
 Typical Usage:
     >>> allocate([("projects", [("a", 3.0), ("b", 2.0), ("c", 1.0)]),
@@ -18,8 +20,10 @@ import re
 from collections.abc import Sequence
 
 __all__ = [
+    "FORMAT_PRESETS",
     "MODEL_SIZE_PRESETS",
     "allocate",
+    "format_for_model",
     "max_tools_for_model",
     "model_size_billions",
     "per_category_budget",
@@ -32,6 +36,14 @@ UNKNOWN_MODEL_SIZE_ERROR = (
     "cannot tell the size of model {model!r}: name it with its parameter count "
     "(e.g. 'qwen3:8b', 'llama-3.1-70b'), pass a number of billions, or pass max_tools= directly."
 )
+
+FORMAT_PRESETS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"qwen|hermes|nous", re.IGNORECASE), "hermes"),
+    (re.compile(r"mi[sx]tral|ministral|codestral|devstral|magistral", re.IGNORECASE), "mistral"),
+    (re.compile(r"llama[-_ ]?(?:3\.[23]|4)", re.IGNORECASE), "pythonic"),
+    (re.compile(r"llama[-_ ]?3\.1", re.IGNORECASE), "json"),
+)
+"""Model name pattern -> the text tool-call format its chat template uses (first match wins)."""
 
 _SIZE = re.compile(r"(?<![a-z0-9.])(?:(\d+)x)?(\d+(?:\.\d+)?)\s*([bm])(?![a-z])", re.IGNORECASE)
 
@@ -131,3 +143,19 @@ def max_tools_for_model(model: str | float | int) -> int:
     if size <= 30:
         return MODEL_SIZE_PRESETS["medium"]
     return MODEL_SIZE_PRESETS["large"]
+
+
+def format_for_model(model: str | float | int | None) -> str | None:
+    """The text tool-call format a model's name makes clear, else None.
+
+    Used when the model has no native tool calling and ``tool_call_formats`` is
+    not set (see :data:`FORMAT_PRESETS`).
+
+    >>> format_for_model("qwen2.5:7b"), format_for_model("mistral-7b-instruct-v0.3")
+    ('hermes', 'mistral')
+    >>> format_for_model("llama3.2:3b"), format_for_model("gpt-4o"), format_for_model(8)
+    ('pythonic', None, None)
+    """
+    if not isinstance(model, str):
+        return None
+    return next((fmt for pattern, fmt in FORMAT_PRESETS if pattern.search(model)), None)

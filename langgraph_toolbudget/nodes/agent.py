@@ -31,6 +31,7 @@ from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
 from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome, flatten_outputs
 from langgraph_toolbudget.execution.builtins import Builtins, merge_update
 from langgraph_toolbudget.execution.pipeline import AsyncToolCallWrapper, ToolCallWrapper
+from langgraph_toolbudget.formats.settings import ToolCallFormatsSpec
 from langgraph_toolbudget.nodes._node import BudgetNode, emit_changes
 from langgraph_toolbudget.nodes.prompt import ModelCaller, SystemPrompt, ai_calls_this_turn
 
@@ -54,8 +55,9 @@ class CallModel(BudgetNode):
     a final message instead of calling the model again.
 
     Args:
-        model: a chat model with native tool calling (``bind_tools``), or a
-            ``"provider:model"`` string for LangChain's ``init_chat_model``.
+        model: a chat model (native tool calling or a text format, see
+            ``tool_call_formats``), or a ``"provider:model"`` string for
+            LangChain's ``init_chat_model``.
         catalog: the tool catalog.
         config: the shared options; the keyword arguments below override it.
         system_prompt: a string, a ``SystemMessage``, or a callable
@@ -65,10 +67,15 @@ class CallModel(BudgetNode):
         runtime_mode: ``production`` (published and deprecated tools) or ``debug``
             (drafts too): which tools are bound and listed in the prompt.
         name: node name.
+        tool_call_formats: how tools are shown to the model and its calls read:
+            ``{"enabled": [...], "primary": ...}`` with ``native``, ``hermes``,
+            ``mistral``, ``pythonic``, ``json`` (see ``docs/formats.md``);
+            ``None``: native, else the text format the model's name suggests.
+        model_supports_tools: override the check of native tool calling.
 
     Raises:
         TypeError: ``model`` is not a chat model or a model string.
-        ValueError: the model cannot call tools natively.
+        ValueError: the model cannot call tools natively and no text format is enabled.
     """
 
     def __init__(
@@ -82,13 +89,22 @@ class CallModel(BudgetNode):
         max_iterations: int | None = None,
         runtime_mode: RuntimeMode | None = None,
         name: str = "agent",
+        tool_call_formats: ToolCallFormatsSpec = None,
+        model_supports_tools: bool | None = None,
     ) -> None:
         super().__init__(name)
         self.config = resolve_config(
-            config, pinned=pinned, max_iterations=max_iterations, runtime_mode=runtime_mode
+            config,
+            pinned=pinned,
+            max_iterations=max_iterations,
+            runtime_mode=runtime_mode,
+            tool_call_formats=tool_call_formats,
+            model_supports_tools=model_supports_tools,
         )
         catalog = catalog.in_runtime_mode(self.config.runtime_mode)
-        self.caller = ModelCaller(model, catalog, system_prompt, Builtins(catalog, self.config))
+        self.caller = ModelCaller(
+            model, catalog, system_prompt, Builtins(catalog, self.config), self.config, name
+        )
         self.free = free_tools(catalog, self.config.pinned)
 
     @property
@@ -106,13 +122,13 @@ class CallModel(BudgetNode):
         if (stop := self._limit_hit(state_messages(state))) is not None:
             return stop
         working = WorkingSet.from_state(state, base=self.free)
-        return {"messages": [self.caller.invoke(state, working, config)]}
+        return {"messages": self.caller.invoke(state, working, config)}
 
     async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         if (stop := self._limit_hit(state_messages(state))) is not None:
             return stop
         working = WorkingSet.from_state(state, base=self.free)
-        return {"messages": [await self.caller.ainvoke(state, working, config)]}
+        return {"messages": await self.caller.ainvoke(state, working, config)}
 
 
 class ToolAgent(BudgetNode):
@@ -130,7 +146,8 @@ class ToolAgent(BudgetNode):
     plus any ``Command`` a tool returned.
 
     Args:
-        model: a chat model with native tool calling, or a ``"provider:model"`` string.
+        model: a chat model (native tool calling or a text format), or a
+            ``"provider:model"`` string.
         catalog: the tool catalog.
         config: the shared options; the keyword arguments below override it.
         mode: ``sequential`` or ``parallel_safe``.
@@ -151,6 +168,11 @@ class ToolAgent(BudgetNode):
         wrap_tool_call: hooks around each tool call (LangGraph's shape).
         awrap_tool_call: async hooks around each tool call.
         name: node name.
+        tool_call_formats: how tools are shown to the model and its calls read:
+            ``{"enabled": [...], "primary": ...}`` with ``native``, ``hermes``,
+            ``mistral``, ``pythonic``, ``json`` (see ``docs/formats.md``);
+            ``None``: native, else the text format the model's name suggests.
+        model_supports_tools: override the check of native tool calling.
 
     Example:
         ```python
@@ -179,6 +201,8 @@ class ToolAgent(BudgetNode):
         wrap_tool_call: ToolCallWrapper | Sequence[ToolCallWrapper] | None = None,
         awrap_tool_call: AsyncToolCallWrapper | Sequence[AsyncToolCallWrapper] | None = None,
         name: str = "agent",
+        tool_call_formats: ToolCallFormatsSpec = None,
+        model_supports_tools: bool | None = None,
     ) -> None:
         super().__init__(name)
         self.config = resolve_config(
@@ -194,12 +218,16 @@ class ToolAgent(BudgetNode):
             max_parallel=max_parallel,
             group_limits=group_limits,
             runtime_mode=runtime_mode,
+            tool_call_formats=tool_call_formats,
+            model_supports_tools=model_supports_tools,
         )
         catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.runner = BatchRunner(
             catalog, self.config, wrap_tool_call=wrap_tool_call, awrap_tool_call=awrap_tool_call
         )
-        self.caller = ModelCaller(model, catalog, system_prompt, self.runner.builtins)
+        self.caller = ModelCaller(
+            model, catalog, system_prompt, self.runner.builtins, self.config, name
+        )
 
     @property
     def max_iterations(self) -> int:
@@ -254,10 +282,11 @@ class ToolAgent(BudgetNode):
         new: list[BaseMessage] = []
         commands: list[Command] = []
         turn = TurnOutcome()
-        for _ in range(self.max_iterations):
+        while ai_calls_this_turn(new) < self.max_iterations:
             loop_state = self._loop_state(state, new, working, turn.update)
-            ai = self.caller.invoke(loop_state, working, config)
-            new.append(ai)
+            replies = self.caller.invoke(loop_state, working, config)
+            new.extend(replies)
+            ai = replies[-1]
             if not ai.tool_calls:
                 return self._finish(new, commands, working, turn, True)
             loop_state = self._loop_state(state, new, working, turn.update)
@@ -271,10 +300,11 @@ class ToolAgent(BudgetNode):
         new: list[BaseMessage] = []
         commands: list[Command] = []
         turn = TurnOutcome()
-        for _ in range(self.max_iterations):
+        while ai_calls_this_turn(new) < self.max_iterations:
             loop_state = self._loop_state(state, new, working, turn.update)
-            ai = await self.caller.ainvoke(loop_state, working, config)
-            new.append(ai)
+            replies = await self.caller.ainvoke(loop_state, working, config)
+            new.extend(replies)
+            ai = replies[-1]
             if not ai.tool_calls:
                 return self._finish(new, commands, working, turn, True)
             loop_state = self._loop_state(state, new, working, turn.update)

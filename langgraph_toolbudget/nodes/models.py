@@ -6,6 +6,9 @@ Key Components:
       ``init_chat_model``, imported only then), or an error naming the fix.
     - :func:`supports_tool_calling`: does the model implement native tool
       calling (``bind_tools``)?
+    - :func:`native_tool_calling`: the same with the ``model_supports_tools``
+      override, and why, for the choice of a tool-call format.
+    - :func:`model_name`: the model's name (for the format presets).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from langchain_core.language_models import BaseChatModel
 
 __all__ = [
     "ModelUnavailableError",
+    "model_name",
+    "native_tool_calling",
     "require_tool_calling",
     "resolve_chat_model",
     "supports_tool_calling",
@@ -108,3 +113,28 @@ def require_tool_calling(model: Any, *, what: str = "model") -> None:
     if not supports_tool_calling(model):
         name = f"{type(model).__name__}"
         raise ValueError(NO_TOOL_CALLING_ERROR.format(what=what, name=name))
+
+
+def native_tool_calling(model: Any, override: bool | None = None) -> tuple[bool, str]:
+    """Whether the model calls tools natively, and why (for the format choice's reason).
+
+    ``override`` (``model_supports_tools``) wins; otherwise a model whose
+    ``bind_tools`` is missing (or is ``BaseChatModel``'s, which raises
+    ``NotImplementedError``) does not. A ``bind_tools`` that raises
+    ``NotImplementedError`` when called is found at the first model call.
+    """
+    name = type(model).__name__
+    if override is not None:
+        return override, f"model_supports_tools={override}"
+    if supports_tool_calling(model):
+        return True, f"{name} implements bind_tools"
+    return False, f"{name} has no bind_tools of its own"
+
+
+def model_name(model: Any) -> str | None:
+    """The model's name as its provider knows it (``model_name``, ``model``...), else None."""
+    for attr in ("model_name", "model", "model_id", "repo_id"):
+        value = getattr(model, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    return None

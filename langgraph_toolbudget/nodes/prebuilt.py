@@ -33,6 +33,7 @@ from langgraph_toolbudget.config import BudgetConfig, ExecutionMode, RuntimeMode
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.gating import EnabledBuiltins
 from langgraph_toolbudget.core.semantic import HybridScorer
+from langgraph_toolbudget.formats.settings import ToolCallFormatsSpec
 from langgraph_toolbudget.nodes.agent import CallModel
 from langgraph_toolbudget.nodes.executor import ToolExecutor
 from langgraph_toolbudget.nodes.intent import ClassifyIntent
@@ -77,6 +78,8 @@ def add_toolbudget_nodes(
     runtime_mode: RuntimeMode | None = None,
     enabled_builtins: EnabledBuiltins = None,
     system_prompt: SystemPrompt = None,
+    tool_call_formats: ToolCallFormatsSpec = None,
+    model_supports_tools: bool | None = None,
 ) -> str:
     """Add classify_intent -> select_tools -> tool_search -> agent <-> tools to ``graph``.
 
@@ -113,6 +116,13 @@ def add_toolbudget_nodes(
             automatic tool search runs: ``None`` (the defaults), a list of names
             or patterns, or ``{"allow": [...], "deny": [...]}``.
         system_prompt: a string, a ``SystemMessage``, or a callable of the state.
+        tool_call_formats: how the agent shows tools to the model and reads its
+            calls: ``{"enabled": ["native", "hermes"], "primary": "hermes"}``
+            (names ``native``, ``hermes``, ``mistral``, ``pythonic``, ``json``);
+            ``None``: native when the model supports it, else the text format
+            its name suggests (Hermes by default). See ``docs/formats.md``.
+        model_supports_tools: override the check of the model's native tool
+            calling (``None``: ask the model).
 
     Returns:
         The name of the first added node (to route to it yourself if needed).
@@ -120,7 +130,8 @@ def add_toolbudget_nodes(
     Raises:
         TypeError: the graph's state lacks the tool-budget fields; an option
             of the wrong type; a model that is not a chat model.
-        ValueError: an option out of range; a model without tool calling.
+        ValueError: an option out of range; a model without native tool calling
+            when no text format is enabled.
     """
     if not isinstance(graph, StateGraph):
         raise TypeError(NOT_A_GRAPH_ERROR.format(kind=type(graph).__name__))
@@ -144,6 +155,8 @@ def add_toolbudget_nodes(
         group_limits=group_limits,
         runtime_mode=runtime_mode,
         enabled_builtins=enabled_builtins,
+        tool_call_formats=tool_call_formats,
+        model_supports_tools=model_supports_tools,
     )
     names = {
         k: f"{prefix}{k}"
@@ -197,6 +210,8 @@ def create_toolbudget_agent(
     runtime_mode: RuntimeMode | None = None,
     enabled_builtins: EnabledBuiltins = None,
     system_prompt: SystemPrompt = None,
+    tool_call_formats: ToolCallFormatsSpec = None,
+    model_supports_tools: bool | None = None,
 ) -> StateGraph:
     """Build the whole agent graph, uncompiled, so you choose checkpointer and store.
 
@@ -237,5 +252,7 @@ def create_toolbudget_agent(
         runtime_mode=runtime_mode,
         enabled_builtins=enabled_builtins,
         system_prompt=system_prompt,
+        tool_call_formats=tool_call_formats,
+        model_supports_tools=model_supports_tools,
     )
     return graph

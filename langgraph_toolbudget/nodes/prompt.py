@@ -6,8 +6,10 @@ Key Components:
     - :data:`SystemPrompt`: what ``system_prompt=`` accepts: a string, a
       ``SystemMessage``, or a callable ``(state) -> messages`` /
       ``(state, config) -> messages``, like ``create_react_agent``'s ``prompt``.
-    - :class:`ModelCaller`: binds the meta-tools and the visible tools, builds
-      the prompt and calls the model; shared by ``CallModel`` and ``ToolAgent``.
+    - :class:`ModelCaller`: shows the built-ins and the visible tools to the
+      model in the chosen tool-call format (bound natively, or written into the
+      prompt and parsed back), builds the prompt and calls the model; shared by
+      ``CallModel`` and ``ToolAgent``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,11 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from langgraph_toolbudget.config import BudgetConfig
+from langgraph_toolbudget.core.budget import format_for_model
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.coercion import repair_tool_calls
 from langgraph_toolbudget.core.meta import (
@@ -31,9 +37,24 @@ from langgraph_toolbudget.core.meta import (
 )
 from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
 from langgraph_toolbudget.execution.builtins import Builtins
-from langgraph_toolbudget.nodes.models import require_tool_calling, resolve_chat_model
+from langgraph_toolbudget.formats.base import ToolCallFormat, reply_message
+from langgraph_toolbudget.formats.history import parse_error_of, render_history
+from langgraph_toolbudget.formats.settings import FormatChoice, ToolCallFormats, choose_format
+from langgraph_toolbudget.nodes._node import emit_event
+from langgraph_toolbudget.nodes.models import model_name, native_tool_calling, resolve_chat_model
 
-__all__ = ["ModelCaller", "SystemPrompt", "ai_calls_this_turn", "tools_prompt_section"]
+__all__ = [
+    "FORMAT_EVENT",
+    "ModelCaller",
+    "SystemPrompt",
+    "ai_calls_this_turn",
+    "tools_prompt_section",
+]
+
+FORMAT_EVENT = "toolbudget.tool_call_format"
+"""Custom stream event of each model call: the tool-call format used and why
+(``format``, ``reason``, ``native_available``; ``parse_error`` and ``attempt``
+when a text reply could not be read)."""
 
 SystemPrompt = str | SystemMessage | Callable[..., Any] | Runnable | None
 """A system prompt: text, a ``SystemMessage``, or a callable/runnable of the state."""
@@ -103,31 +124,74 @@ def _takes_config(fn: Callable[..., Any]) -> bool:
 
 
 class ModelCaller:
-    """Binds meta-tools + visible tools, builds the prompt, calls the model.
+    """Builds the prompt, shows the tools in the chosen format, calls the model.
+
+    The format comes from ``config.tool_call_formats`` and the model's
+    capabilities (:func:`~langgraph_toolbudget.formats.settings.choose_format`):
+    native binds the built-ins and the visible tools with ``bind_tools``; a text
+    format writes them into the system prompt, rewrites the tool calls and
+    results of the history in its own way, and parses the reply into standard
+    ``AIMessage.tool_calls``. A reply that looks like a call but cannot be
+    parsed is kept (with its error) and the model is asked again, while the
+    turn has model calls left (``max_iterations``).
 
     Args:
-        model: a chat model with native tool calling, or a ``"provider:model"`` string.
+        model: a chat model, or a ``"provider:model"`` string.
         catalog: the tool catalog.
         system_prompt: see :data:`SystemPrompt`.
-        builtins: the node's enabled built-in tools, bound ahead of the visible tools.
+        builtins: the node's enabled built-in tools, shown ahead of the visible tools.
+        config: the shared options (``tool_call_formats``, ``model_supports_tools``,
+            ``model_size``, ``max_iterations``).
+        node: the node's name, for the stream events.
 
     Raises:
         TypeError: ``model`` is not a chat model or a model string;
             ``system_prompt`` of an unsupported type.
-        ValueError: the model cannot call tools natively; a catalog tool is
-            named like a meta-tool.
+        ValueError: no enabled format is available for the model (native
+            only, and the model cannot call tools).
     """
 
     def __init__(
-        self, model: Any, catalog: ToolCatalog, system_prompt: SystemPrompt, builtins: Builtins
+        self,
+        model: Any,
+        catalog: ToolCatalog,
+        system_prompt: SystemPrompt,
+        builtins: Builtins,
+        config: BudgetConfig | None = None,
+        node: str = "agent",
     ) -> None:
         self.model: BaseChatModel = resolve_chat_model(model)
-        require_tool_calling(self.model)
+        self.config = config or BudgetConfig()
+        self.node = node
         self.catalog = catalog
         self.system_prompt = _check_prompt(system_prompt)
         self._prompt_takes_config = callable(system_prompt) and _takes_config(system_prompt)
         self.builtin_tools = builtins.tools
         self.section = tools_prompt_section(catalog, builtins.names)
+        self._schemas: dict[str, dict[str, Any]] = {}
+        self.choice = self._choose(
+            *native_tool_calling(self.model, self.config.model_supports_tools)
+        )
+
+    def _choose(self, native: bool, why: str) -> FormatChoice:
+        name = model_name(self.model)
+        hint = self.config.model_size if isinstance(self.config.model_size, str) else name
+        formats = self.config.tool_call_formats
+        note = ""
+        if not isinstance(formats, ToolCallFormats):
+            preset = format_for_model(hint)
+            formats = ToolCallFormats.default(preset)
+            if preset is not None and not native:
+                note = f"; {preset!r} is the preset for model {hint!r}"
+        model = f"{type(self.model).__name__}" + (f" ({name})" if name else "")
+        return choose_format(
+            formats, native_available=native, native_why=why, model=model, preset_note=note
+        )
+
+    @property
+    def format(self) -> ToolCallFormat:
+        """The tool-call format in use."""
+        return self.choice.format
 
     def _own_messages(self, state: Any, config: RunnableConfig) -> list[BaseMessage]:
         """The messages to send before our section is merged in."""
@@ -155,24 +219,102 @@ class ModelCaller:
             return list(result)
         raise TypeError(BAD_PROMPT_RESULT_ERROR.format(kind=type(result).__name__))
 
-    def prompt(self, state: Any, config: RunnableConfig) -> list[BaseMessage]:
-        """Messages with one system message first: the leading system messages, then our section."""
+    def tools(self, working: WorkingSet) -> list[BaseTool]:
+        """What the model is shown: the enabled built-ins, then the visible tools."""
+        return [*self.builtin_tools, *self.catalog.tools(working.names)]
+
+    def tool_schemas(self, working: WorkingSet) -> list[dict[str, Any]]:
+        """The OpenAI schemas of :meth:`tools` (cached per tool name)."""
+        schemas = []
+        for tool in self.tools(working):
+            if tool.name not in self._schemas:
+                self._schemas[tool.name] = convert_to_openai_tool(tool)
+            schemas.append(self._schemas[tool.name])
+        return schemas
+
+    def prompt(
+        self, state: Any, config: RunnableConfig, working: WorkingSet | None = None
+    ) -> list[BaseMessage]:
+        """Messages with one system message first: the leading system messages, then our
+        section (and, for a text format, the tools written in it; the history rewritten)."""
         messages = self._own_messages(state, config)
         own: list[str] = []
         while messages and isinstance(messages[0], SystemMessage):
             own.append(_text(messages.pop(0)))
-        return [SystemMessage("\n\n".join([*own, self.section])), *messages]
+        sections = [*own, self.section]
+        if not self.format.native:
+            sections.append(self.format.render_tools(self.tool_schemas(working or WorkingSet())))
+            messages = render_history(messages, self.format)
+        return [SystemMessage("\n\n".join(sections)), *messages]
 
     def bound(self, working: WorkingSet) -> Any:
-        tools = [*self.builtin_tools, *self.catalog.tools(working.names)]
-        return self.model.bind_tools(tools)
+        """The runnable to call: the model with the tools bound (native), or the model."""
+        if not self.format.native:
+            return self.model
+        try:
+            return self.model.bind_tools(self.tools(working))
+        except NotImplementedError:  # bind_tools exists but does not work: fall back
+            self.choice = self._choose(
+                False, f"{type(self.model).__name__}.bind_tools raised NotImplementedError"
+            )
+            return self.model
 
-    def invoke(self, state: Any, working: WorkingSet, config: RunnableConfig) -> AIMessage:
-        return repair_tool_calls(self.bound(working).invoke(self.prompt(state, config), config))
+    def _attempts(self, state: Any) -> int:
+        return max(1, self.config.max_iterations - ai_calls_this_turn(state_messages(state)))
 
-    async def ainvoke(self, state: Any, working: WorkingSet, config: RunnableConfig) -> AIMessage:
-        reply = await self.bound(working).ainvoke(self.prompt(state, config), config)
-        return repair_tool_calls(reply)
+    def _read(self, reply: BaseMessage, attempt: int) -> AIMessage:
+        if not isinstance(reply, AIMessage):
+            reply = AIMessage(content=reply.content)
+        if self.format.native:
+            return repair_tool_calls(reply)
+        text = reply.text if isinstance(reply.text, str) else str(reply.content)
+        parsed = self.format.parse(text)
+        if parsed.error is not None:
+            emit_event(
+                {"event": FORMAT_EVENT, "node": self.node, **self.choice.event(),
+                 "parse_error": parsed.error, "attempt": attempt}
+            )  # fmt: skip
+        return reply_message(reply, parsed, self.format)
+
+    def _emit(self) -> None:
+        emit_event({"event": FORMAT_EVENT, "node": self.node, **self.choice.event()})
+
+    def invoke(self, state: Any, working: WorkingSet, config: RunnableConfig) -> list[AIMessage]:
+        """Call the model; the replies of this call (the last one is the answer to act on)."""
+        replies: list[AIMessage] = []
+        for attempt in range(1, self._attempts(state) + 1):
+            runnable = self.bound(working)
+            self._emit()
+            current = _with_messages(state, replies)
+            replies.append(
+                self._read(runnable.invoke(self.prompt(current, config, working), config), attempt)
+            )
+            if parse_error_of(replies[-1]) is None:
+                break
+        return replies
+
+    async def ainvoke(
+        self, state: Any, working: WorkingSet, config: RunnableConfig
+    ) -> list[AIMessage]:
+        """Async :meth:`invoke`."""
+        replies: list[AIMessage] = []
+        for attempt in range(1, self._attempts(state) + 1):
+            runnable = self.bound(working)
+            self._emit()
+            current = _with_messages(state, replies)
+            reply = await runnable.ainvoke(self.prompt(current, config, working), config)
+            replies.append(self._read(reply, attempt))
+            if parse_error_of(replies[-1]) is None:
+                break
+        return replies
+
+
+def _with_messages(state: Any, extra: list[AIMessage]) -> Any:
+    """``state`` with ``extra`` appended to its messages (the rejected replies of this call)."""
+    if not extra:
+        return state
+    messages = [*state_messages(state), *extra]
+    return {**state, "messages": messages} if isinstance(state, dict) else {"messages": messages}
 
 
 def ai_calls_this_turn(messages: Sequence[BaseMessage]) -> int:

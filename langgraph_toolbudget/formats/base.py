@@ -1,0 +1,173 @@
+"""The interface every tool-call format implements, and what a parsed reply is.
+
+Key Components:
+    - :class:`ToolCallFormat`: one way of showing tools to a model and reading
+      its calls back: render the tool specs into the prompt, render a call and
+      a tool result the way the model expects them, parse a reply into calls
+      plus the remaining text.
+    - :class:`ParsedReply`: the calls (``{"name", "args"}``), the remaining
+      text, and an error when the reply looks like a tool call but cannot be read.
+    - :func:`reply_message`: the standard ``AIMessage`` (ids generated) of a
+      parsed reply, so the executor and the state never see the format.
+
+A format is pure logic: no LangGraph, no model calls. Inputs are bounded
+(:data:`MAX_REPLY_CHARS`, :data:`MAX_CALL_CHARS`, :data:`MAX_DEPTH`), so a huge
+or deeply nested reply is an error for the model, never a stall or a
+``RecursionError``.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from langchain_core.messages import AIMessage, ToolCall, ToolMessage
+
+__all__ = [
+    "MAX_CALLS",
+    "MAX_CALL_CHARS",
+    "MAX_DEPTH",
+    "MAX_REPLY_CHARS",
+    "PARSE_ERROR_MESSAGE",
+    "ParsedReply",
+    "ToolCallFormat",
+    "reply_message",
+    "result_text",
+    "tool_name",
+]
+
+MAX_REPLY_CHARS = 1_000_000
+"""Characters of a reply searched for tool calls; the rest is kept as text only."""
+MAX_CALL_CHARS = 100_000
+"""Characters one tool call may take; a longer one is an error for the model."""
+MAX_DEPTH = 64
+"""Nesting depth of a call's arguments; deeper is an error (never a ``RecursionError``)."""
+MAX_CALLS = 32
+"""Tool calls read from one reply at most."""
+
+PARSE_ERROR_MESSAGE = (
+    "Error: your last reply looks like a tool call but it could not be read ({error}). "
+    "Nothing was run. To call a tool, write exactly:\n{example}\n"
+    "To answer the user instead, reply in plain text without tool-call markup."
+)
+"""What the model reads after a reply that looks like a call but cannot be parsed."""
+
+
+@dataclass
+class ParsedReply:
+    """A model reply read by a format.
+
+    Attributes:
+        calls: ``{"name": str, "args": dict}`` per call, in the reply's order.
+        text: the reply without its tool calls (prose before and after).
+        error: set when the reply looks like a tool call that cannot be read;
+            then ``calls`` is empty and the model is asked to try again.
+    """
+
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    text: str = ""
+    error: str | None = None
+
+
+class ToolCallFormat(ABC):
+    """One tool-call format: how tools, calls and results are written as text.
+
+    Subclasses set :attr:`name` and implement the four methods; registering
+    the class (:func:`langgraph_toolbudget.formats.register_format`) makes the
+    name usable in ``tool_call_formats``.
+
+    Tools are given as OpenAI tool schemas
+    (``{"type": "function", "function": {"name", "description", "parameters"}}``).
+    """
+
+    name: ClassVar[str]
+    native: ClassVar[bool] = False
+    """True only for the native format: tools are bound, nothing is parsed."""
+
+    @abstractmethod
+    def render_tools(self, tools: Sequence[dict[str, Any]]) -> str:
+        """The system-prompt text that lists ``tools`` and says how to call them."""
+
+    @abstractmethod
+    def render_calls(self, calls: Sequence[ToolCall], text: str = "") -> str:
+        """An assistant message with tool calls, written as the model would write it."""
+
+    @abstractmethod
+    def render_result(self, message: ToolMessage, call: ToolCall | None) -> str:
+        """A tool result as the model expects to read it (``call``: the call it answers)."""
+
+    @abstractmethod
+    def parse(self, text: str) -> ParsedReply:
+        """Read a reply: its tool calls and the remaining text. Never raises."""
+
+    @property
+    @abstractmethod
+    def example(self) -> str:
+        """One well-formed call, shown in the error a malformed reply gets."""
+
+    def new_id(self) -> str:
+        """A fresh tool-call id for a parsed call."""
+        return f"call_{uuid.uuid4().hex[:24]}"
+
+    def error_message(self, error: str) -> str:
+        """What the model reads after a reply that looks like a call but cannot be read."""
+        return PARSE_ERROR_MESSAGE.format(error=error, example=self.example)
+
+
+def tool_name(message: ToolMessage, call: ToolCall | None) -> str:
+    """The name of the tool that answered: the message's, else the call's."""
+    return message.name or (call["name"] if call else "") or "tool"
+
+
+def result_text(message: ToolMessage) -> str:
+    """A tool message's content as text (content blocks joined)."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+        else:
+            parts.append(json.dumps(block, default=str))
+    return "\n".join(parts)
+
+
+def reply_message(reply: AIMessage, parsed: ParsedReply, fmt: ToolCallFormat) -> AIMessage:
+    """The standard ``AIMessage`` of a text reply: parsed calls as ``tool_calls``.
+
+    The raw reply is kept in ``response_metadata["toolbudget_raw"]`` when calls
+    were taken out of it (nothing the model wrote is lost). A reply that failed
+    to parse keeps its text and gets the error as an ``invalid_tool_calls``
+    entry (no id, so nothing runs it).
+    """
+    raw = reply.text if isinstance(reply.text, str) else str(reply.content)
+    meta = {**reply.response_metadata, "toolbudget_format": fmt.name}
+    if parsed.error is not None:
+        invalid = {"name": None, "args": raw, "id": None, "error": parsed.error}
+        return AIMessage(
+            content=raw,
+            invalid_tool_calls=[{**invalid, "type": "invalid_tool_call"}],
+            response_metadata=meta,
+            id=reply.id,
+            usage_metadata=reply.usage_metadata,
+        )
+    if not parsed.calls:
+        return reply.model_copy(update={"response_metadata": meta})
+    calls: list[ToolCall] = [
+        {"name": c["name"], "args": c["args"], "id": fmt.new_id(), "type": "tool_call"}
+        for c in parsed.calls
+    ]
+    return AIMessage(
+        content=parsed.text,
+        tool_calls=calls,
+        response_metadata={**meta, "toolbudget_raw": raw},
+        id=reply.id,
+        usage_metadata=reply.usage_metadata,
+    )

@@ -1,0 +1,91 @@
+"""The Hermes format (Hermes 2/3, Qwen 2.5/3 chat templates): ``<tool_call>`` tags.
+
+Tools go into the system prompt inside ``<tools></tools>``, one JSON schema
+per line; the model answers with one ``<tool_call>{"name": ..., "arguments":
+{...}}</tool_call>`` block per call; results come back inside
+``<tool_response></tool_response>``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import ToolCall, ToolMessage
+
+from langgraph_toolbudget.formats._json import calls_from_value, load_json
+from langgraph_toolbudget.formats._text import bare_json_calls, join_text, parse_segments
+from langgraph_toolbudget.formats.base import ParsedReply, ToolCallFormat, result_text, tool_name
+
+__all__ = ["Hermes"]
+
+OPEN, CLOSE = "<tool_call>", "</tool_call>"
+
+INSTRUCTIONS = """# Tools
+
+You may call one or more functions to assist with the user query.
+
+You are provided with function signatures within <tools></tools> XML tags:
+<tools>
+{tools}
+</tools>
+
+For each function call, return a json object with function name and arguments within \
+<tool_call></tool_call> XML tags:
+<tool_call>
+{{"name": <function-name>, "arguments": <args-json-object>}}
+</tool_call>
+When you have the answer, reply in plain text without tags."""
+
+
+def _find(body: str) -> tuple[list[str], list[str]]:
+    """Segments between ``<tool_call>`` and ``</tool_call>`` (or the next tag, or the end)."""
+    segments: list[str] = []
+    prose: list[str] = []
+    pos = 0
+    while (start := body.find(OPEN, pos)) >= 0:
+        prose.append(body[pos:start])
+        inner = start + len(OPEN)
+        ends = [i for i in (body.find(CLOSE, inner), body.find(OPEN, inner)) if i >= 0]
+        end = min(ends) if ends else len(body)  # truncated: the call runs to the end
+        segments.append(body[inner:end])
+        pos = end + len(CLOSE) if body.startswith(CLOSE, end) else end
+    prose.append(body[pos:].replace(CLOSE, ""))
+    return segments, prose
+
+
+def _read(segment: str) -> list[dict[str, Any]]:
+    return calls_from_value(load_json(segment))
+
+
+class Hermes(ToolCallFormat):
+    """Hermes / Qwen tool calling in text: ``<tool_call>{...}</tool_call>``."""
+
+    name = "hermes"
+
+    def render_tools(self, tools: Sequence[dict[str, Any]]) -> str:
+        return INSTRUCTIONS.format(tools="\n".join(json.dumps(t) for t in tools))
+
+    def render_calls(self, calls: Sequence[ToolCall], text: str = "") -> str:
+        blocks = [
+            f"{OPEN}\n{json.dumps({'name': c['name'], 'arguments': c['args']})}\n{CLOSE}"
+            for c in calls
+        ]
+        return join_text(text, *blocks)
+
+    def render_result(self, message: ToolMessage, call: ToolCall | None) -> str:
+        content = {
+            "name": tool_name(message, call),
+            "content": result_text(message),
+        }
+        return f"<tool_response>\n{json.dumps(content)}\n</tool_response>"
+
+    def parse(self, text: str) -> ParsedReply:
+        if OPEN not in text and (calls := bare_json_calls(text)) is not None:
+            return ParsedReply(calls=calls)
+        return parse_segments(text, _find, _read)
+
+    @property
+    def example(self) -> str:
+        return f'{OPEN}\n{{"name": "tool_name", "arguments": {{"param": "value"}}}}\n{CLOSE}'

@@ -1,0 +1,61 @@
+"""The conversation as a text-format model reads it.
+
+The state keeps standard messages (``AIMessage.tool_calls``, ``ToolMessage``),
+whatever format produced them, so a thread can switch model and format
+mid-conversation. Only the prompt of a text-format model is rewritten: calls
+become the format's call text, tool results the format's result text (sent
+as a user message: a model without tool calling may have no tool role), and a
+reply that failed to parse is followed by the error it earned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall, ToolMessage
+
+from langgraph_toolbudget.formats.base import ToolCallFormat
+
+__all__ = ["parse_error_of", "render_history"]
+
+
+def parse_error_of(message: BaseMessage) -> str | None:
+    """The parse error recorded on a rejected text reply (see ``reply_message``), else None."""
+    if not isinstance(message, AIMessage) or message.tool_calls:
+        return None
+    for invalid in message.invalid_tool_calls:
+        if invalid.get("id") is None and invalid.get("error"):
+            return str(invalid["error"])
+    return None
+
+
+def _text(message: BaseMessage) -> str:
+    return message.text if isinstance(message.text, str) else str(message.content)
+
+
+def render_history(messages: Sequence[BaseMessage], fmt: ToolCallFormat) -> list[BaseMessage]:
+    """``messages`` with tool calls and results written in ``fmt``; others unchanged."""
+    out: list[BaseMessage] = []
+    calls: dict[str, ToolCall] = {}
+    results: list[str] = []
+
+    def flush() -> None:
+        if results:
+            out.append(HumanMessage("\n".join(results)))
+            results.clear()
+
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            results.append(fmt.render_result(message, calls.get(message.tool_call_id)))
+            continue
+        flush()
+        if isinstance(message, AIMessage) and message.tool_calls:
+            calls.update((str(c["id"]), c) for c in message.tool_calls if c.get("id"))
+            out.append(AIMessage(fmt.render_calls(message.tool_calls, _text(message))))
+        elif (error := parse_error_of(message)) is not None:
+            out.append(AIMessage(_text(message)))
+            out.append(HumanMessage(fmt.error_message(error)))
+        else:
+            out.append(message)
+    flush()
+    return out

@@ -1,0 +1,80 @@
+"""The Mistral format (Mistral v3 tokenizer / chat template): ``[TOOL_CALLS]``.
+
+Tools go into the prompt as ``[AVAILABLE_TOOLS] [...][/AVAILABLE_TOOLS]``; the
+model answers ``[TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...]`` (the
+newer ``[TOOL_CALLS]name[ARGS]{...}`` form is read too); results come back as
+``[TOOL_RESULTS] {"content": ..., "call_id": ...}[/TOOL_RESULTS]``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import ToolCall, ToolMessage
+
+from langgraph_toolbudget.formats._json import ParseFailure, calls_from_value, decode_prefix
+from langgraph_toolbudget.formats._text import join_text, parse_segments
+from langgraph_toolbudget.formats.base import ParsedReply, ToolCallFormat, result_text
+
+__all__ = ["Mistral"]
+
+MARKER = "[TOOL_CALLS]"
+ARGS = "[ARGS]"
+_END_TOKENS = ("</s>", "[/TOOL_CALLS]")
+_ID_CHARS = string.ascii_letters + string.digits
+
+INSTRUCTIONS = """[AVAILABLE_TOOLS] {tools}[/AVAILABLE_TOOLS]
+To call tools, reply with [TOOL_CALLS] followed by a JSON list of calls:
+[TOOL_CALLS] [{{"name": "<function-name>", "arguments": {{<args-json-object>}}}}]
+When you have the answer, reply in plain text without [TOOL_CALLS]."""
+
+
+def _find(body: str) -> tuple[list[str], list[str]]:
+    prose = [body.split(MARKER, 1)[0]]
+    segments = body.split(MARKER)[1:]
+    return segments, prose
+
+
+def _read(segment: str) -> list[dict[str, Any]]:
+    for token in _END_TOKENS:
+        segment = segment.replace(token, "")
+    head = segment.lstrip()
+    if head.startswith(("[", "{", "```")):
+        value, _rest = decode_prefix(head.removeprefix("```json").removeprefix("```"))
+        return calls_from_value(value)
+    name, sep, args = head.partition(ARGS)  # [TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}
+    if not sep or not name.strip().isidentifier():
+        raise ParseFailure(f"{MARKER} must be followed by a JSON list of calls")
+    value, _rest = decode_prefix(args)
+    return calls_from_value({"name": name.strip(), "arguments": value})
+
+
+class Mistral(ToolCallFormat):
+    """Mistral tool calling in text: ``[TOOL_CALLS] [{"name": ..., "arguments": ...}]``."""
+
+    name = "mistral"
+
+    def render_tools(self, tools: Sequence[dict[str, Any]]) -> str:
+        return INSTRUCTIONS.format(tools=json.dumps(list(tools)))
+
+    def render_calls(self, calls: Sequence[ToolCall], text: str = "") -> str:
+        payload = [{"name": c["name"], "arguments": c["args"], "id": c.get("id")} for c in calls]
+        return join_text(text, f"{MARKER} {json.dumps(payload)}")
+
+    def render_result(self, message: ToolMessage, call: ToolCall | None) -> str:
+        payload = {"content": result_text(message), "call_id": message.tool_call_id}
+        return f"[TOOL_RESULTS] {json.dumps(payload)}[/TOOL_RESULTS]"
+
+    def parse(self, text: str) -> ParsedReply:
+        return parse_segments(text, _find, _read)
+
+    def new_id(self) -> str:
+        return "".join(random.choices(_ID_CHARS, k=9))  # Mistral's ids: 9 letters and digits
+
+    @property
+    def example(self) -> str:
+        return f'{MARKER} [{{"name": "tool_name", "arguments": {{"param": "value"}}}}]'
