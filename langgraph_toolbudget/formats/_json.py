@@ -13,7 +13,12 @@ from typing import Any
 
 from json_repair import repair_json
 
-from langgraph_toolbudget.formats.base import MAX_CALL_CHARS, MAX_CALLS, MAX_DEPTH
+from langgraph_toolbudget.formats.base import (
+    MAX_CALL_CHARS,
+    MAX_CALLS,
+    MAX_DEPTH,
+    MAX_REPAIR_CHARS,
+)
 
 __all__ = ["ParseFailure", "calls_from_value", "load_json", "strip_fence"]
 
@@ -55,6 +60,19 @@ def too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
+def value_too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """True when a parsed value nests deeper than ``limit`` (checked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 def load_json(text: str) -> Any:
     """Parse JSON as models write it; raise :class:`ParseFailure` naming the problem.
 
@@ -69,16 +87,23 @@ def load_json(text: str) -> Any:
     if too_deep(text):
         raise ParseFailure(f"the arguments nest deeper than {MAX_DEPTH} levels")
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except (ValueError, RecursionError):
         pass
+    else:
+        return _bounded(value)
+    if len(text) > MAX_REPAIR_CHARS:
+        raise ParseFailure(
+            f"the tool call is not valid JSON and too long to repair ({len(text)} characters, "
+            f"over {MAX_REPAIR_CHARS}); send valid JSON"
+        )
     try:
         value = repair_json(text, return_objects=True, skip_json_loads=True)
     except (ValueError, RecursionError, IndexError, TypeError) as exc:
         raise ParseFailure(f"invalid JSON: {exc}") from None
     if value == "" or value is None:
         raise ParseFailure(f"not JSON: {text[:80]!r}")
-    return value
+    return _bounded(value)
 
 
 def _arguments(obj: dict[str, Any]) -> dict[str, Any]:
@@ -127,25 +152,30 @@ def calls_from_value(value: Any) -> list[dict[str, Any]]:
     return [_call(item) for item in items]
 
 
-def decode_prefix(text: str) -> tuple[Any, str]:
-    """The JSON value at the start of ``text`` and the text after it.
+def decode_prefix(text: str, start: int = 0) -> tuple[Any, int]:
+    """The JSON value at ``text[start:]`` (after whitespace) and the index after it.
 
-    Strict first (the value may be followed by prose); when that fails the whole
-    text is repaired as one value (a truncated call has nothing after it).
+    Strict first (the value may be followed by prose); when that fails the rest
+    of the text is repaired as one value (a truncated call has nothing after it).
 
     Raises:
         ParseFailure: see :func:`load_json`.
     """
-    stripped = text.lstrip()
-    head = stripped[:MAX_CALL_CHARS]
-    if not too_deep(head):
-        try:
-            value, end = _DECODER.raw_decode(head)
-        except (ValueError, RecursionError):
-            pass
-        else:
-            return value, stripped[end:]
-    return load_json(stripped), ""
+    while start < len(text) and text[start].isspace():
+        start += 1
+    try:
+        value, end = _DECODER.raw_decode(text, start)
+    except (ValueError, RecursionError):
+        return load_json(text[start : start + MAX_CALL_CHARS + 1]), len(text)
+    if end - start > MAX_CALL_CHARS:
+        raise ParseFailure(f"the tool call is {end - start} characters, over {MAX_CALL_CHARS}")
+    return _bounded(value), end
+
+
+def _bounded(value: Any) -> Any:
+    if value_too_deep(value):
+        raise ParseFailure(f"the arguments nest deeper than {MAX_DEPTH} levels")
+    return value
 
 
 _DECODER = json.JSONDecoder()

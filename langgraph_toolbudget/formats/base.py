@@ -31,6 +31,7 @@ __all__ = [
     "MAX_CALLS",
     "MAX_CALL_CHARS",
     "MAX_DEPTH",
+    "MAX_REPAIR_CHARS",
     "MAX_REPLY_CHARS",
     "PARSE_ERROR_MESSAGE",
     "ParsedReply",
@@ -44,6 +45,8 @@ MAX_REPLY_CHARS = 1_000_000
 """Characters of a reply searched for tool calls; the rest is kept as text only."""
 MAX_CALL_CHARS = 100_000
 """Characters one tool call may take; a longer one is an error for the model."""
+MAX_REPAIR_CHARS = 16_000
+"""Characters of a call that is not valid JSON that are repaired at most (repair is slow)."""
 MAX_DEPTH = 64
 """Nesting depth of a call's arguments; deeper is an error (never a ``RecursionError``)."""
 MAX_CALLS = 32

@@ -16,7 +16,13 @@ from langchain_core.messages import ToolCall, ToolMessage
 
 from langgraph_toolbudget.formats._json import calls_from_value, load_json
 from langgraph_toolbudget.formats._text import bare_json_calls, join_text, parse_segments
-from langgraph_toolbudget.formats.base import ParsedReply, ToolCallFormat, result_text, tool_name
+from langgraph_toolbudget.formats.base import (
+    MAX_CALLS,
+    ParsedReply,
+    ToolCallFormat,
+    result_text,
+    tool_name,
+)
 
 __all__ = ["Hermes"]
 
@@ -44,10 +50,14 @@ def _find(body: str) -> tuple[list[str], list[str]]:
     segments: list[str] = []
     prose: list[str] = []
     pos = 0
-    while (start := body.find(OPEN, pos)) >= 0:
+    close = -1
+    while len(segments) <= MAX_CALLS and (start := body.find(OPEN, pos)) >= 0:
         prose.append(body[pos:start])
         inner = start + len(OPEN)
-        ends = [i for i in (body.find(CLOSE, inner), body.find(OPEN, inner)) if i >= 0]
+        if close < inner:  # searched again only once passed: linear in the reply
+            close = body.find(CLOSE, inner)
+        following = body.find(OPEN, inner)
+        ends = [i for i in (close, following) if i >= 0]
         end = min(ends) if ends else len(body)  # truncated: the call runs to the end
         segments.append(body[inner:end])
         pos = end + len(CLOSE) if body.startswith(CLOSE, end) else end

@@ -18,7 +18,7 @@ from langchain_core.messages import ToolCall, ToolMessage
 
 from langgraph_toolbudget.formats._json import ParseFailure, calls_from_value, decode_prefix
 from langgraph_toolbudget.formats._text import join_text, parse_segments
-from langgraph_toolbudget.formats.base import ParsedReply, ToolCallFormat, result_text
+from langgraph_toolbudget.formats.base import MAX_CALLS, ParsedReply, ToolCallFormat, result_text
 
 __all__ = ["Mistral"]
 
@@ -35,7 +35,7 @@ When you have the answer, reply in plain text without [TOOL_CALLS]."""
 
 def _find(body: str) -> tuple[list[str], list[str]]:
     prose = [body.split(MARKER, 1)[0]]
-    segments = body.split(MARKER)[1:]
+    segments = body.split(MARKER, MAX_CALLS + 1)[1:]
     return segments, prose
 
 
@@ -44,12 +44,12 @@ def _read(segment: str) -> list[dict[str, Any]]:
         segment = segment.replace(token, "")
     head = segment.lstrip()
     if head.startswith(("[", "{", "```")):
-        value, _rest = decode_prefix(head.removeprefix("```json").removeprefix("```"))
+        value, _end = decode_prefix(head.removeprefix("```json").removeprefix("```"))
         return calls_from_value(value)
     name, sep, args = head.partition(ARGS)  # [TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}
     if not sep or not name.strip().isidentifier():
         raise ParseFailure(f"{MARKER} must be followed by a JSON list of calls")
-    value, _rest = decode_prefix(args)
+    value, _end = decode_prefix(args)
     return calls_from_value({"name": name.strip(), "arguments": value})
 
 

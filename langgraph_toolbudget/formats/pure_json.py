@@ -16,7 +16,13 @@ from langchain_core.messages import ToolCall, ToolMessage
 
 from langgraph_toolbudget.formats._json import calls_from_value, decode_prefix
 from langgraph_toolbudget.formats._text import join_text, parse_segments
-from langgraph_toolbudget.formats.base import ParsedReply, ToolCallFormat, result_text, tool_name
+from langgraph_toolbudget.formats.base import (
+    MAX_CALLS,
+    ParsedReply,
+    ToolCallFormat,
+    result_text,
+    tool_name,
+)
 
 __all__ = ["PureJson"]
 
@@ -34,30 +40,32 @@ _CALL_START = re.compile(
 
 
 def _find(body: str) -> tuple[list[str], list[str]]:
+    """Fenced calls if there are any, else each call-shaped JSON value in the prose."""
+    segments: list[str] = []
+    prose: list[str] = []
+    pos = 0
     fenced = [m for m in _FENCE.finditer(body) if _CALL_START.search(m.group(1)[:200])]
     if fenced:
-        prose, pos = [], 0
-        for match in fenced:
+        for match in fenced[: MAX_CALLS + 1]:
             prose.append(body[pos : match.start()])
+            segments.append(match.group(1))
             pos = match.end()
         prose.append(body[pos:])
-        return [m.group(1) for m in fenced], prose
-    segments, prose, pos = [], [], 0
-    while (found := _CALL_START.search(body, pos)) is not None:
+        return segments, prose
+    while len(segments) <= MAX_CALLS and (found := _CALL_START.search(body, pos)) is not None:
         prose.append(body[pos : found.start()])
         try:
-            _value, rest = decode_prefix(body[found.start() :])
+            _value, pos = decode_prefix(body, found.start())
         except ValueError:  # broken: the segment runs to the end and the parser reports it
             segments.append(body[found.start() :])
             return segments, prose
-        pos = len(body) - len(rest)
         segments.append(body[found.start() : pos])
     prose.append(body[pos:])
     return segments, prose
 
 
 def _read(segment: str) -> list[dict[str, Any]]:
-    value, _rest = decode_prefix(segment)
+    value, _end = decode_prefix(segment)
     return calls_from_value(value)
 
 

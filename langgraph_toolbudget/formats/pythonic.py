@@ -126,6 +126,8 @@ def _call(node: ast.expr) -> dict[str, Any]:
 
 
 def _read(segment: str) -> list[dict[str, Any]]:
+    if len(segment) >= MAX_CALL_CHARS:
+        raise ParseFailure(f"the tool call is over {MAX_CALL_CHARS} characters or never closed")
     if too_deep(segment):
         raise ParseFailure("the arguments nest too deep")
     try:

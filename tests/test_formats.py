@@ -1,0 +1,272 @@
+"""The text tool-call formats: parsing real-world replies, rendering, the registry, the option."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from langgraph_toolbudget import BudgetConfig
+from langgraph_toolbudget.core.budget import format_for_model
+from langgraph_toolbudget.formats import (
+    ToolCallFormat,
+    UnknownFormatError,
+    format_names,
+    get_format,
+    register_format,
+)
+from langgraph_toolbudget.formats.base import MAX_CALL_CHARS, ParsedReply, reply_message
+from langgraph_toolbudget.formats.history import parse_error_of, render_history
+from langgraph_toolbudget.formats.settings import (
+    NoFormatAvailableError,
+    ToolCallFormats,
+    choose_format,
+)
+
+FIXTURES = json.loads((Path(__file__).parent / "data" / "format_replies.json").read_text())
+TEXT_FORMATS = ["hermes", "mistral", "pythonic", "json"]
+CASES = [
+    pytest.param(fmt, case, id=f"{fmt}-{case['id']}")
+    for fmt in TEXT_FORMATS
+    for case in FIXTURES[fmt]
+]
+
+
+def calls_of(parsed: ParsedReply) -> list[list[Any]]:
+    return [[c["name"], c["args"]] for c in parsed.calls]
+
+
+def test_every_text_format_has_at_least_eight_fixtures_with_malformed_ones():
+    for fmt in TEXT_FORMATS:
+        cases = FIXTURES[fmt]
+        assert len(cases) >= 8, fmt
+        assert sum(bool(c.get("error")) for c in cases) >= 2, fmt
+
+
+@pytest.mark.parametrize(("fmt", "case"), CASES)
+def test_real_world_replies_parse_into_the_expected_calls(fmt, case):
+    parsed = get_format(fmt).parse(case["reply"])
+    if case.get("error"):
+        assert parsed.error and not parsed.calls, parsed
+        assert parsed.text == case["reply"]  # nothing the model wrote is lost
+        return
+    assert parsed.error is None, parsed.error
+    assert calls_of(parsed) == case["calls"]
+    if "text" in case:
+        assert parsed.text == case["text"]
+
+
+@pytest.mark.parametrize("fmt", TEXT_FORMATS)
+def test_a_rendered_call_parses_back_to_the_same_call(fmt):
+    f = get_format(fmt)
+    calls = [
+        {
+            "name": "get_weather",
+            "args": {"city": "Paris", "days": 3},
+            "id": "a1",
+            "type": "tool_call",
+        },
+        {"name": "tag_items", "args": {"items": ["x", "y"], "flag": True, "n": None}, "id": "b2"},
+    ]
+    parsed = f.parse(f.render_calls(calls, "Checking two things."))  # type: ignore[arg-type]
+    assert calls_of(parsed) == [[c["name"], c["args"]] for c in calls]
+    assert parsed.text == "Checking two things."
+
+
+@pytest.mark.parametrize("fmt", TEXT_FORMATS)
+def test_rendered_tools_list_every_tool_with_its_parameters_and_the_call_syntax(fmt):
+    @tool
+    def get_weather(city: str) -> str:
+        """Get current weather conditions for a city."""
+        return city
+
+    text = get_format(fmt).render_tools([convert_to_openai_tool(get_weather)])
+    assert "get_weather" in text and "Get current weather conditions" in text and "city" in text
+    example = get_format(fmt).example
+    assert example.split("tool_name")[0].strip()[:5] in text  # the call syntax is explained
+
+
+@pytest.mark.parametrize("fmt", TEXT_FORMATS)
+def test_a_tool_result_is_rendered_with_its_content_and_the_format_markers(fmt):
+    message = ToolMessage("18C, cloudy", tool_call_id="a1", name="get_weather")
+    text = get_format(fmt).render_result(message, None)
+    assert "18C, cloudy" in text
+    marker = {"hermes": "<tool_response>", "mistral": "[TOOL_RESULTS]", "pythonic": "get_weather"}
+    assert marker.get(fmt, "tool_result") in text
+
+
+@pytest.mark.parametrize("fmt", TEXT_FORMATS)
+def test_huge_and_deeply_nested_replies_are_errors_or_text_never_exceptions(fmt):
+    f = get_format(fmt)
+    deep = "[" * 50_000 + "]" * 50_000
+    replies = [
+        "word " * 200_000,  # 1 MB of prose
+        f.render_calls([{"name": "x", "args": {"a": "y" * 1_000_000}, "id": "1"}]),
+        f.render_calls([{"name": "x", "args": {}, "id": "1"}])
+        .replace("{}", deep)
+        .replace("()", f"(a={deep})"),
+        f.example * 5_000,
+        f.example[: len(f.example) // 2] * 20_000,
+    ]
+    for reply in replies:
+        parsed = f.parse(reply)
+        assert isinstance(parsed, ParsedReply)
+        assert len(parsed.calls) <= 32
+    big = f.parse(replies[1])
+    assert big.error and str(MAX_CALL_CHARS) in big.error
+
+
+def test_pythonic_never_evaluates_code():
+    parsed = get_format("pythonic").parse("[f(a=__import__('os').getcwd())]")
+    assert parsed.error and "not a literal" in parsed.error
+
+
+def test_a_parsed_reply_becomes_a_standard_ai_message_with_generated_ids():
+    f = get_format("hermes")
+    reply = AIMessage('Checking.\n<tool_call>{"name": "add", "arguments": {"a": 1}}</tool_call>')
+    message = reply_message(reply, f.parse(reply.text), f)
+    (call,) = message.tool_calls
+    assert call["name"] == "add" and call["args"] == {"a": 1} and call["id"]
+    assert message.content == "Checking."
+    assert message.response_metadata["toolbudget_raw"] == reply.text
+    bad = AIMessage("<tool_call>not json at all</tool_call>")
+    rejected = reply_message(bad, f.parse(bad.text), f)
+    assert rejected.tool_calls == [] and rejected.content == bad.content
+    assert parse_error_of(rejected) and parse_error_of(message) is None
+
+
+def test_mistral_ids_are_nine_letters_and_digits():
+    ids = {get_format("mistral").new_id() for _ in range(50)}
+    assert all(len(i) == 9 and i.isalnum() for i in ids) and len(ids) == 50
+
+
+def test_history_is_rewritten_in_the_format_and_errors_follow_rejected_replies():
+    f = get_format("hermes")
+    call = {"name": "get_weather", "args": {"city": "Paris"}, "id": "c1", "type": "tool_call"}
+    rejected = reply_message(
+        AIMessage("<tool_call>oops</tool_call>"), f.parse("<tool_call>oops</tool_call>"), f
+    )
+    history = [
+        HumanMessage("weather?"),
+        AIMessage("", tool_calls=[call]),
+        ToolMessage("18C", tool_call_id="c1"),
+        rejected,
+    ]
+    out = render_history(history, f)
+    assert [type(m).__name__ for m in out] == [
+        "HumanMessage", "AIMessage", "HumanMessage", "AIMessage", "HumanMessage"
+    ]  # fmt: skip
+    assert f.parse(out[1].text).calls == [{"name": "get_weather", "args": {"city": "Paris"}}]
+    assert "<tool_response>" in out[2].text and '"get_weather"' in out[2].text
+    assert "could not be read" in out[4].text and "<tool_call>" in out[4].text
+
+
+# --- the registry and the option ------------------------------------------------------------
+
+
+def test_the_registry_knows_the_five_formats_and_names_them_on_a_typo():
+    assert format_names() == ["native", "hermes", "json", "mistral", "pythonic"]
+    with pytest.raises(UnknownFormatError, match="'hermez'; the formats are: 'native', 'hermes'"):
+        get_format("hermez")
+
+
+def test_a_new_format_is_one_class_registered_by_name():
+    class Shouty(ToolCallFormat):
+        name: ClassVar[str] = "shouty"
+
+        def render_tools(self, tools):
+            return "TOOLS: " + ", ".join(t["function"]["name"] for t in tools)
+
+        def render_calls(self, calls, text=""):
+            return " ".join(f"CALL {c['name']}" for c in calls)
+
+        def render_result(self, message, call):
+            return f"RESULT {message.content}"
+
+        def parse(self, text):
+            names = [w for w in text.split() if w.isupper() and w != "CALL"]
+            return ParsedReply(calls=[{"name": n.lower(), "args": {}} for n in names])
+
+        @property
+        def example(self):
+            return "CALL TOOL_NAME"
+
+    register_format(Shouty)
+    config = BudgetConfig(tool_call_formats=["shouty"])
+    assert config.tool_call_formats == ToolCallFormats(("shouty",), "shouty")
+    with pytest.raises(TypeError, match="concrete ToolCallFormat"):
+        register_format(dict)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ({"enabled": ["native", "hermes"], "primary": "hermes"}, (("native", "hermes"), "hermes")),
+        (["pythonic", "json"], (("pythonic", "json"), "pythonic")),
+        ("mistral", (("mistral",), "mistral")),
+        ({"primary": "json"}, (("json",), "json")),
+    ],
+)
+def test_tool_call_formats_accepts_a_mapping_a_list_or_a_name(spec, expected):
+    formats = BudgetConfig(tool_call_formats=spec).tool_call_formats
+    assert (formats.enabled, formats.primary) == expected
+
+
+@pytest.mark.parametrize(
+    ("spec", "error", "match"),
+    [
+        ({"enabled": ["native", "harmony"]}, ValueError, "unknown tool-call format 'harmony'"),
+        ({"enabled": []}, ValueError, "is empty: enable at least one"),
+        ({"enabled": ["native"], "primary": "json"}, ValueError, "add it to 'enabled'"),
+        ({"enable": ["native"]}, ValueError, "has no key 'enable'"),
+        ({"enabled": "hermes"}, TypeError, "must be"),
+        (3, TypeError, "must be"),
+    ],
+)
+def test_a_bad_tool_call_formats_names_the_problem_and_the_fix(spec, error, match):
+    with pytest.raises(error, match=match):
+        BudgetConfig(tool_call_formats=spec)
+
+
+def test_model_supports_tools_must_be_a_bool():
+    with pytest.raises(TypeError, match="model_supports_tools must be True, False or None"):
+        BudgetConfig(model_supports_tools="yes")
+
+
+def test_choose_format_follows_the_decision_tree():
+    both = ToolCallFormats(("native", "hermes"), "native")
+    chosen = choose_format(both, native_available=True, native_why="it binds")
+    assert chosen.name == "native" and "primary format 'native' is available" in chosen.reason
+    fallback = choose_format(both, native_available=False, native_why="no bind_tools")
+    assert fallback.name == "hermes"
+    assert "not available (no bind_tools); 'hermes' is the first enabled" in fallback.reason
+    text_first = ToolCallFormats(("native", "hermes"), "hermes")
+    assert choose_format(text_first, native_available=True, native_why="").name == "hermes"
+    only_native = ToolCallFormats(("native",), "native")
+    with pytest.raises(NoFormatAvailableError, match="cannot call tools natively"):
+        choose_format(only_native, native_available=False, native_why="no bind_tools")
+
+
+@pytest.mark.parametrize(
+    ("model", "fmt"),
+    [
+        ("qwen2.5:7b-instruct", "hermes"),
+        ("Qwen/Qwen3-8B", "hermes"),
+        ("NousResearch/Hermes-3-Llama-3.1-8B", "hermes"),
+        ("mistral-7b-instruct-v0.3", "mistral"),
+        ("mixtral:8x7b", "mistral"),
+        ("llama3.2:3b", "pythonic"),
+        ("meta-llama/Llama-3.2-3B-Instruct", "pythonic"),
+        ("llama-4-scout", "pythonic"),
+        ("llama3.1:8b", "json"),
+        ("gpt-4o-mini", None),
+        (7, None),
+    ],
+)
+def test_the_model_name_presets_a_text_format(model, fmt):
+    assert format_for_model(model) == fmt
