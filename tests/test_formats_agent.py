@@ -1,0 +1,253 @@
+"""The agent with a text tool-call format: a model without native tool calling, end to end.
+
+The model is scripted (``ScriptedChatModel``) but its ``bind_tools`` raises
+``NotImplementedError``, as LangChain's base chat model does: it can only read
+the tools from its prompt and write its calls as text. Everything else is real:
+the catalog's tools, the executor, the meta-tools, the checkpointer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from agent_tools import Recorder, recording_catalog
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.checkpoint.memory import MemorySaver
+from langgraph.graph import END, START, StateGraph
+
+from langgraph_toolbudget import ToolAgent, ToolBudgetState, ToolCatalog, create_toolbudget_agent
+from langgraph_toolbudget.formats import get_format
+from langgraph_toolbudget.testing import ScriptedChatModel
+
+APIS = ["invoke", "ainvoke"]
+TEXT_FORMATS = ["hermes", "mistral", "pythonic", "json"]
+FORMAT_EVENT = "toolbudget.tool_call_format"
+
+
+class TextOnlyModel(ScriptedChatModel):
+    """A scripted chat model without native tool calling."""
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
+        raise NotImplementedError("this model has no tool calling")
+
+
+@pytest.fixture
+def rec() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture
+def catalog(rec) -> ToolCatalog:
+    return recording_catalog(rec)
+
+
+def text_call(fmt: str, name: str, **args: Any) -> AIMessage:
+    """The reply of a model that writes one call in ``fmt``."""
+    return AIMessage(get_format(fmt).render_calls([{"name": name, "args": args, "id": "x"}]))
+
+
+def system_text(messages: list[BaseMessage]) -> str:
+    assert isinstance(messages[0], SystemMessage)
+    return str(messages[0].content)
+
+
+def tool_agent_app(node: ToolAgent, checkpointer: Any = None) -> Any:
+    graph = StateGraph(ToolBudgetState)
+    graph.add_node("agent", node)
+    graph.add_edge(START, "agent")
+    graph.add_edge("agent", END)
+    return graph.compile(checkpointer=checkpointer)
+
+
+async def run(app: Any, payload: Any, api: str, config: Any = None) -> Any:
+    return app.invoke(payload, config) if api == "invoke" else await app.ainvoke(payload, config)
+
+
+async def stream(app: Any, payload: Any, api: str, config: Any = None) -> list[Any]:
+    if api == "invoke":
+        return list(app.stream(payload, config, stream_mode=["custom", "values"]))
+    return [c async for c in app.astream(payload, config, stream_mode=["custom", "values"])]
+
+
+def load_and_call_script(fmt: str) -> list[Any]:
+    return [
+        text_call(fmt, "add_tool", tool_names=["get_weather"]),
+        text_call(fmt, "get_weather", city="Paris"),
+        AIMessage("It is 18C and cloudy in Paris."),
+    ]
+
+
+def check_state_is_standard(messages: list[BaseMessage]) -> None:
+    """Calls are AIMessage.tool_calls with ids, each answered by one ToolMessage."""
+    calls = [c for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
+    results = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    assert [c["name"] for c in calls] == ["add_tool", "get_weather"]
+    assert all(c["id"] for c in calls) and {c["id"] for c in calls} == results
+
+
+@pytest.mark.parametrize("fmt", TEXT_FORMATS)
+@pytest.mark.parametrize("api", APIS)
+async def test_a_text_only_model_loads_a_tool_through_a_meta_tool_and_calls_it(
+    catalog, rec, fmt, api
+):
+    model = TextOnlyModel(responses=load_and_call_script(fmt), cycle=False)
+    node = ToolAgent(model, catalog, tool_call_formats={"enabled": ["native", fmt]})
+    app = tool_agent_app(node)
+    payload = {"messages": [HumanMessage("What's the weather in Paris?")], "selected_tools": []}
+    chunks = await stream(app, {**payload, "selected_tools": ["list_projects"]}, api)
+    out = [c for kind, c in chunks if kind == "values"][-1]
+    assert rec.runs == [("get_weather", {"city": "Paris"})]
+    assert out["messages"][-1].content == "It is 18C and cloudy in Paris."
+    check_state_is_standard(out["messages"])
+    assert model.bound_tools == []  # never bound: the tools are in the prompt
+    first, second, third = (system_text(call) for call in model.calls)
+    weather = "Get current weather conditions for a city."  # get_weather's description
+    assert "List all project boards." in first and weather not in first  # only visible tools
+    assert '"add_tool"' in first and get_format(fmt).render_tools([])[:15] in first
+    assert weather in second  # loaded by the meta-tool, then shown
+    history = model.calls[2]
+    assert not any(isinstance(m, ToolMessage) for m in history)  # results as the format's text
+    assert any("18C, cloudy" in str(m.content) for m in history if isinstance(m, HumanMessage))
+    (event, *_) = [c for kind, c in chunks if kind == "custom" and c["event"] == FORMAT_EVENT]
+    assert event["format"] == fmt and event["native_available"] is False
+    assert (
+        "NotImplementedError" in event["reason"]
+        and f"{fmt!r} is the first enabled" in event["reason"]
+    )
+
+
+@pytest.mark.parametrize("fmt", TEXT_FORMATS)
+@pytest.mark.parametrize("api", APIS)
+async def test_the_prebuilt_graph_runs_a_text_format_chosen_as_primary(catalog, rec, fmt, api):
+    model = ScriptedChatModel(responses=load_and_call_script(fmt), cycle=False)  # can bind
+    graph = create_toolbudget_agent(
+        model, catalog, tool_call_formats={"enabled": ["native", fmt], "primary": fmt}
+    )
+    out = await run(graph.compile(), {"messages": [HumanMessage("hello, Paris please")]}, api)
+    assert rec.runs == [("get_weather", {"city": "Paris"})]
+    check_state_is_standard(out["messages"])
+    assert model.bound_tools == []  # the primary text format wins over native
+
+
+@pytest.mark.parametrize("shape", ["prebuilt", "tool_agent"])
+@pytest.mark.parametrize("api", APIS)
+async def test_an_unreadable_call_gets_an_error_showing_the_format_and_the_model_retries(
+    catalog, rec, shape, api
+):
+    model = TextOnlyModel(
+        responses=[
+            AIMessage("<tool_call>\nget_weather for Paris please\n</tool_call>"),
+            text_call("hermes", "get_weather", city="Paris"),
+            AIMessage("18C in Paris."),
+        ],
+        cycle=False,
+    )
+    formats = {"enabled": ["hermes"]}
+    payload = {"messages": [HumanMessage("weather in Paris?")], "selected_tools": ["get_weather"]}
+    if shape == "prebuilt":
+        app = create_toolbudget_agent(
+            model, catalog, pinned=["get_weather"], tool_call_formats=formats
+        ).compile()
+    else:
+        app = tool_agent_app(ToolAgent(model, catalog, tool_call_formats=formats))
+    chunks = await stream(app, payload, api)
+    out = [c for kind, c in chunks if kind == "values"][-1]
+    assert rec.names == ["get_weather"]
+    retry_prompt = model.calls[1]
+    assert isinstance(retry_prompt[-1], HumanMessage)
+    assert "could not be read" in retry_prompt[-1].content
+    assert '<tool_call>\n{"name": "tool_name"' in retry_prompt[-1].content
+    rejected = [m for m in out["messages"] if isinstance(m, AIMessage) and m.invalid_tool_calls]
+    assert [m.content for m in rejected] == [
+        "<tool_call>\nget_weather for Paris please\n</tool_call>"
+    ]
+    errors = [c for kind, c in chunks if kind == "custom" and c.get("parse_error")]
+    assert len(errors) == 1 and errors[0]["attempt"] == 1
+
+
+@pytest.mark.parametrize("shape", ["prebuilt", "tool_agent"])
+def test_retries_of_unreadable_calls_are_bounded_by_max_iterations(catalog, rec, shape):
+    model = TextOnlyModel(responses=[AIMessage("[TOOL_CALLS] nope")])
+    formats = ["mistral"]
+    if shape == "prebuilt":
+        graph = create_toolbudget_agent(model, catalog, max_iterations=3, tool_call_formats=formats)
+        app = graph.compile()
+    else:
+        app = tool_agent_app(ToolAgent(model, catalog, max_iterations=3, tool_call_formats=formats))
+    out = app.invoke({"messages": [HumanMessage("hi")], "selected_tools": []})
+    assert len(model.calls) == 3 and rec.runs == []
+    assert out["messages"][-1].content == "[TOOL_CALLS] nope"  # the model's own last words
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_thread_switches_from_a_native_model_to_a_text_model_and_back(catalog, rec, api):
+    saver = MemorySaver()
+    config = {"configurable": {"thread_id": "switch"}}
+    pinned = ["get_weather", "create_issue"]
+    native = ScriptedChatModel(
+        responses=[
+            AIMessage(
+                "", tool_calls=[{"name": "get_weather", "args": {"city": "Oslo"}, "id": "n1"}]
+            ),
+            AIMessage("Oslo: cloudy."),
+        ],
+        cycle=False,
+    )
+    app = create_toolbudget_agent(native, catalog, pinned=pinned).compile(checkpointer=saver)
+    await run(app, {"messages": [HumanMessage("weather in Oslo?")]}, api, config)
+
+    text = TextOnlyModel(
+        responses=[
+            text_call("pythonic", "create_issue", repo="acme/app", title="Rain in Oslo"),
+            AIMessage("Issue opened."),
+        ],
+        cycle=False,
+    )
+    app = create_toolbudget_agent(
+        text, catalog, pinned=pinned, tool_call_formats=["pythonic"]
+    ).compile(checkpointer=saver)
+    out = await run(app, {"messages": [HumanMessage("open an issue about it")]}, api, config)
+    seen = "\n".join(str(m.content) for m in text.calls[0])
+    assert "[get_weather(city='Oslo')]" in seen and "Output of get_weather:\nOslo: 18C" in seen
+    assert rec.names == ["get_weather", "create_issue"]
+    assert out["messages"][-1].content == "Issue opened."
+
+    back = ScriptedChatModel(responses=[AIMessage("Done.")])
+    app = create_toolbudget_agent(back, catalog, pinned=pinned).compile(checkpointer=saver)
+    await run(app, {"messages": [HumanMessage("thanks")]}, api, config)
+    history = back.calls[0]
+    issue_call = [m for m in history if isinstance(m, AIMessage) and m.tool_calls][-1]
+    assert issue_call.tool_calls[0]["args"] == {"repo": "acme/app", "title": "Rain in Oslo"}
+    answer = next(
+        m
+        for m in history
+        if isinstance(m, ToolMessage) and m.tool_call_id == issue_call.tool_calls[0]["id"]
+    )
+    assert "Rain in Oslo" in answer.content  # a standard ToolMessage for the native model
+
+
+def test_model_supports_tools_false_keeps_a_native_model_on_text(catalog, rec):
+    model = ScriptedChatModel(
+        responses=[text_call("hermes", "get_weather", city="Rome"), AIMessage("ok")]
+    )
+    node = ToolAgent(model, catalog, model_supports_tools=False, pinned=["get_weather"])
+    tool_agent_app(node).invoke({"messages": [HumanMessage("Rome?")], "selected_tools": []})
+    assert model.bound_tools == [] and rec.names == ["get_weather"]
+    assert node.caller.choice.reason.startswith("primary format 'native' is not available")
+    assert "model_supports_tools=False" in node.caller.choice.reason
+
+
+def test_the_model_name_preset_picks_the_text_format(catalog):
+    model = TextOnlyModel(responses=[AIMessage("hi")])
+    node = ToolAgent(model, catalog, config=None, model_supports_tools=False)
+    assert node.caller.choice.name == "hermes"  # no name: the default text format
+    llama = ToolAgent(
+        model, catalog, model_supports_tools=False, tool_call_formats=None
+    ).config.override(model_size="llama3.2:3b")
+    node = ToolAgent(model, catalog, config=llama)
+    assert node.caller.choice.name == "pythonic"
+    assert "'pythonic' is the preset for model 'llama3.2:3b'" in node.caller.choice.reason
+    explicit = ToolAgent(model, catalog, config=llama, tool_call_formats=["json"])
+    assert explicit.caller.choice.name == "json"  # the preset is only a default
