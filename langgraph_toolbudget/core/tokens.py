@@ -1,8 +1,7 @@
-"""Schema-token estimates: what binding a set of tools costs per model call."""
+"""Schema-token estimates: what showing a set of tools costs per model call, per format."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -16,19 +15,29 @@ CHARS_PER_TOKEN = 4.0
 which is what the benchmarks report, do not depend on it."""
 
 
-def schema_tokens(tools: Iterable[Any]) -> int:
-    """Estimated prompt tokens of the tools' JSON schemas as sent to a chat model.
+def schema_tokens(tools: Iterable[Any], tool_format: str = "native") -> int:
+    """Estimated prompt tokens of showing ``tools`` to a chat model in ``tool_format``.
+
+    ``native``: the tools' JSON schemas as the provider sends them. A text
+    format (``hermes``, ``mistral``, ``pythonic``, ``json``): exactly the text
+    it writes into the system prompt, instructions included.
 
     Args:
         tools: LangChain tools (or anything ``convert_to_openai_tool`` accepts).
+        tool_format: a registered format name (see :mod:`langgraph_toolbudget.formats`).
+
+    Raises:
+        ValueError: an unknown format name.
 
     >>> from langchain_core.tools import tool
     >>> @tool
     ... def ping(host: str) -> str:
     ...     '''Ping a host.'''
     ...     return host
-    >>> schema_tokens([ping]) > 0
-    True
+    >>> schema_tokens([ping]) > 0, schema_tokens([ping], "hermes") > schema_tokens([ping])
+    (True, True)
     """
-    text = "".join(json.dumps(convert_to_openai_tool(t), separators=(",", ":")) for t in tools)
-    return round(len(text) / CHARS_PER_TOKEN)
+    from langgraph_toolbudget.formats import get_format  # formats/ sits beside core/
+
+    schemas = [convert_to_openai_tool(t) for t in tools]
+    return round(len(get_format(tool_format).render_tools(schemas)) / CHARS_PER_TOKEN)

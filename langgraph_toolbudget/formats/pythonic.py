@@ -18,7 +18,13 @@ from langchain_core.messages import ToolCall, ToolMessage
 
 from langgraph_toolbudget.formats._json import ParseFailure, too_deep
 from langgraph_toolbudget.formats._text import join_text, parse_segments
-from langgraph_toolbudget.formats.base import MAX_CALL_CHARS, ParsedReply, ToolCallFormat, tool_name
+from langgraph_toolbudget.formats.base import (
+    MAX_CALL_CHARS,
+    MAX_CALLS,
+    ParsedReply,
+    ToolCallFormat,
+    tool_name,
+)
 from langgraph_toolbudget.formats.base import result_text as _result_text
 
 __all__ = ["Pythonic"]
@@ -28,7 +34,7 @@ list of calls in this format:
 [func_name1(param_name1=value1, param_name2=value2), func_name2(param=value)]
 Do not add other text to a reply with calls. When you have the answer, reply in plain text.
 
-Here is a list of functions in JSON format that you can invoke.
+Here are the functions you can invoke, one JSON schema per line:
 {tools}"""
 
 _START = re.compile(r"\[\s*[A-Za-z_][\w.]*\s*\(")
@@ -77,7 +83,7 @@ def _find(body: str) -> tuple[list[str], list[str]]:
     segments: list[str] = []
     prose: list[str] = []
     pos = 0
-    while (match := _START.search(body, pos)) is not None:
+    while len(segments) <= MAX_CALLS and (match := _START.search(body, pos)) is not None:
         end = _matching_end(body, match.start())
         prose.append(body[pos : match.start()])
         if end < 0:  # unclosed: the call is truncated or broken, let the parser say how
@@ -152,9 +158,7 @@ class Pythonic(ToolCallFormat):
     name = "pythonic"
 
     def render_tools(self, tools: Sequence[dict[str, Any]]) -> str:
-        return INSTRUCTIONS.format(
-            tools=json.dumps([t.get("function", t) for t in tools], indent=2)
-        )
+        return INSTRUCTIONS.format(tools="\n".join(json.dumps(t.get("function", t)) for t in tools))
 
     def render_calls(self, calls: Sequence[ToolCall], text: str = "") -> str:
         rendered = [
