@@ -265,6 +265,37 @@ async def test_server_model_is_chosen_by_config(server: str) -> None:
     assert ok == []
 
 
+async def test_server_text_format_graph_runs_a_model_without_tool_calling(server: str) -> None:
+    client = get_client(url=server)
+    assert await client.assistants.search(graph_id="toolbudget_text"), "not served"
+    thread_id = (await client.threads.create())["thread_id"]
+
+    events1, _, errors1 = await _run_turn(
+        client, thread_id, "What's the weather in Tokyo today?", graph="toolbudget_text"
+    )
+    assert errors1 == []
+    formats = [e for e in events1 if e.get("event") == "toolbudget.tool_call_format"]
+    assert formats and {e["format"] for e in formats} == {"hermes"}
+    assert "primary format 'hermes' is available" in formats[0]["reason"]
+    values1 = (await client.threads.get_state(thread_id))["values"]
+    calls = [c for m in values1["messages"] if m["type"] == "ai" for c in m.get("tool_calls", [])]
+    assert [c["name"] for c in calls] == ["search_tools", "get_weather"]  # parsed from text
+    raw = [m["response_metadata"].get("toolbudget_raw", "") for m in values1["messages"]
+           if m["type"] == "ai" and m.get("tool_calls")]  # fmt: skip
+    assert all(r.startswith("<tool_call>") for r in raw)
+    assert "Tokyo" in values1["messages"][-1]["content"]
+
+    _, _, errors2 = await _run_turn(  # the same thread, now with the native demo model
+        client,
+        thread_id,
+        "Now post 'umbrella not needed' to the #general Slack channel",
+        config={"configurable": {"model": "demo"}},
+    )
+    assert errors2 == []
+    values2 = (await client.threads.get_state(thread_id))["values"]
+    assert "Sent to #general: umbrella not needed" in values2["messages"][-1]["content"]
+
+
 async def test_server_mcp_graph_serves_the_configured_mcp_servers(server: str) -> None:
     client = get_client(url=server)
     thread_id = (await client.threads.create())["thread_id"]

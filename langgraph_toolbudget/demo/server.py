@@ -10,9 +10,15 @@ Key Components:
       :mod:`langgraph_toolbudget.demo.mcp_servers`.
       The catalog (one persistent session per server) is loaded once per
       process and shared by every run.
+    - :func:`text_format_agent`: graph factory, the prebuilt agent over the
+      example catalog with the Hermes text tool-call format as primary
+      (``tool_call_formats={"enabled": ["native", "hermes"], "primary":
+      "hermes"}``); its default model is ``"demo-hermes"``.
     - :func:`chat_model`: the chat model named by a spec: ``"demo"`` (the
       default) is :class:`~langgraph_toolbudget.demo.model.DemoChatModel`, a
-      deterministic rule-based model; ``"provider:model"`` (e.g.
+      deterministic rule-based model; ``"demo-hermes"`` the same rules as a
+      text-only model writing Hermes tool calls (``HermesDemoChatModel``);
+      ``"provider:model"`` (e.g.
       ``"openai:gpt-4o-mini"``, ``"ollama:qwen3:8b"``) goes through
       ``langchain.chat_models.init_chat_model``, imported only then, so the
       package depends on no provider.
@@ -49,6 +55,7 @@ from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
 from langgraph_toolbudget.demo.mcp_servers import example_connections
 from langgraph_toolbudget.demo.model import DemoChatModel
+from langgraph_toolbudget.demo.text_model import HermesDemoChatModel
 from langgraph_toolbudget.nodes.models import ModelUnavailableError, resolve_chat_model
 from langgraph_toolbudget.nodes.prebuilt import create_toolbudget_agent
 
@@ -57,6 +64,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEMO_MODEL",
+    "HERMES_DEMO_MODEL",
     "MODEL_ENV",
     "ModelUnavailableError",
     "MCP_SERVERS_ENV",
@@ -67,10 +75,13 @@ __all__ = [
     "mcp_agent",
     "mcp_connections",
     "model_spec",
+    "text_format_agent",
 ]
 
 DEMO_MODEL = "demo"
 """The model spec of the built-in rule-based demo model."""
+HERMES_DEMO_MODEL = "demo-hermes"
+"""The model spec of the demo model without native tool calling (Hermes calls as text)."""
 MODEL_ENV = "TOOLBUDGET_MODEL"
 """Environment variable naming the default chat model, e.g. ``openai:gpt-4o-mini``."""
 
@@ -107,6 +118,8 @@ def chat_model(spec: str = DEMO_MODEL) -> BaseChatModel:
     spec = spec.strip()
     if not spec or spec == DEMO_MODEL:
         return DemoChatModel()
+    if spec == HERMES_DEMO_MODEL:
+        return HermesDemoChatModel()
     model: BaseChatModel = resolve_chat_model(spec, what="model")
     return model
 
@@ -148,7 +161,9 @@ def _options(config: RunnableConfig | None) -> dict[str, Any]:
     return options
 
 
-def agent_for(catalog: ToolCatalog, config: RunnableConfig | None = None) -> CompiledStateGraph:
+def agent_for(
+    catalog: ToolCatalog, config: RunnableConfig | None = None, **options: Any
+) -> CompiledStateGraph:
     """The prebuilt agent over ``catalog`` with the model and options of ``config``.
 
     Compiled without a checkpointer: LangGraph server supplies its own.
@@ -156,6 +171,7 @@ def agent_for(catalog: ToolCatalog, config: RunnableConfig | None = None) -> Com
     Args:
         catalog: the tool catalog.
         config: a run config; reads ``configurable.model``, ``max_tools``, ``mode``.
+        options: more keyword arguments of :func:`create_toolbudget_agent`.
 
     Returns:
         The compiled graph.
@@ -163,7 +179,8 @@ def agent_for(catalog: ToolCatalog, config: RunnableConfig | None = None) -> Com
     Raises:
         TypeError: ``configurable.max_tools`` or ``model`` has the wrong type.
     """
-    graph = create_toolbudget_agent(chat_model(model_spec(config)), catalog, **_options(config))
+    model = chat_model(model_spec(config))
+    graph = create_toolbudget_agent(model, catalog, **_options(config), **options)
     return graph.compile()
 
 
@@ -187,6 +204,30 @@ async def example_agent(config: RunnableConfig) -> CompiledStateGraph:
     if _example is None:
         _example = await asyncio.to_thread(_build_example)
     return agent_for(_example, config)
+
+
+async def text_format_agent(config: RunnableConfig) -> CompiledStateGraph:
+    """Graph factory: the example agent with the Hermes text tool-call format as primary.
+
+    The model is ``configurable.model`` (default ``"demo-hermes"``, a model
+    without native tool calling): the tools are written into its system prompt
+    and its ``<tool_call>`` replies parsed; a native model given here is also
+    driven through Hermes, the primary format.
+
+    Args:
+        config: the run's config (``configurable.model``, ``max_tools``, ``mode``).
+
+    Returns:
+        The compiled graph.
+    """
+    conf = _configurable(config)
+    if not conf.get("model"):
+        config = {**(config or {}), "configurable": {**conf, "model": HERMES_DEMO_MODEL}}
+    global _example
+    if _example is None:
+        _example = await asyncio.to_thread(_build_example)
+    formats = {"enabled": ["native", "hermes"], "primary": "hermes"}
+    return agent_for(_example, config, tool_call_formats=formats)
 
 
 def _build_example() -> ToolCatalog:
