@@ -282,7 +282,7 @@ class ToolAgent(BudgetNode):
         new: list[BaseMessage] = []
         commands: list[Command] = []
         turn = TurnOutcome()
-        while ai_calls_this_turn(new) < self.max_iterations:
+        while sum(isinstance(m, AIMessage) for m in new) < self.max_iterations:
             loop_state = self._loop_state(state, new, working, turn.update)
             replies = self.caller.invoke(loop_state, working, config)
             new.extend(replies)
@@ -300,7 +300,7 @@ class ToolAgent(BudgetNode):
         new: list[BaseMessage] = []
         commands: list[Command] = []
         turn = TurnOutcome()
-        while ai_calls_this_turn(new) < self.max_iterations:
+        while sum(isinstance(m, AIMessage) for m in new) < self.max_iterations:
             loop_state = self._loop_state(state, new, working, turn.update)
             replies = await self.caller.ainvoke(loop_state, working, config)
             new.extend(replies)

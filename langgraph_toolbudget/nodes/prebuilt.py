@@ -85,7 +85,8 @@ def add_toolbudget_nodes(
 
     Args:
         graph: a ``StateGraph`` whose state extends :class:`ToolBudgetState`.
-        model: the chat model of the agent (native tool calling), or a
+        model: the chat model of the agent (native tool calling or not, see
+            ``tool_call_formats``), or a
             ``"provider:model"`` string for LangChain's ``init_chat_model``.
         catalog: the tool catalog.
         config: the shared options; the keyword arguments below override it
