@@ -251,3 +251,22 @@ def test_the_model_name_preset_picks_the_text_format(catalog):
     assert "'pythonic' is the preset for model 'llama3.2:3b'" in node.caller.choice.reason
     explicit = ToolAgent(model, catalog, config=llama, tool_call_formats=["json"])
     assert explicit.caller.choice.name == "json"  # the preset is only a default
+
+
+@pytest.mark.parametrize("mode", ["sequential", "parallel_safe"])
+def test_text_calls_go_through_enforcement_and_coercion_like_native_ones(catalog, rec, mode):
+    model = TextOnlyModel(
+        responses=[
+            AIMessage("[get_weather('Paris'), create_issue(repo='acme/app', title='x')]"),
+            AIMessage("done"),
+        ],
+        cycle=False,
+    )
+    node = ToolAgent(model, catalog, mode=mode, tool_call_formats=["pythonic"])
+    out = tool_agent_app(node).invoke(
+        {"messages": [HumanMessage("weather?")], "selected_tools": ["get_weather"]}
+    )
+    assert rec.runs == [("get_weather", {"city": "Paris"})]  # __arg1 coerced to the one field
+    results = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert [m.status for m in results] == ["success", "error"]
+    assert "create_issue" in results[1].content and "add_tool" in results[1].content
