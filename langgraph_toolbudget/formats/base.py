@@ -33,6 +33,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_REPAIR_CHARS",
     "MAX_REPLY_CHARS",
+    "PARSE_ERROR_KEY",
     "PARSE_ERROR_MESSAGE",
     "ParsedReply",
     "ToolCallFormat",
@@ -51,6 +52,9 @@ MAX_DEPTH = 64
 """Nesting depth of a call's arguments; deeper is an error (never a ``RecursionError``)."""
 MAX_CALLS = 32
 """Tool calls read from one reply at most."""
+
+PARSE_ERROR_KEY = "toolbudget_parse_error"
+"""``response_metadata`` key of a reply that looked like a tool call but could not be read."""
 
 PARSE_ERROR_MESSAGE = (
     "Error: your last reply looks like a tool call but it could not be read ({error}). "
@@ -147,17 +151,16 @@ def reply_message(reply: AIMessage, parsed: ParsedReply, fmt: ToolCallFormat) ->
 
     The raw reply is kept in ``response_metadata["toolbudget_raw"]`` when calls
     were taken out of it (nothing the model wrote is lost). A reply that failed
-    to parse keeps its text and gets the error as an ``invalid_tool_calls``
-    entry (no id, so nothing runs it).
+    to parse keeps its text, no calls, and the error in
+    ``response_metadata["toolbudget_parse_error"]`` (metadata, so a provider
+    given this history later never sees a call to answer).
     """
     raw = reply.text if isinstance(reply.text, str) else str(reply.content)
     meta = {**reply.response_metadata, "toolbudget_format": fmt.name}
     if parsed.error is not None:
-        invalid = {"name": None, "args": raw, "id": None, "error": parsed.error}
         return AIMessage(
             content=raw,
-            invalid_tool_calls=[{**invalid, "type": "invalid_tool_call"}],
-            response_metadata=meta,
+            response_metadata={**meta, PARSE_ERROR_KEY: parsed.error},
             id=reply.id,
             usage_metadata=reply.usage_metadata,
         )

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall, ToolMessage
 
-from langgraph_toolbudget.formats.base import ToolCallFormat
+from langgraph_toolbudget.formats.base import PARSE_ERROR_KEY, ToolCallFormat
 
 __all__ = ["parse_error_of", "render_history"]
 
@@ -23,10 +23,8 @@ def parse_error_of(message: BaseMessage) -> str | None:
     """The parse error recorded on a rejected text reply (see ``reply_message``), else None."""
     if not isinstance(message, AIMessage) or message.tool_calls:
         return None
-    for invalid in message.invalid_tool_calls:
-        if invalid.get("id") is None and invalid.get("error"):
-            return str(invalid["error"])
-    return None
+    error = message.response_metadata.get(PARSE_ERROR_KEY)
+    return str(error) if error else None
 
 
 def _text(message: BaseMessage) -> str:
