@@ -15,6 +15,7 @@ from typing import Annotated
 
 from langgraph.graph import MessagesState
 
+from langgraph_toolbudget.core.context import merge_context
 from langgraph_toolbudget.core.working_set import state_get, state_messages
 
 __all__ = ["ToolBudgetState", "merge_counts", "merge_names", "state_get", "state_messages"]
@@ -77,6 +78,11 @@ class ToolBudgetState(MessagesState):
             visible yet.
         tool_last_used: tool -> step when it was last added or called; drives
             eviction under a working-set cap.
+        context_tools: tool -> ``"include"`` / ``"exclude"`` in this thread
+            (see :mod:`langgraph_toolbudget.core.context`).
+        context_servers: server -> ``"include"`` / ``"exclude"`` in this thread.
+        context_tool_modes: tool -> include mode in this thread.
+        context_server_modes: server -> include mode in this thread.
     """
 
     categories: list[str]
@@ -84,3 +90,7 @@ class ToolBudgetState(MessagesState):
     selected_tools: Annotated[list[str], merge_names]
     discovered_tools: Annotated[list[str], merge_names]
     tool_last_used: Annotated[dict[str, int], merge_counts]
+    context_tools: Annotated[dict[str, str], merge_context]
+    context_servers: Annotated[dict[str, str], merge_context]
+    context_tool_modes: Annotated[dict[str, str], merge_context]
+    context_server_modes: Annotated[dict[str, str], merge_context]

@@ -144,6 +144,19 @@ class WorkingSet:
             self.changes.append(VisibleChange(tuple(added), tuple(evicted), reason, args))
         return added, evicted
 
+    def remove(self, names: Iterable[str], *, reason: str = "") -> list[str]:
+        """Drop ``names`` from the visible set (pinned or not); record the change.
+
+        Returns:
+            The names that were visible and are now gone.
+        """
+        gone = [n for n in dict.fromkeys(names) if n in self.names]
+        for name in gone:
+            self.names.remove(name)
+        if gone:
+            self.changes.append(VisibleChange((), tuple(gone), reason))
+        return gone
+
     def refresh(self, names: Iterable[str], *, reason: str = "") -> tuple[list[str], list[str]]:
         """Make ``names`` visible, marking the ones already visible as just used.
 

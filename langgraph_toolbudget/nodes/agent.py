@@ -26,6 +26,7 @@ from langgraph.types import Command
 
 from langgraph_toolbudget.config import BudgetConfig, ExecutionMode, RuntimeMode, resolve_config
 from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.selection import free_tools
 from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
 from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome, flatten_outputs
@@ -87,7 +88,7 @@ class CallModel(BudgetNode):
         self.config = resolve_config(
             config, pinned=pinned, max_iterations=max_iterations, runtime_mode=runtime_mode
         )
-        catalog = catalog.in_runtime_mode(self.config.runtime_mode)
+        self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.caller = ModelCaller(model, catalog, system_prompt, Builtins(catalog, self.config))
         self.free = free_tools(catalog, self.config.pinned)
 
@@ -105,13 +106,13 @@ class CallModel(BudgetNode):
     def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         if (stop := self._limit_hit(state_messages(state))) is not None:
             return stop
-        working = WorkingSet.from_state(state, base=self.free)
+        working = SessionContext.from_state(state).working_set(state, self.catalog, self.free)
         return {"messages": [self.caller.invoke(state, working, config)]}
 
     async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         if (stop := self._limit_hit(state_messages(state))) is not None:
             return stop
-        working = WorkingSet.from_state(state, base=self.free)
+        working = SessionContext.from_state(state).working_set(state, self.catalog, self.free)
         return {"messages": [await self.caller.ainvoke(state, working, config)]}
 
 

@@ -25,11 +25,11 @@ from langchain_core.runnables import RunnableConfig
 
 from langgraph_toolbudget.config import BudgetConfig, RuntimeMode, resolve_config
 from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.gating import AUTO_TOOL_SEARCH, EnabledBuiltins
 from langgraph_toolbudget.core.intent import latest_user_text
 from langgraph_toolbudget.core.selection import free_tools, search_hits, select_tools
 from langgraph_toolbudget.core.semantic import HybridScorer, as_hybrid_scorer
-from langgraph_toolbudget.core.working_set import WorkingSet
 from langgraph_toolbudget.nodes._node import BudgetNode, emit_changes
 from langgraph_toolbudget.state import state_get, state_messages
 
@@ -127,16 +127,25 @@ class SelectTools(BudgetNode):
         return list(self._free)
 
     def choose(
-        self, query: str, categories: Sequence[str], *, scores: np.ndarray | None = None
+        self,
+        query: str,
+        categories: Sequence[str],
+        *,
+        scores: np.ndarray | None = None,
+        context: SessionContext | None = None,
     ) -> list[str]:
         """The tools this node makes visible for a query and categories.
 
         ``scores``: relevance of every tool (default: ``catalog.index.scores(query)``).
+        ``context``: the thread's tool context (included tools are free, excluded
+        ones never chosen).
         """
-        free = self.free_tools
+        context = context or SessionContext()
+        free = context.free(self.catalog, self.free_tools)
+        skip = [*free, *context.unselectable(self.catalog)]
         budget = self.config.budget
         if self.strategy == "relevance" or (self.strategy == "auto" and not categories):
-            chosen = search_hits(self.catalog, query, limit=budget, exclude=free, scores=scores)
+            chosen = search_hits(self.catalog, query, limit=budget, exclude=skip, scores=scores)
         else:
             chosen = select_tools(
                 self.catalog,
@@ -144,7 +153,7 @@ class SelectTools(BudgetNode):
                 categories,
                 max_tools=budget,
                 min_per_category=self.config.min_per_category,
-                exclude=free,
+                exclude=skip,
                 scores=scores,
             )
         return [*free, *chosen]
@@ -161,8 +170,12 @@ class SelectTools(BudgetNode):
 
     def _update(self, state: Any, query: str, scores: np.ndarray | None) -> dict[str, Any]:
         categories = list(state_get(state, "categories", None) or [])
-        working = WorkingSet.from_state(state, pinned=self._free, cap=self.config.max_visible)
-        working.refresh(self.choose(query, categories, scores=scores), reason=self.node_name)
+        context = SessionContext.from_state(state)
+        working = context.working_set(
+            state, self.catalog, self._free, cap=self.config.max_visible, add_free=False
+        )
+        chosen = self.choose(query, categories, scores=scores, context=context)
+        working.refresh(chosen, reason=self.node_name)
         emit_changes(working, self.node_name)
         return working.update()
 
@@ -268,12 +281,15 @@ class ToolSearch(BudgetNode):
         return self._update(state, query, scores)
 
     def _update(self, state: Any, query: str, scores: np.ndarray | None) -> dict[str, Any]:
-        working = WorkingSet.from_state(state, pinned=self.pinned, cap=self.config.max_visible)
+        context = SessionContext.from_state(state)
+        working = context.working_set(
+            state, self.catalog, self.pinned, cap=self.config.max_visible, add_free=False
+        )
         hits = search_hits(
             self.catalog,
             query,
             limit=self.limit,
-            exclude=working.names,
+            exclude=[*working.names, *context.unselectable(self.catalog)],
             min_relative_score=self.min_relative_score,
             scores=scores,
         )

@@ -1,0 +1,119 @@
+"""The tool-context management tools (seed 001) as a built-in family, off by default.
+
+``list_tools``, ``get_tool``, ``list_context_tools``, ``include_tool``,
+``exclude_tool``, ``set_tool_include_mode``, ``list_tool_servers``,
+``get_tool_server``, ``set_server_include_mode``, ``include_tool_server``,
+``exclude_tool_server``: the executor answers them (they never run as plain
+tools) through :func:`~langgraph_toolbudget.core.context_commands.run_command`,
+and their state updates change the thread's context; the visible set follows at
+once (an included tool is callable in the next step, an excluded one is gone).
+
+Turn them on with ``enabled_builtins``, e.g.
+``BudgetConfig(enabled_builtins={"allow": ["*"]})`` (every built-in) or a list
+naming the meta-tools and the ones wanted.
+
+Key Components:
+    - :class:`ContextTools`: the family.
+    - :data:`CONTEXT_TOOL_NAMES`: its tool names.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from langchain_core.messages import ToolCall
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import BaseModel, Field, create_model
+
+from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.context import INCLUDE_MODES, SessionContext
+from langgraph_toolbudget.core.context_commands import COMMANDS, CommandError, run_command
+from langgraph_toolbudget.core.working_set import WorkingSet
+from langgraph_toolbudget.execution.builtins import BuiltinContext, BuiltinResult, BuiltinTools
+
+__all__ = ["CONTEXT_TOOL_NAMES", "ContextTools"]
+
+CONTEXT_TOOL_NAMES: tuple[str, ...] = tuple(COMMANDS)
+"""The family's tool names, in binding order."""
+
+COMMAND_ERROR = "Error: {problem} Fix the arguments and call {tool} again."
+
+_ARG_FIELDS: dict[str, tuple[Any, Any]] = {
+    "tool": (str, Field(description="The tool's exact name.")),
+    "mode": (str, Field(description=f"The include mode: one of {', '.join(INCLUDE_MODES)}.")),
+}
+
+
+def _schema(name: str, args: tuple[str, ...]) -> type[BaseModel]:
+    server_required = "tool" not in args and name != "list_tools"
+    fields: dict[str, Any] = {a: _ARG_FIELDS[a] for a in args if a in _ARG_FIELDS}
+    if "server" in args:
+        fields["server"] = (
+            (str, Field(description="The server's name."))
+            if server_required
+            else (str | None, Field(default=None, description="The server's name (optional)."))
+        )
+    model: type[BaseModel] = create_model(f"_{name}_args", **fields)
+    return model
+
+
+def _never_run(**_: Any) -> str:
+    raise RuntimeError("tool-context tools are intercepted by the executor and never run")
+
+
+def _sync_working(
+    catalog: ToolCatalog, working: WorkingSet, before: SessionContext, after: SessionContext
+) -> None:
+    """Make the visible set follow a context change: included tools in, excluded ones
+    (and tools just set to ``manual``) out."""
+    if after == before:
+        return
+    removed, added = [], []
+    for spec in catalog.specs:
+        if after.decision(spec) == "exclude":
+            removed.append(spec.name)
+        elif after.in_context(spec):
+            added.append(spec.name)
+        elif after.mode(spec) == "manual" and before.mode(spec) != "manual":
+            removed.append(spec.name)
+    working.remove(removed, reason="context")
+    working.add(added, reason="context")
+
+
+class ContextTools(BuiltinTools):
+    """The tool-context management tools: off unless ``enabled_builtins`` names them.
+
+    Args:
+        catalog: the catalog, in the node's runtime mode.
+    """
+
+    default_enabled: ClassVar[bool] = False
+
+    def __init__(self, catalog: ToolCatalog) -> None:
+        self.catalog = catalog
+
+    def definitions(self) -> list[BaseTool]:
+        return [
+            StructuredTool.from_function(
+                func=_never_run,
+                name=name,
+                description=description,
+                args_schema=_schema(name, args),
+            )
+            for name, (description, args) in COMMANDS.items()
+        ]
+
+    def handle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
+        values = ctx.state if isinstance(ctx.state, dict) else {}
+        values = {**values, "selected_tools": list(ctx.working.names)}
+        args = call.get("args") or {}
+        try:
+            result = run_command(self.catalog, values, call["name"], args)
+        except CommandError as exc:
+            return BuiltinResult(COMMAND_ERROR.format(problem=exc, tool=call["name"]), error=True)
+        update = result.update or {}
+        if update:
+            before = SessionContext.from_state(values)
+            _sync_working(self.catalog, ctx.working, before, before.merged(update))
+        return BuiltinResult(json.dumps(result.data), artifact=result.data, update=update)
