@@ -11,7 +11,7 @@ Key Components:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
 from langgraph.graph import MessagesState
 
@@ -83,6 +83,8 @@ class ToolBudgetState(MessagesState):
         context_servers: server -> ``"include"`` / ``"exclude"`` in this thread.
         context_tool_modes: tool -> include mode in this thread.
         context_server_modes: server -> include mode in this thread.
+        tool_reasons: visible tool -> why it is visible (``{"why": ...}``, see
+            :mod:`langgraph_toolbudget.core.reasons`).
     """
 
     categories: list[str]
@@ -94,3 +96,4 @@ class ToolBudgetState(MessagesState):
     context_servers: Annotated[dict[str, str], merge_context]
     context_tool_modes: Annotated[dict[str, str], merge_context]
     context_server_modes: Annotated[dict[str, str], merge_context]
+    tool_reasons: Annotated[dict[str, dict[str, Any]], merge_context]

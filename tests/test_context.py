@@ -272,3 +272,33 @@ def test_run_command_errors_name_the_fix() -> None:
         run_command(catalog, {}, "exclude_tool_server", {"server": "slak"})
     with pytest.raises(CommandError, match="not a tool-context operation"):
         run_command(catalog, {}, "drop_tool", {})
+
+
+# --- why each tool is visible ------------------------------------------------------------------
+
+
+def test_visible_reasons_in_the_stream_events_and_the_state() -> None:
+    catalog = build_catalog(server_defaults={"weather": {"include": "always"}})
+    add = ToolCall(name="add_tool", args={"tool_names": ["list_tables"]}, id="a")
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[add]), "done"])
+    graph = create_toolbudget_agent(model, catalog, max_tools=4, pinned=["read_file"]).compile()
+    events, out = [], {}
+    for mode, part in graph.stream(
+        {"messages": [("user", "create a github issue about the crash")]},
+        stream_mode=["custom", "values"],
+    ):
+        if mode == "custom":
+            events.append(part)
+        else:
+            out = part
+    reasons = out["tool_reasons"]
+    assert reasons["get_weather"] == {"why": "always"}
+    assert reasons["read_file"] == {"why": "pinned"}
+    issue = reasons["create_issue"]
+    assert issue["why"] == "budget" and issue["category"] == "github" and issue["score"] > 0
+    assert issue["share"] == 4
+    assert reasons["list_tables"] == {"why": "add_tool"}
+    assert set(reasons) == set(out["selected_tools"]), "one reason per visible tool"
+    by_node = {e["node"]: e for e in events if e["added"]}
+    assert by_node["select_tools"]["reasons"]["create_issue"]["why"] == "budget"
+    assert any(e["reasons"].get("list_tables") == {"why": "add_tool"} for e in events)

@@ -72,8 +72,8 @@ REASON_EXCLUDED = "excluded"
 
 
 def merge_context(
-    left: Mapping[str, str] | None, right: Mapping[str, str | None] | None
-) -> dict[str, str]:
+    left: Mapping[str, Any] | None, right: Mapping[str, Any] | None
+) -> dict[str, Any]:
     """Reducer of the context fields: the right side wins per key; ``None`` removes a key.
 
     >>> merge_context({"a": "include"}, {"a": "exclude", "b": "include"})

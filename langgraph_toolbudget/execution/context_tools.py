@@ -69,16 +69,17 @@ def _sync_working(
     (and tools just set to ``manual``) out."""
     if after == before:
         return
-    removed, added = [], []
+    removed: list[str] = []
+    added: dict[str, dict[str, str]] = {}
     for spec in catalog.specs:
         if after.decision(spec) == "exclude":
             removed.append(spec.name)
         elif after.in_context(spec):
-            added.append(spec.name)
+            added[spec.name] = {"why": "included" if after.decision(spec) else "always"}
         elif after.mode(spec) == "manual" and before.mode(spec) != "manual":
             removed.append(spec.name)
-    working.remove(removed, reason="context")
-    working.add(added, reason="context")
+    working.remove(removed, reason="tool_context")
+    working.add(added, reason="tool_context", details=added)
 
 
 class ContextTools(BuiltinTools):

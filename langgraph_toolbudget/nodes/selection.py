@@ -28,6 +28,7 @@ from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.gating import AUTO_TOOL_SEARCH, EnabledBuiltins
 from langgraph_toolbudget.core.intent import latest_user_text
+from langgraph_toolbudget.core.reasons import budget_reasons, free_reasons, search_reasons
 from langgraph_toolbudget.core.selection import free_tools, search_hits, select_tools
 from langgraph_toolbudget.core.semantic import HybridScorer, as_hybrid_scorer
 from langgraph_toolbudget.nodes._node import BudgetNode, emit_changes
@@ -174,8 +175,23 @@ class SelectTools(BudgetNode):
         working = context.working_set(
             state, self.catalog, self._free, cap=self.config.max_visible, add_free=False
         )
+        if scores is None and query:
+            scores = self.catalog.index.scores(query)
         chosen = self.choose(query, categories, scores=scores, context=context)
-        working.refresh(chosen, reason=self.node_name)
+        free = context.free(self.catalog, self._free)
+        by_budget = self.strategy == "categories" or (self.strategy == "auto" and categories)
+        details = {
+            **budget_reasons(
+                self.catalog,
+                chosen[len(free) :],
+                categories if by_budget else [],
+                max_tools=self.config.budget,
+                min_per_category=self.config.min_per_category,
+                scores=scores,
+            ),
+            **free_reasons(self.catalog, free, self.config.pinned, context),
+        }
+        working.refresh(chosen, reason=self.node_name, details=details)
         emit_changes(working, self.node_name)
         return working.update()
 
@@ -295,6 +311,9 @@ class ToolSearch(BudgetNode):
         )
         if not hits:
             return {}
-        working.add(hits, reason=self.node_name)
+        if scores is None:
+            scores = self.catalog.index.scores(query)
+        details = search_reasons(self.catalog, hits, scores)
+        working.add(hits, reason=self.node_name, details=details)
         emit_changes(working, self.node_name)
         return working.update()
