@@ -11,6 +11,7 @@ Key Components:
     - :class:`SqliteThread`: a thread in a ``SqliteSaver`` file, through the app's own
       graph (its reducers apply the update; no state field is lost).
     - :func:`execute`: run one tool-context operation on a thread.
+    - :func:`open_thread`: the thread (and its catalog) the CLI/MCP options name.
     - :func:`load_spec`, :func:`load_catalog`, :func:`load_graph`: a catalog or a graph
       from a ``module:attribute`` spec, as ``langgraph.json`` names graphs.
     - :class:`ThreadError`: a problem worded as one line that says what to do.
@@ -40,6 +41,7 @@ __all__ = [
     "load_catalog",
     "load_graph",
     "load_spec",
+    "open_thread",
 ]
 
 CATALOG_ENV = "TOOLBUDGET_CATALOG"
@@ -149,6 +151,16 @@ def catalog_of(graph: Any) -> ToolCatalog | None:
     return None
 
 
+def _detail(exc: Any) -> str:
+    """The server's own words for a refused request, else the HTTP error."""
+    try:
+        body = exc.response.json()
+    except ValueError:
+        return str(exc)
+    detail = body.get("detail") if isinstance(body, dict) else None
+    return str(detail or exc)
+
+
 class ServerThread:
     """A thread of a LangGraph server (``langgraph dev``, a deployment), through the SDK.
 
@@ -175,7 +187,9 @@ class ServerThread:
                 raise ThreadError(
                     UNKNOWN_THREAD_ERROR.format(thread=self.thread_id, where=where)
                 ) from None
-            raise ThreadError(SERVER_ERROR.format(url=self.url, error=exc)) from None
+            hint = "; check --thread" if exc.response.status_code == 422 else ""
+            detail = _detail(exc)
+            raise ThreadError(SERVER_ERROR.format(url=self.url, error=detail) + hint) from None
         except httpx.TransportError as exc:
             raise ThreadError(SERVER_DOWN_ERROR.format(url=self.url, error=exc)) from None
 
@@ -252,3 +266,45 @@ def execute(
     if result.update:
         thread.update(result.update)
     return result
+
+
+NO_TARGET_ERROR = (
+    "say which thread: --url URL --thread ID (a LangGraph server) or --sqlite PATH --graph "
+    "module:attribute --thread ID (a local SqliteSaver file and the app's graph)"
+)
+NO_THREAD_ERROR = "--thread is missing: pass the thread id (e.g. --thread 1ef...)"
+NO_GRAPH_ERROR = (
+    "--sqlite needs --graph module:attribute: the app's StateGraph, whose reducers apply the update"
+)
+
+
+def open_thread(
+    *,
+    url: str | None,
+    thread_id: str | None,
+    sqlite: str | None = None,
+    graph: str | None = None,
+    catalog: str | None = None,
+) -> tuple[Thread, ToolCatalog]:
+    """The thread named by the CLI/MCP server options, and the catalog of its agent.
+
+    A LangGraph server thread needs ``catalog`` (or ``$TOOLBUDGET_CATALOG``); a
+    SQLite thread takes its graph's catalog unless ``catalog`` is given.
+
+    Raises:
+        ThreadError: options that name no thread, or name it incompletely.
+    """
+    if not url and not sqlite:
+        raise ThreadError(NO_TARGET_ERROR)
+    if not thread_id:
+        raise ThreadError(NO_THREAD_ERROR)
+    if url:
+        return ServerThread(url, thread_id), load_catalog(catalog)
+    if not graph:
+        raise ThreadError(NO_GRAPH_ERROR)
+    builder = load_graph(graph)
+    found = load_catalog(catalog) if catalog else catalog_of(builder)
+    if found is None:
+        found = load_catalog(None)
+    assert sqlite is not None
+    return SqliteThread(sqlite, thread_id, builder), found

@@ -302,3 +302,23 @@ def test_visible_reasons_in_the_stream_events_and_the_state() -> None:
     by_node = {e["node"]: e for e in events if e["added"]}
     assert by_node["select_tools"]["reasons"]["create_issue"]["why"] == "budget"
     assert any(e["reasons"].get("list_tables") == {"why": "add_tool"} for e in events)
+
+
+def test_cli_in_process_errors_and_modes() -> None:
+    from click.testing import CliRunner
+
+    from langgraph_toolbudget.cli import MODES, main
+    from langgraph_toolbudget.core.context import INCLUDE_MODES
+
+    assert MODES == INCLUDE_MODES
+    runner = CliRunner()
+    for args, expected in [
+        (["tools"], "error: say which thread: --url URL --thread ID"),
+        (["tools", "--url", "http://127.0.0.1:9", "--thread", "t"], "error: no catalog"),
+        (["tools", "--sqlite", "/nonexistent.sqlite", "--thread", "t"], "needs --graph"),
+        (["explain", "x", "--catalog", "no_such_module:catalog"], "cannot load"),
+        (["explain", "x", "--catalog", "json:dumps"], "not a ToolCatalog"),
+    ]:
+        result = runner.invoke(main, args, env={"TOOLBUDGET_CATALOG": ""})
+        assert result.exit_code == 1, (args, result.output)
+        assert expected in result.output and len(result.output.strip().splitlines()) == 1

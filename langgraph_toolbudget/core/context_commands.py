@@ -31,7 +31,14 @@ from langgraph_toolbudget.core.context_ops import (
     set_include_mode,
 )
 
-__all__ = ["COMMANDS", "CommandError", "CommandResult", "apply_update", "run_command"]
+__all__ = [
+    "COMMANDS",
+    "CommandError",
+    "CommandResult",
+    "apply_update",
+    "arguments",
+    "run_command",
+]
 
 COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "list_tools": (
@@ -69,6 +76,14 @@ server operations, ``server``; ``server`` of the tool operations is optional (ch
 REQUIRED_ARG_ERROR = "{command} needs the argument {arg!r} (a string); got {args!r}."
 UNKNOWN_COMMAND_ERROR = "{command!r} is not a tool-context operation; operations: {known}."
 WRONG_SERVER_ERROR = "tool {tool!r} belongs to server {actual!r}, not {server!r}."
+
+
+def arguments(command: str) -> dict[str, bool]:
+    """An operation's argument names -> required? (``server`` is optional where a tool
+    names the server, and for ``list_tools``)."""
+    names = COMMANDS[command][1]
+    optional_server = "tool" in names or command == "list_tools"
+    return {a: not (a == "server" and optional_server) for a in names}
 
 
 class CommandError(ValueError):

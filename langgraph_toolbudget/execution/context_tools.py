@@ -28,7 +28,12 @@ from pydantic import BaseModel, Field, create_model
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.context import INCLUDE_MODES, SessionContext
-from langgraph_toolbudget.core.context_commands import COMMANDS, CommandError, run_command
+from langgraph_toolbudget.core.context_commands import (
+    COMMANDS,
+    CommandError,
+    arguments,
+    run_command,
+)
 from langgraph_toolbudget.core.working_set import WorkingSet
 from langgraph_toolbudget.execution.builtins import BuiltinContext, BuiltinResult, BuiltinTools
 
@@ -45,15 +50,15 @@ _ARG_FIELDS: dict[str, tuple[Any, Any]] = {
 }
 
 
-def _schema(name: str, args: tuple[str, ...]) -> type[BaseModel]:
-    server_required = "tool" not in args and name != "list_tools"
-    fields: dict[str, Any] = {a: _ARG_FIELDS[a] for a in args if a in _ARG_FIELDS}
-    if "server" in args:
-        fields["server"] = (
-            (str, Field(description="The server's name."))
-            if server_required
-            else (str | None, Field(default=None, description="The server's name (optional)."))
-        )
+def _schema(name: str) -> type[BaseModel]:
+    fields: dict[str, Any] = {}
+    for arg, required in arguments(name).items():
+        if arg in _ARG_FIELDS:
+            fields[arg] = _ARG_FIELDS[arg]
+        elif required:
+            fields[arg] = (str, Field(description="The server's name."))
+        else:
+            fields[arg] = (str | None, Field(default=None, description="The server (optional)."))
     model: type[BaseModel] = create_model(f"_{name}_args", **fields)
     return model
 
@@ -100,9 +105,9 @@ class ContextTools(BuiltinTools):
                 func=_never_run,
                 name=name,
                 description=description,
-                args_schema=_schema(name, args),
+                args_schema=_schema(name),
             )
-            for name, (description, args) in COMMANDS.items()
+            for name, (description, _) in COMMANDS.items()
         ]
 
     def handle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
