@@ -152,26 +152,21 @@ def _server_or_tool(server: str, tool: str | None, tool_cmd: str, server_cmd: st
     return server_cmd, {"server": server}
 
 
-@tools.command()
-@click.option("--server", required=True, help="The server.")
-@click.option("--tool", help="One tool of the server (default: every tool of it).")
-@_target_options
-@click.pass_context
-def include(ctx: click.Context, server: str, tool: str | None, **opts: Any) -> None:
-    """Include a tool, or a whole server, in the thread's context."""
-    command, args = _server_or_tool(server, tool, "include_tool", "include_tool_server")
-    _change(ctx, command, args, opts)
+def _decision_command(verb: str, help_text: str) -> None:
+    """Add ``tools include`` / ``tools exclude``: one tool, or a whole server."""
+
+    @tools.command(name=verb, help=help_text)
+    @click.option("--server", required=True, help="The server.")
+    @click.option("--tool", help="One tool of the server (default: every tool of it).")
+    @_target_options
+    @click.pass_context
+    def decide(ctx: click.Context, server: str, tool: str | None, **opts: Any) -> None:
+        command, args = _server_or_tool(server, tool, f"{verb}_tool", f"{verb}_tool_server")
+        _change(ctx, command, args, opts)
 
 
-@tools.command()
-@click.option("--server", required=True, help="The server.")
-@click.option("--tool", help="One tool of the server (default: every tool of it).")
-@_target_options
-@click.pass_context
-def exclude(ctx: click.Context, server: str, tool: str | None, **opts: Any) -> None:
-    """Exclude a tool, or a whole server, from the thread's context."""
-    command, args = _server_or_tool(server, tool, "exclude_tool", "exclude_tool_server")
-    _change(ctx, command, args, opts)
+_decision_command("include", "Include a tool, or a whole server, in the thread's context.")
+_decision_command("exclude", "Exclude a tool, or a whole server, from the thread's context.")
 
 
 @tools.command()

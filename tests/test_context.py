@@ -322,3 +322,18 @@ def test_cli_in_process_errors_and_modes() -> None:
         result = runner.invoke(main, args, env={"TOOLBUDGET_CATALOG": ""})
         assert result.exit_code == 1, (args, result.output)
         assert expected in result.output and len(result.output.strip().splitlines()) == 1
+
+
+async def test_excluded_tool_refused_under_ainvoke_and_included_one_runs() -> None:
+    catalog = build_catalog(server_defaults={"files": {"include": "manual"}})
+    values = _values(exclude_tools(tools=["get_weather"]), include_tools(tools=["read_file"]))
+    calls = [
+        ToolCall(name="get_weather", args={"city": "Lima"}, id="w"),
+        ToolCall(name="read_file", args={"path": "README.md"}, id="r"),
+    ]
+    state = {"messages": [HumanMessage("x"), AIMessage("", tool_calls=calls)], **values}
+    out = await ToolExecutor(catalog).ainvoke(state)
+    weather, read = out["messages"]
+    assert weather.status == "error" and "was excluded" in weather.content
+    assert read.status == "success" and read.content == "# acme", "included manual tool runs"
+    assert out["selected_tools"]["add"] == ["ask_human", "read_file"]
