@@ -27,14 +27,14 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field, create_model
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.core.context import INCLUDE_MODES, SessionContext
+from langgraph_toolbudget.core.context import CONTEXT_FIELDS, INCLUDE_MODES, SessionContext
 from langgraph_toolbudget.core.context_commands import (
     COMMANDS,
     CommandError,
     arguments,
     run_command,
 )
-from langgraph_toolbudget.core.working_set import WorkingSet
+from langgraph_toolbudget.core.working_set import WorkingSet, state_get
 from langgraph_toolbudget.execution.builtins import BuiltinContext, BuiltinResult, BuiltinTools
 
 __all__ = ["CONTEXT_TOOL_NAMES", "ContextTools"]
@@ -111,8 +111,9 @@ class ContextTools(BuiltinTools):
         ]
 
     def handle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
-        values = ctx.state if isinstance(ctx.state, dict) else {}
-        values = {**values, "selected_tools": list(ctx.working.names)}
+        # The fields the operations read, from a state given as a dict or an object.
+        values = {name: state_get(ctx.state, name, None) for name in CONTEXT_FIELDS}
+        values["selected_tools"] = list(ctx.working.names)
         args = call.get("args") or {}
         try:
             result = run_command(self.catalog, values, call["name"], args)
