@@ -337,3 +337,24 @@ async def test_excluded_tool_refused_under_ainvoke_and_included_one_runs() -> No
     assert weather.status == "error" and "was excluded" in weather.content
     assert read.status == "success" and read.content == "# acme", "included manual tool runs"
     assert out["selected_tools"]["add"] == ["ask_human", "read_file"]
+
+
+def test_tool_agent_loop_sees_an_include_at_its_next_iteration() -> None:
+    from langgraph_toolbudget import ToolAgent
+
+    catalog = build_catalog(server_defaults={"files": {"include": "manual"}})
+    include = ToolCall(name="include_tool", args={"tool": "read_file"}, id="i")
+    read = ToolCall(name="read_file", args={"path": "README.md"}, id="r")
+    drop = ToolCall(name="exclude_tool", args={"tool": "read_file"}, id="x")
+    again = ToolCall(name="read_file", args={"path": "README.md"}, id="r2")
+    model = ScriptedChatModel(
+        responses=[AIMessage("", tool_calls=[c]) for c in (include, read, drop, again)] + ["ok"]
+    )
+    config = BudgetConfig(enabled_builtins={"allow": ["*"]}, max_iterations=6)
+    out = ToolAgent(model, catalog, config=config).invoke({"messages": [HumanMessage("read")]})
+    results = {m.tool_call_id: m for m in out["messages"] if isinstance(m, ToolMessage)}
+    assert "read_file" not in model.bound_tools[0] and "read_file" in model.bound_tools[1]
+    assert results["r"].content == "# acme"
+    assert "read_file" not in model.bound_tools[3]
+    assert results["r2"].status == "error" and "was excluded" in results["r2"].content
+    assert out["context_tools"] == {"read_file": "exclude"}
