@@ -197,17 +197,29 @@ async def test_cli_against_langgraph_dev(server: str) -> None:  # noqa: F811
     assert values["context_server_modes"] == {"files": "always"}
 
     missing = str(uuid.uuid4())
-    for args, expected in [
+    errors = [
         (["tools", "--url", server, "--thread", missing, "--catalog", CATALOG],
          f"thread '{missing}' not found"),
         (["tools", "--url", f"http://127.0.0.1:{_free_port()}", "--thread", thread_id,
           "--catalog", CATALOG], "cannot reach the LangGraph server"),
         (["tools", "exclude", "--server", "files", "--tool", "nope", *target],
          "not tools of this catalog"),
-    ]:  # fmt: skip
-        failed = _cli(*args)
-        assert failed.returncode == 1
-        assert expected in failed.stderr and len(failed.stderr.strip().splitlines()) == 1
+    ]  # fmt: skip
+    # Independent commands: started together, so the suite waits for one start-up, not three.
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "langgraph_toolbudget.cli", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_env(),
+        )  # fmt: skip
+        for args, _ in errors
+    ]
+    for proc, (_, expected) in zip(procs, errors, strict=True):
+        _, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == 1
+        assert expected in stderr and len(stderr.strip().splitlines()) == 1
 
 
 def test_cli_against_a_sqlite_thread_and_explain(tmp_path: Path) -> None:
