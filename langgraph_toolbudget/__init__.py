@@ -29,6 +29,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from langgraph_toolbudget.config import BudgetConfig
     from langgraph_toolbudget.core.catalog import ToolCatalog, ToolSpec
+    from langgraph_toolbudget.core.context_ops import (
+        context_summary,
+        exclude_tools,
+        include_tools,
+        set_include_mode,
+    )
     from langgraph_toolbudget.core.meta import META_TOOL_NAMES, meta_tool_definitions
     from langgraph_toolbudget.core.semantic import HashingEmbeddings, HybridScorer
     from langgraph_toolbudget.core.tokens import schema_tokens
@@ -64,6 +70,10 @@ _EXPORTS = {
     "SelectTools": "nodes.selection",
     "ToolSearch": "nodes.selection",
     "ToolBudgetState": "state",
+    "include_tools": "core.context_ops",
+    "exclude_tools": "core.context_ops",
+    "set_include_mode": "core.context_ops",
+    "context_summary": "core.context_ops",
 }
 """Public name -> the submodule (below ``langgraph_toolbudget``) that defines it."""
 
@@ -103,4 +113,8 @@ __all__ = [
     "meta_tool_definitions",
     "schema_tokens",
     "tools_prompt_section",
+    "include_tools",
+    "exclude_tools",
+    "set_include_mode",
+    "context_summary",
 ]

@@ -11,10 +11,11 @@ Key Components:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
 from langgraph.graph import MessagesState
 
+from langgraph_toolbudget.core.context import merge_context
 from langgraph_toolbudget.core.working_set import state_get, state_messages
 
 __all__ = ["ToolBudgetState", "merge_counts", "merge_names", "state_get", "state_messages"]
@@ -77,6 +78,13 @@ class ToolBudgetState(MessagesState):
             visible yet.
         tool_last_used: tool -> step when it was last added or called; drives
             eviction under a working-set cap.
+        context_tools: tool -> ``"include"`` / ``"exclude"`` in this thread
+            (see :mod:`langgraph_toolbudget.core.context`).
+        context_servers: server -> ``"include"`` / ``"exclude"`` in this thread.
+        context_tool_modes: tool -> include mode in this thread.
+        context_server_modes: server -> include mode in this thread.
+        tool_reasons: visible tool -> why it is visible (``{"why": ...}``, see
+            :mod:`langgraph_toolbudget.core.reasons`).
     """
 
     categories: list[str]
@@ -84,3 +92,8 @@ class ToolBudgetState(MessagesState):
     selected_tools: Annotated[list[str], merge_names]
     discovered_tools: Annotated[list[str], merge_names]
     tool_last_used: Annotated[dict[str, int], merge_counts]
+    context_tools: Annotated[dict[str, str], merge_context]
+    context_servers: Annotated[dict[str, str], merge_context]
+    context_tool_modes: Annotated[dict[str, str], merge_context]
+    context_server_modes: Annotated[dict[str, str], merge_context]
+    tool_reasons: Annotated[dict[str, dict[str, Any]], merge_context]

@@ -49,7 +49,12 @@ def _catalog(**metadata: Any) -> ToolCatalog:
     [
         (None, META),
         (["search_tools", "add_tool"], ["search_tools", "add_tool"]),
-        (["*_tools"], ["request_more_tools", "search_tools", "show_all_tools"]),
+        # Patterns match every family's names, the opt-in ones too (tool-context tools).
+        (
+            ["*_tools"],
+            ["request_more_tools", "search_tools", "show_all_tools", "list_tools"]
+            + ["list_context_tools"],
+        ),
         ({"deny": ["show_all_tools"]}, META[:3]),
         ({"allow": ["add_tool", "show_all_tools"], "deny": ["show_all_tools"]}, ["add_tool"]),
         ([], []),

@@ -68,6 +68,8 @@ def test_quickstart_notebook_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "saved:" in text
     assert "request_more_tools" in text and "Sent to #general" in text
     assert "Skipped the real model: `pip install langchain langchain-openai`" in text
+    assert "after:\ngithub (1 of 7 tools): create_issue" in text  # the thread's tool context
+    assert "weather (0 of 4 tools)" in text and "'create_issue': 'included'" in text
 
 
 def test_mcp_notebook_runs(monkeypatch: pytest.MonkeyPatch) -> None:

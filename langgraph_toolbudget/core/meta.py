@@ -19,6 +19,7 @@ The meta-tools:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.selection import select_tools
 from langgraph_toolbudget.core.working_set import WorkingSet
 
@@ -58,6 +60,10 @@ NOT_ADDED_STATUS = (
     "{status} tools, which run only in debug mode (runtime_mode='debug'); use a published tool"
 )
 NOT_ADDED_CAP = "not added: the working set is full of pinned tools"
+NOT_ADDED_EXCLUDED = (
+    "excluded from this conversation's tool context; they stay unavailable unless included "
+    "again (include_tool, or by the user)"
+)
 
 
 class _RequestMoreToolsArgs(BaseModel):
@@ -182,21 +188,36 @@ class MetaToolHandler:
         self.min_per_category = min_per_category
         self.search_limit = search_limit
 
-    def handle(self, name: str, args: Any, working: WorkingSet, query: str = "") -> MetaOutcome:
-        """Answer one meta-call. Never raises for bad arguments: the model gets an error."""
+    def handle(
+        self,
+        name: str,
+        args: Any,
+        working: WorkingSet,
+        query: str = "",
+        *,
+        context: SessionContext | None = None,
+    ) -> MetaOutcome:
+        """Answer one meta-call. Never raises for bad arguments: the model gets an error.
+
+        ``context``: the thread's tool context; its excluded tools are never listed,
+        found, loaded or added.
+        """
+        context = context or SessionContext()
         if name == REQUEST_MORE_TOOLS:
-            return self._request_more_tools(args, working, query)
+            return self._request_more_tools(args, working, query, context)
         if name == SEARCH_TOOLS:
-            return self._search_tools(args)
+            return self._search_tools(args, context)
         if name == ADD_TOOL:
-            return self._add_tool(args, working)
+            return self._add_tool(args, working, context)
         if name == SHOW_ALL_TOOLS:
-            return MetaOutcome(
-                json.dumps({"total": len(self.catalog), "tools": sorted(self.catalog.tool_names)})
-            )
+            excluded = context.excluded(self.catalog)
+            names = sorted(n for n in self.catalog.tool_names if n not in excluded)
+            return MetaOutcome(json.dumps({"total": len(names), "tools": names}))
         raise ValueError(f"{name!r} is not a meta-tool; meta-tools are {META_TOOL_NAMES}")
 
-    def _request_more_tools(self, args: Any, working: WorkingSet, query: str) -> MetaOutcome:
+    def _request_more_tools(
+        self, args: Any, working: WorkingSet, query: str, context: SessionContext
+    ) -> MetaOutcome:
         categories = _names_arg(args, "categories")
         if categories is None:
             return MetaOutcome(
@@ -216,7 +237,7 @@ class MetaToolHandler:
             categories,
             max_tools=self.max_tools,
             min_per_category=self.min_per_category,
-            exclude=working.names,
+            exclude=[*working.names, *context.unselectable(self.catalog)],
         )
         added, evicted = working.add(chosen, reason=REQUEST_MORE_TOOLS, args=args)
         note = ""
@@ -233,7 +254,7 @@ class MetaToolHandler:
             evicted=evicted,
         )
 
-    def _search_tools(self, args: Any) -> MetaOutcome:
+    def _search_tools(self, args: Any, context: SessionContext) -> MetaOutcome:
         query = args.get("query") if isinstance(args, dict) else args
         if isinstance(args, dict) and query is None and len(args) == 1:
             query = next(iter(args.values()))  # a model that named the argument differently
@@ -245,13 +266,18 @@ class MetaToolHandler:
                 error=True,
             )
         result = self.catalog.index.regex_search(query, limit=self.search_limit)
+        excluded = context.excluded(self.catalog)
+        if excluded and result.error is None:
+            kept = [t for t in result.tools if t["name"] not in excluded]
+            found = result.found - (len(result.tools) - len(kept))
+            result = dataclasses.replace(result, found=found, tools=kept)
         return MetaOutcome(
             json.dumps(result.to_dict()),
             discovered=[t["name"] for t in result.tools],
             error=result.error is not None,
         )
 
-    def _add_tool(self, args: Any, working: WorkingSet) -> MetaOutcome:
+    def _add_tool(self, args: Any, working: WorkingSet, context: SessionContext) -> MetaOutcome:
         names = _names_arg(args, "tool_names")
         if names is None and isinstance(args, dict) and len(args) == 1:
             names = _names_arg(next(iter(args.values())), "tool_names")
@@ -265,7 +291,9 @@ class MetaToolHandler:
         problems: dict[str, list[str]] = {}
         valid = []
         for n in dict.fromkeys(names):
-            if n in self.catalog:
+            if context.excludes(self.catalog, n):
+                problems.setdefault(NOT_ADDED_EXCLUDED, []).append(n)
+            elif n in self.catalog:
                 valid.append(n)
             elif self.catalog.is_filtered(n):
                 problems.setdefault(NOT_ADDED_FILTERED, []).append(n)

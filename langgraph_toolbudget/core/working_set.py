@@ -47,6 +47,7 @@ class VisibleChange:
     removed: tuple[str, ...]
     reason: str
     args: Any = None
+    details: Mapping[str, Any] | None = None
 
 
 @dataclass
@@ -61,6 +62,8 @@ class WorkingSet:
         last_used: name -> step of its last add or call.
         step: a counter that grows with every add or call.
         changes: what :meth:`add` changed, in order (for stream events).
+        reasons: visible tool -> why it is visible (see
+            :mod:`langgraph_toolbudget.core.reasons`), stored in ``tool_reasons``.
     """
 
     names: list[str] = field(default_factory=list)
@@ -69,6 +72,8 @@ class WorkingSet:
     last_used: dict[str, int] = field(default_factory=dict)
     step: int = 0
     changes: list[VisibleChange] = field(default_factory=list)
+    reasons: dict[str, Any] = field(default_factory=dict)
+    _reason_changes: dict[str, Any] = field(default_factory=dict, repr=False)
     _stored_names: tuple[str, ...] = field(default=(), repr=False)
     _stored_last_used: dict[str, int] = field(default_factory=dict, repr=False)
 
@@ -94,12 +99,14 @@ class WorkingSet:
             k: v for k, v in dict(raw).items() if isinstance(k, str) and isinstance(v, int)
         }
         step = max(last_used.values(), default=0)
+        reasons = state_get(state, "tool_reasons", None)
         return cls(
             names,
             frozenset(pinned),
             cap,
             last_used,
             step,
+            reasons=dict(reasons) if isinstance(reasons, Mapping) else {},
             _stored_names=tuple(dict.fromkeys(stored)),
             _stored_last_used=dict(last_used),
         )
@@ -112,10 +119,24 @@ class WorkingSet:
         self.step += 1
         self.last_used[name] = self.step
 
+    def _set_reason(self, name: str, why: Any) -> None:
+        if why is None:
+            self.reasons.pop(name, None)
+        else:
+            self.reasons[name] = why
+        self._reason_changes[name] = why
+
     def add(
-        self, new: Iterable[str], *, reason: str = "", args: Any = None
+        self,
+        new: Iterable[str],
+        *,
+        reason: str = "",
+        args: Any = None,
+        details: Mapping[str, Any] | None = None,
     ) -> tuple[list[str], list[str]]:
         """Append names not yet visible; evict under the cap; record the change.
+
+        ``details``: name -> why it is visible (default ``{"why": reason}``).
 
         Returns:
             ``(added, evicted)``. A name evicted to make room is never one of
@@ -140,11 +161,36 @@ class WorkingSet:
             self.names.append(name)
             added.append(name)
             self.touch(name)
+        for name in evicted:
+            self._set_reason(name, None)
+        why = {n: (details or {}).get(n) or {"why": reason} for n in added}
+        for name in added:
+            self._set_reason(name, why[name])
         if added or evicted:
-            self.changes.append(VisibleChange(tuple(added), tuple(evicted), reason, args))
+            self.changes.append(VisibleChange(tuple(added), tuple(evicted), reason, args, why))
         return added, evicted
 
-    def refresh(self, names: Iterable[str], *, reason: str = "") -> tuple[list[str], list[str]]:
+    def remove(self, names: Iterable[str], *, reason: str = "") -> list[str]:
+        """Drop ``names`` from the visible set (pinned or not); record the change.
+
+        Returns:
+            The names that were visible and are now gone.
+        """
+        gone = [n for n in dict.fromkeys(names) if n in self.names]
+        for name in gone:
+            self.names.remove(name)
+            self._set_reason(name, None)
+        if gone:
+            self.changes.append(VisibleChange((), tuple(gone), reason))
+        return gone
+
+    def refresh(
+        self,
+        names: Iterable[str],
+        *,
+        reason: str = "",
+        details: Mapping[str, Any] | None = None,
+    ) -> tuple[list[str], list[str]]:
         """Make ``names`` visible, marking the ones already visible as just used.
 
         What a node does each turn with the tools it chose: chosen again means
@@ -154,7 +200,7 @@ class WorkingSet:
         for name in names:
             if name in self.names:
                 self.touch(name)
-        return self.add(names, reason=reason)
+        return self.add(names, reason=reason, details=details)
 
     def _lru_victim(self, protect: set[str]) -> str | None:
         candidates = [n for n in self.names if n not in self.pinned and n not in protect]
@@ -184,4 +230,6 @@ class WorkingSet:
         used = {k: v for k, v in self.last_used.items() if self._stored_last_used.get(k) != v}
         if used:
             out["tool_last_used"] = used
+        if self._reason_changes:
+            out["tool_reasons"] = dict(self._reason_changes)
         return out

@@ -24,6 +24,7 @@ from langgraph.types import Command
 
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.intent import latest_user_text
 from langgraph_toolbudget.core.meta import META_TOOL_NAMES
 from langgraph_toolbudget.core.selection import free_tools
@@ -153,10 +154,10 @@ class BatchRunner:
         )
 
     def working_set(self, state: Any) -> WorkingSet:
-        """The visible set of a state (plus pinned and ``always`` tools), under the cap."""
-        return WorkingSet.from_state(
-            state, base=self.free, pinned=self.free, cap=self.config.max_visible
-        )
+        """The visible set of a state (plus pinned and ``always`` tools), under the cap,
+        in the thread's tool context (included tools in, excluded tools out)."""
+        context = SessionContext.from_state(state)
+        return context.working_set(state, self.catalog, self.free, cap=self.config.max_visible)
 
     # --- built-in calls -----------------------------------------------------------------------
 
@@ -229,8 +230,11 @@ class BatchRunner:
         working: WorkingSet,
         shown: set[str],
         done: dict[int, Any],
+        context: SessionContext,
     ) -> tuple[list[tuple[int, ToolCall]], CallCheck]:
         def check(name: str) -> str | None:
+            if (excluded := context.refusal(self.catalog, name)) is not None:
+                return excluded
             if name in shown and name in self.catalog:
                 return None
             return self.policy.unavailable(name, working)
@@ -271,7 +275,8 @@ class BatchRunner:
         """Answer a batch of tool calls (sync). ``working`` is updated in place."""
         shown = self._shown(calls, working)
         done, outcome = self._answer_builtins(calls, state, config, working)
-        regular, check = self._plan(calls, working, shown, done)
+        context = SessionContext.from_state(state).merged(outcome.update)
+        regular, check = self._plan(calls, working, shown, done, context)
         done.update(self.scheduler.run(regular, *self._runners(state, config, check)))
         outcome.outputs = [done[i] for i in range(len(calls))]
         return outcome
@@ -282,7 +287,8 @@ class BatchRunner:
         """Answer a batch of tool calls (async). ``working`` is updated in place."""
         shown = self._shown(calls, working)
         done, outcome = await self._aanswer_builtins(calls, state, config, working)
-        regular, check = self._plan(calls, working, shown, done)
+        context = SessionContext.from_state(state).merged(outcome.update)
+        regular, check = self._plan(calls, working, shown, done, context)
         run_one, arun_one = self._runners(state, config, check)
         batch_sync = not self.pipeline.awrappers  # async hooks must wrap every call
         done.update(await self.scheduler.arun(regular, run_one, arun_one, batch_sync=batch_sync))

@@ -31,6 +31,7 @@ from langchain_core.tools import BaseTool
 
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.gating import BuiltinFilter
 from langgraph_toolbudget.core.meta import MetaToolHandler, meta_tool_definitions
 from langgraph_toolbudget.core.working_set import WorkingSet
@@ -151,7 +152,10 @@ class MetaTools(BuiltinTools):
         return meta_tool_definitions(self.catalog.categories)
 
     def handle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
-        outcome = self.handler.handle(call["name"], call.get("args", {}), ctx.working, ctx.query)
+        context = SessionContext.from_state(ctx.state)
+        outcome = self.handler.handle(
+            call["name"], call.get("args", {}), ctx.working, ctx.query, context=context
+        )
         return BuiltinResult(outcome.content, error=outcome.error, discovered=outcome.discovered)
 
 
@@ -160,7 +164,9 @@ def builtin_families(catalog: ToolCatalog, config: BudgetConfig) -> list[Builtin
 
     New families are registered here, so every node binds and answers the same set.
     """
-    return [MetaTools(catalog, config)]
+    from langgraph_toolbudget.execution.context_tools import ContextTools  # imports this module
+
+    return [MetaTools(catalog, config), ContextTools(catalog)]
 
 
 class Builtins:

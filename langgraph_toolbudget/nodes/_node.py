@@ -57,8 +57,9 @@ def emit_event(payload: dict[str, Any]) -> None:
 def emit_changes(working: WorkingSet, node: str) -> None:
     """Emit one event per visible-set change recorded in ``working``, then forget them.
 
-    Payload: ``{"event", "node", "added", "removed", "reason"}``, plus ``"args"``
-    for a change made by a meta-call (its arguments).
+    Payload: ``{"event", "node", "added", "removed", "reason", "reasons"}``, plus
+    ``"args"`` for a change made by a meta-call (its arguments). ``reasons``: added
+    tool -> why it is visible (see :mod:`langgraph_toolbudget.core.reasons`).
     """
     for change in working.changes:
         payload: dict[str, Any] = {
@@ -66,6 +67,7 @@ def emit_changes(working: WorkingSet, node: str) -> None:
             "added": list(change.added),
             "removed": list(change.removed),
             "reason": change.reason or node,
+            "reasons": dict(change.details or {}),
         }
         if change.args is not None:
             payload["args"] = change.args

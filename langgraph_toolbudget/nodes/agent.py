@@ -26,6 +26,7 @@ from langgraph.types import Command
 
 from langgraph_toolbudget.config import BudgetConfig, ExecutionMode, RuntimeMode, resolve_config
 from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.selection import free_tools
 from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
 from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome, flatten_outputs
@@ -101,7 +102,7 @@ class CallModel(BudgetNode):
             tool_call_formats=tool_call_formats,
             model_supports_tools=model_supports_tools,
         )
-        catalog = catalog.in_runtime_mode(self.config.runtime_mode)
+        self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.caller = ModelCaller(
             model, catalog, system_prompt, Builtins(catalog, self.config), self.config, name
         )
@@ -121,13 +122,13 @@ class CallModel(BudgetNode):
     def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         if (stop := self._limit_hit(state_messages(state))) is not None:
             return stop
-        working = WorkingSet.from_state(state, base=self.free)
+        working = SessionContext.from_state(state).working_set(state, self.catalog, self.free)
         return {"messages": self.caller.invoke(state, working, config)}
 
     async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         if (stop := self._limit_hit(state_messages(state))) is not None:
             return stop
-        working = WorkingSet.from_state(state, base=self.free)
+        working = SessionContext.from_state(state).working_set(state, self.catalog, self.free)
         return {"messages": await self.caller.ainvoke(state, working, config)}
 
 

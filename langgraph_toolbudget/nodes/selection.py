@@ -25,11 +25,12 @@ from langchain_core.runnables import RunnableConfig
 
 from langgraph_toolbudget.config import BudgetConfig, RuntimeMode, resolve_config
 from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.gating import AUTO_TOOL_SEARCH, EnabledBuiltins
 from langgraph_toolbudget.core.intent import latest_user_text
+from langgraph_toolbudget.core.reasons import budget_reasons, free_reasons, search_reasons
 from langgraph_toolbudget.core.selection import free_tools, search_hits, select_tools
 from langgraph_toolbudget.core.semantic import HybridScorer, as_hybrid_scorer
-from langgraph_toolbudget.core.working_set import WorkingSet
 from langgraph_toolbudget.nodes._node import BudgetNode, emit_changes
 from langgraph_toolbudget.state import state_get, state_messages
 
@@ -127,16 +128,25 @@ class SelectTools(BudgetNode):
         return list(self._free)
 
     def choose(
-        self, query: str, categories: Sequence[str], *, scores: np.ndarray | None = None
+        self,
+        query: str,
+        categories: Sequence[str],
+        *,
+        scores: np.ndarray | None = None,
+        context: SessionContext | None = None,
     ) -> list[str]:
         """The tools this node makes visible for a query and categories.
 
         ``scores``: relevance of every tool (default: ``catalog.index.scores(query)``).
+        ``context``: the thread's tool context (included tools are free, excluded
+        ones never chosen).
         """
-        free = self.free_tools
+        context = context or SessionContext()
+        free = context.free(self.catalog, self.free_tools)
+        skip = [*free, *context.unselectable(self.catalog)]
         budget = self.config.budget
         if self.strategy == "relevance" or (self.strategy == "auto" and not categories):
-            chosen = search_hits(self.catalog, query, limit=budget, exclude=free, scores=scores)
+            chosen = search_hits(self.catalog, query, limit=budget, exclude=skip, scores=scores)
         else:
             chosen = select_tools(
                 self.catalog,
@@ -144,7 +154,7 @@ class SelectTools(BudgetNode):
                 categories,
                 max_tools=budget,
                 min_per_category=self.config.min_per_category,
-                exclude=free,
+                exclude=skip,
                 scores=scores,
             )
         return [*free, *chosen]
@@ -161,8 +171,27 @@ class SelectTools(BudgetNode):
 
     def _update(self, state: Any, query: str, scores: np.ndarray | None) -> dict[str, Any]:
         categories = list(state_get(state, "categories", None) or [])
-        working = WorkingSet.from_state(state, pinned=self._free, cap=self.config.max_visible)
-        working.refresh(self.choose(query, categories, scores=scores), reason=self.node_name)
+        context = SessionContext.from_state(state)
+        working = context.working_set(
+            state, self.catalog, self._free, cap=self.config.max_visible, add_free=False
+        )
+        if scores is None and query:
+            scores = self.catalog.index.scores(query)
+        chosen = self.choose(query, categories, scores=scores, context=context)
+        free = context.free(self.catalog, self._free)
+        by_budget = self.strategy == "categories" or (self.strategy == "auto" and categories)
+        details = {
+            **budget_reasons(
+                self.catalog,
+                chosen[len(free) :],
+                categories if by_budget else [],
+                max_tools=self.config.budget,
+                min_per_category=self.config.min_per_category,
+                scores=scores,
+            ),
+            **free_reasons(self.catalog, free, self.config.pinned, context),
+        }
+        working.refresh(chosen, reason=self.node_name, details=details)
         emit_changes(working, self.node_name)
         return working.update()
 
@@ -268,17 +297,23 @@ class ToolSearch(BudgetNode):
         return self._update(state, query, scores)
 
     def _update(self, state: Any, query: str, scores: np.ndarray | None) -> dict[str, Any]:
-        working = WorkingSet.from_state(state, pinned=self.pinned, cap=self.config.max_visible)
+        context = SessionContext.from_state(state)
+        working = context.working_set(
+            state, self.catalog, self.pinned, cap=self.config.max_visible, add_free=False
+        )
         hits = search_hits(
             self.catalog,
             query,
             limit=self.limit,
-            exclude=working.names,
+            exclude=[*working.names, *context.unselectable(self.catalog)],
             min_relative_score=self.min_relative_score,
             scores=scores,
         )
         if not hits:
             return {}
-        working.add(hits, reason=self.node_name)
+        if scores is None:
+            scores = self.catalog.index.scores(query)
+        details = search_reasons(self.catalog, hits, scores)
+        working.add(hits, reason=self.node_name, details=details)
         emit_changes(working, self.node_name)
         return working.update()

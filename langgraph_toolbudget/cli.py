@@ -1,0 +1,233 @@
+"""``toolbudget``: a thread's tool context from the shell, and an offline explain.
+
+Commands (``--json`` on each prints the data instead of text):
+
+- ``toolbudget tools``: every tool grouped by server, with context indicators and counts;
+- ``toolbudget tools include --server S [--tool T]`` / ``tools exclude ...``;
+- ``toolbudget tools mode --server S [--tool T] always|manual|agent``;
+- ``toolbudget explain "query" --catalog module:attribute``: the categories with
+  scores, the tools chosen and why, the schema tokens saved.
+
+The ``tools`` commands act on a thread of a LangGraph server (``--url``,
+``--thread``, ``--catalog``) or of a local ``SqliteSaver`` file (``--sqlite``,
+``--graph``, ``--thread``). Errors print one line that says what to do, and exit 1.
+
+Needs the ``cli`` extra (``pip install 'langgraph-toolbudget[cli]'``: click).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+try:
+    import click
+except ImportError as exc:  # pragma: no cover - the extra is missing
+    raise SystemExit("toolbudget needs click: pip install 'langgraph-toolbudget[cli]'") from exc
+
+__all__ = ["main"]
+
+# The package's modules (LangChain, LangGraph) load in the commands, not here, so
+# `toolbudget --help` answers at once.
+MODES = ("always", "manual", "agent")
+"""The include modes (``core.context.INCLUDE_MODES``, spelled out for the same reason)."""
+
+MARKS = {"excluded": "-", "in": "x", "out": " "}
+DONE = {
+    "include_tool": "included",
+    "include_tool_server": "included",
+    "exclude_tool": "excluded",
+    "exclude_tool_server": "excluded",
+    "set_tool_include_mode": "set the mode of",
+    "set_server_include_mode": "set the mode of",
+}
+
+
+def _fail(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(1)
+
+
+def _target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.option("--url", help="The LangGraph server's URL (e.g. http://127.0.0.1:2024)."),
+        click.option("--thread", "thread_id", help="The thread id."),
+        click.option("--sqlite", help="A SqliteSaver file holding the thread."),
+        click.option("--graph", help="With --sqlite: the app's StateGraph, module:attribute."),
+        click.option("--catalog", help="The agent's ToolCatalog, module:attribute."),
+        click.option("--json", "as_json", is_flag=True, help="Print JSON."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _run(opts: dict[str, Any], command: str, args: dict[str, Any]) -> tuple[Any, Any]:
+    """Open the thread, run the operation; returns (answer data, thread values after)."""
+    from langgraph_toolbudget.core.context_commands import CommandError
+    from langgraph_toolbudget.threads import ThreadError, execute, open_thread
+
+    thread = catalog = None
+    try:
+        thread, catalog = open_thread(
+            url=opts["url"],
+            thread_id=opts["thread_id"],
+            sqlite=opts["sqlite"],
+            graph=opts["graph"],
+            catalog=opts["catalog"],
+        )
+        result = execute(thread, catalog, command, args)
+        return result.data, (thread.values(), catalog)
+    except (ThreadError, CommandError) as exc:
+        _fail(str(exc))
+        raise AssertionError("unreachable") from None
+    finally:
+        close = getattr(thread, "close", None)
+        if close is not None:
+            close()
+
+
+def _merged(ctx: click.Context, **given: Any) -> dict[str, Any]:
+    """The target options: the subcommand's, else the ``tools`` group's."""
+    parent = ctx.obj or {}
+    return {k: v if v not in (None, False) else parent.get(k) for k, v in given.items()}
+
+
+def _print_tools(values: Any, catalog: Any) -> None:
+    from langgraph_toolbudget.core.context_ops import context_summary, list_tools
+
+    summary = context_summary(catalog, values)
+    rows = list_tools(catalog, values)
+    click.echo(f"{summary['in_context']} of {summary['total']} tools in context")
+    for group in summary["servers"]:
+        click.echo(f"{group['name']} {group['summary']}")
+        for row in (r for r in rows if r["server"] == group["name"]):
+            mark = "excluded" if row["excluded"] else ("in" if row["in_context"] else "out")
+            note = f"  {row['context']}" if row["context"] in ("include", "exclude") else ""
+            click.echo(f"  [{MARKS[mark]}] {row['name']:<28} {row['mode']}{note}")
+
+
+@click.group()
+def main() -> None:
+    """Manage a LangGraph agent's tool context and explain its tool choice."""
+
+
+@main.group(invoke_without_command=True)
+@_target_options
+@click.pass_context
+def tools(ctx: click.Context, **opts: Any) -> None:
+    """List the thread's tools grouped by server ([x] in context, [-] excluded)."""
+    ctx.obj = opts
+    if ctx.invoked_subcommand is not None:
+        return
+    data, (values, catalog) = _run(opts, "list_tools", {})
+    if opts["as_json"]:
+        from langgraph_toolbudget.core.context_ops import context_summary
+
+        click.echo(json.dumps({"tools": data, "context": context_summary(catalog, values)}))
+    else:
+        _print_tools(values, catalog)
+
+
+def _change(ctx: click.Context, command: str, args: dict[str, Any], opts: dict[str, Any]) -> None:
+    opts = _merged(ctx, **opts)
+    data, (values, catalog) = _run(opts, command, args)
+    if opts["as_json"]:
+        click.echo(json.dumps(data))
+        return
+    target = f"tool {args['tool']}" if "tool" in args else f"server {args['server']}"
+    to = f" to {args['mode']}" if "mode" in args else ""
+    group = next(g for g in data["context"]["servers"] if g["name"] == args["server"])
+    click.echo(
+        f"{DONE[command]} {target}{to} in thread {opts['thread_id']}: "
+        f"{group['name']} {group['summary']}"
+    )
+
+
+def _server_or_tool(server: str, tool: str | None, tool_cmd: str, server_cmd: str) -> tuple:
+    if tool:
+        return tool_cmd, {"tool": tool, "server": server}
+    return server_cmd, {"server": server}
+
+
+def _decision_command(verb: str, help_text: str) -> None:
+    """Add ``tools include`` / ``tools exclude``: one tool, or a whole server."""
+
+    @tools.command(name=verb, help=help_text)
+    @click.option("--server", required=True, help="The server.")
+    @click.option("--tool", help="One tool of the server (default: every tool of it).")
+    @_target_options
+    @click.pass_context
+    def decide(ctx: click.Context, server: str, tool: str | None, **opts: Any) -> None:
+        command, args = _server_or_tool(server, tool, f"{verb}_tool", f"{verb}_tool_server")
+        _change(ctx, command, args, opts)
+
+
+_decision_command("include", "Include a tool, or a whole server, in the thread's context.")
+_decision_command("exclude", "Exclude a tool, or a whole server, from the thread's context.")
+
+
+@tools.command()
+@click.argument("mode_name", metavar="MODE", type=click.Choice(MODES))
+@click.option("--server", required=True, help="The server.")
+@click.option("--tool", help="One tool of the server (default: the server's mode).")
+@_target_options
+@click.pass_context
+def mode(ctx: click.Context, mode_name: str, server: str, tool: str | None, **opts: Any) -> None:
+    """Set the include mode (always, manual, agent) of a tool or a server in the thread."""
+    command, args = _server_or_tool(
+        server, tool, "set_tool_include_mode", "set_server_include_mode"
+    )
+    _change(ctx, command, {**args, "mode": mode_name}, opts)
+
+
+@main.command()
+@click.argument("query")
+@click.option("--catalog", help="The ToolCatalog, module:attribute (or $TOOLBUDGET_CATALOG).")
+@click.option("--max-tools", type=int, default=8, show_default=True, help="The budget.")
+@click.option("--min-per-category", type=int, default=2, show_default=True)
+@click.option("--max-categories", type=int, default=3, show_default=True)
+@click.option("--search-limit", type=int, default=5, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def explain(query: str, catalog: str | None, as_json: bool, **options: Any) -> None:
+    """Explain the first-turn tool choice for QUERY: categories, tools and why, tokens saved."""
+    from langgraph_toolbudget.core.meta import meta_tool_definitions
+    from langgraph_toolbudget.core.reasons import explain as explain_choice
+    from langgraph_toolbudget.threads import ThreadError, load_catalog
+
+    try:
+        found = load_catalog(catalog)
+    except ThreadError as exc:
+        _fail(str(exc))
+        return
+    meta = meta_tool_definitions(found.categories)
+    data = explain_choice(found, query, meta_tools=meta, **options)
+    if as_json:
+        click.echo(json.dumps(data))
+        return
+    click.echo(f"Query: {query}")
+    click.echo("Categories:")
+    for cat in data["categories"]:
+        click.echo(f"  {cat['name']:<20} {cat['score']:.2f}")
+    click.echo(f"Tools ({len(data['tools'])} of {len(found)}):")
+    for row in data["tools"]:
+        click.echo(f"  {row['name']:<28} {_why(row)}")
+    tokens = data["schema_tokens"]
+    click.echo(
+        f"Schema tokens: {tokens['chosen']} of {tokens['all']} "
+        f"(saved {tokens['saved']}, {tokens['saved_ratio']:.0%})"
+    )
+
+
+def _why(row: dict[str, Any]) -> str:
+    if row["why"] == "budget":
+        return f"budget: {row['category']} (share {row['share']}), score {row['score']:.2f}"
+    if "score" in row:
+        return f"{row['why']}: score {row['score']:.2f}"
+    return str(row["why"])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,290 @@
+"""The tool context of one thread (seed 001): include modes and per-thread include/exclude.
+
+A tool's **include mode** is resolved tool -> server -> catalog default when the
+catalog is built (:func:`~langgraph_toolbudget.core.spec.build_spec`); a thread
+may override it for one tool or a whole server, and may **include** or
+**exclude** tools and servers:
+
+- ``always`` tools (and included ones) are in the context from the first turn,
+  outside the budget;
+- ``agent`` tools come and go through the budget, the tool search and the meta-tools;
+- ``manual`` tools are visible only once included;
+- an **excluded** tool (or a tool of an excluded server) is never visible,
+  searched, selected or run in the thread, whatever the budget or the model
+  asks. Exclusion wins over inclusion, and over pinned tools.
+
+The thread's choices live in four state fields (names only, merged by
+:func:`merge_context`): :data:`CONTEXT_FIELDS`.
+
+Key Components:
+    - :class:`SessionContext`: a thread's choices, read from the state, with the
+      questions the nodes ask (excluded? effective mode? free tools?).
+    - :func:`merge_context`: the reducer of the four fields (right wins, ``None`` removes).
+    - :func:`server_of`: the server a tool is grouped under.
+    - :func:`excluded_error`: the refusal a call to an excluded tool gets.
+
+Pure logic: no LangGraph import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
+
+from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.spec import SPECIAL_CATEGORIES, IncludeMode, ToolSpec
+from langgraph_toolbudget.core.working_set import WorkingSet, state_get
+
+__all__ = [
+    "CONTEXT_FIELDS",
+    "INCLUDE_MODES",
+    "NO_SERVER",
+    "Decision",
+    "SessionContext",
+    "excluded_error",
+    "merge_context",
+    "server_of",
+]
+
+Decision = Literal["include", "exclude"]
+INCLUDE_MODES: tuple[str, ...] = ("always", "manual", "agent")
+
+TOOLS_FIELD = "context_tools"
+SERVERS_FIELD = "context_servers"
+TOOL_MODES_FIELD = "context_tool_modes"
+SERVER_MODES_FIELD = "context_server_modes"
+CONTEXT_FIELDS = (TOOLS_FIELD, SERVERS_FIELD, TOOL_MODES_FIELD, SERVER_MODES_FIELD)
+"""The state fields of a thread's tool context: tool -> include/exclude, server ->
+include/exclude, tool -> include mode, server -> include mode."""
+
+NO_SERVER = "(no server)"
+"""The group of a tool that has neither a server nor a category."""
+
+EXCLUDED_ERROR = (
+    "Error: {tool!r} was excluded from this conversation's tool context{by}, so it was not "
+    "run. It cannot be used in this conversation unless it is included again: "
+    "{how}."
+)
+HOW_TO_INCLUDE_TOOL = "include_tool(server={server!r}, tool={tool!r}) or the user's toolbudget CLI"
+HOW_TO_INCLUDE_SERVER = "include_tool_server(server={server!r}) or the user's toolbudget CLI"
+REASON_EXCLUDED = "excluded"
+
+
+def merge_context(
+    left: Mapping[str, Any] | None, right: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """Reducer of the context fields: the right side wins per key; ``None`` removes a key.
+
+    >>> merge_context({"a": "include"}, {"a": "exclude", "b": "include"})
+    {'a': 'exclude', 'b': 'include'}
+    >>> merge_context({"a": "include", "b": "manual"}, {"a": None})
+    {'b': 'manual'}
+    """
+    if right is not None and not isinstance(right, Mapping):
+        raise TypeError(
+            f"a tool-context update must be a mapping of name -> value, got {right!r}; "
+            "build it with include_tools(...), exclude_tools(...) or set_include_mode(...)."
+        )
+    out = dict(left or {})
+    for key, value in (right or {}).items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = value
+    return out
+
+
+def server_of(spec: ToolSpec) -> str:
+    """The server a tool is grouped under: its server, else its first category."""
+    if spec.server:
+        return spec.server
+    return spec.categories[0] if spec.categories else NO_SERVER
+
+
+def _clean(value: Any, allowed: Iterable[str]) -> dict[str, str]:
+    allowed = set(allowed)
+    if not isinstance(value, Mapping):
+        return {}
+    return {k: v for k, v in value.items() if isinstance(k, str) and v in allowed}
+
+
+def excluded_error(tool: str, server: str, *, by_server: bool) -> str:
+    """The error a call to an excluded tool gets: what happened and how to include it."""
+    if by_server:
+        by = f" (its server {server!r} is excluded)"
+        how = HOW_TO_INCLUDE_SERVER.format(server=server)
+    else:
+        by = ""
+        how = HOW_TO_INCLUDE_TOOL.format(server=server, tool=tool)
+    return EXCLUDED_ERROR.format(tool=tool, by=by, how=how)
+
+
+@dataclass(frozen=True)
+class SessionContext:
+    """A thread's tool context: what it included, excluded, and the modes it set.
+
+    Attributes:
+        tools: tool -> ``"include"`` / ``"exclude"``.
+        servers: server -> ``"include"`` / ``"exclude"``.
+        tool_modes: tool -> include mode for this thread.
+        server_modes: server -> include mode for this thread.
+
+    An empty context changes nothing: the catalog's include modes decide.
+    """
+
+    tools: Mapping[str, str] = field(default_factory=dict)
+    servers: Mapping[str, str] = field(default_factory=dict)
+    tool_modes: Mapping[str, str] = field(default_factory=dict)
+    server_modes: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_state(cls, state: Any) -> SessionContext:
+        """The context stored in a state (a dict or an object); unknown values are ignored."""
+        decisions = ("include", "exclude")
+        return cls(
+            _clean(state_get(state, TOOLS_FIELD, None), decisions),
+            _clean(state_get(state, SERVERS_FIELD, None), decisions),
+            _clean(state_get(state, TOOL_MODES_FIELD, None), INCLUDE_MODES),
+            _clean(state_get(state, SERVER_MODES_FIELD, None), INCLUDE_MODES),
+        )
+
+    def merged(self, update: Mapping[str, Any]) -> SessionContext:
+        """This context with a state update's context fields applied (as the reducers would)."""
+        values = {
+            name: merge_context(dict(current), update.get(name))
+            for name, current in zip(
+                CONTEXT_FIELDS,
+                (self.tools, self.servers, self.tool_modes, self.server_modes),
+                strict=True,
+            )
+        }
+        return SessionContext.from_state(values)
+
+    def __bool__(self) -> bool:
+        return bool(self.tools or self.servers or self.tool_modes or self.server_modes)
+
+    # --- one tool --------------------------------------------------------------------------
+
+    def mode(self, spec: ToolSpec) -> IncludeMode:
+        """The tool's include mode in this thread: thread tool -> thread server -> catalog."""
+        mode = self.tool_modes.get(spec.name) or self.server_modes.get(server_of(spec))
+        return cast(IncludeMode, mode or spec.include)
+
+    def decision(self, spec: ToolSpec) -> Decision | None:
+        """``exclude`` if the tool or its server is excluded, else ``include`` if either
+        is included, else None."""
+        own, group = self.tools.get(spec.name), self.servers.get(server_of(spec))
+        if "exclude" in (own, group):
+            return "exclude"
+        if "include" in (own, group):
+            return "include"
+        return None
+
+    def excludes(self, catalog: ToolCatalog, name: str) -> bool:
+        """Is ``name`` excluded in this thread (a tool of the catalog, by name or server)?"""
+        if not self:
+            return False
+        spec = catalog.get(name)
+        return spec is not None and self.decision(spec) == "exclude"
+
+    def refusal(self, catalog: ToolCatalog, name: str) -> str | None:
+        """The error for a call to ``name`` if it is excluded, else None."""
+        if not self.excludes(catalog, name):
+            return None
+        spec = catalog.get(name)
+        assert spec is not None
+        server = server_of(spec)
+        return excluded_error(name, server, by_server=self.tools.get(name) != "exclude")
+
+    def in_context(self, spec: ToolSpec) -> bool:
+        """In the context without the budget: included, or ``always`` (special categories
+        too), and not excluded."""
+        decision = self.decision(spec)
+        if decision == "exclude":
+            return False
+        if decision == "include":
+            return True
+        mode = self.mode(spec)
+        if mode == "always":
+            return True
+        special = bool(SPECIAL_CATEGORIES.intersection(spec.categories))
+        return special and spec.name not in self.tool_modes
+
+    # --- the whole catalog -----------------------------------------------------------------
+
+    def excluded(self, catalog: ToolCatalog) -> set[str]:
+        """The catalog's tools excluded in this thread."""
+        if not (self.tools or self.servers):
+            return set()
+        return {s.name for s in catalog.specs if self.decision(s) == "exclude"}
+
+    def unselectable(self, catalog: ToolCatalog) -> list[str]:
+        """Tools the budget and the searches must not choose in this thread: excluded
+        ones, and those whose thread mode is not ``agent``."""
+        if not self:
+            return []
+        return [
+            s.name
+            for s in catalog.specs
+            if self.decision(s) == "exclude"
+            or (s.name in self.tool_modes or server_of(s) in self.server_modes)
+            and self.mode(s) != "agent"
+        ]
+
+    def free(self, catalog: ToolCatalog, base: Iterable[str]) -> list[str]:
+        """The tools visible without budget in this thread.
+
+        Args:
+            catalog: the catalog.
+            base: the node's free tools without a context (``always`` tools,
+                special categories, pinned tools).
+
+        Returns:
+            ``base`` minus excluded tools and ``always`` tools the thread set to
+            another mode, plus the tools the thread included or set to ``always``.
+        """
+        base = list(base)
+        if not self:
+            return base
+        kept = []
+        for name in base:
+            spec = catalog.get(name)
+            if spec is None:
+                continue
+            if self.decision(spec) == "exclude":
+                continue
+            if spec.include == "always" and not self.in_context(spec):
+                continue  # an always tool the thread set to manual/agent
+            kept.append(name)
+        extra = [s.name for s in catalog.specs if self.in_context(s)]
+        return list(dict.fromkeys([*kept, *extra]))
+
+    def working_set(
+        self,
+        state: Any,
+        catalog: ToolCatalog,
+        free: Iterable[str],
+        *,
+        cap: int | None = None,
+        add_free: bool = True,
+    ) -> WorkingSet:
+        """The thread's visible set: the state's, with the thread's free tools and without
+        its excluded tools (their removal is recorded as a change with reason ``excluded``).
+
+        Args:
+            state: the graph state.
+            catalog: the catalog.
+            free: the node's free tools without a context (see :meth:`free`).
+            cap: the working-set cap.
+            add_free: add the free tools to the set (else they are only protected
+                from eviction).
+        """
+        thread_free = self.free(catalog, free)
+        working = WorkingSet.from_state(
+            state, base=thread_free if add_free else (), pinned=thread_free, cap=cap
+        )
+        gone = self.excluded(catalog)
+        if gone:
+            working.remove([n for n in working.names if n in gone], reason=REASON_EXCLUDED)
+        return working

@@ -1,0 +1,200 @@
+"""The tool-context operations by name: the one dispatcher behind every face.
+
+The model's context tools, the MCP context server and the CLI all call
+:func:`run_command` with an operation name of seed 001 and its arguments; it
+reads the thread's state values, and returns the answer (plain, JSON-ready data)
+and the state update to apply (``None`` for the read operations).
+
+Key Components:
+    - :data:`COMMANDS`: operation name -> (description, argument names).
+    - :func:`run_command`: answer one operation.
+    - :func:`apply_update`: a thread's values with an update applied, as the reducers would.
+    - :class:`CommandError`: a bad call (unknown name, bad mode), worded for the caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.context import CONTEXT_FIELDS, merge_context, server_of
+from langgraph_toolbudget.core.context_ops import (
+    context_summary,
+    exclude_tools,
+    get_server,
+    get_tool,
+    include_tools,
+    list_servers,
+    list_tools,
+    set_include_mode,
+)
+
+__all__ = [
+    "COMMANDS",
+    "CommandError",
+    "CommandResult",
+    "apply_update",
+    "arguments",
+    "run_command",
+]
+
+COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "list_tools": (
+        "List every tool (optionally of one server) with its include mode and whether it is "
+        "in this conversation's context.",
+        ("server",),
+    ),
+    "get_tool": ("Get one tool's details and context status.", ("tool",)),
+    "list_context_tools": ("List the tools currently in this conversation's context.", ()),
+    "include_tool": (
+        "Include a tool in this conversation's context (it becomes usable from the next step).",
+        ("tool", "server"),
+    ),
+    "exclude_tool": (
+        "Exclude a tool from this conversation's context: it can no longer be used here.",
+        ("tool", "server"),
+    ),
+    "set_tool_include_mode": (
+        "Set a tool's include mode in this conversation: always, manual or agent.",
+        ("tool", "mode", "server"),
+    ),
+    "list_tool_servers": ("List the tool servers with how many of their tools are in context.", ()),
+    "get_tool_server": ("Get one tool server's details and its tools.", ("server",)),
+    "set_server_include_mode": (
+        "Set the include mode of every tool of a server in this conversation: always, manual "
+        "or agent.",
+        ("server", "mode"),
+    ),
+    "include_tool_server": ("Include every tool of a server in this conversation.", ("server",)),
+    "exclude_tool_server": ("Exclude every tool of a server from this conversation.", ("server",)),
+}
+"""Operation -> (description, argument names). Required: ``tool``, ``mode`` and, for the
+server operations, ``server``; ``server`` of the tool operations is optional (checked)."""
+
+REQUIRED_ARG_ERROR = "{command} needs the argument {arg!r} (a string); got {args!r}."
+UNKNOWN_COMMAND_ERROR = "{command!r} is not a tool-context operation; operations: {known}."
+WRONG_SERVER_ERROR = "tool {tool!r} belongs to server {actual!r}, not {server!r}."
+
+
+def arguments(command: str) -> dict[str, bool]:
+    """An operation's argument names -> required? (``server`` is optional where a tool
+    names the server, and for ``list_tools``)."""
+    names = COMMANDS[command][1]
+    optional_server = "tool" in names or command == "list_tools"
+    return {a: not (a == "server" and optional_server) for a in names}
+
+
+class CommandError(ValueError):
+    """A tool-context operation that cannot run: the message says what to fix."""
+
+
+@dataclass
+class CommandResult:
+    """An operation's answer and the state update to apply (None: nothing changes)."""
+
+    data: Any
+    update: dict[str, Any] | None = None
+
+
+def apply_update(values: Mapping[str, Any], update: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``values`` with a context update applied, as the state's reducers apply it."""
+    out = dict(values)
+    for key, value in (update or {}).items():
+        out[key] = merge_context(out.get(key), value) if key in CONTEXT_FIELDS else value
+    return out
+
+
+def _arg(command: str, args: Mapping[str, Any], name: str, *, required: bool = True) -> Any:
+    value = args.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value:
+        raise CommandError(REQUIRED_ARG_ERROR.format(command=command, arg=name, args=dict(args)))
+    return value
+
+
+def _tool_arg(catalog: ToolCatalog, command: str, args: Mapping[str, Any]) -> str:
+    tool = _arg(command, args, "tool")
+    server = _arg(command, args, "server", required=False)
+    spec = catalog.get(tool)
+    if spec is not None and tool in catalog and server is not None:
+        actual = server_of(spec)
+        if actual != server:
+            raise CommandError(WRONG_SERVER_ERROR.format(tool=tool, actual=actual, server=server))
+    return tool
+
+
+def _write(
+    catalog: ToolCatalog, values: Mapping[str, Any], update: dict[str, Any], tool: str | None
+) -> CommandResult:
+    after = apply_update(values, update)
+    if tool is not None:
+        data: dict[str, Any] = {"tool": get_tool(catalog, after, tool)}
+    else:
+        data = {}
+    return CommandResult({**data, "context": context_summary(catalog, after)}, update)
+
+
+def run_command(
+    catalog: ToolCatalog, values: Mapping[str, Any] | None, command: str, args: Mapping[str, Any]
+) -> CommandResult:
+    """Answer one tool-context operation for a thread.
+
+    Args:
+        catalog: the catalog of the thread's agent.
+        values: the thread's state values (None or ``{}``: a new thread).
+        command: an operation of :data:`COMMANDS`.
+        args: its arguments.
+
+    Returns:
+        The answer and, for the write operations, the state update.
+
+    Raises:
+        CommandError: an unknown operation, a missing argument, an unknown tool,
+            server or mode (the message names it and the closest real names).
+    """
+    values = values or {}
+    if command not in COMMANDS:
+        raise CommandError(UNKNOWN_COMMAND_ERROR.format(command=command, known=sorted(COMMANDS)))
+    try:
+        return _run(catalog, values, command, args or {})
+    except CommandError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise CommandError(str(exc)) from None
+
+
+def _run(
+    catalog: ToolCatalog, values: Mapping[str, Any], command: str, args: Mapping[str, Any]
+) -> CommandResult:
+    if command == "list_tools":
+        return CommandResult(
+            list_tools(catalog, values, server=_arg(command, args, "server", required=False))
+        )
+    if command == "get_tool":
+        return CommandResult(get_tool(catalog, values, _arg(command, args, "tool")))
+    if command == "list_context_tools":
+        return CommandResult([r for r in list_tools(catalog, values) if r["in_context"]])
+    if command == "list_tool_servers":
+        return CommandResult(list_servers(catalog, values))
+    if command == "get_tool_server":
+        return CommandResult(get_server(catalog, values, _arg(command, args, "server")))
+    if command in ("include_tool", "exclude_tool"):
+        tool = _tool_arg(catalog, command, args)
+        make = include_tools if command == "include_tool" else exclude_tools
+        return _write(catalog, values, make(tools=[tool], catalog=catalog), tool)
+    if command == "set_tool_include_mode":
+        tool = _tool_arg(catalog, command, args)
+        mode = _arg(command, args, "mode")
+        return _write(catalog, values, set_include_mode(mode, tools=[tool], catalog=catalog), tool)
+    server = _arg(command, args, "server")
+    if command == "set_server_include_mode":
+        mode = _arg(command, args, "mode")
+        update = set_include_mode(mode, servers=[server], catalog=catalog)
+    elif command == "include_tool_server":
+        update = include_tools(servers=[server], catalog=catalog)
+    else:
+        update = exclude_tools(servers=[server], catalog=catalog)
+    return _write(catalog, values, update, None)

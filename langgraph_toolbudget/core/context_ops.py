@@ -1,0 +1,344 @@
+"""The tool-context operations of seed 001, one implementation for every face.
+
+The write operations return **state updates** (use them from a node, with
+``graph.update_state(config, ...)`` on any checkpointer, or with
+``client.threads.update_state(thread_id, ...)`` on a LangGraph server); the read
+operations take the catalog and a thread's state values and return plain data.
+The model's tools (:mod:`langgraph_toolbudget.execution.context_tools`), the MCP
+server (:mod:`langgraph_toolbudget.context_server`) and the CLI
+(:mod:`langgraph_toolbudget.cli`) are thin layers over these functions.
+
+Key Components:
+    - :func:`include_tools`, :func:`exclude_tools`: include or exclude tools and
+      whole servers in a thread.
+    - :func:`set_include_mode`: a tool's or a server's include mode in a thread.
+    - :func:`list_tools`, :func:`get_tool`, :func:`list_servers`,
+      :func:`get_server`, :func:`context_summary`: what a thread's context holds.
+
+Typical Usage:
+    ```python
+    from langgraph_toolbudget import exclude_tools, include_tools
+    graph.update_state(config, exclude_tools(tools=["delete_file"], servers=["slack"]))
+    graph.update_state(config, include_tools(servers=["slack"]))
+    ```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.catalog_checks import closest_names
+from langgraph_toolbudget.core.context import (
+    INCLUDE_MODES,
+    SERVER_MODES_FIELD,
+    SERVERS_FIELD,
+    TOOL_MODES_FIELD,
+    TOOLS_FIELD,
+    SessionContext,
+    server_of,
+)
+from langgraph_toolbudget.core.spec import ToolSpec
+from langgraph_toolbudget.core.working_set import state_get
+
+__all__ = [
+    "context_summary",
+    "exclude_tools",
+    "get_server",
+    "get_tool",
+    "include_tools",
+    "list_servers",
+    "list_tools",
+    "servers",
+    "set_include_mode",
+]
+
+NAMES_TYPE_ERROR = "{argument} must be a list of {what}, got {value!r}; pass [{hint}]."
+NOTHING_NAMED_ERROR = "{op} needs tools=[...] and/or servers=[...]; nothing was named."
+UNKNOWN_TOOLS_ERROR = "{names} are not tools of this catalog. Closest tools: {closest}."
+UNKNOWN_SERVERS_ERROR = "{names} are not servers of this catalog. Servers: {known}."
+BAD_MODE_ERROR = "mode must be one of {modes} (or None to reset), got {mode!r}."
+
+
+def _names(argument: str, value: Any, what: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str) or not isinstance(value, Sequence | set | frozenset):
+        raise TypeError(
+            NAMES_TYPE_ERROR.format(argument=argument, what=what, value=value, hint=repr(value))
+        )
+    bad = [v for v in value if not isinstance(v, str) or not v]
+    if bad:
+        raise TypeError(
+            NAMES_TYPE_ERROR.format(argument=argument, what=what, value=bad[0], hint="'name'")
+        )
+    return list(dict.fromkeys(value))
+
+
+def servers(catalog: ToolCatalog) -> dict[str, list[ToolSpec]]:
+    """Server -> its tools, in catalog order (a tool without a server: its first category)."""
+    out: dict[str, list[ToolSpec]] = {}
+    for spec in catalog.specs:
+        out.setdefault(server_of(spec), []).append(spec)
+    return out
+
+
+def check_names(
+    catalog: ToolCatalog, tools: Sequence[str] = (), server_names: Sequence[str] = ()
+) -> None:
+    """Raise ValueError naming the unknown tools or servers (with the closest real names)."""
+    unknown = [t for t in tools if t not in catalog]
+    if unknown:
+        closest = closest_names(unknown, catalog.tool_names)
+        raise ValueError(UNKNOWN_TOOLS_ERROR.format(names=unknown, closest=closest))
+    known = servers(catalog)
+    missing = [s for s in server_names if s not in known]
+    if missing:
+        raise ValueError(UNKNOWN_SERVERS_ERROR.format(names=missing, known=sorted(known)))
+
+
+def _decide(
+    op: str,
+    decision: str,
+    tools: Sequence[str] | None,
+    servers_: Sequence[str] | None,
+    catalog: ToolCatalog | None,
+) -> dict[str, Any]:
+    names = _names("tools", tools, "tool names")
+    groups = _names("servers", servers_, "server names")
+    if not names and not groups:
+        raise ValueError(NOTHING_NAMED_ERROR.format(op=op))
+    if catalog is not None:
+        check_names(catalog, names, groups)
+    update: dict[str, Any] = {}
+    if names:
+        update[TOOLS_FIELD] = dict.fromkeys(names, decision)
+    if groups:
+        update[SERVERS_FIELD] = dict.fromkeys(groups, decision)
+    return update
+
+
+def include_tools(
+    tools: Sequence[str] | None = None,
+    servers: Sequence[str] | None = None,
+    *,
+    catalog: ToolCatalog | None = None,
+) -> dict[str, Any]:
+    """A state update that includes tools and whole servers in the thread's context.
+
+    Included tools are visible from the next model call on, outside the budget
+    (a ``manual`` tool becomes usable this way). Including a tool the thread
+    excluded undoes the exclusion; a tool of an excluded server stays excluded
+    until the server is included.
+
+    Args:
+        tools: tool names.
+        servers: server names (a tool without a server is grouped under its first category).
+        catalog: when given, the names are checked against it.
+
+    Returns:
+        ``{"context_tools": {...}, "context_servers": {...}}`` for ``graph.update_state``.
+
+    Raises:
+        TypeError: a name list that is a string or holds non-strings.
+        ValueError: nothing named; with ``catalog``, an unknown tool or server.
+
+    Example:
+        ```python
+        graph.update_state(config, include_tools(tools=["read_file"], servers=["github"]))
+        ```
+    """
+    return _decide("include_tools", "include", tools, servers, catalog)
+
+
+def exclude_tools(
+    tools: Sequence[str] | None = None,
+    servers: Sequence[str] | None = None,
+    *,
+    catalog: ToolCatalog | None = None,
+) -> dict[str, Any]:
+    """A state update that excludes tools and whole servers from the thread's context.
+
+    An excluded tool is never visible, searched, selected or run in the
+    thread, whatever the budget or the model asks; a call to it gets an error
+    saying it was excluded and how to include it again (:func:`include_tools`).
+
+    Args, Returns, Raises: as :func:`include_tools`.
+
+    Example:
+        ```python
+        graph.update_state(config, exclude_tools(tools=["delete_repo"], servers=["slack"]))
+        ```
+    """
+    return _decide("exclude_tools", "exclude", tools, servers, catalog)
+
+
+def set_include_mode(
+    mode: str | None,
+    tools: Sequence[str] | None = None,
+    servers: Sequence[str] | None = None,
+    *,
+    catalog: ToolCatalog | None = None,
+) -> dict[str, Any]:
+    """A state update that sets the include mode of tools or servers in this thread.
+
+    A thread's mode wins over the catalog's: thread tool mode -> thread server
+    mode -> the catalog's (tool -> server -> catalog default). ``None`` removes
+    the thread's setting.
+
+    Args:
+        mode: ``"always"``, ``"manual"``, ``"agent"`` or None.
+        tools: tool names.
+        servers: server names.
+        catalog: when given, the names are checked against it.
+
+    Raises:
+        ValueError: an unknown mode; nothing named; with ``catalog``, unknown names.
+        TypeError: a name list that is a string or holds non-strings.
+    """
+    if mode is not None and mode not in INCLUDE_MODES:
+        raise ValueError(BAD_MODE_ERROR.format(modes=INCLUDE_MODES, mode=mode))
+    names = _names("tools", tools, "tool names")
+    groups = _names("servers", servers, "server names")
+    if not names and not groups:
+        raise ValueError(NOTHING_NAMED_ERROR.format(op="set_include_mode"))
+    if catalog is not None:
+        check_names(catalog, names, groups)
+    update: dict[str, Any] = {}
+    if names:
+        update[TOOL_MODES_FIELD] = dict.fromkeys(names, mode)
+    if groups:
+        update[SERVER_MODES_FIELD] = dict.fromkeys(groups, mode)
+    return update
+
+
+# --- reading a thread's context ------------------------------------------------------------
+
+
+def _visible(state: Any) -> set[str]:
+    return {n for n in state_get(state, "selected_tools", None) or [] if isinstance(n, str)}
+
+
+def _tool_row(spec: ToolSpec, ctx: SessionContext, visible: set[str]) -> dict[str, Any]:
+    decision = ctx.decision(spec)
+    excluded = decision == "exclude"
+    shown = not excluded and (ctx.in_context(spec) or spec.name in visible)
+    return {
+        "name": spec.name,
+        "server": server_of(spec),
+        "mode": ctx.mode(spec),
+        "catalog_mode": spec.include,
+        "context": decision or ("always" if ctx.mode(spec) == "always" else None),
+        "in_context": shown,
+        "excluded": excluded,
+    }
+
+
+def list_tools(
+    catalog: ToolCatalog, state: Any = None, *, server: str | None = None
+) -> list[dict[str, Any]]:
+    """Every tool with its context indicators in a thread, in catalog order.
+
+    Args:
+        catalog: the catalog.
+        state: the thread's state values (None: a new thread).
+        server: only this server's tools.
+
+    Returns:
+        ``{"name", "server", "mode", "catalog_mode", "context", "in_context",
+        "excluded"}`` per tool: ``mode`` is the effective include mode in the
+        thread, ``context`` the thread's decision (``include``/``exclude``,
+        ``always``, or None), ``in_context`` whether the model sees it now (or
+        from the first turn, for ``always`` and included tools).
+
+    Raises:
+        ValueError: an unknown ``server``.
+    """
+    if server is not None:
+        check_names(catalog, (), [server])
+    ctx = SessionContext.from_state(state or {})
+    visible = _visible(state or {})
+    rows = [_tool_row(s, ctx, visible) for s in catalog.specs]
+    return [r for r in rows if server is None or r["server"] == server]
+
+
+def get_tool(catalog: ToolCatalog, state: Any, name: str) -> dict[str, Any]:
+    """One tool's row (see :func:`list_tools`) with its description and categories.
+
+    Raises:
+        ValueError: not a tool of the catalog (the closest names are suggested).
+    """
+    check_names(catalog, [name])
+    spec = catalog.get(name)
+    assert spec is not None
+    ctx = SessionContext.from_state(state or {})
+    row = _tool_row(spec, ctx, _visible(state or {}))
+    return {**row, "description": spec.description, "categories": list(spec.categories)}
+
+
+def _count_text(in_context: int, total: int) -> str:
+    return f"(all {total} tools)" if in_context == total else f"({in_context} of {total} tools)"
+
+
+def _server_row(name: str, rows: list[dict[str, Any]], ctx: SessionContext) -> dict[str, Any]:
+    count = sum(r["in_context"] for r in rows)
+    return {
+        "name": name,
+        "tools": len(rows),
+        "in_context": count,
+        "summary": _count_text(count, len(rows)),
+        "context": ctx.servers.get(name),
+        "mode": ctx.server_modes.get(name),
+    }
+
+
+def list_servers(catalog: ToolCatalog, state: Any = None) -> list[dict[str, Any]]:
+    """Every server with its counts in a thread: ``{"name", "tools", "in_context",
+    "summary", "context", "mode"}`` (``summary``: "(x of y tools)" or "(all x tools)";
+    ``context`` / ``mode``: the thread's decision and mode for the server, or None)."""
+    ctx = SessionContext.from_state(state or {})
+    rows = list_tools(catalog, state)
+    return [
+        _server_row(name, [r for r in rows if r["server"] == name], ctx)
+        for name in servers(catalog)
+    ]
+
+
+def get_server(catalog: ToolCatalog, state: Any, name: str) -> dict[str, Any]:
+    """One server's row (see :func:`list_servers`) with its tools' rows.
+
+    Raises:
+        ValueError: not a server of the catalog.
+    """
+    check_names(catalog, (), [name])
+    ctx = SessionContext.from_state(state or {})
+    rows = list_tools(catalog, state, server=name)
+    return {**_server_row(name, rows, ctx), "tool_rows": rows}
+
+
+def context_summary(catalog: ToolCatalog, state: Any = None) -> dict[str, Any]:
+    """A thread's tool context grouped by server, as data and as text.
+
+    Returns:
+        ``{"servers": [{"name", "summary", "in_context", "tools", "tool_names"}],
+        "in_context", "total", "text"}``; ``text`` has one line per server, e.g.
+        ``github (3 of 10 tools): create_issue, list_issues, get_issue``.
+    """
+    rows = list_tools(catalog, state)
+    ctx = SessionContext.from_state(state or {})
+    groups = []
+    lines = []
+    for name in servers(catalog):
+        mine = [r for r in rows if r["server"] == name]
+        row = _server_row(name, mine, ctx)
+        shown = [r["name"] for r in mine if r["in_context"]]
+        groups.append({**row, "tool_names": shown})
+        lines.append(f"{name} {row['summary']}" + (f": {', '.join(shown)}" if shown else ""))
+    in_context = sum(r["in_context"] for r in rows)
+    return {
+        "servers": groups,
+        "in_context": in_context,
+        "total": len(rows),
+        "text": "\n".join(lines),
+    }

@@ -1,0 +1,168 @@
+"""Why each tool is visible, as data: the reasons the stream events, the state and
+``toolbudget explain`` carry. Pure functions.
+
+A reason is a small JSON-ready dict with ``"why"`` one of:
+
+- ``"budget"``: chosen by the per-category budget; ``category``, its ``share``
+  (slots before redistribution) and the tool's ``score`` (relevance to the query);
+- ``"relevance"``: chosen by relevance alone (catalogs without categories); ``score``;
+- ``"always"``: include mode ``always`` (or a special category such as ``human``);
+- ``"pinned"``: pinned by the app (``BudgetConfig.pinned``);
+- ``"included"``: included in this thread's tool context;
+- ``"search"``: a hit of the automatic tool search; ``score``;
+- a meta-call or tool-context tool's name (``"add_tool"``, ``"request_more_tools"``,
+  ``"include_tool"``...): loaded by the model.
+
+Key Components:
+    - :func:`free_reasons`, :func:`budget_reasons`, :func:`search_reasons`: the
+      reasons of one node's choice.
+    - :func:`explain`: the whole offline choice for a query, with the reasons and
+      the schema tokens saved (what ``toolbudget explain`` prints).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from langgraph_toolbudget.core.budget import per_category_budget
+from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.context import SessionContext
+from langgraph_toolbudget.core.intent import classify_lexical
+from langgraph_toolbudget.core.selection import free_tools, search_hits, select_tools
+from langgraph_toolbudget.core.tokens import schema_tokens
+
+__all__ = ["budget_reasons", "explain", "free_reasons", "search_reasons"]
+
+
+def _score(catalog: ToolCatalog, scores: np.ndarray | None, name: str) -> float:
+    if scores is None:
+        return 0.0
+    return round(float(scores[catalog.index.position(name)]), 4)
+
+
+def free_reasons(
+    catalog: ToolCatalog,
+    free: Iterable[str],
+    pinned: Sequence[str] = (),
+    context: SessionContext | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Reasons of the tools visible without budget: ``pinned``, ``included`` or ``always``."""
+    context = context or SessionContext()
+    out: dict[str, dict[str, Any]] = {}
+    for name in free:
+        spec = catalog.get(name)
+        if name in pinned:
+            out[name] = {"why": "pinned"}
+        elif spec is not None and context.decision(spec) == "include":
+            out[name] = {"why": "included"}
+        else:
+            out[name] = {"why": "always"}
+    return out
+
+
+def budget_reasons(
+    catalog: ToolCatalog,
+    chosen: Iterable[str],
+    categories: Sequence[str],
+    *,
+    max_tools: int,
+    min_per_category: int,
+    scores: np.ndarray | None,
+) -> dict[str, dict[str, Any]]:
+    """Reasons of the tools the budget chose: the first chosen category holding each,
+    that category's share, and the tool's relevance score."""
+    known = [c for c in dict.fromkeys(categories) if c in catalog.categories]
+    share = per_category_budget(max_tools, len(known), min_per_category) if known else 0
+    members = {c: set(catalog.tools_in(c)) for c in known}
+    out: dict[str, dict[str, Any]] = {}
+    for name in chosen:
+        category = next((c for c in known if name in members[c]), None)
+        if category is None:
+            out[name] = {"why": "relevance", "score": _score(catalog, scores, name)}
+        else:
+            out[name] = {
+                "why": "budget",
+                "category": category,
+                "share": share,
+                "score": _score(catalog, scores, name),
+            }
+    return out
+
+
+def search_reasons(
+    catalog: ToolCatalog, hits: Iterable[str], scores: np.ndarray | None
+) -> dict[str, dict[str, Any]]:
+    """Reasons of the automatic tool search's hits, with their scores."""
+    return {n: {"why": "search", "score": _score(catalog, scores, n)} for n in hits}
+
+
+def explain(
+    catalog: ToolCatalog,
+    query: str,
+    *,
+    max_tools: int = 8,
+    min_per_category: int = 2,
+    max_categories: int = 3,
+    search_limit: int = 5,
+    pinned: Sequence[str] = (),
+    meta_tools: Sequence[Any] = (),
+) -> dict[str, Any]:
+    """The offline choice of a first turn for ``query``, explained.
+
+    Classifies the query (lexical), applies the budget, then the automatic tool
+    search, as the prebuilt agent does on a first turn with these options.
+
+    Args:
+        catalog: the catalog.
+        query: the user's text.
+        max_tools, min_per_category, max_categories, search_limit, pinned: the options.
+        meta_tools: the built-in tools bound with the chosen ones (their schema
+            tokens count as spent).
+
+    Returns:
+        ``{"query", "categories": [{"name", "score"}], "tools": [{"name", **reason}],
+        "schema_tokens": {"all", "chosen", "saved", "saved_ratio"}}``.
+    """
+    ranked = classify_lexical(catalog, query, max_categories=max_categories)
+    categories = [c for c, _ in ranked]
+    scores = catalog.index.scores(query) if query else None
+    free = free_tools(catalog, pinned)
+    chosen = select_tools(
+        catalog,
+        query,
+        categories,
+        max_tools=max_tools,
+        min_per_category=min_per_category,
+        exclude=free,
+        scores=scores,
+    )
+    hits = search_hits(catalog, query, limit=search_limit, exclude=[*free, *chosen], scores=scores)
+    reasons: Mapping[str, dict[str, Any]] = {
+        **free_reasons(catalog, free, pinned),
+        **budget_reasons(
+            catalog,
+            chosen,
+            categories,
+            max_tools=max_tools,
+            min_per_category=min_per_category,
+            scores=scores,
+        ),
+        **search_reasons(catalog, hits, scores),
+    }
+    visible = [*free, *chosen, *hits]
+    every = schema_tokens([*meta_tools, *catalog.tools(catalog.tool_names)])
+    spent = schema_tokens([*meta_tools, *catalog.tools(visible)])
+    return {
+        "query": query,
+        "categories": [{"name": c, "score": round(s, 4)} for c, s in ranked],
+        "tools": [{"name": n, **reasons[n]} for n in visible],
+        "schema_tokens": {
+            "all": every,
+            "chosen": spent,
+            "saved": every - spent,
+            "saved_ratio": round(1 - spent / every, 4) if every else 0.0,
+        },
+    }

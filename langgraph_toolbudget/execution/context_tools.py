@@ -1,0 +1,126 @@
+"""The tool-context management tools (seed 001) as a built-in family, off by default.
+
+``list_tools``, ``get_tool``, ``list_context_tools``, ``include_tool``,
+``exclude_tool``, ``set_tool_include_mode``, ``list_tool_servers``,
+``get_tool_server``, ``set_server_include_mode``, ``include_tool_server``,
+``exclude_tool_server``: the executor answers them (they never run as plain
+tools) through :func:`~langgraph_toolbudget.core.context_commands.run_command`,
+and their state updates change the thread's context; the visible set follows at
+once (an included tool is callable in the next step, an excluded one is gone).
+
+Turn them on with ``enabled_builtins``, e.g.
+``BudgetConfig(enabled_builtins={"allow": ["*"]})`` (every built-in) or a list
+naming the meta-tools and the ones wanted.
+
+Key Components:
+    - :class:`ContextTools`: the family.
+    - :data:`CONTEXT_TOOL_NAMES`: its tool names.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from langchain_core.messages import ToolCall
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import BaseModel, Field, create_model
+
+from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.context import CONTEXT_FIELDS, INCLUDE_MODES, SessionContext
+from langgraph_toolbudget.core.context_commands import (
+    COMMANDS,
+    CommandError,
+    arguments,
+    run_command,
+)
+from langgraph_toolbudget.core.working_set import WorkingSet, state_get
+from langgraph_toolbudget.execution.builtins import BuiltinContext, BuiltinResult, BuiltinTools
+
+__all__ = ["CONTEXT_TOOL_NAMES", "ContextTools"]
+
+CONTEXT_TOOL_NAMES: tuple[str, ...] = tuple(COMMANDS)
+"""The family's tool names, in binding order."""
+
+COMMAND_ERROR = "Error: {problem} Fix the arguments and call {tool} again."
+
+_ARG_FIELDS: dict[str, tuple[Any, Any]] = {
+    "tool": (str, Field(description="The tool's exact name.")),
+    "mode": (str, Field(description=f"The include mode: one of {', '.join(INCLUDE_MODES)}.")),
+}
+
+
+def _schema(name: str) -> type[BaseModel]:
+    fields: dict[str, Any] = {}
+    for arg, required in arguments(name).items():
+        if arg in _ARG_FIELDS:
+            fields[arg] = _ARG_FIELDS[arg]
+        elif required:
+            fields[arg] = (str, Field(description="The server's name."))
+        else:
+            fields[arg] = (str | None, Field(default=None, description="The server (optional)."))
+    model: type[BaseModel] = create_model(f"_{name}_args", **fields)
+    return model
+
+
+def _never_run(**_: Any) -> str:
+    raise RuntimeError("tool-context tools are intercepted by the executor and never run")
+
+
+def _sync_working(
+    catalog: ToolCatalog, working: WorkingSet, before: SessionContext, after: SessionContext
+) -> None:
+    """Make the visible set follow a context change: included tools in, excluded ones
+    (and tools just set to ``manual``) out."""
+    if after == before:
+        return
+    removed: list[str] = []
+    added: dict[str, dict[str, str]] = {}
+    for spec in catalog.specs:
+        if after.decision(spec) == "exclude":
+            removed.append(spec.name)
+        elif after.in_context(spec):
+            added[spec.name] = {"why": "included" if after.decision(spec) else "always"}
+        elif after.mode(spec) == "manual" and before.mode(spec) != "manual":
+            removed.append(spec.name)
+    working.remove(removed, reason="tool_context")
+    working.add(added, reason="tool_context", details=added)
+
+
+class ContextTools(BuiltinTools):
+    """The tool-context management tools: off unless ``enabled_builtins`` names them.
+
+    Args:
+        catalog: the catalog, in the node's runtime mode.
+    """
+
+    default_enabled: ClassVar[bool] = False
+
+    def __init__(self, catalog: ToolCatalog) -> None:
+        self.catalog = catalog
+
+    def definitions(self) -> list[BaseTool]:
+        return [
+            StructuredTool.from_function(
+                func=_never_run,
+                name=name,
+                description=description,
+                args_schema=_schema(name),
+            )
+            for name, (description, _) in COMMANDS.items()
+        ]
+
+    def handle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
+        # The fields the operations read, from a state given as a dict or an object.
+        values = {name: state_get(ctx.state, name, None) for name in CONTEXT_FIELDS}
+        values["selected_tools"] = list(ctx.working.names)
+        args = call.get("args") or {}
+        try:
+            result = run_command(self.catalog, values, call["name"], args)
+        except CommandError as exc:
+            return BuiltinResult(COMMAND_ERROR.format(problem=exc, tool=call["name"]), error=True)
+        update = result.update or {}
+        if update:
+            before = SessionContext.from_state(values)
+            _sync_working(self.catalog, ctx.working, before, before.merged(update))
+        return BuiltinResult(json.dumps(result.data), artifact=result.data, update=update)

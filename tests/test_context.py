@@ -1,0 +1,360 @@
+"""Session tool context (seed 001): include modes, per-thread include/exclude, enforcement."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from langgraph_toolbudget import (
+    BudgetConfig,
+    SelectTools,
+    ToolExecutor,
+    create_toolbudget_agent,
+    exclude_tools,
+    include_tools,
+)
+from langgraph_toolbudget.core.context import SessionContext, merge_context
+from langgraph_toolbudget.core.context_commands import CommandError, run_command
+from langgraph_toolbudget.core.context_ops import (
+    context_summary,
+    list_servers,
+    list_tools,
+    set_include_mode,
+)
+from langgraph_toolbudget.testing import ScriptedChatModel
+from tests.conftest import build_catalog
+
+
+def _values(*updates: dict[str, Any], **state: Any) -> dict[str, Any]:
+    out: dict[str, Any] = dict(state)
+    for update in updates:
+        for key, value in update.items():
+            out[key] = merge_context(out.get(key), value)
+    return out
+
+
+# --- include mode resolution ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("default", "server", "own", "override", "thread_server", "thread_tool", "expected"),
+    [
+        ("agent", None, None, None, None, None, "agent"),
+        ("always", None, None, None, None, None, "always"),  # seed 001's fallback
+        ("agent", "manual", None, None, None, None, "manual"),  # server over default
+        ("agent", "manual", "always", None, None, None, "always"),  # tool over server
+        ("agent", "manual", "always", "agent", None, None, "agent"),  # tool_metadata last
+        ("agent", "always", None, None, "manual", None, "manual"),  # thread server over catalog
+        ("agent", "always", "always", None, "manual", None, "manual"),
+        ("agent", None, None, None, "manual", "always", "always"),  # thread tool over server
+        ("manual", None, None, None, None, "agent", "agent"),
+    ],
+)
+def test_include_mode_resolution_table(
+    default: str,
+    server: str | None,
+    own: str | None,
+    override: str | None,
+    thread_server: str | None,
+    thread_tool: str | None,
+    expected: str,
+) -> None:
+    from tests.conftest import make_tools
+
+    tools = make_tools()
+    for t in tools:
+        if t.name == "send_message" and own:
+            t.metadata = {**(t.metadata or {}), "include": own}
+    catalog = build_catalog(
+        tools,
+        default_include=default,
+        server_defaults={"slack": {"include": server}} if server else None,
+        tool_metadata={"send_message": {"include": override}} if override else None,
+    )
+    updates = []
+    if thread_server:
+        updates.append(set_include_mode(thread_server, servers=["slack"]))
+    if thread_tool:
+        updates.append(set_include_mode(thread_tool, tools=["send_message"]))
+    ctx = SessionContext.from_state(_values(*updates))
+    spec = catalog.get("send_message")
+    assert spec is not None and ctx.mode(spec) == expected
+
+
+def test_context_reducer_and_update_shapes() -> None:
+    assert exclude_tools(tools=["delete_file"], servers=["slack"]) == {
+        "context_tools": {"delete_file": "exclude"},
+        "context_servers": {"slack": "exclude"},
+    }
+    values = _values(exclude_tools(tools=["a"]), include_tools(tools=["a", "b"]))
+    assert values["context_tools"] == {"a": "include", "b": "include"}
+    reset = _values(set_include_mode("manual", tools=["a"]), set_include_mode(None, tools=["a"]))
+    assert reset["context_tool_modes"] == {}
+    with pytest.raises(TypeError, match=r"pass \['delete_file'\]"):
+        exclude_tools(tools="delete_file")
+    with pytest.raises(ValueError, match="nothing was named"):
+        include_tools()
+    with pytest.raises(ValueError, match="Closest tools"):
+        include_tools(tools=["delete_fil"], catalog=build_catalog())
+    with pytest.raises(ValueError, match="mode must be one of"):
+        set_include_mode("sometimes", tools=["a"])
+
+
+def test_summary_counts_grouped_by_server() -> None:
+    catalog = build_catalog(server_defaults={"weather": {"include": "always"}})
+    values = _values(
+        exclude_tools(servers=["slack"]), include_tools(tools=["read_file"]),
+        selected_tools=["create_issue"],
+    )  # fmt: skip
+    summary = context_summary(catalog, values)
+    by_name = {s["name"]: s for s in summary["servers"]}
+    assert by_name["weather"]["summary"] == "(all 3 tools)"
+    assert by_name["slack"]["summary"] == "(0 of 4 tools)"
+    assert by_name["files"]["tool_names"] == ["read_file"]
+    assert by_name["github"]["summary"] == "(1 of 10 tools)"
+    assert (
+        "weather (all 3 tools): get_weather, weather_forecast, get_air_quality" in (summary["text"])
+    )
+    rows = {r["name"]: r for r in list_tools(catalog, values)}
+    assert rows["send_message"]["excluded"] and not rows["send_message"]["in_context"]
+    assert rows["get_weather"]["mode"] == "always"
+    assert [s["name"] for s in list_servers(catalog, values)][:2] == ["github", "slack"]
+
+
+# --- what each node sees in a thread ---------------------------------------------------------
+
+
+def _select(catalog: Any, values: dict[str, Any], text: str, cats: list[str]) -> list[str]:
+    node = SelectTools(catalog, max_tools=6)
+    state = {"messages": [HumanMessage(text)], "categories": cats, **values}
+    update = node.invoke(state)
+    return merge_names(values.get("selected_tools", []), update.get("selected_tools"))
+
+
+def merge_names(left: list[str], right: Any) -> list[str]:
+    from langgraph_toolbudget.state import merge_names as reducer
+
+    return reducer(left, right)
+
+
+def test_always_first_turn_manual_once_included_excluded_never() -> None:
+    catalog = build_catalog(
+        server_defaults={"weather": {"include": "always"}, "files": {"include": "manual"}}
+    )
+    first = _select(catalog, {}, "read the README file and the weather", ["files", "weather"])
+    assert {"get_weather", "weather_forecast", "get_air_quality"} <= set(first)
+    assert "read_file" not in first, "manual tools are never chosen by the budget"
+
+    included = _values(include_tools(tools=["read_file"]), selected_tools=first)
+    second = _select(catalog, included, "read the README file", ["files"])
+    assert "read_file" in second and "write_file" not in second
+
+    excluded = _values(
+        exclude_tools(tools=["get_weather"], servers=["github"]), selected_tools=second
+    )
+    third = _select(catalog, excluded, "open a github issue about the weather", ["github"])
+    assert "get_weather" not in third, "an always tool excluded in the thread is gone"
+    assert not {n for n in third if catalog.get(n).server == "github"}
+
+
+def _exec(catalog: Any, values: dict[str, Any], *calls: ToolCall) -> list[ToolMessage]:
+    state = {"messages": [HumanMessage("x"), AIMessage("", tool_calls=list(calls))], **values}
+    out = ToolExecutor(catalog).invoke(state)
+    return out["messages"]
+
+
+def test_excluded_tool_is_refused_through_every_meta_tool_and_directly() -> None:
+    catalog = build_catalog()
+    values = _values(
+        exclude_tools(tools=["delete_file"], servers=["slack"]),
+        selected_tools=["delete_file", "send_message", "read_file"],
+    )
+    calls = [
+        ToolCall(name="delete_file", args={"path": "README.md"}, id="c1"),
+        ToolCall(name="send_message", args={"channel": "dev", "text": "hi"}, id="c2"),
+        ToolCall(name="add_tool", args={"tool_names": ["delete_file", "list_channels"]}, id="c3"),
+        ToolCall(name="search_tools", args={"query": "delete|file|channel"}, id="c4"),
+        ToolCall(name="request_more_tools", args={"categories": ["files", "slack"]}, id="c5"),
+        ToolCall(name="show_all_tools", args={}, id="c6"),
+        ToolCall(name="read_file", args={"path": "docs/guide.md"}, id="c7"),
+    ]
+    direct, by_server, add, search, more, show, ok = _exec(catalog, values, *calls)
+    assert direct.status == "error" and "was excluded from this conversation" in direct.content
+    assert "include_tool(server='files', tool='delete_file')" in direct.content
+    assert by_server.status == "error" and "its server 'slack' is excluded" in by_server.content
+    assert "include_tool_server(server='slack')" in by_server.content
+    assert add.status == "error" and "excluded" in add.content
+    assert "delete_file" in add.content and "Added" not in add.content
+    found = {t["name"] for t in json.loads(search.content)["tools"]}
+    assert found and "delete_file" not in found and not found & {"send_message", "list_channels"}
+    assert not {"delete_file", "send_message", "list_channels"} & set(more.content.split())
+    listed = json.loads(show.content)["tools"]
+    assert "delete_file" not in listed and "send_message" not in listed
+    assert ok.status == "success" and ok.content == "guide"
+
+
+def test_excluded_tool_never_bound_by_the_agent_and_back_once_included(tmp_path: Path) -> None:
+    catalog = build_catalog()
+    model = ScriptedChatModel(responses=["done"])
+    graph = create_toolbudget_agent(model, catalog, max_tools=4)
+    config = {"configurable": {"thread_id": "t1"}}
+    with SqliteSaver.from_conn_string(str(tmp_path / "db.sqlite")) as saver:
+        app = graph.compile(checkpointer=saver)
+        app.invoke({"messages": [("user", "delete the file README.md")]}, config)
+        assert "delete_file" in model.bound_tools[-1]
+        app.update_state(config, exclude_tools(tools=["delete_file"]))
+        assert app.get_state(config).values["context_tools"] == {"delete_file": "exclude"}
+        app.invoke({"messages": [("user", "delete the file README.md")]}, config)
+        assert "delete_file" not in model.bound_tools[-1]
+        assert "delete_file" not in app.get_state(config).values["selected_tools"]
+        app.update_state(config, include_tools(tools=["delete_file"]))
+        app.invoke({"messages": [("user", "what's the weather in Paris?")]}, config)
+        assert "delete_file" in model.bound_tools[-1], "included: visible outside the budget"
+
+
+# --- the management tools, through the agent -------------------------------------------------
+
+
+def test_management_tools_through_the_agent_with_a_scripted_model() -> None:
+    catalog = build_catalog(server_defaults={"files": {"include": "manual"}})
+
+    def step(n: int, name: str, args: dict[str, Any]) -> AIMessage:
+        return AIMessage("", tool_calls=[ToolCall(name=name, args=args, id=f"m{n}")])
+
+    model = ScriptedChatModel(
+        responses=[
+            step(1, "list_tool_servers", {}),
+            step(2, "include_tool", {"server": "files", "tool": "read_file"}),
+            step(3, "read_file", {"path": "README.md"}),
+            step(4, "exclude_tool_server", {"server": "slack"}),
+            step(5, "send_message", {"channel": "dev", "text": "x"}),
+            step(6, "include_tool", {"tool": "nope"}),
+            "done",
+        ]
+    )
+    config = BudgetConfig(enabled_builtins={"allow": ["*"]}, max_iterations=8, max_tools=4)
+    graph = create_toolbudget_agent(model, catalog, config=config).compile()
+    out = graph.invoke({"messages": [("user", "post to slack and read a file")]})
+    tool_msgs = {m.tool_call_id: m for m in out["messages"] if isinstance(m, ToolMessage)}
+    servers = {s["name"]: s for s in json.loads(tool_msgs["m1"].content)}
+    assert servers["files"]["summary"] == "(0 of 5 tools)"
+    assert json.loads(tool_msgs["m2"].content)["tool"]["in_context"] is True
+    assert tool_msgs["m3"].status == "success" and tool_msgs["m3"].content == "# acme"
+    assert tool_msgs["m5"].status == "error" and "excluded" in tool_msgs["m5"].content
+    assert tool_msgs["m6"].status == "error" and "not tools of this catalog" in (
+        tool_msgs["m6"].content
+    )
+    assert out["context_tools"] == {"read_file": "include"}
+    assert out["context_servers"] == {"slack": "exclude"}
+    assert "read_file" in model.bound_tools[2], "included tool bound in the next step"
+    assert "send_message" not in out["selected_tools"]
+
+
+def test_management_tools_are_off_by_default() -> None:
+    model = ScriptedChatModel(responses=["done"])
+    create_toolbudget_agent(model, build_catalog()).compile().invoke({"messages": [("user", "hi")]})
+    assert "include_tool" not in model.bound_tools[-1]
+    assert "search_tools" in model.bound_tools[-1]
+
+
+def test_run_command_errors_name_the_fix() -> None:
+    catalog = build_catalog()
+    with pytest.raises(CommandError, match="belongs to server 'files', not 'slack'"):
+        run_command(catalog, {}, "include_tool", {"tool": "read_file", "server": "slack"})
+    with pytest.raises(CommandError, match="needs the argument 'mode'"):
+        run_command(catalog, {}, "set_server_include_mode", {"server": "slack"})
+    with pytest.raises(CommandError, match="not servers of this catalog"):
+        run_command(catalog, {}, "exclude_tool_server", {"server": "slak"})
+    with pytest.raises(CommandError, match="not a tool-context operation"):
+        run_command(catalog, {}, "drop_tool", {})
+
+
+# --- why each tool is visible ------------------------------------------------------------------
+
+
+def test_visible_reasons_in_the_stream_events_and_the_state() -> None:
+    catalog = build_catalog(server_defaults={"weather": {"include": "always"}})
+    add = ToolCall(name="add_tool", args={"tool_names": ["list_tables"]}, id="a")
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[add]), "done"])
+    graph = create_toolbudget_agent(model, catalog, max_tools=4, pinned=["read_file"]).compile()
+    events, out = [], {}
+    for mode, part in graph.stream(
+        {"messages": [("user", "create a github issue about the crash")]},
+        stream_mode=["custom", "values"],
+    ):
+        if mode == "custom":
+            events.append(part)
+        else:
+            out = part
+    reasons = out["tool_reasons"]
+    assert reasons["get_weather"] == {"why": "always"}
+    assert reasons["read_file"] == {"why": "pinned"}
+    issue = reasons["create_issue"]
+    assert issue["why"] == "budget" and issue["category"] == "github" and issue["score"] > 0
+    assert issue["share"] == 4
+    assert reasons["list_tables"] == {"why": "add_tool"}
+    assert set(reasons) == set(out["selected_tools"]), "one reason per visible tool"
+    by_node = {e["node"]: e for e in events if e["added"]}
+    assert by_node["select_tools"]["reasons"]["create_issue"]["why"] == "budget"
+    assert any(e["reasons"].get("list_tables") == {"why": "add_tool"} for e in events)
+
+
+def test_cli_in_process_errors_and_modes() -> None:
+    from click.testing import CliRunner
+
+    from langgraph_toolbudget.cli import MODES, main
+    from langgraph_toolbudget.core.context import INCLUDE_MODES
+
+    assert MODES == INCLUDE_MODES
+    runner = CliRunner()
+    for args, expected in [
+        (["tools"], "error: say which thread: --url URL --thread ID"),
+        (["tools", "--url", "http://127.0.0.1:9", "--thread", "t"], "error: no catalog"),
+        (["tools", "--sqlite", "/nonexistent.sqlite", "--thread", "t"], "needs --graph"),
+        (["explain", "x", "--catalog", "no_such_module:catalog"], "cannot load"),
+        (["explain", "x", "--catalog", "json:dumps"], "not a ToolCatalog"),
+    ]:
+        result = runner.invoke(main, args, env={"TOOLBUDGET_CATALOG": ""})
+        assert result.exit_code == 1, (args, result.output)
+        assert expected in result.output and len(result.output.strip().splitlines()) == 1
+
+
+async def test_excluded_tool_refused_under_ainvoke_and_included_one_runs() -> None:
+    catalog = build_catalog(server_defaults={"files": {"include": "manual"}})
+    values = _values(exclude_tools(tools=["get_weather"]), include_tools(tools=["read_file"]))
+    calls = [
+        ToolCall(name="get_weather", args={"city": "Lima"}, id="w"),
+        ToolCall(name="read_file", args={"path": "README.md"}, id="r"),
+    ]
+    state = {"messages": [HumanMessage("x"), AIMessage("", tool_calls=calls)], **values}
+    out = await ToolExecutor(catalog).ainvoke(state)
+    weather, read = out["messages"]
+    assert weather.status == "error" and "was excluded" in weather.content
+    assert read.status == "success" and read.content == "# acme", "included manual tool runs"
+    assert out["selected_tools"]["add"] == ["ask_human", "read_file"]
+
+
+def test_tool_agent_loop_sees_an_include_at_its_next_iteration() -> None:
+    from langgraph_toolbudget import ToolAgent
+
+    catalog = build_catalog(server_defaults={"files": {"include": "manual"}})
+    include = ToolCall(name="include_tool", args={"tool": "read_file"}, id="i")
+    read = ToolCall(name="read_file", args={"path": "README.md"}, id="r")
+    drop = ToolCall(name="exclude_tool", args={"tool": "read_file"}, id="x")
+    again = ToolCall(name="read_file", args={"path": "README.md"}, id="r2")
+    model = ScriptedChatModel(
+        responses=[AIMessage("", tool_calls=[c]) for c in (include, read, drop, again)] + ["ok"]
+    )
+    config = BudgetConfig(enabled_builtins={"allow": ["*"]}, max_iterations=6)
+    out = ToolAgent(model, catalog, config=config).invoke({"messages": [HumanMessage("read")]})
+    results = {m.tool_call_id: m for m in out["messages"] if isinstance(m, ToolMessage)}
+    assert "read_file" not in model.bound_tools[0] and "read_file" in model.bound_tools[1]
+    assert results["r"].content == "# acme"
+    assert "read_file" not in model.bound_tools[3]
+    assert results["r2"].status == "error" and "was excluded" in results["r2"].content
+    assert out["context_tools"] == {"read_file": "exclude"}

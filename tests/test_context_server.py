@@ -1,0 +1,261 @@
+"""A thread's tool context from outside: the SDK, the MCP context server and the CLI.
+
+Everything runs against one real ``langgraph dev`` (the ``server`` fixture of
+test_server.py, started once for this module) and a real ``SqliteSaver`` file; the
+MCP server is driven by the ``mcp`` client over stdio and streamable HTTP, the
+CLI runs as subprocesses. Only the chat model is fake (the demo model).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph_sdk import get_client
+from mcp import ClientSession, StdioServerParameters
+from mcp.client import streamable_http
+from mcp.client.stdio import stdio_client
+
+from langgraph_toolbudget import exclude_tools, include_tools
+from tests.test_server import server  # noqa: F401 - the shared langgraph dev fixture
+
+REPO = Path(__file__).resolve().parents[1]
+CATALOG = "langgraph_toolbudget.demo.example_catalog:build_example_catalog"
+APP = """
+from langgraph_toolbudget import create_toolbudget_agent
+from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+from langgraph_toolbudget.demo.model import DemoChatModel
+
+graph = create_toolbudget_agent(DemoChatModel(), build_example_catalog(), max_tools=5)
+"""
+
+
+def _env(extra: Path | None = None) -> dict[str, str]:
+    paths = [str(REPO), *([str(extra)] if extra else []), os.environ.get("PYTHONPATH", "")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+
+
+def _cli(
+    *args: str, cwd: Path | None = None, app: Path | None = None
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "langgraph_toolbudget.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_env(app),
+    )
+
+
+async def _turn(client: Any, thread_id: str, text: str) -> dict[str, Any]:
+    await client.runs.wait(
+        thread_id, "toolbudget", input={"messages": [{"role": "user", "content": text}]}
+    )
+    return (await client.threads.get_state(thread_id))["values"]
+
+
+async def test_sdk_update_state_then_next_turn_sees_the_context(server: str) -> None:  # noqa: F811
+    client = get_client(url=server)
+    thread_id = (await client.threads.create())["thread_id"]
+    first = await _turn(client, thread_id, "What's the weather in Tokyo?")
+    assert "get_weather" in first["selected_tools"]
+    assert first["tool_reasons"]["get_weather"]["why"] in ("budget", "search")
+
+    await client.threads.update_state(
+        thread_id, exclude_tools(tools=["get_weather"], servers=["slack"])
+    )
+    await client.threads.update_state(thread_id, include_tools(tools=["create_issue"]))
+    second = await _turn(client, thread_id, "What's the weather in Paris? Also post it to slack")
+    assert second["context_tools"] == {"get_weather": "exclude", "create_issue": "include"}
+    visible = set(second["selected_tools"])
+    assert "get_weather" not in visible
+    assert not visible & {"send_message", "list_channels", "read_channel_history"}
+    assert "create_issue" in visible and second["tool_reasons"]["create_issue"] == {
+        "why": "included"
+    }
+    assert set(second["tool_reasons"]) == visible
+
+
+def _call(result: Any) -> Any:
+    assert len(result.content) == 1
+    return json.loads(result.content[0].text)
+
+
+async def test_mcp_context_server_over_stdio_and_http(server: str) -> None:  # noqa: F811
+    client = get_client(url=server)
+    thread_id = (await client.threads.create())["thread_id"]
+    await _turn(client, thread_id, "What's the weather in Tokyo?")
+    args = ["-m", "langgraph_toolbudget.context_server", "--url", server]
+    args += ["--thread", thread_id, "--catalog", CATALOG]
+    params = StdioServerParameters(command=sys.executable, args=args, env=_env())
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        names = [t.name for t in (await session.list_tools()).tools]
+        assert names == [
+            "list_tools", "get_tool", "list_context_tools", "include_tool", "exclude_tool",
+            "set_tool_include_mode", "list_tool_servers", "get_tool_server",
+            "set_server_include_mode", "include_tool_server", "exclude_tool_server",
+        ]  # fmt: skip
+        servers = {s["name"]: s for s in _call(await session.call_tool("list_tool_servers", {}))}
+        assert servers["weather"]["in_context"] >= 1 and servers["slack"]["in_context"] == 0
+        out = _call(await session.call_tool("exclude_tool_server", {"server": "weather"}))
+        weather = next(s for s in out["context"]["servers"] if s["name"] == "weather")
+        assert weather["summary"] == "(0 of 4 tools)"
+        out = _call(
+            await session.call_tool(
+                "set_tool_include_mode", {"tool": "send_message", "mode": "always"}
+            )
+        )  # noqa: E501
+        assert out["tool"]["mode"] == "always" and out["tool"]["in_context"]
+        bad = await session.call_tool("include_tool", {"tool": "get_wether"})
+        assert bad.isError and "Closest tools" in bad.content[0].text
+        tool = _call(await session.call_tool("get_tool", {"tool": "get_weather"}))
+        assert tool["excluded"] and tool["server"] == "weather"
+    values = (await client.threads.get_state(thread_id))["values"]
+    assert values["context_servers"] == {"weather": "exclude"}
+    assert values["context_tool_modes"] == {"send_message": "always"}
+    nxt = await _turn(client, thread_id, "What's the weather in Lima?")
+    assert "send_message" in nxt["selected_tools"] and "get_weather" not in nxt["selected_tools"]
+
+    port = _free_port()
+    http = subprocess.Popen(
+        [sys.executable, *args, "--transport", "streamable-http", "--port", str(port)],
+        env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        _wait_listening(port, http)
+        # streamable_http_client is the newer name; the lowest supported mcp has the older one.
+        connect = getattr(streamable_http, "streamable_http_client", None)
+        connect = connect or streamable_http.streamablehttp_client
+        async with connect(url) as (read, write, _), ClientSession(read, write) as session:
+            await session.initialize()
+            in_context = _call(await session.call_tool("list_context_tools", {}))
+            assert "send_message" in {t["name"] for t in in_context}
+            assert "get_weather" not in {t["name"] for t in in_context}
+    finally:
+        http.terminate()
+        http.wait(timeout=10)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_listening(port: int, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the MCP context server exited"
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/mcp", timeout=1)
+            return
+        except httpx.TransportError:
+            time.sleep(0.2)
+    pytest.fail("the MCP context server did not listen in 30 s")
+
+
+async def test_cli_against_langgraph_dev(server: str) -> None:  # noqa: F811
+    client = get_client(url=server)
+    thread_id = (await client.threads.create())["thread_id"]
+    await _turn(client, thread_id, "What's the weather in Tokyo?")
+    target = ["--url", server, "--thread", thread_id, "--catalog", CATALOG]
+
+    listed = _cli("tools", *target)
+    assert listed.returncode == 0, listed.stderr
+    assert "weather (" in listed.stdout and "[x] get_weather" in listed.stdout
+    assert "github (0 of 7 tools)" in listed.stdout
+
+    done = _cli("tools", "exclude", "--server", "github", *target)
+    assert done.returncode == 0, done.stderr
+    assert (
+        done.stdout.strip()
+        == f"excluded server github in thread {thread_id}: github (0 of 7 tools)"
+    )  # noqa: E501
+    done = _cli("tools", "include", "--server", "slack", "--tool", "send_message", *target)
+    assert "slack (1 of 5 tools)" in done.stdout
+    done = _cli("tools", "mode", "always", "--server", "files", *target, "--json")
+    files = next(s for s in json.loads(done.stdout)["context"]["servers"] if s["name"] == "files")
+    assert files["mode"] == "always" and files["summary"].startswith("(all")
+
+    data = json.loads(_cli("tools", *target, "--json").stdout)
+    rows = {r["name"]: r for r in data["tools"]}
+    assert rows["create_issue"]["excluded"] and rows["send_message"]["context"] == "include"
+    values = (await client.threads.get_state(thread_id))["values"]
+    assert values["context_servers"] == {"github": "exclude"}
+    assert values["context_server_modes"] == {"files": "always"}
+
+    missing = str(uuid.uuid4())
+    errors = [
+        (["tools", "--url", server, "--thread", missing, "--catalog", CATALOG],
+         f"thread '{missing}' not found"),
+        (["tools", "--url", f"http://127.0.0.1:{_free_port()}", "--thread", thread_id,
+          "--catalog", CATALOG], "cannot reach the LangGraph server"),
+        (["tools", "exclude", "--server", "files", "--tool", "nope", *target],
+         "not tools of this catalog"),
+    ]  # fmt: skip
+    # Independent commands: started together, so the suite waits for one start-up, not three.
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "langgraph_toolbudget.cli", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_env(),
+        )  # fmt: skip
+        for args, _ in errors
+    ]
+    for proc, (_, expected) in zip(procs, errors, strict=True):
+        _, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == 1
+        assert expected in stderr and len(stderr.strip().splitlines()) == 1
+
+
+def test_cli_against_a_sqlite_thread_and_explain(tmp_path: Path) -> None:
+    (tmp_path / "myapp.py").write_text(APP, encoding="utf-8")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        from myapp import graph  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(tmp_path))
+    db = tmp_path / "threads.sqlite"
+    config = {"configurable": {"thread_id": "t1"}}
+    with SqliteSaver.from_conn_string(str(db)) as saver:
+        graph.compile(checkpointer=saver).invoke(
+            {"messages": [("user", "weather in Paris?")]}, config
+        )
+    target = ["--sqlite", str(db), "--graph", "myapp:graph", "--thread", "t1"]
+    done = _cli(
+        "tools", "exclude", "--server", "weather", "--tool", "get_weather", *target, app=tmp_path
+    )  # noqa: E501
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("excluded tool get_weather in thread t1: weather (")
+    with SqliteSaver.from_conn_string(str(db)) as saver:
+        app = graph.compile(checkpointer=saver)
+        assert app.get_state(config).values["context_tools"] == {"get_weather": "exclude"}
+        out = app.invoke({"messages": [("user", "and the weather in Lima?")]}, config)
+        assert "get_weather" not in out["selected_tools"]
+        assert len([m for m in out["messages"] if m.type == "human"]) == 2, "nothing lost"
+    listed = _cli("tools", *target, app=tmp_path)
+    assert "[-] get_weather" in listed.stdout
+
+    explained = _cli("explain", "What's the weather in Paris?", "--catalog", CATALOG)
+    assert explained.returncode == 0, explained.stderr
+    assert explained.stdout.splitlines()[2].split()[0] == "weather"
+    assert "get_weather" in explained.stdout and "budget: weather (share" in explained.stdout
+    assert "Schema tokens:" in explained.stdout
+    data = json.loads(_cli("explain", "weather in Paris", "--catalog", CATALOG, "--json").stdout)
+    assert data["categories"][0]["name"] == "weather"
+    assert 0 < data["schema_tokens"]["chosen"] < data["schema_tokens"]["all"]
+    assert _cli("--help").returncode == 0
