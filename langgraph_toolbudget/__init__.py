@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from langgraph_toolbudget.core.semantic import HashingEmbeddings, HybridScorer
     from langgraph_toolbudget.core.tokens import schema_tokens
     from langgraph_toolbudget.mcp import MCPLoadError, MCPServerError
+    from langgraph_toolbudget.middleware import ToolBudgetMiddleware
     from langgraph_toolbudget.nodes.agent import CallModel, ToolAgent
     from langgraph_toolbudget.nodes.executor import ToolExecutor
     from langgraph_toolbudget.nodes.graph_tool import graph_tool
@@ -64,6 +65,7 @@ _EXPORTS = {
     "SelectTools": "nodes.selection",
     "ToolSearch": "nodes.selection",
     "ToolBudgetState": "state",
+    "ToolBudgetMiddleware": "middleware",
 }
 """Public name -> the submodule (below ``langgraph_toolbudget``) that defines it."""
 
@@ -103,4 +105,5 @@ __all__ = [
     "meta_tool_definitions",
     "schema_tokens",
     "tools_prompt_section",
+    "ToolBudgetMiddleware",
 ]

@@ -176,6 +176,16 @@ class BatchRunner:
             )
         return answers, outcome
 
+    def answer_meta(
+        self, calls: Sequence[ToolCall], working: WorkingSet, messages: Sequence[Any]
+    ) -> tuple[dict[int, ToolMessage], TurnOutcome]:
+        """Answer the meta-calls among ``calls`` in order, bounded per turn; index -> message.
+
+        ``working`` changes in place; ``messages`` (the thread so far) count the
+        meta-calls this turn already made. Used by ``ToolBudgetMiddleware``.
+        """
+        return self._answer_meta(calls, working, messages)
+
     # --- a whole batch ----------------------------------------------------------------------
 
     def _plan(

@@ -26,7 +26,7 @@ import contextvars
 import json
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -280,6 +280,39 @@ class ToolCallPipeline:
         except Exception as exc:  # noqa: BLE001 - any tool failure becomes a message to the model
             return self._noted(call, self._failure(call, tool, exc))
         return self._noted(call, self._normalise(call, tool, response))
+
+    def delegate(
+        self, request: ToolCallRequest, check: CallCheck, invoke: Callable[[Any], Any]
+    ) -> Any:
+        """Check, coerce, then ``invoke(request)`` (another tool node's stage), note, catch."""
+        prepared = self._prepare(request.tool_call, request.tool, check)
+        if isinstance(prepared, ToolMessage):
+            return prepared
+        tool, call = prepared
+        try:
+            return self._noted(call, invoke(request.override(tool_call=call)))
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any tool failure becomes a message to the model
+            return self._noted(call, self._failure(call, tool, exc))
+
+    async def adelegate(
+        self, request: ToolCallRequest, check: CallCheck, ainvoke: Callable[[Any], Awaitable[Any]]
+    ) -> Any:
+        """The async :meth:`delegate`, bounded by the tool's ``timeout_s``."""
+        prepared = self._prepare(request.tool_call, request.tool, check)
+        if isinstance(prepared, ToolMessage):
+            return prepared
+        tool, call = prepared
+        spec = self.catalog.get(tool.name)
+        timeout = spec.timeout_s if spec is not None else None
+        try:
+            coro = ainvoke(request.override(tool_call=call))
+            return self._noted(call, await (asyncio.wait_for(coro, timeout) if timeout else coro))
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any tool failure becomes a message to the model
+            return self._noted(call, self._failure(call, tool, exc))
 
     def _prepare(
         self, call: ToolCall, tool: BaseTool | None, check: CallCheck

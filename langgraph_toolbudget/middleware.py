@@ -1,0 +1,406 @@
+"""The tool budget as LangChain v1 agent middleware: :class:`ToolBudgetMiddleware`.
+
+Key Components:
+    - :class:`ToolBudgetMiddleware`: for ``langchain.agents.create_agent``. It
+      registers the catalog's tools and the meta-tools with the agent, chooses
+      the visible tools at the start of each user turn (the nodes
+      ``ClassifyIntent``, ``SelectTools`` and ``ToolSearch``, run as they are),
+      binds only the meta-tools and the visible tools to each model call (with
+      the categories section in the system prompt), answers meta-calls and
+      refuses calls to tools the model was not shown (``BatchRunner``'s
+      meta-call answers, ``VisibilityPolicy``'s errors, ``ToolCallPipeline``'s
+      coercion and failure messages).
+    - :class:`ToolBudgetAgentState`: the agent state plus the budget's fields
+      (tool names only), so threads persist through any checkpointer.
+
+A thin adapter, like ``nodes/``: selection, meta-tools and enforcement are the
+shared core's; only the hooks are here. Needs ``langchain>=1.3``
+(``pip install "langgraph-toolbudget[middleware]"``).
+
+Typical Usage:
+    ```python
+    agent = create_agent(model, middleware=[ToolBudgetMiddleware(catalog, max_tools=6)])
+    out = agent.invoke({"messages": [{"role": "user", "content": "weather in Paris?"}]})
+    out["selected_tools"]  # the tools the model was shown
+    ```
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import weakref
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Annotated, Any
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config
+from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.types import Command
+from typing_extensions import NotRequired
+
+from langgraph_toolbudget.config import BudgetConfig, ExecutionMode, RuntimeMode, resolve_config
+from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.coercion import repair_tool_calls
+from langgraph_toolbudget.core.meta import META_TOOL_NAMES, meta_tool_definitions
+from langgraph_toolbudget.core.semantic import HybridScorer
+from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
+from langgraph_toolbudget.execution.batch import BatchRunner
+from langgraph_toolbudget.nodes._node import emit_changes
+from langgraph_toolbudget.nodes.agent import ITERATION_LIMIT_MESSAGE
+from langgraph_toolbudget.nodes.intent import ClassifyIntent
+from langgraph_toolbudget.nodes.prompt import ai_calls_this_turn, tools_prompt_section
+from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
+from langgraph_toolbudget.state import merge_counts, merge_names
+
+try:
+    from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "ToolBudgetMiddleware needs LangChain v1 agents (langchain>=1.3): "
+        'pip install "langgraph-toolbudget[middleware]"'
+    ) from exc
+
+__all__ = ["ToolBudgetAgentState", "ToolBudgetMiddleware"]
+
+_REDUCERS: dict[str, Callable[[Any, Any], Any]] = {
+    "selected_tools": merge_names,
+    "discovered_tools": merge_names,
+    "tool_last_used": merge_counts,
+}
+
+
+class ToolBudgetAgentState(AgentState[Any]):
+    """``create_agent``'s state plus the tool budget's fields (names only, JSON-friendly).
+
+    The fields and their reducers are those of
+    :class:`~langgraph_toolbudget.state.ToolBudgetState`.
+    """
+
+    categories: NotRequired[list[str]]
+    category_scores: NotRequired[dict[str, float]]
+    selected_tools: NotRequired[Annotated[list[str], merge_names]]
+    discovered_tools: NotRequired[Annotated[list[str], merge_names]]
+    tool_last_used: NotRequired[Annotated[dict[str, int], merge_counts]]
+
+
+def _apply(state: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """``state`` with a node's ``update`` merged in through the state's reducers."""
+    merged = dict(state)
+    for key, value in update.items():
+        reducer = _REDUCERS.get(key)
+        merged[key] = reducer(state.get(key), value) if reducer else value
+    return merged
+
+
+def _delta(before: dict[str, Any], after: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    """The update that turns ``before`` into ``after`` for ``keys`` plus the visible set."""
+    out = {k: after[k] for k in keys if k in after and after[k] != before.get(k)}
+    diff = WorkingSet(list(after.get("selected_tools") or [])).diff(
+        before.get("selected_tools") or []
+    )
+    if diff["add"] or diff["remove"]:
+        out["selected_tools"] = diff
+    old = before.get("tool_last_used") or {}
+    used = {k: v for k, v in (after.get("tool_last_used") or {}).items() if old.get(k) != v}
+    if used:
+        out["tool_last_used"] = used
+    return out
+
+
+def _with_section(system: SystemMessage | None, section: str) -> SystemMessage:
+    """The agent's system message (kept first) followed by the tools section."""
+    if system is None:
+        return SystemMessage(section)
+    if isinstance(system.content, str):
+        return SystemMessage("\n\n".join(p for p in (system.content, section) if p))
+    return SystemMessage([*system.content, {"type": "text", "text": section}])
+
+
+def _current_config() -> RunnableConfig:
+    try:
+        return get_config()
+    except RuntimeError:  # outside a graph run (a hook called directly)
+        return {}
+
+
+class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
+    """Agent middleware: a small, relevant tool set per turn, meta-tools, enforcement.
+
+    ``create_agent(model, tools=[], middleware=[ToolBudgetMiddleware(catalog)])``
+    runs the same budget as :func:`~langgraph_toolbudget.create_toolbudget_agent`:
+
+    - ``before_model``: at the first model call of each user turn, classifies the
+      query, selects tools under the budget and (on the thread's first turn)
+      adds the tool search's hits, by running the nodes ``ClassifyIntent``,
+      ``SelectTools`` and ``ToolSearch``; the result lands in the state.
+    - ``wrap_model_call``: binds the meta-tools and the visible tools (other
+      tools of the agent, not in the catalog, stay bound), and appends the
+      categories section to the system prompt. After ``max_iterations`` model
+      calls in one turn it answers with a final message instead.
+    - ``wrap_tool_call``: answers meta-calls (a ``ToolMessage`` plus a
+      ``Command`` updating the visible set); refuses calls to hidden, filtered,
+      disabled, draft or unknown tools with the same errors as ``ToolExecutor``;
+      coerces arguments, notes deprecated tools, turns a tool's exception into
+      an error message. Tools of the agent that are not in the catalog pass.
+
+    Args:
+        catalog: the tool catalog; its tools (in ``runtime_mode``) and the
+            meta-tools are registered with the agent.
+        config: the shared options; the keyword arguments below override it
+            (``None`` keeps the config's value).
+        max_tools: the budget (default 8, or the preset of ``model_size``).
+        model_size: model name or size for the budget presets.
+        min_per_category: floor of each category's share.
+        max_categories: categories the classifier returns at most.
+        classifier_model: optional chat model for the classification.
+        search_limit: tools the automatic tool search adds.
+        embeddings: optional LangChain ``Embeddings`` (or a ``HybridScorer``).
+        mode: ``parallel_safe`` (the agent's tool node runs a batch's calls
+            concurrently) or ``sequential`` (this middleware lets one call run
+            at a time).
+        pinned: tools always visible.
+        max_visible: hard cap on visible tools (LRU eviction).
+        max_iterations: model calls per user turn.
+        max_meta_calls: meta-calls per user turn.
+        enforce_visibility: refuse calls to tools that exist but are not visible.
+        runtime_mode: ``production`` or ``debug`` (drafts too).
+
+    Raises:
+        TypeError: an option of the wrong type.
+        ValueError: an option out of range; a catalog tool named like a meta-tool.
+
+    Example:
+        ```python
+        budget = ToolBudgetMiddleware(catalog, max_tools=6, max_visible=12)
+        agent = create_agent(model, middleware=[budget], checkpointer=InMemorySaver())
+        ```
+    """
+
+    state_schema = ToolBudgetAgentState
+
+    def __init__(
+        self,
+        catalog: ToolCatalog,
+        *,
+        config: BudgetConfig | None = None,
+        max_tools: int | None = None,
+        model_size: str | float | None = None,
+        min_per_category: int | None = None,
+        max_categories: int | None = None,
+        classifier_model: BaseChatModel | str | None = None,
+        search_limit: int | None = None,
+        embeddings: Embeddings | HybridScorer | None = None,
+        mode: ExecutionMode | None = None,
+        pinned: Sequence[str] | None = None,
+        max_visible: int | None = None,
+        max_iterations: int | None = None,
+        max_meta_calls: int | None = None,
+        enforce_visibility: bool | None = None,
+        runtime_mode: RuntimeMode | None = None,
+    ) -> None:
+        super().__init__()
+        self.config = shared = resolve_config(
+            config,
+            max_tools=max_tools,
+            model_size=model_size,
+            min_per_category=min_per_category,
+            max_categories=max_categories,
+            search_limit=search_limit,
+            embeddings=embeddings,
+            mode=mode,
+            pinned=pinned,
+            max_visible=max_visible,
+            max_iterations=max_iterations,
+            max_meta_calls=max_meta_calls,
+            enforce_visibility=enforce_visibility,
+            runtime_mode=runtime_mode,
+        )
+        self.runner = BatchRunner(catalog, shared)
+        self.catalog = catalog = self.runner.catalog  # in the runtime mode
+        self.selectors = (
+            ClassifyIntent(catalog, config=shared, model=classifier_model),
+            SelectTools(catalog, config=shared),
+            ToolSearch(catalog, config=shared),
+        )
+        self.meta_tools = meta_tool_definitions(catalog.categories)
+        self.section = tools_prompt_section(catalog)
+        self.tools = [*self.meta_tools, *(spec.tool for spec in catalog.specs)]
+        self._sync_lock = threading.Lock()
+        self._async_locks: weakref.WeakKeyDictionary[Any, asyncio.Lock] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    # --- the turn's selection ----------------------------------------------------------------
+
+    def _turn_start(self, state: Any) -> dict[str, Any] | None:
+        """The state to select from at a turn's first model call, else None."""
+        if ai_calls_this_turn(state_messages(state)) > 0:
+            return None
+        return dict(state)
+
+    def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """At a user turn's first model call: classify, select, search (the nodes' own code)."""
+        start = self._turn_start(state)
+        if start is None:
+            return None
+        config, chosen = _current_config(), start
+        for node in self.selectors:
+            chosen = _apply(chosen, node.run(chosen, config))
+        return _delta(start, chosen, ("categories", "category_scores")) or None
+
+    async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """The async :meth:`before_model` (async embeddings and classifier model)."""
+        start = self._turn_start(state)
+        if start is None:
+            return None
+        config, chosen = _current_config(), start
+        for node in self.selectors:
+            chosen = _apply(chosen, await node.arun(chosen, config))
+        return _delta(start, chosen, ("categories", "category_scores")) or None
+
+    # --- the model call ----------------------------------------------------------------------
+
+    def _limit(self, request: ModelRequest) -> ModelResponse | None:
+        n = self.config.max_iterations
+        if ai_calls_this_turn(state_messages(request.state)) >= n:
+            return ModelResponse(result=[AIMessage(ITERATION_LIMIT_MESSAGE.format(n=n))])
+        return None
+
+    def _request(self, request: ModelRequest) -> ModelRequest:
+        """Meta-tools + visible tools (+ the agent's other tools), and the tools section."""
+        visible = self.runner.working_set(request.state).names
+        ours = {*META_TOOL_NAMES, *self.catalog.tool_names}
+        others = [t for t in request.tools if isinstance(t, dict) or t.name not in ours]
+        tools = [*self.meta_tools, *self.catalog.tools(visible), *others]
+        return request.override(
+            tools=tools, system_message=_with_section(request.system_message, self.section)
+        )
+
+    @staticmethod
+    def _repaired(response: Any) -> Any:
+        if isinstance(response, ModelResponse):
+            response.result = [
+                repair_tool_calls(m) if isinstance(m, AIMessage) else m for m in response.result
+            ]
+        return response
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        """Bind the meta-tools and the visible tools; add the tools section to the prompt."""
+        if (stop := self._limit(request)) is not None:
+            return stop
+        return self._repaired(handler(self._request(request)))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
+        """The async :meth:`wrap_model_call`."""
+        if (stop := self._limit(request)) is not None:
+            return stop
+        return self._repaired(await handler(self._request(request)))
+
+    # --- the tool calls ----------------------------------------------------------------------
+
+    def _owns(self, request: ToolCallRequest) -> bool:
+        """Is this call ours to judge (a catalog tool of any status, or no tool at all)?"""
+        name = request.tool_call["name"]
+        catalog = self.catalog
+        return (
+            request.tool is None
+            or name in catalog
+            or catalog.status(name) is not None
+            or catalog.is_filtered(name)
+        )
+
+    def _check(self, request: ToolCallRequest) -> Callable[[str], str | None]:
+        """The check stage: against the visible set after the batch's meta-calls (as in a node)."""
+        batch = _batch_of(request.state, request.tool_call)
+        working, _, _ = self._replay(batch, len(batch), request.state)
+        return lambda name: self.runner.policy.unavailable(name, working)
+
+    def _replay(self, batch: list[Any], upto: int, state: Any) -> tuple[WorkingSet, Any, Any]:
+        """The batch's first ``upto`` meta-calls answered in order, as ``BatchRunner`` does."""
+        working = self.runner.working_set(state)
+        shown = set(working.names)
+        for call in batch:  # the tools the model saw when it made these calls count as used
+            if call["name"] in shown:
+                working.touch(call["name"])
+        answers, outcome = self.runner.answer_meta(batch[:upto], working, state_messages(state))
+        return working, answers, outcome
+
+    def _meta(self, request: ToolCallRequest) -> Command:
+        """A meta-call's answer and visible-set update, as if its batch ran in order.
+
+        The agent's tool node runs each call on its own; replaying the batch's
+        earlier meta-calls gives each one the visible set ``BatchRunner`` would,
+        and the per-call updates, applied in call order, add up to its result.
+        """
+        state, call = request.state, request.tool_call
+        batch = _batch_of(state, call)
+        i = next(k for k, c in enumerate(batch) if c.get("id") == call.get("id"))
+        before, _, _ = self._replay(batch, i, state)
+        after, answers, outcome = self._replay(batch, i + 1, state)
+        stored = {**state, "selected_tools": before.names}
+        update = _delta(
+            stored, {"selected_tools": after.names, "tool_last_used": after.last_used}, ()
+        )
+        if outcome.discovered:
+            update["discovered_tools"] = outcome.discovered
+        del after.changes[: len(before.changes)]
+        emit_changes(after, self.name)
+        return Command(update={"messages": [answers[i]], **update})
+
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command],
+    ) -> ToolMessage | Command:
+        """Answer meta-calls; refuse hidden tools; run the rest through ``handler``."""
+        if request.tool_call["name"] in META_TOOL_NAMES:
+            return self._meta(request)
+        if not self._owns(request):
+            return handler(request)
+        check = self._check(request)
+        with self._sync_lock if self.config.mode == "sequential" else contextlib.nullcontext():
+            return self.runner.pipeline.delegate(request, check, handler)
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command]],
+    ) -> ToolMessage | Command:
+        """The async :meth:`wrap_tool_call` (with the tools' ``timeout_s``)."""
+        if request.tool_call["name"] in META_TOOL_NAMES:
+            return self._meta(request)
+        if not self._owns(request):
+            return await handler(request)
+        check = self._check(request)
+        sequential = self.config.mode == "sequential"
+        async with self._async_lock() if sequential else contextlib.nullcontext():
+            return await self.runner.pipeline.adelegate(request, check, handler)
+
+    def _async_lock(self) -> asyncio.Lock:
+        """One lock per event loop (an ``asyncio.Lock`` must not cross loops)."""
+        loop = asyncio.get_running_loop()
+        lock = self._async_locks.get(loop)
+        if lock is None:
+            lock = self._async_locks[loop] = asyncio.Lock()
+        return lock
+
+
+def _batch_of(state: Any, call: Any) -> list[Any]:
+    """The tool calls of the AI message that made ``call`` (just ``[call]`` if not found)."""
+    for message in reversed(state_messages(state)):
+        if isinstance(message, AIMessage) and any(
+            c.get("id") == call.get("id") for c in message.tool_calls
+        ):
+            return list(message.tool_calls)
+    return [call]
