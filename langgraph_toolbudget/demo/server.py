@@ -10,6 +10,9 @@ Key Components:
       :mod:`langgraph_toolbudget.demo.mcp_servers`.
       The catalog (one persistent session per server) is loaded once per
       process and shared by every run.
+    - :func:`middleware_agent`: graph factory, the same app built the LangChain v1
+      way: ``create_agent`` with :class:`~langgraph_toolbudget.ToolBudgetMiddleware`
+      over the example catalog.
     - :func:`chat_model`: the chat model named by a spec: ``"demo"`` (the
       default) is :class:`~langgraph_toolbudget.demo.model.DemoChatModel`, a
       deterministic rule-based model; ``"provider:model"`` (e.g.
@@ -66,6 +69,7 @@ __all__ = [
     "example_agent",
     "mcp_agent",
     "mcp_connections",
+    "middleware_agent",
     "model_spec",
 ]
 
@@ -187,6 +191,31 @@ async def example_agent(config: RunnableConfig) -> CompiledStateGraph:
     if _example is None:
         _example = await asyncio.to_thread(_build_example)
     return agent_for(_example, config)
+
+
+async def middleware_agent(config: RunnableConfig) -> CompiledStateGraph:
+    """Graph factory: ``create_agent`` + ``ToolBudgetMiddleware`` over the example catalog.
+
+    The same app as :func:`example_agent`, built with LangChain's agent and the
+    middleware instead of the prebuilt graph (needs ``langchain``, in the
+    ``middleware`` extra).
+
+    Args:
+        config: the run's config (``configurable.model``, ``max_tools``, ``mode``).
+
+    Returns:
+        The compiled agent.
+    """
+    from langchain.agents import create_agent
+
+    from langgraph_toolbudget.middleware import ToolBudgetMiddleware
+
+    global _example
+    if _example is None:
+        _example = await asyncio.to_thread(_build_example)
+    budget = ToolBudgetMiddleware(_example, **_options(config))
+    agent: CompiledStateGraph = create_agent(chat_model(model_spec(config)), middleware=[budget])
+    return agent
 
 
 def _build_example() -> ToolCatalog:
