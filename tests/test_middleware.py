@@ -12,7 +12,15 @@ import sqlite3
 from typing import Any
 
 import pytest
-from agent_tools import Recorder, ai_calls, call, recording_catalog, tool_messages
+from agent_tools import (
+    APOLLO_QUERY,
+    Recorder,
+    ai_calls,
+    call,
+    recording_catalog,
+    tool_messages,
+    wrong_category_script,
+)
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware, SummarizationMiddleware
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -34,7 +42,6 @@ from langgraph_toolbudget.testing import ScriptedChatModel
 
 APIS = ["invoke", "ainvoke"]
 META = list(META_TOOL_NAMES)
-APOLLO = "Put the apollo launch blocker on the apollo project board"
 
 
 @pytest.fixture
@@ -66,19 +73,6 @@ def both_ways(catalog, script, **options: Any) -> tuple[Any, Any, ScriptedChatMo
     return agent, nodes, model, node_model
 
 
-def wrong_category_script() -> list[Any]:
-    def use_the_new_tool(messages: list[Any], tools: list[str]) -> AIMessage:
-        if "create_issue" not in tools:
-            return AIMessage("I have no tool to open an issue.")
-        return ai_calls(call("create_issue", "c2", repo="acme/apollo", title="Launch blocker"))
-
-    return [
-        ai_calls(call("request_more_tools", "c1", categories=["github"], reason="open an issue")),
-        use_the_new_tool,
-        AIMessage("Opened the launch blocker issue in acme/apollo."),
-    ]
-
-
 # --- selection, meta-calls, enforcement: the same as the nodes ------------------------------
 
 
@@ -86,8 +80,8 @@ def wrong_category_script() -> list[Any]:
 async def test_middleware_selects_on_the_first_turn_like_the_nodes(catalog, api):
     script = lambda: [AIMessage("Which board?")]  # noqa: E731
     agent, nodes, model, node_model = both_ways(catalog, script, max_tools=3)
-    out = await run(agent, {"messages": [HumanMessage(APOLLO)]}, api)
-    expected = await run(nodes, {"messages": [HumanMessage(APOLLO)]}, api)
+    out = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
+    expected = await run(nodes, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
     assert model.bound_tools == node_model.bound_tools
     first = model.bound_tools[0]
     assert first[:4] == META and {"create_project", "list_projects", "add_task"} <= set(first)
@@ -100,14 +94,14 @@ async def test_middleware_selects_on_the_first_turn_like_the_nodes(catalog, api)
 @pytest.mark.parametrize("api", APIS)
 async def test_request_more_tools_then_the_loaded_tool_runs(catalog, rec, api):
     agent, nodes, model, node_model = both_ways(catalog, wrong_category_script, max_tools=3)
-    out = await run(agent, {"messages": [HumanMessage(APOLLO)]}, api)
+    out = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
     first, second, third = model.bound_tools
     assert "create_issue" not in first and "create_issue" in second and third == second
     assert by_id(out["messages"])["c1"].content.startswith("Loaded 3 tools: create_issue")
     assert by_id(out["messages"])["c2"].content == "issue 'Launch blocker' opened in acme/apollo"
     assert rec.runs == [("create_issue", {"repo": "acme/apollo", "title": "Launch blocker"})]
     assert out["messages"][-1].content == "Opened the launch blocker issue in acme/apollo."
-    expected = await run(nodes, {"messages": [HumanMessage(APOLLO)]}, api)
+    expected = await run(nodes, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
     assert model.bound_tools == node_model.bound_tools
     assert out["selected_tools"] == expected["selected_tools"]
 
@@ -128,14 +122,15 @@ async def test_hidden_filtered_disabled_and_unknown_calls_are_refused_as_by_the_
         ]
 
     agent, nodes, model, _ = both_ways(catalog, script, max_tools=3)
-    out = await run(agent, {"messages": [HumanMessage(APOLLO)]}, api)
+    out = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
     assert rec.runs == []
     answers = by_id(out["messages"])
     assert all(answers[i].status == "error" for i in ("h1", "f1", "d1", "u1"))
     assert "add_tool(tool_names=['merge_pull_request'])" in answers["h1"].content
     assert "filtered out" in answers["f1"].content and "disabled" in answers["d1"].content
     assert "Closest tools: create_project" in answers["u1"].content
-    expected = by_id((await run(nodes, {"messages": [HumanMessage(APOLLO)]}, api))["messages"])
+    node_out = await run(nodes, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
+    expected = by_id(node_out["messages"])
     assert {i: m.content for i, m in answers.items()} == {i: m.content for i, m in expected.items()}
 
 
@@ -155,7 +150,7 @@ async def test_parallel_calls_with_meta_calls_in_one_batch_match_the_nodes(catal
         ]
 
     agent, nodes, model, node_model = both_ways(catalog, script, max_tools=3)
-    out = await run(agent, {"messages": [HumanMessage(APOLLO)]}, api)
+    out = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
     assert [m.tool_call_id for m in tool_messages(out["messages"])] == [
         "r1",
         "m1",
@@ -166,7 +161,7 @@ async def test_parallel_calls_with_meta_calls_in_one_batch_match_the_nodes(catal
     ]
     assert sorted(rec.names) == ["add_task", "get_weather", "list_projects", "search_docs"]
     assert all(m.status == "success" for m in tool_messages(out["messages"]))
-    expected = await run(nodes, {"messages": [HumanMessage(APOLLO)]}, api)
+    expected = await run(nodes, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
     assert model.bound_tools == node_model.bound_tools
     assert out["selected_tools"] == expected["selected_tools"]
     assert {"get_weather", "search_docs"} <= set(out["selected_tools"])
@@ -183,13 +178,13 @@ async def test_search_then_add_records_discovered_tools(catalog, rec, api):
         ]
 
     agent, nodes, model, node_model = both_ways(catalog, script, max_tools=3)
-    out = await run(agent, {"messages": [HumanMessage(APOLLO)]}, api)
+    out = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
     assert '"weather_forecast"' in by_id(out["messages"])["s1"].content
     assert "weather_forecast" not in model.bound_tools[1]  # found is not visible yet
     assert "weather_forecast" in model.bound_tools[2]
     assert rec.runs == [("weather_forecast", {"city": "Lima", "days": 1})]  # coerced
     assert out["discovered_tools"] == ["weather_forecast"]
-    await run(nodes, {"messages": [HumanMessage(APOLLO)]}, api)
+    await run(nodes, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
     assert model.bound_tools == node_model.bound_tools
 
 
@@ -211,7 +206,7 @@ async def test_a_raising_tool_becomes_an_error_message_and_other_agent_tools_pas
         cycle=False,
     )
     agent = create_agent(model, tools=[echo], middleware=[ToolBudgetMiddleware(catalog)])
-    out = await run(agent, {"messages": [HumanMessage(APOLLO)]}, api)
+    out = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
     assert "echo" in model.bound_tools[0]  # the agent's own tool stays bound
     assert by_id(out["messages"])["e0"].content == "echo: hi"
     error = by_id(out["messages"])["e1"]
@@ -223,7 +218,7 @@ async def test_a_raising_tool_becomes_an_error_message_and_other_agent_tools_pas
 async def test_max_iterations_ends_the_turn_with_a_message(catalog, api):
     model = ScriptedChatModel(responses=[ai_calls(call("list_projects", "again"))], cycle=True)
     budget = ToolBudgetMiddleware(catalog, config=BudgetConfig(max_iterations=3))
-    out = await run(create_agent(model, middleware=[budget]), {"messages": [APOLLO]}, api)
+    out = await run(create_agent(model, middleware=[budget]), {"messages": [APOLLO_QUERY]}, api)
     assert len(model.calls) == 3
     assert out["messages"][-1].content == ITERATION_LIMIT_MESSAGE.format(n=3)
 
@@ -242,7 +237,7 @@ def two_turn_script() -> list[Any]:
 
 async def two_turns(agent: Any, api: str, thread: str) -> tuple[dict, dict]:
     config = {"configurable": {"thread_id": thread}}
-    first = await run(agent, {"messages": [HumanMessage(APOLLO)]}, api, config)
+    first = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api, config)
     second = await run(
         agent, {"messages": [HumanMessage("What is the weather in Lima?")]}, api, config
     )
@@ -300,7 +295,7 @@ async def test_composes_with_summarization_and_human_in_the_loop(catalog, rec, a
     ]
     agent = create_agent(model, middleware=middleware, checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "hitl"}}
-    history = [HumanMessage("hello"), AIMessage("Hi!"), HumanMessage(APOLLO)]
+    history = [HumanMessage("hello"), AIMessage("Hi!"), HumanMessage(APOLLO_QUERY)]
     paused = await run(agent, {"messages": history}, api, config)
     (interrupt,) = paused["__interrupt__"]
     assert interrupt.value["action_requests"][0]["name"] == "create_issue"
@@ -319,7 +314,7 @@ async def test_visible_set_changes_stream_as_custom_events(catalog):
     events = [
         chunk
         async for mode, chunk in agent.astream(
-            {"messages": [HumanMessage(APOLLO)]}, stream_mode=["custom", "updates"]
+            {"messages": [HumanMessage(APOLLO_QUERY)]}, stream_mode=["custom", "updates"]
         )
         if mode == "custom"
     ]

@@ -187,10 +187,7 @@ async def example_agent(config: RunnableConfig) -> CompiledStateGraph:
     Returns:
         The compiled graph.
     """
-    global _example
-    if _example is None:
-        _example = await asyncio.to_thread(_build_example)
-    return agent_for(_example, config)
+    return agent_for(await _example_catalog(), config)
 
 
 async def middleware_agent(config: RunnableConfig) -> CompiledStateGraph:
@@ -210,12 +207,16 @@ async def middleware_agent(config: RunnableConfig) -> CompiledStateGraph:
 
     from langgraph_toolbudget.middleware import ToolBudgetMiddleware
 
+    budget = ToolBudgetMiddleware(await _example_catalog(), **_options(config))
+    agent: CompiledStateGraph = create_agent(chat_model(model_spec(config)), middleware=[budget])
+    return agent
+
+
+async def _example_catalog() -> ToolCatalog:
     global _example
     if _example is None:
         _example = await asyncio.to_thread(_build_example)
-    budget = ToolBudgetMiddleware(_example, **_options(config))
-    agent: CompiledStateGraph = create_agent(chat_model(model_spec(config)), middleware=[budget])
-    return agent
+    return _example
 
 
 def _build_example() -> ToolCatalog:

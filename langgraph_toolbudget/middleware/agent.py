@@ -1,29 +1,4 @@
-"""The tool budget as LangChain v1 agent middleware: :class:`ToolBudgetMiddleware`.
-
-Key Components:
-    - :class:`ToolBudgetMiddleware`: for ``langchain.agents.create_agent``. It
-      registers the catalog's tools and the meta-tools with the agent, chooses
-      the visible tools at the start of each user turn (the nodes
-      ``ClassifyIntent``, ``SelectTools`` and ``ToolSearch``, run as they are),
-      binds only the meta-tools and the visible tools to each model call (with
-      the categories section in the system prompt), answers meta-calls and
-      refuses calls to tools the model was not shown (``BatchRunner``'s
-      meta-call answers, ``VisibilityPolicy``'s errors, ``ToolCallPipeline``'s
-      coercion and failure messages).
-    - :class:`ToolBudgetAgentState`: the agent state plus the budget's fields
-      (tool names only), so threads persist through any checkpointer.
-
-A thin adapter, like ``nodes/``: selection, meta-tools and enforcement are the
-shared core's; only the hooks are here. Needs ``langchain>=1.3``
-(``pip install "langgraph-toolbudget[middleware]"``).
-
-Typical Usage:
-    ```python
-    agent = create_agent(model, middleware=[ToolBudgetMiddleware(catalog, max_tools=6)])
-    out = agent.invoke({"messages": [{"role": "user", "content": "weather in Paris?"}]})
-    out["selected_tools"]  # the tools the model was shown
-    ```
-"""
+"""``ToolBudgetMiddleware``: the hooks (see the package docstring)."""
 
 from __future__ import annotations
 
@@ -32,8 +7,9 @@ import contextlib
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Annotated, Any
+from typing import Any
 
+from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
@@ -41,7 +17,6 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
-from typing_extensions import NotRequired
 
 from langgraph_toolbudget.config import BudgetConfig, ExecutionMode, RuntimeMode, resolve_config
 from langgraph_toolbudget.core.catalog import ToolCatalog
@@ -50,66 +25,19 @@ from langgraph_toolbudget.core.meta import META_TOOL_NAMES, meta_tool_definition
 from langgraph_toolbudget.core.semantic import HybridScorer
 from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
 from langgraph_toolbudget.execution.batch import BatchRunner
+from langgraph_toolbudget.middleware.state import (
+    ToolBudgetAgentState,
+    apply_update,
+    batch_of,
+    state_delta,
+)
 from langgraph_toolbudget.nodes._node import emit_changes
 from langgraph_toolbudget.nodes.agent import ITERATION_LIMIT_MESSAGE
 from langgraph_toolbudget.nodes.intent import ClassifyIntent
 from langgraph_toolbudget.nodes.prompt import ai_calls_this_turn, tools_prompt_section
 from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
-from langgraph_toolbudget.state import merge_counts, merge_names
 
-try:
-    from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "ToolBudgetMiddleware needs LangChain v1 agents (langchain>=1.3): "
-        'pip install "langgraph-toolbudget[middleware]"'
-    ) from exc
-
-__all__ = ["ToolBudgetAgentState", "ToolBudgetMiddleware"]
-
-_REDUCERS: dict[str, Callable[[Any, Any], Any]] = {
-    "selected_tools": merge_names,
-    "discovered_tools": merge_names,
-    "tool_last_used": merge_counts,
-}
-
-
-class ToolBudgetAgentState(AgentState[Any]):
-    """``create_agent``'s state plus the tool budget's fields (names only, JSON-friendly).
-
-    The fields and their reducers are those of
-    :class:`~langgraph_toolbudget.state.ToolBudgetState`.
-    """
-
-    categories: NotRequired[list[str]]
-    category_scores: NotRequired[dict[str, float]]
-    selected_tools: NotRequired[Annotated[list[str], merge_names]]
-    discovered_tools: NotRequired[Annotated[list[str], merge_names]]
-    tool_last_used: NotRequired[Annotated[dict[str, int], merge_counts]]
-
-
-def _apply(state: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
-    """``state`` with a node's ``update`` merged in through the state's reducers."""
-    merged = dict(state)
-    for key, value in update.items():
-        reducer = _REDUCERS.get(key)
-        merged[key] = reducer(state.get(key), value) if reducer else value
-    return merged
-
-
-def _delta(before: dict[str, Any], after: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
-    """The update that turns ``before`` into ``after`` for ``keys`` plus the visible set."""
-    out = {k: after[k] for k in keys if k in after and after[k] != before.get(k)}
-    diff = WorkingSet(list(after.get("selected_tools") or [])).diff(
-        before.get("selected_tools") or []
-    )
-    if diff["add"] or diff["remove"]:
-        out["selected_tools"] = diff
-    old = before.get("tool_last_used") or {}
-    used = {k: v for k, v in (after.get("tool_last_used") or {}).items() if old.get(k) != v}
-    if used:
-        out["tool_last_used"] = used
-    return out
+__all__ = ["ToolBudgetMiddleware"]
 
 
 def _with_section(system: SystemMessage | None, section: str) -> SystemMessage:
@@ -230,6 +158,9 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         self.meta_tools = meta_tool_definitions(catalog.categories)
         self.section = tools_prompt_section(catalog)
         self.tools = [*self.meta_tools, *(spec.tool for spec in catalog.specs)]
+        self._ours = frozenset(t.name for t in self.tools)
+        self._own_ids = frozenset(id(t) for t in self.tools)
+        self._seen: tuple[list[Any], int, list[Any]] | None = None
         self._sync_lock = threading.Lock()
         self._async_locks: weakref.WeakKeyDictionary[Any, asyncio.Lock] = (
             weakref.WeakKeyDictionary()
@@ -250,8 +181,8 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             return None
         config, chosen = _current_config(), start
         for node in self.selectors:
-            chosen = _apply(chosen, node.run(chosen, config))
-        return _delta(start, chosen, ("categories", "category_scores")) or None
+            chosen = apply_update(chosen, node.run(chosen, config))
+        return state_delta(start, chosen, ("categories", "category_scores")) or None
 
     async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         """The async :meth:`before_model` (async embeddings and classifier model)."""
@@ -260,8 +191,8 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             return None
         config, chosen = _current_config(), start
         for node in self.selectors:
-            chosen = _apply(chosen, await node.arun(chosen, config))
-        return _delta(start, chosen, ("categories", "category_scores")) or None
+            chosen = apply_update(chosen, await node.arun(chosen, config))
+        return state_delta(start, chosen, ("categories", "category_scores")) or None
 
     # --- the model call ----------------------------------------------------------------------
 
@@ -274,12 +205,24 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
     def _request(self, request: ModelRequest) -> ModelRequest:
         """Meta-tools + visible tools (+ the agent's other tools), and the tools section."""
         visible = self.runner.working_set(request.state).names
-        ours = {*META_TOOL_NAMES, *self.catalog.tool_names}
-        others = [t for t in request.tools if isinstance(t, dict) or t.name not in ours]
+        others = self._others(request.tools)
         tools = [*self.meta_tools, *self.catalog.tools(visible), *others]
         return request.override(
             tools=tools, system_message=_with_section(request.system_message, self.section)
         )
+
+    def _others(self, tools: list[Any]) -> list[Any]:
+        """The agent's tools that are not ours (provider tools, other middleware's)."""
+        # create_agent hands every call the same list: filter it once, not 5,000 names a call
+        seen = self._seen
+        if seen is not None and seen[0] is tools and seen[1] == len(tools):
+            return seen[2]
+        own, ours = self._own_ids, self._ours
+        others = [
+            t for t in tools if id(t) not in own and (isinstance(t, dict) or t.name not in ours)
+        ]
+        self._seen = (tools, len(tools), others)
+        return others
 
     @staticmethod
     def _repaired(response: Any) -> Any:
@@ -322,7 +265,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
 
     def _check(self, request: ToolCallRequest) -> Callable[[str], str | None]:
         """The check stage: against the visible set after the batch's meta-calls (as in a node)."""
-        batch = _batch_of(request.state, request.tool_call)
+        batch = batch_of(request.state, request.tool_call)
         working, _, _ = self._replay(batch, len(batch), request.state)
         return lambda name: self.runner.policy.unavailable(name, working)
 
@@ -344,12 +287,12 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         and the per-call updates, applied in call order, add up to its result.
         """
         state, call = request.state, request.tool_call
-        batch = _batch_of(state, call)
+        batch = batch_of(state, call)
         i = next(k for k, c in enumerate(batch) if c.get("id") == call.get("id"))
         before, _, _ = self._replay(batch, i, state)
         after, answers, outcome = self._replay(batch, i + 1, state)
         stored = {**state, "selected_tools": before.names}
-        update = _delta(
+        update = state_delta(
             stored, {"selected_tools": after.names, "tool_last_used": after.last_used}, ()
         )
         if outcome.discovered:
@@ -394,13 +337,3 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         if lock is None:
             lock = self._async_locks[loop] = asyncio.Lock()
         return lock
-
-
-def _batch_of(state: Any, call: Any) -> list[Any]:
-    """The tool calls of the AI message that made ``call`` (just ``[call]`` if not found)."""
-    for message in reversed(state_messages(state)):
-        if isinstance(message, AIMessage) and any(
-            c.get("id") == call.get("id") for c in message.tool_calls
-        ):
-            return list(message.tool_calls)
-    return [call]
