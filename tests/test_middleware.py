@@ -14,9 +14,11 @@ from typing import Any
 import pytest
 from agent_tools import (
     APOLLO_QUERY,
+    ConcurrencyProbe,
     Recorder,
     ai_calls,
     call,
+    probe_tool,
     recording_catalog,
     tool_messages,
     wrong_category_script,
@@ -34,6 +36,7 @@ from langgraph_toolbudget import (
     META_TOOL_NAMES,
     BudgetConfig,
     ToolBudgetMiddleware,
+    ToolCatalog,
     create_toolbudget_agent,
     tools_prompt_section,
 )
@@ -221,6 +224,44 @@ async def test_max_iterations_ends_the_turn_with_a_message(catalog, api):
     out = await run(create_agent(model, middleware=[budget]), {"messages": [APOLLO_QUERY]}, api)
     assert len(model.calls) == 3
     assert out["messages"][-1].content == ITERATION_LIMIT_MESSAGE.format(n=3)
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("mode", ["sequential", "parallel_safe"])
+async def test_mode_sequential_runs_one_call_at_a_time(api, mode):
+    probe = ConcurrencyProbe()
+    sync = api == "invoke"
+    tools = [probe_tool(f"probe_{i}", probe, pure=True, seconds=0.2, sync=sync) for i in range(3)]
+    catalog = ToolCatalog.from_tools(tools, categories={"probes": [t.name for t in tools]})
+    model = ScriptedChatModel(
+        responses=[ai_calls(*(call(t.name, f"p{i}", x=i) for i, t in enumerate(tools))), "ok"],
+        cycle=False,
+    )
+    agent = create_agent(model, middleware=[ToolBudgetMiddleware(catalog, mode=mode)])
+    out = await run(agent, {"messages": [HumanMessage("run the probes")]}, api)
+    assert [m.content for m in tool_messages(out["messages"])] == [
+        "probe_0 0",
+        "probe_1 1",
+        "probe_2 2",
+    ]
+    if mode == "sequential":
+        assert probe.max_live == 1
+    else:  # the agent's tool node runs the batch concurrently
+        assert probe.max_live >= 2
+
+
+async def test_a_tool_over_its_timeout_is_cancelled_under_ainvoke():
+    probe = ConcurrencyProbe()
+    slow = probe_tool("slow", probe, pure=True, seconds=2.0)
+    slow.metadata = {"timeout_s": 0.1}
+    catalog = ToolCatalog.from_tools([slow], categories={"probes": ["slow"]})
+    model = ScriptedChatModel(responses=[ai_calls(call("slow", "s1")), "gave up"], cycle=False)
+    agent = create_agent(model, middleware=[ToolBudgetMiddleware(catalog)])
+    out = await agent.ainvoke({"messages": [HumanMessage("run slow")]})
+    (answer,) = tool_messages(out["messages"])
+    assert answer.status == "error" and "timed out after 0.1 s" in answer.content
+    ((_, start, end),) = probe.intervals
+    assert end - start < 1.0  # cancelled at the timeout, not run to its 2 s end
 
 
 # --- threads, composition, streaming ---------------------------------------------------------
