@@ -30,6 +30,7 @@ import gc
 import json
 import sys
 import time
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -140,7 +141,7 @@ def main() -> None:
     args = parser.parse_args()
     results = []
     for size in args.sizes:
-        rounds = max(3, args.rounds * 50 // max(size, 50)) if size > 500 else args.rounds
+        rounds = max(6, args.rounds * 50 // size) if size > 500 else args.rounds
         result = measure(size, rounds)
         results.append(result)
         m, t = result["median_ms_per_model_call"], result["schema_tokens_per_call"]
@@ -158,6 +159,7 @@ def main() -> None:
     path = write_results(
         "middleware_overhead",
         {
+            "langchain": version("langchain"),
             "selector_max_tools": SELECTOR_MAX_TOOLS,
             "defaults": "ToolBudgetMiddleware(catalog): max_tools=8, search_limit=5",
             "results": results,

@@ -25,6 +25,14 @@ Typical Usage:
     ```
 """
 
+try:
+    import langchain.agents.middleware  # noqa: F401 - checked first, for a clear error
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "ToolBudgetMiddleware needs LangChain v1 agents (langchain>=1.3): "
+        'pip install "langgraph-toolbudget[middleware]"'
+    ) from exc
+
 from langgraph_toolbudget.middleware.agent import ToolBudgetMiddleware
 from langgraph_toolbudget.middleware.state import ToolBudgetAgentState
 

@@ -12,19 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
+from langchain.agents.middleware import AgentState
 from langchain_core.messages import AIMessage
 from typing_extensions import NotRequired
 
 from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
 from langgraph_toolbudget.state import merge_counts, merge_names
-
-try:
-    from langchain.agents.middleware import AgentState
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "ToolBudgetMiddleware needs LangChain v1 agents (langchain>=1.3): "
-        'pip install "langgraph-toolbudget[middleware]"'
-    ) from exc
 
 __all__ = ["ToolBudgetAgentState", "apply_update", "batch_of", "state_delta"]
 
