@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from langgraph_toolbudget.core.semantic import HashingEmbeddings, HybridScorer
     from langgraph_toolbudget.core.tokens import schema_tokens
     from langgraph_toolbudget.mcp import MCPLoadError, MCPServerError
+    from langgraph_toolbudget.middleware import ToolBudgetMiddleware
     from langgraph_toolbudget.nodes.agent import CallModel, ToolAgent
     from langgraph_toolbudget.nodes.executor import ToolExecutor
     from langgraph_toolbudget.nodes.graph_tool import graph_tool
@@ -74,6 +75,7 @@ _EXPORTS = {
     "exclude_tools": "core.context_ops",
     "set_include_mode": "core.context_ops",
     "context_summary": "core.context_ops",
+    "ToolBudgetMiddleware": "middleware",
 }
 """Public name -> the submodule (below ``langgraph_toolbudget``) that defines it."""
 
@@ -117,4 +119,5 @@ __all__ = [
     "exclude_tools",
     "set_include_mode",
     "context_summary",
+    "ToolBudgetMiddleware",
 ]

@@ -360,3 +360,23 @@ def ai_calls(*calls: dict[str, Any]) -> AIMessage:
 
 def tool_messages(messages: Sequence[Any]) -> list[Any]:
     return [m for m in messages if m.type == "tool"]
+
+
+# --- the wrong-first-category scenario (the agent and the middleware tests) ------------------
+
+APOLLO_QUERY = "Put the apollo launch blocker on the apollo project board"
+
+
+def wrong_category_script() -> list[Any]:
+    """Wrong category chosen -> request_more_tools -> the new tool is called -> answer."""
+
+    def use_the_new_tool(messages: list[Any], tools: list[str]) -> AIMessage:
+        if "create_issue" not in tools:  # the model can only call what it was shown
+            return AIMessage("I have no tool to open an issue.")
+        return ai_calls(call("create_issue", "c2", repo="acme/apollo", title="Launch blocker"))
+
+    return [
+        ai_calls(call("request_more_tools", "c1", categories=["github"], reason="open an issue")),
+        use_the_new_tool,
+        AIMessage("Opened the launch blocker issue in acme/apollo."),
+    ]

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from agent_tools import (
+    APOLLO_QUERY,
     NotesState,
     Recorder,
     ai_calls,
@@ -18,6 +19,7 @@ from agent_tools import (
     injection_tools,
     recording_catalog,
     tool_messages,
+    wrong_category_script,
 )
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import MemorySaver
@@ -70,23 +72,6 @@ def by_id(messages: list[Any]) -> dict[str, ToolMessage]:
 
 
 # --- the wrong-first-category scenario -----------------------------------------------------
-
-APOLLO_QUERY = "Put the apollo launch blocker on the apollo project board"
-
-
-def wrong_category_script() -> list[Any]:
-    """Wrong category chosen -> request_more_tools -> the new tool is called -> answer."""
-
-    def use_the_new_tool(messages: list[Any], tools: list[str]) -> AIMessage:
-        if "create_issue" not in tools:  # the model can only call what it was shown
-            return AIMessage("I have no tool to open an issue.")
-        return ai_calls(call("create_issue", "c2", repo="acme/apollo", title="Launch blocker"))
-
-    return [
-        ai_calls(call("request_more_tools", "c1", categories=["github"], reason="open an issue")),
-        use_the_new_tool,
-        AIMessage("Opened the launch blocker issue in acme/apollo."),
-    ]
 
 
 def check_wrong_category(out: dict[str, Any], model: ScriptedChatModel, rec: Recorder) -> None:

@@ -78,3 +78,27 @@ def test_importing_the_package_loads_no_mcp_sdk():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for folder in ("core", "execution", "nodes", "mcp") for p in modules(folder)],
+    ids=lambda p: str(p.relative_to(PACKAGE)),
+)
+def test_only_the_middleware_adapter_imports_langchain_agents(path):
+    bad = [
+        m
+        for m, _, _ in imports_of(path)
+        if m.startswith(("langchain.agents", "langgraph_toolbudget.middleware"))
+    ]
+    assert not bad, f"{path.relative_to(PACKAGE)} imports {bad}: the middleware is its own adapter"
+
+
+def test_importing_the_package_loads_no_langchain_agents():
+    code = (
+        "import sys, langgraph_toolbudget\n"
+        "langgraph_toolbudget.ToolBudgetState\n"
+        "print(sorted(m for m in ('langchain', 'langchain.agents') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

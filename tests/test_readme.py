@@ -82,6 +82,7 @@ def test_configuration_reference_names_every_parameter() -> None:
         ClassifyIntent,
         SelectTools,
         ToolAgent,
+        ToolBudgetMiddleware,
         ToolCatalog,
         ToolExecutor,
         ToolSearch,
@@ -105,6 +106,7 @@ def test_configuration_reference_names_every_parameter() -> None:
         ToolExecutor,
         add_toolbudget_nodes,
         create_toolbudget_agent,
+        ToolBudgetMiddleware,
     ):
         params = inspect.signature(api).parameters.values()
         names = {p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}

@@ -325,6 +325,29 @@ async def test_server_mcp_graph_serves_the_configured_mcp_servers(server: str) -
     assert values2["messages"][-1]["content"] == "I used add_note: note 1 saved"
 
 
+async def test_server_middleware_graph_matches_the_prebuilt_graph(server: str) -> None:
+    """create_agent + ToolBudgetMiddleware, served: same selection, same answer, persisted."""
+    client = get_client(url=server)
+    assert await client.assistants.search(graph_id="toolbudget_middleware")
+    results = {}
+    for graph in ("toolbudget", "toolbudget_middleware"):
+        thread_id = (await client.threads.create())["thread_id"]
+        events, updates, errors = await _run_turn(
+            client, thread_id, "What's the weather in Tokyo today?", graph=graph
+        )
+        assert errors == []
+        results[graph] = (events, updates, (await client.threads.get_state(thread_id))["values"])
+    events, updates, values = results["toolbudget_middleware"]
+    assert "ToolBudgetMiddleware.before_model" in updates  # the selection ran as a hook
+    expected = results["toolbudget"][2]
+    assert values["categories"] == expected["categories"] == ["weather"]
+    assert values["selected_tools"] == expected["selected_tools"]
+    assert values["messages"][-1]["content"] == expected["messages"][-1]["content"]
+    assert "sunny" in values["messages"][-1]["content"]
+    added = {n for e in events if e.get("event") == VISIBLE_SET_EVENT for n in e["added"]}
+    assert "get_weather" in added
+
+
 def test_model_spec_from_config_then_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TOOLBUDGET_MODEL", raising=False)
     assert model_spec(None) == "demo"

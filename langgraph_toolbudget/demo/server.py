@@ -14,6 +14,9 @@ Key Components:
       example catalog with the Hermes text tool-call format as primary
       (``tool_call_formats={"enabled": ["native", "hermes"], "primary":
       "hermes"}``); its default model is ``"demo-hermes"``.
+    - :func:`middleware_agent`: graph factory, the same app built the LangChain v1
+      way: ``create_agent`` with :class:`~langgraph_toolbudget.ToolBudgetMiddleware`
+      over the example catalog.
     - :func:`chat_model`: the chat model named by a spec: ``"demo"`` (the
       default) is :class:`~langgraph_toolbudget.demo.model.DemoChatModel`, a
       deterministic rule-based model; ``"demo-hermes"`` the same rules as a
@@ -74,6 +77,7 @@ __all__ = [
     "example_agent",
     "mcp_agent",
     "mcp_connections",
+    "middleware_agent",
     "model_spec",
     "text_format_agent",
 ]
@@ -200,10 +204,36 @@ async def example_agent(config: RunnableConfig) -> CompiledStateGraph:
     Returns:
         The compiled graph.
     """
+    return agent_for(await _example_catalog(), config)
+
+
+async def middleware_agent(config: RunnableConfig) -> CompiledStateGraph:
+    """Graph factory: ``create_agent`` + ``ToolBudgetMiddleware`` over the example catalog.
+
+    The same app as :func:`example_agent`, built with LangChain's agent and the
+    middleware instead of the prebuilt graph (needs ``langchain``, in the
+    ``middleware`` extra).
+
+    Args:
+        config: the run's config (``configurable.model``, ``max_tools``, ``mode``).
+
+    Returns:
+        The compiled agent.
+    """
+    from langchain.agents import create_agent
+
+    from langgraph_toolbudget.middleware import ToolBudgetMiddleware
+
+    budget = ToolBudgetMiddleware(await _example_catalog(), **_options(config))
+    agent: CompiledStateGraph = create_agent(chat_model(model_spec(config)), middleware=[budget])
+    return agent
+
+
+async def _example_catalog() -> ToolCatalog:
     global _example
     if _example is None:
         _example = await asyncio.to_thread(_build_example)
-    return agent_for(_example, config)
+    return _example
 
 
 async def text_format_agent(config: RunnableConfig) -> CompiledStateGraph:
@@ -223,11 +253,8 @@ async def text_format_agent(config: RunnableConfig) -> CompiledStateGraph:
     conf = _configurable(config)
     if not conf.get("model"):
         config = {**(config or {}), "configurable": {**conf, "model": HERMES_DEMO_MODEL}}
-    global _example
-    if _example is None:
-        _example = await asyncio.to_thread(_build_example)
     formats = {"enabled": ["native", "hermes"], "primary": "hermes"}
-    return agent_for(_example, config, tool_call_formats=formats)
+    return agent_for(await _example_catalog(), config, tool_call_formats=formats)
 
 
 def _build_example() -> ToolCatalog:

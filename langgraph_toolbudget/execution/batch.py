@@ -212,6 +212,21 @@ class BatchRunner:
             answers[i] = _message(call, result)
         return answers, outcome
 
+    def answer_builtins(
+        self, calls: Sequence[ToolCall], state: Any, config: RunnableConfig, working: WorkingSet
+    ) -> tuple[dict[int, ToolMessage], TurnOutcome]:
+        """Answer the built-in calls among ``calls`` in order, bounded per turn; index -> message.
+
+        ``working`` changes in place. Used by ``ToolBudgetMiddleware``.
+        """
+        return self._answer_builtins(calls, state, config, working)
+
+    async def aanswer_builtins(
+        self, calls: Sequence[ToolCall], state: Any, config: RunnableConfig, working: WorkingSet
+    ) -> tuple[dict[int, ToolMessage], TurnOutcome]:
+        """The async :meth:`answer_builtins`."""
+        return await self._aanswer_builtins(calls, state, config, working)
+
     # --- a whole batch ----------------------------------------------------------------------
 
     @staticmethod

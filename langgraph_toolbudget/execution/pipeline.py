@@ -26,7 +26,7 @@ import contextvars
 import json
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -75,6 +75,7 @@ T = TypeVar("T")
 
 ToolOutput = ToolMessage | Command | list[Any]
 """What one call produces: a tool message, a ``Command``, or a list of them."""
+Invoke = Callable[[BaseTool, ToolCall], Any]  # the invoke stage: (tool, coerced call) -> output
 CallCheck = Callable[[str], str | None]
 """Policy of the check stage: tool name -> why the call may not run (for the model), or None."""
 
@@ -241,17 +242,10 @@ class ToolCallPipeline:
         config: RunnableConfig,
         check: CallCheck,
     ) -> Any:
-        prepared = self._prepare(call, tool, check)
-        if isinstance(prepared, ToolMessage):
-            return prepared
-        tool, call = prepared
-        try:
-            response = tool.invoke(self._tool_input(tool, call, state, runtime, config), config)
-        except GraphBubbleUp:
-            raise
-        except Exception as exc:  # noqa: BLE001 - any tool failure becomes a message to the model
-            return self._noted(call, self._failure(call, tool, exc))
-        return self._noted(call, self._normalise(call, tool, response))
+        def invoke(tool: BaseTool, call: ToolCall) -> Any:
+            return tool.invoke(self._tool_input(tool, call, state, runtime, config), config)
+
+        return self._staged(call, tool, check, invoke)
 
     async def _aexecute(
         self,
@@ -262,18 +256,54 @@ class ToolCallPipeline:
         config: RunnableConfig,
         check: CallCheck,
     ) -> Any:
+        def ainvoke(tool: BaseTool, call: ToolCall) -> Awaitable[Any]:
+            tool_input = self._tool_input(tool, call, state, runtime, config)
+            if runs_in_thread(tool):  # as BaseTool.ainvoke would, but in our own pool
+                return self.to_thread(tool.invoke, tool_input, config)
+            return tool.ainvoke(tool_input, config)
+
+        return await self._astaged(call, tool, check, ainvoke)
+
+    def delegate(
+        self, request: ToolCallRequest, check: CallCheck, invoke: Callable[[Any], Any]
+    ) -> Any:
+        """The stages around another tool node's invoke stage, ``invoke(request)`` (sync)."""
+        return self._staged(request.tool_call, request.tool, check, _around(request, invoke))
+
+    async def adelegate(
+        self, request: ToolCallRequest, check: CallCheck, ainvoke: Callable[[Any], Awaitable[Any]]
+    ) -> Any:
+        """The async :meth:`delegate`, bounded by the tool's ``timeout_s``."""
+        call, tool = request.tool_call, request.tool
+        return await self._astaged(call, tool, check, _around(request, ainvoke))
+
+    def _staged(
+        self, call: ToolCall, tool: BaseTool | None, check: CallCheck, invoke: Invoke
+    ) -> Any:
+        """Check and coerce, ``invoke(tool, call)``, normalise and note; failures as messages."""
         prepared = self._prepare(call, tool, check)
         if isinstance(prepared, ToolMessage):
             return prepared
         tool, call = prepared
-        spec = self.catalog.get(tool.name)
-        timeout = spec.timeout_s if spec is not None else None
         try:
-            tool_input = self._tool_input(tool, call, state, runtime, config)
-            if runs_in_thread(tool):  # as BaseTool.ainvoke would, but in our own pool
-                coro = self.to_thread(tool.invoke, tool_input, config)
-            else:
-                coro = tool.ainvoke(tool_input, config)
+            response = invoke(tool, call)
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any tool failure becomes a message to the model
+            return self._noted(call, self._failure(call, tool, exc))
+        return self._noted(call, self._normalise(call, tool, response))
+
+    async def _astaged(
+        self, call: ToolCall, tool: BaseTool | None, check: CallCheck, ainvoke: Invoke
+    ) -> Any:
+        """The async :meth:`_staged`, bounded by the tool's ``timeout_s``."""
+        prepared = self._prepare(call, tool, check)
+        if isinstance(prepared, ToolMessage):
+            return prepared
+        tool, call = prepared
+        timeout = getattr(self.catalog.get(tool.name), "timeout_s", None)
+        try:
+            coro = ainvoke(tool, call)
             response = await (asyncio.wait_for(coro, timeout) if timeout else coro)
         except GraphBubbleUp:
             raise
@@ -357,6 +387,11 @@ class ToolCallPipeline:
             content = TOOL_ERROR.format(tool=tool.name, error=f"{type(error).__name__}: {error}")
         logger.info("tool %s failed: %r", tool.name, error)
         return _error(call, content)
+
+
+def _around(request: ToolCallRequest, invoke: Callable[[Any], Any]) -> Invoke:
+    """An invoke stage that hands the coerced call to another tool node's ``invoke``."""
+    return lambda _, call: invoke(request.override(tool_call=call))
 
 
 def _content(output: Any) -> str | list[str | dict[Any, Any]]:

@@ -1,0 +1,394 @@
+"""ToolBudgetMiddleware under LangChain's ``create_agent``, against the node pipeline.
+
+Only the chat model is fake (``ScriptedChatModel``); the tools are real ``@tool``
+functions that record each execution, the agents are real ``create_agent`` graphs,
+and the checkpointers real (in memory and SQLite). Each scenario also runs through
+``create_toolbudget_agent`` and must show the model the same tools at every call.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import pytest
+from agent_tools import (
+    APOLLO_QUERY,
+    ConcurrencyProbe,
+    Recorder,
+    ai_calls,
+    call,
+    probe_tool,
+    recording_catalog,
+    tool_messages,
+    wrong_category_script,
+)
+from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware, SummarizationMiddleware
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.types import Command
+
+from langgraph_toolbudget import (
+    META_TOOL_NAMES,
+    BudgetConfig,
+    ToolBudgetMiddleware,
+    ToolCatalog,
+    create_toolbudget_agent,
+    tools_prompt_section,
+)
+from langgraph_toolbudget.nodes.agent import ITERATION_LIMIT_MESSAGE
+from langgraph_toolbudget.testing import ScriptedChatModel
+
+APIS = ["invoke", "ainvoke"]
+META = list(META_TOOL_NAMES)
+
+
+@pytest.fixture
+def rec() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture
+def catalog(rec):
+    return recording_catalog(rec)
+
+
+async def run(app: Any, payload: Any, api: str, config: dict | None = None) -> dict[str, Any]:
+    if api == "invoke":
+        return app.invoke(payload, config)
+    return await app.ainvoke(payload, config)
+
+
+def by_id(messages: list[Any]) -> dict[str, ToolMessage]:
+    return {m.tool_call_id: m for m in tool_messages(messages)}
+
+
+def both_ways(catalog, script, **options: Any) -> tuple[Any, Any, ScriptedChatModel, Any]:
+    """The same app built with the middleware and with the nodes, each with its own model."""
+    model = ScriptedChatModel(responses=script(), cycle=False)
+    node_model = ScriptedChatModel(responses=script(), cycle=False)
+    agent = create_agent(model, middleware=[ToolBudgetMiddleware(catalog, **options)])
+    nodes = create_toolbudget_agent(node_model, catalog, **options).compile()
+    return agent, nodes, model, node_model
+
+
+# --- selection, meta-calls, enforcement: the same as the nodes ------------------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_middleware_selects_on_the_first_turn_like_the_nodes(catalog, api):
+    script = lambda: [AIMessage("Which board?")]  # noqa: E731
+    agent, nodes, model, node_model = both_ways(catalog, script, max_tools=3)
+    out = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
+    expected = await run(nodes, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
+    assert model.bound_tools == node_model.bound_tools
+    first = model.bound_tools[0]
+    assert first[:4] == META and {"create_project", "list_projects", "add_task"} <= set(first)
+    assert len(first) < len(catalog) + 4  # not everything is bound
+    assert out["categories"] == expected["categories"] == ["projects"]
+    assert out["selected_tools"] == expected["selected_tools"]
+    assert model.calls[0][0].content == tools_prompt_section(catalog)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_request_more_tools_then_the_loaded_tool_runs(catalog, rec, api):
+    agent, nodes, model, node_model = both_ways(catalog, wrong_category_script, max_tools=3)
+    out = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
+    first, second, third = model.bound_tools
+    assert "create_issue" not in first and "create_issue" in second and third == second
+    assert by_id(out["messages"])["c1"].content.startswith("Loaded 3 tools: create_issue")
+    assert by_id(out["messages"])["c2"].content == "issue 'Launch blocker' opened in acme/apollo"
+    assert rec.runs == [("create_issue", {"repo": "acme/apollo", "title": "Launch blocker"})]
+    assert out["messages"][-1].content == "Opened the launch blocker issue in acme/apollo."
+    expected = await run(nodes, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
+    assert model.bound_tools == node_model.bound_tools
+    assert out["selected_tools"] == expected["selected_tools"]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_hidden_filtered_disabled_and_unknown_calls_are_refused_as_by_the_nodes(
+    catalog, rec, api
+):
+    def script() -> list[Any]:
+        return [
+            ai_calls(
+                call("merge_pull_request", "h1", repo="r", number=1),
+                call("admin_shutdown", "f1", reason="x"),
+                call("purge_database", "d1", confirm=True),
+                call("crate_project", "u1", name="x"),
+            ),
+            AIMessage("I could not do that."),
+        ]
+
+    agent, nodes, model, _ = both_ways(catalog, script, max_tools=3)
+    out = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
+    assert rec.runs == []
+    answers = by_id(out["messages"])
+    assert all(answers[i].status == "error" for i in ("h1", "f1", "d1", "u1"))
+    assert "add_tool(tool_names=['merge_pull_request'])" in answers["h1"].content
+    assert "filtered out" in answers["f1"].content and "disabled" in answers["d1"].content
+    assert "Closest tools: create_project" in answers["u1"].content
+    node_out = await run(nodes, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
+    expected = by_id(node_out["messages"])
+    assert {i: m.content for i, m in answers.items()} == {i: m.content for i, m in expected.items()}
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_parallel_calls_with_meta_calls_in_one_batch_match_the_nodes(catalog, rec, api):
+    def script() -> list[Any]:
+        return [
+            ai_calls(
+                call("list_projects", "r1"),
+                call("request_more_tools", "m1", categories=["weather"]),
+                call("get_weather", "r2", city="Oslo"),  # loaded by m1, in the same batch
+                call("add_tool", "m2", tool_names=["search_docs"]),
+                call("add_task", "r3", project="apollo", title="Blocker"),
+            ),
+            ai_calls(call("search_docs", "r4", query="setup")),
+            AIMessage("done"),
+        ]
+
+    agent, nodes, model, node_model = both_ways(catalog, script, max_tools=3)
+    out = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
+    assert [m.tool_call_id for m in tool_messages(out["messages"])] == [
+        "r1",
+        "m1",
+        "r2",
+        "m2",
+        "r3",
+        "r4",
+    ]
+    assert sorted(rec.names) == ["add_task", "get_weather", "list_projects", "search_docs"]
+    assert all(m.status == "success" for m in tool_messages(out["messages"]))
+    expected = await run(nodes, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
+    assert model.bound_tools == node_model.bound_tools
+    assert out["selected_tools"] == expected["selected_tools"]
+    assert {"get_weather", "search_docs"} <= set(out["selected_tools"])
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_search_then_add_records_discovered_tools(catalog, rec, api):
+    def script() -> list[Any]:
+        return [
+            ai_calls(call("search_tools", "s1", query="forecast")),
+            ai_calls(call("add_tool", "a1", tool_names=["weather_forecast"])),
+            ai_calls(call("weather_forecast", "w1", city="Lima", days="1")),  # "1" -> 1
+            AIMessage("Sunny tomorrow in Lima."),
+        ]
+
+    agent, nodes, model, node_model = both_ways(catalog, script, max_tools=3)
+    out = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
+    assert '"weather_forecast"' in by_id(out["messages"])["s1"].content
+    assert "weather_forecast" not in model.bound_tools[1]  # found is not visible yet
+    assert "weather_forecast" in model.bound_tools[2]
+    assert rec.runs == [("weather_forecast", {"city": "Lima", "days": 1})]  # coerced
+    assert out["discovered_tools"] == ["weather_forecast"]
+    await run(nodes, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
+    assert model.bound_tools == node_model.bound_tools
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_raising_tool_becomes_an_error_message_and_other_agent_tools_pass(
+    catalog, rec, api
+):
+    @tool
+    def echo(text: str) -> str:
+        """Echo the text back."""
+        return f"echo: {text}"
+
+    model = ScriptedChatModel(
+        responses=[
+            ai_calls(call("add_tool", "m1", tool_names=["explode"]), call("echo", "e0", text="hi")),
+            ai_calls(call("explode", "e1", reason="bad disk")),
+            AIMessage("The tool failed."),
+        ],
+        cycle=False,
+    )
+    agent = create_agent(model, tools=[echo], middleware=[ToolBudgetMiddleware(catalog)])
+    out = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
+    assert "echo" in model.bound_tools[0]  # the agent's own tool stays bound
+    assert by_id(out["messages"])["e0"].content == "echo: hi"
+    error = by_id(out["messages"])["e1"]
+    assert error.status == "error" and "kaboom: bad disk" in error.content
+    assert out["messages"][-1].content == "The tool failed."
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_max_iterations_ends_the_turn_with_a_message(catalog, api):
+    model = ScriptedChatModel(responses=[ai_calls(call("list_projects", "again"))], cycle=True)
+    budget = ToolBudgetMiddleware(catalog, config=BudgetConfig(max_iterations=3))
+    out = await run(create_agent(model, middleware=[budget]), {"messages": [APOLLO_QUERY]}, api)
+    assert len(model.calls) == 3
+    assert out["messages"][-1].content == ITERATION_LIMIT_MESSAGE.format(n=3)
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("mode", ["sequential", "parallel_safe"])
+async def test_mode_sequential_runs_one_call_at_a_time(api, mode):
+    probe = ConcurrencyProbe()
+    sync = api == "invoke"
+    tools = [probe_tool(f"probe_{i}", probe, pure=True, seconds=0.2, sync=sync) for i in range(3)]
+    catalog = ToolCatalog.from_tools(tools, categories={"probes": [t.name for t in tools]})
+    model = ScriptedChatModel(
+        responses=[ai_calls(*(call(t.name, f"p{i}", x=i) for i, t in enumerate(tools))), "ok"],
+        cycle=False,
+    )
+    agent = create_agent(model, middleware=[ToolBudgetMiddleware(catalog, mode=mode)])
+    out = await run(agent, {"messages": [HumanMessage("run the probes")]}, api)
+    assert [m.content for m in tool_messages(out["messages"])] == [
+        "probe_0 0",
+        "probe_1 1",
+        "probe_2 2",
+    ]
+    if mode == "sequential":
+        assert probe.max_live == 1
+    else:  # the agent's tool node runs the batch concurrently
+        assert probe.max_live >= 2
+
+
+async def test_a_tool_over_its_timeout_is_cancelled_under_ainvoke():
+    probe = ConcurrencyProbe()
+    slow = probe_tool("slow", probe, pure=True, seconds=2.0)
+    slow.metadata = {"timeout_s": 0.1}
+    catalog = ToolCatalog.from_tools([slow], categories={"probes": ["slow"]})
+    model = ScriptedChatModel(responses=[ai_calls(call("slow", "s1")), "gave up"], cycle=False)
+    agent = create_agent(model, middleware=[ToolBudgetMiddleware(catalog)])
+    out = await agent.ainvoke({"messages": [HumanMessage("run slow")]})
+    (answer,) = tool_messages(out["messages"])
+    assert answer.status == "error" and "timed out after 0.1 s" in answer.content
+    ((_, start, end),) = probe.intervals
+    assert end - start < 1.0  # cancelled at the timeout, not run to its 2 s end
+
+
+# --- threads, composition, streaming ---------------------------------------------------------
+
+
+def two_turn_script() -> list[Any]:
+    return [
+        ai_calls(call("request_more_tools", "c1", categories=["github"])),
+        AIMessage("Loaded."),
+        ai_calls(call("create_issue", "c2", repo="acme/app", title="Crash")),
+        AIMessage("Opened."),
+    ]
+
+
+async def two_turns(agent: Any, api: str, thread: str) -> tuple[dict, dict]:
+    config = {"configurable": {"thread_id": thread}}
+    first = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api, config)
+    second = await run(
+        agent, {"messages": [HumanMessage("What is the weather in Lima?")]}, api, config
+    )
+    return first, second
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("saver", ["memory", "sqlite"])
+async def test_a_checkpointed_two_turn_thread_keeps_the_visible_set(
+    catalog, rec, api, saver, tmp_path
+):
+    model = ScriptedChatModel(responses=two_turn_script(), cycle=False)
+    budget = ToolBudgetMiddleware(catalog, max_tools=3)
+    path = str(tmp_path / "threads.sqlite")
+    if saver == "memory":
+        first, second = await two_turns(
+            create_agent(model, middleware=[budget], checkpointer=InMemorySaver()), api, "t"
+        )
+    elif api == "invoke":
+        with sqlite3.connect(path, check_same_thread=False) as conn:
+            agent = create_agent(model, middleware=[budget], checkpointer=SqliteSaver(conn))
+            first, second = await two_turns(agent, api, "t")
+    else:
+        async with AsyncSqliteSaver.from_conn_string(path) as checkpointer:
+            agent = create_agent(model, middleware=[budget], checkpointer=checkpointer)
+            first, second = await two_turns(agent, api, "t")
+    assert "create_issue" in first["selected_tools"]
+    assert first["categories"] == ["projects"] and second["categories"] == ["weather"]
+    assert "create_issue" in model.bound_tools[2]  # loaded in turn 1, still visible in turn 2
+    assert "get_weather" in model.bound_tools[2]  # turn 2's own selection
+    assert set(first["selected_tools"]) < set(second["selected_tools"])
+    assert rec.runs == [("create_issue", {"repo": "acme/app", "title": "Crash"})]
+    # the node pipeline over the same thread shows the model the same tools
+    node_model = ScriptedChatModel(responses=two_turn_script(), cycle=False)
+    nodes = create_toolbudget_agent(node_model, catalog, max_tools=3)
+    await two_turns(nodes.compile(checkpointer=InMemorySaver()), api, "n")
+    assert model.bound_tools == node_model.bound_tools
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_composes_with_summarization_and_human_in_the_loop(catalog, rec, api):
+    model = ScriptedChatModel(
+        responses=[
+            ai_calls(call("request_more_tools", "c1", categories=["github"])),
+            ai_calls(call("create_issue", "c2", repo="acme/app", title="Crash")),
+            AIMessage("Opened."),
+        ],
+        cycle=False,
+    )
+    summarizer = ScriptedChatModel(responses=[AIMessage("The user wants an issue.")])
+    middleware = [
+        SummarizationMiddleware(summarizer, trigger=("messages", 4), keep=("messages", 3)),
+        ToolBudgetMiddleware(catalog, max_tools=3),
+        HumanInTheLoopMiddleware(interrupt_on={"create_issue": True}),
+    ]
+    agent = create_agent(model, middleware=middleware, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "hitl"}}
+    history = [HumanMessage("hello"), AIMessage("Hi!"), HumanMessage(APOLLO_QUERY)]
+    paused = await run(agent, {"messages": history}, api, config)
+    (interrupt,) = paused["__interrupt__"]
+    assert interrupt.value["action_requests"][0]["name"] == "create_issue"
+    assert rec.runs == []  # nothing ran before the human said so
+    assert "create_issue" in model.bound_tools[1]
+    out = await run(agent, Command(resume={"decisions": [{"type": "approve"}]}), api, config)
+    assert rec.runs == [("create_issue", {"repo": "acme/app", "title": "Crash"})]
+    assert out["messages"][-1].content == "Opened."
+    assert summarizer.calls, "the summarization middleware ran"
+    assert "create_issue" in out["selected_tools"]
+
+
+async def test_visible_set_changes_stream_as_custom_events(catalog):
+    model = ScriptedChatModel(responses=wrong_category_script(), cycle=False)
+    agent = create_agent(model, middleware=[ToolBudgetMiddleware(catalog, max_tools=3)])
+    events = [
+        chunk
+        async for mode, chunk in agent.astream(
+            {"messages": [HumanMessage(APOLLO_QUERY)]}, stream_mode=["custom", "updates"]
+        )
+        if mode == "custom"
+    ]
+    reasons = [e["reason"] for e in events]
+    assert "select_tools" in reasons and "request_more_tools" in reasons
+    loaded = next(e for e in events if e["reason"] == "request_more_tools")
+    assert "create_issue" in loaded["added"]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_enabled_builtins_choose_what_is_bound_and_answered_like_the_nodes(catalog, api):
+    def script() -> list[Any]:
+        calls = [call("show_all_tools", "x"), call("search_tools", "s", query="issue")]
+        return [ai_calls(*calls), "ok"]
+
+    gate = {"deny": ["show_all_tools"]}
+    agent, nodes, model, node_model = both_ways(catalog, script, enabled_builtins=gate)
+    out = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
+    assert "show_all_tools" not in model.bound_tools[0] and "search_tools" in model.bound_tools[0]
+    answers = by_id(out["messages"])
+    assert answers["x"].status == "error" and answers["s"].status == "success"
+    node_out = await run(nodes, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
+    assert model.bound_tools == node_model.bound_tools
+    expected = by_id(node_out["messages"])
+    assert {i: m.content for i, m in answers.items()} == {i: m.content for i, m in expected.items()}
+
+
+def test_bad_options_and_meta_name_clashes_are_named(catalog):
+    with pytest.raises(TypeError, match="max_tools"):
+        ToolBudgetMiddleware(catalog, max_tools="3")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="mode"):
+        ToolBudgetMiddleware(catalog, mode="fast")  # type: ignore[arg-type]
+    budget = ToolBudgetMiddleware(catalog, config=BudgetConfig(max_tools=4), search_limit=2)
+    assert (budget.config.budget, budget.config.search_limit) == (4, 2)
+    assert [t.name for t in budget.tools][:4] == META
+    assert {t.name for t in budget.tools[4:]} == set(catalog.tool_names)
