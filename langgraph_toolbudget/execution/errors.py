@@ -25,18 +25,23 @@ from langchain_core.tools import BaseTool
 from pydantic import ValidationError
 
 from langgraph_toolbudget._compat import (
+    DEFAULT_HANDLE_TOOL_ERRORS,
     handled_error_types,
     invocation_error,
     is_invalid_resume,
     toolnode_error_content,
 )
 
-__all__ = ["HandleToolErrors", "ToolErrorPolicy"]
+__all__ = ["TOOLNODE_DEFAULT", "HandleToolErrors", "ToolErrorPolicy"]
 
 HandleToolErrors = (
     bool | str | Callable[..., str] | type[Exception] | tuple[type[Exception], ...] | None
 )
 """``ToolNode``'s ``handle_tool_errors`` forms, or ``None`` for the explained errors."""
+
+TOOLNODE_DEFAULT: Callable[..., str] = DEFAULT_HANDLE_TOOL_ERRORS
+"""``ToolNode``'s default ``handle_tool_errors``: invalid arguments answered, other errors raised
+(``ToolExecutor.from_tools``' default; pass it to ``ToolExecutor(catalog, ...)`` for the same)."""
 
 
 def _error(call: ToolCall, content: str) -> ToolMessage:
