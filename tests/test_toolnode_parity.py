@@ -292,3 +292,43 @@ async def test_create_react_agent_accepts_a_toolexecutor(api):
     )
     assert [m.content for m in out["messages"] if isinstance(m, ToolMessage)] == ["HEY"]
     assert model.bound_tools[0] == ["shout"]
+
+
+class TopicState(MessagesState):
+    topic: str
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("payload", ["tool_calls", "with_context"])
+async def test_send_payloads_in_a_graph_read_the_state_as_toolnode(api, payload):
+    calls = [call("read_topic", {}, "c1"), call("shout", {"text": "x"}, "c2")]
+
+    def route(s: dict[str, Any]) -> list[Send]:
+        if payload == "tool_calls":  # the state is read from the graph's channels
+            return [Send("tools", [c]) for c in calls]
+        return [
+            Send("tools", {"__type": "tool_call_with_context", "tool_call": c, "state": s})
+            for c in calls
+        ]
+
+    def build(node: Any) -> Any:
+        graph = StateGraph(TopicState)
+        graph.add_node("agent", lambda s: {"messages": [ai(*calls)]})
+        graph.add_node("tools", node)
+        graph.add_edge(START, "agent")
+        graph.add_conditional_edges("agent", route, ["tools"])
+        return graph.compile()
+
+    value = {"messages": [HumanMessage("hi")], "topic": "cats"}
+    outs = []
+    for node in (ToolExecutor.from_tools(TOOLS), ToolNode(TOOLS)):
+        app = build(node)
+        invoked = asyncio.to_thread(app.invoke, value) if api == "invoke" else app.ainvoke(value)
+        outs.append(await invoked)
+    ours, theirs = outs
+    assert sorted(m.content for m in ours["messages"][2:]) == ["X", "cats"]
+
+    def shown(out: dict[str, Any]) -> list[tuple[Any, ...]]:  # ids are the reducer's
+        return [(m.tool_call_id, m.name, m.content, m.status) for m in out["messages"][2:]]
+
+    assert shown(ours) == shown(theirs)
