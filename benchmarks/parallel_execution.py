@@ -150,7 +150,8 @@ def main() -> None:
                 name: build_app(tools, node)
                 for name, node in nodes.items()
                 # ToolNode raises NotImplementedError on async-only tools under invoke
-                if not (kind == "async" and api == "invoke" and isinstance(node, ToolNode))
+                # (ToolExecutor, a ToolNode subclass, runs them: `type`, not isinstance)
+                if not (kind == "async" and api == "invoke" and type(node) is ToolNode)
             }
             measured = measure(runnable, payload, api, args.repeats)
             base = statistics.median(measured["ToolNode"]) if "ToolNode" in measured else None

@@ -28,11 +28,17 @@ from typing import Any
 from langgraph._internal._runnable import RunnableCallable
 
 __all__ = [
+    "DEFAULT_HANDLE_TOOL_ERRORS",
     "RunnableCallable",
+    "handled_error_types",
     "has_injected_args",
     "injector_for",
+    "invocation_error",
     "is_invalid_resume",
     "runtime_of",
+    "toolnode_error_content",
+    "toolnode_input",
+    "toolnode_output",
 ]
 
 
@@ -51,9 +57,13 @@ def has_injected_args(tool: Any) -> bool:
     return bool(_get_all_injected_args(tool).all_injected_keys)
 
 
-def injector_for(tool: Any) -> Callable[[Any, Any], Any]:
-    """A function ``(tool_call, tool_runtime) -> tool_call`` with the injected arguments filled."""
-    node = ToolNode([tool])
+def injector_for(tool: Any, messages_key: str = "messages") -> Callable[[Any, Any], Any]:
+    """A function ``(tool_call, tool_runtime) -> tool_call`` with the injected arguments filled.
+
+    It raises as ``ToolNode`` does: ``ValueError`` for a missing store, ``KeyError`` /
+    ``AttributeError`` for a missing state key.
+    """
+    node = ToolNode([tool], messages_key=messages_key)
 
     def inject(call: Any, runtime: Any) -> Any:
         return node._inject_tool_args(call, runtime, tool)
@@ -72,3 +82,60 @@ except ImportError:  # pragma: no cover - older langgraph never marks it
 
     def is_invalid_resume(error: BaseException) -> bool:
         return False
+
+
+# --- LangGraph prebuilt: ToolNode's own rules, reused so that ToolExecutor answers exactly as
+# ToolNode does: `handle_tool_errors` (which errors are handled, with what content; the default
+# handles only invalid arguments), the invalid-arguments error with injected arguments filtered
+# out, the input shapes (`_parse_input`, `_extract_state`: a state, a list of messages, a list
+# of tool calls read with the graph's state, a Send payload) and the validation of what a tool
+# returns (`_normalize_tool_response`: Commands and lists of them).
+# Checked: langgraph-prebuilt 1.0.13 - 1.1.2.
+from langgraph.prebuilt.tool_node import (  # noqa: E402
+    ToolInvocationError,
+    _default_handle_tool_errors,
+    _filter_validation_errors,
+    _handle_tool_error,
+    _infer_handled_types,
+)
+
+DEFAULT_HANDLE_TOOL_ERRORS: Callable[..., str] = _default_handle_tool_errors
+"""``ToolNode``'s default ``handle_tool_errors``: invalid arguments answered, the rest raised."""
+
+
+def handled_error_types(flag: Any) -> tuple[type[Exception], ...]:
+    """The exception types a ``handle_tool_errors`` value handles, as ``ToolNode`` reads it."""
+    if isinstance(flag, type) and issubclass(flag, Exception):
+        return (flag,)
+    if isinstance(flag, tuple):
+        return flag
+    if callable(flag) and not isinstance(flag, type):
+        return _infer_handled_types(flag)
+    return (Exception,) if flag else ()
+
+
+def toolnode_error_content(error: Exception, flag: Any) -> str:
+    """The error message content ``ToolNode`` writes for ``error`` under ``flag`` (may raise)."""
+    content: str = _handle_tool_error(error, flag=flag)
+    return content
+
+
+def invocation_error(tool: Any, error: Exception, args: Any) -> ToolInvocationError:
+    """``ToolNode``'s error for invalid arguments: the model's arguments, injected ones left out."""
+    filtered = _filter_validation_errors(error, _get_all_injected_args(tool))  # type: ignore[arg-type]
+    return ToolInvocationError(tool.name, error, args, filtered)  # type: ignore[arg-type]
+
+
+def toolnode_input(node: Any, value: Any, config: Any) -> tuple[list[Any], str, Any]:
+    """``(tool_calls, input_type, state)`` of a ``ToolNode`` input, as ``ToolNode`` reads it.
+
+    ``input_type`` is ``"dict"`` (a state), ``"list"`` (a list of messages) or
+    ``"tool_calls"`` (a list of tool calls, or a ``Send`` payload with its state).
+    """
+    calls, input_type = node._parse_input(value)
+    return calls, input_type, node._extract_state(value, config)
+
+
+def toolnode_output(node: Any, response: Any, call: Any, input_type: str) -> Any:
+    """A tool's ``Command`` / ``ToolMessage`` / list of them, validated as ``ToolNode`` does."""
+    return node._normalize_tool_response(response, call, input_type)

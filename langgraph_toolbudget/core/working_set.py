@@ -23,13 +23,13 @@ from typing import Any
 __all__ = ["VisibleChange", "WorkingSet", "state_get", "state_messages"]
 
 
-def state_messages(state: Any) -> list[Any]:
-    """The message list of a state given as a dict, a pydantic model or a list."""
+def state_messages(state: Any, key: str = "messages") -> list[Any]:
+    """The message list (under ``key``) of a state given as a dict, a pydantic model or a list."""
     if isinstance(state, list):
         return state
     if isinstance(state, Mapping):
-        return list(state.get("messages", []))
-    return list(getattr(state, "messages", []))
+        return list(state.get(key, None) or [])
+    return list(getattr(state, key, None) or [])
 
 
 def state_get(state: Any, key: str, default: Any = None) -> Any:

@@ -20,7 +20,7 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.types import Command
+from langgraph.types import Command, Send
 
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
@@ -36,6 +36,7 @@ from langgraph_toolbudget.execution.builtins import (
     BuiltinTools,
     merge_update,
 )
+from langgraph_toolbudget.execution.errors import HandleToolErrors
 from langgraph_toolbudget.execution.pipeline import (
     AsyncToolCallWrapper,
     CallCheck,
@@ -121,6 +122,10 @@ class BatchRunner:
         builtins: the built-in families to answer (default: every family of
             :func:`~langgraph_toolbudget.execution.builtins.builtin_families`),
             gated by ``config.enabled_builtins``.
+        handle_tool_errors: ``None`` (explained error messages) or one of
+            ``ToolNode``'s forms (:class:`~langgraph_toolbudget.execution.errors.ToolErrorPolicy`).
+        messages_key: the state key of the messages.
+        toolnode_wording: refuse unknown tool names in ``ToolNode``'s words.
     """
 
     def __init__(
@@ -131,6 +136,9 @@ class BatchRunner:
         wrap_tool_call: ToolCallWrapper | Sequence[ToolCallWrapper] | None = None,
         awrap_tool_call: AsyncToolCallWrapper | Sequence[AsyncToolCallWrapper] | None = None,
         builtins: Sequence[BuiltinTools] | None = None,
+        handle_tool_errors: HandleToolErrors = None,
+        messages_key: str = "messages",
+        toolnode_wording: bool = False,
     ) -> None:
         catalog = catalog.in_runtime_mode(config.runtime_mode)
         self.catalog = catalog
@@ -138,12 +146,19 @@ class BatchRunner:
         self.builtins = Builtins(catalog, config, builtins)
         self.meta_names = tuple(n for n in self.builtins.names if self.builtins.counts_as_meta(n))
         self.free = free_tools(catalog, config.pinned)
-        self.policy = VisibilityPolicy(catalog, enforce_visibility=config.enforce_visibility)
+        self.messages_key = messages_key
+        self.policy = VisibilityPolicy(
+            catalog,
+            enforce_visibility=config.enforce_visibility,
+            toolnode_wording=toolnode_wording,
+        )
         self.pipeline = ToolCallPipeline(
             catalog,
             wrap_tool_call=wrap_tool_call,
             awrap_tool_call=awrap_tool_call,
             max_workers=config.max_parallel,
+            handle_tool_errors=handle_tool_errors,
+            messages_key=messages_key,
         )
         self.scheduler = CallScheduler(
             catalog,
@@ -165,7 +180,7 @@ class BatchRunner:
         self, calls: Sequence[ToolCall], state: Any, config: RunnableConfig, working: WorkingSet
     ) -> tuple[list[tuple[int, ToolCall]], dict[int, ToolMessage], BuiltinContext, TurnOutcome]:
         """The built-in calls to answer, those over the meta-call bound, and the context."""
-        messages = state_messages(state)
+        messages = state_messages(state, self.messages_key)
         ctx = BuiltinContext(state, config, working, latest_user_text(messages))
         outcome = TurnOutcome()
         used = meta_calls_this_turn(messages, self.meta_names)
@@ -321,14 +336,38 @@ def _message(call: ToolCall, result: BuiltinResult) -> ToolMessage:
     )
 
 
-def node_output(outputs: Sequence[Any], update: dict[str, Any]) -> Any:
-    """A node return value: one dict, or a list of Commands and dicts when tools returned Commands.
+def node_output(
+    outputs: Sequence[Any],
+    update: dict[str, Any],
+    *,
+    messages_key: str = "messages",
+    as_list: bool = False,
+) -> Any:
+    """A node return value, shaped as ``ToolNode``'s, plus the budget ``update`` if any.
 
-    With Commands, each output becomes its own update, in call order (as ``ToolNode``
-    does), so the tool messages stay in the order of the model's calls.
+    Without Commands: ``{messages_key: [ToolMessage, ...], **update}``, or the list
+    of tool messages when the input was a list of messages (``as_list``: such an
+    input has no state to update, so ``update`` is dropped). With Commands, each
+    output becomes its own update, in call order (as ``ToolNode`` does), so the tool
+    messages stay in the order of the model's calls; ``Command(graph=PARENT)``s whose
+    ``goto`` are all ``Send``s are merged into one, last, as ``ToolNode`` merges them.
     """
     flat = flatten_outputs(outputs)
     if not any(isinstance(o, Command) for o in flat):
-        return {"messages": flat, **update}
-    combined: list[Any] = [o if isinstance(o, Command) else {"messages": [o]} for o in flat]
-    return [*combined, update] if update else combined
+        return flat if as_list else {messages_key: flat, **update}
+    combined: list[Any] = []
+    sends: list[Send] = []
+    for out in flat:
+        if not isinstance(out, Command):
+            combined.append([out] if as_list else {messages_key: [out]})
+        elif out.graph is Command.PARENT and _all_sends(out.goto):
+            sends.extend(out.goto)  # type: ignore[arg-type]
+        else:
+            combined.append(out)
+    if sends:
+        combined.append(Command(graph=Command.PARENT, goto=sends))
+    return [*combined, update] if update and not as_list else combined
+
+
+def _all_sends(goto: Any) -> bool:
+    return isinstance(goto, list) and all(isinstance(s, Send) for s in goto)

@@ -14,9 +14,13 @@ Key Components:
       output becomes a ``ToolMessage``, a ``Command`` or a list of them; the
       result of a deprecated tool, success or failure, gets a note saying so).
 
-Every failure becomes an error ``ToolMessage`` that names the tool and the
-problem (and the expected schema for bad arguments), except LangGraph's own
-control flow (interrupts, and an invalid answer to an interrupt), which is raised.
+By default every failure becomes an error ``ToolMessage`` that names the tool and
+the problem (and the expected schema for bad arguments); ``handle_tool_errors``
+in one of ``ToolNode``'s forms answers or raises as ``ToolNode`` does
+(:mod:`~langgraph_toolbudget.execution.errors`). Raised whatever the setting, as
+by ``ToolNode``: LangGraph's control flow (interrupts, and an invalid answer to an
+interrupt), a missing store for ``InjectedStore`` and a missing state key for
+``InjectedState`` (the graph is built wrong: no model can fix it).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.errors import GraphBubbleUp
-from langgraph.prebuilt import ToolRuntime
+from langgraph.prebuilt import ToolNode, ToolRuntime
 from langgraph.prebuilt.tool_node import ToolCallRequest, msg_content_output
 from langgraph.types import Command
 from pydantic import PydanticUserError, ValidationError
@@ -42,8 +46,8 @@ from pydantic import PydanticUserError, ValidationError
 from langgraph_toolbudget._compat import (
     has_injected_args,
     injector_for,
-    is_invalid_resume,
     runtime_of,
+    toolnode_output,
 )
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.coercion import (
@@ -52,6 +56,7 @@ from langgraph_toolbudget.core.coercion import (
     schema_error_message,
     tool_json_schema,
 )
+from langgraph_toolbudget.execution.errors import HandleToolErrors, ToolErrorPolicy
 from langgraph_toolbudget.execution.hooks import (
     AsyncToolCallWrapper,
     ToolCallWrapper,
@@ -75,7 +80,10 @@ T = TypeVar("T")
 
 ToolOutput = ToolMessage | Command | list[Any]
 """What one call produces: a tool message, a ``Command``, or a list of them."""
-Invoke = Callable[[BaseTool, ToolCall], Any]  # the invoke stage: (tool, coerced call) -> output
+Invoke = Callable[[BaseTool, ToolCall], Callable[[], Any]]
+"""The invoke stage: ``(tool, coerced call) -> run``; ``run()`` gives the tool's output."""
+AInvoke = Callable[[BaseTool, ToolCall], Callable[[], Awaitable[Any]]]
+"""The async invoke stage: ``(tool, coerced call) -> run``; ``await run()`` gives the output."""
 CallCheck = Callable[[str], str | None]
 """Policy of the check stage: tool name -> why the call may not run (for the model), or None."""
 
@@ -89,6 +97,11 @@ RAW_ARGUMENTS_ERROR = (
     "{raw}\nExpected arguments (JSON schema): {schema}\nCall it again with a JSON object."
 )
 NOT_A_TOOL_ERROR = "Error: {tool!r} is not a tool of this app, so it was not run."
+
+# Fields of LangGraph's Runtime that newer ToolRuntimes carry too (langgraph-prebuilt >= 1.1).
+_RUNTIME_EXTRAS = tuple(
+    k for k in ("execution_info", "server_info") if k in ToolRuntime.__dataclass_fields__
+)
 
 
 def _error(call: ToolCall, content: str) -> ToolMessage:
@@ -120,6 +133,10 @@ class ToolCallPipeline:
         max_workers: size of the pipeline's own thread pool, where sync tools
             (and sync hooks) run under ``ainvoke``; the interpreter's default
             pool is never used, so its size does not cap ``parallel_safe``.
+        handle_tool_errors: ``None`` (explained error messages for every
+            failure) or any of ``ToolNode``'s forms, with its meaning.
+        messages_key: the state key of the messages (``Command`` updates a tool
+            returns are checked for their tool message under this key).
 
     Example:
         ```python
@@ -138,8 +155,13 @@ class ToolCallPipeline:
         wrap_tool_call: ToolCallWrapper | Sequence[ToolCallWrapper] | None = None,
         awrap_tool_call: AsyncToolCallWrapper | Sequence[AsyncToolCallWrapper] | None = None,
         max_workers: int = 16,
+        handle_tool_errors: HandleToolErrors = None,
+        messages_key: str = "messages",
     ) -> None:
         self.catalog = catalog
+        self.errors = ToolErrorPolicy(handle_tool_errors)
+        self.messages_key = messages_key
+        self._rules = ToolNode([], messages_key=messages_key)  # ToolNode's output checks
         self.max_workers = max_workers
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
@@ -176,6 +198,7 @@ class ToolCallPipeline:
 
     def _runtime(self, call: ToolCall, state: Any, config: RunnableConfig) -> ToolRuntime:
         runtime = runtime_of(config)
+        extra = {k: getattr(runtime, k, None) for k in _RUNTIME_EXTRAS}
         return ToolRuntime(
             state=state,
             context=getattr(runtime, "context", None),
@@ -184,6 +207,7 @@ class ToolCallPipeline:
             tool_call_id=call["id"],
             store=getattr(runtime, "store", None),
             tools=self._tools,
+            **extra,
         )
 
     def request(self, call: ToolCall, state: Any, config: RunnableConfig) -> ToolCallRequest:
@@ -201,7 +225,12 @@ class ToolCallPipeline:
         def execute(req: ToolCallRequest) -> Any:
             return self.execute(req, config, check)
 
-        return chain(self.wrappers, execute)(self.request(call, state, config))
+        try:
+            return chain(self.wrappers, execute)(self.request(call, state, config))
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the policy answers or re-raises it
+            return self.errors.hook_failed(call, exc)
 
     async def arun(
         self, call: ToolCall, state: Any, config: RunnableConfig, check: CallCheck
@@ -212,7 +241,12 @@ class ToolCallPipeline:
             async def aexecute(req: ToolCallRequest) -> Any:
                 return await self.aexecute(req, config, check)
 
-            return await achain(self.awrappers, aexecute)(self.request(call, state, config))
+            try:
+                return await achain(self.awrappers, aexecute)(self.request(call, state, config))
+            except GraphBubbleUp:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the policy answers or re-raises it
+                return self.errors.hook_failed(call, exc)
         if self.wrappers:  # sync hooks: run them (and the call) off the event loop
             return await self.to_thread(self.run, call, state, config, check)
         return await self._aexecute(call, self._tool(call), state, None, config, check)
@@ -242,10 +276,11 @@ class ToolCallPipeline:
         config: RunnableConfig,
         check: CallCheck,
     ) -> Any:
-        def invoke(tool: BaseTool, call: ToolCall) -> Any:
-            return tool.invoke(self._tool_input(tool, call, state, runtime, config), config)
+        def invoke(tool: BaseTool, call: ToolCall) -> Callable[[], Any]:
+            tool_input = self._tool_input(tool, call, state, runtime, config)
+            return lambda: tool.invoke(tool_input, config)
 
-        return self._staged(call, tool, check, invoke)
+        return self._staged(call, tool, check, invoke, state)
 
     async def _aexecute(
         self,
@@ -256,45 +291,51 @@ class ToolCallPipeline:
         config: RunnableConfig,
         check: CallCheck,
     ) -> Any:
-        def ainvoke(tool: BaseTool, call: ToolCall) -> Awaitable[Any]:
+        def ainvoke(tool: BaseTool, call: ToolCall) -> Callable[[], Awaitable[Any]]:
             tool_input = self._tool_input(tool, call, state, runtime, config)
             if runs_in_thread(tool):  # as BaseTool.ainvoke would, but in our own pool
-                return self.to_thread(tool.invoke, tool_input, config)
-            return tool.ainvoke(tool_input, config)
+                return lambda: self.to_thread(tool.invoke, tool_input, config)
+            return lambda: tool.ainvoke(tool_input, config)
 
-        return await self._astaged(call, tool, check, ainvoke)
+        return await self._astaged(call, tool, check, ainvoke, state)
 
     def delegate(
         self, request: ToolCallRequest, check: CallCheck, invoke: Callable[[Any], Any]
     ) -> Any:
         """The stages around another tool node's invoke stage, ``invoke(request)`` (sync)."""
-        return self._staged(request.tool_call, request.tool, check, _around(request, invoke))
+        call, tool, state = request.tool_call, request.tool, request.state
+        return self._staged(call, tool, check, _around(request, invoke), state)
 
     async def adelegate(
         self, request: ToolCallRequest, check: CallCheck, ainvoke: Callable[[Any], Awaitable[Any]]
     ) -> Any:
         """The async :meth:`delegate`, bounded by the tool's ``timeout_s``."""
-        call, tool = request.tool_call, request.tool
-        return await self._astaged(call, tool, check, _around(request, ainvoke))
+        call, tool, state = request.tool_call, request.tool, request.state
+        return await self._astaged(call, tool, check, _around(request, ainvoke), state)
 
     def _staged(
-        self, call: ToolCall, tool: BaseTool | None, check: CallCheck, invoke: Invoke
+        self, call: ToolCall, tool: BaseTool | None, check: CallCheck, invoke: Invoke, state: Any
     ) -> Any:
-        """Check and coerce, ``invoke(tool, call)``, normalise and note; failures as messages."""
+        """Check and coerce, invoke, normalise and note; failures as messages.
+
+        ``invoke(tool, call)`` prepares the tool's input (raising, as ``ToolNode``
+        does, what argument injection raises) and returns the call to run.
+        """
         prepared = self._prepare(call, tool, check)
         if isinstance(prepared, ToolMessage):
             return prepared
         tool, call = prepared
+        run = invoke(tool, call)
         try:
-            response = invoke(tool, call)
+            output = self._normalise(call, tool, run(), state)
         except GraphBubbleUp:
             raise
-        except Exception as exc:  # noqa: BLE001 - any tool failure becomes a message to the model
+        except Exception as exc:  # noqa: BLE001 - the error policy answers or re-raises it
             return self._noted(call, self._failure(call, tool, exc))
-        return self._noted(call, self._normalise(call, tool, response))
+        return self._noted(call, output)
 
     async def _astaged(
-        self, call: ToolCall, tool: BaseTool | None, check: CallCheck, ainvoke: Invoke
+        self, call: ToolCall, tool: BaseTool | None, check: CallCheck, ainvoke: AInvoke, state: Any
     ) -> Any:
         """The async :meth:`_staged`, bounded by the tool's ``timeout_s``."""
         prepared = self._prepare(call, tool, check)
@@ -302,20 +343,26 @@ class ToolCallPipeline:
             return prepared
         tool, call = prepared
         timeout = getattr(self.catalog.get(tool.name), "timeout_s", None)
+        run = ainvoke(tool, call)
         try:
-            coro = ainvoke(tool, call)
+            coro = run()
             response = await (asyncio.wait_for(coro, timeout) if timeout else coro)
+            output = self._normalise(call, tool, response, state)
         except GraphBubbleUp:
             raise
-        except Exception as exc:  # noqa: BLE001 - any tool failure becomes a message to the model
+        except Exception as exc:  # noqa: BLE001 - the error policy answers or re-raises it
             return self._noted(call, self._failure(call, tool, exc))
-        return self._noted(call, self._normalise(call, tool, response))
+        return self._noted(call, output)
 
     def _prepare(
         self, call: ToolCall, tool: BaseTool | None, check: CallCheck
     ) -> tuple[BaseTool, ToolCall] | ToolMessage:
-        """Check and coerce: the tool and the call to invoke, or the error to answer with."""
-        problem = check(call["name"])
+        """Check and coerce: the tool and the call to invoke, or the error to answer with.
+
+        A tool a hook put in the request (``request.override(tool=...)``) is the
+        application's choice: it runs unchecked, as under ``ToolNode``.
+        """
+        problem = None if tool is not None and not self._known(tool) else check(call["name"])
         if problem is not None:
             return _error(call, problem)
         if tool is None:
@@ -331,14 +378,22 @@ class ToolCallPipeline:
             args = coerce_args(args, schema)
         return tool, {**call, "args": args}
 
+    def _known(self, tool: BaseTool) -> bool:
+        """Is ``tool`` the catalog's tool of its name (not one a hook supplied)?"""
+        spec = self.catalog.get(tool.name)
+        return spec is not None and spec.tool is tool
+
     def schema(self, tool: BaseTool) -> dict[str, Any] | None:
-        """The tool's argument JSON schema, computed once per tool (None if it has none)."""
-        if tool.name not in self._schemas:
-            try:
-                self._schemas[tool.name] = tool_json_schema(tool)
-            except (TypeError, ValueError, PydanticUserError):
-                self._schemas[tool.name] = None
-        return self._schemas[tool.name]
+        """The tool's argument JSON schema, computed once per catalog tool (None if it has none)."""
+        if tool.name in self._schemas and self._known(tool):
+            return self._schemas[tool.name]
+        try:
+            schema = tool_json_schema(tool)
+        except (TypeError, ValueError, PydanticUserError):
+            schema = None
+        if self._known(tool):  # cache only the catalog's tools: the cache stays bounded
+            self._schemas[tool.name] = schema
+        return schema
 
     def _tool_input(
         self,
@@ -348,25 +403,28 @@ class ToolCallPipeline:
         runtime: ToolRuntime | None,
         config: RunnableConfig,
     ) -> Any:
-        if tool.name not in self._injectors:
-            self._injectors[tool.name] = injector_for(tool) if has_injected_args(tool) else None
-        inject = self._injectors[tool.name]
+        if tool.name in self._injectors and self._known(tool):
+            inject = self._injectors[tool.name]
+        else:
+            inject = injector_for(tool, self.messages_key) if has_injected_args(tool) else None
+            if self._known(tool):
+                self._injectors[tool.name] = inject
         if inject is not None:
             call = inject(call, runtime or self._runtime(call, state, config))
         return {**call, "type": "tool_call"}
 
-    def _normalise(self, call: ToolCall, tool: BaseTool, response: Any) -> Any:
-        if isinstance(response, Command):
-            return response
-        if isinstance(response, ToolMessage):
+    def _normalise(self, call: ToolCall, tool: BaseTool, response: Any, state: Any) -> Any:
+        """A tool's result as ``ToolNode`` checks it (``Command``s, lists); other values wrapped.
+
+        Raises (into the error policy) what ``ToolNode`` raises: a ``Command`` without
+        the call's tool message, a list without exactly one, a list of other types.
+        """
+        if isinstance(response, ToolMessage):  # the usual result: what ToolNode does, inline
             response.content = _content(response.content)
             return response
-        if (
-            isinstance(response, list)
-            and response
-            and all(isinstance(r, ToolMessage | Command) for r in response)
-        ):
-            return response
+        if isinstance(response, Command | list):
+            input_type = "list" if isinstance(state, list) else "dict"
+            return toolnode_output(self._rules, response, call, input_type)
         return ToolMessage(_content(response), name=tool.name, tool_call_id=call["id"])
 
     def _noted(self, call: ToolCall, output: Any) -> Any:
@@ -375,8 +433,10 @@ class ToolCallPipeline:
         return output if note is None else add_note(output, call["id"], note)
 
     def _failure(self, call: ToolCall, tool: BaseTool, error: Exception) -> ToolMessage:
-        if is_invalid_resume(error):
-            raise error  # a human's answer to an interrupt failed its schema: never swallow it
+        return self.errors.tool_failed(call, tool, error, lambda: self._explain(call, tool, error))
+
+    def _explain(self, call: ToolCall, tool: BaseTool, error: Exception) -> str:
+        """The explained error message of a failed call (the default policy, and timeouts)."""
         args = call.get("args", {})
         if isinstance(error, ValidationError):
             content = schema_error_message(tool, error, args)
@@ -386,12 +446,12 @@ class ToolCallPipeline:
         else:
             content = TOOL_ERROR.format(tool=tool.name, error=f"{type(error).__name__}: {error}")
         logger.info("tool %s failed: %r", tool.name, error)
-        return _error(call, content)
+        return content
 
 
-def _around(request: ToolCallRequest, invoke: Callable[[Any], Any]) -> Invoke:
-    """An invoke stage that hands the coerced call to another tool node's ``invoke``."""
-    return lambda _, call: invoke(request.override(tool_call=call))
+def _around(request: ToolCallRequest, invoke: Callable[[Any], Any]) -> Any:
+    """An invoke stage (sync or async) that hands the coerced call to another tool node."""
+    return lambda _, call: lambda: invoke(request.override(tool_call=call))
 
 
 def _content(output: Any) -> str | list[str | dict[Any, Any]]:

@@ -16,6 +16,7 @@ from collections.abc import Container
 from typing import Any
 
 from langchain_core.messages import ToolMessage
+from langgraph.prebuilt.tool_node import INVALID_TOOL_NAME_ERROR_TEMPLATE
 from langgraph.types import Command
 from rapidfuzz import fuzz, process
 
@@ -92,11 +93,21 @@ class VisibilityPolicy:
         catalog: the tool catalog, in the runtime mode of the calls
             (``catalog.in_runtime_mode(...)``): its listed tools may run.
         enforce_visibility: refuse calls to tools that exist but are not visible.
+        toolnode_wording: word the refusal of an unknown name as ``ToolNode`` does
+            (every tool named, no meta-tools: the model of a plain ``ToolNode`` graph
+            has none).
     """
 
-    def __init__(self, catalog: ToolCatalog, *, enforce_visibility: bool = True) -> None:
+    def __init__(
+        self,
+        catalog: ToolCatalog,
+        *,
+        enforce_visibility: bool = True,
+        toolnode_wording: bool = False,
+    ) -> None:
         self.catalog = catalog
         self.enforce_visibility = enforce_visibility
+        self.toolnode_wording = toolnode_wording
 
     def closest_tools(self, name: str, limit: int = 3) -> list[str]:
         """Real tool names closest to ``name`` (spelling, then meaning)."""
@@ -124,6 +135,10 @@ class VisibilityPolicy:
                 tool=name, problem=NOT_LOADED, closest="", how=LOAD_IT_FIRST.format(tool=name)
             )
         status = catalog.status(name)
+        if self.toolnode_wording and status is None and not catalog.is_filtered(name):
+            return INVALID_TOOL_NAME_ERROR_TEMPLATE.format(
+                requested_tool=name, available_tools=", ".join(catalog.tool_names)
+            )
         how = HOW_TO_LOAD
         if catalog.is_filtered(name):
             problem = FILTERED

@@ -1,10 +1,14 @@
 """The tools node: a drop-in replacement for LangGraph's ``ToolNode`` that knows the budget.
 
 Key Components:
-    - :class:`ToolExecutor`: runs the tool calls of the last AI message through
+    - :class:`ToolExecutor`: a ``ToolNode`` subclass (so ``create_react_agent``
+      and every ``isinstance(..., ToolNode)`` check accept it) that runs the tool
+      calls of its input through
       :class:`~langgraph_toolbudget.execution.batch.BatchRunner` (meta-calls
       first, enforcement, the per-call pipeline, the scheduler) and returns the
-      tool messages and the visible-set update.
+      tool messages and the visible-set update. It takes ``ToolNode``'s input
+      and output shapes and its constructor arguments with their meaning;
+      :meth:`ToolExecutor.from_tools` is the one-line swap for ``ToolNode(tools)``.
 
 Typical Usage:
     ```python
@@ -13,22 +17,30 @@ Typical Usage:
     graph.add_conditional_edges("agent", tools_condition)
     graph.add_edge("tools", "agent")
     ```
+
+The differences from ``ToolNode`` that remain, with their reasons, are listed in
+docs/execution.md ("Differences from ToolNode").
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, ToolCall
+from langchain_core.messages import ToolCall
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from langchain_core.tools import tool as create_tool
+from langgraph.prebuilt import ToolNode
 
+from langgraph_toolbudget._compat import DEFAULT_HANDLE_TOOL_ERRORS, toolnode_input
 from langgraph_toolbudget.config import BudgetConfig, ExecutionMode, RuntimeMode, resolve_config
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.core.working_set import state_messages
+from langgraph_toolbudget.core.working_set import WorkingSet
 from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome, node_output
+from langgraph_toolbudget.execution.errors import HandleToolErrors
 from langgraph_toolbudget.execution.pipeline import AsyncToolCallWrapper, ToolCallWrapper
-from langgraph_toolbudget.nodes._node import BudgetNode, emit_changes
+from langgraph_toolbudget.nodes._node import emit_changes
 
 __all__ = ["ToolExecutor"]
 
@@ -37,18 +49,24 @@ NO_AI_MESSAGE_ERROR = (
     "the last AI message has tool calls (e.g. with tools_condition)."
 )
 
+Hooks = ToolCallWrapper | Sequence[ToolCallWrapper] | None
+AsyncHooks = AsyncToolCallWrapper | Sequence[AsyncToolCallWrapper] | None
 
-class ToolExecutor(BudgetNode):
+
+class ToolExecutor(ToolNode):
     """A drop-in replacement for LangGraph's ``ToolNode`` that knows the tool budget.
 
-    Input: a state whose last AI message has tool calls (and ``selected_tools``).
-    Output: ``{"messages": [ToolMessage, ...], "selected_tools": {...},
-    "discovered_tools": [...], "tool_last_used": {...}}`` (the budget fields
-    only when they change): one tool message per call, in call order;
-    meta-calls change the visible set; calls to tools that are unknown,
-    filtered, disabled, drafts outside debug mode or not visible are refused
-    with an error message naming the closest tools and what to do; results of
-    deprecated tools carry a note saying so.
+    Input (as ``ToolNode``): a state whose last AI message (under ``messages_key``)
+    has tool calls, a list of messages, a list of tool calls, or a ``Send``
+    payload (``{"__type": "tool_call_with_context", "tool_call": ..., "state": ...}``).
+    Output (as ``ToolNode``): ``{"messages": [ToolMessage, ...]}`` (a list of tool
+    messages for a list-of-messages input), or a list of updates and ``Command``s
+    when tools return ``Command``s; plus the budget fields ``selected_tools``,
+    ``discovered_tools`` and ``tool_last_used`` when they change. One tool message
+    per call, in call order; meta-calls change the visible set; calls to tools
+    that are unknown, filtered, disabled, drafts outside debug mode or not visible
+    are refused with an error message naming the closest tools and what to do;
+    results of deprecated tools carry a note saying so.
 
     Args:
         catalog: the tool catalog.
@@ -72,6 +90,13 @@ class ToolExecutor(BudgetNode):
             as ``ToolNode(wrap_tool_call=...)`` (a callable or a list, outermost first).
         awrap_tool_call: async hooks, as ``ToolNode(awrap_tool_call=...)``.
         name: node name.
+        tags: tags of the node's runs, as ``ToolNode(tags=...)``.
+        handle_tool_errors: ``None`` (the default): every failure of a tool becomes
+            an error message that explains it (the expected schema for invalid
+            arguments, the timeout, the exception); or any of ``ToolNode``'s forms
+            with its meaning: ``True``, a message string, a callable taking the
+            exception, an exception type or a tuple of them, ``False`` (raise).
+        messages_key: the state key of the messages, as ``ToolNode(messages_key=...)``.
 
     Example:
         ```python
@@ -97,11 +122,24 @@ class ToolExecutor(BudgetNode):
         max_parallel: int | None = None,
         group_limits: Mapping[str, int] | None = None,
         runtime_mode: RuntimeMode | None = None,
-        wrap_tool_call: ToolCallWrapper | Sequence[ToolCallWrapper] | None = None,
-        awrap_tool_call: AsyncToolCallWrapper | Sequence[AsyncToolCallWrapper] | None = None,
+        wrap_tool_call: Hooks = None,
+        awrap_tool_call: AsyncHooks = None,
         name: str = "tools",
+        tags: list[str] | None = None,
+        handle_tool_errors: HandleToolErrors = None,
+        messages_key: str = "messages",
     ) -> None:
-        super().__init__(name)
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"name must be a non-empty string (the node's name), got {name!r}")
+        super().__init__(
+            [],
+            name=name,
+            tags=tags,
+            # ToolNode's reading of ours (None: every error answered); the runner applies it.
+            handle_tool_errors=True if handle_tool_errors is None else handle_tool_errors,
+            messages_key=messages_key,
+        )
+        self.node_name: str = name
         self.config = resolve_config(
             config,
             mode=mode,
@@ -116,29 +154,127 @@ class ToolExecutor(BudgetNode):
             runtime_mode=runtime_mode,
         )
         self.runner = BatchRunner(
-            catalog, self.config, wrap_tool_call=wrap_tool_call, awrap_tool_call=awrap_tool_call
+            catalog,
+            self.config,
+            wrap_tool_call=wrap_tool_call,
+            awrap_tool_call=awrap_tool_call,
+            handle_tool_errors=handle_tool_errors,
+            messages_key=messages_key,
         )
+        # ToolNode's view of the tools (create_react_agent binds these to the model).
+        self._tools_by_name = {spec.name: spec.tool for spec in self.runner.catalog.specs}
+        self._wrap_tool_call = wrap_tool_call  # type: ignore[assignment]
+        self._awrap_tool_call = awrap_tool_call  # type: ignore[assignment]
+        self._track_use = True  # write tool_last_used (the LRU order of the visible set)
 
-    @staticmethod
-    def _calls(state: Any) -> list[ToolCall]:
-        for message in reversed(state_messages(state)):
-            if isinstance(message, AIMessage):
-                return list(message.tool_calls)
-        raise ValueError(NO_AI_MESSAGE_ERROR)
+    @classmethod
+    def from_tools(
+        cls,
+        tools: Sequence[BaseTool | Callable[..., Any]],
+        *,
+        name: str = "tools",
+        tags: list[str] | None = None,
+        handle_tool_errors: HandleToolErrors = DEFAULT_HANDLE_TOOL_ERRORS,
+        messages_key: str = "messages",
+        wrap_tool_call: Hooks = None,
+        awrap_tool_call: AsyncHooks = None,
+        **options: Any,
+    ) -> ToolExecutor:
+        """The one-line swap for ``ToolNode(tools, ...)``: same arguments, same meaning.
 
-    def _output(self, outcome: TurnOutcome, working: Any) -> Any:
+        Every tool is visible (no budget: ``enforce_visibility=False``), plain
+        functions are turned into tools as ``ToolNode`` turns them, errors are
+        handled as ``ToolNode`` handles them by default, unknown names are refused
+        in ``ToolNode``'s words, and the output carries no budget fields unless a
+        meta-call changed the visible set. The scheduling (``mode``,
+        ``max_parallel``, ``group_limits``), argument repair and per-tool timeouts
+        stay.
+
+        Args:
+            tools: ``BaseTool``s and plain functions, as ``ToolNode(tools)``.
+            name: node name.
+            tags: tags of the node's runs.
+            handle_tool_errors: as ``ToolNode``'s (its default: invalid arguments are
+                answered, other exceptions raised); ``None`` for explained errors.
+            messages_key: the state key of the messages.
+            wrap_tool_call: hooks around each call, as ``ToolNode``'s.
+            awrap_tool_call: async hooks, as ``ToolNode``'s.
+            **options: any other keyword of :class:`ToolExecutor` (``mode``,
+                ``max_parallel``, ``group_limits``, ``config``...).
+
+        Returns:
+            A ``ToolExecutor`` over a catalog of ``tools``.
+
+        Example:
+            ```python
+            def add(a: int, b: int) -> int:
+                \"\"\"Add two numbers.\"\"\"
+                return a + b
+
+            node = ToolExecutor.from_tools([add])  # was: ToolNode([add])
+            ```
+        """
+        node = cls.__new__(cls)
+        node._init_from_tools(
+            tools,
+            name=name,
+            tags=tags,
+            handle_tool_errors=handle_tool_errors,
+            messages_key=messages_key,
+            wrap_tool_call=wrap_tool_call,
+            awrap_tool_call=awrap_tool_call,
+            **options,
+        )
+        return node
+
+    def _init_from_tools(
+        self,
+        tools: Sequence[BaseTool | Callable[..., Any]],
+        *,
+        handle_tool_errors: HandleToolErrors = DEFAULT_HANDLE_TOOL_ERRORS,
+        **options: Any,
+    ) -> None:
+        """Initialise as :meth:`from_tools` describes (for subclasses taking ``tools``)."""
+        as_tools = [t if isinstance(t, BaseTool) else create_tool(t) for t in tools]
+        ToolExecutor.__init__(
+            self,
+            ToolCatalog.from_tools(as_tools),
+            **{"enforce_visibility": False, **options},
+            handle_tool_errors=handle_tool_errors,
+        )
+        self.runner.policy.toolnode_wording = True
+        self._track_use = False
+
+    # --- ToolNode's entry points ------------------------------------------------------------
+
+    def _read(self, value: Any, config: RunnableConfig) -> tuple[list[ToolCall], str, Any]:
+        try:
+            return toolnode_input(self, value, config)
+        except ValueError as exc:
+            raise ValueError(f"{exc}: {NO_AI_MESSAGE_ERROR}") from None
+
+    def _working(self, state: Any) -> WorkingSet:
+        return self.runner.working_set({} if isinstance(state, list) else state)
+
+    def _output(self, outcome: TurnOutcome, working: WorkingSet, input_type: str) -> Any:
         emit_changes(working, self.node_name)
         update = {**outcome.update, **working.update()}
+        if not self._track_use:
+            update.pop("tool_last_used", None)
         if outcome.discovered:
             update["discovered_tools"] = outcome.discovered
-        return node_output(outcome.outputs, update)
+        return node_output(
+            outcome.outputs, update, messages_key=self._messages_key, as_list=input_type == "list"
+        )
 
-    def run(self, state: Any, config: RunnableConfig) -> Any:
-        working = self.runner.working_set(state)
-        outcome = self.runner.run(self._calls(state), state, config, working)
-        return self._output(outcome, working)
+    def _func(self, input: Any, config: RunnableConfig) -> Any:  # type: ignore[override]  # noqa: A002
+        calls, input_type, state = self._read(input, config)
+        working = self._working(state)
+        outcome = self.runner.run(calls, state, config, working)
+        return self._output(outcome, working, input_type)
 
-    async def arun(self, state: Any, config: RunnableConfig) -> Any:
-        working = self.runner.working_set(state)
-        outcome = await self.runner.arun(self._calls(state), state, config, working)
-        return self._output(outcome, working)
+    async def _afunc(self, input: Any, config: RunnableConfig) -> Any:  # type: ignore[override]  # noqa: A002
+        calls, input_type, state = self._read(input, config)
+        working = self._working(state)
+        outcome = await self.runner.arun(calls, state, config, working)
+        return self._output(outcome, working, input_type)
