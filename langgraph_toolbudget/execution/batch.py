@@ -35,6 +35,7 @@ from langgraph_toolbudget.execution.builtins import (
     BuiltinTools,
     merge_update,
 )
+from langgraph_toolbudget.execution.offload import Offloader
 from langgraph_toolbudget.execution.pipeline import (
     AsyncToolCallWrapper,
     CallCheck,
@@ -144,6 +145,7 @@ class BatchRunner:
             awrap_tool_call=awrap_tool_call,
             max_workers=config.max_parallel,
         )
+        self.offloader = Offloader(config, self.builtins.names) if config.offloading else None
         self.scheduler = CallScheduler(
             catalog,
             config.mode,
@@ -272,7 +274,10 @@ class BatchRunner:
         shown = self._shown(calls, working)
         done, outcome = self._answer_builtins(calls, state, config, working)
         regular, check = self._plan(calls, working, shown, done)
-        done.update(self.scheduler.run(regular, *self._runners(state, config, check)))
+        results = self.scheduler.run(regular, *self._runners(state, config, check))
+        if self.offloader is not None:
+            results = self.offloader.apply(results, config)
+        done.update(results)
         outcome.outputs = [done[i] for i in range(len(calls))]
         return outcome
 
@@ -285,7 +290,10 @@ class BatchRunner:
         regular, check = self._plan(calls, working, shown, done)
         run_one, arun_one = self._runners(state, config, check)
         batch_sync = not self.pipeline.awrappers  # async hooks must wrap every call
-        done.update(await self.scheduler.arun(regular, run_one, arun_one, batch_sync=batch_sync))
+        results = await self.scheduler.arun(regular, run_one, arun_one, batch_sync=batch_sync)
+        if self.offloader is not None:
+            results = await self.offloader.aapply(results, config)
+        done.update(results)
         outcome.outputs = [done[i] for i in range(len(calls))]
         return outcome
 

@@ -160,7 +160,12 @@ def builtin_families(catalog: ToolCatalog, config: BudgetConfig) -> list[Builtin
 
     New families are registered here, so every node binds and answers the same set.
     """
-    return [MetaTools(catalog, config)]
+    families: list[BuiltinTools] = [MetaTools(catalog, config)]
+    if config.offloading:
+        from langgraph_toolbudget.execution.output_tools import OutputTools  # imports this module
+
+        families.append(OutputTools(config))
+    return families
 
 
 class Builtins:

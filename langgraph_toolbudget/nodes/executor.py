@@ -23,7 +23,15 @@ from typing import Any
 from langchain_core.messages import AIMessage, ToolCall
 from langchain_core.runnables import RunnableConfig
 
-from langgraph_toolbudget.config import BudgetConfig, ExecutionMode, RuntimeMode, resolve_config
+from langgraph_toolbudget.config import (
+    KEEP,
+    BudgetConfig,
+    ExecutionMode,
+    Keep,
+    RuntimeMode,
+    resolve_config,
+    resolve_offload,
+)
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.working_set import state_messages
 from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome, node_output
@@ -68,6 +76,10 @@ class ToolExecutor(BudgetNode):
         group_limits: concurrency group -> calls at once (e.g. ``{"github": 4}``).
         runtime_mode: ``production`` (published and deprecated tools) or ``debug``
             (drafts too): which tools run and which the meta-tools list, search and load.
+        offload_over_chars: results longer than this many characters are
+            stored out of the conversation (default 20,000; ``None`` turns
+            offloading off); see ``docs/offloading.md``.
+        offload_over_tokens: the same limit in estimated tokens (default: unused).
         wrap_tool_call: hooks ``(request, execute) -> result`` around each call,
             as ``ToolNode(wrap_tool_call=...)`` (a callable or a list, outermost first).
         awrap_tool_call: async hooks, as ``ToolNode(awrap_tool_call=...)``.
@@ -97,6 +109,8 @@ class ToolExecutor(BudgetNode):
         max_parallel: int | None = None,
         group_limits: Mapping[str, int] | None = None,
         runtime_mode: RuntimeMode | None = None,
+        offload_over_chars: int | None | Keep = KEEP,
+        offload_over_tokens: int | None = None,
         wrap_tool_call: ToolCallWrapper | Sequence[ToolCallWrapper] | None = None,
         awrap_tool_call: AsyncToolCallWrapper | Sequence[AsyncToolCallWrapper] | None = None,
         name: str = "tools",
@@ -114,7 +128,9 @@ class ToolExecutor(BudgetNode):
             max_parallel=max_parallel,
             group_limits=group_limits,
             runtime_mode=runtime_mode,
+            offload_over_tokens=offload_over_tokens,
         )
+        self.config = resolve_offload(self.config, offload_over_chars)
         self.runner = BatchRunner(
             catalog, self.config, wrap_tool_call=wrap_tool_call, awrap_tool_call=awrap_tool_call
         )

@@ -29,7 +29,15 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import tools_condition
 
-from langgraph_toolbudget.config import BudgetConfig, ExecutionMode, RuntimeMode, resolve_config
+from langgraph_toolbudget.config import (
+    KEEP,
+    BudgetConfig,
+    ExecutionMode,
+    Keep,
+    RuntimeMode,
+    resolve_config,
+    resolve_offload,
+)
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.gating import EnabledBuiltins
 from langgraph_toolbudget.core.semantic import HybridScorer
@@ -77,6 +85,8 @@ def add_toolbudget_nodes(
     runtime_mode: RuntimeMode | None = None,
     enabled_builtins: EnabledBuiltins = None,
     system_prompt: SystemPrompt = None,
+    offload_over_chars: int | None | Keep = KEEP,
+    offload_over_tokens: int | None = None,
 ) -> str:
     """Add classify_intent -> select_tools -> tool_search -> agent <-> tools to ``graph``.
 
@@ -113,6 +123,10 @@ def add_toolbudget_nodes(
             automatic tool search runs: ``None`` (the defaults), a list of names
             or patterns, or ``{"allow": [...], "deny": [...]}``.
         system_prompt: a string, a ``SystemMessage``, or a callable of the state.
+        offload_over_chars: tool results longer than this many characters are
+            stored out of the conversation and read back with the output tools
+            (default 20,000; ``None`` turns offloading off; see ``docs/offloading.md``).
+        offload_over_tokens: the same limit in estimated tokens (default: unused).
 
     Returns:
         The name of the first added node (to route to it yourself if needed).
@@ -144,7 +158,9 @@ def add_toolbudget_nodes(
         group_limits=group_limits,
         runtime_mode=runtime_mode,
         enabled_builtins=enabled_builtins,
+        offload_over_tokens=offload_over_tokens,
     )
+    shared = resolve_offload(shared, offload_over_chars)
     names = {
         k: f"{prefix}{k}"
         for k in ("classify_intent", "select_tools", "tool_search", "agent", "tools")
@@ -197,6 +213,8 @@ def create_toolbudget_agent(
     runtime_mode: RuntimeMode | None = None,
     enabled_builtins: EnabledBuiltins = None,
     system_prompt: SystemPrompt = None,
+    offload_over_chars: int | None | Keep = KEEP,
+    offload_over_tokens: int | None = None,
 ) -> StateGraph:
     """Build the whole agent graph, uncompiled, so you choose checkpointer and store.
 
@@ -237,5 +255,7 @@ def create_toolbudget_agent(
         runtime_mode=runtime_mode,
         enabled_builtins=enabled_builtins,
         system_prompt=system_prompt,
+        offload_over_chars=offload_over_chars,
+        offload_over_tokens=offload_over_tokens,
     )
     return graph
