@@ -32,7 +32,7 @@ from typing import Any
 
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_toolbudget._compat import runtime_of
@@ -155,14 +155,21 @@ class OffloadStore:
 
     # --- sync ---------------------------------------------------------------------------------
 
+    def _writes(
+        self, handle: str, value: dict[str, Any], index: list[list[Any]], evicted: list[str]
+    ) -> list[PutOp]:
+        """One batch: the output, the deletions of evicted ones, the new index."""
+        return [
+            PutOp(self.namespace, handle, value, ttl=self._ttl),
+            *(PutOp(self.namespace, old, None) for old in evicted),
+            PutOp(self.namespace, INDEX_KEY, {"items": index}, ttl=self._ttl),
+        ]
+
     def put(self, text: str, kind: str, tool: str = "") -> str:
         """Store an output; returns its handle. Evicts the thread's oldest outputs over the cap."""
         index = self._index_of(self.store.get(self.namespace, INDEX_KEY))
         handle, index, evicted = self._plan_put(index, len(text))
-        self.store.put(self.namespace, handle, self._value(text, kind, tool), ttl=self._ttl)
-        for old in evicted:
-            self.store.delete(self.namespace, old)
-        self.store.put(self.namespace, INDEX_KEY, {"items": index}, ttl=self._ttl)
+        self.store.batch(self._writes(handle, self._value(text, kind, tool), index, evicted))
         return handle
 
     def get(self, handle: Any) -> dict[str, Any] | None:
@@ -182,14 +189,8 @@ class OffloadStore:
         """Async :meth:`put`."""
         item = await _async_or_thread(self.store, "get", self.namespace, INDEX_KEY)
         handle, index, evicted = self._plan_put(self._index_of(item), len(text))
-        value = self._value(text, kind, tool)
-        await _async_or_thread(self.store, "put", self.namespace, handle, value, ttl=self._ttl)
-        for old in evicted:
-            await _async_or_thread(self.store, "delete", self.namespace, old)
-        index_value = {"items": index}
-        await _async_or_thread(
-            self.store, "put", self.namespace, INDEX_KEY, index_value, ttl=self._ttl
-        )
+        writes = self._writes(handle, self._value(text, kind, tool), index, evicted)
+        await _async_or_thread(self.store, "batch", writes)
         return handle
 
     async def ahandles(self) -> list[str]:
