@@ -29,7 +29,7 @@ try:  # a dependency of langsmith, so nearly always there; json is the fallback
 except ImportError:  # pragma: no cover
     _orjson = None  # type: ignore[assignment]
 
-from langgraph_toolbudget.core.search import INVALID_PATTERN_ERROR, _compile_pattern
+from langgraph_toolbudget.core.search import INVALID_PATTERN_ERROR, _compile_pattern, _reason
 from langgraph_toolbudget.core.tokens import CHARS_PER_TOKEN
 
 __all__ = [
@@ -215,10 +215,7 @@ def search_output(text: str, pattern: Any, context_lines: Any = 2) -> dict[str, 
     try:
         compiled = _compile_pattern(pattern)
     except re2.error as exc:
-        reason = exc.args[0] if exc.args else str(exc)
-        if isinstance(reason, bytes):
-            reason = reason.decode("utf-8", "replace")
-        raise OutputError(PATTERN_ERROR.format(pattern=pattern, reason=reason)) from None
+        raise OutputError(PATTERN_ERROR.format(pattern=pattern, reason=_reason(exc))) from None
     if isinstance(context_lines, bool) or not isinstance(context_lines, int):
         context_lines = 2
     context = max(0, min(context_lines, MAX_CONTEXT_LINES))

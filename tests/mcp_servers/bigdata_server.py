@@ -10,10 +10,9 @@ Run: ``python bigdata_server.py`` (stdio) or
 
 from __future__ import annotations
 
-import argparse
-import logging
-
 from mcp.server.fastmcp import FastMCP
+
+from langgraph_toolbudget.demo.mcp_servers._run import run
 
 mcp = FastMCP("bigdata-server", instructions="Exports of orders, a handbook and prompts.")
 
@@ -59,12 +58,4 @@ def review(topic: str) -> str:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--transport", default="stdio", choices=["stdio", "streamable-http", "sse"])
-    parser.add_argument("--port", type=int, default=8000)
-    args = parser.parse_args()
-    mcp.settings.host = "127.0.0.1"
-    mcp.settings.port = args.port
-    mcp.settings.log_level = "WARNING"
-    logging.getLogger("mcp").setLevel(logging.WARNING)
-    mcp.run(transport=args.transport)
+    run(mcp)
