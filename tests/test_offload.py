@@ -27,7 +27,7 @@ from langgraph_toolbudget.core.large_output import (
     read_range,
     search_output,
 )
-from langgraph_toolbudget.execution.offload import NAMESPACE, OffloadStore
+from langgraph_toolbudget.execution.offload import NAMESPACE, OffloadStore, fallback_store
 from langgraph_toolbudget.execution.output_tools import OUTPUT_TOOL_NAMES
 from langgraph_toolbudget.nodes.agent import ToolAgent
 from langgraph_toolbudget.testing import ScriptedChatModel
@@ -473,3 +473,15 @@ def test_bad_offload_options_raise_naming_them() -> None:
         BudgetConfig(offload_ttl_minutes=-1)
     with pytest.raises(TypeError, match="offload_over_chars"):
         ToolExecutor(_catalog(), offload_over_chars="big")  # type: ignore[arg-type]
+
+
+def test_the_namespace_is_per_assistant_and_thread() -> None:
+    on_server = {"configurable": {"thread_id": "t", "assistant_id": "a1"}}
+    store = OffloadStore.of(on_server, BudgetConfig())  # type: ignore[arg-type]
+    assert store.namespace == (*NAMESPACE, "a1", "t") and store.store is fallback_store()
+    other = OffloadStore.of(
+        {"configurable": {"thread_id": "t", "assistant_id": "a2"}}, BudgetConfig()
+    )  # type: ignore[arg-type]
+    handle = store.put("x" * 10, "text")
+    assert store.get(handle) is not None and other.get(handle) is None
+    assert store.get("__index__") is None  # the index is not an output
