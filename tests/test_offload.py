@@ -99,6 +99,8 @@ def test_describe_output_names_kind_shape_and_preview() -> None:
     info = describe_output(BIG_JSON)
     assert (info.kind, info.chars) == ("json", len(BIG_JSON))
     assert info.shape == 'object with keys ["orders", "count"]'
+    structure = {"orders": [*ORDERS["orders"][:2], "... 2998 more items"], "count": 3000}
+    assert json.loads(info.preview) == structure  # two items of each array
     assert describe_output("[1, 2, 3]").shape == "array of 3 items"
     text = describe_output(BIG_TEXT)
     assert (text.kind, text.shape) == ("text", "3000 lines")

@@ -153,9 +153,33 @@ def describe_output(text: str) -> OutputInfo:
         kind, shape = "json", f"array of {len(value)} items"
     else:
         kind, shape = "text", f"{text.count(chr(10)) + 1} lines"
-    lines = text[: PREVIEW_CHARS * 4].splitlines()[:PREVIEW_LINES]
+    if kind == "json":  # its structure, the first items of each array: readable on one screen
+        head = json.dumps(_skeleton(value), ensure_ascii=False, indent=1)
+    else:
+        head = text[: PREVIEW_CHARS * 4]
+    lines = head.splitlines()[: PREVIEW_LINES * (3 if kind == "json" else 1)]
     preview = "\n".join(_clip(line) for line in lines)[:PREVIEW_CHARS]
     return OutputInfo(kind, len(text), shape, preview)
+
+
+def _skeleton(value: Any, depth: int = 0) -> Any:
+    """A small copy of a JSON value: 2 items per array, 10 keys per object, short strings."""
+    if isinstance(value, dict):
+        if depth >= 4:
+            return f"{{... {len(value)} keys}}"
+        items = list(value.items())
+        out = {k: _skeleton(v, depth + 1) for k, v in items[:10]}
+        if len(items) > 10:
+            out["..."] = f"{len(items) - 10} more keys"
+        return out
+    if isinstance(value, list):
+        if depth >= 4:
+            return f"[... {len(value)} items]"
+        shown = [_skeleton(v, depth + 1) for v in value[:2]]
+        return shown + ([f"... {len(value) - 2} more items"] if len(value) > 2 else [])
+    if isinstance(value, str) and len(value) > 80:
+        return value[:80] + "..."
+    return value
 
 
 def read_range(text: str, handle: str, start: Any, length: Any, limit: int) -> tuple[str, int]:

@@ -56,7 +56,7 @@ _FALLBACK = InMemoryStore()
 STUB_TEMPLATE = (
     "[Large output offloaded: {chars:,} characters (~{tokens:,} tokens) of {kind_name}, "
     "{shape}. It is stored under handle {handle!r}, not shown here.]{dropped}\n"
-    "Preview:\n{preview}\n{how}"
+    "{label}:\n{preview}\n{how}"
 )
 HOW_TO_READ = {
     "read_large_output": "read_large_output(handle={handle!r}, start=0, length={limit}) reads "
@@ -244,6 +244,7 @@ class Offloader:
             shape=info.shape,
             handle=handle,
             dropped=DROPPED_NOTE.format(chars=dropped) if dropped else "",
+            label="Structure (first items of each array)" if info.kind == "json" else "Preview",
             preview=info.preview,
             how=f"Read more: {how}." if how else "",
         )
