@@ -9,14 +9,16 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.memory import MemorySaver
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
+from langgraph.types import Command
 
 from langgraph_toolbudget import BudgetConfig, ToolCatalog, ToolExecutor, create_toolbudget_agent
 from langgraph_toolbudget.core.large_output import (
@@ -183,8 +185,8 @@ def test_a_large_result_is_offloaded_with_a_stub_and_artifact() -> None:
     assert facts["chars"] == len(BIG_JSON) and facts["kind"] == "json"
     assert f"handle {facts['handle']!r}" in msg.content
     assert 'object with keys ["orders", "count"]' in msg.content
-    for tool in OUTPUT_TOOL_NAMES:
-        assert tool in msg.content
+    for name in OUTPUT_TOOL_NAMES:
+        assert name in msg.content
     item = store.get((*NAMESPACE, "_", "t1"), facts["handle"])
     assert item is not None and item.value["text"] == BIG_JSON
 
@@ -282,8 +284,6 @@ def test_a_handle_from_another_thread_is_an_error_naming_the_rule() -> None:
 
 
 def test_the_tools_artifact_is_kept_when_small_and_dropped_when_large() -> None:
-    from langchain_core.tools import tool
-
     @tool(response_format="content_and_artifact")
     def report(size: int) -> tuple[str, dict[str, Any]]:
         """A report with an artifact."""
@@ -487,3 +487,16 @@ def test_the_namespace_is_per_assistant_and_thread() -> None:
     handle = store.put("x" * 10, "text")
     assert store.get(handle) is not None and other.get(handle) is None
     assert store.get("__index__") is None  # the index is not an output
+
+
+def test_tool_messages_inside_a_command_are_offloaded_too() -> None:
+    @tool
+    def load_log(tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+        """Load the log into the conversation."""
+        message = ToolMessage(BIG_TEXT, tool_call_id=tool_call_id, name="load_log")
+        return Command(update={"messages": [message]})
+
+    catalog = ToolCatalog.from_tools([load_log], tool_metadata={"load_log": {"include": "always"}})
+    (msg,) = _run(ToolExecutor(catalog), InMemoryStore(), "t", _call("load_log"))
+    assert msg.artifact["offloaded"]["chars"] == len(BIG_TEXT)
+    assert msg.tool_call_id == "c1" and len(msg.content) < 2_000

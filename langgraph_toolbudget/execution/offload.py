@@ -24,6 +24,7 @@ Key Components:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 import uuid
@@ -34,6 +35,7 @@ from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.memory import InMemoryStore
+from langgraph.types import Command
 
 from langgraph_toolbudget._compat import runtime_of
 from langgraph_toolbudget.config import BudgetConfig
@@ -269,42 +271,63 @@ class Offloader:
                 artifact["offloaded"]["artifact_dropped_chars"] = artifact_size
         return message.model_copy(update={"content": content, "artifact": artifact})
 
-    def _each(self, results: dict[int, Any]) -> list[tuple[int, int | None, ToolMessage, str]]:
-        """(index, position in a list or None, message, text) of every large message."""
-        found: list[tuple[int, int | None, ToolMessage, str]] = []
-        for i, output in results.items():
-            items = list(enumerate(output)) if isinstance(output, list) else [(None, output)]
-            for pos, item in items:
-                text = self._large(item)
+    def _found(self, results: dict[int, Any]) -> list[tuple[ToolMessage, str]]:
+        """Every tool message over the limit (with its text), in call order."""
+        found = []
+        for output in results.values():
+            for message in _tool_messages(output):
+                text = self._large(message)
                 if text is not None:
-                    found.append((i, pos, item, text))
+                    found.append((message, text))
         return found
-
-    @staticmethod
-    def _set(results: dict[int, Any], i: int, pos: int | None, message: ToolMessage) -> None:
-        if pos is None:
-            results[i] = message
-        else:
-            results[i] = [*results[i][:pos], message, *results[i][pos + 1 :]]
 
     def apply(self, results: dict[int, Any], config: RunnableConfig) -> dict[int, Any]:
         """``results`` (call index -> output) with large tool messages offloaded (sync)."""
-        large = self._each(results)
-        if large:
-            store = OffloadStore.of(config, self.config)
-            for i, pos, message, text in large:
-                info = describe_output(text)
-                handle = store.put(text, info.kind, message.name or "")
-                self._set(results, i, pos, self._replace(message, info, handle))
-        return results
+        large = self._found(results)
+        if not large:
+            return results
+        store = OffloadStore.of(config, self.config)
+        new: dict[int, ToolMessage] = {}
+        for message, text in large:
+            info = describe_output(text)
+            handle = store.put(text, info.kind, message.name or "")
+            new[id(message)] = self._replace(message, info, handle)
+        return {i: _rebuilt(output, new) for i, output in results.items()}
 
     async def aapply(self, results: dict[int, Any], config: RunnableConfig) -> dict[int, Any]:
         """Async :meth:`apply`."""
-        large = self._each(results)
-        if large:
-            store = OffloadStore.of(config, self.config)
-            for i, pos, message, text in large:
-                info = describe_output(text)
-                handle = await store.aput(text, info.kind, message.name or "")
-                self._set(results, i, pos, self._replace(message, info, handle))
-        return results
+        large = self._found(results)
+        if not large:
+            return results
+        store = OffloadStore.of(config, self.config)
+        new: dict[int, ToolMessage] = {}
+        for message, text in large:
+            info = describe_output(text)
+            handle = await store.aput(text, info.kind, message.name or "")
+            new[id(message)] = self._replace(message, info, handle)
+        return {i: _rebuilt(output, new) for i, output in results.items()}
+
+
+def _tool_messages(output: Any) -> list[ToolMessage]:
+    """The tool messages of one call's output: itself, a list's, a ``Command``'s update's."""
+    if isinstance(output, ToolMessage):
+        return [output]
+    if isinstance(output, list):
+        return [m for item in output for m in _tool_messages(item)]
+    if isinstance(output, Command) and isinstance(output.update, dict):
+        return [m for m in output.update.get("messages", []) if isinstance(m, ToolMessage)]
+    return []
+
+
+def _rebuilt(output: Any, new: dict[int, ToolMessage]) -> Any:
+    """``output`` with the messages in ``new`` (by ``id``) replaced."""
+    if isinstance(output, ToolMessage):
+        return new.get(id(output), output)
+    if isinstance(output, list):
+        return [_rebuilt(item, new) for item in output]
+    if isinstance(output, Command) and isinstance(output.update, dict):
+        messages = output.update.get("messages")
+        if isinstance(messages, list) and any(id(m) in new for m in messages):
+            update = {**output.update, "messages": [new.get(id(m), m) for m in messages]}
+            return dataclasses.replace(output, update=update)
+    return output
