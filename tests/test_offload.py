@@ -500,3 +500,27 @@ def test_tool_messages_inside_a_command_are_offloaded_too() -> None:
     (msg,) = _run(ToolExecutor(catalog), InMemoryStore(), "t", _call("load_log"))
     assert msg.artifact["offloaded"]["chars"] == len(BIG_TEXT)
     assert msg.tool_call_id == "c1" and len(msg.content) < 2_000
+
+
+def test_without_jq_the_query_tool_is_left_out_unless_asked_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import builtins as py_builtins
+
+    real_import = py_builtins.__import__
+
+    def no_jq(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "jq":
+            raise ImportError("No module named 'jq'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(py_builtins, "__import__", no_jq)
+    names = ToolExecutor(_catalog()).runner.builtins.names
+    assert "read_large_output" in names and "query_large_output" not in names
+    patterns = BudgetConfig(enabled_builtins=["*_large_output"])
+    assert "query_large_output" not in ToolExecutor(_catalog(), config=patterns).runner.builtins
+    asked = BudgetConfig(enabled_builtins=["read_large_output", "query_large_output"])
+    with pytest.raises(ImportError, match=r"langgraph-toolbudget\[offload\]"):
+        ToolExecutor(_catalog(), config=asked)
+    with pytest.raises(ImportError, match=r"pip install jq"):
+        query_json(BIG_JSON, "h", ".count")

@@ -80,8 +80,9 @@ class OutputTools(BuiltinTools):
         config: the shared options (the offload limits, cap and TTL; the gate).
 
     Raises:
-        ImportError: ``enabled_builtins`` names ``query_large_output`` but the
-            ``jq`` package is missing (without it the tool is left out).
+        ImportError: ``enabled_builtins`` names ``query_large_output`` (by its
+            name, not a pattern) but the ``jq`` package is missing; otherwise
+            the tool is left out without it.
     """
 
     def __init__(self, config: BudgetConfig) -> None:
@@ -92,7 +93,7 @@ class OutputTools(BuiltinTools):
         self.limit = limit
         self.jq = jq_available()
         gate = config.builtin_filter
-        if not self.jq and gate.allow is not None and gate.allows(QUERY, default=False):
+        if not self.jq and QUERY in (gate.allow or ()):  # named, not matched by a pattern
             raise ImportError(JQ_MISSING_ERROR)
         self.offloader = Offloader(config, [n for n in self.names if gate.allows(n, default=True)])
 
