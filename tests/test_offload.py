@@ -185,6 +185,7 @@ def test_a_large_result_is_offloaded_with_a_stub_and_artifact() -> None:
     assert facts["chars"] == len(BIG_JSON) and facts["kind"] == "json"
     assert f"handle {facts['handle']!r}" in msg.content
     assert 'object with keys ["orders", "count"]' in msg.content
+    assert "'.orders | length', '.orders[0]'" in msg.content  # jq examples that fit
     for name in OUTPUT_TOOL_NAMES:
         assert name in msg.content
     item = store.get((*NAMESPACE, "_", "t1"), facts["handle"])
@@ -208,6 +209,7 @@ def test_the_token_limit_offloads_too() -> None:
     assert set(OUTPUT_TOOL_NAMES) <= set(executor.runner.builtins.names)
     (msg,) = _run(executor, InMemoryStore(), "t1", _call("server_log"))
     assert msg.artifact["offloaded"]["kind"] == "text"
+    assert "search_large_output" in msg.content and "query_large_output" not in msg.content
 
 
 def test_output_tools_read_search_and_query_a_handle() -> None:

@@ -18,6 +18,7 @@ Key Components:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -92,13 +93,16 @@ class OutputInfo:
         chars: its size in characters.
         shape: for JSON, ``"object with keys [...]"`` or ``"array of N items"``;
             for text, ``"N lines"``.
-        preview: its first lines (each clipped), at most :data:`PREVIEW_CHARS`.
+        preview: its first lines (each clipped), at most :data:`PREVIEW_CHARS`;
+            for JSON its structure (:func:`_skeleton`).
+        jq_examples: jq expressions that fit a JSON output's shape.
     """
 
     kind: str
     chars: int
     shape: str
     preview: str
+    jq_examples: tuple[str, ...] = ()
 
 
 def estimate_tokens(chars: int) -> int:
@@ -159,7 +163,18 @@ def describe_output(text: str) -> OutputInfo:
         head = text[: PREVIEW_CHARS * 4]
     lines = head.splitlines()[: PREVIEW_LINES * (3 if kind == "json" else 1)]
     preview = "\n".join(_clip(line) for line in lines)[:PREVIEW_CHARS]
-    return OutputInfo(kind, len(text), shape, preview)
+    return OutputInfo(kind, len(text), shape, preview, _jq_examples(value))
+
+
+def _jq_examples(value: Any) -> tuple[str, ...]:
+    if isinstance(value, list):
+        return (".[0]", "length", ".[:5]")
+    if not isinstance(value, dict):
+        return ()
+    array = next((k for k, v in value.items() if isinstance(v, list)), None)
+    if array is None or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", array):
+        return ("keys",)
+    return ("keys", f".{array} | length", f".{array}[0]")
 
 
 def _skeleton(value: Any, depth: int = 0) -> Any:

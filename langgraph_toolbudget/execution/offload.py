@@ -64,8 +64,8 @@ HOW_TO_READ = {
     "read_large_output": "read_large_output(handle={handle!r}, start=0, length={limit}) reads "
     "characters",
     "search_large_output": "search_large_output(handle={handle!r}, pattern='...') finds lines",
-    "query_large_output": "query_large_output(handle={handle!r}, jq_expression='...') runs jq "
-    "(e.g. 'keys', '.items | length', '.items[0]')",
+    "query_large_output": "query_large_output(handle={handle!r}, jq_expression='...') runs jq"
+    "{examples}",
 }
 DROPPED_NOTE = " (Its artifact of {chars:,} characters was dropped.)"
 
@@ -236,8 +236,15 @@ class Offloader:
     def stub(self, info: OutputInfo, handle: str, dropped: int = 0) -> tuple[str, dict[str, Any]]:
         """The stub content and the ``offloaded`` facts of a stored output."""
         kind_name = "JSON" if info.kind == "json" else "text"
+        examples = ", ".join(repr(e) for e in info.jq_examples)
         how = "; ".join(
-            HOW_TO_READ[r].format(handle=handle, limit=min(self.limit, 4000)) for r in self.readers
+            HOW_TO_READ[r].format(
+                handle=handle,
+                limit=min(self.limit, 4000),
+                examples=f" (e.g. {examples})" if examples else "",
+            )
+            for r in self.readers
+            if r != "query_large_output" or info.kind == "json"  # jq reads JSON only
         )
         content = STUB_TEMPLATE.format(
             chars=info.chars,
