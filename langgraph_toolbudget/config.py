@@ -19,6 +19,7 @@ Typical Usage:
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -158,6 +159,18 @@ class BudgetConfig:
         model_supports_tools: overrides the check of the model's native tool
             calling (``None``: ask the model: ``bind_tools`` missing or raising
             ``NotImplementedError`` means no).
+        offload_over_chars: a tool result longer than this (in characters) is
+            stored out of the conversation and replaced by a handle, its size,
+            kind and a preview; the model reads it back with the output tools
+            (see ``docs/offloading.md``). ``None`` turns this limit off.
+        offload_over_tokens: the same limit in estimated tokens (4 characters
+            each); with both set the smaller applies. ``None`` (the default):
+            only ``offload_over_chars``. With both ``None`` offloading is off.
+        offload_thread_cap_chars: characters of offloaded outputs kept per
+            thread; over it the thread's oldest outputs are evicted first.
+        offload_ttl_minutes: time to live of offloaded outputs in stores that
+            support TTLs (``SqliteStore``, ``PostgresStore``, LangGraph
+            server); ``None``: kept until evicted.
 
     Raises:
         TypeError: an option of the wrong type (the message names it).
@@ -189,6 +202,10 @@ class BudgetConfig:
     enabled_builtins: EnabledBuiltins | BuiltinFilter = None
     tool_call_formats: ToolCallFormatsSpec | ToolCallFormats = None
     model_supports_tools: bool | None = None
+    offload_over_chars: int | None = 20_000
+    offload_over_tokens: int | None = None
+    offload_thread_cap_chars: int = 20_000_000
+    offload_ttl_minutes: float | None = 7 * 24 * 60
 
     def __post_init__(self) -> None:
         _check_int("max_tools", self.max_tools, minimum=0, optional=True)
@@ -271,6 +288,28 @@ class BudgetConfig:
                     kind=type(self.model_supports_tools).__name__,
                 )
             )
+        _check_int("offload_over_chars", self.offload_over_chars, minimum=1, optional=True)
+        _check_int("offload_over_tokens", self.offload_over_tokens, minimum=1, optional=True)
+        _check_int("offload_thread_cap_chars", self.offload_thread_cap_chars, minimum=1)
+        ttl = self.offload_ttl_minutes
+        if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int | float)):
+            raise TypeError(
+                OPTION_TYPE_ERROR.format(
+                    name="offload_ttl_minutes",
+                    expected="minutes (a number) or None",
+                    value=ttl,
+                    kind=type(ttl).__name__,
+                )
+            )
+        if ttl is not None and not (math.isfinite(ttl) and ttl > 0):
+            raise ValueError(
+                OPTION_VALUE_ERROR.format(name="offload_ttl_minutes", expected="> 0", value=ttl)
+            )
+
+    @property
+    def offloading(self) -> bool:
+        """Whether large tool results are offloaded (either offload limit is set)."""
+        return self.offload_over_chars is not None or self.offload_over_tokens is not None
 
     @property
     def builtin_filter(self) -> BuiltinFilter:
@@ -323,3 +362,24 @@ def resolve_config(config: BudgetConfig | None, **changes: Any) -> BudgetConfig:
             "build one with BudgetConfig(max_tools=..., ...)."
         )
     return config.override(**changes)
+
+
+class _Keep(enum.Enum):
+    KEEP = "keep"
+
+
+KEEP = _Keep.KEEP
+"""Default of a node's ``offload_over_chars``: take the config's value (``None`` turns it off)."""
+Keep = Literal[_Keep.KEEP]
+
+
+def resolve_offload(config: BudgetConfig, offload_over_chars: int | None | Keep) -> BudgetConfig:
+    """``config`` with a node's ``offload_over_chars`` applied, where ``None`` means "off".
+
+    Raises:
+        TypeError: a value that is not an integer or None.
+        ValueError: a value below 1.
+    """
+    if offload_over_chars is KEEP:
+        return config
+    return dataclasses.replace(config, offload_over_chars=offload_over_chars)

@@ -34,12 +34,14 @@ from langgraph_toolbudget import (
     create_toolbudget_agent,
     tools_prompt_section,
 )
+from langgraph_toolbudget.execution.output_tools import OUTPUT_TOOL_NAMES
 from langgraph_toolbudget.nodes.agent import ITERATION_LIMIT_MESSAGE
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 MODES = ["sequential", "parallel_safe"]
 APIS = ["invoke", "ainvoke"]
 META = list(META_TOOL_NAMES)
+BUILTINS = len(META) + len(OUTPUT_TOOL_NAMES)  # meta-tools and output tools, bound first
 PROJECT_TOOLS = ["create_project", "list_projects", "add_task"]
 
 
@@ -353,14 +355,14 @@ async def test_working_set_cap_end_to_end(catalog, rec, api):
         model, catalog, max_tools=3, max_visible=6, pinned=["get_weather"], search_limit=0
     )
     out = await run(graph.compile(), {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
-    first = model.bound_tools[0][4:]
+    first = model.bound_tools[0][BUILTINS:]
     assert set(first) == {"ask_human", "get_weather", *PROJECT_TOOLS}
     loaded = by_id(out["messages"])["m1"].content
     assert "To stay within the tool limit these were unloaded:" in loaded
     unloaded = loaded.split("unloaded: ")[1].rstrip(".").split(", ")
     assert set(unloaded) == {"create_project", "add_task"}  # list_projects was just used
     assert model.bound_tools[1] == model.bound_tools[0]
-    visible = model.bound_tools[2][4:]
+    visible = model.bound_tools[2][BUILTINS:]
     assert len(visible) == 6
     assert {"ask_human", "get_weather", "list_projects"} <= set(visible)
     assert out["selected_tools"] == visible
@@ -603,5 +605,5 @@ async def test_max_visible_caps_the_working_set_across_turns_of_a_thread(api):
         else:
             out = await asyncio.to_thread(app.invoke, inputs, config)
         sizes.append(len(out["selected_tools"]))
-        assert model.bound_tools[-1][len(META_TOOL_NAMES) :] == out["selected_tools"]
+        assert model.bound_tools[-1][BUILTINS:] == out["selected_tools"]
     assert max(sizes) <= 6 and sizes[-1] == 6

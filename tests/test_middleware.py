@@ -72,7 +72,11 @@ def both_ways(catalog, script, **options: Any) -> tuple[Any, Any, ScriptedChatMo
     model = ScriptedChatModel(responses=script(), cycle=False)
     node_model = ScriptedChatModel(responses=script(), cycle=False)
     agent = create_agent(model, middleware=[ToolBudgetMiddleware(catalog, **options)])
-    nodes = create_toolbudget_agent(node_model, catalog, **options).compile()
+    # The middleware does not offload (the agent's tool node runs the calls): compare with
+    # nodes that do not either, so both bind the same built-ins.
+    nodes = create_toolbudget_agent(
+        node_model, catalog, **{"offload_over_chars": None, **options}
+    ).compile()
     return agent, nodes, model, node_model
 
 
@@ -313,7 +317,7 @@ async def test_a_checkpointed_two_turn_thread_keeps_the_visible_set(
     assert rec.runs == [("create_issue", {"repo": "acme/app", "title": "Crash"})]
     # the node pipeline over the same thread shows the model the same tools
     node_model = ScriptedChatModel(responses=two_turn_script(), cycle=False)
-    nodes = create_toolbudget_agent(node_model, catalog, max_tools=3)
+    nodes = create_toolbudget_agent(node_model, catalog, max_tools=3, offload_over_chars=None)
     await two_turns(nodes.compile(checkpointer=InMemorySaver()), api, "n")
     assert model.bound_tools == node_model.bound_tools
 

@@ -7,6 +7,7 @@ non-interactive matplotlib backend. A cell error fails the test.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -93,6 +94,8 @@ def test_budget_notebook_runs_on_the_bench_data(monkeypatch: pytest.MonkeyPatch)
     capped = text.split("max_visible=12", 1)[1].splitlines()
     sizes = [int(line.split()[0]) for line in capped if "visible (+" in line]
     assert len(sizes) == 8 and max(sizes) == 12  # the working set never passes the cap
+    fewer = re.search(r"tokens with offloading, .* without \(([\d.]+)% fewer\)", text)
+    assert fewer is not None and float(fewer.group(1)) >= 95  # the offloading cell
 
 
 def test_budget_notebook_falls_back_to_a_synthetic_catalog(

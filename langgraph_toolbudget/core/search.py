@@ -96,6 +96,16 @@ def _compile_pattern(pattern: str) -> re2._Regexp:
     return re2.compile(pattern, options=options)
 
 
+def _reason(exc: re2.error) -> str:
+    """Why RE2 rejected a pattern, for the model."""
+    reason = exc.args[0] if exc.args else str(exc)
+    if isinstance(reason, bytes):
+        reason = reason.decode("utf-8", "replace")
+    if "invalid perl operator" in reason or "invalid escape" in reason:
+        reason += " (look-around and back-references are not supported)"
+    return str(reason)
+
+
 def rank_scores(
     scores: np.ndarray, *, limit: int | None = None, among: Iterable[int] | None = None
 ) -> list[tuple[int, float]]:
@@ -309,13 +319,8 @@ class ToolIndex:
         try:
             compiled = _compile_pattern(pattern)
         except re2.error as exc:
-            reason = exc.args[0] if exc.args else str(exc)
-            if isinstance(reason, bytes):
-                reason = reason.decode("utf-8", "replace")
-            if "invalid perl operator" in reason or "invalid escape" in reason:
-                reason += " (look-around and back-references are not supported)"
             return SearchResult(
-                0, error=INVALID_PATTERN_ERROR.format(pattern=pattern, reason=reason)
+                0, error=INVALID_PATTERN_ERROR.format(pattern=pattern, reason=_reason(exc))
             )
         hits = [i for i, text in enumerate(self._texts) if compiled.search(text)]
         if hits:

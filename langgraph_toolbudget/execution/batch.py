@@ -37,6 +37,7 @@ from langgraph_toolbudget.execution.builtins import (
     merge_update,
 )
 from langgraph_toolbudget.execution.errors import HandleToolErrors
+from langgraph_toolbudget.execution.offload import Offloader
 from langgraph_toolbudget.execution.pipeline import (
     AsyncToolCallWrapper,
     CallCheck,
@@ -160,6 +161,7 @@ class BatchRunner:
             handle_tool_errors=handle_tool_errors,
             messages_key=messages_key,
         )
+        self.offloader = Offloader(config, self.builtins.names) if config.offloading else None
         self.scheduler = CallScheduler(
             catalog,
             config.mode,
@@ -307,7 +309,10 @@ class BatchRunner:
         done, outcome = self._answer_builtins(calls, state, config, working)
         context = SessionContext.from_state(state).merged(outcome.update)
         regular, check = self._plan(calls, working, shown, done, context)
-        done.update(self.scheduler.run(regular, *self._runners(state, config, check)))
+        results = self.scheduler.run(regular, *self._runners(state, config, check))
+        if self.offloader is not None:
+            results = self.offloader.apply(results, config)
+        done.update(results)
         outcome.outputs = [done[i] for i in range(len(calls))]
         return outcome
 
@@ -321,7 +326,10 @@ class BatchRunner:
         regular, check = self._plan(calls, working, shown, done, context)
         run_one, arun_one = self._runners(state, config, check)
         batch_sync = not self.pipeline.awrappers  # async hooks must wrap every call
-        done.update(await self.scheduler.arun(regular, run_one, arun_one, batch_sync=batch_sync))
+        results = await self.scheduler.arun(regular, run_one, arun_one, batch_sync=batch_sync)
+        if self.offloader is not None:
+            results = await self.offloader.aapply(results, config)
+        done.update(results)
         outcome.outputs = [done[i] for i in range(len(calls))]
         return outcome
 

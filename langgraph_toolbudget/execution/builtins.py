@@ -166,7 +166,12 @@ def builtin_families(catalog: ToolCatalog, config: BudgetConfig) -> list[Builtin
     """
     from langgraph_toolbudget.execution.context_tools import ContextTools  # imports this module
 
-    return [MetaTools(catalog, config), ContextTools(catalog)]
+    families: list[BuiltinTools] = [MetaTools(catalog, config), ContextTools(catalog)]
+    if config.offloading:
+        from langgraph_toolbudget.execution.output_tools import OutputTools  # imports this module
+
+        families.append(OutputTools(config))
+    return families
 
 
 class Builtins:

@@ -214,6 +214,12 @@ async def load_mcp_catalog(
             prefix=prefix,
             handle_tool_errors=handle,
         )
+        from langgraph_toolbudget.mcp.virtual import add_virtual_tools, server_features
+
+        features = await server_features(runtime, list(loaded))
+        catalog = add_virtual_tools(
+            catalog, features, allowed_servers=allowed_servers, allowed_tools=allowed_tools
+        )
     except BaseException:
         await runtime.aclose()
         raise

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -13,7 +13,7 @@ import anyio
 from langchain_mcp_adapters.callbacks import Callbacks
 from langchain_mcp_adapters.interceptors import MCPToolCallRequest, ToolCallInterceptor
 from langchain_mcp_adapters.sessions import Connection
-from mcp import types
+from mcp import ClientSession, types
 
 from langgraph_toolbudget._compat_mcp import (
     _build_interceptor_chain,
@@ -242,6 +242,33 @@ class MCPRuntime:
         return self._sessions[server].opened
 
     # -- calls --
+
+    async def _with_session(
+        self, server: str, request: Callable[[ClientSession], Awaitable[T]]
+    ) -> T:
+        gen = await self._sessions[server].ensure_open()
+        return await request(gen.session)
+
+    def session_request(
+        self,
+        server: str,
+        request: Callable[[ClientSession], Awaitable[T]],
+        *,
+        timeout_s: float | None = None,
+    ) -> T:
+        """Run ``request(session)`` with the server's live session, blocking (sync callers).
+
+        For MCP requests other than tool calls (prompts, resources). Raises what
+        :meth:`run_sync` raises, :class:`MCPServerError` if the session cannot open,
+        and the request's own errors (``McpError``).
+        """
+        return self.run_sync(self._with_session(server, request), timeout_s)
+
+    async def asession_request(
+        self, server: str, request: Callable[[ClientSession], Awaitable[T]]
+    ) -> T:
+        """Async :meth:`session_request`: awaits the request on the background loop."""
+        return await self.run_async(self._with_session(server, request))
 
     async def _call(
         self, server: str, tool: str, mcp_name: str, arguments: dict[str, Any]

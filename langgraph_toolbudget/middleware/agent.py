@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
@@ -151,6 +152,9 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             runtime_mode=runtime_mode,
             enabled_builtins=enabled_builtins,
         )
+        # The agent's own tool node runs the calls, so results are not offloaded here:
+        # no output tools to bind (see docs/middleware.md).
+        shared = dataclasses.replace(shared, offload_over_chars=None, offload_over_tokens=None)
         self.runner = BatchRunner(catalog, shared)
         self.catalog = catalog = self.runner.catalog  # in the runtime mode
         self.selectors = (

@@ -24,7 +24,15 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from langgraph_toolbudget.config import BudgetConfig, ExecutionMode, RuntimeMode, resolve_config
+from langgraph_toolbudget.config import (
+    KEEP,
+    BudgetConfig,
+    ExecutionMode,
+    Keep,
+    RuntimeMode,
+    resolve_config,
+    resolve_offload,
+)
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.selection import free_tools
@@ -166,6 +174,10 @@ class ToolAgent(BudgetNode):
             (drafts too): which tools are bound and run, and which the meta-tools
             list, search and load.
         system_prompt: a string, a ``SystemMessage``, or a callable of the state.
+        offload_over_chars: results longer than this many characters are
+            stored out of the conversation (default 20,000; ``None`` turns
+            offloading off); see ``docs/offloading.md``.
+        offload_over_tokens: the same limit in estimated tokens (default: unused).
         wrap_tool_call: hooks around each tool call (LangGraph's shape).
         awrap_tool_call: async hooks around each tool call.
         name: node name.
@@ -198,6 +210,8 @@ class ToolAgent(BudgetNode):
         max_parallel: int | None = None,
         group_limits: Mapping[str, int] | None = None,
         runtime_mode: RuntimeMode | None = None,
+        offload_over_chars: int | None | Keep = KEEP,
+        offload_over_tokens: int | None = None,
         system_prompt: SystemPrompt = None,
         wrap_tool_call: ToolCallWrapper | Sequence[ToolCallWrapper] | None = None,
         awrap_tool_call: AsyncToolCallWrapper | Sequence[AsyncToolCallWrapper] | None = None,
@@ -221,7 +235,9 @@ class ToolAgent(BudgetNode):
             runtime_mode=runtime_mode,
             tool_call_formats=tool_call_formats,
             model_supports_tools=model_supports_tools,
+            offload_over_tokens=offload_over_tokens,
         )
+        self.config = resolve_offload(self.config, offload_over_chars)
         catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.runner = BatchRunner(
             catalog, self.config, wrap_tool_call=wrap_tool_call, awrap_tool_call=awrap_tool_call

@@ -34,7 +34,15 @@ from langchain_core.tools import tool as create_tool
 from langgraph.prebuilt import ToolNode
 
 from langgraph_toolbudget._compat import DEFAULT_HANDLE_TOOL_ERRORS, toolnode_input
-from langgraph_toolbudget.config import BudgetConfig, ExecutionMode, RuntimeMode, resolve_config
+from langgraph_toolbudget.config import (
+    KEEP,
+    BudgetConfig,
+    ExecutionMode,
+    Keep,
+    RuntimeMode,
+    resolve_config,
+    resolve_offload,
+)
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.working_set import WorkingSet
 from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome, node_output
@@ -86,6 +94,10 @@ class ToolExecutor(ToolNode):
         group_limits: concurrency group -> calls at once (e.g. ``{"github": 4}``).
         runtime_mode: ``production`` (published and deprecated tools) or ``debug``
             (drafts too): which tools run and which the meta-tools list, search and load.
+        offload_over_chars: results longer than this many characters are
+            stored out of the conversation (default 20,000; ``None`` turns
+            offloading off); see ``docs/offloading.md``.
+        offload_over_tokens: the same limit in estimated tokens (default: unused).
         wrap_tool_call: hooks ``(request, execute) -> result`` around each call,
             as ``ToolNode(wrap_tool_call=...)`` (a callable or a list, outermost first).
         awrap_tool_call: async hooks, as ``ToolNode(awrap_tool_call=...)``.
@@ -122,6 +134,8 @@ class ToolExecutor(ToolNode):
         max_parallel: int | None = None,
         group_limits: Mapping[str, int] | None = None,
         runtime_mode: RuntimeMode | None = None,
+        offload_over_chars: int | None | Keep = KEEP,
+        offload_over_tokens: int | None = None,
         wrap_tool_call: Hooks = None,
         awrap_tool_call: AsyncHooks = None,
         name: str = "tools",
@@ -152,7 +166,9 @@ class ToolExecutor(ToolNode):
             max_parallel=max_parallel,
             group_limits=group_limits,
             runtime_mode=runtime_mode,
+            offload_over_tokens=offload_over_tokens,
         )
+        self.config = resolve_offload(self.config, offload_over_chars)
         self.runner = BatchRunner(
             catalog,
             self.config,
@@ -186,9 +202,10 @@ class ToolExecutor(ToolNode):
         functions are turned into tools as ``ToolNode`` turns them, errors are
         handled as ``ToolNode`` handles them by default, unknown names are refused
         in ``ToolNode``'s words, and the output carries no budget fields unless a
-        meta-call changed the visible set. The scheduling (``mode``,
-        ``max_parallel``, ``group_limits``), argument repair and per-tool timeouts
-        stay.
+        meta-call changed the visible set, and large results are not offloaded
+        (pass ``offload_over_chars=20_000`` to turn that on). The scheduling
+        (``mode``, ``max_parallel``, ``group_limits``), argument repair and per-tool
+        timeouts stay.
 
         Args:
             tools: ``BaseTool``s and plain functions, as ``ToolNode(tools)``.
@@ -239,7 +256,7 @@ class ToolExecutor(ToolNode):
         ToolExecutor.__init__(
             self,
             ToolCatalog.from_tools(as_tools),
-            **{"enforce_visibility": False, **options},
+            **{"enforce_visibility": False, "offload_over_chars": None, **options},
             handle_tool_errors=handle_tool_errors,
         )
         self.runner.policy.toolnode_wording = True

@@ -29,7 +29,15 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import tools_condition
 
-from langgraph_toolbudget.config import BudgetConfig, ExecutionMode, RuntimeMode, resolve_config
+from langgraph_toolbudget.config import (
+    KEEP,
+    BudgetConfig,
+    ExecutionMode,
+    Keep,
+    RuntimeMode,
+    resolve_config,
+    resolve_offload,
+)
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.gating import EnabledBuiltins
 from langgraph_toolbudget.core.semantic import HybridScorer
@@ -80,6 +88,8 @@ def add_toolbudget_nodes(
     system_prompt: SystemPrompt = None,
     tool_call_formats: ToolCallFormatsSpec = None,
     model_supports_tools: bool | None = None,
+    offload_over_chars: int | None | Keep = KEEP,
+    offload_over_tokens: int | None = None,
 ) -> str:
     """Add classify_intent -> select_tools -> tool_search -> agent <-> tools to ``graph``.
 
@@ -124,6 +134,10 @@ def add_toolbudget_nodes(
             its name suggests (Hermes by default). See ``docs/formats.md``.
         model_supports_tools: override the check of the model's native tool
             calling (``None``: ask the model).
+        offload_over_chars: tool results longer than this many characters are
+            stored out of the conversation and read back with the output tools
+            (default 20,000; ``None`` turns offloading off; see ``docs/offloading.md``).
+        offload_over_tokens: the same limit in estimated tokens (default: unused).
 
     Returns:
         The name of the first added node (to route to it yourself if needed).
@@ -158,7 +172,9 @@ def add_toolbudget_nodes(
         enabled_builtins=enabled_builtins,
         tool_call_formats=tool_call_formats,
         model_supports_tools=model_supports_tools,
+        offload_over_tokens=offload_over_tokens,
     )
+    shared = resolve_offload(shared, offload_over_chars)
     names = {
         k: f"{prefix}{k}"
         for k in ("classify_intent", "select_tools", "tool_search", "agent", "tools")
@@ -213,6 +229,8 @@ def create_toolbudget_agent(
     system_prompt: SystemPrompt = None,
     tool_call_formats: ToolCallFormatsSpec = None,
     model_supports_tools: bool | None = None,
+    offload_over_chars: int | None | Keep = KEEP,
+    offload_over_tokens: int | None = None,
 ) -> StateGraph:
     """Build the whole agent graph, uncompiled, so you choose checkpointer and store.
 
@@ -255,5 +273,7 @@ def create_toolbudget_agent(
         system_prompt=system_prompt,
         tool_call_formats=tool_call_formats,
         model_supports_tools=model_supports_tools,
+        offload_over_chars=offload_over_chars,
+        offload_over_tokens=offload_over_tokens,
     )
     return graph

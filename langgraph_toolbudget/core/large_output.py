@@ -1,0 +1,331 @@
+"""Large tool outputs: what they are, and reading, searching and querying them (pure logic).
+
+A tool result too large for the conversation is stored whole and the model gets
+a short stub instead (see :mod:`langgraph_toolbudget.execution.offload`). This
+module is the part that needs no LangGraph: describing an output (text or JSON,
+its top-level keys or length, a preview), and the three ways the model reads
+it back, each bounded and each answering bad input with an :class:`OutputError`
+whose message tells the model what to do.
+
+Key Components:
+    - :func:`output_text`: a tool message's content as one string.
+    - :func:`describe_output`: an :class:`OutputInfo` (kind, size, shape, preview).
+    - :func:`read_range`: a character range.
+    - :func:`search_output`: regex matches (RE2, linear time) with context lines.
+    - :func:`query_json`: a jq expression over a JSON output (the ``jq`` package).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import re2
+
+try:  # a dependency of langsmith, so nearly always there; json is the fallback
+    import orjson as _orjson
+except ImportError:  # pragma: no cover
+    _orjson = None  # type: ignore[assignment]
+
+from langgraph_toolbudget.core.search import INVALID_PATTERN_ERROR, _compile_pattern, _reason
+from langgraph_toolbudget.core.tokens import CHARS_PER_TOKEN
+
+__all__ = [
+    "JQ_MISSING_ERROR",
+    "MAX_MATCHES",
+    "OutputError",
+    "OutputInfo",
+    "describe_output",
+    "estimate_tokens",
+    "jq_available",
+    "output_text",
+    "query_json",
+    "read_range",
+    "search_output",
+]
+
+MAX_MATCHES = 20
+"""``search_large_output`` reports at most this many matches."""
+MAX_CONTEXT_LINES = 10
+"""``context_lines`` is clipped to this."""
+LINE_CLIP = 240
+"""Characters of one line shown in a preview or around a match."""
+PREVIEW_LINES = 8
+PREVIEW_CHARS = 800
+MAX_JQ_RESULTS = 1000
+"""``query_large_output`` stops after this many jq results."""
+
+JQ_MISSING_ERROR = (
+    "query_large_output needs the `jq` package: pip install 'langgraph-toolbudget[offload]' "
+    "(or pip install jq), or turn the tool off with enabled_builtins={'deny': "
+    "['query_large_output']}."
+)
+BAD_RANGE_ERROR = (
+    "Error: bad range start={start!r}, length={length!r} for output {handle!r} of {chars} "
+    "characters. start must be an integer from 0 to {last}; length a positive integer "
+    "(at most {limit} per call)."
+)
+NOT_JSON_ERROR = (
+    "Error: output {handle!r} is text, not JSON, so jq cannot query it. Use "
+    "search_large_output(handle, pattern) or read_large_output(handle, start, length)."
+)
+JQ_ERROR = (
+    "Error: jq expression {expression!r} failed: {reason}. Check the expression against the "
+    "output's shape (e.g. 'keys', '.items | length', '.items[0]', '.items[] | select(.id == 3)')."
+)
+EMPTY_PATTERN_ERROR = "Error: empty pattern. Pass a word or a regex, e.g. 'error|warning'."
+PATTERN_ERROR = "Error: " + INVALID_PATTERN_ERROR
+
+
+class OutputError(ValueError):
+    """A bad request for an offloaded output; the message is for the model."""
+
+
+@dataclass(frozen=True)
+class OutputInfo:
+    """What an output is.
+
+    Attributes:
+        kind: ``"json"`` or ``"text"``.
+        chars: its size in characters.
+        shape: for JSON, ``"object with keys [...]"`` or ``"array of N items"``;
+            for text, ``"N lines"``.
+        preview: its first lines (each clipped), at most :data:`PREVIEW_CHARS`;
+            for JSON its structure (:func:`_skeleton`).
+        jq_examples: jq expressions that fit a JSON output's shape.
+    """
+
+    kind: str
+    chars: int
+    shape: str
+    preview: str
+    jq_examples: tuple[str, ...] = ()
+
+
+def estimate_tokens(chars: int) -> int:
+    """Estimated tokens of ``chars`` characters (the package's chars-per-token estimate)."""
+    return round(chars / CHARS_PER_TOKEN)
+
+
+def output_text(content: Any) -> str:
+    """A tool message's content as one string.
+
+    A string stays as it is; a list of content blocks that are all text becomes
+    their texts joined by newlines; anything else (images, embedded binary
+    resources) becomes its JSON, so nothing is lost.
+    """
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence) and all(
+        isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text") for b in content
+    ):
+        return "\n".join(b if isinstance(b, str) else str(b.get("text", "")) for b in content)
+    return json.dumps(content, ensure_ascii=False, default=str)
+
+
+def _parse_json(text: str) -> Any:
+    stripped = text.lstrip()
+    if not stripped or stripped[0] not in "[{":
+        raise ValueError("not a JSON object or array")
+    if _orjson is not None:
+        try:  # several times faster than json; strict, so json.loads decides on a failure
+            return _orjson.loads(text)
+        except ValueError:
+            pass
+    return json.loads(text)
+
+
+def _clip(line: str, limit: int = LINE_CLIP) -> str:
+    return line if len(line) <= limit else line[:limit] + f"... [{len(line) - limit} more chars]"
+
+
+def describe_output(text: str) -> OutputInfo:
+    """The kind, size, shape and preview of an output."""
+    try:
+        value = _parse_json(text)
+    except ValueError:
+        value = None
+    if isinstance(value, dict):
+        keys = list(value)
+        shown = ", ".join(json.dumps(k) for k in keys[:20])
+        more = f", ... ({len(keys)} keys)" if len(keys) > 20 else ""
+        kind, shape = "json", f"object with keys [{shown}{more}]"
+    elif isinstance(value, list):
+        kind, shape = "json", f"array of {len(value)} items"
+    else:
+        kind, shape = "text", f"{text.count(chr(10)) + 1} lines"
+    if kind == "json":  # its structure, the first items of each array: readable on one screen
+        head = json.dumps(_skeleton(value), ensure_ascii=False, indent=1)
+    else:
+        head = text[: PREVIEW_CHARS * 4]
+    lines = head.splitlines()[: PREVIEW_LINES * (3 if kind == "json" else 1)]
+    preview = "\n".join(_clip(line) for line in lines)[:PREVIEW_CHARS]
+    return OutputInfo(kind, len(text), shape, preview, _jq_examples(value))
+
+
+def _jq_examples(value: Any) -> tuple[str, ...]:
+    if isinstance(value, list):
+        return (".[0]", "length", ".[:5]")
+    if not isinstance(value, dict):
+        return ()
+    array = next((k for k, v in value.items() if isinstance(v, list)), None)
+    if array is None or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", array):
+        return ("keys",)
+    return ("keys", f".{array} | length", f".{array}[0]")
+
+
+def _skeleton(value: Any, depth: int = 0) -> Any:
+    """A small copy of a JSON value: 2 items per array, 10 keys per object, short strings."""
+    if isinstance(value, dict):
+        if depth >= 4:
+            return f"{{... {len(value)} keys}}"
+        items = list(value.items())
+        out = {k: _skeleton(v, depth + 1) for k, v in items[:10]}
+        if len(items) > 10:
+            out["..."] = f"{len(items) - 10} more keys"
+        return out
+    if isinstance(value, list):
+        if depth >= 4:
+            return f"[... {len(value)} items]"
+        shown = [_skeleton(v, depth + 1) for v in value[:2]]
+        return shown + ([f"... {len(value) - 2} more items"] if len(value) > 2 else [])
+    if isinstance(value, str) and len(value) > 80:
+        return value[:80] + "..."
+    return value
+
+
+def read_range(text: str, handle: str, start: Any, length: Any, limit: int) -> tuple[str, int]:
+    """Characters ``[start, start + length)`` of ``text``, ``length`` clipped to ``limit``.
+
+    Returns:
+        The characters, and where the next read starts (``len(text)`` at the end).
+
+    Raises:
+        OutputError: ``start`` or ``length`` not integers in range.
+    """
+    ok = (
+        isinstance(start, int)
+        and not isinstance(start, bool)
+        and isinstance(length, int)
+        and not isinstance(length, bool)
+        and 0 <= start < max(len(text), 1)
+        and length > 0
+    )
+    if not ok:
+        raise OutputError(
+            BAD_RANGE_ERROR.format(
+                start=start,
+                length=length,
+                handle=handle,
+                chars=len(text),
+                last=max(len(text) - 1, 0),
+                limit=limit,
+            )
+        )
+    end = min(start + min(length, limit), len(text))
+    return text[start:end], end
+
+
+def _line_starts(text: str) -> list[int]:
+    starts = [0]
+    pos = text.find("\n")
+    while pos != -1:
+        starts.append(pos + 1)
+        pos = text.find("\n", pos + 1)
+    return starts
+
+
+def search_output(text: str, pattern: Any, context_lines: Any = 2) -> dict[str, Any]:
+    """Regex matches in ``text`` with ``context_lines`` lines around each, bounded.
+
+    The pattern is RE2 (linear time: no pattern can make the search blow up), with
+    the smart case of ``search_tools``. At most :data:`MAX_MATCHES` matches are
+    reported (``total`` counts every matching line); long lines are clipped
+    around the match.
+
+    Raises:
+        OutputError: an empty, invalid or unsupported pattern.
+    """
+    if not isinstance(pattern, str) or not pattern.strip():
+        raise OutputError(EMPTY_PATTERN_ERROR)
+    try:
+        compiled = _compile_pattern(pattern)
+    except re2.error as exc:
+        raise OutputError(PATTERN_ERROR.format(pattern=pattern, reason=_reason(exc))) from None
+    if isinstance(context_lines, bool) or not isinstance(context_lines, int):
+        context_lines = 2
+    context = max(0, min(context_lines, MAX_CONTEXT_LINES))
+    starts = _line_starts(text)
+    matches: list[dict[str, Any]] = []
+    total = 0
+    for number, begin in enumerate(starts):
+        end = starts[number + 1] - 1 if number + 1 < len(starts) else len(text)
+        line = text[begin:end]
+        found = compiled.search(line)
+        if found is None:
+            continue
+        total += 1
+        if len(matches) >= MAX_MATCHES:
+            continue
+        at = found.start()
+        lo, hi = max(0, number - context), min(len(starts) - 1, number + context)
+        shown = []
+        for other in range(lo, hi + 1):
+            o_begin = starts[other]
+            o_end = starts[other + 1] - 1 if other + 1 < len(starts) else len(text)
+            o_line = text[o_begin:o_end]
+            if other == number and len(o_line) > LINE_CLIP:
+                left = max(0, at - LINE_CLIP // 2)
+                o_line = ("..." if left else "") + o_line[left : left + LINE_CLIP] + "..."
+            shown.append(_clip(o_line, LINE_CLIP + 10))
+        matches.append({"line": number + 1, "offset": begin + at, "context": "\n".join(shown)})
+    return {"pattern": pattern, "total": total, "shown": len(matches), "matches": matches}
+
+
+def jq_available() -> bool:
+    """Whether the ``jq`` package can be imported."""
+    try:
+        import jq  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def query_json(text: str, handle: str, expression: Any) -> tuple[str, bool]:
+    """The results of a jq expression over a JSON output, as JSON text.
+
+    One result is given as itself; several as a JSON array. Evaluation stops
+    after :data:`MAX_JQ_RESULTS` results.
+
+    Returns:
+        The JSON text, and whether results were cut at :data:`MAX_JQ_RESULTS`.
+
+    Raises:
+        OutputError: the output is not JSON, or the expression is empty or fails.
+        ImportError: the ``jq`` package is missing (names the extra to install).
+    """
+    try:
+        import jq
+    except ImportError as exc:
+        raise ImportError(JQ_MISSING_ERROR) from exc
+    try:
+        _parse_json(text)
+    except ValueError:
+        raise OutputError(NOT_JSON_ERROR.format(handle=handle)) from None
+    if not isinstance(expression, str) or not expression.strip():
+        raise OutputError(JQ_ERROR.format(expression=expression, reason="empty expression"))
+    results: list[Any] = []
+    try:
+        for value in jq.compile(expression).input_text(text):
+            results.append(value)
+            if len(results) >= MAX_JQ_RESULTS:
+                break
+    except ValueError as exc:
+        reason = " ".join(str(exc).split())
+        raise OutputError(JQ_ERROR.format(expression=expression, reason=reason)) from None
+    cut = len(results) >= MAX_JQ_RESULTS
+    value = results[0] if len(results) == 1 else results
+    return json.dumps(value, ensure_ascii=False, indent=1), cut

@@ -1,0 +1,194 @@
+"""The output tools: how the model reads offloaded outputs back, as a built-in family.
+
+``read_large_output(handle, start, length)`` reads a character range,
+``search_large_output(handle, pattern, context_lines)`` finds lines by regex
+(RE2, linear time, bounded matches), ``query_large_output(handle,
+jq_expression)`` runs jq over a JSON output (its result, if large, is offloaded
+in turn). They are built-in tools (see :mod:`langgraph_toolbudget.execution.builtins`):
+the executor answers them, they never count against the budget or the
+meta-call limit, and they are on while offloading is (``enabled_builtins``
+can turn each off). Every bad request is an error tool message: an unknown or
+evicted handle, a handle of another thread, a bad range, a bad regex, bad jq.
+
+Key Components:
+    - :class:`OutputTools`: the family (definitions and answers, sync and async).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from langchain_core.messages import ToolCall
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import BaseModel, Field
+
+from langgraph_toolbudget.config import BudgetConfig
+from langgraph_toolbudget.core.large_output import (
+    JQ_MISSING_ERROR,
+    OutputError,
+    OutputInfo,
+    describe_output,
+    jq_available,
+    query_json,
+    read_range,
+    search_output,
+)
+from langgraph_toolbudget.execution.builtins import BuiltinContext, BuiltinResult, BuiltinTools
+from langgraph_toolbudget.execution.offload import Offloader, OffloadStore, offload_limit
+
+__all__ = ["OUTPUT_TOOL_NAMES", "UNKNOWN_HANDLE_ERROR", "OutputTools"]
+
+READ, SEARCH, QUERY = "read_large_output", "search_large_output", "query_large_output"
+OUTPUT_TOOL_NAMES = (READ, SEARCH, QUERY)
+
+UNKNOWN_HANDLE_ERROR = (
+    "Error: no offloaded output {handle!r} in this conversation. Use a handle from a "
+    "'[Large output offloaded ...]' message of this conversation{known}; an output of "
+    "another conversation cannot be read, and old outputs are evicted when the "
+    "conversation stores too many. Call the tool again if you need its output."
+)
+READ_HEADER = "[{handle}: characters {start:,}-{end:,} of {chars:,}{rest}]\n"
+
+
+class _ReadArgs(BaseModel):
+    handle: str = Field(description="The handle of the offloaded output, e.g. 'out_1a2b3c4d5e6f'.")
+    start: int = Field(0, description="The first character to read (0-based).")
+    length: int = Field(4000, description="How many characters to read.")
+
+
+class _SearchArgs(BaseModel):
+    handle: str = Field(description="The handle of the offloaded output.")
+    pattern: str = Field(description="A regular expression (RE2 syntax), e.g. 'error|timeout'.")
+    context_lines: int = Field(2, description="Lines shown before and after each match.")
+
+
+class _QueryArgs(BaseModel):
+    handle: str = Field(description="The handle of an offloaded JSON output.")
+    jq_expression: str = Field(description="A jq expression, e.g. '.items | length'.")
+
+
+def _never_run(**_: Any) -> str:
+    raise RuntimeError("output tools are answered by the executor and never run as tools")
+
+
+class OutputTools(BuiltinTools):
+    """The output tools as a built-in family (registered while offloading is on).
+
+    Args:
+        config: the shared options (the offload limits, cap and TTL; the gate).
+
+    Raises:
+        ImportError: ``enabled_builtins`` names ``query_large_output`` (by its
+            name, not a pattern) but the ``jq`` package is missing; otherwise
+            the tool is left out without it.
+    """
+
+    def __init__(self, config: BudgetConfig) -> None:
+        limit = offload_limit(config)
+        if limit is None:
+            raise ValueError("OutputTools needs offloading on (offload_over_chars)")
+        self.config = config
+        self.limit = limit
+        self.jq = jq_available()
+        gate = config.builtin_filter
+        if not self.jq and QUERY in (gate.allow or ()):  # named, not matched by a pattern
+            raise ImportError(JQ_MISSING_ERROR)
+        self.offloader = Offloader(config, [n for n in self.names if gate.allows(n, default=True)])
+
+    @property
+    def names(self) -> list[str]:
+        """The family's tool names (``query_large_output`` only with ``jq`` installed)."""
+        return [READ, SEARCH, QUERY] if self.jq else [READ, SEARCH]
+
+    def definitions(self) -> list[BaseTool]:
+        specs: list[tuple[str, str, type[BaseModel]]] = [
+            (
+                READ,
+                "Read part of a large tool output that was offloaded (replaced by a handle). "
+                f"Returns up to {self.limit:,} characters from 'start'.",
+                _ReadArgs,
+            ),
+            (
+                SEARCH,
+                "Search a large offloaded tool output by regex; returns the matching lines "
+                "with their line numbers, character offsets and context.",
+                _SearchArgs,
+            ),
+            (
+                QUERY,
+                "Run a jq expression over a large offloaded JSON output and return the result.",
+                _QueryArgs,
+            ),
+        ]
+        return [
+            StructuredTool.from_function(func=_never_run, name=n, description=d, args_schema=s)
+            for n, d, s in specs
+            if n in self.names
+        ]
+
+    # --- answers ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _missing(handle: Any, known: list[str]) -> BuiltinResult:
+        known = known[-5:]
+        hint = f" (its latest: {', '.join(known)})" if known else ""
+        return BuiltinResult(UNKNOWN_HANDLE_ERROR.format(handle=handle, known=hint), error=True)
+
+    def _answer(self, name: str, args: dict[str, Any], stored: dict[str, Any]) -> BuiltinResult:
+        """The answer from the stored output; ``query`` results still need :meth:`_bound`."""
+        text, handle = str(stored.get("text", "")), str(args.get("handle"))
+        try:
+            if name == READ:
+                start, length = args.get("start", 0), args.get("length", 4000)
+                chunk, end = read_range(text, handle, start, length, self.limit)
+                rest = f"; next: start={end}" if end < len(text) else "; end of output"
+                header = READ_HEADER.format(
+                    handle=handle, start=start, end=end, chars=len(text), rest=rest
+                )
+                return BuiltinResult(header + chunk)
+            if name == SEARCH:
+                found = search_output(text, args.get("pattern"), args.get("context_lines", 2))
+                return BuiltinResult(json.dumps(found, ensure_ascii=False, indent=1))
+            result, cut = query_json(text, handle, args.get("jq_expression"))
+            note = "\n[stopped after the first 1000 results]" if cut else ""
+            return BuiltinResult(result + note)
+        except OutputError as exc:
+            return BuiltinResult(str(exc), error=True)
+
+    def _small(self, result: BuiltinResult) -> bool:
+        content = result.content
+        return result.error or not isinstance(content, str) or len(content) <= self.limit
+
+    def handle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
+        args = call.get("args") or {}
+        store = OffloadStore.of(ctx.config, self.config)
+        stored = store.get(args.get("handle"))
+        if stored is None:
+            return self._missing(args.get("handle"), store.handles())
+        result = self._answer(call["name"], args, stored)
+        if self._small(result):
+            return result
+        text = str(result.content)
+        info = describe_output(text)
+        return self._offloaded(info, store.put(text, info.kind, call["name"]))
+
+    async def ahandle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
+        args = call.get("args") or {}
+        store = OffloadStore.of(ctx.config, self.config)
+        stored = await store.aget(args.get("handle"))
+        if stored is None:
+            return self._missing(args.get("handle"), await store.ahandles())
+        # jq and regex over a large output are CPU work: off the event loop.
+        result = await asyncio.to_thread(self._answer, call["name"], args, stored)
+        if self._small(result):
+            return result
+        text = str(result.content)
+        info = describe_output(text)
+        return self._offloaded(info, await store.aput(text, info.kind, call["name"]))
+
+    def _offloaded(self, info: OutputInfo, handle: str) -> BuiltinResult:
+        """A large answer (a jq result), itself offloaded: its stub."""
+        content, facts = self.offloader.stub(info, handle)
+        return BuiltinResult(content, artifact={"offloaded": facts})

@@ -1,0 +1,301 @@
+"""MCP prompts and resources as deferred catalog tools ("virtual tools", seed 002).
+
+For each loaded server that has prompts, the catalog gets ``<server>__list_prompts``
+and ``<server>__get_prompt``; for each that has resources (or resource
+templates), ``<server>__list_resources`` and ``<server>__read_resource``. They
+are regular catalog tools of the server's category with include mode
+``manual``: ``search_tools`` finds them and ``add_tool`` loads them, the budget
+never picks them. They call over the catalog's persistent sessions; their
+results go through the executor like any tool's, so a large or binary resource
+is offloaded (see :mod:`langgraph_toolbudget.execution.offload`).
+
+Key Components:
+    - :func:`server_features`: which servers have prompts and resources (asked once, at load).
+    - :func:`add_virtual_tools`: the catalog with those servers' virtual tools added.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import warnings
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.tools import BaseTool, ToolException
+from mcp import ClientSession, McpError, types
+from pydantic import BaseModel, ConfigDict, Field
+
+from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.mcp.catalog import MCPToolCatalog
+from langgraph_toolbudget.mcp.errors import MCPLoadWarning
+from langgraph_toolbudget.mcp.loader import mcp_tool_name
+from langgraph_toolbudget.mcp.runtime import MCPRuntime
+
+__all__ = ["ServerFeatures", "VirtualTool", "add_virtual_tools", "server_features"]
+
+REQUEST_ERROR = "MCP server {server!r} rejected {what}: {reason}. {hint}"
+SHADOWED_WARNING = (
+    "MCP server {server!r} has tools named {names}, the names of its prompt/resource tools; "
+    "those virtual tools are left out."
+)
+
+
+@dataclass(frozen=True)
+class ServerFeatures:
+    """What a server offers besides tools."""
+
+    prompts: bool = False
+    resources: bool = False
+
+
+async def _listed(lister: Callable[..., Awaitable[Any]], attr: str) -> list[Any]:
+    """Every item of a paginated MCP list request."""
+    items: list[Any] = []
+    cursor: str | None = None
+    while True:
+        if cursor is None:
+            page = await lister()
+        else:
+            page = await lister(params=types.PaginatedRequestParams(cursor=cursor))
+        items.extend(getattr(page, attr))
+        cursor = page.nextCursor
+        if not cursor:
+            return items
+
+
+async def _features(runtime: MCPRuntime, server: str) -> ServerFeatures:
+    async def ask(session: ClientSession) -> ServerFeatures:
+        init = runtime.init_result(server)
+        caps = init.capabilities if init is not None else None
+        prompts = resources = False
+        if caps is not None and caps.prompts is not None:
+            prompts = bool(await _listed(session.list_prompts, "prompts"))
+        if caps is not None and caps.resources is not None:
+            resources = bool(await _listed(session.list_resources, "resources")) or bool(
+                await _listed(session.list_resource_templates, "resourceTemplates")
+            )
+        return ServerFeatures(prompts, resources)
+
+    return await runtime.asession_request(server, ask)
+
+
+async def server_features(runtime: MCPRuntime, servers: Sequence[str]) -> dict[str, ServerFeatures]:
+    """Which of ``servers`` have prompts and resources; a server that fails to answer has none."""
+    answers = await asyncio.gather(
+        *(_features(runtime, s) for s in servers), return_exceptions=True
+    )
+    return {
+        s: a if isinstance(a, ServerFeatures) else ServerFeatures()
+        for s, a in zip(servers, answers, strict=True)
+    }
+
+
+# --- the tools ----------------------------------------------------------------------------
+
+
+class _NoArgs(BaseModel):
+    pass
+
+
+class _GetPromptArgs(BaseModel):
+    name: str = Field(description="The prompt's name (from list_prompts).")
+    arguments: dict[str, str] = Field(
+        default_factory=dict, description="The prompt's arguments, name -> value."
+    )
+
+
+class _ReadResourceArgs(BaseModel):
+    uri: str = Field(description="The resource's URI (from list_resources).")
+
+
+def _dump(items: list[Any]) -> str:
+    return json.dumps(
+        [i.model_dump(mode="json", exclude_none=True) for i in items], ensure_ascii=False, indent=1
+    )
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, types.TextContent):
+        return content.text
+    if isinstance(content, types.EmbeddedResource) and isinstance(
+        content.resource, types.TextResourceContents
+    ):
+        return content.resource.text
+    return json.dumps(content.model_dump(mode="json", exclude_none=True), ensure_ascii=False)
+
+
+async def _list_prompts(session: ClientSession, args: dict[str, Any]) -> str:
+    return _dump(await _listed(session.list_prompts, "prompts"))
+
+
+async def _get_prompt(session: ClientSession, args: dict[str, Any]) -> str:
+    result = await session.get_prompt(args["name"], args.get("arguments") or {})
+    lines = [f"{m.role}: {_content_text(m.content)}" for m in result.messages]
+    head = f"{result.description}\n" if result.description else ""
+    return head + "\n".join(lines)
+
+
+async def _list_resources(session: ClientSession, args: dict[str, Any]) -> str:
+    resources = await _listed(session.list_resources, "resources")
+    templates = await _listed(session.list_resource_templates, "resourceTemplates")
+    return json.dumps(
+        {"resources": json.loads(_dump(resources)), "templates": json.loads(_dump(templates))},
+        ensure_ascii=False,
+        indent=1,
+    )
+
+
+async def _read_resource(session: ClientSession, args: dict[str, Any]) -> str:
+    from pydantic import AnyUrl
+
+    result = await session.read_resource(AnyUrl(args["uri"]))
+    parts = [
+        c.text
+        if isinstance(c, types.TextResourceContents)
+        else json.dumps(c.model_dump(mode="json", exclude_none=True), ensure_ascii=False)
+        for c in result.contents
+    ]
+    return "\n".join(parts)
+
+
+_KINDS: dict[str, tuple[str, type[BaseModel], Callable[..., Awaitable[str]], str]] = {
+    "list_prompts": ("List the prompts of MCP server {server}", _NoArgs, _list_prompts, ""),
+    "get_prompt": (
+        "Get a prompt of MCP server {server} by name, filled with its arguments",
+        _GetPromptArgs,
+        _get_prompt,
+        "List the prompts and their arguments with {prefix}list_prompts.",
+    ),
+    "list_resources": (
+        "List the resources (documents, files, data) and resource templates of MCP server {server}",
+        _NoArgs,
+        _list_resources,
+        "",
+    ),
+    "read_resource": (
+        "Read a resource of MCP server {server} by URI",
+        _ReadResourceArgs,
+        _read_resource,
+        "List the resources and their URIs with {prefix}list_resources.",
+    ),
+}
+
+
+class VirtualTool(BaseTool):
+    """One prompt/resource request of an MCP server, as a tool over the catalog's session.
+
+    Attributes:
+        server: the server's name in the catalog.
+        kind: ``list_prompts``, ``get_prompt``, ``list_resources`` or ``read_resource``.
+        timeout_s: bound on a sync call.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    server: str
+    kind: str
+    timeout_s: float | None = 60.0
+    mcp_runtime: MCPRuntime = Field(exclude=True, repr=False)
+
+    def _request(self, args: dict[str, Any]) -> Callable[[ClientSession], Awaitable[str]]:
+        do = _KINDS[self.kind][2]
+
+        async def request(session: ClientSession) -> str:
+            try:
+                return await do(session, args)
+            except McpError as exc:
+                hint = _KINDS[self.kind][3].format(prefix=mcp_tool_name(self.server, ""))
+                what = f"{self.kind} {json.dumps(args, ensure_ascii=False)}"
+                reason = exc.error.message
+                raise ToolException(
+                    REQUEST_ERROR.format(server=self.server, what=what, reason=reason, hint=hint)
+                ) from None
+
+        return request
+
+    def _run(self, *args: Any, **kwargs: Any) -> str:
+        return self.mcp_runtime.session_request(
+            self.server, self._request(kwargs), timeout_s=self.timeout_s
+        )
+
+    async def _arun(self, *args: Any, **kwargs: Any) -> str:
+        return await self.mcp_runtime.asession_request(self.server, self._request(kwargs))
+
+
+def _virtual_tools(
+    runtime: MCPRuntime, server: str, features: ServerFeatures, taken: set[str]
+) -> list[VirtualTool]:
+    kinds = [
+        k
+        for k in _KINDS
+        if ("prompt" in k and features.prompts) or ("resource" in k and features.resources)
+    ]
+    tools = [
+        VirtualTool(
+            name=mcp_tool_name(server, kind),
+            description=_KINDS[kind][0].format(server=server) + ".",
+            args_schema=_KINDS[kind][1],
+            metadata={"server": server, "mcp_virtual": kind},
+            server=server,
+            kind=kind,
+            mcp_runtime=runtime,
+            handle_tool_error=True,
+        )
+        for kind in kinds
+    ]
+    shadowed = sorted(t.name for t in tools if t.name in taken)
+    if shadowed:
+        warnings.warn(
+            SHADOWED_WARNING.format(server=server, names=shadowed), MCPLoadWarning, stacklevel=4
+        )
+    return [t for t in tools if t.name not in taken]
+
+
+def add_virtual_tools(
+    catalog: MCPToolCatalog,
+    features: Mapping[str, ServerFeatures],
+    *,
+    allowed_servers: Sequence[str] | None = None,
+    allowed_tools: Sequence[str] | None = None,
+) -> MCPToolCatalog:
+    """``catalog`` with the prompt/resource tools of the servers in ``features``.
+
+    The tools pass the catalog's filters like the server's tools (``server:*``
+    admits them); a real tool of the same name keeps it (the virtual tool is
+    left out, with an :class:`MCPLoadWarning`).
+    """
+    runtime = catalog.mcp
+    taken = {n for info in runtime.servers.values() for n in info.tools}
+    tools: list[VirtualTool] = []
+    for server in runtime.servers:
+        tools.extend(_virtual_tools(runtime, server, features.get(server, ServerFeatures()), taken))
+    if not tools:
+        return catalog
+    extra = ToolCatalog.from_tools(
+        tools,
+        tool_metadata={
+            t.name: {
+                "include": "manual",
+                "is_pure": True,
+                "concurrency_group": t.server,
+            }
+            for t in tools
+        },
+        allowed_servers=allowed_servers,
+        allowed_tools=allowed_tools,
+    )
+    specs = [s for info in runtime.servers.values() for n in info.tools if (s := catalog.get(n))]
+    specs += [s for t in tools if (s := extra.get(t.name)) is not None]
+    filtered = [
+        n for info in runtime.servers.values() for n in info.tools if catalog.is_filtered(n)
+    ]
+    filtered += [t.name for t in tools if extra.is_filtered(t.name)]
+    descriptions = {**extra.category_descriptions, **catalog.category_descriptions}
+    return type(catalog)(
+        specs,
+        runtime=runtime,
+        category_descriptions={k: v for k, v in descriptions.items() if v},
+        filtered=filtered,
+    )

@@ -1,0 +1,198 @@
+"""A real FastMCP server with a 1 MB JSON tool, a large text resource and prompts.
+
+The agent (a scripted chat model) offloads the tool's output and the resource,
+then reads, searches and jq-queries them; the server's prompts and resources
+are deferred virtual tools it finds with ``search_tools`` and loads with
+``add_tool``; over stdio and streamable HTTP on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import MemorySaver
+from langgraph.store.memory import InMemoryStore
+from mcp_servers import http_server
+
+from langgraph_toolbudget import create_toolbudget_agent
+from langgraph_toolbudget.demo.mcp_servers import stdio
+from langgraph_toolbudget.mcp import MCPToolCatalog, load_mcp_catalog, load_mcp_catalog_sync
+from langgraph_toolbudget.testing import ScriptedChatModel
+
+BIG_SERVER = Path(__file__).parent / "mcp_servers" / "bigdata_server.py"
+BIG = {"transport": "stdio", "command": sys.executable, "args": [str(BIG_SERVER)]}
+VIRTUAL = ["big__list_prompts", "big__get_prompt", "big__list_resources", "big__read_resource"]
+
+
+@pytest.fixture(scope="module", params=["stdio", "http"])
+def connection(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
+    if request.param == "stdio":
+        yield BIG
+        return
+    with http_server(str(BIG_SERVER)) as server:
+        yield server.connection
+
+
+@pytest.fixture(scope="module")
+def catalog(connection: dict[str, Any]) -> Iterator[MCPToolCatalog]:
+    """big (over the transport of ``connection``) and math, loaded once per module and transport."""
+    cat = load_mcp_catalog_sync({"big": connection, "math": stdio("math_server.py")})
+    try:
+        yield cat
+    finally:
+        cat.close()
+
+
+def _call(name: str, args: dict[str, Any], i: str) -> dict[str, Any]:
+    return {"name": name, "args": args, "id": i}
+
+
+def _last_tool(messages: list[Any]) -> ToolMessage:
+    return next(m for m in reversed(messages) if isinstance(m, ToolMessage))
+
+
+def _handle(messages: list[Any]) -> str:
+    return str(_last_tool(messages).artifact["offloaded"]["handle"])
+
+
+def _script() -> ScriptedChatModel:
+    """Export, query/search/read it; find and load read_resource; read and search the handbook."""
+
+    def explore(messages: list[Any], tools: list[str]) -> AIMessage:
+        h = _handle(messages)
+        return AIMessage(
+            "",
+            tool_calls=[
+                _call(
+                    "query_large_output",
+                    {
+                        "handle": h,
+                        "jq_expression": '[.orders[] | select(.status == "refunded")] | length',
+                    },
+                    "q",
+                ),
+                _call(
+                    "search_large_output",
+                    {"handle": h, "pattern": '"id": 1234,', "context_lines": 1},
+                    "s",
+                ),
+                _call("read_large_output", {"handle": h, "start": 0, "length": 60}, "r"),
+                _call("query_large_output", {"handle": h, "jq_expression": ".orders[0"}, "bad"),
+            ],
+        )
+
+    def search_handbook(messages: list[Any], tools: list[str]) -> AIMessage:
+        h = _handle(messages)
+        return AIMessage(
+            "",
+            tool_calls=[
+                _call("search_large_output", {"handle": h, "pattern": "REFUND POLICY"}, "h")
+            ],
+        )
+
+    return ScriptedChatModel(
+        responses=[
+            AIMessage("", tool_calls=[_call("export_orders", {}, "e")]),
+            explore,
+            AIMessage("", tool_calls=[_call("search_tools", {"query": "resource"}, "st")]),
+            AIMessage(
+                "", tool_calls=[_call("add_tool", {"tool_names": ["big__read_resource"]}, "at")]
+            ),
+            AIMessage(
+                "", tool_calls=[_call("big__read_resource", {"uri": "docs://handbook"}, "rr")]
+            ),
+            search_handbook,
+            "Refunds are accepted within 30 days.",
+        ],
+        cycle=False,
+    )
+
+
+def test_virtual_tools_are_deferred_tools_of_servers_that_have_prompts_or_resources(
+    catalog: MCPToolCatalog,
+) -> None:
+    names = catalog.tool_names
+    assert [n for n in names if "__" in n] == VIRTUAL  # math has neither: none for it
+    for name in VIRTUAL:
+        spec = catalog.get(name)
+        assert spec is not None and spec.include == "manual" and spec.categories == ("big",)
+        assert not catalog.selectable(name)
+    found = catalog.index.regex_search("prompt")
+    assert {"big__list_prompts", "big__get_prompt"} <= {t["name"] for t in found.tools}
+
+
+async def test_agent_reads_searches_and_queries_offloaded_mcp_outputs(
+    catalog: MCPToolCatalog,
+) -> None:
+    model = _script()
+    graph = create_toolbudget_agent(model, catalog, pinned=["export_orders"], max_iterations=10)
+    app = graph.compile(checkpointer=MemorySaver(), store=InMemoryStore())
+    out = await app.ainvoke(
+        {"messages": [HumanMessage("what is the refund policy and how many refunds?")]},
+        {"configurable": {"thread_id": "t"}},
+    )
+    by_id = {m.tool_call_id: m for m in out["messages"] if isinstance(m, ToolMessage)}
+    export = by_id["e"]
+    facts = export.artifact["offloaded"]
+    assert facts["kind"] == "json" and facts["chars"] > 1_000_000
+    assert len(export.content) < 2_500 and '"orders", "count", "currency"' in export.content
+    assert json.loads(by_id["q"].content) == 8
+    found = json.loads(by_id["s"].content)
+    assert found["total"] == 1 and '"id": 1234' in found["matches"][0]["context"]
+    assert by_id["r"].content.splitlines()[1].startswith("{")
+    assert by_id["bad"].status == "error" and "jq expression" in by_id["bad"].content
+    assert "big__read_resource" in by_id["st"].content
+    handbook = by_id["rr"]
+    assert handbook.artifact["offloaded"]["kind"] == "text" and handbook.status == "success"
+    hit = json.loads(by_id["h"].content)["matches"][0]
+    assert hit["line"] == 4322 and "refunds within 30 days" in hit["context"]
+    assert out["messages"][-1].content == "Refunds are accepted within 30 days."
+    # Only the stubs went into the conversation: well under 1% of the outputs' size.
+    total = sum(len(str(m.content)) for m in out["messages"])
+    assert total < 0.02 * (facts["chars"] + handbook.artifact["offloaded"]["chars"])
+
+
+async def test_prompts_binary_resources_and_bad_requests(catalog: MCPToolCatalog) -> None:
+    prompt = await catalog.get("big__get_prompt").tool.ainvoke(  # type: ignore[union-attr]
+        {"name": "review", "arguments": {"topic": "the refund flow"}}
+    )
+    assert "user: Please review the refund flow carefully" in prompt
+    listed = json.loads(catalog.get("big__list_prompts").tool.invoke({}))  # type: ignore[union-attr]
+    assert listed[0]["name"] == "review" and listed[0]["arguments"][0]["name"] == "topic"
+    model = ScriptedChatModel(
+        responses=[
+            AIMessage(
+                "",
+                tool_calls=[
+                    _call("big__read_resource", {"uri": "data://logo.bin"}, "bin"),
+                    _call("big__get_prompt", {"name": "nope"}, "np"),
+                    _call("big__read_resource", {"uri": "docs://missing"}, "nr"),
+                ],
+            ),
+            "done",
+        ],
+        cycle=False,
+    )
+    graph = create_toolbudget_agent(model, catalog, pinned=VIRTUAL)
+    out = await graph.compile(store=InMemoryStore()).ainvoke({"messages": [HumanMessage("logo")]})
+    by_id = {m.tool_call_id: m for m in out["messages"] if isinstance(m, ToolMessage)}
+    assert by_id["bin"].artifact["offloaded"]["kind"] == "json"  # the blob, as JSON, offloaded
+    assert "application/octet-stream" in by_id["bin"].content
+    assert by_id["np"].status == "error"
+    assert (
+        "Unknown prompt: nope" in by_id["np"].content and "big__list_prompts" in by_id["np"].content
+    )
+    assert by_id["nr"].status == "error" and "big__list_resources" in by_id["nr"].content
+
+
+async def test_filters_apply_to_virtual_tools() -> None:
+    cat = await load_mcp_catalog({"big": BIG}, allowed_tools=["big:export_orders"])
+    async with cat:
+        assert cat.tool_names == ["export_orders"]
+        assert all(cat.is_filtered(n) for n in VIRTUAL)

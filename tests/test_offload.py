@@ -1,0 +1,528 @@
+"""Offloading large tool outputs: the stub, the store, the output tools and their errors."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import InjectedToolCallId, tool
+from langgraph.checkpoint.memory import MemorySaver
+from langgraph.store.base import BaseStore
+from langgraph.store.memory import InMemoryStore
+from langgraph.store.sqlite import SqliteStore
+from langgraph.types import Command
+
+from langgraph_toolbudget import BudgetConfig, ToolCatalog, ToolExecutor, create_toolbudget_agent
+from langgraph_toolbudget.core.large_output import (
+    MAX_MATCHES,
+    OutputError,
+    describe_output,
+    query_json,
+    read_range,
+    search_output,
+)
+from langgraph_toolbudget.execution.offload import NAMESPACE, OffloadStore, fallback_store
+from langgraph_toolbudget.execution.output_tools import OUTPUT_TOOL_NAMES
+from langgraph_toolbudget.nodes.agent import ToolAgent
+from langgraph_toolbudget.testing import ScriptedChatModel
+
+ORDERS = {
+    "orders": [{"id": i, "customer": f"c{i % 7}", "total": i * 1.5} for i in range(3000)],
+    "count": 3000,
+}
+BIG_JSON = json.dumps(ORDERS)
+BIG_TEXT = "\n".join(
+    f"line {i}: {'error' if i % 500 == 0 else 'ok'} {'x' * 40}" for i in range(3000)
+)
+
+
+def list_orders() -> str:
+    """List every order as JSON."""
+    return BIG_JSON
+
+
+def server_log() -> str:
+    """The server's log as text."""
+    return BIG_TEXT
+
+
+def small() -> str:
+    """A small answer."""
+    return "tiny"
+
+
+def _catalog() -> ToolCatalog:
+    tools = [list_orders, server_log, small]
+    return ToolCatalog.from_tools(
+        tools, tool_metadata={t.__name__: {"include": "always"} for t in tools}
+    )
+
+
+def _call(name: str, args: dict[str, Any] | None = None, i: str = "c1") -> dict[str, Any]:
+    return {"name": name, "args": args or {}, "id": i}
+
+
+def _state(*calls: dict[str, Any]) -> dict[str, Any]:
+    return {"messages": [HumanMessage("go"), AIMessage("", tool_calls=list(calls))]}
+
+
+def _run(
+    executor: ToolExecutor, store: BaseStore, thread: str, *calls: dict[str, Any]
+) -> list[ToolMessage]:
+    """Run the executor as a graph node (so it sees the graph's store and thread)."""
+    from langgraph.graph import START, StateGraph
+
+    from langgraph_toolbudget import ToolBudgetState
+
+    graph = StateGraph(ToolBudgetState)
+    graph.add_node("tools", executor)
+    graph.add_edge(START, "tools")
+    app = graph.compile(store=store)
+    out = app.invoke(_state(*calls), {"configurable": {"thread_id": thread}})
+    return [m for m in out["messages"] if isinstance(m, ToolMessage)]
+
+
+def _handle(message: ToolMessage) -> str:
+    return str(message.artifact["offloaded"]["handle"])
+
+
+# --- the pure part ----------------------------------------------------------------------
+
+
+def test_describe_output_names_kind_shape_and_preview() -> None:
+    info = describe_output(BIG_JSON)
+    assert (info.kind, info.chars) == ("json", len(BIG_JSON))
+    assert info.shape == 'object with keys ["orders", "count"]'
+    structure = {"orders": [*ORDERS["orders"][:2], "... 2998 more items"], "count": 3000}
+    assert json.loads(info.preview) == structure  # two items of each array
+    assert describe_output("[1, 2, 3]").shape == "array of 3 items"
+    text = describe_output(BIG_TEXT)
+    assert (text.kind, text.shape) == ("text", "3000 lines")
+    assert text.preview.splitlines()[0].startswith("line 0: error")
+    assert len(text.preview) <= 800
+
+
+def test_read_range_clips_length_and_rejects_bad_ranges() -> None:
+    chunk, end = read_range(BIG_TEXT, "h", 10, 50_000, 100)
+    assert chunk == BIG_TEXT[10:110] and end == 110
+    for start, length in [(-1, 5), (len(BIG_TEXT), 5), (0, 0), ("a", 5), (0, True), (1.5, 3)]:
+        with pytest.raises(OutputError, match="bad range"):
+            read_range(BIG_TEXT, "h", start, length, 100)
+
+
+def test_search_is_bounded_and_gives_offsets_and_context() -> None:
+    found = search_output(BIG_TEXT, "error", 1)
+    assert found["total"] == 6 and found["shown"] == 6
+    first = found["matches"][1]
+    assert first["line"] == 501
+    assert BIG_TEXT[first["offset"] :].startswith("error")
+    assert first["context"].splitlines()[0].startswith("line 499: ok")
+    many = search_output(BIG_TEXT, "ok", 0)
+    assert many["total"] == 2994 and many["shown"] == MAX_MATCHES
+
+
+def test_search_in_one_long_line_clips_around_the_match() -> None:
+    found = search_output(BIG_JSON, r'"id": 2999,', 2)
+    (match,) = found["matches"]
+    assert '"id": 2999' in match["context"] and len(match["context"]) < 400
+    assert BIG_JSON[match["offset"] :].startswith('"id": 2999')
+
+
+@pytest.mark.parametrize(
+    ("pattern", "reason"),
+    [
+        ("", "empty pattern"),
+        ("(unclosed", "missing \\)"),
+        ("(a)\\1", "invalid escape"),  # back-references are not RE2
+        ("(?=a)b", "invalid perl operator"),  # nor look-around
+        ("(a{1000}){1000}", "repetition"),  # a pattern too large for RE2
+    ],
+)
+def test_bad_and_unsupported_patterns_are_output_errors(pattern: str, reason: str) -> None:
+    with pytest.raises(OutputError, match=reason):
+        search_output(BIG_TEXT, pattern)
+
+
+@pytest.mark.timeout(20)
+def test_a_catastrophic_backtracking_pattern_runs_in_linear_time() -> None:
+    # (a+)+$ against "aaa...!" takes exponential time in a backtracking engine.
+    text = "a" * 200_000 + "!"
+    found = search_output(text, r"(a+)+$")
+    assert found["total"] == 0
+
+
+def test_query_json_runs_jq_and_reports_errors() -> None:
+    result, cut = query_json(BIG_JSON, "h", '[.orders[] | select(.customer == "c3")] | length')
+    assert json.loads(result) == 429 and not cut
+    assert json.loads(query_json(BIG_JSON, "h", ".orders[0]")[0]) == ORDERS["orders"][0]
+    assert json.loads(query_json(BIG_JSON, "h", ".orders[:2][] | .id")[0]) == [0, 1]
+    _, cut = query_json(BIG_JSON, "h", "range(5000)")
+    assert cut
+    with pytest.raises(OutputError, match="syntax error"):
+        query_json(BIG_JSON, "h", ".orders[")
+    with pytest.raises(OutputError, match="Cannot index"):
+        query_json(BIG_JSON, "h", ".count.x")
+    with pytest.raises(OutputError, match="is text, not JSON"):
+        query_json(BIG_TEXT, "h", ".")
+
+
+# --- the executor with a store ----------------------------------------------------------
+
+
+def test_a_large_result_is_offloaded_with_a_stub_and_artifact() -> None:
+    store = InMemoryStore()
+    (msg,) = _run(ToolExecutor(_catalog()), store, "t1", _call("list_orders"))
+    assert len(msg.content) < 2_000
+    facts = msg.artifact["offloaded"]
+    assert facts["chars"] == len(BIG_JSON) and facts["kind"] == "json"
+    assert f"handle {facts['handle']!r}" in msg.content
+    assert 'object with keys ["orders", "count"]' in msg.content
+    assert "'.orders | length', '.orders[0]'" in msg.content  # jq examples that fit
+    for name in OUTPUT_TOOL_NAMES:
+        assert name in msg.content
+    item = store.get((*NAMESPACE, "_", "t1"), facts["handle"])
+    assert item is not None and item.value["text"] == BIG_JSON
+
+
+def test_small_results_and_offloading_off_leave_the_content_alone() -> None:
+    store = InMemoryStore()
+    (msg,) = _run(ToolExecutor(_catalog()), store, "t1", _call("small"))
+    assert msg.content == "tiny" and msg.artifact is None
+    off = ToolExecutor(_catalog(), offload_over_chars=None)
+    assert not set(OUTPUT_TOOL_NAMES) & set(off.runner.builtins.names)
+    (msg,) = _run(off, store, "t1", _call("list_orders"))
+    assert msg.content == BIG_JSON
+    (msg,) = _run(ToolExecutor(_catalog(), offload_over_chars=None), store, "t1", _call("small"))
+    assert store.search((*NAMESPACE, "_", "t1")) == []
+
+
+def test_the_token_limit_offloads_too() -> None:
+    executor = ToolExecutor(_catalog(), offload_over_chars=None, offload_over_tokens=1_000)
+    assert set(OUTPUT_TOOL_NAMES) <= set(executor.runner.builtins.names)
+    (msg,) = _run(executor, InMemoryStore(), "t1", _call("server_log"))
+    assert msg.artifact["offloaded"]["kind"] == "text"
+    assert "search_large_output" in msg.content and "query_large_output" not in msg.content
+
+
+def test_output_tools_read_search_and_query_a_handle() -> None:
+    store, executor = InMemoryStore(), ToolExecutor(_catalog())
+    handle = _handle(_run(executor, store, "t1", _call("list_orders"))[0])
+    read, search, query = _run(
+        executor,
+        store,
+        "t1",
+        _call("read_large_output", {"handle": handle, "start": 0, "length": 30}, "a"),
+        _call("search_large_output", {"handle": handle, "pattern": '"id": 42,'}, "b"),
+        _call("query_large_output", {"handle": handle, "jq_expression": ".count"}, "c"),
+    )
+    assert read.status == "success" and read.content.endswith(BIG_JSON[:30])
+    assert "next: start=30" in read.content
+    assert json.loads(search.content)["total"] == 1
+    assert query.content == "3000"
+
+
+def test_a_large_jq_result_is_offloaded_in_turn() -> None:
+    store, executor = InMemoryStore(), ToolExecutor(_catalog())
+    handle = _handle(_run(executor, store, "t1", _call("list_orders"))[0])
+    (query,) = _run(
+        executor,
+        store,
+        "t1",
+        _call("query_large_output", {"handle": handle, "jq_expression": ".orders"}),
+    )
+    inner = query.artifact["offloaded"]
+    assert inner["handle"] != handle and inner["kind"] == "json"
+    assert "array of 3000 items" in query.content
+    (count,) = _run(
+        executor,
+        store,
+        "t1",
+        _call("query_large_output", {"handle": inner["handle"], "jq_expression": "length"}),
+    )
+    assert count.content == "3000"
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "expected"),
+    [
+        (
+            "read_large_output",
+            {"handle": "out_000000000000"},
+            "no offloaded output 'out_000000000000'",
+        ),
+        ("read_large_output", {"handle": None}, "no offloaded output None"),
+        ("read_large_output", {"start": 10**9}, "bad range"),
+        ("read_large_output", {"start": 0, "length": -5}, "bad range"),
+        ("search_large_output", {"pattern": "(a"}, "invalid regex pattern"),
+        ("search_large_output", {"pattern": "(a{1000}){1000}"}, "invalid repetition"),
+        ("query_large_output", {"jq_expression": ".orders["}, "jq expression"),
+        ("query_large_output", {"jq_expression": ".count | keys"}, "has no keys"),
+    ],
+)
+def test_bad_requests_are_error_tool_messages(
+    name: str, args: dict[str, Any], expected: str
+) -> None:
+    store, executor = InMemoryStore(), ToolExecutor(_catalog())
+    handle = _handle(_run(executor, store, "t1", _call("list_orders"))[0])
+    (msg,) = _run(executor, store, "t1", _call(name, {"handle": handle, **args}))
+    assert msg.status == "error"
+    assert expected in msg.content
+
+
+def test_a_handle_from_another_thread_is_an_error_naming_the_rule() -> None:
+    store, executor = InMemoryStore(), ToolExecutor(_catalog())
+    handle = _handle(_run(executor, store, "alice", _call("list_orders"))[0])
+    (msg,) = _run(executor, store, "bob", _call("read_large_output", {"handle": handle}))
+    assert msg.status == "error"
+    assert "another conversation" in msg.content and handle in msg.content
+
+
+def test_the_tools_artifact_is_kept_when_small_and_dropped_when_large() -> None:
+    @tool(response_format="content_and_artifact")
+    def report(size: int) -> tuple[str, dict[str, Any]]:
+        """A report with an artifact."""
+        return BIG_TEXT, {"rows": "r" * size}
+
+    catalog = ToolCatalog.from_tools([report], tool_metadata={"report": {"include": "always"}})
+    store, executor = InMemoryStore(), ToolExecutor(catalog)
+    kept, dropped = _run(
+        executor,
+        store,
+        "t",
+        _call("report", {"size": 10}, "a"),
+        _call("report", {"size": 50_000}, "b"),
+    )
+    assert kept.artifact["artifact"] == {"rows": "r" * 10}
+    assert "dropped" not in kept.content
+    assert "artifact" not in dropped.artifact
+    assert dropped.artifact["offloaded"]["artifact_dropped_chars"] > 50_000
+    assert "artifact of" in dropped.content and "was dropped" in dropped.content
+
+
+def test_eviction_at_the_cap_is_oldest_first() -> None:
+    config = BudgetConfig(offload_thread_cap_chars=2 * len(BIG_TEXT) + 10)
+    store, executor = InMemoryStore(), ToolExecutor(_catalog(), config=config)
+    handles = [_handle(_run(executor, store, "t", _call("server_log"))[0]) for _ in range(3)]
+    ns = (*NAMESPACE, "_", "t")
+    assert store.get(ns, handles[0]) is None
+    assert all(store.get(ns, h) is not None for h in handles[1:])
+    assert OffloadStore(store, ns, cap_chars=1, ttl_minutes=None).handles() == handles[1:]
+    (msg,) = _run(executor, store, "t", _call("read_large_output", {"handle": handles[0]}))
+    assert msg.status == "error" and handles[2] in msg.content  # lists the latest handles
+
+
+def test_a_graph_without_a_store_uses_the_fallback_store() -> None:
+    model = ScriptedChatModel(
+        responses=[
+            AIMessage("", tool_calls=[_call("list_orders")]),
+            lambda messages, tools: AIMessage(
+                "",
+                tool_calls=[
+                    _call(
+                        "query_large_output",
+                        {"handle": _handle(messages[-1]), "jq_expression": ".orders | length"},
+                        "q",
+                    )
+                ],
+            ),
+            "done",
+        ]
+    )
+    app = create_toolbudget_agent(model, _catalog()).compile(checkpointer=MemorySaver())
+    out = app.invoke({"messages": [HumanMessage("orders")]}, {"configurable": {"thread_id": "x"}})
+    assert out["messages"][-2].content == "3000"
+
+
+# --- sync and async, InMemoryStore and SqliteStore ---------------------------------------
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseStore]:
+    if request.param == "memory":
+        yield InMemoryStore()
+        return
+    with SqliteStore.from_conn_string(str(tmp_path / "store.db")) as sqlite_store:
+        sqlite_store.setup()
+        yield sqlite_store
+
+
+def _agent_script() -> ScriptedChatModel:
+    def query(messages: list[Any], tools: list[str]) -> AIMessage:
+        handle = _handle(messages[-1])
+        return AIMessage(
+            "",
+            tool_calls=[
+                _call("read_large_output", {"handle": handle, "start": 2, "length": 8}, "r"),
+                _call("search_large_output", {"handle": handle, "pattern": '"id": 7,'}, "s"),
+                _call(
+                    "query_large_output",
+                    {"handle": handle, "jq_expression": ".orders[7].customer"},
+                    "q",
+                ),
+            ],
+        )
+
+    return ScriptedChatModel(
+        responses=[AIMessage("", tool_calls=[_call("list_orders")]), query, "done"]
+    )
+
+
+@pytest.mark.parametrize("how", ["invoke", "ainvoke"])
+async def test_tool_agent_reads_searches_and_queries_in_each_store(
+    store: BaseStore, how: str
+) -> None:
+    graph_cls = ToolAgent(_agent_script(), _catalog())
+    from langgraph.graph import START, StateGraph
+
+    from langgraph_toolbudget import ToolBudgetState
+
+    graph = StateGraph(ToolBudgetState)
+    graph.add_node("agent", graph_cls)
+    graph.add_edge(START, "agent")
+    app = graph.compile(store=store)
+    config = {"configurable": {"thread_id": f"t-{how}"}}
+    inputs = {"messages": [HumanMessage("orders")]}
+    out = app.invoke(inputs, config) if how == "invoke" else await app.ainvoke(inputs, config)
+    tool_messages = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    stub, read, search, query = tool_messages
+    assert stub.artifact["offloaded"]["chars"] == len(BIG_JSON)
+    assert read.content.endswith(BIG_JSON[2:10])
+    assert json.loads(search.content)["total"] == 1
+    assert json.loads(query.content) == "c0"
+    assert out["messages"][-1].content == "done"
+
+
+def test_sqlite_store_items_get_the_ttl(tmp_path: Path) -> None:
+    path = tmp_path / "ttl.db"
+    with SqliteStore.from_conn_string(str(path)) as sqlite_store:
+        sqlite_store.setup()
+        config = BudgetConfig(offload_ttl_minutes=30)
+        (msg,) = _run(
+            ToolExecutor(_catalog(), config=config), sqlite_store, "t", _call("server_log")
+        )
+    with sqlite3.connect(path) as conn:
+        ttl = conn.execute(
+            "SELECT ttl_minutes FROM store WHERE key = ?", (_handle(msg),)
+        ).fetchone()
+    assert ttl == (30.0,)
+
+
+PROCESS = textwrap.dedent(
+    """
+    import json, sys
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.store.sqlite import SqliteStore
+    from langgraph_toolbudget import ToolCatalog, create_toolbudget_agent
+    from langgraph_toolbudget.testing import ScriptedChatModel
+
+    def server_log() -> str:
+        '''The server's log as text.'''
+        return "\\n".join(f"line {i}: {'error' if i % 500 == 0 else 'ok'}" for i in range(5000))
+
+    step, db = sys.argv[1], sys.argv[2]
+    always = {"server_log": {"include": "always"}}
+    catalog = ToolCatalog.from_tools([server_log], tool_metadata=always)
+    def read(messages, tools):
+        stub = next(m for m in reversed(messages) if m.type == "tool")
+        handle = stub.artifact["offloaded"]["handle"]
+        return AIMessage("", tool_calls=[{"name": "search_large_output",
+            "args": {"handle": handle, "pattern": "line 4500"}, "id": "s"}])
+    first = AIMessage("", tool_calls=[{"name": "server_log", "args": {}, "id": "l"}])
+    model = ScriptedChatModel(responses=[first, "stored"] if step == "1" else [read, "found"])
+    with SqliteSaver.from_conn_string(db) as saver, SqliteStore.from_conn_string(db) as store:
+        store.setup()
+        app = create_toolbudget_agent(model, catalog).compile(checkpointer=saver, store=store)
+        out = app.invoke({"messages": [HumanMessage("log")]}, {"configurable": {"thread_id": "p"}})
+    rows = [[m.type, getattr(m, "status", None), str(m.content)] for m in out["messages"]]
+    print(json.dumps(rows))
+    """
+)
+
+
+def test_handles_survive_a_process_restart_with_sqlite(tmp_path: Path) -> None:
+    script, db = tmp_path / "agent.py", str(tmp_path / "state.db")
+    script.write_text(PROCESS)
+
+    def run(step: str) -> list[list[Any]]:
+        done = subprocess.run(
+            [sys.executable, str(script), step, db], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    first = run("1")
+    assert first[-1][2] == "stored" and "Large output offloaded" in first[-2][2]
+    second = run("2")
+    assert second[-1][2] == "found"
+    found = json.loads(second[-2][2])
+    assert second[-2][1] == "success" and found["total"] == 1
+    assert found["matches"][0]["line"] == 4501
+
+
+def test_bad_offload_options_raise_naming_them() -> None:
+    with pytest.raises(ValueError, match="offload_over_chars"):
+        BudgetConfig(offload_over_chars=0)
+    with pytest.raises(TypeError, match="offload_ttl_minutes"):
+        BudgetConfig(offload_ttl_minutes="1h")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="offload_ttl_minutes"):
+        BudgetConfig(offload_ttl_minutes=-1)
+    with pytest.raises(TypeError, match="offload_over_chars"):
+        ToolExecutor(_catalog(), offload_over_chars="big")  # type: ignore[arg-type]
+
+
+def test_the_namespace_is_per_assistant_and_thread() -> None:
+    on_server = {"configurable": {"thread_id": "t", "assistant_id": "a1"}}
+    store = OffloadStore.of(on_server, BudgetConfig())  # type: ignore[arg-type]
+    assert store.namespace == (*NAMESPACE, "a1", "t") and store.store is fallback_store()
+    other = OffloadStore.of(
+        {"configurable": {"thread_id": "t", "assistant_id": "a2"}}, BudgetConfig()
+    )  # type: ignore[arg-type]
+    handle = store.put("x" * 10, "text")
+    assert store.get(handle) is not None and other.get(handle) is None
+    assert store.get("__index__") is None  # the index is not an output
+
+
+def test_tool_messages_inside_a_command_are_offloaded_too() -> None:
+    @tool
+    def load_log(tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+        """Load the log into the conversation."""
+        message = ToolMessage(BIG_TEXT, tool_call_id=tool_call_id, name="load_log")
+        return Command(update={"messages": [message]})
+
+    catalog = ToolCatalog.from_tools([load_log], tool_metadata={"load_log": {"include": "always"}})
+    (msg,) = _run(ToolExecutor(catalog), InMemoryStore(), "t", _call("load_log"))
+    assert msg.artifact["offloaded"]["chars"] == len(BIG_TEXT)
+    assert msg.tool_call_id == "c1" and len(msg.content) < 2_000
+
+
+def test_without_jq_the_query_tool_is_left_out_unless_asked_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import builtins as py_builtins
+
+    real_import = py_builtins.__import__
+
+    def no_jq(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "jq":
+            raise ImportError("No module named 'jq'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(py_builtins, "__import__", no_jq)
+    names = ToolExecutor(_catalog()).runner.builtins.names
+    assert "read_large_output" in names and "query_large_output" not in names
+    patterns = BudgetConfig(enabled_builtins=["*_large_output"])
+    assert "query_large_output" not in ToolExecutor(_catalog(), config=patterns).runner.builtins
+    asked = BudgetConfig(enabled_builtins=["read_large_output", "query_large_output"])
+    with pytest.raises(ImportError, match=r"langgraph-toolbudget\[offload\]"):
+        ToolExecutor(_catalog(), config=asked)
+    with pytest.raises(ImportError, match=r"pip install jq"):
+        query_json(BIG_JSON, "h", ".count")
