@@ -8,6 +8,7 @@ and the checkpointers real (in memory and SQLite). Each scenario also runs throu
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from typing import Any
 
@@ -38,6 +39,8 @@ from langgraph_toolbudget import (
     ToolBudgetMiddleware,
     ToolCatalog,
     create_toolbudget_agent,
+    exclude_tools,
+    include_tools,
     tools_prompt_section,
 )
 from langgraph_toolbudget.nodes.agent import ITERATION_LIMIT_MESSAGE
@@ -67,16 +70,22 @@ def by_id(messages: list[Any]) -> dict[str, ToolMessage]:
     return {m.tool_call_id: m for m in tool_messages(messages)}
 
 
-def both_ways(catalog, script, **options: Any) -> tuple[Any, Any, ScriptedChatModel, Any]:
-    """The same app built with the middleware and with the nodes, each with its own model."""
+def both_ways(
+    catalog, script, *, checkpointed: bool = False, **options: Any
+) -> tuple[Any, Any, ScriptedChatModel, Any]:
+    """The same app built with the middleware and with the nodes, each with its own model
+    (and, if ``checkpointed``, its own in-memory checkpointer)."""
     model = ScriptedChatModel(responses=script(), cycle=False)
     node_model = ScriptedChatModel(responses=script(), cycle=False)
-    agent = create_agent(model, middleware=[ToolBudgetMiddleware(catalog, **options)])
+    saver = InMemorySaver if checkpointed else lambda: None
+    agent = create_agent(
+        model, middleware=[ToolBudgetMiddleware(catalog, **options)], checkpointer=saver()
+    )
     # The middleware does not offload (the agent's tool node runs the calls): compare with
     # nodes that do not either, so both bind the same built-ins.
     nodes = create_toolbudget_agent(
         node_model, catalog, **{"offload_over_chars": None, **options}
-    ).compile()
+    ).compile(checkpointer=saver())
     return agent, nodes, model, node_model
 
 
@@ -266,6 +275,144 @@ async def test_a_tool_over_its_timeout_is_cancelled_under_ainvoke():
     assert answer.status == "error" and "timed out after 0.1 s" in answer.content
     ((_, start, end),) = probe.intervals
     assert end - start < 1.0  # cancelled at the timeout, not run to its 2 s end
+
+
+# --- the session tool context: the same as the nodes ----------------------------------------
+
+THREAD = {"configurable": {"thread_id": "context"}}
+CONTEXT_FIELDS = ["context_tools", "context_servers", "context_tool_modes", "context_server_modes"]
+
+
+async def context_turns(
+    catalog, script, update: dict[str, Any], api: str, **options: Any
+) -> tuple[dict, dict, ScriptedChatModel, ScriptedChatModel]:
+    """Two turns of one thread, the tool-context ``update`` between them, both ways:
+    the middleware's second-turn state, the nodes', and the two models."""
+    agent, nodes, model, node_model = both_ways(catalog, script, checkpointed=True, **options)
+    outs = []
+    for app in (agent, nodes):
+        await run(app, {"messages": [HumanMessage(APOLLO_QUERY)]}, api, THREAD)
+        app.update_state(THREAD, update)
+        outs.append(await run(app, {"messages": [HumanMessage(APOLLO_QUERY)]}, api, THREAD))
+    return outs[0], outs[1], model, node_model
+
+
+def assert_same_as_the_nodes(out: dict, expected: dict, model: Any, node_model: Any) -> None:
+    assert model.bound_tools == node_model.bound_tools
+    answers, node_answers = by_id(out["messages"]), by_id(expected["messages"])
+    assert {i: m.content for i, m in answers.items()} == {
+        i: m.content for i, m in node_answers.items()
+    }
+    for key in ["selected_tools", "tool_reasons", *CONTEXT_FIELDS]:
+        assert out.get(key) == expected.get(key), key
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_an_excluded_tool_is_not_bound_and_is_refused_like_the_nodes(catalog, rec, api):
+    def script() -> list[Any]:
+        return [
+            AIMessage("Which board?"),
+            ai_calls(
+                call("add_task", "x1", project="apollo", title="Blocker"),
+                call("add_tool", "x2", tool_names=["add_task"]),
+                call("list_projects", "x3"),
+            ),
+            AIMessage("I cannot add tasks here."),
+        ]
+
+    out, expected, model, node_model = await context_turns(
+        catalog, script, exclude_tools(tools=["add_task"]), api, max_tools=3
+    )
+    first, second, third = model.bound_tools
+    assert "add_task" in first and "add_task" not in second and "add_task" not in third
+    assert out["context_tools"] == {"add_task": "exclude"}
+    answers = by_id(out["messages"])
+    assert answers["x1"].status == "error" and "was excluded from this conversation" in (
+        answers["x1"].content
+    )
+    assert "include_tool(server='app', tool='add_task')" in answers["x1"].content
+    assert answers["x2"].status == "error" and "excluded" in answers["x2"].content
+    assert answers["x3"].status == "success"
+    assert rec.names == ["list_projects", "list_projects"]  # add_task never ran, either way
+    assert "add_task" not in out["selected_tools"] and "add_task" not in out["tool_reasons"]
+    assert_same_as_the_nodes(out, expected, model, node_model)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_manual_tool_is_visible_once_included_like_the_nodes(rec, api):
+    catalog = recording_catalog(rec, tool_metadata={"add_task": {"include": "manual"}})
+
+    def script() -> list[Any]:
+        return [
+            AIMessage("Which board?"),
+            ai_calls(call("add_task", "t1", project="apollo", title="Blocker")),
+            AIMessage("Added."),
+        ]
+
+    out, expected, model, node_model = await context_turns(
+        catalog, script, include_tools(tools=["add_task"]), api, max_tools=3
+    )
+    first, second, _ = model.bound_tools
+    assert "add_task" not in first, "manual: never chosen by the budget"
+    assert "add_task" in second, "included: visible outside the budget"
+    assert by_id(out["messages"])["t1"].content == "task 'Blocker' added to apollo"
+    assert out["tool_reasons"]["add_task"] == {"why": "included"}
+    assert_same_as_the_nodes(out, expected, model, node_model)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_the_management_tools_work_through_the_middleware_like_the_nodes(rec, api):
+    catalog = recording_catalog(rec, tool_metadata={"add_task": {"include": "manual"}})
+
+    def script() -> list[Any]:
+        return [
+            ai_calls(
+                call("include_tool", "i1", tool="add_task"),
+                call("exclude_tool", "e1", tool="list_projects"),
+                call("add_task", "t1", project="apollo", title="Blocker"),  # included just now
+                call("list_projects", "l1"),  # excluded just now, though the model saw it
+            ),
+            ai_calls(call("set_tool_include_mode", "s1", tool="create_project", mode="manual")),
+            ai_calls(call("list_context_tools", "c1")),
+            AIMessage("Done."),
+        ]
+
+    agent, nodes, model, node_model = both_ways(
+        catalog, script, max_tools=3, enabled_builtins={"allow": ["*"]}
+    )
+    out = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
+    first, second, third, _ = model.bound_tools
+    assert "include_tool" in first and "add_task" not in first and "list_projects" in first
+    assert "add_task" in second and "list_projects" not in second
+    assert "create_project" in second and "create_project" not in third
+    answers = by_id(out["messages"])
+    assert answers["t1"].content == "task 'Blocker' added to apollo"
+    assert answers["l1"].status == "error" and "was excluded" in answers["l1"].content
+    assert rec.names == ["add_task"]
+    assert out["context_tools"] == {"add_task": "include", "list_projects": "exclude"}
+    assert out["context_tool_modes"] == {"create_project": "manual"}
+    in_context = {row["name"] for row in json.loads(answers["c1"].content)}
+    assert "add_task" in in_context and "list_projects" not in in_context
+    expected = await run(nodes, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
+    assert_same_as_the_nodes(out, expected, model, node_model)
+
+
+def test_the_agent_state_has_every_field_of_the_node_state_with_its_reducer():
+    from langgraph.graph import StateGraph
+
+    from langgraph_toolbudget import ToolBudgetState
+    from langgraph_toolbudget.middleware.state import _REDUCERS, ToolBudgetAgentState
+
+    def channels(schema: Any) -> dict[str, Any]:
+        graph = StateGraph(schema)
+        return {k: (type(c), getattr(c, "operator", None)) for k, c in graph.channels.items()}
+
+    nodes, agent = channels(ToolBudgetState), channels(ToolBudgetAgentState)
+    assert {k: agent.get(k) for k in nodes if k != "messages"} == {
+        k: v for k, v in nodes.items() if k != "messages"
+    }
+    # the before_model hook merges the selection nodes' updates with the same reducers
+    assert {k: op for k, (_, op) in nodes.items() if op and k != "messages"} == _REDUCERS
 
 
 # --- threads, composition, streaming ---------------------------------------------------------

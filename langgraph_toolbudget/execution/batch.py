@@ -264,13 +264,7 @@ class BatchRunner:
         done: dict[int, Any],
         context: SessionContext,
     ) -> tuple[list[tuple[int, ToolCall]], CallCheck]:
-        def check(name: str) -> str | None:
-            if (excluded := context.refusal(self.catalog, name)) is not None:
-                return excluded
-            if name in shown and name in self.catalog:
-                return None
-            return self.policy.unavailable(name, working)
-
+        check = self._check(working, shown, context)
         hooked = bool(self.pipeline.wrappers or self.pipeline.awrappers)
         regular: list[tuple[int, ToolCall]] = []
         for i, call in enumerate(calls):
@@ -286,6 +280,37 @@ class BatchRunner:
                 continue
             regular.append((i, call))
         return regular, check
+
+    def _check(self, working: WorkingSet, shown: set[str], context: SessionContext) -> CallCheck:
+        """A regular call's check: excluded in the thread's context (after the batch's
+        built-in calls), else fine if the model was shown it, else the policy's answer."""
+
+        def check(name: str) -> str | None:
+            if (excluded := context.refusal(self.catalog, name)) is not None:
+                return excluded
+            if name in shown and name in self.catalog:
+                return None
+            return self.policy.unavailable(name, working)
+
+        return check
+
+    def regular_check(
+        self, calls: Sequence[ToolCall], state: Any, config: RunnableConfig, working: WorkingSet
+    ) -> CallCheck:
+        """The check :meth:`run` gives the regular calls of ``calls``, for a caller that runs
+        them one by one: the built-in calls are answered on ``working`` first (their answers
+        dropped). Used by ``ToolBudgetMiddleware``."""
+        shown = self._shown(calls, working)
+        _, outcome = self._answer_builtins(calls, state, config, working)
+        return self._check(working, shown, SessionContext.from_state(state).merged(outcome.update))
+
+    async def aregular_check(
+        self, calls: Sequence[ToolCall], state: Any, config: RunnableConfig, working: WorkingSet
+    ) -> CallCheck:
+        """The async :meth:`regular_check` (built-in answers run off the event loop)."""
+        shown = self._shown(calls, working)
+        _, outcome = await self._aanswer_builtins(calls, state, config, working)
+        return self._check(working, shown, SessionContext.from_state(state).merged(outcome.update))
 
     def _runners(
         self, state: Any, config: RunnableConfig, check: CallCheck

@@ -7,11 +7,13 @@ Key Components:
       ``ClassifyIntent``, ``SelectTools`` and ``ToolSearch``, run as they are),
       binds only the meta-tools and the visible tools to each model call (with
       the categories section in the system prompt), answers meta-calls and
-      refuses calls to tools the model was not shown (``BatchRunner``'s
-      meta-call answers, ``VisibilityPolicy``'s errors, ``ToolCallPipeline``'s
-      coercion and failure messages).
-    - :class:`ToolBudgetAgentState`: the agent state plus the budget's fields
-      (tool names only), so threads persist through any checkpointer.
+      refuses calls to tools the model was not shown or the thread excluded
+      (``BatchRunner``'s built-in answers and checks, ``VisibilityPolicy``'s errors,
+      ``ToolCallPipeline``'s coercion and failure messages), all in the thread's
+      tool context (``SessionContext``) as under the nodes.
+    - :class:`ToolBudgetAgentState`: the agent state plus the budget's and the
+      tool context's fields (tool names only), so threads persist through any
+      checkpointer.
 
 A thin adapter, like ``nodes/``: selection, meta-tools and enforcement are the
 shared core's; only the hooks are here. Needs ``langchain>=1.3``

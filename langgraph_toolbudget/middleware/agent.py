@@ -26,6 +26,7 @@ from langgraph_toolbudget.core.gating import EnabledBuiltins
 from langgraph_toolbudget.core.semantic import HybridScorer
 from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
 from langgraph_toolbudget.execution.batch import BatchRunner
+from langgraph_toolbudget.execution.pipeline import CallCheck
 from langgraph_toolbudget.middleware.state import (
     ToolBudgetAgentState,
     apply_update,
@@ -68,13 +69,17 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
       query, selects tools under the budget and (on the thread's first turn)
       adds the tool search's hits, by running the nodes ``ClassifyIntent``,
       ``SelectTools`` and ``ToolSearch``; the result lands in the state.
-    - ``wrap_model_call``: binds the meta-tools and the visible tools (other
+    - ``wrap_model_call``: binds the meta-tools and the visible tools, in the
+      thread's tool context as ``CallModel`` binds them (``always`` and included
+      tools in, ``manual`` ones only once included, excluded ones never; other
       tools of the agent, not in the catalog, stay bound), and appends the
       categories section to the system prompt. After ``max_iterations`` model
       calls in one turn it answers with a final message instead.
-    - ``wrap_tool_call``: answers meta-calls (a ``ToolMessage`` plus a
-      ``Command`` updating the visible set); refuses calls to hidden, filtered,
-      disabled, draft or unknown tools with the same errors as ``ToolExecutor``;
+    - ``wrap_tool_call``: answers meta-calls and the other enabled built-ins
+      such as the tool-context tools (a ``ToolMessage`` plus a ``Command``
+      updating the visible set and the thread's context); refuses calls to
+      excluded, hidden, filtered, disabled, draft or unknown tools with the
+      same errors as ``ToolExecutor``;
       coerces arguments, notes deprecated tools, turns a tool's exception into
       an error message. Tools of the agent that are not in the catalog pass.
 
@@ -210,7 +215,10 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         return None
 
     def _request(self, request: ModelRequest) -> ModelRequest:
-        """Meta-tools + visible tools (+ the agent's other tools), and the tools section."""
+        """Meta-tools + visible tools (+ the agent's other tools), and the tools section.
+
+        The visible set is ``CallModel``'s: the thread's ``SessionContext`` working set.
+        """
         visible = self.runner.working_set(request.state).names
         others = self._others(request.tools)
         tools = [*self.builtin_tools, *self.catalog.tools(visible), *others]
@@ -270,19 +278,18 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             or catalog.is_filtered(name)
         )
 
-    def _check(self, request: ToolCallRequest) -> Callable[[str], str | None]:
-        """The check stage: against the visible set after the batch's built-in calls."""
-        batch = batch_of(request.state, request.tool_call)
-        working = self._shown(batch, request.state)
-        self.runner.answer_builtins(batch, request.state, _current_config(), working)
-        return lambda name: self.runner.policy.unavailable(name, working)
+    def _check(self, request: ToolCallRequest) -> CallCheck:
+        """The check stage ``ToolExecutor`` gives the call's batch: after its built-in calls,
+        refusing tools excluded in the thread's context, hidden, filtered, disabled..."""
+        state = request.state
+        batch, working = batch_of(state, request.tool_call), self.runner.working_set(state)
+        return self.runner.regular_check(batch, state, _current_config(), working)
 
-    async def _acheck(self, request: ToolCallRequest) -> Callable[[str], str | None]:
+    async def _acheck(self, request: ToolCallRequest) -> CallCheck:
         """The async :meth:`_check` (built-in answers run off the event loop)."""
-        batch = batch_of(request.state, request.tool_call)
-        working = self._shown(batch, request.state)
-        await self.runner.aanswer_builtins(batch, request.state, _current_config(), working)
-        return lambda name: self.runner.policy.unavailable(name, working)
+        state = request.state
+        batch, working = batch_of(state, request.tool_call), self.runner.working_set(state)
+        return await self.runner.aregular_check(batch, state, _current_config(), working)
 
     def _shown(self, batch: list[Any], state: Any) -> WorkingSet:
         """The stored visible set; the tools the model saw when it made ``batch`` count as used."""
@@ -310,8 +317,12 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         """
         (_, before_out), (answers, after_out) = runs
         before, after = sets
-        stored = {**request.state, "selected_tools": before.names}
-        now = {"selected_tools": after.names, "tool_last_used": after.last_used}
+        stored = {**request.state, "selected_tools": before.names, "tool_reasons": before.reasons}
+        now = {
+            "selected_tools": after.names,
+            "tool_last_used": after.last_used,
+            "tool_reasons": after.reasons,
+        }
         update = {**update_delta(before_out.update, after_out.update)}
         update.update(state_delta(stored, now, ()))
         if after_out.discovered:

@@ -16,6 +16,7 @@ from langchain.agents.middleware import AgentState
 from langchain_core.messages import AIMessage
 from typing_extensions import NotRequired
 
+from langgraph_toolbudget.core.context import CONTEXT_FIELDS, merge_context
 from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
 from langgraph_toolbudget.state import merge_counts, merge_names
 
@@ -25,7 +26,9 @@ _REDUCERS: dict[str, Callable[[Any, Any], Any]] = {
     "selected_tools": merge_names,
     "discovered_tools": merge_names,
     "tool_last_used": merge_counts,
+    **dict.fromkeys((*CONTEXT_FIELDS, "tool_reasons"), merge_context),
 }
+_MISSING = object()
 
 
 class ToolBudgetAgentState(AgentState[Any]):
@@ -40,6 +43,11 @@ class ToolBudgetAgentState(AgentState[Any]):
     selected_tools: NotRequired[Annotated[list[str], merge_names]]
     discovered_tools: NotRequired[Annotated[list[str], merge_names]]
     tool_last_used: NotRequired[Annotated[dict[str, int], merge_counts]]
+    context_tools: NotRequired[Annotated[dict[str, str], merge_context]]
+    context_servers: NotRequired[Annotated[dict[str, str], merge_context]]
+    context_tool_modes: NotRequired[Annotated[dict[str, str], merge_context]]
+    context_server_modes: NotRequired[Annotated[dict[str, str], merge_context]]
+    tool_reasons: NotRequired[Annotated[dict[str, dict[str, Any]], merge_context]]
 
 
 def apply_update(state: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
@@ -54,7 +62,8 @@ def apply_update(state: dict[str, Any], update: dict[str, Any]) -> dict[str, Any
 def state_delta(
     before: dict[str, Any], after: dict[str, Any], keys: Sequence[str]
 ) -> dict[str, Any]:
-    """The update that turns ``before`` into ``after`` for ``keys`` plus the visible set."""
+    """The update that turns ``before`` into ``after`` for ``keys`` plus the visible set
+    (``selected_tools``, ``tool_last_used``, ``tool_reasons``)."""
     out = {k: after[k] for k in keys if k in after and after[k] != before.get(k)}
     diff = WorkingSet(list(after.get("selected_tools") or [])).diff(
         before.get("selected_tools") or []
@@ -65,6 +74,16 @@ def state_delta(
     used = {k: v for k, v in (after.get("tool_last_used") or {}).items() if old.get(k) != v}
     if used:
         out["tool_last_used"] = used
+    reasons = _map_delta(before.get("tool_reasons") or {}, after.get("tool_reasons") or {})
+    if reasons:
+        out["tool_reasons"] = reasons
+    return out
+
+
+def _map_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """The ``merge_context`` update turning ``before`` into ``after`` (``None`` removes)."""
+    out: dict[str, Any] = {k: v for k, v in after.items() if before.get(k, _MISSING) != v}
+    out.update((k, None) for k in before if k not in after)
     return out
 
 
@@ -89,7 +108,7 @@ def update_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any
         if isinstance(old, list) and isinstance(value, list):
             new: Any = value[len(old) :]
         elif isinstance(old, dict) and isinstance(value, dict):
-            new = {k: v for k, v in value.items() if old.get(k) != v}
+            new = {k: v for k, v in value.items() if old.get(k, _MISSING) != v}
         elif value != old or key not in before:
             out[key] = value
             continue
