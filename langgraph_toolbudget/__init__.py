@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from langgraph_toolbudget.nodes.prebuilt import add_toolbudget_nodes, create_toolbudget_agent
     from langgraph_toolbudget.nodes.prompt import tools_prompt_section
     from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
+    from langgraph_toolbudget.nodes.usage import ToolUsage
     from langgraph_toolbudget.state import ToolBudgetState
 
 _EXPORTS = {
@@ -64,6 +65,7 @@ _EXPORTS = {
     "SelectTools": "nodes.selection",
     "ToolSearch": "nodes.selection",
     "ToolBudgetState": "state",
+    "ToolUsage": "nodes.usage",
 }
 """Public name -> the submodule (below ``langgraph_toolbudget``) that defines it."""
 
@@ -103,4 +105,5 @@ __all__ = [
     "meta_tool_definitions",
     "schema_tokens",
     "tools_prompt_section",
+    "ToolUsage",
 ]

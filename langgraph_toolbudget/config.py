@@ -141,6 +141,10 @@ class BudgetConfig:
             tools are listed and run, deprecated ones with a note on their
             results) or ``debug`` (draft tools too). Disabled tools never run.
             The execution mode is ``mode``.
+        usage: a :class:`~langgraph_toolbudget.nodes.usage.ToolUsage`: the
+            ranking nodes rank by the recorded history too, and the executor
+            and agent record the tools that ran successfully (see
+            ``docs/usage.md``). ``None``: no learning.
 
     Raises:
         TypeError: an option of the wrong type (the message names it).
@@ -169,6 +173,7 @@ class BudgetConfig:
     max_parallel: int = 16
     group_limits: Mapping[str, int] = field(default_factory=dict, hash=False)
     runtime_mode: RuntimeMode = "production"
+    usage: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         _check_int("max_tools", self.max_tools, minimum=0, optional=True)
@@ -234,6 +239,17 @@ class BudgetConfig:
             check_runtime_mode(self.runtime_mode)
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"BudgetConfig: {exc}") from None
+        if self.usage is not None and not all(
+            callable(getattr(self.usage, m, None)) for m in ("record_run", "scores", "attach")
+        ):
+            raise TypeError(
+                OPTION_TYPE_ERROR.format(
+                    name="usage",
+                    expected="a ToolUsage (langgraph_toolbudget.ToolUsage()) or None",
+                    value=self.usage,
+                    kind=type(self.usage).__name__,
+                )
+            )
 
     @property
     def budget(self) -> int:

@@ -26,12 +26,14 @@ from langgraph.types import Command
 
 from langgraph_toolbudget.config import BudgetConfig, ExecutionMode, RuntimeMode, resolve_config
 from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.intent import latest_user_text
 from langgraph_toolbudget.core.selection import free_tools
 from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
 from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome, flatten_outputs
 from langgraph_toolbudget.execution.pipeline import AsyncToolCallWrapper, ToolCallWrapper
 from langgraph_toolbudget.nodes._node import BudgetNode, emit_changes
 from langgraph_toolbudget.nodes.prompt import ModelCaller, SystemPrompt, ai_calls_this_turn
+from langgraph_toolbudget.nodes.usage import ToolUsage, succeeded_tools
 
 __all__ = ["ITERATION_LIMIT_MESSAGE", "CallModel", "ToolAgent"]
 
@@ -150,6 +152,9 @@ class ToolAgent(BudgetNode):
         wrap_tool_call: hooks around each tool call (LangGraph's shape).
         awrap_tool_call: async hooks around each tool call.
         name: node name.
+        usage: a :class:`~langgraph_toolbudget.nodes.usage.ToolUsage`: each
+            regular tool that ran successfully is recorded against the latest
+            user message (see :class:`~langgraph_toolbudget.nodes.executor.ToolExecutor`).
 
     Example:
         ```python
@@ -178,10 +183,12 @@ class ToolAgent(BudgetNode):
         wrap_tool_call: ToolCallWrapper | Sequence[ToolCallWrapper] | None = None,
         awrap_tool_call: AsyncToolCallWrapper | Sequence[AsyncToolCallWrapper] | None = None,
         name: str = "agent",
+        usage: ToolUsage | None = None,
     ) -> None:
         super().__init__(name)
         self.config = resolve_config(
             config,
+            usage=usage,
             mode=mode,
             max_iterations=max_iterations,
             max_tools=max_tools,
@@ -251,6 +258,9 @@ class ToolAgent(BudgetNode):
                 return self._finish(new, commands, working, discovered, True)
             loop_state = self._loop_state(state, new, working)
             outcome = self.runner.run(ai.tool_calls, loop_state, config, working)
+            if (usage := self.config.usage) is not None:
+                names = succeeded_tools(ai.tool_calls, outcome.outputs)
+                usage.record_run(latest_user_text(loop_state["messages"]), names, config)
             emit_changes(working, self.node_name)
             discovered.extend(outcome.discovered)
             self._absorb(outcome, new, commands)
@@ -269,6 +279,9 @@ class ToolAgent(BudgetNode):
                 return self._finish(new, commands, working, discovered, True)
             loop_state = self._loop_state(state, new, working)
             outcome = await self.runner.arun(ai.tool_calls, loop_state, config, working)
+            if (usage := self.config.usage) is not None:
+                names = succeeded_tools(ai.tool_calls, outcome.outputs)
+                await usage.arecord_run(latest_user_text(loop_state["messages"]), names, config)
             emit_changes(working, self.node_name)
             discovered.extend(outcome.discovered)
             self._absorb(outcome, new, commands)

@@ -25,10 +25,12 @@ from langchain_core.runnables import RunnableConfig
 
 from langgraph_toolbudget.config import BudgetConfig, ExecutionMode, RuntimeMode, resolve_config
 from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.intent import latest_user_text
 from langgraph_toolbudget.core.working_set import state_messages
 from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome, node_output
 from langgraph_toolbudget.execution.pipeline import AsyncToolCallWrapper, ToolCallWrapper
 from langgraph_toolbudget.nodes._node import BudgetNode, emit_changes
+from langgraph_toolbudget.nodes.usage import ToolUsage, succeeded_tools
 
 __all__ = ["ToolExecutor"]
 
@@ -72,6 +74,10 @@ class ToolExecutor(BudgetNode):
             as ``ToolNode(wrap_tool_call=...)`` (a callable or a list, outermost first).
         awrap_tool_call: async hooks, as ``ToolNode(awrap_tool_call=...)``.
         name: node name.
+        usage: a :class:`~langgraph_toolbudget.nodes.usage.ToolUsage`: each
+            regular tool that ran successfully is recorded against the latest
+            user message (refused and failed calls are not); a run opts out with
+            ``configurable={"toolbudget_record_usage": False}``.
 
     Example:
         ```python
@@ -100,10 +106,12 @@ class ToolExecutor(BudgetNode):
         wrap_tool_call: ToolCallWrapper | Sequence[ToolCallWrapper] | None = None,
         awrap_tool_call: AsyncToolCallWrapper | Sequence[AsyncToolCallWrapper] | None = None,
         name: str = "tools",
+        usage: ToolUsage | None = None,
     ) -> None:
         super().__init__(name)
         self.config = resolve_config(
             config,
+            usage=usage,
             mode=mode,
             max_tools=max_tools,
             min_per_category=min_per_category,
@@ -135,10 +143,18 @@ class ToolExecutor(BudgetNode):
 
     def run(self, state: Any, config: RunnableConfig) -> Any:
         working = self.runner.working_set(state)
-        outcome = self.runner.run(self._calls(state), state, config, working)
+        calls = self._calls(state)
+        outcome = self.runner.run(calls, state, config, working)
+        if (usage := self.config.usage) is not None:
+            names = succeeded_tools(calls, outcome.outputs)
+            usage.record_run(latest_user_text(state_messages(state)), names, config)
         return self._output(outcome, working)
 
     async def arun(self, state: Any, config: RunnableConfig) -> Any:
         working = self.runner.working_set(state)
-        outcome = await self.runner.arun(self._calls(state), state, config, working)
+        calls = self._calls(state)
+        outcome = await self.runner.arun(calls, state, config, working)
+        if (usage := self.config.usage) is not None:
+            names = succeeded_tools(calls, outcome.outputs)
+            await usage.arecord_run(latest_user_text(state_messages(state)), names, config)
         return self._output(outcome, working)

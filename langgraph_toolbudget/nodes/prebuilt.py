@@ -37,6 +37,7 @@ from langgraph_toolbudget.nodes.executor import ToolExecutor
 from langgraph_toolbudget.nodes.intent import ClassifyIntent
 from langgraph_toolbudget.nodes.prompt import SystemPrompt
 from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
+from langgraph_toolbudget.nodes.usage import ToolUsage
 from langgraph_toolbudget.state import ToolBudgetState
 
 __all__ = ["add_toolbudget_nodes", "create_toolbudget_agent"]
@@ -75,6 +76,7 @@ def add_toolbudget_nodes(
     group_limits: Mapping[str, int] | None = None,
     runtime_mode: RuntimeMode | None = None,
     system_prompt: SystemPrompt = None,
+    usage: ToolUsage | None = None,
 ) -> str:
     """Add classify_intent -> select_tools -> tool_search -> agent <-> tools to ``graph``.
 
@@ -108,6 +110,10 @@ def add_toolbudget_nodes(
         runtime_mode: ``production`` (published and deprecated tools are listed,
             chosen and run) or ``debug`` (drafts too); disabled tools never are.
         system_prompt: a string, a ``SystemMessage``, or a callable of the state.
+        usage: a :class:`~langgraph_toolbudget.nodes.usage.ToolUsage`: the
+            tools node records the tools that ran successfully for each user
+            message, and the selection nodes rank by that history (see
+            ``docs/usage.md``). Off by default.
 
     Returns:
         The name of the first added node (to route to it yourself if needed).
@@ -138,6 +144,7 @@ def add_toolbudget_nodes(
         max_parallel=max_parallel,
         group_limits=group_limits,
         runtime_mode=runtime_mode,
+        usage=usage,
     )
     names = {
         k: f"{prefix}{k}"
@@ -190,6 +197,7 @@ def create_toolbudget_agent(
     group_limits: Mapping[str, int] | None = None,
     runtime_mode: RuntimeMode | None = None,
     system_prompt: SystemPrompt = None,
+    usage: ToolUsage | None = None,
 ) -> StateGraph:
     """Build the whole agent graph, uncompiled, so you choose checkpointer and store.
 
@@ -229,5 +237,6 @@ def create_toolbudget_agent(
         group_limits=group_limits,
         runtime_mode=runtime_mode,
         system_prompt=system_prompt,
+        usage=usage,
     )
     return graph

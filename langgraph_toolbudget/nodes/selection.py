@@ -15,6 +15,7 @@ Typical Usage:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -30,9 +31,12 @@ from langgraph_toolbudget.core.selection import free_tools, search_hits, select_
 from langgraph_toolbudget.core.semantic import HybridScorer, as_hybrid_scorer
 from langgraph_toolbudget.core.working_set import WorkingSet
 from langgraph_toolbudget.nodes._node import BudgetNode, emit_changes
+from langgraph_toolbudget.nodes.usage import ToolUsage, aranking_scores, ranking_scores
 from langgraph_toolbudget.state import state_get, state_messages
 
 __all__ = ["SelectTools", "ToolSearch"]
+
+logger = logging.getLogger(__name__)
 
 Strategy = Literal["auto", "categories", "relevance"]
 
@@ -73,6 +77,9 @@ class SelectTools(BudgetNode):
         runtime_mode: ``production`` (published and deprecated tools) or ``debug``
             (drafts too): which tools may be chosen.
         name: node name.
+        usage: a :class:`~langgraph_toolbudget.nodes.usage.ToolUsage`: tools
+            rank by their recorded messages too; when nothing matches the
+            request at all, the most used tools fill the budget instead.
 
     Example:
         ```python
@@ -94,6 +101,7 @@ class SelectTools(BudgetNode):
         max_visible: int | None = None,
         runtime_mode: RuntimeMode | None = None,
         name: str = "select_tools",
+        usage: ToolUsage | None = None,
     ) -> None:
         if strategy not in ("auto", "categories", "relevance"):
             raise ValueError(
@@ -109,6 +117,7 @@ class SelectTools(BudgetNode):
             embeddings=embeddings,
             max_visible=max_visible,
             runtime_mode=runtime_mode,
+            usage=usage,
         )
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.strategy = strategy
@@ -146,16 +155,22 @@ class SelectTools(BudgetNode):
                 exclude=free,
                 scores=scores,
             )
-        return [*free, *chosen]
+        usage = self.config.usage
+        if not chosen and query and usage is not None:
+            chosen = [n for n in usage.popular(self.catalog, budget + len(free)) if n not in free]
+            logger.info("select_tools: nothing matches %r; the most used tools: %s", query, chosen)
+        return [*free, *chosen[:budget]]
 
     def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         query = latest_user_text(state_messages(state))
         scores = self.scorer.scores(query) if self.scorer is not None and query else None
+        scores = ranking_scores(self.config.usage, self.catalog, query, scores, config)
         return self._update(state, query, scores)
 
     async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         query = latest_user_text(state_messages(state))
         scores = await self.scorer.ascores(query) if self.scorer is not None and query else None
+        scores = await aranking_scores(self.config.usage, self.catalog, query, scores, config)
         return self._update(state, query, scores)
 
     def _update(self, state: Any, query: str, scores: np.ndarray | None) -> dict[str, Any]:
@@ -192,6 +207,8 @@ class ToolSearch(BudgetNode):
         runtime_mode: ``production`` (published and deprecated tools) or ``debug``
             (drafts too): which tools may be found.
         name: node name.
+        usage: a :class:`~langgraph_toolbudget.nodes.usage.ToolUsage`: hits
+            rank by the tools' recorded messages too.
 
     Output: the working-set update (see :class:`SelectTools`), or ``{}``.
     """
@@ -209,6 +226,7 @@ class ToolSearch(BudgetNode):
         pinned: Sequence[str] | None = None,
         runtime_mode: RuntimeMode | None = None,
         name: str = "tool_search",
+        usage: ToolUsage | None = None,
     ) -> None:
         super().__init__(name)
         self.config = resolve_config(
@@ -218,6 +236,7 @@ class ToolSearch(BudgetNode):
             max_visible=max_visible,
             pinned=pinned,
             runtime_mode=runtime_mode,
+            usage=usage,
         )
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.every_turn = every_turn
@@ -242,6 +261,7 @@ class ToolSearch(BudgetNode):
         if query is None:
             return {}
         scores = self.scorer.scores(query) if self.scorer is not None and query else None
+        scores = ranking_scores(self.config.usage, self.catalog, query, scores, config)
         return self._update(state, query, scores)
 
     async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
@@ -249,6 +269,7 @@ class ToolSearch(BudgetNode):
         if query is None:
             return {}
         scores = await self.scorer.ascores(query) if self.scorer is not None and query else None
+        scores = await aranking_scores(self.config.usage, self.catalog, query, scores, config)
         return self._update(state, query, scores)
 
     def _update(self, state: Any, query: str, scores: np.ndarray | None) -> dict[str, Any]:
