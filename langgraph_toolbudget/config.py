@@ -123,7 +123,11 @@ class BudgetConfig:
         search_limit: tools the automatic tool search adds at most.
         pinned: tools always visible ("pre-discovered"), outside the budget.
         max_visible: hard cap on the visible set across turns; adding beyond it
-            evicts the least recently used unpinned tools (``None``: no cap).
+            evicts the least recently used unpinned tools. ``None`` (default):
+            a cap derived from the budget, ``2 * budget + search_limit`` plus
+            the tools visible for free (:meth:`visible_cap`): this turn's
+            selection and the previous turn's stay visible, older ones go, so a
+            long conversation never binds the whole catalog.
         mode: ``sequential`` or ``parallel_safe`` execution of tool calls.
         max_iterations: model calls per user turn.
         max_meta_calls: meta-tool calls per user turn.
@@ -259,6 +263,17 @@ class BudgetConfig:
         if self.model_size is not None:
             return max_tools_for_model(self.model_size)
         return DEFAULT_MAX_TOOLS
+
+    def visible_cap(self, free: int = 0) -> int:
+        """The cap on the visible set: ``max_visible``, else ``2 * budget + search_limit + free``.
+
+        Args:
+            free: how many tools are visible without budget (``always``, pinned,
+                ``human``); they count toward the cap but are never evicted.
+        """
+        if self.max_visible is not None:
+            return self.max_visible
+        return max(1, 2 * self.budget + self.search_limit + free)
 
     def override(self, **changes: Any) -> BudgetConfig:
         """A validated copy with ``changes`` applied; ``None`` values are ignored.

@@ -53,8 +53,10 @@ __all__ = [
 DEFAULT_MAX_QUERIES_PER_TOOL = 200
 """Recent distinct messages kept per tool."""
 
-DEFAULT_USAGE_WEIGHT = 1.0
-"""Weight of the (normalised) usage score beside the best lexical score; see :func:`fuse_usage`."""
+DEFAULT_USAGE_WEIGHT = 0.35
+"""Weight of a tool's usage BM25 beside its lexical score; see :func:`fuse_usage`. Measured
+(``benchmarks/selection_quality.py --usage``): 0.5 and up lowers Seal-Tools recall (long
+queries share many words with the history of wrong tools), 0.25 gives MetaTool < 0.90."""
 
 MAX_QUERY_CHARS = 2000
 """Recorded messages are cut to this many characters (a pasted document is not an intent)."""
@@ -150,9 +152,13 @@ class UsageIndex:
         self._threads: dict[str, Counter[str]] = {}
         self._ids: dict[str, int] = {}
         self._names: list[str] = []
-        self._lengths = np.zeros(16, dtype=np.float64)
-        self._postings: dict[str, dict[int, int]] = {}
-        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        # One document per (tool, message) record: its tool id (-1: a free slot), its terms.
+        self._docs: dict[tuple[str, str], int] = {}
+        self._doc_tool = np.full(16, -1, dtype=np.int64)
+        self._free: list[int] = []
+        self._lengths = np.zeros(16, dtype=np.float64)  # messages per tool id
+        self._postings: dict[str, set[int]] = {}
+        self._arrays: dict[str, np.ndarray] = {}
         self._positions: dict[int, tuple[weakref.ref[Any], np.ndarray]] = {}
         self.version = 0
 
@@ -237,16 +243,28 @@ class UsageIndex:
             if tool >= self._lengths.size:
                 self._lengths = np.concatenate([self._lengths, np.zeros(self._lengths.size)])
         self._lengths[tool] += step
+        key = (record.tool, record.query)
+        if step > 0:
+            doc = self._free.pop() if self._free else len(self._docs)
+            if doc >= self._doc_tool.size:
+                grown = np.full(self._doc_tool.size * 2, -1, dtype=np.int64)
+                grown[: self._doc_tool.size] = self._doc_tool
+                self._doc_tool = grown
+            self._docs[key] = doc
+            self._doc_tool[doc] = tool
+        else:
+            doc = self._docs.pop(key)
+            self._doc_tool[doc] = -1
+            self._free.append(doc)
         for term in set(tokenize(record.query)):
-            posting = self._postings.setdefault(term, {})
-            count = posting.get(tool, 0) + step
-            if count > 0:
-                posting[tool] = count
+            posting = self._postings.setdefault(term, set())
+            if step > 0:
+                posting.add(doc)
             else:
-                posting.pop(tool, None)
+                posting.discard(doc)
                 if not posting:
                     del self._postings[term]
-            self._arrays.pop(term, None)  # only this term's arrays are rebuilt
+            self._arrays.pop(term, None)  # only this term's array is rebuilt, on its next use
 
     def forget(self, tool_names: Iterable[str] | None = None) -> list[UsageRecord]:
         """Drop the history of these tools (``None``: of every tool); returns what was dropped."""
@@ -268,38 +286,44 @@ class UsageIndex:
 
     # --- ranking ------------------------------------------------------------------------------
 
-    def _term_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
-        arrays = self._arrays.get(term)
-        if arrays is None:
+    def _term_docs(self, term: str) -> np.ndarray | None:
+        docs = self._arrays.get(term)
+        if docs is None:
             posting = self._postings.get(term)
             if not posting:
                 return None
-            ids = np.fromiter(posting.keys(), dtype=np.int64, count=len(posting))
-            tfs = np.fromiter(posting.values(), dtype=np.float64, count=len(posting))
-            arrays = self._arrays[term] = (ids, tfs)
-        return arrays
+            docs = self._arrays[term] = np.fromiter(posting, dtype=np.int64, count=len(posting))
+        return docs
 
     def scores(self, query: str) -> np.ndarray | None:
-        """BM25 score of every tool with history (by internal id), or None when nothing matches."""
+        """BM25 of every tool (by internal id) over its recorded messages taken as one document.
+
+        The term frequency of a tool is how many of its messages hold the term,
+        its length how many messages it has. None when no recorded term matches.
+        """
         terms = Counter(tokenize(query))
         with self._lock:
-            found = []
-            for term, qtf in terms.items():
-                arrays = self._term_arrays(term)
-                if arrays is not None:
-                    found.append((arrays, qtf))
-            lengths = self._lengths[: len(self._names)]
-            n_docs = int(np.count_nonzero(lengths))
-            if not found or n_docs == 0:
+            n_tools = len(self._names)
+            lengths = self._lengths[:n_tools]
+            n = int(np.count_nonzero(lengths))
+            if n == 0:
                 return None
-            avg = float(lengths.sum()) / n_docs
-            out = np.zeros(len(self._names), dtype=np.float64)
+            avg = float(lengths.sum()) / n
+            out = np.zeros(n_tools, dtype=np.float64)
+            matched = False
             k1, b = self.k1, self.b
-            for (ids, tfs), qtf in found:
-                idf = math.log(1 + (n_docs - ids.size + 0.5) / (ids.size + 0.5))
+            for term, qtf in terms.items():
+                docs = self._term_docs(term)
+                if docs is None:
+                    continue
+                tf_all = np.bincount(self._doc_tool[docs], minlength=n_tools)
+                ids = np.flatnonzero(tf_all)
+                tf = tf_all[ids].astype(np.float64)
+                idf = math.log(1 + (n - ids.size + 0.5) / (ids.size + 0.5))
                 norm = k1 * (1 - b + b * lengths[ids] / avg)
-                out[ids] += qtf * idf * tfs * (k1 + 1) / (tfs + norm)
-        return out
+                out[ids] += qtf * idf * tf * (k1 + 1) / (tf + norm)
+                matched = True
+        return out if matched else None
 
     def rank(self, query: str, limit: int | None = None) -> list[tuple[str, float]]:
         """Tools by usage relevance to ``query``, best first (score > 0 only)."""
@@ -365,14 +389,13 @@ def fuse_usage(
     *,
     weight: float = DEFAULT_USAGE_WEIGHT,
 ) -> np.ndarray:
-    """Relevance of every tool: ``base`` plus the usage scores, scaled to ``base``'s range.
+    """Relevance of every tool: ``base`` plus ``weight`` times its usage score.
 
-    ``base + weight * top * usage / max(usage)``, ``top`` being ``base``'s
-    best score (1 when nothing matched lexically): a tool whose recorded
-    messages resemble the query gains up to ``weight`` times the best lexical
-    score, so the learned tool can lead, while the lexical order among the
-    others stays. With no usage match the ``base`` array itself is returned,
-    so an empty history changes nothing.
+    The usage score (:meth:`UsageIndex.scores`) is the BM25 score of the tool's
+    recorded messages, taken as one more document field of the tool: past
+    requests expand the tool's searchable text, in the lexical score's units.
+    With no usage match the ``base`` array itself is returned: an empty
+    history changes nothing.
 
     Args:
         index: the catalog's tool index (``catalog.index``).
@@ -386,7 +409,6 @@ def fuse_usage(
     usage = history.catalog_scores(index, query) if query else None
     if usage is None:
         return base
-    top = float(base.max()) if base.size else 0.0
-    out = base + usage * (weight * (top if top > 0 else 1.0) / float(usage.max()))
+    out = base + usage * weight
     out.setflags(write=False)
     return out

@@ -73,7 +73,8 @@ class SelectTools(BudgetNode):
             failure falls back to BM25 for the turn.
         max_visible: hard cap on the visible set across turns: adding this
             turn's tools beyond it evicts the least recently used unpinned
-            tools of earlier turns (``None`` in the config: the set only grows).
+            tools of earlier turns (``None`` in the config: ``2 * budget +
+            search_limit`` plus the free tools, see ``BudgetConfig.visible_cap``).
         runtime_mode: ``production`` (published and deprecated tools) or ``debug``
             (drafts too): which tools may be chosen.
         name: node name.
@@ -175,7 +176,8 @@ class SelectTools(BudgetNode):
 
     def _update(self, state: Any, query: str, scores: np.ndarray | None) -> dict[str, Any]:
         categories = list(state_get(state, "categories", None) or [])
-        working = WorkingSet.from_state(state, pinned=self._free, cap=self.config.max_visible)
+        cap = self.config.visible_cap(len(self._free))
+        working = WorkingSet.from_state(state, pinned=self._free, cap=cap)
         working.refresh(self.choose(query, categories, scores=scores), reason=self.node_name)
         emit_changes(working, self.node_name)
         return working.update()
@@ -273,7 +275,8 @@ class ToolSearch(BudgetNode):
         return self._update(state, query, scores)
 
     def _update(self, state: Any, query: str, scores: np.ndarray | None) -> dict[str, Any]:
-        working = WorkingSet.from_state(state, pinned=self.pinned, cap=self.config.max_visible)
+        cap = self.config.visible_cap(len(self.pinned))
+        working = WorkingSet.from_state(state, pinned=self.pinned, cap=cap)
         hits = search_hits(
             self.catalog,
             query,
