@@ -248,6 +248,23 @@ def evaluate(
     }
 
 
+EXAMPLE_EVAL = Path(__file__).resolve().parents[1] / "tests" / "data" / "example_eval.json"
+EXAMPLE_TARGET = 0.95
+
+
+def example_eval() -> dict[str, Any]:
+    """Recall on the example catalog's eval set (English requests), per pipeline."""
+    import json
+
+    from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+
+    rows = json.loads(EXAMPLE_EVAL.read_text("utf-8"))["requests"]
+    queries = [{"query": r["query"], "gold": r["tools"]} for r in rows if not r.get("lang")]
+    catalog = build_example_catalog()
+    results = {label: run_pipeline(catalog, queries, cfg) for label, cfg in PIPELINES.items()}
+    return {"queries": len(queries), "target": EXAMPLE_TARGET, "results": results}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bench-dir", help="folder with sealtools/ and metatool/")
@@ -326,6 +343,22 @@ def main(argv: list[str] | None = None) -> int:
                 f"one text alone p50 {single['p50_ms']:.1f} ms. Hybrid rows' ms exclude "
                 "query embedding."
             )
+    example = example_eval()
+    out["example_eval"] = example
+    print(f"\n== example catalog eval set: {example['queries']} requests")
+    print_table(
+        ["method", "recall", "visible", "p50 ms", ""],
+        [
+            [
+                label,
+                r["recall"],
+                r["visible"],
+                r["p50_ms"],
+                "meets target" if r["recall"] >= EXAMPLE_TARGET else "misses target",
+            ]
+            for label, r in example["results"].items()
+        ],
+    )
     if not args.no_write:
         path = write_results("selection_quality", out)
         print(f"\nwrote {path}")

@@ -58,6 +58,10 @@ DEFAULT_USAGE_WEIGHT = 0.35
 (``benchmarks/selection_quality.py --usage``): 0.5 and up lowers Seal-Tools recall (long
 queries share many words with the history of wrong tools), 0.25 gives MetaTool < 0.90."""
 
+MAX_USAGE_HITS = 30
+"""Tools whose usage score is fused, at most: the best ones (see
+:meth:`UsageIndex.catalog_scores`). Measured: 30 ranks as well as 100 or all."""
+
 MAX_QUERY_CHARS = 2000
 """Recorded messages are cut to this many characters (a pasted document is not an intent)."""
 
@@ -152,13 +156,12 @@ class UsageIndex:
         self._threads: dict[str, Counter[str]] = {}
         self._ids: dict[str, int] = {}
         self._names: list[str] = []
-        # One document per (tool, message) record: its tool id (-1: a free slot), its terms.
-        self._docs: dict[tuple[str, str], int] = {}
-        self._doc_tool = np.full(16, -1, dtype=np.int64)
-        self._free: list[int] = []
         self._lengths = np.zeros(16, dtype=np.float64)  # messages per tool id
-        self._postings: dict[str, set[int]] = {}
-        self._arrays: dict[str, np.ndarray] = {}
+        self._n_records = 0
+        self._n_tools_with_history = 0
+        # term -> {tool id: how many of the tool's messages hold the term}, and its arrays.
+        self._postings: dict[str, dict[int, int]] = {}
+        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._positions: dict[int, tuple[weakref.ref[Any], np.ndarray]] = {}
         self.version = 0
 
@@ -243,28 +246,19 @@ class UsageIndex:
             if tool >= self._lengths.size:
                 self._lengths = np.concatenate([self._lengths, np.zeros(self._lengths.size)])
         self._lengths[tool] += step
-        key = (record.tool, record.query)
-        if step > 0:
-            doc = self._free.pop() if self._free else len(self._docs)
-            if doc >= self._doc_tool.size:
-                grown = np.full(self._doc_tool.size * 2, -1, dtype=np.int64)
-                grown[: self._doc_tool.size] = self._doc_tool
-                self._doc_tool = grown
-            self._docs[key] = doc
-            self._doc_tool[doc] = tool
-        else:
-            doc = self._docs.pop(key)
-            self._doc_tool[doc] = -1
-            self._free.append(doc)
+        self._n_records += step
+        if self._lengths[tool] == (1 if step > 0 else 0):
+            self._n_tools_with_history += step
         for term in set(tokenize(record.query)):
-            posting = self._postings.setdefault(term, set())
-            if step > 0:
-                posting.add(doc)
+            posting = self._postings.setdefault(term, {})
+            count = posting.get(tool, 0) + step
+            if count > 0:
+                posting[tool] = count
             else:
-                posting.discard(doc)
+                posting.pop(tool, None)
                 if not posting:
                     del self._postings[term]
-            self._arrays.pop(term, None)  # only this term's array is rebuilt, on its next use
+            self._arrays.pop(term, None)  # only this term's arrays are rebuilt, on next use
 
     def forget(self, tool_names: Iterable[str] | None = None) -> list[UsageRecord]:
         """Drop the history of these tools (``None``: of every tool); returns what was dropped."""
@@ -286,14 +280,16 @@ class UsageIndex:
 
     # --- ranking ------------------------------------------------------------------------------
 
-    def _term_docs(self, term: str) -> np.ndarray | None:
-        docs = self._arrays.get(term)
-        if docs is None:
+    def _term_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        arrays = self._arrays.get(term)
+        if arrays is None:
             posting = self._postings.get(term)
             if not posting:
                 return None
-            docs = self._arrays[term] = np.fromiter(posting, dtype=np.int64, count=len(posting))
-        return docs
+            ids = np.fromiter(posting.keys(), dtype=np.int64, count=len(posting))
+            tfs = np.fromiter(posting.values(), dtype=np.float64, count=len(posting))
+            arrays = self._arrays[term] = (ids, tfs)
+        return arrays
 
     def scores(self, query: str) -> np.ndarray | None:
         """BM25 of every tool (by internal id) over its recorded messages taken as one document.
@@ -303,27 +299,24 @@ class UsageIndex:
         """
         terms = Counter(tokenize(query))
         with self._lock:
+            found = []
+            for term, qtf in terms.items():
+                arrays = self._term_arrays(term)
+                if arrays is not None:
+                    found.append((arrays, qtf))
             n_tools = len(self._names)
             lengths = self._lengths[:n_tools]
-            n = int(np.count_nonzero(lengths))
-            if n == 0:
+            n = self._n_tools_with_history
+            if not found or n == 0:
                 return None
-            avg = float(lengths.sum()) / n
+            avg = self._n_records / n
             out = np.zeros(n_tools, dtype=np.float64)
-            matched = False
             k1, b = self.k1, self.b
-            for term, qtf in terms.items():
-                docs = self._term_docs(term)
-                if docs is None:
-                    continue
-                tf_all = np.bincount(self._doc_tool[docs], minlength=n_tools)
-                ids = np.flatnonzero(tf_all)
-                tf = tf_all[ids].astype(np.float64)
+            for (ids, tfs), qtf in found:
                 idf = math.log(1 + (n - ids.size + 0.5) / (ids.size + 0.5))
                 norm = k1 * (1 - b + b * lengths[ids] / avg)
-                out[ids] += qtf * idf * tf * (k1 + 1) / (tf + norm)
-                matched = True
-        return out if matched else None
+                out[ids] += qtf * idf * tfs * (k1 + 1) / (tfs + norm)
+        return out
 
     def rank(self, query: str, limit: int | None = None) -> list[tuple[str, float]]:
         """Tools by usage relevance to ``query``, best first (score > 0 only)."""
@@ -361,14 +354,22 @@ class UsageIndex:
             return out
 
     def catalog_scores(self, index: ToolIndex, query: str) -> np.ndarray | None:
-        """Usage scores aligned with ``index.names``, or None when no recorded term matches."""
+        """Usage scores aligned with ``index.names``, or None when no recorded term matches.
+
+        Only the :data:`MAX_USAGE_HITS` best tools keep their score: a word
+        common to many recorded messages would otherwise give thousands of tools
+        a sliver of score, which changes no ranking but slows every node after.
+        """
         scores = self.scores(query)
         if scores is None:
             return None
         positions = self.positions(index)[: scores.size]
-        keep = (positions >= 0) & (scores > 0)
-        if not keep.any():
+        keep = np.flatnonzero((positions >= 0) & (scores > 0))
+        if keep.size == 0:
             return None
+        if keep.size > MAX_USAGE_HITS:
+            part = np.argpartition(-scores[keep], MAX_USAGE_HITS - 1)[:MAX_USAGE_HITS]
+            keep = keep[part]
         out = np.zeros(len(index), dtype=np.float64)
         out[positions[keep]] = scores[keep]
         return out

@@ -175,6 +175,7 @@ class ToolUsage:
         self.history = UsageIndex(max_queries_per_tool, max_queries_per_thread)
         self._attached: BaseStore | None = None
         self._attach_lock = threading.Lock()
+        self._last: tuple[Any, np.ndarray | None, np.ndarray | None] | None = None
 
     def __repr__(self) -> str:
         where = type(self._attached or self.store).__name__ if self._attached or self.store else ""
@@ -390,9 +391,16 @@ class ToolUsage:
         """
         if not query or self.weight == 0:
             return base
-        fused = fuse_usage(catalog.index, self.history, query, base, weight=self.weight)
+        key = (id(catalog.index), query, self.history.version, self.weight)
+        last = self._last
+        if last is not None and last[0] == key and last[1] is base:
+            return last[2]  # the three nodes of a turn rank the same message
+        fused: np.ndarray | None = fuse_usage(
+            catalog.index, self.history, query, base, weight=self.weight
+        )
         if base is None and fused is catalog.index.scores(query):
-            return None
+            fused = None
+        self._last = (key, base, fused)
         return fused
 
     def popular(self, catalog: ToolCatalog, limit: int) -> list[str]:
