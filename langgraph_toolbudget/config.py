@@ -149,6 +149,10 @@ class BudgetConfig:
             ranking nodes rank by the recorded history too, and the executor
             and agent record the tools that ran successfully (see
             ``docs/usage.md``). ``None``: no learning.
+        max_schema_tokens: a budget in schema tokens for ``select_tools``
+            (measured as ``schema_tokens`` measures them): each category's share
+            is a share of tokens. ``max_tools`` (or ``model_size``), when set,
+            caps the number of tools too; otherwise tokens alone bound it.
 
     Raises:
         TypeError: an option of the wrong type (the message names it).
@@ -178,6 +182,7 @@ class BudgetConfig:
     group_limits: Mapping[str, int] = field(default_factory=dict, hash=False)
     runtime_mode: RuntimeMode = "production"
     usage: Any = field(default=None, compare=False, repr=False)
+    max_schema_tokens: int | None = None
 
     def __post_init__(self) -> None:
         _check_int("max_tools", self.max_tools, minimum=0, optional=True)
@@ -205,6 +210,7 @@ class BudgetConfig:
         _check_int("search_limit", self.search_limit, minimum=0)
         object.__setattr__(self, "pinned", _check_names("pinned", self.pinned))
         _check_int("max_visible", self.max_visible, minimum=1, optional=True)
+        _check_int("max_schema_tokens", self.max_schema_tokens, minimum=1, optional=True)
         if self.mode not in get_args(ExecutionMode):
             raise ValueError(
                 OPTION_VALUE_ERROR.format(
@@ -263,6 +269,14 @@ class BudgetConfig:
         if self.model_size is not None:
             return max_tools_for_model(self.model_size)
         return DEFAULT_MAX_TOOLS
+
+    @property
+    def tool_cap(self) -> int | None:
+        """The count cap of ``select_tools``: the budget, or None under a token budget alone."""
+        tokens_only = self.max_schema_tokens is not None
+        if tokens_only and self.max_tools is None and self.model_size is None:
+            return None
+        return self.budget
 
     def visible_cap(self, free: int = 0) -> int:
         """The cap on the visible set: ``max_visible``, else ``2 * budget + search_limit + free``.

@@ -77,6 +77,7 @@ def add_toolbudget_nodes(
     runtime_mode: RuntimeMode | None = None,
     system_prompt: SystemPrompt = None,
     usage: ToolUsage | None = None,
+    max_schema_tokens: int | None = None,
 ) -> str:
     """Add classify_intent -> select_tools -> tool_search -> agent <-> tools to ``graph``.
 
@@ -114,6 +115,9 @@ def add_toolbudget_nodes(
             tools node records the tools that ran successfully for each user
             message, and the selection nodes rank by that history (see
             ``docs/usage.md``). Off by default.
+        max_schema_tokens: a budget in schema tokens for select_tools (each
+            category's share is a share of tokens); ``max_tools``/``model_size``,
+            when set, cap the number of tools too.
 
     Returns:
         The name of the first added node (to route to it yourself if needed).
@@ -145,6 +149,7 @@ def add_toolbudget_nodes(
         group_limits=group_limits,
         runtime_mode=runtime_mode,
         usage=usage,
+        max_schema_tokens=max_schema_tokens,
     )
     names = {
         k: f"{prefix}{k}"
@@ -198,6 +203,7 @@ def create_toolbudget_agent(
     runtime_mode: RuntimeMode | None = None,
     system_prompt: SystemPrompt = None,
     usage: ToolUsage | None = None,
+    max_schema_tokens: int | None = None,
 ) -> StateGraph:
     """Build the whole agent graph, uncompiled, so you choose checkpointer and store.
 
@@ -238,5 +244,6 @@ def create_toolbudget_agent(
         runtime_mode=runtime_mode,
         system_prompt=system_prompt,
         usage=usage,
+        max_schema_tokens=max_schema_tokens,
     )
     return graph

@@ -29,6 +29,7 @@ from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.intent import latest_user_text
 from langgraph_toolbudget.core.selection import free_tools, search_hits, select_tools
 from langgraph_toolbudget.core.semantic import HybridScorer, as_hybrid_scorer
+from langgraph_toolbudget.core.token_budget import tool_tokens
 from langgraph_toolbudget.core.working_set import WorkingSet
 from langgraph_toolbudget.nodes._node import BudgetNode, emit_changes
 from langgraph_toolbudget.nodes.usage import ToolUsage, aranking_scores, ranking_scores
@@ -81,6 +82,9 @@ class SelectTools(BudgetNode):
         usage: a :class:`~langgraph_toolbudget.nodes.usage.ToolUsage`: tools
             rank by their recorded messages too; when nothing matches the
             request at all, the most used tools fill the budget instead.
+        max_schema_tokens: a budget in schema tokens (each category's share is
+            a share of tokens, counted as ``schema_tokens`` counts them);
+            ``max_tools``/``model_size``, when set, cap the number of tools too.
 
     Example:
         ```python
@@ -103,6 +107,7 @@ class SelectTools(BudgetNode):
         runtime_mode: RuntimeMode | None = None,
         name: str = "select_tools",
         usage: ToolUsage | None = None,
+        max_schema_tokens: int | None = None,
     ) -> None:
         if strategy not in ("auto", "categories", "relevance"):
             raise ValueError(
@@ -119,6 +124,7 @@ class SelectTools(BudgetNode):
             max_visible=max_visible,
             runtime_mode=runtime_mode,
             usage=usage,
+            max_schema_tokens=max_schema_tokens,
         )
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.strategy = strategy
@@ -143,9 +149,11 @@ class SelectTools(BudgetNode):
         ``scores``: relevance of every tool (default: ``catalog.index.scores(query)``).
         """
         free = self.free_tools
-        budget = self.config.budget
+        tokens = self.config.max_schema_tokens
+        budget = self.config.tool_cap or len(self.catalog)
         if self.strategy == "relevance" or (self.strategy == "auto" and not categories):
             chosen = search_hits(self.catalog, query, limit=budget, exclude=free, scores=scores)
+            chosen = self._within_tokens(chosen)
         else:
             chosen = select_tools(
                 self.catalog,
@@ -155,12 +163,26 @@ class SelectTools(BudgetNode):
                 min_per_category=self.config.min_per_category,
                 exclude=free,
                 scores=scores,
+                max_schema_tokens=tokens,
             )
         usage = self.config.usage
         if not chosen and query and usage is not None:
             chosen = [n for n in usage.popular(self.catalog, budget + len(free)) if n not in free]
+            chosen = self._within_tokens(chosen[:budget])
             logger.info("select_tools: nothing matches %r; the most used tools: %s", query, chosen)
         return [*free, *chosen[:budget]]
+
+    def _within_tokens(self, names: list[str]) -> list[str]:
+        """``names`` in order while their schema tokens fit ``max_schema_tokens``."""
+        tokens = self.config.max_schema_tokens
+        if tokens is None:
+            return names
+        cost, out, spent = tool_tokens(self.catalog), [], 0
+        for name in names:
+            if spent + cost(name) <= tokens:
+                out.append(name)
+                spent += cost(name)
+        return out
 
     def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         query = latest_user_text(state_messages(state))
