@@ -31,17 +31,24 @@ import time
 import weakref
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from langgraph_toolbudget.core.terms import tokenize
+from langgraph_toolbudget.core.usage_records import (
+    MAX_QUERY_CHARS,
+    UsageRecord,
+    check_record_args,
+    normalize_query,
+)
 
 if TYPE_CHECKING:
     from langgraph_toolbudget.core.search import ToolIndex
 
 __all__ = [
+    "MAX_QUERY_CHARS",
+    "check_record_args",
     "DEFAULT_MAX_QUERIES_PER_TOOL",
     "DEFAULT_USAGE_WEIGHT",
     "UsageIndex",
@@ -61,56 +68,6 @@ queries share many words with the history of wrong tools), 0.25 gives MetaTool <
 MAX_USAGE_HITS = 30
 """Tools whose usage score is fused, at most: the best ones (see
 :meth:`UsageIndex.catalog_scores`). Measured: 30 ranks as well as 100 or all."""
-
-MAX_QUERY_CHARS = 2000
-"""Recorded messages are cut to this many characters (a pasted document is not an intent)."""
-
-BAD_QUERY_ERROR = "query must be the user's message as a string, got {kind}."
-BAD_TOOLS_ERROR = (
-    "tool_names must be a list of tool names (strings), got {value!r}; e.g. ['get_weather']."
-)
-
-
-def normalize_query(query: str) -> str:
-    """The form a message is stored and de-duplicated in: trimmed, whitespace collapsed, cut."""
-    return " ".join(query.split())[:MAX_QUERY_CHARS]
-
-
-@dataclass(frozen=True)
-class UsageRecord:
-    """One recorded pair: a user's message and a tool that ran successfully for it.
-
-    Attributes:
-        tool: the tool's name.
-        query: the message (normalised, see :func:`normalize_query`).
-        thread: the conversation it came from (``None`` outside a graph).
-        ts: when it was recorded (seconds since the epoch); orders the history.
-    """
-
-    tool: str
-    query: str
-    thread: str | None = None
-    ts: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON-ready row of :meth:`ToolUsage.export`."""
-        return {"tool": self.tool, "query": self.query, "thread": self.thread, "ts": self.ts}
-
-
-def check_record_args(query: Any, tool_names: Any) -> list[str]:
-    """The tool names of a ``record`` call, checked (duplicates dropped).
-
-    Raises:
-        TypeError: ``query`` is not a string, or ``tool_names`` not a list of strings.
-    """
-    if not isinstance(query, str):
-        raise TypeError(BAD_QUERY_ERROR.format(kind=type(query).__name__))
-    if isinstance(tool_names, str) or not isinstance(tool_names, Iterable):
-        raise TypeError(BAD_TOOLS_ERROR.format(value=tool_names))
-    names = list(tool_names)
-    if not all(isinstance(n, str) and n for n in names):
-        raise TypeError(BAD_TOOLS_ERROR.format(value=names))
-    return list(dict.fromkeys(names))
 
 
 class UsageIndex:

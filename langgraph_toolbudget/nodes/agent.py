@@ -33,7 +33,8 @@ from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome, flatt
 from langgraph_toolbudget.execution.pipeline import AsyncToolCallWrapper, ToolCallWrapper
 from langgraph_toolbudget.nodes._node import BudgetNode, emit_changes
 from langgraph_toolbudget.nodes.prompt import ModelCaller, SystemPrompt, ai_calls_this_turn
-from langgraph_toolbudget.nodes.usage import ToolUsage, succeeded_tools
+from langgraph_toolbudget.nodes.usage import ToolUsage
+from langgraph_toolbudget.nodes.usage_hooks import succeeded_tools
 
 __all__ = ["ITERATION_LIMIT_MESSAGE", "CallModel", "ToolAgent"]
 

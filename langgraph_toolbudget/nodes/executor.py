@@ -30,7 +30,8 @@ from langgraph_toolbudget.core.working_set import state_messages
 from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome, node_output
 from langgraph_toolbudget.execution.pipeline import AsyncToolCallWrapper, ToolCallWrapper
 from langgraph_toolbudget.nodes._node import BudgetNode, emit_changes
-from langgraph_toolbudget.nodes.usage import ToolUsage, succeeded_tools
+from langgraph_toolbudget.nodes.usage import ToolUsage
+from langgraph_toolbudget.nodes.usage_hooks import succeeded_tools
 
 __all__ = ["ToolExecutor"]
 

@@ -30,7 +30,8 @@ from langgraph_toolbudget.core.intent import classify_lexical, latest_user_text
 from langgraph_toolbudget.core.semantic import HybridScorer, as_hybrid_scorer
 from langgraph_toolbudget.nodes._node import BudgetNode
 from langgraph_toolbudget.nodes.models import resolve_chat_model
-from langgraph_toolbudget.nodes.usage import ToolUsage, aranking_scores, ranking_scores
+from langgraph_toolbudget.nodes.usage import ToolUsage
+from langgraph_toolbudget.nodes.usage_hooks import aranking_scores, ranking_scores
 from langgraph_toolbudget.state import state_messages
 
 __all__ = ["CategoryChoice", "ClassifyIntent"]

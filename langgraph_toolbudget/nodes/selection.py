@@ -32,7 +32,8 @@ from langgraph_toolbudget.core.semantic import HybridScorer, as_hybrid_scorer
 from langgraph_toolbudget.core.token_budget import tool_tokens
 from langgraph_toolbudget.core.working_set import WorkingSet
 from langgraph_toolbudget.nodes._node import BudgetNode, emit_changes
-from langgraph_toolbudget.nodes.usage import ToolUsage, aranking_scores, ranking_scores
+from langgraph_toolbudget.nodes.usage import ToolUsage
+from langgraph_toolbudget.nodes.usage_hooks import aranking_scores, ranking_scores
 from langgraph_toolbudget.state import state_get, state_messages
 
 __all__ = ["SelectTools", "ToolSearch"]

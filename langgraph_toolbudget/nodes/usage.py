@@ -7,7 +7,8 @@ Key Components:
       the running graph's, else memory) so the history survives restarts and is
       shared by threads and workers. The ranking nodes (``ClassifyIntent``,
       ``SelectTools``, ``ToolSearch``) read it through ``usage=``.
-    - :func:`succeeded_tools`: the regular tools of a batch that ran successfully.
+
+What the nodes do with it (rank, record) is in :mod:`langgraph_toolbudget.nodes.usage_hooks`.
 
 The history and its index are pure logic, in :mod:`langgraph_toolbudget.core.usage`.
 
@@ -29,14 +30,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore, PutOp
-from langgraph.types import Command
 
 from langgraph_toolbudget._compat import runtime_of
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.core.meta import META_TOOL_NAMES
 from langgraph_toolbudget.core.usage import (
     DEFAULT_MAX_QUERIES_PER_TOOL,
     DEFAULT_USAGE_WEIGHT,
@@ -46,7 +44,7 @@ from langgraph_toolbudget.core.usage import (
     fuse_usage,
 )
 
-__all__ = ["OPT_OUT_KEY", "ToolUsage", "succeeded_tools"]
+__all__ = ["OPT_OUT_KEY", "ToolUsage"]
 
 logger = logging.getLogger(__name__)
 
@@ -77,30 +75,6 @@ def _row(value: Mapping[str, Any], i: int) -> UsageRecord:
     if not ok:
         raise ValueError(BAD_ROW_ERROR.format(i=i, row=dict(value)))
     return UsageRecord(str(tool), str(query), thread, float(ts))
-
-
-def succeeded_tools(calls: Sequence[ToolCall], outputs: Sequence[Any]) -> list[str]:
-    """The regular (not meta) tools of ``calls`` whose output is not an error, in call order.
-
-    A refused call (unknown, not visible...) and a call that raised both get an
-    error ``ToolMessage``, so neither counts.
-    """
-    names = []
-    for call, output in zip(calls, outputs, strict=True):
-        if call["name"] in META_TOOL_NAMES:
-            continue
-        items = output if isinstance(output, list) else [output]
-        failed = False
-        for item in items:
-            messages = [item]
-            if isinstance(item, Command) and isinstance(item.update, dict):
-                messages = list(item.update.get("messages", []))
-            failed = failed or any(
-                isinstance(m, ToolMessage) and m.status == "error" for m in messages
-            )
-        if not failed:
-            names.append(call["name"])
-    return list(dict.fromkeys(names))
 
 
 class ToolUsage:
@@ -419,31 +393,3 @@ async def _acall(store: BaseStore, amethod: str, method: str, *args: Any) -> Any
         return await getattr(store, amethod)(*call_args, **kwargs)
     except NotImplementedError:  # e.g. SqliteStore: sync only
         return await asyncio.to_thread(getattr(store, method), *call_args, **kwargs)
-
-
-def ranking_scores(
-    usage: ToolUsage | None,
-    catalog: ToolCatalog,
-    query: str,
-    scores: np.ndarray | None,
-    config: RunnableConfig | None,
-) -> np.ndarray | None:
-    """The scores a ranking node ranks by: ``scores`` fused with ``usage`` (if any)."""
-    if usage is None or not query:
-        return scores
-    usage.attach(config)
-    return usage.scores(catalog, query, scores)
-
-
-async def aranking_scores(
-    usage: ToolUsage | None,
-    catalog: ToolCatalog,
-    query: str,
-    scores: np.ndarray | None,
-    config: RunnableConfig | None,
-) -> np.ndarray | None:
-    """Async :func:`ranking_scores` (loads the history through the store's async API)."""
-    if usage is None or not query:
-        return scores
-    await usage.aattach(config)
-    return usage.scores(catalog, query, scores)
