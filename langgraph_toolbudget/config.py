@@ -37,6 +37,10 @@ ExecutionMode = Literal["sequential", "parallel_safe"]
 DEFAULT_MAX_TOOLS = 8
 """The budget when neither ``max_tools`` nor ``model_size`` is given."""
 
+MIN_DEFAULT_VISIBLE = 12
+"""The floor of the default visible-set cap (:meth:`BudgetConfig.visible_cap`), before the
+tools visible for free: this turn's few tools plus what the meta-tools load still fit."""
+
 OPTION_TYPE_ERROR = "BudgetConfig: {name} must be {expected}, got {value!r} ({kind})."
 OPTION_VALUE_ERROR = "BudgetConfig: {name} must be {expected}, got {value!r}."
 UNKNOWN_OPTION_ERROR = "BudgetConfig has no option {names}; options are: {known}."
@@ -124,7 +128,8 @@ class BudgetConfig:
         pinned: tools always visible ("pre-discovered"), outside the budget.
         max_visible: hard cap on the visible set across turns; adding beyond it
             evicts the least recently used unpinned tools. ``None`` (default):
-            a cap derived from the budget, ``2 * budget + search_limit`` plus
+            a cap derived from the budget, ``2 * budget + search_limit`` (at
+            least :data:`MIN_DEFAULT_VISIBLE`) plus
             the tools visible for free (:meth:`visible_cap`): this turn's
             selection and the previous turn's stay visible, older ones go, so a
             long conversation never binds the whole catalog.
@@ -281,13 +286,16 @@ class BudgetConfig:
     def visible_cap(self, free: int = 0) -> int:
         """The cap on the visible set: ``max_visible``, else ``2 * budget + search_limit + free``.
 
+        The derived cap is at least :data:`MIN_DEFAULT_VISIBLE` (before ``free``), so a tiny
+        budget still leaves room for what the meta-tools load.
+
         Args:
             free: how many tools are visible without budget (``always``, pinned,
                 ``human``); they count toward the cap but are never evicted.
         """
         if self.max_visible is not None:
             return self.max_visible
-        return max(1, 2 * self.budget + self.search_limit + free)
+        return max(MIN_DEFAULT_VISIBLE, 2 * self.budget + self.search_limit) + free
 
     def override(self, **changes: Any) -> BudgetConfig:
         """A validated copy with ``changes`` applied; ``None`` values are ignored.

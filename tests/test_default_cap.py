@@ -74,4 +74,5 @@ def test_default_working_set_never_costs_more_than_binding_everything(options):
 def test_explicit_max_visible_still_wins():
     assert BudgetConfig(max_visible=3).visible_cap(1) == 3
     assert BudgetConfig().visible_cap(1) == 2 * 8 + 5 + 1
-    assert BudgetConfig(model_size="qwen3:4b").visible_cap(0) == 2 * 2 + 5
+    assert BudgetConfig(model_size="qwen3:4b").visible_cap(0) == 12  # the floor
+    assert BudgetConfig(max_tools=20).visible_cap(2) == 2 * 20 + 5 + 2

@@ -75,7 +75,7 @@ class SelectTools(BudgetNode):
             failure falls back to BM25 for the turn.
         max_visible: hard cap on the visible set across turns: adding this
             turn's tools beyond it evicts the least recently used unpinned
-            tools of earlier turns (``None`` in the config: ``2 * budget +
+            tools of earlier turns (``None`` in the config: at least 12, ``2 * budget +
             search_limit`` plus the free tools, see ``BudgetConfig.visible_cap``).
         runtime_mode: ``production`` (published and deprecated tools) or ``debug``
             (drafts too): which tools may be chosen.
