@@ -25,6 +25,7 @@ from langchain_core.messages import HumanMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
 from langgraph_toolbudget import ClassifyIntent, SelectTools, ToolCatalog, ToolSearch
+from langgraph_toolbudget.state import merge_names
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_BENCH_DIR = REPO_ROOT.parent / "shared" / "bench"
@@ -38,7 +39,13 @@ def bench_dir(cli_value: str | None = None) -> Path:
     if cli_value:
         return Path(cli_value)
     env = os.environ.get(BENCH_DIR_ENV)
-    return Path(env) if env else DEFAULT_BENCH_DIR
+    if env:
+        return Path(env)
+    # A git worktree sits one level deeper (``<root>/wt/<name>``): look one folder further up.
+    for candidate in (DEFAULT_BENCH_DIR, REPO_ROOT.parents[1] / "shared" / "bench"):
+        if candidate.is_dir():
+            return candidate
+    return DEFAULT_BENCH_DIR
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -206,10 +213,9 @@ class Pipeline:
         """
         state: dict[str, Any] = {"messages": [HumanMessage(query)]}
         state.update(self.classify.invoke(state))
-        selected = list(self.select.invoke(state).get("selected_tools", []))
-        state["selected_tools"] = list(dict.fromkeys(selected))
-        extra = self.search.invoke(state).get("selected_tools", [])
-        state["selected_tools"] = list(dict.fromkeys([*state["selected_tools"], *extra]))
+        for node in (self.select, self.search):
+            update = node.invoke(state).get("selected_tools")
+            state["selected_tools"] = merge_names(state.get("selected_tools"), update)
         return state
 
 

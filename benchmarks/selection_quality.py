@@ -25,7 +25,14 @@ latency of the hybrid rows is the product's work; the encoder's cost is reported
 beside it (per query, batched, and for one text alone), as is the one-off cost of
 embedding the catalog.
 
+With ``--usage`` it measures learned selection instead (``_usage.py``): the
+queries split 50/50 per gold tool set into a recorded history and a test half,
+recall and mean visible with and without ``ToolUsage``, and the cost of recording
+and ranking at 10,000 tools with 100,000 recorded queries. Results go to
+``results/selection_usage.json``.
+
 Run:  python benchmarks/selection_quality.py [--limit N] [--bench-dir DIR] [--no-semantic]
+      python benchmarks/selection_quality.py --usage [--no-semantic]
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _minilm  # noqa: E402
+import _usage  # noqa: E402
 from _common import (  # noqa: E402
     SEED,
     Dataset,
@@ -240,6 +248,23 @@ def evaluate(
     }
 
 
+EXAMPLE_EVAL = Path(__file__).resolve().parents[1] / "tests" / "data" / "example_eval.json"
+EXAMPLE_TARGET = 0.95
+
+
+def example_eval() -> dict[str, Any]:
+    """Recall on the example catalog's eval set (English requests), per pipeline."""
+    import json
+
+    from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+
+    rows = json.loads(EXAMPLE_EVAL.read_text("utf-8"))["requests"]
+    queries = [{"query": r["query"], "gold": r["tools"]} for r in rows if not r.get("lang")]
+    catalog = build_example_catalog()
+    results = {label: run_pipeline(catalog, queries, cfg) for label, cfg in PIPELINES.items()}
+    return {"queries": len(queries), "target": EXAMPLE_TARGET, "results": results}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bench-dir", help="folder with sealtools/ and metatool/")
@@ -247,6 +272,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-write", action="store_true", help="do not write the JSON results")
     parser.add_argument(
         "--no-semantic", action="store_true", help="skip the hybrid (MiniLM embedding) rows"
+    )
+    parser.add_argument(
+        "--usage", action="store_true", help="measure learned selection (ToolUsage) instead"
     )
     args = parser.parse_args(argv)
 
@@ -278,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     for note in notes:
         print(f"note: {note}")
 
+    if args.usage:
+        return run_usage(datasets, model, notes, args.no_write)
     out: dict[str, Any] = {"bench_dir": str(folder), "seed": SEED, "limit": args.limit}
     out["notes"] = notes
     out["datasets"] = {}
@@ -313,9 +343,60 @@ def main(argv: list[str] | None = None) -> int:
                 f"one text alone p50 {single['p50_ms']:.1f} ms. Hybrid rows' ms exclude "
                 "query embedding."
             )
+    example = example_eval()
+    out["example_eval"] = example
+    print(f"\n== example catalog eval set: {example['queries']} requests")
+    print_table(
+        ["method", "recall", "visible", "p50 ms", ""],
+        [
+            [
+                label,
+                r["recall"],
+                r["visible"],
+                r["p50_ms"],
+                "meets target" if r["recall"] >= EXAMPLE_TARGET else "misses target",
+            ]
+            for label, r in example["results"].items()
+        ],
+    )
     if not args.no_write:
         path = write_results("selection_quality", out)
         print(f"\nwrote {path}")
+    return 0
+
+
+def run_usage(datasets: list[Dataset], model: Any, notes: list[str], no_write: bool) -> int:
+    """The ``--usage`` run: quality per data set, then the cost at 10,000 tools."""
+    out: dict[str, Any] = {"seed": SEED, "notes": notes, "datasets": {}}
+    emb = _minilm.CachedEmbeddings(model) if model is not None else None
+    for ds in datasets:
+        res = _usage.evaluate_usage(ds, emb)
+        out["datasets"][ds.name] = res
+        print(
+            f"\n== {ds.name}{' (SYNTHETIC)' if ds.synthetic else ''}: {res['tools']} tools, "
+            f"history {res['history_queries']} queries, test {res['test_queries']}; "
+            f"empty history identical to no usage: {res['empty_history_identical']}"
+        )
+        target = res["target_recall_with_usage"]
+        table = []
+        for label, r in res["results"].items():
+            status = ""
+            if target is not None and label.startswith("lexical") and "with usage" in label:
+                ok = r["recall"] >= target and r["visible"] <= 10
+                status = f"target {target}: " + ("met" if ok else "MISSED")
+            table.append([label, r["recall"], r["visible"], r["p50_ms"], r["p95_ms"], status])
+        print_table(["method", "recall", "visible", "p50 ms", "p95 ms", ""], table)
+    cost = _usage.usage_cost()
+    out["cost"] = cost
+    print(
+        f"\ncost at {cost['tools']} tools, {cost['recorded_queries']} recorded queries "
+        f"({cost['recorded_pairs']} kept under the bounds): record p50 "
+        f"{cost['record']['p50_ms']:.3f} ms; pipeline p50 {cost['without usage']['p50_ms']:.2f} "
+        f"ms without usage, {cost['with usage']['p50_ms']:.2f} ms with; the usage fusion alone "
+        f"p50 {cost['usage_fusion_only']['p50_ms']:.3f} ms (target <= {cost['target_ms']} ms)"
+    )
+    if not no_write:
+        print(f"\nwrote {write_results('selection_usage', out)}")
     return 0
 
 

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from langgraph_toolbudget.nodes.prebuilt import add_toolbudget_nodes, create_toolbudget_agent
     from langgraph_toolbudget.nodes.prompt import tools_prompt_section
     from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
+    from langgraph_toolbudget.nodes.usage import ToolUsage
     from langgraph_toolbudget.state import ToolBudgetState
 
 _EXPORTS = {
@@ -76,6 +77,7 @@ _EXPORTS = {
     "set_include_mode": "core.context_ops",
     "context_summary": "core.context_ops",
     "ToolBudgetMiddleware": "middleware",
+    "ToolUsage": "nodes.usage",
 }
 """Public name -> the submodule (below ``langgraph_toolbudget``) that defines it."""
 
@@ -120,4 +122,5 @@ __all__ = [
     "set_include_mode",
     "context_summary",
     "ToolBudgetMiddleware",
+    "ToolUsage",
 ]

@@ -40,6 +40,10 @@ ExecutionMode = Literal["sequential", "parallel_safe"]
 DEFAULT_MAX_TOOLS = 8
 """The budget when neither ``max_tools`` nor ``model_size`` is given."""
 
+MIN_DEFAULT_VISIBLE = 12
+"""The floor of the default visible-set cap (:meth:`BudgetConfig.visible_cap`), before the
+tools visible for free: this turn's few tools plus what the meta-tools load still fit."""
+
 OPTION_TYPE_ERROR = "BudgetConfig: {name} must be {expected}, got {value!r} ({kind})."
 OPTION_VALUE_ERROR = "BudgetConfig: {name} must be {expected}, got {value!r}."
 UNKNOWN_OPTION_ERROR = "BudgetConfig has no option {names}; options are: {known}."
@@ -126,7 +130,12 @@ class BudgetConfig:
         search_limit: tools the automatic tool search adds at most.
         pinned: tools always visible ("pre-discovered"), outside the budget.
         max_visible: hard cap on the visible set across turns; adding beyond it
-            evicts the least recently used unpinned tools (``None``: no cap).
+            evicts the least recently used unpinned tools. ``None`` (default):
+            a cap derived from the budget, ``2 * budget + search_limit`` (at
+            least :data:`MIN_DEFAULT_VISIBLE`) plus
+            the tools visible for free (:meth:`visible_cap`): this turn's
+            selection and the previous turn's stay visible, older ones go, so a
+            long conversation never binds the whole catalog.
         mode: ``sequential`` or ``parallel_safe`` execution of tool calls.
         max_iterations: model calls per user turn.
         max_meta_calls: meta-tool calls per user turn.
@@ -171,6 +180,14 @@ class BudgetConfig:
         offload_ttl_minutes: time to live of offloaded outputs in stores that
             support TTLs (``SqliteStore``, ``PostgresStore``, LangGraph
             server); ``None``: kept until evicted.
+        usage: a :class:`~langgraph_toolbudget.nodes.usage.ToolUsage`: the
+            ranking nodes rank by the recorded history too, and the executor
+            and agent record the tools that ran successfully (see
+            ``docs/usage.md``). ``None``: no learning.
+        max_schema_tokens: a budget in schema tokens for ``select_tools``
+            (measured as ``schema_tokens`` measures them): each category's share
+            is a share of tokens. ``max_tools`` (or ``model_size``), when set,
+            caps the number of tools too; otherwise tokens alone bound it.
 
     Raises:
         TypeError: an option of the wrong type (the message names it).
@@ -206,6 +223,8 @@ class BudgetConfig:
     offload_over_tokens: int | None = None
     offload_thread_cap_chars: int = 20_000_000
     offload_ttl_minutes: float | None = 7 * 24 * 60
+    usage: Any = field(default=None, compare=False, repr=False)
+    max_schema_tokens: int | None = None
 
     def __post_init__(self) -> None:
         _check_int("max_tools", self.max_tools, minimum=0, optional=True)
@@ -233,6 +252,7 @@ class BudgetConfig:
         _check_int("search_limit", self.search_limit, minimum=0)
         object.__setattr__(self, "pinned", _check_names("pinned", self.pinned))
         _check_int("max_visible", self.max_visible, minimum=1, optional=True)
+        _check_int("max_schema_tokens", self.max_schema_tokens, minimum=1, optional=True)
         if self.mode not in get_args(ExecutionMode):
             raise ValueError(
                 OPTION_VALUE_ERROR.format(
@@ -305,6 +325,17 @@ class BudgetConfig:
             raise ValueError(
                 OPTION_VALUE_ERROR.format(name="offload_ttl_minutes", expected="> 0", value=ttl)
             )
+        if self.usage is not None and not all(
+            callable(getattr(self.usage, m, None)) for m in ("record_run", "scores", "attach")
+        ):
+            raise TypeError(
+                OPTION_TYPE_ERROR.format(
+                    name="usage",
+                    expected="a ToolUsage (langgraph_toolbudget.ToolUsage()) or None",
+                    value=self.usage,
+                    kind=type(self.usage).__name__,
+                )
+            )
 
     @property
     def offloading(self) -> bool:
@@ -324,6 +355,28 @@ class BudgetConfig:
         if self.model_size is not None:
             return max_tools_for_model(self.model_size)
         return DEFAULT_MAX_TOOLS
+
+    @property
+    def tool_cap(self) -> int | None:
+        """The count cap of ``select_tools``: the budget, or None under a token budget alone."""
+        tokens_only = self.max_schema_tokens is not None
+        if tokens_only and self.max_tools is None and self.model_size is None:
+            return None
+        return self.budget
+
+    def visible_cap(self, free: int = 0) -> int:
+        """The cap on the visible set: ``max_visible``, else ``2 * budget + search_limit + free``.
+
+        The derived cap is at least :data:`MIN_DEFAULT_VISIBLE` (before ``free``), so a tiny
+        budget still leaves room for what the meta-tools load.
+
+        Args:
+            free: how many tools are visible without budget (``always``, pinned,
+                ``human``); they count toward the cap but are never evicted.
+        """
+        if self.max_visible is not None:
+            return self.max_visible
+        return max(MIN_DEFAULT_VISIBLE, 2 * self.budget + self.search_limit) + free
 
     def override(self, **changes: Any) -> BudgetConfig:
         """A validated copy with ``changes`` applied; ``None`` values are ignored.

@@ -659,11 +659,12 @@ def test_catalog_index_covers_only_enabled_unfiltered_tools(make_catalog):
 
 
 def _use_everything(catalog: ToolCatalog) -> HashingEmbeddings:
-    """Build every kind of derived data: indexes, budget arrays, category scorer, vectors."""
+    """Build every kind of derived data: indexes, budget arrays, scorers, tokens, vectors."""
     query = "create a github issue, then send a slack message about the wether"
     catalog.index.regex_search("zzz sendd mesage")
     search_hits(catalog, query)
     select_tools(catalog, query, ["github", "slack"])
+    select_tools(catalog, query, ["github"], max_schema_tokens=300)  # counts schema tokens
     classify_lexical(catalog, query)
     embeddings = HashingEmbeddings(dim=64)
     HybridScorer(catalog, embeddings).scores(query)

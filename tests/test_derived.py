@@ -60,7 +60,13 @@ def test_derived_entry_names_are_declared():
         DerivedData().get("my_cache", dict)
     assert "my_cache" in str(err.value)
     assert "ENTRY_NAMES" in str(err.value)
-    assert {"index", "category_index", "selectable_members", "category_scorer"} == ENTRY_NAMES
+    assert {
+        "index",
+        "category_index",
+        "selectable_members",
+        "category_scorer",
+        "tool_tokens",
+    } == ENTRY_NAMES
 
 
 def test_derived_clear_drops_every_entry_and_they_are_rebuilt():

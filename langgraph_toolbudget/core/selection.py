@@ -20,6 +20,7 @@ from langgraph_toolbudget.core.budget import allocate
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.catalog_checks import closest_names
 from langgraph_toolbudget.core.search import rank_scores
+from langgraph_toolbudget.core.token_budget import allocate_tokens, tool_tokens
 
 __all__ = ["free_tools", "search_hits", "select_tools"]
 
@@ -38,6 +39,7 @@ def select_tools(
     min_per_category: int = 2,
     exclude: Iterable[str] = (),
     scores: np.ndarray | None = None,
+    max_schema_tokens: int | None = None,
 ) -> list[str]:
     """Tools for ``categories`` under a proportional budget.
 
@@ -57,6 +59,9 @@ def select_tools(
         exclude: tools already visible outside the budget (not chosen again).
         scores: relevance of every tool, aligned with ``catalog.index.names``
             (e.g. :meth:`HybridScorer.scores`); default ``catalog.index.scores(query)``.
+        max_schema_tokens: a budget in schema tokens instead: each category's
+            share is a share of tokens (``core.token_budget.allocate_tokens``);
+            ``max_tools`` then caps the number of tools too.
     """
     if isinstance(categories, str):
         raise TypeError(
@@ -75,7 +80,7 @@ def select_tools(
         _check_scores(catalog, scores)
     # No category can place more than max_tools tools (plus the excluded ones it skips),
     # so each category's ranking is cut there: the result is the same, the work bounded.
-    cap = max_tools + len(exclude)
+    cap = max_tools + len(exclude) if max_schema_tokens is None else len(index)
     ranked = []
     for cat in known:
         positions = members[cat]
@@ -87,6 +92,11 @@ def select_tools(
             order = np.argsort(-sub, kind="stable")[:cap]  # stable: catalog order breaks ties
             top, sub = positions[order], sub[order]
         ranked.append((cat, [(index.names[p], float(v)) for p, v in zip(top, sub, strict=True)]))
+    if max_schema_tokens is not None:
+        cost = tool_tokens(catalog)
+        return allocate_tokens(
+            ranked, cost, max_tokens=max_schema_tokens, max_tools=max_tools, exclude=exclude
+        )
     return allocate(ranked, max_tools=max_tools, min_per_category=min_per_category, exclude=exclude)
 
 

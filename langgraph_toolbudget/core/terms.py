@@ -19,7 +19,10 @@ _STOPWORDS_TEXT = """
 a an and are as at be by can could do does for from get give has have how i in is it its me my
 of on or please should so some that the their them then there these this to us want was we what
 when where which who will with would you your
+s t d m ll re ve not
 """
+# The second line: what is left of contractions ("what's", "don't", "we'll") once the
+# apostrophe splits them, and "not": a word many tool descriptions hold, no request's intent.
 _STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 # A camelCase boundary: after the letter or digit ending a word (kept through `\1\2 `).
 # Matching that character, rather than looking behind for it, is ~1.5x faster on long texts.

@@ -93,7 +93,7 @@ def example_tools(ws: Workspace | None = None) -> tuple[list[BaseTool], dict[str
     # --- slack --------------------------------------------------------------------------
     @tool
     def send_message(channel: str, text: str) -> str:
-        """Send a message to a Slack channel."""
+        """Send (post) a message to a Slack channel such as #general: tell the team something."""
         ws.messages.setdefault(channel, []).append(text)
         return f"Sent to #{channel}: {text}"
 
@@ -104,7 +104,7 @@ def example_tools(ws: Workspace | None = None) -> tuple[list[BaseTool], dict[str
 
     @tool
     def read_channel_history(channel: str, limit: int = 10) -> str:
-        """Read the latest messages of a Slack channel."""
+        """Read the latest messages of a Slack channel: what people said there."""
         return "\n".join(ws.messages.get(channel, [])[-limit:]) or f"#{channel} has no messages."
 
     @tool
@@ -167,7 +167,7 @@ def example_tools(ws: Workspace | None = None) -> tuple[list[BaseTool], dict[str
 
     @tool
     def get_weather(city: str) -> dict[str, Any]:
-        """Get the current weather conditions for a city."""
+        """Get the current weather in a city: temperature (how warm or cold), sunny or rainy."""
         temp, sky, humidity = _climate(city)
         return {"city": city, "temperature_c": temp, "conditions": sky, "humidity": humidity}
 
@@ -182,7 +182,7 @@ def example_tools(ws: Workspace | None = None) -> tuple[list[BaseTool], dict[str
 
     @tool
     def air_quality(city: str) -> str:
-        """Get the air quality index of a city."""
+        """Get the air quality index (pollution, smog) of a city."""
         _, _, humidity = _climate(city)
         return f"AQI in {city}: {20 + humidity // 2}"
 
@@ -205,7 +205,7 @@ def example_tools(ws: Workspace | None = None) -> tuple[list[BaseTool], dict[str
 
     @tool
     def write_file(path: str, content: str) -> str:
-        """Write (create or overwrite) a text file in the local workspace."""
+        """Write (create, save or overwrite) a text file in the local workspace."""
         ws.files[path] = content
         return f"Wrote {len(content)} characters to {path}"
 
@@ -253,7 +253,7 @@ def example_tools(ws: Workspace | None = None) -> tuple[list[BaseTool], dict[str
 
     @tool
     def count_rows(table: str) -> int:
-        """Count the rows of a database table."""
+        """Count the rows of a database table: how many records (orders, customers...) it holds."""
         describe_table.invoke({"table": table})
         with ws.lock:
             return int(ws.db.execute(f'SELECT COUNT(*) FROM "{table}"').fetchone()[0])

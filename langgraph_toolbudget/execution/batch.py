@@ -174,7 +174,8 @@ class BatchRunner:
         """The visible set of a state (plus pinned and ``always`` tools), under the cap,
         in the thread's tool context (included tools in, excluded tools out)."""
         context = SessionContext.from_state(state)
-        return context.working_set(state, self.catalog, self.free, cap=self.config.max_visible)
+        cap = self.config.visible_cap(len(self.free))
+        return context.working_set(state, self.catalog, self.free, cap=cap)
 
     # --- built-in calls -----------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from langgraph_toolbudget.config import (
 )
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.context import SessionContext
+from langgraph_toolbudget.core.intent import latest_user_text
 from langgraph_toolbudget.core.selection import free_tools
 from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
 from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome, flatten_outputs
@@ -43,6 +44,8 @@ from langgraph_toolbudget.execution.pipeline import AsyncToolCallWrapper, ToolCa
 from langgraph_toolbudget.formats.settings import ToolCallFormatsSpec
 from langgraph_toolbudget.nodes._node import BudgetNode, emit_changes
 from langgraph_toolbudget.nodes.prompt import ModelCaller, SystemPrompt, ai_calls_this_turn
+from langgraph_toolbudget.nodes.usage import ToolUsage
+from langgraph_toolbudget.nodes.usage_hooks import succeeded_tools
 
 __all__ = ["ITERATION_LIMIT_MESSAGE", "CallModel", "ToolAgent"]
 
@@ -186,6 +189,9 @@ class ToolAgent(BudgetNode):
             ``mistral``, ``pythonic``, ``json`` (see ``docs/formats.md``);
             ``None``: native, else the text format the model's name suggests.
         model_supports_tools: override the check of native tool calling.
+        usage: a :class:`~langgraph_toolbudget.nodes.usage.ToolUsage`: each
+            regular tool that ran successfully is recorded against the latest
+            user message (see :class:`~langgraph_toolbudget.nodes.executor.ToolExecutor`).
 
     Example:
         ```python
@@ -218,10 +224,12 @@ class ToolAgent(BudgetNode):
         name: str = "agent",
         tool_call_formats: ToolCallFormatsSpec = None,
         model_supports_tools: bool | None = None,
+        usage: ToolUsage | None = None,
     ) -> None:
         super().__init__(name)
         self.config = resolve_config(
             config,
+            usage=usage,
             mode=mode,
             max_iterations=max_iterations,
             max_tools=max_tools,
@@ -308,6 +316,9 @@ class ToolAgent(BudgetNode):
                 return self._finish(new, commands, working, turn, True)
             loop_state = self._loop_state(state, new, working, turn.update)
             outcome = self.runner.run(ai.tool_calls, loop_state, config, working)
+            if (usage := self.config.usage) is not None:
+                names = succeeded_tools(ai.tool_calls, outcome.outputs)
+                usage.record_run(latest_user_text(loop_state["messages"]), names, config)
             emit_changes(working, self.node_name)
             self._absorb(outcome, new, commands, turn)
         return self._finish(new, commands, working, turn, False)
@@ -326,6 +337,9 @@ class ToolAgent(BudgetNode):
                 return self._finish(new, commands, working, turn, True)
             loop_state = self._loop_state(state, new, working, turn.update)
             outcome = await self.runner.arun(ai.tool_calls, loop_state, config, working)
+            if (usage := self.config.usage) is not None:
+                names = succeeded_tools(ai.tool_calls, outcome.outputs)
+                await usage.arecord_run(latest_user_text(loop_state["messages"]), names, config)
             emit_changes(working, self.node_name)
             self._absorb(outcome, new, commands, turn)
         return self._finish(new, commands, working, turn, False)

@@ -44,11 +44,14 @@ from langgraph_toolbudget.config import (
     resolve_offload,
 )
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.core.working_set import WorkingSet
+from langgraph_toolbudget.core.intent import latest_user_text
+from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
 from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome, node_output
 from langgraph_toolbudget.execution.errors import HandleToolErrors
 from langgraph_toolbudget.execution.pipeline import AsyncToolCallWrapper, ToolCallWrapper
 from langgraph_toolbudget.nodes._node import emit_changes
+from langgraph_toolbudget.nodes.usage import ToolUsage
+from langgraph_toolbudget.nodes.usage_hooks import succeeded_tools
 
 __all__ = ["ToolExecutor"]
 
@@ -109,6 +112,10 @@ class ToolExecutor(ToolNode):
             with its meaning: ``True``, a message string, a callable taking the
             exception, an exception type or a tuple of them, ``False`` (raise).
         messages_key: the state key of the messages, as ``ToolNode(messages_key=...)``.
+        usage: a :class:`~langgraph_toolbudget.nodes.usage.ToolUsage`: each
+            regular tool that ran successfully is recorded against the latest
+            user message (refused and failed calls are not); a run opts out with
+            ``configurable={"toolbudget_record_usage": False}``.
 
     Example:
         ```python
@@ -142,6 +149,7 @@ class ToolExecutor(ToolNode):
         tags: list[str] | None = None,
         handle_tool_errors: HandleToolErrors = None,
         messages_key: str = "messages",
+        usage: ToolUsage | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise TypeError(f"name must be a non-empty string (the node's name), got {name!r}")
@@ -156,6 +164,7 @@ class ToolExecutor(ToolNode):
         self.node_name: str = name
         self.config = resolve_config(
             config,
+            usage=usage,
             mode=mode,
             max_tools=max_tools,
             min_per_category=min_per_category,
@@ -288,10 +297,16 @@ class ToolExecutor(ToolNode):
         calls, input_type, state = self._read(input, config)
         working = self._working(state)
         outcome = self.runner.run(calls, state, config, working)
+        if (usage := self.config.usage) is not None:
+            query = latest_user_text(state_messages(state, self._messages_key))
+            usage.record_run(query, succeeded_tools(calls, outcome.outputs), config)
         return self._output(outcome, working, input_type)
 
     async def _afunc(self, input: Any, config: RunnableConfig) -> Any:  # type: ignore[override]  # noqa: A002
         calls, input_type, state = self._read(input, config)
         working = self._working(state)
         outcome = await self.runner.arun(calls, state, config, working)
+        if (usage := self.config.usage) is not None:
+            query = latest_user_text(state_messages(state, self._messages_key))
+            await usage.arecord_run(query, succeeded_tools(calls, outcome.outputs), config)
         return self._output(outcome, working, input_type)

@@ -30,6 +30,8 @@ from langgraph_toolbudget.core.intent import classify_lexical, latest_user_text
 from langgraph_toolbudget.core.semantic import HybridScorer, as_hybrid_scorer
 from langgraph_toolbudget.nodes._node import BudgetNode
 from langgraph_toolbudget.nodes.models import resolve_chat_model
+from langgraph_toolbudget.nodes.usage import ToolUsage
+from langgraph_toolbudget.nodes.usage_hooks import aranking_scores, ranking_scores
 from langgraph_toolbudget.state import state_messages
 
 __all__ = ["CategoryChoice", "ClassifyIntent"]
@@ -73,6 +75,13 @@ class ClassifyIntent(BudgetNode):
             (drafts too): which tools count in a category's score (a category
             holding only drafts is not chosen in production).
         name: node name.
+        usage: a :class:`~langgraph_toolbudget.nodes.usage.ToolUsage`: tools
+            score by their recorded messages too, and so do their categories.
+
+    When no category matches (a request in a language the tool texts are not
+    written in, say), the node logs it and returns no category: ``select_tools``
+    then falls back to the learned tools, and the prompt still lists every
+    category for ``request_more_tools``.
 
     Example:
         ```python
@@ -93,6 +102,7 @@ class ClassifyIntent(BudgetNode):
         embeddings: Embeddings | HybridScorer | None = None,
         runtime_mode: RuntimeMode | None = None,
         name: str = "classify_intent",
+        usage: ToolUsage | None = None,
     ) -> None:
         super().__init__(name)
         self.config = resolve_config(
@@ -100,6 +110,7 @@ class ClassifyIntent(BudgetNode):
             max_categories=max_categories,
             embeddings=embeddings,
             runtime_mode=runtime_mode,
+            usage=usage,
         )
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.model = resolve_chat_model(model, what="ClassifyIntent model") if model else None
@@ -135,6 +146,11 @@ class ClassifyIntent(BudgetNode):
             min_relative_score=self.min_relative_score,
             tool_scores=tool_scores,
         )
+        if query and not ranked:
+            logger.info(
+                "classify_intent: no category matches %r; the budget falls back to learned tools",
+                query[:200],
+            )
         return {"categories": [c for c, _ in ranked], "category_scores": dict(ranked)}
 
     def _prompt(self, query: str) -> list[BaseMessage]:
@@ -168,33 +184,33 @@ class ClassifyIntent(BudgetNode):
             "category_scores": {c: float(n - i) for i, c in enumerate(chosen)},
         }
 
-    def _offline(self, query: str) -> dict[str, Any]:
-        if self.scorer is None or not query:
-            return self._lexical(query)
-        return self._lexical(query, self.scorer.scores(query))
+    def _offline(self, query: str, config: RunnableConfig) -> dict[str, Any]:
+        scores = self.scorer.scores(query) if self.scorer is not None and query else None
+        scores = ranking_scores(self.config.usage, self.catalog, query, scores, config)
+        return self._lexical(query, scores)
 
-    async def _aoffline(self, query: str) -> dict[str, Any]:
-        if self.scorer is None or not query:
-            return self._lexical(query)
-        return self._lexical(query, await self.scorer.ascores(query))
+    async def _aoffline(self, query: str, config: RunnableConfig) -> dict[str, Any]:
+        scores = await self.scorer.ascores(query) if self.scorer is not None and query else None
+        scores = await aranking_scores(self.config.usage, self.catalog, query, scores, config)
+        return self._lexical(query, scores)
 
     def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         query = latest_user_text(state_messages(state))
         if self._structured is None or not query:
-            return self._offline(query)
+            return self._offline(query, config)
         try:
             return self._validate(self._structured.invoke(self._prompt(query), config), query)
         except Exception as exc:  # noqa: BLE001 - any model failure falls back, and is logged
             logger.warning("classify_intent: model failed (%r); using the lexical classifier", exc)
-            return self._offline(query)
+            return self._offline(query, config)
 
     async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         query = latest_user_text(state_messages(state))
         if self._structured is None or not query:
-            return await self._aoffline(query)
+            return await self._aoffline(query, config)
         try:
             answer = await self._structured.ainvoke(self._prompt(query), config)
             return self._validate(answer, query)
         except Exception as exc:  # noqa: BLE001 - any model failure falls back, and is logged
             logger.warning("classify_intent: model failed (%r); using the lexical classifier", exc)
-            return await self._aoffline(query)
+            return await self._aoffline(query, config)

@@ -47,6 +47,7 @@ from langgraph_toolbudget.nodes.executor import ToolExecutor
 from langgraph_toolbudget.nodes.intent import ClassifyIntent
 from langgraph_toolbudget.nodes.prompt import SystemPrompt
 from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
+from langgraph_toolbudget.nodes.usage import ToolUsage
 from langgraph_toolbudget.state import ToolBudgetState
 
 __all__ = ["add_toolbudget_nodes", "create_toolbudget_agent"]
@@ -90,6 +91,8 @@ def add_toolbudget_nodes(
     model_supports_tools: bool | None = None,
     offload_over_chars: int | None | Keep = KEEP,
     offload_over_tokens: int | None = None,
+    usage: ToolUsage | None = None,
+    max_schema_tokens: int | None = None,
 ) -> str:
     """Add classify_intent -> select_tools -> tool_search -> agent <-> tools to ``graph``.
 
@@ -138,6 +141,13 @@ def add_toolbudget_nodes(
             stored out of the conversation and read back with the output tools
             (default 20,000; ``None`` turns offloading off; see ``docs/offloading.md``).
         offload_over_tokens: the same limit in estimated tokens (default: unused).
+        usage: a :class:`~langgraph_toolbudget.nodes.usage.ToolUsage`: the
+            tools node records the tools that ran successfully for each user
+            message, and the selection nodes rank by that history (see
+            ``docs/usage.md``). Off by default.
+        max_schema_tokens: a budget in schema tokens for select_tools (each
+            category's share is a share of tokens); ``max_tools``/``model_size``,
+            when set, cap the number of tools too.
 
     Returns:
         The name of the first added node (to route to it yourself if needed).
@@ -173,6 +183,8 @@ def add_toolbudget_nodes(
         tool_call_formats=tool_call_formats,
         model_supports_tools=model_supports_tools,
         offload_over_tokens=offload_over_tokens,
+        usage=usage,
+        max_schema_tokens=max_schema_tokens,
     )
     shared = resolve_offload(shared, offload_over_chars)
     names = {
@@ -231,6 +243,8 @@ def create_toolbudget_agent(
     model_supports_tools: bool | None = None,
     offload_over_chars: int | None | Keep = KEEP,
     offload_over_tokens: int | None = None,
+    usage: ToolUsage | None = None,
+    max_schema_tokens: int | None = None,
 ) -> StateGraph:
     """Build the whole agent graph, uncompiled, so you choose checkpointer and store.
 
@@ -275,5 +289,7 @@ def create_toolbudget_agent(
         model_supports_tools=model_supports_tools,
         offload_over_chars=offload_over_chars,
         offload_over_tokens=offload_over_tokens,
+        usage=usage,
+        max_schema_tokens=max_schema_tokens,
     )
     return graph

@@ -15,6 +15,7 @@ Typical Usage:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -31,10 +32,15 @@ from langgraph_toolbudget.core.intent import latest_user_text
 from langgraph_toolbudget.core.reasons import budget_reasons, free_reasons, search_reasons
 from langgraph_toolbudget.core.selection import free_tools, search_hits, select_tools
 from langgraph_toolbudget.core.semantic import HybridScorer, as_hybrid_scorer
+from langgraph_toolbudget.core.token_budget import tool_tokens
 from langgraph_toolbudget.nodes._node import BudgetNode, emit_changes
+from langgraph_toolbudget.nodes.usage import ToolUsage
+from langgraph_toolbudget.nodes.usage_hooks import aranking_scores, ranking_scores
 from langgraph_toolbudget.state import state_get, state_messages
 
 __all__ = ["SelectTools", "ToolSearch"]
+
+logger = logging.getLogger(__name__)
 
 Strategy = Literal["auto", "categories", "relevance"]
 
@@ -71,10 +77,17 @@ class SelectTools(BudgetNode):
             failure falls back to BM25 for the turn.
         max_visible: hard cap on the visible set across turns: adding this
             turn's tools beyond it evicts the least recently used unpinned
-            tools of earlier turns (``None`` in the config: the set only grows).
+            tools of earlier turns (``None`` in the config: at least 12, ``2 * budget +
+            search_limit`` plus the free tools, see ``BudgetConfig.visible_cap``).
         runtime_mode: ``production`` (published and deprecated tools) or ``debug``
             (drafts too): which tools may be chosen.
         name: node name.
+        usage: a :class:`~langgraph_toolbudget.nodes.usage.ToolUsage`: tools
+            rank by their recorded messages too; when nothing matches the
+            request at all, the most used tools fill the budget instead.
+        max_schema_tokens: a budget in schema tokens (each category's share is
+            a share of tokens, counted as ``schema_tokens`` counts them);
+            ``max_tools``/``model_size``, when set, cap the number of tools too.
 
     Example:
         ```python
@@ -96,6 +109,8 @@ class SelectTools(BudgetNode):
         max_visible: int | None = None,
         runtime_mode: RuntimeMode | None = None,
         name: str = "select_tools",
+        usage: ToolUsage | None = None,
+        max_schema_tokens: int | None = None,
     ) -> None:
         if strategy not in ("auto", "categories", "relevance"):
             raise ValueError(
@@ -111,6 +126,8 @@ class SelectTools(BudgetNode):
             embeddings=embeddings,
             max_visible=max_visible,
             runtime_mode=runtime_mode,
+            usage=usage,
+            max_schema_tokens=max_schema_tokens,
         )
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.strategy = strategy
@@ -144,9 +161,11 @@ class SelectTools(BudgetNode):
         context = context or SessionContext()
         free = context.free(self.catalog, self.free_tools)
         skip = [*free, *context.unselectable(self.catalog)]
-        budget = self.config.budget
+        tokens = self.config.max_schema_tokens
+        budget = self.config.tool_cap or len(self.catalog)
         if self.strategy == "relevance" or (self.strategy == "auto" and not categories):
             chosen = search_hits(self.catalog, query, limit=budget, exclude=skip, scores=scores)
+            chosen = self._within_tokens(chosen)
         else:
             chosen = select_tools(
                 self.catalog,
@@ -156,24 +175,48 @@ class SelectTools(BudgetNode):
                 min_per_category=self.config.min_per_category,
                 exclude=skip,
                 scores=scores,
+                max_schema_tokens=tokens,
             )
-        return [*free, *chosen]
+        usage = self.config.usage
+        if not chosen and query and usage is not None:
+            chosen = [n for n in usage.popular(self.catalog, budget + len(skip)) if n not in skip]
+            chosen = self._within_tokens(chosen[:budget])
+            logger.info("select_tools: nothing matches %r; the most used tools: %s", query, chosen)
+        return [*free, *chosen[:budget]]
+
+    def _within_tokens(self, names: list[str]) -> list[str]:
+        """``names`` in order while their schema tokens fit ``max_schema_tokens``."""
+        tokens = self.config.max_schema_tokens
+        if tokens is None:
+            return names
+        cost, out, spent = tool_tokens(self.catalog), [], 0
+        for name in names:
+            if spent + cost(name) <= tokens:
+                out.append(name)
+                spent += cost(name)
+        return out
 
     def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         query = latest_user_text(state_messages(state))
         scores = self.scorer.scores(query) if self.scorer is not None and query else None
+        scores = ranking_scores(self.config.usage, self.catalog, query, scores, config)
         return self._update(state, query, scores)
 
     async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         query = latest_user_text(state_messages(state))
         scores = await self.scorer.ascores(query) if self.scorer is not None and query else None
+        scores = await aranking_scores(self.config.usage, self.catalog, query, scores, config)
         return self._update(state, query, scores)
 
     def _update(self, state: Any, query: str, scores: np.ndarray | None) -> dict[str, Any]:
         categories = list(state_get(state, "categories", None) or [])
         context = SessionContext.from_state(state)
         working = context.working_set(
-            state, self.catalog, self._free, cap=self.config.max_visible, add_free=False
+            state,
+            self.catalog,
+            self._free,
+            cap=self.config.visible_cap(len(self._free)),
+            add_free=False,
         )
         if scores is None and query:
             scores = self.catalog.index.scores(query)
@@ -227,6 +270,8 @@ class ToolSearch(BudgetNode):
             :attr:`~langgraph_toolbudget.config.BudgetConfig.enabled_builtins`);
             ``"tool_search"`` must be enabled for this node to search.
         name: node name.
+        usage: a :class:`~langgraph_toolbudget.nodes.usage.ToolUsage`: hits
+            rank by the tools' recorded messages too.
 
     Output: the working-set update (see :class:`SelectTools`), or ``{}``.
     """
@@ -245,6 +290,7 @@ class ToolSearch(BudgetNode):
         runtime_mode: RuntimeMode | None = None,
         enabled_builtins: EnabledBuiltins = None,
         name: str = "tool_search",
+        usage: ToolUsage | None = None,
     ) -> None:
         super().__init__(name)
         self.config = resolve_config(
@@ -255,6 +301,7 @@ class ToolSearch(BudgetNode):
             pinned=pinned,
             runtime_mode=runtime_mode,
             enabled_builtins=enabled_builtins,
+            usage=usage,
         )
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.every_turn = every_turn
@@ -287,6 +334,7 @@ class ToolSearch(BudgetNode):
         if query is None:
             return {}
         scores = self.scorer.scores(query) if self.scorer is not None and query else None
+        scores = ranking_scores(self.config.usage, self.catalog, query, scores, config)
         return self._update(state, query, scores)
 
     async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
@@ -294,12 +342,17 @@ class ToolSearch(BudgetNode):
         if query is None:
             return {}
         scores = await self.scorer.ascores(query) if self.scorer is not None and query else None
+        scores = await aranking_scores(self.config.usage, self.catalog, query, scores, config)
         return self._update(state, query, scores)
 
     def _update(self, state: Any, query: str, scores: np.ndarray | None) -> dict[str, Any]:
         context = SessionContext.from_state(state)
         working = context.working_set(
-            state, self.catalog, self.pinned, cap=self.config.max_visible, add_free=False
+            state,
+            self.catalog,
+            self.pinned,
+            cap=self.config.visible_cap(len(self.pinned)),
+            add_free=False,
         )
         hits = search_hits(
             self.catalog,

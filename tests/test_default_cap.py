@@ -1,0 +1,78 @@
+"""The default working set is bounded: no default configuration ever sends more schema tokens
+per model call than binding the whole catalog, however long the conversation."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langgraph_toolbudget import (
+    BudgetConfig,
+    create_toolbudget_agent,
+    meta_tool_definitions,
+    schema_tokens,
+)
+from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+from langgraph_toolbudget.demo.model import DemoChatModel
+
+# Twenty turns that drift across every category of the example catalog.
+TURNS = [
+    "What's the weather in Tokyo?",
+    "Post 'bring an umbrella' to #general",
+    "How many rows does the orders table have?",
+    "Schedule a meeting with Ada on 2026-02-03",
+    "Create a GitHub issue in acme/app titled 'login bug'",
+    "Read the file /notes/todo.md",
+    "Add a task 'write docs' to project Apollo",
+    "Email ada@example.com the forecast for Berlin",
+    "List the open pull requests in acme/app",
+    "What is the air quality in Paris?",
+    "Find a free slot on Friday for 30 minutes",
+    "Search my email for the invoice",
+    "Describe the customers table",
+    "List all files in /notes",
+    "Create a channel called launch",
+    "Mark the task 'write docs' as done",
+    "Convert 30 degrees to fahrenheit",
+    "Comment on issue 1 in acme/app: fixed in main",
+    "Cancel the standup event",
+    "Read the latest messages in #general",
+]
+
+# Every default a user gets: no budget options, and each model-size preset.
+DEFAULTS = {
+    "defaults": {},
+    "small model": {"model_size": "qwen3:4b"},
+    "medium model": {"model_size": "qwen3:8b"},
+    "large model": {"model_size": "llama3.1:70b"},
+}
+
+
+@pytest.mark.parametrize("options", DEFAULTS.values(), ids=list(DEFAULTS))
+def test_default_working_set_never_costs_more_than_binding_everything(options):
+    catalog = build_example_catalog()
+    bind_all = schema_tokens(catalog.tools(catalog.tool_names))
+    meta = meta_tool_definitions(catalog.categories)
+    app = create_toolbudget_agent(DemoChatModel(), catalog, **options).compile(
+        checkpointer=InMemorySaver()
+    )
+    config = {"configurable": {"thread_id": "drift"}}
+    cap = BudgetConfig(**options).visible_cap(len(catalog.always_visible))
+    seen: set[str] = set()
+    peak = 0
+    for text in TURNS:
+        state = app.invoke({"messages": [HumanMessage(text)]}, config)
+        visible = state["selected_tools"]
+        seen.update(visible)
+        assert len(visible) <= cap
+        peak = max(peak, schema_tokens([*meta, *catalog.tools(visible)]))
+    assert peak < bind_all, f"{options}: {peak} tokens per call >= {bind_all} binding all"
+    assert len(seen) > cap  # the conversation did drift past the cap: eviction happened
+
+
+def test_explicit_max_visible_still_wins():
+    assert BudgetConfig(max_visible=3).visible_cap(1) == 3
+    assert BudgetConfig().visible_cap(1) == 2 * 8 + 5 + 1
+    assert BudgetConfig(model_size="qwen3:4b").visible_cap(0) == 12  # the floor
+    assert BudgetConfig(max_tools=20).visible_cap(2) == 2 * 20 + 5 + 2

@@ -1,0 +1,71 @@
+"""The budget in tokens: max_schema_tokens on SelectTools and the prebuilt agent."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from langgraph_toolbudget import BudgetConfig, SelectTools, create_toolbudget_agent, schema_tokens
+from langgraph_toolbudget.core.token_budget import allocate_tokens, tool_tokens
+from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+from langgraph_toolbudget.demo.model import DemoChatModel
+
+SIZES = {"a": 50, "b": 200, "c": 60, "d": 40, "e": 30}
+
+
+def test_allocate_tokens_gives_each_category_a_share_of_tokens():
+    ranked = [("x", [("a", 3.0), ("b", 2.0)]), ("y", [("c", 1.0), ("d", 0.5), ("e", 0.4)])]
+    # 85 tokens a category: x takes a (50; b does not fit), y takes c (60; d, e do not fit);
+    # the 60 tokens left go to the most relevant tool that fits: d (b is too large).
+    assert allocate_tokens(ranked, SIZES.__getitem__, max_tokens=170) == ["a", "c", "d"]
+    # 100 a category: y takes c and d; the 50 left fit e.
+    assert allocate_tokens(ranked, SIZES.__getitem__, max_tokens=200) == ["a", "c", "d", "e"]
+    assert allocate_tokens(ranked, SIZES.__getitem__, max_tokens=240, max_tools=2) == ["a", "c"]
+    assert allocate_tokens(ranked, SIZES.__getitem__, max_tokens=10) == []
+    assert allocate_tokens(ranked, SIZES.__getitem__, max_tokens=200, exclude=["a"]) == [
+        "c",
+        "d",
+        "e",
+    ]
+
+
+@pytest.mark.parametrize("tokens", [150, 400, 900])
+def test_select_tools_never_exceeds_the_token_budget(tokens):
+    catalog = build_example_catalog()
+    cost = tool_tokens(catalog)
+    node = SelectTools(catalog, max_schema_tokens=tokens)
+    for query in ("open an issue and tell the team in slack", "weather in Tokyo, then email Ada"):
+        state = {"messages": [HumanMessage(query)], "categories": ["github", "slack", "email"]}
+        chosen = [n for n in node.choose(query, state["categories"]) if n not in node.free_tools]
+        assert chosen
+        assert sum(cost(n) for n in chosen) <= tokens
+        assert cost(chosen[0]) == schema_tokens(catalog.tools([chosen[0]]))
+
+
+def test_tokens_alone_are_not_capped_by_the_default_tool_count():
+    catalog = build_example_catalog()
+    cats = ["github", "slack", "files"]
+    many = SelectTools(catalog, max_schema_tokens=1500).choose("list things", cats)
+    assert len(many) > 8 + 1  # more than the default 8 (plus ask_human)
+    both = SelectTools(catalog, max_schema_tokens=1500, max_tools=4).choose("list things", cats)
+    assert len(both) == 4 + 1
+    assert BudgetConfig(max_schema_tokens=10).tool_cap is None
+    assert BudgetConfig(max_schema_tokens=10, model_size="qwen3:8b").tool_cap == 5
+
+
+def test_prebuilt_agent_takes_max_schema_tokens():
+    catalog = build_example_catalog()
+    app = create_toolbudget_agent(DemoChatModel(), catalog, max_schema_tokens=200).compile()
+    inputs = {"messages": [HumanMessage("Create a GitHub issue in acme/app and post it to Slack")]}
+    updates = {}
+    for chunk in app.stream(inputs, stream_mode="updates"):
+        updates.update(chunk)
+    chosen = [n for n in updates["select_tools"]["selected_tools"]["add"] if n != "ask_human"]
+    cost = tool_tokens(catalog)
+    assert "create_issue" in chosen
+    assert sum(cost(n) for n in chosen) <= 200
+
+
+def test_bad_token_budget_is_named():
+    with pytest.raises(ValueError, match="max_schema_tokens"):
+        BudgetConfig(max_schema_tokens=0)

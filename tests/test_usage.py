@@ -1,0 +1,290 @@
+"""ToolUsage: learned selection. Recording (by hand and through a scripted agent run), the
+bounds, forget/export/import, persistence in real LangGraph stores, and the ranking with it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
+from langgraph.store.sqlite import SqliteStore
+
+from langgraph_toolbudget import (
+    ClassifyIntent,
+    SelectTools,
+    ToolAgent,
+    ToolBudgetState,
+    ToolSearch,
+    ToolUsage,
+    create_toolbudget_agent,
+)
+from langgraph_toolbudget.core.usage import UsageIndex, fuse_usage
+from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+from langgraph_toolbudget.testing import ScriptedChatModel
+
+QUERIES = [
+    "What's the weather in Tokyo?",
+    "open an issue about the login crash in acme/app",
+    "how many orders are there",
+    "Wie ist das Wetter in Tokio?",
+    "tell the team in slack that the build is green",
+    "schedule a meeting with Ada on Friday",
+]
+
+
+@pytest.fixture
+def catalog():
+    return build_example_catalog()
+
+
+def sqlite_store(path) -> SqliteStore:
+    store = SqliteStore(sqlite3.connect(str(path), check_same_thread=False, isolation_level=None))
+    store.setup()
+    return store
+
+
+# --- the history and its bounds ------------------------------------------------------------
+
+
+def test_usage_record_ranks_the_recorded_tool_for_a_paraphrase():
+    history = UsageIndex()
+    history.add("is it going to rain tomorrow?", ["weather_forecast"])
+    history.add("post the release notes to the team", ["send_message"])
+    assert [n for n, _ in history.rank("will it rain on Sunday")] == ["weather_forecast"]
+    assert history.rank("something unrelated entirely") == []
+
+
+def test_usage_deduplicates_and_keeps_recent_queries_per_tool():
+    usage = ToolUsage(max_queries_per_tool=3)
+    for i in range(5):
+        usage.record(f"query number {i} about invoices", ["read_email"])
+    usage.record("  query   number 4 about invoices ", ["read_email"])  # same after normalising
+    queries = [r["query"] for r in usage.export()]
+    assert queries == [f"query number {i} about invoices" for i in (2, 3, 4)]
+
+
+def test_usage_flood_from_one_thread_is_bounded_by_its_share():
+    usage = ToolUsage(max_queries_per_tool=50, max_queries_per_thread=5)
+    for i in range(10):
+        usage.record(f"other people ask about topic {i}", ["send_email"], thread_id=f"t{i}")
+    for i in range(500):
+        usage.record(f"spam spam {i}", ["send_email"], thread_id="flood")
+    rows = usage.export()
+    assert sum(r["thread"] == "flood" for r in rows) == 5
+    assert sum(r["thread"] != "flood" for r in rows) == 10  # nobody else was pushed out
+    assert [r["query"] for r in rows if r["thread"] == "flood"][-1] == "spam spam 499"
+
+
+def test_usage_forget_one_tool_or_all(catalog):
+    store = InMemoryStore()
+    usage = ToolUsage(store=store)
+    usage.record("weather in Oslo please", ["get_weather", "air_quality"])
+    assert usage.forget(["air_quality"]) == 1
+    assert {r["tool"] for r in ToolUsage(store=store).export()} == {"get_weather"}
+    usage.forget()
+    assert len(usage) == 0
+    assert ToolUsage(store=store).export() == []
+    assert store.search(("toolbudget", "usage")) == []
+
+
+def test_usage_export_import_moves_history_between_stores():
+    usage = ToolUsage(store=InMemoryStore())
+    usage.record("is it going to rain", ["weather_forecast"], thread_id="a")
+    usage.record("count the orders", ["count_rows"])
+    rows = json.loads(json.dumps(usage.export()))
+    other_store = InMemoryStore()
+    assert ToolUsage(store=other_store).import_(rows) == 2
+    again = ToolUsage(store=other_store).export()
+    assert [(r["tool"], r["query"], r["thread"]) for r in again] == [
+        (r["tool"], r["query"], r["thread"]) for r in rows
+    ]
+
+
+def test_usage_bad_input_names_the_fix():
+    usage = ToolUsage()
+    with pytest.raises(TypeError, match="list of tool names"):
+        usage.record("hello there", "get_weather")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="string"):
+        usage.record(None, ["get_weather"])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="row 1"):
+        usage.import_([{"tool": "a", "query": "b"}, {"tool": "a"}])
+    assert len(usage) == 0  # nothing imported from a bad batch
+    with pytest.raises(TypeError, match="BaseStore"):
+        ToolUsage(store={})  # type: ignore[arg-type]
+
+
+def test_usage_never_stores_arguments_or_results():
+    store = InMemoryStore()
+    ToolUsage(store=store).record("weather in Oslo", ["get_weather"], thread_id="t")
+    (item,) = store.search(("toolbudget", "usage"))
+    assert set(item.value) == {"tool", "query", "thread", "ts"}
+
+
+# --- persistence ---------------------------------------------------------------------------
+
+
+def test_usage_persists_in_sqlite_store_across_processes(tmp_path):
+    path = tmp_path / "usage.db"
+    code = textwrap.dedent(
+        f"""
+        import sqlite3
+        from langgraph.store.sqlite import SqliteStore
+        from langgraph_toolbudget import ToolUsage
+        store = SqliteStore(sqlite3.connect({str(path)!r}, isolation_level=None))
+        store.setup()
+        ToolUsage(store=store).record("is it going to rain in Oslo", ["weather_forecast"])
+        """
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    usage = ToolUsage(store=sqlite_store(path))
+    assert [(r["tool"], r["query"]) for r in usage.export()] == [
+        ("weather_forecast", "is it going to rain in Oslo")
+    ]
+    catalog = build_example_catalog()
+    node = SelectTools(catalog, usage=usage)
+    state = {"messages": [HumanMessage("will it rain on Sunday?")], "categories": ["weather"]}
+    assert "weather_forecast" in node.invoke(state)["selected_tools"]["add"]
+
+
+def test_usage_async_records_through_a_sync_only_sqlite_store(tmp_path):
+    store = sqlite_store(tmp_path / "u.db")
+    usage = ToolUsage(store=store)
+    asyncio.run(usage.arecord("count the orders", ["count_rows"]))
+    assert [r["tool"] for r in ToolUsage(store=store).export()] == ["count_rows"]
+
+
+# --- ranking -------------------------------------------------------------------------------
+
+
+def test_empty_history_gives_exactly_todays_results(catalog):
+    usage = ToolUsage()
+    for query in QUERIES:
+        state = {"messages": [HumanMessage(query)]}
+        plain = ClassifyIntent(catalog).invoke(state)
+        learned = ClassifyIntent(catalog, usage=usage).invoke(state)
+        assert learned == plain
+        state = {**state, "categories": plain["categories"]}
+        assert SelectTools(catalog, usage=usage).invoke(state) == SelectTools(catalog).invoke(state)
+        assert ToolSearch(catalog, usage=usage).invoke(state) == ToolSearch(catalog).invoke(state)
+        base = catalog.index.scores(query)
+        assert fuse_usage(catalog.index, usage.history, query, base) is base
+
+
+def test_recorded_paraphrase_moves_the_right_tool_into_the_visible_set(catalog):
+    query = "Do I need an umbrella in Lima on Saturday?"
+    state = {"messages": [HumanMessage(query)]}
+
+    def visible(usage):
+        cats = ClassifyIntent(catalog, usage=usage).invoke(state)["categories"]
+        s = {**state, "categories": cats}
+        out = SelectTools(catalog, max_tools=2, usage=usage).invoke(s)
+        return cats, out.get("selected_tools", {}).get("add", [])
+
+    before_cats, before = visible(None)
+    assert "weather_forecast" not in before
+    usage = ToolUsage()
+    usage.record("do I need an umbrella this weekend", ["weather_forecast"])
+    cats, after = visible(usage)
+    assert cats[0] == "weather"
+    assert "weather_forecast" in after
+
+
+def test_recording_updates_the_history_without_rebuilding_the_catalog_index(catalog):
+    usage = ToolUsage()
+    usage.record("do I need an umbrella", ["weather_forecast"])
+    index = catalog.index
+    scores = usage.scores(catalog, "umbrella tomorrow")
+    assert scores is not None
+    history = usage.history
+    arrays_before = dict(history._arrays)
+    usage.record("post it to the team channel", ["send_message"])
+    assert catalog.index is index  # the catalog's index is not rebuilt
+    # Only the new message's terms lose their cached postings arrays.
+    kept = [t for t in arrays_before if t in history._arrays]
+    assert "umbrella" in kept
+    after = usage.scores(catalog, "umbrella tomorrow")
+    assert after is not None
+    assert int(np.argmax(after)) == catalog.index.position("weather_forecast")
+
+
+def test_no_match_falls_back_to_learned_tools_and_logs(catalog, caplog):
+    usage = ToolUsage()
+    usage.record("weather in Tokyo", ["get_weather"])
+    usage.record("weather in Paris", ["get_weather"])
+    usage.record("mail Ada", ["send_email"])
+    state = {"messages": [HumanMessage("東京の天気は？")]}
+    with caplog.at_level("INFO"):
+        cats = ClassifyIntent(catalog, usage=usage).invoke(state)
+        out = SelectTools(catalog, usage=usage).invoke({**state, **cats})
+    assert cats["categories"] == []
+    assert "no category matches" in caplog.text
+    assert out["selected_tools"]["add"][-2:] == ["get_weather", "send_email"]
+
+
+# --- recording while the agent runs --------------------------------------------------------
+
+
+def _call(name, args, i):
+    return {"name": name, "args": args, "id": f"c{i}", "type": "tool_call"}
+
+
+def test_agent_run_records_executed_tools_not_refused_or_failed(catalog):
+    store = InMemoryStore()
+    usage = ToolUsage()  # no store of its own: the graph's
+    model = ScriptedChatModel(
+        responses=[
+            AIMessage(
+                "",
+                tool_calls=[
+                    _call("get_weather", {"city": "Paris"}, 1),
+                    _call("delete_file", {"path": "/nope"}, 2),  # not visible: refused
+                    _call("read_file", {"path": "/missing/file"}, 3),  # raises: failed
+                ],
+            ),
+            AIMessage("Sunny."),
+        ],
+        cycle=False,
+    )
+    graph = create_toolbudget_agent(model, catalog, usage=usage, pinned=["read_file"])
+    app = graph.compile(store=store, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t1"}}
+    out = app.invoke({"messages": [HumanMessage("What is the weather in Paris today?")]}, config)
+    statuses = {m.name: m.status for m in out["messages"] if m.type == "tool"}
+    assert statuses == {"get_weather": "success", "delete_file": "error", "read_file": "error"}
+    rows = [(r["tool"], r["query"], r["thread"]) for r in usage.export()]
+    assert rows == [("get_weather", "What is the weather in Paris today?", "t1")]
+    stored = [i.value["tool"] for i in store.search(("toolbudget", "usage"))]
+    assert stored == ["get_weather"]  # in the graph's store
+
+
+def test_tool_loaded_by_meta_tool_then_called_is_recorded_and_opt_out_is_honoured(catalog):
+    def script():
+        return [
+            AIMessage("", tool_calls=[_call("add_tool", {"tool_names": ["count_rows"]}, 1)]),
+            AIMessage("", tool_calls=[_call("count_rows", {"table": "orders"}, 2)]),
+            AIMessage("There are 3."),
+        ]
+
+    usage = ToolUsage()
+    agent = ToolAgent(ScriptedChatModel(responses=script(), cycle=False), catalog, usage=usage)
+    graph_state = {"messages": [HumanMessage("tally the purchases we have")]}
+    asyncio.run(agent.ainvoke(graph_state, {"configurable": {"thread_id": "x"}}))
+    assert [(r["tool"], r["thread"]) for r in usage.export()] == [("count_rows", "x")]
+
+    quiet = ToolUsage()
+    agent = ToolAgent(ScriptedChatModel(responses=script(), cycle=False), catalog, usage=quiet)
+    config = {"configurable": {"thread_id": "y", "toolbudget_record_usage": False}}
+    agent.invoke(graph_state, config)
+    assert quiet.export() == []
+
+
+def test_toolbudget_state_is_unchanged_by_usage():
+    assert "usage" not in ToolBudgetState.__annotations__
