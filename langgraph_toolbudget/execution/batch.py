@@ -237,7 +237,12 @@ class BatchRunner:
         self, calls: Sequence[ToolCall], state: Any, config: RunnableConfig, working: WorkingSet
     ) -> TurnOutcome:
         """Answer a batch of tool calls (async). ``working`` is updated in place."""
-        outcome, done, regular, check = self._plan(calls, state, working)
+        if any(c["name"] in META_TOOL_NAMES or c["name"] not in self.catalog for c in calls):
+            # Search and fuzzy matching of unknown names: bounded, but off the event loop.
+            planned = await self.pipeline.to_thread(self._plan, calls, state, working)
+        else:
+            planned = self._plan(calls, state, working)
+        outcome, done, regular, check = planned
         run_one, arun_one = self._runners(state, config, check)
         batch_sync = not self.pipeline.awrappers  # async hooks must wrap every call
         done.update(await self.scheduler.arun(regular, run_one, arun_one, batch_sync=batch_sync))

@@ -27,7 +27,8 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from typing import Any, TypeVar
 
 from langchain_core.messages import ToolCall, ToolMessage
@@ -52,6 +53,8 @@ from langgraph_toolbudget.core.coercion import (
     schema_error_message,
     tool_json_schema,
 )
+from langgraph_toolbudget.core.limits import MAX_ARG_DEPTH, TOO_DEEP_ERROR, clip, too_deep
+from langgraph_toolbudget.core.spec import ToolSpec
 from langgraph_toolbudget.execution.hooks import (
     AsyncToolCallWrapper,
     ToolCallWrapper,
@@ -59,6 +62,7 @@ from langgraph_toolbudget.execution.hooks import (
     as_hooks,
     chain,
 )
+from langgraph_toolbudget.execution.lingering import LingeringCalls, within
 from langgraph_toolbudget.execution.policy import add_note, deprecation_note
 
 __all__ = [
@@ -148,6 +152,7 @@ class ToolCallPipeline:
         self._schemas: dict[str, dict[str, Any] | None] = {}
         self._injectors: dict[str, Callable[[Any, Any], Any] | None] = {}
         self._tools = [s.tool for s in catalog.specs]  # ToolRuntime.tools, as ToolNode gives
+        self.lingering = LingeringCalls()
 
     # --- threads ----------------------------------------------------------------------------
 
@@ -245,6 +250,9 @@ class ToolCallPipeline:
         if isinstance(prepared, ToolMessage):
             return prepared
         tool, call = prepared
+        spec = self.catalog.get(tool.name)
+        if spec is not None and (refusal := self.lingering.wait(spec)):
+            return _error(call, refusal)
         try:
             response = tool.invoke(self._tool_input(tool, call, state, runtime, config), config)
         except GraphBubbleUp:
@@ -267,19 +275,36 @@ class ToolCallPipeline:
             return prepared
         tool, call = prepared
         spec = self.catalog.get(tool.name)
-        timeout = spec.timeout_s if spec is not None else None
+        if spec is not None and (refusal := await self.lingering.await_clear(spec)):
+            return _error(call, refusal)
         try:
             tool_input = self._tool_input(tool, call, state, runtime, config)
-            if runs_in_thread(tool):  # as BaseTool.ainvoke would, but in our own pool
-                coro = self.to_thread(tool.invoke, tool_input, config)
-            else:
-                coro = tool.ainvoke(tool_input, config)
-            response = await (asyncio.wait_for(coro, timeout) if timeout else coro)
+            if spec is None or not spec.timeout_s:
+                if runs_in_thread(tool):  # as BaseTool.ainvoke would, but in our own pool
+                    response = await self.to_thread(tool.invoke, tool_input, config)
+                else:
+                    response = await tool.ainvoke(tool_input, config)
+            else:  # answered at the deadline; what still runs keeps its group busy
+                response = await self._timed(spec, tool, tool_input, config)
         except GraphBubbleUp:
             raise
         except Exception as exc:  # noqa: BLE001 - any tool failure becomes a message to the model
             return self._noted(call, self._failure(call, tool, exc))
         return self._noted(call, self._normalise(call, tool, response))
+
+    async def _timed(
+        self, spec: ToolSpec, tool: BaseTool, tool_input: Any, config: RunnableConfig
+    ) -> Any:
+        """Invoke within ``spec.timeout_s``; past it, raise ``TimeoutError``, abandon the work."""
+        thread: Future[Any] | None = None
+        if runs_in_thread(tool):
+            ctx = contextvars.copy_context()
+            thread = self.pool.submit(ctx.run, tool.invoke, tool_input, config)
+            work: asyncio.Future[Any] = asyncio.wrap_future(thread)
+        else:
+            work = asyncio.ensure_future(tool.ainvoke(tool_input, config))
+        abandon = partial(self.lingering.add, spec, thread or work)
+        return await within(work, spec.timeout_s or 0.0, abandon)
 
     def _prepare(
         self, call: ToolCall, tool: BaseTool | None, check: CallCheck
@@ -291,10 +316,12 @@ class ToolCallPipeline:
         if tool is None:
             return _error(call, NOT_A_TOOL_ERROR.format(tool=call["name"]))
         args = call.get("args", {})
+        if too_deep(args):  # json.dumps, repr and validation would raise RecursionError
+            return _error(call, TOO_DEEP_ERROR.format(tool=tool.name, depth=MAX_ARG_DEPTH))
         schema = self.schema(tool)
         if isinstance(args, dict) and RAW_ARGUMENTS_KEY in args:
             raw = RAW_ARGUMENTS_ERROR.format(
-                tool=tool.name, raw=args[RAW_ARGUMENTS_KEY], schema=json.dumps(schema)
+                tool=tool.name, raw=clip(str(args[RAW_ARGUMENTS_KEY])), schema=json.dumps(schema)
             )
             return _error(call, raw)
         if schema is not None:

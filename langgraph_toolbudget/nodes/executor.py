@@ -25,6 +25,7 @@ from langchain_core.runnables import RunnableConfig
 
 from langgraph_toolbudget.config import BudgetConfig, ExecutionMode, RuntimeMode, resolve_config
 from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.coercion import complete_tool_calls
 from langgraph_toolbudget.core.working_set import state_messages
 from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome, node_output
 from langgraph_toolbudget.execution.pipeline import AsyncToolCallWrapper, ToolCallWrapper
@@ -123,7 +124,7 @@ class ToolExecutor(BudgetNode):
     def _calls(state: Any) -> list[ToolCall]:
         for message in reversed(state_messages(state)):
             if isinstance(message, AIMessage):
-                return list(message.tool_calls)
+                return complete_tool_calls(message.tool_calls)
         raise ValueError(NO_AI_MESSAGE_ERROR)
 
     def _output(self, outcome: TurnOutcome, working: Any) -> Any:
