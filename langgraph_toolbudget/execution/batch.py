@@ -144,7 +144,11 @@ class BatchRunner:
     def working_set(self, state: Any) -> WorkingSet:
         """The visible set of a state (plus pinned and ``always`` tools), under the cap."""
         return WorkingSet.from_state(
-            state, base=self.free, pinned=self.free, cap=self.config.max_visible
+            state,
+            base=self.free,
+            pinned=self.free,
+            cap=self.config.max_visible,
+            catalog=self.catalog,
         )
 
     # --- meta-calls -------------------------------------------------------------------------

@@ -104,13 +104,13 @@ class CallModel(BudgetNode):
     def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         if (stop := self._limit_hit(state_messages(state))) is not None:
             return stop
-        working = WorkingSet.from_state(state, base=self.free)
+        working = WorkingSet.from_state(state, base=self.free, catalog=self.caller.catalog)
         return {"messages": [self.caller.invoke(state, working, config)]}
 
     async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         if (stop := self._limit_hit(state_messages(state))) is not None:
             return stop
-        working = WorkingSet.from_state(state, base=self.free)
+        working = WorkingSet.from_state(state, base=self.free, catalog=self.caller.catalog)
         return {"messages": [await self.caller.ainvoke(state, working, config)]}
 
 

@@ -160,7 +160,9 @@ class SelectTools(BudgetNode):
 
     def _update(self, state: Any, query: str, scores: np.ndarray | None) -> dict[str, Any]:
         categories = list(state_get(state, "categories", None) or [])
-        working = WorkingSet.from_state(state, pinned=self._free, cap=self.config.max_visible)
+        working = WorkingSet.from_state(
+            state, pinned=self._free, cap=self.config.max_visible, catalog=self.catalog
+        )
         working.refresh(self.choose(query, categories, scores=scores), reason=self.node_name)
         emit_changes(working, self.node_name)
         return working.update()
@@ -252,7 +254,9 @@ class ToolSearch(BudgetNode):
         return self._update(state, query, scores)
 
     def _update(self, state: Any, query: str, scores: np.ndarray | None) -> dict[str, Any]:
-        working = WorkingSet.from_state(state, pinned=self.pinned, cap=self.config.max_visible)
+        working = WorkingSet.from_state(
+            state, pinned=self.pinned, cap=self.config.max_visible, catalog=self.catalog
+        )
         hits = search_hits(
             self.catalog,
             query,
