@@ -34,7 +34,12 @@ async def run_all() -> list[FaultRow]:
     for name, scenario in SCENARIOS.items():
         for transport in TRANSPORTS:
             print(f"running: {name} ({transport})", file=sys.stderr)
-            rows.append(await scenario(transport))
+            try:
+                rows.append(await scenario(transport))
+            except Exception as exc:  # noqa: BLE001 - a scenario that breaks is a row, not the end
+                rows.append(
+                    FaultRow(name, transport, "", f"scenario failed: {exc!r}"[:200], 0, False)
+                )
     return rows
 
 
