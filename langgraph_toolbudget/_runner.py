@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import logging
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -44,6 +45,8 @@ from typing import Any, TypeVar
 __all__ = ["BackgroundLoop", "SyncTimeoutError", "background_loop", "run_sync"]
 
 T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
 
 CANCEL_GRACE_S = 2.0
 """How long ``run_sync`` waits, after a timeout, for the cancelled coroutine to finish."""
@@ -60,7 +63,15 @@ class SyncTimeoutError(TimeoutError):
 def _run_forever(loop: asyncio.AbstractEventLoop) -> None:
     asyncio.set_event_loop(loop)
     try:
-        loop.run_forever()
+        while True:
+            try:
+                loop.run_forever()
+                break  # stopped by BackgroundLoop.stop()
+            except (SystemExit, KeyboardInterrupt) as exc:
+                # A task raised it (a tool called sys.exit()); asyncio lets it out of
+                # run_forever before the task's callbacks run. Keep serving: the task's
+                # waiter gets the exception, and every other task keeps its loop.
+                logger.warning("a task on %s raised %r; the loop goes on", loop, exc)
     finally:
         try:
             loop.run_until_complete(loop.shutdown_asyncgens())

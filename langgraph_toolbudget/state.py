@@ -44,8 +44,6 @@ def merge_names(left: Sequence[str] | None, right: NameUpdate) -> list[str]:
     current = _dedupe(left or [])
     if right is None:
         return current
-    if isinstance(right, str):
-        raise TypeError(f"expected a list of tool names, got the string {right!r}")
     if isinstance(right, Mapping):
         unknown = set(right) - {"replace", "remove", "add"}
         if unknown:
@@ -54,11 +52,28 @@ def merge_names(left: Sequence[str] | None, right: NameUpdate) -> list[str]:
                 "'remove' or 'add'"
             )
         if "replace" in right:
-            current = _dedupe(right["replace"])
-        removed = set(right.get("remove", ()))
+            current = _dedupe(_names(right["replace"], "'replace'"))
+        removed = set(_names(right.get("remove", ()), "'remove'"))
         current = [n for n in current if n not in removed]
-        return _dedupe([*current, *right.get("add", ())])
-    return _dedupe([*current, *right])
+        return _dedupe([*current, *_names(right.get("add", ()), "'add'")])
+    return _dedupe([*current, *_names(right, "the update")])
+
+
+NAMES_ERROR = (
+    "a tool-name update (e.g. selected_tools in a graph's input) must be a list of tool names "
+    "or a mapping of 'replace'/'remove'/'add' to lists of tool names; {where} is {value}"
+)
+
+
+def _names(value: object, where: str) -> list[str]:
+    """``value`` as a list of names; ``TypeError`` naming the problem otherwise."""
+    if isinstance(value, str) or not isinstance(value, Sequence | set | frozenset):
+        shown = repr(value) if len(repr(value)) <= 80 else f"{type(value).__name__}"
+        raise TypeError(NAMES_ERROR.format(where=where, value=shown))
+    bad = [v for v in value if not isinstance(v, str)]
+    if bad:
+        raise TypeError(NAMES_ERROR.format(where=where, value=f"holds non-names {bad[:3]!r}"))
+    return list(value)
 
 
 def merge_counts(left: Mapping[str, int] | None, right: Mapping[str, int] | None) -> dict[str, int]:

@@ -8,21 +8,15 @@ fails. Only the chat model is fake: the built-in rule-based demo model.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import signal
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph_sdk import get_client
+from langgraph_server import drive, free_port, langgraph_dev, server_env
 
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
 from langgraph_toolbudget.demo.server import chat_model, mcp_connections, model_spec
@@ -33,82 +27,12 @@ VISIBLE_SET_EVENT = "toolbudget.visible_tools"
 STARTUP_TIMEOUT_S = 45
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _langgraph_cli() -> str:
-    beside = Path(sys.executable).with_name("langgraph")
-    found = str(beside) if beside.exists() else shutil.which("langgraph")
-    assert found, "the `langgraph` CLI is missing: pip install -e '.[dev]' (langgraph-cli[inmem])"
-    return found
-
-
-def _descendants(pid: int) -> list[int]:
-    """Every live descendant of ``pid`` (from /proc), e.g. the MCP servers it started."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:  # the process exited meanwhile
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, todo = [], [pid]
-    while todo:
-        kids = children.get(todo.pop(), [])
-        found += kids
-        todo += kids
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> list[int]:
-    """Stop the server's own process group: SIGTERM, then SIGKILL if it lingers.
-
-    Returns:
-        Descendants still alive 10 s after the server stopped (then killed):
-        processes the server started in their own session, e.g. stdio MCP
-        servers, must exit with it.
-    """
-    spawned = _descendants(proc.pid)
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-    deadline = time.monotonic() + 10
-    while any(_alive(p) for p in spawned) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    leftover = [p for p in spawned if _alive(p)]
-    for pid in leftover:
-        os.kill(pid, signal.SIGKILL)
-    return leftover
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Start ``langgraph dev`` with the repository's langgraph.json; yield its URL."""
     workdir = tmp_path_factory.mktemp("langgraph_dev")  # .langgraph_api/ lands here
-    log_path = workdir / "server.log"
-    port = _free_port()
-    env = {
-        **os.environ,
-        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-        "LANGGRAPH_NO_VERSION_CHECK": "1",
-        "LANGSMITH_TRACING": "false",
-    }
-    env.pop("TOOLBUDGET_MODEL", None)  # the default model: the offline demo model
+    port = free_port()
+    env = server_env()
     # The MCP graph's servers, from a JSON file: two local FastMCP servers over stdio,
     # the math server under another name (so the test can tell the file was read).
     servers = {
@@ -126,46 +50,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     servers_file = workdir / "mcp_servers.json"
     servers_file.write_text(json.dumps(servers), encoding="utf-8")
     env["TOOLBUDGET_MCP_SERVERS"] = str(servers_file)
-    command = [
-        _langgraph_cli(),
-        "dev",
-        "--config",
-        str(REPO / "langgraph.json"),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--no-browser",
-        "--no-reload",
-    ]
-    url = f"http://127.0.0.1:{port}"
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            command, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip
-        try:
-            deadline = time.monotonic() + STARTUP_TIMEOUT_S
-            while True:
-                if proc.poll() is not None:
-                    pytest.fail(
-                        f"langgraph dev exited with {proc.returncode}:\n{log_path.read_text()}"
-                    )
-                try:
-                    if httpx.get(f"{url}/ok", timeout=1).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass  # not listening yet
-                if time.monotonic() > deadline:
-                    pytest.fail(
-                        f"langgraph dev not ready in {STARTUP_TIMEOUT_S} s:\n{log_path.read_text()}"
-                    )
-                time.sleep(0.25)
+    try:
+        with langgraph_dev(workdir, env, port) as (url, proc):
             yield url
-        finally:
-            leftover = _stop(proc)
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
     assert proc.returncode is not None
-    assert leftover == [], f"processes started by the server outlived it: {leftover}"
+    assert proc.leftover == [], f"processes started by the server outlived it: {proc.leftover}"
 
 
 async def _run_turn(
@@ -398,3 +289,34 @@ def test_mcp_connections_from_env_json_or_file(
         mcp_connections("{not json")
     with pytest.raises(FileNotFoundError):
         mcp_connections(str(tmp_path / "missing.json"))
+
+
+def _load_queries(threads: int) -> list[list[str]]:
+    """Weather threads (even) and Slack threads (odd), each with texts no other thread sends."""
+    out = []
+    for i in range(threads):
+        if i % 2:
+            out.append([f"Post 'note {i}-{t}' to the #general Slack channel" for t in range(2)])
+        else:
+            out.append([f"What's the weather in Tokyo today? (ask {i}-{t})" for t in range(2)])
+    return out
+
+
+async def test_server_under_load_has_no_errors_and_keeps_threads_apart(server: str) -> None:
+    # The small version of benchmarks/server_load.py: 10 threads x 2 turns at once.
+    result = await drive(server, "toolbudget", 10, 2, _load_queries(10))
+    assert result.errors == []
+    assert result.runs == 20 and len(result.states) == 10
+    for thread_id, values in result.states.items():
+        own = result.texts[thread_id]
+        humans = [m["content"] for m in values["messages"] if m["type"] == "human"]
+        assert humans == own  # no thread sees another's messages
+        answers = " ".join(str(m["content"]) for m in values["messages"] if m["type"] == "ai")
+        if "Slack" in own[0]:
+            assert "send_message" in values["selected_tools"]
+            assert "get_weather" not in values["selected_tools"]  # nor another's tools
+            assert all(t.split("'")[1] in answers for t in own)
+        else:
+            assert "get_weather" in values["selected_tools"]
+            assert "send_message" not in values["selected_tools"]
+            assert "Tokyo" in answers

@@ -45,6 +45,7 @@ class CatalogLifecycle:
         handle_tool_errors: bool | None = None,
         connect_timeout_s: float = 30.0,
         heartbeat_s: float | None = 1.0,
+        default_timeout_s: float | None = 60.0,
     ) -> MCPToolCatalog:
         """Load MCP servers' tools into a catalog that owns one persistent session per server.
 
@@ -73,6 +74,8 @@ class CatalogLifecycle:
             connect_timeout_s: seconds to open a server's session.
             heartbeat_s: ping interval for busy servers, to notice a server that
                 died mid-call; ``None`` disables it.
+            default_timeout_s: ``timeout_s`` of every tool that sets none
+                (``None``: unbounded calls).
 
         See :func:`langgraph_toolbudget.mcp.load_mcp_catalog` for the details.
 
@@ -102,6 +105,7 @@ class CatalogLifecycle:
             handle_tool_errors=handle_tool_errors,
             connect_timeout_s=connect_timeout_s,
             heartbeat_s=heartbeat_s,
+            default_timeout_s=default_timeout_s,
             catalog_cls=cls if issubclass(cls, MCPToolCatalog) else MCPToolCatalog,
         )
 

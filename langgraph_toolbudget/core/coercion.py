@@ -19,19 +19,27 @@ from __future__ import annotations
 
 import ast
 import json
+import uuid
+from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, ToolCall
 from langchain_core.tools import BaseTool
 
+from langgraph_toolbudget.core.limits import clip, loads_bounded, safe_repr, too_deep
+
 __all__ = [
+    "MISSING_NAME",
     "RAW_ARGUMENTS_KEY",
     "coerce_args",
+    "complete_tool_calls",
     "repair_tool_calls",
     "schema_error_message",
     "tool_json_schema",
 ]
 
+MISSING_NAME = "missing_tool_name"
+"""The name a tool call without one gets, so the executor can answer it with an error."""
 RAW_ARGUMENTS_KEY = "__raw_arguments__"
 """Key under which a call whose arguments could not be parsed carries the raw text."""
 
@@ -45,6 +53,9 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "text": ("message", "msg", "body", "content"),
 }
 """field -> names a model may use for it."""
+
+ECHO_ARGS_CHARS = 1000
+"""A schema error quotes at most this many characters of the arguments sent."""
 
 SCHEMA_ERROR = (
     "Error: invalid arguments for tool {tool!r}: {error}\n"
@@ -107,7 +118,7 @@ def _coerce_value(value: Any, prop: dict[str, Any]) -> Any:
         return text.lower() in ("true", "yes", "1")
     if types & {"array", "object"}:
         try:
-            parsed = json.loads(text)
+            parsed = loads_bounded(text)
         except ValueError:
             parsed = None
         if "array" in types:
@@ -141,7 +152,7 @@ def coerce_args(args: Any, schema: dict[str, Any]) -> Any:
     if isinstance(args, str):
         text = args.strip()
         try:
-            parsed = json.loads(text) if text else {}
+            parsed = loads_bounded(text) if text else {}
         except ValueError:
             parsed = args
         args = parsed
@@ -154,7 +165,7 @@ def coerce_args(args: Any, schema: dict[str, Any]) -> Any:
         ((key, value),) = args.items()
         if key not in props and isinstance(value, str) and value.strip().startswith("{"):
             try:
-                inner = json.loads(value)
+                inner = loads_bounded(value)
             except ValueError:
                 inner = None
             if isinstance(inner, dict):  # {"__arg1": "{...}"}: the real arguments as JSON
@@ -192,9 +203,16 @@ def schema_error_message(tool: BaseTool, error: Exception, args: Any) -> str:
     return SCHEMA_ERROR.format(
         tool=tool.name,
         error=detail,
-        args=json.dumps(args, default=str),
+        args=_echo(args),
         schema=json.dumps(tool_json_schema(tool)),
     )
+
+
+def _echo(args: Any) -> str:
+    """The arguments as JSON for an error message: bounded in length and nesting."""
+    if too_deep(args):
+        return safe_repr(args)
+    return clip(json.dumps(args, default=str), ECHO_ARGS_CHARS)
 
 
 def _parse_arguments(raw: Any) -> dict[str, Any] | None:
@@ -203,7 +221,7 @@ def _parse_arguments(raw: Any) -> dict[str, Any] | None:
     if not isinstance(raw, str):
         return None
     text = raw.strip() or "{}"
-    for parse in (json.loads, ast.literal_eval):
+    for parse in (loads_bounded, ast.literal_eval):
         try:
             value = parse(text)
         except (ValueError, SyntaxError, MemoryError, RecursionError):
@@ -221,17 +239,39 @@ def repair_tool_calls(message: AIMessage) -> AIMessage:
     hears back. Arguments that parse as a Python literal (single quotes, ``True``)
     are repaired; the rest become calls carrying the raw text under
     :data:`RAW_ARGUMENTS_KEY`, which the executor answers with an error that shows
-    the expected schema. Every call then gets exactly one tool message.
+    the expected schema. A call without an id gets one, a call without a name
+    gets :data:`MISSING_NAME` (the executor answers it with an error). Every call
+    then gets exactly one tool message.
     """
-    invalid = [c for c in message.invalid_tool_calls if c.get("name") and c.get("id")]
-    if not invalid:
+    if not message.invalid_tool_calls and all(c.get("id") for c in message.tool_calls):
         return message
-    calls = list(message.tool_calls)
-    for bad in invalid:
+    calls = [c if c.get("id") else {**c, "id": _new_call_id()} for c in message.tool_calls]
+    for bad in message.invalid_tool_calls:
         args = _parse_arguments(bad.get("args"))
         if args is None:
             args = {RAW_ARGUMENTS_KEY: str(bad.get("args"))}
-        name, call_id = str(bad["name"]), str(bad["id"])  # both checked non-empty above
+        name = str(bad.get("name") or MISSING_NAME)
+        call_id = str(bad.get("id") or _new_call_id())
         calls.append({"name": name, "args": args, "id": call_id, "type": "tool_call"})
-    kept = [c for c in message.invalid_tool_calls if c not in invalid]
-    return message.model_copy(update={"tool_calls": calls, "invalid_tool_calls": kept})
+    return message.model_copy(update={"tool_calls": calls, "invalid_tool_calls": []})
+
+
+def complete_tool_calls(calls: Sequence[ToolCall]) -> list[ToolCall]:
+    """The calls, each with an id and a name, so each can be answered with a ``ToolMessage``.
+
+    For calls that did not go through :func:`repair_tool_calls` (another agent
+    node): a missing id becomes ``missing_id_<position>``, a missing name
+    :data:`MISSING_NAME`.
+    """
+    out: list[ToolCall] = []
+    for i, call in enumerate(calls):
+        if call.get("id") and call.get("name"):
+            out.append(call)
+        else:
+            name, call_id = call.get("name") or MISSING_NAME, call.get("id") or f"missing_id_{i}"
+            out.append({**call, "name": name, "id": call_id})
+    return out
+
+
+def _new_call_id() -> str:
+    return f"call_{uuid.uuid4().hex[:24]}"

@@ -282,7 +282,11 @@ class SessionContext:
         """
         thread_free = self.free(catalog, free)
         working = WorkingSet.from_state(
-            state, base=thread_free if add_free else (), pinned=thread_free, cap=cap
+            state,
+            base=thread_free if add_free else (),
+            pinned=thread_free,
+            cap=cap,
+            catalog=catalog,
         )
         gone = self.excluded(catalog)
         if gone:

@@ -29,7 +29,17 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.coercion import RAW_ARGUMENTS_KEY
 from langgraph_toolbudget.core.context import SessionContext
+from langgraph_toolbudget.core.limits import (
+    MAX_ARG_DEPTH,
+    TOO_DEEP_ERROR,
+    clip,
+    clip_names,
+    loads_bounded,
+    safe_repr,
+    too_deep,
+)
 from langgraph_toolbudget.core.selection import select_tools
 from langgraph_toolbudget.core.working_set import WorkingSet
 
@@ -49,9 +59,18 @@ SEARCH_TOOLS = "search_tools"
 ADD_TOOL = "add_tool"
 SHOW_ALL_TOOLS = "show_all_tools"
 META_TOOL_NAMES = (REQUEST_MORE_TOOLS, SEARCH_TOOLS, ADD_TOOL, SHOW_ALL_TOOLS)
+_EXPECTED = {
+    REQUEST_MORE_TOOLS: '{"categories": ["<category>", ...]}',
+    SEARCH_TOOLS: '{"query": "<regex>"}',
+    ADD_TOOL: '{"tool_names": ["<tool name>", ...]}',
+}
 
 BAD_META_ARGS_ERROR = (
-    "Error: {tool} expects {expected}; got {args!r}. Call it again with arguments of that shape."
+    "Error: {tool} expects {expected}; got {args}. Call it again with arguments of that shape."
+)
+META_RAW_ARGUMENTS_ERROR = (
+    "Error: the arguments of your call to {tool} are not valid JSON, so it was not run: {raw}\n"
+    "Call it again with a JSON object: {expected}."
 )
 NOT_ADDED_UNKNOWN = "not tools of this app (check the spelling or call search_tools)"
 NOT_ADDED_FILTERED = "filtered out by this app's configuration and cannot be used"
@@ -148,7 +167,7 @@ def _names_arg(args: Any, key: str) -> list[str] | None:
     value = args.get(key) if isinstance(args, dict) else args
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = loads_bounded(value)
         except ValueError:
             value = [v.strip() for v in value.split(",") if v.strip()]
     if isinstance(value, str):
@@ -203,6 +222,13 @@ class MetaToolHandler:
         found, loaded or added.
         """
         context = context or SessionContext()
+        if too_deep(args):
+            return MetaOutcome(TOO_DEEP_ERROR.format(tool=name, depth=MAX_ARG_DEPTH), error=True)
+        if isinstance(args, dict) and RAW_ARGUMENTS_KEY in args:  # see repair_tool_calls
+            raw = clip(str(args[RAW_ARGUMENTS_KEY]))
+            expected = _EXPECTED.get(name, "{}")
+            content = META_RAW_ARGUMENTS_ERROR.format(tool=name, raw=raw, expected=expected)
+            return MetaOutcome(content, error=True)
         if name == REQUEST_MORE_TOOLS:
             return self._request_more_tools(args, working, query, context)
         if name == SEARCH_TOOLS:
@@ -223,8 +249,8 @@ class MetaToolHandler:
             return MetaOutcome(
                 BAD_META_ARGS_ERROR.format(
                     tool=REQUEST_MORE_TOOLS,
-                    expected='{"categories": ["<category>", ...]}',
-                    args=args,
+                    expected=_EXPECTED[REQUEST_MORE_TOOLS],
+                    args=safe_repr(args),
                 ),
                 error=True,
             )
@@ -243,7 +269,7 @@ class MetaToolHandler:
         note = ""
         if unknown:
             note = (
-                f" Unknown categories: {', '.join(unknown)}. Available categories: "
+                f" Unknown categories: {clip_names(unknown)}. Available categories: "
                 f"{', '.join(sorted(known))}."
             )
         if not added:
@@ -261,7 +287,7 @@ class MetaToolHandler:
         if not isinstance(query, str):
             return MetaOutcome(
                 BAD_META_ARGS_ERROR.format(
-                    tool=SEARCH_TOOLS, expected='{"query": "<regex>"}', args=args
+                    tool=SEARCH_TOOLS, expected=_EXPECTED[SEARCH_TOOLS], args=safe_repr(args)
                 ),
                 error=True,
             )
@@ -284,7 +310,9 @@ class MetaToolHandler:
         if names is None:
             return MetaOutcome(
                 BAD_META_ARGS_ERROR.format(
-                    tool=ADD_TOOL, expected='{"tool_names": ["<tool name>", ...]}', args=args
+                    tool=ADD_TOOL,
+                    expected=_EXPECTED[ADD_TOOL],
+                    args=safe_repr(args),
                 ),
                 error=True,
             )
@@ -314,7 +342,7 @@ class MetaToolHandler:
         if already:
             parts.append(f"Already available: {', '.join(already)}.")
         for why, bad in problems.items():
-            parts.append(f"Not added ({why}): {', '.join(bad)}.")
+            parts.append(f"Not added ({why}): {clip_names(bad)}.")
         if not parts:
             parts.append("No tools named.")
         content = " ".join(parts) + _evicted_note(evicted)

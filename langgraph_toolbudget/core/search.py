@@ -33,6 +33,7 @@ import re2
 from rapidfuzz import fuzz, process
 
 from langgraph_toolbudget.core.fuzzy import FuzzyMatcher
+from langgraph_toolbudget.core.limits import MAX_PATTERN_CHARS, clip
 from langgraph_toolbudget.core.terms import MAX_CACHED_TEXT, clauses, tokenize
 
 __all__ = ["SearchResult", "ToolIndex", "clauses", "tokenize", "MAX_FUZZY_RESULTS"]
@@ -53,6 +54,13 @@ INVALID_PATTERN_ERROR = (
     "invalid regex pattern {pattern!r}: {reason}. Use a plain word such as 'weather' "
     "or a simple pattern such as 'get_.*'."
 )
+
+MAX_FUZZY_QUERY_CHARS = 2000
+"""A pattern too long for the regex engine is fuzzy-matched on this many of its first characters."""
+REGEX_MAX_MEM = 2 << 20
+"""Memory RE2 may use for one compiled pattern (bytes). Counted repetitions such as
+``.{0,1000}`` repeated 30 times compile for seconds under RE2's default of 8 MiB;
+under this bound they are refused at once, and ordinary patterns fit easily."""
 
 FULL_QUERY_WEIGHT = 0.5
 """Weight of the whole query's normalised score beside the best clause's."""
@@ -90,6 +98,7 @@ class SearchResult:
 def _compile_pattern(pattern: str) -> re2._Regexp:
     options = re2.Options()
     options.log_errors = False
+    options.max_mem = REGEX_MAX_MEM  # a larger program is refused ("pattern too large")
     # Smart case: an all-lower-case pattern matches regardless of case, as in ripgrep.
     letters = re.sub(r"\(\?[a-zA-Z]+\)|\\[A-Za-z]", "", pattern)  # flags and escapes like \W
     options.case_sensitive = any(c.isupper() for c in letters)
@@ -308,6 +317,10 @@ class ToolIndex:
             limit: cap on regex matches returned (the fuzzy fallback returns at
                 most :data:`MAX_FUZZY_RESULTS`).
 
+        A pattern over :data:`~langgraph_toolbudget.core.limits.MAX_PATTERN_CHARS`
+        characters skips the regex engine (its work grows with the length) and
+        gets the fuzzy fallback on its first :data:`MAX_FUZZY_QUERY_CHARS` characters.
+
         Returns:
             A :class:`SearchResult`. An invalid or unsupported pattern gives a
             result with ``error`` set; no exception escapes.
@@ -316,11 +329,13 @@ class ToolIndex:
             return SearchResult(
                 0, error=INVALID_PATTERN_ERROR.format(pattern=pattern, reason="empty pattern")
             )
+        if len(pattern) > MAX_PATTERN_CHARS:  # regex work grows with the pattern's length
+            return self._fuzzy_result(pattern[:MAX_FUZZY_QUERY_CHARS])
         try:
             compiled = _compile_pattern(pattern)
         except re2.error as exc:
             return SearchResult(
-                0, error=INVALID_PATTERN_ERROR.format(pattern=pattern, reason=_reason(exc))
+                0, error=INVALID_PATTERN_ERROR.format(pattern=clip(pattern), reason=_reason(exc))
             )
         hits = [i for i, text in enumerate(self._texts) if compiled.search(text)]
         if hits:
@@ -328,6 +343,9 @@ class ToolIndex:
             if limit is not None:
                 hits = hits[:limit]
             return SearchResult(len(hits), self._describe(hits), FOUND_MESSAGE)
+        return self._fuzzy_result(pattern)
+
+    def _fuzzy_result(self, pattern: str) -> SearchResult:
         fuzzy = self.fuzzy_search(pattern)
         if fuzzy:
             return SearchResult(len(fuzzy), self._describe(fuzzy), FUZZY_MESSAGE, fuzzy=True)

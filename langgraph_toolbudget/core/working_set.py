@@ -39,6 +39,12 @@ def state_get(state: Any, key: str, default: Any = None) -> Any:
     return getattr(state, key, default)
 
 
+def _listed(catalog: Any, name: str, last_used: Mapping[str, int]) -> bool:
+    """A stored name that may stay visible: listed, and not a ``manual`` tool no node added."""
+    spec = catalog.get(name)
+    return name in catalog and (spec.include != "manual" or name in last_used)
+
+
 @dataclass(frozen=True)
 class VisibleChange:
     """One change of the visible set: tools added and evicted, by whom and why."""
@@ -85,19 +91,30 @@ class WorkingSet:
         base: Iterable[str] = (),
         pinned: Iterable[str] = (),
         cap: int | None = None,
+        catalog: Any = None,
     ) -> WorkingSet:
         """Load from a state's ``selected_tools`` and ``tool_last_used``.
 
         ``state`` may be a dict or an object with those attributes. ``base``
         names (tools visible whatever the state says: ``always`` and pinned
         tools) come after the stored names when the state lacks them.
+
+        With ``catalog`` (a :class:`~langgraph_toolbudget.core.catalog.ToolCatalog`),
+        stored names are checked, since a graph's caller can write any
+        ``selected_tools``: names the catalog does not list are dropped, and so
+        are ``manual`` tools never added by a node (no ``tool_last_used`` entry).
+        The next update removes them from the state.
         """
-        stored = [n for n in state_get(state, "selected_tools", None) or [] if isinstance(n, str)]
-        names = list(dict.fromkeys([*stored, *base]))
+        raw_names = state_get(state, "selected_tools", None)
+        stored = [n for n in raw_names or [] if isinstance(n, str)]
         raw = state_get(state, "tool_last_used", None) or {}
         last_used = {
-            k: v for k, v in dict(raw).items() if isinstance(k, str) and isinstance(v, int)
+            k: v
+            for k, v in (dict(raw) if isinstance(raw, Mapping) else {}).items()
+            if isinstance(k, str) and isinstance(v, int)
         }
+        kept = stored if catalog is None else [n for n in stored if _listed(catalog, n, last_used)]
+        names = list(dict.fromkeys([*kept, *base]))
         step = max(last_used.values(), default=0)
         reasons = state_get(state, "tool_reasons", None)
         return cls(

@@ -349,7 +349,12 @@ class BatchRunner:
         shown = self._shown(calls, working)
         done, outcome = await self._aanswer_builtins(calls, state, config, working)
         context = SessionContext.from_state(state).merged(outcome.update)
-        regular, check = self._plan(calls, working, shown, done, context)
+        plan = (calls, working, shown, done, context)
+        if any(c["name"] not in self.catalog and c["name"] not in self.builtins for c in calls):
+            # Fuzzy matching of unknown names: bounded, but off the event loop.
+            regular, check = await self.pipeline.to_thread(self._plan, *plan)
+        else:
+            regular, check = self._plan(*plan)
         run_one, arun_one = self._runners(state, config, check)
         batch_sync = not self.pipeline.awrappers  # async hooks must wrap every call
         results = await self.scheduler.arun(regular, run_one, arun_one, batch_sync=batch_sync)

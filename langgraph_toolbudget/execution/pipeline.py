@@ -31,7 +31,8 @@ import json
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from typing import Any, TypeVar
 
 from langchain_core.messages import ToolCall, ToolMessage
@@ -56,6 +57,8 @@ from langgraph_toolbudget.core.coercion import (
     schema_error_message,
     tool_json_schema,
 )
+from langgraph_toolbudget.core.limits import MAX_ARG_DEPTH, TOO_DEEP_ERROR, clip, too_deep
+from langgraph_toolbudget.core.spec import ToolSpec
 from langgraph_toolbudget.execution.errors import HandleToolErrors, ToolErrorPolicy
 from langgraph_toolbudget.execution.hooks import (
     AsyncToolCallWrapper,
@@ -64,6 +67,7 @@ from langgraph_toolbudget.execution.hooks import (
     as_hooks,
     chain,
 )
+from langgraph_toolbudget.execution.lingering import LingeringCalls, within
 from langgraph_toolbudget.execution.policy import add_note, deprecation_note
 
 __all__ = [
@@ -82,8 +86,10 @@ ToolOutput = ToolMessage | Command | list[Any]
 """What one call produces: a tool message, a ``Command``, or a list of them."""
 Invoke = Callable[[BaseTool, ToolCall], Callable[[], Any]]
 """The invoke stage: ``(tool, coerced call) -> run``; ``run()`` gives the tool's output."""
-AInvoke = Callable[[BaseTool, ToolCall], Callable[[], Awaitable[Any]]]
-"""The async invoke stage: ``(tool, coerced call) -> run``; ``await run()`` gives the output."""
+Started = Awaitable[Any] | Future[Any]
+"""Work an async invoke stage started: an awaitable, or a thread's ``Future``."""
+AInvoke = Callable[[BaseTool, ToolCall], Callable[[], Started]]
+"""The async invoke stage: ``(tool, coerced call) -> run``; ``run()`` starts the work."""
 CallCheck = Callable[[str], str | None]
 """Policy of the check stage: tool name -> why the call may not run (for the model), or None."""
 
@@ -171,6 +177,7 @@ class ToolCallPipeline:
         self._schemas: dict[str, dict[str, Any] | None] = {}
         self._injectors: dict[str, Callable[[Any, Any], Any] | None] = {}
         self._tools = [s.tool for s in catalog.specs]  # ToolRuntime.tools, as ToolNode gives
+        self.lingering = LingeringCalls()
 
     # --- threads ----------------------------------------------------------------------------
 
@@ -291,10 +298,11 @@ class ToolCallPipeline:
         config: RunnableConfig,
         check: CallCheck,
     ) -> Any:
-        def ainvoke(tool: BaseTool, call: ToolCall) -> Callable[[], Awaitable[Any]]:
+        def ainvoke(tool: BaseTool, call: ToolCall) -> Callable[[], Started]:
             tool_input = self._tool_input(tool, call, state, runtime, config)
             if runs_in_thread(tool):  # as BaseTool.ainvoke would, but in our own pool
-                return lambda: self.to_thread(tool.invoke, tool_input, config)
+                ctx = contextvars.copy_context()
+                return lambda: self.pool.submit(ctx.run, tool.invoke, tool_input, config)
             return lambda: tool.ainvoke(tool_input, config)
 
         return await self._astaged(call, tool, check, ainvoke, state)
@@ -325,6 +333,9 @@ class ToolCallPipeline:
         if isinstance(prepared, ToolMessage):
             return prepared
         tool, call = prepared
+        spec = self.catalog.get(tool.name)
+        if spec is not None and (refusal := self.lingering.wait(spec)):
+            return _error(call, refusal)
         run = invoke(tool, call)
         try:
             output = self._normalise(call, tool, run(), state)
@@ -342,17 +353,33 @@ class ToolCallPipeline:
         if isinstance(prepared, ToolMessage):
             return prepared
         tool, call = prepared
-        timeout = getattr(self.catalog.get(tool.name), "timeout_s", None)
+        spec = self.catalog.get(tool.name)
+        if spec is not None and (refusal := await self.lingering.await_clear(spec)):
+            return _error(call, refusal)
         run = ainvoke(tool, call)
         try:
-            coro = run()
-            response = await (asyncio.wait_for(coro, timeout) if timeout else coro)
+            started = run()
+            if spec is None or not spec.timeout_s:
+                work = started if not isinstance(started, Future) else asyncio.wrap_future(started)
+                response = await work
+            else:  # answered at the deadline; what still runs keeps its group busy
+                response = await self._timed(spec, started)
             output = self._normalise(call, tool, response, state)
         except GraphBubbleUp:
             raise
         except Exception as exc:  # noqa: BLE001 - the error policy answers or re-raises it
             return self._noted(call, self._failure(call, tool, exc))
         return self._noted(call, output)
+
+    async def _timed(self, spec: ToolSpec, started: Started) -> Any:
+        """Await ``started`` within ``spec.timeout_s``; past it, raise ``TimeoutError`` and
+        abandon the work (a thread's work keeps its group busy until it really ends)."""
+        thread = started if isinstance(started, Future) else None
+        work: asyncio.Future[Any] = (
+            asyncio.wrap_future(thread) if thread is not None else asyncio.ensure_future(started)  # type: ignore[arg-type]
+        )
+        abandon = partial(self.lingering.add, spec, thread or work)
+        return await within(work, spec.timeout_s or 0.0, abandon)
 
     def _prepare(
         self, call: ToolCall, tool: BaseTool | None, check: CallCheck
@@ -368,10 +395,12 @@ class ToolCallPipeline:
         if tool is None:
             return _error(call, NOT_A_TOOL_ERROR.format(tool=call["name"]))
         args = call.get("args", {})
+        if too_deep(args):  # json.dumps, repr and validation would raise RecursionError
+            return _error(call, TOO_DEEP_ERROR.format(tool=tool.name, depth=MAX_ARG_DEPTH))
         schema = self.schema(tool)
         if isinstance(args, dict) and RAW_ARGUMENTS_KEY in args:
             raw = RAW_ARGUMENTS_ERROR.format(
-                tool=tool.name, raw=args[RAW_ARGUMENTS_KEY], schema=json.dumps(schema)
+                tool=tool.name, raw=clip(str(args[RAW_ARGUMENTS_KEY])), schema=json.dumps(schema)
             )
             return _error(call, raw)
         if schema is not None:

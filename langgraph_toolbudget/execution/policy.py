@@ -21,6 +21,8 @@ from langgraph.types import Command
 from rapidfuzz import fuzz, process
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.coercion import MISSING_NAME
+from langgraph_toolbudget.core.limits import MAX_NAME_CHARS, clip
 
 __all__ = [
     "DEPRECATED_NOTE",
@@ -83,6 +85,10 @@ def add_note(output: Any, tool_call_id: str | None, note: str) -> Any:
     return output
 
 
+NO_NAME_ERROR = (
+    "Error: your tool call had no tool name, so it was not run. "
+    "Call it again with the exact name of one of your tools."
+)
 UNKNOWN = "is not a tool of this app, so it was not run"
 
 
@@ -111,6 +117,7 @@ class VisibilityPolicy:
 
     def closest_tools(self, name: str, limit: int = 3) -> list[str]:
         """Real tool names closest to ``name`` (spelling, then meaning)."""
+        name = name[:MAX_NAME_CHARS]  # fuzzy matching costs grow with the name's length
         names = self.catalog.tool_names
         spelled = [
             n
@@ -134,6 +141,8 @@ class VisibilityPolicy:
             return UNAVAILABLE_TOOL_ERROR.format(
                 tool=name, problem=NOT_LOADED, closest="", how=LOAD_IT_FIRST.format(tool=name)
             )
+        if name == MISSING_NAME:
+            return NO_NAME_ERROR
         status = catalog.status(name)
         if self.toolnode_wording and status is None and not catalog.is_filtered(name):
             return INVALID_TOOL_NAME_ERROR_TEMPLATE.format(
@@ -151,4 +160,6 @@ class VisibilityPolicy:
             problem = UNKNOWN
         closest = self.closest_tools(name)
         hint = f"Closest tools: {', '.join(closest)}. " if closest else ""
-        return UNAVAILABLE_TOOL_ERROR.format(tool=name, problem=problem, closest=hint, how=how)
+        return UNAVAILABLE_TOOL_ERROR.format(
+            tool=clip(name), problem=problem, closest=hint, how=how
+        )

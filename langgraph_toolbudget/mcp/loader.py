@@ -24,6 +24,9 @@ from langgraph_toolbudget.mcp.errors import MCPLoadError, MCPLoadWarning
 from langgraph_toolbudget.mcp.runtime import MCPRuntime, MCPServerInfo
 from langgraph_toolbudget.mcp.tool import MCPCatalogTool
 
+DEFAULT_MCP_TIMEOUT_S = 60.0
+"""``timeout_s`` of an MCP tool that sets none: a call to a frozen server is answered
+with a timeout error after this long instead of staying pending forever."""
 SERVER_DEFAULT_KEYS = tuple(k for k in TOOL_METADATA_KEYS if k != "server")
 
 
@@ -99,6 +102,7 @@ async def load_mcp_catalog(
     connect_timeout_s: float = 30.0,
     heartbeat_s: float | None = 1.0,
     catalog_cls: type[MCPToolCatalog] = MCPToolCatalog,
+    default_timeout_s: float | None = DEFAULT_MCP_TIMEOUT_S,
 ) -> MCPToolCatalog:
     """Load the tools of MCP servers into a catalog that owns persistent sessions.
 
@@ -148,6 +152,9 @@ async def load_mcp_catalog(
         heartbeat_s: ping interval for busy servers, to notice a server that
             died mid-call; ``None`` disables it.
         catalog_cls: the catalog class to build (an :class:`MCPToolCatalog` subclass).
+        default_timeout_s: ``timeout_s`` of every tool that sets none (in
+            ``server_defaults`` or ``tool_metadata``), so a frozen server never
+            leaves a call pending; ``None`` for no bound.
 
     Returns:
         The catalog; ``catalog.mcp`` is its :class:`MCPRuntime`.
@@ -213,6 +220,7 @@ async def load_mcp_catalog(
             default_include=default_include,
             prefix=prefix,
             handle_tool_errors=handle,
+            default_timeout_s=default_timeout_s,
         )
         from langgraph_toolbudget.mcp.virtual import add_virtual_tools, server_features
 
@@ -276,6 +284,7 @@ def _build_catalog(
     default_include: IncludeMode,
     prefix: bool,
     handle_tool_errors: bool,
+    default_timeout_s: float | None = None,
 ) -> MCPToolCatalog:
     """Turn the listed MCP tools into catalog tools, metadata, categories and filters."""
     counts = Counter(t.name for tools in loaded.values() for t in tools)
@@ -333,6 +342,8 @@ def _build_catalog(
             info_tools[name] = t.name
             annotations = t.annotations.model_dump() if t.annotations is not None else {}
             meta: dict[str, Any] = {"include": default_include, "concurrency_group": server}
+            if default_timeout_s is not None:
+                meta["timeout_s"] = default_timeout_s
             if t.annotations is not None and t.annotations.readOnlyHint is not None:
                 meta["is_pure"] = t.annotations.readOnlyHint
             meta.update(server_defaults.get(server, {}))

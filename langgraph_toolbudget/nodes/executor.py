@@ -44,6 +44,7 @@ from langgraph_toolbudget.config import (
     resolve_offload,
 )
 from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.coercion import complete_tool_calls
 from langgraph_toolbudget.core.intent import latest_user_text
 from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
 from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome, node_output
@@ -275,9 +276,10 @@ class ToolExecutor(ToolNode):
 
     def _read(self, value: Any, config: RunnableConfig) -> tuple[list[ToolCall], str, Any]:
         try:
-            return toolnode_input(self, value, config)
+            calls, input_type, state = toolnode_input(self, value, config)
         except ValueError as exc:
             raise ValueError(f"{exc}: {NO_AI_MESSAGE_ERROR}") from None
+        return complete_tool_calls(calls), input_type, state
 
     def _working(self, state: Any) -> WorkingSet:
         return self.runner.working_set({} if isinstance(state, list) else state)

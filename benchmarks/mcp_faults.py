@@ -1,0 +1,62 @@
+"""Benchmark: the MCP fault matrix, with what the model sees and how long recovery takes.
+
+Real FastMCP servers (``tests/mcp_servers/fault_server.py``) over stdio and streamable
+HTTP on 127.0.0.1, loaded with ``ToolCatalog.from_mcp`` (user defaults, plus
+``timeout_s=1`` on the hanging tool) and called through a ``ToolExecutor`` under
+``ainvoke``. Faults: killed mid-call, killed between calls, hanging past ``timeout_s``,
+frozen by SIGSTOP with only the MCP default timeout (set to 1 s here), never starting,
+returning errors, returning 50 MB, 100 calls then killed and restarted. Recovery: the
+seconds from the fault to the first successful next call (for HTTP this includes
+starting the server again, which someone must do).
+
+``tests/test_mcp_faults.py`` asserts the same outcomes without timings.
+
+Run: ``python benchmarks/mcp_faults.py`` (writes ``benchmarks/results/mcp_faults.json``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from _common import print_table, write_results  # noqa: E402
+from mcp_servers.faults import SCENARIOS, TRANSPORTS, FaultRow  # noqa: E402
+
+
+async def run_all() -> list[FaultRow]:
+    rows = []
+    for name, scenario in SCENARIOS.items():
+        for transport in TRANSPORTS:
+            print(f"running: {name} ({transport})", file=sys.stderr)
+            try:
+                rows.append(await scenario(transport))
+            except Exception as exc:  # noqa: BLE001 - a scenario that breaks is a row, not the end
+                rows.append(
+                    FaultRow(name, transport, "", f"scenario failed: {exc!r}"[:200], 0, False)
+                )
+    return rows
+
+
+def main() -> None:
+    rows = asyncio.run(run_all())
+    print_table(
+        ["fault", "transport", "status", "the model sees", "chars", "next call ok", "recovery s"],
+        [
+            [r.scenario, r.transport, r.status, r.model_sees[:70].replace("\n", " "), r.length,
+             "yes" if r.recovered else "no",
+             "-" if r.recovery_s is None else f"{r.recovery_s:.2f}"]
+            for r in rows
+        ],
+    )  # fmt: skip
+    path = write_results("mcp_faults", {"rows": [dataclasses.asdict(r) for r in rows]})
+    print(f"\nwritten: {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""Benchmark: a loaded ``langgraph dev`` server, driven by ``langgraph_sdk`` clients.
+
+Starts ``langgraph dev`` (the repository's ``langgraph.json``, the offline demo model,
+user defaults) on a free 127.0.0.1 port, then runs 50 threads x 5 turns at once on the
+``toolbudget`` graph, then the same on the ``toolbudget_mcp`` graph (its default local
+MCP servers over stdio). Per graph: errors (target 0), p50/p95 seconds per run, runs per
+second, and the server's resident memory (with its child processes) before and after.
+Bounded: every thread runs its turns and stops.
+
+Reference (issue 14, this kind of machine): 50 x 5 on the example graph, 0 errors,
+p50 1.3 s, p95 1.8 s, 32 runs/s, RSS 151 -> 181 MB.
+
+Run: ``python benchmarks/server_load.py [--threads 50 --turns 5]``
+(writes ``benchmarks/results/server_load.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from _common import print_table, write_results  # noqa: E402
+from langgraph_server import drive, free_port, langgraph_dev, rss_mb, server_env  # noqa: E402
+
+QUERIES = {
+    "toolbudget": [
+        "What's the weather in Tokyo today?",
+        "Now post 'umbrella not needed' to the #general Slack channel",
+        "Open a GitHub issue in acme/app titled 'Crash on start'",
+        "Read the file README.md",
+        "What's the forecast for Paris this week?",
+    ],
+    "toolbudget_mcp": [
+        "What is 2 plus 3?",
+        "Add a note: buy milk",
+        "List my notes",
+        "Multiply 6 by 7",
+        "Search my notes for milk",
+    ],
+}
+
+
+def rotated(queries: list[str], threads: int) -> list[list[str]]:
+    """Thread i starts at query i, so the threads ask different things at once."""
+    return [queries[i % len(queries) :] + queries[: i % len(queries)] for i in range(threads)]
+
+
+async def measure(url: str, pid: int, threads: int, turns: int) -> dict[str, dict[str, float]]:
+    out = {}
+    for graph, queries in QUERIES.items():
+        before = rss_mb(pid)
+        result = await drive(url, graph, threads, turns, rotated(queries, threads))
+        out[graph] = {**result.summary(), "rss_before_mb": before, "rss_after_mb": rss_mb(pid)}
+        if result.errors:
+            out[graph]["first_error"] = result.errors[0]  # type: ignore[assignment]
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=50)
+    parser.add_argument("--turns", type=int, default=5)
+    args = parser.parse_args()
+    with (
+        tempfile.TemporaryDirectory() as workdir,
+        langgraph_dev(Path(workdir), server_env(), free_port()) as (url, proc),
+    ):
+        results = asyncio.run(measure(url, proc.pid, args.threads, args.turns))
+    print(f"{args.threads} threads x {args.turns} turns per graph, all threads at once\n")
+    print_table(
+        ["graph", "runs", "errors", "p50 s", "p95 s", "runs/s", "RSS before MB", "RSS after MB"],
+        [
+            [g, r["runs"], r["errors"], r["p50_s"], r["p95_s"], r["runs_per_s"],
+             r["rss_before_mb"], r["rss_after_mb"]]
+            for g, r in results.items()
+        ],
+    )  # fmt: skip
+    path = write_results(
+        "server_load", {"threads": args.threads, "turns": args.turns, "graphs": results}
+    )
+    print(f"\nwritten: {path}")
+
+
+if __name__ == "__main__":
+    main()

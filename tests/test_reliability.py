@@ -1,0 +1,440 @@
+"""Regressions of the reliability probes (issue 14, "Found today"): hostile or careless
+tool calls, tools that misbehave under timeouts, graph input from a client, caches.
+
+Each test names the probe it guards. No test asserts a duration: a bounded answer is
+shown by what the answer is (short, an error, given while the tool still runs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import threading
+import weakref
+from typing import Any
+
+import pytest
+from agent_tools import ConcurrencyProbe, Recorder, ai_calls, call, recording_catalog
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import StructuredTool
+
+from langgraph_toolbudget import ToolCatalog, ToolExecutor, create_toolbudget_agent
+from langgraph_toolbudget.core import meta as meta_module
+from langgraph_toolbudget.core import terms
+from langgraph_toolbudget.core.coercion import MISSING_NAME, repair_tool_calls
+from langgraph_toolbudget.core.limits import MAX_ARG_DEPTH, MAX_PATTERN_CHARS
+from langgraph_toolbudget.core.search import ToolIndex
+from langgraph_toolbudget.testing import ScriptedChatModel
+
+MODES = ["sequential", "parallel_safe"]
+APIS = ["invoke", "ainvoke"]
+SHORT = 2_000  # every error answer below fits in this many characters
+
+
+@pytest.fixture
+def rec() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture
+def catalog(rec) -> ToolCatalog:
+    return recording_catalog(rec)
+
+
+async def answer(node: Any, calls: list[dict[str, Any]], visible: list[str], api: str) -> Any:
+    state = {"messages": [HumanMessage("help"), ai_calls(*calls)], "selected_tools": visible}
+    if api == "invoke":
+        return await asyncio.to_thread(node.invoke, state)
+    return await node.ainvoke(state)
+
+
+def nested_dict(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(depth):
+        value = {"x": value}
+    return value
+
+
+# --- 1. deep nesting: an error message, never a RecursionError ------------------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        pytest.param("add_tool", {"tool_names": "[" * 2000}, id="add_tool-json-2000-brackets"),
+        pytest.param("add_tool", {"tool_names": nested_dict(5000)}, id="add_tool-dict-5000-deep"),
+        pytest.param("search_tools", {"query": nested_dict(5000)}, id="search-dict-5000-deep"),
+        pytest.param("request_more_tools", {"categories": "{" * 5000}, id="categories-braces"),
+        pytest.param("get_weather", {"__arg1": "{" * 2000}, id="tool-__arg1-braces"),
+        pytest.param("get_weather", {"city": nested_dict(5000)}, id="tool-dict-5000-deep"),
+        pytest.param("add_task", {"project": "a", "title": "[" * 3000}, id="tool-string-arg"),
+    ],
+)
+async def test_deeply_nested_arguments_get_one_short_answer(catalog, name, args, api):
+    calls = [call(name, "deep", **args)]
+    visible = ["get_weather", "add_task"]
+    out = await answer(ToolExecutor(catalog), calls, visible, api)
+    (message,) = out["messages"]
+    assert message.tool_call_id == "deep"
+    if message.status == "error":  # a tool that ran may echo its (string) argument itself
+        assert len(message.content) < SHORT
+    if isinstance(next(iter(args.values())), dict):
+        assert f"nested deeper than {MAX_ARG_DEPTH} levels" in message.content
+        assert message.status == "error"
+
+
+def test_deep_arguments_in_a_tool_call_are_refused_before_the_tool_runs(catalog, rec):
+    deep: Any = ["leaf"]
+    for _ in range(MAX_ARG_DEPTH + 5):
+        deep = [deep]
+    calls = [call("add_task", "c1", project="apollo", title=deep)]
+    out = ToolExecutor(catalog).invoke(
+        {"messages": [HumanMessage("x"), ai_calls(*calls)], "selected_tools": ["add_task"]}
+    )
+    assert out["messages"][0].status == "error"
+    assert rec.names == []
+
+
+# --- 2. regex stalls and unbounded echoes ---------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        pytest.param("(a*)*" * 2000, id="nested-stars-10KB"),
+        pytest.param("(a*)*" * 20000, id="nested-stars-100KB"),
+        pytest.param(".{0,1000}" * 30, id="counted-repetitions"),
+        pytest.param("x" * 10_000_000, id="10MB"),
+    ],
+)
+async def test_search_tools_answers_hostile_patterns_briefly(catalog, pattern, api):
+    out = await answer(ToolExecutor(catalog), [call("search_tools", "s", query=pattern)], [], api)
+    (message,) = out["messages"]
+    assert message.tool_call_id == "s"
+    assert len(message.content) < SHORT
+
+
+def test_a_pattern_over_the_limit_skips_the_regex_engine(catalog):
+    # As a regex, "(get|weather)" plus padding would match by alternation; over the limit
+    # it is fuzzy-matched as text, so the answer is the fuzzy one.
+    long = "weather " + "z" * MAX_PATTERN_CHARS
+    result = catalog.index.regex_search(long)
+    assert result.error is None and result.fuzzy
+    short = catalog.index.regex_search("weather")
+    assert short.found and not short.fuzzy
+
+
+def test_counted_repetitions_are_refused_by_the_regex_engine(catalog):
+    result = catalog.index.regex_search(".{0,1000}" * 30)
+    assert result.error is not None and "too large" in result.error
+    assert len(result.error) < SHORT
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_unknown_names_are_echoed_bounded(catalog, api):
+    huge = "x" * 1_000_000
+    calls = [
+        call(huge, "u1"),
+        call("add_tool", "u2", tool_names=[huge, "y" * 300]),
+        call("request_more_tools", "u3", categories=[f"c{i}" for i in range(100_000)]),
+    ]
+    out = await answer(ToolExecutor(catalog, max_meta_calls=5), calls, [], api)
+    by_id = {m.tool_call_id: m for m in out["messages"]}
+    assert set(by_id) == {"u1", "u2", "u3"}
+    for message in by_id.values():
+        assert len(message.content) < SHORT
+    assert "(1000000 characters)" in by_id["u1"].content
+    assert "and 99980 more" in by_id["u3"].content
+
+
+async def test_meta_calls_run_off_the_event_loop_under_ainvoke(catalog, monkeypatch):
+    threads: list[threading.Thread] = []
+    handle = meta_module.MetaToolHandler.handle
+
+    def recording_handle(self: Any, *args: Any, **kwargs: Any) -> Any:
+        threads.append(threading.current_thread())
+        return handle(self, *args, **kwargs)
+
+    monkeypatch.setattr(meta_module.MetaToolHandler, "handle", recording_handle)
+    await answer(ToolExecutor(catalog), [call("search_tools", "s", query="weather")], [], "ainvoke")
+    assert threads and threading.current_thread() not in threads
+
+
+# --- 3. SystemExit / KeyboardInterrupt in a tool: no hang -----------------------------------
+
+
+def _exiting_catalog(error: type[BaseException]) -> ToolCatalog:
+    def boom(x: int = 0) -> str:
+        raise error(3)
+
+    def fine(x: int = 0) -> str:
+        return f"fine {x}"
+
+    tools = [
+        StructuredTool.from_function(func=boom, name="boom", description="Raises."),
+        StructuredTool.from_function(func=fine, name="fine", description="Answers."),
+    ]
+    pure = {"is_pure": True}
+    return ToolCatalog.from_tools(
+        tools,
+        categories={"misc": ["boom", "fine"]},
+        tool_metadata={"boom": pure, "fine": {**pure, "timeout_s": 5}},
+    )
+
+
+def _invoke_in_thread(node: Any, state: dict[str, Any]) -> tuple[bool, Any]:
+    """(finished within 20 s, result or exception): a hang shows as not finished."""
+    box: list[Any] = []
+
+    def run() -> None:
+        try:
+            box.append(node.invoke(state))
+        except BaseException as exc:  # noqa: BLE001 - the test inspects what was raised
+            box.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(20)
+    return not thread.is_alive(), (box[0] if box else None)
+
+
+@pytest.mark.parametrize("error", [SystemExit, KeyboardInterrupt])
+def test_a_tool_raising_system_exit_in_parallel_does_not_hang_later_calls(error):
+    node = ToolExecutor(_exiting_catalog(error), mode="parallel_safe")
+    calls = [call("boom", "b1"), call("fine", "f1", x=1)]
+    state = {"messages": [HumanMessage("x"), ai_calls(*calls)], "selected_tools": ["boom", "fine"]}
+    finished, result = _invoke_in_thread(node, state)
+    assert finished, "invoke hung after a tool raised " + error.__name__
+    assert isinstance(result, error)  # raised to the caller, as a plain sync call would
+    # A later call with a timeout (through the background loop) still works.
+    later = {"messages": [HumanMessage("x"), ai_calls(call("fine", "f2", x=2))]}
+    finished, result = _invoke_in_thread(node, {**later, "selected_tools": ["fine"]})
+    assert finished
+    assert [m.content for m in result["messages"]] == ["fine 2"]
+
+
+# --- 4./5. timeouts: answered at the deadline, late results dropped, groups kept ------------
+
+
+def _timed_catalog(body: Any, *, is_async: bool, timeout: float, **extra: Any) -> ToolCatalog:
+    kind = {"coroutine": body} if is_async else {"func": body}
+    slow = StructuredTool.from_function(name="slow", description="Slow.", **kind)
+    return ToolCatalog.from_tools(
+        [slow, *extra.pop("tools", [])],
+        tool_metadata={"slow": {"timeout_s": timeout}, **extra.pop("tool_metadata", {})},
+    )
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_an_async_tool_swallowing_its_cancellation_is_answered_at_the_deadline(api):
+    finished = threading.Event()
+
+    async def stubborn(x: int = 0) -> str:
+        for _ in range(40):
+            try:
+                await asyncio.sleep(0.05)
+            except asyncio.CancelledError:
+                continue  # swallows the cancellation and carries on
+        finished.set()
+        return "late result"
+
+    catalog = _timed_catalog(stubborn, is_async=True, timeout=0.3)
+    out = await answer(ToolExecutor(catalog), [call("slow", "t1")], ["slow"], api)
+    (message,) = out["messages"]
+    assert not finished.is_set(), "the caller waited for the late result"
+    assert message.status == "error" and "timed out after 0.3 s" in message.content
+    assert "late result" not in message.content
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_sync_tool_past_its_timeout_is_answered_while_its_thread_runs(api, mode):
+    release = threading.Event()
+    ended = threading.Event()
+
+    def stuck(x: int = 0) -> str:
+        release.wait(10)
+        ended.set()
+        return "late result"
+
+    catalog = _timed_catalog(stuck, is_async=False, timeout=0.2)
+    try:
+        out = await answer(ToolExecutor(catalog, mode=mode), [call("slow", "t1")], ["slow"], api)
+        assert not ended.is_set()
+        (message,) = out["messages"]
+        assert message.status == "error" and "timed out" in message.content
+    finally:
+        release.set()
+
+
+def _group_catalog(probe: ConcurrencyProbe, release: threading.Event) -> ToolCatalog:
+    def slow(x: int = 0) -> str:
+        start = probe.enter("slow", False)
+        try:
+            release.wait(10)
+        finally:
+            probe.exit("slow", False, start)
+        return "slow done"
+
+    def other(x: int = 0) -> str:
+        start = probe.enter("other", False)
+        probe.exit("other", False, start)
+        return "other done"
+
+    group = {"concurrency_group": "db"}
+    probe.group_of.update({"slow": "db", "other": "db"})
+    other_tool = StructuredTool.from_function(func=other, name="other", description="Other.")
+    return _timed_catalog(
+        slow,
+        is_async=False,
+        timeout=0.2,
+        tools=[other_tool],
+        tool_metadata={"slow": {"timeout_s": 0.2, **group}, "other": group},
+    )
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_group_stays_exclusive_until_an_abandoned_call_really_ends(api, mode):
+    probe, release = ConcurrencyProbe(), threading.Event()
+    node = ToolExecutor(_group_catalog(probe, release), mode=mode)
+    try:
+        calls = [call("slow", "a"), call("other", "b")]
+        out = await answer(node, calls, ["slow", "other"], api)
+        first, second = out["messages"]
+        assert "timed out" in first.content
+        # `slow` still runs (it waits for `release`): `other` of its group must not start.
+        assert second.status == "error" and "still running" in second.content
+        assert probe.violations == []
+        # The next batch too, until the thread ends; then the group is free again.
+        out = await answer(node, [call("other", "c")], ["other"], api)
+        assert "still running" in out["messages"][0].content
+        release.set()
+        for _ in range(100):
+            if any(name == "slow" for name, _, _ in probe.intervals):
+                break
+            await asyncio.sleep(0.05)
+        out = await answer(node, [call("other", "d")], ["other"], api)
+        assert out["messages"][0].content == "other done"
+        assert probe.violations == []
+    finally:
+        release.set()
+
+
+async def test_a_group_call_waiting_for_an_abandoned_call_runs_after_it():
+    probe, release = ConcurrencyProbe(), threading.Event()
+    node = ToolExecutor(_group_catalog(probe, release), mode="parallel_safe")
+    threading.Timer(0.25, release.set).start()  # ends after the deadline, within the grace
+    out = await answer(node, [call("slow", "a"), call("other", "b")], ["slow", "other"], "ainvoke")
+    release.set()
+    second = out["messages"][1]
+    assert probe.violations == []
+    if second.content == "other done":  # ran: only once `slow` had ended
+        (slow_end,) = [end for name, _, end in probe.intervals if name == "slow"]
+        (other_start,) = [start for name, start, _ in probe.intervals if name == "other"]
+        assert other_start >= slow_end
+    else:  # a loaded machine: `slow` outlived the grace, and `other` was refused
+        assert "still running" in second.content
+
+
+# --- 6. selected_tools from a graph's input -------------------------------------------------
+
+
+def _agent(catalog: ToolCatalog, *responses: AIMessage) -> Any:
+    model = ScriptedChatModel(responses=[*responses, AIMessage("done")], cycle=False)
+    return create_toolbudget_agent(model, catalog, max_tools=4).compile()
+
+
+@pytest.mark.parametrize("bad", [{"add": "x"}, [1, 2], "get_weather", {"replace": [None]}])
+def test_selected_tools_input_of_the_wrong_shape_is_refused(catalog, bad):
+    app = _agent(catalog)
+    with pytest.raises(Exception, match="must be a list of tool names") as info:
+        app.invoke({"messages": [HumanMessage("hi")], "selected_tools": bad})
+    assert "selected_tools" in str(info.value)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_unknown_and_manual_names_from_the_input_do_not_stay_or_run(rec, api):
+    catalog = recording_catalog(rec, tool_metadata={"list_projects": {"include": "manual"}})
+    calls = ai_calls(call("list_projects", "m1"), call("ghost", "g1"))
+    app = _agent(catalog, calls)
+    inputs = {
+        "messages": [HumanMessage("list my projects")],
+        "selected_tools": ["ghost", "list_projects", "purge_database", "admin_shutdown"],
+    }
+    out = await (app.ainvoke(inputs) if api == "ainvoke" else asyncio.to_thread(app.invoke, inputs))
+    assert rec.names == []
+    assert set(out["selected_tools"]) <= set(catalog.tool_names)
+    assert not {"ghost", "list_projects", "purge_database", "admin_shutdown"} & set(
+        out["selected_tools"]
+    )
+    refused = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert [m.status for m in refused] == ["error", "error"]
+
+
+# --- 7. caches stay bounded ------------------------------------------------------------------
+
+
+def test_long_messages_are_not_cached_by_the_word_splitter():
+    before = terms._split_short_words.cache_info().currsize
+    for i in range(200):
+        terms.tokenize(f"message {i} " + "lorem ipsum dolor " * 1200)  # ~20 KB each
+    assert terms._split_short_words.cache_info().currsize - before <= 2
+
+
+def test_a_discarded_tool_index_is_freed(catalog):
+    refs = []
+    for _ in range(20):
+        index = ToolIndex([(s.name, s.description, ["arg"]) for s in catalog.specs])
+        index.rank("weather in Paris")
+        index.regex_search("zzz unknown words")  # builds the fuzzy matcher
+        refs.append(weakref.ref(index))
+    del index
+    gc.collect()
+    assert [r for r in refs if r() is not None] == []
+
+
+# --- 8. invalid calls without an id or a name; add_tool with non-JSON arguments -------------
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_invalid_calls_without_id_or_name_are_answered(catalog, api):
+    bad = AIMessage(
+        "",
+        tool_calls=[{"name": "get_weather", "args": {"city": "Lima"}, "id": None}],
+        invalid_tool_calls=[
+            {"name": None, "args": "{x", "id": "n1", "error": None, "type": "invalid_tool_call"},
+            {"name": "get_weather", "args": "{x", "id": None, "error": None,
+             "type": "invalid_tool_call"},
+        ],
+    )  # fmt: skip
+    repaired = repair_tool_calls(bad)
+    assert repaired.invalid_tool_calls == []
+    ids = [c["id"] for c in repaired.tool_calls]
+    assert len(set(ids)) == 3 and all(ids)
+    state = {"messages": [HumanMessage("x"), repaired], "selected_tools": ["get_weather"]}
+    node = ToolExecutor(catalog)
+    out = await (node.ainvoke(state) if api == "ainvoke" else asyncio.to_thread(node.invoke, state))
+    assert [m.tool_call_id for m in out["messages"]] == ids
+    nameless = out["messages"][1]
+    assert nameless.name == MISSING_NAME and "no tool name" in nameless.content
+    # Calls that never went through repair_tool_calls (another agent node) are answered too.
+    raw = {"messages": [HumanMessage("x"), bad], "selected_tools": ["get_weather"]}
+    (message,) = ToolExecutor(catalog).invoke(raw)["messages"]
+    assert message.tool_call_id == "missing_id_0" and message.content.startswith("Lima")
+
+
+def test_add_tool_with_non_json_arguments_says_not_valid_json(catalog):
+    bad = AIMessage(
+        "",
+        invalid_tool_calls=[{"name": "add_tool", "args": "{tool_names: [get_weather", "id": "a1",
+                             "error": None, "type": "invalid_tool_call"}],
+    )  # fmt: skip
+    state = {"messages": [HumanMessage("x"), repair_tool_calls(bad)], "selected_tools": []}
+    (message,) = ToolExecutor(catalog).invoke(state)["messages"]
+    assert message.status == "error"
+    assert "not valid JSON" in message.content and '{"tool_names"' in message.content
+    assert "Not added" not in message.content
