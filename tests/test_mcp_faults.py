@@ -60,6 +60,7 @@ def test_a_big_answer_arrives_whole_and_the_session_goes_on(transport):
     # 5 MB here (50 MB takes minutes over stdio: benchmarks/mcp_faults.py measures it)
     row = asyncio.run(returning_big(transport, megabytes=5))
     assert row.status == "success" and row.length == 5_000_000
+    assert row.model_sees.startswith("[Large output offloaded")  # by default, not 5 MB of context
     assert row.recovered
 
 

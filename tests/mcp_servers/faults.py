@@ -47,7 +47,7 @@ class FaultRow:
     transport: str
     status: str  # of the faulty call's ToolMessage ("" when there was none)
     model_sees: str  # an excerpt of what the model got
-    length: int  # characters of the answer
+    length: int  # characters of the answer (stored whole when it was offloaded)
     recovered: bool  # the next call succeeded
     recovery_s: float | None = None
 
@@ -140,7 +140,11 @@ def text_of(message: ToolMessage) -> str:
 def _row(scenario: str, transport: str, message: ToolMessage | None, **kw: Any) -> FaultRow:
     content = "" if message is None else text_of(message)
     status = "" if message is None else str(message.status)
-    return FaultRow(scenario, transport, status, content[:120], len(content), **kw)
+    artifact = getattr(message, "artifact", None)
+    offloaded = artifact.get("offloaded") if isinstance(artifact, dict) else None
+    # an offloaded answer (the default over 20,000 characters) is whole in the store
+    length = offloaded["chars"] if offloaded else len(content)
+    return FaultRow(scenario, transport, status, content[:120], length, **kw)
 
 
 async def killed_mid_call(transport: str) -> FaultRow:
