@@ -38,6 +38,7 @@ from langgraph_toolbudget.nodes._node import emit_changes
 from langgraph_toolbudget.nodes.agent import ITERATION_LIMIT_MESSAGE
 from langgraph_toolbudget.nodes.intent import ClassifyIntent
 from langgraph_toolbudget.nodes.prompt import ai_calls_this_turn, tools_prompt_section
+from langgraph_toolbudget.nodes.retrieval import Retriever
 from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
 from langgraph_toolbudget.nodes.usage import ToolUsage
 from langgraph_toolbudget.nodes.usage_hooks import arecord_call, record_call
@@ -112,6 +113,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             is recorded against the latest user message (refused or failed calls
             are not; a run opts out with ``configurable={"toolbudget_record_usage":
             False}``). Off by default.
+        retriever: your own tool search for the selection (see ``BudgetConfig``).
 
     Raises:
         TypeError: an option of the wrong type.
@@ -147,6 +149,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         runtime_mode: RuntimeMode | None = None,
         enabled_builtins: EnabledBuiltins = None,
         usage: ToolUsage | None = None,
+        retriever: Retriever | None = None,
     ) -> None:
         super().__init__()
         self.config = shared = resolve_config(
@@ -166,6 +169,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             runtime_mode=runtime_mode,
             enabled_builtins=enabled_builtins,
             usage=usage,
+            retriever=retriever,
         )
         # The agent's own tool node runs the calls, so results are not offloaded here:
         # no output tools to bind (see docs/middleware.md).
