@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from langchain.agents import create_agent
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.vectorstores import InMemoryVectorStore
@@ -26,6 +27,7 @@ from langgraph_toolbudget import (
     ClassifyIntent,
     HashingEmbeddings,
     SelectTools,
+    ToolBudgetMiddleware,
     ToolCatalog,
     ToolSearch,
     create_toolbudget_agent,
@@ -172,3 +174,20 @@ def test_the_prebuilt_agent_binds_the_retrieved_tools(catalog, store):
     app = create_toolbudget_agent(model, catalog, config=config).compile()
     asyncio.run(app.ainvoke({"messages": [HumanMessage(GERMAN)]}))
     assert "weather_forecast" in model.bound_tools[0]
+
+
+@pytest.mark.parametrize("api", ["invoke", "ainvoke"])
+def test_the_middleware_ranks_with_the_retriever_as_the_nodes_do(catalog, store, api):
+    def script() -> list[AIMessage]:
+        return [AIMessage("Sunny.")]
+
+    model = ScriptedChatModel(responses=script(), cycle=False)
+    node_model = ScriptedChatModel(responses=script(), cycle=False)
+    config = BudgetConfig(retriever=names_search(store), max_tools=3, offload_over_chars=None)
+    agent = create_agent(model, middleware=[ToolBudgetMiddleware(catalog, config=config)])
+    nodes = create_toolbudget_agent(node_model, catalog, config=config).compile()
+    payload = {"messages": [HumanMessage(GERMAN)]}
+    for app in (agent, nodes):
+        app.invoke(payload) if api == "invoke" else asyncio.run(app.ainvoke(payload))
+    assert {"get_weather", "weather_forecast"} <= set(model.bound_tools[0])
+    assert model.bound_tools == node_model.bound_tools

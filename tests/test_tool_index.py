@@ -39,13 +39,14 @@ class Counting(Embeddings):
 
     def __init__(self) -> None:
         self.inner = HashingEmbeddings(DIMS)
-        self.documents = 0
+        self.documents = self.queries = 0
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         self.documents += len(texts)
         return self.inner.embed_documents(texts)
 
     def embed_query(self, text: str) -> list[float]:
+        self.queries += 1
         return self.inner.embed_query(text)
 
 
@@ -100,15 +101,17 @@ def test_prune_removes_tools_that_left_the_catalog() -> None:
     assert store.get(("toolbudget", "tools"), "read_email") is not None
 
 
-def test_inside_a_graph_it_uses_the_graph_store() -> None:
+def test_inside_a_graph_it_uses_the_graph_store_and_embeds_the_query_once() -> None:
     catalog = build_example_catalog()
-    store = InMemoryStore(index=index_config(HashingEmbeddings(DIMS)))
+    embeddings = Counting()
+    store = InMemoryStore(index=index_config(embeddings))
     model = ScriptedChatModel(responses=[AIMessage("Here it is.")], cycle=False)
     config = BudgetConfig(retriever=StoreToolIndex(), max_tools=3)
     app = create_toolbudget_agent(model, catalog, config=config).compile(store=store)
     app.invoke({"messages": [HumanMessage("weather forecast for the weekend")]})
     assert len(store.search(("toolbudget", "tools"), limit=100)) == len(catalog)
     assert "weather_forecast" in model.bound_tools[0]
+    assert embeddings.queries == 1  # classify, select and search share one store search
 
 
 def test_misconfiguration_is_named(caplog) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections import OrderedDict
 
 from langgraph.store.base import BaseStore, PutOp
 
@@ -30,6 +31,8 @@ from langgraph_toolbudget.core.vectors import tool_text
 __all__ = ["StoreToolIndex"]
 
 PAGE = 1000
+CACHED_QUERIES = 64
+"""Recent answers kept: the three ranking nodes of a turn ask the same query once."""
 NO_STORE_ERROR = (
     "StoreToolIndex has no store: pass StoreToolIndex(store) or run it inside a graph compiled "
     "with a store (graph.compile(store=...), or LangGraph server's)."
@@ -104,6 +107,7 @@ class StoreToolIndex:
         self.__name__ = "StoreToolIndex"  # for the nodes' log lines
         self._indexed: set[tuple[int, int]] = set()
         self._lock = threading.Lock()
+        self._answers: OrderedDict[tuple[int, int, str], dict[str, float]] = OrderedDict()
 
     def _store(self) -> BaseStore:
         if self.store is not None:
@@ -152,19 +156,35 @@ class StoreToolIndex:
             ops += [PutOp(self.namespace, key, None) for key in stored if key not in texts]
         if ops:
             store.batch(ops)
+            self._answers.clear()
         return sum(op.value is not None for op in ops)
 
     def __call__(self, query: str, catalog: ToolCatalog) -> dict[str, float]:
-        """The tools nearest to ``query`` and their similarity (indexes ``catalog`` once)."""
+        """The tools nearest to ``query`` and their similarity (indexes ``catalog`` once).
+
+        Recent answers are kept per store and catalog, so the three ranking nodes
+        of a turn embed and search the query once.
+        """
         store = self._store()
-        key = (id(store), id(catalog.index))
-        if key not in self._indexed:
+        catalog_key = (id(store), id(catalog.index))
+        if catalog_key not in self._indexed:
             with self._lock:
-                if key not in self._indexed:
+                if catalog_key not in self._indexed:
                     self.index(catalog)
-                    self._indexed.add(key)
+                    self._indexed.add(catalog_key)
+        key = (id(store), id(catalog.index), query)
+        with self._lock:
+            cached = self._answers.get(key)
+            if cached is not None:
+                self._answers.move_to_end(key)
+                return dict(cached)
         items = store.search(self.namespace, query=query, limit=self.limit)
-        return {item.key: max(0.0, float(item.score or 0.0)) for item in items}
+        answer = {item.key: max(0.0, float(item.score or 0.0)) for item in items}
+        with self._lock:
+            self._answers[key] = answer
+            while len(self._answers) > CACHED_QUERIES:
+                self._answers.popitem(last=False)
+        return dict(answer)
 
     def __repr__(self) -> str:
         where = type(self.store).__name__ if self.store is not None else "the graph's store"
