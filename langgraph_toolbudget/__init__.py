@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from langgraph_toolbudget.nodes.prebuilt import add_toolbudget_nodes, create_toolbudget_agent
     from langgraph_toolbudget.nodes.prompt import tools_prompt_section
     from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
+    from langgraph_toolbudget.nodes.tool_index import StoreToolIndex
     from langgraph_toolbudget.nodes.usage import ToolUsage
     from langgraph_toolbudget.state import ToolBudgetState
 
@@ -78,6 +79,7 @@ _EXPORTS = {
     "context_summary": "core.context_ops",
     "ToolBudgetMiddleware": "middleware",
     "ToolUsage": "nodes.usage",
+    "StoreToolIndex": "nodes.tool_index",
 }
 """Public name -> the submodule (below ``langgraph_toolbudget``) that defines it."""
 
@@ -123,4 +125,5 @@ __all__ = [
     "context_summary",
     "ToolBudgetMiddleware",
     "ToolUsage",
+    "StoreToolIndex",
 ]

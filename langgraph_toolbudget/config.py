@@ -28,6 +28,7 @@ from typing import Any, Literal, get_args
 
 from langgraph_toolbudget.core.budget import max_tools_for_model
 from langgraph_toolbudget.core.gating import BuiltinFilter, EnabledBuiltins
+from langgraph_toolbudget.core.retrieval import DEFAULT_RETRIEVER_WEIGHT
 from langgraph_toolbudget.core.semantic import HybridScorer
 from langgraph_toolbudget.core.spec import RuntimeMode, check_runtime_mode
 from langgraph_toolbudget.formats.settings import ToolCallFormats, ToolCallFormatsSpec
@@ -63,6 +64,14 @@ def _check_int(name: str, value: Any, *, minimum: int, optional: bool = False) -
         raise ValueError(
             OPTION_VALUE_ERROR.format(name=name, expected=f">= {minimum}", value=value)
         )
+
+
+def _type_error(name: str, expected: str, value: Any) -> TypeError:
+    return TypeError(
+        OPTION_TYPE_ERROR.format(
+            name=name, expected=expected, value=value, kind=type(value).__name__
+        )
+    )
 
 
 def _check_names(name: str, value: Any) -> tuple[str, ...]:
@@ -188,6 +197,13 @@ class BudgetConfig:
             (measured as ``schema_tokens`` measures them): each category's share
             is a share of tokens. ``max_tools`` (or ``model_size``), when set,
             caps the number of tools too; otherwise tokens alone bound it.
+        retriever: your own tool search, for the ranking nodes: a function
+            ``(query, catalog)`` (sync or async) returning tool names, best
+            first, or ``{tool name: score}``; fused with the lexical (and
+            embedding) scores like embedding scores are (see ``docs/selection.md``).
+            A failure ranks the turn without it (logged). ``None``: not used.
+        retriever_weight: the share of the retrieval function's score in the
+            fused score, from 0 to 1.
 
     Raises:
         TypeError: an option of the wrong type (the message names it).
@@ -225,6 +241,8 @@ class BudgetConfig:
     offload_ttl_minutes: float | None = 7 * 24 * 60
     usage: Any = field(default=None, compare=False, repr=False)
     max_schema_tokens: int | None = None
+    retriever: Any = field(default=None, compare=False, repr=False)
+    retriever_weight: float = DEFAULT_RETRIEVER_WEIGHT
 
     def __post_init__(self) -> None:
         _check_int("max_tools", self.max_tools, minimum=0, optional=True)
@@ -334,6 +352,21 @@ class BudgetConfig:
                     expected="a ToolUsage (langgraph_toolbudget.ToolUsage()) or None",
                     value=self.usage,
                     kind=type(self.usage).__name__,
+                )
+            )
+        self._check_retriever()
+
+    def _check_retriever(self) -> None:
+        if self.retriever is not None and not callable(self.retriever):
+            expected = "a function (query, catalog) -> tool names or {name: score}, or None"
+            raise _type_error("retriever", expected, self.retriever)
+        weight = self.retriever_weight
+        if isinstance(weight, bool) or not isinstance(weight, int | float):
+            raise _type_error("retriever_weight", "a number from 0 to 1", weight)
+        if not 0.0 <= weight <= 1.0:
+            raise ValueError(
+                OPTION_VALUE_ERROR.format(
+                    name="retriever_weight", expected="in [0, 1]", value=weight
                 )
             )
 

@@ -17,6 +17,9 @@ from typing import Any
 import pytest
 from langchain_core.tools import BaseTool, tool
 
+# The session's PostgreSQL server and a fresh database per test (tests/pg.py).
+from pg import pg_server, pg_url  # noqa: F401  (fixtures, registered by being imported here)
+
 from langgraph_toolbudget import ToolCatalog
 
 # --- in-memory "backends" ----------------------------------------------------------------

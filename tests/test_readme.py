@@ -81,11 +81,13 @@ def test_configuration_reference_names_every_parameter() -> None:
         CallModel,
         ClassifyIntent,
         SelectTools,
+        StoreToolIndex,
         ToolAgent,
         ToolBudgetMiddleware,
         ToolCatalog,
         ToolExecutor,
         ToolSearch,
+        ToolUsage,
         add_toolbudget_nodes,
         create_toolbudget_agent,
     )
@@ -107,6 +109,8 @@ def test_configuration_reference_names_every_parameter() -> None:
         add_toolbudget_nodes,
         create_toolbudget_agent,
         ToolBudgetMiddleware,
+        ToolUsage,
+        StoreToolIndex,
     ):
         params = inspect.signature(api).parameters.values()
         names = {p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}

@@ -38,7 +38,10 @@ from langgraph_toolbudget.nodes._node import emit_changes
 from langgraph_toolbudget.nodes.agent import ITERATION_LIMIT_MESSAGE
 from langgraph_toolbudget.nodes.intent import ClassifyIntent
 from langgraph_toolbudget.nodes.prompt import ai_calls_this_turn, tools_prompt_section
+from langgraph_toolbudget.nodes.retrieval import Retriever
 from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
+from langgraph_toolbudget.nodes.usage import ToolUsage
+from langgraph_toolbudget.nodes.usage_hooks import arecord_call, record_call
 
 __all__ = ["ToolBudgetMiddleware"]
 
@@ -104,6 +107,13 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         max_meta_calls: meta-calls per user turn.
         enforce_visibility: refuse calls to tools that exist but are not visible.
         runtime_mode: ``production`` or ``debug`` (drafts too).
+        enabled_builtins: the built-in tools to enable (see ``BudgetConfig``).
+        usage: a :class:`~langgraph_toolbudget.nodes.usage.ToolUsage`: the
+            selection ranks with it, and each catalog tool that ran successfully
+            is recorded against the latest user message (refused or failed calls
+            are not; a run opts out with ``configurable={"toolbudget_record_usage":
+            False}``). Off by default.
+        retriever: your own tool search for the selection (see ``BudgetConfig``).
 
     Raises:
         TypeError: an option of the wrong type.
@@ -138,6 +148,8 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         enforce_visibility: bool | None = None,
         runtime_mode: RuntimeMode | None = None,
         enabled_builtins: EnabledBuiltins = None,
+        usage: ToolUsage | None = None,
+        retriever: Retriever | None = None,
     ) -> None:
         super().__init__()
         self.config = shared = resolve_config(
@@ -156,6 +168,8 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             enforce_visibility=enforce_visibility,
             runtime_mode=runtime_mode,
             enabled_builtins=enabled_builtins,
+            usage=usage,
+            retriever=retriever,
         )
         # The agent's own tool node runs the calls, so results are not offloaded here:
         # no output tools to bind (see docs/middleware.md).
@@ -357,7 +371,9 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             return handler(request)
         check = self._check(request)
         with self._sync_lock if self.config.mode == "sequential" else contextlib.nullcontext():
-            return self.runner.pipeline.delegate(request, check, handler)
+            out = self.runner.pipeline.delegate(request, check, handler)
+        record_call(self.config.usage, request.state, request.tool_call, out, _current_config())
+        return out
 
     async def awrap_tool_call(
         self,
@@ -372,7 +388,10 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         check = await self._acheck(request)
         sequential = self.config.mode == "sequential"
         async with self._async_lock() if sequential else contextlib.nullcontext():
-            return await self.runner.pipeline.adelegate(request, check, handler)
+            out = await self.runner.pipeline.adelegate(request, check, handler)
+        config = _current_config()
+        await arecord_call(self.config.usage, request.state, request.tool_call, out, config)
+        return out
 
     def _async_lock(self) -> asyncio.Lock:
         """One lock per event loop (an ``asyncio.Lock`` must not cross loops)."""

@@ -30,8 +30,8 @@ from langgraph_toolbudget.core.intent import classify_lexical, latest_user_text
 from langgraph_toolbudget.core.semantic import HybridScorer, as_hybrid_scorer
 from langgraph_toolbudget.nodes._node import BudgetNode
 from langgraph_toolbudget.nodes.models import resolve_chat_model
+from langgraph_toolbudget.nodes.retrieval import Retriever, anode_scores, node_scores
 from langgraph_toolbudget.nodes.usage import ToolUsage
-from langgraph_toolbudget.nodes.usage_hooks import aranking_scores, ranking_scores
 from langgraph_toolbudget.state import state_messages
 
 __all__ = ["CategoryChoice", "ClassifyIntent"]
@@ -77,6 +77,9 @@ class ClassifyIntent(BudgetNode):
         name: node name.
         usage: a :class:`~langgraph_toolbudget.nodes.usage.ToolUsage`: tools
             score by their recorded messages too, and so do their categories.
+        retriever: your own tool search (see ``BudgetConfig.retriever``): a
+            function ``(query, catalog)``, sync or async, returning tool names
+            best first or ``{name: score}``, fused with the other scores.
 
     When no category matches (a request in a language the tool texts are not
     written in, say), the node logs it and returns no category: ``select_tools``
@@ -103,6 +106,7 @@ class ClassifyIntent(BudgetNode):
         runtime_mode: RuntimeMode | None = None,
         name: str = "classify_intent",
         usage: ToolUsage | None = None,
+        retriever: Retriever | None = None,
     ) -> None:
         super().__init__(name)
         self.config = resolve_config(
@@ -111,6 +115,7 @@ class ClassifyIntent(BudgetNode):
             embeddings=embeddings,
             runtime_mode=runtime_mode,
             usage=usage,
+            retriever=retriever,
         )
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.model = resolve_chat_model(model, what="ClassifyIntent model") if model else None
@@ -185,13 +190,11 @@ class ClassifyIntent(BudgetNode):
         }
 
     def _offline(self, query: str, config: RunnableConfig) -> dict[str, Any]:
-        scores = self.scorer.scores(query) if self.scorer is not None and query else None
-        scores = ranking_scores(self.config.usage, self.catalog, query, scores, config)
+        scores = node_scores(self.config, self.catalog, self.scorer, query, config)
         return self._lexical(query, scores)
 
     async def _aoffline(self, query: str, config: RunnableConfig) -> dict[str, Any]:
-        scores = await self.scorer.ascores(query) if self.scorer is not None and query else None
-        scores = await aranking_scores(self.config.usage, self.catalog, query, scores, config)
+        scores = await anode_scores(self.config, self.catalog, self.scorer, query, config)
         return self._lexical(query, scores)
 
     def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:

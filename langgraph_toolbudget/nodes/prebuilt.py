@@ -46,6 +46,7 @@ from langgraph_toolbudget.nodes.agent import CallModel
 from langgraph_toolbudget.nodes.executor import ToolExecutor
 from langgraph_toolbudget.nodes.intent import ClassifyIntent
 from langgraph_toolbudget.nodes.prompt import SystemPrompt
+from langgraph_toolbudget.nodes.retrieval import Retriever
 from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
 from langgraph_toolbudget.nodes.usage import ToolUsage
 from langgraph_toolbudget.state import ToolBudgetState
@@ -93,6 +94,7 @@ def add_toolbudget_nodes(
     offload_over_tokens: int | None = None,
     usage: ToolUsage | None = None,
     max_schema_tokens: int | None = None,
+    retriever: Retriever | None = None,
 ) -> str:
     """Add classify_intent -> select_tools -> tool_search -> agent <-> tools to ``graph``.
 
@@ -148,6 +150,9 @@ def add_toolbudget_nodes(
         max_schema_tokens: a budget in schema tokens for select_tools (each
             category's share is a share of tokens); ``max_tools``/``model_size``,
             when set, cap the number of tools too.
+        retriever: your own tool search for the three ranking nodes: a function
+            ``(query, catalog)``, sync or async, returning tool names best first
+            or ``{name: score}`` (see ``docs/selection.md``).
 
     Returns:
         The name of the first added node (to route to it yourself if needed).
@@ -185,6 +190,7 @@ def add_toolbudget_nodes(
         offload_over_tokens=offload_over_tokens,
         usage=usage,
         max_schema_tokens=max_schema_tokens,
+        retriever=retriever,
     )
     shared = resolve_offload(shared, offload_over_chars)
     names = {
@@ -245,6 +251,7 @@ def create_toolbudget_agent(
     offload_over_tokens: int | None = None,
     usage: ToolUsage | None = None,
     max_schema_tokens: int | None = None,
+    retriever: Retriever | None = None,
 ) -> StateGraph:
     """Build the whole agent graph, uncompiled, so you choose checkpointer and store.
 
@@ -291,5 +298,6 @@ def create_toolbudget_agent(
         offload_over_tokens=offload_over_tokens,
         usage=usage,
         max_schema_tokens=max_schema_tokens,
+        retriever=retriever,
     )
     return graph

@@ -34,8 +34,8 @@ from langgraph_toolbudget.core.selection import free_tools, search_hits, select_
 from langgraph_toolbudget.core.semantic import HybridScorer, as_hybrid_scorer
 from langgraph_toolbudget.core.token_budget import tool_tokens
 from langgraph_toolbudget.nodes._node import BudgetNode, emit_changes
+from langgraph_toolbudget.nodes.retrieval import Retriever, anode_scores, node_scores
 from langgraph_toolbudget.nodes.usage import ToolUsage
-from langgraph_toolbudget.nodes.usage_hooks import aranking_scores, ranking_scores
 from langgraph_toolbudget.state import state_get, state_messages
 
 __all__ = ["SelectTools", "ToolSearch"]
@@ -88,6 +88,9 @@ class SelectTools(BudgetNode):
         max_schema_tokens: a budget in schema tokens (each category's share is
             a share of tokens, counted as ``schema_tokens`` counts them);
             ``max_tools``/``model_size``, when set, cap the number of tools too.
+        retriever: your own tool search (see ``BudgetConfig.retriever``): a
+            function ``(query, catalog)``, sync or async, returning tool names
+            best first or ``{name: score}``, fused with the other scores.
 
     Example:
         ```python
@@ -111,6 +114,7 @@ class SelectTools(BudgetNode):
         name: str = "select_tools",
         usage: ToolUsage | None = None,
         max_schema_tokens: int | None = None,
+        retriever: Retriever | None = None,
     ) -> None:
         if strategy not in ("auto", "categories", "relevance"):
             raise ValueError(
@@ -128,6 +132,7 @@ class SelectTools(BudgetNode):
             runtime_mode=runtime_mode,
             usage=usage,
             max_schema_tokens=max_schema_tokens,
+            retriever=retriever,
         )
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.strategy = strategy
@@ -198,14 +203,12 @@ class SelectTools(BudgetNode):
 
     def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         query = latest_user_text(state_messages(state))
-        scores = self.scorer.scores(query) if self.scorer is not None and query else None
-        scores = ranking_scores(self.config.usage, self.catalog, query, scores, config)
+        scores = node_scores(self.config, self.catalog, self.scorer, query, config)
         return self._update(state, query, scores)
 
     async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         query = latest_user_text(state_messages(state))
-        scores = await self.scorer.ascores(query) if self.scorer is not None and query else None
-        scores = await aranking_scores(self.config.usage, self.catalog, query, scores, config)
+        scores = await anode_scores(self.config, self.catalog, self.scorer, query, config)
         return self._update(state, query, scores)
 
     def _update(self, state: Any, query: str, scores: np.ndarray | None) -> dict[str, Any]:
@@ -272,6 +275,9 @@ class ToolSearch(BudgetNode):
         name: node name.
         usage: a :class:`~langgraph_toolbudget.nodes.usage.ToolUsage`: hits
             rank by the tools' recorded messages too.
+        retriever: your own tool search (see ``BudgetConfig.retriever``): a
+            function ``(query, catalog)``, sync or async, returning tool names
+            best first or ``{name: score}``, fused with the other scores.
 
     Output: the working-set update (see :class:`SelectTools`), or ``{}``.
     """
@@ -291,6 +297,7 @@ class ToolSearch(BudgetNode):
         enabled_builtins: EnabledBuiltins = None,
         name: str = "tool_search",
         usage: ToolUsage | None = None,
+        retriever: Retriever | None = None,
     ) -> None:
         super().__init__(name)
         self.config = resolve_config(
@@ -302,6 +309,7 @@ class ToolSearch(BudgetNode):
             runtime_mode=runtime_mode,
             enabled_builtins=enabled_builtins,
             usage=usage,
+            retriever=retriever,
         )
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.every_turn = every_turn
@@ -333,16 +341,14 @@ class ToolSearch(BudgetNode):
         query = self._query(state)
         if query is None:
             return {}
-        scores = self.scorer.scores(query) if self.scorer is not None and query else None
-        scores = ranking_scores(self.config.usage, self.catalog, query, scores, config)
+        scores = node_scores(self.config, self.catalog, self.scorer, query, config)
         return self._update(state, query, scores)
 
     async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         query = self._query(state)
         if query is None:
             return {}
-        scores = await self.scorer.ascores(query) if self.scorer is not None and query else None
-        scores = await aranking_scores(self.config.usage, self.catalog, query, scores, config)
+        scores = await anode_scores(self.config, self.catalog, self.scorer, query, config)
         return self._update(state, query, scores)
 
     def _update(self, state: Any, query: str, scores: np.ndarray | None) -> dict[str, Any]:

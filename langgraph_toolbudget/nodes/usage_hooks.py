@@ -5,6 +5,8 @@ Key Components:
       (``ClassifyIntent``, ``SelectTools``, ``ToolSearch``) ranks by, fused with the history.
     - :func:`succeeded_tools`: the regular tools of a batch that ran successfully, which
       ``ToolExecutor`` and ``ToolAgent`` record.
+    - :func:`record_call` / :func:`arecord_call`: the same for one call, which
+      ``ToolBudgetMiddleware`` records (the agent's tool node runs each call on its own).
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.intent import latest_user_text
 from langgraph_toolbudget.core.meta import META_TOOL_NAMES
+from langgraph_toolbudget.core.working_set import state_messages
 from langgraph_toolbudget.nodes.usage import ToolUsage
 
-__all__ = ["aranking_scores", "ranking_scores", "succeeded_tools"]
+__all__ = ["aranking_scores", "arecord_call", "ranking_scores", "record_call", "succeeded_tools"]
 
 
 def succeeded_tools(calls: Sequence[ToolCall], outputs: Sequence[Any]) -> list[str]:
@@ -74,3 +78,27 @@ async def aranking_scores(
         return scores
     await usage.aattach(config)
     return usage.scores(catalog, query, scores)
+
+
+def _call_record(state: Any, call: ToolCall, output: Any) -> tuple[str, list[str]]:
+    """The latest user message and ``[call's tool]`` when it ran successfully, else ``[]``."""
+    names = succeeded_tools([call], [output])
+    return (latest_user_text(state_messages(state)) if names else ""), names
+
+
+def record_call(
+    usage: ToolUsage | None, state: Any, call: ToolCall, output: Any, config: RunnableConfig
+) -> None:
+    """Record one executed call against the state's latest user message, if it succeeded."""
+    if usage is not None:
+        query, names = _call_record(state, call, output)
+        usage.record_run(query, names, config)
+
+
+async def arecord_call(
+    usage: ToolUsage | None, state: Any, call: ToolCall, output: Any, config: RunnableConfig
+) -> None:
+    """Async :func:`record_call`."""
+    if usage is not None:
+        query, names = _call_record(state, call, output)
+        await usage.arecord_run(query, names, config)

@@ -1,0 +1,128 @@
+"""The scores a ranking node ranks by: lexical, embeddings, your retrieval function, usage.
+
+``ClassifyIntent``, ``SelectTools`` and ``ToolSearch`` all rank the tools of the
+latest user message the same way, through :func:`node_scores` (or
+:func:`anode_scores`): BM25, fused with embedding similarity when ``embeddings=``
+is set, fused with a retrieval function's answer when ``retriever=`` is set
+(:mod:`langgraph_toolbudget.core.retrieval`), plus the recorded usage when
+``usage=`` is set (:mod:`langgraph_toolbudget.nodes.usage_hooks`).
+
+The retrieval function is ``(query, catalog) -> tool names best first, or
+{tool name: score}``, sync or async. Sync nodes run an async one on the
+package's background loop; async nodes run a sync one in a worker thread, so it
+may block on I/O. If it raises, the turn ranks without it and a warning is
+logged (as for an embedding failure); an answer of the wrong shape raises
+``TypeError`` naming the two accepted shapes.
+
+Typical Usage:
+    ```python
+    def my_search(query: str, catalog: ToolCatalog) -> list[str]:
+        return vector_db.search(query, k=10)  # tool names, best first
+
+    SelectTools(catalog, retriever=my_search)
+    ```
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import numpy as np
+from langchain_core.runnables import RunnableConfig
+
+from langgraph_toolbudget._runner import run_sync
+from langgraph_toolbudget.config import BudgetConfig
+from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.retrieval import fuse_retrieved, retrieved_scores
+from langgraph_toolbudget.core.semantic import HybridScorer
+from langgraph_toolbudget.nodes.usage_hooks import aranking_scores, ranking_scores
+
+__all__ = ["Retriever", "anode_scores", "node_scores"]
+
+logger = logging.getLogger(__name__)
+
+Retriever = Callable[[str, ToolCatalog], Any]
+"""``(query, catalog) -> tool names best first, or {tool name: score}`` (or an awaitable of it)."""
+
+
+FAILED = object()
+"""What :func:`_ask` returns when the retrieval function raised."""
+
+
+async def _awaited(answer: Awaitable[Any]) -> Any:
+    return await answer
+
+
+def _fused(
+    budget: BudgetConfig, catalog: ToolCatalog, query: str, base: np.ndarray | None, answer: Any
+) -> np.ndarray | None:
+    retrieved = None if answer is FAILED else retrieved_scores(answer, catalog)
+    if retrieved is None:
+        return base
+    lexical = base if base is not None else catalog.index.scores(query)
+    return fuse_retrieved(lexical, retrieved, budget.retriever_weight)
+
+
+def _failed(retriever: Any, exc: BaseException) -> Any:
+    name = getattr(retriever, "__name__", type(retriever).__name__)
+    logger.warning("retriever %s failed (%r); ranking without it this turn", name, exc)
+    return FAILED
+
+
+def _ask(retriever: Retriever, query: str, catalog: ToolCatalog) -> Any:
+    """The function's answer (an async one run on the background loop), or ``FAILED``."""
+    try:
+        answer = retriever(query, catalog)
+        return run_sync(_awaited(answer)) if inspect.isawaitable(answer) else answer
+    except Exception as exc:  # noqa: BLE001 - the user's search failing must not end the turn
+        return _failed(retriever, exc)
+
+
+async def _aask(retriever: Retriever, query: str, catalog: ToolCatalog) -> Any:
+    """Async :func:`_ask`: a sync function runs in a worker thread."""
+    call = getattr(retriever, "__call__", None)  # noqa: B004 - an object's async __call__
+    try:
+        if inspect.iscoroutinefunction(retriever) or inspect.iscoroutinefunction(call):
+            return await retriever(query, catalog)
+        answer = await asyncio.to_thread(retriever, query, catalog)
+        return await answer if inspect.isawaitable(answer) else answer
+    except Exception as exc:  # noqa: BLE001 - the user's search failing must not end the turn
+        return _failed(retriever, exc)
+
+
+def node_scores(
+    budget: BudgetConfig,
+    catalog: ToolCatalog,
+    scorer: HybridScorer | None,
+    query: str,
+    config: RunnableConfig | None,
+) -> np.ndarray | None:
+    """The scores a ranking node ranks ``catalog`` by for ``query`` (``None``: lexical only).
+
+    Raises:
+        TypeError: the retrieval function answered in neither accepted shape.
+    """
+    scores = scorer.scores(query) if scorer is not None and query else None
+    if budget.retriever is not None and query:
+        answer = _ask(budget.retriever, query, catalog)
+        scores = _fused(budget, catalog, query, scores, answer)
+    return ranking_scores(budget.usage, catalog, query, scores, config)
+
+
+async def anode_scores(
+    budget: BudgetConfig,
+    catalog: ToolCatalog,
+    scorer: HybridScorer | None,
+    query: str,
+    config: RunnableConfig | None,
+) -> np.ndarray | None:
+    """Async :func:`node_scores` (a sync retrieval function runs in a worker thread)."""
+    scores = await scorer.ascores(query) if scorer is not None and query else None
+    if budget.retriever is not None and query:
+        answer = await _aask(budget.retriever, query, catalog)
+        scores = _fused(budget, catalog, query, scores, answer)
+    return await aranking_scores(budget.usage, catalog, query, scores, config)

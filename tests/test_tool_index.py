@@ -1,0 +1,130 @@
+"""StoreToolIndex: the tool embeddings in a LangGraph store's vector index, as ``retriever=``.
+
+A real ``InMemoryStore`` created with an index over the package's offline
+``HashingEmbeddings``, wrapped to count what is embedded. (``SqliteStore``'s index needs
+a Python whose ``sqlite3`` loads extensions, and ``PostgresStore``'s needs pgvector;
+neither is assumed here.) Checked: the store's search ranks as the in-memory
+``HybridScorer`` does (same texts, same embeddings); a second index object over the
+same store (another worker) embeds no tool again, a changed description re-embeds that
+tool only; inside a graph the graph's store is used; misconfiguration is named.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from langchain_core.embeddings import Embeddings
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.store.memory import InMemoryStore
+
+from langgraph_toolbudget import (
+    BudgetConfig,
+    HashingEmbeddings,
+    HybridScorer,
+    StoreToolIndex,
+    ToolCatalog,
+    create_toolbudget_agent,
+)
+from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+from langgraph_toolbudget.testing import ScriptedChatModel
+
+DIMS = 1024
+QUERIES = ["weather forecast for the weekend", "send an email to Ada", "count rows of a table"]
+
+
+class Counting(Embeddings):
+    """HashingEmbeddings that count the documents they embed."""
+
+    def __init__(self) -> None:
+        self.inner = HashingEmbeddings(DIMS)
+        self.documents = self.queries = 0
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.documents += len(texts)
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        self.queries += 1
+        return self.inner.embed_query(text)
+
+
+def index_config(embeddings: Embeddings) -> dict[str, Any]:
+    return {"embed": embeddings, "dims": DIMS, "fields": ["text"]}
+
+
+def test_the_store_ranks_as_the_in_memory_scorer_does() -> None:
+    catalog = build_example_catalog()
+    embeddings = Counting()
+    search = StoreToolIndex(InMemoryStore(index=index_config(embeddings)), limit=5)
+    scorer = HybridScorer(catalog, HashingEmbeddings(DIMS))
+    for query in QUERIES:
+        found = search(query, catalog)
+        semantic = scorer.semantic_scores(query)
+        best = [catalog.index.names[i] for i in np.argsort(-semantic, kind="stable")[:5]]
+        assert list(found) == best
+    assert embeddings.documents == len(catalog)  # the catalog was embedded once
+
+
+def test_a_second_worker_embeds_nothing_and_a_changed_tool_only_itself() -> None:
+    catalog = build_example_catalog()
+    embeddings = Counting()
+    store = InMemoryStore(index=index_config(embeddings))
+    hits = StoreToolIndex(store)(QUERIES[0], catalog)
+    assert embeddings.documents == len(catalog) and "weather_forecast" in hits
+
+    index = StoreToolIndex(store)  # another worker (or a restart, with a persistent store)
+    assert index(QUERIES[0], catalog) == hits
+    assert embeddings.documents == len(catalog)  # nothing embedded again
+
+    changed = ToolCatalog.from_tools(
+        [
+            t.model_copy(update={"description": "Forecast for the coming days in a city."})
+            if t.name == "weather_forecast"
+            else t
+            for t in (spec.tool for spec in catalog.specs)
+        ]
+    )
+    assert index.index(changed) == 1 and embeddings.documents == len(catalog) + 1
+    assert index.index(changed, prune=True) == 0  # nothing to write, nothing to prune
+
+
+def test_prune_removes_tools_that_left_the_catalog() -> None:
+    catalog = build_example_catalog()
+    store = InMemoryStore(index=index_config(HashingEmbeddings(DIMS)))
+    index = StoreToolIndex(store)
+    index.index(catalog)
+    smaller = ToolCatalog.from_tools([s.tool for s in catalog.specs if s.name != "send_email"])
+    index.index(smaller, prune=True)
+    assert store.get(("toolbudget", "tools"), "send_email") is None
+    assert store.get(("toolbudget", "tools"), "read_email") is not None
+
+
+def test_inside_a_graph_it_uses_the_graph_store_and_embeds_the_query_once() -> None:
+    catalog = build_example_catalog()
+    embeddings = Counting()
+    store = InMemoryStore(index=index_config(embeddings))
+    model = ScriptedChatModel(responses=[AIMessage("Here it is.")], cycle=False)
+    config = BudgetConfig(retriever=StoreToolIndex(), max_tools=3)
+    app = create_toolbudget_agent(model, catalog, config=config).compile(store=store)
+    app.invoke({"messages": [HumanMessage("weather forecast for the weekend")]})
+    assert len(store.search(("toolbudget", "tools"), limit=100)) == len(catalog)
+    assert "weather_forecast" in model.bound_tools[0]
+    assert embeddings.queries == 1  # classify, select and search share one store search
+
+
+def test_misconfiguration_is_named(caplog) -> None:
+    with pytest.raises(ValueError, match="no vector index"):
+        StoreToolIndex(InMemoryStore())
+    with pytest.raises(TypeError, match="BaseStore"):
+        StoreToolIndex({})  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match="compiled with a store"):
+        StoreToolIndex()("weather", build_example_catalog())
+    model = ScriptedChatModel(responses=[AIMessage("ok")], cycle=False)
+    config = BudgetConfig(retriever=StoreToolIndex())
+    app = create_toolbudget_agent(model, build_example_catalog(), config=config).compile()
+    with caplog.at_level("WARNING"):
+        app.invoke({"messages": [HumanMessage("weather forecast")]})
+    assert "retriever StoreToolIndex failed" in caplog.text
+    assert "compiled with a store" in caplog.text
