@@ -219,6 +219,20 @@ class SessionContext:
             return set()
         return {s.name for s in catalog.specs if self.decision(s) == "exclude"}
 
+    def hidden_categories(self, catalog: ToolCatalog) -> list[str]:
+        """The catalog's categories whose every tool is excluded in this thread (sorted).
+
+        The model is not told about them: nothing of theirs could be loaded.
+        """
+        gone = self.excluded(catalog)
+        if not gone:
+            return []
+        return sorted(
+            cat
+            for cat in catalog.categories
+            if (members := catalog.tools_in(cat)) and gone.issuperset(members)
+        )
+
     def unselectable(self, catalog: ToolCatalog) -> list[str]:
         """Tools the budget and the searches must not choose in this thread: excluded
         ones, and those whose thread mode is not ``agent``."""
