@@ -10,12 +10,17 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_toolbudget import (
+    SelectTools,
     ToolBudgetMiddleware,
+    ToolExecutor,
+    ToolSearch,
     create_toolbudget_agent,
     exclude_tools,
     include_tools,
     tools_prompt_section,
 )
+from langgraph_toolbudget.core.context import merge_context
+from langgraph_toolbudget.core.context_ops import set_include_mode
 from langgraph_toolbudget.core.meta import META_TOOL_NAMES
 from langgraph_toolbudget.testing import ScriptedChatModel
 from tests.conftest import build_catalog
@@ -98,3 +103,68 @@ def test_excluded_categories_leave_a_text_format_prompt() -> None:
     listed = rendered.split("Available categories:", 1)[1].split(".")[0]
     assert "slack" not in listed and "weather" in listed
     assert all(name in rendered for name in META_TOOL_NAMES)
+
+
+# --- the thread's include mode decides what the budget may choose ---------------------------
+
+READ = "read the README file in the docs folder"
+
+
+def _thread(*updates: dict[str, Any], text: str = READ, **state: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"messages": [HumanMessage(text)], **state}
+    for update in updates:
+        for key, value in update.items():
+            out[key] = merge_context(out.get(key), value)
+    return out
+
+
+def _added(update: dict[str, Any]) -> list[str]:
+    value = update.get("selected_tools") or {}
+    return list(value.get("add", []) if isinstance(value, dict) else value)
+
+
+def test_a_manual_tool_set_to_agent_competes_in_the_budget_of_that_thread_only() -> None:
+    catalog = build_catalog(server_defaults={"files": {"include": "manual"}})
+    node = SelectTools(catalog, max_tools=4)
+    plain = _added(node.invoke(_thread(categories=["files"])))
+    assert "read_file" not in plain, "manual in the catalog: never chosen by the budget"
+    agent_mode = _thread(set_include_mode("agent", tools=["read_file"]), categories=["files"])
+    assert "read_file" in _added(node.invoke(agent_mode))
+    server_mode = _thread(set_include_mode("agent", servers=["files"]), categories=["files"])
+    chosen = _added(node.invoke(server_mode))
+    assert "read_file" in chosen and len(set(chosen) - {"ask_human"}) == 4, "the budget holds"
+    relevance = SelectTools(catalog, max_tools=3, strategy="relevance")
+    assert "read_file" in _added(relevance.invoke(agent_mode))
+    assert "read_file" not in _added(relevance.invoke(_thread()))
+
+
+def test_an_agent_tool_set_to_manual_leaves_the_budget_of_that_thread() -> None:
+    catalog = build_catalog()
+    node = SelectTools(catalog, max_tools=4)
+    assert "read_file" in _added(node.invoke(_thread(categories=["files"])))
+    manual = _thread(set_include_mode("manual", tools=["read_file"]), categories=["files"])
+    assert "read_file" not in _added(node.invoke(manual))
+    search = ToolSearch(catalog, limit=3)
+    assert "read_file" in _added(search.invoke(_thread()))
+    assert "read_file" not in _added(
+        search.invoke(_thread(set_include_mode("manual", ["read_file"])))
+    )
+
+
+def test_the_tool_search_and_request_more_tools_follow_the_thread_mode() -> None:
+    catalog = build_catalog(server_defaults={"files": {"include": "manual"}})
+    search = ToolSearch(catalog, limit=3)
+    assert "read_file" not in _added(search.invoke(_thread()))
+    assert "read_file" in _added(search.invoke(_thread(set_include_mode("agent", ["read_file"]))))
+    only_manual = build_catalog(default_include="manual")
+    deferred_none = ToolSearch(only_manual, limit=3)
+    assert deferred_none.invoke(_thread()) == {}, "nothing is deferred: no search"
+    hits = _added(deferred_none.invoke(_thread(set_include_mode("agent", servers=["files"]))))
+    assert "read_file" in hits
+    call = {"name": "request_more_tools", "args": {"categories": ["files"]}, "id": "c1"}
+    for mode, loaded in (("agent", True), (None, False)):
+        updates = [set_include_mode(mode, tools=["read_file"])] if mode else []
+        state = _thread(*updates, selected_tools=[])
+        state["messages"].append(AIMessage("", tool_calls=[call]))
+        (answer,) = ToolExecutor(catalog).invoke(state)["messages"]
+        assert ("read_file" in answer.content) == loaded, answer.content

@@ -246,6 +246,17 @@ class SessionContext:
             and self.mode(s) != "agent"
         ]
 
+    def selectable(self, catalog: ToolCatalog) -> list[str]:
+        """Tools the budget and the searches may choose in this thread although the catalog
+        would not: listed tools of another catalog mode the thread set to ``agent``."""
+        if not (self.tool_modes or self.server_modes):
+            return []
+        return [
+            s.name
+            for s in catalog.specs
+            if s.include != "agent" and self.mode(s) == "agent" and self.decision(s) is None
+        ]
+
     def free(self, catalog: ToolCatalog, base: Iterable[str]) -> list[str]:
         """The tools visible without budget in this thread.
 

@@ -264,6 +264,7 @@ class MetaToolHandler:
             max_tools=self.max_tools,
             min_per_category=self.min_per_category,
             exclude=[*working.names, *context.unselectable(self.catalog)],
+            also_selectable=context.selectable(self.catalog),
         )
         added, evicted = working.add(chosen, reason=REQUEST_MORE_TOOLS, args=args)
         note = ""
