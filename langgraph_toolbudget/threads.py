@@ -143,12 +143,27 @@ def load_graph(spec: str) -> Any:
 
 
 def catalog_of(graph: Any) -> ToolCatalog | None:
-    """The catalog of the package's nodes in a graph (builder), or None."""
+    """The catalog of the package's nodes in a graph (builder or compiled), or None.
+
+    A node of the package holds it (``SelectTools``, ``ToolAgent``...); under
+    LangChain's ``create_agent`` the node ``ToolBudgetMiddleware.before_model``
+    runs a bound method of the middleware, which holds it.
+    """
     for node in getattr(graph, "nodes", {}).values():
-        catalog = getattr(getattr(node, "runnable", None), "catalog", None)
-        if isinstance(catalog, ToolCatalog):
-            return catalog
+        for runnable in (getattr(node, "runnable", None), getattr(node, "bound", None)):
+            for owner in _owners(runnable):
+                catalog = getattr(owner, "catalog", None)
+                if isinstance(catalog, ToolCatalog):
+                    return catalog
     return None
+
+
+def _owners(runnable: Any) -> list[Any]:
+    """A node's runnable and the objects whose bound methods it runs (a middleware's hook)."""
+    if runnable is None:
+        return []
+    hooks = (getattr(runnable, "func", None), getattr(runnable, "afunc", None))
+    return [runnable, *(getattr(fn, "__self__", None) for fn in hooks if fn is not None)]
 
 
 def _detail(exc: Any) -> str:

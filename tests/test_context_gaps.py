@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langgraph_toolbudget import (
     SelectTools,
@@ -168,3 +171,43 @@ def test_the_tool_search_and_request_more_tools_follow_the_thread_mode() -> None
         state["messages"].append(AIMessage("", tool_calls=[call]))
         (answer,) = ToolExecutor(catalog).invoke(state)["messages"]
         assert ("read_file" in answer.content) == loaded, answer.content
+
+
+# --- the CLI finds the catalog of a create_agent graph ---------------------------------------
+
+
+def agent_graph(checkpointer: Any = None) -> Any:
+    """A ``create_agent`` + ``ToolBudgetMiddleware`` graph (the CLI's ``--graph`` spec)."""
+    middleware = ToolBudgetMiddleware(build_catalog())
+    model = ScriptedChatModel(responses=["done"])
+    return create_agent(model, middleware=[middleware], checkpointer=checkpointer)
+
+
+def test_the_cli_reads_the_catalog_of_a_create_agent_graph(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from langgraph_toolbudget.cli import main
+    from langgraph_toolbudget.threads import catalog_of
+
+    graph = agent_graph()
+    assert catalog_of(graph) is catalog_of(graph.builder) is not None
+    path = tmp_path / "threads.sqlite"
+    with SqliteSaver.from_conn_string(str(path)) as saver:
+        agent_graph(saver).invoke({"messages": [HumanMessage("weather in Paris?")]}, CONFIG)
+    target = ["--sqlite", str(path), "--graph", f"{__name__}:agent_graph", "--thread", "t1"]
+    runner = CliRunner()
+    env = {"TOOLBUDGET_CATALOG": ""}  # no catalog but the graph's
+    listed = runner.invoke(main, ["tools", *target, "--json"], env=env)
+    assert listed.exit_code == 0, listed.output
+    data = json.loads(listed.output)
+    assert {row["name"] for row in data["tools"]} == set(build_catalog().tool_names)
+    changed = runner.invoke(main, ["tools", "exclude", "--server", "slack", *target], env=env)
+    assert changed.exit_code == 0, changed.output
+    assert "slack" in changed.output
+    with SqliteSaver.from_conn_string(str(path)) as saver:
+        app = agent_graph(saver)
+        assert app.get_state(CONFIG).values["context_servers"] == {"slack": "exclude"}
+        app.invoke({"messages": [HumanMessage("post hello to the slack channel dev")]}, CONFIG)
+        assert "selected_tools" in app.get_state(CONFIG).values
+        visible = set(app.get_state(CONFIG).values["selected_tools"])
+    assert visible and not visible & {"send_message", "list_channels", "read_channel_history"}
