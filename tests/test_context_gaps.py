@@ -211,3 +211,13 @@ def test_the_cli_reads_the_catalog_of_a_create_agent_graph(tmp_path: Path) -> No
         assert "selected_tools" in app.get_state(CONFIG).values
         visible = set(app.get_state(CONFIG).values["selected_tools"])
     assert visible and not visible & {"send_message", "list_channels", "read_channel_history"}
+
+
+def test_request_more_tools_names_only_the_categories_left_in_the_thread() -> None:
+    catalog = build_catalog()
+    call = {"name": "request_more_tools", "args": {"categories": ["chat"]}, "id": "c1"}
+    state = _thread(exclude_tools(servers=["slack"]), selected_tools=[])
+    state["messages"].append(AIMessage("", tool_calls=[call]))
+    (answer,) = ToolExecutor(catalog).invoke(state)["messages"]
+    available = answer.content.split("Available categories:", 1)[1]
+    assert "weather" in available and "slack" not in available
