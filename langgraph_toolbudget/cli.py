@@ -58,6 +58,10 @@ def _target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--graph", help="With --sqlite: the app's StateGraph, module:attribute."),
         click.option("--catalog", help="The agent's ToolCatalog, module:attribute."),
         click.option("--json", "as_json", is_flag=True, help="Print JSON."),
+        click.option(
+            "--graph-id",
+            help="With --url: the agent's graph on the server, for a thread that never ran.",
+        ),
     ]
     for option in reversed(options):
         fn = option(fn)
@@ -77,6 +81,7 @@ def _run(opts: dict[str, Any], command: str, args: dict[str, Any]) -> tuple[Any,
             sqlite=opts["sqlite"],
             graph=opts["graph"],
             catalog=opts["catalog"],
+            graph_id=opts["graph_id"],
         )
         result = execute(thread, catalog, command, args)
         return result.data, (thread.values(), catalog)

@@ -107,6 +107,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--sqlite", help="Instead of --url: a SqliteSaver file.")
     parser.add_argument("--graph", help="With --sqlite: the app's StateGraph, module:attribute.")
     parser.add_argument(
+        "--graph-id", help="With --url: the agent's graph, for a thread that never ran."
+    )
+    parser.add_argument(
         "--transport", choices=("stdio", "streamable-http"), default="stdio", help="MCP transport."
     )
     parser.add_argument("--host", default="127.0.0.1", help="streamable-http: host.")
@@ -123,6 +126,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             thread_id=args.thread,
             sqlite=args.sqlite,
             graph=args.graph,
+            graph_id=args.graph_id,
             catalog=args.catalog,
         )
     except ThreadError as exc:

@@ -62,6 +62,12 @@ SERVER_DOWN_ERROR = (
 UNKNOWN_THREAD_ERROR = "thread {thread!r} not found on {where}; check --thread"
 SERVER_ERROR = "the LangGraph server at {url} refused the request: {error}"
 NO_SQLITE_ERROR = "no SQLite file at {path}; check --sqlite"
+NO_GRAPH_REFUSAL = "has no assigned graph ID"
+"""The server's words for an update of a thread that has never run."""
+NO_GRAPH_ID_ERROR = (
+    "thread {thread!r} has never run, so the server does not know its graph: pass --graph-id "
+    "with the agent's graph (one of: {graphs}), or run one turn on the thread first"
+)
 
 
 class ThreadError(RuntimeError):
@@ -143,12 +149,27 @@ def load_graph(spec: str) -> Any:
 
 
 def catalog_of(graph: Any) -> ToolCatalog | None:
-    """The catalog of the package's nodes in a graph (builder), or None."""
+    """The catalog of the package's nodes in a graph (builder or compiled), or None.
+
+    A node of the package holds it (``SelectTools``, ``ToolAgent``...); under
+    LangChain's ``create_agent`` the node ``ToolBudgetMiddleware.before_model``
+    runs a bound method of the middleware, which holds it.
+    """
     for node in getattr(graph, "nodes", {}).values():
-        catalog = getattr(getattr(node, "runnable", None), "catalog", None)
-        if isinstance(catalog, ToolCatalog):
-            return catalog
+        for runnable in (getattr(node, "runnable", None), getattr(node, "bound", None)):
+            for owner in _owners(runnable):
+                catalog = getattr(owner, "catalog", None)
+                if isinstance(catalog, ToolCatalog):
+                    return catalog
     return None
+
+
+def _owners(runnable: Any) -> list[Any]:
+    """A node's runnable and the objects whose bound methods it runs (a middleware's hook)."""
+    if runnable is None:
+        return []
+    hooks = (getattr(runnable, "func", None), getattr(runnable, "afunc", None))
+    return [runnable, *(getattr(fn, "__self__", None) for fn in hooks if fn is not None)]
 
 
 def _detail(exc: Any) -> str:
@@ -164,16 +185,24 @@ def _detail(exc: Any) -> str:
 class ServerThread:
     """A thread of a LangGraph server (``langgraph dev``, a deployment), through the SDK.
 
+    A thread that has never run has no graph on the server, which then refuses
+    ``update_state``: the thread is assigned ``graph_id`` first (its metadata's
+    ``graph_id``, as a run would), or the server's only graph; with several
+    graphs and no ``graph_id`` the error names them.
+
     Args:
         url: the server's URL.
         thread_id: the thread.
+        graph_id: the graph (a key of ``langgraph.json``'s ``graphs``) to assign a
+            thread that has never run.
     """
 
-    def __init__(self, url: str, thread_id: str) -> None:
+    def __init__(self, url: str, thread_id: str, graph_id: str | None = None) -> None:
         from langgraph_sdk import get_sync_client
 
         self.url = url
         self.thread_id = thread_id
+        self.graph_id = graph_id
         self.client = get_sync_client(url=url)
 
     def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -199,7 +228,26 @@ class ServerThread:
         return dict(values) if isinstance(values, Mapping) else {}
 
     def update(self, update: Mapping[str, Any]) -> None:
-        self._call(self.client.threads.update_state, self.thread_id, dict(update))
+        try:
+            self._call(self.client.threads.update_state, self.thread_id, dict(update))
+        except ThreadError as exc:
+            if NO_GRAPH_REFUSAL not in str(exc):
+                raise
+            self._assign_graph()
+            self._call(self.client.threads.update_state, self.thread_id, dict(update))
+
+    def _assign_graph(self) -> None:
+        """Give a thread that has never run its graph, so the server accepts updates."""
+        graph_id = self.graph_id
+        if graph_id is None:
+            assistants = self._call(self.client.assistants.search, limit=1000)
+            graphs = sorted({a["graph_id"] for a in assistants})
+            if len(graphs) != 1:
+                raise ThreadError(
+                    NO_GRAPH_ID_ERROR.format(thread=self.thread_id, graphs=", ".join(graphs))
+                )
+            graph_id = graphs[0]
+        self._call(self.client.threads.update, self.thread_id, metadata={"graph_id": graph_id})
 
 
 class SqliteThread:
@@ -285,11 +333,14 @@ def open_thread(
     sqlite: str | None = None,
     graph: str | None = None,
     catalog: str | None = None,
+    graph_id: str | None = None,
 ) -> tuple[Thread, ToolCatalog]:
     """The thread named by the CLI/MCP server options, and the catalog of its agent.
 
-    A LangGraph server thread needs ``catalog`` (or ``$TOOLBUDGET_CATALOG``); a
-    SQLite thread takes its graph's catalog unless ``catalog`` is given.
+    A LangGraph server thread needs ``catalog`` (or ``$TOOLBUDGET_CATALOG``), and
+    ``graph_id`` when it has never run on a server of several graphs (see
+    :class:`ServerThread`); a SQLite thread takes its graph's catalog unless
+    ``catalog`` is given.
 
     Raises:
         ThreadError: options that name no thread, or name it incompletely.
@@ -299,7 +350,7 @@ def open_thread(
     if not thread_id:
         raise ThreadError(NO_THREAD_ERROR)
     if url:
-        return ServerThread(url, thread_id), load_catalog(catalog)
+        return ServerThread(url, thread_id, graph_id), load_catalog(catalog)
     if not graph:
         raise ThreadError(NO_GRAPH_ERROR)
     builder = load_graph(graph)

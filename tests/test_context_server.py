@@ -222,6 +222,34 @@ async def test_cli_against_langgraph_dev(server: str) -> None:  # noqa: F811
         assert expected in stderr and len(stderr.strip().splitlines()) == 1
 
 
+async def test_cli_and_mcp_server_change_a_thread_that_never_ran(server: str) -> None:  # noqa: F811
+    client = get_client(url=server)
+    fresh, other = [(await client.threads.create())["thread_id"] for _ in range(2)]
+    target = ["--url", server, "--thread", fresh, "--catalog", CATALOG]
+    refused = _cli("tools", "exclude", "--server", "slack", *target)
+    assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1
+    assert f"thread '{fresh}' has never run" in refused.stderr
+    assert "pass --graph-id" in refused.stderr and "toolbudget_middleware" in refused.stderr
+    done = _cli("tools", "exclude", "--server", "slack", *target, "--graph-id", "toolbudget")
+    assert done.returncode == 0, done.stderr
+    assert "slack (0 of 5 tools)" in done.stdout
+    assert (await client.threads.get(fresh))["metadata"]["graph_id"] == "toolbudget"
+    values = await _turn(client, fresh, "Post the weather in Paris to slack")
+    assert values["context_servers"] == {"slack": "exclude"}
+    assert not set(values["selected_tools"]) & {"send_message", "list_channels"}
+
+    args = ["-m", "langgraph_toolbudget.context_server", "--url", server, "--thread", other]
+    args += ["--catalog", CATALOG, "--graph-id", "toolbudget"]
+    params = StdioServerParameters(command=sys.executable, args=args, env=_env())
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        out = await session.call_tool("exclude_tool", {"tool": "get_weather"})
+        assert not out.isError, out.content
+    assert (await client.threads.get_state(other))["values"]["context_tools"] == {
+        "get_weather": "exclude"
+    }
+
+
 def test_cli_against_a_sqlite_thread_and_explain(tmp_path: Path) -> None:
     (tmp_path / "myapp.py").write_text(APP, encoding="utf-8")
     sys.path.insert(0, str(tmp_path))

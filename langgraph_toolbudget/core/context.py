@@ -219,6 +219,20 @@ class SessionContext:
             return set()
         return {s.name for s in catalog.specs if self.decision(s) == "exclude"}
 
+    def hidden_categories(self, catalog: ToolCatalog) -> list[str]:
+        """The catalog's categories whose every tool is excluded in this thread (sorted).
+
+        The model is not told about them: nothing of theirs could be loaded.
+        """
+        gone = self.excluded(catalog)
+        if not gone:
+            return []
+        return sorted(
+            cat
+            for cat in catalog.categories
+            if (members := catalog.tools_in(cat)) and gone.issuperset(members)
+        )
+
     def unselectable(self, catalog: ToolCatalog) -> list[str]:
         """Tools the budget and the searches must not choose in this thread: excluded
         ones, and those whose thread mode is not ``agent``."""
@@ -230,6 +244,17 @@ class SessionContext:
             if self.decision(s) == "exclude"
             or (s.name in self.tool_modes or server_of(s) in self.server_modes)
             and self.mode(s) != "agent"
+        ]
+
+    def selectable(self, catalog: ToolCatalog) -> list[str]:
+        """Tools the budget and the searches may choose in this thread although the catalog
+        would not: listed tools of another catalog mode the thread set to ``agent``."""
+        if not (self.tool_modes or self.server_modes):
+            return []
+        return [
+            s.name
+            for s in catalog.specs
+            if s.include != "agent" and self.mode(s) == "agent" and self.decision(s) is None
         ]
 
     def free(self, catalog: ToolCatalog, base: Iterable[str]) -> list[str]:

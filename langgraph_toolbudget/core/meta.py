@@ -264,13 +264,15 @@ class MetaToolHandler:
             max_tools=self.max_tools,
             min_per_category=self.min_per_category,
             exclude=[*working.names, *context.unselectable(self.catalog)],
+            also_selectable=context.selectable(self.catalog),
         )
         added, evicted = working.add(chosen, reason=REQUEST_MORE_TOOLS, args=args)
         note = ""
         if unknown:
+            shown = known.difference(context.hidden_categories(self.catalog))
             note = (
                 f" Unknown categories: {clip_names(unknown)}. Available categories: "
-                f"{', '.join(sorted(known))}."
+                f"{', '.join(sorted(shown))}."
             )
         if not added:
             return MetaOutcome(f"No new tools added.{note}", error=False)

@@ -12,7 +12,7 @@ The nodes over these are in :mod:`langgraph_toolbudget.nodes.selection`.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 import numpy as np
 
@@ -40,6 +40,7 @@ def select_tools(
     exclude: Iterable[str] = (),
     scores: np.ndarray | None = None,
     max_schema_tokens: int | None = None,
+    also_selectable: Collection[str] = (),
 ) -> list[str]:
     """Tools for ``categories`` under a proportional budget.
 
@@ -62,6 +63,9 @@ def select_tools(
         max_schema_tokens: a budget in schema tokens instead: each category's
             share is a share of tokens (``core.token_budget.allocate_tokens``);
             ``max_tools`` then caps the number of tools too.
+        also_selectable: listed tools that may be chosen although their catalog
+            include mode is not ``agent`` (a thread set them to ``agent``:
+            :meth:`SessionContext.selectable`).
     """
     if isinstance(categories, str):
         raise TypeError(
@@ -69,6 +73,8 @@ def select_tools(
             f"pass [{categories!r}]."
         )
     members = _selectable_members(catalog)
+    if also_selectable:
+        members = _with_also(catalog, members, also_selectable)
     known = [c for c in dict.fromkeys(categories) if c in members]
     if not known or max_tools <= 0:
         return []
@@ -119,6 +125,22 @@ def _build_selectable_members(catalog: ToolCatalog) -> dict[str, np.ndarray]:
     return members
 
 
+def _with_also(
+    catalog: ToolCatalog, members: dict[str, np.ndarray], also: Collection[str]
+) -> dict[str, np.ndarray]:
+    """``members`` with the listed tools of ``also`` added to their categories (catalog order)."""
+    specs = [spec for n in also if n in catalog and (spec := catalog.get(n)) is not None]
+    also = {spec.name for spec in specs}
+    touched = {c for spec in specs for c in spec.categories if c in members}
+    if not touched:
+        return members
+    index, out = catalog.index, dict(members)
+    for cat in touched:
+        names = [n for n in catalog.tools_in(cat) if n in also or catalog.selectable(n)]
+        out[cat] = np.array([index.position(n) for n in names], dtype=np.int64)
+    return out
+
+
 def search_hits(
     catalog: ToolCatalog,
     query: str,
@@ -127,6 +149,7 @@ def search_hits(
     exclude: Iterable[str] = (),
     min_relative_score: float = 0.0,
     scores: np.ndarray | None = None,
+    also_selectable: Collection[str] = (),
 ) -> list[str]:
     """The ``limit`` most relevant selectable tools for free text, best first.
 
@@ -138,6 +161,8 @@ def search_hits(
         min_relative_score: drop hits scoring below this fraction of the best.
         scores: relevance of every tool, aligned with ``catalog.index.names``
             (e.g. :meth:`HybridScorer.scores`); default ``catalog.index.scores(query)``.
+        also_selectable: tools that may be hit although their catalog include mode
+            is not ``agent`` (see :func:`select_tools`).
     """
     if limit <= 0 or not query:
         return []
@@ -147,12 +172,13 @@ def search_hits(
         _check_scores(catalog, scores)
         rank = functools.partial(rank_scores, scores)
     skip = set(exclude)
+    ok = functools.partial(_selectable, catalog, frozenset(also_selectable))
     out: list[str] = []
     best = None
     # Enough candidates for ``limit`` hits unless many are skipped; then rank them all.
     ranked = rank(limit=limit + len(skip) + 16)
     if len(ranked) == limit + len(skip) + 16:
-        n_ok = sum(1 for pos, _ in ranked if _hit_ok(catalog, pos, skip))
+        n_ok = sum(1 for pos, _ in ranked if catalog.index.names[pos] not in skip and ok(pos))
         if n_ok < limit:
             ranked = rank()
     for pos, score in ranked:
@@ -161,7 +187,7 @@ def search_hits(
             best = score
         if score < best * min_relative_score:
             break
-        if name in skip or not catalog.selectable(name):
+        if name in skip or not ok(pos):
             continue
         out.append(name)
         if len(out) >= limit:
@@ -177,9 +203,9 @@ def _check_scores(catalog: ToolCatalog, scores: np.ndarray) -> None:
         )
 
 
-def _hit_ok(catalog: ToolCatalog, pos: int, skip: set[str]) -> bool:
+def _selectable(catalog: ToolCatalog, also: frozenset[str], pos: int) -> bool:
     name = catalog.index.names[pos]
-    return name not in skip and catalog.selectable(name)
+    return catalog.selectable(name) or (name in also and name in catalog)
 
 
 def _check_pinned(catalog: ToolCatalog, pinned: Sequence[str]) -> list[str]:

@@ -37,9 +37,10 @@ from langgraph_toolbudget.middleware.state import (
 from langgraph_toolbudget.nodes._node import emit_changes
 from langgraph_toolbudget.nodes.agent import ITERATION_LIMIT_MESSAGE
 from langgraph_toolbudget.nodes.intent import ClassifyIntent
-from langgraph_toolbudget.nodes.prompt import ai_calls_this_turn, tools_prompt_section
+from langgraph_toolbudget.nodes.prompt import ai_calls_this_turn
 from langgraph_toolbudget.nodes.retrieval import Retriever
 from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
+from langgraph_toolbudget.nodes.thread_prompt import ThreadPrompt
 from langgraph_toolbudget.nodes.usage import ToolUsage
 from langgraph_toolbudget.nodes.usage_hooks import arecord_call, record_call
 
@@ -181,8 +182,9 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             SelectTools(catalog, config=shared),
             ToolSearch(catalog, config=shared),
         )
-        self.builtin_tools = self.runner.builtins.tools
-        self.section = tools_prompt_section(catalog, self.runner.builtins.names)
+        self.thread_prompt = ThreadPrompt(catalog, self.runner.builtins)
+        self.builtin_tools = self.thread_prompt.tools
+        self.section = self.thread_prompt.section
         self.tools = [*self.builtin_tools, *(spec.tool for spec in catalog.specs)]
         self._ours = frozenset(t.name for t in self.tools)
         self._own_ids = frozenset(id(t) for t in self.tools)
@@ -235,9 +237,10 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         """
         visible = self.runner.working_set(request.state).names
         others = self._others(request.tools)
-        tools = [*self.builtin_tools, *self.catalog.tools(visible), *others]
+        section, builtins = self.thread_prompt.for_state(request.state)
+        tools = [*builtins, *self.catalog.tools(visible), *others]
         return request.override(
-            tools=tools, system_message=_with_section(request.system_message, self.section)
+            tools=tools, system_message=_with_section(request.system_message, section)
         )
 
     def _others(self, tools: list[Any]) -> list[Any]:

@@ -15,7 +15,7 @@ Key Components:
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -28,13 +28,6 @@ from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.budget import format_for_model
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.coercion import repair_tool_calls
-from langgraph_toolbudget.core.meta import (
-    ADD_TOOL,
-    META_TOOL_NAMES,
-    REQUEST_MORE_TOOLS,
-    SEARCH_TOOLS,
-    SHOW_ALL_TOOLS,
-)
 from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
 from langgraph_toolbudget.execution.builtins import Builtins
 from langgraph_toolbudget.formats.base import ToolCallFormat, reply_message
@@ -42,6 +35,7 @@ from langgraph_toolbudget.formats.history import parse_error_of, render_history
 from langgraph_toolbudget.formats.settings import FormatChoice, ToolCallFormats, choose_format
 from langgraph_toolbudget.nodes._node import emit_event
 from langgraph_toolbudget.nodes.models import model_name, native_tool_calling, resolve_chat_model
+from langgraph_toolbudget.nodes.thread_prompt import ThreadPrompt, tools_prompt_section
 
 __all__ = [
     "FORMAT_EVENT",
@@ -67,41 +61,6 @@ BAD_PROMPT_RESULT_ERROR = (
     "system_prompt callable must return a string, a SystemMessage or a list of messages; "
     "got {kind}."
 )
-
-
-def tools_prompt_section(catalog: ToolCatalog, builtins: Collection[str] = META_TOOL_NAMES) -> str:
-    """The system-prompt section: categories (sorted) and how to widen the tool set.
-
-    Args:
-        catalog: the tool catalog.
-        builtins: the built-in tools the model is given (default: the four
-            meta-tools); only those are explained.
-    """
-    descriptions = catalog.category_descriptions
-    lines = [
-        "## Tools",
-        "You see a small set of tools chosen for this request. Only the tools you see can be "
-        "called. More tools exist in these categories:",
-    ]
-    for cat in sorted(catalog.categories):
-        lines.append(f"- {cat}: {descriptions[cat]}" if descriptions.get(cat) else f"- {cat}")
-    how = []
-    if REQUEST_MORE_TOOLS in builtins:
-        how.append("- request_more_tools(categories=[...]) loads the tools of whole categories;")
-    if SEARCH_TOOLS in builtins and ADD_TOOL in builtins:
-        how.append(
-            '- search_tools(query="regex") finds tools by name or description, then '
-            "add_tool(tool_names=[...]) loads the ones you need;"
-        )
-    elif SEARCH_TOOLS in builtins:
-        how.append('- search_tools(query="regex") finds tools by name or description;')
-    elif ADD_TOOL in builtins:
-        how.append("- add_tool(tool_names=[...]) loads tools by name;")
-    if SHOW_ALL_TOOLS in builtins:
-        how.append("- show_all_tools() lists every tool name.")
-    if how:
-        lines += ["If your tools cannot do the task:", *how]
-    return "\n".join(lines)
 
 
 def _text(message: BaseMessage) -> str:
@@ -166,9 +125,10 @@ class ModelCaller:
         self.catalog = catalog
         self.system_prompt = _check_prompt(system_prompt)
         self._prompt_takes_config = callable(system_prompt) and _takes_config(system_prompt)
-        self.builtin_tools = builtins.tools
-        self.section = tools_prompt_section(catalog, builtins.names)
-        self._schemas: dict[str, dict[str, Any]] = {}
+        self.thread_prompt = ThreadPrompt(catalog, builtins)
+        self.builtin_tools = self.thread_prompt.tools
+        self.section = self.thread_prompt.section
+        self._schemas: dict[tuple[str, str], dict[str, Any]] = {}
         self.choice = self._choose(
             *native_tool_calling(self.model, self.config.model_supports_tools)
         )
@@ -219,17 +179,20 @@ class ModelCaller:
             return list(result)
         raise TypeError(BAD_PROMPT_RESULT_ERROR.format(kind=type(result).__name__))
 
-    def tools(self, working: WorkingSet) -> list[BaseTool]:
-        """What the model is shown: the enabled built-ins, then the visible tools."""
-        return [*self.builtin_tools, *self.catalog.tools(working.names)]
+    def tools(self, working: WorkingSet, state: Any = None) -> list[BaseTool]:
+        """What the model is shown: the enabled built-ins (as the thread of ``state``
+        sees them, see :class:`ThreadPrompt`), then the visible tools."""
+        builtins = self.builtin_tools if state is None else self.thread_prompt.for_state(state)[1]
+        return [*builtins, *self.catalog.tools(working.names)]
 
-    def tool_schemas(self, working: WorkingSet) -> list[dict[str, Any]]:
-        """The OpenAI schemas of :meth:`tools` (cached per tool name)."""
+    def tool_schemas(self, working: WorkingSet, state: Any = None) -> list[dict[str, Any]]:
+        """The OpenAI schemas of :meth:`tools` (cached per tool name and description)."""
         schemas = []
-        for tool in self.tools(working):
-            if tool.name not in self._schemas:
-                self._schemas[tool.name] = convert_to_openai_tool(tool)
-            schemas.append(self._schemas[tool.name])
+        for tool in self.tools(working, state):
+            key = (tool.name, tool.description)
+            if key not in self._schemas:
+                self._schemas[key] = convert_to_openai_tool(tool)
+            schemas.append(self._schemas[key])
         return schemas
 
     def prompt(
@@ -241,18 +204,19 @@ class ModelCaller:
         own: list[str] = []
         while messages and isinstance(messages[0], SystemMessage):
             own.append(_text(messages.pop(0)))
-        sections = [*own, self.section]
+        sections = [*own, self.thread_prompt.for_state(state)[0]]
         if not self.format.native:
-            sections.append(self.format.render_tools(self.tool_schemas(working or WorkingSet())))
+            schemas = self.tool_schemas(working or WorkingSet(), state)
+            sections.append(self.format.render_tools(schemas))
             messages = render_history(messages, self.format)
         return [SystemMessage("\n\n".join(sections)), *messages]
 
-    def bound(self, working: WorkingSet) -> Any:
+    def bound(self, working: WorkingSet, state: Any = None) -> Any:
         """The runnable to call: the model with the tools bound (native), or the model."""
         if not self.format.native:
             return self.model
         try:
-            return self.model.bind_tools(self.tools(working))
+            return self.model.bind_tools(self.tools(working, state))
         except NotImplementedError:  # bind_tools exists but does not work: fall back
             self.choice = self._choose(
                 False, f"{type(self.model).__name__}.bind_tools raised NotImplementedError"
@@ -283,7 +247,7 @@ class ModelCaller:
         """Call the model; the replies of this call (the last one is the answer to act on)."""
         replies: list[AIMessage] = []
         for attempt in range(1, self._attempts(state) + 1):
-            runnable = self.bound(working)
+            runnable = self.bound(working, state)
             self._emit()
             current = _with_messages(state, replies)
             replies.append(
@@ -299,7 +263,7 @@ class ModelCaller:
         """Async :meth:`invoke`."""
         replies: list[AIMessage] = []
         for attempt in range(1, self._attempts(state) + 1):
-            runnable = self.bound(working)
+            runnable = self.bound(working, state)
             self._emit()
             current = _with_messages(state, replies)
             reply = await runnable.ainvoke(self.prompt(current, config, working), config)

@@ -166,10 +166,13 @@ class SelectTools(BudgetNode):
         context = context or SessionContext()
         free = context.free(self.catalog, self.free_tools)
         skip = [*free, *context.unselectable(self.catalog)]
+        also = context.selectable(self.catalog)
         tokens = self.config.max_schema_tokens
         budget = self.config.tool_cap or len(self.catalog)
         if self.strategy == "relevance" or (self.strategy == "auto" and not categories):
-            chosen = search_hits(self.catalog, query, limit=budget, exclude=skip, scores=scores)
+            chosen = search_hits(
+                self.catalog, query, limit=budget, exclude=skip, scores=scores, also_selectable=also
+            )
             chosen = self._within_tokens(chosen)
         else:
             chosen = select_tools(
@@ -181,6 +184,7 @@ class SelectTools(BudgetNode):
                 exclude=skip,
                 scores=scores,
                 max_schema_tokens=tokens,
+                also_selectable=also,
             )
         usage = self.config.usage
         if not chosen and query and usage is not None:
@@ -317,11 +321,13 @@ class ToolSearch(BudgetNode):
         self.scorer = as_hybrid_scorer(catalog, self.config.embeddings)
         self.pinned = free_tools(catalog, self.config.pinned)
         # Seed 000: the search runs only when it is enabled and some tool is deferred
-        # (not visible from the start), so there is something to find.
-        deferred = any(catalog.selectable(n) and n not in self.pinned for n in catalog.tool_names)
-        self.enabled = deferred and self.config.builtin_filter.allows(
-            AUTO_TOOL_SEARCH, default=True
+        # (not visible from the start), so there is something to find; a thread that set
+        # a tool to ``agent`` may defer one the catalog does not (see ``_query``).
+        self.deferred = any(
+            catalog.selectable(n) and n not in self.pinned for n in catalog.tool_names
         )
+        self.allowed = self.config.builtin_filter.allows(AUTO_TOOL_SEARCH, default=True)
+        self.enabled = self.deferred and self.allowed
 
     @property
     def limit(self) -> int:
@@ -331,7 +337,9 @@ class ToolSearch(BudgetNode):
     def _query(self, state: Any) -> str | None:
         """The text to search for, or None when this turn is not searched."""
         messages = state_messages(state)
-        if not self.enabled:
+        if not self.allowed:
+            return None
+        if not self.deferred and not SessionContext.from_state(state).selectable(self.catalog):
             return None
         if not self.every_turn and any(isinstance(m, AIMessage) for m in messages):
             return None
@@ -367,6 +375,7 @@ class ToolSearch(BudgetNode):
             exclude=[*working.names, *context.unselectable(self.catalog)],
             min_relative_score=self.min_relative_score,
             scores=scores,
+            also_selectable=context.selectable(self.catalog),
         )
         if not hits:
             return {}

@@ -1,0 +1,117 @@
+"""The tools section and built-ins one thread's model call is given.
+
+A thread that excluded every tool of a category (a whole server, say) must not
+be told that the category exists: neither the system prompt's tools section nor
+``request_more_tools``' description lists it. Threads without exclusions share
+the node's section and built-ins, so the prompt prefix stays the same for them
+(and a provider's prompt cache keeps working).
+
+Key Components:
+    - :func:`tools_prompt_section`: the system-prompt section that lists the
+      categories and how to widen the tool set (re-exported by ``nodes.prompt``).
+    - :class:`ThreadPrompt`: the section and the built-in tools for a state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from langchain_core.tools import BaseTool
+
+from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.context import SessionContext
+from langgraph_toolbudget.core.meta import (
+    ADD_TOOL,
+    META_TOOL_NAMES,
+    REQUEST_MORE_TOOLS,
+    SEARCH_TOOLS,
+    SHOW_ALL_TOOLS,
+    meta_tool_definitions,
+)
+from langgraph_toolbudget.execution.builtins import Builtins
+
+__all__ = ["ThreadPrompt", "tools_prompt_section"]
+
+MAX_VARIANTS = 64
+"""Per-thread variants kept (keyed by the hidden categories); the cache is emptied when full."""
+
+
+def tools_prompt_section(
+    catalog: ToolCatalog,
+    builtins: Collection[str] = META_TOOL_NAMES,
+    categories: Collection[str] | None = None,
+) -> str:
+    """The system-prompt section: categories (sorted) and how to widen the tool set.
+
+    Args:
+        catalog: the tool catalog.
+        builtins: the built-in tools the model is given (default: the four
+            meta-tools); only those are explained.
+        categories: the categories to list (default: all of the catalog's), e.g.
+            without those a thread excluded.
+    """
+    descriptions = catalog.category_descriptions
+    lines = [
+        "## Tools",
+        "You see a small set of tools chosen for this request. Only the tools you see can be "
+        "called. More tools exist in these categories:",
+    ]
+    for cat in sorted(catalog.categories if categories is None else categories):
+        lines.append(f"- {cat}: {descriptions[cat]}" if descriptions.get(cat) else f"- {cat}")
+    how = []
+    if REQUEST_MORE_TOOLS in builtins:
+        how.append("- request_more_tools(categories=[...]) loads the tools of whole categories;")
+    if SEARCH_TOOLS in builtins and ADD_TOOL in builtins:
+        how.append(
+            '- search_tools(query="regex") finds tools by name or description, then '
+            "add_tool(tool_names=[...]) loads the ones you need;"
+        )
+    elif SEARCH_TOOLS in builtins:
+        how.append('- search_tools(query="regex") finds tools by name or description;')
+    elif ADD_TOOL in builtins:
+        how.append("- add_tool(tool_names=[...]) loads tools by name;")
+    if SHOW_ALL_TOOLS in builtins:
+        how.append("- show_all_tools() lists every tool name.")
+    if how:
+        lines += ["If your tools cannot do the task:", *how]
+    return "\n".join(lines)
+
+
+class ThreadPrompt:
+    """The tools section and the built-in tools the model sees, per thread.
+
+    Args:
+        catalog: the catalog, in the node's runtime mode.
+        builtins: the node's enabled built-ins.
+
+    Attributes:
+        section: the section of a thread without exclusions (all categories).
+        tools: the built-in tools of a thread without exclusions.
+    """
+
+    def __init__(self, catalog: ToolCatalog, builtins: Builtins) -> None:
+        self.catalog = catalog
+        self.names = builtins.names
+        self.section = tools_prompt_section(catalog, self.names)
+        self.tools: list[BaseTool] = list(builtins.tools)
+        self._variants: dict[tuple[str, ...], tuple[str, list[BaseTool]]] = {}
+
+    def for_state(self, state: Any) -> tuple[str, list[BaseTool]]:
+        """The section and built-in tools for the thread whose state this is."""
+        hidden = tuple(SessionContext.from_state(state).hidden_categories(self.catalog))
+        if not hidden:
+            return self.section, self.tools
+        variant = self._variants.get(hidden)
+        if variant is None:
+            if len(self._variants) >= MAX_VARIANTS:
+                self._variants.clear()
+            variant = self._variants[hidden] = self._variant(set(hidden))
+        return variant
+
+    def _variant(self, hidden: set[str]) -> tuple[str, list[BaseTool]]:
+        shown = [c for c in self.catalog.categories if c not in hidden]
+        section = tools_prompt_section(self.catalog, self.names, shown)
+        request = meta_tool_definitions(shown)[0]
+        tools = [request if t.name == REQUEST_MORE_TOOLS else t for t in self.tools]
+        return section, tools

@@ -1,0 +1,223 @@
+"""The thread's tool context reaches the prompt, the budget and the CLI's graph lookup."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from langgraph_toolbudget import (
+    SelectTools,
+    ToolBudgetMiddleware,
+    ToolExecutor,
+    ToolSearch,
+    create_toolbudget_agent,
+    exclude_tools,
+    include_tools,
+    tools_prompt_section,
+)
+from langgraph_toolbudget.core.context import merge_context
+from langgraph_toolbudget.core.context_ops import set_include_mode
+from langgraph_toolbudget.core.meta import META_TOOL_NAMES
+from langgraph_toolbudget.testing import ScriptedChatModel
+from tests.conftest import build_catalog
+
+CONFIG = {"configurable": {"thread_id": "t1"}}
+
+
+class TextOnlyModel(ScriptedChatModel):
+    """A scripted chat model without native tool calling (a text tool-call format)."""
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
+        raise NotImplementedError("this model has no tool calling")
+
+
+def _listed(system: str) -> set[str]:
+    """The categories a tools section lists."""
+    body = system.split("More tools exist in these categories:", 1)[1]
+    body = body.split("If your tools cannot do the task:", 1)[0]
+    return {line[2:].split(":")[0] for line in body.splitlines() if line.startswith("- ")}
+
+
+def _request_more_description(model: ScriptedChatModel) -> str:
+    (schema,) = [
+        s["function"] for s in model.tools_schema if s["function"]["name"] == "request_more_tools"
+    ]
+    return str(schema["description"])
+
+
+def _turns(app: Any, model: ScriptedChatModel) -> list[str]:
+    """Two turns, the thread excluding tools in between; the system prompts of each."""
+    app.invoke({"messages": [HumanMessage("what's the weather in Paris?")]}, CONFIG)
+    first = str(model.calls[-1][0].content)
+    first_description = _request_more_description(model)
+    # files: the files server's tools, not get_file_contents (github's, also in files)
+    app.update_state(CONFIG, exclude_tools(servers=["slack", "files"]))
+    app.invoke({"messages": [HumanMessage("what's the weather in Lyon?")]}, CONFIG)
+    second = str(model.calls[-1][0].content)
+    assert "slack" in first_description
+    assert "slack" not in _request_more_description(model)
+    assert "files" in _request_more_description(model)
+    return [first, second]
+
+
+def test_excluded_categories_leave_the_prompt_and_request_more_tools() -> None:
+    catalog = build_catalog()
+    model = ScriptedChatModel(responses=["done"])
+    app = create_toolbudget_agent(model, catalog).compile(checkpointer=InMemorySaver())
+    first, second = _turns(app, model)
+    assert first == tools_prompt_section(catalog), "no context: the shared, stable prefix"
+    assert _listed(first) == set(catalog.categories)
+    assert _listed(second) == set(catalog.categories) - {"slack"}, (
+        "files keeps get_file_contents (github's), so it is still listed"
+    )
+    app.update_state(CONFIG, include_tools(servers=["slack"]))
+    app.invoke({"messages": [HumanMessage("and in Nice?")]}, CONFIG)
+    assert str(model.calls[-1][0].content) == first, "back to the shared section"
+
+
+def test_excluded_categories_leave_the_middleware_prompt() -> None:
+    catalog = build_catalog()
+    model = ScriptedChatModel(responses=["done"])
+    middleware = ToolBudgetMiddleware(catalog)
+    app = create_agent(model, middleware=[middleware], checkpointer=InMemorySaver())
+    first, second = _turns(app, model)
+    assert first == tools_prompt_section(catalog)
+    assert _listed(second) == set(catalog.categories) - {"slack"}
+
+
+def test_excluded_categories_leave_a_text_format_prompt() -> None:
+    catalog = build_catalog()
+    model = TextOnlyModel(responses=[AIMessage("done")])
+    app = create_toolbudget_agent(model, catalog, tool_call_formats="hermes")
+    app = app.compile(checkpointer=InMemorySaver())
+    app.update_state(CONFIG, exclude_tools(servers=["slack"]))
+    app.invoke({"messages": [HumanMessage("what's the weather in Paris?")]}, CONFIG)
+    system = str(model.calls[-1][0].content)
+    assert "slack" not in _listed(system)
+    rendered = system.split("If your tools cannot do the task:", 1)[1]
+    assert "request_more_tools" in rendered and "Available categories:" in rendered
+    listed = rendered.split("Available categories:", 1)[1].split(".")[0]
+    assert "slack" not in listed and "weather" in listed
+    assert all(name in rendered for name in META_TOOL_NAMES)
+
+
+# --- the thread's include mode decides what the budget may choose ---------------------------
+
+READ = "read the README file in the docs folder"
+
+
+def _thread(*updates: dict[str, Any], text: str = READ, **state: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"messages": [HumanMessage(text)], **state}
+    for update in updates:
+        for key, value in update.items():
+            out[key] = merge_context(out.get(key), value)
+    return out
+
+
+def _added(update: dict[str, Any]) -> list[str]:
+    value = update.get("selected_tools") or {}
+    return list(value.get("add", []) if isinstance(value, dict) else value)
+
+
+def test_a_manual_tool_set_to_agent_competes_in_the_budget_of_that_thread_only() -> None:
+    catalog = build_catalog(server_defaults={"files": {"include": "manual"}})
+    node = SelectTools(catalog, max_tools=4)
+    plain = _added(node.invoke(_thread(categories=["files"])))
+    assert "read_file" not in plain, "manual in the catalog: never chosen by the budget"
+    agent_mode = _thread(set_include_mode("agent", tools=["read_file"]), categories=["files"])
+    assert "read_file" in _added(node.invoke(agent_mode))
+    server_mode = _thread(set_include_mode("agent", servers=["files"]), categories=["files"])
+    chosen = _added(node.invoke(server_mode))
+    assert "read_file" in chosen and len(set(chosen) - {"ask_human"}) == 4, "the budget holds"
+    relevance = SelectTools(catalog, max_tools=3, strategy="relevance")
+    assert "read_file" in _added(relevance.invoke(agent_mode))
+    assert "read_file" not in _added(relevance.invoke(_thread()))
+
+
+def test_an_agent_tool_set_to_manual_leaves_the_budget_of_that_thread() -> None:
+    catalog = build_catalog()
+    node = SelectTools(catalog, max_tools=4)
+    assert "read_file" in _added(node.invoke(_thread(categories=["files"])))
+    manual = _thread(set_include_mode("manual", tools=["read_file"]), categories=["files"])
+    assert "read_file" not in _added(node.invoke(manual))
+    search = ToolSearch(catalog, limit=3)
+    assert "read_file" in _added(search.invoke(_thread()))
+    assert "read_file" not in _added(
+        search.invoke(_thread(set_include_mode("manual", ["read_file"])))
+    )
+
+
+def test_the_tool_search_and_request_more_tools_follow_the_thread_mode() -> None:
+    catalog = build_catalog(server_defaults={"files": {"include": "manual"}})
+    search = ToolSearch(catalog, limit=3)
+    assert "read_file" not in _added(search.invoke(_thread()))
+    assert "read_file" in _added(search.invoke(_thread(set_include_mode("agent", ["read_file"]))))
+    only_manual = build_catalog(default_include="manual")
+    deferred_none = ToolSearch(only_manual, limit=3)
+    assert deferred_none.invoke(_thread()) == {}, "nothing is deferred: no search"
+    hits = _added(deferred_none.invoke(_thread(set_include_mode("agent", servers=["files"]))))
+    assert "read_file" in hits
+    call = {"name": "request_more_tools", "args": {"categories": ["files"]}, "id": "c1"}
+    for mode, loaded in (("agent", True), (None, False)):
+        updates = [set_include_mode(mode, tools=["read_file"])] if mode else []
+        state = _thread(*updates, selected_tools=[])
+        state["messages"].append(AIMessage("", tool_calls=[call]))
+        (answer,) = ToolExecutor(catalog).invoke(state)["messages"]
+        assert ("read_file" in answer.content) == loaded, answer.content
+
+
+# --- the CLI finds the catalog of a create_agent graph ---------------------------------------
+
+
+def agent_graph(checkpointer: Any = None) -> Any:
+    """A ``create_agent`` + ``ToolBudgetMiddleware`` graph (the CLI's ``--graph`` spec)."""
+    middleware = ToolBudgetMiddleware(build_catalog())
+    model = ScriptedChatModel(responses=["done"])
+    return create_agent(model, middleware=[middleware], checkpointer=checkpointer)
+
+
+def test_the_cli_reads_the_catalog_of_a_create_agent_graph(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from langgraph_toolbudget.cli import main
+    from langgraph_toolbudget.threads import catalog_of
+
+    graph = agent_graph()
+    assert catalog_of(graph) is catalog_of(graph.builder) is not None
+    path = tmp_path / "threads.sqlite"
+    with SqliteSaver.from_conn_string(str(path)) as saver:
+        agent_graph(saver).invoke({"messages": [HumanMessage("weather in Paris?")]}, CONFIG)
+    target = ["--sqlite", str(path), "--graph", f"{__name__}:agent_graph", "--thread", "t1"]
+    runner = CliRunner()
+    env = {"TOOLBUDGET_CATALOG": ""}  # no catalog but the graph's
+    listed = runner.invoke(main, ["tools", *target, "--json"], env=env)
+    assert listed.exit_code == 0, listed.output
+    data = json.loads(listed.output)
+    assert {row["name"] for row in data["tools"]} == set(build_catalog().tool_names)
+    changed = runner.invoke(main, ["tools", "exclude", "--server", "slack", *target], env=env)
+    assert changed.exit_code == 0, changed.output
+    assert "slack" in changed.output
+    with SqliteSaver.from_conn_string(str(path)) as saver:
+        app = agent_graph(saver)
+        assert app.get_state(CONFIG).values["context_servers"] == {"slack": "exclude"}
+        app.invoke({"messages": [HumanMessage("post hello to the slack channel dev")]}, CONFIG)
+        assert "selected_tools" in app.get_state(CONFIG).values
+        visible = set(app.get_state(CONFIG).values["selected_tools"])
+    assert visible and not visible & {"send_message", "list_channels", "read_channel_history"}
+
+
+def test_request_more_tools_names_only_the_categories_left_in_the_thread() -> None:
+    catalog = build_catalog()
+    call = {"name": "request_more_tools", "args": {"categories": ["chat"]}, "id": "c1"}
+    state = _thread(exclude_tools(servers=["slack"]), selected_tools=[])
+    state["messages"].append(AIMessage("", tool_calls=[call]))
+    (answer,) = ToolExecutor(catalog).invoke(state)["messages"]
+    available = answer.content.split("Available categories:", 1)[1]
+    assert "weather" in available and "slack" not in available
