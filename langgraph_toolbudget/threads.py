@@ -62,8 +62,6 @@ SERVER_DOWN_ERROR = (
 UNKNOWN_THREAD_ERROR = "thread {thread!r} not found on {where}; check --thread"
 SERVER_ERROR = "the LangGraph server at {url} refused the request: {error}"
 NO_SQLITE_ERROR = "no SQLite file at {path}; check --sqlite"
-NO_GRAPH_REFUSAL = "has no assigned graph ID"
-"""The server's words for an update of a thread that has never run."""
 NO_GRAPH_ID_ERROR = (
     "thread {thread!r} has never run, so the server does not know its graph: pass --graph-id "
     "with the agent's graph (one of: {graphs}), or run one turn on the thread first"
@@ -228,13 +226,13 @@ class ServerThread:
         return dict(values) if isinstance(values, Mapping) else {}
 
     def update(self, update: Mapping[str, Any]) -> None:
-        try:
-            self._call(self.client.threads.update_state, self.thread_id, dict(update))
-        except ThreadError as exc:
-            if NO_GRAPH_REFUSAL not in str(exc):
-                raise
+        # A thread that has never run has no graph_id in its metadata; the server then
+        # refuses update_state (in words that vary by server version): assign it first.
+        thread = self._call(self.client.threads.get, self.thread_id)
+        metadata = thread.get("metadata") if isinstance(thread, Mapping) else None
+        if not (isinstance(metadata, Mapping) and metadata.get("graph_id")):
             self._assign_graph()
-            self._call(self.client.threads.update_state, self.thread_id, dict(update))
+        self._call(self.client.threads.update_state, self.thread_id, dict(update))
 
     def _assign_graph(self) -> None:
         """Give a thread that has never run its graph, so the server accepts updates."""
