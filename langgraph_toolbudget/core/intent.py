@@ -15,6 +15,7 @@ Typical Usage:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,21 +24,30 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
 
-__all__ = ["classify_lexical", "latest_user_text", "message_text"]
+__all__ = ["classify_lexical", "content_parts", "latest_user_text", "message_text"]
 
 
-def message_text(message: BaseMessage) -> str:
-    """The plain text of a message, whatever its content blocks."""
-    content = message.content
+def content_parts(content: str | list[Any], *, keep_other: bool = False) -> list[str]:
+    """The text parts of a message's content: a string, or its text blocks in order.
+
+    ``keep_other``: blocks that are not text (images, tool data) become JSON, not nothing.
+    """
     if isinstance(content, str):
-        return content
+        return [content]
     parts = []
     for block in content:
         if isinstance(block, str):
             parts.append(block)
         elif isinstance(block, dict) and block.get("type") == "text":
             parts.append(str(block.get("text", "")))
-    return " ".join(parts)
+        elif keep_other:
+            parts.append(json.dumps(block, default=str))
+    return parts
+
+
+def message_text(message: BaseMessage) -> str:
+    """The plain text of a message, whatever its content blocks."""
+    return " ".join(content_parts(message.content))
 
 
 def latest_user_text(messages: Sequence[Any]) -> str:

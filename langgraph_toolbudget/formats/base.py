@@ -18,7 +18,6 @@ or deeply nested reply is an error for the model, never a stall or a
 
 from __future__ import annotations
 
-import json
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -26,6 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from langchain_core.messages import AIMessage, ToolCall, ToolMessage
+
+from langgraph_toolbudget.core.intent import content_parts
 
 __all__ = [
     "MAX_CALLS",
@@ -131,19 +132,8 @@ def tool_name(message: ToolMessage, call: ToolCall | None) -> str:
 
 
 def result_text(message: ToolMessage) -> str:
-    """A tool message's content as text (content blocks joined)."""
-    content = message.content
-    if isinstance(content, str):
-        return content
-    parts = []
-    for block in content:
-        if isinstance(block, str):
-            parts.append(block)
-        elif isinstance(block, dict) and block.get("type") == "text":
-            parts.append(str(block.get("text", "")))
-        else:
-            parts.append(json.dumps(block, default=str))
-    return "\n".join(parts)
+    """A tool message's content as text (content blocks joined, other blocks as JSON)."""
+    return "\n".join(content_parts(message.content, keep_other=True))
 
 
 def reply_message(reply: AIMessage, parsed: ParsedReply, fmt: ToolCallFormat) -> AIMessage:
