@@ -16,8 +16,10 @@ and ``benchmarks/toolnode_suite.py`` (saves the per-file figures).
 from __future__ import annotations
 
 import fcntl
+import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -114,7 +116,7 @@ def fetch_suite(cache: Path | None = None) -> Path:
         wanted = version("langgraph-prebuilt")
         sdists = list(cache.glob("langgraph_prebuilt-*.tar.gz"))
         if not sdists:
-            cmd = [sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps"]
+            cmd = [*_pip(), "download", "--no-binary", ":all:", "--no-deps"]
             cmd += [f"langgraph-prebuilt=={wanted}", "-d", str(cache), "-q"]
             cmd += ["--timeout", "20", "--retries", "1"]
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
@@ -126,6 +128,17 @@ def fetch_suite(cache: Path | None = None) -> Path:
                 )
         _extract(sdists[0], root / "tests")
         return root
+
+
+def _pip() -> list[str]:
+    """A pip to download with: this interpreter's, else the one on PATH (a uv venv has none;
+    downloading an sdist does not depend on the interpreter)."""
+    if importlib.util.find_spec("pip") is not None:
+        return [sys.executable, "-m", "pip"]
+    found = shutil.which("pip3") or shutil.which("pip")
+    if found is None:
+        raise RegistryUnreachable("no pip to download the sdist with (install pip)")
+    return [found]
 
 
 def _extract(sdist: Path, tests: Path) -> None:
