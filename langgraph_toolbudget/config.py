@@ -20,23 +20,23 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
+from langgraph_toolbudget.config_checks import (
+    UNKNOWN_OPTION_ERROR,
+    ExecutionMode,
+    check_config,
+)
 from langgraph_toolbudget.core.budget import max_tools_for_model
 from langgraph_toolbudget.core.gating import BuiltinFilter, EnabledBuiltins
 from langgraph_toolbudget.core.retrieval import DEFAULT_RETRIEVER_WEIGHT
-from langgraph_toolbudget.core.semantic import HybridScorer
-from langgraph_toolbudget.core.spec import RuntimeMode, check_runtime_mode
+from langgraph_toolbudget.core.spec import RuntimeMode
 from langgraph_toolbudget.formats.settings import ToolCallFormats, ToolCallFormatsSpec
 
 __all__ = ["DEFAULT_MAX_TOOLS", "BudgetConfig", "ExecutionMode", "RuntimeMode"]
 
-ExecutionMode = Literal["sequential", "parallel_safe"]
-"""``sequential``: one call after another. ``parallel_safe``: concurrently where metadata allows."""
 
 DEFAULT_MAX_TOOLS = 8
 """The budget when neither ``max_tools`` nor ``model_size`` is given."""
@@ -44,80 +44,6 @@ DEFAULT_MAX_TOOLS = 8
 MIN_DEFAULT_VISIBLE = 12
 """The floor of the default visible-set cap (:meth:`BudgetConfig.visible_cap`), before the
 tools visible for free: this turn's few tools plus what the meta-tools load still fit."""
-
-OPTION_TYPE_ERROR = "BudgetConfig: {name} must be {expected}, got {value!r} ({kind})."
-OPTION_VALUE_ERROR = "BudgetConfig: {name} must be {expected}, got {value!r}."
-UNKNOWN_OPTION_ERROR = "BudgetConfig has no option {names}; options are: {known}."
-
-
-def _check_int(name: str, value: Any, *, minimum: int, optional: bool = False) -> None:
-    if value is None and optional:
-        return
-    if isinstance(value, bool) or not isinstance(value, int):
-        expected = "an integer" + (" or None" if optional else "")
-        raise TypeError(
-            OPTION_TYPE_ERROR.format(
-                name=name, expected=expected, value=value, kind=type(value).__name__
-            )
-        )
-    if value < minimum:
-        raise ValueError(
-            OPTION_VALUE_ERROR.format(name=name, expected=f">= {minimum}", value=value)
-        )
-
-
-def _type_error(name: str, expected: str, value: Any) -> TypeError:
-    return TypeError(
-        OPTION_TYPE_ERROR.format(
-            name=name, expected=expected, value=value, kind=type(value).__name__
-        )
-    )
-
-
-def _check_names(name: str, value: Any) -> tuple[str, ...]:
-    if isinstance(value, str) or not isinstance(value, Sequence | set | frozenset):
-        raise TypeError(
-            OPTION_TYPE_ERROR.format(
-                name=name,
-                expected=f"a list of tool names (e.g. [{value!r}])"
-                if isinstance(value, str)
-                else "a list of tool names",
-                value=value,
-                kind=type(value).__name__,
-            )
-        )
-    bad = [v for v in value if not isinstance(v, str)]
-    if bad:
-        raise TypeError(
-            OPTION_TYPE_ERROR.format(
-                name=name, expected="a list of strings", value=bad[0], kind=type(bad[0]).__name__
-            )
-        )
-    return tuple(dict.fromkeys(value))
-
-
-def _check_group_limits(value: Any) -> Mapping[str, int]:
-    if not isinstance(value, Mapping):
-        raise TypeError(
-            OPTION_TYPE_ERROR.format(
-                name="group_limits",
-                expected="a mapping of concurrency group -> calls at once (e.g. {'github': 4})",
-                value=value,
-                kind=type(value).__name__,
-            )
-        )
-    for group, limit in value.items():
-        if not isinstance(group, str):
-            raise TypeError(
-                OPTION_TYPE_ERROR.format(
-                    name="group_limits keys",
-                    expected="concurrency group names (strings)",
-                    value=group,
-                    kind=type(group).__name__,
-                )
-            )
-        _check_int(f"group_limits[{group!r}]", limit, minimum=1)
-    return MappingProxyType(dict(value))
 
 
 @dataclass(frozen=True)
@@ -245,130 +171,7 @@ class BudgetConfig:
     retriever_weight: float = DEFAULT_RETRIEVER_WEIGHT
 
     def __post_init__(self) -> None:
-        _check_int("max_tools", self.max_tools, minimum=0, optional=True)
-        if self.model_size is not None:
-            if isinstance(self.model_size, bool) or not isinstance(
-                self.model_size, str | int | float
-            ):
-                raise TypeError(
-                    OPTION_TYPE_ERROR.format(
-                        name="model_size",
-                        expected="a model name (e.g. 'qwen3:8b') or a size in billions",
-                        value=self.model_size,
-                        kind=type(self.model_size).__name__,
-                    )
-                )
-            if isinstance(self.model_size, float) and not math.isfinite(self.model_size):
-                raise ValueError(
-                    OPTION_VALUE_ERROR.format(
-                        name="model_size", expected="a finite size", value=self.model_size
-                    )
-                )
-            max_tools_for_model(self.model_size)  # raises if the size cannot be read
-        _check_int("min_per_category", self.min_per_category, minimum=0)
-        _check_int("max_categories", self.max_categories, minimum=1)
-        _check_int("search_limit", self.search_limit, minimum=0)
-        object.__setattr__(self, "pinned", _check_names("pinned", self.pinned))
-        _check_int("max_visible", self.max_visible, minimum=1, optional=True)
-        _check_int("max_schema_tokens", self.max_schema_tokens, minimum=1, optional=True)
-        if self.mode not in get_args(ExecutionMode):
-            raise ValueError(
-                OPTION_VALUE_ERROR.format(
-                    name="mode", expected="'sequential' or 'parallel_safe'", value=self.mode
-                )
-            )
-        _check_int("max_iterations", self.max_iterations, minimum=1)
-        _check_int("max_meta_calls", self.max_meta_calls, minimum=0)
-        emb = self.embeddings
-        if not (
-            emb is None
-            or isinstance(emb, HybridScorer)
-            or all(callable(getattr(emb, m, None)) for m in ("embed_documents", "embed_query"))
-        ):
-            raise TypeError(
-                OPTION_TYPE_ERROR.format(
-                    name="embeddings",
-                    expected="a LangChain Embeddings object (embed_documents, embed_query) "
-                    "or a HybridScorer",
-                    value=emb,
-                    kind=type(emb).__name__,
-                )
-            )
-        _check_int("max_parallel", self.max_parallel, minimum=1)
-        object.__setattr__(self, "group_limits", _check_group_limits(self.group_limits))
-        if not isinstance(self.enforce_visibility, bool):
-            raise TypeError(
-                OPTION_TYPE_ERROR.format(
-                    name="enforce_visibility",
-                    expected="True or False",
-                    value=self.enforce_visibility,
-                    kind=type(self.enforce_visibility).__name__,
-                )
-            )
-        try:
-            check_runtime_mode(self.runtime_mode)
-        except (TypeError, ValueError) as exc:
-            raise type(exc)(f"BudgetConfig: {exc}") from None
-        object.__setattr__(self, "enabled_builtins", BuiltinFilter.of(self.enabled_builtins))
-        try:
-            formats = ToolCallFormats.of(self.tool_call_formats)
-        except (TypeError, ValueError) as exc:
-            raise type(exc)(f"BudgetConfig: {exc}") from None
-        object.__setattr__(self, "tool_call_formats", formats)
-        if self.model_supports_tools is not None and not isinstance(
-            self.model_supports_tools, bool
-        ):
-            raise TypeError(
-                OPTION_TYPE_ERROR.format(
-                    name="model_supports_tools",
-                    expected="True, False or None (ask the model)",
-                    value=self.model_supports_tools,
-                    kind=type(self.model_supports_tools).__name__,
-                )
-            )
-        _check_int("offload_over_chars", self.offload_over_chars, minimum=1, optional=True)
-        _check_int("offload_over_tokens", self.offload_over_tokens, minimum=1, optional=True)
-        _check_int("offload_thread_cap_chars", self.offload_thread_cap_chars, minimum=1)
-        ttl = self.offload_ttl_minutes
-        if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int | float)):
-            raise TypeError(
-                OPTION_TYPE_ERROR.format(
-                    name="offload_ttl_minutes",
-                    expected="minutes (a number) or None",
-                    value=ttl,
-                    kind=type(ttl).__name__,
-                )
-            )
-        if ttl is not None and not (math.isfinite(ttl) and ttl > 0):
-            raise ValueError(
-                OPTION_VALUE_ERROR.format(name="offload_ttl_minutes", expected="> 0", value=ttl)
-            )
-        if self.usage is not None and not all(
-            callable(getattr(self.usage, m, None)) for m in ("record_run", "scores", "attach")
-        ):
-            raise TypeError(
-                OPTION_TYPE_ERROR.format(
-                    name="usage",
-                    expected="a ToolUsage (langgraph_toolbudget.ToolUsage()) or None",
-                    value=self.usage,
-                    kind=type(self.usage).__name__,
-                )
-            )
-        self._check_retriever()
-
-    def _check_retriever(self) -> None:
-        if self.retriever is not None and not callable(self.retriever):
-            expected = "a function (query, catalog) -> tool names or {name: score}, or None"
-            raise _type_error("retriever", expected, self.retriever)
-        weight = self.retriever_weight
-        if isinstance(weight, bool) or not isinstance(weight, int | float):
-            raise _type_error("retriever_weight", "a number from 0 to 1", weight)
-        if not 0.0 <= weight <= 1.0:
-            raise ValueError(
-                OPTION_VALUE_ERROR.format(
-                    name="retriever_weight", expected="in [0, 1]", value=weight
-                )
-            )
+        check_config(self)
 
     @property
     def offloading(self) -> bool:
