@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from json_repair import repair_json
@@ -36,12 +37,13 @@ def strip_fence(text: str) -> str:
     return match.group(1) if match else text
 
 
-def too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
-    """True when brackets nest deeper than ``limit`` outside string literals."""
-    depth = 0
+def code_chars(text: str, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, str]]:
+    """``(index, char)`` of the characters of ``text[start:stop]`` outside string literals
+    (single or double quoted, backslash escapes honoured); the quotes themselves are left out."""
     quote = ""
     escaped = False
-    for char in text:
+    for i in range(start, len(text) if stop is None else min(len(text), stop)):
+        char = text[i]
         if quote:
             if escaped:
                 escaped = False
@@ -51,7 +53,15 @@ def too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
                 quote = ""
         elif char in "\"'":
             quote = char
-        elif char in "[{(":
+        else:
+            yield i, char
+
+
+def too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
+    """True when brackets nest deeper than ``limit`` outside string literals."""
+    depth = 0
+    for _, char in code_chars(text):
+        if char in "[{(":
             depth += 1
             if depth > limit:
                 return True

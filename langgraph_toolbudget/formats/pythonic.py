@@ -16,7 +16,7 @@ from typing import Any
 
 from langchain_core.messages import ToolCall, ToolMessage
 
-from langgraph_toolbudget.formats._json import ParseFailure, too_deep
+from langgraph_toolbudget.formats._json import ParseFailure, code_chars, too_deep
 from langgraph_toolbudget.formats._text import join_text, parse_segments
 from langgraph_toolbudget.formats.base import (
     MAX_CALL_CHARS,
@@ -53,20 +53,8 @@ _CLOSERS = {"(": ")", "[": "]", "{": "}"}
 def _matching_end(text: str, start: int) -> int:
     """Index after the bracket closing ``text[start]``, string-aware; -1 if unclosed."""
     stack: list[str] = []
-    quote = ""
-    escaped = False
-    for i in range(start, min(len(text), start + MAX_CALL_CHARS)):
-        char = text[i]
-        if quote:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == quote:
-                quote = ""
-        elif char in "\"'":
-            quote = char
-        elif char in _CLOSERS:
+    for i, char in code_chars(text, start, start + MAX_CALL_CHARS):
+        if char in _CLOSERS:
             stack.append(_CLOSERS[char])
         elif stack and char == stack[-1]:
             stack.pop()
