@@ -198,7 +198,7 @@ _graphs: dict[tuple[Any, ...], CompiledStateGraph] = {}
 def _cached(
     key: tuple[Any, ...], options: dict[str, Any], build: Callable[[], CompiledStateGraph]
 ) -> CompiledStateGraph:
-    """The graph ``build`` makes, built once per key (catalog, kind, model) and options.
+    """The graph ``build`` makes, built once per key (catalog, graph kind, model) and options.
 
     LangGraph server calls a factory for every run and state read, and copies the graph it
     returns (with its checkpointer and store), so one compiled graph serves them all; building
@@ -253,14 +253,11 @@ async def middleware_agent(config: RunnableConfig) -> CompiledStateGraph:
 
     from langgraph_toolbudget.middleware import ToolBudgetMiddleware
 
-    catalog, spec, options = await _example_catalog(), model_spec(config), _options(config)
-
-    def build() -> CompiledStateGraph:
-        budget = ToolBudgetMiddleware(catalog, **options)
-        agent: CompiledStateGraph = create_agent(chat_model(spec), middleware=[budget])
-        return agent
-
-    return _cached((catalog, "middleware", spec), options, build)
+    # Built per run, not kept: the middleware's sequential mode holds one lock per instance,
+    # so a shared instance would run the tool calls of concurrent threads one at a time.
+    budget = ToolBudgetMiddleware(await _example_catalog(), **_options(config))
+    agent: CompiledStateGraph = create_agent(chat_model(model_spec(config)), middleware=[budget])
+    return agent
 
 
 async def _example_catalog() -> ToolCatalog:
