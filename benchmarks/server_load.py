@@ -4,8 +4,9 @@ Starts ``langgraph dev`` (the repository's ``langgraph.json``, the offline demo 
 user defaults) on a free 127.0.0.1 port, then runs 50 threads x 5 turns at once on the
 ``toolbudget`` graph, then the same on the ``toolbudget_mcp`` graph (its default local
 MCP servers over stdio). Per graph: errors (target 0), p50/p95 seconds per run, runs per
-second, and the server's resident memory (with its child processes) before and after.
-Bounded: every thread runs its turns and stops.
+second, the server's CPU time per run (its process and children: a figure that a busy
+machine inflates less than the wall-clock ones), and the server's resident memory (with its
+child processes) before and after. Bounded: every thread runs its turns and stops.
 
 Reference (issue 14, this kind of machine): 50 x 5 on the example graph, 0 errors,
 p50 1.3 s, p95 1.8 s, 32 runs/s, RSS 151 -> 181 MB.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -27,7 +29,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from _common import print_table, write_results  # noqa: E402
-from langgraph_server import drive, free_port, langgraph_dev, rss_mb, server_env  # noqa: E402
+from langgraph_server import (  # noqa: E402
+    _descendants,
+    drive,
+    free_port,
+    langgraph_dev,
+    rss_mb,
+    server_env,
+)
 
 QUERIES = {
     "toolbudget": [
@@ -52,12 +61,30 @@ def rotated(queries: list[str], threads: int) -> list[list[str]]:
     return [queries[i % len(queries) :] + queries[: i % len(queries)] for i in range(threads)]
 
 
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) used so far by a process and its live descendants."""
+    total = 0
+    for p in [pid, *_descendants(pid)]:
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # exited meanwhile
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 async def measure(url: str, pid: int, threads: int, turns: int) -> dict[str, dict[str, float]]:
     out = {}
     for graph, queries in QUERIES.items():
-        before = rss_mb(pid)
+        before, cpu_before = rss_mb(pid), cpu_s(pid)
         result = await drive(url, graph, threads, turns, rotated(queries, threads))
-        out[graph] = {**result.summary(), "rss_before_mb": before, "rss_after_mb": rss_mb(pid)}
+        cpu_ms = (cpu_s(pid) - cpu_before) * 1000 / max(result.runs, 1)
+        out[graph] = {
+            **result.summary(),
+            "server_cpu_ms_per_run": cpu_ms,
+            "rss_before_mb": before,
+            "rss_after_mb": rss_mb(pid),
+        }
         if result.errors:
             out[graph]["first_error"] = result.errors[0]  # type: ignore[assignment]
     return out
@@ -75,10 +102,11 @@ def main() -> None:
         results = asyncio.run(measure(url, proc.pid, args.threads, args.turns))
     print(f"{args.threads} threads x {args.turns} turns per graph, all threads at once\n")
     print_table(
-        ["graph", "runs", "errors", "p50 s", "p95 s", "runs/s", "RSS before MB", "RSS after MB"],
+        ["graph", "runs", "errors", "p50 s", "p95 s", "runs/s", "CPU ms/run", "RSS before MB",
+         "RSS after MB"],
         [
             [g, r["runs"], r["errors"], r["p50_s"], r["p95_s"], r["runs_per_s"],
-             r["rss_before_mb"], r["rss_after_mb"]]
+             r["server_cpu_ms_per_run"], r["rss_before_mb"], r["rss_after_mb"]]
             for g, r in results.items()
         ],
     )  # fmt: skip

@@ -7,6 +7,7 @@ fails. Only the chat model is fake: the built-in rule-based demo model.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph_sdk import get_client
 from langgraph_server import drive, free_port, langgraph_dev, server_env
 
@@ -267,6 +268,28 @@ def test_chat_model_names_what_to_install_or_fix() -> None:
     assert demo.invoke(turn).tool_calls == []  # unbound, it has no tool to call
     with pytest.raises((ImportError, ValueError), match="no-such-provider:m"):
         chat_model("no-such-provider:m")
+
+
+async def test_server_factories_build_each_graph_once_per_options() -> None:
+    from langgraph_toolbudget.demo import server
+
+    server._example = None  # as in a fresh server process
+    first = await asyncio.gather(*(server.example_agent({}) for _ in range(5)))
+    assert all(g is first[0] for g in first), "concurrent first runs share one catalog and graph"
+    smaller = await server.example_agent({"configurable": {"max_tools": 2, "mode": "sequential"}})
+    assert smaller is not first[0]
+    assert smaller is await server.example_agent(
+        {"configurable": {"mode": "sequential", "max_tools": 2}}
+    )
+    hermes = await server.text_format_agent({})
+    assert hermes is not first[0] and hermes is await server.text_format_agent({})
+    with pytest.raises(TypeError, match="max_tools"):
+        await server.example_agent({"configurable": {"max_tools": "8"}})
+    catalog = await server._example_catalog()
+    prompt = SystemMessage("Be brief.")  # not JSON: built per call, never a stale graph
+    assert server.agent_for(catalog, {}, system_prompt=prompt) is not server.agent_for(
+        catalog, {}, system_prompt=prompt
+    )
 
 
 def test_mcp_connections_from_env_json_or_file(

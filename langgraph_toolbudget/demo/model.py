@@ -49,6 +49,24 @@ _SYNONYMS = {
 }
 
 
+_SCHEMAS_CACHE_SIZE = 1024
+_schemas: dict[int, tuple[Any, str, str, dict[str, Any]]] = {}
+
+
+def _openai_schema(tool: Any) -> dict[str, Any]:
+    """``convert_to_openai_tool``, kept per tool object: a served graph binds the same catalog
+    tools on every model call, and converting them cost more than the rest of the reply."""
+    name, description = getattr(tool, "name", ""), getattr(tool, "description", "")
+    hit = _schemas.get(id(tool))
+    if hit is not None and hit[0] is tool and hit[1:3] == (name, description):
+        return hit[3]
+    schema = convert_to_openai_tool(tool)
+    if len(_schemas) >= _SCHEMAS_CACHE_SIZE:
+        _schemas.clear()
+    _schemas[id(tool)] = (tool, name, description, schema)
+    return schema
+
+
 def _keywords(text: str) -> list[str]:
     # Values (email addresses, paths, repo names) are arguments, not words about the task.
     text = re.sub(r"\S+@\S+|\S*/\S*", " ", text.lower().replace("'", ""))
@@ -245,7 +263,7 @@ class DemoChatModel(BaseChatModel):
         self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any
     ) -> Runnable[LanguageModelInput, AIMessage]:
         """Bind the tools' OpenAI schemas; each call reads them back."""
-        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+        return self.bind(tools=[_openai_schema(t) for t in tools], **kwargs)
 
     def _generate(
         self,

@@ -46,7 +46,7 @@ import concurrent.futures
 import functools
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -183,12 +183,41 @@ def agent_for(
     Raises:
         TypeError: ``configurable.max_tools`` or ``model`` has the wrong type.
     """
-    model = chat_model(model_spec(config))
-    graph = create_toolbudget_agent(model, catalog, **_options(config), **options)
-    return graph.compile()
+    spec, options = model_spec(config), {**_options(config), **options}
+
+    def build() -> CompiledStateGraph:
+        return create_toolbudget_agent(chat_model(spec), catalog, **options).compile()
+
+    return _cached((catalog, "prebuilt", spec), options, build)
 
 
-_example: ToolCatalog | None = None
+_GRAPHS_CACHE_SIZE = 32
+_graphs: dict[tuple[Any, ...], CompiledStateGraph] = {}
+
+
+def _cached(
+    key: tuple[Any, ...], options: dict[str, Any], build: Callable[[], CompiledStateGraph]
+) -> CompiledStateGraph:
+    """The graph ``build`` makes, built once per key (catalog, graph kind, model) and options.
+
+    LangGraph server calls a factory for every run and state read, and copies the graph it
+    returns (with its checkpointer and store), so one compiled graph serves them all; building
+    it per run cost more than the run. At most 32 are kept; options that are not JSON are not
+    cached.
+    """
+    try:
+        full = (*key, json.dumps(options, sort_keys=True))
+    except TypeError:
+        return build()
+    graph = _graphs.get(full)
+    if graph is None:
+        if len(_graphs) >= _GRAPHS_CACHE_SIZE:
+            del _graphs[next(iter(_graphs))]
+        graph = _graphs[full] = build()
+    return graph
+
+
+_example: concurrent.futures.Future[ToolCatalog] | None = None
 
 
 async def example_agent(config: RunnableConfig) -> CompiledStateGraph:
@@ -224,16 +253,27 @@ async def middleware_agent(config: RunnableConfig) -> CompiledStateGraph:
 
     from langgraph_toolbudget.middleware import ToolBudgetMiddleware
 
+    # Built per run, not kept: the middleware's sequential mode holds one lock per instance,
+    # so a shared instance would run the tool calls of concurrent threads one at a time.
     budget = ToolBudgetMiddleware(await _example_catalog(), **_options(config))
     agent: CompiledStateGraph = create_agent(chat_model(model_spec(config)), middleware=[budget])
     return agent
 
 
 async def _example_catalog() -> ToolCatalog:
+    """The example catalog, built once per process: concurrent first runs share one build
+    (a loop-independent future), else each would build (and serve) its own catalog."""
     global _example
     if _example is None:
-        _example = await asyncio.to_thread(_build_example)
-    return _example
+        _example = concurrent.futures.Future()
+        try:
+            _example.set_result(await asyncio.to_thread(_build_example))
+        except BaseException as exc:
+            future, _example = _example, None
+            future.set_exception(exc)
+            future.exception()  # retrieved: no "never retrieved" warning
+            raise
+    return await asyncio.wrap_future(_example)
 
 
 async def text_format_agent(config: RunnableConfig) -> CompiledStateGraph:
