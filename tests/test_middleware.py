@@ -8,6 +8,7 @@ and the checkpointers real (in memory and SQLite). Each scenario also runs throu
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from typing import Any
@@ -261,6 +262,32 @@ async def test_mode_sequential_runs_one_call_at_a_time(api, mode):
         assert probe.max_live == 1
     else:  # the agent's tool node runs the batch concurrently
         assert probe.max_live >= 2
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("threads", [("a", "b"), ("a", "a")])
+async def test_sequential_serialises_within_a_thread_not_across_threads(api, threads):
+    probe = ConcurrencyProbe()
+    slow = probe_tool("slow", probe, pure=False, seconds=0.3, sync=api == "invoke")
+    catalog = ToolCatalog.from_tools([slow], categories={"probes": ["slow"]})
+    # Both runs' first model calls come before either's second (the tool takes 0.3 s).
+    model = ScriptedChatModel(
+        responses=[ai_calls(call("slow", "s1")), ai_calls(call("slow", "s1")), "ok", "ok"],
+        cycle=False,
+    )
+    # One compiled graph, one middleware instance, serving two runs at once.
+    agent = create_agent(model, middleware=[ToolBudgetMiddleware(catalog, mode="sequential")])
+
+    async def one(thread_id: str) -> dict[str, Any]:
+        config = {"configurable": {"thread_id": thread_id}}
+        payload = {"messages": [HumanMessage("run slow")]}
+        if api == "invoke":
+            return await asyncio.to_thread(agent.invoke, payload, config)
+        return await agent.ainvoke(payload, config)
+
+    outs = await asyncio.gather(*(one(t) for t in threads))
+    assert [tool_messages(o["messages"])[0].content for o in outs] == ["slow 0", "slow 0"]
+    assert probe.max_live == (2 if threads[0] != threads[1] else 1)
 
 
 async def test_a_tool_over_its_timeout_is_cancelled_under_ainvoke():

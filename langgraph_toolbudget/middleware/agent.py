@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
-import threading
-import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -27,6 +24,7 @@ from langgraph_toolbudget.core.semantic import HybridScorer
 from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
 from langgraph_toolbudget.execution.batch import BatchRunner
 from langgraph_toolbudget.execution.pipeline import CallCheck
+from langgraph_toolbudget.middleware.locks import KeyedLocks, thread_key
 from langgraph_toolbudget.middleware.state import (
     ToolBudgetAgentState,
     apply_update,
@@ -189,10 +187,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         self._ours = frozenset(t.name for t in self.tools)
         self._own_ids = frozenset(id(t) for t in self.tools)
         self._seen: tuple[list[Any], int, list[Any]] | None = None
-        self._sync_lock = threading.Lock()
-        self._async_locks: weakref.WeakKeyDictionary[Any, asyncio.Lock] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._locks = KeyedLocks()
 
     # --- the turn's selection ----------------------------------------------------------------
 
@@ -372,10 +367,11 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             return self._builtin(request)
         if not self._owns(request):
             return handler(request)
-        check = self._check(request)
-        with self._sync_lock if self.config.mode == "sequential" else contextlib.nullcontext():
+        check, config = self._check(request), _current_config()
+        sequential = self.config.mode == "sequential"
+        with self._locks.hold(thread_key(config)) if sequential else contextlib.nullcontext():
             out = self.runner.pipeline.delegate(request, check, handler)
-        record_call(self.config.usage, request.state, request.tool_call, out, _current_config())
+        record_call(self.config.usage, request.state, request.tool_call, out, config)
         return out
 
     async def awrap_tool_call(
@@ -388,18 +384,10 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             return await self._abuiltin(request)
         if not self._owns(request):
             return await handler(request)
-        check = await self._acheck(request)
+        check, config = await self._acheck(request), _current_config()
         sequential = self.config.mode == "sequential"
-        async with self._async_lock() if sequential else contextlib.nullcontext():
+        lock = self._locks.ahold(thread_key(config)) if sequential else contextlib.nullcontext()
+        async with lock:
             out = await self.runner.pipeline.adelegate(request, check, handler)
-        config = _current_config()
         await arecord_call(self.config.usage, request.state, request.tool_call, out, config)
         return out
-
-    def _async_lock(self) -> asyncio.Lock:
-        """One lock per event loop (an ``asyncio.Lock`` must not cross loops)."""
-        loop = asyncio.get_running_loop()
-        lock = self._async_locks.get(loop)
-        if lock is None:
-            lock = self._async_locks[loop] = asyncio.Lock()
-        return lock

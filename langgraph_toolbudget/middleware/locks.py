@@ -1,0 +1,63 @@
+"""Per-thread locks for the middleware's ``sequential`` mode.
+
+One middleware instance usually serves every thread of a compiled ``create_agent``
+graph (a module-level graph on LangGraph server, say). A lock per instance would run
+the tool calls of all threads one at a time; ``sequential`` means one at a time within
+a thread's batch, so the lock is keyed by the run's ``thread_id``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import AsyncIterator, Hashable, Iterator
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+
+
+def thread_key(config: RunnableConfig) -> Hashable:
+    """The run's ``thread_id``; None (one shared lock) for runs without one."""
+    configurable: dict[str, Any] = config.get("configurable") or {}
+    return configurable.get("thread_id")
+
+
+class KeyedLocks:
+    """Locks made on first use for a key and dropped when nobody holds or awaits them."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._sync: dict[Hashable, tuple[threading.Lock, list[int]]] = {}
+        self._async: dict[tuple[int, Hashable], tuple[asyncio.Lock, list[int]]] = {}
+
+    @contextlib.contextmanager
+    def hold(self, key: Hashable) -> Iterator[None]:
+        """Hold ``key``'s thread lock."""
+        with self._guard:
+            lock, users = self._sync.setdefault(key, (threading.Lock(), [0]))
+            users[0] += 1
+        try:
+            with lock:
+                yield
+        finally:
+            with self._guard:
+                users[0] -= 1
+                if not users[0]:
+                    del self._sync[key]
+
+    @contextlib.asynccontextmanager
+    async def ahold(self, key: Hashable) -> AsyncIterator[None]:
+        """Hold ``key``'s lock on the running loop (an ``asyncio.Lock`` must not cross loops)."""
+        slot = (id(asyncio.get_running_loop()), key)
+        with self._guard:
+            lock, users = self._async.setdefault(slot, (asyncio.Lock(), [0]))
+            users[0] += 1
+        try:
+            async with lock:
+                yield
+        finally:
+            with self._guard:
+                users[0] -= 1
+                if not users[0]:
+                    del self._async[slot]
