@@ -115,12 +115,18 @@ def pg_server() -> Iterator[dict[str, Any]]:
         yield server
 
 
+@contextlib.contextmanager
+def _database(server: dict[str, Any]) -> Iterator[str]:
+    dbname = f"t_{uuid.uuid4().hex[:12]}"
+    with DatabaseJanitor(dbname=dbname, **server):
+        yield f"postgresql://postgres@127.0.0.1:{server['port']}/{dbname}?sslmode=disable"
+
+
 @pytest.fixture
 def pg_url(pg_server: dict[str, Any]) -> Iterator[str]:
     """A fresh database (created and dropped by pytest-postgresql's janitor)."""
-    dbname = f"t_{uuid.uuid4().hex[:12]}"
-    with DatabaseJanitor(dbname=dbname, **pg_server):
-        yield f"postgresql://postgres@127.0.0.1:{pg_server['port']}/{dbname}?sslmode=disable"
+    with _database(pg_server) as url:
+        yield url
 
 
 # --- PostgreSQL with pgvector, for PostgresStore's vector index -----------------------------
@@ -184,6 +190,5 @@ def pgvector_server(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
 @pytest.fixture
 def pgvector_url(pgvector_server: dict[str, Any]) -> Iterator[str]:
     """A fresh database on a server with pgvector (``CREATE EXTENSION vector`` works)."""
-    dbname = f"t_{uuid.uuid4().hex[:12]}"
-    with DatabaseJanitor(dbname=dbname, **pgvector_server):
-        yield f"postgresql://postgres@127.0.0.1:{pgvector_server['port']}/{dbname}?sslmode=disable"
+    with _database(pgvector_server) as url:
+        yield url

@@ -68,16 +68,23 @@ def index_config(embeddings: Embeddings) -> dict[str, Any]:
     return {"embed": embeddings, "dims": DIMS, "fields": ["text"]}
 
 
-def test_the_store_ranks_as_the_in_memory_scorer_does() -> None:
-    catalog = build_example_catalog()
-    embeddings = Counting()
-    search = StoreToolIndex(InMemoryStore(index=index_config(embeddings)), limit=5)
+def assert_ranks_as_the_scorer(search: StoreToolIndex, catalog: ToolCatalog) -> None:
+    """The store's top 5 for each query are the in-memory ``HybridScorer``'s, in order."""
     scorer = HybridScorer(catalog, HashingEmbeddings(DIMS))
     for query in QUERIES:
         found = search(query, catalog)
         semantic = scorer.semantic_scores(query)
         best = [catalog.index.names[i] for i in np.argsort(-semantic, kind="stable")[:5]]
         assert list(found) == best
+        assert all(0.0 < score <= 1.0 for score in found.values())
+
+
+def test_the_store_ranks_as_the_in_memory_scorer_does() -> None:
+    catalog = build_example_catalog()
+    embeddings = Counting()
+    assert_ranks_as_the_scorer(
+        StoreToolIndex(InMemoryStore(index=index_config(embeddings)), limit=5), catalog
+    )
     assert embeddings.documents == len(catalog)  # the catalog was embedded once
 
 
@@ -171,19 +178,14 @@ def test_sqlite_store_ranks_as_the_scorer_and_a_reopened_file_embeds_nothing(tmp
         store = SqliteStore(conn, index=index_config(embeddings))
         store.setup()
         search = StoreToolIndex(store, limit=5)
-        scorer = HybridScorer(catalog, HashingEmbeddings(DIMS))
-        answers = {}
-        for query in QUERIES:
-            answers[query] = search(query, catalog)
-            semantic = scorer.semantic_scores(query)
-            best = [catalog.index.names[i] for i in np.argsort(-semantic, kind="stable")[:5]]
-            assert list(answers[query]) == best
+        assert_ranks_as_the_scorer(search, catalog)
+        first = search(QUERIES[1], catalog)  # kept by the index object: no new search
         assert embedded(embeddings) == len(catalog) + len(QUERIES)  # the tools once, each query
 
     restarted = Counting()
     with sqlite_connect(path) as conn:
         store = SqliteStore(conn, index=index_config(restarted))
         index = StoreToolIndex(store, limit=5)
-        assert list(index(QUERIES[1], catalog)) == list(answers[QUERIES[1]])
+        assert list(index(QUERIES[1], catalog)) == list(first)
         assert embedded(restarted) == 1  # the query only: the tools were in the file already
         assert index.index(catalog) == 0

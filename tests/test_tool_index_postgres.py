@@ -11,17 +11,12 @@ the store finds, with one query embedding for the three ranking nodes.
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
-from test_tool_index import DIMS, QUERIES, Counting, embedded
+from test_tool_index import QUERIES, Counting, assert_ranks_as_the_scorer, embedded, index_config
 
 from langgraph_toolbudget import (
     BudgetConfig,
-    HashingEmbeddings,
-    HybridScorer,
     StoreToolIndex,
     ToolCatalog,
     create_toolbudget_agent,
@@ -32,23 +27,13 @@ from langgraph_toolbudget.testing import ScriptedChatModel
 NAMESPACE = ("toolbudget", "tools")
 
 
-def index_config(embeddings: Counting) -> dict[str, Any]:
-    return {"embed": embeddings, "dims": DIMS, "fields": ["text"]}
-
-
 def test_pgvector_ranks_as_the_in_memory_scorer_and_persists(pgvector_url: str) -> None:
     catalog = build_example_catalog()
     embeddings = Counting()
     with PostgresStore.from_conn_string(pgvector_url, index=index_config(embeddings)) as store:
         store.setup()
         search = StoreToolIndex(store, limit=5)
-        scorer = HybridScorer(catalog, HashingEmbeddings(DIMS))
-        for query in QUERIES:
-            found = search(query, catalog)
-            semantic = scorer.semantic_scores(query)
-            best = [catalog.index.names[i] for i in np.argsort(-semantic, kind="stable")[:5]]
-            assert list(found) == best
-            assert all(0.0 < score <= 1.0 for score in found.values())
+        assert_ranks_as_the_scorer(search, catalog)
         assert embedded(embeddings) == len(catalog) + len(QUERIES)  # the tools once, each query
 
     restarted = Counting()  # a new connection: a restarted process or another worker
