@@ -19,6 +19,7 @@ It is not part of the package: the product accepts any LangChain
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Sequence
@@ -113,6 +114,13 @@ class MiniLMEmbeddings(Embeddings):
         self.max_seq_length = max_seq_length
         self.batch_size = batch_size
         self.dim = self.hidden
+        weights_file = folder / "model.safetensors"
+        # What identifies these vectors for CachedEmbeddings' disk cache.
+        self.model_id = (
+            f"all-MiniLM-L6-v2 numpy; max_seq_length={max_seq_length}; "
+            f"weights {weights_file.stat().st_size} bytes; config sha1 "
+            f"{hashlib.sha1((folder / 'config.json').read_bytes()).hexdigest()}"
+        )
         weights = load_file(str(folder / "model.safetensors"))
         self.w: dict[str, np.ndarray] = {
             k.removeprefix("bert."): v.astype(np.float32, copy=False)
@@ -213,25 +221,92 @@ class MiniLMEmbeddings(Embeddings):
         return self.encode([text])[0].tolist()
 
 
+CACHE_DIR = Path(__file__).resolve().parent / ".cache" / "embeddings"
+"""Where :class:`CachedEmbeddings` keeps vectors between runs (gitignored)."""
+FLUSH_EVERY = 256
+"""Vectors embedded one at a time (``embed_query``) kept in memory before a shard is written."""
+PREFILL_CHUNK = 2048
+"""Texts per encoder call in :meth:`CachedEmbeddings.prefill`; each chunk is saved at once."""
+
+
+def _text_key(model_id: str, text: str) -> str:
+    return hashlib.sha1(f"{model_id}\0{text}".encode()).hexdigest()
+
+
 class CachedEmbeddings(Embeddings):
     """Wraps an ``Embeddings`` and remembers every text it embedded (benchmarks only).
 
     :meth:`prefill` embeds many query texts in large batches up front, so a
     benchmark's per-query latency then measures the product's work, not the
     numpy encoder's; the encoder cost is reported separately.
+
+    With ``cache_dir``, vectors also persist between runs: one folder per model
+    (``model_id``, by default the wrapped model's), holding ``.npz`` shards of
+    (sha1 of model id and text, vector). A rerun, or a run killed halfway,
+    embeds only the texts no earlier run saved.
+
+    Args:
+        inner: the embeddings to wrap.
+        cache_dir: folder for the shards (``None``: memory only).
+        model_id: what identifies the model's vectors (default ``inner.model_id``).
     """
 
-    def __init__(self, inner: Embeddings) -> None:
+    def __init__(
+        self, inner: Embeddings, *, cache_dir: Path | None = None, model_id: str | None = None
+    ) -> None:
         self.inner = inner
         self.cache: dict[str, np.ndarray] = {}  # float32 arrays: a list per text costs 10x more
+        self.model_id = model_id or getattr(inner, "model_id", None) or type(inner).__name__
+        self.folder: Path | None = None
+        self._saved: dict[str, np.ndarray] = {}  # text key -> vector, from the shards
+        self._pending: dict[str, np.ndarray] = {}
+        self.loaded = self.embedded = 0  # texts found on disk / run through the encoder
+        if cache_dir is not None:
+            digest = hashlib.sha1(self.model_id.encode()).hexdigest()[:16]
+            self.folder = Path(cache_dir) / digest
+            self.folder.mkdir(parents=True, exist_ok=True)
+            (self.folder / "model.txt").write_text(self.model_id + "\n", encoding="utf-8")
+            for shard in sorted(self.folder.glob("*.npz")):
+                with np.load(shard) as data:
+                    self._saved.update(zip(data["keys"].tolist(), data["vectors"], strict=True))
+
+    def _from_disk(self, text: str) -> np.ndarray | None:
+        vector = self._saved.get(_text_key(self.model_id, text)) if self._saved else None
+        if vector is not None:
+            self.cache[text] = vector
+            self.loaded += 1
+        return vector
+
+    def _keep(self, texts: Sequence[str], vectors: Any) -> None:
+        for t, v in zip(texts, vectors, strict=True):
+            self.cache[t] = np.asarray(v, dtype=np.float32)
+            if self.folder is not None:
+                self._pending[_text_key(self.model_id, t)] = self.cache[t]
+        self.embedded += len(texts)
+
+    def flush(self) -> None:
+        """Write the vectors not saved yet as one shard (atomically: a temporary file renamed)."""
+        if self.folder is None or not self._pending:
+            return
+        keys = list(self._pending)
+        name = hashlib.sha1("".join(keys).encode()).hexdigest()[:16]
+        tmp = self.folder / f"{name}.tmp.npz"
+        np.savez(tmp, keys=np.array(keys), vectors=np.stack(list(self._pending.values())))
+        tmp.rename(self.folder / f"{name}.npz")
+        self._saved.update(self._pending)
+        self._pending = {}
 
     def prefill(self, texts: Sequence[str]) -> None:
-        todo = [t for t in dict.fromkeys(texts) if t not in self.cache]
-        if todo:
-            encode = getattr(self.inner, "encode", None)  # MiniLMEmbeddings: arrays, no lists
-            vectors = encode(todo) if encode is not None else self.inner.embed_documents(todo)
-            for t, v in zip(todo, vectors, strict=True):
-                self.cache[t] = np.asarray(v, dtype=np.float32)
+        todo = [
+            t for t in dict.fromkeys(texts) if t not in self.cache and self._from_disk(t) is None
+        ]
+        encode = getattr(self.inner, "encode", None)  # MiniLMEmbeddings: arrays, no lists
+        for start in range(0, len(todo), PREFILL_CHUNK):
+            chunk = todo[start : start + PREFILL_CHUNK]
+            self._keep(
+                chunk, encode(chunk) if encode is not None else self.inner.embed_documents(chunk)
+            )
+            self.flush()
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         self.prefill(texts)
@@ -240,7 +315,12 @@ class CachedEmbeddings(Embeddings):
     def embed_query(self, text: str) -> list[float]:
         vec = self.cache.get(text)
         if vec is None:
-            vec = self.cache[text] = np.asarray(self.inner.embed_query(text), dtype=np.float32)
+            vec = self._from_disk(text)
+        if vec is None:
+            self._keep([text], [self.inner.embed_query(text)])
+            vec = self.cache[text]
+            if len(self._pending) >= FLUSH_EVERY:
+                self.flush()
         return vec.tolist()
 
 

@@ -18,7 +18,7 @@ import pytest
 from langchain_core.tools import BaseTool, tool
 
 # The session's PostgreSQL server and a fresh database per test (tests/pg.py).
-from pg import pg_server, pg_url  # noqa: F401  (fixtures, registered by being imported here)
+from pg import pg_server, pg_url, pgvector_server, pgvector_url  # noqa: F401  (fixtures, registered by being imported here)
 
 from langgraph_toolbudget import ToolCatalog
 

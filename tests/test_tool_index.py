@@ -1,16 +1,24 @@
 """StoreToolIndex: the tool embeddings in a LangGraph store's vector index, as ``retriever=``.
 
 A real ``InMemoryStore`` created with an index over the package's offline
-``HashingEmbeddings``, wrapped to count what is embedded. (``SqliteStore``'s index needs
-a Python whose ``sqlite3`` loads extensions, and ``PostgresStore``'s needs pgvector;
-neither is assumed here.) Checked: the store's search ranks as the in-memory
-``HybridScorer`` does (same texts, same embeddings); a second index object over the
-same store (another worker) embeds no tool again, a changed description re-embeds that
-tool only; inside a graph the graph's store is used; misconfiguration is named.
+``HashingEmbeddings``, wrapped to count what is embedded, and a real file-backed
+``SqliteStore`` with its sqlite-vec index. Checked: the store's search ranks as the
+in-memory ``HybridScorer`` does (same texts, same embeddings); a second index object over
+the same store (another worker) embeds no tool again, a changed description re-embeds that
+tool only; a SqliteStore reopened (a restart) embeds nothing; inside a graph the graph's
+store is used; misconfiguration is named. ``PostgresStore`` with pgvector:
+``tests/test_tool_index_postgres.py``.
+
+``SqliteStore``'s index loads the sqlite-vec extension, which needs a ``sqlite3`` built
+with extension loading. Many Python builds (pyenv's by default, this machine's) are not;
+there the test uses ``pysqlite3`` (``pysqlite3-binary``, in the dev extra on Linux x86-64:
+the same DB-API with its own SQLite), and without either it fails naming what to install.
 """
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,6 +26,7 @@ import pytest
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.store.memory import InMemoryStore
+from langgraph.store.sqlite import SqliteStore
 
 from langgraph_toolbudget import (
     BudgetConfig,
@@ -50,20 +59,32 @@ class Counting(Embeddings):
         return self.inner.embed_query(text)
 
 
+def embedded(embeddings: Counting) -> int:
+    """Texts embedded (SqliteStore and PostgresStore embed queries with ``embed_documents``)."""
+    return embeddings.documents + embeddings.queries
+
+
 def index_config(embeddings: Embeddings) -> dict[str, Any]:
     return {"embed": embeddings, "dims": DIMS, "fields": ["text"]}
 
 
-def test_the_store_ranks_as_the_in_memory_scorer_does() -> None:
-    catalog = build_example_catalog()
-    embeddings = Counting()
-    search = StoreToolIndex(InMemoryStore(index=index_config(embeddings)), limit=5)
+def assert_ranks_as_the_scorer(search: StoreToolIndex, catalog: ToolCatalog) -> None:
+    """The store's top 5 for each query are the in-memory ``HybridScorer``'s, in order."""
     scorer = HybridScorer(catalog, HashingEmbeddings(DIMS))
     for query in QUERIES:
         found = search(query, catalog)
         semantic = scorer.semantic_scores(query)
         best = [catalog.index.names[i] for i in np.argsort(-semantic, kind="stable")[:5]]
         assert list(found) == best
+        assert all(0.0 < score <= 1.0 for score in found.values())
+
+
+def test_the_store_ranks_as_the_in_memory_scorer_does() -> None:
+    catalog = build_example_catalog()
+    embeddings = Counting()
+    assert_ranks_as_the_scorer(
+        StoreToolIndex(InMemoryStore(index=index_config(embeddings)), limit=5), catalog
+    )
     assert embeddings.documents == len(catalog)  # the catalog was embedded once
 
 
@@ -128,3 +149,43 @@ def test_misconfiguration_is_named(caplog) -> None:
         app.invoke({"messages": [HumanMessage("weather forecast")]})
     assert "retriever StoreToolIndex failed" in caplog.text
     assert "compiled with a store" in caplog.text
+
+
+SQLITE_HINT = (
+    "SqliteStore's vector index needs a sqlite3 that can load extensions (sqlite-vec); this "
+    "Python's cannot. Install pysqlite3-binary (`pip install pysqlite3-binary`, in the dev "
+    "extra on Linux x86-64), or use a Python built with --enable-loadable-sqlite-extensions."
+)
+
+
+def sqlite_connect(path: Path) -> Any:
+    """A connection as ``SqliteStore.from_conn_string`` opens it, from a sqlite3 that loads
+    extensions: the standard library's when it can, else ``pysqlite3``'s."""
+    module: Any = sqlite3
+    if not hasattr(sqlite3.Connection, "enable_load_extension"):
+        try:
+            import pysqlite3.dbapi2 as module  # type: ignore[import-not-found, no-redef]
+        except ImportError:
+            pytest.fail(SQLITE_HINT)
+    return module.connect(str(path), check_same_thread=False, isolation_level=None)
+
+
+def test_sqlite_store_ranks_as_the_scorer_and_a_reopened_file_embeds_nothing(tmp_path) -> None:
+    catalog = build_example_catalog()
+    path = tmp_path / "tools.sqlite"
+    embeddings = Counting()
+    with sqlite_connect(path) as conn:
+        store = SqliteStore(conn, index=index_config(embeddings))
+        store.setup()
+        search = StoreToolIndex(store, limit=5)
+        assert_ranks_as_the_scorer(search, catalog)
+        first = search(QUERIES[1], catalog)  # kept by the index object: no new search
+        assert embedded(embeddings) == len(catalog) + len(QUERIES)  # the tools once, each query
+
+    restarted = Counting()
+    with sqlite_connect(path) as conn:
+        store = SqliteStore(conn, index=index_config(restarted))
+        index = StoreToolIndex(store, limit=5)
+        assert list(index(QUERIES[1], catalog)) == list(first)
+        assert embedded(restarted) == 1  # the query only: the tools were in the file already
+        assert index.index(catalog) == 0
