@@ -108,7 +108,7 @@ class _ServerSession:
         """
         gen = self._gen
         if gen is not None and gen.probe is not None and not gen.probe.done():
-            await asyncio.shield(gen.probe)  # bounded by PROBE_TIMEOUT_S
+            await asyncio.wait({gen.probe})  # bounded by PROBE_TIMEOUT_S; never cancels it
             gen = self._gen
         if self._alive(gen):
             assert gen is not None
