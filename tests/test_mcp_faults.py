@@ -76,6 +76,14 @@ def test_a_big_answer_arrives_whole_within_the_default_timeout_and_the_session_g
     assert row.recovered
 
 
+def test_a_big_answer_past_its_timeout_s_is_a_timeout_and_the_next_call_recovers(transport):
+    # the answer is still being written or read when the call times out; the next call
+    # must not queue behind it (the session is probed, and dropped if it does not answer)
+    row = asyncio.run(returning_big(transport, megabytes=30, timeout_s=0.2))
+    assert row.status == "error" and "timed out" in row.model_sees
+    assert row.recovered
+
+
 def test_100_calls_then_a_kill_and_restart_recovers(transport):
     row = run("100 calls then restart", transport)
     assert row.model_sees == "100/100 calls answered before the kill"

@@ -78,8 +78,12 @@ class Rig:
             self._http.__exit__(None, None, None)
             self._http = None
 
-    async def load(self, hang_timeout_s: float = TIMEOUT_S, **options: Any) -> None:
+    async def load(
+        self, hang_timeout_s: float = TIMEOUT_S, big_timeout_s: float | None = None, **options: Any
+    ) -> None:
         metadata = {"hang": {"timeout_s": hang_timeout_s}, "block": {"timeout_s": TIMEOUT_S}}
+        if big_timeout_s is not None:  # else the MCP default (60 s)
+            metadata["big"] = {"timeout_s": big_timeout_s}
         self.catalog = await ToolCatalog.from_mcp(
             {"faults": self.connection()}, tool_metadata=metadata, heartbeat_s=0.2, **options
         )
@@ -106,13 +110,16 @@ class Rig:
             self.server.kill()
 
     async def recover(self, since: float) -> tuple[bool, float | None]:
-        """Restart a killed HTTP server; then call ``echo`` until it answers (or WAIT_S)."""
+        """Restart a killed HTTP server; then call ``echo`` until it answers, within WAIT_S."""
         if self.transport == "streamable_http" and self.server.process.poll() is not None:
             self.stop_http()
             self.start_http()
         deadline = time.monotonic() + WAIT_S
-        while time.monotonic() < deadline:
-            answer = await self.call("echo", text="back")
+        while (left := deadline - time.monotonic()) > 0:
+            try:  # a call queued behind a stuck one must not count as recovered late
+                answer = await asyncio.wait_for(self.call("echo", text="back"), left)
+            except asyncio.TimeoutError:
+                break
             if answer.status != "error" and text_of(answer) == "back":
                 return True, time.monotonic() - since
             await asyncio.sleep(0.05)
@@ -240,8 +247,11 @@ async def returning_errors(transport: str) -> FaultRow:
                     recovery_s=seconds)  # fmt: skip
 
 
-async def returning_big(transport: str, megabytes: int = 50) -> FaultRow:
-    async with rig(transport, hang_timeout_s=TIMEOUT_S) as r:
+async def returning_big(
+    transport: str, megabytes: int = 50, timeout_s: float | None = None
+) -> FaultRow:
+    """A big answer, under the MCP default timeout unless ``timeout_s`` is given."""
+    async with rig(transport, big_timeout_s=timeout_s) as r:
         start = time.monotonic()
         message = await r.call("big", megabytes=megabytes)
         answered = time.monotonic() - start
