@@ -141,8 +141,8 @@ async def stdio_transport(
                         return
                     for line in lines.feed(data):
                         await reader_send.send(_parse(line, server.encoding_error_handler))
-        except anyio.ClosedResourceError:
-            await anyio.lowlevel.checkpoint()
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await anyio.lowlevel.checkpoint()  # closed by us, or the session is gone
 
     async def write_server() -> None:
         assert process.stdin is not None
