@@ -62,6 +62,8 @@ def test_stdio_parameters_expand_env_references_and_name_missing_keys(monkeypatc
     assert params.env == {"TOKEN": "s3cret", "PLAIN": "$NOT_BRACED"} and str(params.cwd) == "/tmp"
     with pytest.raises(ValueError, match="'args' parameter is required"):
         stdio_parameters({"transport": "stdio", "command": "python"})
+    with pytest.raises(ValueError, match=r"unknown keys \['cmd_args'\]; it takes \["):
+        stdio_parameters({"transport": "stdio", "command": "python", "args": [], "cmd_args": []})
 
 
 async def test_a_stdio_server_gets_the_env_and_cwd_of_its_connection(tmp_path, monkeypatch):

@@ -49,7 +49,11 @@ logger = logging.getLogger(__name__)
 EXIT_GRACE_S = 2.0
 """Seconds a server gets to exit after its stdin closes (the SDK's value)."""
 
-_READ_BYTES = 1 << 20
+_READ_BYTES = 1 << 20  # at most per read (the pipe hands over up to 256 KiB at a time)
+_STDIO_KEYS = {
+    "transport", "command", "args", "env", "cwd", "encoding", "encoding_error_handler",
+    "session_kwargs",
+}  # fmt: skip
 
 
 class LineSplitter:
@@ -196,11 +200,17 @@ def stdio_parameters(connection: Mapping[str, Any]) -> StdioServerParameters:
     """The ``StdioServerParameters`` of a stdio connection dict (``${VAR}`` expanded in ``env``).
 
     Raises:
-        ValueError: the connection has no ``command`` or no ``args``.
+        ValueError: the connection has no ``command`` or no ``args``, or keys a
+            stdio connection does not take (the adapters refuse them too).
     """
     for key in ("command", "args"):
         if key not in connection:
             raise ValueError(f"{key!r} parameter is required for stdio connection")
+    unknown = sorted(set(connection) - _STDIO_KEYS)
+    if unknown:
+        raise ValueError(
+            f"stdio connection has unknown keys {unknown}; it takes {sorted(_STDIO_KEYS)}"
+        )
     env = connection.get("env")
     keys = ("cwd", "encoding", "encoding_error_handler")
     options = {k: connection[k] for k in keys if k in connection}
