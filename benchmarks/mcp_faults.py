@@ -4,10 +4,14 @@ Real FastMCP servers (``tests/mcp_servers/fault_server.py``) over stdio and stre
 HTTP on 127.0.0.1, loaded with ``ToolCatalog.from_mcp`` (user defaults, plus
 ``timeout_s=1`` on the hanging tool) and called through a ``ToolExecutor`` under
 ``ainvoke``. Faults: killed mid-call, killed between calls, hanging past ``timeout_s``,
-frozen by SIGSTOP with only the MCP default timeout (set to 1 s here), never starting,
-returning errors, returning 50 MB, 100 calls then killed and restarted. Recovery: the
-seconds from the fault to the first successful next call (for HTTP this includes
-starting the server again, which someone must do).
+stuck past ``timeout_s`` (a sync tool blocks the whole server 12 s), frozen by SIGSTOP
+with only the MCP default timeout (set to 1 s here), never starting, returning errors,
+returning 50 MB (under the default 60 s timeout), 100 calls then killed and restarted.
+Recovery: the seconds from the fault to the first successful next call (for HTTP this
+includes starting the server again, which someone must do); "sessions": how many
+sessions the catalog opened to the server in the scenarios that count them.
+
+The machine's load average is printed before and after (the figures move with it).
 
 ``tests/test_mcp_faults.py`` asserts the same outcomes without timings.
 
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import sys
 from pathlib import Path
 
@@ -44,17 +49,24 @@ async def run_all() -> list[FaultRow]:
 
 
 def main() -> None:
+    load_before = os.getloadavg()
     rows = asyncio.run(run_all())
+    load_after = os.getloadavg()
     print_table(
-        ["fault", "transport", "status", "the model sees", "chars", "next call ok", "recovery s"],
+        ["fault", "transport", "status", "the model sees", "chars", "next call ok", "recovery s",
+         "sessions"],
         [
             [r.scenario, r.transport, r.status, r.model_sees[:70].replace("\n", " "), r.length,
              "yes" if r.recovered else "no",
-             "-" if r.recovery_s is None else f"{r.recovery_s:.2f}"]
+             "-" if r.recovery_s is None else f"{r.recovery_s:.2f}",
+             "-" if r.sessions_opened is None else r.sessions_opened]
             for r in rows
         ],
     )  # fmt: skip
-    path = write_results("mcp_faults", {"rows": [dataclasses.asdict(r) for r in rows]})
+    print(f"\nload average (1, 5, 15 min): before {load_before}, after {load_after}")
+    payload = {"load_average_before": load_before, "load_average_after": load_after}
+    payload["rows"] = [dataclasses.asdict(r) for r in rows]
+    path = write_results("mcp_faults", payload)
     print(f"\nwritten: {path}")
 
 

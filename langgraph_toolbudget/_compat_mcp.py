@@ -20,6 +20,11 @@ from langchain_mcp_adapters.callbacks import (
     # The type `Callbacks.to_mcp_format()` returns; built empty when no callbacks are given.
     _MCPCallbacks,
 )
+
+# The adapters' stdio sessions expand `${VAR}` in `env` values; the catalog's own stdio
+# transport (mcp/stdio.py) starts servers from the same connection dicts, so it expands
+# them the same way. Checked: langchain-mcp-adapters 0.3.0 - 0.3.2.
+from langchain_mcp_adapters.sessions import _expand_env_vars
 from langchain_mcp_adapters.tools import (
     # Composes `tool_interceptors` around the call, as the adapters' tools do.
     _build_interceptor_chain,
@@ -36,6 +41,7 @@ __all__ = [
     "_MCPCallbacks",
     "_build_interceptor_chain",
     "_convert_call_tool_result",
+    "_expand_env_vars",
     "_handle_mcp_tool_error",
     "_list_all_tools",
     "next_request_id",

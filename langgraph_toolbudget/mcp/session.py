@@ -10,7 +10,7 @@ from typing import Any
 
 import anyio
 from langchain_mcp_adapters.callbacks import CallbackContext, Callbacks
-from langchain_mcp_adapters.sessions import Connection, create_session
+from langchain_mcp_adapters.sessions import Connection
 from mcp import ClientSession, types
 
 from langgraph_toolbudget._compat_mcp import _MCPCallbacks, next_request_id, transport_closed
@@ -24,8 +24,12 @@ from langgraph_toolbudget.mcp.errors import (
     _is_transport_error,
     _where,
 )
+from langgraph_toolbudget.mcp.stdio import open_session
 
 logger = logging.getLogger(__name__)
+
+PROBE_TIMEOUT_S = 5.0
+"""Seconds a server has to answer a ping after one of its calls was abandoned (timed out)."""
 
 
 def _retrieve(fut: asyncio.Future[Any]) -> None:
@@ -45,6 +49,7 @@ class _Generation:
     dead: asyncio.Event
     inflight: int = 0
     heartbeat: asyncio.Task[None] | None = None
+    probe: asyncio.Task[None] | None = None
 
 
 class _ServerSession:
@@ -95,10 +100,16 @@ class _ServerSession:
     async def ensure_open(self) -> _Generation:
         """The live session, opening (or re-opening) it if needed.
 
+        A session being probed after an abandoned call (:meth:`_probe`) is
+        waited for first, so a call never queues behind a stuck one.
+
         Raises:
             MCPServerError: the session cannot be opened; names the server.
         """
         gen = self._gen
+        if gen is not None and gen.probe is not None and not gen.probe.done():
+            await asyncio.wait({gen.probe})  # bounded by PROBE_TIMEOUT_S; never cancels it
+            gen = self._gen
         if self._alive(gen):
             assert gen is not None
             return gen
@@ -152,9 +163,7 @@ class _ServerSession:
         """Owner task: enter the session's context, wait until closing, exit it."""
         error: BaseException | None = None
         try:
-            async with create_session(
-                self.connection, mcp_callbacks=self._mcp_callbacks()
-            ) as session:
+            async with open_session(self.connection, self._mcp_callbacks()) as session:
                 init = await session.initialize()
                 if not ready.done():
                     ready.set_result((session, init))
@@ -255,6 +264,9 @@ class _ServerSession:
             call.cancel()
             if request_id and (sent := request_id[0]) is not None and not gen.dead.is_set():
                 self._spawn(self._notify_cancelled(session, sent))
+            if not gen.dead.is_set() and (gen.probe is None or gen.probe.done()):
+                gen.probe = loop.create_task(self._probe(gen))
+                gen.probe.add_done_callback(_retrieve)
             raise
         finally:
             watch.cancel()
@@ -308,6 +320,28 @@ class _ServerSession:
                 await session.send_notification(notification)
         except Exception as exc:  # noqa: BLE001 - best effort; the session may be gone
             logger.debug("could not send cancellation to %r: %s", self.name, exc)
+
+    async def _probe(self, gen: _Generation) -> None:
+        """After a call was abandoned, drop the session unless the server answers a ping.
+
+        A server that timed out may be stuck (blocked in a tool, or still writing a
+        huge answer every later message must wait behind); rather than queue the
+        next calls behind it, the session is closed (a stdio server is stopped) and
+        the next call opens a new one.
+        """
+        try:
+            with anyio.fail_after(PROBE_TIMEOUT_S):
+                await gen.session.send_ping()
+        except Exception as exc:  # noqa: BLE001 - classified below
+            stuck = isinstance(exc, TimeoutError) or _is_transport_error(exc)
+            if stuck and not gen.dead.is_set():
+                logger.info(
+                    "MCP server %r did not answer a ping within %s s after a call was"
+                    " abandoned; its session is closed and re-opened on the next call",
+                    self.name,
+                    PROBE_TIMEOUT_S,
+                )
+                self._mark_dead(gen)
 
     async def _beat(self, gen: _Generation, interval: float) -> None:
         """While calls are pending, ping the server so a dead connection is noticed.

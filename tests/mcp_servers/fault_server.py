@@ -1,4 +1,4 @@
-"""A FastMCP server for the fault matrix: echo, a hanging tool, a huge answer, an error.
+"""A FastMCP server for the fault matrix: echo, hanging and blocking tools, a huge answer, an error.
 
 Run: ``python fault_server.py`` (stdio) or ``--transport streamable-http --port N``.
 """
@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
+import time
 from pathlib import Path
 
 from mcp.server.fastmcp import FastMCP
@@ -33,6 +35,13 @@ async def hang(seconds: float, marker: str = "") -> str:
 
 
 @mcp.tool()
+def block(seconds: float) -> str:
+    """Block the whole server ``seconds`` (a sync tool runs on FastMCP's event loop)."""
+    time.sleep(seconds)
+    return "unblocked"
+
+
+@mcp.tool()
 def big(megabytes: int) -> str:
     """An answer of ``megabytes`` MB of text."""
     return "x" * (megabytes * 1_000_000)
@@ -42,6 +51,20 @@ def big(megabytes: int) -> str:
 def fail(message: str = "boom") -> str:
     """Always fails."""
     raise RuntimeError(message)
+
+
+@mcp.tool()
+def noise(text: str) -> str:
+    """Write a line that is not JSON-RPC to stdout (a stray print), then answer."""
+    sys.stdout.write("this is not JSON-RPC\n")
+    sys.stdout.flush()
+    return text
+
+
+@mcp.tool()
+def process_info(variable: str) -> dict[str, str]:
+    """This server's working directory and the value of an environment variable."""
+    return {"cwd": os.getcwd(), "value": os.environ.get(variable, "")}
 
 
 @mcp.tool()

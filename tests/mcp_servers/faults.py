@@ -37,6 +37,7 @@ SERVER = Path(__file__).with_name("fault_server.py")
 TRANSPORTS = ("stdio", "streamable_http")
 TIMEOUT_S = 1.0  # timeout_s of the tools in these scenarios
 WAIT_S = 30.0
+BLOCK_S = 12.0  # how long "block" stops the whole server (longer than the probe after a timeout)
 
 
 @dataclass
@@ -50,6 +51,7 @@ class FaultRow:
     length: int  # characters of the answer (stored whole when it was offloaded)
     recovered: bool  # the next call succeeded
     recovery_s: float | None = None
+    sessions_opened: int | None = None  # sessions to the server by the end (1: never reconnected)
 
 
 class Rig:
@@ -76,8 +78,12 @@ class Rig:
             self._http.__exit__(None, None, None)
             self._http = None
 
-    async def load(self, hang_timeout_s: float = TIMEOUT_S, **options: Any) -> None:
-        metadata = {"hang": {"timeout_s": hang_timeout_s}}
+    async def load(
+        self, hang_timeout_s: float = TIMEOUT_S, big_timeout_s: float | None = None, **options: Any
+    ) -> None:
+        metadata = {"hang": {"timeout_s": hang_timeout_s}, "block": {"timeout_s": TIMEOUT_S}}
+        if big_timeout_s is not None:  # else the MCP default (60 s)
+            metadata["big"] = {"timeout_s": big_timeout_s}
         self.catalog = await ToolCatalog.from_mcp(
             {"faults": self.connection()}, tool_metadata=metadata, heartbeat_s=0.2, **options
         )
@@ -104,13 +110,16 @@ class Rig:
             self.server.kill()
 
     async def recover(self, since: float) -> tuple[bool, float | None]:
-        """Restart a killed HTTP server; then call ``echo`` until it answers (or WAIT_S)."""
+        """Restart a killed HTTP server; then call ``echo`` until it answers, within WAIT_S."""
         if self.transport == "streamable_http" and self.server.process.poll() is not None:
             self.stop_http()
             self.start_http()
         deadline = time.monotonic() + WAIT_S
-        while time.monotonic() < deadline:
-            answer = await self.call("echo", text="back")
+        while (left := deadline - time.monotonic()) > 0:
+            try:  # a call queued behind a stuck one must not count as recovered late
+                answer = await asyncio.wait_for(self.call("echo", text="back"), left)
+            except asyncio.TimeoutError:
+                break
             if answer.status != "error" and text_of(answer) == "back":
                 return True, time.monotonic() - since
             await asyncio.sleep(0.05)
@@ -184,6 +193,18 @@ async def hanging_past_timeout(transport: str) -> FaultRow:
                     recovery_s=seconds)  # fmt: skip
 
 
+async def stuck_past_timeout(transport: str, block_s: float = BLOCK_S) -> FaultRow:
+    """A tool blocks the whole server past its timeout_s: the session that no longer
+    answers is dropped. Stdio recovers before the block ends (a new server process);
+    an HTTP server can only answer again once it is unblocked."""
+    async with rig(transport) as r:
+        message = await r.call("block", seconds=block_s)
+        recovered, seconds = await r.recover(time.monotonic())
+        opened = r.catalog.mcp.sessions_opened("faults")
+        return _row("stuck past timeout_s", transport, message, recovered=recovered,
+                    recovery_s=seconds, sessions_opened=opened)  # fmt: skip
+
+
 async def frozen_server(transport: str) -> FaultRow:
     """SIGSTOP: no timeout_s set on ``echo``, only the MCP default (here 1 s)."""
     async with rig(transport, default_timeout_s=TIMEOUT_S) as r:
@@ -226,8 +247,11 @@ async def returning_errors(transport: str) -> FaultRow:
                     recovery_s=seconds)  # fmt: skip
 
 
-async def returning_big(transport: str, megabytes: int = 50) -> FaultRow:
-    async with rig(transport, hang_timeout_s=TIMEOUT_S) as r:
+async def returning_big(
+    transport: str, megabytes: int = 50, timeout_s: float | None = None
+) -> FaultRow:
+    """A big answer, under the MCP default timeout unless ``timeout_s`` is given."""
+    async with rig(transport, big_timeout_s=timeout_s) as r:
         start = time.monotonic()
         message = await r.call("big", megabytes=megabytes)
         answered = time.monotonic() - start
@@ -256,6 +280,7 @@ SCENARIOS: dict[str, Callable[[str], Awaitable[FaultRow]]] = {
     "killed mid-call": killed_mid_call,
     "killed between calls": killed_between_calls,
     "hanging past timeout_s": hanging_past_timeout,
+    "stuck past timeout_s": stuck_past_timeout,
     "frozen (SIGSTOP)": frozen_server,
     "never starting": never_starting,
     "returning errors": returning_errors,

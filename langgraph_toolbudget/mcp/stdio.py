@@ -1,0 +1,250 @@
+"""The stdio transport of the MCP sessions: the SDK's ``stdio_client``, reading in linear time.
+
+The SDK's ``mcp.client.stdio.stdio_client`` joins every chunk it reads from the
+server to the pending part of the line and splits the whole again
+(``(buffer + chunk).split("\\n")``), so one message of n bytes costs about
+n² / 64 KiB of copying: a 10 MB tool result took 8 s, 20 MB 38 s, 50 MB more
+than the 60 s default timeout, all of it on the loop that owns every session.
+:func:`stdio_transport` is the same transport built on the SDK's public parts
+(``StdioServerParameters``, ``get_default_environment``, ``SessionMessage``,
+``JSONRPCMessage``, the POSIX process-tree termination) with a line splitter
+that copies each byte about once: 50 MB arrive in a few seconds, most of it
+the JSON parsing.
+
+It keeps the SDK's behaviour otherwise: the server starts in its own process
+group with the SDK's default environment plus ``env``; its stderr goes to ours;
+a line that is not a JSON-RPC message is handed to the session as an exception;
+on exit stdin is closed, the server gets 2 s to exit, then its process group is
+terminated. Messages are UTF-8, as the MCP spec says (a line of invalid
+UTF-8 is an error unless ``encoding_error_handler`` is ``replace`` or ``ignore``);
+on Windows, or for another ``encoding``, the SDK's own ``stdio_client`` is used.
+
+:func:`open_session` opens a ``ClientSession`` from a connection dict as the
+adapters' ``create_session`` does, over this transport for ``stdio`` connections.
+"""
+
+from __future__ import annotations
+
+import codecs
+import logging
+import sys
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any, TextIO
+
+import anyio
+import anyio.abc
+import anyio.lowlevel
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from langchain_mcp_adapters.sessions import Connection, create_session
+from mcp import ClientSession, StdioServerParameters, types
+from mcp.client.stdio import get_default_environment, stdio_client
+from mcp.os.posix.utilities import terminate_posix_process_tree
+from mcp.shared.message import SessionMessage
+
+from langgraph_toolbudget._compat_mcp import _expand_env_vars, _MCPCallbacks
+
+logger = logging.getLogger(__name__)
+
+EXIT_GRACE_S = 2.0
+"""Seconds a server gets to exit after its stdin closes (the SDK's value)."""
+
+_READ_BYTES = 1 << 20  # at most per read (the pipe hands over up to 256 KiB at a time)
+_STDIO_KEYS = {
+    "transport", "command", "args", "env", "cwd", "encoding", "encoding_error_handler",
+    "session_kwargs",
+}  # fmt: skip
+
+
+class LineSplitter:
+    """Splits a byte stream into lines, copying each byte about once.
+
+    The pending line grows in a ``bytearray`` (amortized appends) and is handed
+    out as it is when its newline arrives; lines wholly inside one chunk are
+    sliced from it. A line of n bytes read in k chunks costs O(n + k), and the
+    pending bytes are never duplicated.
+    """
+
+    def __init__(self) -> None:
+        self._pending = bytearray()
+
+    def feed(self, chunk: bytes) -> list[bytes | bytearray]:
+        """Add a chunk; return the lines it completes (without their newlines)."""
+        end = chunk.find(b"\n")
+        if end == -1:
+            self._pending += chunk
+            return []
+        self._pending += chunk[:end]
+        lines: list[bytes | bytearray] = [self._pending]
+        self._pending = bytearray()
+        start = end + 1
+        while (end := chunk.find(b"\n", start)) != -1:
+            lines.append(chunk[start:end])
+            start = end + 1
+        self._pending += chunk[start:]
+        return lines
+
+
+def _parse(line: bytes | bytearray, errors: str) -> SessionMessage | Exception:
+    try:
+        data = line if errors == "strict" else bytes(line).decode("utf-8", errors)
+        return SessionMessage(types.JSONRPCMessage.model_validate_json(data))
+    except Exception as exc:  # noqa: BLE001 - handed to the session, as the SDK does
+        logger.warning("MCP server wrote a line that is not a JSON-RPC message: %s", exc)
+        return exc
+
+
+@asynccontextmanager
+async def stdio_transport(
+    server: StdioServerParameters, errlog: TextIO = sys.stderr
+) -> AsyncIterator[
+    tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[Any]]
+]:
+    """Start a stdio MCP server; yield the (read, write) streams a ``ClientSession`` takes.
+
+    Args:
+        server: the command, arguments, environment, working directory and
+            encoding, as for the SDK's ``stdio_client``.
+        errlog: where the server's stderr goes.
+
+    Yields:
+        The stream of the server's messages and the stream to send it messages.
+    """
+    if sys.platform == "win32" or codecs.lookup(server.encoding).name != "utf-8":
+        # Windows: the SDK manages the process through a job object; other encodings
+        # than the spec's UTF-8 may not split on the newline byte.
+        async with stdio_client(server, errlog) as streams:
+            yield streams
+        return
+    reader_send, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, writer_receive = anyio.create_memory_object_stream[SessionMessage](0)
+    env = get_default_environment()
+    env.update(server.env or {})
+    try:
+        process = await anyio.open_process(
+            [server.command, *server.args],
+            env=env,
+            stderr=errlog,
+            cwd=server.cwd,
+            start_new_session=True,
+        )
+    except OSError:
+        for stream in (read_stream, write_stream, reader_send, writer_receive):
+            await stream.aclose()
+        raise
+
+    async def read_server() -> None:
+        assert process.stdout is not None
+        lines = LineSplitter()
+        try:
+            async with reader_send:
+                while True:
+                    try:
+                        data = await process.stdout.receive(_READ_BYTES)
+                    except (anyio.EndOfStream, anyio.ClosedResourceError):
+                        return
+                    for line in lines.feed(data):
+                        await reader_send.send(_parse(line, server.encoding_error_handler))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await anyio.lowlevel.checkpoint()  # closed by us, or the session is gone
+
+    async def write_server() -> None:
+        assert process.stdin is not None
+        try:
+            async with writer_receive:
+                async for message in writer_receive:
+                    text = message.message.model_dump_json(by_alias=True, exclude_none=True)
+                    data = (text + "\n").encode(server.encoding, server.encoding_error_handler)
+                    await process.stdin.send(data)
+        except anyio.ClosedResourceError:
+            await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as tg, process:
+        tg.start_soon(read_server)
+        tg.start_soon(write_server)
+        try:
+            yield read_stream, write_stream
+        finally:
+            await _stop(process)
+            for stream in (read_stream, write_stream, reader_send, writer_receive):
+                await stream.aclose()
+
+
+async def _stop(process: anyio.abc.Process) -> None:
+    """The MCP stdio shutdown: close stdin, let the server exit, else end its process group."""
+    if process.stdin is not None:
+        try:
+            await process.stdin.aclose()
+        except Exception as exc:  # noqa: BLE001 - already closed is fine
+            logger.debug("closing the MCP server's stdin: %s", exc)
+    try:
+        with anyio.fail_after(EXIT_GRACE_S):
+            await process.wait()
+    except TimeoutError:
+        await terminate_posix_process_tree(process)
+    except ProcessLookupError:
+        pass
+
+
+def _session_kwargs(connection: Mapping[str, Any], callbacks: _MCPCallbacks) -> dict[str, Any]:
+    """``ClientSession`` keyword arguments: the connection's and the callbacks'."""
+    kwargs = dict(connection.get("session_kwargs") or {})
+    if callbacks.logging_callback is not None:
+        kwargs["logging_callback"] = callbacks.logging_callback
+    if callbacks.elicitation_callback is not None:
+        kwargs["elicitation_callback"] = callbacks.elicitation_callback
+    return kwargs
+
+
+def stdio_parameters(connection: Mapping[str, Any]) -> StdioServerParameters:
+    """The ``StdioServerParameters`` of a stdio connection dict (``${VAR}`` expanded in ``env``).
+
+    Raises:
+        ValueError: the connection has no ``command`` or no ``args``, or keys a
+            stdio connection does not take (the adapters refuse them too).
+    """
+    for key in ("command", "args"):
+        if key not in connection:
+            raise ValueError(f"{key!r} parameter is required for stdio connection")
+    unknown = sorted(set(connection) - _STDIO_KEYS)
+    if unknown:
+        raise ValueError(
+            f"stdio connection has unknown keys {unknown}; it takes {sorted(_STDIO_KEYS)}"
+        )
+    env = connection.get("env")
+    keys = ("cwd", "encoding", "encoding_error_handler")
+    options = {k: connection[k] for k in keys if k in connection}
+    return StdioServerParameters(
+        command=connection["command"],
+        args=list(connection["args"]),
+        env=None if env is None else {k: _expand_env_vars(v) for k, v in env.items()},
+        **options,
+    )
+
+
+@asynccontextmanager
+async def open_session(
+    connection: Connection, callbacks: _MCPCallbacks
+) -> AsyncIterator[ClientSession]:
+    """A ``ClientSession`` (not yet initialized) to the server of a connection dict.
+
+    ``stdio`` connections go through :func:`stdio_transport`; the other transports
+    through the adapters' ``create_session``.
+
+    Args:
+        connection: the connection dict (``MultiServerMCPClient`` format).
+        callbacks: the MCP callbacks (logging, elicitation) of the session.
+
+    Yields:
+        The session, open until the context exits.
+    """
+    if connection.get("transport") != "stdio":
+        async with create_session(connection, mcp_callbacks=callbacks) as session:
+            yield session
+        return
+    kwargs = _session_kwargs(connection, callbacks)
+    async with (
+        stdio_transport(stdio_parameters(connection)) as (read, write),
+        ClientSession(read, write, **kwargs) as session,
+    ):
+        yield session

@@ -1,0 +1,88 @@
+"""The catalog's stdio transport (``langgraph_toolbudget.mcp.stdio``): lines split in linear
+time, and the SDK's behaviour kept (environment, working directory, stray output).
+
+Real FastMCP server (``tests/mcp_servers/fault_server.py``) over stdio; the 50 MB answer
+is in ``tests/test_mcp_faults.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from mcp_servers.faults import SERVER
+
+from langgraph_toolbudget import ToolCatalog
+from langgraph_toolbudget.mcp.stdio import LineSplitter, stdio_parameters
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _text(content: object) -> str:
+    """The text of a tool's content (MCP results come as content blocks)."""
+    if isinstance(content, str):
+        return content
+    assert isinstance(content, list)
+    return "".join(block["text"] for block in content)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(st.binary(max_size=300).map(lambda b: b.replace(b"\n", b"")), max_size=20),
+    cuts=st.lists(st.integers(min_value=0, max_value=6000), max_size=30),
+    tail=st.binary(max_size=50).map(lambda b: b.replace(b"\n", b"")),
+)
+def test_line_splitter_gives_the_same_lines_whatever_the_chunking(lines, cuts, tail):
+    stream = b"".join(line + b"\n" for line in lines) + tail
+    bounds = sorted({0, len(stream), *(c for c in cuts if c < len(stream))})
+    splitter = LineSplitter()
+    got = []
+    for start, end in zip(bounds, bounds[1:], strict=False):
+        got += [bytes(line) for line in splitter.feed(stream[start:end])]
+    assert got == lines  # the unterminated tail is not a line yet
+
+
+def test_line_splitter_hands_out_a_long_line_once_without_its_newline():
+    splitter = LineSplitter()
+    assert all(splitter.feed(b"x" * 65536) == [] for _ in range(100))
+    (line, second) = splitter.feed(b"x\n{}\n")
+    assert len(line) == 100 * 65536 + 1 and set(bytes(line)) == {ord("x")} and second == b"{}"
+
+
+def test_stdio_parameters_expand_env_references_and_name_missing_keys(monkeypatch):
+    monkeypatch.setenv("TB_STDIO_SECRET", "s3cret")
+    params = stdio_parameters(
+        {"transport": "stdio", "command": "python", "args": ["x.py"],
+         "env": {"TOKEN": "${TB_STDIO_SECRET}", "PLAIN": "$NOT_BRACED"}, "cwd": "/tmp"}
+    )  # fmt: skip
+    assert params.env == {"TOKEN": "s3cret", "PLAIN": "$NOT_BRACED"} and str(params.cwd) == "/tmp"
+    with pytest.raises(ValueError, match="'args' parameter is required"):
+        stdio_parameters({"transport": "stdio", "command": "python"})
+    with pytest.raises(ValueError, match=r"unknown keys \['cmd_args'\]; it takes \["):
+        stdio_parameters({"transport": "stdio", "command": "python", "args": [], "cmd_args": []})
+
+
+async def test_a_stdio_server_gets_the_env_and_cwd_of_its_connection(tmp_path, monkeypatch):
+    monkeypatch.setenv("TB_STDIO_SECRET", "s3cret")
+    env = {"TB_VALUE": "${TB_STDIO_SECRET}-1", "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    connection = {"transport": "stdio", "command": sys.executable, "args": [str(SERVER)],
+                  "env": env, "cwd": str(tmp_path)}  # fmt: skip
+    async with await ToolCatalog.from_mcp({"faults": connection}, strict=True) as catalog:
+        (tool,) = catalog.tools(["process_info"])
+        info = json.loads(_text(await tool.ainvoke({"variable": "TB_VALUE"})))
+    assert info == {"cwd": str(tmp_path), "value": "s3cret-1"}
+
+
+async def test_a_stray_line_on_stdout_does_not_break_the_session(caplog):
+    connection = {"transport": "stdio", "command": sys.executable, "args": [str(SERVER)]}
+    async with await ToolCatalog.from_mcp({"faults": connection}, strict=True) as catalog:
+        noise, echo = catalog.tools(["noise", "echo"])
+        first = _text(await noise.ainvoke({"text": "still here"}))
+        second = _text(await echo.ainvoke({"text": "and here"}))
+        assert catalog.mcp.sessions_opened("faults") == 1
+    assert (first, second) == ("still here", "and here")
+    assert "not a JSON-RPC message" in caplog.text
