@@ -10,8 +10,8 @@ without a bound); growth per 1,000 turns after the first 2,000 is reported.
 Reference (issue 14, before the caches were bounded): RSS 118.1 MB after 500 unique
 queries, 121.6 MB after 4,000 (about 1 KB per unique query, never released).
 
-Run: ``python benchmarks/memory_soak.py [--turns 10000]``
-(writes ``benchmarks/results/memory_soak.json``).
+Run: ``python benchmarks/memory_soak.py [--turns 10000] [--only one|many]``
+(writes ``benchmarks/results/memory_soak.json``, or ``memory_soak_<phase>.json`` for one phase).
 """
 
 from __future__ import annotations
@@ -77,20 +77,28 @@ def soak(app: Any, turns: int, threads: int, label: str) -> list[dict[str, Any]]
                                f"{s.traceback[0].lineno} {s.size_diff / 1024:+.1f} KiB"
                                for s in top],
             })  # fmt: skip
-            print(f"{label}: {i} turns, RSS {samples[-1]['rss_mb']:.1f} MB", file=sys.stderr)
+            print(
+                f"{label}: {i} turns, RSS {samples[-1]['rss_mb']:.1f} MB, traced "
+                f"{samples[-1]['traced_mb']:.2f} MB; {'; '.join(samples[-1]['top_growth'])}",
+                file=sys.stderr,
+            )
     return samples
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=10_000)
+    parser.add_argument(
+        "--only", choices=["one", "many"], help="run one phase: one thread, or 1,000 threads"
+    )
     args = parser.parse_args()
     app = create_toolbudget_agent(DemoChatModel(), build_example_catalog()).compile()
     tracemalloc.start(1)
-    runs = {
-        "one thread": soak(app, args.turns, 1, "one"),
-        "1,000 threads": soak(app, args.turns, 1_000, "many"),
-    }
+    runs = {}
+    if args.only != "many":
+        runs["one thread"] = soak(app, args.turns, 1, "one")
+    if args.only != "one":
+        runs["1,000 threads"] = soak(app, args.turns, 1_000, "many")
     rows = []
     for label, samples in runs.items():
         for s in samples:
@@ -107,7 +115,8 @@ def main() -> None:
                              "rss_first_mb": samples[0]["rss_mb"],
                              "rss_last_mb": samples[-1]["rss_mb"]}  # fmt: skip
             print(f"{label}: traced memory {per_k * 1024:+.1f} KiB per 1,000 turns after warm-up")
-    path = write_results("memory_soak", {"turns": args.turns, "runs": runs, "growth": growth})
+    name = "memory_soak" if args.only is None else f"memory_soak_{args.only}"
+    path = write_results(name, {"turns": args.turns, "runs": runs, "growth": growth})
     print(f"\nwritten: {path}")
 
 

@@ -35,6 +35,9 @@ from langgraph_toolbudget.core.intent import _scorer  # noqa: E402
 from langgraph_toolbudget.core.selection import _selectable_members  # noqa: E402
 
 TARGETS = {"build_s": 2.0, "turn_p50_ms": 1.0}
+BEST_OF = 5
+"""Each query's turn is run this many times: the first run is reported as the turn, and the
+best run beside it (a shared machine's load inflates single runs by several times)."""
 
 
 def build(tools, categories) -> tuple[ToolCatalog, dict[str, float]]:
@@ -75,12 +78,17 @@ def main(argv: list[str] | None = None) -> int:
     pipe = Pipeline.build(catalog)
     queries = [q["query"] for q in world.queries]
     pipe.run(queries[0])  # warm-up: first-call costs are part of build, not of a turn
-    turn_times = []
+    turn_times, best_times = [], []
     for text in queries:
-        t0 = time.perf_counter()
-        pipe.run(text)
-        turn_times.append(time.perf_counter() - t0)
+        runs = []
+        for _ in range(BEST_OF):  # the first run is the turn; the best of all, the load removed
+            t0 = time.perf_counter()
+            pipe.run(text)
+            runs.append(time.perf_counter() - t0)
+        turn_times.append(runs[0])
+        best_times.append(min(runs))
     turn = latency_summary_ms(turn_times)
+    best = latency_summary_ms(best_times)
 
     print(
         f"synthetic catalog: {len(catalog)} tools, {len(catalog.categories)} categories, "
@@ -98,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
             ["turn p50 (ms)", turn["p50_ms"], "<= 1.0", "meets" if ok_p50 else "MISSES"],
             ["turn p95 (ms)", turn["p95_ms"], "", ""],
             ["turn mean (ms)", turn["mean_ms"], "", ""],
+            [f"turn p50, best of {BEST_OF} (ms)", best["p50_ms"], "", ""],
+            [f"turn p95, best of {BEST_OF} (ms)", best["p95_ms"], "", ""],
         ],
     )
     if not args.no_write:
@@ -111,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
                 "build_repeats": args.repeats,
                 "build": timings,
                 "turn": turn,
+                "turn_best_of": {"runs": BEST_OF, **best},
                 "targets": TARGETS,
                 "meets": {"build_s": ok_build, "turn_p50_ms": ok_p50},
             },

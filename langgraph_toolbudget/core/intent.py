@@ -81,37 +81,51 @@ class _CategoryScorer:
             for name in catalog.tools_in(cat):
                 tools.append(index.position(name))
                 cats.append(c_pos)
-        # (tool, category) membership pairs, grouped by category.
+        # (tool, category) membership pairs, grouped by category: category c's pairs are
+        # ``pair_tool[starts[k]:starts[k + 1]]`` for its place k among the non-empty categories.
         self.pair_tool = np.asarray(tools, dtype=np.int64)
-        self.pair_cat = np.asarray(cats, dtype=np.int64)
+        pair_cat = np.asarray(cats, dtype=np.int64)
+        first = np.r_[True, pair_cat[1:] != pair_cat[:-1]] if pair_cat.size else np.zeros(0, bool)
+        self.starts = np.flatnonzero(first)
+        self.groups = pair_cat[self.starts]  # the category of each group
+        self.sizes = np.diff(np.r_[self.starts, pair_cat.size])
+        self.positions = np.arange(pair_cat.size)
 
     def category_scores(self, query: str, tool_scores: np.ndarray | None = None) -> np.ndarray:
-        """Score of every category (in ``catalog.categories`` order)."""
+        """Score of every category (in ``catalog.categories`` order).
+
+        Each category's best three member scores are found by three segment maxima
+        (each removing the previous maximum) rather than by sorting every member.
+        """
         if tool_scores is None:
             tool_scores = self.index.scores(query)
-        n = len(self.names)
-        member = tool_scores[self.pair_tool]
-        keep = np.flatnonzero(member > 0)
-        out = np.zeros(n, dtype=np.float64)
-        if keep.size:
-            cats, vals = self.pair_cat[keep], member[keep]
-            order = np.lexsort((-vals, cats))
-            cats, vals = cats[order], vals[order]
-            pos = np.arange(cats.size)
-            starts = np.maximum.accumulate(np.where(np.r_[True, cats[1:] != cats[:-1]], pos, 0))
-            rank = pos - starts
-            weight = np.where(
-                rank == 0, 1.0, np.where(rank < self.TOP_MEMBERS, self.OTHER_MEMBER_WEIGHT, 0.0)
-            )
-            out += np.bincount(cats, weights=vals * weight, minlength=n)
+        out = np.zeros(len(self.names), dtype=np.float64)
+        if self.starts.size:
+            member = np.maximum(tool_scores[self.pair_tool], 0.0)  # members <= 0 add nothing
+            total = np.zeros(self.starts.size)
+            for rank in range(self.TOP_MEMBERS):
+                best = np.maximum.reduceat(member, self.starts)
+                total += best if rank == 0 else best * self.OTHER_MEMBER_WEIGHT
+                if rank + 1 < self.TOP_MEMBERS:  # drop each group's (first) maximum
+                    at = np.repeat(best, self.sizes) == member
+                    first = np.minimum.reduceat(
+                        np.where(at, self.positions, member.size), self.starts
+                    )
+                    member[first] = 0.0
+            out[self.groups] = total
         out += self.category_index.scores(query)
         return out
 
-    def score(self, query: str, tool_scores: np.ndarray | None = None) -> list[tuple[str, float]]:
-        """Categories scoring above zero, best first (catalog order breaks ties)."""
+    def score(
+        self, query: str, tool_scores: np.ndarray | None = None, limit: int | None = None
+    ) -> list[tuple[str, float]]:
+        """Categories scoring above zero, best first (catalog order breaking ties); ``limit``."""
         scores = self.category_scores(query, tool_scores)
         ids = np.flatnonzero(scores > 0)
-        order = ids[np.lexsort((ids, -scores[ids]))]
+        if limit is not None and limit < ids.size:
+            kth = np.partition(scores[ids], ids.size - limit)[ids.size - limit]
+            ids = ids[scores[ids] >= kth]  # ties at the limit kept, then cut after sorting
+        order = ids[np.lexsort((ids, -scores[ids]))][:limit]
         return [(self.names[i], float(scores[i])) for i in order]
 
 
@@ -136,7 +150,7 @@ def classify_lexical(
     Returns:
         ``(category, score)`` best first; empty when nothing matches.
     """
-    scored = _scorer(catalog).score(query, tool_scores)
+    scored = _scorer(catalog).score(query, tool_scores, limit=max_categories)
     if not scored:
         return []
     floor = scored[0][1] * min_relative_score

@@ -65,9 +65,11 @@ under this bound they are refused at once, and ordinary patterns fit easily."""
 FULL_QUERY_WEIGHT = 0.5
 """Weight of the whole query's normalised score beside the best clause's."""
 
-EXPAND_CACHE_SIZE = 4096
-"""Query terms whose close spellings each index caches (tuples of at most two
-words; terms over :data:`MAX_CACHED_TEXT` characters are not cached)."""
+EXPAND_CACHE_SIZE = 1024
+"""Unknown query terms whose close spellings each index caches (tuples of at most two
+words; terms over :data:`MAX_CACHED_TEXT` characters are not cached). Terms of the
+index's vocabulary need no cache. The cache serves the repeats of a turn (three nodes,
+each clause) and of common misspellings; new words fill it, so it is kept small."""
 
 
 @dataclass(frozen=True)
@@ -231,6 +233,8 @@ class ToolIndex:
 
     def _expand(self, term: str) -> tuple[tuple[str, float], ...]:
         """Vocabulary terms for a query term: itself, else close spellings (cached if short)."""
+        if term in self._postings:
+            return ((term, 1.0),)
         if len(term) <= MAX_CACHED_TEXT:
             return self._expand_cached(term)
         return _expand_term(self._postings, self._vocab, term)

@@ -11,6 +11,7 @@ embedding read text through these, so a word means the same to both.
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 
 __all__ = ["MAX_CACHED_TEXT", "MIN_CLAUSE_TERMS", "SPLIT_CACHE_SIZE", "clauses", "tokenize"]
@@ -28,6 +29,16 @@ _STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 # Matching that character, rather than looking behind for it, is ~1.5x faster on long texts.
 _CAMEL = re.compile(r"([a-z0-9])(?=[A-Z])|([A-Z])(?=[A-Z][a-z])")
 _WORD = re.compile(r"[a-z0-9]+")
+# Any script: letters, digits and the marks some scripts write their vowels with (Devanagari,
+# Thai...), which ``\w`` alone would split words at.
+_MARKS = "\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0900-\u0dff"
+_SPACELESS = (  # scripts written without spaces between words: Thai, Lao, Myanmar, Khmer, CJK
+    "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+)
+_WORD_ANY = re.compile(f"(?:[^\\W_]|[{_MARKS}{_SPACELESS}])+")
+# A run of those is one "word" to ``\w``: it is split into overlapping character pairs instead.
+_SPACELESS_RUN = re.compile(f"([{_SPACELESS}]+)")
 # Where a request moves on to another task: sentence ends, and sequencing words.
 _CLAUSE_BREAK = re.compile(
     r"(?<=[.!?;])\s+|\b(?:and then|then|also|additionally|afterwards|after that|finally|"
@@ -55,27 +66,63 @@ MAX_CACHED_TEXT = 64
 """Texts up to this many characters (tool names, words) have their word split cached."""
 
 SPLIT_CACHE_SIZE = 8192
-"""Word splits cached (least recently used dropped first). With keys of at most
-:data:`MAX_CACHED_TEXT` characters an entry takes at most ~2 KiB (a key of
-two-letter words), so the cache stays under ~16 MiB, and near 2 MiB for tool
-names. Longer texts (user messages, descriptions) are split uncached: they rarely
-repeat, and each would pin its whole text."""
+"""Identifier splits cached (least recently used dropped first): tool, argument and
+category names, ASCII, at most :data:`MAX_CACHED_TEXT` characters and no space, so an entry
+takes a few hundred bytes and the cache stays near 2 MiB when full. Texts with spaces
+(user messages, descriptions) are split uncached: they rarely repeat, and each would
+stay in the cache until 8,192 newer ones pushed it out."""
 
 
 def _split_words_uncached(text: str) -> tuple[str, ...]:
-    return tuple(_WORD.findall(_CAMEL.sub(r"\1\2 ", text).lower()))
+    text = _CAMEL.sub(r"\1\2 ", text)
+    if text.isascii():
+        return tuple(_WORD.findall(text.lower()))
+    return tuple(_unicode_words(text))
+
+
+def _unicode_words(text: str) -> list[str]:
+    """Words of any script: case-folded, accents stripped, space-less scripts as bigrams."""
+    words: list[str] = []
+    for word in _WORD_ANY.findall(unicodedata.normalize("NFKC", text).casefold()):
+        if word.isascii():
+            words.append(word)
+            continue
+        for i, part in enumerate(_SPACELESS_RUN.split(word)):
+            if not part:
+                continue
+            if i % 2:  # a space-less run: its character pairs ("東京の" -> 東京, 京の)
+                words += [part[j : j + 2] for j in range(max(1, len(part) - 1))]
+            else:  # "Qué" -> "que": requests are often typed without their accents
+                words.append(_strip_accents(part))
+    return words
+
+
+def _strip_accents(word: str) -> str:
+    """Latin, Greek and Cyrillic letters without their accents; other scripts' marks kept."""
+    if word.isascii():
+        return word
+    kept: list[str] = []
+    for c in unicodedata.normalize("NFKD", word):
+        if not (kept and kept[-1] < "\u0530" and unicodedata.combining(c)):
+            kept.append(c)
+    return unicodedata.normalize("NFC", "".join(kept))
 
 
 _split_short_words = lru_cache(maxsize=SPLIT_CACHE_SIZE)(_split_words_uncached)
 
 
 def _split_words(text: str) -> tuple[str, ...]:
-    """The lower-case words of a text, camelCase split.
+    """The words of a text: camelCase split, case-folded, accents stripped (any script).
 
-    Texts up to :data:`MAX_CACHED_TEXT` characters are cached (at most
-    :data:`SPLIT_CACHE_SIZE` of them); longer ones are split each time.
+    Only identifiers are cached (ASCII texts of at most :data:`MAX_CACHED_TEXT`
+    characters without a space: tool, argument and category names, single
+    words), at most :data:`SPLIT_CACHE_SIZE` of them; their number is bounded
+    by the catalogs. Other texts (user messages, descriptions, a request in a
+    script written without spaces) are split each time: each distinct message
+    would otherwise stay in the cache until :data:`SPLIT_CACHE_SIZE` newer ones
+    pushed it out.
     """
-    if len(text) <= MAX_CACHED_TEXT:
+    if len(text) <= MAX_CACHED_TEXT and " " not in text and text.isascii():
         return _split_short_words(text)
     return _split_words_uncached(text)
 

@@ -120,6 +120,8 @@ class UsageIndex:
         self._postings: dict[str, dict[int, int]] = {}
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._positions: dict[int, tuple[weakref.ref[Any], np.ndarray]] = {}
+        # Per version: each tool's BM25 length norm, and each queried term's saturated tfs.
+        self._saturated: tuple[int, np.ndarray, dict[str, np.ndarray]] = (-1, np.zeros(0), {})
         self.version = 0
 
     def __len__(self) -> int:
@@ -260,19 +262,22 @@ class UsageIndex:
             for term, qtf in terms.items():
                 arrays = self._term_arrays(term)
                 if arrays is not None:
-                    found.append((arrays, qtf))
+                    found.append((term, arrays, qtf))
             n_tools = len(self._names)
             lengths = self._lengths[:n_tools]
             n = self._n_tools_with_history
             if not found or n == 0:
                 return None
-            avg = self._n_records / n
+            if self._saturated[0] != self.version:  # any change moves the average length
+                norm = self.k1 * (1 - self.b + self.b * lengths / (self._n_records / n))
+                self._saturated = (self.version, norm, {})
+            _, norm, saturated = self._saturated
             out = np.zeros(n_tools, dtype=np.float64)
-            k1, b = self.k1, self.b
-            for (ids, tfs), qtf in found:
-                idf = math.log(1 + (n - ids.size + 0.5) / (ids.size + 0.5))
-                norm = k1 * (1 - b + b * lengths[ids] / avg)
-                out[ids] += qtf * idf * tfs * (k1 + 1) / (tfs + norm)
+            for term, (ids, tfs), qtf in found:
+                part = saturated.get(term)
+                if part is None:  # the term's BM25 saturation, kept until the next change
+                    part = saturated[term] = tfs * (self.k1 + 1) / (tfs + norm[ids])
+                out[ids] += part * (qtf * math.log(1 + (n - ids.size + 0.5) / (ids.size + 0.5)))
         return out
 
     def rank(self, query: str, limit: int | None = None) -> list[tuple[str, float]]:
