@@ -276,14 +276,27 @@ class ConcurrencyProbe:
 
 
 def probe_tool(
-    name: str, probe: ConcurrencyProbe, *, pure: bool, seconds: float = 0.05, sync: bool = False
+    name: str,
+    probe: ConcurrencyProbe,
+    *,
+    pure: bool,
+    seconds: float = 0.05,
+    sync: bool = False,
+    meet: threading.Barrier | None = None,
 ) -> BaseTool:
-    """A real tool that sleeps ``seconds`` (``time.sleep`` if ``sync``) inside the probe."""
+    """A real tool that sleeps ``seconds`` (``time.sleep`` if ``sync``) inside the probe.
+
+    With ``meet`` (sync only), it waits at that barrier instead: until every party is
+    inside the probe at once, or the barrier's timeout breaks it (the call then fails).
+    """
 
     def body(x: int = 0) -> str:
         start = probe.enter(name, pure)
         try:
-            time.sleep(seconds)
+            if meet is not None:
+                meet.wait()
+            else:
+                time.sleep(seconds)
         finally:
             probe.exit(name, pure, start)
         return f"{name} {x}"

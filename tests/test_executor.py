@@ -377,13 +377,13 @@ def probe_catalog(
     *,
     sync: bool = False,
     seconds: float = 0.05,
+    meet: threading.Barrier | None = None,
 ) -> ToolCatalog:
     tools = []
     for name, meta in specs.items():
         probe.group_of[name] = meta.get("concurrency_group", "default")
-        tools.append(
-            probe_tool(name, probe, pure=meta.get("is_pure", False), seconds=seconds, sync=sync)
-        )
+        pure = meta.get("is_pure", False)
+        tools.append(probe_tool(name, probe, pure=pure, seconds=seconds, sync=sync, meet=meet))
     return ToolCatalog.from_tools(tools, categories={"probe": list(specs)}, tool_metadata=specs)
 
 
@@ -408,15 +408,18 @@ async def test_pure_tools_really_overlap_in_parallel_safe(api):
 
 @pytest.mark.parametrize("api", APIS)
 async def test_sync_pure_tools_overlap_in_threads(api):
+    # Each call waits inside the probe until all four run at once (a barrier, not a sleep
+    # that a loaded machine may outlast before the last thread starts); calls that do not
+    # overlap break the barrier at its timeout and fail.
     probe = ConcurrencyProbe()
     specs = {f"s{i}": {"is_pure": True, "max_concurrency": 4} for i in range(4)}
-    catalog = probe_catalog(probe, specs, sync=True)
+    catalog = probe_catalog(probe, specs, sync=True, meet=threading.Barrier(4, timeout=20))
     out = await run_node(
         ToolExecutor(catalog, mode="parallel_safe"),
         state_for(probe_calls(list(specs)), list(specs)),
         api,
     )
-    assert len(out["messages"]) == 4
+    assert [m.status for m in out["messages"]] == ["success"] * 4
     assert probe.max_live == 4
 
 

@@ -7,24 +7,25 @@ Key Components:
       regular calls to the :class:`~langgraph_toolbudget.execution.scheduler.CallScheduler`,
       each run through the :class:`~langgraph_toolbudget.execution.pipeline.ToolCallPipeline`,
       and returns exactly one result per call, in the order of the calls.
-    - :class:`TurnOutcome`: what a batch produced.
-    - :func:`node_output`: a node's return value for a batch (tool messages,
-      ``Command``s from tools, and the visible-set update).
+
+What a batch produced (:class:`~langgraph_toolbudget.execution.outcome.TurnOutcome`) and
+how a node returns it (:func:`~langgraph_toolbudget.execution.outcome.node_output`) are in
+:mod:`~langgraph_toolbudget.execution.outcome`, re-exported here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from functools import partial
+from operator import itemgetter
 from typing import Any
 
 from langchain_core.messages import HumanMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.types import Command, Send
 
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.core.context import SessionContext
+from langgraph_toolbudget.core.context import CONTEXT_FIELDS, SessionContext
 from langgraph_toolbudget.core.intent import latest_user_text
 from langgraph_toolbudget.core.meta import META_TOOL_NAMES
 from langgraph_toolbudget.core.selection import free_tools
@@ -38,6 +39,7 @@ from langgraph_toolbudget.execution.builtins import (
 )
 from langgraph_toolbudget.execution.errors import HandleToolErrors
 from langgraph_toolbudget.execution.offload import Offloader
+from langgraph_toolbudget.execution.outcome import TurnOutcome, flatten_outputs, node_output
 from langgraph_toolbudget.execution.pipeline import (
     AsyncToolCallWrapper,
     CallCheck,
@@ -56,47 +58,12 @@ __all__ = [
     "node_output",
 ]
 
+_name = itemgetter("name")
+
 META_LIMIT_ERROR = (
     "Error: meta-tool limit reached ({limit} calls to {names} this turn). "
     "Use the tools you have, or answer the user."
 )
-
-
-@dataclass
-class TurnOutcome:
-    """What one batch of tool calls produced.
-
-    Attributes:
-        outputs: one entry per call, in call order: a ``ToolMessage``, or a
-            ``Command`` (or a list of them) returned by a tool.
-        discovered: tools found by ``search_tools`` (not visible yet).
-        meta_calls: how many meta-calls this batch answered.
-        update: state updates of built-in answers (other than the budget fields).
-    """
-
-    outputs: list[Any] = field(default_factory=list)
-    discovered: list[str] = field(default_factory=list)
-    meta_calls: int = 0
-    update: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def messages(self) -> list[ToolMessage]:
-        """The tool messages, including those carried inside Commands."""
-        out: list[ToolMessage] = []
-        for item in flatten_outputs(self.outputs):
-            if isinstance(item, ToolMessage):
-                out.append(item)
-            elif isinstance(item, Command) and isinstance(item.update, dict):
-                out.extend(m for m in item.update.get("messages", []) if isinstance(m, ToolMessage))
-        return out
-
-
-def flatten_outputs(outputs: Sequence[Any]) -> list[Any]:
-    """Outputs in call order, with a tool's list of messages/Commands spread out."""
-    flat: list[Any] = []
-    for output in outputs:
-        flat.extend(output if isinstance(output, list) else [output])
-    return flat
 
 
 def meta_calls_this_turn(messages: Sequence[Any], names: Sequence[str] = META_TOOL_NAMES) -> int:
@@ -146,7 +113,10 @@ class BatchRunner:
         self.config = config
         self.builtins = Builtins(catalog, config, builtins)
         self.meta_names = tuple(n for n in self.builtins.names if self.builtins.counts_as_meta(n))
+        self._builtin_names = frozenset(self.builtins.names)
+        self._known_names = self._builtin_names | frozenset(catalog.tool_names)
         self.free = free_tools(catalog, config.pinned)
+        self._cap = config.visible_cap(len(self.free))
         self.messages_key = messages_key
         self.policy = VisibilityPolicy(
             catalog,
@@ -167,15 +137,35 @@ class BatchRunner:
             config.mode,
             max_parallel=config.max_parallel,
             group_limits=config.group_limits,
-            to_thread=self.pipeline.to_thread,
+            threads=self.pipeline.threads,
         )
 
-    def working_set(self, state: Any) -> WorkingSet:
+    def working_set(self, state: Any, context: SessionContext | None = None) -> WorkingSet:
         """The visible set of a state (plus pinned and ``always`` tools), under the cap,
-        in the thread's tool context (included tools in, excluded tools out)."""
-        context = SessionContext.from_state(state)
-        cap = self.config.visible_cap(len(self.free))
-        return context.working_set(state, self.catalog, self.free, cap=cap)
+        in the thread's tool context (included tools in, excluded tools out).
+
+        ``context``: the state's tool context, if the caller already read it.
+        """
+        if context is None:
+            context = self.context_of(state)
+        return context.working_set(state, self.catalog, self.free, cap=self._cap)
+
+    @staticmethod
+    def context_of(state: Any) -> SessionContext:
+        """The state's tool context (``SessionContext.from_state``), read at no cost from a
+        state without context fields (most threads never set one)."""
+        if isinstance(state, dict) and not any(map(state.get, CONTEXT_FIELDS)):
+            return SessionContext()
+        return SessionContext.from_state(state)
+
+    @classmethod
+    def _context_after(
+        cls, state: Any, update: dict[str, Any], read: SessionContext | None
+    ) -> SessionContext:
+        """The state's tool context (``read``, if given) after the built-in answers' update."""
+        context = cls.context_of(state) if read is None else read
+        changed = update and any(f in update for f in CONTEXT_FIELDS)
+        return context.merged(update) if changed else context
 
     # --- built-in calls -----------------------------------------------------------------------
 
@@ -204,6 +194,12 @@ class BatchRunner:
             todo.append((i, call))
         return todo, refused, ctx, outcome
 
+    def _any_builtin(self, calls: Sequence[ToolCall]) -> bool:
+        return not self._builtin_names.isdisjoint(map(_name, calls))
+
+    def _any_unknown(self, calls: Sequence[ToolCall]) -> bool:
+        return not self._known_names.issuperset(map(_name, calls))
+
     @staticmethod
     def _absorb(outcome: TurnOutcome, result: BuiltinResult) -> None:
         outcome.discovered.extend(result.discovered)
@@ -213,6 +209,8 @@ class BatchRunner:
         self, calls: Sequence[ToolCall], state: Any, config: RunnableConfig, working: WorkingSet
     ) -> tuple[dict[int, ToolMessage], TurnOutcome]:
         """Answer the built-in calls among ``calls``, in order; returns index -> message."""
+        if not self._any_builtin(calls):
+            return {}, TurnOutcome()
         todo, answers, ctx, outcome = self._builtin_calls(calls, state, config, working)
         for i, call in todo:
             result = self.builtins.family(call["name"]).handle(call, ctx)
@@ -223,6 +221,8 @@ class BatchRunner:
     async def _aanswer_builtins(
         self, calls: Sequence[ToolCall], state: Any, config: RunnableConfig, working: WorkingSet
     ) -> tuple[dict[int, ToolMessage], TurnOutcome]:
+        if not self._any_builtin(calls):
+            return {}, TurnOutcome()
         todo, answers, ctx, outcome = self._builtin_calls(calls, state, config, working)
         for i, call in todo:
             result = await self.builtins.family(call["name"]).ahandle(call, ctx)
@@ -303,7 +303,7 @@ class BatchRunner:
         dropped). Used by ``ToolBudgetMiddleware``."""
         shown = self._shown(calls, working)
         _, outcome = self._answer_builtins(calls, state, config, working)
-        return self._check(working, shown, SessionContext.from_state(state).merged(outcome.update))
+        return self._check(working, shown, self._context_after(state, outcome.update, None))
 
     async def aregular_check(
         self, calls: Sequence[ToolCall], state: Any, config: RunnableConfig, working: WorkingSet
@@ -311,29 +311,33 @@ class BatchRunner:
         """The async :meth:`regular_check` (built-in answers run off the event loop)."""
         shown = self._shown(calls, working)
         _, outcome = await self._aanswer_builtins(calls, state, config, working)
-        return self._check(working, shown, SessionContext.from_state(state).merged(outcome.update))
+        return self._check(working, shown, self._context_after(state, outcome.update, None))
 
     def _runners(
         self, state: Any, config: RunnableConfig, check: CallCheck
     ) -> tuple[Callable[[ToolCall], Any], Callable[[ToolCall], Awaitable[Any]]]:
         """The sync and async ways to run one regular call through the pipeline."""
         pipeline = self.pipeline
-
-        def run_one(call: ToolCall) -> Any:
-            return pipeline.run(call, state, config, check)
-
-        async def arun_one(call: ToolCall) -> Any:
-            return await pipeline.arun(call, state, config, check)
-
+        run_one = partial(pipeline.run, state=state, config=config, check=check)
+        arun_one = partial(pipeline.arun, state=state, config=config, check=check)
         return run_one, arun_one
 
     def run(
-        self, calls: Sequence[ToolCall], state: Any, config: RunnableConfig, working: WorkingSet
+        self,
+        calls: Sequence[ToolCall],
+        state: Any,
+        config: RunnableConfig,
+        working: WorkingSet,
+        *,
+        context: SessionContext | None = None,
     ) -> TurnOutcome:
-        """Answer a batch of tool calls (sync). ``working`` is updated in place."""
+        """Answer a batch of tool calls (sync). ``working`` is updated in place.
+
+        ``context``: the state's tool context, if the caller already read it.
+        """
         shown = self._shown(calls, working)
         done, outcome = self._answer_builtins(calls, state, config, working)
-        context = SessionContext.from_state(state).merged(outcome.update)
+        context = self._context_after(state, outcome.update, context)
         regular, check = self._plan(calls, working, shown, done, context)
         results = self.scheduler.run(regular, *self._runners(state, config, check))
         if self.offloader is not None:
@@ -343,16 +347,22 @@ class BatchRunner:
         return outcome
 
     async def arun(
-        self, calls: Sequence[ToolCall], state: Any, config: RunnableConfig, working: WorkingSet
+        self,
+        calls: Sequence[ToolCall],
+        state: Any,
+        config: RunnableConfig,
+        working: WorkingSet,
+        *,
+        context: SessionContext | None = None,
     ) -> TurnOutcome:
-        """Answer a batch of tool calls (async). ``working`` is updated in place."""
+        """Answer a batch of tool calls (async); as :meth:`run`."""
         shown = self._shown(calls, working)
         done, outcome = await self._aanswer_builtins(calls, state, config, working)
-        context = SessionContext.from_state(state).merged(outcome.update)
+        context = self._context_after(state, outcome.update, context)
         plan = (calls, working, shown, done, context)
-        if any(c["name"] not in self.catalog and c["name"] not in self.builtins for c in calls):
+        if self._any_unknown(calls):
             # Fuzzy matching of unknown names: bounded, but off the event loop.
-            regular, check = await self.pipeline.to_thread(self._plan, *plan)
+            regular, check = await self.pipeline.threads.to_thread(self._plan, *plan)
         else:
             regular, check = self._plan(*plan)
         run_one, arun_one = self._runners(state, config, check)
@@ -373,40 +383,3 @@ def _message(call: ToolCall, result: BuiltinResult) -> ToolMessage:
         status="error" if result.error else "success",
         artifact=result.artifact,
     )
-
-
-def node_output(
-    outputs: Sequence[Any],
-    update: dict[str, Any],
-    *,
-    messages_key: str = "messages",
-    as_list: bool = False,
-) -> Any:
-    """A node return value, shaped as ``ToolNode``'s, plus the budget ``update`` if any.
-
-    Without Commands: ``{messages_key: [ToolMessage, ...], **update}``, or the list
-    of tool messages when the input was a list of messages (``as_list``: such an
-    input has no state to update, so ``update`` is dropped). With Commands, each
-    output becomes its own update, in call order (as ``ToolNode`` does), so the tool
-    messages stay in the order of the model's calls; ``Command(graph=PARENT)``s whose
-    ``goto`` are all ``Send``s are merged into one, last, as ``ToolNode`` merges them.
-    """
-    flat = flatten_outputs(outputs)
-    if not any(isinstance(o, Command) for o in flat):
-        return flat if as_list else {messages_key: flat, **update}
-    combined: list[Any] = []
-    sends: list[Send] = []
-    for out in flat:
-        if not isinstance(out, Command):
-            combined.append([out] if as_list else {messages_key: [out]})
-        elif out.graph is Command.PARENT and _all_sends(out.goto):
-            sends.extend(out.goto)  # type: ignore[arg-type]
-        else:
-            combined.append(out)
-    if sends:
-        combined.append(Command(graph=Command.PARENT, goto=sends))
-    return [*combined, update] if update and not as_list else combined
-
-
-def _all_sends(goto: Any) -> bool:
-    return isinstance(goto, list) and all(isinstance(s, Send) for s in goto)

@@ -14,6 +14,11 @@ Key Components:
       output becomes a ``ToolMessage``, a ``Command`` or a list of them; the
       result of a deprecated tool, success or failure, gets a note saying so).
 
+The check and coerce stages are :class:`~langgraph_toolbudget.execution.prepare.CallPreparer`'s,
+normalising is :class:`~langgraph_toolbudget.execution.outputs.OutputNormaliser`'s; sync
+tools run in the pipeline's own thread pool
+(:class:`~langgraph_toolbudget.execution.thread_pool.ToolThreadPool`).
+
 By default every failure becomes an error ``ToolMessage`` that names the tool and
 the problem (and the expected schema for bad arguments); ``handle_tool_errors``
 in one of ``ToolNode``'s forms answers or raises as ``ToolNode`` does
@@ -27,37 +32,21 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import json
-import logging
-import threading
 from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.errors import GraphBubbleUp
-from langgraph.prebuilt import ToolNode, ToolRuntime
-from langgraph.prebuilt.tool_node import ToolCallRequest, msg_content_output
+from langgraph.prebuilt import ToolRuntime
+from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
-from pydantic import PydanticUserError, ValidationError
 
-from langgraph_toolbudget._compat import (
-    has_injected_args,
-    injector_for,
-    runtime_of,
-    toolnode_output,
-)
+from langgraph_toolbudget._compat import runtime_of
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.core.coercion import (
-    RAW_ARGUMENTS_KEY,
-    coerce_args,
-    schema_error_message,
-    tool_json_schema,
-)
-from langgraph_toolbudget.core.limits import MAX_ARG_DEPTH, TOO_DEEP_ERROR, clip, too_deep
 from langgraph_toolbudget.core.spec import ToolSpec
 from langgraph_toolbudget.execution.errors import HandleToolErrors, ToolErrorPolicy
 from langgraph_toolbudget.execution.hooks import (
@@ -68,7 +57,9 @@ from langgraph_toolbudget.execution.hooks import (
     chain,
 )
 from langgraph_toolbudget.execution.lingering import LingeringCalls, within
-from langgraph_toolbudget.execution.policy import add_note, deprecation_note
+from langgraph_toolbudget.execution.outputs import OutputNormaliser
+from langgraph_toolbudget.execution.prepare import CallCheck, CallPreparer, error_message
+from langgraph_toolbudget.execution.thread_pool import ToolThreadPool
 
 __all__ = [
     "AsyncToolCallWrapper",
@@ -78,10 +69,6 @@ __all__ = [
     "ToolOutput",
 ]
 
-logger = logging.getLogger(__name__)
-
-T = TypeVar("T")
-
 ToolOutput = ToolMessage | Command | list[Any]
 """What one call produces: a tool message, a ``Command``, or a list of them."""
 Invoke = Callable[[BaseTool, ToolCall], Callable[[], Any]]
@@ -90,28 +77,10 @@ Started = Awaitable[Any] | Future[Any]
 """Work an async invoke stage started: an awaitable, or a thread's ``Future``."""
 AInvoke = Callable[[BaseTool, ToolCall], Callable[[], Started]]
 """The async invoke stage: ``(tool, coerced call) -> run``; ``run()`` starts the work."""
-CallCheck = Callable[[str], str | None]
-"""Policy of the check stage: tool name -> why the call may not run (for the model), or None."""
-
-TOOL_ERROR = "Error: tool {tool!r} failed: {error}\nFix the arguments or try another tool."
-TIMEOUT_ERROR = (
-    "Error: tool {tool!r} timed out after {timeout:g} s and was cancelled. "
-    "Try a smaller request, or another tool."
-)
-RAW_ARGUMENTS_ERROR = (
-    "Error: the arguments of your call to {tool!r} are not valid JSON, so it was not run: "
-    "{raw}\nExpected arguments (JSON schema): {schema}\nCall it again with a JSON object."
-)
-NOT_A_TOOL_ERROR = "Error: {tool!r} is not a tool of this app, so it was not run."
-
 # Fields of LangGraph's Runtime that newer ToolRuntimes carry too (langgraph-prebuilt >= 1.1).
 _RUNTIME_EXTRAS = tuple(
     k for k in ("execution_info", "server_info") if k in ToolRuntime.__dataclass_fields__
 )
-
-
-def _error(call: ToolCall, content: str) -> ToolMessage:
-    return ToolMessage(content, name=call["name"], tool_call_id=call["id"], status="error")
 
 
 def is_async_only(tool: BaseTool) -> bool:
@@ -167,35 +136,13 @@ class ToolCallPipeline:
         self.catalog = catalog
         self.errors = ToolErrorPolicy(handle_tool_errors)
         self.messages_key = messages_key
-        self._rules = ToolNode([], messages_key=messages_key)  # ToolNode's output checks
-        self.max_workers = max_workers
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_lock = threading.Lock()
+        self.threads = ToolThreadPool(max_workers)
         self.wrappers = as_hooks(wrap_tool_call, "wrap_tool_call")
         self.awrappers = as_hooks(awrap_tool_call, "awrap_tool_call")
-        # Per tool, on first call: reading schemas up front would cost ~0.4 ms a tool.
-        self._schemas: dict[str, dict[str, Any] | None] = {}
-        self._injectors: dict[str, Callable[[Any, Any], Any] | None] = {}
+        self.preparer = CallPreparer(catalog, messages_key)
+        self.outputs = OutputNormaliser(catalog, self.errors, messages_key)
         self._tools = [s.tool for s in catalog.specs]  # ToolRuntime.tools, as ToolNode gives
         self.lingering = LingeringCalls()
-
-    # --- threads ----------------------------------------------------------------------------
-
-    @property
-    def pool(self) -> ThreadPoolExecutor:
-        """The pipeline's own thread pool, created on first use."""
-        if self._pool is None:
-            with self._pool_lock:
-                if self._pool is None:
-                    self._pool = ThreadPoolExecutor(
-                        max_workers=self.max_workers, thread_name_prefix="toolbudget-tool"
-                    )
-        return self._pool
-
-    async def to_thread(self, func: Callable[..., T], /, *args: Any) -> T:
-        """Run ``func(*args)`` in the pipeline's pool, with the caller's context variables."""
-        ctx = contextvars.copy_context()
-        return await asyncio.get_running_loop().run_in_executor(self.pool, ctx.run, func, *args)
 
     # --- the request ------------------------------------------------------------------------
 
@@ -255,7 +202,7 @@ class ToolCallPipeline:
             except Exception as exc:  # noqa: BLE001 - the policy answers or re-raises it
                 return self.errors.hook_failed(call, exc)
         if self.wrappers:  # sync hooks: run them (and the call) off the event loop
-            return await self.to_thread(self.run, call, state, config, check)
+            return await self.threads.to_thread(self.run, call, state, config, check)
         return await self._aexecute(call, self._tool(call), state, None, config, check)
 
     # --- the stages -------------------------------------------------------------------------
@@ -302,7 +249,7 @@ class ToolCallPipeline:
             tool_input = self._tool_input(tool, call, state, runtime, config)
             if runs_in_thread(tool):  # as BaseTool.ainvoke would, but in our own pool
                 ctx = contextvars.copy_context()
-                return lambda: self.pool.submit(ctx.run, tool.invoke, tool_input, config)
+                return lambda: self.threads.pool.submit(ctx.run, tool.invoke, tool_input, config)
             return lambda: tool.ainvoke(tool_input, config)
 
         return await self._astaged(call, tool, check, ainvoke, state)
@@ -329,34 +276,37 @@ class ToolCallPipeline:
         ``invoke(tool, call)`` prepares the tool's input (raising, as ``ToolNode``
         does, what argument injection raises) and returns the call to run.
         """
-        prepared = self._prepare(call, tool, check)
+        prepared = self.preparer.prepare(call, tool, check)
         if isinstance(prepared, ToolMessage):
             return prepared
         tool, call = prepared
         spec = self.catalog.get(tool.name)
-        if spec is not None and (refusal := self.lingering.wait(spec)):
-            return _error(call, refusal)
+        if spec is not None and self.lingering and (refusal := self.lingering.wait(spec)):
+            return error_message(call, refusal)
         run = invoke(tool, call)
+        outputs = self.outputs
         try:
-            output = self._normalise(call, tool, run(), state)
+            output = outputs.normalise(call, tool, run(), state)
         except GraphBubbleUp:
             raise
         except Exception as exc:  # noqa: BLE001 - the error policy answers or re-raises it
-            return self._noted(call, self._failure(call, tool, exc))
-        return self._noted(call, output)
+            return outputs.noted(call, outputs.failure(call, tool, exc))
+        return outputs.noted(call, output)
 
     async def _astaged(
         self, call: ToolCall, tool: BaseTool | None, check: CallCheck, ainvoke: AInvoke, state: Any
     ) -> Any:
         """The async :meth:`_staged`, bounded by the tool's ``timeout_s``."""
-        prepared = self._prepare(call, tool, check)
+        prepared = self.preparer.prepare(call, tool, check)
         if isinstance(prepared, ToolMessage):
             return prepared
         tool, call = prepared
         spec = self.catalog.get(tool.name)
-        if spec is not None and (refusal := await self.lingering.await_clear(spec)):
-            return _error(call, refusal)
+        lingering = self.lingering
+        if spec is not None and lingering and (refusal := await lingering.await_clear(spec)):
+            return error_message(call, refusal)
         run = ainvoke(tool, call)
+        outputs = self.outputs
         try:
             started = run()
             if spec is None or not spec.timeout_s:
@@ -364,12 +314,12 @@ class ToolCallPipeline:
                 response = await work
             else:  # answered at the deadline; what still runs keeps its group busy
                 response = await self._timed(spec, started)
-            output = self._normalise(call, tool, response, state)
+            output = outputs.normalise(call, tool, response, state)
         except GraphBubbleUp:
             raise
         except Exception as exc:  # noqa: BLE001 - the error policy answers or re-raises it
-            return self._noted(call, self._failure(call, tool, exc))
-        return self._noted(call, output)
+            return outputs.noted(call, outputs.failure(call, tool, exc))
+        return outputs.noted(call, output)
 
     async def _timed(self, spec: ToolSpec, started: Started) -> Any:
         """Await ``started`` within ``spec.timeout_s``; past it, raise ``TimeoutError`` and
@@ -381,48 +331,9 @@ class ToolCallPipeline:
         abandon = partial(self.lingering.add, spec, thread or work)
         return await within(work, spec.timeout_s or 0.0, abandon)
 
-    def _prepare(
-        self, call: ToolCall, tool: BaseTool | None, check: CallCheck
-    ) -> tuple[BaseTool, ToolCall] | ToolMessage:
-        """Check and coerce: the tool and the call to invoke, or the error to answer with.
-
-        A tool a hook put in the request (``request.override(tool=...)``) is the
-        application's choice: it runs unchecked, as under ``ToolNode``.
-        """
-        problem = None if tool is not None and not self._known(tool) else check(call["name"])
-        if problem is not None:
-            return _error(call, problem)
-        if tool is None:
-            return _error(call, NOT_A_TOOL_ERROR.format(tool=call["name"]))
-        args = call.get("args", {})
-        if too_deep(args):  # json.dumps, repr and validation would raise RecursionError
-            return _error(call, TOO_DEEP_ERROR.format(tool=tool.name, depth=MAX_ARG_DEPTH))
-        schema = self.schema(tool)
-        if isinstance(args, dict) and RAW_ARGUMENTS_KEY in args:
-            raw = RAW_ARGUMENTS_ERROR.format(
-                tool=tool.name, raw=clip(str(args[RAW_ARGUMENTS_KEY])), schema=json.dumps(schema)
-            )
-            return _error(call, raw)
-        if schema is not None:
-            args = coerce_args(args, schema)
-        return tool, {**call, "args": args}
-
-    def _known(self, tool: BaseTool) -> bool:
-        """Is ``tool`` the catalog's tool of its name (not one a hook supplied)?"""
-        spec = self.catalog.get(tool.name)
-        return spec is not None and spec.tool is tool
-
     def schema(self, tool: BaseTool) -> dict[str, Any] | None:
         """The tool's argument JSON schema, computed once per catalog tool (None if it has none)."""
-        if tool.name in self._schemas and self._known(tool):
-            return self._schemas[tool.name]
-        try:
-            schema = tool_json_schema(tool)
-        except (TypeError, ValueError, PydanticUserError):
-            schema = None
-        if self._known(tool):  # cache only the catalog's tools: the cache stays bounded
-            self._schemas[tool.name] = schema
-        return schema
+        return self.preparer.schema(tool)
 
     def _tool_input(
         self,
@@ -432,58 +343,12 @@ class ToolCallPipeline:
         runtime: ToolRuntime | None,
         config: RunnableConfig,
     ) -> Any:
-        if tool.name in self._injectors and self._known(tool):
-            inject = self._injectors[tool.name]
-        else:
-            inject = injector_for(tool, self.messages_key) if has_injected_args(tool) else None
-            if self._known(tool):
-                self._injectors[tool.name] = inject
+        inject = self.preparer.injector(tool)
         if inject is not None:
             call = inject(call, runtime or self._runtime(call, state, config))
         return {**call, "type": "tool_call"}
-
-    def _normalise(self, call: ToolCall, tool: BaseTool, response: Any, state: Any) -> Any:
-        """A tool's result as ``ToolNode`` checks it (``Command``s, lists); other values wrapped.
-
-        Raises (into the error policy) what ``ToolNode`` raises: a ``Command`` without
-        the call's tool message, a list without exactly one, a list of other types.
-        """
-        if isinstance(response, ToolMessage):  # the usual result: what ToolNode does, inline
-            response.content = _content(response.content)
-            return response
-        if isinstance(response, Command | list):
-            input_type = "list" if isinstance(state, list) else "dict"
-            return toolnode_output(self._rules, response, call, input_type)
-        return ToolMessage(_content(response), name=tool.name, tool_call_id=call["id"])
-
-    def _noted(self, call: ToolCall, output: Any) -> Any:
-        """``output`` with the deprecation note, if the tool is deprecated."""
-        note = deprecation_note(self.catalog, call["name"])
-        return output if note is None else add_note(output, call["id"], note)
-
-    def _failure(self, call: ToolCall, tool: BaseTool, error: Exception) -> ToolMessage:
-        return self.errors.tool_failed(call, tool, error, lambda: self._explain(call, tool, error))
-
-    def _explain(self, call: ToolCall, tool: BaseTool, error: Exception) -> str:
-        """The explained error message of a failed call (the default policy, and timeouts)."""
-        args = call.get("args", {})
-        if isinstance(error, ValidationError):
-            content = schema_error_message(tool, error, args)
-        elif isinstance(error, TimeoutError | asyncio.TimeoutError):
-            spec = self.catalog.get(tool.name)
-            content = TIMEOUT_ERROR.format(tool=tool.name, timeout=spec.timeout_s if spec else 0)
-        else:
-            content = TOOL_ERROR.format(tool=tool.name, error=f"{type(error).__name__}: {error}")
-        logger.info("tool %s failed: %r", tool.name, error)
-        return content
 
 
 def _around(request: ToolCallRequest, invoke: Callable[[Any], Any]) -> Any:
     """An invoke stage (sync or async) that hands the coerced call to another tool node."""
     return lambda _, call: lambda: invoke(request.override(tool_call=call))
-
-
-def _content(output: Any) -> str | list[str | dict[Any, Any]]:
-    """Tool output as message content, as ``ToolNode`` converts it."""
-    content: str | list[Any] = msg_content_output(output)
-    return content

@@ -27,7 +27,6 @@ in as two callables (sync and async).
 from __future__ import annotations
 
 import asyncio
-import contextvars
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -37,19 +36,13 @@ from langgraph_toolbudget._runner import run_sync
 from langgraph_toolbudget.config import ExecutionMode
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.execution.pipeline import is_async_only
+from langgraph_toolbudget.execution.thread_pool import ToolThreadPool
 
 __all__ = ["CallScheduler"]
-
-
-async def _to_thread(func: Callable[..., Any], /, *args: Any) -> Any:
-    ctx = contextvars.copy_context()
-    return await asyncio.to_thread(ctx.run, func, *args)
-
 
 Job = tuple[int, ToolCall]
 RunSync = Callable[[ToolCall], Any]
 RunAsync = Callable[[ToolCall], Awaitable[Any]]
-ToThread = Callable[..., Awaitable[Any]]
 
 DEFAULT_GROUP = "default"
 """The concurrency group of a call whose tool is unknown."""
@@ -103,11 +96,11 @@ class CallScheduler:
     Args:
         catalog: the tool catalog (execution metadata of every tool).
         mode: ``sequential`` or ``parallel_safe``.
-        max_parallel: sync calls running at once (the pipeline's pool size); 1 makes
+        max_parallel: sync calls running at once (the pool's size); 1 makes
             every batch serial.
         group_limits: group -> calls at once, over the tools' ``max_concurrency``.
-        to_thread: how serial runs hand sync calls to a worker thread (the
-            pipeline's own pool; default: ``asyncio.to_thread``).
+        threads: the thread pool sync calls run in (the pipeline's own; default:
+            a new one of ``max_parallel`` threads).
     """
 
     def __init__(
@@ -117,10 +110,10 @@ class CallScheduler:
         *,
         max_parallel: int = 16,
         group_limits: Mapping[str, int] | None = None,
-        to_thread: ToThread | None = None,
+        threads: ToolThreadPool | None = None,
     ) -> None:
         self.catalog = catalog
-        self.to_thread = to_thread or _to_thread
+        self.threads = threads or ToolThreadPool(max_parallel)
         self.mode = mode
         self.max_parallel = max_parallel
         self._async_only = {s.name for s in catalog.specs if is_async_only(s.tool)}
@@ -136,8 +129,12 @@ class CallScheduler:
 
     def run(self, jobs: Sequence[Job], run_one: RunSync, arun_one: RunAsync) -> dict[int, Any]:
         """Run the jobs from sync code; async-only tools and timeouts work too."""
-        if self._serial(jobs) and all(self._plain_sync(call) for _, call in jobs):
-            return {i: run_one(call) for i, call in jobs}
+        if all(self._plain_sync(call) for _, call in jobs):
+            if self._serial(jobs):
+                return {i: run_one(call) for i, call in jobs}
+            if self._ungated(jobs):  # no event loop needed: straight into the pool
+                results = self.threads.run_each(run_one, [call for _, call in jobs])
+                return {i: r for (i, _), r in zip(jobs, results, strict=True)}
         return run_sync(self.arun(jobs, run_one, arun_one))
 
     async def arun(
@@ -150,23 +147,20 @@ class CallScheduler:
     ) -> dict[int, Any]:
         """Run the jobs on the running event loop; sync tools run in worker threads.
 
-        ``batch_sync``: in serial runs, hand consecutive plain sync calls to
-        ``run_one`` in one worker-thread trip; False sends every call through
-        ``arun_one`` (async hooks must see every call).
+        ``batch_sync``: hand plain sync calls to ``run_one`` in worker threads
+        (consecutive ones of a serial run in one trip); False sends every call
+        through ``arun_one`` (async hooks must see every call).
         """
         jobs = list(jobs)
         if self._serial(jobs):
             return await self._arun_serial(jobs, run_one, arun_one, batch_sync)
-        gates: dict[str, _GroupGate] = {}
-        tickets: dict[str, int] = {}
-        coros = []
-        for _, call in jobs:
-            group = self._group(call)
-            gate = gates.setdefault(group, _GroupGate(self.group_limits.get(group)))
-            ticket = tickets.get(group, 0)
-            tickets[group] = ticket + 1
-            coros.append(self._run_gated(call, gate, ticket, arun_one))
-        results = await asyncio.gather(*coros)
+        calls = [call for _, call in jobs]
+        if not self._ungated(jobs):
+            results = await asyncio.gather(*self._gated(calls, arun_one))
+        elif batch_sync and all(self._plain_sync(call) for call in calls):
+            results = await self.threads.arun_each(run_one, calls)
+        else:
+            results = await asyncio.gather(*(arun_one(call) for call in calls))
         return {i: r for (i, _), r in zip(jobs, results, strict=True)}
 
     # --- internals --------------------------------------------------------------------------
@@ -174,6 +168,19 @@ class CallScheduler:
     def _group(self, call: ToolCall) -> str:
         spec = self.catalog.get(call["name"])
         return spec.concurrency_group if spec is not None else DEFAULT_GROUP
+
+    def _gated(self, calls: list[ToolCall], arun_one: RunAsync) -> list[Awaitable[Any]]:
+        """Each call behind its group's gate, with its ticket (its place in the group)."""
+        gates: dict[str, _GroupGate] = {}
+        tickets: dict[str, int] = {}
+        coros: list[Awaitable[Any]] = []
+        for call in calls:
+            group = self._group(call)
+            gate = gates.setdefault(group, _GroupGate(self.group_limits.get(group)))
+            ticket = tickets.get(group, 0)
+            tickets[group] = ticket + 1
+            coros.append(self._run_gated(call, gate, ticket, arun_one))
+        return coros
 
     async def _run_gated(
         self,
@@ -200,24 +207,22 @@ class CallScheduler:
         """
         out: dict[int, Any] = {}
         batch: list[Job] = []
-
-        def run_batch(items: list[Job]) -> list[Any]:
-            return [run_one(call) for _, call in items]
-
-        async def flush() -> None:
-            if batch:
-                results = await self.to_thread(run_batch, list(batch))
-                out.update({i: r for (i, _), r in zip(batch, results, strict=True)})
-                batch.clear()
-
         for i, call in jobs:
             if batch_sync and self._plain_sync(call):
                 batch.append((i, call))
                 continue
-            await flush()
+            if batch:
+                out.update(await self._one_trip(batch, run_one))
+                batch = []
             out[i] = await arun_one(call)
-        await flush()
+        if batch:
+            out.update(await self._one_trip(batch, run_one))
         return out
+
+    async def _one_trip(self, batch: list[Job], run_one: RunSync) -> dict[int, Any]:
+        """Run ``batch`` one after the other in one worker thread."""
+        results = await self.threads.to_thread(_each, run_one, [call for _, call in batch])
+        return {i: r for (i, _), r in zip(batch, results, strict=True)}
 
     def _serial(self, jobs: Sequence[Job]) -> bool:
         """True when the jobs run one at a time in call order anyway.
@@ -238,7 +243,25 @@ class CallScheduler:
         specs = [self.catalog.get(call["name"]) for _, call in jobs]
         return not any(s is not None and s.is_pure for s in specs)
 
+    def _ungated(self, jobs: Sequence[Job]) -> bool:
+        """True when no gate would hold a call back (``parallel_safe``): every call is to
+        a pure tool, and no group has more calls than its limit. The calls then all start
+        at once, in call order, as the gates would let them."""
+        per_group: dict[str, int] = {}
+        for _, call in jobs:
+            spec = self.catalog.get(call["name"])
+            if spec is None or not spec.is_pure:
+                return False
+            group = spec.concurrency_group
+            per_group[group] = per_group.get(group, 0) + 1
+        limits = self.group_limits
+        return all(limits.get(g) is None or n <= limits[g] for g, n in per_group.items())
+
     def _plain_sync(self, call: ToolCall) -> bool:
         """A sync tool without a timeout: it can run in the calling thread."""
         spec = self.catalog.get(call["name"])
         return spec is not None and not spec.timeout_s and call["name"] not in self._async_only
+
+
+def _each(run_one: RunSync, calls: list[ToolCall]) -> list[Any]:
+    return [run_one(call) for call in calls]

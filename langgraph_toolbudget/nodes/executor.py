@@ -45,10 +45,12 @@ from langgraph_toolbudget.config import (
 )
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.coercion import complete_tool_calls
+from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.intent import latest_user_text
 from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
-from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome, node_output
+from langgraph_toolbudget.execution.batch import BatchRunner
 from langgraph_toolbudget.execution.errors import HandleToolErrors
+from langgraph_toolbudget.execution.outcome import TurnOutcome, node_output
 from langgraph_toolbudget.execution.pipeline import AsyncToolCallWrapper, ToolCallWrapper
 from langgraph_toolbudget.nodes._node import emit_changes
 from langgraph_toolbudget.nodes.usage import ToolUsage
@@ -281,8 +283,10 @@ class ToolExecutor(ToolNode):
             raise ValueError(f"{exc}: {NO_AI_MESSAGE_ERROR}") from None
         return complete_tool_calls(calls), input_type, state
 
-    def _working(self, state: Any) -> WorkingSet:
-        return self.runner.working_set({} if isinstance(state, list) else state)
+    def _working(self, state: Any) -> tuple[WorkingSet, SessionContext]:
+        state = {} if isinstance(state, list) else state
+        context = self.runner.context_of(state)  # read once: the batch needs it too
+        return self.runner.working_set(state, context), context
 
     def _output(self, outcome: TurnOutcome, working: WorkingSet, input_type: str) -> Any:
         emit_changes(working, self.node_name)
@@ -297,8 +301,8 @@ class ToolExecutor(ToolNode):
 
     def _func(self, input: Any, config: RunnableConfig) -> Any:  # type: ignore[override]  # noqa: A002
         calls, input_type, state = self._read(input, config)
-        working = self._working(state)
-        outcome = self.runner.run(calls, state, config, working)
+        working, context = self._working(state)
+        outcome = self.runner.run(calls, state, config, working, context=context)
         if (usage := self.config.usage) is not None:
             query = latest_user_text(state_messages(state, self._messages_key))
             usage.record_run(query, succeeded_tools(calls, outcome.outputs), config)
@@ -306,8 +310,8 @@ class ToolExecutor(ToolNode):
 
     async def _afunc(self, input: Any, config: RunnableConfig) -> Any:  # type: ignore[override]  # noqa: A002
         calls, input_type, state = self._read(input, config)
-        working = self._working(state)
-        outcome = await self.runner.arun(calls, state, config, working)
+        working, context = self._working(state)
+        outcome = await self.runner.arun(calls, state, config, working, context=context)
         if (usage := self.config.usage) is not None:
             query = latest_user_text(state_messages(state, self._messages_key))
             await usage.arecord_run(query, succeeded_tools(calls, outcome.outputs), config)
