@@ -27,14 +27,15 @@ def state_messages(state: Any, key: str = "messages") -> list[Any]:
     """The message list (under ``key``) of a state given as a dict, a pydantic model or a list."""
     if isinstance(state, list):
         return state
-    if isinstance(state, Mapping):
+    if type(state) is dict or isinstance(state, Mapping):
         return list(state.get(key, None) or [])
     return list(getattr(state, key, None) or [])
 
 
 def state_get(state: Any, key: str, default: Any = None) -> Any:
     """A field of a state given as a dict or an object."""
-    if isinstance(state, Mapping):
+    # A plain dict first: most states are, and an ABC check costs more than the lookup.
+    if type(state) is dict or isinstance(state, Mapping):
         return state.get(key, default)
     return getattr(state, key, default)
 
