@@ -283,6 +283,8 @@ async def test_server_factories_build_each_graph_once_per_options() -> None:
     )
     hermes = await server.text_format_agent({})
     assert hermes is not first[0] and hermes is await server.text_format_agent({})
+    via_middleware = await server.middleware_agent({})
+    assert via_middleware is not first[0] and via_middleware is await server.middleware_agent({})
     with pytest.raises(TypeError, match="max_tools"):
         await server.example_agent({"configurable": {"max_tools": "8"}})
     catalog = await server._example_catalog()

@@ -253,11 +253,15 @@ async def middleware_agent(config: RunnableConfig) -> CompiledStateGraph:
 
     from langgraph_toolbudget.middleware import ToolBudgetMiddleware
 
-    # Built per run, not kept: the middleware's sequential mode holds one lock per instance,
-    # so a shared instance would run the tool calls of concurrent threads one at a time.
-    budget = ToolBudgetMiddleware(await _example_catalog(), **_options(config))
-    agent: CompiledStateGraph = create_agent(chat_model(model_spec(config)), middleware=[budget])
-    return agent
+    catalog, spec, options = await _example_catalog(), model_spec(config), _options(config)
+
+    def build() -> CompiledStateGraph:
+        # One instance serves every thread: its sequential mode locks per thread_id.
+        budget = ToolBudgetMiddleware(catalog, **options)
+        agent: CompiledStateGraph = create_agent(chat_model(spec), middleware=[budget])
+        return agent
+
+    return _cached((catalog, "middleware", spec), options, build)
 
 
 async def _example_catalog() -> ToolCatalog:
