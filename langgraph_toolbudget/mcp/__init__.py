@@ -39,9 +39,10 @@ Typical Usage:
     ```
 """
 
+from langgraph_toolbudget.mcp.building import mcp_tool_name
 from langgraph_toolbudget.mcp.catalog import MCPToolCatalog
 from langgraph_toolbudget.mcp.errors import MCPLoadError, MCPLoadWarning, MCPServerError
-from langgraph_toolbudget.mcp.loader import load_mcp_catalog, load_mcp_catalog_sync, mcp_tool_name
+from langgraph_toolbudget.mcp.loader import load_mcp_catalog, load_mcp_catalog_sync
 from langgraph_toolbudget.mcp.runtime import MCPRuntime, MCPServerInfo
 from langgraph_toolbudget.mcp.tool import MCPCatalogTool
 
