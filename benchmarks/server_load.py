@@ -1,15 +1,20 @@
 """Benchmark: a loaded ``langgraph dev`` server, driven by ``langgraph_sdk`` clients.
 
-Starts ``langgraph dev`` (the repository's ``langgraph.json``, the offline demo model,
-user defaults) on a free 127.0.0.1 port, then runs 50 threads x 5 turns at once on the
-``toolbudget`` graph, then the same on the ``toolbudget_mcp`` graph (its default local
-MCP servers over stdio). Per graph: errors (target 0), p50/p95 seconds per run, runs per
+Starts ``langgraph dev`` (the repository's ``langgraph.json`` plus one graph, the offline
+demo model, user defaults) on a free 127.0.0.1 port, then runs 50 threads x 5 turns at
+once on ``bind_all``: the alternative, LangChain's ``create_agent`` with the example
+catalog's 40 tools all bound (``benchmarks/_bind_all.py``), then on the ``toolbudget``
+graph with the same requests, then on the ``toolbudget_mcp`` graph (its default local
+MCP servers over stdio). Each graph first serves a few warm-up runs, not counted.
+Per graph: errors (target 0), p50/p95 seconds per run, runs per
 second, the server's CPU time per run (its process and children: a figure that a busy
 machine inflates less than the wall-clock ones), and the server's resident memory (with its
 child processes) before and after. Bounded: every thread runs its turns and stops.
 
 Reference (issue 14, this kind of machine): 50 x 5 on the example graph, 0 errors,
-p50 1.3 s, p95 1.8 s, 32 runs/s, RSS 151 -> 181 MB.
+p50 1.3 s, p95 1.8 s, 32 runs/s, RSS 151 -> 181 MB. The ``bind_all`` phase of the same
+run gives the ratios that a shared machine's load does not move much: ``toolbudget`` /
+``bind_all`` p50, runs per second and server CPU per run.
 
 Run: ``python benchmarks/server_load.py [--threads 50 --turns 5]``
 (writes ``benchmarks/results/server_load.json``).
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 import tempfile
@@ -38,14 +44,16 @@ from langgraph_server import (  # noqa: E402
     server_env,
 )
 
+EXAMPLE_QUERIES = [
+    "What's the weather in Tokyo today?",
+    "Now post 'umbrella not needed' to the #general Slack channel",
+    "Open a GitHub issue in acme/app titled 'Crash on start'",
+    "Read the file README.md",
+    "What's the forecast for Paris this week?",
+]
 QUERIES = {
-    "toolbudget": [
-        "What's the weather in Tokyo today?",
-        "Now post 'umbrella not needed' to the #general Slack channel",
-        "Open a GitHub issue in acme/app titled 'Crash on start'",
-        "Read the file README.md",
-        "What's the forecast for Paris this week?",
-    ],
+    "bind_all": EXAMPLE_QUERIES,
+    "toolbudget": EXAMPLE_QUERIES,
     "toolbudget_mcp": [
         "What is 2 plus 3?",
         "Add a note: buy milk",
@@ -54,6 +62,9 @@ QUERIES = {
         "Search my notes for milk",
     ],
 }
+
+
+WARM_UP_THREADS = 5
 
 
 def rotated(queries: list[str], threads: int) -> list[list[str]]:
@@ -73,9 +84,22 @@ def cpu_s(pid: int) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def served_config(workdir: Path) -> Path:
+    """The repository's ``langgraph.json`` plus the ``bind_all`` graph, written in ``workdir``."""
+    config = json.loads((ROOT / "langgraph.json").read_text())
+    config["dependencies"] = [str(ROOT)]
+    config["graphs"]["bind_all"] = f"{ROOT / 'benchmarks' / '_bind_all.py'}:graph"
+    path = workdir / "langgraph.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
 async def measure(url: str, pid: int, threads: int, turns: int) -> dict[str, dict[str, float]]:
     out = {}
     for graph, queries in QUERIES.items():
+        warm = await drive(url, graph, WARM_UP_THREADS, 1, rotated(queries, WARM_UP_THREADS))
+        if warm.errors:
+            raise RuntimeError(f"{graph}: warm-up failed: {warm.errors[0]}")
         before, cpu_before = rss_mb(pid), cpu_s(pid)
         result = await drive(url, graph, threads, turns, rotated(queries, threads))
         cpu_ms = (cpu_s(pid) - cpu_before) * 1000 / max(result.runs, 1)
@@ -97,7 +121,10 @@ def main() -> None:
     args = parser.parse_args()
     with (
         tempfile.TemporaryDirectory() as workdir,
-        langgraph_dev(Path(workdir), server_env(), free_port()) as (url, proc),
+        langgraph_dev(Path(workdir), server_env(), free_port(), served_config(Path(workdir))) as (
+            url,
+            proc,
+        ),
     ):
         results = asyncio.run(measure(url, proc.pid, args.threads, args.turns))
     print(f"{args.threads} threads x {args.turns} turns per graph, all threads at once\n")
@@ -110,8 +137,25 @@ def main() -> None:
             for g, r in results.items()
         ],
     )  # fmt: skip
+    ours, alone = results["toolbudget"], results["bind_all"]
+    ratios = {
+        "p50": ours["p50_s"] / alone["p50_s"],
+        "runs_per_s": ours["runs_per_s"] / alone["runs_per_s"],
+        "server_cpu_ms_per_run": ours["server_cpu_ms_per_run"] / alone["server_cpu_ms_per_run"],
+    }
+    print(
+        "\ntoolbudget / bind_all (same requests, same run): "
+        + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items())
+    )
     path = write_results(
-        "server_load", {"threads": args.threads, "turns": args.turns, "graphs": results}
+        "server_load",
+        {
+            "threads": args.threads,
+            "turns": args.turns,
+            "warm_up_runs_per_graph": WARM_UP_THREADS,
+            "graphs": results,
+            "toolbudget_vs_bind_all": ratios,
+        },
     )
     print(f"\nwritten: {path}")
 

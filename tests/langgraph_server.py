@@ -101,14 +101,19 @@ class ServerProcess(subprocess.Popen):  # type: ignore[type-arg]
 
 
 @contextmanager
-def langgraph_dev(workdir: Path, env: dict[str, str], port: int) -> Iterator[tuple[str, Any]]:
+def langgraph_dev(
+    workdir: Path, env: dict[str, str], port: int, config: Path | None = None
+) -> Iterator[tuple[str, Any]]:
     """Run ``langgraph dev`` in ``workdir`` for the ``with`` block; yield (url, process).
+
+    ``config``: the ``langgraph.json`` to serve (default: the repository's).
 
     Raises:
         RuntimeError: the server exited or was not ready in ``STARTUP_TIMEOUT_S`` (with its log).
     """
     command = [
-        langgraph_cli(), "dev", "--config", str(REPO / "langgraph.json"), "--host", "127.0.0.1",
+        langgraph_cli(), "dev", "--config", str(config or REPO / "langgraph.json"),
+        "--host", "127.0.0.1",
         "--port", str(port), "--no-browser", "--no-reload",
     ]  # fmt: skip
     url = f"http://127.0.0.1:{port}"

@@ -270,6 +270,24 @@ def test_chat_model_names_what_to_install_or_fix() -> None:
         chat_model("no-such-provider:m")
 
 
+def test_demo_model_with_every_tool_bound_calls_the_best_one_at_once() -> None:
+    # No search_tools bound (a plain create_agent over the whole catalog): no search step.
+    tools = [spec.tool for spec in build_example_catalog().specs]
+    demo = chat_model("demo").bind_tools(tools)
+    first = demo.invoke([HumanMessage("What's the weather in Tokyo today?")])
+    assert [(c["name"], c["args"]) for c in first.tool_calls] == [
+        ("get_weather", {"city": "Tokyo"})
+    ]
+    answered = demo.invoke(
+        [
+            HumanMessage("What's the weather in Tokyo today?"),
+            first,
+            ToolMessage("sunny", tool_call_id=first.tool_calls[0]["id"]),
+        ]
+    )
+    assert answered.tool_calls == [] and "sunny" in answered.content
+
+
 async def test_server_factories_build_each_graph_once_per_options() -> None:
     from langgraph_toolbudget.demo import server
 

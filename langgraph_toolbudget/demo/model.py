@@ -172,7 +172,8 @@ def _tool_parameters(schema: dict[str, Any]) -> dict[str, Any]:
 def demo_reply(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]]) -> AIMessage:
     """The next message of a rule-based agent: search, load, call one tool, answer.
 
-    Within one user turn: 1. ``search_tools`` with the request's keywords; 2.
+    Within one user turn: 1. ``search_tools`` with the request's keywords (skipped
+    when ``search_tools`` is not bound: the best bound tool is called at once); 2.
     ``add_tool`` for the best match (by keyword overlap) unless it is already
     visible; 3. call it with arguments built from its schema
     (:func:`demo_arguments`); 4. answer with the tool's result. A request with no
@@ -217,14 +218,15 @@ def demo_reply(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]])
             f"I could not load {target}: {message_text(results[str(added[-1]['id'])])}"
         )
     searched = [c for c in calls if c["name"] == SEARCH_TOOLS and c.get("id") in results]
-    if not searched:
-        if SEARCH_TOOLS not in bound:
-            return AIMessage("I have no search_tools meta-tool to find a tool with.")
+    found: list[Any] = []
+    if searched:
+        try:
+            found = json.loads(message_text(results[str(searched[-1]["id"])])).get("tools", [])
+        except ValueError:
+            found = []
+    elif SEARCH_TOOLS in bound:
         return call(SEARCH_TOOLS, {"query": "|".join(keywords)})
-    try:
-        found = json.loads(message_text(results[str(searched[-1]["id"])])).get("tools", [])
-    except ValueError:
-        found = []
+    # else no meta-tools (e.g. every tool bound): choose among the bound tools at once
     candidates = [(t["name"], t.get("description", "")) for t in found if isinstance(t, dict)]
     candidates += [
         (name, t.get("function", t).get("description", ""))
