@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
+import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, tool
 from langgraph.prebuilt import InjectedState, ToolRuntime
@@ -212,6 +213,24 @@ def recording_catalog(rec: Recorder, **overrides: Any) -> ToolCatalog:
     """
     _ACTIVE[0] = rec
     return _build_catalog(json.dumps(overrides, sort_keys=True))
+
+
+def recording_fixtures() -> tuple[Any, Any]:
+    """A test module's ``rec`` (a fresh :class:`Recorder`) and ``catalog`` (its
+    :func:`recording_catalog`, in place of conftest's standard one) fixtures.
+
+    Use: ``rec, catalog = recording_fixtures()`` at the module's top level.
+    """
+
+    @pytest.fixture(name="rec")
+    def rec_fixture() -> Recorder:
+        return Recorder()
+
+    @pytest.fixture(name="catalog")
+    def catalog_fixture(rec: Recorder) -> ToolCatalog:
+        return recording_catalog(rec)
+
+    return rec_fixture, catalog_fixture
 
 
 @functools.cache

@@ -18,6 +18,7 @@ from agent_tools import (
     call,
     injection_tools,
     recording_catalog,
+    recording_fixtures,
     tool_messages,
     wrong_category_script,
 )
@@ -45,14 +46,7 @@ BUILTINS = len(META) + len(OUTPUT_TOOL_NAMES)  # meta-tools and output tools, bo
 PROJECT_TOOLS = ["create_project", "list_projects", "add_task"]
 
 
-@pytest.fixture
-def rec() -> Recorder:
-    return Recorder()
-
-
-@pytest.fixture
-def catalog(rec) -> ToolCatalog:
-    return recording_catalog(rec)
+rec, catalog = recording_fixtures()
 
 
 async def run(app: Any, payload: Any, api: str, config: dict | None = None) -> dict[str, Any]:

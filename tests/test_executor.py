@@ -13,12 +13,12 @@ import pytest
 from agent_tools import (
     ConcurrencyProbe,
     NotesState,
-    Recorder,
     ai_calls,
     call,
     injection_tools,
     probe_tool,
     recording_catalog,
+    recording_fixtures,
     tool_messages,
 )
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -36,14 +36,7 @@ MODES = ["sequential", "parallel_safe"]
 APIS = ["invoke", "ainvoke"]
 
 
-@pytest.fixture
-def rec() -> Recorder:
-    return Recorder()
-
-
-@pytest.fixture
-def catalog(rec) -> ToolCatalog:
-    return recording_catalog(rec)
+rec, catalog = recording_fixtures()
 
 
 def state_for(calls: list[dict[str, Any]], visible: list[str], **extra: Any) -> dict[str, Any]:

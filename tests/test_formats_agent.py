@@ -12,12 +12,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from agent_tools import Recorder, recording_catalog
+from agent_tools import recording_fixtures
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import MemorySaver
 from langgraph.graph import END, START, StateGraph
 
-from langgraph_toolbudget import ToolAgent, ToolBudgetState, ToolCatalog, create_toolbudget_agent
+from langgraph_toolbudget import ToolAgent, ToolBudgetState, create_toolbudget_agent
 from langgraph_toolbudget.formats import get_format
 from langgraph_toolbudget.testing import ScriptedChatModel
 
@@ -33,14 +33,7 @@ class TextOnlyModel(ScriptedChatModel):
         raise NotImplementedError("this model has no tool calling")
 
 
-@pytest.fixture
-def rec() -> Recorder:
-    return Recorder()
-
-
-@pytest.fixture
-def catalog(rec) -> ToolCatalog:
-    return recording_catalog(rec)
+rec, catalog = recording_fixtures()
 
 
 def text_call(fmt: str, name: str, **args: Any) -> AIMessage:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from agent_tools import Recorder, recording_catalog
+from agent_tools import recording_catalog, recording_fixtures
 
 from langgraph_toolbudget.core.meta import (
     META_TOOL_NAMES,
@@ -14,15 +14,7 @@ from langgraph_toolbudget.core.meta import (
 )
 from langgraph_toolbudget.core.working_set import WorkingSet
 
-
-@pytest.fixture
-def rec() -> Recorder:
-    return Recorder()
-
-
-@pytest.fixture
-def catalog(rec):
-    return recording_catalog(rec)
+rec, catalog = recording_fixtures()
 
 
 @pytest.fixture

@@ -17,11 +17,11 @@ import pytest
 from agent_tools import (
     APOLLO_QUERY,
     ConcurrencyProbe,
-    Recorder,
     ai_calls,
     call,
     probe_tool,
     recording_catalog,
+    recording_fixtures,
     tool_messages,
     wrong_category_script,
 )
@@ -51,14 +51,7 @@ APIS = ["invoke", "ainvoke"]
 META = list(META_TOOL_NAMES)
 
 
-@pytest.fixture
-def rec() -> Recorder:
-    return Recorder()
-
-
-@pytest.fixture
-def catalog(rec):
-    return recording_catalog(rec)
+rec, catalog = recording_fixtures()
 
 
 async def run(app: Any, payload: Any, api: str, config: dict | None = None) -> dict[str, Any]:

@@ -9,7 +9,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import pytest
-from agent_tools import Recorder, ai_calls, call, injection_tools, recording_catalog
+from agent_tools import (
+    ai_calls,
+    call,
+    injection_tools,
+    recording_fixtures,
+)
 from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.graph import END, START, StateGraph
@@ -22,14 +27,7 @@ from langgraph_toolbudget.execution.pipeline import ToolCallPipeline
 APIS = ["invoke", "ainvoke"]
 
 
-@pytest.fixture
-def rec() -> Recorder:
-    return Recorder()
-
-
-@pytest.fixture
-def catalog(rec) -> ToolCatalog:
-    return recording_catalog(rec)
+rec, catalog = recording_fixtures()
 
 
 async def run(node: Any, state: Any, api: str) -> Any:
