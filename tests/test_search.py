@@ -371,6 +371,38 @@ def test_clauses_split_a_multi_task_request_and_keep_a_one_task_query_whole():
     assert clauses("hi") == []
 
 
+# Seven tools of Seal-Tools (Apache-2.0), the request one of its queries: three tasks.
+_SPACE_TOOLS = [
+    ("getMartianWeather", "Retrieve current weather information on Mars", ["sol", "unit"]),
+    ("getAircraftAltitude", "Retrieve the current altitude of an aircraft", ["aircraft_id"]),
+    ("getAltitude", "Retrieve the current altitude information of an aircraft", ["aircraft_id"]),
+    ("getSpaceMissions", "Retrieve information about space missions", ["agency", "year"]),
+    ("getAircraftPosition", "Retrieve the current position of an aircraft", ["altitude"]),
+    ("getMissionDetails", "Retrieve details of a space mission", ["mission_id"]),
+    ("checkEthicalConduct", "Check if a specific conduct is ethically acceptable", ["conduct"]),
+]
+
+
+def test_rank_keeps_each_task_best_tool_ahead_of_tools_matching_a_little_of_every_task():
+    request = (
+        "Please retrieve the current weather information on Mars for the 64th sol. After that, "
+        "check for any space missions conducted by NASA. Finally, retrieve the current "
+        "altitude of aircraft A1234."
+    )
+    index = ToolIndex(_SPACE_TOOLS)
+    top = [name for name, _ in index.rank_names(request, limit=5)]
+    # getAircraftPosition matches "retrieve the current ... aircraft ... altitude" of two
+    # tasks; without the per-clause bonus it took the space-missions task's only slot.
+    assert {"getMartianWeather", "getSpaceMissions", "getAircraftAltitude"} <= set(top)
+    assert "getAircraftPosition" not in top
+
+
+def test_rank_of_a_one_task_query_has_no_clause_bonus():
+    index = ToolIndex(_SPACE_TOOLS)
+    query = "current altitude of aircraft A1234"
+    assert index.scores(query).tolist() == index.bm25_scores(query).tolist()
+
+
 # --- memory: caches are bounded and owned by the index -----------------------------------
 
 
