@@ -5,7 +5,8 @@ catalog, the offline demo model, user defaults, no checkpointer), each with a qu
 never seen before: first all on one thread, then spread over 1,000 threads. Every
 1,000 turns: resident memory (RSS) and the ``tracemalloc`` lines that grew most since
 the previous sample. Target: flat after warm-up (no per-query or per-thread cache
-without a bound); growth per 1,000 turns after the first 2,000 is reported.
+without a bound); growth per 1,000 turns after the first 2,000, and over the second
+half of the run (after the bounded caches have filled), is reported.
 
 Reference (issue 14, before the caches were bounded): RSS 118.1 MB after 500 unique
 queries, 121.6 MB after 4,000 (about 1 KB per unique query, never released).
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import random
 import resource
 import sys
@@ -73,6 +75,7 @@ def soak(app: Any, turns: int, threads: int, label: str) -> list[dict[str, Any]]
                 "turns": i,
                 "rss_mb": rss_mb(),
                 "traced_mb": traced / 2**20,
+                "load_1m": round(os.getloadavg()[0], 2),
                 "top_growth": [f"{s.traceback[0].filename.rsplit('/', 2)[-1]}:"
                                f"{s.traceback[0].lineno} {s.size_diff / 1024:+.1f} KiB"
                                for s in top],
@@ -111,10 +114,14 @@ def main() -> None:
         later = [s for s in samples if s["turns"] >= 2 * SAMPLE_EVERY]
         if len(later) >= 2:
             per_k = (later[-1]["traced_mb"] - later[0]["traced_mb"]) / (len(later) - 1)
+            half = samples[len(samples) // 2 - 1 :]
+            per_k_half = (half[-1]["traced_mb"] - half[0]["traced_mb"]) / max(len(half) - 1, 1)
             growth[label] = {"traced_mb_per_1000_turns_after_warmup": per_k,
+                             "traced_mb_per_1000_turns_second_half": per_k_half,
                              "rss_first_mb": samples[0]["rss_mb"],
                              "rss_last_mb": samples[-1]["rss_mb"]}  # fmt: skip
-            print(f"{label}: traced memory {per_k * 1024:+.1f} KiB per 1,000 turns after warm-up")
+            print(f"{label}: traced memory {per_k * 1024:+.1f} KiB per 1,000 turns after "
+                  f"warm-up, {per_k_half * 1024:+.1f} over the second half")  # fmt: skip
     name = "memory_soak" if args.only is None else f"memory_soak_{args.only}"
     path = write_results(name, {"turns": args.turns, "runs": runs, "growth": growth})
     print(f"\nwritten: {path}")

@@ -24,6 +24,8 @@ from langgraph_toolbudget.core import terms
 from langgraph_toolbudget.core.coercion import MISSING_NAME, repair_tool_calls
 from langgraph_toolbudget.core.limits import MAX_ARG_DEPTH, MAX_PATTERN_CHARS
 from langgraph_toolbudget.core.search import ToolIndex
+from langgraph_toolbudget.demo.example_catalog import example_tools
+from langgraph_toolbudget.demo.workspace import KEEP, Workspace
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 MODES = ["sequential", "parallel_safe"]
@@ -395,6 +397,28 @@ def test_a_discarded_tool_index_is_freed(catalog):
     del index
     gc.collect()
     assert [r for r in refs if r() is not None] == []
+
+
+def test_the_demo_workspace_keeps_only_the_most_recent_records():
+    # The memory soak's last residual: every message posted and issue created was kept.
+    ws = Workspace()
+    tools = {t.name: t for t in example_tools(ws)[0]}
+    for i in range(KEEP + 5):
+        tools["send_message"].invoke({"channel": "general", "text": f"hello {i}"})
+        tools["create_issue"].invoke({"repo": "acme/app", "title": f"bug {i}"})
+        tools["write_file"].invoke({"path": f"/new/{i}.md", "content": "x"})
+    assert len(ws.messages["general"]) == KEEP and ws.messages["general"][0] == "hello 5"
+    assert len(ws.issues) == KEEP and ws.issues[0]["title"] == "bug 5"
+    closed = tools["close_issue"].invoke({"repo": "acme/app", "number": KEEP + 5})
+    assert closed == f"Closed issue #{KEEP + 5} in acme/app."
+    created = tools["create_issue"].invoke({"repo": "acme/app", "title": "one more"})
+    assert created == f"Created issue #{KEEP + 6} in acme/app: one more"  # numbers never repeat
+    assert len(ws.files) == KEEP and "/notes/todo.md" not in ws.files
+    assert tools["read_file"].invoke({"path": f"/new/{KEEP + 4}.md"}) == "x"
+    for i in range(KEEP):
+        tools["create_channel"].invoke({"name": f"team-{i}"})
+    assert len(ws.messages) == KEEP and "general" not in ws.messages  # the oldest channels go
+    assert list(ws.messages)[-1] == f"team-{KEEP - 1}"
 
 
 # --- 8. invalid calls without an id or a name; add_tool with non-JSON arguments -------------

@@ -22,7 +22,7 @@ from typing import Any
 from langchain_core.tools import BaseTool, tool
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.demo.workspace import CLIMATE, Workspace, evaluate
+from langgraph_toolbudget.demo.workspace import CLIMATE, Workspace, evaluate, next_number
 
 __all__ = ["CATEGORY_DESCRIPTIONS", "Workspace", "build_example_catalog", "example_tools"]
 
@@ -47,9 +47,10 @@ def example_tools(ws: Workspace | None = None) -> tuple[list[BaseTool], dict[str
     def create_issue(repo: str, title: str, body: str = "") -> str:
         """Create a new issue in a GitHub repository."""
         with ws.lock:
-            number = len(ws.issues) + 1
-            ws.issues.append(
-                {"number": number, "repo": repo, "title": title, "body": body, "state": "open"}
+            number = next_number(ws.issues)
+            ws.add(
+                ws.issues,
+                {"number": number, "repo": repo, "title": title, "body": body, "state": "open"},
             )
         return f"Created issue #{number} in {repo}: {title}"
 
@@ -76,8 +77,11 @@ def example_tools(ws: Workspace | None = None) -> tuple[list[BaseTool], dict[str
     @tool
     def create_pull_request(repo: str, title: str, head: str, base: str = "main") -> str:
         """Open a pull request in a GitHub repository from a branch."""
-        ws.pulls.append({"repo": repo, "title": title, "head": head, "base": base})
-        return f"Opened PR #{len(ws.pulls)} {head} -> {base} in {repo}"
+        with ws.lock:
+            number = next_number(ws.pulls)
+            pull = {"number": number, "repo": repo, "title": title, "head": head, "base": base}
+            ws.add(ws.pulls, pull)
+        return f"Opened PR #{number} {head} -> {base} in {repo}"
 
     @tool
     def list_pull_requests(repo: str) -> str:
@@ -94,7 +98,7 @@ def example_tools(ws: Workspace | None = None) -> tuple[list[BaseTool], dict[str
     @tool
     def send_message(channel: str, text: str) -> str:
         """Send (post) a message to a Slack channel such as #general: tell the team something."""
-        ws.messages.setdefault(channel, []).append(text)
+        ws.add(ws.channel(channel), text)
         return f"Sent to #{channel}: {text}"
 
     @tool
@@ -115,7 +119,7 @@ def example_tools(ws: Workspace | None = None) -> tuple[list[BaseTool], dict[str
     @tool
     def create_channel(name: str) -> str:
         """Create a new Slack channel."""
-        ws.messages.setdefault(name, [])
+        ws.channel(name)
         return f"Created #{name}"
 
     # --- calendar -----------------------------------------------------------------------
@@ -124,7 +128,8 @@ def example_tools(ws: Workspace | None = None) -> tuple[list[BaseTool], dict[str
         title: str, day: str, start: str = "09:00", attendees: list[str] | None = None
     ) -> str:  # noqa: E501
         """Create a calendar event or meeting on a day (YYYY-MM-DD) at a start time."""
-        ws.events.append({"title": title, "day": day, "start": start, "attendees": attendees or []})
+        event = {"title": title, "day": day, "start": start, "attendees": attendees or []}
+        ws.add(ws.events, event)
         return f"Scheduled '{title}' on {day} at {start}"
 
     @tool
@@ -206,7 +211,7 @@ def example_tools(ws: Workspace | None = None) -> tuple[list[BaseTool], dict[str
     @tool
     def write_file(path: str, content: str) -> str:
         """Write (create, save or overwrite) a text file in the local workspace."""
-        ws.files[path] = content
+        ws.put(ws.files, path, content)
         return f"Wrote {len(content)} characters to {path}"
 
     @tool
@@ -262,7 +267,7 @@ def example_tools(ws: Workspace | None = None) -> tuple[list[BaseTool], dict[str
     @tool
     def create_project(name: str) -> str:
         """Create a new project."""
-        ws.projects.append(name)
+        ws.add(ws.projects, name)
         return f"Created project {name}"
 
     @tool
@@ -273,7 +278,8 @@ def example_tools(ws: Workspace | None = None) -> tuple[list[BaseTool], dict[str
     @tool
     def add_task(project: str, title: str, assignee: str = "") -> str:
         """Add a task to a project, optionally assigned to someone."""
-        ws.tasks.append({"project": project, "title": title, "assignee": assignee, "done": False})
+        task = {"project": project, "title": title, "assignee": assignee, "done": False}
+        ws.add(ws.tasks, task)
         return f"Added task '{title}' to {project}"
 
     @tool
@@ -294,7 +300,7 @@ def example_tools(ws: Workspace | None = None) -> tuple[list[BaseTool], dict[str
     @tool
     def send_email(to: str, subject: str, body: str) -> str:
         """Send an email to a recipient."""
-        ws.outbox.append({"to": to, "subject": subject, "body": body})
+        ws.add(ws.outbox, {"to": to, "subject": subject, "body": body})
         return f"Email sent to {to}: {subject}"
 
     @tool

@@ -84,7 +84,9 @@ def _keywords(text: str) -> list[str]:
 
 def _relevance(keywords: Sequence[str], name: str, description: str) -> int:
     name_words = [n for n in re.split(r"[_\W]+", name.lower()) if n]
-    text = description.lower()
+    # Keywords are [a-z0-9] words: a word of the description starting with one is what
+    # \b<kw> would find, without a pattern per query word in re's cache.
+    text_words = re.findall(r"\w+", description.lower())
     score = 0
     for kw in keywords:
         if kw in name_words:
@@ -92,7 +94,7 @@ def _relevance(keywords: Sequence[str], name: str, description: str) -> int:
         elif any(min(len(n), len(kw)) >= 4 and (n.startswith(kw) or kw.startswith(n))
                  for n in name_words):  # fmt: skip
             score += 2
-        elif re.search(rf"\b{re.escape(kw)}", text):
+        elif any(w.startswith(kw) for w in text_words):
             score += 1
     return score
 

@@ -2,6 +2,7 @@
 
 Key Components:
     - :class:`Workspace`: one per example catalog (a SQLite database in memory).
+    - :data:`KEEP`: how many records of each kind a workspace keeps, the most recent.
     - :func:`evaluate`: the safe arithmetic evaluator behind the ``calculate`` tool.
     - :data:`CLIMATE`: the fixed weather of a few cities.
 """
@@ -16,7 +17,12 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CLIMATE", "Workspace", "evaluate"]
+__all__ = ["CLIMATE", "KEEP", "Workspace", "evaluate"]
+
+KEEP = 1_000
+"""Records of each kind a workspace keeps (issues, pull requests, the messages of a channel,
+channels, events, files, projects, tasks, mails): the most recent. A demo server that runs
+for days stays bounded; what the tools did last is still there to read."""
 
 CLIMATE = {
     "paris": (14, "cloudy", 62),
@@ -30,7 +36,10 @@ CLIMATE = {
 
 @dataclass
 class Workspace:
-    """The in-memory data the example tools work on (one per catalog)."""
+    """The in-memory data the example tools work on (one per catalog).
+
+    Each kind of record is bounded by :data:`KEEP`: adding one more drops the oldest.
+    """
 
     issues: list[dict[str, Any]] = field(default_factory=list)
     pulls: list[dict[str, Any]] = field(default_factory=list)
@@ -54,6 +63,28 @@ class Workspace:
             "CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER, total REAL);"
             "INSERT INTO orders (customer_id, total) VALUES (1, 30.5), (1, 12.0), (2, 99.9);"
         )
+
+    def add(self, records: list[Any], record: Any) -> None:
+        """Append ``record`` to one of the workspace's lists, dropping the oldest beyond KEEP."""
+        records.append(record)
+        del records[:-KEEP]
+
+    def put(self, table: dict[str, Any], key: str, value: Any) -> None:
+        """Set ``table[key]`` (files, channels), dropping the oldest keys beyond KEEP."""
+        table[key] = value
+        while len(table) > KEEP:
+            del table[next(iter(table))]
+
+    def channel(self, name: str) -> list[str]:
+        """The messages of a Slack channel, created empty if it does not exist."""
+        if name not in self.messages:
+            self.put(self.messages, name, [])
+        return self.messages[name]
+
+
+def next_number(records: list[dict[str, Any]]) -> int:
+    """The number of the next issue or pull request: one more than the newest one kept."""
+    return records[-1]["number"] + 1 if records else 1
 
 
 _BINOPS = {
