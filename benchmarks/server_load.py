@@ -5,7 +5,10 @@ demo model, user defaults) on a free 127.0.0.1 port, then runs 50 threads x 5 tu
 once on ``bind_all``: the alternative, LangChain's ``create_agent`` with the example
 catalog's 40 tools all bound (``benchmarks/_bind_all.py``), then on the ``toolbudget``
 graph with the same requests, then on the ``toolbudget_mcp`` graph (its default local
-MCP servers over stdio). Each graph first serves a few warm-up runs, not counted.
+MCP servers over stdio). Each graph runs on a fresh server (the dev server's in-memory
+storage grows with every run and slows the runs after it: measured on one server, the
+graph measured second paid up to 50% more CPU per run) and first serves a few warm-up
+runs, not counted.
 Per graph: errors (target 0), p50/p95 seconds per run, runs per
 second, the server's CPU time per run (its process and children: a figure that a busy
 machine inflates less than the wall-clock ones), and the server's resident memory (with its
@@ -16,7 +19,7 @@ p50 1.3 s, p95 1.8 s, 32 runs/s, RSS 151 -> 181 MB. The ``bind_all`` phase of th
 run gives the ratios that a shared machine's load does not move much: ``toolbudget`` /
 ``bind_all`` p50, runs per second and server CPU per run.
 
-Run: ``python benchmarks/server_load.py [--threads 50 --turns 5]``
+Run: ``python benchmarks/server_load.py [--threads 50 --turns 5 --repeat 3]``
 (writes ``benchmarks/results/server_load.json``).
 """
 
@@ -26,9 +29,11 @@ import argparse
 import asyncio
 import json
 import os
+import statistics
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -94,23 +99,45 @@ def served_config(workdir: Path) -> Path:
     return path
 
 
-async def measure(url: str, pid: int, threads: int, turns: int) -> dict[str, dict[str, float]]:
-    out = {}
-    for graph, queries in QUERIES.items():
-        warm = await drive(url, graph, WARM_UP_THREADS, 1, rotated(queries, WARM_UP_THREADS))
-        if warm.errors:
-            raise RuntimeError(f"{graph}: warm-up failed: {warm.errors[0]}")
-        before, cpu_before = rss_mb(pid), cpu_s(pid)
-        result = await drive(url, graph, threads, turns, rotated(queries, threads))
-        cpu_ms = (cpu_s(pid) - cpu_before) * 1000 / max(result.runs, 1)
-        out[graph] = {
-            **result.summary(),
-            "server_cpu_ms_per_run": cpu_ms,
-            "rss_before_mb": before,
-            "rss_after_mb": rss_mb(pid),
-        }
-        if result.errors:
-            out[graph]["first_error"] = result.errors[0]  # type: ignore[assignment]
+async def measure(url: str, pid: int, graph: str, threads: int, turns: int) -> dict[str, Any]:
+    """Warm ``graph`` up, then drive it with ``threads`` x ``turns`` runs and measure."""
+    queries = QUERIES[graph]
+    warm = await drive(url, graph, WARM_UP_THREADS, 1, rotated(queries, WARM_UP_THREADS))
+    if warm.errors:
+        raise RuntimeError(f"{graph}: warm-up failed: {warm.errors[0]}")
+    before, cpu_before = rss_mb(pid), cpu_s(pid)
+    result = await drive(url, graph, threads, turns, rotated(queries, threads))
+    out: dict[str, Any] = {
+        **result.summary(),
+        "server_cpu_ms_per_run": (cpu_s(pid) - cpu_before) * 1000 / max(result.runs, 1),
+        "rss_before_mb": before,
+        "rss_after_mb": rss_mb(pid),
+    }
+    if result.errors:
+        out["first_error"] = result.errors[0]
+    return out
+
+
+def serve_and_measure(graph: str, threads: int, turns: int) -> dict[str, Any]:
+    """One graph on a fresh ``langgraph dev``: its in-memory storage grows with every run
+    and slows later runs, so a graph measured after another would pay for the other's."""
+    with tempfile.TemporaryDirectory() as workdir:
+        config = served_config(Path(workdir))
+        with langgraph_dev(Path(workdir), server_env(), free_port(), config) as (url, proc):
+            return asyncio.run(measure(url, proc.pid, graph, threads, turns))
+
+
+FIGURES = ("p50_s", "p95_s", "runs_per_s", "server_cpu_ms_per_run", "rss_before_mb", "rss_after_mb")
+
+
+def median_of(reps: list[dict[str, Any]]) -> dict[str, Any]:
+    """A graph's figures over its repetitions: the median of each, errors and runs summed."""
+    out: dict[str, Any] = {k: statistics.median(r[k] for r in reps) for k in FIGURES}
+    out["runs"] = sum(r["runs"] for r in reps)
+    out["errors"] = sum(r["errors"] for r in reps)
+    errors = [r["first_error"] for r in reps if "first_error" in r]
+    if errors:
+        out["first_error"] = errors[0]
     return out
 
 
@@ -118,16 +145,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=50)
     parser.add_argument("--turns", type=int, default=5)
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="rounds over the graphs (a fresh server each)"
+    )
     args = parser.parse_args()
-    with (
-        tempfile.TemporaryDirectory() as workdir,
-        langgraph_dev(Path(workdir), server_env(), free_port(), served_config(Path(workdir))) as (
-            url,
-            proc,
-        ),
-    ):
-        results = asyncio.run(measure(url, proc.pid, args.threads, args.turns))
-    print(f"{args.threads} threads x {args.turns} turns per graph, all threads at once\n")
+    reps: dict[str, list[dict[str, Any]]] = {graph: [] for graph in QUERIES}
+    graphs = list(QUERIES)
+    for r in range(args.repeat):  # rotated, so no graph always runs first
+        for graph in graphs[r % len(graphs) :] + graphs[: r % len(graphs)]:
+            reps[graph].append(serve_and_measure(graph, args.threads, args.turns))
+    results = {graph: median_of(rows) for graph, rows in reps.items()}
+    print(
+        f"{args.threads} threads x {args.turns} turns per graph, all threads at once; "
+        f"median of {args.repeat} rounds, each graph on a fresh server\n"
+    )
     print_table(
         ["graph", "runs", "errors", "p50 s", "p95 s", "runs/s", "CPU ms/run", "RSS before MB",
          "RSS after MB"],
@@ -152,8 +183,10 @@ def main() -> None:
         {
             "threads": args.threads,
             "turns": args.turns,
+            "repeat": args.repeat,
             "warm_up_runs_per_graph": WARM_UP_THREADS,
             "graphs": results,
+            "rounds": reps,
             "toolbudget_vs_bind_all": ratios,
         },
     )
