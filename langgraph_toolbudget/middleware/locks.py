@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Hashable, Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Hashable, Iterator
+from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
+
+L = TypeVar("L", threading.Lock, asyncio.Lock)
 
 
 def thread_key(config: RunnableConfig) -> Hashable:
@@ -34,30 +36,37 @@ class KeyedLocks:
     @contextlib.contextmanager
     def hold(self, key: Hashable) -> Iterator[None]:
         """Hold ``key``'s thread lock."""
-        with self._guard:
-            lock, users = self._sync.setdefault(key, (threading.Lock(), [0]))
-            users[0] += 1
+        lock = self._enter(self._sync, key, threading.Lock)
         try:
             with lock:
                 yield
         finally:
-            with self._guard:
-                users[0] -= 1
-                if not users[0]:
-                    del self._sync[key]
+            self._leave(self._sync, key)
 
     @contextlib.asynccontextmanager
     async def ahold(self, key: Hashable) -> AsyncIterator[None]:
         """Hold ``key``'s lock on the running loop (an ``asyncio.Lock`` must not cross loops)."""
         slot = (id(asyncio.get_running_loop()), key)
-        with self._guard:
-            lock, users = self._async.setdefault(slot, (asyncio.Lock(), [0]))
-            users[0] += 1
+        lock = self._enter(self._async, slot, asyncio.Lock)
         try:
             async with lock:
                 yield
         finally:
-            with self._guard:
-                users[0] -= 1
-                if not users[0]:
-                    del self._async[slot]
+            self._leave(self._async, slot)
+
+    def _enter(
+        self, table: dict[Any, tuple[L, list[int]]], key: Hashable, make: Callable[[], L]
+    ) -> L:
+        """``key``'s lock in ``table`` (made if missing), counted as used once more."""
+        with self._guard:
+            lock, users = table.setdefault(key, (make(), [0]))
+            users[0] += 1
+        return lock
+
+    def _leave(self, table: dict[Any, tuple[Any, list[int]]], key: Hashable) -> None:
+        """One use of ``key``'s lock ended; the lock is dropped when nobody uses it."""
+        with self._guard:
+            users = table[key][1]
+            users[0] -= 1
+            if not users[0]:
+                del table[key]
