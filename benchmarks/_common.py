@@ -25,6 +25,7 @@ from langchain_core.messages import HumanMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
 from langgraph_toolbudget import ClassifyIntent, SelectTools, ToolCatalog, ToolSearch
+from langgraph_toolbudget.core.spec import OUTPUT_SCHEMA_KEY
 from langgraph_toolbudget.state import merge_names
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -62,11 +63,28 @@ def _noop(**kwargs: Any) -> str:
     return "ok"
 
 
-def make_tool(name: str, description: str, parameters: dict[str, Any] | None) -> BaseTool:
-    """A real LangChain tool whose argument schema is the given JSON schema."""
+def make_tool(
+    name: str,
+    description: str,
+    parameters: dict[str, Any] | None,
+    responses: dict[str, Any] | None = None,
+) -> BaseTool:
+    """A real LangChain tool whose argument schema is the given JSON schema.
+
+    ``responses`` (the output fields a data set declares, ``{field: {"description": ...}}``)
+    become the tool's output schema, where an MCP tool's ``outputSchema`` goes
+    (``metadata["output_schema"]``).
+    """
     schema = parameters if isinstance(parameters, dict) and parameters.get("properties") else None
+    metadata = None
+    if isinstance(responses, dict) and responses:
+        metadata = {OUTPUT_SCHEMA_KEY: {"type": "object", "properties": responses}}
     return StructuredTool.from_function(
-        func=_noop, name=name, description=description, args_schema=schema or _EMPTY_SCHEMA
+        func=_noop,
+        name=name,
+        description=description,
+        args_schema=schema or _EMPTY_SCHEMA,
+        metadata=metadata,
     )
 
 
@@ -89,10 +107,14 @@ class Dataset:
 def load_dataset(folder: Path, name: str) -> Dataset:
     """Read ``catalog.jsonl`` / ``queries.jsonl`` of one bench folder.
 
-    A tool's ``category`` (when not null) becomes its catalog category.
+    A tool's ``category`` (when not null) becomes its catalog category; its ``responses``
+    (Seal-Tools declares each tool's output fields) its output schema.
     """
     rows = read_jsonl(folder / "catalog.jsonl")
-    tools = [make_tool(r["name"], r.get("description") or "", r.get("parameters")) for r in rows]
+    tools = [
+        make_tool(r["name"], r.get("description") or "", r.get("parameters"), r.get("responses"))
+        for r in rows
+    ]
     categories: dict[str, list[str]] = {}
     for r in rows:
         if r.get("category"):

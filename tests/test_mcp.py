@@ -167,6 +167,12 @@ def test_tool_schema_and_annotations_come_from_the_server(catalog: ToolCatalog) 
     assert tool.description == "Divide a by b. Fails when b is zero."
     assert tool.metadata["readOnlyHint"] is True and tool.metadata["idempotentHint"] is True
     assert catalog.get("divide").arg_names == ("a", "b")
+    # The server's outputSchema reaches the tool; a plain float wrapped as {"result": ...}
+    # declares no field worth searching.
+    assert tool.metadata["output_schema"]["properties"] == {
+        "result": {"title": "Result", "type": "number"}
+    }
+    assert catalog.get("divide").output_fields == ()
 
 
 def test_read_only_hint_sets_is_pure_and_server_is_the_concurrency_group(

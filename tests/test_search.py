@@ -455,3 +455,43 @@ def test_long_messages_are_split_uncached_so_memory_stays_flat():
     tokenize("get_weather")
     assert cache.cache_info().currsize == 1
     assert cache.cache_info().maxsize == SPLIT_CACHE_SIZE
+
+
+def _film_tool(name: str, description: str, output_schema: dict | None = None) -> StructuredTool:
+    return StructuredTool.from_function(
+        func=lambda film: "ok",
+        name=name,
+        description=description,
+        args_schema={
+            "type": "object",
+            "properties": {"film": {"type": "string", "description": "The film's title"}},
+        },
+        metadata={"output_schema": output_schema} if output_schema else None,
+    )
+
+
+def test_declared_output_fields_are_ranked_not_regex_matched():
+    returns = {
+        "type": "object",
+        "properties": {
+            "release_year": {"type": "integer", "description": "When it came out"},
+            "director": {"type": "string"},
+            "plot": {"type": "string", "description": "A summary of the story"},
+        },
+    }
+    catalog = ToolCatalog.from_tools(
+        [
+            _film_tool("get_film_awards", "Awards a film won and the year of each"),
+            _film_tool("get_film_info", "Information about a film", returns),
+            _film_tool("get_actor", "An actor's films", {"properties": {"result": {}}}),
+        ]
+    )
+    assert catalog.get("get_film_info").output_fields == (
+        "release_year When it came out",
+        "director",
+        "plot A summary of the story",
+    )
+    assert catalog.get("get_actor").output_fields == ()  # a wrapped plain return value
+    ranked = catalog.index.rank_names("the director, release year and plot of Inception")
+    assert ranked[0][0] == "get_film_info"
+    assert catalog.index.regex_search("director").found == 0  # the regex sees name/description/args

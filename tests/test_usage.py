@@ -62,6 +62,20 @@ def test_usage_record_ranks_the_recorded_tool_for_a_paraphrase():
     assert history.rank("something unrelated entirely") == []
 
 
+def test_usage_credits_each_tool_with_the_clauses_that_asked_for_it():
+    history = UsageIndex()
+    message = "Find cheap flights to Rome for May. Then book a hotel near the station"
+    history.add(message, ["search_flights", "book_hotel"])
+    # "hotel" and "station" were asked of book_hotel only, "rome" and "cheap" of the search.
+    assert [n for n, _ in history.rank("a hotel close to the station")] == ["book_hotel"]
+    assert [n for n, _ in history.rank("cheap tickets to Rome")] == ["search_flights"]
+    # A clause naming no recorded tool, or a one-clause message, credits the whole message.
+    history.add("Plan my holiday. Then pay for everything", ["charge_card"])
+    assert [n for n, _ in history.rank("plan a holiday")] == ["charge_card"]
+    history.forget(["book_hotel"])  # removal takes back exactly the terms the record added
+    assert history.rank("a hotel close to the station") == []
+
+
 def test_usage_deduplicates_and_keeps_recent_queries_per_tool():
     usage = ToolUsage(max_queries_per_tool=3)
     for i in range(5):

@@ -360,7 +360,10 @@ class ToolCatalog(CatalogLifecycle):
 
     def _build_index(self) -> ToolIndex:
         return ToolIndex(
-            [(s.name, s.description, s.arg_names, s.arg_descriptions) for s in self._active]
+            [
+                (s.name, s.description, s.arg_names, s.arg_descriptions + s.output_fields)
+                for s in self._active
+            ]
         )
 
     @property

@@ -165,7 +165,8 @@ class ToolIndex:
     Args:
         docs: ``(name, description, argument_names)`` for each tool, in
             catalog order, optionally with a fourth item: the argument
-            descriptions, ranked (BM25) but not matched by the regex engine.
+            descriptions (and declared output fields), ranked (BM25) but not
+            matched by the regex engine.
         name_weight: how many times the name's words count against the
             description's.
         k1, b: the BM25 parameters.

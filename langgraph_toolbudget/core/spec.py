@@ -93,6 +93,10 @@ class ToolSpec:
         arg_names: the argument names of the tool's schema.
         arg_descriptions: the argument descriptions of the tool's schema
             (searched with the tool's description).
+        output_fields: the output fields the tool declares (see
+            :data:`OUTPUT_SCHEMA_KEY`), each its name and description; ranked
+            like the argument descriptions ("the film's title, director and
+            plot" asks for the tool that returns them).
     """
 
     name: str
@@ -108,6 +112,7 @@ class ToolSpec:
     timeout_s: float | None = None
     arg_names: tuple[str, ...] = ()
     arg_descriptions: tuple[str, ...] = field(default=(), repr=False)
+    output_fields: tuple[str, ...] = field(default=(), repr=False)
 
     @property
     def enabled(self) -> bool:
@@ -166,6 +171,26 @@ def _injected(field: Any) -> bool:
         isinstance(m, InjectedToolArg) or (isinstance(m, type) and issubclass(m, InjectedToolArg))
         for m in marks
     ) or (isinstance(field.annotation, type) and "ToolRuntime" in field.annotation.__name__)
+
+
+OUTPUT_SCHEMA_KEY = "output_schema"
+"""The key of a tool's own ``metadata`` holding the JSON schema of its result (an MCP tool's
+``outputSchema``, which the package's MCP loader puts there): its top-level properties become
+the tool's :attr:`ToolSpec.output_fields` (not a lone ``result``: a plain return value, wrapped).
+"""
+
+
+def _output_fields(tool: BaseTool) -> tuple[str, ...]:
+    """Each top-level property of the tool's declared output schema: its name and description."""
+    schema = (tool.metadata or {}).get(OUTPUT_SCHEMA_KEY)
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    if not isinstance(properties, Mapping) or list(properties) == ["result"]:
+        return ()  # no schema, or a plain return value wrapped as {"result": ...} (FastMCP)
+    fields = []
+    for name, prop in properties.items():
+        about = prop.get("description") if isinstance(prop, Mapping) else None
+        fields.append(f"{name} {about}" if isinstance(about, str) and about else str(name))
+    return tuple(fields)
 
 
 def _arg_info(tool: BaseTool) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -267,5 +292,6 @@ def build_spec(
         categories=tuple(categories or ([server] if server else [])),
         arg_names=arg_names,
         arg_descriptions=arg_descriptions,
+        output_fields=_output_fields(tool),
         **meta,
     )

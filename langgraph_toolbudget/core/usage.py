@@ -41,6 +41,7 @@ from langgraph_toolbudget.core.usage_records import (
     UsageRecord,
     check_record_args,
     normalize_query,
+    record_terms,
 )
 
 if TYPE_CHECKING:
@@ -208,7 +209,7 @@ class UsageIndex:
         self._n_records += step
         if self._lengths[tool] == (1 if step > 0 else 0):
             self._n_tools_with_history += step
-        for term in set(tokenize(record.query)):
+        for term in record_terms(record):  # the parts of the message that asked for this tool
             posting = self._postings.setdefault(term, {})
             count = posting.get(tool, 0) + step
             if count > 0:

@@ -4,6 +4,7 @@ Key Components:
     - :class:`UsageRecord`: one (tool, message) pair, the row of ``ToolUsage.export``.
     - :func:`normalize_query`: how a message is stored and de-duplicated.
     - :func:`check_record_args`: the checks of ``record``'s arguments, naming the fix.
+    - :func:`record_terms`: the search terms a record gives its tool's usage document.
 
 :class:`~langgraph_toolbudget.core.usage.UsageIndex` keeps these. Pure.
 """
@@ -14,7 +15,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MAX_QUERY_CHARS", "UsageRecord", "check_record_args", "normalize_query"]
+from langgraph_toolbudget.core.terms import clauses, tokenize
+
+__all__ = ["MAX_QUERY_CHARS", "UsageRecord", "check_record_args", "normalize_query", "record_terms"]
 
 MAX_QUERY_CHARS = 2000
 """Recorded messages are cut to this many characters (a pasted document is not an intent)."""
@@ -65,3 +68,28 @@ def check_record_args(query: Any, tool_names: Any) -> list[str]:
     if not all(isinstance(n, str) and n for n in names):
         raise TypeError(BAD_TOOLS_ERROR.format(value=names))
     return list(dict.fromkeys(names))
+
+
+def record_terms(record: UsageRecord) -> set[str]:
+    """The search terms a recorded message adds to its tool's usage document.
+
+    A message asking for several things is recorded for each tool that served
+    it, but each tool served one part of it. Of a message with several clauses
+    (:func:`~langgraph_toolbudget.core.terms.clauses`), a tool gets the clauses
+    sharing the most terms with its name (``book_hotel``: "book a hotel near the
+    station", not "find flights to Rome"); the whole message when no clause
+    shares a term with the name, or when the message asks for one thing.
+    Measured (``benchmarks/selection_quality.py --usage``, medium preset): Seal-Tools
+    (76% of its requests need several tools) 37.8 -> 35.3 gold tools lost of 1,526
+    test requests; MetaTool recall with usage 0.9369 -> 0.9380.
+    """
+    parts = clauses(record.query)
+    if len(parts) < 2:
+        return set(tokenize(record.query))
+    name = set(tokenize(record.tool))
+    part_terms = [set(tokenize(part)) for part in parts]
+    shared = [len(name & terms) for terms in part_terms]
+    best = max(shared)
+    if best == 0:
+        return set(tokenize(record.query))
+    return set().union(*(terms for terms, n in zip(part_terms, shared, strict=True) if n == best))

@@ -21,6 +21,7 @@ from mcp import types
 
 from langgraph_toolbudget._compat_mcp import _handle_mcp_tool_error
 from langgraph_toolbudget.core.catalog import IncludeMode, ToolCatalog
+from langgraph_toolbudget.core.spec import OUTPUT_SCHEMA_KEY
 from langgraph_toolbudget.mcp.catalog import MCPToolCatalog
 from langgraph_toolbudget.mcp.runtime import MCPRuntime, MCPServerInfo
 from langgraph_toolbudget.mcp.tool import MCPCatalogTool
@@ -163,6 +164,8 @@ def build_catalog(
             tool_meta: dict[str, Any] = {**annotations, "server": server, "mcp_tool_name": t.name}
             if t.meta is not None:
                 tool_meta["_meta"] = t.meta
+            if t.outputSchema is not None:  # its fields are searched (ToolSpec.output_fields)
+                tool_meta[OUTPUT_SCHEMA_KEY] = t.outputSchema
             timeout = meta.get("timeout_s")
             tools.append(
                 MCPCatalogTool(
