@@ -163,10 +163,9 @@ class ToolIndex:
     """A search index over a list of tools, built once.
 
     Args:
-        docs: ``(name, description, argument_names)`` for each tool, in
-            catalog order, optionally with a fourth item: the argument
-            descriptions (and declared output fields), ranked (BM25) but not
-            matched by the regex engine.
+        docs: ``(name, description, argument_names)`` for each tool, in catalog order,
+            optionally with a fourth item: the argument descriptions (and declared
+            output fields), ranked (BM25) but not matched by the regex engine.
         name_weight: how many times the name's words count against the
             description's.
         k1, b: the BM25 parameters.
