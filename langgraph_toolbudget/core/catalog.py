@@ -119,6 +119,7 @@ class ToolCatalog(CatalogLifecycle):
         self._runtime_mode: RuntimeMode = check_runtime_mode(runtime_mode)  # type: ignore[assignment]
         self._active = [s for s in specs if s.runs_in(runtime_mode)]
         self._listed = frozenset(s.name for s in self._active)
+        self._unmanual = frozenset(s.name for s in self._active if s.include != "manual")
         self._views: dict[str, ToolCatalog] = {}
         members: dict[str, list[str]] = {}
         for spec in self._active:
@@ -238,6 +239,12 @@ class ToolCatalog(CatalogLifecycle):
 
     def __contains__(self, name: object) -> bool:
         return name in self._listed
+
+    def may_stay_visible(self, names: Iterable[str], last_used: Mapping[str, int]) -> list[str]:
+        """The ``names`` (stored as visible) that may stay visible: listed, and not a
+        ``manual`` tool that no node added (no ``last_used`` entry)."""
+        unmanual, listed = self._unmanual, self._listed
+        return [n for n in names if n in unmanual or (n in listed and n in last_used)]
 
     def get(self, name: str) -> ToolSpec | None:
         """The spec of a tool, whatever its status; None if unknown or filtered."""

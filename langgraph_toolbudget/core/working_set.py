@@ -40,12 +40,6 @@ def state_get(state: Any, key: str, default: Any = None) -> Any:
     return getattr(state, key, default)
 
 
-def _listed(catalog: Any, name: str, last_used: Mapping[str, int]) -> bool:
-    """A stored name that may stay visible: listed, and not a ``manual`` tool no node added."""
-    spec = catalog.get(name)
-    return name in catalog and (spec.include != "manual" or name in last_used)
-
-
 @dataclass(frozen=True)
 class VisibleChange:
     """One change of the visible set: tools added and evicted, by whom and why."""
@@ -107,16 +101,16 @@ class WorkingSet:
         The next update removes them from the state.
         """
         raw_names = state_get(state, "selected_tools", None)
-        stored = [n for n in raw_names or [] if isinstance(n, str)]
-        raw = state_get(state, "tool_last_used", None) or {}
-        last_used = {
-            k: v
-            for k, v in (dict(raw) if isinstance(raw, Mapping) else {}).items()
-            if isinstance(k, str) and isinstance(v, int)
-        }
-        kept = stored if catalog is None else [n for n in stored if _listed(catalog, n, last_used)]
+        stored = [n for n in raw_names if isinstance(n, str)] if raw_names else []
+        raw = state_get(state, "tool_last_used", None)
+        last_used = (
+            {k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, int)}
+            if raw and isinstance(raw, Mapping)
+            else {}
+        )
+        kept = stored if catalog is None else catalog.may_stay_visible(stored, last_used)
         names = list(dict.fromkeys([*kept, *base]))
-        step = max(last_used.values(), default=0)
+        step = max(last_used.values()) if last_used else 0
         reasons = state_get(state, "tool_reasons", None)
         return cls(
             names,
