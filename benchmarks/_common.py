@@ -263,6 +263,27 @@ def latency_summary_ms(seconds: Sequence[float]) -> dict[str, float]:
     }
 
 
+def ratio_ci(
+    ours: Sequence[float], ref: Sequence[float], *, resamples: int = 2000, seed: int = SEED
+) -> tuple[float, float]:
+    """95% interval of ``median(ours) / median(ref)`` over paired samples (a paired bootstrap).
+
+    ``ours[i]`` and ``ref[i]`` are from the same round of an interleaved run: rounds
+    are resampled whole, so slow stretches of a shared machine weigh on both sides.
+    """
+    if len(ours) != len(ref) or not ours:
+        raise ValueError(f"paired samples needed, got {len(ours)} and {len(ref)}")
+    rng = random.Random(seed)
+    n = len(ours)
+    ratios = []
+    for _ in range(resamples):
+        picks = [rng.randrange(n) for _ in range(n)]
+        ratios.append(
+            statistics.median(ours[i] for i in picks) / statistics.median(ref[i] for i in picks)
+        )
+    return percentile(ratios, 2.5), percentile(ratios, 97.5)
+
+
 def recall(selected: Iterable[str], gold: Sequence[str]) -> float:
     """Fraction of the gold tools present in ``selected``."""
     chosen = set(selected)
