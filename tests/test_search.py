@@ -495,3 +495,17 @@ def test_declared_output_fields_are_ranked_not_regex_matched():
     ranked = catalog.index.rank_names("the director, release year and plot of Inception")
     assert ranked[0][0] == "get_film_info"
     assert catalog.index.regex_search("director").found == 0  # the regex sees name/description/args
+
+
+def test_an_output_schema_can_be_declared_from_outside_the_tool():
+    returns = {"type": "object", "properties": {"director": {}, "plot": {"description": "Story"}}}
+    tools = [_film_tool("get_film_info", "Information about a film"), _film_tool("get_actor", "")]
+    declared = {"get_film_info": {"output_schema": returns}}
+    catalog = ToolCatalog.from_tools(tools, tool_metadata=declared)
+    assert catalog.get("get_film_info").output_fields == ("director", "plot Story")
+    assert catalog.index.rank_names("the director and plot of Inception")[0][0] == "get_film_info"
+    # with_metadata changes it, and None declares none
+    changed = catalog.with_metadata(get_film_info={"output_schema": None})
+    assert changed.get("get_film_info").output_fields == ()
+    with pytest.raises(TypeError, match="output_schema"):
+        ToolCatalog.from_tools(tools, tool_metadata={"get_actor": {"output_schema": "a film"}})

@@ -58,8 +58,10 @@ TOOL_METADATA_KEYS: dict[str, tuple[type, ...]] = {
     "concurrency_group": (str,),
     "max_concurrency": (int,),
     "timeout_s": (int, float, type(None)),
+    "output_schema": (Mapping, type(None)),
 }
-"""The metadata keys the catalog reads, and the types each accepts."""
+"""The metadata keys the catalog reads, and the types each accepts (``output_schema``: the
+JSON schema of the tool's result, whose fields are searched; see ``ToolSpec.output_fields``)."""
 
 DUPLICATE_TOOL_ERROR = (
     "duplicate tool names {names}: every tool in a catalog needs a unique name. "

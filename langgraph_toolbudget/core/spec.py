@@ -155,13 +155,18 @@ def merge_status(status: ToolStatus, layer: Mapping[str, Any]) -> ToolStatus:
     return status
 
 
-def _without_status(layer: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in layer.items() if k not in ("status", "enabled")}
+def _spec_fields(layer: Mapping[str, Any]) -> dict[str, Any]:
+    """A checked metadata layer as spec fields: ``status``/``enabled`` left to
+    :func:`merge_status`, a declared output schema turned into its output fields."""
+    fields = {k: v for k, v in layer.items() if k not in ("status", "enabled", OUTPUT_SCHEMA_KEY)}
+    if OUTPUT_SCHEMA_KEY in layer:
+        fields["output_fields"] = _output_fields(layer[OUTPUT_SCHEMA_KEY])
+    return fields
 
 
 def changed_spec(spec: ToolSpec, changes: Mapping[str, Any]) -> ToolSpec:
     """``spec`` with checked metadata ``changes`` applied (``status``/``enabled`` merged)."""
-    return replace(spec, **_without_status(changes), status=merge_status(spec.status, changes))
+    return replace(spec, **_spec_fields(changes), status=merge_status(spec.status, changes))
 
 
 def _injected(field: Any) -> bool:
@@ -174,15 +179,15 @@ def _injected(field: Any) -> bool:
 
 
 OUTPUT_SCHEMA_KEY = "output_schema"
-"""The key of a tool's own ``metadata`` holding the JSON schema of its result (an MCP tool's
-``outputSchema``, which the package's MCP loader puts there): its top-level properties become
-the tool's :attr:`ToolSpec.output_fields` (not a lone ``result``: a plain return value, wrapped).
+"""The metadata key holding the JSON schema of a tool's result, in the tool's own ``metadata``
+(an MCP tool's ``outputSchema``, which the package's MCP loader puts there) or in
+``tool_metadata``: its top-level properties become the tool's :attr:`ToolSpec.output_fields`
+(not a lone ``result``: a plain return value, wrapped).
 """
 
 
-def _output_fields(tool: BaseTool) -> tuple[str, ...]:
-    """Each top-level property of the tool's declared output schema: its name and description."""
-    schema = (tool.metadata or {}).get(OUTPUT_SCHEMA_KEY)
+def _output_fields(schema: Mapping[str, Any]) -> tuple[str, ...]:
+    """Each top-level property of a declared output schema: its name and description."""
     properties = schema.get("properties") if isinstance(schema, Mapping) else None
     if not isinstance(properties, Mapping) or list(properties) == ["result"]:
         return ()  # no schema, or a plain return value wrapped as {"result": ...} (FastMCP)
@@ -280,7 +285,7 @@ def build_spec(
     meta: dict[str, Any] = {"include": default_include}
     status: ToolStatus = "published"
     for layer in layers:
-        meta.update(_without_status(layer))
+        meta.update(_spec_fields(layer))
         status = merge_status(status, layer)
     meta["server"] = server
     meta["status"] = status
@@ -292,6 +297,5 @@ def build_spec(
         categories=tuple(categories or ([server] if server else [])),
         arg_names=arg_names,
         arg_descriptions=arg_descriptions,
-        output_fields=_output_fields(tool),
         **meta,
     )
