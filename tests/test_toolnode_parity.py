@@ -332,3 +332,26 @@ async def test_send_payloads_in_a_graph_read_the_state_as_toolnode(api, payload)
         return [(m.tool_call_id, m.name, m.content, m.status) for m in out["messages"][2:]]
 
     assert shown(ours) == shown(theirs)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_call_whose_injection_fails_raises_in_its_turn(api):
+    # Under ainvoke each call is prepared on the event loop before the worker thread runs the
+    # batch; a failing preparation must still raise after the calls before it ran, not before.
+    ran: list[str] = []
+
+    @tool
+    def log(text: str) -> str:
+        """Log a text."""
+        ran.append(text)
+        return "ok"
+
+    node = ToolExecutor(ToolCatalog.from_tools([*TOOLS, log]), mode="sequential")
+    calls = [call("log", {"text": "1"}, "c1"), call("read_topic", {}, "c2")]
+    value = {
+        "messages": [HumanMessage("hi"), ai(*calls, call("log", {"text": "3"}, "c3"))],
+        "selected_tools": ["log", "read_topic"],
+    }
+    with pytest.raises(KeyError, match="topic"):
+        await run(node, value, api)
+    assert ran == ["1"]

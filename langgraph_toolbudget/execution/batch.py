@@ -366,8 +366,16 @@ class BatchRunner:
         else:
             regular, check = self._plan(*plan)
         run_one, arun_one = self._runners(state, config, check)
-        batch_sync = not self.pipeline.awrappers  # async hooks must wrap every call
-        results = await self.scheduler.arun(regular, run_one, arun_one, batch_sync=batch_sync)
+        pipeline = self.pipeline
+        batch_sync = not pipeline.awrappers  # async hooks must wrap every call
+        prepare_one = (  # sync hooks wrap a whole call: it runs in the thread then
+            None
+            if pipeline.wrappers
+            else partial(pipeline.prepared, state=state, config=config, check=check)
+        )
+        results = await self.scheduler.arun(
+            regular, run_one, arun_one, batch_sync=batch_sync, prepare_one=prepare_one
+        )
         if self.offloader is not None:
             results = await self.offloader.aapply(results, config)
         done.update(results)

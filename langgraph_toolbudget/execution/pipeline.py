@@ -174,7 +174,7 @@ class ToolCallPipeline:
     def run(self, call: ToolCall, state: Any, config: RunnableConfig, check: CallCheck) -> Any:
         """Run one call (sync) through the hooks and the stages."""
         if not self.wrappers:  # no hook to show a request to: skip building one
-            return self._execute(call, self._tool(call), state, None, config, check)
+            return self.prepared(call, state, config, check)()
 
         def execute(req: ToolCallRequest) -> Any:
             return self.execute(req, config, check)
@@ -230,11 +230,28 @@ class ToolCallPipeline:
         config: RunnableConfig,
         check: CallCheck,
     ) -> Any:
+        return self._split(call, tool, check, self._invoker(state, runtime, config), state)()
+
+    def prepared(
+        self, call: ToolCall, state: Any, config: RunnableConfig, check: CallCheck
+    ) -> Callable[[], Any]:
+        """One call (sync, no hooks) checked, coerced and its input built now; what is
+        left (the wait for its group's abandoned calls, the tool, the output) is returned,
+        to run in a worker thread. Under ``ainvoke`` the first part runs on the event
+        loop, as it does for async tools, and the worker thread starts on the tool.
+
+        Raises:
+            Exception: what argument injection raises, as ``ToolNode`` does.
+        """
+        invoke = self._invoker(state, None, config)
+        return self._split(call, self._tool(call), check, invoke, state)
+
+    def _invoker(self, state: Any, runtime: ToolRuntime | None, config: RunnableConfig) -> Invoke:
         def invoke(tool: BaseTool, call: ToolCall) -> Callable[[], Any]:
             tool_input = self._tool_input(tool, call, state, runtime, config)
             return lambda: tool.invoke(tool_input, config)
 
-        return self._staged(call, tool, check, invoke, state)
+        return invoke
 
     async def _aexecute(
         self,
@@ -259,7 +276,7 @@ class ToolCallPipeline:
     ) -> Any:
         """The stages around another tool node's invoke stage, ``invoke(request)`` (sync)."""
         call, tool, state = request.tool_call, request.tool, request.state
-        return self._staged(call, tool, check, _around(request, invoke), state)
+        return self._split(call, tool, check, _around(request, invoke), state)()
 
     async def adelegate(
         self, request: ToolCallRequest, check: CallCheck, ainvoke: Callable[[Any], Awaitable[Any]]
@@ -268,35 +285,40 @@ class ToolCallPipeline:
         call, tool, state = request.tool_call, request.tool, request.state
         return await self._astaged(call, tool, check, _around(request, ainvoke), state)
 
-    def _staged(
+    def _split(
         self, call: ToolCall, tool: BaseTool | None, check: CallCheck, invoke: Invoke, state: Any
-    ) -> Any:
-        """Check and coerce, invoke, normalise and note; failures as messages.
+    ) -> Callable[[], Any]:
+        """Check and coerce now; return the rest: wait for the group's abandoned calls,
+        invoke, normalise and note; failures as messages.
 
-        ``invoke(tool, call)`` prepares the tool's input (raising, as ``ToolNode``
+        ``invoke(tool, call)`` prepares the tool's input (raising now, as ``ToolNode``
         does, what argument injection raises) and returns the call to run.
         """
         prepared = self.preparer.prepare(call, tool, check)
         if isinstance(prepared, ToolMessage):
-            return prepared
+            return partial(_given, prepared)
         tool, call = prepared
-        spec = self.catalog.get(tool.name)
-        if spec is not None and self.lingering and (refusal := self.lingering.wait(spec)):
-            return error_message(call, refusal)
         run = invoke(tool, call)
-        outputs = self.outputs
-        try:
-            output = outputs.normalise(call, tool, run(), state)
-        except GraphBubbleUp:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the error policy answers or re-raises it
-            return outputs.noted(call, outputs.failure(call, tool, exc))
-        return outputs.noted(call, output)
+        spec = self.catalog.get(tool.name)
+
+        def rest() -> Any:
+            if spec is not None and self.lingering and (refusal := self.lingering.wait(spec)):
+                return error_message(call, refusal)
+            outputs = self.outputs
+            try:
+                output = outputs.normalise(call, tool, run(), state)
+            except GraphBubbleUp:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the error policy answers or re-raises it
+                return outputs.noted(call, outputs.failure(call, tool, exc))
+            return outputs.noted(call, output)
+
+        return rest
 
     async def _astaged(
         self, call: ToolCall, tool: BaseTool | None, check: CallCheck, ainvoke: AInvoke, state: Any
     ) -> Any:
-        """The async :meth:`_staged`, bounded by the tool's ``timeout_s``."""
+        """The async :meth:`_split` (run at once), bounded by the tool's ``timeout_s``."""
         prepared = self.preparer.prepare(call, tool, check)
         if isinstance(prepared, ToolMessage):
             return prepared
@@ -347,6 +369,10 @@ class ToolCallPipeline:
         if inject is not None:
             call = inject(call, runtime or self._runtime(call, state, config))
         return {**call, "type": "tool_call"}
+
+
+def _given(message: ToolMessage) -> ToolMessage:
+    return message
 
 
 def _around(request: ToolCallRequest, invoke: Callable[[Any], Any]) -> Any:

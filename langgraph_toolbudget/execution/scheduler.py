@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from langchain_core.messages import ToolCall
@@ -43,6 +44,8 @@ __all__ = ["CallScheduler"]
 Job = tuple[int, ToolCall]
 RunSync = Callable[[ToolCall], Any]
 RunAsync = Callable[[ToolCall], Awaitable[Any]]
+Prepare = Callable[[ToolCall], Callable[[], Any]]
+"""A call's stages before the tool, done at once; returns the rest, for a worker thread."""
 
 DEFAULT_GROUP = "default"
 """The concurrency group of a call whose tool is unknown."""
@@ -144,21 +147,24 @@ class CallScheduler:
         arun_one: RunAsync,
         *,
         batch_sync: bool = True,
+        prepare_one: Prepare | None = None,
     ) -> dict[int, Any]:
         """Run the jobs on the running event loop; sync tools run in worker threads.
 
         ``batch_sync``: hand plain sync calls to ``run_one`` in worker threads
         (consecutive ones of a serial run in one trip); False sends every call
         through ``arun_one`` (async hooks must see every call).
+        ``prepare_one``: for those plain sync calls, the stages before the tool, done on
+        the event loop (as for async tools), so the worker thread starts on the tool.
         """
         jobs = list(jobs)
         if self._serial(jobs):
-            return await self._arun_serial(jobs, run_one, arun_one, batch_sync)
+            return await self._arun_serial(jobs, run_one, arun_one, batch_sync, prepare_one)
         calls = [call for _, call in jobs]
         if not self._ungated(jobs):
             results = await asyncio.gather(*self._gated(calls, arun_one))
         elif batch_sync and all(self._plain_sync(call) for call in calls):
-            results = await self.threads.arun_each(run_one, calls)
+            results = await self.threads.arun_each(_run, _thunks(calls, run_one, prepare_one))
         else:
             results = await asyncio.gather(*(arun_one(call) for call in calls))
         return {i: r for (i, _), r in zip(jobs, results, strict=True)}
@@ -198,7 +204,12 @@ class CallScheduler:
             await gate.leave(pure)
 
     async def _arun_serial(
-        self, jobs: list[Job], run_one: RunSync, arun_one: RunAsync, batch_sync: bool
+        self,
+        jobs: list[Job],
+        run_one: RunSync,
+        arun_one: RunAsync,
+        batch_sync: bool,
+        prepare_one: Prepare | None,
     ) -> dict[int, Any]:
         """Run jobs one at a time, in order.
 
@@ -212,16 +223,19 @@ class CallScheduler:
                 batch.append((i, call))
                 continue
             if batch:
-                out.update(await self._one_trip(batch, run_one))
+                out.update(await self._one_trip(batch, run_one, prepare_one))
                 batch = []
             out[i] = await arun_one(call)
         if batch:
-            out.update(await self._one_trip(batch, run_one))
+            out.update(await self._one_trip(batch, run_one, prepare_one))
         return out
 
-    async def _one_trip(self, batch: list[Job], run_one: RunSync) -> dict[int, Any]:
+    async def _one_trip(
+        self, batch: list[Job], run_one: RunSync, prepare_one: Prepare | None
+    ) -> dict[int, Any]:
         """Run ``batch`` one after the other in one worker thread."""
-        results = await self.threads.to_thread(_each, run_one, [call for _, call in batch])
+        thunks = _thunks([call for _, call in batch], run_one, prepare_one)
+        results = await self.threads.to_thread(_each, _run, thunks)
         return {i: r for (i, _), r in zip(batch, results, strict=True)}
 
     def _serial(self, jobs: Sequence[Job]) -> bool:
@@ -263,5 +277,25 @@ class CallScheduler:
         return spec is not None and not spec.timeout_s and call["name"] not in self._async_only
 
 
-def _each(run_one: RunSync, calls: list[ToolCall]) -> list[Any]:
-    return [run_one(call) for call in calls]
+def _each(run_one: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+    return [run_one(item) for item in items]
+
+
+def _run(thunk: Callable[[], Any]) -> Any:
+    return thunk()
+
+
+def _thunks(
+    calls: list[ToolCall], run_one: RunSync, prepare_one: Prepare | None
+) -> list[Callable[[], Any]]:
+    """Each call as a function for a worker thread: prepared now when ``prepare_one`` is
+    given, else run whole by ``run_one`` there."""
+    if prepare_one is None:
+        return [partial(run_one, call) for call in calls]
+    thunks: list[Callable[[], Any]] = []
+    for call in calls:
+        try:
+            thunks.append(prepare_one(call))
+        except Exception:  # noqa: BLE001 - raised again in its turn, after the calls before it ran
+            thunks.append(partial(run_one, call))
+    return thunks
