@@ -19,7 +19,12 @@ p50 1.3 s, p95 1.8 s, 32 runs/s, RSS 151 -> 181 MB. The ``bind_all`` phase of th
 run gives the ratios that a shared machine's load does not move much: ``toolbudget`` /
 ``bind_all`` p50, runs per second and server CPU per run.
 
-Run: ``python benchmarks/server_load.py [--threads 50 --turns 5 --repeat 3]``
+``--baseline-rev REV`` also serves the ``toolbudget`` graph of an earlier git revision (its
+own code, checked out in a temporary git worktree and imported first), as one more graph of the
+rotation: for example ``b49f380``, the code issue 14's reference was measured on, to tell a slower
+host from a slower graph.
+
+Run: ``python benchmarks/server_load.py [--threads 50 --turns 5 --repeat 3 --baseline-rev REV]``
 (writes ``benchmarks/results/server_load.json``).
 """
 
@@ -27,11 +32,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -89,14 +98,29 @@ def cpu_s(pid: int) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def served_config(workdir: Path) -> Path:
-    """The repository's ``langgraph.json`` plus the ``bind_all`` graph, written in ``workdir``."""
-    config = json.loads((ROOT / "langgraph.json").read_text())
-    config["dependencies"] = [str(ROOT)]
-    config["graphs"]["bind_all"] = f"{ROOT / 'benchmarks' / '_bind_all.py'}:graph"
+def served_config(workdir: Path, source: Path = ROOT) -> Path:
+    """``source``'s ``langgraph.json`` (plus the ``bind_all`` graph when ``source`` is this
+    checkout), written in ``workdir``."""
+    config = json.loads((source / "langgraph.json").read_text())
+    config["dependencies"] = [str(source)]
+    if source == ROOT:
+        config["graphs"]["bind_all"] = f"{ROOT / 'benchmarks' / '_bind_all.py'}:graph"
     path = workdir / "langgraph.json"
     path.write_text(json.dumps(config))
     return path
+
+
+@contextmanager
+def checked_out(rev: str) -> Iterator[Path]:
+    """A temporary git worktree of this repository at ``rev``, removed afterwards."""
+    with tempfile.TemporaryDirectory() as parent:
+        tree = Path(parent) / "src"
+        git = ["git", "-C", str(ROOT), "worktree"]
+        subprocess.run([*git, "add", "--detach", str(tree), rev], check=True, capture_output=True)
+        try:
+            yield tree
+        finally:
+            subprocess.run([*git, "remove", "--force", str(tree)], check=True)
 
 
 async def measure(url: str, pid: int, graph: str, threads: int, turns: int) -> dict[str, Any]:
@@ -118,12 +142,19 @@ async def measure(url: str, pid: int, graph: str, threads: int, turns: int) -> d
     return out
 
 
-def serve_and_measure(graph: str, threads: int, turns: int) -> dict[str, Any]:
+def serve_and_measure(graph: str, threads: int, turns: int, source: Path = ROOT) -> dict[str, Any]:
     """One graph on a fresh ``langgraph dev``: its in-memory storage grows with every run
-    and slows later runs, so a graph measured after another would pay for the other's."""
+    and slows later runs, so a graph measured after another would pay for the other's.
+
+    ``source``: the checkout whose code and ``langgraph.json`` serve the graph (another
+    one's package is imported ahead of the installed one).
+    """
+    env = server_env()
+    if source != ROOT:
+        env["PYTHONPATH"] = os.pathsep.join([str(source), env.get("PYTHONPATH", "")])
     with tempfile.TemporaryDirectory() as workdir:
-        config = served_config(Path(workdir))
-        with langgraph_dev(Path(workdir), server_env(), free_port(), config) as (url, proc):
+        config = served_config(Path(workdir), source)
+        with langgraph_dev(Path(workdir), env, free_port(), config) as (url, proc):
             return asyncio.run(measure(url, proc.pid, graph, threads, turns))
 
 
@@ -148,12 +179,24 @@ def main() -> None:
     parser.add_argument(
         "--repeat", type=int, default=3, help="rounds over the graphs (a fresh server each)"
     )
+    parser.add_argument(
+        "--baseline-rev",
+        help="also serve the toolbudget graph of this git revision (e.g. b49f380)",
+    )
     args = parser.parse_args()
-    reps: dict[str, list[dict[str, Any]]] = {graph: [] for graph in QUERIES}
-    graphs = list(QUERIES)
-    for r in range(args.repeat):  # rotated, so no graph always runs first
-        for graph in graphs[r % len(graphs) :] + graphs[: r % len(graphs)]:
-            reps[graph].append(serve_and_measure(graph, args.threads, args.turns))
+    with contextlib.ExitStack() as stack:
+        sources = {graph: ROOT for graph in QUERIES}
+        if args.baseline_rev:
+            sources[f"toolbudget@{args.baseline_rev}"] = stack.enter_context(
+                checked_out(args.baseline_rev)
+            )
+        reps: dict[str, list[dict[str, Any]]] = {graph: [] for graph in sources}
+        graphs = list(sources)
+        for r in range(args.repeat):  # rotated, so no graph always runs first
+            for graph in graphs[r % len(graphs) :] + graphs[: r % len(graphs)]:
+                served = graph.split("@")[0]
+                rep = serve_and_measure(served, args.threads, args.turns, sources[graph])
+                reps[graph].append(rep)
     results = {graph: median_of(rows) for graph, rows in reps.items()}
     print(
         f"{args.threads} threads x {args.turns} turns per graph, all threads at once; "
@@ -178,6 +221,13 @@ def main() -> None:
         "\ntoolbudget / bind_all (same requests, same run): "
         + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items())
     )
+    if args.baseline_rev:
+        old = results[f"toolbudget@{args.baseline_rev}"]
+        ratios["runs_per_s_vs_baseline_rev"] = ours["runs_per_s"] / old["runs_per_s"]
+        print(
+            f"toolbudget / toolbudget@{args.baseline_rev}: runs/s "
+            f"{ratios['runs_per_s_vs_baseline_rev']:.2f}x"
+        )
     path = write_results(
         "server_load",
         {
@@ -188,6 +238,7 @@ def main() -> None:
             "graphs": results,
             "rounds": reps,
             "toolbudget_vs_bind_all": ratios,
+            "baseline_rev": args.baseline_rev,
         },
     )
     print(f"\nwritten: {path}")
