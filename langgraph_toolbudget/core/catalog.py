@@ -241,10 +241,8 @@ class ToolCatalog(CatalogLifecycle):
         return name in self._listed
 
     def may_stay_visible(self, names: Iterable[str], last_used: Mapping[str, int]) -> list[str]:
-        """The ``names`` (stored as visible) that may stay visible: listed, and not a
-        ``manual`` tool that no node added (no ``last_used`` entry)."""
-        unmanual, listed = self._unmanual, self._listed
-        return [n for n in names if n in unmanual or (n in listed and n in last_used)]
+        """The stored visible ``names`` that may stay: listed, not ``manual`` unless used."""
+        return [n for n in names if n in self._unmanual or (n in self._listed and n in last_used)]
 
     def get(self, name: str) -> ToolSpec | None:
         """The spec of a tool, whatever its status; None if unknown or filtered."""
@@ -391,9 +389,8 @@ class ToolCatalog(CatalogLifecycle):
     def _copy_with(self, specs: Sequence[ToolSpec], runtime_mode: RuntimeMode) -> ToolCatalog:
         """A catalog of this class over ``specs``, with these category descriptions and filters.
 
-        :meth:`with_metadata` and :meth:`in_runtime_mode` build their copies here; a
-        subclass whose constructor takes more (an MCP catalog's runtime) overrides it
-        to pass that on.
+        :meth:`with_metadata` and :meth:`in_runtime_mode` build their copies here; a subclass
+        whose constructor takes more (an MCP catalog's runtime) overrides it to pass that on.
         """
         return type(self)(
             specs,
