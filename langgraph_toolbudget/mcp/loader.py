@@ -23,7 +23,7 @@ from langgraph_toolbudget.mcp.runtime import MCPRuntime
 DEFAULT_MCP_TIMEOUT_S = 60.0
 """``timeout_s`` of an MCP tool that sets none: a call to a frozen server is answered
 with a timeout error after this long instead of staying pending forever."""
-SERVER_DEFAULT_KEYS = tuple(k for k in TOOL_METADATA_KEYS if k not in ("server", "output_schema"))
+SERVER_DEFAULT_KEYS = tuple(k for k in TOOL_METADATA_KEYS if k != "server")
 
 
 async def load_mcp_catalog(
