@@ -296,7 +296,7 @@ class ToolCallPipeline:
         """
         prepared = self.preparer.prepare(call, tool, check)
         if isinstance(prepared, ToolMessage):
-            return partial(_given, prepared)
+            return lambda: prepared
         tool, call = prepared
         run = invoke(tool, call)
         spec = self.catalog.get(tool.name)
@@ -369,10 +369,6 @@ class ToolCallPipeline:
         if inject is not None:
             call = inject(call, runtime or self._runtime(call, state, config))
         return {**call, "type": "tool_call"}
-
-
-def _given(message: ToolMessage) -> ToolMessage:
-    return message
 
 
 def _around(request: ToolCallRequest, invoke: Callable[[Any], Any]) -> Any:

@@ -235,7 +235,7 @@ class CallScheduler:
     ) -> dict[int, Any]:
         """Run ``batch`` one after the other in one worker thread."""
         thunks = _thunks([call for _, call in batch], run_one, prepare_one)
-        results = await self.threads.to_thread(_each, _run, thunks)
+        results = await self.threads.to_thread(_run_all, thunks)
         return {i: r for (i, _), r in zip(batch, results, strict=True)}
 
     def _serial(self, jobs: Sequence[Job]) -> bool:
@@ -277,8 +277,8 @@ class CallScheduler:
         return spec is not None and not spec.timeout_s and call["name"] not in self._async_only
 
 
-def _each(run_one: Callable[[Any], Any], items: list[Any]) -> list[Any]:
-    return [run_one(item) for item in items]
+def _run_all(thunks: list[Callable[[], Any]]) -> list[Any]:
+    return [thunk() for thunk in thunks]
 
 
 def _run(thunk: Callable[[], Any]) -> Any:
