@@ -526,3 +526,39 @@ def test_without_jq_the_query_tool_is_left_out_unless_asked_for(
         ToolExecutor(_catalog(), config=asked)
     with pytest.raises(ImportError, match=r"pip install jq"):
         query_json(BIG_JSON, "h", ".count")
+
+
+def test_under_ainvoke_every_shape_of_large_result_is_offloaded_and_small_ones_kept() -> None:
+    # ainvoke first asks the offloader whether anything is large (a shortcut for plain text):
+    # text, text blocks and a Command's message must all still be found.
+    import asyncio
+
+    from langgraph.graph import START, StateGraph
+
+    from langgraph_toolbudget import ToolBudgetState
+
+    def blocks() -> list[dict[str, str]]:
+        """The log as text blocks."""
+        return [{"type": "text", "text": BIG_TEXT}]
+
+    @tool
+    def load_log(tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+        """Load the log into the conversation."""
+        return Command(update={"messages": [ToolMessage(BIG_TEXT, tool_call_id=tool_call_id)]})
+
+    tools: list[Any] = [list_orders, small, blocks, load_log]
+    names = ["list_orders", "small", "blocks", "load_log"]
+    catalog = ToolCatalog.from_tools(tools, tool_metadata={n: {"include": "always"} for n in names})
+    graph = StateGraph(ToolBudgetState)
+    graph.add_node("tools", ToolExecutor(catalog))
+    graph.add_edge(START, "tools")
+    app = graph.compile(store=InMemoryStore())
+    for name in names:
+        state = _state(_call(name))
+        out = asyncio.run(app.ainvoke(state, {"configurable": {"thread_id": name}}))
+        (msg,) = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+        if name == "small":
+            assert msg.content == "tiny" and msg.artifact is None
+        else:
+            assert msg.artifact["offloaded"]["chars"] > 20_000, name
+            assert len(msg.content) < 2_000, name

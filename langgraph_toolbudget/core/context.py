@@ -39,6 +39,7 @@ from langgraph_toolbudget.core.working_set import WorkingSet, state_get
 __all__ = [
     "CONTEXT_FIELDS",
     "INCLUDE_MODES",
+    "NO_CONTEXT",
     "NO_SERVER",
     "Decision",
     "SessionContext",
@@ -317,3 +318,7 @@ class SessionContext:
         if gone:
             working.remove([n for n in working.names if n in gone], reason=REASON_EXCLUDED)
         return working
+
+
+NO_CONTEXT = SessionContext()
+"""The empty context (a thread that set none), shared: a context is never changed in place."""

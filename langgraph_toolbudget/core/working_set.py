@@ -236,9 +236,10 @@ class WorkingSet:
         changed; ``{}`` when nothing did. The state's reducers merge both.
         """
         out: dict[str, Any] = {}
-        diff = self.diff(self._stored_names)
-        if diff["add"] or diff["remove"]:
-            out["selected_tools"] = diff
+        if tuple(self.names) != self._stored_names:
+            diff = self.diff(self._stored_names)
+            if diff["add"] or diff["remove"]:
+                out["selected_tools"] = diff
         used = {k: v for k, v in self.last_used.items() if self._stored_last_used.get(k) != v}
         if used:
             out["tool_last_used"] = used

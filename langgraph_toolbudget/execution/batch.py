@@ -25,7 +25,7 @@ from langchain_core.runnables import RunnableConfig
 
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.core.context import CONTEXT_FIELDS, SessionContext
+from langgraph_toolbudget.core.context import CONTEXT_FIELDS, NO_CONTEXT, SessionContext
 from langgraph_toolbudget.core.intent import latest_user_text
 from langgraph_toolbudget.core.meta import META_TOOL_NAMES
 from langgraph_toolbudget.core.selection import free_tools
@@ -46,7 +46,7 @@ from langgraph_toolbudget.execution.pipeline import (
     ToolCallPipeline,
     ToolCallWrapper,
 )
-from langgraph_toolbudget.execution.policy import VisibilityPolicy
+from langgraph_toolbudget.execution.policy import VisibilityPolicy, checked
 from langgraph_toolbudget.execution.scheduler import CallScheduler
 
 __all__ = [
@@ -116,6 +116,7 @@ class BatchRunner:
         self._builtin_names = frozenset(self.builtins.names)
         self._known_names = self._builtin_names | frozenset(catalog.tool_names)
         self.free = free_tools(catalog, config.pinned)
+        self._free_set = frozenset(self.free)
         self._cap = config.visible_cap(len(self.free))
         self.messages_key = messages_key
         self.policy = VisibilityPolicy(
@@ -148,6 +149,10 @@ class BatchRunner:
         """
         if context is None:
             context = self.context_of(state)
+        if context is NO_CONTEXT:  # most threads: no tool to add or to exclude
+            return WorkingSet.from_state(
+                state, base=self.free, pinned=self._free_set, cap=self._cap, catalog=self.catalog
+            )
         return context.working_set(state, self.catalog, self.free, cap=self._cap)
 
     @staticmethod
@@ -155,8 +160,9 @@ class BatchRunner:
         """The state's tool context (``SessionContext.from_state``), read at no cost from a
         state without context fields (most threads never set one)."""
         if isinstance(state, dict) and not any(map(state.get, CONTEXT_FIELDS)):
-            return SessionContext()
-        return SessionContext.from_state(state)
+            return NO_CONTEXT
+        context = SessionContext.from_state(state)
+        return context if context else NO_CONTEXT
 
     @classmethod
     def _context_after(
@@ -165,7 +171,10 @@ class BatchRunner:
         """The state's tool context (``read``, if given) after the built-in answers' update."""
         context = cls.context_of(state) if read is None else read
         changed = update and any(f in update for f in CONTEXT_FIELDS)
-        return context.merged(update) if changed else context
+        if not changed:
+            return context
+        merged = context.merged(update)
+        return merged if merged else NO_CONTEXT
 
     # --- built-in calls -----------------------------------------------------------------------
 
@@ -265,7 +274,7 @@ class BatchRunner:
         done: dict[int, Any],
         context: SessionContext,
     ) -> tuple[list[tuple[int, ToolCall]], CallCheck]:
-        check = self._check(working, shown, context)
+        check = self.policy.check(working, shown, context)
         hooked = bool(self.pipeline.wrappers or self.pipeline.awrappers)
         regular: list[tuple[int, ToolCall]] = []
         for i, call in enumerate(calls):
@@ -282,19 +291,6 @@ class BatchRunner:
             regular.append((i, call))
         return regular, check
 
-    def _check(self, working: WorkingSet, shown: set[str], context: SessionContext) -> CallCheck:
-        """A regular call's check: excluded in the thread's context (after the batch's
-        built-in calls), else fine if the model was shown it, else the policy's answer."""
-
-        def check(name: str) -> str | None:
-            if (excluded := context.refusal(self.catalog, name)) is not None:
-                return excluded
-            if name in shown and name in self.catalog:
-                return None
-            return self.policy.unavailable(name, working)
-
-        return check
-
     def regular_check(
         self, calls: Sequence[ToolCall], state: Any, config: RunnableConfig, working: WorkingSet
     ) -> CallCheck:
@@ -303,7 +299,7 @@ class BatchRunner:
         dropped). Used by ``ToolBudgetMiddleware``."""
         shown = self._shown(calls, working)
         _, outcome = self._answer_builtins(calls, state, config, working)
-        return self._check(working, shown, self._context_after(state, outcome.update, None))
+        return self.policy.check(working, shown, self._context_after(state, outcome.update, None))
 
     async def aregular_check(
         self, calls: Sequence[ToolCall], state: Any, config: RunnableConfig, working: WorkingSet
@@ -311,7 +307,7 @@ class BatchRunner:
         """The async :meth:`regular_check` (built-in answers run off the event loop)."""
         shown = self._shown(calls, working)
         _, outcome = await self._aanswer_builtins(calls, state, config, working)
-        return self._check(working, shown, self._context_after(state, outcome.update, None))
+        return self.policy.check(working, shown, self._context_after(state, outcome.update, None))
 
     def _runners(
         self, state: Any, config: RunnableConfig, check: CallCheck
@@ -357,8 +353,12 @@ class BatchRunner:
     ) -> TurnOutcome:
         """Answer a batch of tool calls (async); as :meth:`run`."""
         shown = self._shown(calls, working)
-        done, outcome = await self._aanswer_builtins(calls, state, config, working)
-        context = self._context_after(state, outcome.update, context)
+        if self._any_builtin(calls):
+            done, outcome = await self._aanswer_builtins(calls, state, config, working)
+            context = self._context_after(state, outcome.update, context)
+        else:
+            done, outcome = {}, TurnOutcome()
+            context = self.context_of(state) if context is None else context
         plan = (calls, working, shown, done, context)
         if self._any_unknown(calls):
             # Fuzzy matching of unknown names: bounded, but off the event loop.
@@ -368,15 +368,15 @@ class BatchRunner:
         run_one, arun_one = self._runners(state, config, check)
         pipeline = self.pipeline
         batch_sync = not pipeline.awrappers  # async hooks must wrap every call
-        prepare_one = (  # sync hooks wrap a whole call: it runs in the thread then
+        prepare_one = (  # hooks wrap a whole call (and may answer a refused one)
             None
-            if pipeline.wrappers
-            else partial(pipeline.prepared, state=state, config=config, check=check)
+            if pipeline.wrappers or pipeline.awrappers
+            else partial(pipeline.prepared, state=state, config=config, check=checked)
         )
         results = await self.scheduler.arun(
             regular, run_one, arun_one, batch_sync=batch_sync, prepare_one=prepare_one
         )
-        if self.offloader is not None:
+        if self.offloader is not None and self.offloader.any_large(results):
             results = await self.offloader.aapply(results, config)
         done.update(results)
         outcome.outputs = [done[i] for i in range(len(calls))]

@@ -278,6 +278,16 @@ class Offloader:
                 artifact["offloaded"]["artifact_dropped_chars"] = artifact_size
         return message.model_copy(update={"content": content, "artifact": artifact})
 
+    def any_large(self, results: dict[int, Any]) -> bool:
+        """Is any tool message of ``results`` over the limit (so :meth:`apply` changes it)?"""
+        for output in results.values():
+            if type(output) is ToolMessage and type(output.content) is str:  # the usual result
+                if len(output.content) > self.limit:
+                    return True
+            elif self._found({0: output}):
+                return True
+        return False
+
     def _found(self, results: dict[int, Any]) -> list[tuple[ToolMessage, str]]:
         """Every tool message over the limit (with its text), in call order."""
         found = []

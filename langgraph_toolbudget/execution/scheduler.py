@@ -158,6 +158,11 @@ class CallScheduler:
         the event loop (as for async tools), so the worker thread starts on the tool.
         """
         jobs = list(jobs)
+        if len(jobs) == 1 and batch_sync and prepare_one is not None:  # the usual batch
+            ((i, call),) = jobs
+            if self._plain_sync(call):
+                (thunk,) = _thunks([call], run_one, prepare_one)
+                return {i: await self.threads.to_thread(thunk)}
         if self._serial(jobs):
             return await self._arun_serial(jobs, run_one, arun_one, batch_sync, prepare_one)
         calls = [call for _, call in jobs]

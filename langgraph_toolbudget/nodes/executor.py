@@ -289,7 +289,8 @@ class ToolExecutor(ToolNode):
         return self.runner.working_set(state, context), context
 
     def _output(self, outcome: TurnOutcome, working: WorkingSet, input_type: str) -> Any:
-        emit_changes(working, self.node_name)
+        if working.changes:
+            emit_changes(working, self.node_name)
         update = {**outcome.update, **working.update()}
         if not self._track_use:
             update.pop("tool_last_used", None)
