@@ -299,12 +299,11 @@ class ToolCallPipeline:
             return lambda: prepared
         tool, call = prepared
         run = invoke(tool, call)
-        spec = self.catalog.get(tool.name)
+        spec, lingering, outputs = self.catalog.get(tool.name), self.lingering, self.outputs
 
         def rest() -> Any:
-            if spec is not None and self.lingering and (refusal := self.lingering.wait(spec)):
+            if spec is not None and lingering and (refusal := lingering.wait(spec)):
                 return error_message(call, refusal)
-            outputs = self.outputs
             try:
                 output = outputs.normalise(call, tool, run(), state)
             except GraphBubbleUp:

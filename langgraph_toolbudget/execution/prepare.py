@@ -69,7 +69,7 @@ class CallPreparer:
         self.catalog = catalog
         self.messages_key = messages_key
         self._schemas: dict[str, _Schema] = {}
-        self._injectors: dict[str, Injector | None] = {}
+        self._injectors: dict[str, tuple[BaseTool, Injector | None]] = {}
 
     def known(self, tool: BaseTool) -> bool:
         """Is ``tool`` the catalog's tool of its name (not one a hook supplied)?"""
@@ -126,12 +126,12 @@ class CallPreparer:
 
     def injector(self, tool: BaseTool) -> Injector | None:
         """The function filling ``tool``'s injected arguments; None if it has none."""
-        known = self.known(tool)
-        if known and tool.name in self._injectors:
-            return self._injectors[tool.name]
+        cached = self._injectors.get(tool.name)
+        if cached is not None and cached[0] is tool:  # the catalog's tool, seen before
+            return cached[1]
         inject = injector_for(tool, self.messages_key) if has_injected_args(tool) else None
-        if known:
-            self._injectors[tool.name] = inject
+        if self.known(tool):
+            self._injectors[tool.name] = (tool, inject)
         return inject
 
 

@@ -162,7 +162,7 @@ class CallScheduler:
             ((i, call),) = jobs
             if self._plain_sync(call):
                 (thunk,) = _thunks([call], run_one, prepare_one)
-                return {i: await self.threads.to_thread(thunk)}
+                return {i: await self.threads.start(thunk)}
         if self._serial(jobs):
             return await self._arun_serial(jobs, run_one, arun_one, batch_sync, prepare_one)
         calls = [call for _, call in jobs]

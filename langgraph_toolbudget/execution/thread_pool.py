@@ -143,20 +143,19 @@ class ToolThreadPool:
         self._put(_Job(lambda: context.run(func, *args), future))
         return future
 
-    def _start(self, loop: asyncio.AbstractEventLoop, func: Callable[..., T], *args: Any) -> Any:
+    def start(self, func: Callable[..., T], /, *args: Any) -> asyncio.Future[T]:
+        """Start ``func(*args)`` in the pool, in a copy of the caller's context; the future
+        of the running event loop that gets its outcome. Cancelling the future before
+        the work starts drops the work (as with ``run_in_executor``)."""
+        loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         context = contextvars.copy_context()
         self._put(_LoopJob(lambda: context.run(func, *args), loop, future))
         return future
 
     async def to_thread(self, func: Callable[..., T], /, *args: Any) -> T:
-        """Await ``func(*args)`` run in the pool, in a copy of the caller's context.
-
-        If the waiter is cancelled before the work starts, the work is dropped
-        (as with ``run_in_executor``).
-        """
-        result: T = await self._start(asyncio.get_running_loop(), func, *args)
-        return result
+        """Await ``func(*args)`` run in the pool (:meth:`start`)."""
+        return await self.start(func, *args)
 
     def run_each(self, func: Callable[[Any], T], items: Sequence[Any]) -> list[T]:
         """``[func(item) for item in items]``, each in the pool, at once (sync caller).
@@ -173,8 +172,7 @@ class ToolThreadPool:
 
     async def arun_each(self, func: Callable[[Any], T], items: Sequence[Any]) -> list[T]:
         """The async :meth:`run_each`: the calls start at once, in item order."""
-        loop = asyncio.get_running_loop()
-        works = [self._start(loop, func, item) for item in items]
+        works = [self.start(func, item) for item in items]
         try:
             return list(await asyncio.gather(*works))
         except asyncio.CancelledError:
