@@ -31,7 +31,6 @@ interrupt), a missing store for ``InjectedStore`` and a missing state key for
 from __future__ import annotations
 
 import asyncio
-import contextvars
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Future
 from functools import partial
@@ -265,8 +264,7 @@ class ToolCallPipeline:
         def ainvoke(tool: BaseTool, call: ToolCall) -> Callable[[], Started]:
             tool_input = self._tool_input(tool, call, state, runtime, config)
             if runs_in_thread(tool):  # as BaseTool.ainvoke would, but in our own pool
-                ctx = contextvars.copy_context()
-                return lambda: self.threads.pool.submit(ctx.run, tool.invoke, tool_input, config)
+                return lambda: self.threads.submit(tool.invoke, tool_input, config)
             return lambda: tool.ainvoke(tool_input, config)
 
         return await self._astaged(call, tool, check, ainvoke, state)

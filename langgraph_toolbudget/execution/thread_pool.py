@@ -39,46 +39,49 @@ class _Job(Generic[T]):
 
     __slots__ = ("func", "future")
 
-    def __init__(self, func: Callable[[], T], future: Future[T]) -> None:
+    def __init__(self, func: Callable[[], T], future: Any) -> None:
         self.func = func
         self.future = future
 
     def run(self, idle: threading.Semaphore) -> None:
-        if not self.future.set_running_or_notify_cancel():
-            idle.release()
-            return  # cancelled before it started
-        try:
-            result = self.func()
-        except BaseException as exc:  # noqa: BLE001 - handed to the waiter, as a pool does
-            idle.release()
-            self.future.set_exception(exc)
-        else:
-            idle.release()
-            self.future.set_result(result)
-
-
-class _LoopJob(Generic[T]):
-    """``func()`` for an asyncio future of ``loop``: the outcome goes straight to the loop."""
-
-    __slots__ = ("func", "future", "loop")
-
-    def __init__(
-        self, func: Callable[[], T], loop: asyncio.AbstractEventLoop, future: asyncio.Future[T]
-    ) -> None:
-        self.func = func
-        self.loop = loop
-        self.future = future
-
-    def run(self, idle: threading.Semaphore) -> None:
-        if self.future.done():  # its waiter stopped waiting before it started: dropped
+        """Run ``func`` unless dropped; count the worker idle before the waiter wakes, so the
+        waiter's next call finds it idle."""
+        if self._dropped():
             idle.release()
             return
         try:
             result: Any = self.func()
             ok = True
-        except BaseException as exc:  # noqa: BLE001 - handed to the waiter
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiter, as a pool does
             result, ok = exc, False
-        idle.release()  # before the waiter wakes, so its next call finds this worker idle
+        idle.release()
+        self._settle(ok, result)
+
+    def _dropped(self) -> bool:
+        return not self.future.set_running_or_notify_cancel()  # cancelled before it started
+
+    def _settle(self, ok: bool, result: Any) -> None:
+        if ok:
+            self.future.set_result(result)
+        else:
+            self.future.set_exception(result)
+
+
+class _LoopJob(_Job[T]):
+    """``func()`` for an asyncio future of ``loop``: the outcome goes straight to the loop."""
+
+    __slots__ = ("loop",)
+
+    def __init__(
+        self, func: Callable[[], T], loop: asyncio.AbstractEventLoop, future: asyncio.Future[T]
+    ) -> None:
+        super().__init__(func, future)
+        self.loop = loop
+
+    def _dropped(self) -> bool:
+        return bool(self.future.done())  # its waiter stopped waiting before it started
+
+    def _settle(self, ok: bool, result: Any) -> None:
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
             self.loop.call_soon_threadsafe(_settle, self.future, ok, result)
 
@@ -103,18 +106,13 @@ class ToolThreadPool:
         if max_workers < 1:
             raise ValueError(f"max_workers must be at least 1, got {max_workers}")
         self.max_workers = max_workers
-        self._jobs: SimpleQueue[_Job[Any] | _LoopJob[Any]] = SimpleQueue()
+        self._jobs: SimpleQueue[_Job[Any]] = SimpleQueue()
         self._idle = threading.Semaphore(0)
         self._threads = 0
         self._lock = threading.Lock()
         _POOLS.add(self)
 
-    @property
-    def pool(self) -> ToolThreadPool:
-        """The pool itself (it has ``submit``, as a ``ThreadPoolExecutor``)."""
-        return self
-
-    def _put(self, job: _Job[Any] | _LoopJob[Any]) -> None:
+    def _put(self, job: _Job[Any]) -> None:
         self._jobs.put(job)
         if self._idle.acquire(blocking=False):
             return  # an idle worker takes it
