@@ -353,12 +353,12 @@ class BatchRunner:
     ) -> TurnOutcome:
         """Answer a batch of tool calls (async); as :meth:`run`."""
         shown = self._shown(calls, working)
-        if self._any_builtin(calls):
-            done, outcome = await self._aanswer_builtins(calls, state, config, working)
-            context = self._context_after(state, outcome.update, context)
-        else:
-            done, outcome = {}, TurnOutcome()
-            context = self.context_of(state) if context is None else context
+        done, outcome = (  # no coroutine for the usual batch, which has no built-in call
+            await self._aanswer_builtins(calls, state, config, working)
+            if self._any_builtin(calls)
+            else ({}, TurnOutcome())
+        )
+        context = self._context_after(state, outcome.update, context)
         plan = (calls, working, shown, done, context)
         if self._any_unknown(calls):
             # Fuzzy matching of unknown names: bounded, but off the event loop.

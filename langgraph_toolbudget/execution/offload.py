@@ -280,13 +280,11 @@ class Offloader:
 
     def any_large(self, results: dict[int, Any]) -> bool:
         """Is any tool message of ``results`` over the limit (so :meth:`apply` changes it)?"""
-        for output in results.values():
-            if type(output) is ToolMessage and type(output.content) is str:  # the usual result
-                if len(output.content) > self.limit:
-                    return True
-            elif self._found({0: output}):
-                return True
-        return False
+        return any(
+            self._large(message) is not None
+            for output in results.values()
+            for message in _tool_messages(output)
+        )
 
     def _found(self, results: dict[int, Any]) -> list[tuple[ToolMessage, str]]:
         """Every tool message over the limit (with its text), in call order."""

@@ -106,10 +106,7 @@ class ToolThreadPool:
         if max_workers < 1:
             raise ValueError(f"max_workers must be at least 1, got {max_workers}")
         self.max_workers = max_workers
-        self._jobs: SimpleQueue[_Job[Any]] = SimpleQueue()
-        self._idle = threading.Semaphore(0)
-        self._threads = 0
-        self._lock = threading.Lock()
+        self._reset()
         _POOLS.add(self)
 
     def _put(self, job: _Job[Any]) -> None:
@@ -127,9 +124,9 @@ class ToolThreadPool:
         while True:
             jobs.get().run(idle)
 
-    def _after_fork(self) -> None:
-        """In a forked child the workers are gone: start afresh."""
-        self._jobs = SimpleQueue()
+    def _reset(self) -> None:
+        """No worker and no job: a new pool, or a forked child (whose workers are gone)."""
+        self._jobs: SimpleQueue[_Job[Any]] = SimpleQueue()
         self._idle = threading.Semaphore(0)
         self._threads = 0
         self._lock = threading.Lock()
@@ -184,7 +181,7 @@ _POOLS: weakref.WeakSet[ToolThreadPool] = weakref.WeakSet()
 
 def _reset_after_fork() -> None:
     for pool in list(_POOLS):
-        pool._after_fork()
+        pool._reset()
 
 
 if hasattr(os, "register_at_fork"):
