@@ -27,7 +27,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from langgraph_toolbudget.config import BudgetConfig
+    from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
     from langgraph_toolbudget.core.catalog import ToolCatalog, ToolSpec
     from langgraph_toolbudget.core.context_ops import (
         context_summary,
@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "BudgetConfig": "config",
+    "BudgetOptions": "config",
     "ToolCatalog": "core.catalog",
     "ToolSpec": "core.catalog",
     "META_TOOL_NAMES": "core.meta",
@@ -99,6 +100,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "BudgetConfig",
+    "BudgetOptions",
     "CallModel",
     "ClassifyIntent",
     "HashingEmbeddings",

@@ -1,42 +1,63 @@
-"""One configuration for every node: :class:`BudgetConfig`, frozen and validated once.
+"""The package's options, declared, documented and validated once: :class:`BudgetConfig`.
+
+Its one reason to change: an option is added, removed or changes meaning.
 
 Key Components:
-    - :class:`BudgetConfig`: the options the nodes, the prebuilt agent and the
-      executor share (budget, search limit, working-set cap, execution mode,
-      loop bounds). Build one and hand it to every node, so ``select_tools``
-      and the executor's ``request_more_tools`` load tools under the same budget.
+    - :class:`BudgetConfig`: the options the nodes, the prebuilt agent, the executor and
+      the middleware share (budget, search limit, working-set cap, execution mode, loop
+      bounds, formats, offloading, learning), a frozen pydantic model. Build one and hand
+      it to every node, so ``select_tools`` and the executor's ``request_more_tools`` load
+      tools under the same budget.
+    - :class:`BudgetOptions`: the same options as keyword arguments (``**options:
+      Unpack[BudgetOptions]``), so every node, factory and the middleware takes
+      ``config=`` plus any option by name, with editor completion and type checks.
     - :meth:`BudgetConfig.override`: a validated copy with some options changed.
 
 Typical Usage:
     ```python
     config = BudgetConfig(max_tools=6, max_visible=12)
     graph.add_node("select_tools", SelectTools(catalog, config=config))
-    graph.add_node("tools", ToolExecutor(catalog, config=config))
-    small = config.override(model_size="qwen3:4b")  # budget from the model-size preset
+    graph.add_node("tools", ToolExecutor(catalog, config=config, mode="sequential"))
+    small = config.override(model_size="qwen3:4b", max_tools=None)  # the preset's budget
     ```
 """
 
 from __future__ import annotations
 
-import dataclasses
-import enum
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+import math
+import re
+from collections.abc import Mapping, Sequence
+from difflib import get_close_matches
+from typing import Annotated, Any, Literal, get_args
 
-from langgraph_toolbudget.config_checks import (
-    UNKNOWN_OPTION_ERROR,
-    ExecutionMode,
-    check_config,
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
 )
+from pydantic_core import PydanticCustomError
+from typing_extensions import TypedDict
+
 from langgraph_toolbudget.core.budget import max_tools_for_model
 from langgraph_toolbudget.core.gating import BuiltinFilter, EnabledBuiltins
 from langgraph_toolbudget.core.retrieval import DEFAULT_RETRIEVER_WEIGHT
+from langgraph_toolbudget.core.semantic import HybridScorer
 from langgraph_toolbudget.core.spec import RuntimeMode
 from langgraph_toolbudget.formats.settings import ToolCallFormats, ToolCallFormatsSpec
 
-__all__ = ["DEFAULT_MAX_TOOLS", "BudgetConfig", "ExecutionMode", "RuntimeMode"]
+__all__ = [
+    "DEFAULT_MAX_TOOLS",
+    "BudgetConfig",
+    "BudgetOptions",
+    "ExecutionMode",
+    "RuntimeMode",
+]
 
+ExecutionMode = Literal["sequential", "parallel_safe"]
+"""``sequential``: one call after another. ``parallel_safe``: concurrently where metadata allows."""
 
 DEFAULT_MAX_TOOLS = 8
 """The budget when neither ``max_tools`` nor ``model_size`` is given."""
@@ -45,96 +66,30 @@ MIN_DEFAULT_VISIBLE = 12
 """The floor of the default visible-set cap (:meth:`BudgetConfig.visible_cap`), before the
 tools visible for free: this turn's few tools plus what the meta-tools load still fit."""
 
+OPTION_ERROR = "{owner}: option {name} {problem}, got {value} ({kind})."
+UNKNOWN_OPTION_ERROR = "{owner} has no option {name};{hint} the options are: {known}."
+NOT_A_CONFIG_ERROR = (
+    "config must be a BudgetConfig, got {kind}: build one with BudgetConfig(max_tools=..., ...) "
+    "or pass the options as keywords."
+)
 
-@dataclass(frozen=True)
-class BudgetConfig:
+_Count = Annotated[int, Field(ge=0, strict=True)]
+_Positive = Annotated[int, Field(ge=1, strict=True)]
+
+
+class BudgetConfig(BaseModel):
     """The options every node of the tool budget shares, validated once.
 
-    A frozen dataclass: change it with :meth:`override`, which validates again.
-    Every node takes ``config=`` and explicit keyword arguments that override
-    single options; a node's keyword left at ``None`` takes the config's value.
-
-    Attributes:
-        max_tools: tools ``select_tools`` and ``request_more_tools`` choose per
-            turn (the budget). ``None``: the preset of ``model_size``, else
-            :data:`DEFAULT_MAX_TOOLS`. See :attr:`budget`.
-        model_size: a model name or size for the budget presets, used when
-            ``max_tools`` is None: small (<7B) 2, medium (7-30B) 5, large (>30B) 10.
-        min_per_category: floor of each category's share of the budget.
-        max_categories: categories ``classify_intent`` returns at most.
-        search_limit: tools the automatic tool search adds at most.
-        pinned: tools always visible ("pre-discovered"), outside the budget.
-        max_visible: hard cap on the visible set across turns; adding beyond it
-            evicts the least recently used unpinned tools. ``None`` (default):
-            a cap derived from the budget, ``2 * budget + search_limit`` (at
-            least :data:`MIN_DEFAULT_VISIBLE`) plus
-            the tools visible for free (:meth:`visible_cap`): this turn's
-            selection and the previous turn's stay visible, older ones go, so a
-            long conversation never binds the whole catalog.
-        mode: ``sequential`` or ``parallel_safe`` execution of tool calls.
-        max_iterations: model calls per user turn.
-        max_meta_calls: meta-tool calls per user turn.
-        enforce_visibility: refuse calls to tools that exist but are not visible.
-        embeddings: optional LangChain ``Embeddings`` (or a
-            :class:`~langgraph_toolbudget.core.semantic.HybridScorer`) that
-            classify_intent, select_tools and tool_search fuse with BM25.
-        max_parallel: the size of the executor's own thread pool, where sync
-            tools run (never the interpreter's default pool): at most this many
-            sync calls run at once. Async calls all start, as under ``ToolNode``
-            (bound them per group with ``group_limits``).
-        group_limits: concurrency group -> calls of the group that may run at
-            once (e.g. ``{"github": 4}``), over the tools' ``max_concurrency``.
-        runtime_mode: ``production`` (the default: published and deprecated
-            tools are listed and run, deprecated ones with a note on their
-            results) or ``debug`` (draft tools too). Disabled tools never run.
-            The execution mode is ``mode``.
-        enabled_builtins: which built-in tools the model gets (the meta-tools
-            and the families of later features) and whether the automatic tool
-            search runs (``"tool_search"``): ``None`` for the defaults, a list
-            of names or ``fnmatch`` patterns, or ``{"allow": [...], "deny": [...]}``
-            (see :mod:`langgraph_toolbudget.core.gating`).
-        tool_call_formats: how the agent nodes show tools to the model and read
-            its calls: ``{"enabled": [...], "primary": ...}`` with the names
-            ``native``, ``hermes``, ``mistral``, ``pythonic``, ``json`` (a list
-            or one name also works). The primary is used when available, else
-            the first enabled one that is; native only when the model really
-            calls tools. ``None``: native, else the text format the model's
-            name suggests (Hermes by default). See ``docs/formats.md``.
-        model_supports_tools: overrides the check of the model's native tool
-            calling (``None``: ask the model: ``bind_tools`` missing or raising
-            ``NotImplementedError`` means no).
-        offload_over_chars: a tool result longer than this (in characters) is
-            stored out of the conversation and replaced by a handle, its size,
-            kind and a preview; the model reads it back with the output tools
-            (see ``docs/offloading.md``). ``None`` turns this limit off.
-        offload_over_tokens: the same limit in estimated tokens (4 characters
-            each); with both set the smaller applies. ``None`` (the default):
-            only ``offload_over_chars``. With both ``None`` offloading is off.
-        offload_thread_cap_chars: characters of offloaded outputs kept per
-            thread; over it the thread's oldest outputs are evicted first.
-        offload_ttl_minutes: time to live of offloaded outputs in stores that
-            support TTLs (``SqliteStore``, ``PostgresStore``, LangGraph
-            server); ``None``: kept until evicted.
-        usage: a :class:`~langgraph_toolbudget.nodes.usage.ToolUsage`: the
-            ranking nodes rank by the recorded history too, and the executor
-            and agent record the tools that ran successfully (see
-            ``docs/usage.md``). ``None``: no learning.
-        max_schema_tokens: a budget in schema tokens for ``select_tools``
-            (measured as ``schema_tokens`` measures them): each category's share
-            is a share of tokens. ``max_tools`` (or ``model_size``), when set,
-            caps the number of tools too; otherwise tokens alone bound it.
-        retriever: your own tool search, for the ranking nodes: a function
-            ``(query, catalog)`` (sync or async) returning tool names, best
-            first, or ``{tool name: score}``; fused with the lexical (and
-            embedding) scores like embedding scores are (see ``docs/selection.md``).
-            A failure ranks the turn without it (logged). ``None``: not used.
-        retriever_weight: the share of the retrieval function's score in the
-            fused score, from 0 to 1.
+    A frozen pydantic model: a wrong type or value raises at construction
+    (``TypeError`` / ``ValueError``, naming the option and what it must be); change it
+    with :meth:`override`, which validates again. Every node, factory and the middleware
+    takes ``config=`` plus any of these options as keywords (:class:`BudgetOptions`),
+    which override the config's values.
 
     Raises:
-        TypeError: an option of the wrong type (the message names it).
-        ValueError: an option out of range, or a ``model_size`` whose size
-            cannot be read.
+        TypeError: an option of the wrong type, or an unknown option (the message names
+            the closest one).
+        ValueError: an option out of range, or a ``model_size`` whose size cannot be read.
 
     Example:
         ```python
@@ -143,35 +98,201 @@ class BudgetConfig:
         ```
     """
 
-    max_tools: int | None = None
-    model_size: str | float | None = None
-    min_per_category: int = 2
-    max_categories: int = 3
-    search_limit: int = 5
-    pinned: tuple[str, ...] = ()
-    max_visible: int | None = None
-    mode: ExecutionMode = "parallel_safe"
-    max_iterations: int = 5
-    max_meta_calls: int = 8
-    enforce_visibility: bool = True
-    embeddings: Any = field(default=None, compare=False, repr=False)
-    max_parallel: int = 16
-    group_limits: Mapping[str, int] = field(default_factory=dict, hash=False)
-    runtime_mode: RuntimeMode = "production"
-    enabled_builtins: EnabledBuiltins | BuiltinFilter = None
-    tool_call_formats: ToolCallFormatsSpec | ToolCallFormats = None
-    model_supports_tools: bool | None = None
-    offload_over_chars: int | None = 20_000
-    offload_over_tokens: int | None = None
-    offload_thread_cap_chars: int = 20_000_000
-    offload_ttl_minutes: float | None = 7 * 24 * 60
-    usage: Any = field(default=None, compare=False, repr=False)
-    max_schema_tokens: int | None = None
-    retriever: Any = field(default=None, compare=False, repr=False)
-    retriever_weight: float = DEFAULT_RETRIEVER_WEIGHT
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        arbitrary_types_allowed=True,
+        use_attribute_docstrings=True,
+        hide_input_in_errors=True,
+    )
 
-    def __post_init__(self) -> None:
-        check_config(self)
+    max_tools: _Count | None = None
+    """Tools ``select_tools`` and ``request_more_tools`` choose per turn (the budget).
+    ``None``: the preset of ``model_size``, else :data:`DEFAULT_MAX_TOOLS` (see :attr:`budget`)."""
+    model_size: str | float | None = None
+    """A model name (``"qwen3:8b"``) or size in billions for the budget presets, used when
+    ``max_tools`` is None: small (<7B) 2, medium (7-30B) 5, large (>30B) 10."""
+    min_per_category: _Count = 2
+    """Floor of each category's share of the budget:
+    ``per_cat = max(min_per_category, max_tools // n_categories)``."""
+    max_categories: _Positive = 3
+    """Categories ``classify_intent`` returns at most."""
+    search_limit: _Count = 5
+    """Tools the automatic tool search (``tool_search``) adds at most."""
+    pinned: tuple[str, ...] = ()
+    """Tools always visible ("pre-discovered"), outside the budget, never evicted."""
+    max_visible: _Positive | None = None
+    """Hard cap on the visible set across turns; adding beyond it evicts the least recently
+    used unpinned tools. ``None``: ``2 * budget + search_limit`` (at least
+    :data:`MIN_DEFAULT_VISIBLE`) plus the tools visible for free (:meth:`visible_cap`)."""
+    mode: ExecutionMode = "parallel_safe"
+    """``sequential`` or ``parallel_safe`` execution of tool calls (see ``docs/execution.md``)."""
+    max_iterations: _Positive = 5
+    """Model calls per user turn; past it the agent answers with a final message."""
+    max_meta_calls: _Count = 8
+    """Meta-tool calls per user turn."""
+    enforce_visibility: Annotated[bool, Field(strict=True)] = True
+    """Refuse calls to tools that exist but are not visible."""
+    embeddings: Any = Field(default=None, repr=False)
+    """Optional LangChain ``Embeddings`` (or a
+    :class:`~langgraph_toolbudget.core.semantic.HybridScorer`) that ``classify_intent``,
+    ``select_tools`` and ``tool_search`` fuse with BM25."""
+    max_parallel: _Positive = 16
+    """Size of the executor's own thread pool for sync tools: sync calls at once, at most
+    (async calls all start, as under ``ToolNode``; bound them per group with ``group_limits``)."""
+    group_limits: dict[str, _Positive] = Field(default_factory=dict)
+    """Concurrency group -> calls of the group at once (e.g. ``{"github": 4}``), over the
+    tools' ``max_concurrency``."""
+    runtime_mode: RuntimeMode = "production"
+    """``production`` (published and deprecated tools are listed, chosen and run, deprecated
+    ones with a note) or ``debug`` (drafts too). Disabled tools never run."""
+    enabled_builtins: BuiltinFilter = Field(default_factory=BuiltinFilter)
+    """Which built-in tools the model gets and whether the automatic tool search runs:
+    ``None`` for the defaults, a list of names or ``fnmatch`` patterns, or
+    ``{"allow": [...], "deny": [...]}`` (see :mod:`langgraph_toolbudget.core.gating`)."""
+    tool_call_formats: ToolCallFormats | None = None
+    """How the agent shows tools to the model and reads its calls: ``{"enabled": [...],
+    "primary": ...}`` with ``native``, ``hermes``, ``mistral``, ``pythonic``, ``json`` (a
+    list or one name also works). ``None``: native, else the text format the model's name
+    suggests (Hermes by default). See ``docs/formats.md``."""
+    model_supports_tools: Annotated[bool, Field(strict=True)] | None = None
+    """Overrides the check of the model's native tool calling (``None``: ask the model;
+    ``bind_tools`` missing or raising ``NotImplementedError`` means no)."""
+    offload_over_chars: _Positive | None = 20_000
+    """A tool result longer than this (in characters) is stored out of the conversation and
+    replaced by a handle, its size, kind and a preview; the model reads it back with the
+    output tools (``docs/offloading.md``). ``None`` turns this limit off."""
+    offload_over_tokens: _Positive | None = None
+    """The same limit in estimated tokens (4 characters each); with both set the smaller
+    applies. With both ``None`` offloading is off."""
+    offload_thread_cap_chars: _Positive = 20_000_000
+    """Characters of offloaded outputs kept per thread; over it the oldest go first."""
+    offload_ttl_minutes: float | None = 7 * 24 * 60
+    """Time to live of offloaded outputs in stores that support TTLs (``SqliteStore``,
+    ``PostgresStore``, LangGraph server); ``None``: kept until evicted."""
+    usage: Any = Field(default=None, repr=False)
+    """A :class:`~langgraph_toolbudget.nodes.usage.ToolUsage`: the ranking nodes rank by the
+    recorded history too, and the executor records the tools that ran successfully
+    (``docs/usage.md``). ``None``: no learning."""
+    max_schema_tokens: _Positive | None = None
+    """A budget in schema tokens for ``select_tools`` (as ``schema_tokens`` counts them): each
+    category's share is a share of tokens. ``max_tools`` (or ``model_size``), when set, caps
+    the number of tools too; otherwise tokens alone bound it."""
+    retriever: Any = Field(default=None, repr=False)
+    """Your own tool search for the ranking nodes: a function ``(query, catalog)`` (sync or
+    async) returning tool names, best first, or ``{tool name: score}``; fused with the
+    lexical (and embedding) scores (``docs/selection.md``). A failure ranks the turn
+    without it (logged). ``None``: not used."""
+    retriever_weight: float = DEFAULT_RETRIEVER_WEIGHT
+    """The share of the retrieval function's score in the fused score, from 0 to 1."""
+
+    def __init__(self, **options: Any) -> None:
+        try:
+            super().__init__(**options)
+        except ValidationError as exc:
+            raise _option_error(exc, "BudgetConfig", options) from None
+
+    # --- checks pydantic's types cannot say -----------------------------------------------
+
+    @field_validator("model_size", mode="before")
+    @classmethod
+    def _model_size(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise _type("a model name (e.g. 'qwen3:8b') or a size in billions")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise _value("a finite size")
+        max_tools_for_model(value)  # raises if the size cannot be read
+        return value
+
+    @field_validator("mode", "runtime_mode", mode="before")
+    @classmethod
+    def _name(cls, value: Any, info: ValidationInfo) -> Any:
+        if not isinstance(value, str):
+            choices = get_args(cls.model_fields[str(info.field_name)].annotation)
+            raise _type(" or ".join(repr(c) for c in choices))
+        return value
+
+    @field_validator("pinned", mode="before")
+    @classmethod
+    def _pinned(cls, value: Any) -> Any:
+        if isinstance(value, str) or not isinstance(value, Sequence | set | frozenset):
+            example = f" (e.g. [{value!r}])" if isinstance(value, str) else ""
+            raise _type(f"a list of tool names{example}")
+        if not all(isinstance(v, str) for v in value):
+            raise _type("a list of strings (tool names)")
+        return tuple(dict.fromkeys(value))
+
+    @field_validator("group_limits", mode="before")
+    @classmethod
+    def _group_limits(cls, value: Any) -> Any:
+        if not isinstance(value, Mapping):
+            raise _type("a mapping of concurrency group -> calls at once (e.g. {'github': 4})")
+        return dict(value)
+
+    @field_validator("embeddings")
+    @classmethod
+    def _embeddings(cls, value: Any) -> Any:
+        methods = ("embed_documents", "embed_query")
+        if value is None or isinstance(value, HybridScorer):
+            return value
+        if all(callable(getattr(value, m, None)) for m in methods):
+            return value
+        raise _type(
+            "a LangChain Embeddings object (embed_documents, embed_query) or a HybridScorer"
+        )
+
+    @field_validator("enabled_builtins", mode="before")
+    @classmethod
+    def _enabled_builtins(cls, value: EnabledBuiltins | BuiltinFilter) -> BuiltinFilter:
+        return BuiltinFilter.of(value)  # raises TypeError naming the accepted shapes
+
+    @field_validator("tool_call_formats", mode="before")
+    @classmethod
+    def _tool_call_formats(cls, value: ToolCallFormatsSpec | ToolCallFormats) -> Any:
+        return ToolCallFormats.of(value)  # a TypeError names the accepted shapes
+
+    @field_validator("offload_ttl_minutes", "retriever_weight", mode="before")
+    @classmethod
+    def _number(cls, value: Any) -> Any:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise _type("a number")
+        return value
+
+    @field_validator("offload_ttl_minutes")
+    @classmethod
+    def _ttl(cls, value: float | None) -> float | None:
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise _value("> 0 minutes, or None (kept until evicted)")
+        return value
+
+    @field_validator("retriever_weight")
+    @classmethod
+    def _weight(cls, value: float) -> float:
+        if not 0.0 <= value <= 1.0:
+            raise _value("in [0, 1]")
+        return value
+
+    @field_validator("usage")
+    @classmethod
+    def _usage(cls, value: Any) -> Any:
+        methods = ("record_run", "scores", "attach")
+        if value is None or all(callable(getattr(value, m, None)) for m in methods):
+            return value
+        raise _type("a ToolUsage (langgraph_toolbudget.ToolUsage()) or None")
+
+    @field_validator("retriever")
+    @classmethod
+    def _retriever(cls, value: Any) -> Any:
+        if value is None or callable(value):
+            return value
+        raise _type("a function (query, catalog) -> tool names or {name: score}, or None")
+
+    # --- what the options add up to ---------------------------------------------------------
+
+    def __hash__(self) -> int:
+        return hash((self.max_tools, self.model_size, self.mode, self.pinned, self.runtime_mode))
 
     @property
     def offloading(self) -> bool:
@@ -180,8 +301,8 @@ class BudgetConfig:
 
     @property
     def builtin_filter(self) -> BuiltinFilter:
-        """``enabled_builtins``, validated: which built-in tools are on."""
-        return BuiltinFilter.of(self.enabled_builtins)
+        """``enabled_builtins``: which built-in tools are on."""
+        return self.enabled_builtins
 
     @property
     def budget(self) -> int:
@@ -214,61 +335,143 @@ class BudgetConfig:
             return self.max_visible
         return max(MIN_DEFAULT_VISIBLE, 2 * self.budget + self.search_limit) + free
 
-    def override(self, **changes: Any) -> BudgetConfig:
-        """A validated copy with ``changes`` applied; ``None`` values are ignored.
+    # --- changing options -------------------------------------------------------------------
 
-        ``None`` means "keep the current value", so a node can pass its keyword
-        arguments straight through. To clear an optional option (``max_visible``,
-        ``max_tools``, ``model_size``) build a new config.
+    def override(self, **changes: Any) -> BudgetConfig:
+        """A validated copy with ``changes`` applied (``None`` sets an option to ``None``).
 
         Raises:
-            TypeError: an unknown option name, or a value of the wrong type.
+            TypeError: an unknown option name (the message names the closest), or a value
+                of the wrong type.
             ValueError: a value out of range.
         """
-        known = {f.name for f in dataclasses.fields(self)}
-        unknown = sorted(set(changes) - known)
+        if not changes:
+            return self
+        current = {name: getattr(self, name) for name in type(self).model_fields}
+        return type(self)(**{**current, **changes})
+
+    @classmethod
+    def resolve(
+        cls, config: BudgetConfig | None, options: Mapping[str, Any], *, owner: str = "BudgetConfig"
+    ) -> BudgetConfig:
+        """``config`` (or the defaults) with ``options`` applied, validated: what a node that
+        takes ``config=`` and ``**options`` works with.
+
+        Args:
+            config: the shared config, or None for the defaults.
+            options: option name -> value; each replaces the config's value.
+            owner: who took the options, named in the errors (e.g. ``"SelectTools"``).
+
+        Raises:
+            TypeError: ``config`` is not a ``BudgetConfig``; an unknown option (the message
+                names the closest one and ``owner``); a value of the wrong type.
+            ValueError: a value out of range.
+        """
+        if config is None:
+            config = cls()
+        elif not isinstance(config, BudgetConfig):
+            raise TypeError(NOT_A_CONFIG_ERROR.format(kind=type(config).__name__))
+        unknown = sorted(set(options) - set(cls.model_fields))
         if unknown:
-            raise TypeError(
-                UNKNOWN_OPTION_ERROR.format(
-                    names=", ".join(unknown), known=", ".join(sorted(known))
-                )
-            )
-        given = {k: v for k, v in changes.items() if v is not None}
-        return dataclasses.replace(self, **given) if given else self
+            raise unknown_option_error(owner, unknown[0], cls.model_fields)
+        return config.override(**options)
 
 
-def resolve_config(config: BudgetConfig | None, **changes: Any) -> BudgetConfig:
-    """``config`` (or the defaults) with the non-None ``changes`` applied, validated.
+class BudgetOptions(TypedDict, total=False):
+    """:class:`BudgetConfig`'s options as keyword arguments: ``**options: Unpack[BudgetOptions]``.
 
-    Raises:
-        TypeError: ``config`` is not a :class:`BudgetConfig`.
+    Each key is documented once, on the :class:`BudgetConfig` field of the same name
+    (``tests/test_config.py`` keeps the two in step).
     """
-    if config is None:
-        config = BudgetConfig()
-    elif not isinstance(config, BudgetConfig):
-        raise TypeError(
-            f"config must be a BudgetConfig, got {type(config).__name__}: "
-            "build one with BudgetConfig(max_tools=..., ...)."
-        )
-    return config.override(**changes)
+
+    max_tools: int | None
+    model_size: str | float | None
+    min_per_category: int
+    max_categories: int
+    search_limit: int
+    pinned: Sequence[str]
+    max_visible: int | None
+    mode: ExecutionMode
+    max_iterations: int
+    max_meta_calls: int
+    enforce_visibility: bool
+    embeddings: Any
+    max_parallel: int
+    group_limits: Mapping[str, int]
+    runtime_mode: RuntimeMode
+    enabled_builtins: EnabledBuiltins | BuiltinFilter
+    tool_call_formats: ToolCallFormatsSpec | ToolCallFormats
+    model_supports_tools: bool | None
+    offload_over_chars: int | None
+    offload_over_tokens: int | None
+    offload_thread_cap_chars: int
+    offload_ttl_minutes: float | None
+    usage: Any
+    max_schema_tokens: int | None
+    retriever: Any
+    retriever_weight: float
 
 
-class _Keep(enum.Enum):
-    KEEP = "keep"
+def unknown_option_error(
+    owner: str, name: str, known: Mapping[str, Any] | Sequence[str]
+) -> TypeError:
+    """The error for an option ``owner`` does not have: the closest name, then all of them."""
+    names = sorted(known)
+    close = get_close_matches(name, names, n=1, cutoff=0.6)
+    hint = f" did you mean {close[0]}?" if close else ""
+    return TypeError(
+        UNKNOWN_OPTION_ERROR.format(owner=owner, name=name, hint=hint, known=", ".join(names))
+    )
 
 
-KEEP = _Keep.KEEP
-"""Default of a node's ``offload_over_chars``: take the config's value (``None`` turns it off)."""
-Keep = Literal[_Keep.KEEP]
+def _type(expected: str) -> PydanticCustomError:
+    return PydanticCustomError("option_type", "must be {expected}", {"expected": expected})
 
 
-def resolve_offload(config: BudgetConfig, offload_over_chars: int | None | Keep) -> BudgetConfig:
-    """``config`` with a node's ``offload_over_chars`` applied, where ``None`` means "off".
+def _value(expected: str) -> PydanticCustomError:
+    return PydanticCustomError("option_value", "must be {expected}", {"expected": expected})
 
-    Raises:
-        TypeError: a value that is not an integer or None.
-        ValueError: a value below 1.
-    """
-    if offload_over_chars is KEEP:
-        return config
-    return dataclasses.replace(config, offload_over_chars=offload_over_chars)
+
+def _option_error(exc: ValidationError, owner: str, given: Mapping[str, Any]) -> Exception:
+    """The first problem pydantic found, as a ``TypeError`` (a wrong type, an unknown name)
+    or a ``ValueError`` (out of range), naming the option and what it must be."""
+    error = exc.errors()[0]
+    loc = error["loc"]
+    name = str(loc[0]) if loc else "?"
+    if error["type"] == "extra_forbidden":
+        return unknown_option_error(owner, name, BudgetConfig.model_fields)
+    value = given.get(name)
+    if len(loc) > 1 and isinstance(value, Mapping):  # one entry of a mapping option
+        if loc[-1] == "[key]":
+            name, value = f"{name} keys", loc[1]
+        else:
+            name, value = f"{name}[{loc[1]!r}]", value.get(loc[1])
+    kind = error["type"]
+    problem = _EXPECTED.get(kind) or str(error["msg"]).removeprefix("Value error, ")
+    field = BudgetConfig.model_fields.get(name)
+    if kind in _EXPECTED and field is not None and field.default is None:
+        problem += " or None"
+    for words, sign in (("greater than or equal to", ">="), ("less than or equal to", "<=")):
+        problem = problem.replace(words, sign)
+    problem = re.sub(r"^Input should be ", "must be ", problem)
+    if not problem.startswith("must"):  # a sentence of our own checks
+        name, problem = f"{name}:", problem.rstrip(".")
+    message = OPTION_ERROR.format(
+        owner=owner, name=name, problem=problem, value=_short(value), kind=type(value).__name__
+    )
+    is_type = kind.endswith("_type") or kind == "option_type"
+    return TypeError(message) if is_type else ValueError(message)
+
+
+_EXPECTED = {
+    "int_type": "must be an integer",
+    "bool_type": "must be True or False",
+    "string_type": "must be a string",
+    "float_type": "must be a number",
+}
+"""Pydantic's error types, in the words of this package's messages."""
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:77]}..."

@@ -23,8 +23,10 @@ from agent_tools import (
     wrong_category_script,
 )
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import MemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.types import Command, interrupt
 
 from langgraph_toolbudget import (
     META_TOOL_NAMES,
@@ -414,6 +416,38 @@ async def test_checkpointer_with_a_tool_agent_node(catalog, rec, api):
     assert rec.names == ["get_weather"]
 
 
+@pytest.mark.parametrize("api", APIS)
+async def test_tool_agent_checkpoints_each_step_and_resumes_an_interrupt_where_it_stopped(api):
+    @tool
+    def approve(action: str) -> str:
+        """Ask a human to approve an action."""
+        return f"{action}: {interrupt({'approve': action})}"
+
+    catalog = ToolCatalog.from_tools([approve], categories={"ops": ["approve"]})
+    model = ScriptedChatModel(
+        responses=[ai_calls(call("approve", "a1", action="deploy")), AIMessage("deployed")],
+        cycle=False,
+    )
+    saver = MemorySaver()
+    app = single_node_app(ToolAgent(model, catalog), checkpointer=saver)
+    config = {"configurable": {"thread_id": "hitl"}}
+    payload = {"messages": [HumanMessage("deploy?")], "selected_tools": ["approve"]}
+    first = await run(app, payload, api, config)
+    assert first["__interrupt__"][0].value == {"approve": "deploy"}
+    assert len(model.calls) == 1
+    inner = {c.config["configurable"]["checkpoint_ns"] for c in saver.list(None)}
+    assert any(ns.startswith("agent:") for ns in inner)  # the loop's own steps, checkpointed
+    out = await run(app, Command(resume="yes"), api, config)
+    assert len(model.calls) == 2  # resumed at the tool step: the first model call is not redone
+    assert by_id(out["messages"])["a1"].content == "deploy: yes"
+    assert [type(m).__name__ for m in out["messages"]] == [
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+        "AIMessage",
+    ]
+
+
 def visible_set_events(chunks: list[Any]) -> list[dict[str, Any]]:
     events = [c for c in chunks if isinstance(c, dict) and c.get("event")]
     kinds = {e["event"] for e in events}
@@ -461,11 +495,14 @@ async def test_streaming_events_from_a_tool_agent_node(catalog, api):
     )
     app = single_node_app(ToolAgent(model, catalog))
     payload = {"messages": [HumanMessage("x")], "selected_tools": []}
+    # ToolAgent is a subgraph: its steps stream as any subgraph's do, with subgraphs=True.
     if api == "invoke":
-        chunks = list(app.stream(payload, stream_mode="custom"))
+        chunks = list(app.stream(payload, stream_mode="custom", subgraphs=True))
     else:
-        chunks = [c async for c in app.astream(payload, stream_mode="custom")]
-    (event,) = visible_set_events(chunks)
+        chunks = [c async for c in app.astream(payload, stream_mode="custom", subgraphs=True)]
+    namespaces = {ns[0].split(":")[0] for ns, _ in chunks}
+    assert namespaces == {"agent"}  # streamed from inside the ToolAgent node
+    (event,) = visible_set_events([chunk for _, chunk in chunks])
     assert event["added"] == ["get_weather"] and event["reason"] == "add_tool"
 
 
@@ -491,7 +528,9 @@ async def test_tool_agent_supports_injection_and_commands(mode, api):
         ],
         cycle=False,
     )
-    app = single_node_app(ToolAgent(model, catalog, mode=mode), state=NotesState)
+    app = single_node_app(
+        ToolAgent(model, catalog, mode=mode, state_schema=NotesState), state=NotesState
+    )
     payload = {"messages": [HumanMessage("note it")], "selected_tools": names, "note": "old"}
     out = await run(app, payload, api)
     assert out["note"] == "remember"  # the Command's update of a custom key landed

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+import operator
+from typing import Annotated, Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.graph import START, StateGraph
+from langgraph.prebuilt import tools_condition
 
-from langgraph_toolbudget import BudgetConfig, ToolCatalog, ToolExecutor
+from langgraph_toolbudget import BudgetConfig, CallModel, ToolBudgetState, ToolCatalog, ToolExecutor
 from langgraph_toolbudget.core.gating import BuiltinFilter
 from langgraph_toolbudget.execution.batch import BatchRunner
 from langgraph_toolbudget.execution.builtins import (
@@ -94,7 +97,7 @@ def test_prompt_section_explains_only_enabled_builtins() -> None:
     agent = ToolAgent(model, _catalog(), config=BudgetConfig(enabled_builtins=["add_tool"]))
     agent.invoke({"messages": [HumanMessage("hi")]})
     assert model.bound_tools == [["add_tool"]]
-    section = agent.caller.section
+    section = agent.call_model.caller.section
     assert "add_tool(tool_names=[...])" in section
     assert "search_tools" not in section and "request_more_tools" not in section
 
@@ -103,7 +106,7 @@ def test_no_builtins_no_widening_text() -> None:
     agent = ToolAgent(
         ScriptedChatModel(responses=["ok"]), _catalog(), config=BudgetConfig(enabled_builtins=[])
     )
-    assert "If your tools cannot do the task" not in agent.caller.section
+    assert "If your tools cannot do the task" not in agent.call_model.caller.section
 
 
 def test_catalog_tool_named_like_a_builtin_needs_the_builtin_off() -> None:
@@ -194,6 +197,10 @@ async def test_family_answers_in_call_order_and_merges_updates(use_async: bool) 
     assert outcome.update == {"notes": ["a", "b"]}
 
 
+class _NotesState(ToolBudgetState):
+    notes: Annotated[list[str], operator.add]
+
+
 def test_agent_loop_sees_updates_of_earlier_iterations() -> None:
     catalog = _catalog()
     seen: list[str] = []
@@ -208,9 +215,15 @@ def test_agent_loop_sees_updates_of_earlier_iterations() -> None:
         return AIMessage("done")
 
     config = BudgetConfig(enabled_builtins=["note"])
-    agent = ToolAgent(ScriptedChatModel(responses=[script] * 3), catalog, config=config)
-    agent.runner = BatchRunner(catalog, agent.config, builtins=[_Notes()])
-    out = agent.invoke({"messages": [HumanMessage("x")], "notes": []})
+    executor = ToolExecutor(catalog, config=config)
+    executor.runner = BatchRunner(catalog, config, builtins=[_Notes()])
+    loop = StateGraph(_NotesState)
+    loop.add_node("agent", CallModel(ScriptedChatModel(responses=[script] * 3), catalog))
+    loop.add_node("tools", executor)
+    loop.add_edge(START, "agent")
+    loop.add_conditional_edges("agent", tools_condition)
+    loop.add_edge("tools", "agent")
+    out = loop.compile().invoke({"messages": [HumanMessage("x")], "notes": []})
     assert seen == ["noted (0 before)", "noted (1 before)"]
     assert out["notes"] == ["t", "t"]
 

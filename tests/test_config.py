@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import dataclasses
+import inspect
 import math
 
+import pydantic
 import pytest
 from agent_tools import Recorder, call, recording_catalog
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langgraph_toolbudget import (
     BudgetConfig,
+    BudgetOptions,
     ClassifyIntent,
     SelectTools,
     ToolAgent,
@@ -52,6 +54,9 @@ def test_budget_config_defaults_and_budget_resolution():
         ({"pinned": "ab"}, TypeError, r"pinned must be a list of tool names \(e.g. \['ab'\]\)"),
         ({"pinned": [1]}, TypeError, "pinned must be a list of strings"),
         ({"model_size": "gpt-4o"}, ValueError, "cannot tell the size"),
+        ({"runtime_mode": "staging"}, ValueError, "runtime_mode must be 'production' or 'debug'"),
+        ({"retriever_weight": 1.5}, ValueError, r"retriever_weight must be in \[0, 1\]"),
+        ({"usage": "yes"}, TypeError, "usage must be a ToolUsage"),
         ({"model_size": math.nan}, ValueError, "model_size"),
         ({"model_size": ["8b"]}, TypeError, "model_size"),
         ({"embeddings": "minilm"}, TypeError, "embeddings must be a LangChain Embeddings"),
@@ -67,17 +72,79 @@ def test_budget_config_rejects_bad_options_naming_them(options, error, match):
 
 
 def test_budget_config_is_frozen_and_override_validates():
-    config = BudgetConfig(max_tools=6, pinned=["get_weather", "get_weather"])
+    config = BudgetConfig(max_tools=6, max_visible=9, pinned=["get_weather", "get_weather"])
     assert config.pinned == ("get_weather",)  # de-duplicated, a tuple
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(pydantic.ValidationError, match="frozen"):
         config.max_tools = 3  # type: ignore[misc]
-    smaller = config.override(max_tools=3, max_visible=None)  # None keeps the value
+    smaller = config.override(max_tools=3, max_visible=None)  # None is a value: the default cap
     assert (smaller.max_tools, smaller.pinned, config.max_tools) == (3, ("get_weather",), 6)
+    assert (smaller.max_visible, config.max_visible) == (None, 9)
     assert config.override() is config
     with pytest.raises(ValueError, match="max_tools"):
         config.override(max_tools=-2)
-    with pytest.raises(TypeError, match="no option max_tool;"):
+    with pytest.raises(TypeError, match="no option max_tool; did you mean max_tools"):
         config.override(max_tool=3)
+
+
+def test_budget_options_declares_exactly_the_config_options():
+    fields = BudgetConfig.model_fields
+    assert set(BudgetOptions.__annotations__) == set(fields)
+    assert all(field.description for field in fields.values())  # each documented once, there
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda c: SelectTools(c, max_tool=3),
+        lambda c: ToolSearch(c, limit=3),
+        lambda c: ToolExecutor(c, modes="sequential"),
+        lambda c: create_toolbudget_agent(ScriptedChatModel(responses=[]), c, max_tool=3),
+    ],
+)
+def test_an_unknown_option_names_the_closest_one_and_who_took_it(catalog, build):
+    with pytest.raises(TypeError, match=r"has no option \w+;( did you mean \w+\?)? the options"):
+        build(catalog)
+    with pytest.raises(
+        TypeError, match="SelectTools has no option max_tool; did you mean max_tools"
+    ):
+        SelectTools(catalog, max_tool=3)
+
+
+def public_signatures() -> list[tuple[str, inspect.Signature]]:
+    """Every public callable of the package's API and its public methods."""
+    import langgraph_toolbudget as package
+
+    out = []
+    for name in package.__all__:
+        value = getattr(package, name)
+        if not callable(value) or name in ("BudgetConfig", "BudgetOptions"):
+            continue
+        members = [(name, value)]
+        if isinstance(value, type):
+            members += [(f"{name}.{a}", getattr(value, a)) for a in vars(value) if a[0] != "_"]
+        for label, member in members:
+            try:
+                out.append((label, inspect.signature(member)))
+            except (TypeError, ValueError):  # not a function (a TypedDict, a property...)
+                continue
+    return out
+
+
+def test_no_public_signature_spells_out_the_options():
+    """What takes ``config=`` takes the options as ``**options: Unpack[BudgetOptions]``; a
+    name shared with an option elsewhere is one argument of its own (a catalog's
+    ``runtime_mode`` view, a scorer's ``embeddings``, an include ``mode``), never a list."""
+    options = set(BudgetConfig.model_fields)
+    signatures = public_signatures()
+    assert len(signatures) > 40
+    taking_config = [name for name, sig in signatures if "config" in sig.parameters]
+    assert {"create_toolbudget_agent", "ToolExecutor", "ToolBudgetMiddleware"} <= set(taking_config)
+    spelled = {
+        name: sorted(set(sig.parameters) & options)
+        for name, sig in signatures
+        if len(set(sig.parameters) & options) > ("config" not in sig.parameters)
+    }
+    assert spelled == {}, "options are taken as **options: Unpack[BudgetOptions], not spelled out"
 
 
 @pytest.mark.parametrize(
@@ -97,7 +164,8 @@ def test_node_keywords_override_the_shared_config(catalog):
     assert SelectTools(catalog, config=config).max_tools == 6
     assert SelectTools(catalog, config=config, max_tools=4).max_tools == 4
     assert ToolSearch(catalog, config=config).limit == 2
-    assert ToolSearch(catalog, config=config, limit=1).limit == 1
+    assert ToolSearch(catalog, config=config, search_limit=1).limit == 1
+    assert ToolExecutor(catalog, config=config, offload_over_chars=None).config.offloading is False
     assert ClassifyIntent(catalog, config=config).max_categories == 2
     executor = ToolExecutor(catalog, config=config, mode="sequential")
     assert executor.config.budget == 6 and executor.config.mode == "sequential"

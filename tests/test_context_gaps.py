@@ -147,7 +147,7 @@ def test_an_agent_tool_set_to_manual_leaves_the_budget_of_that_thread() -> None:
     assert "read_file" in _added(node.invoke(_thread(categories=["files"])))
     manual = _thread(set_include_mode("manual", tools=["read_file"]), categories=["files"])
     assert "read_file" not in _added(node.invoke(manual))
-    search = ToolSearch(catalog, limit=3)
+    search = ToolSearch(catalog, search_limit=3)
     assert "read_file" in _added(search.invoke(_thread()))
     assert "read_file" not in _added(
         search.invoke(_thread(set_include_mode("manual", ["read_file"])))
@@ -156,11 +156,11 @@ def test_an_agent_tool_set_to_manual_leaves_the_budget_of_that_thread() -> None:
 
 def test_the_tool_search_and_request_more_tools_follow_the_thread_mode() -> None:
     catalog = build_catalog(server_defaults={"files": {"include": "manual"}})
-    search = ToolSearch(catalog, limit=3)
+    search = ToolSearch(catalog, search_limit=3)
     assert "read_file" not in _added(search.invoke(_thread()))
     assert "read_file" in _added(search.invoke(_thread(set_include_mode("agent", ["read_file"]))))
     only_manual = build_catalog(default_include="manual")
-    deferred_none = ToolSearch(only_manual, limit=3)
+    deferred_none = ToolSearch(only_manual, search_limit=3)
     assert deferred_none.invoke(_thread()) == {}, "nothing is deferred: no search"
     hits = _added(deferred_none.invoke(_thread(set_include_mode("agent", servers=["files"]))))
     assert "read_file" in hits

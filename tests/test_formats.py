@@ -239,7 +239,7 @@ def test_a_bad_tool_call_formats_names_the_problem_and_the_fix(spec, error, matc
 
 
 def test_model_supports_tools_must_be_a_bool():
-    with pytest.raises(TypeError, match="model_supports_tools must be True, False or None"):
+    with pytest.raises(TypeError, match="model_supports_tools must be True or False or None"):
         BudgetConfig(model_supports_tools="yes")
 
 

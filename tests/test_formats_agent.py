@@ -59,9 +59,14 @@ async def run(app: Any, payload: Any, api: str, config: Any = None) -> Any:
 
 
 async def stream(app: Any, payload: Any, api: str, config: Any = None) -> list[Any]:
+    """(mode, chunk): every custom event (a ToolAgent node streams them from its subgraph)
+    and the graph's own values."""
+    modes = ["custom", "values"]
     if api == "invoke":
-        return list(app.stream(payload, config, stream_mode=["custom", "values"]))
-    return [c async for c in app.astream(payload, config, stream_mode=["custom", "values"])]
+        chunks = list(app.stream(payload, config, stream_mode=modes, subgraphs=True))
+    else:
+        chunks = [c async for c in app.astream(payload, config, stream_mode=modes, subgraphs=True)]
+    return [(mode, chunk) for ns, mode, chunk in chunks if mode == "custom" or not ns]
 
 
 def load_and_call_script(fmt: str) -> list[Any]:
@@ -229,22 +234,26 @@ def test_model_supports_tools_false_keeps_a_native_model_on_text(catalog, rec):
     node = ToolAgent(model, catalog, model_supports_tools=False, pinned=["get_weather"])
     tool_agent_app(node).invoke({"messages": [HumanMessage("Rome?")], "selected_tools": []})
     assert model.bound_tools == [] and rec.names == ["get_weather"]
-    assert node.caller.choice.reason.startswith("primary format 'native' is not available")
-    assert "model_supports_tools=False" in node.caller.choice.reason
+    assert node.call_model.caller.choice.reason.startswith(
+        "primary format 'native' is not available"
+    )
+    assert "model_supports_tools=False" in node.call_model.caller.choice.reason
 
 
 def test_the_model_name_preset_picks_the_text_format(catalog):
     model = TextOnlyModel(responses=[AIMessage("hi")])
     node = ToolAgent(model, catalog, config=None, model_supports_tools=False)
-    assert node.caller.choice.name == "hermes"  # no name: the default text format
+    assert node.call_model.caller.choice.name == "hermes"  # no name: the default text format
     llama = ToolAgent(
         model, catalog, model_supports_tools=False, tool_call_formats=None
     ).config.override(model_size="llama3.2:3b")
     node = ToolAgent(model, catalog, config=llama)
-    assert node.caller.choice.name == "pythonic"
-    assert "'pythonic' is the preset for model 'llama3.2:3b'" in node.caller.choice.reason
+    assert node.call_model.caller.choice.name == "pythonic"
+    assert (
+        "'pythonic' is the preset for model 'llama3.2:3b'" in node.call_model.caller.choice.reason
+    )
     explicit = ToolAgent(model, catalog, config=llama, tool_call_formats=["json"])
-    assert explicit.caller.choice.name == "json"  # the preset is only a default
+    assert explicit.call_model.caller.choice.name == "json"  # the preset is only a default
 
 
 @pytest.mark.parametrize("mode", ["sequential", "parallel_safe"])

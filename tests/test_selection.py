@@ -295,7 +295,7 @@ def test_select_tools_node_pinned_filtered_tool_raises(make_catalog):
 @pytest.mark.parametrize("mode", MODES)
 async def test_tool_search_first_turn_adds_best_hits(catalog, mode):
     selected = await visible(
-        ToolSearch(catalog, limit=2), ask("what is the weather in Paris"), mode
+        ToolSearch(catalog, search_limit=2), ask("what is the weather in Paris"), mode
     )
     assert len(selected) == 2
     assert set(selected) <= set(catalog.tools_in("weather"))
@@ -322,14 +322,14 @@ async def test_tool_search_every_turn_searches_later_turns(catalog, mode):
             HumanMessage("merge the pull request"),
         ]
     }
-    out = await run(ToolSearch(catalog, limit=1, every_turn=True), state, mode)
+    out = await run(ToolSearch(catalog, search_limit=1, every_turn=True), state, mode)
     assert out["selected_tools"] == {"add": ["merge_pull_request"], "remove": []}
 
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_tool_search_skips_tools_already_visible(catalog, mode):
     state = ask("what is the weather in Paris", selected_tools=["get_weather"])
-    out = await run(ToolSearch(catalog, limit=5), state, mode)
+    out = await run(ToolSearch(catalog, search_limit=5), state, mode)
     assert out["selected_tools"]["remove"] == []
     assert out["selected_tools"]["add"] and "get_weather" not in out["selected_tools"]["add"]
 
@@ -337,12 +337,12 @@ async def test_tool_search_skips_tools_already_visible(catalog, mode):
 @pytest.mark.parametrize("mode", MODES)
 async def test_tool_search_no_hit_returns_empty_update(catalog, mode):
     assert await run(ToolSearch(catalog), ask("zqxjvk"), mode) == {}
-    assert await run(ToolSearch(catalog, limit=0), ask("weather"), mode) == {}
+    assert await run(ToolSearch(catalog, search_limit=0), ask("weather"), mode) == {}
 
 
 def test_tool_search_rejects_negative_limit(catalog):
     with pytest.raises(ValueError, match="limit"):
-        ToolSearch(catalog, limit=-1)
+        ToolSearch(catalog, search_limit=-1)
 
 
 # --- the public contract graph -----------------------------------------------------------
@@ -352,7 +352,7 @@ def build_contract_graph(catalog: ToolCatalog, **compile_kwargs):
     g = StateGraph(ToolBudgetState)
     g.add_node("classify_intent", ClassifyIntent(catalog))
     g.add_node("select_tools", SelectTools(catalog, max_tools=8))
-    g.add_node("tool_search", ToolSearch(catalog, limit=5))
+    g.add_node("tool_search", ToolSearch(catalog, search_limit=5))
     g.add_edge(START, "classify_intent")
     g.add_edge("classify_intent", "select_tools")
     g.add_edge("select_tools", "tool_search")
@@ -486,7 +486,7 @@ async def test_tool_search_cap_evicts_and_streams_the_removed_tools(catalog, mod
     state = {"messages": [HumanMessage("what is the weather in Paris")], "selected_tools": first}
     events: list[dict] = []
     g = StateGraph(ToolBudgetState)
-    g.add_node("tool_search", ToolSearch(catalog, limit=2, max_visible=4))
+    g.add_node("tool_search", ToolSearch(catalog, search_limit=2, max_visible=4))
     g.add_edge(START, "tool_search")
     g.add_edge("tool_search", END)
     app = g.compile()

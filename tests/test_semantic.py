@@ -202,7 +202,7 @@ def build_graph(catalog: ToolCatalog, embeddings, **select_kwargs) -> StateGraph
     g = StateGraph(ToolBudgetState)
     g.add_node("classify_intent", ClassifyIntent(catalog, embeddings=embeddings))
     g.add_node("select_tools", SelectTools(catalog, embeddings=embeddings, **select_kwargs))
-    g.add_node("tool_search", ToolSearch(catalog, limit=2, embeddings=embeddings))
+    g.add_node("tool_search", ToolSearch(catalog, search_limit=2, embeddings=embeddings))
     g.add_edge(START, "classify_intent")
     g.add_edge("classify_intent", "select_tools")
     g.add_edge("select_tools", "tool_search")
@@ -260,8 +260,10 @@ async def test_fusion_finds_a_paraphrase_bm25_misses(docs_catalog, mode):
     scorer = HybridScorer(docs_catalog, HashingEmbeddings())
     assert top(docs_catalog, await scores(scorer, query, mode)) == ["summarize_document"]
 
-    lexical = await run(ToolSearch(docs_catalog, limit=1), ask(query), mode)
-    hybrid = await run(ToolSearch(docs_catalog, limit=1, embeddings=scorer), ask(query), mode)
+    lexical = await run(ToolSearch(docs_catalog, search_limit=1), ask(query), mode)
+    hybrid = await run(
+        ToolSearch(docs_catalog, search_limit=1, embeddings=scorer), ask(query), mode
+    )
     assert lexical == {}
     assert hybrid["selected_tools"] == {"add": ["summarize_document"], "remove": []}
 
@@ -275,8 +277,10 @@ async def test_fusion_adds_a_paraphrased_tool_beside_the_lexical_match(docs_cata
     scorer = HybridScorer(docs_catalog, HashingEmbeddings())
     fused = await scores(scorer, query, mode)
     assert top(docs_catalog, fused, 2) == ["get_sales_report", "visualize_data"]
-    lexical = await run(ToolSearch(docs_catalog, limit=2), ask(query), mode)
-    hybrid = await run(ToolSearch(docs_catalog, limit=2, embeddings=scorer), ask(query), mode)
+    lexical = await run(ToolSearch(docs_catalog, search_limit=2), ask(query), mode)
+    hybrid = await run(
+        ToolSearch(docs_catalog, search_limit=2, embeddings=scorer), ask(query), mode
+    )
     assert lexical["selected_tools"] == {"add": ["get_sales_report"], "remove": []}
     assert hybrid["selected_tools"] == {"add": ["get_sales_report", "visualize_data"], "remove": []}
 

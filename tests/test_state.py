@@ -148,7 +148,7 @@ def build_agent_graph(catalog: ToolCatalog, model: ScriptedChatModel, checkpoint
     g = StateGraph(ToolBudgetState)
     g.add_node("classify_intent", ClassifyIntent(catalog))
     g.add_node("select_tools", SelectTools(catalog, max_tools=4))
-    g.add_node("tool_search", ToolSearch(catalog, limit=2))
+    g.add_node("tool_search", ToolSearch(catalog, search_limit=2))
     g.add_node("agent", RunnableLambda(agent, afunc=aagent))
     g.add_edge(START, "classify_intent")
     g.add_edge("classify_intent", "select_tools")

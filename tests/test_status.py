@@ -372,7 +372,7 @@ async def test_selection_nodes_follow_the_runtime_mode(mode, api):
     assert ("lab" in classified["category_scores"]) == (mode == "debug")
     select = SelectTools(catalog, runtime_mode=mode, strategy="categories")
     chosen = await run(select, {**state, "categories": ["weather", "lab", "archive"]}, api)
-    searched = await run(ToolSearch(catalog, runtime_mode=mode, limit=10), state, api)
+    searched = await run(ToolSearch(catalog, runtime_mode=mode, search_limit=10), state, api)
     for update in (chosen, searched):
         added = set(update["selected_tools"]["add"])
         assert added and not added & HIDDEN_EVERYWHERE
@@ -589,7 +589,7 @@ def test_budget_config_runtime_mode_defaults_to_production_and_is_validated():
     assert BudgetConfig(runtime_mode="debug").runtime_mode == "debug"
     assert BudgetConfig().override(runtime_mode="debug").runtime_mode == "debug"
     assert BudgetConfig(runtime_mode="debug").mode == "parallel_safe"  # the execution mode stays
-    with pytest.raises(ValueError, match=r"BudgetConfig: runtime_mode must be 'production'"):
+    with pytest.raises(ValueError, match=r"BudgetConfig: option runtime_mode must be 'production'"):
         BudgetConfig(runtime_mode="prod")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="runtime_mode"):
         BudgetConfig(runtime_mode=1)  # type: ignore[arg-type]

@@ -37,7 +37,7 @@ def selection_graph(catalog: ToolCatalog, max_tools: int = 5, search_limit: int 
     g = StateGraph(ToolBudgetState)
     g.add_node("classify_intent", ClassifyIntent(catalog))
     g.add_node("select_tools", SelectTools(catalog, max_tools=max_tools))
-    g.add_node("tool_search", ToolSearch(catalog, limit=search_limit))
+    g.add_node("tool_search", ToolSearch(catalog, search_limit=search_limit))
     g.add_edge(START, "classify_intent")
     g.add_edge("classify_intent", "select_tools")
     g.add_edge("select_tools", "tool_search")

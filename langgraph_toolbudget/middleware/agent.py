@@ -3,24 +3,21 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
-from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
+from typing_extensions import Unpack
 
-from langgraph_toolbudget.config import BudgetConfig, ExecutionMode, RuntimeMode, resolve_config
+from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.coercion import repair_tool_calls
-from langgraph_toolbudget.core.gating import EnabledBuiltins
-from langgraph_toolbudget.core.semantic import HybridScorer
 from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
 from langgraph_toolbudget.execution.batch import BatchRunner
 from langgraph_toolbudget.execution.pipeline import CallCheck
@@ -36,10 +33,8 @@ from langgraph_toolbudget.nodes._node import emit_changes
 from langgraph_toolbudget.nodes.agent import ITERATION_LIMIT_MESSAGE
 from langgraph_toolbudget.nodes.intent import ClassifyIntent
 from langgraph_toolbudget.nodes.prompt import ai_calls_this_turn
-from langgraph_toolbudget.nodes.retrieval import Retriever
 from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
 from langgraph_toolbudget.nodes.thread_prompt import ThreadPrompt
-from langgraph_toolbudget.nodes.usage import ToolUsage
 from langgraph_toolbudget.nodes.usage_hooks import arecord_call, record_call
 
 __all__ = ["ToolBudgetMiddleware"]
@@ -88,34 +83,23 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
     Args:
         catalog: the tool catalog; its tools (in ``runtime_mode``) and the
             meta-tools are registered with the agent.
-        config: the shared options; the keyword arguments below override it
-            (``None`` keeps the config's value).
-        max_tools: the budget (default 8, or the preset of ``model_size``).
-        model_size: model name or size for the budget presets.
-        min_per_category: floor of each category's share.
-        max_categories: categories the classifier returns at most.
+        config: the shared options (:class:`~langgraph_toolbudget.config.BudgetConfig`).
         classifier_model: optional chat model for the classification.
-        search_limit: tools the automatic tool search adds.
-        embeddings: optional LangChain ``Embeddings`` (or a ``HybridScorer``).
-        mode: ``parallel_safe`` (the agent's tool node runs a batch's calls
-            concurrently) or ``sequential`` (this middleware lets one call run
-            at a time).
-        pinned: tools always visible.
-        max_visible: hard cap on visible tools (LRU eviction).
-        max_iterations: model calls per user turn.
-        max_meta_calls: meta-calls per user turn.
-        enforce_visibility: refuse calls to tools that exist but are not visible.
-        runtime_mode: ``production`` or ``debug`` (drafts too).
-        enabled_builtins: the built-in tools to enable (see ``BudgetConfig``).
-        usage: a :class:`~langgraph_toolbudget.nodes.usage.ToolUsage`: the
-            selection ranks with it, and each catalog tool that ran successfully
-            is recorded against the latest user message (refused or failed calls
-            are not; a run opts out with ``configurable={"toolbudget_record_usage":
-            False}``). Off by default.
-        retriever: your own tool search for the selection (see ``BudgetConfig``).
+        **options: any ``BudgetConfig`` option, over ``config``'s value: the budget
+            (``max_tools``, ``model_size``, ``min_per_category``, ...), the selection
+            (``max_categories``, ``search_limit``, ``embeddings``, ``retriever``,
+            ``usage``), the visible set (``pinned``, ``max_visible``), the loop
+            (``max_iterations``, ``max_meta_calls``), enforcement
+            (``enforce_visibility``, ``runtime_mode``, ``enabled_builtins``) and
+            ``mode``: ``parallel_safe`` (the agent's tool node runs a batch's calls
+            concurrently) or ``sequential`` (this middleware lets one call run at a
+            time). ``usage``: the selection ranks with it, and each catalog tool that
+            ran successfully is recorded against the latest user message (a run opts
+            out with ``configurable={"toolbudget_record_usage": False}``).
 
     Raises:
-        TypeError: an option of the wrong type.
+        TypeError: an unknown option (the message names the closest one) or one of the
+            wrong type.
         ValueError: an option out of range; a catalog tool named like a meta-tool.
 
     Example:
@@ -132,47 +116,14 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         catalog: ToolCatalog,
         *,
         config: BudgetConfig | None = None,
-        max_tools: int | None = None,
-        model_size: str | float | None = None,
-        min_per_category: int | None = None,
-        max_categories: int | None = None,
         classifier_model: BaseChatModel | str | None = None,
-        search_limit: int | None = None,
-        embeddings: Embeddings | HybridScorer | None = None,
-        mode: ExecutionMode | None = None,
-        pinned: Sequence[str] | None = None,
-        max_visible: int | None = None,
-        max_iterations: int | None = None,
-        max_meta_calls: int | None = None,
-        enforce_visibility: bool | None = None,
-        runtime_mode: RuntimeMode | None = None,
-        enabled_builtins: EnabledBuiltins = None,
-        usage: ToolUsage | None = None,
-        retriever: Retriever | None = None,
+        **options: Unpack[BudgetOptions],
     ) -> None:
         super().__init__()
-        self.config = shared = resolve_config(
-            config,
-            max_tools=max_tools,
-            model_size=model_size,
-            min_per_category=min_per_category,
-            max_categories=max_categories,
-            search_limit=search_limit,
-            embeddings=embeddings,
-            mode=mode,
-            pinned=pinned,
-            max_visible=max_visible,
-            max_iterations=max_iterations,
-            max_meta_calls=max_meta_calls,
-            enforce_visibility=enforce_visibility,
-            runtime_mode=runtime_mode,
-            enabled_builtins=enabled_builtins,
-            usage=usage,
-            retriever=retriever,
-        )
+        self.config = shared = BudgetConfig.resolve(config, options, owner="ToolBudgetMiddleware")
         # The agent's own tool node runs the calls, so results are not offloaded here:
         # no output tools to bind (see docs/middleware.md).
-        shared = dataclasses.replace(shared, offload_over_chars=None, offload_over_tokens=None)
+        shared = shared.override(offload_over_chars=None, offload_over_tokens=None)
         self.runner = BatchRunner(catalog, shared)
         self.catalog = catalog = self.runner.catalog  # in the runtime mode
         self.selectors = (

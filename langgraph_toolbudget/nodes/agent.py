@@ -1,9 +1,12 @@
-"""The agent nodes: call the model with the meta-tools and the visible tools.
+"""The agent: the model call, and the one agent loop (model <-> tools) as a node.
+
+Its one reason to change: how the agent calls the model and loops over the tools.
 
 Key Components:
     - :class:`CallModel`: calls the model once (graph-level loop with
       :class:`~langgraph_toolbudget.nodes.executor.ToolExecutor`).
-    - :class:`ToolAgent`: one node that loops model -> tools inside itself.
+    - :class:`ToolAgent`: that loop, ``CallModel`` <-> ``ToolExecutor``, compiled as a
+      subgraph and added to your graph as one node.
 
 Typical Usage:
     ```python
@@ -15,37 +18,29 @@ Typical Usage:
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.types import Command
+from langgraph.channels.binop import BinaryOperatorAggregate
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.prebuilt import tools_condition
+from typing_extensions import Unpack
 
-from langgraph_toolbudget.config import (
-    KEEP,
-    BudgetConfig,
-    ExecutionMode,
-    Keep,
-    RuntimeMode,
-    resolve_config,
-    resolve_offload,
-)
+from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.core.context import SessionContext
-from langgraph_toolbudget.core.intent import latest_user_text
+from langgraph_toolbudget.core.context import SessionContext, merge_context
 from langgraph_toolbudget.core.selection import free_tools
-from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
-from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome, flatten_outputs
-from langgraph_toolbudget.execution.builtins import Builtins, merge_update
-from langgraph_toolbudget.execution.pipeline import AsyncToolCallWrapper, ToolCallWrapper
-from langgraph_toolbudget.formats.settings import ToolCallFormatsSpec
-from langgraph_toolbudget.nodes._node import BudgetNode, emit_changes
+from langgraph_toolbudget.core.working_set import state_messages
+from langgraph_toolbudget.execution.builtins import Builtins
+from langgraph_toolbudget.execution.hooks import AsyncToolCallWrapper, ToolCallWrapper
+from langgraph_toolbudget.nodes._node import BudgetNode
+from langgraph_toolbudget.nodes.executor import ToolExecutor
 from langgraph_toolbudget.nodes.prompt import ModelCaller, SystemPrompt, ai_calls_this_turn
-from langgraph_toolbudget.nodes.usage import ToolUsage
-from langgraph_toolbudget.nodes.usage_hooks import succeeded_tools
+from langgraph_toolbudget.state import ToolBudgetState, merge_counts, merge_names
 
 __all__ = ["ITERATION_LIMIT_MESSAGE", "CallModel", "ToolAgent"]
 
@@ -71,19 +66,16 @@ class CallModel(BudgetNode):
             ``tool_call_formats``), or a ``"provider:model"`` string for
             LangChain's ``init_chat_model``.
         catalog: the tool catalog.
-        config: the shared options; the keyword arguments below override it.
+        config: the shared options (:class:`~langgraph_toolbudget.config.BudgetConfig`).
         system_prompt: a string, a ``SystemMessage``, or a callable
             ``(state) -> messages`` / ``(state, config) -> messages``.
-        pinned: tools always visible.
-        max_iterations: model calls allowed per user turn.
-        runtime_mode: ``production`` (published and deprecated tools) or ``debug``
-            (drafts too): which tools are bound and listed in the prompt.
         name: node name.
-        tool_call_formats: how tools are shown to the model and its calls read:
-            ``{"enabled": [...], "primary": ...}`` with ``native``, ``hermes``,
-            ``mistral``, ``pythonic``, ``json`` (see ``docs/formats.md``);
-            ``None``: native, else the text format the model's name suggests.
-        model_supports_tools: override the check of native tool calling.
+        **options: any ``BudgetConfig`` option, over ``config``'s value. Those this
+            node reads: ``max_iterations``, ``pinned``, ``runtime_mode`` (which tools
+            are bound and listed in the prompt), ``tool_call_formats`` and
+            ``model_supports_tools`` (how tools are shown to the model, see
+            ``docs/formats.md``), ``enabled_builtins`` and the offload options (which
+            built-in tools are bound).
 
     Raises:
         TypeError: ``model`` is not a chat model or a model string.
@@ -97,22 +89,11 @@ class CallModel(BudgetNode):
         *,
         config: BudgetConfig | None = None,
         system_prompt: SystemPrompt = None,
-        pinned: Sequence[str] | None = None,
-        max_iterations: int | None = None,
-        runtime_mode: RuntimeMode | None = None,
         name: str = "agent",
-        tool_call_formats: ToolCallFormatsSpec = None,
-        model_supports_tools: bool | None = None,
+        **options: Unpack[BudgetOptions],
     ) -> None:
         super().__init__(name)
-        self.config = resolve_config(
-            config,
-            pinned=pinned,
-            max_iterations=max_iterations,
-            runtime_mode=runtime_mode,
-            tool_call_formats=tool_call_formats,
-            model_supports_tools=model_supports_tools,
-        )
+        self.config = BudgetConfig.resolve(config, options, owner="CallModel")
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.caller = ModelCaller(
             model, catalog, system_prompt, Builtins(catalog, self.config), self.config, name
@@ -144,54 +125,36 @@ class CallModel(BudgetNode):
 
 
 class ToolAgent(BudgetNode):
-    """One node that loops model -> tools until the model answers.
+    """The agent loop as one node: ``CallModel`` <-> ``ToolExecutor``, compiled as a subgraph.
 
-    Each iteration binds the meta-tools and the visible tools, calls the model,
-    and runs its tool calls through the same core as
-    :class:`~langgraph_toolbudget.nodes.executor.ToolExecutor` (meta-calls first,
-    enforcement, coercion, ``sequential``/``parallel_safe``). Meta-calls
-    widen the visible set for the next iteration.
+    Add it anywhere in your graph; it runs model calls and tool batches until the
+    model answers (or ``max_iterations`` model calls were made this turn), exactly as
+    the prebuilt graph's ``agent`` and ``tools`` nodes do, because it *is* those two
+    nodes: each step is a step of the subgraph, so it is checkpointed (under your
+    graph's checkpointer), can be interrupted and resumed, and streams (``stream_mode``
+    ``"custom"``/``"messages"``, ``subgraphs=True`` for its own updates).
 
-    Input: ``messages``, ``selected_tools`` (from the selection nodes).
-    Output: the new messages (AI and tool messages, and a final message if
-    ``max_iterations`` is hit), the working-set update, ``discovered_tools``;
-    plus any ``Command`` a tool returned.
+    Input: ``messages``, ``selected_tools`` (from the selection nodes) and the rest of
+    your state. Output: the update that turns your state into the loop's final state:
+    the new messages, the visible set (tools added and removed), ``discovered_tools``,
+    ``tool_last_used``, the tool context, and any key of your state a tool changed with
+    a ``Command`` (keys with a reducer of their own get the items a list gained, or the
+    final value).
 
     Args:
         model: a chat model (native tool calling or a text format), or a
             ``"provider:model"`` string.
         catalog: the tool catalog.
-        config: the shared options; the keyword arguments below override it.
-        mode: ``sequential`` or ``parallel_safe``.
-        max_iterations: model calls per turn (default 5).
-        max_tools: budget for ``request_more_tools``.
-        min_per_category: floor of each category's share.
-        pinned: tools always visible.
-        max_visible: hard cap on visible tools (LRU eviction).
-        max_meta_calls: meta-calls allowed per user turn.
-        enforce_visibility: refuse calls to loaded-but-invisible tools.
-        max_parallel: size of the executor's own thread pool for sync tools
-            (default 16): sync calls at once, at most.
-        group_limits: concurrency group -> calls at once (e.g. ``{"github": 4}``).
-        runtime_mode: ``production`` (published and deprecated tools) or ``debug``
-            (drafts too): which tools are bound and run, and which the meta-tools
-            list, search and load.
+        config: the shared options (:class:`~langgraph_toolbudget.config.BudgetConfig`).
         system_prompt: a string, a ``SystemMessage``, or a callable of the state.
-        offload_over_chars: results longer than this many characters are
-            stored out of the conversation (default 20,000; ``None`` turns
-            offloading off); see ``docs/offloading.md``.
-        offload_over_tokens: the same limit in estimated tokens (default: unused).
+        state_schema: the loop's state: your graph's state schema when its tools read
+            or write keys of their own (``InjectedState``, ``Command`` updates); it must
+            extend :class:`~langgraph_toolbudget.state.ToolBudgetState`.
         wrap_tool_call: hooks around each tool call (LangGraph's shape).
         awrap_tool_call: async hooks around each tool call.
         name: node name.
-        tool_call_formats: how tools are shown to the model and its calls read:
-            ``{"enabled": [...], "primary": ...}`` with ``native``, ``hermes``,
-            ``mistral``, ``pythonic``, ``json`` (see ``docs/formats.md``);
-            ``None``: native, else the text format the model's name suggests.
-        model_supports_tools: override the check of native tool calling.
-        usage: a :class:`~langgraph_toolbudget.nodes.usage.ToolUsage`: each
-            regular tool that ran successfully is recorded against the latest
-            user message (see :class:`~langgraph_toolbudget.nodes.executor.ToolExecutor`).
+        **options: any ``BudgetConfig`` option, over ``config``'s value (those of
+            :class:`CallModel` and :class:`~langgraph_toolbudget.nodes.executor.ToolExecutor`).
 
     Example:
         ```python
@@ -205,141 +168,97 @@ class ToolAgent(BudgetNode):
         catalog: ToolCatalog,
         *,
         config: BudgetConfig | None = None,
-        mode: ExecutionMode | None = None,
-        max_iterations: int | None = None,
-        max_tools: int | None = None,
-        min_per_category: int | None = None,
-        pinned: Sequence[str] | None = None,
-        max_visible: int | None = None,
-        max_meta_calls: int | None = None,
-        enforce_visibility: bool | None = None,
-        max_parallel: int | None = None,
-        group_limits: Mapping[str, int] | None = None,
-        runtime_mode: RuntimeMode | None = None,
-        offload_over_chars: int | None | Keep = KEEP,
-        offload_over_tokens: int | None = None,
         system_prompt: SystemPrompt = None,
+        state_schema: type[Any] = ToolBudgetState,
         wrap_tool_call: ToolCallWrapper | Sequence[ToolCallWrapper] | None = None,
         awrap_tool_call: AsyncToolCallWrapper | Sequence[AsyncToolCallWrapper] | None = None,
         name: str = "agent",
-        tool_call_formats: ToolCallFormatsSpec = None,
-        model_supports_tools: bool | None = None,
-        usage: ToolUsage | None = None,
+        **options: Unpack[BudgetOptions],
     ) -> None:
         super().__init__(name)
-        self.config = resolve_config(
-            config,
-            usage=usage,
-            mode=mode,
-            max_iterations=max_iterations,
-            max_tools=max_tools,
-            min_per_category=min_per_category,
-            pinned=pinned,
-            max_visible=max_visible,
-            max_meta_calls=max_meta_calls,
-            enforce_visibility=enforce_visibility,
-            max_parallel=max_parallel,
-            group_limits=group_limits,
-            runtime_mode=runtime_mode,
-            tool_call_formats=tool_call_formats,
-            model_supports_tools=model_supports_tools,
-            offload_over_tokens=offload_over_tokens,
+        self.config = BudgetConfig.resolve(config, options, owner="ToolAgent")
+        self.call_model = CallModel(model, catalog, config=self.config, system_prompt=system_prompt)
+        """The loop's model node."""
+        self.executor = ToolExecutor(
+            catalog,
+            config=self.config,
+            wrap_tool_call=wrap_tool_call,
+            awrap_tool_call=awrap_tool_call,
         )
-        self.config = resolve_offload(self.config, offload_over_chars)
-        catalog = catalog.in_runtime_mode(self.config.runtime_mode)
-        self.runner = BatchRunner(
-            catalog, self.config, wrap_tool_call=wrap_tool_call, awrap_tool_call=awrap_tool_call
-        )
-        self.caller = ModelCaller(
-            model, catalog, system_prompt, self.runner.builtins, self.config, name
-        )
+        """The loop's tools node."""
+        loop = StateGraph(state_schema)
+        loop.add_node("agent", self.call_model)
+        loop.add_node("tools", self.executor)
+        loop.add_edge(START, "agent")
+        loop.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
+        loop.add_edge("tools", "agent")
+        self.graph = loop.compile(name=name)
+        """The loop, compiled without a checkpointer: it runs under your graph's."""
 
     @property
     def max_iterations(self) -> int:
         """Model calls per user turn."""
         return self.config.max_iterations
 
-    @staticmethod
-    def _loop_state(
-        state: Any, new: list[BaseMessage], working: WorkingSet, extra: dict[str, Any]
-    ) -> Any:
-        """The state the next iteration sees: the node's input plus what this turn changed."""
-        base = dict(state) if isinstance(state, dict) else {}
-        merge_update(base, extra)
-        messages = [*state_messages(state), *new]
-        return {**base, "messages": messages, "selected_tools": list(working.names)}
+    def _config(self, config: RunnableConfig) -> RunnableConfig:
+        # A model call and a tool batch per iteration, plus the final answer.
+        steps = 2 * self.max_iterations + 2
+        return {**config, "recursion_limit": max(config.get("recursion_limit", 25), steps)}
 
-    @staticmethod
-    def _absorb(
-        outcome: TurnOutcome, new: list[BaseMessage], commands: list[Command], turn: TurnOutcome
-    ) -> None:
-        """Add one batch's results to the turn: messages, Commands, discoveries, updates."""
-        turn.discovered.extend(outcome.discovered)
-        merge_update(turn.update, outcome.update)
-        for output in flatten_outputs(outcome.outputs):
-            if isinstance(output, ToolMessage):
-                new.append(output)
-                continue
-            update = output.update if isinstance(output.update, dict) else {}
-            new.extend(m for m in update.get("messages", []) if isinstance(m, BaseMessage))
-            rest = {k: v for k, v in update.items() if k != "messages"}
-            if rest or output.goto or output.graph or output.resume is not None:
-                commands.append(dataclasses.replace(output, update=rest or None))
+    def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        final = self.graph.invoke(state, self._config(config))
+        return state_update(state, final, self.graph.channels)
 
-    def _finish(
-        self,
-        new: list[BaseMessage],
-        commands: list[Command],
-        working: WorkingSet,
-        turn: TurnOutcome,
-        finished: bool,
-    ) -> Any:
-        if not finished:
-            new.append(AIMessage(ITERATION_LIMIT_MESSAGE.format(n=self.max_iterations)))
-        emit_changes(working, self.node_name)
-        update = {**turn.update, "messages": new, **working.update()}
-        if turn.discovered:
-            update["discovered_tools"] = turn.discovered
-        return [*commands, update] if commands else update
+    async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        final = await self.graph.ainvoke(state, self._config(config))
+        return state_update(state, final, self.graph.channels)
 
-    def run(self, state: Any, config: RunnableConfig) -> Any:
-        working = self.runner.working_set(state)
-        new: list[BaseMessage] = []
-        commands: list[Command] = []
-        turn = TurnOutcome()
-        while sum(isinstance(m, AIMessage) for m in new) < self.max_iterations:
-            loop_state = self._loop_state(state, new, working, turn.update)
-            replies = self.caller.invoke(loop_state, working, config)
-            new.extend(replies)
-            ai = replies[-1]
-            if not ai.tool_calls:
-                return self._finish(new, commands, working, turn, True)
-            loop_state = self._loop_state(state, new, working, turn.update)
-            outcome = self.runner.run(ai.tool_calls, loop_state, config, working)
-            if (usage := self.config.usage) is not None:
-                names = succeeded_tools(ai.tool_calls, outcome.outputs)
-                usage.record_run(latest_user_text(loop_state["messages"]), names, config)
-            emit_changes(working, self.node_name)
-            self._absorb(outcome, new, commands, turn)
-        return self._finish(new, commands, working, turn, False)
 
-    async def arun(self, state: Any, config: RunnableConfig) -> Any:
-        working = self.runner.working_set(state)
-        new: list[BaseMessage] = []
-        commands: list[Command] = []
-        turn = TurnOutcome()
-        while sum(isinstance(m, AIMessage) for m in new) < self.max_iterations:
-            loop_state = self._loop_state(state, new, working, turn.update)
-            replies = await self.caller.ainvoke(loop_state, working, config)
-            new.extend(replies)
-            ai = replies[-1]
-            if not ai.tool_calls:
-                return self._finish(new, commands, working, turn, True)
-            loop_state = self._loop_state(state, new, working, turn.update)
-            outcome = await self.runner.arun(ai.tool_calls, loop_state, config, working)
-            if (usage := self.config.usage) is not None:
-                names = succeeded_tools(ai.tool_calls, outcome.outputs)
-                await usage.arecord_run(latest_user_text(loop_state["messages"]), names, config)
-            emit_changes(working, self.node_name)
-            self._absorb(outcome, new, commands, turn)
-        return self._finish(new, commands, working, turn, False)
+_MISSING = object()
+
+
+def state_update(
+    before: Any, after: Mapping[str, Any], channels: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The update that turns state ``before`` into ``after`` through the state's reducers.
+
+    ``channels``: the compiled graph's channels (a reducer is a ``BinaryOperatorAggregate``'s
+    operator). Messages: those ``before`` lacks (by id). Tool names: ``{"remove", "add"}``.
+    Counters and the tool context: the changed entries (``None`` removes a context key). A
+    list under another reducer: the items it gained at its end, else its final value.
+    """
+    before = before if isinstance(before, Mapping) else {}
+    out: dict[str, Any] = {}
+    for key, value in after.items():
+        old = before.get(key, _MISSING)
+        if old is value or old == value:
+            continue
+        channel = channels.get(key)
+        reducer = channel.operator if isinstance(channel, BinaryOperatorAggregate) else None
+        delta = _delta(reducer, None if old is _MISSING else old, value)
+        if delta is not _MISSING:
+            out[key] = delta
+    return out
+
+
+def _delta(reducer: Callable[..., Any] | None, old: Any, new: Any) -> Any:
+    if reducer is None:
+        return new
+    if reducer is add_messages:
+        seen = {m.id for m in old or [] if isinstance(m, BaseMessage)}
+        fresh = [m for m in new if not (isinstance(m, BaseMessage) and m.id in seen)]
+        return fresh or _MISSING
+    if reducer is merge_names:
+        kept = set(new)
+        added = [n for n in new if n not in set(old or [])]
+        removed = [n for n in old or [] if n not in kept]
+        return {"remove": removed, "add": added} if added or removed else _MISSING
+    if reducer in (merge_counts, merge_context):
+        old = old or {}
+        changed = {k: v for k, v in new.items() if old.get(k, _MISSING) != v}
+        if reducer is merge_context:
+            changed.update((k, None) for k in old if k not in new)
+        return changed or _MISSING
+    if isinstance(old, list) and isinstance(new, list) and new[: len(old)] == old:
+        return new[len(old) :] or _MISSING
+    return new

@@ -24,7 +24,7 @@ docs/execution.md ("Differences from ToolNode").
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import ToolCall
@@ -32,17 +32,10 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as create_tool
 from langgraph.prebuilt import ToolNode
+from typing_extensions import Unpack
 
 from langgraph_toolbudget._compat import DEFAULT_HANDLE_TOOL_ERRORS, toolnode_input
-from langgraph_toolbudget.config import (
-    KEEP,
-    BudgetConfig,
-    ExecutionMode,
-    Keep,
-    RuntimeMode,
-    resolve_config,
-    resolve_offload,
-)
+from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.coercion import complete_tool_calls
 from langgraph_toolbudget.core.context import SessionContext
@@ -53,7 +46,6 @@ from langgraph_toolbudget.execution.errors import HandleToolErrors
 from langgraph_toolbudget.execution.outcome import TurnOutcome, node_output
 from langgraph_toolbudget.execution.pipeline import AsyncToolCallWrapper, ToolCallWrapper
 from langgraph_toolbudget.nodes._node import emit_changes
-from langgraph_toolbudget.nodes.usage import ToolUsage
 from langgraph_toolbudget.nodes.usage_hooks import succeeded_tools
 
 __all__ = ["ToolExecutor"]
@@ -86,24 +78,7 @@ class ToolExecutor(ToolNode):
         catalog: the tool catalog.
         config: the shared options (:class:`~langgraph_toolbudget.config.BudgetConfig`);
             pass the one ``SelectTools`` got, so ``request_more_tools`` loads
-            under the same budget. The keyword arguments below override single
-            options; ``None`` keeps the config's value.
-        mode: ``sequential`` or ``parallel_safe``.
-        max_tools: budget for ``request_more_tools``.
-        min_per_category: floor of each category's share.
-        pinned: tools always visible.
-        max_visible: hard cap on visible tools (LRU eviction).
-        max_meta_calls: meta-calls allowed per user turn.
-        enforce_visibility: refuse calls to loaded-but-invisible tools.
-        max_parallel: size of the executor's own thread pool for sync tools
-            (default 16): sync calls at once, at most.
-        group_limits: concurrency group -> calls at once (e.g. ``{"github": 4}``).
-        runtime_mode: ``production`` (published and deprecated tools) or ``debug``
-            (drafts too): which tools run and which the meta-tools list, search and load.
-        offload_over_chars: results longer than this many characters are
-            stored out of the conversation (default 20,000; ``None`` turns
-            offloading off); see ``docs/offloading.md``.
-        offload_over_tokens: the same limit in estimated tokens (default: unused).
+            under the same budget.
         wrap_tool_call: hooks ``(request, execute) -> result`` around each call,
             as ``ToolNode(wrap_tool_call=...)`` (a callable or a list, outermost first).
         awrap_tool_call: async hooks, as ``ToolNode(awrap_tool_call=...)``.
@@ -115,15 +90,19 @@ class ToolExecutor(ToolNode):
             with its meaning: ``True``, a message string, a callable taking the
             exception, an exception type or a tuple of them, ``False`` (raise).
         messages_key: the state key of the messages, as ``ToolNode(messages_key=...)``.
-        usage: a :class:`~langgraph_toolbudget.nodes.usage.ToolUsage`: each
-            regular tool that ran successfully is recorded against the latest
-            user message (refused and failed calls are not); a run opts out with
-            ``configurable={"toolbudget_record_usage": False}``.
+        **options: any ``BudgetConfig`` option, over ``config``'s value. Those the
+            executor reads: ``mode``, ``max_parallel`` and ``group_limits`` (the
+            scheduling), ``max_tools``/``model_size``/``min_per_category`` (the budget
+            of ``request_more_tools``), ``max_meta_calls``, ``pinned``,
+            ``max_visible``, ``enforce_visibility``, ``runtime_mode``,
+            ``enabled_builtins``, the ``offload_*`` options and ``usage`` (each
+            regular tool that ran successfully is recorded against the latest user
+            message; a run opts out with ``configurable={"toolbudget_record_usage": False}``).
 
     Example:
         ```python
         from langgraph.prebuilt import tools_condition
-        graph.add_node("tools", ToolExecutor(catalog, mode="parallel_safe"))
+        graph.add_node("tools", ToolExecutor(catalog, config=config))
         graph.add_conditional_edges("agent", tools_condition)
         graph.add_edge("tools", "agent")
         ```
@@ -134,25 +113,13 @@ class ToolExecutor(ToolNode):
         catalog: ToolCatalog,
         *,
         config: BudgetConfig | None = None,
-        mode: ExecutionMode | None = None,
-        max_tools: int | None = None,
-        min_per_category: int | None = None,
-        pinned: Sequence[str] | None = None,
-        max_visible: int | None = None,
-        max_meta_calls: int | None = None,
-        enforce_visibility: bool | None = None,
-        max_parallel: int | None = None,
-        group_limits: Mapping[str, int] | None = None,
-        runtime_mode: RuntimeMode | None = None,
-        offload_over_chars: int | None | Keep = KEEP,
-        offload_over_tokens: int | None = None,
         wrap_tool_call: Hooks = None,
         awrap_tool_call: AsyncHooks = None,
         name: str = "tools",
         tags: list[str] | None = None,
         handle_tool_errors: HandleToolErrors = None,
         messages_key: str = "messages",
-        usage: ToolUsage | None = None,
+        **options: Unpack[BudgetOptions],
     ) -> None:
         if not isinstance(name, str) or not name:
             raise TypeError(f"name must be a non-empty string (the node's name), got {name!r}")
@@ -165,22 +132,7 @@ class ToolExecutor(ToolNode):
             messages_key=messages_key,
         )
         self.node_name: str = name
-        self.config = resolve_config(
-            config,
-            usage=usage,
-            mode=mode,
-            max_tools=max_tools,
-            min_per_category=min_per_category,
-            pinned=pinned,
-            max_visible=max_visible,
-            max_meta_calls=max_meta_calls,
-            enforce_visibility=enforce_visibility,
-            max_parallel=max_parallel,
-            group_limits=group_limits,
-            runtime_mode=runtime_mode,
-            offload_over_tokens=offload_over_tokens,
-        )
-        self.config = resolve_offload(self.config, offload_over_chars)
+        self.config = BudgetConfig.resolve(config, options, owner="ToolExecutor")
         self.runner = BatchRunner(
             catalog,
             self.config,
@@ -206,7 +158,8 @@ class ToolExecutor(ToolNode):
         messages_key: str = "messages",
         wrap_tool_call: Hooks = None,
         awrap_tool_call: AsyncHooks = None,
-        **options: Any,
+        config: BudgetConfig | None = None,
+        **options: Unpack[BudgetOptions],
     ) -> ToolExecutor:
         """The one-line swap for ``ToolNode(tools, ...)``: same arguments, same meaning.
 
@@ -228,8 +181,9 @@ class ToolExecutor(ToolNode):
             messages_key: the state key of the messages.
             wrap_tool_call: hooks around each call, as ``ToolNode``'s.
             awrap_tool_call: async hooks, as ``ToolNode``'s.
-            **options: any other keyword of :class:`ToolExecutor` (``mode``,
-                ``max_parallel``, ``group_limits``, ``config``...).
+            config: shared options, as for :class:`ToolExecutor`.
+            **options: any ``BudgetConfig`` option (``mode``, ``max_parallel``,
+                ``group_limits``...), over ``config``'s value and the defaults above.
 
         Returns:
             A ``ToolExecutor`` over a catalog of ``tools``.
@@ -252,6 +206,7 @@ class ToolExecutor(ToolNode):
             messages_key=messages_key,
             wrap_tool_call=wrap_tool_call,
             awrap_tool_call=awrap_tool_call,
+            config=config,
             **options,
         )
         return node

@@ -18,20 +18,19 @@ import logging
 from typing import Any
 
 import numpy as np
-from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
+from typing_extensions import Unpack
 
-from langgraph_toolbudget.config import BudgetConfig, RuntimeMode, resolve_config
+from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.intent import classify_lexical, latest_user_text
-from langgraph_toolbudget.core.semantic import HybridScorer, as_hybrid_scorer
+from langgraph_toolbudget.core.semantic import as_hybrid_scorer
 from langgraph_toolbudget.nodes._node import BudgetNode
 from langgraph_toolbudget.nodes.models import resolve_chat_model
-from langgraph_toolbudget.nodes.retrieval import Retriever, anode_scores, node_scores
-from langgraph_toolbudget.nodes.usage import ToolUsage
+from langgraph_toolbudget.nodes.retrieval import anode_scores, node_scores
 from langgraph_toolbudget.state import state_messages
 
 __all__ = ["CategoryChoice", "ClassifyIntent"]
@@ -57,29 +56,20 @@ class ClassifyIntent(BudgetNode):
 
     Args:
         catalog: the tool catalog.
-        config: the shared options; the keyword arguments below override it.
+        config: the shared options (:class:`~langgraph_toolbudget.config.BudgetConfig`).
         model: optional chat model (or ``"provider:model"`` string) with
             ``with_structured_output``. Its answer is validated: unknown
             categories are dropped; an exception, a malformed or an empty
             answer falls back to the lexical classifier (and is logged). A
             model without structured output is used for nothing: the lexical
             classifier runs (logged once, at construction).
-        max_categories: how many categories at most (the config's, 3).
         min_relative_score: lexical only: keep categories scoring at least this
             fraction of the best one.
-        embeddings: optional LangChain ``Embeddings`` (or a
-            :class:`~langgraph_toolbudget.core.semantic.HybridScorer`): the offline
-            classifier then scores tools by BM25 fused with embedding
-            similarity. An embedding failure falls back to BM25 for the turn.
-        runtime_mode: ``production`` (published and deprecated tools) or ``debug``
-            (drafts too): which tools count in a category's score (a category
-            holding only drafts is not chosen in production).
         name: node name.
-        usage: a :class:`~langgraph_toolbudget.nodes.usage.ToolUsage`: tools
-            score by their recorded messages too, and so do their categories.
-        retriever: your own tool search (see ``BudgetConfig.retriever``): a
-            function ``(query, catalog)``, sync or async, returning tool names
-            best first or ``{name: score}``, fused with the other scores.
+        **options: any ``BudgetConfig`` option, over ``config``'s value. Those this
+            node reads: ``max_categories`` (categories returned at most),
+            ``runtime_mode`` (a category holding only drafts is not chosen in
+            production), and the ranking's ``embeddings``, ``usage`` and ``retriever``.
 
     When no category matches (a request in a language the tool texts are not
     written in, say), the node logs it and returns no category: ``select_tools``
@@ -100,23 +90,12 @@ class ClassifyIntent(BudgetNode):
         *,
         config: BudgetConfig | None = None,
         model: BaseChatModel | str | None = None,
-        max_categories: int | None = None,
         min_relative_score: float = 0.5,
-        embeddings: Embeddings | HybridScorer | None = None,
-        runtime_mode: RuntimeMode | None = None,
         name: str = "classify_intent",
-        usage: ToolUsage | None = None,
-        retriever: Retriever | None = None,
+        **options: Unpack[BudgetOptions],
     ) -> None:
         super().__init__(name)
-        self.config = resolve_config(
-            config,
-            max_categories=max_categories,
-            embeddings=embeddings,
-            runtime_mode=runtime_mode,
-            usage=usage,
-            retriever=retriever,
-        )
+        self.config = BudgetConfig.resolve(config, options, owner="ClassifyIntent")
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.model = resolve_chat_model(model, what="ClassifyIntent model") if model else None
         self.min_relative_score = min_relative_score

@@ -9,7 +9,7 @@ Key Components:
 Typical Usage:
     ```python
     graph.add_node("select_tools", SelectTools(catalog, max_tools=8))
-    graph.add_node("tool_search", ToolSearch(catalog, limit=5))
+    graph.add_node("tool_search", ToolSearch(catalog, search_limit=5))
     ```
 """
 
@@ -20,22 +20,21 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
-from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
+from typing_extensions import Unpack
 
-from langgraph_toolbudget.config import BudgetConfig, RuntimeMode, resolve_config
+from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.context import SessionContext
-from langgraph_toolbudget.core.gating import AUTO_TOOL_SEARCH, EnabledBuiltins
+from langgraph_toolbudget.core.gating import AUTO_TOOL_SEARCH
 from langgraph_toolbudget.core.intent import latest_user_text
 from langgraph_toolbudget.core.reasons import budget_reasons, free_reasons, search_reasons
 from langgraph_toolbudget.core.selection import free_tools, search_hits, select_tools
-from langgraph_toolbudget.core.semantic import HybridScorer, as_hybrid_scorer
+from langgraph_toolbudget.core.semantic import as_hybrid_scorer
 from langgraph_toolbudget.core.token_budget import tool_tokens
 from langgraph_toolbudget.nodes._node import BudgetNode, emit_changes
-from langgraph_toolbudget.nodes.retrieval import Retriever, anode_scores, node_scores
-from langgraph_toolbudget.nodes.usage import ToolUsage
+from langgraph_toolbudget.nodes.retrieval import anode_scores, node_scores
 from langgraph_toolbudget.state import state_get, state_messages
 
 __all__ = ["SelectTools", "ToolSearch"]
@@ -59,38 +58,16 @@ class SelectTools(BudgetNode):
 
     Args:
         catalog: the tool catalog.
-        config: the shared options (:class:`~langgraph_toolbudget.config.BudgetConfig`);
-            the keyword arguments below override single options of it, and
-            ``None`` keeps the config's value.
-        max_tools: the budget (default 8, or the preset for ``model_size``).
-        min_per_category: floor of each category's share (default 2).
-        model_size: a model name or size for the presets: small (<7B) 2,
-            medium (7-30B) 5, large (>30B) 10. Ignored when ``max_tools`` is set.
-        pinned: tools always visible ("pre-discovered"), outside the budget.
+        config: the shared options (:class:`~langgraph_toolbudget.config.BudgetConfig`).
         strategy: ``categories`` (per-category budget), ``relevance`` (the
-            ``max_tools`` most relevant tools, for catalogs without
-            categories), ``auto`` (categories when the state has some, else
-            relevance).
-        embeddings: optional LangChain ``Embeddings`` (or a
-            :class:`~langgraph_toolbudget.core.semantic.HybridScorer`): tools are
-            then ranked by BM25 fused with embedding similarity. An embedding
-            failure falls back to BM25 for the turn.
-        max_visible: hard cap on the visible set across turns: adding this
-            turn's tools beyond it evicts the least recently used unpinned
-            tools of earlier turns (``None`` in the config: at least 12, ``2 * budget +
-            search_limit`` plus the free tools, see ``BudgetConfig.visible_cap``).
-        runtime_mode: ``production`` (published and deprecated tools) or ``debug``
-            (drafts too): which tools may be chosen.
+            budget's most relevant tools, for catalogs without categories),
+            ``auto`` (categories when the state has some, else relevance).
         name: node name.
-        usage: a :class:`~langgraph_toolbudget.nodes.usage.ToolUsage`: tools
-            rank by their recorded messages too; when nothing matches the
-            request at all, the most used tools fill the budget instead.
-        max_schema_tokens: a budget in schema tokens (each category's share is
-            a share of tokens, counted as ``schema_tokens`` counts them);
-            ``max_tools``/``model_size``, when set, cap the number of tools too.
-        retriever: your own tool search (see ``BudgetConfig.retriever``): a
-            function ``(query, catalog)``, sync or async, returning tool names
-            best first or ``{name: score}``, fused with the other scores.
+        **options: any ``BudgetConfig`` option, over ``config``'s value. Those this
+            node reads: ``max_tools``/``model_size`` (the budget),
+            ``min_per_category``, ``max_schema_tokens``, ``pinned``,
+            ``max_visible``, ``runtime_mode``, and the ranking's ``embeddings``,
+            ``usage`` and ``retriever``.
 
     Example:
         ```python
@@ -103,37 +80,16 @@ class SelectTools(BudgetNode):
         catalog: ToolCatalog,
         *,
         config: BudgetConfig | None = None,
-        max_tools: int | None = None,
-        min_per_category: int | None = None,
-        model_size: str | float | None = None,
-        pinned: Sequence[str] | None = None,
         strategy: Strategy = "auto",
-        embeddings: Embeddings | HybridScorer | None = None,
-        max_visible: int | None = None,
-        runtime_mode: RuntimeMode | None = None,
         name: str = "select_tools",
-        usage: ToolUsage | None = None,
-        max_schema_tokens: int | None = None,
-        retriever: Retriever | None = None,
+        **options: Unpack[BudgetOptions],
     ) -> None:
         if strategy not in ("auto", "categories", "relevance"):
             raise ValueError(
                 f"strategy must be 'auto', 'categories' or 'relevance', got {strategy!r}"
             )
         super().__init__(name)
-        self.config = resolve_config(
-            config,
-            max_tools=max_tools,
-            min_per_category=min_per_category,
-            model_size=model_size,
-            pinned=pinned,
-            embeddings=embeddings,
-            max_visible=max_visible,
-            runtime_mode=runtime_mode,
-            usage=usage,
-            max_schema_tokens=max_schema_tokens,
-            retriever=retriever,
-        )
+        self.config = BudgetConfig.resolve(config, options, owner="SelectTools")
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.strategy = strategy
         self._free = free_tools(catalog, self.config.pinned)
@@ -260,28 +216,15 @@ class ToolSearch(BudgetNode):
 
     Args:
         catalog: the tool catalog.
-        config: the shared options; the keyword arguments below override it.
-        limit: how many hits to add at most (the config's ``search_limit``, 5).
+        config: the shared options (:class:`~langgraph_toolbudget.config.BudgetConfig`).
         every_turn: search on later turns too.
         min_relative_score: drop hits below this fraction of the best score.
-        embeddings: optional LangChain ``Embeddings`` (or a
-            :class:`~langgraph_toolbudget.core.semantic.HybridScorer`): hits are
-            then ranked by BM25 fused with embedding similarity. An embedding
-            failure falls back to BM25 for the turn.
-        max_visible: hard cap on the visible set: adding hits beyond it evicts
-            the least recently used unpinned tools.
-        pinned: tools never evicted under the cap (``always`` tools never are).
-        runtime_mode: ``production`` (published and deprecated tools) or ``debug``
-            (drafts too): which tools may be found.
-        enabled_builtins: the built-in gate (see
-            :attr:`~langgraph_toolbudget.config.BudgetConfig.enabled_builtins`);
-            ``"tool_search"`` must be enabled for this node to search.
         name: node name.
-        usage: a :class:`~langgraph_toolbudget.nodes.usage.ToolUsage`: hits
-            rank by the tools' recorded messages too.
-        retriever: your own tool search (see ``BudgetConfig.retriever``): a
-            function ``(query, catalog)``, sync or async, returning tool names
-            best first or ``{name: score}``, fused with the other scores.
+        **options: any ``BudgetConfig`` option, over ``config``'s value. Those this
+            node reads: ``search_limit`` (hits added at most), ``enabled_builtins``
+            (``"tool_search"`` must be enabled), ``pinned``, ``max_visible``,
+            ``runtime_mode``, and the ranking's ``embeddings``, ``usage`` and
+            ``retriever``.
 
     Output: the working-set update (see :class:`SelectTools`), or ``{}``.
     """
@@ -291,30 +234,13 @@ class ToolSearch(BudgetNode):
         catalog: ToolCatalog,
         *,
         config: BudgetConfig | None = None,
-        limit: int | None = None,
         every_turn: bool = False,
         min_relative_score: float = 0.0,
-        embeddings: Embeddings | HybridScorer | None = None,
-        max_visible: int | None = None,
-        pinned: Sequence[str] | None = None,
-        runtime_mode: RuntimeMode | None = None,
-        enabled_builtins: EnabledBuiltins = None,
         name: str = "tool_search",
-        usage: ToolUsage | None = None,
-        retriever: Retriever | None = None,
+        **options: Unpack[BudgetOptions],
     ) -> None:
         super().__init__(name)
-        self.config = resolve_config(
-            config,
-            search_limit=limit,
-            embeddings=embeddings,
-            max_visible=max_visible,
-            pinned=pinned,
-            runtime_mode=runtime_mode,
-            enabled_builtins=enabled_builtins,
-            usage=usage,
-            retriever=retriever,
-        )
+        self.config = BudgetConfig.resolve(config, options, owner="ToolSearch")
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.every_turn = every_turn
         self.min_relative_score = min_relative_score
