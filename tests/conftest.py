@@ -339,3 +339,39 @@ def catalog() -> ToolCatalog:
 def make_catalog() -> Callable[..., ToolCatalog]:
     """A factory: ``make_catalog(tool_metadata=..., allowed_servers=...)``."""
     return build_catalog
+
+
+# --- the fast loop: `pytest -m "not slow"` ------------------------------------------------
+
+SLOW_MODULES = {
+    "test_context_server": "langgraph dev, the CLI and the MCP context server as processes",
+    "test_server": "langgraph dev serving the demo graphs",
+    "test_notebooks": "the notebooks, executed headless in a Jupyter kernel",
+    "test_toolnode_suite": "downloads langgraph-prebuilt's sdist and runs its ToolNode tests",
+    "test_multilingual": "a real multilingual embedding model",
+    "test_mcp": "real MCP servers over stdio, SSE and HTTP, killed and restarted",
+    "test_mcp_faults": "MCP servers that hang, crash and time out",
+    "test_mcp_offload": "real MCP servers",
+    "test_mcp_stdio": "real MCP server processes",
+    "test_persistence": "a graph restarted in a new process",
+}
+"""Test modules that start servers, processes, kernels or models: slow, marked by module."""
+SLOW_FIXTURES = {"pg_server", "pg_url", "pgvector_server", "pgvector_url"}
+"""Fixtures that start the test session's PostgreSQL: every test using one is slow."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the slow tests; leave the long fuzz runs out unless `-m` names them."""
+    wants_fuzz = "fuzz" in (config.getoption("markexpr") or "")
+    kept, dropped = [], []
+    for item in items:
+        module = item.module.__name__ if isinstance(item, pytest.Function) else ""
+        if module in SLOW_MODULES or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+        if item.get_closest_marker("fuzz") and not wants_fuzz:
+            dropped.append(item)
+        else:
+            kept.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
