@@ -26,13 +26,19 @@ from agent_tools import (
     wrong_category_script,
 )
 from langchain.agents import create_agent
-from langchain.agents.middleware import HumanInTheLoopMiddleware, SummarizationMiddleware
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    HumanInTheLoopMiddleware,
+    SummarizationMiddleware,
+)
+from langchain.agents.structured_output import ToolStrategy
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.types import Command
+from pydantic import BaseModel
 
 from langgraph_toolbudget import (
     META_TOOL_NAMES,
@@ -161,11 +167,12 @@ async def test_parallel_calls_with_meta_calls_in_one_batch_match_the_nodes(catal
 
     agent, nodes, model, node_model = both_ways(catalog, script, max_tools=3)
     out = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
+    # after_model answers the built-in calls, the tool node the others: stored in that order
     assert [m.tool_call_id for m in tool_messages(out["messages"])] == [
-        "r1",
         "m1",
-        "r2",
         "m2",
+        "r1",
+        "r2",
         "r3",
         "r4",
     ]
@@ -173,8 +180,200 @@ async def test_parallel_calls_with_meta_calls_in_one_batch_match_the_nodes(catal
     assert all(m.status == "success" for m in tool_messages(out["messages"]))
     expected = await run(nodes, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
     assert model.bound_tools == node_model.bound_tools
+    # ... and shown to the model in call order, as the nodes store and show them
+    shown = [m.tool_call_id for m in tool_messages(model.calls[1])]
+    assert shown == [m.tool_call_id for m in tool_messages(node_model.calls[1])]
+    assert shown == ["r1", "m1", "r2", "m2", "r3"]
     assert out["selected_tools"] == expected["selected_tools"]
     assert {"get_weather", "search_docs"} <= set(out["selected_tools"])
+
+
+async def stream(app: Any, payload: Any, api: str) -> tuple[dict[str, Any], list[dict]]:
+    """The final state of a run and its custom stream events."""
+    modes = ["custom", "values"]
+    chunks = (
+        list(app.stream(payload, stream_mode=modes))
+        if api == "invoke"
+        else [chunk async for chunk in app.astream(payload, stream_mode=modes)]
+    )
+    values = [c for mode, c in chunks if mode == "values"]
+    return values[-1], [c for mode, c in chunks if mode == "custom"]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_each_builtin_call_of_a_reply_is_answered_once(catalog, rec, api, monkeypatch):
+    def script() -> list[Any]:
+        return [
+            ai_calls(
+                call("search_tools", "s1", query="forecast"),
+                call("list_projects", "r1"),
+                call("add_tool", "m1", tool_names=["search_docs"]),
+                call("add_task", "r2", project="apollo", title="Blocker"),
+                call("request_more_tools", "m2", categories=["weather"]),
+                call("get_weather", "r3", city="Oslo"),  # loaded by m2
+                call("search_docs", "r4", query="setup"),  # loaded by m1
+            ),
+            AIMessage("done"),
+        ]
+
+    _, nodes, _, node_model = both_ways(catalog, script, max_tools=3)
+    model = ScriptedChatModel(responses=script(), cycle=False)
+    budget = ToolBudgetMiddleware(catalog, max_tools=3)
+    agent = create_agent(model, middleware=[budget])
+    meta = budget.runner.builtins.family("search_tools")  # the meta-tools' real family
+    answered: list[str] = []
+    handle = meta.handle
+
+    def counted(tool_call: Any, ctx: Any) -> Any:
+        answered.append(tool_call["id"])
+        return handle(tool_call, ctx)
+
+    monkeypatch.setattr(meta, "handle", counted)  # ahandle runs handle in a thread
+    out, events = await stream(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
+    # each built-in call answered once, in call order; the regular calls answered none again
+    assert answered == ["s1", "m1", "m2"]
+    ids = [m.tool_call_id for m in tool_messages(out["messages"])]
+    assert sorted(ids) == ["m1", "m2", "r1", "r2", "r3", "r4", "s1"]
+    assert all(m.status == "success" for m in tool_messages(out["messages"]))
+    assert sorted(rec.names) == ["add_task", "get_weather", "list_projects", "search_docs"]
+    # one stream event per visible-set change, as the nodes emit them
+    reasons = [e["reason"] for e in events if e["reason"] != "select_tools"]
+    assert reasons == ["add_tool", "request_more_tools"]
+    expected = await run(nodes, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
+    assert model.bound_tools == node_model.bound_tools
+    for key in ("selected_tools", "discovered_tools", "tool_reasons"):
+        assert out.get(key) == expected.get(key), key
+    assert {i: m.content for i, m in by_id(out["messages"]).items()} == {
+        i: m.content for i, m in by_id(expected["messages"]).items()
+    }
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_tool_shown_with_a_reply_stays_callable_in_it_after_a_builtin_evicts_it(
+    catalog, rec, api
+):
+    def script() -> list[Any]:
+        return [
+            ai_calls(
+                call("list_projects", "r1"),
+                call("create_project", "r2", name="zeus"),
+                call("add_task", "r3", project="apollo", title="Blocker"),
+                call("add_tool", "m1", tool_names=["create_issue"]),  # evicts list_projects
+            ),
+            ai_calls(call("list_projects", "r4")),  # a later reply: no longer loaded
+            AIMessage("done"),
+        ]
+
+    agent, nodes, model, node_model = both_ways(catalog, script, max_tools=3, max_visible=4)
+    out = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
+    first, second, _ = model.bound_tools
+    assert "list_projects" in first and "list_projects" not in second
+    answers = by_id(out["messages"])
+    assert answers["r1"].content == '["apollo", "gemini"]'  # shown with its reply: it ran
+    assert answers["r4"].status == "error" and "exists but is not loaded" in answers["r4"].content
+    assert rec.names.count("list_projects") == 1
+    assert "toolbudget_still_callable" not in out  # private to the middleware
+    expected = await run(nodes, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
+    assert_same_as_the_nodes(out, expected, model, node_model)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_builtin_call_added_after_the_reply_was_answered_is_still_answered(
+    catalog, rec, api
+):
+    class AddsACall(AgentMiddleware):
+        """Adds an ``add_tool`` call to the model's first reply, after the budget's hook."""
+
+        def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+            reply = next(m for m in reversed(state["messages"]) if isinstance(m, AIMessage))
+            if reply.tool_calls and not any(c["id"] == "late" for c in reply.tool_calls):
+                late = call("add_tool", "late", tool_names=["create_issue"])
+                return {
+                    "messages": [reply.model_copy(update={"tool_calls": [*reply.tool_calls, late]})]
+                }
+            return None
+
+    model = ScriptedChatModel(
+        responses=[
+            ai_calls(call("search_tools", "s1", query="issue"), call("list_projects", "r1")),
+            AIMessage("done"),
+        ],
+        cycle=False,
+    )
+    # listed first, so its after_model runs after the budget's
+    middleware = [AddsACall(), ToolBudgetMiddleware(catalog, max_tools=3)]
+    out = await run(create_agent(model, middleware=middleware), {"messages": [APOLLO_QUERY]}, api)
+    answers = by_id(out["messages"])
+    assert sorted(answers) == ["late", "r1", "s1"]
+    assert answers["late"].status == "success"
+    assert answers["late"].content == "Added 1 tools: create_issue."
+    assert "create_issue" in out["selected_tools"] and "create_issue" in model.bound_tools[1]
+    assert rec.names == ["list_projects"]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_builtin_call_the_reviewer_rejected_is_not_answered_again(catalog, rec, api):
+    model = ScriptedChatModel(
+        responses=[
+            ai_calls(
+                call("add_tool", "m1", tool_names=["create_issue"]), call("list_projects", "r1")
+            ),
+            AIMessage("done"),
+        ],
+        cycle=False,
+    )
+    review = HumanInTheLoopMiddleware(interrupt_on={"add_tool": True})
+    middleware = [ToolBudgetMiddleware(catalog, max_tools=3), review]
+    agent = create_agent(model, middleware=middleware, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "reject"}}
+    paused = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api, config)
+    assert paused["__interrupt__"][0].value["action_requests"][0]["name"] == "add_tool"
+    assert tool_messages(paused["messages"]) == []  # reviewed before it is answered
+    decision = {"type": "reject", "message": "No new tools."}
+    out = await run(agent, Command(resume={"decisions": [decision]}), api, config)
+    (rejected,) = [m for m in tool_messages(out["messages"]) if m.tool_call_id == "m1"]
+    assert rejected.content.endswith("No new tools.") and rejected.status == "error"
+    assert "create_issue" not in out["selected_tools"]
+    assert rec.names == ["list_projects"]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_structured_output_and_return_direct_end_a_reply_with_builtin_calls(api):
+    class Answer(BaseModel):
+        text: str
+
+    @tool
+    def look_up(query: str) -> str:
+        """Look a thing up."""
+        return f"found {query}"
+
+    @tool(return_direct=True)
+    def finish(query: str) -> str:
+        """Finish the task and answer the user directly."""
+        return f"finished {query}"
+
+    catalog = ToolCatalog.from_tools([look_up, finish], categories={"misc": ["look_up", "finish"]})
+    search = call("search_tools", "s1", query="look")
+    model = ScriptedChatModel(
+        responses=[ai_calls(search, call("Answer", "a1", text="hi")), "again"], cycle=False
+    )
+    agent = create_agent(
+        model, middleware=[ToolBudgetMiddleware(catalog)], response_format=ToolStrategy(Answer)
+    )
+    out = await run(agent, {"messages": [HumanMessage("look it up")]}, api)
+    assert out["structured_response"] == Answer(text="hi") and len(model.calls) == 1
+    assert sorted(by_id(out["messages"])) == ["a1", "s1"]
+    assert '"look_up"' in by_id(out["messages"])["s1"].content
+
+    # a return_direct call ends the turn only when every call of its reply is return_direct
+    replies = [[call("finish", "f1", query="x")], [search, call("finish", "f2", query="y")]]
+    for calls, ends in zip(replies, [True, False], strict=True):
+        model = ScriptedChatModel(responses=[ai_calls(*calls), "after"], cycle=False)
+        agent = create_agent(model, middleware=[ToolBudgetMiddleware(catalog, pinned=["finish"])])
+        out = await run(agent, {"messages": [HumanMessage("finish it")]}, api)
+        assert sorted(by_id(out["messages"])) == sorted(c["id"] for c in calls)
+        assert len(model.calls) == (1 if ends else 2)
+        assert out["messages"][-1].content == ("finished x" if ends else "after")
 
 
 @pytest.mark.parametrize("api", APIS)

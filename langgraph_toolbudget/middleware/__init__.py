@@ -6,11 +6,11 @@ Key Components:
       the visible tools at the start of each user turn (the nodes
       ``ClassifyIntent``, ``SelectTools`` and ``ToolSearch``, run as they are),
       binds only the meta-tools and the visible tools to each model call (with
-      the categories section in the system prompt), answers meta-calls and
-      refuses calls to tools the model was not shown or the thread excluded
-      (``BatchRunner``'s built-in answers and checks, ``VisibilityPolicy``'s errors,
-      ``ToolCallPipeline``'s coercion and failure messages), all in the thread's
-      tool context (``SessionContext``) as under the nodes.
+      the categories section in the system prompt), answers a reply's meta-calls
+      once after the model and refuses calls to tools the model was not shown or
+      the thread excluded (``BatchRunner``'s built-in answers, ``VisibilityPolicy``'s
+      checks and errors, ``ToolCallPipeline``'s coercion and failure messages), all
+      in the thread's tool context (``SessionContext``) as under the nodes.
     - :class:`ToolBudgetAgentState`: the agent state plus the budget's and the
       tool context's fields (tool names only), so threads persist through any
       checkpointer.

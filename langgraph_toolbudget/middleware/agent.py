@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Container
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, SystemMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.prebuilt.tool_node import ToolCallRequest
@@ -18,16 +18,15 @@ from typing_extensions import Unpack
 from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.coercion import repair_tool_calls
-from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
-from langgraph_toolbudget.execution.batch import BatchRunner
+from langgraph_toolbudget.core.working_set import WorkingSet, state_get, state_messages
+from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome
 from langgraph_toolbudget.execution.pipeline import CallCheck
 from langgraph_toolbudget.middleware.locks import KeyedLocks, thread_key
 from langgraph_toolbudget.middleware.state import (
+    STILL_CALLABLE,
     ToolBudgetAgentState,
     apply_update,
-    batch_of,
     state_delta,
-    update_delta,
 )
 from langgraph_toolbudget.nodes._node import emit_changes
 from langgraph_toolbudget.nodes.agent import ITERATION_LIMIT_MESSAGE
@@ -47,6 +46,33 @@ def _with_section(system: SystemMessage | None, section: str) -> SystemMessage:
     if isinstance(system.content, str):
         return SystemMessage("\n\n".join(p for p in (system.content, section) if p))
     return SystemMessage([*system.content, {"type": "text", "text": section}])
+
+
+def _in_call_order(messages: list[Any], builtins: Container[str]) -> list[Any]:
+    """``messages`` with the answers of each reply that made built-in calls in the order of
+    its calls (the list itself when they already are).
+
+    ``after_model`` answers a reply's built-in calls before the tool node answers the
+    others, so the state holds them first; the model is shown them in call order, as
+    the nodes store them (some providers pair calls and answers by position).
+    """
+    out, i, n = messages, 0, len(messages)
+    while i < n:
+        reply = messages[i]
+        i += 1
+        calls = reply.tool_calls if isinstance(reply, AIMessage) else ()
+        if len(calls) < 2 or not any(c["name"] in builtins for c in calls):
+            continue
+        end = i
+        while end < n and isinstance(messages[end], ToolMessage):
+            end += 1
+        place = {c.get("id"): k for k, c in enumerate(calls)}
+        ranked = sorted(messages[i:end], key=lambda m: place.get(m.tool_call_id, len(place)))
+        if any(a is not b for a, b in zip(ranked, messages[i:end], strict=True)):
+            out = list(messages) if out is messages else out
+            out[i:end] = ranked
+        i = end
+    return out
 
 
 def _current_config() -> RunnableConfig:
@@ -70,15 +96,21 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
       thread's tool context as ``CallModel`` binds them (``always`` and included
       tools in, ``manual`` ones only once included, excluded ones never; other
       tools of the agent, not in the catalog, stay bound), and appends the
-      categories section to the system prompt. After ``max_iterations`` model
-      calls in one turn it answers with a final message instead.
-    - ``wrap_tool_call``: answers meta-calls and the other enabled built-ins
-      such as the tool-context tools (a ``ToolMessage`` plus a ``Command``
-      updating the visible set and the thread's context); refuses calls to
-      excluded, hidden, filtered, disabled, draft or unknown tools with the
-      same errors as ``ToolExecutor``;
-      coerces arguments, notes deprecated tools, turns a tool's exception into
-      an error message. Tools of the agent that are not in the catalog pass.
+      categories section to the system prompt; shows the model each reply's
+      tool messages in call order. After ``max_iterations`` model calls in one
+      turn it answers with a final message instead.
+    - ``after_model``: answers the reply's calls to meta-tools and the other
+      enabled built-ins, such as the tool-context tools, once and in call order
+      (``BatchRunner``'s answers): their tool messages and one update of the
+      visible set and the thread's context. ``create_agent`` sends only the
+      reply's other calls to its tool node, and goes back to the model when none
+      is left.
+    - ``wrap_tool_call``: checks each other call against that state, refusing
+      excluded, hidden, filtered, disabled, draft or unknown tools with the same
+      errors as ``ToolExecutor`` (a tool the model was shown with the reply stays
+      callable in it even if a built-in call of the reply evicted it); coerces
+      arguments, notes deprecated tools, turns a tool's exception into an error
+      message. Tools of the agent that are not in the catalog pass.
 
     Args:
         catalog: the tool catalog; its tools (in ``runtime_mode``) and the
@@ -186,7 +218,9 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         section, builtins = self.thread_prompt.for_state(request.state)
         tools = [*builtins, *self.catalog.tools(visible), *others]
         return request.override(
-            tools=tools, system_message=_with_section(request.system_message, section)
+            tools=tools,
+            system_message=_with_section(request.system_message, section),
+            messages=_in_call_order(request.messages, self.runner.builtins),
         )
 
     def _others(self, tools: list[Any]) -> list[Any]:
@@ -228,7 +262,88 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             return stop
         return self._repaired(await handler(self._request(request)))
 
-    # --- the tool calls ----------------------------------------------------------------------
+    # --- the built-in calls of a reply: answered once, after the model ------------------------
+
+    def _pending_builtins(self, state: Any) -> tuple[AIMessage, list[ToolCall]] | None:
+        """The model's latest reply and its built-in calls no tool message answers yet."""
+        messages = state_get(state, "messages") or []
+        for at in range(len(messages) - 1, -1, -1):
+            if isinstance(messages[at], AIMessage):
+                break
+        else:
+            return None
+        reply, builtins = messages[at], self.runner.builtins
+        calls = [c for c in reply.tool_calls if c["name"] in builtins]
+        if calls and at < len(messages) - 1:  # another after_model answered some (a reviewer)
+            answered = {m.tool_call_id for m in messages[at + 1 :] if isinstance(m, ToolMessage)}
+            calls = [c for c in calls if c.get("id") not in answered]
+        return (reply, calls) if calls else None
+
+    def _shown(self, state: Any, reply: AIMessage) -> tuple[WorkingSet, list[str]]:
+        """The visible set the model made ``reply`` with, its names; the tools the reply
+        calls count as used, so a built-in call's eviction picks other tools first."""
+        working = self.runner.working_set(state)
+        shown = list(working.names)
+        visible = set(shown)
+        for call in reply.tool_calls:
+            if call["name"] in visible:
+                working.touch(call["name"])
+        return working, shown
+
+    def _answered(
+        self,
+        answers: dict[int, ToolMessage],
+        outcome: TurnOutcome,
+        working: WorkingSet,
+        made_with: tuple[AIMessage, list[str]] | None = None,
+    ) -> dict[str, Any]:
+        """The update of a reply's answered built-in calls, shaped as ``ToolExecutor``'s:
+        their tool messages in call order, the visible set, ``discovered_tools`` and the
+        tool-context fields; the visible-set changes are streamed.
+
+        ``made_with``: the reply and the tools it was made with; those its built-in calls
+        took out of the visible set stay callable in the rest of the reply.
+        """
+        if working.changes:
+            emit_changes(working, self.name)
+        update = {**outcome.update, **working.update()}
+        if outcome.discovered:
+            update["discovered_tools"] = outcome.discovered
+        if made_with is not None:
+            reply, shown = made_with
+            visible = set(working.names)
+            hidden = [n for n in shown if n not in visible]
+            if hidden:
+                update[STILL_CALLABLE] = {"reply": reply.id, "tools": hidden}
+        update["messages"] = [answers[i] for i in range(len(answers))]
+        return update
+
+    def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """Answer the built-in calls of the model's reply, once and in call order.
+
+        ``create_agent`` then sends only the reply's other calls to its tool node (a reply
+        of built-in calls alone goes back to the model).
+        """
+        pending = self._pending_builtins(state)
+        if pending is None:
+            return None
+        reply, calls = pending
+        working, shown = self._shown(state, reply)
+        answers, outcome = self.runner.answer_builtins(calls, state, _current_config(), working)
+        return self._answered(answers, outcome, working, (reply, shown))
+
+    async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """The async :meth:`after_model` (the answers run off the event loop)."""
+        pending = self._pending_builtins(state)
+        if pending is None:
+            return None
+        reply, calls = pending
+        working, shown = self._shown(state, reply)
+        config = _current_config()
+        answers, outcome = await self.runner.aanswer_builtins(calls, state, config, working)
+        return self._answered(answers, outcome, working, (reply, shown))
+
+    # --- the other tool calls: checked and run one by one -------------------------------------
 
     def _owns(self, request: ToolCallRequest) -> bool:
         """Is this call ours to judge (a catalog tool of any status, or no tool at all)?"""
@@ -241,84 +356,42 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             or catalog.is_filtered(name)
         )
 
-    def _check(self, request: ToolCallRequest) -> CallCheck:
-        """The check stage ``ToolExecutor`` gives the call's batch: after its built-in calls,
-        refusing tools excluded in the thread's context, hidden, filtered, disabled..."""
-        state = request.state
-        batch, working = batch_of(state, request.tool_call), self.runner.working_set(state)
-        return self.runner.regular_check(batch, state, _current_config(), working)
-
-    async def _acheck(self, request: ToolCallRequest) -> CallCheck:
-        """The async :meth:`_check` (built-in answers run off the event loop)."""
-        state = request.state
-        batch, working = batch_of(state, request.tool_call), self.runner.working_set(state)
-        return await self.runner.aregular_check(batch, state, _current_config(), working)
-
-    def _shown(self, batch: list[Any], state: Any) -> WorkingSet:
-        """The stored visible set; the tools the model saw when it made ``batch`` count as used."""
-        working = self.runner.working_set(state)
+    def _check(self, state: Any) -> CallCheck:
+        """The check ``ToolExecutor`` gives the regular calls of a reply, after its built-in
+        calls: refusing tools excluded in the thread's context, hidden (neither visible nor
+        shown with the reply), filtered, disabled, drafts, unknown names."""
+        runner = self.runner
+        context = runner.context_of(state)  # the reply's built-in answers are in the state
+        working = runner.working_set(state, context)
         shown = set(working.names)
-        for call in batch:
-            if call["name"] in shown:
-                working.touch(call["name"])
-        return working
-
-    def _answer(self, request: ToolCallRequest) -> tuple[list[Any], int, WorkingSet, WorkingSet]:
-        """The call's batch, its index there, and two fresh visible sets to replay on."""
-        batch = batch_of(request.state, request.tool_call)
-        i = next(k for k, c in enumerate(batch) if c.get("id") == request.tool_call.get("id"))
-        return batch, i, self._shown(batch, request.state), self._shown(batch, request.state)
-
-    def _builtin_command(
-        self, request: ToolCallRequest, i: int, runs: tuple[Any, Any], sets: tuple[Any, Any]
-    ) -> Command:
-        """A built-in call's answer and its share of the batch's state update.
-
-        The agent's tool node runs each call on its own; replaying the batch's
-        earlier built-in calls gives each one the visible set ``BatchRunner``
-        would, and the per-call updates, applied in call order, add up to its result.
-        """
-        (_, before_out), (answers, after_out) = runs
-        before, after = sets
-        stored = {**request.state, "selected_tools": before.names, "tool_reasons": before.reasons}
-        now = {
-            "selected_tools": after.names,
-            "tool_last_used": after.last_used,
-            "tool_reasons": after.reasons,
-        }
-        update = {**update_delta(before_out.update, after_out.update)}
-        update.update(state_delta(stored, now, ()))
-        if after_out.discovered:
-            update["discovered_tools"] = after_out.discovered
-        del after.changes[: len(before.changes)]
-        emit_changes(after, self.name)
-        return Command(update={"messages": [answers[i]], **update})
+        shown.update(_still_callable(state))
+        return runner.policy.check(working, shown, context)
 
     def _builtin(self, request: ToolCallRequest) -> Command:
-        batch, i, before, after = self._answer(request)
-        state, config = request.state, _current_config()
-        first = self.runner.answer_builtins(batch[:i], state, config, before)
-        upto = self.runner.answer_builtins(batch[: i + 1], state, config, after)
-        return self._builtin_command(request, i, (first, upto), (before, after))
+        """A built-in call that reached the tool node (another middleware added it to the
+        reply after :meth:`after_model`): answered on its own, on the stored visible set."""
+        state, working = request.state, self.runner.working_set(request.state)
+        calls = [request.tool_call]
+        answers, outcome = self.runner.answer_builtins(calls, state, _current_config(), working)
+        return Command(update=self._answered(answers, outcome, working))
 
     async def _abuiltin(self, request: ToolCallRequest) -> Command:
-        batch, i, before, after = self._answer(request)
-        state, config = request.state, _current_config()
-        first = await self.runner.aanswer_builtins(batch[:i], state, config, before)
-        upto = await self.runner.aanswer_builtins(batch[: i + 1], state, config, after)
-        return self._builtin_command(request, i, (first, upto), (before, after))
+        state, working = request.state, self.runner.working_set(request.state)
+        calls, config = [request.tool_call], _current_config()
+        answers, outcome = await self.runner.aanswer_builtins(calls, state, config, working)
+        return Command(update=self._answered(answers, outcome, working))
 
     def wrap_tool_call(
         self,
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], ToolMessage | Command],
     ) -> ToolMessage | Command:
-        """Answer meta-calls; refuse hidden tools; run the rest through ``handler``."""
+        """Refuse hidden tools; coerce and run the rest through ``handler``."""
         if request.tool_call["name"] in self.runner.builtins:
             return self._builtin(request)
         if not self._owns(request):
             return handler(request)
-        check, config = self._check(request), _current_config()
+        check, config = self._check(request.state), _current_config()
         sequential = self.config.mode == "sequential"
         with self._locks.hold(thread_key(config)) if sequential else contextlib.nullcontext():
             out = self.runner.pipeline.delegate(request, check, handler)
@@ -335,10 +408,21 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             return await self._abuiltin(request)
         if not self._owns(request):
             return await handler(request)
-        check, config = await self._acheck(request), _current_config()
+        check, config = self._check(request.state), _current_config()
         sequential = self.config.mode == "sequential"
         lock = self._locks.ahold(thread_key(config)) if sequential else contextlib.nullcontext()
         async with lock:
             out = await self.runner.pipeline.adelegate(request, check, handler)
         await arecord_call(self.config.usage, request.state, request.tool_call, out, config)
         return out
+
+
+def _still_callable(state: Any) -> list[str]:
+    """Tools the model was shown with its latest reply that the reply's own built-in calls
+    took out of the visible set (recorded by ``after_model`` for that reply only)."""
+    kept = state_get(state, STILL_CALLABLE)
+    if not kept:
+        return []
+    messages = state_get(state, "messages") or []
+    reply = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+    return list(kept["tools"]) if reply is not None and reply.id == kept["reply"] else []

@@ -4,7 +4,8 @@ Key Components:
     - :class:`ToolBudgetAgentState`: ``create_agent``'s state plus the budget's fields.
     - :func:`apply_update`, :func:`state_delta`: merge a node's update the way the
       graph would, and the one update that turns one state into another.
-    - :func:`batch_of`: the tool calls a call was made with (its AI message's).
+    - :data:`STILL_CALLABLE`: the private field through which ``after_model`` tells
+      ``wrap_tool_call`` which tools stay callable in the rest of a reply.
 """
 
 from __future__ import annotations
@@ -13,14 +14,14 @@ from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
 from langchain.agents.middleware import AgentState
-from langchain_core.messages import AIMessage
+from langchain.agents.middleware.types import OmitFromSchema
 from typing_extensions import NotRequired
 
 from langgraph_toolbudget.core.context import CONTEXT_FIELDS, merge_context
-from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
+from langgraph_toolbudget.core.working_set import WorkingSet
 from langgraph_toolbudget.state import merge_counts, merge_names
 
-__all__ = ["ToolBudgetAgentState", "apply_update", "batch_of", "state_delta", "update_delta"]
+__all__ = ["STILL_CALLABLE", "ToolBudgetAgentState", "apply_update", "state_delta"]
 
 _REDUCERS: dict[str, Callable[[Any, Any], Any]] = {
     "selected_tools": merge_names,
@@ -29,6 +30,11 @@ _REDUCERS: dict[str, Callable[[Any, Any], Any]] = {
     **dict.fromkeys((*CONTEXT_FIELDS, "tool_reasons"), merge_context),
 }
 _MISSING = object()
+
+STILL_CALLABLE = "toolbudget_still_callable"
+"""``{"reply": <AI message id>, "tools": [...]}``: tools the model was shown with that reply
+which the reply's own built-in calls took out of the visible set; they stay callable in the
+rest of that reply, as under ``ToolExecutor`` (ignored once a later reply is the latest)."""
 
 
 class ToolBudgetAgentState(AgentState[Any]):
@@ -48,6 +54,10 @@ class ToolBudgetAgentState(AgentState[Any]):
     context_tool_modes: NotRequired[Annotated[dict[str, str], merge_context]]
     context_server_modes: NotRequired[Annotated[dict[str, str], merge_context]]
     tool_reasons: NotRequired[Annotated[dict[str, dict[str, Any]], merge_context]]
+    # private (not in the graph's input or output): see STILL_CALLABLE
+    toolbudget_still_callable: NotRequired[
+        Annotated[dict[str, Any], OmitFromSchema(input=True, output=True)]
+    ]
 
 
 def apply_update(state: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
@@ -84,36 +94,4 @@ def _map_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     """The ``merge_context`` update turning ``before`` into ``after`` (``None`` removes)."""
     out: dict[str, Any] = {k: v for k, v in after.items() if before.get(k, _MISSING) != v}
     out.update((k, None) for k in before if k not in after)
-    return out
-
-
-def batch_of(state: Any, call: Any) -> list[Any]:
-    """The tool calls of the AI message that made ``call`` (just ``[call]`` if not found)."""
-    for message in reversed(state_messages(state)):
-        if isinstance(message, AIMessage) and any(
-            c.get("id") == call.get("id") for c in message.tool_calls
-        ):
-            return list(message.tool_calls)
-    return [call]
-
-
-def update_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    """What ``after`` adds to ``before``, two updates merged with ``merge_update``'s rules.
-
-    Lists extend (the new items), dicts merge (the changed entries), else the new value.
-    """
-    out: dict[str, Any] = {}
-    for key, value in after.items():
-        old = before.get(key)
-        if isinstance(old, list) and isinstance(value, list):
-            new: Any = value[len(old) :]
-        elif isinstance(old, dict) and isinstance(value, dict):
-            new = {k: v for k, v in value.items() if old.get(k, _MISSING) != v}
-        elif value != old or key not in before:
-            out[key] = value
-            continue
-        else:
-            continue
-        if new:
-            out[key] = new
     return out
