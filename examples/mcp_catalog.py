@@ -2,7 +2,7 @@
 
 Starts the ``math`` and ``notes`` example FastMCP servers (shipped in
 ``langgraph_toolbudget.demo.mcp_servers``) over stdio, loads them with
-``ToolCatalog.from_mcp`` (one persistent session per server), prints the catalog
+``load_mcp_catalog`` (one persistent session per server), prints the catalog
 grouped by server with how many tools the agent sees ("N of M tools visible"),
 and runs one turn of the tool-budget agent with a scripted chat model (no API
 key, no network).
@@ -19,7 +19,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from langgraph_toolbudget import ToolCatalog, create_toolbudget_agent
+from langgraph_toolbudget import create_toolbudget_agent, load_mcp_catalog
 from langgraph_toolbudget.demo.mcp_servers import example_connections
 from langgraph_toolbudget.mcp import MCPToolCatalog
 from langgraph_toolbudget.testing import ScriptedChatModel
@@ -64,7 +64,7 @@ def print_catalog(catalog: MCPToolCatalog, visible: list[str]) -> None:
 
 async def main() -> None:
     started = time.perf_counter()
-    catalog = await ToolCatalog.from_mcp(
+    catalog = await load_mcp_catalog(
         example_connections(["math", "notes"]),  # stdio connection dicts
         tool_metadata={"slow": {"timeout_s": 2}, "fail": {"enabled": False}},
     )

@@ -44,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
+import importlib
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -366,7 +367,10 @@ async def _mcp_catalog() -> MCPToolCatalog:
     if future is None:
         future = _mcp_loads[key] = concurrent.futures.Future()
         try:
-            catalog = await ToolCatalog.from_mcp(connections)
+            # The MCP SDK reads files while it imports: import it off the event loop
+            # (LangGraph server flags blocking calls in async graph factories).
+            mcp = await asyncio.to_thread(importlib.import_module, "langgraph_toolbudget.mcp")
+            catalog = await mcp.load_mcp_catalog(connections)
             if len(catalog) == 0:
                 await catalog.aclose()
                 raise RuntimeError(NO_MCP_TOOLS_ERROR.format(errors=catalog.load_errors))

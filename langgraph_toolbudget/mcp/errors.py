@@ -35,7 +35,7 @@ TIMEOUT_ERROR = (
 )
 CLOSED_ERROR = (
     "the MCP sessions of this catalog were closed (aclose()/close()); tool {tool!r} of "
-    "server {server!r} cannot run. Load the catalog again with ToolCatalog.from_mcp()."
+    "server {server!r} cannot run. Load the catalog again with load_mcp_catalog()."
 )
 NESTED_SYNC_ERROR = (
     "a sync MCP call from the MCP sessions' own loop (in a tool interceptor or callback) "

@@ -28,8 +28,7 @@ from mcp import ClientSession, McpError, types
 from pydantic import BaseModel, ConfigDict, Field
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.mcp.building import mcp_tool_name
-from langgraph_toolbudget.mcp.catalog import MCPToolCatalog
+from langgraph_toolbudget.mcp.catalog import MCPToolCatalog, mcp_tool_name
 from langgraph_toolbudget.mcp.errors import MCPLoadWarning
 from langgraph_toolbudget.mcp.runtime import MCPRuntime
 

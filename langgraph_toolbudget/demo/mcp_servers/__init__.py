@@ -24,7 +24,7 @@ Typical Usage:
     ```python
     from langgraph_toolbudget.demo.mcp_servers import example_connections
 
-    catalog = await ToolCatalog.from_mcp(example_connections(["math", "notes"]))
+    catalog = await load_mcp_catalog(example_connections(["math", "notes"]))
     ```
 """
 
