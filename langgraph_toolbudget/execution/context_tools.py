@@ -36,7 +36,11 @@ from langgraph_toolbudget.core.context_commands import (
     run_command,
 )
 from langgraph_toolbudget.core.working_set import WorkingSet, state_get
-from langgraph_toolbudget.execution.builtins import BuiltinContext, BuiltinResult, BuiltinTools
+from langgraph_toolbudget.execution.builtin_family import (
+    BuiltinContext,
+    BuiltinResult,
+    BuiltinTools,
+)
 
 __all__ = ["CONTEXT_TOOL_NAMES", "ContextTools"]
 

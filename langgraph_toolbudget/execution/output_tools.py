@@ -35,7 +35,11 @@ from langgraph_toolbudget.core.large_output import (
     read_range,
     search_output,
 )
-from langgraph_toolbudget.execution.builtins import BuiltinContext, BuiltinResult, BuiltinTools
+from langgraph_toolbudget.execution.builtin_family import (
+    BuiltinContext,
+    BuiltinResult,
+    BuiltinTools,
+)
 from langgraph_toolbudget.execution.offload import Offloader, OffloadStore, offload_limit
 
 __all__ = ["OUTPUT_TOOL_NAMES", "UNKNOWN_HANDLE_ERROR", "OutputTools"]

@@ -39,7 +39,8 @@ from langgraph_toolbudget.core.intent import latest_user_text
 from langgraph_toolbudget.core.selection import free_tools
 from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
 from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome, flatten_outputs
-from langgraph_toolbudget.execution.builtins import Builtins, merge_update
+from langgraph_toolbudget.execution.builtin_family import merge_update
+from langgraph_toolbudget.execution.builtins import Builtins
 from langgraph_toolbudget.execution.pipeline import AsyncToolCallWrapper, ToolCallWrapper
 from langgraph_toolbudget.formats.settings import ToolCallFormatsSpec
 from langgraph_toolbudget.nodes._node import BudgetNode, emit_changes
