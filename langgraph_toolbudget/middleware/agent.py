@@ -39,8 +39,7 @@ from langgraph_toolbudget.nodes.prompt import ai_calls_this_turn
 from langgraph_toolbudget.nodes.retrieval import Retriever
 from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
 from langgraph_toolbudget.nodes.thread_prompt import ThreadPrompt
-from langgraph_toolbudget.nodes.usage import ToolUsage
-from langgraph_toolbudget.nodes.usage_hooks import arecord_call, record_call
+from langgraph_toolbudget.nodes.usage import ToolUsage, arecord_call, record_call
 
 __all__ = ["ToolBudgetMiddleware"]
 

@@ -45,8 +45,7 @@ from langgraph_toolbudget.execution.pipeline import AsyncToolCallWrapper, ToolCa
 from langgraph_toolbudget.formats.settings import ToolCallFormatsSpec
 from langgraph_toolbudget.nodes._node import BudgetNode, emit_changes
 from langgraph_toolbudget.nodes.prompt import ModelCaller, SystemPrompt, ai_calls_this_turn
-from langgraph_toolbudget.nodes.usage import ToolUsage
-from langgraph_toolbudget.nodes.usage_hooks import succeeded_tools
+from langgraph_toolbudget.nodes.usage import ToolUsage, succeeded_tools
 
 __all__ = ["ITERATION_LIMIT_MESSAGE", "CallModel", "ToolAgent"]
 

@@ -53,8 +53,7 @@ from langgraph_toolbudget.execution.errors import HandleToolErrors
 from langgraph_toolbudget.execution.outcome import TurnOutcome, node_output
 from langgraph_toolbudget.execution.pipeline import AsyncToolCallWrapper, ToolCallWrapper
 from langgraph_toolbudget.nodes._node import emit_changes
-from langgraph_toolbudget.nodes.usage import ToolUsage
-from langgraph_toolbudget.nodes.usage_hooks import succeeded_tools
+from langgraph_toolbudget.nodes.usage import ToolUsage, succeeded_tools
 
 __all__ = ["ToolExecutor"]
 
