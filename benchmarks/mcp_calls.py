@@ -1,6 +1,6 @@
 """Benchmark: one MCP tool call through the catalog vs. the adapters' default tool.
 
-Same stdio FastMCP server (``langgraph_toolbudget/demo/mcp_servers/math_server.py``), same run:
+Same stdio FastMCP server (``examples/mcp_servers/math_server.py``), same run:
 
 - ``catalog (ainvoke)`` / ``catalog (invoke)``: a tool of
   ``await load_mcp_catalog(...)``: one persistent session per server on
@@ -39,7 +39,7 @@ from langchain_mcp_adapters.tools import load_mcp_tools  # noqa: E402
 from langgraph_toolbudget import load_mcp_catalog  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-SERVERS = ROOT / "langgraph_toolbudget" / "demo" / "mcp_servers"
+SERVERS = ROOT / "examples" / "mcp_servers"
 TARGET_SPEEDUP = 50.0
 ARGS = {"a": 2, "b": 3}
 
@@ -195,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     summary_table(list(loads.items()))
 
     payload = {
-        "server": "demo/mcp_servers/math_server.py over stdio; tool add(a=2, b=3)",
+        "server": "examples/mcp_servers/math_server.py over stdio; tool add(a=2, b=3)",
         "calls": calls,
         "speedup_vs_get_tools": speedup,
         "target_speedup": TARGET_SPEEDUP,

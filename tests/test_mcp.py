@@ -1,6 +1,6 @@
 """MCP servers as a tool catalog, against real FastMCP server processes.
 
-The servers (``langgraph_toolbudget/demo/mcp_servers``) run over stdio (spawned by the
+The servers (``examples/mcp_servers``) run over stdio (spawned by the
 catalog) or over streamable HTTP / SSE on 127.0.0.1 (spawned here, always
 stopped). Only the chat model is scripted.
 """
@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_mcp_adapters.client import MultiServerMCPClient
-from mcp_servers import free_port, http_server, pid_alive, stdio
+from mcp_servers import SERVERS_DIR, free_port, http_server, pid_alive, stdio
 
 from langgraph_toolbudget import ToolCatalog, create_toolbudget_agent
 from langgraph_toolbudget.core.selection import search_hits
@@ -678,7 +678,9 @@ def test_importing_the_package_does_not_load_the_mcp_sdk() -> None:
     code = (
         "import sys, langgraph_toolbudget, langgraph_toolbudget._compat, "
         "langgraph_toolbudget._runner\n"
-        "from langgraph_toolbudget.demo import server\n"
+        "import importlib.util\n"
+        "spec = importlib.util.spec_from_file_location('server', 'examples/server.py')\n"
+        "spec.loader.exec_module(importlib.util.module_from_spec(spec))  # the server graphs\n"
         "mcp = lambda: sorted(m for m in sys.modules "
         "if m.split('.')[0] in ('mcp', 'langchain_mcp_adapters'))\n"
         "assert mcp() == [], mcp()\n"
@@ -709,17 +711,10 @@ async def test_any_catalog_can_be_closed_and_only_mcp_catalogs_have_mcp_state() 
     assert type(plain.with_metadata(echo={"timeout_s": 1})) is ToolCatalog
 
 
-async def test_the_example_servers_ship_in_the_package_and_run_with_python_m() -> None:
-    from langgraph_toolbudget.demo.mcp_servers import SERVERS_DIR, example_connections
-
-    assert SERVERS_DIR.parent.name == "demo" and (SERVERS_DIR / "__init__.py").is_file()
-    assert sorted(example_connections()) == ["math", "notes", "text"]
-    module = {
-        "transport": "stdio",
-        "command": sys.executable,
-        "args": ["-m", "langgraph_toolbudget.demo.mcp_servers.text_server"],
-        "cwd": str(Path(__file__).resolve().parents[1]),  # this checkout's package
-    }
-    async with await load_mcp_catalog({"text": module}, strict=True) as catalog:
+async def test_the_example_servers_run_by_path_from_examples_not_from_the_package() -> None:
+    repo = Path(__file__).resolve().parents[1]
+    assert repo / "examples" / "mcp_servers" == SERVERS_DIR
+    assert not (repo / "langgraph_toolbudget" / "demo" / "mcp_servers").exists()
+    async with await load_mcp_catalog({"text": TEXT}, strict=True) as catalog:
         assert catalog.tools_in("text") == ["upper", "word_count"]
         assert text_of(await catalog.get("upper").tool.ainvoke({"text": "ok"})) == "OK"

@@ -2,8 +2,8 @@
 
 Every fenced block of ``README.md`` and ``docs/*.md`` whose info string is
 exactly ``python`` is executed, each in a fresh namespace, from a scratch
-directory laid out like the repository root (``tests/`` linked in, for the
-local MCP servers), so files an example writes never land in the repository.
+directory laid out like the repository root (``tests/`` and ``examples/`` linked
+in, for the local MCP servers), so files an example writes never land in the repository.
 Blocks marked ``python no-run`` are fragments (they need a running server or a
 provider's API key, say) and are only compiled.
 """
@@ -66,6 +66,7 @@ def test_example_runs(
     code: str, where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "tests").symlink_to(REPO / "tests", target_is_directory=True)
+    (tmp_path / "examples").symlink_to(REPO / "examples", target_is_directory=True)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("TOOLBUDGET_MODEL", raising=False)
     namespace = {"__name__": "example_" + re.sub(r"\W", "_", where)}
