@@ -1,5 +1,7 @@
 """langgraph-toolbudget: keep an agent's tool set small and relevant.
 
+Its one reason to change: what the package exports (its public face, above every layer).
+
 LangGraph nodes that classify the user's intent into tool categories, select
 tools under a proportional per-category budget, search the catalog before the
 first model turn, and let the model widen its own tool set through meta-tools.

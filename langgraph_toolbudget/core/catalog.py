@@ -247,7 +247,8 @@ class ToolCatalog:
         return name in self._listed
 
     def may_stay_visible(self, names: Iterable[str], last_used: Mapping[str, int]) -> list[str]:
-        """The stored visible ``names`` that may stay: listed, not ``manual`` unless used."""
+        """The ``names`` (stored as visible) that may stay visible: listed, and not a
+        ``manual`` tool that no node added (no ``last_used`` entry)."""
         return [n for n in names if n in self._unmanual or (n in self._listed and n in last_used)]
 
     def get(self, name: str) -> ToolSpec | None:

@@ -1,5 +1,7 @@
 """The tool-context management tools (seed 001) as a built-in family, off by default.
 
+Its one reason to change: how the executor answers the tool-context tools.
+
 ``list_tools``, ``get_tool``, ``list_context_tools``, ``include_tool``,
 ``exclude_tool``, ``set_tool_include_mode``, ``list_tool_servers``,
 ``get_tool_server``, ``set_server_include_mode``, ``include_tool_server``,

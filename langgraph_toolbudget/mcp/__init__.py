@@ -1,5 +1,7 @@
 """MCP servers as a tool catalog, over persistent sessions on one background loop.
 
+Its one reason to change: what the MCP layer exports.
+
 Key Components:
     - :func:`load_mcp_catalog` (also ``from langgraph_toolbudget import
       load_mcp_catalog``): load the tools of several MCP servers into one

@@ -1,4 +1,7 @@
-"""MCP errors: the error classes, their message templates, and error classification."""
+"""MCP errors: the error classes, their message templates, and error classification.
+
+Its one reason to change: how MCP failures are named and classified.
+"""
 
 from __future__ import annotations
 

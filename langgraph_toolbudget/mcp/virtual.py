@@ -1,5 +1,7 @@
 """MCP prompts and resources as deferred catalog tools ("virtual tools", seed 002).
 
+Its one reason to change: which server prompts and resources become tools, and how they answer.
+
 For each loaded server that has prompts, the catalog gets ``<server>__list_prompts``
 and ``<server>__get_prompt``; for each that has resources (or resource
 templates), ``<server>__list_resources`` and ``<server>__read_resource``. They

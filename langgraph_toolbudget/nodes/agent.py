@@ -1,5 +1,7 @@
 """The agent nodes: call the model with the meta-tools and the visible tools.
 
+Its one reason to change: how the agent loop calls the model and runs its calls.
+
 Key Components:
     - :class:`CallModel`: calls the model once (graph-level loop with
       :class:`~langgraph_toolbudget.nodes.executor.ToolExecutor`).

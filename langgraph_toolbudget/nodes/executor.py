@@ -1,5 +1,7 @@
 """The tools node: a drop-in replacement for LangGraph's ``ToolNode`` that knows the budget.
 
+Its one reason to change: the tools node's behaviour as a ``ToolNode`` replacement.
+
 Key Components:
     - :class:`ToolExecutor`: a ``ToolNode`` subclass (so ``create_react_agent``
       and every ``isinstance(..., ToolNode)`` check accept it) that runs the tool
