@@ -203,3 +203,13 @@ def test_importing_the_package_loads_no_langchain_agents():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_architecture_page_lists_every_module():
+    page = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    missing = [
+        str(p.relative_to(PACKAGE))
+        for p in sorted(PACKAGE.rglob("*.py"))
+        if p.name != "__init__.py" and f"`{p.name}`" not in page
+    ]
+    assert not missing, f"docs/architecture.md does not list {missing}"
