@@ -133,7 +133,7 @@ DEFAULTS: MCPLoadOptions = {
 OPTION_NAMES = tuple(MCPLoadOptions.__annotations__)
 
 
-def check_options(options: Mapping[str, Any], function: str = "load_mcp_catalog") -> None:
+def _check_options(options: Mapping[str, Any], function: str = "load_mcp_catalog") -> None:
     """Refuse option names :class:`MCPLoadOptions` does not declare.
 
     Raises:
@@ -184,7 +184,7 @@ async def load_mcp_catalog(
             ``categories`` (while every server loaded), or an invalid metadata
             value (as :meth:`ToolCatalog.from_tools`).
     """
-    check_options(options)
+    _check_options(options)
     tool_name_prefix = options.get("tool_name_prefix")
     handle_tool_errors = options.get("handle_tool_errors")
     if isinstance(connections_or_client, MultiServerMCPClient):
@@ -269,7 +269,7 @@ def load_mcp_catalog_sync(
         RuntimeError: called from a running event loop (use ``await
             load_mcp_catalog(...)`` there).
     """
-    check_options(options, "load_mcp_catalog_sync")
+    _check_options(options, "load_mcp_catalog_sync")
     try:
         asyncio.get_running_loop()
     except RuntimeError:
