@@ -1,9 +1,9 @@
 """Benchmark: one MCP tool call through the catalog vs. the adapters' default tool.
 
-Same stdio FastMCP server (``langgraph_toolbudget/demo/mcp_servers/math_server.py``), same run:
+Same stdio FastMCP server (``examples/mcp_servers/math_server.py``), same run:
 
 - ``catalog (ainvoke)`` / ``catalog (invoke)``: a tool of
-  ``await ToolCatalog.from_mcp(...)``: one persistent session per server on
+  ``await load_mcp_catalog(...)``: one persistent session per server on
   the catalog's background loop.
 - ``adapters get_tools()``: a tool of ``MultiServerMCPClient.get_tools()``,
   which opens a new session (a new server process over stdio) for every call.
@@ -36,10 +36,10 @@ from _common import print_table, write_results  # noqa: E402
 from langchain_mcp_adapters.client import MultiServerMCPClient  # noqa: E402
 from langchain_mcp_adapters.tools import load_mcp_tools  # noqa: E402
 
-from langgraph_toolbudget import ToolCatalog  # noqa: E402
+from langgraph_toolbudget import load_mcp_catalog  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-SERVERS = ROOT / "langgraph_toolbudget" / "demo" / "mcp_servers"
+SERVERS = ROOT / "examples" / "mcp_servers"
 TARGET_SPEEDUP = 50.0
 ARGS = {"a": 2, "b": 3}
 
@@ -96,7 +96,7 @@ async def bench_calls(calls: int, default_calls: int) -> dict[str, dict[str, flo
     connections = {"math": stdio("math_server.py")}
     results: dict[str, dict[str, float]] = {}
 
-    catalog = await ToolCatalog.from_mcp(connections)
+    catalog = await load_mcp_catalog(connections)
     async with catalog:
         add = catalog.get("add").tool
         check(await add.ainvoke(ARGS))
@@ -135,7 +135,7 @@ async def bench_loads(loads: int) -> dict[str, dict[str, float]]:
     ours, theirs = [], []
     for _ in range(loads):
         start = time.perf_counter()
-        catalog = await ToolCatalog.from_mcp(connections, strict=True)
+        catalog = await load_mcp_catalog(connections, strict=True)
         ours.append(time.perf_counter() - start)
         if len(catalog) != 14:
             raise AssertionError(f"expected 14 tools from 3 servers, got {len(catalog)}")
@@ -146,7 +146,7 @@ async def bench_loads(loads: int) -> dict[str, dict[str, float]]:
         if len(tools) != 14:
             raise AssertionError(f"expected 14 tools from 3 servers, got {len(tools)}")
     return {
-        "catalog from_mcp (3 servers, sessions kept open)": summary(ours),
+        "catalog load_mcp_catalog (3 servers, sessions kept open)": summary(ours),
         "adapters get_tools() (3 servers)": summary(theirs),
     }
 
@@ -195,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     summary_table(list(loads.items()))
 
     payload = {
-        "server": "demo/mcp_servers/math_server.py over stdio; tool add(a=2, b=3)",
+        "server": "examples/mcp_servers/math_server.py over stdio; tool add(a=2, b=3)",
         "calls": calls,
         "speedup_vs_get_tools": speedup,
         "target_speedup": TARGET_SPEEDUP,

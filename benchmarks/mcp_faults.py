@@ -1,7 +1,7 @@
 """Benchmark: the MCP fault matrix, with what the model sees and how long recovery takes.
 
 Real FastMCP servers (``tests/mcp_servers/fault_server.py``) over stdio and streamable
-HTTP on 127.0.0.1, loaded with ``ToolCatalog.from_mcp`` (user defaults, plus
+HTTP on 127.0.0.1, loaded with ``load_mcp_catalog`` (user defaults, plus
 ``timeout_s=1`` on the hanging tool) and called through a ``ToolExecutor`` under
 ``ainvoke``. Faults: killed mid-call, killed between calls, hanging past ``timeout_s``,
 stuck past ``timeout_s`` (a sync tool blocks the whole server 12 s), frozen by SIGSTOP

@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import statistics
 import subprocess
@@ -55,6 +54,7 @@ from langgraph_server import (  # noqa: E402
     free_port,
     langgraph_dev,
     rss_mb,
+    served_config,
     server_env,
 )
 
@@ -96,18 +96,6 @@ def cpu_s(pid: int) -> float:
             continue
         total += int(fields[11]) + int(fields[12])
     return total / os.sysconf("SC_CLK_TCK")
-
-
-def served_config(workdir: Path, source: Path = ROOT) -> Path:
-    """``source``'s ``langgraph.json`` (plus the ``bind_all`` graph when ``source`` is this
-    checkout), written in ``workdir``."""
-    config = json.loads((source / "langgraph.json").read_text())
-    config["dependencies"] = [str(source)]
-    if source == ROOT:
-        config["graphs"]["bind_all"] = f"{ROOT / 'benchmarks' / '_bind_all.py'}:graph"
-    path = workdir / "langgraph.json"
-    path.write_text(json.dumps(config))
-    return path
 
 
 @contextmanager
@@ -153,7 +141,8 @@ def serve_and_measure(graph: str, threads: int, turns: int, source: Path = ROOT)
     if source != ROOT:
         env["PYTHONPATH"] = os.pathsep.join([str(source), env.get("PYTHONPATH", "")])
     with tempfile.TemporaryDirectory() as workdir:
-        config = served_config(Path(workdir), source)
+        bind_all = {"bind_all": f"{ROOT / 'benchmarks' / '_bind_all.py'}:graph"}
+        config = served_config(Path(workdir), source, bind_all if source == ROOT else None)
         with langgraph_dev(Path(workdir), env, free_port(), config) as (url, proc):
             return asyncio.run(measure(url, proc.pid, graph, threads, turns))
 

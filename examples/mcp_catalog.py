@@ -1,8 +1,8 @@
 """Two local MCP servers as one tool catalog, and one agent turn over it.
 
-Starts the ``math`` and ``notes`` example FastMCP servers (shipped in
-``langgraph_toolbudget.demo.mcp_servers``) over stdio, loads them with
-``ToolCatalog.from_mcp`` (one persistent session per server), prints the catalog
+Starts the ``math`` and ``notes`` example FastMCP servers (``mcp_servers/`` beside
+this file) over stdio, loads them with
+``load_mcp_catalog`` (one persistent session per server), prints the catalog
 grouped by server with how many tools the agent sees ("N of M tools visible"),
 and runs one turn of the tool-budget agent with a scripted chat model (no API
 key, no network).
@@ -14,17 +14,24 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from langgraph_toolbudget import ToolCatalog, create_toolbudget_agent
-from langgraph_toolbudget.demo.mcp_servers import example_connections
+from langgraph_toolbudget import create_toolbudget_agent, load_mcp_catalog
 from langgraph_toolbudget.mcp import MCPToolCatalog
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 QUESTION = "Multiply 6 by 7, please."
+SERVERS = Path(__file__).resolve().parent / "mcp_servers"
+
+
+def stdio(script: str) -> dict[str, Any]:
+    """A stdio connection dict (``MultiServerMCPClient`` format): this Python runs the script."""
+    return {"transport": "stdio", "command": sys.executable, "args": [str(SERVERS / script)]}
 
 
 def scripted_step(messages: list[BaseMessage], tools: list[str]) -> AIMessage:
@@ -64,8 +71,8 @@ def print_catalog(catalog: MCPToolCatalog, visible: list[str]) -> None:
 
 async def main() -> None:
     started = time.perf_counter()
-    catalog = await ToolCatalog.from_mcp(
-        example_connections(["math", "notes"]),  # stdio connection dicts
+    catalog = await load_mcp_catalog(
+        {"math": stdio("math_server.py"), "notes": stdio("notes_server.py")},
         tool_metadata={"slow": {"timeout_s": 2}, "fail": {"enabled": False}},
     )
     async with catalog:

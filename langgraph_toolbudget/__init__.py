@@ -1,12 +1,15 @@
 """langgraph-toolbudget: keep an agent's tool set small and relevant.
 
+Its one reason to change: what the package exports (its public face, above every layer).
+
 LangGraph nodes that classify the user's intent into tool categories, select
 tools under a proportional per-category budget, search the catalog before the
 first model turn, and let the model widen its own tool set through meta-tools.
 
 Key Components:
     - :class:`ToolCatalog`: every tool the app has, with metadata, filters and
-      a search index (``ToolCatalog.from_tools``, ``await ToolCatalog.from_mcp``).
+      a search index (``ToolCatalog.from_tools``); :func:`load_mcp_catalog`: the
+      catalog of MCP servers' tools (``await load_mcp_catalog(connections)``).
     - :class:`ToolBudgetState`: the graph state (tool names only).
     - Nodes: :class:`ClassifyIntent`, :class:`SelectTools`, :class:`ToolSearch`,
       :class:`CallModel`, :class:`ToolAgent`, :class:`ToolExecutor`.
@@ -16,7 +19,7 @@ Key Components:
 
 Algorithms (BM25 index, budget arithmetic, coercion...) live in
 :mod:`langgraph_toolbudget.core`; MCP in :mod:`langgraph_toolbudget.mcp`, which is
-imported only when used (``ToolCatalog.from_mcp``, or the MCP errors below).
+imported only when used (``load_mcp_catalog``, or the MCP errors below).
 
 Every name below is imported on first use (PEP 562), so ``import
 langgraph_toolbudget`` costs next to nothing and each name costs only what it
@@ -38,7 +41,7 @@ if TYPE_CHECKING:
     from langgraph_toolbudget.core.meta import META_TOOL_NAMES, meta_tool_definitions
     from langgraph_toolbudget.core.semantic import HashingEmbeddings, HybridScorer
     from langgraph_toolbudget.core.tokens import schema_tokens
-    from langgraph_toolbudget.mcp import MCPLoadError, MCPServerError
+    from langgraph_toolbudget.mcp import MCPLoadError, MCPServerError, load_mcp_catalog
     from langgraph_toolbudget.middleware import ToolBudgetMiddleware
     from langgraph_toolbudget.nodes.agent import CallModel, ToolAgent
     from langgraph_toolbudget.nodes.executor import ToolExecutor
@@ -63,6 +66,7 @@ _EXPORTS = {
     "schema_tokens": "core.tokens",
     "MCPLoadError": "mcp",
     "MCPServerError": "mcp",
+    "load_mcp_catalog": "mcp",
     "CallModel": "nodes.agent",
     "ToolAgent": "nodes.agent",
     "ToolExecutor": "nodes.executor",
@@ -118,6 +122,7 @@ __all__ = [
     "add_toolbudget_nodes",
     "create_toolbudget_agent",
     "graph_tool",
+    "load_mcp_catalog",
     "meta_tool_definitions",
     "schema_tokens",
     "tools_prompt_section",

@@ -1,5 +1,7 @@
 """Every private upstream name this package uses, in one place.
 
+Its one reason to change: an upgrade that moves a private LangGraph or LangChain name it uses.
+
 Each import says what it replaces and the versions it was checked against, so an
 upgrade that breaks one shows up here first. Nothing else in the package imports
 a private name of LangGraph, LangChain, the MCP adapters or the MCP SDK.

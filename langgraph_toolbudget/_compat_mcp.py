@@ -1,5 +1,7 @@
 """The MCP part of :mod:`langgraph_toolbudget._compat`: private names of the MCP adapters and SDK.
 
+Its one reason to change: an upgrade that moves a private MCP adapters or SDK name it uses.
+
 Split off from ``_compat.py`` only because importing these loads the MCP SDK, and
 ``_compat.py`` is imported by the core, which must not. Only
 :mod:`langgraph_toolbudget.mcp` imports this module. Together the two modules

@@ -1,5 +1,7 @@
 """Run coroutines from sync code on long-lived background event loops.
 
+Its one reason to change: how sync code runs a coroutine, whatever loop is running.
+
 Sync ``graph.invoke`` may run our nodes in a thread that has a running event loop
 (Jupyter) or none; async-only tools and timeouts need a loop, and MCP sessions must
 stay on the one loop that opened them. Both hand their coroutines to a

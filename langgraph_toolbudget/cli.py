@@ -1,5 +1,7 @@
 """``toolbudget``: a thread's tool context from the shell, and an offline explain.
 
+Its one reason to change: the ``toolbudget`` command line (its commands, options and output).
+
 Commands (``--json`` on each prints the data instead of text):
 
 - ``toolbudget tools``: every tool grouped by server, with context indicators and counts;

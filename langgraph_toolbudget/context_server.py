@@ -1,5 +1,7 @@
 """An MCP server that manages the tool context of one thread of a LangGraph server.
 
+Its one reason to change: what the context MCP server offers over a thread's tool context.
+
 Any MCP client (an IDE, another agent, the ``mcp`` package) gets the eleven
 tool-context operations of seed 001 (``list_tools``, ``get_tool``,
 ``list_context_tools``, ``include_tool``, ``exclude_tool``,

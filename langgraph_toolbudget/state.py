@@ -1,5 +1,7 @@
 """Graph state: tool *names* only, so it serialises through every checkpointer.
 
+Its one reason to change: the graph state's fields and how their updates merge.
+
 Key Components:
     - :class:`ToolBudgetState`: LangGraph's messages state plus the categories
       and the visible tool set.

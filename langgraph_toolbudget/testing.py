@@ -1,5 +1,7 @@
 """A fake chat model for tests: :class:`ScriptedChatModel`.
 
+Its one reason to change: what tests need from a fake chat model.
+
 
 langchain-core's fake chat models raise on ``bind_tools``; this one records the
 tools it was bound to and replays a script of answers, so a graph that binds

@@ -1,5 +1,7 @@
 """A thread's tool context from outside the graph: a LangGraph server thread or a SQLite file.
 
+Its one reason to change: how a thread's state is reached from outside its graph.
+
 The CLI (:mod:`langgraph_toolbudget.cli`) and the MCP context server
 (:mod:`langgraph_toolbudget.context_server`) read a thread's state values and
 apply the state updates of

@@ -3,6 +3,9 @@
 Key Components:
     - :func:`langgraph_dev`: start ``langgraph dev`` with the repository's
       ``langgraph.json`` on a 127.0.0.1 port, in its own process group; always stopped.
+    - :func:`served_config`: a checkout's ``langgraph.json`` with its paths made absolute,
+      for a server whose working directory is elsewhere.
+    - :func:`example_server`: ``examples/server.py`` (the graphs it serves), imported by path.
     - :func:`drive`: many threads x turns through ``langgraph_sdk`` at once: errors,
       per-run latencies, and each thread's final state (for isolation checks).
 """
@@ -10,6 +13,8 @@ Key Components:
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import json
 import os
 import shutil
 import signal
@@ -18,10 +23,11 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import httpx
@@ -100,19 +106,55 @@ class ServerProcess(subprocess.Popen):  # type: ignore[type-arg]
     leftover: list[int]
 
 
+def example_server() -> ModuleType:
+    """``examples/server.py``, the graph factories ``langgraph.json`` names, imported by path
+    as the server imports it (once per process)."""
+    name = "toolbudget_example_server"
+    module = sys.modules.get(name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(name, REPO / "examples" / "server.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return module
+
+
+def served_config(
+    workdir: Path, source: Path = REPO, extra_graphs: Mapping[str, str] | None = None
+) -> Path:
+    """``source``'s ``langgraph.json`` (plus ``extra_graphs``), written in ``workdir``.
+
+    ``langgraph dev`` reads a graph's file path (``./examples/server.py:example_agent``) and
+    the ``dependencies`` from its working directory, the checkout's root when run by hand;
+    the server here runs in ``workdir``, so those paths are made absolute against ``source``.
+    """
+    config = json.loads((source / "langgraph.json").read_text())
+    config["dependencies"] = [str((source / dep).resolve()) for dep in config["dependencies"]]
+    for graph in config["graphs"].values():
+        where, variable = graph["path"].rsplit(":", 1)
+        if "/" in where:  # a file path, not a module
+            graph["path"] = f"{(source / where).resolve()}:{variable}"
+    config["graphs"].update(extra_graphs or {})
+    path = workdir / "langgraph.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    return path
+
+
 @contextmanager
 def langgraph_dev(
     workdir: Path, env: dict[str, str], port: int, config: Path | None = None
 ) -> Iterator[tuple[str, Any]]:
     """Run ``langgraph dev`` in ``workdir`` for the ``with`` block; yield (url, process).
 
-    ``config``: the ``langgraph.json`` to serve (default: the repository's).
+    ``config``: the ``langgraph.json`` to serve (default: the repository's, through
+    :func:`served_config`).
 
     Raises:
         RuntimeError: the server exited or was not ready in ``STARTUP_TIMEOUT_S`` (with its log).
     """
     command = [
-        langgraph_cli(), "dev", "--config", str(config or REPO / "langgraph.json"),
+        langgraph_cli(), "dev", "--config", str(config or served_config(workdir)),
         "--host", "127.0.0.1",
         "--port", str(port), "--no-browser", "--no-reload",
     ]  # fmt: skip

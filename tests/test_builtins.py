@@ -14,14 +14,14 @@ from langgraph.prebuilt import tools_condition
 from langgraph_toolbudget import BudgetConfig, CallModel, ToolBudgetState, ToolCatalog, ToolExecutor
 from langgraph_toolbudget.core.gating import BuiltinFilter
 from langgraph_toolbudget.execution.batch import BatchRunner
-from langgraph_toolbudget.execution.builtins import (
+from langgraph_toolbudget.execution.builtin_family import (
     BuiltinContext,
     BuiltinResult,
-    Builtins,
     BuiltinTools,
-    MetaTools,
     merge_update,
 )
+from langgraph_toolbudget.execution.builtins import Builtins
+from langgraph_toolbudget.execution.meta_tools import MetaTools
 from langgraph_toolbudget.nodes.agent import ToolAgent
 from langgraph_toolbudget.nodes.selection import ToolSearch
 from langgraph_toolbudget.testing import ScriptedChatModel

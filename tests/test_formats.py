@@ -176,6 +176,12 @@ def test_the_registry_knows_the_five_formats_and_names_them_on_a_typo():
         get_format("hermez")
 
 
+def test_each_format_is_registered_under_its_own_name():
+    assert {name: fmt.name for name, fmt in formats.FORMATS.items()} == {
+        name: name for name in formats.FORMATS
+    }
+
+
 def test_a_new_format_is_one_class_registered_by_name():
     class Shouty(ToolCallFormat):
         name: ClassVar[str] = "shouty"
@@ -203,7 +209,7 @@ def test_a_new_format_is_one_class_registered_by_name():
         assert config.tool_call_formats == ToolCallFormats(("shouty",), "shouty")
         assert get_format("shouty").parse("CALL PING").calls == [{"name": "ping", "args": {}}]
     finally:
-        formats._REGISTRY.pop("shouty")
+        formats.FORMATS.pop("shouty")
     with pytest.raises(TypeError, match="concrete ToolCallFormat"):
         register_format(dict)  # type: ignore[arg-type]
 

@@ -1,6 +1,6 @@
 """MCP servers as a tool catalog, against real FastMCP server processes.
 
-The servers (``langgraph_toolbudget/demo/mcp_servers``) run over stdio (spawned by the
+The servers (``examples/mcp_servers``) run over stdio (spawned by the
 catalog) or over streamable HTTP / SSE on 127.0.0.1 (spawned here, always
 stopped). Only the chat model is scripted.
 """
@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_mcp_adapters.client import MultiServerMCPClient
-from mcp_servers import free_port, http_server, pid_alive, stdio
+from mcp_servers import SERVERS_DIR, free_port, http_server, pid_alive, stdio
 
 from langgraph_toolbudget import ToolCatalog, create_toolbudget_agent
 from langgraph_toolbudget.core.selection import search_hits
@@ -34,6 +34,7 @@ from langgraph_toolbudget.mcp import (
     MCPLoadWarning,
     MCPServerError,
     MCPToolCatalog,
+    load_mcp_catalog,
     load_mcp_catalog_sync,
     mcp_tool_name,
 )
@@ -108,7 +109,7 @@ def catalog() -> Iterator[ToolCatalog]:
 # --- loading: tags, categories, descriptions, names -------------------------------------
 
 
-def test_from_mcp_tags_each_tool_with_its_server_and_category(catalog: ToolCatalog) -> None:
+def test_load_mcp_catalog_tags_each_tool_with_its_server_and_category(catalog: ToolCatalog) -> None:
     assert catalog.categories == ["math", "notes"]
     assert catalog.load_errors == {}
     assert catalog.tools_in("math") == [
@@ -186,7 +187,7 @@ def test_read_only_hint_sets_is_pure_and_server_is_the_concurrency_group(
 
 
 async def test_server_defaults_and_per_tool_overrides() -> None:
-    catalog = await ToolCatalog.from_mcp(
+    catalog = await load_mcp_catalog(
         {"math": MATH},
         server_defaults={"math": {"include": "manual", "timeout_s": 5, "is_pure": False}},
         tool_metadata={
@@ -209,19 +210,34 @@ async def test_server_defaults_and_per_tool_overrides() -> None:
 
 async def test_bad_options_raise_clear_errors_and_close_the_sessions() -> None:
     with pytest.raises(ValueError, match=r"server_defaults names \['nope'\]"):
-        await ToolCatalog.from_mcp({"math": MATH}, server_defaults={"nope": {}})
+        await load_mcp_catalog({"math": MATH}, server_defaults={"nope": {}})
     with pytest.raises(ValueError, match=r"unknown keys \['colour'\]"):
-        await ToolCatalog.from_mcp({"math": MATH}, server_defaults={"math": {"colour": "red"}})
+        await load_mcp_catalog({"math": MATH}, server_defaults={"math": {"colour": "red"}})
     with pytest.raises(ValueError, match="tool_metadata names 'subtract'.*Known tools include"):
-        await ToolCatalog.from_mcp({"math": MATH}, tool_metadata={"subtract": {"enabled": False}})
+        await load_mcp_catalog({"math": MATH}, tool_metadata={"subtract": {"enabled": False}})
     with pytest.raises(TypeError, match="'timeout_s' must be"):
-        await ToolCatalog.from_mcp({"math": MATH}, tool_metadata={"add": {"timeout_s": "1"}})
+        await load_mcp_catalog({"math": MATH}, tool_metadata={"add": {"timeout_s": "1"}})
     with pytest.raises(ValueError, match="sets 'server'"):
-        await ToolCatalog.from_mcp({"math": MATH}, tool_metadata={"add": {"server": "x"}})
+        await load_mcp_catalog({"math": MATH}, tool_metadata={"add": {"server": "x"}})
+
+
+async def test_an_unknown_option_names_the_closest_one_before_any_server_starts() -> None:
+    closest = r"unknown option 'allowed_tool'; did you mean 'allowed_tools'"
+    with pytest.raises(TypeError, match=closest):
+        await load_mcp_catalog({"math": BROKEN}, allowed_tool=["add"])  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"load_mcp_catalog_sync\(\) got an unknown option 'stric'"):
+        load_mcp_catalog_sync({"math": BROKEN}, stric=True)  # type: ignore[call-arg]
+
+
+def test_the_top_level_package_exports_the_loader_lazily() -> None:
+    import langgraph_toolbudget
+
+    assert langgraph_toolbudget.load_mcp_catalog is load_mcp_catalog
+    assert "load_mcp_catalog" in langgraph_toolbudget.__all__
 
 
 async def test_filters_allowed_servers_and_tool_patterns() -> None:
-    catalog = await ToolCatalog.from_mcp(
+    catalog = await load_mcp_catalog(
         {"math": MATH, "notes": NOTES},
         allowed_servers=["math"],
         allowed_tools=["notes:list_*", "notes:search", "slow"],
@@ -242,7 +258,7 @@ async def test_filters_allowed_servers_and_tool_patterns() -> None:
 
 
 async def test_categories_mapping_and_tool_name_prefix() -> None:
-    catalog = await ToolCatalog.from_mcp(
+    catalog = await load_mcp_catalog(
         {"math": MATH, "text": TEXT},
         tool_name_prefix=True,
         categories={"writing": ["text:upper", "text__word_count"]},
@@ -268,7 +284,7 @@ async def test_a_multi_server_client_is_accepted_with_its_interceptors() -> None
     client = MultiServerMCPClient(
         {"math": MATH, "text": TEXT}, tool_name_prefix=True, tool_interceptors=[double_a]
     )
-    catalog = await ToolCatalog.from_mcp(client)
+    catalog = await load_mcp_catalog(client)
     async with catalog:
         assert catalog.categories == ["math", "text"]
         assert "math__add" in catalog  # the client's tool_name_prefix is honoured
@@ -371,7 +387,7 @@ def test_a_sync_call_is_bounded_by_timeout_s_and_cancelled(catalog: ToolCatalog)
 
 async def test_a_server_that_cannot_start_is_reported_and_the_others_load() -> None:
     with pytest.warns(MCPLoadWarning, match="1 of 2 MCP server.*'broken'") as record:
-        catalog = await ToolCatalog.from_mcp({"math": MATH, "broken": BROKEN}, connect_timeout_s=10)
+        catalog = await load_mcp_catalog({"math": MATH, "broken": BROKEN}, connect_timeout_s=10)
     async with catalog:
         assert "no_such_server.py" in str(record[0].message)
         assert catalog.categories == ["math"]
@@ -383,7 +399,7 @@ async def test_a_server_that_cannot_start_is_reported_and_the_others_load() -> N
 async def test_strict_raises_naming_the_server() -> None:
     port = free_port()  # nothing listens there
     with pytest.raises(MCPLoadError, match="'down'.*ConnectError") as info:
-        await ToolCatalog.from_mcp(
+        await load_mcp_catalog(
             {
                 "math": MATH,
                 "down": {"transport": "streamable_http", "url": f"http://127.0.0.1:{port}/mcp"},
@@ -397,7 +413,7 @@ async def test_strict_raises_naming_the_server() -> None:
 async def test_metadata_for_a_server_that_failed_does_not_block_the_others() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MCPLoadWarning)
-        catalog = await ToolCatalog.from_mcp(
+        catalog = await load_mcp_catalog(
             {"math": MATH, "broken": BROKEN},
             tool_metadata={"broken:anything": {"enabled": False}, "add": {"timeout_s": 3}},
             server_defaults={"broken": {"include": "manual"}},
@@ -431,7 +447,7 @@ async def until(condition: Callable[[], bool]) -> bool:
 
 
 async def test_killed_stdio_server_mid_call_errors_naming_the_server_then_reconnects() -> None:
-    catalog = await ToolCatalog.from_mcp({"notes": NOTES})
+    catalog = await load_mcp_catalog({"notes": NOTES})
     async with catalog:
         pid = int(text_of(await catalog.get("server_pid").tool.ainvoke({})))
         tag = uuid.uuid4().hex
@@ -453,7 +469,7 @@ async def test_killed_stdio_server_mid_call_errors_naming_the_server_then_reconn
 async def test_streamable_http_server_killed_mid_call_then_restarted() -> None:
     port = free_port()
     with http_server("notes_server.py", port=port) as server:
-        catalog = await ToolCatalog.from_mcp({"notes": server.connection}, heartbeat_s=0.2)
+        catalog = await load_mcp_catalog({"notes": server.connection}, heartbeat_s=0.2)
         async with catalog:
             assert catalog.mcp.servers["notes"].transport == "streamable_http"
             assert text_of(await catalog.get("add_note").tool.ainvoke({"text": "x"})) == (
@@ -478,7 +494,7 @@ async def test_streamable_http_server_killed_mid_call_then_restarted() -> None:
 async def test_streamable_http_server_restarted_between_calls_gets_a_new_session() -> None:
     port = free_port()
     with http_server("notes_server.py", port=port) as server:
-        catalog = await ToolCatalog.from_mcp({"notes": server.connection})
+        catalog = await load_mcp_catalog({"notes": server.connection})
         first_pid = text_of(await catalog.get("server_pid").tool.ainvoke({}))
         server.kill()
     async with catalog:
@@ -492,13 +508,13 @@ async def test_streamable_http_server_restarted_between_calls_gets_a_new_session
 
 async def test_sse_transport_loads_and_calls() -> None:
     with http_server("math_server.py", transport="sse") as server:
-        async with await ToolCatalog.from_mcp({"math": server.connection}) as catalog:
+        async with await load_mcp_catalog({"math": server.connection}) as catalog:
             assert catalog.mcp.servers["math"].transport == "sse"
             assert text_of(await catalog.get("multiply").tool.ainvoke({"a": 3, "b": 4})) == "12.0"
 
 
 async def test_aclose_stops_the_server_processes_and_later_calls_fail_clearly() -> None:
-    catalog = await ToolCatalog.from_mcp({"math": MATH, "notes": NOTES})
+    catalog = await load_mcp_catalog({"math": MATH, "notes": NOTES})
     pids = [
         int(text_of(await catalog.get(f"{s}__server_pid").tool.ainvoke({})))
         for s in ("math", "notes")
@@ -524,7 +540,7 @@ def test_sync_close_and_with_metadata_copies_share_the_sessions() -> None:
 
 
 async def test_load_mcp_catalog_sync_refuses_a_running_loop() -> None:
-    with pytest.raises(RuntimeError, match="await ToolCatalog.from_mcp"):
+    with pytest.raises(RuntimeError, match=r"await load_mcp_catalog\(\.\.\.\)"):
         load_mcp_catalog_sync({"math": MATH})
 
 
@@ -600,7 +616,7 @@ async def test_agent_slow_mcp_tool_hits_its_timeout_and_is_cancelled(
 
 @pytest.mark.parametrize("use_async", [True, False])
 async def test_agent_survives_the_server_being_killed_mid_run(use_async: bool) -> None:
-    catalog = await ToolCatalog.from_mcp({"notes": NOTES, "math": MATH})
+    catalog = await load_mcp_catalog({"notes": NOTES, "math": MATH})
     async with catalog:
         pid = int(text_of(await catalog.get("notes__server_pid").tool.ainvoke({})))
         tag = uuid.uuid4().hex
@@ -662,7 +678,9 @@ def test_importing_the_package_does_not_load_the_mcp_sdk() -> None:
     code = (
         "import sys, langgraph_toolbudget, langgraph_toolbudget._compat, "
         "langgraph_toolbudget._runner\n"
-        "from langgraph_toolbudget.demo import server\n"
+        "import importlib.util\n"
+        "spec = importlib.util.spec_from_file_location('server', 'examples/server.py')\n"
+        "spec.loader.exec_module(importlib.util.module_from_spec(spec))  # the server graphs\n"
         "mcp = lambda: sorted(m for m in sys.modules "
         "if m.split('.')[0] in ('mcp', 'langchain_mcp_adapters'))\n"
         "assert mcp() == [], mcp()\n"
@@ -693,17 +711,10 @@ async def test_any_catalog_can_be_closed_and_only_mcp_catalogs_have_mcp_state() 
     assert type(plain.with_metadata(echo={"timeout_s": 1})) is ToolCatalog
 
 
-async def test_the_example_servers_ship_in_the_package_and_run_with_python_m() -> None:
-    from langgraph_toolbudget.demo.mcp_servers import SERVERS_DIR, example_connections
-
-    assert SERVERS_DIR.parent.name == "demo" and (SERVERS_DIR / "__init__.py").is_file()
-    assert sorted(example_connections()) == ["math", "notes", "text"]
-    module = {
-        "transport": "stdio",
-        "command": sys.executable,
-        "args": ["-m", "langgraph_toolbudget.demo.mcp_servers.text_server"],
-        "cwd": str(Path(__file__).resolve().parents[1]),  # this checkout's package
-    }
-    async with await ToolCatalog.from_mcp({"text": module}, strict=True) as catalog:
+async def test_the_example_servers_run_by_path_from_examples_not_from_the_package() -> None:
+    repo = Path(__file__).resolve().parents[1]
+    assert repo / "examples" / "mcp_servers" == SERVERS_DIR
+    assert not (repo / "langgraph_toolbudget" / "demo" / "mcp_servers").exists()
+    async with await load_mcp_catalog({"text": TEXT}, strict=True) as catalog:
         assert catalog.tools_in("text") == ["upper", "word_count"]
         assert text_of(await catalog.get("upper").tool.ainvoke({"text": "ok"})) == "OK"

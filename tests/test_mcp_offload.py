@@ -18,10 +18,9 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import MemorySaver
 from langgraph.store.memory import InMemoryStore
-from mcp_servers import http_server
+from mcp_servers import http_server, stdio
 
 from langgraph_toolbudget import create_toolbudget_agent
-from langgraph_toolbudget.demo.mcp_servers import stdio
 from langgraph_toolbudget.mcp import MCPToolCatalog, load_mcp_catalog, load_mcp_catalog_sync
 from langgraph_toolbudget.testing import ScriptedChatModel
 

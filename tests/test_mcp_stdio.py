@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp_servers.faults import SERVER
 
-from langgraph_toolbudget import ToolCatalog
+from langgraph_toolbudget import load_mcp_catalog
 from langgraph_toolbudget.mcp.stdio import LineSplitter, stdio_parameters
 
 pytestmark = pytest.mark.timeout(120)
@@ -71,7 +71,7 @@ async def test_a_stdio_server_gets_the_env_and_cwd_of_its_connection(tmp_path, m
     env = {"TB_VALUE": "${TB_STDIO_SECRET}-1", "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
     connection = {"transport": "stdio", "command": sys.executable, "args": [str(SERVER)],
                   "env": env, "cwd": str(tmp_path)}  # fmt: skip
-    async with await ToolCatalog.from_mcp({"faults": connection}, strict=True) as catalog:
+    async with await load_mcp_catalog({"faults": connection}, strict=True) as catalog:
         (tool,) = catalog.tools(["process_info"])
         info = json.loads(_text(await tool.ainvoke({"variable": "TB_VALUE"})))
     assert info == {"cwd": str(tmp_path), "value": "s3cret-1"}
@@ -79,7 +79,7 @@ async def test_a_stdio_server_gets_the_env_and_cwd_of_its_connection(tmp_path, m
 
 async def test_a_stray_line_on_stdout_does_not_break_the_session(caplog):
     connection = {"transport": "stdio", "command": sys.executable, "args": [str(SERVER)]}
-    async with await ToolCatalog.from_mcp({"faults": connection}, strict=True) as catalog:
+    async with await load_mcp_catalog({"faults": connection}, strict=True) as catalog:
         noise, echo = catalog.tools(["noise", "echo"])
         first = _text(await noise.ainvoke({"text": "still here"}))
         second = _text(await echo.ainvoke({"text": "and here"}))

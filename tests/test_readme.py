@@ -2,8 +2,8 @@
 
 Every fenced block of ``README.md`` and ``docs/*.md`` whose info string is
 exactly ``python`` is executed, each in a fresh namespace, from a scratch
-directory laid out like the repository root (``tests/`` linked in, for the
-local MCP servers), so files an example writes never land in the repository.
+directory laid out like the repository root (``tests/`` and ``examples/`` linked
+in, for the local MCP servers), so files an example writes never land in the repository.
 Blocks marked ``python no-run`` are fragments (they need a running server or a
 provider's API key, say) and are only compiled.
 """
@@ -66,6 +66,7 @@ def test_example_runs(
     code: str, where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "tests").symlink_to(REPO / "tests", target_is_directory=True)
+    (tmp_path / "examples").symlink_to(REPO / "examples", target_is_directory=True)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("TOOLBUDGET_MODEL", raising=False)
     namespace = {"__name__": "example_" + re.sub(r"\W", "_", where)}
@@ -91,14 +92,13 @@ def test_configuration_reference_names_every_parameter() -> None:
         add_toolbudget_nodes,
         create_toolbudget_agent,
     )
-    from langgraph_toolbudget.mcp import load_mcp_catalog
+    from langgraph_toolbudget.mcp import MCPLoadOptions, load_mcp_catalog
 
     documented = set(re.findall(r"\w+", (DOCS / "configuration.md").read_text(encoding="utf-8")))
     missing = {}
     for api in (
         BudgetConfig,
         ToolCatalog.from_tools,
-        ToolCatalog.from_mcp,
         load_mcp_catalog,
         ClassifyIntent,
         SelectTools,
@@ -117,6 +117,9 @@ def test_configuration_reference_names_every_parameter() -> None:
         undocumented = sorted(names - documented - {"self", "name"})
         if undocumented:
             missing[api.__qualname__] = undocumented
+    undocumented = sorted(set(MCPLoadOptions.__annotations__) - documented)
+    if undocumented:
+        missing["MCPLoadOptions"] = undocumented
     assert not missing, f"document these parameters in docs/configuration.md: {missing}"
 
 

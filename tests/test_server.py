@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph_sdk import get_client
-from langgraph_server import drive, free_port, langgraph_dev, server_env
+from langgraph_server import drive, example_server, free_port, langgraph_dev, server_env
 
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
-from langgraph_toolbudget.demo.server import chat_model, mcp_connections, model_spec
 
+graphs = example_server()  # examples/server.py, the graph factories langgraph.json names
 REPO = Path(__file__).resolve().parents[1]
-MCP = REPO / "langgraph_toolbudget" / "demo" / "mcp_servers"
+MCP = REPO / "examples" / "mcp_servers"
 VISIBLE_SET_EVENT = "toolbudget.visible_tools"
 STARTUP_TIMEOUT_S = 45
 
@@ -242,18 +242,18 @@ async def test_server_middleware_graph_matches_the_prebuilt_graph(server: str) -
 
 def test_model_spec_from_config_then_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TOOLBUDGET_MODEL", raising=False)
-    assert model_spec(None) == "demo"
+    assert graphs.model_spec(None) == "demo"
     monkeypatch.setenv("TOOLBUDGET_MODEL", "openai:gpt-4o-mini")
-    assert model_spec({}) == "openai:gpt-4o-mini"
-    assert model_spec({"configurable": {"model": "demo"}}) == "demo"
+    assert graphs.model_spec({}) == "openai:gpt-4o-mini"
+    assert graphs.model_spec({"configurable": {"model": "demo"}}) == "demo"
     with pytest.raises(TypeError, match="model"):
-        model_spec({"configurable": {"model": 3}})
+        graphs.model_spec({"configurable": {"model": 3}})
 
 
 def test_chat_model_names_what_to_install_or_fix() -> None:
     catalog = build_example_catalog()
-    demo = chat_model("demo")
-    assert chat_model("demo") is demo  # cached: a factory called per run stays cheap
+    demo = graphs.chat_model("demo")
+    assert graphs.chat_model("demo") is demo  # cached: a factory called per run stays cheap
     # After a search that found nothing, the bound model calls the tool it was bound to,
     # with arguments read from the tool's schema and the request.
     turn = [
@@ -267,13 +267,13 @@ def test_chat_model_names_what_to_install_or_fix() -> None:
     ]
     assert demo.invoke(turn).tool_calls == []  # unbound, it has no tool to call
     with pytest.raises((ImportError, ValueError), match="no-such-provider:m"):
-        chat_model("no-such-provider:m")
+        graphs.chat_model("no-such-provider:m")
 
 
 def test_demo_model_with_every_tool_bound_calls_the_best_one_at_once() -> None:
     # No search_tools bound (a plain create_agent over the whole catalog): no search step.
     tools = [spec.tool for spec in build_example_catalog().specs]
-    demo = chat_model("demo").bind_tools(tools)
+    demo = graphs.chat_model("demo").bind_tools(tools)
     first = demo.invoke([HumanMessage("What's the weather in Tokyo today?")])
     assert [(c["name"], c["args"]) for c in first.tool_calls] == [
         ("get_weather", {"city": "Tokyo"})
@@ -289,8 +289,7 @@ def test_demo_model_with_every_tool_bound_calls_the_best_one_at_once() -> None:
 
 
 async def test_server_factories_build_each_graph_once_per_options() -> None:
-    from langgraph_toolbudget.demo import server
-
+    server = graphs
     server._example = None  # as in a fresh server process
     first = await asyncio.gather(*(server.example_agent({}) for _ in range(5)))
     assert all(g is first[0] for g in first), "concurrent first runs share one catalog and graph"
@@ -316,22 +315,26 @@ def test_mcp_connections_from_env_json_or_file(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.delenv("TOOLBUDGET_MCP_SERVERS", raising=False)
-    defaults = mcp_connections()
+    defaults = graphs.mcp_connections()
     assert sorted(defaults) == ["math", "notes", "text"]
     assert all(Path(c["args"][0]).is_file() for c in defaults.values())
+    assert {Path(c["args"][0]).parent for c in defaults.values()} == {MCP}
+    with pytest.raises(KeyError, match=r"no example MCP servers \['nope'\]"):
+        graphs.example_mcp_connections(["nope"])
 
     inline = '{"m": {"transport": "stdio", "command": "python", "args": ["s.py"]}}'
     monkeypatch.setenv("TOOLBUDGET_MCP_SERVERS", inline)
-    assert mcp_connections() == {"m": {"transport": "stdio", "command": "python", "args": ["s.py"]}}
+    expected = {"m": {"transport": "stdio", "command": "python", "args": ["s.py"]}}
+    assert graphs.mcp_connections() == expected
     path = tmp_path / "servers.json"
     path.write_text(inline, encoding="utf-8")
-    assert mcp_connections(str(path)) == mcp_connections()
+    assert graphs.mcp_connections(str(path)) == graphs.mcp_connections()
     with pytest.raises(ValueError, match="TOOLBUDGET_MCP_SERVERS must be a JSON object"):
-        mcp_connections('{"m": 3}')
+        graphs.mcp_connections('{"m": 3}')
     with pytest.raises(ValueError, match="TOOLBUDGET_MCP_SERVERS must be a JSON object"):
-        mcp_connections("{not json")
+        graphs.mcp_connections("{not json")
     with pytest.raises(FileNotFoundError):
-        mcp_connections(str(tmp_path / "missing.json"))
+        graphs.mcp_connections(str(tmp_path / "missing.json"))
 
 
 def _load_queries(threads: int) -> list[list[str]]:

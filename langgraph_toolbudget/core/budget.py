@@ -1,5 +1,7 @@
 """Budget arithmetic: how many tools each category may show. Pure functions.
 
+Its one reason to change: the budget's arithmetic (shares, redistribution, presets).
+
 Key Components:
     - :func:`per_category_budget`: ``max(min_per_category, max_tools // n)``.
     - :func:`allocate`: proportional selection over ranked categories, with

@@ -1,5 +1,8 @@
 """The tool catalog: every tool the app has, with its metadata, filters and index.
 
+Its one reason to change: what a catalog holds and answers (its tools, their metadata,
+filters and runtime modes, the data derived from them, closing what it holds).
+
 Key Components:
     - :class:`ToolSpec` (from :mod:`langgraph_toolbudget.core.spec`): one tool
       and the metadata the nodes read (server, categories, include mode,
@@ -12,7 +15,9 @@ Key Components:
       Its derived data (search indexes, the arrays of the budget and of the
       intent classifier, embedding vectors) lives in ``catalog.derived``
       (:class:`~langgraph_toolbudget.core.derived.DerivedData`), built on first
-      use, once, and freed with the catalog.
+      use, once, and freed with the catalog. Every catalog has ``aclose()``,
+      ``close()`` and ``async with`` (nothing to release here; an MCP catalog,
+      from :func:`langgraph_toolbudget.mcp.load_mcp_catalog`, closes its sessions).
 
 Typical Usage:
     >>> from langchain_core.tools import tool
@@ -32,6 +37,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.tools import BaseTool
+from typing_extensions import Self
 
 from langgraph_toolbudget.core.catalog_checks import (
     DUPLICATE_TOOL_ERROR,
@@ -47,7 +53,6 @@ from langgraph_toolbudget.core.catalog_checks import (
     check_name_list,
     closest_names,
 )
-from langgraph_toolbudget.core.catalog_lifecycle import CatalogLifecycle
 from langgraph_toolbudget.core.derived import DerivedData
 from langgraph_toolbudget.core.search import ToolIndex
 from langgraph_toolbudget.core.spec import (
@@ -78,10 +83,11 @@ UNKNOWN_DESCRIPTION_ERROR = (
 )
 
 
-class ToolCatalog(CatalogLifecycle):
+class ToolCatalog:
     """Every tool an app has, with metadata, filters and a search index.
 
-    Build it with :meth:`from_tools` (or ``from_mcp`` for MCP servers). A
+    Build it with :meth:`from_tools` (or
+    :func:`~langgraph_toolbudget.mcp.load_mcp_catalog` for MCP servers). A
     catalog is immutable; the nodes share one.
 
     It lists (searches, selects, runs) the tools of its runtime mode:
@@ -241,7 +247,8 @@ class ToolCatalog(CatalogLifecycle):
         return name in self._listed
 
     def may_stay_visible(self, names: Iterable[str], last_used: Mapping[str, int]) -> list[str]:
-        """The stored visible ``names`` that may stay: listed, not ``manual`` unless used."""
+        """The ``names`` (stored as visible) that may stay visible: listed, and not a
+        ``manual`` tool that no node added (no ``last_used`` entry)."""
         return [n for n in names if n in self._unmanual or (n in self._listed and n in last_used)]
 
     def get(self, name: str) -> ToolSpec | None:
@@ -384,7 +391,7 @@ class ToolCatalog(CatalogLifecycle):
     def __repr__(self) -> str:
         return f"ToolCatalog({len(self)} tools, {len(self._members)} categories)"
 
-    # --- copies, MCP servers, closing -------------------------------------------------------
+    # --- copies and closing -----------------------------------------------------------------
 
     def _copy_with(self, specs: Sequence[ToolSpec], runtime_mode: RuntimeMode) -> ToolCatalog:
         """A catalog of this class over ``specs``, with these category descriptions and filters.
@@ -398,3 +405,19 @@ class ToolCatalog(CatalogLifecycle):
             filtered=self._filtered,
             runtime_mode=runtime_mode,
         )
+
+    async def aclose(self) -> None:
+        """Release what the catalog holds: nothing here; an MCP catalog closes its sessions.
+
+        Every catalog has ``aclose()``, ``close()`` and ``async with``, so code can
+        close whatever catalog it was given.
+        """
+
+    def close(self) -> None:
+        """Sync :meth:`aclose`, for code without an event loop."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

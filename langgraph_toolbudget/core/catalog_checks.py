@@ -1,5 +1,7 @@
 """Checks of what a catalog is built from: each bad argument fails early, named, with the fix.
 
+Its one reason to change: what a catalog accepts as input, and the errors that name what is wrong.
+
 :meth:`ToolCatalog.from_tools <langgraph_toolbudget.core.catalog.ToolCatalog.from_tools>`
 and :meth:`~langgraph_toolbudget.core.catalog.ToolCatalog.with_metadata` call
 these before building anything, so a wrong type or an unknown name is reported

@@ -1,5 +1,7 @@
 """Argument coercion: repair the usual shapes of a model's malformed tool arguments.
 
+Its one reason to change: which malformed argument shapes are repaired, and how.
+
 Applied against the tool's JSON schema before validation:
     - a JSON string of the whole arguments is parsed, also when it comes
       wrapped in one unknown key (``{"__arg1": "{...}"}``);

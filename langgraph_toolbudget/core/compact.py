@@ -1,5 +1,7 @@
 """The compact result of a child run, as a model reads it: JSON-safe, bounded values.
 
+Its one reason to change: what a child run's result looks like to the model.
+
 Key Components:
     - :func:`run_result`: a child graph's final state -> the result fields
       (``status``, ``output`` and/or ``context``, ``interrupts``, ``error``).

@@ -1,5 +1,7 @@
 """The tool context of one thread (seed 001): include modes and per-thread include/exclude.
 
+Its one reason to change: what a thread's tool context holds and how it resolves include modes.
+
 A tool's **include mode** is resolved tool -> server -> catalog default when the
 catalog is built (:func:`~langgraph_toolbudget.core.spec.build_spec`); a thread
 may override it for one tool or a whole server, and may **include** or

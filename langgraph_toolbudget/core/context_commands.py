@@ -1,5 +1,7 @@
 """The tool-context operations by name: the one dispatcher behind every face.
 
+Its one reason to change: the set of tool-context operations and their arguments.
+
 The model's context tools, the MCP context server and the CLI all call
 :func:`run_command` with an operation name of seed 001 and its arguments; it
 reads the thread's state values, and returns the answer (plain, JSON-ready data)

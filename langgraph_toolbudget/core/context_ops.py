@@ -1,5 +1,7 @@
 """The tool-context operations of seed 001, one implementation for every face.
 
+Its one reason to change: what each tool-context operation does to a thread.
+
 The write operations return **state updates** (use them from a node, with
 ``graph.update_state(config, ...)`` on any checkpointer, or with
 ``client.threads.update_state(thread_id, ...)`` on a LangGraph server); the read

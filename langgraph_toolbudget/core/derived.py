@@ -1,5 +1,7 @@
 """Data derived from a catalog: built lazily, once, owned by the catalog, each entry bounded.
 
+Its one reason to change: how a catalog's derived data is kept (built once, bounded, freed).
+
 A :class:`~langgraph_toolbudget.core.catalog.ToolCatalog` is immutable, so
 everything computed from it (its search indexes, the arrays the budget and the
 intent classifier read, the tool vectors of an embedding model) can be built

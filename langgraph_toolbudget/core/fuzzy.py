@@ -1,5 +1,7 @@
 """The fuzzy fallback of ``search_tools``: what a pattern that matched nothing was near.
 
+Its one reason to change: how a pattern that matched nothing is matched approximately.
+
 Key Components:
     - :class:`FuzzyMatcher`: a word index over tools' names and descriptions,
       answering in three tiers (substring, words, characters) with bounded work.

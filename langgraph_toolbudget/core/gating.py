@@ -1,5 +1,7 @@
 """Which built-in tools the model gets: the ``enabled_builtins`` filter.
 
+Its one reason to change: how ``enabled_builtins`` is read.
+
 Built-in tools are the tools the executor answers itself (the meta-tools, and
 the families later features add). Each family says whether it is on by default;
 ``enabled_builtins`` changes that:

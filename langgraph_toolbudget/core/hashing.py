@@ -1,5 +1,7 @@
 """A small, deterministic, offline embedding: hashed words and character n-grams.
 
+Its one reason to change: the offline embedding's features.
+
 Key Components:
     - :class:`HashingEmbeddings`: a LangChain ``Embeddings`` in pure numpy, no
       model file, no network. Useful in tests and as a dependency-free

@@ -1,5 +1,7 @@
 """Offline intent classification: a query -> tool categories, ranked. Pure functions.
 
+Its one reason to change: how a query is scored against categories.
+
 Key Components:
     - :func:`classify_lexical`: offline scoring of categories against a query
       (category name and description, and the tools inside each category).

@@ -1,5 +1,7 @@
 """Large tool outputs: what they are, and reading, searching and querying them (pure logic).
 
+Its one reason to change: how a large output is described, read, searched and queried.
+
 A tool result too large for the conversation is stored whole and the model gets
 a short stub instead (see :mod:`langgraph_toolbudget.execution.offload`). This
 module is the part that needs no LangGraph: describing an output (text or JSON,

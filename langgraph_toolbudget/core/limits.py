@@ -1,5 +1,7 @@
 """Bounds on what a model's tool calls may make the package do, and echo back.
 
+Its one reason to change: the bounds on what untrusted tool calls may cost.
+
 A tool call is untrusted text: arguments nested thousands deep would raise
 ``RecursionError`` in ``json.loads``, ``repr`` or ``json.dumps``; a megabyte-long
 name, pattern or list of categories would be fuzzy-matched, compiled and

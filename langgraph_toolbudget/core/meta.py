@@ -1,5 +1,7 @@
 """Meta-tools: how the model widens its own tool set.
 
+Its one reason to change: what the meta-tools are and answer.
+
 Key Components:
     - :func:`meta_tool_definitions`: the four meta-tools as LangChain tools to
       bind (their bodies are never run: the executor intercepts the calls).

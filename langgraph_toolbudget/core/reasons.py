@@ -1,6 +1,8 @@
 """Why each tool is visible, as data: the reasons the stream events, the state and
 ``toolbudget explain`` carry. Pure functions.
 
+Its one reason to change: what a visible tool's reason says.
+
 A reason is a small JSON-ready dict with ``"why"`` one of:
 
 - ``"budget"``: chosen by the per-category budget; ``category``, its ``share``

@@ -1,5 +1,7 @@
 """Your own search as a ranking signal: what a retrieval function returns, as catalog scores. Pure.
 
+Its one reason to change: what a retrieval function may answer and how it is fused.
+
 Users with their own tool search (a vector database, a hosted search API, a
 fine-tuned ranker) pass it as ``retriever=``: a function ``(query, catalog)``
 returning the tool names it finds, best first, or a mapping of tool names to

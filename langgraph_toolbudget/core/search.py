@@ -1,5 +1,7 @@
 """Search over a tool catalog: one index, two engines.
 
+Its one reason to change: how the catalog is searched (BM25 ranking, the regex engine).
+
 Key Components:
     - :class:`ToolIndex`: built once per catalog. Holds a BM25 ranker over each
       tool's name words, description and argument names (typo tolerant through

@@ -1,5 +1,7 @@
 """Which tools the model sees: the per-category budget and free-text hits. Pure functions.
 
+Its one reason to change: how the visible set is chosen from scores (budget and hits).
+
 Key Components:
     - :func:`select_tools`: the proportional per-category budget, tools ranked
       by relevance to the query inside each category.

@@ -1,5 +1,7 @@
 """Semantic (embedding) ranking beside the lexical one: optional, any LangChain ``Embeddings``.
 
+Its one reason to change: how embedding similarity is fused with the lexical ranking.
+
 The lexical ranker (BM25, :class:`~langgraph_toolbudget.core.search.ToolIndex`)
 cannot join a query to a tool described in other words ("Can I find any
 peer-reviewed papers?" against "helps with academic research"). An embedding

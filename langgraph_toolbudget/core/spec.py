@@ -1,5 +1,7 @@
 """One catalog tool and its metadata: :class:`ToolSpec`, and how it is read from a tool.
 
+Its one reason to change: what one tool's metadata is and how its layers combine.
+
 Key Components:
     - :class:`ToolSpec`: one tool and the metadata the nodes read (server,
       categories, include mode, status, execution metadata).

@@ -1,5 +1,7 @@
 """Search terms: how a text (a tool's name and description, a user's request) is split.
 
+Its one reason to change: how text is split into search terms.
+
 Key Components:
     - :func:`tokenize`: text -> stemmed, lower-case search terms, stop words dropped.
     - :func:`clauses`: a request -> the parts that ask for separate things.

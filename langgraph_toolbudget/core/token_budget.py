@@ -1,5 +1,7 @@
 """The budget in tokens: each category's share is a share of schema tokens. Pure functions.
 
+Its one reason to change: the arithmetic of a budget counted in schema tokens.
+
 ``select_tools`` spends a budget counted in tools by default. With
 ``max_schema_tokens`` it spends one counted in the tokens of the chosen tools'
 JSON schemas, measured as :func:`~langgraph_toolbudget.core.tokens.schema_tokens`

@@ -1,4 +1,7 @@
-"""Schema-token estimates: what showing a set of tools costs per model call, per format."""
+"""Schema-token estimates: what showing a set of tools costs per model call, per format.
+
+Its one reason to change: how schema tokens are estimated.
+"""
 
 from __future__ import annotations
 

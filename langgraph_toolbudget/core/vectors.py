@@ -1,5 +1,7 @@
 """Embedding vectors of a catalog's tools and of recent queries, for one embeddings object.
 
+Its one reason to change: how tool and query vectors are computed and kept.
+
 Key Components:
     - :func:`tool_text`: the text embedded for a tool.
     - :class:`ToolVectors`: the tool matrix (embedded once, in batches, on

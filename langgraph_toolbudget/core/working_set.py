@@ -1,5 +1,7 @@
 """The visible tool set of a thread: ordered, capped, least-recently-used eviction.
 
+Its one reason to change: how a thread's visible set is ordered, capped and evicted.
+
 Key Components:
     - :class:`WorkingSet`: the names the model sees, in a stable order (new
       names are appended, so the prompt prefix stays cacheable), with an

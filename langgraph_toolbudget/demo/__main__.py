@@ -1,5 +1,7 @@
 """Demo: what the pipeline chooses for a few queries, and what it saves.
 
+Its one reason to change: what the offline demo prints.
+
 Run it with ``python -m langgraph_toolbudget.demo``. Offline: the built-in
 example catalog and a scripted chat model.
 """

@@ -1,5 +1,7 @@
 """A built-in example catalog: 40 working tools (39 in 8 categories, plus ask_human), offline.
 
+Its one reason to change: the example tools and their categories.
+
 The tools act on an in-memory workspace (issues, messages, events, files, a
 SQLite database, tasks, mail), so demos, notebooks and the LangGraph server
 example show real tool results without any network or account.

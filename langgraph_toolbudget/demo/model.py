@@ -1,5 +1,7 @@
 """The demo chat model: a deterministic, rule-based stand-in for a real model.
 
+Its one reason to change: the demo model's rules.
+
 Key Components:
     - :class:`DemoChatModel`: a stateless rule-based model (:func:`demo_reply`):
       it searches and loads a tool for the user's request with the meta-tools,

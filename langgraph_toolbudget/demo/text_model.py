@@ -1,6 +1,8 @@
 """The demo model without native tool calling: it reads its tools from the prompt and
 writes Hermes ``<tool_call>`` blocks as text.
 
+Its one reason to change: how the demo rules are served without native tool calling.
+
 Key Components:
     - :class:`HermesDemoChatModel`: the rule-based
       :func:`~langgraph_toolbudget.demo.model.demo_reply` behind a text-only

@@ -1,5 +1,7 @@
 """The in-memory data the example tools act on: issues, messages, events, files, SQL, mail.
 
+Its one reason to change: the example tools' in-memory data.
+
 Key Components:
     - :class:`Workspace`: one per example catalog (a SQLite database in memory).
     - :data:`KEEP`: how many records of each kind a workspace keeps, the most recent.

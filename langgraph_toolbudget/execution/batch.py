@@ -30,13 +30,13 @@ from langgraph_toolbudget.core.intent import latest_user_text
 from langgraph_toolbudget.core.meta import META_TOOL_NAMES
 from langgraph_toolbudget.core.selection import free_tools
 from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
-from langgraph_toolbudget.execution.builtins import (
+from langgraph_toolbudget.execution.builtin_family import (
     BuiltinContext,
     BuiltinResult,
-    Builtins,
     BuiltinTools,
     merge_update,
 )
+from langgraph_toolbudget.execution.builtins import Builtins
 from langgraph_toolbudget.execution.errors import HandleToolErrors
 from langgraph_toolbudget.execution.offload import Offloader
 from langgraph_toolbudget.execution.outcome import TurnOutcome, flatten_outputs, node_output

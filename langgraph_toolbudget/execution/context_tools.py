@@ -1,5 +1,7 @@
 """The tool-context management tools (seed 001) as a built-in family, off by default.
 
+Its one reason to change: how the executor answers the tool-context tools.
+
 ``list_tools``, ``get_tool``, ``list_context_tools``, ``include_tool``,
 ``exclude_tool``, ``set_tool_include_mode``, ``list_tool_servers``,
 ``get_tool_server``, ``set_server_include_mode``, ``include_tool_server``,
@@ -36,7 +38,11 @@ from langgraph_toolbudget.core.context_commands import (
     run_command,
 )
 from langgraph_toolbudget.core.working_set import WorkingSet, state_get
-from langgraph_toolbudget.execution.builtins import BuiltinContext, BuiltinResult, BuiltinTools
+from langgraph_toolbudget.execution.builtin_family import (
+    BuiltinContext,
+    BuiltinResult,
+    BuiltinTools,
+)
 
 __all__ = ["CONTEXT_TOOL_NAMES", "ContextTools"]
 

@@ -1,5 +1,7 @@
 """What a failed tool call answers: the package's explained errors, or ``ToolNode``'s rules.
 
+Its one reason to change: what a failed call answers.
+
 Key Components:
     - :class:`ToolErrorPolicy`: built from a ``handle_tool_errors`` value. ``None``
       (``ToolExecutor``'s default) answers every failure with an explained error

@@ -1,5 +1,7 @@
 """Hooks around a tool call, in the shape of LangGraph's ``wrap_tool_call``: types and composition.
 
+Its one reason to change: the shape of a hook and how hooks compose.
+
 Key Components:
     - :data:`ToolCallWrapper`, :data:`AsyncToolCallWrapper`: a hook ``(request,
       execute) -> output`` and its async form.

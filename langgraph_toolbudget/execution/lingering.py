@@ -1,5 +1,7 @@
 """Calls answered at their deadline that still run, and the deadline itself.
 
+Its one reason to change: what happens to a call answered at its timeout that still runs.
+
 A sync tool past its ``timeout_s`` cannot be stopped (Python cannot kill a
 thread), and an async tool may catch its ``CancelledError`` and carry on. The
 caller is answered at the deadline either way (:func:`within`), and the work is

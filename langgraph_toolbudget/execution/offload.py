@@ -1,5 +1,7 @@
 """Offloading large tool outputs into a LangGraph store, out of the conversation.
 
+Its one reason to change: where and how large outputs are stored and stubbed.
+
 A tool result over ``offload_over_chars`` (or ``offload_over_tokens``) is
 stored whole, and its ``ToolMessage`` gets a stub instead: a handle, the size,
 the kind (text or JSON, with its top-level keys or length), a preview and how

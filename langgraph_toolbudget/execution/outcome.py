@@ -1,5 +1,7 @@
 """What one batch of tool calls produced, and how a node returns it.
 
+Its one reason to change: what a batch returns to a node.
+
 Key Components:
     - :class:`TurnOutcome`: the results of a batch, one per call in call order,
       with what its built-in calls found and changed.

@@ -1,5 +1,7 @@
 """The output tools: how the model reads offloaded outputs back, as a built-in family.
 
+Its one reason to change: how the executor answers the output tools.
+
 ``read_large_output(handle, start, length)`` reads a character range,
 ``search_large_output(handle, pattern, context_lines)`` finds lines by regex
 (RE2, linear time, bounded matches), ``query_large_output(handle,
@@ -35,7 +37,11 @@ from langgraph_toolbudget.core.large_output import (
     read_range,
     search_output,
 )
-from langgraph_toolbudget.execution.builtins import BuiltinContext, BuiltinResult, BuiltinTools
+from langgraph_toolbudget.execution.builtin_family import (
+    BuiltinContext,
+    BuiltinResult,
+    BuiltinTools,
+)
 from langgraph_toolbudget.execution.offload import Offloader, OffloadStore, offload_limit
 
 __all__ = ["OUTPUT_TOOL_NAMES", "UNKNOWN_HANDLE_ERROR", "OutputTools"]

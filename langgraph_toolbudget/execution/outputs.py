@@ -1,5 +1,7 @@
 """The stage after a tool ran: its output, or its failure, as what the model reads.
 
+Its one reason to change: how a tool's output or failure becomes what the model reads.
+
 Key Components:
     - :class:`OutputNormaliser`: any tool output becomes a ``ToolMessage``, a
       ``Command`` or a list of them, checked as ``ToolNode`` checks them; a

@@ -1,5 +1,7 @@
 """Which calls may run: the check stage's policy, and the errors a refused call gets.
 
+Its one reason to change: which calls may run and what a refused call is told.
+
 Key Components:
     - :class:`VisibilityPolicy`: a call to a tool that is unknown, filtered,
       disabled, a draft outside debug mode, or (with ``enforce_visibility``) not

@@ -1,5 +1,7 @@
 """The stages before a tool runs: check the call, coerce its arguments, build the tool's input.
 
+Its one reason to change: how a call is checked and its arguments coerced before it runs.
+
 Key Components:
     - :class:`CallPreparer`: given a call and its tool, either the error the call is
       answered with (refused by the caller's check, not a tool, arguments nested

@@ -12,12 +12,15 @@ and writes its calls as text, in one of these formats:
 
 Key Components:
     - :class:`~langgraph_toolbudget.formats.base.ToolCallFormat`: the interface.
-    - :func:`get_format`, :func:`format_names`, :func:`register_format`: the
-      registry. Every module of this package that defines a format registers
-      it here, so a new format is one new file.
+    - :data:`FORMATS`: the registry, a plain dict of format name -> format;
+      :func:`get_format` reads it (an unknown name's error lists the names),
+      :func:`format_names` lists it, :func:`register_format` adds a format of
+      your own. A new format of the package is one new module and one entry here.
     - :class:`~langgraph_toolbudget.formats.settings.ToolCallFormats`: the
       ``tool_call_formats`` option (enabled formats and the primary one) and
       :func:`~langgraph_toolbudget.formats.settings.choose_format`.
+
+Its one reason to change: which formats exist.
 
 Typical Usage:
     ```python
@@ -30,13 +33,17 @@ Typical Usage:
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import pkgutil
 
 from langgraph_toolbudget.formats.base import ParsedReply, ToolCallFormat
+from langgraph_toolbudget.formats.hermes import Hermes
+from langgraph_toolbudget.formats.mistral import Mistral
+from langgraph_toolbudget.formats.native import Native
+from langgraph_toolbudget.formats.pure_json import PureJson
+from langgraph_toolbudget.formats.pythonic import Pythonic
 
 __all__ = [
+    "FORMATS",
     "ParsedReply",
     "ToolCallFormat",
     "UnknownFormatError",
@@ -50,7 +57,14 @@ UNKNOWN_FORMAT_ERROR = (
     "(or register your own with langgraph_toolbudget.formats.register_format)."
 )
 
-_REGISTRY: dict[str, ToolCallFormat] = {}
+FORMATS: dict[str, ToolCallFormat] = {
+    "native": Native(),
+    "hermes": Hermes(),
+    "mistral": Mistral(),
+    "pythonic": Pythonic(),
+    "json": PureJson(),
+}
+"""Format name (as in ``tool_call_formats``) -> the format."""
 
 
 class UnknownFormatError(ValueError):
@@ -59,6 +73,8 @@ class UnknownFormatError(ValueError):
 
 def register_format(cls: type[ToolCallFormat]) -> type[ToolCallFormat]:
     """Make ``cls`` usable by its ``name`` in ``tool_call_formats``; returns ``cls``.
+
+    Sets ``FORMATS[cls.name]`` to an instance of ``cls``.
 
     Raises:
         TypeError: ``cls`` is not a concrete :class:`ToolCallFormat` with a name.
@@ -70,13 +86,13 @@ def register_format(cls: type[ToolCallFormat]) -> type[ToolCallFormat]:
     name = getattr(cls, "name", None)
     if not isinstance(name, str) or not name:
         raise TypeError(f"{cls.__name__} needs a class attribute name = '<format name>'")
-    _REGISTRY[name] = cls()
+    FORMATS[name] = cls()
     return cls
 
 
 def format_names() -> list[str]:
     """The registered format names, ``"native"`` first."""
-    return sorted(_REGISTRY, key=lambda n: (n != "native", n))
+    return sorted(FORMATS, key=lambda n: (n != "native", n))
 
 
 def get_format(name: str) -> ToolCallFormat:
@@ -86,26 +102,7 @@ def get_format(name: str) -> ToolCallFormat:
         UnknownFormatError: no format has that name (the message lists them).
     """
     try:
-        return _REGISTRY[name]
+        return FORMATS[name]
     except (KeyError, TypeError):
         known = ", ".join(repr(n) for n in format_names())
         raise UnknownFormatError(UNKNOWN_FORMAT_ERROR.format(name=name, known=known)) from None
-
-
-def _discover() -> None:
-    """Register every format class defined by a public module of this package."""
-    for module in pkgutil.iter_modules(__path__):
-        if module.name.startswith("_") or module.name in ("base", "settings"):
-            continue
-        loaded = importlib.import_module(f"{__name__}.{module.name}")
-        for value in vars(loaded).values():
-            if (
-                isinstance(value, type)
-                and issubclass(value, ToolCallFormat)
-                and value.__module__ == loaded.__name__
-                and not inspect.isabstract(value)
-            ):
-                register_format(value)
-
-
-_discover()

@@ -1,5 +1,7 @@
 """JSON helpers shared by the JSON-based formats (Hermes, Mistral, pure JSON).
 
+Its one reason to change: how the formats read lenient, bounded JSON.
+
 Strict ``json.loads`` first (fast, C); on failure ``json_repair`` fixes what
 models get wrong (single quotes, trailing commas, truncated objects, comments).
 Every input is bounded in size and depth before it is parsed.

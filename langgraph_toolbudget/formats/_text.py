@@ -1,4 +1,7 @@
-"""Text helpers shared by the formats: bounding a reply, cutting out call segments."""
+"""Text helpers shared by the formats: bounding a reply, cutting out call segments.
+
+Its one reason to change: how the formats cut a reply into segments.
+"""
 
 from __future__ import annotations
 

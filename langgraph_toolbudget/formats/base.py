@@ -1,5 +1,7 @@
 """The interface every tool-call format implements, and what a parsed reply is.
 
+Its one reason to change: the contract between a format and the model call.
+
 Key Components:
     - :class:`ToolCallFormat`: one way of showing tools to a model and reading
       its calls back: render the tool specs into the prompt, render a call and

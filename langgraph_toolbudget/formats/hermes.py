@@ -1,5 +1,7 @@
 """The Hermes format (Hermes 2/3, Qwen 2.5/3 chat templates): ``<tool_call>`` tags.
 
+Its one reason to change: the Hermes syntax.
+
 Tools go into the system prompt inside ``<tools></tools>``, one JSON schema
 per line; the model answers with one ``<tool_call>{"name": ..., "arguments":
 {...}}</tool_call>`` block per call; results come back inside

@@ -1,5 +1,7 @@
 """The conversation as a text-format model reads it.
 
+Its one reason to change: how a conversation is rewritten for a text-format model.
+
 The state keeps standard messages (``AIMessage.tool_calls``, ``ToolMessage``),
 whatever format produced them, so a thread can switch model and format
 mid-conversation. Only the prompt of a text-format model is rewritten: calls

@@ -1,5 +1,7 @@
 """The Mistral format (Mistral v3 tokenizer / chat template): ``[TOOL_CALLS]``.
 
+Its one reason to change: the Mistral syntax.
+
 Tools go into the prompt as ``[AVAILABLE_TOOLS] [...][/AVAILABLE_TOOLS]``; the
 model answers ``[TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...]`` (the
 newer ``[TOOL_CALLS]name[ARGS]{...}`` form is read too); results come back as

@@ -1,5 +1,7 @@
 """The native format: the chat model's own tool calling (``bind_tools``).
 
+Its one reason to change: how native tool calling is presented as a format.
+
 Nothing is rendered into the prompt and nothing is parsed: the tools are bound
 to the model and its provider returns ``AIMessage.tool_calls``. Available only
 when the model really supports tool calling (see

@@ -1,5 +1,7 @@
 """The pure JSON format: a JSON object (or a list of them) ``{"name", "arguments"}``.
 
+Its one reason to change: the pure JSON syntax.
+
 The most generic format, for a model with no tool-calling convention of its
 own. The call may stand alone, sit in a Markdown code fence, or follow prose;
 ``parameters`` (Llama 3.1's key) is read like ``arguments``.

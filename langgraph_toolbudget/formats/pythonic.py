@@ -1,5 +1,7 @@
 """The Pythonic format (Llama 3.2 / Llama 4 chat templates): ``[f(a=1), g(b="x")]``.
 
+Its one reason to change: the Pythonic syntax.
+
 Tools go into the system prompt as a JSON list; the model answers with a
 Python-style list of calls. The reply is read with :mod:`ast` (never
 ``eval``): only names, keyword arguments and literal values are accepted

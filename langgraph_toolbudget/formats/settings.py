@@ -1,5 +1,7 @@
 """The ``tool_call_formats`` option and the choice of a format (seed 000's decision tree).
 
+Its one reason to change: how the ``tool_call_formats`` option is read and a format chosen.
+
 Key Components:
     - :class:`ToolCallFormats`: the enabled formats and the primary one,
       validated (``{"enabled": ["native", "hermes"], "primary": "hermes"}``).

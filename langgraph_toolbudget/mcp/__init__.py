@@ -1,10 +1,13 @@
 """MCP servers as a tool catalog, over persistent sessions on one background loop.
 
+Its one reason to change: what the MCP layer exports.
+
 Key Components:
-    - :func:`load_mcp_catalog` (also ``await ToolCatalog.from_mcp(...)``): load
-      the tools of several MCP servers into one :class:`MCPToolCatalog`. Each
-      tool is tagged with its server; its category is the server name; the
-      server's ``initialize`` instructions become the category description.
+    - :func:`load_mcp_catalog` (also ``from langgraph_toolbudget import
+      load_mcp_catalog``): load the tools of several MCP servers into one
+      :class:`MCPToolCatalog`. Each tool is tagged with its server; its category
+      is the server name; the server's ``initialize`` instructions become the
+      category description. Its options are :class:`MCPLoadOptions`.
     - :class:`MCPToolCatalog`: a ``ToolCatalog`` that owns its
       :class:`MCPRuntime` (``catalog.mcp``), lists the servers that failed to
       load (``catalog.load_errors``) and closes the sessions (``aclose()``,
@@ -30,7 +33,7 @@ Naming rule:
 
 Typical Usage:
     ```python
-    catalog = await ToolCatalog.from_mcp(
+    catalog = await load_mcp_catalog(
         {"math": {"transport": "stdio", "command": "python", "args": ["math_server.py"]}}
     )
     async with catalog:
@@ -39,16 +42,16 @@ Typical Usage:
     ```
 """
 
-from langgraph_toolbudget.mcp.building import mcp_tool_name
-from langgraph_toolbudget.mcp.catalog import MCPToolCatalog
+from langgraph_toolbudget.mcp.catalog import MCPToolCatalog, mcp_tool_name
 from langgraph_toolbudget.mcp.errors import MCPLoadError, MCPLoadWarning, MCPServerError
-from langgraph_toolbudget.mcp.loader import load_mcp_catalog, load_mcp_catalog_sync
+from langgraph_toolbudget.mcp.loader import MCPLoadOptions, load_mcp_catalog, load_mcp_catalog_sync
 from langgraph_toolbudget.mcp.runtime import MCPRuntime, MCPServerInfo
 from langgraph_toolbudget.mcp.tool import MCPCatalogTool
 
 __all__ = [
     "MCPCatalogTool",
     "MCPLoadError",
+    "MCPLoadOptions",
     "MCPLoadWarning",
     "MCPRuntime",
     "MCPServerError",

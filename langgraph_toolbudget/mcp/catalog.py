@@ -1,17 +1,46 @@
-"""The catalog of MCP tools: a ToolCatalog that owns the sessions its tools call through."""
+"""The catalog of MCP tools: a ToolCatalog that owns the sessions its tools call through.
+
+Its one reason to change: what an MCP catalog is beyond a ``ToolCatalog`` (its runtime, its
+load errors, closing, the names its tools get). How one is loaded is
+:mod:`~langgraph_toolbudget.mcp.loader`'s.
+
+Key Components:
+    - :class:`MCPToolCatalog`: the catalog; owns its :class:`MCPRuntime`.
+    - :func:`mcp_tool_name`: the prefixed catalog name of an MCP tool.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from langgraph_toolbudget.core.catalog import RuntimeMode, ToolCatalog, ToolSpec
 from langgraph_toolbudget.mcp.runtime import MCPRuntime
 
+__all__ = ["MCPToolCatalog", "mcp_tool_name"]
+
+_SAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def mcp_tool_name(server: str, name: str) -> str:
+    """The prefixed catalog name of an MCP tool: ``<server>__<name>``.
+
+    Characters of the server name outside ``[A-Za-z0-9_-]`` become ``_``.
+
+    Args:
+        server: the server's name in the catalog.
+        name: the tool's MCP name.
+
+    Returns:
+        The prefixed name, e.g. ``mcp_tool_name("math", "search") == "math__search"``.
+    """
+    return f"{_SAFE.sub('_', server)}__{name}"
+
 
 class MCPToolCatalog(ToolCatalog):
     """A :class:`ToolCatalog` of MCP tools that owns their :class:`MCPRuntime`.
 
-    Build it with ``await ToolCatalog.from_mcp(...)`` (or
+    Build it with ``await load_mcp_catalog(...)`` (see
     :func:`~langgraph_toolbudget.mcp.load_mcp_catalog`). The nodes use it like
     any catalog; on top it has the runtime (:attr:`mcp`: servers, sessions),
     the servers that failed to load (:attr:`load_errors`), and closing: ``await
@@ -29,7 +58,7 @@ class MCPToolCatalog(ToolCatalog):
 
     Example:
         ```python
-        async with await ToolCatalog.from_mcp(connections) as catalog:
+        async with await load_mcp_catalog(connections) as catalog:
             print(catalog.load_errors, catalog.mcp.servers["math"].tools)
             graph = create_toolbudget_agent(model, catalog).compile()
         ```
@@ -81,6 +110,3 @@ class MCPToolCatalog(ToolCatalog):
     def close(self) -> None:
         """Sync :meth:`aclose`, for code without an event loop. Idempotent."""
         self._runtime.close()
-
-    async def __aenter__(self) -> MCPToolCatalog:
-        return self

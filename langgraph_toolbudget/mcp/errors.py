@@ -1,4 +1,7 @@
-"""MCP errors: the error classes, their message templates, and error classification."""
+"""MCP errors: the error classes, their message templates, and error classification.
+
+Its one reason to change: how MCP failures are named and classified.
+"""
 
 from __future__ import annotations
 
@@ -35,7 +38,7 @@ TIMEOUT_ERROR = (
 )
 CLOSED_ERROR = (
     "the MCP sessions of this catalog were closed (aclose()/close()); tool {tool!r} of "
-    "server {server!r} cannot run. Load the catalog again with ToolCatalog.from_mcp()."
+    "server {server!r} cannot run. Load the catalog again with load_mcp_catalog()."
 )
 NESTED_SYNC_ERROR = (
     "a sync MCP call from the MCP sessions' own loop (in a tool interceptor or callback) "

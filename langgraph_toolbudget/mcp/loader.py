@@ -1,72 +1,76 @@
-"""Loading MCP servers' tools into a catalog: connecting, listing, load errors.
+"""Loading MCP servers into a catalog: the loader's options, connecting and listing, and
+turning what each server listed into catalog tools (names, metadata, categories, filters).
 
-The catalog itself (names, metadata, categories, filters) is built by ``building.py``.
+Its one reason to change: how MCP servers become an :class:`MCPToolCatalog`. Sessions and
+calls are :mod:`~langgraph_toolbudget.mcp.runtime`'s; prompts and resources as tools are
+:mod:`~langgraph_toolbudget.mcp.virtual`'s.
+
+Key Components:
+    - :class:`MCPLoadOptions`: every option of the loader, declared and documented once.
+    - :func:`load_mcp_catalog`: load the tools of MCP servers into a catalog (async).
+    - :func:`load_mcp_catalog_sync`: the same from code without an event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import fnmatch
+import glob
 import warnings
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from langchain_core.tools import BaseTool
 from langchain_mcp_adapters.callbacks import Callbacks
 from langchain_mcp_adapters.client import MultiServerMCPClient
 from langchain_mcp_adapters.sessions import Connection
+from mcp import types
+from rapidfuzz import process
+from typing_extensions import TypedDict, Unpack
 
-from langgraph_toolbudget.core.catalog import TOOL_METADATA_KEYS, IncludeMode
-from langgraph_toolbudget.mcp.building import build_catalog
-from langgraph_toolbudget.mcp.catalog import MCPToolCatalog
+from langgraph_toolbudget._compat_mcp import _handle_mcp_tool_error
+from langgraph_toolbudget.core.catalog import TOOL_METADATA_KEYS, IncludeMode, ToolCatalog
+from langgraph_toolbudget.core.spec import OUTPUT_SCHEMA_KEY
+from langgraph_toolbudget.mcp.catalog import MCPToolCatalog, mcp_tool_name
 from langgraph_toolbudget.mcp.errors import MCPLoadError, MCPLoadWarning
-from langgraph_toolbudget.mcp.runtime import MCPRuntime
+from langgraph_toolbudget.mcp.runtime import MCPRuntime, MCPServerInfo
+from langgraph_toolbudget.mcp.tool import MCPCatalogTool
+from langgraph_toolbudget.mcp.virtual import add_virtual_tools, server_features
+
+__all__ = [
+    "DEFAULT_MCP_TIMEOUT_S",
+    "MCPLoadOptions",
+    "UNKNOWN_OPTION_ERROR",
+    "load_mcp_catalog",
+    "load_mcp_catalog_sync",
+]
 
 DEFAULT_MCP_TIMEOUT_S = 60.0
 """``timeout_s`` of an MCP tool that sets none: a call to a frozen server is answered
 with a timeout error after this long instead of staying pending forever."""
 SERVER_DEFAULT_KEYS = tuple(k for k in TOOL_METADATA_KEYS if k != "server")
 
+UNKNOWN_OPTION_ERROR = (
+    "{function}() got an unknown option {name!r}; did you mean {closest!r}? "
+    "Its options are: {known} (see MCPLoadOptions)."
+)
 
-async def load_mcp_catalog(
-    connections_or_client: Mapping[str, Connection] | MultiServerMCPClient,
-    *,
-    server_descriptions: Mapping[str, str] | None = None,
-    server_defaults: Mapping[str, Mapping[str, Any]] | None = None,
-    tool_metadata: Mapping[str, Mapping[str, Any]] | None = None,
-    categories: Mapping[str, Sequence[str]] | None = None,
-    category_descriptions: Mapping[str, str] | None = None,
-    allowed_servers: Sequence[str] | None = None,
-    allowed_tools: Sequence[str] | None = None,
-    default_include: IncludeMode = "agent",
-    tool_name_prefix: bool | None = None,
-    handle_tool_errors: bool | None = None,
-    strict: bool = False,
-    connect_timeout_s: float = 30.0,
-    heartbeat_s: float | None = 1.0,
-    catalog_cls: type[MCPToolCatalog] = MCPToolCatalog,
-    default_timeout_s: float | None = DEFAULT_MCP_TIMEOUT_S,
-) -> MCPToolCatalog:
-    """Load the tools of MCP servers into a catalog that owns persistent sessions.
 
-    Each server's session is opened here (concurrently) and kept open; every
-    tool call goes through it. Close the sessions with ``await
-    catalog.aclose()``, ``catalog.close()`` or ``async with catalog:``.
+class MCPLoadOptions(TypedDict, total=False):
+    """The options of :func:`load_mcp_catalog` and :func:`load_mcp_catalog_sync`, all optional.
 
     Metadata precedence for a tool (lowest first): ``include=default_include``,
-    ``concurrency_group=<server>`` and ``is_pure`` from the MCP
-    ``readOnlyHint`` annotation; then ``server_defaults[server]``; then
-    ``tool_metadata[tool]``.
+    ``concurrency_group=<server>``, ``is_pure`` from the MCP ``readOnlyHint``
+    annotation and ``timeout_s=default_timeout_s``; then ``server_defaults[server]``;
+    then ``tool_metadata[tool]``.
 
-    Args:
-        connections_or_client: server name -> connection dict, as for
-            ``MultiServerMCPClient`` (``transport`` ``stdio``,
-            ``streamable_http``, ``sse`` or ``websocket``), or a
-            ``MultiServerMCPClient`` (its connections, callbacks, interceptors,
-            ``tool_name_prefix`` and ``handle_tool_errors`` are used).
+    Attributes:
         server_descriptions: server -> category description, overriding the
             server's ``initialize`` instructions (or ``serverInfo`` title).
         server_defaults: server -> metadata for all its tools (``include``,
             ``status``, ``enabled``, ``is_pure``, ``concurrency_group``,
-            ``max_concurrency``, ``timeout_s``).
+            ``max_concurrency``, ``timeout_s``, ``output_schema``).
         tool_metadata: tool -> metadata overrides. A key is a catalog name or
             ``server:mcp_name``.
         categories: category -> tools (catalog names or ``server:mcp_name``);
@@ -74,10 +78,10 @@ async def load_mcp_catalog(
         category_descriptions: descriptions of the extra categories of
             ``categories`` (server categories use ``server_descriptions``).
         allowed_servers: keep only these servers' tools (with
-            ``allowed_tools``, a tool passes if either admits it).
+            ``allowed_tools``, a tool passes if either admits it). Default: no filter.
         allowed_tools: keep only these tools: ``name``, ``server:name`` or
             ``server:*``; a name pattern matches the catalog or the MCP name.
-        default_include: include mode of a tool that sets none.
+        default_include: include mode of a tool that sets none (default ``"agent"``).
         tool_name_prefix: prefix every tool name with its server
             (``server__name``); by default only colliding names are prefixed.
             ``None`` takes the client's setting (False for connection dicts).
@@ -85,28 +89,104 @@ async def load_mcp_catalog(
             messages (True) or raise them; ``None`` takes the client's setting
             (True for connection dicts).
         strict: raise :class:`MCPLoadError` if any server fails to load
-            (closing the others). Otherwise the failure is recorded in
+            (closing the others). By default (False) the failure is recorded in
             ``catalog.load_errors``, a :class:`MCPLoadWarning` is emitted and
             the other servers load.
         connect_timeout_s: seconds a server may take to start and answer
-            ``initialize`` / ``tools/list``.
+            ``initialize`` / ``tools/list`` (default 30).
         heartbeat_s: ping interval for busy servers, to notice a server that
-            died mid-call; ``None`` disables it.
-        catalog_cls: the catalog class to build (an :class:`MCPToolCatalog` subclass).
+            died mid-call; ``None`` disables it (default 1).
         default_timeout_s: ``timeout_s`` of every tool that sets none (in
             ``server_defaults`` or ``tool_metadata``), so a frozen server never
-            leaves a call pending; ``None`` for no bound.
+            leaves a call pending; ``None`` for no bound (default 60).
+        catalog_cls: the catalog class to build, an :class:`MCPToolCatalog`
+            subclass (default :class:`MCPToolCatalog`).
+    """
 
-    Returns:
-        The catalog; ``catalog.mcp`` is its :class:`MCPRuntime`.
+    server_descriptions: Mapping[str, str] | None
+    server_defaults: Mapping[str, Mapping[str, Any]] | None
+    tool_metadata: Mapping[str, Mapping[str, Any]] | None
+    categories: Mapping[str, Sequence[str]] | None
+    category_descriptions: Mapping[str, str] | None
+    allowed_servers: Sequence[str] | None
+    allowed_tools: Sequence[str] | None
+    default_include: IncludeMode
+    tool_name_prefix: bool | None
+    handle_tool_errors: bool | None
+    strict: bool
+    connect_timeout_s: float
+    heartbeat_s: float | None
+    default_timeout_s: float | None
+    catalog_cls: type[MCPToolCatalog]
+
+
+DEFAULTS: MCPLoadOptions = {
+    "default_include": "agent",
+    "strict": False,
+    "connect_timeout_s": 30.0,
+    "heartbeat_s": 1.0,
+    "default_timeout_s": DEFAULT_MCP_TIMEOUT_S,
+    "catalog_cls": MCPToolCatalog,
+}
+"""The options whose default is not "none given"."""
+
+OPTION_NAMES = tuple(MCPLoadOptions.__annotations__)
+
+
+def _check_options(options: Mapping[str, Any], function: str = "load_mcp_catalog") -> None:
+    """Refuse option names :class:`MCPLoadOptions` does not declare.
 
     Raises:
+        TypeError: an unknown option; the message names the closest real one.
+    """
+    for name in options:
+        if name not in OPTION_NAMES:
+            match = process.extractOne(name, OPTION_NAMES)
+            closest = match[0] if match else OPTION_NAMES[0]
+            raise TypeError(
+                UNKNOWN_OPTION_ERROR.format(
+                    function=function, name=name, closest=closest, known=", ".join(OPTION_NAMES)
+                )
+            )
+
+
+async def load_mcp_catalog(
+    connections_or_client: Mapping[str, Connection] | MultiServerMCPClient,
+    **options: Unpack[MCPLoadOptions],
+) -> MCPToolCatalog:
+    """Load the tools of MCP servers into a catalog that owns persistent sessions.
+
+    Each server's session is opened here (concurrently) and kept open; every
+    tool call goes through it. Each tool is tagged with its server, sits in the
+    server's category (described by the server's ``initialize`` instructions)
+    and calls through the session. Close the sessions with ``await
+    catalog.aclose()``, ``catalog.close()`` or ``async with catalog:``.
+
+    Args:
+        connections_or_client: server name -> connection dict, as for
+            ``MultiServerMCPClient`` (``transport`` ``stdio``,
+            ``streamable_http``, ``sse`` or ``websocket``), or a
+            ``MultiServerMCPClient`` (its connections, callbacks, interceptors,
+            ``tool_name_prefix`` and ``handle_tool_errors`` are used).
+        **options: the options of :class:`MCPLoadOptions` (filters, metadata,
+            categories, timeouts, ``strict``...).
+
+    Returns:
+        The catalog; ``catalog.mcp`` is its :class:`MCPRuntime`, ``catalog.load_errors``
+        the servers that failed to load.
+
+    Raises:
+        TypeError: an option :class:`MCPLoadOptions` does not declare (the message
+            names the closest one).
         MCPLoadError: ``strict`` and a server failed; names the servers.
         ValueError: unknown servers in ``server_defaults`` /
             ``server_descriptions``, unknown tools in ``tool_metadata`` /
             ``categories`` (while every server loaded), or an invalid metadata
             value (as :meth:`ToolCatalog.from_tools`).
     """
+    _check_options(options)
+    tool_name_prefix = options.get("tool_name_prefix")
+    handle_tool_errors = options.get("handle_tool_errors")
     if isinstance(connections_or_client, MultiServerMCPClient):
         client = connections_or_client
         connections: Mapping[str, Connection] = client.connections
@@ -118,17 +198,18 @@ async def load_mcp_catalog(
         connections, callbacks, interceptors = dict(connections_or_client), None, []
         prefix = bool(tool_name_prefix)
         handle = True if handle_tool_errors is None else handle_tool_errors
+    server_defaults = options.get("server_defaults") or {}
     for label, mapping in (
         ("server_defaults", server_defaults),
-        ("server_descriptions", server_descriptions),
+        ("server_descriptions", options.get("server_descriptions") or {}),
     ):
-        unknown = sorted(set(mapping or {}) - set(connections))
+        unknown = sorted(set(mapping) - set(connections))
         if unknown:
             raise ValueError(
                 f"{label} names {unknown}, which are not servers of this catalog. "
                 f"Servers: {sorted(connections)}."
             )
-    for server, defaults in (server_defaults or {}).items():
+    for server, defaults in server_defaults.items():
         bad = sorted(set(defaults) - set(SERVER_DEFAULT_KEYS))
         if bad:
             raise ValueError(
@@ -140,34 +221,20 @@ async def load_mcp_catalog(
         connections,
         callbacks=callbacks,
         tool_interceptors=interceptors,
-        connect_timeout_s=connect_timeout_s,
-        heartbeat_s=heartbeat_s,
+        connect_timeout_s=options.get("connect_timeout_s", DEFAULTS["connect_timeout_s"]),
+        heartbeat_s=options.get("heartbeat_s", DEFAULTS["heartbeat_s"]),
     )
     try:
         loaded = await runtime.aload()
-        if runtime.load_errors and strict:
+        if runtime.load_errors and options.get("strict", DEFAULTS["strict"]):
             raise MCPLoadError(runtime.load_errors)
-        catalog = build_catalog(
-            runtime,
-            loaded,
-            catalog_cls=catalog_cls,
-            server_descriptions=server_descriptions or {},
-            server_defaults=server_defaults or {},
-            tool_metadata=tool_metadata or {},
-            categories=categories,
-            category_descriptions=category_descriptions or {},
-            allowed_servers=allowed_servers,
-            allowed_tools=allowed_tools,
-            default_include=default_include,
-            prefix=prefix,
-            handle_tool_errors=handle,
-            default_timeout_s=default_timeout_s,
-        )
-        from langgraph_toolbudget.mcp.virtual import add_virtual_tools, server_features
-
+        catalog = _build_catalog(runtime, loaded, options, prefix=prefix, handle_tool_errors=handle)
         features = await server_features(runtime, list(loaded))
         catalog = add_virtual_tools(
-            catalog, features, allowed_servers=allowed_servers, allowed_tools=allowed_tools
+            catalog,
+            features,
+            allowed_servers=options.get("allowed_servers"),
+            allowed_tools=options.get("allowed_tools"),
         )
     except BaseException:
         await runtime.aclose()
@@ -179,32 +246,226 @@ async def load_mcp_catalog(
             f"and are left out of the catalog: {detail}. See catalog.load_errors; "
             "pass strict=True to make this an error.",
             MCPLoadWarning,
-            stacklevel=3,
+            stacklevel=2,
         )
     return catalog
 
 
 def load_mcp_catalog_sync(
-    connections_or_client: Mapping[str, Connection] | MultiServerMCPClient, **kwargs: Any
+    connections_or_client: Mapping[str, Connection] | MultiServerMCPClient,
+    **options: Unpack[MCPLoadOptions],
 ) -> MCPToolCatalog:
     """:func:`load_mcp_catalog` for code without an event loop (scripts, graph modules).
 
     Args:
         connections_or_client: as for :func:`load_mcp_catalog`.
-        **kwargs: the keyword arguments of :func:`load_mcp_catalog`.
+        **options: the options of :class:`MCPLoadOptions`.
 
     Returns:
-        The catalog.
+        The catalog; close it with ``catalog.close()``.
 
     Raises:
+        TypeError: an unknown option (the message names the closest one).
         RuntimeError: called from a running event loop (use ``await
-            ToolCatalog.from_mcp(...)`` there).
+            load_mcp_catalog(...)`` there).
     """
+    _check_options(options, "load_mcp_catalog_sync")
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(load_mcp_catalog(connections_or_client, **kwargs))
+        return asyncio.run(load_mcp_catalog(connections_or_client, **options))
     raise RuntimeError(
         "load_mcp_catalog_sync() was called from a running event loop; "
-        "use `await ToolCatalog.from_mcp(...)` instead"
+        "use `await load_mcp_catalog(...)` instead"
+    )
+
+
+# --- the catalog from what the servers listed ---------------------------------------------------
+
+
+def _resolve(
+    key: str, names: Mapping[tuple[str, str], str], final: set[str]
+) -> tuple[str | None, str | None]:
+    """Map ``name`` or ``server:mcp_name`` to a catalog name; also return the server named."""
+    if key in final:
+        return key, None
+    server, sep, mcp_name = key.rpartition(":")
+    if sep and (server, mcp_name) in names:
+        return names[(server, mcp_name)], server
+    return None, server if sep else None
+
+
+def _description(server: str, init: types.InitializeResult | None, given: Mapping[str, str]) -> str:
+    if server in given:
+        return given[server]
+    if init is None:
+        return ""
+    if init.instructions:
+        return init.instructions.strip()
+    info = init.serverInfo
+    if getattr(info, "title", None):
+        return str(info.title)
+    if info.name and info.name.lower() != server.lower():
+        return info.name
+    return ""
+
+
+def _matches(patterns: Sequence[str], server: str, name: str, mcp_name: str) -> bool:
+    for pattern in patterns:
+        pat_server, sep, pat_name = pattern.rpartition(":")
+        if sep and pat_server != server:
+            continue
+        if fnmatch.fnmatchcase(name, pat_name) or fnmatch.fnmatchcase(mcp_name, pat_name):
+            return True
+    return False
+
+
+def _build_catalog(
+    runtime: MCPRuntime,
+    loaded: Mapping[str, list[types.Tool]],
+    options: MCPLoadOptions,
+    *,
+    prefix: bool,
+    handle_tool_errors: bool,
+) -> MCPToolCatalog:
+    """Turn the listed MCP tools into catalog tools, metadata, categories and filters."""
+    server_descriptions = options.get("server_descriptions") or {}
+    server_defaults = options.get("server_defaults") or {}
+    tool_metadata = options.get("tool_metadata") or {}
+    categories = options.get("categories")
+    category_descriptions = options.get("category_descriptions") or {}
+    allowed_servers = options.get("allowed_servers")
+    allowed_tools = options.get("allowed_tools")
+    default_include = options.get("default_include", DEFAULTS["default_include"])
+    default_timeout_s = options.get("default_timeout_s", DEFAULTS["default_timeout_s"])
+    catalog_cls = options.get("catalog_cls", DEFAULTS["catalog_cls"])
+
+    counts = Counter(t.name for tools in loaded.values() for t in tools)
+    names: dict[tuple[str, str], str] = {}
+    for server in runtime.connections:
+        for t in loaded.get(server, []):
+            collide = prefix or counts[t.name] > 1
+            names[(server, t.name)] = mcp_tool_name(server, t.name) if collide else t.name
+    final = set(names.values())
+    partial = bool(runtime.load_errors)
+
+    def resolve(key: str, what: str) -> str | None:
+        name, server = _resolve(key, names, final)
+        if name is not None:
+            return name
+        if server in runtime.load_errors or (server is None and partial):
+            return None  # a tool of a server that failed to load: reported in load_errors
+        raise ValueError(
+            f"{what} names {key!r}, which is not a tool of this catalog. "
+            f"Use a catalog name or 'server:mcp_name'. Known tools include {sorted(final)[:10]}."
+        )
+
+    overrides: dict[str, dict[str, Any]] = {}
+    for key, override in tool_metadata.items():
+        name = resolve(key, "tool_metadata")
+        if name is None:
+            continue
+        if "server" in override:
+            raise ValueError(
+                f"tool_metadata[{key!r}] sets 'server'; an MCP tool's server is the one it "
+                "was loaded from."
+            )
+        overrides.setdefault(name, {}).update(override)
+
+    cats: dict[str, list[str]] | None = None
+    if categories is not None:
+        cats = {}
+        for cat, members in categories.items():
+            if isinstance(members, str):
+                raise TypeError(
+                    f"categories[{cat!r}] must be a list of tool names, got the string {members!r}."
+                )
+            cats[cat] = [n for m in members if (n := resolve(m, f"categories[{cat!r}]"))]
+
+    tools: list[BaseTool] = []
+    metadata: dict[str, dict[str, Any]] = {}
+    kept: list[str] = []
+    for server in runtime.connections:
+        if server not in loaded:
+            continue
+        init = runtime.init_result(server)
+        info_tools: dict[str, str] = {}
+        for t in loaded[server]:
+            name = names[(server, t.name)]
+            info_tools[name] = t.name
+            annotations = t.annotations.model_dump() if t.annotations is not None else {}
+            meta: dict[str, Any] = {"include": default_include, "concurrency_group": server}
+            if default_timeout_s is not None:
+                meta["timeout_s"] = default_timeout_s
+            if t.annotations is not None and t.annotations.readOnlyHint is not None:
+                meta["is_pure"] = t.annotations.readOnlyHint
+            meta.update(server_defaults.get(server, {}))
+            meta.update(overrides.get(name, {}))
+            metadata[name] = meta
+            tool_meta: dict[str, Any] = {**annotations, "server": server, "mcp_tool_name": t.name}
+            if t.meta is not None:
+                tool_meta["_meta"] = t.meta
+            if t.outputSchema is not None:  # its fields are searched (ToolSpec.output_fields)
+                tool_meta[OUTPUT_SCHEMA_KEY] = t.outputSchema
+            timeout = meta.get("timeout_s")
+            tools.append(
+                MCPCatalogTool(
+                    name=name,
+                    description=t.description or t.title or "",
+                    args_schema=t.inputSchema,
+                    metadata=tool_meta,
+                    server=server,
+                    mcp_name=t.name,
+                    timeout_s=timeout if isinstance(timeout, int | float) else None,
+                    mcp_runtime=runtime,
+                    # Content blocks (TypedDicts), which BaseTool's annotation calls dicts.
+                    handle_tool_error=_handle_mcp_tool_error if handle_tool_errors else False,  # type: ignore[arg-type]
+                )
+            )
+            admitted = (allowed_servers is None and allowed_tools is None) or (
+                (allowed_servers is not None and server in allowed_servers)
+                or (allowed_tools is not None and _matches(allowed_tools, server, name, t.name))
+            )
+            if admitted:
+                kept.append(name)
+        runtime.servers[server] = MCPServerInfo(
+            name=server,
+            description=_description(server, init, server_descriptions),
+            instructions=init.instructions if init else None,
+            server_name=init.serverInfo.name if init else None,
+            server_title=getattr(init.serverInfo, "title", None) if init else None,
+            server_version=init.serverInfo.version if init else None,
+            transport=str(runtime.connections[server].get("transport", "")),
+            tools=info_tools,
+        )
+
+    member_cats = {c for c, m in (cats or {}).items() if m}
+    in_cats = {n for m in (cats or {}).values() for n in m}
+    server_cats = {s for s in loaded if any(names[(s, t.name)] not in in_cats for t in loaded[s])}
+    descriptions = {
+        s: runtime.servers[s].description for s in server_cats if runtime.servers[s].description
+    }
+    descriptions.update({c: d for c, d in category_descriptions.items() if c in member_cats})
+    unknown_desc = sorted(set(category_descriptions) - member_cats - server_cats)
+    if unknown_desc and not partial:
+        raise ValueError(
+            f"category_descriptions names {unknown_desc}, which are not categories of this "
+            f"catalog. Categories: {sorted(member_cats | server_cats)}."
+        )
+    filtering = allowed_servers is not None or allowed_tools is not None
+    # from_tools validates and resolves metadata, categories and filters; the MCP
+    # catalog then takes its specs (disabled ones too), descriptions and filtered names.
+    plain = ToolCatalog.from_tools(
+        tools,
+        categories=cats,
+        category_descriptions=descriptions,
+        tool_metadata=metadata,
+        allowed_tools=[glob.escape(n) for n in kept] if filtering else None,
+        default_include=default_include,
+    )
+    return catalog_cls(
+        [spec for t in tools if (spec := plain.get(t.name)) is not None],
+        runtime=runtime,
+        category_descriptions=plain.category_descriptions,
+        filtered=[t.name for t in tools if plain.is_filtered(t.name)],
     )

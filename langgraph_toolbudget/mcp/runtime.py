@@ -1,4 +1,7 @@
-"""The background event loop that owns every MCP session, and :class:`MCPRuntime` over it."""
+"""The background event loop that owns every MCP session, and :class:`MCPRuntime` over it.
+
+Its one reason to change: how the background loop owns and serves the sessions.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""One MCP server's persistent session: open, reconnect, heartbeat and cancel notification."""
+"""One MCP server's persistent session: open, reconnect, heartbeat and cancel notification.
+
+Its one reason to change: how one server's session is kept alive.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
 """The stdio transport of the MCP sessions: the SDK's ``stdio_client``, reading in linear time.
 
+Its one reason to change: how a stdio server is started and read.
+
 The SDK's ``mcp.client.stdio.stdio_client`` joins every chunk it reads from the
 server to the pending part of the line and splits the whole again
 (``(buffer + chunk).split("\\n")``), so one message of n bytes costs about

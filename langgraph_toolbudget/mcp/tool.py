@@ -1,4 +1,7 @@
-"""The LangChain tool of one MCP tool, calling through the catalog's :class:`MCPRuntime`."""
+"""The LangChain tool of one MCP tool, calling through the catalog's :class:`MCPRuntime`.
+
+Its one reason to change: how one MCP tool is called as a LangChain tool.
+"""
 
 from __future__ import annotations
 

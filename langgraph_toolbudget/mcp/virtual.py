@@ -1,5 +1,7 @@
 """MCP prompts and resources as deferred catalog tools ("virtual tools", seed 002).
 
+Its one reason to change: which server prompts and resources become tools, and how they answer.
+
 For each loaded server that has prompts, the catalog gets ``<server>__list_prompts``
 and ``<server>__get_prompt``; for each that has resources (or resource
 templates), ``<server>__list_resources`` and ``<server>__read_resource``. They
@@ -28,8 +30,7 @@ from mcp import ClientSession, McpError, types
 from pydantic import BaseModel, ConfigDict, Field
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.mcp.building import mcp_tool_name
-from langgraph_toolbudget.mcp.catalog import MCPToolCatalog
+from langgraph_toolbudget.mcp.catalog import MCPToolCatalog, mcp_tool_name
 from langgraph_toolbudget.mcp.errors import MCPLoadWarning
 from langgraph_toolbudget.mcp.runtime import MCPRuntime
 

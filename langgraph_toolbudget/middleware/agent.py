@@ -34,7 +34,7 @@ from langgraph_toolbudget.nodes.intent import ClassifyIntent
 from langgraph_toolbudget.nodes.prompt import ai_calls_this_turn
 from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
 from langgraph_toolbudget.nodes.thread_prompt import ThreadPrompt
-from langgraph_toolbudget.nodes.usage_hooks import arecord_call, record_call
+from langgraph_toolbudget.nodes.usage import arecord_call, record_call
 
 __all__ = ["ToolBudgetMiddleware"]
 

@@ -1,4 +1,7 @@
-"""Node plumbing shared by every node: one object that runs under invoke and ainvoke."""
+"""Node plumbing shared by every node: one object that runs under invoke and ainvoke.
+
+Its one reason to change: what every node shares (sync/async, stream events).
+"""
 
 # No `from __future__ import annotations` here: LangGraph reads the `config`
 # annotation at runtime to decide whether to pass the RunnableConfig.

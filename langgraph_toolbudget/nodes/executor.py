@@ -1,5 +1,7 @@
 """The tools node: a drop-in replacement for LangGraph's ``ToolNode`` that knows the budget.
 
+Its one reason to change: the tools node's behaviour as a ``ToolNode`` replacement.
+
 Key Components:
     - :class:`ToolExecutor`: a ``ToolNode`` subclass (so ``create_react_agent``
       and every ``isinstance(..., ToolNode)`` check accept it) that runs the tool
@@ -46,7 +48,7 @@ from langgraph_toolbudget.execution.errors import HandleToolErrors
 from langgraph_toolbudget.execution.outcome import TurnOutcome, node_output
 from langgraph_toolbudget.execution.pipeline import AsyncToolCallWrapper, ToolCallWrapper
 from langgraph_toolbudget.nodes._node import emit_changes
-from langgraph_toolbudget.nodes.usage_hooks import succeeded_tools
+from langgraph_toolbudget.nodes.usage import succeeded_tools
 
 __all__ = ["ToolExecutor"]
 

@@ -1,5 +1,7 @@
 """A compiled LangGraph graph as a LangChain tool (seed 004's agent call).
 
+Its one reason to change: how a graph is called as a tool.
+
 Key Components:
     - :func:`graph_tool`: wraps a compiled graph or a ``RemoteGraph`` as a tool for a
       ``ToolCatalog``. Each call is a child run on its own thread; the answer is a compact

@@ -1,5 +1,7 @@
 """classify_intent: the node that turns the user's query into ordered tool categories.
 
+Its one reason to change: how the classify_intent node reads and writes state.
+
 Key Components:
     - :class:`ClassifyIntent`: lexical by default (see
       :func:`langgraph_toolbudget.core.intent.classify_lexical`); with ``model=``,

@@ -1,5 +1,7 @@
 """Chat models given to the nodes: a model object or a ``"provider:model"`` string, checked early.
 
+Its one reason to change: how a chat model is given to a node.
+
 Key Components:
     - :func:`resolve_chat_model`: a chat model from what the user passed (a
       ``BaseChatModel``, or a ``"provider:model"`` string through LangChain's

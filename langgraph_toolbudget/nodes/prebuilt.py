@@ -1,5 +1,7 @@
 """Prebuilt graphs: the whole agent in one call, or its nodes added to your graph.
 
+Its one reason to change: how the prebuilt graphs are wired.
+
 Key Components:
     - :func:`create_toolbudget_agent`: the whole graph, uncompiled:
       classify_intent -> select_tools -> tool_search -> agent <-> tools.

@@ -1,5 +1,7 @@
 """The model call: the prompt (your system prompt plus the tools section) and the bound tools.
 
+Its one reason to change: what the model call sends and how it reads the reply.
+
 Key Components:
     - :func:`tools_prompt_section`: the system-prompt section that lists the
       categories and how to widen the tool set.

@@ -5,7 +5,8 @@ latest user message the same way, through :func:`node_scores` (or
 :func:`anode_scores`): BM25, fused with embedding similarity when ``embeddings=``
 is set, fused with a retrieval function's answer when ``retriever=`` is set
 (:mod:`langgraph_toolbudget.core.retrieval`), plus the recorded usage when
-``usage=`` is set (:mod:`langgraph_toolbudget.nodes.usage_hooks`).
+``usage=`` is set (:class:`~langgraph_toolbudget.nodes.usage.ToolUsage`). Its one reason to
+change: what a ranking node ranks by.
 
 The retrieval function is ``(query, catalog) -> tool names best first, or
 {tool name: score}``, sync or async. Sync nodes run an async one on the
@@ -39,7 +40,7 @@ from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.retrieval import fuse_retrieved, retrieved_scores
 from langgraph_toolbudget.core.semantic import HybridScorer
-from langgraph_toolbudget.nodes.usage_hooks import aranking_scores, ranking_scores
+from langgraph_toolbudget.nodes.usage import ToolUsage
 
 __all__ = ["Retriever", "anode_scores", "node_scores"]
 
@@ -94,6 +95,34 @@ async def _aask(retriever: Retriever, query: str, catalog: ToolCatalog) -> Any:
         return _failed(retriever, exc)
 
 
+def _with_usage(
+    usage: ToolUsage | None,
+    catalog: ToolCatalog,
+    query: str,
+    scores: np.ndarray | None,
+    config: RunnableConfig | None,
+) -> np.ndarray | None:
+    """The scores a ranking node ranks by: ``scores`` fused with ``usage`` (if any)."""
+    if usage is None or not query:
+        return scores
+    usage.attach(config)
+    return usage.scores(catalog, query, scores)
+
+
+async def _awith_usage(
+    usage: ToolUsage | None,
+    catalog: ToolCatalog,
+    query: str,
+    scores: np.ndarray | None,
+    config: RunnableConfig | None,
+) -> np.ndarray | None:
+    """Async :func:`_with_usage` (loads the history through the store's async API)."""
+    if usage is None or not query:
+        return scores
+    await usage.aattach(config)
+    return usage.scores(catalog, query, scores)
+
+
 def node_scores(
     budget: BudgetConfig,
     catalog: ToolCatalog,
@@ -110,7 +139,7 @@ def node_scores(
     if budget.retriever is not None and query:
         answer = _ask(budget.retriever, query, catalog)
         scores = _fused(budget, catalog, query, scores, answer)
-    return ranking_scores(budget.usage, catalog, query, scores, config)
+    return _with_usage(budget.usage, catalog, query, scores, config)
 
 
 async def anode_scores(
@@ -125,4 +154,4 @@ async def anode_scores(
     if budget.retriever is not None and query:
         answer = await _aask(budget.retriever, query, catalog)
         scores = _fused(budget, catalog, query, scores, answer)
-    return await aranking_scores(budget.usage, catalog, query, scores, config)
+    return await _awith_usage(budget.usage, catalog, query, scores, config)

@@ -1,5 +1,7 @@
 """select_tools and tool_search: the nodes that choose which tools the model sees.
 
+Its one reason to change: how the select_tools and tool_search nodes read and write state.
+
 Key Components:
     - :class:`SelectTools`: the proportional per-category budget
       (:func:`langgraph_toolbudget.core.selection.select_tools`).

@@ -1,5 +1,7 @@
 """The tools section and built-ins one thread's model call is given.
 
+Its one reason to change: what one thread's model call is told about its tools.
+
 A thread that excluded every tool of a category (a whole server, say) must not
 be told that the category exists: neither the system prompt's tools section nor
 ``request_more_tools``' description lists it. Threads without exclusions share

@@ -1,5 +1,7 @@
 """``StoreToolIndex``: the tool embeddings kept in a LangGraph store's vector index.
 
+Its one reason to change: how tool embeddings are kept in a LangGraph store.
+
 ``embeddings=`` embeds the catalog in memory, once per process. With many tools
 or many workers it is cheaper to embed once and keep the vectors where every
 worker finds them, as langgraph-bigtool does: in a LangGraph ``BaseStore``

@@ -7,8 +7,13 @@ Key Components:
       the running graph's, else memory) so the history survives restarts and is
       shared by threads and workers. The ranking nodes (``ClassifyIntent``,
       ``SelectTools``, ``ToolSearch``) read it through ``usage=``.
+    - :func:`succeeded_tools`: the regular tools of a batch that ran successfully, which
+      ``ToolExecutor`` and ``ToolAgent`` record; :func:`record_call` /
+      :func:`arecord_call`: the same for one call, which ``ToolBudgetMiddleware``
+      records (the agent's tool node runs each call on its own).
 
-What the nodes do with it (rank, record) is in :mod:`langgraph_toolbudget.nodes.usage_hooks`.
+How the ranking nodes rank with it is in :mod:`langgraph_toolbudget.nodes.retrieval`.
+Its one reason to change: what is recorded, where it is kept and how it is read back.
 
 The history and its index are pure logic, in :mod:`langgraph_toolbudget.core.usage`.
 
@@ -30,11 +35,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore, PutOp
+from langgraph.types import Command
 
 from langgraph_toolbudget._compat import runtime_of
 from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.intent import latest_user_text
+from langgraph_toolbudget.core.meta import META_TOOL_NAMES
 from langgraph_toolbudget.core.usage import (
     DEFAULT_MAX_QUERIES_PER_TOOL,
     DEFAULT_USAGE_WEIGHT,
@@ -43,8 +52,9 @@ from langgraph_toolbudget.core.usage import (
     check_record_args,
     fuse_usage,
 )
+from langgraph_toolbudget.core.working_set import state_messages
 
-__all__ = ["OPT_OUT_KEY", "ToolUsage"]
+__all__ = ["OPT_OUT_KEY", "ToolUsage", "arecord_call", "record_call", "succeeded_tools"]
 
 logger = logging.getLogger(__name__)
 
@@ -393,3 +403,54 @@ async def _acall(store: BaseStore, amethod: str, method: str, *args: Any) -> Any
         return await getattr(store, amethod)(*call_args, **kwargs)
     except NotImplementedError:  # e.g. SqliteStore: sync only
         return await asyncio.to_thread(getattr(store, method), *call_args, **kwargs)
+
+
+# --- what the nodes record ----------------------------------------------------------------------
+
+
+def succeeded_tools(calls: Sequence[ToolCall], outputs: Sequence[Any]) -> list[str]:
+    """The regular (not meta) tools of ``calls`` whose output is not an error, in call order.
+
+    A refused call (unknown, not visible...) and a call that raised both get an
+    error ``ToolMessage``, so neither counts.
+    """
+    names = []
+    for call, output in zip(calls, outputs, strict=True):
+        if call["name"] in META_TOOL_NAMES:
+            continue
+        items = output if isinstance(output, list) else [output]
+        failed = False
+        for item in items:
+            messages = [item]
+            if isinstance(item, Command) and isinstance(item.update, dict):
+                messages = list(item.update.get("messages", []))
+            failed = failed or any(
+                isinstance(m, ToolMessage) and m.status == "error" for m in messages
+            )
+        if not failed:
+            names.append(call["name"])
+    return list(dict.fromkeys(names))
+
+
+def _call_record(state: Any, call: ToolCall, output: Any) -> tuple[str, list[str]]:
+    """The latest user message and ``[call's tool]`` when it ran successfully, else ``[]``."""
+    names = succeeded_tools([call], [output])
+    return (latest_user_text(state_messages(state)) if names else ""), names
+
+
+def record_call(
+    usage: ToolUsage | None, state: Any, call: ToolCall, output: Any, config: RunnableConfig
+) -> None:
+    """Record one executed call against the state's latest user message, if it succeeded."""
+    if usage is not None:
+        query, names = _call_record(state, call, output)
+        usage.record_run(query, names, config)
+
+
+async def arecord_call(
+    usage: ToolUsage | None, state: Any, call: ToolCall, output: Any, config: RunnableConfig
+) -> None:
+    """Async :func:`record_call`."""
+    if usage is not None:
+        query, names = _call_record(state, call, output)
+        await usage.arecord_run(query, names, config)

@@ -1,11 +1,11 @@
-"""Helpers to run the example FastMCP servers in tests, examples and benchmarks.
+"""Helpers to run the example FastMCP servers in tests and benchmarks.
 
-The servers themselves ship with the package, in
-:mod:`langgraph_toolbudget.demo.mcp_servers` (``math_server.py``,
-``notes_server.py``, ``text_server.py``); each runs over stdio or HTTP
-(``--transport streamable-http --port N`` / ``--transport sse``). :func:`stdio`
-builds a stdio connection; :func:`http_server` starts a server process on a
-free 127.0.0.1 port and always stops it.
+The servers are examples beside the package, in ``examples/mcp_servers/``
+(``math_server.py``, ``notes_server.py``, ``text_server.py``); each runs by path
+over stdio or HTTP (``--transport streamable-http --port N`` / ``--transport sse``).
+:func:`stdio` builds a stdio connection; :func:`http_server` starts a server process
+on a free 127.0.0.1 port and always stops it. This folder also holds the tests' own
+servers (``fault_server.py``, ``bigdata_server.py``).
 """
 
 from __future__ import annotations
@@ -23,9 +23,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from langgraph_toolbudget.demo.mcp_servers import SERVERS_DIR, stdio
-
 __all__ = ["SERVERS_DIR", "ServerProcess", "free_port", "http_server", "pid_alive", "stdio"]
+
+
+SERVERS_DIR = Path(__file__).resolve().parents[2] / "examples" / "mcp_servers"
+"""The example servers' folder."""
+
+
+def stdio(script: str) -> dict[str, Any]:
+    """A stdio connection dict (``MultiServerMCPClient`` format) for one server script.
+
+    Args:
+        script: a file name in :data:`SERVERS_DIR` (e.g. ``"math_server.py"``), or a path.
+
+    Returns:
+        The connection: this Python interpreter running the script by path.
+    """
+    return {"transport": "stdio", "command": sys.executable, "args": [str(SERVERS_DIR / script)]}
 
 
 def free_port() -> int:

@@ -10,9 +10,14 @@ Run: ``python bigdata_server.py`` (stdio) or
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 from mcp.server.fastmcp import FastMCP
 
-from langgraph_toolbudget.demo.mcp_servers._run import run
+# The example servers' shared command line (examples/mcp_servers/_run.py), by path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "mcp_servers"))
+from _run import run  # noqa: E402
 
 mcp = FastMCP("bigdata-server", instructions="Exports of orders, a handbook and prompts.")
 

@@ -14,7 +14,9 @@ from pathlib import Path
 from mcp.server.fastmcp import FastMCP
 from mcp.types import ToolAnnotations
 
-from langgraph_toolbudget.demo.mcp_servers._run import run
+# The example servers' shared command line (examples/mcp_servers/_run.py), by path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "mcp_servers"))
+from _run import run  # noqa: E402
 
 mcp = FastMCP("fault-server", instructions="Tools that misbehave on purpose.")
 

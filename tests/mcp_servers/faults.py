@@ -3,7 +3,7 @@
 Shared by ``tests/test_mcp_faults.py`` (asserts the outcomes, never timings) and
 ``benchmarks/mcp_faults.py`` (prints the table with recovery times). Each scenario
 runs the ``fault_server.py`` FastMCP server over ``stdio`` or ``streamable_http``
-(127.0.0.1), loads it with ``ToolCatalog.from_mcp`` and calls its tools through a
+(127.0.0.1), loads it with ``load_mcp_catalog`` and calls its tools through a
 ``ToolExecutor`` under ``ainvoke``, as an agent would.
 
 A scenario returns a :class:`FaultRow`: the answer the model got for the faulty
@@ -29,7 +29,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from langgraph_toolbudget import ToolCatalog, ToolExecutor
+from langgraph_toolbudget import ToolExecutor, load_mcp_catalog
 
 from . import free_port, http_server
 
@@ -84,7 +84,7 @@ class Rig:
         metadata = {"hang": {"timeout_s": hang_timeout_s}, "block": {"timeout_s": TIMEOUT_S}}
         if big_timeout_s is not None:  # else the MCP default (60 s)
             metadata["big"] = {"timeout_s": big_timeout_s}
-        self.catalog = await ToolCatalog.from_mcp(
+        self.catalog = await load_mcp_catalog(
             {"faults": self.connection()}, tool_metadata=metadata, heartbeat_s=0.2, **options
         )
         self.node = ToolExecutor(self.catalog, mode="parallel_safe")
@@ -226,7 +226,7 @@ async def never_starting(transport: str) -> FaultRow:
         r.connection = lambda: {  # type: ignore[method-assign]
             "transport": "stdio", "command": sys.executable, "args": ["-c", "raise SystemExit(1)"]
         }  # fmt: skip
-    catalog = await ToolCatalog.from_mcp({"faults": r.connection()}, connect_timeout_s=5)
+    catalog = await load_mcp_catalog({"faults": r.connection()}, connect_timeout_s=5)
     async with catalog:
         r.catalog, r.node = catalog, ToolExecutor(catalog)
         reason = str(catalog.load_errors.get("faults", ""))

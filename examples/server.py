@@ -1,13 +1,16 @@
 """Graphs for LangGraph server (``langgraph.json``): the prebuilt agent, served.
 
+An example beside the package, not part of it: ``langgraph.json`` names this file
+(``./examples/server.py:example_agent``), and the server loads it by path.
+
 Key Components:
     - :func:`example_agent`: graph factory, the prebuilt agent over the built-in
       example catalog (40 offline tools).
     - :func:`mcp_agent`: async graph factory, the prebuilt agent over MCP
       servers: those of ``$TOOLBUDGET_MCP_SERVERS`` (a JSON file, or inline
       JSON: server name -> ``MultiServerMCPClient`` connection dict), by
-      default the three example FastMCP servers shipped in
-      :mod:`langgraph_toolbudget.demo.mcp_servers`.
+      default the three example FastMCP servers of ``examples/mcp_servers/``
+      (beside this file).
       The catalog (one persistent session per server) is loaded once per
       process and shared by every run.
     - :func:`text_format_agent`: graph factory, the prebuilt agent over the
@@ -44,9 +47,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
+import importlib
 import json
 import os
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,7 +61,6 @@ from langgraph.graph.state import CompiledStateGraph
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
-from langgraph_toolbudget.demo.mcp_servers import example_connections
 from langgraph_toolbudget.demo.model import DemoChatModel
 from langgraph_toolbudget.demo.text_model import HermesDemoChatModel
 from langgraph_toolbudget.nodes.models import ModelUnavailableError, resolve_chat_model
@@ -67,6 +71,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEMO_MODEL",
+    "EXAMPLE_MCP_SERVERS",
     "HERMES_DEMO_MODEL",
     "MODEL_ENV",
     "ModelUnavailableError",
@@ -74,6 +79,7 @@ __all__ = [
     "agent_for",
     "chat_model",
     "default_mcp_connections",
+    "example_mcp_connections",
     "example_agent",
     "mcp_agent",
     "mcp_connections",
@@ -91,6 +97,15 @@ MODEL_ENV = "TOOLBUDGET_MODEL"
 
 MCP_SERVERS_ENV = "TOOLBUDGET_MCP_SERVERS"
 """Environment variable: :func:`mcp_agent`'s MCP connections, as JSON or a JSON file's path."""
+
+MCP_SERVERS_DIR = Path(__file__).resolve().parent / "mcp_servers"
+"""The example FastMCP servers' folder, beside this file."""
+EXAMPLE_MCP_SERVERS = {
+    "math": "math_server.py",
+    "notes": "notes_server.py",
+    "text": "text_server.py",
+}
+"""Example server name -> its script in :data:`MCP_SERVERS_DIR`."""
 
 BAD_MCP_SERVERS_ERROR = (
     "{env} must be a JSON object (server name -> MultiServerMCPClient connection dict, e.g. "
@@ -310,14 +325,38 @@ def _build_example() -> ToolCatalog:
 # --- MCP ---------------------------------------------------------------------------------------
 
 
-def default_mcp_connections() -> dict[str, dict[str, Any]]:
-    """Stdio connections to the example FastMCP servers that ship with the package.
+def example_mcp_connections(names: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Stdio connections to the example FastMCP servers of ``examples/mcp_servers/``.
+
+    Args:
+        names: which servers (``math``, ``notes``, ``text``); all three by default.
 
     Returns:
-        ``math``, ``notes`` and ``text`` (:mod:`langgraph_toolbudget.demo.mcp_servers`),
-        each started with this Python interpreter.
+        Server name -> connection dict (``MultiServerMCPClient`` format): this Python
+        interpreter running the server's script by path.
+
+    Raises:
+        KeyError: a name that is not one of the example servers.
     """
-    return example_connections()
+    chosen = list(EXAMPLE_MCP_SERVERS) if names is None else list(names)
+    unknown = sorted(set(chosen) - set(EXAMPLE_MCP_SERVERS))
+    if unknown:
+        known = sorted(EXAMPLE_MCP_SERVERS)
+        raise KeyError(f"no example MCP servers {unknown}; choose from {known}")
+    script = {name: MCP_SERVERS_DIR / EXAMPLE_MCP_SERVERS[name] for name in chosen}
+    return {
+        name: {"transport": "stdio", "command": sys.executable, "args": [str(path)]}
+        for name, path in script.items()
+    }
+
+
+def default_mcp_connections() -> dict[str, dict[str, Any]]:
+    """The connections :func:`mcp_agent` serves without ``$TOOLBUDGET_MCP_SERVERS``.
+
+    Returns:
+        ``math``, ``notes`` and ``text`` (:func:`example_mcp_connections`).
+    """
+    return example_mcp_connections()
 
 
 def mcp_connections(value: str | None = None) -> dict[str, dict[str, Any]]:
@@ -366,7 +405,10 @@ async def _mcp_catalog() -> MCPToolCatalog:
     if future is None:
         future = _mcp_loads[key] = concurrent.futures.Future()
         try:
-            catalog = await ToolCatalog.from_mcp(connections)
+            # The MCP SDK reads files while it imports: import it off the event loop
+            # (LangGraph server flags blocking calls in async graph factories).
+            mcp = await asyncio.to_thread(importlib.import_module, "langgraph_toolbudget.mcp")
+            catalog = await mcp.load_mcp_catalog(connections)
             if len(catalog) == 0:
                 await catalog.aclose()
                 raise RuntimeError(NO_MCP_TOOLS_ERROR.format(errors=catalog.load_errors))

@@ -6,10 +6,9 @@ Run: ``python text_server.py`` (stdio) or
 
 from __future__ import annotations
 
+from _run import run  # beside this script (its folder is on sys.path)
 from mcp.server.fastmcp import FastMCP
 from mcp.types import ToolAnnotations
-
-from langgraph_toolbudget.demo.mcp_servers._run import run
 
 READ_ONLY = ToolAnnotations(readOnlyHint=True)
 

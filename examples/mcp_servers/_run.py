@@ -1,4 +1,8 @@
-"""Shared command line of the test MCP servers: ``--transport`` and ``--port``."""
+"""The command line the example MCP servers share, and the tests' servers too.
+
+``--transport`` (stdio, streamable-http, sse) and ``--port``; imported by path (each server
+runs as a script, so this folder is on its ``sys.path``).
+"""
 
 from __future__ import annotations
 

@@ -1,0 +1,105 @@
+"""What a built-in family is: the interface every family of built-in tools implements.
+
+Built-in tools are the tools the executor answers itself instead of running them. A family
+(the meta-tools, the tool-context tools, the output tools...) gives their definitions and
+their answers; :mod:`langgraph_toolbudget.execution.builtins` registers the families. Its one
+reason to change: the contract between a family and the executor (what an answer reads and
+gives back).
+
+Key Components:
+    - :class:`BuiltinTools`: one family: its tool definitions and its answers.
+    - :class:`BuiltinContext` / :class:`BuiltinResult`: what an answer sees and gives.
+    - :func:`merge_update`: how the answers' state updates merge over a batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from langchain_core.messages import ToolCall
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+
+from langgraph_toolbudget.core.working_set import WorkingSet
+
+__all__ = ["BuiltinContext", "BuiltinResult", "BuiltinTools", "merge_update"]
+
+
+@dataclass
+class BuiltinContext:
+    """What a built-in's answer may read.
+
+    Attributes:
+        state: the graph state the batch runs in (messages, budget fields, ...).
+        config: the run's ``RunnableConfig`` (thread id, store, ...).
+        working: the visible set, changed in place by answers that load tools.
+        query: the latest user message.
+    """
+
+    state: Any
+    config: RunnableConfig
+    working: WorkingSet
+    query: str = ""
+
+
+@dataclass
+class BuiltinResult:
+    """A built-in's answer.
+
+    Attributes:
+        content: the tool message's content for the model.
+        error: whether the tool message has ``status="error"``.
+        artifact: the tool message's artifact (data for UIs and tests, not the model).
+        update: extra state update (fields other than the budget fields, which
+            the working set carries); merged over the batch with :func:`merge_update`.
+        discovered: tools found but not made visible (``discovered_tools``).
+    """
+
+    content: str | list[str | dict[Any, Any]]
+    error: bool = False
+    artifact: Any = None
+    update: dict[str, Any] = field(default_factory=dict)
+    discovered: list[str] = field(default_factory=list)
+
+
+def merge_update(into: dict[str, Any], update: dict[str, Any]) -> None:
+    """Merge one answer's state update into a batch's: lists extend, dicts merge, else replace."""
+    for key, value in update.items():
+        old = into.get(key)
+        if isinstance(old, list) and isinstance(value, list):
+            into[key] = [*old, *value]
+        elif isinstance(old, dict) and isinstance(value, dict):
+            into[key] = {**old, **value}
+        else:
+            into[key] = value
+
+
+class BuiltinTools(ABC):
+    """A family of built-in tools.
+
+    Subclasses set the class attributes and implement :meth:`definitions` and
+    :meth:`handle`; :meth:`ahandle` runs :meth:`handle` in a worker thread
+    unless overridden, so a slow answer never blocks the event loop.
+
+    Attributes:
+        default_enabled: on when ``enabled_builtins`` does not name the family's tools.
+        counts_as_meta: calls count against ``max_meta_calls`` per user turn.
+    """
+
+    default_enabled: ClassVar[bool] = True
+    counts_as_meta: ClassVar[bool] = False
+
+    @abstractmethod
+    def definitions(self) -> list[BaseTool]:
+        """The family's tools as the model sees them (their bodies never run)."""
+
+    @abstractmethod
+    def handle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
+        """Answer one call. Bad arguments are answered with ``error=True``, never raised."""
+
+    async def ahandle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
+        """Answer one call from async code (by default :meth:`handle` in a thread)."""
+        return await asyncio.to_thread(self.handle, call, ctx)
