@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
     from langgraph_toolbudget.nodes.tool_index import StoreToolIndex
     from langgraph_toolbudget.nodes.usage import ToolUsage
-    from langgraph_toolbudget.state import ToolBudgetState
+    from langgraph_toolbudget.state import ToolBudgetInput, ToolBudgetState
 
 _EXPORTS = {
     "BudgetConfig": "config",
@@ -78,6 +78,7 @@ _EXPORTS = {
     "SelectTools": "nodes.selection",
     "ToolSearch": "nodes.selection",
     "ToolBudgetState": "state",
+    "ToolBudgetInput": "state",
     "include_tools": "core.context_ops",
     "exclude_tools": "core.context_ops",
     "set_include_mode": "core.context_ops",
@@ -114,6 +115,7 @@ __all__ = [
     "META_TOOL_NAMES",
     "SelectTools",
     "ToolAgent",
+    "ToolBudgetInput",
     "ToolBudgetState",
     "ToolCatalog",
     "ToolExecutor",

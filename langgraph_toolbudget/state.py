@@ -13,14 +13,24 @@ Key Components:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, get_type_hints
 
 from langgraph.graph import MessagesState
+from typing_extensions import TypedDict
 
 from langgraph_toolbudget.core.context import merge_context
 from langgraph_toolbudget.core.working_set import state_get, state_messages
 
-__all__ = ["ToolBudgetState", "merge_counts", "merge_names", "state_get", "state_messages"]
+__all__ = [
+    "BUDGET_FIELDS",
+    "ToolBudgetInput",
+    "ToolBudgetState",
+    "input_schema_of",
+    "merge_counts",
+    "merge_names",
+    "state_get",
+    "state_messages",
+]
 
 NameUpdate = Sequence[str] | Mapping[str, Sequence[str]] | None
 
@@ -114,3 +124,28 @@ class ToolBudgetState(MessagesState):
     context_tool_modes: Annotated[dict[str, str], merge_context]
     context_server_modes: Annotated[dict[str, str], merge_context]
     tool_reasons: Annotated[dict[str, dict[str, Any]], merge_context]
+
+
+BUDGET_FIELDS = frozenset(ToolBudgetState.__annotations__) - {"messages"}
+"""The state fields only our nodes and the management operations write: never a run's input."""
+
+
+def input_schema_of(state_schema: type[Any]) -> type[Any]:
+    """``state_schema`` without :data:`BUDGET_FIELDS`: the input schema of a graph over it.
+
+    ``StateGraph(MyState, input_schema=input_schema_of(MyState))`` drops those keys from a
+    run's input, so a client cannot make a tool visible or change the tool context.
+    """
+    hints = get_type_hints(state_schema, include_extras=True)
+    fields = {k: v for k, v in hints.items() if k not in BUDGET_FIELDS}
+    return TypedDict(f"{state_schema.__name__}Input", fields)  # type: ignore[operator]
+
+
+ToolBudgetInput = input_schema_of(ToolBudgetState)
+"""The input of a graph over :class:`ToolBudgetState`: the messages only.
+
+Example:
+    ```python
+    graph = StateGraph(ToolBudgetState, input_schema=ToolBudgetInput)
+    ```
+"""

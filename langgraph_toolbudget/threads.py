@@ -29,6 +29,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from langgraph.constants import START
+
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.context_commands import CommandResult, run_command
 
@@ -230,13 +232,27 @@ class ServerThread:
     def update(self, update: Mapping[str, Any]) -> None:
         # A thread that has never run has no graph_id in its metadata; the server then
         # refuses update_state (in words that vary by server version): assign it first.
+        # Its update is written as the graph's first node: as the graph's input (LangGraph's
+        # choice for a thread that never ran), the input schema would drop the budget fields.
         thread = self._call(self.client.threads.get, self.thread_id)
         metadata = thread.get("metadata") if isinstance(thread, Mapping) else None
+        as_node = None
         if not (isinstance(metadata, Mapping) and metadata.get("graph_id")):
-            self._assign_graph()
-        self._call(self.client.threads.update_state, self.thread_id, dict(update))
+            as_node = self._entry_node(self._assign_graph())
+        elif not self.values():
+            as_node = self._entry_node(str(metadata["graph_id"]))
+        self._call(self.client.threads.update_state, self.thread_id, dict(update), as_node=as_node)
 
-    def _assign_graph(self) -> None:
+    def _entry_node(self, graph_id: str) -> str | None:
+        """The node right after the start of the thread's graph (None if it has several)."""
+        assistants = self._call(self.client.assistants.search, graph_id=graph_id, limit=1)
+        if not assistants:
+            return None
+        graph = self._call(self.client.assistants.get_graph, assistants[0]["assistant_id"])
+        first = [e["target"] for e in graph.get("edges", []) if e.get("source") == START]
+        return first[0] if len(first) == 1 else None
+
+    def _assign_graph(self) -> str:
         """Give a thread that has never run its graph, so the server accepts updates."""
         graph_id = self.graph_id
         if graph_id is None:
@@ -248,6 +264,13 @@ class ServerThread:
                 )
             graph_id = graphs[0]
         self._call(self.client.threads.update, self.thread_id, metadata={"graph_id": graph_id})
+        return graph_id
+
+
+def entry_node(graph: Any) -> str | None:
+    """The node right after ``START`` in an uncompiled ``StateGraph`` (None if several)."""
+    first = [target for source, target in graph.edges if source == START]
+    return first[0] if len(first) == 1 else None
 
 
 class SqliteThread:
@@ -273,6 +296,7 @@ class SqliteThread:
             raise ThreadError(NO_SQLITE_ERROR.format(path=path))
         self._saver_cm = SqliteSaver.from_conn_string(str(path))
         saver = self._saver_cm.__enter__()
+        self.graph = graph
         self.app = graph.compile(checkpointer=saver)
         self.path = path
         self.thread_id = thread_id
@@ -296,7 +320,11 @@ class SqliteThread:
         return dict(snapshot.values)
 
     def update(self, update: Mapping[str, Any]) -> None:
-        self.app.update_state(self.config, dict(update))
+        # A thread that never ran takes the update as the graph's first node: as the graph's
+        # input (LangGraph's choice then), the input schema would drop the budget fields.
+        fresh = self.app.get_state(self.config).created_at is None
+        as_node = entry_node(self.graph) if fresh else None
+        self.app.update_state(self.config, dict(update), as_node=as_node)
 
 
 def execute(

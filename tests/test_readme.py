@@ -53,7 +53,8 @@ def test_readme_opens_with_a_short_runnable_example() -> None:
     readme = [code for code, where in RUN if where.startswith("README.md:")]
     assert len(readme) >= 3, "the README's examples should run"
     top_code = readme[0]
-    assert "StateGraph(ToolBudgetState)" in top_code and len(top_code.splitlines()) <= 20
+    assert "StateGraph(ToolBudgetState, input_schema=ToolBudgetInput)" in top_code
+    assert len(top_code.splitlines()) <= 20
 
 
 @pytest.mark.parametrize("code, where", FRAGMENTS, ids=[w for _, w in FRAGMENTS])

@@ -17,6 +17,7 @@ import pytest
 from agent_tools import ConcurrencyProbe, Recorder, ai_calls, call, recording_catalog
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import StructuredTool
+from langgraph.checkpoint.memory import MemorySaver
 
 from langgraph_toolbudget import ToolCatalog, ToolExecutor, create_toolbudget_agent
 from langgraph_toolbudget.core import meta as meta_module
@@ -351,10 +352,17 @@ def _agent(catalog: ToolCatalog, *responses: AIMessage) -> Any:
 
 
 @pytest.mark.parametrize("bad", [{"add": "x"}, [1, 2], "get_weather", {"replace": [None]}])
-def test_selected_tools_input_of_the_wrong_shape_is_refused(catalog, bad):
-    app = _agent(catalog)
+def test_selected_tools_of_the_wrong_shape_is_dropped_from_input_and_refused_by_update_state(
+    catalog, bad
+):
+    app = create_toolbudget_agent(
+        ScriptedChatModel(responses=[AIMessage("done")]), catalog, max_tools=4
+    ).compile(checkpointer=MemorySaver())
+    config = {"configurable": {"thread_id": "shape"}}
+    out = app.invoke({"messages": [HumanMessage("hi")], "selected_tools": bad}, config)
+    assert out["messages"][-1].content == "done"  # run input never writes selected_tools
     with pytest.raises(Exception, match="must be a list of tool names") as info:
-        app.invoke({"messages": [HumanMessage("hi")], "selected_tools": bad})
+        app.update_state(config, {"selected_tools": bad})
     assert "selected_tools" in str(info.value)
 
 

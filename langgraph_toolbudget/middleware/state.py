@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
 from langchain.agents.middleware import AgentState
-from langchain.agents.middleware.types import OmitFromSchema
+from langchain.agents.middleware.types import OmitFromInput, OmitFromSchema
 from typing_extensions import NotRequired
 
 from langgraph_toolbudget.core.context import CONTEXT_FIELDS, merge_context
@@ -41,19 +41,23 @@ class ToolBudgetAgentState(AgentState[Any]):
     """``create_agent``'s state plus the tool budget's fields (names only, JSON-friendly).
 
     The fields and their reducers are those of
-    :class:`~langgraph_toolbudget.state.ToolBudgetState`.
+    :class:`~langgraph_toolbudget.state.ToolBudgetState`; they are left out of the agent's
+    input schema (``OmitFromInput``), so a run's input cannot make a tool visible or change
+    the tool context.
     """
 
-    categories: NotRequired[list[str]]
-    category_scores: NotRequired[dict[str, float]]
-    selected_tools: NotRequired[Annotated[list[str], merge_names]]
-    discovered_tools: NotRequired[Annotated[list[str], merge_names]]
-    tool_last_used: NotRequired[Annotated[dict[str, int], merge_counts]]
-    context_tools: NotRequired[Annotated[dict[str, str], merge_context]]
-    context_servers: NotRequired[Annotated[dict[str, str], merge_context]]
-    context_tool_modes: NotRequired[Annotated[dict[str, str], merge_context]]
-    context_server_modes: NotRequired[Annotated[dict[str, str], merge_context]]
-    tool_reasons: NotRequired[Annotated[dict[str, dict[str, Any]], merge_context]]
+    # Written by the middleware and the management operations, never by a run's input (the
+    # reducer comes last in Annotated: LangGraph reads the last item as the reducer).
+    categories: NotRequired[Annotated[list[str], OmitFromInput]]
+    category_scores: NotRequired[Annotated[dict[str, float], OmitFromInput]]
+    selected_tools: NotRequired[Annotated[list[str], OmitFromInput, merge_names]]
+    discovered_tools: NotRequired[Annotated[list[str], OmitFromInput, merge_names]]
+    tool_last_used: NotRequired[Annotated[dict[str, int], OmitFromInput, merge_counts]]
+    context_tools: NotRequired[Annotated[dict[str, str], OmitFromInput, merge_context]]
+    context_servers: NotRequired[Annotated[dict[str, str], OmitFromInput, merge_context]]
+    context_tool_modes: NotRequired[Annotated[dict[str, str], OmitFromInput, merge_context]]
+    context_server_modes: NotRequired[Annotated[dict[str, str], OmitFromInput, merge_context]]
+    tool_reasons: NotRequired[Annotated[dict[str, dict[str, Any]], OmitFromInput, merge_context]]
     # private (not in the graph's input or output): see STILL_CALLABLE
     toolbudget_still_callable: NotRequired[
         Annotated[dict[str, Any], OmitFromSchema(input=True, output=True)]

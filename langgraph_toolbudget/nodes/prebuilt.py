@@ -23,7 +23,8 @@ Typical Usage:
 
 from __future__ import annotations
 
-from typing import Any
+import warnings
+from typing import Any, get_type_hints
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
@@ -37,13 +38,19 @@ from langgraph_toolbudget.nodes.executor import ToolExecutor
 from langgraph_toolbudget.nodes.intent import ClassifyIntent
 from langgraph_toolbudget.nodes.prompt import SystemPrompt
 from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
-from langgraph_toolbudget.state import ToolBudgetState
+from langgraph_toolbudget.state import BUDGET_FIELDS, ToolBudgetState, input_schema_of
 
 __all__ = ["add_toolbudget_nodes", "create_toolbudget_agent"]
 
 STATE_SCHEMA_ERROR = (
     "the graph's state schema has no {missing} field(s). Extend ToolBudgetState: "
     "`class MyState(ToolBudgetState): ...` and build StateGraph(MyState)."
+)
+OPEN_INPUT_WARNING = (
+    "the graph's input schema takes {fields}: a client's run input could make tools visible "
+    "or change the thread's tool context. Build the graph with an input schema without them: "
+    "StateGraph(ToolBudgetState, input_schema=ToolBudgetInput), or for your own state "
+    "StateGraph(MyState, input_schema=langgraph_toolbudget.state.input_schema_of(MyState))."
 )
 NOT_A_GRAPH_ERROR = (
     "graph must be an uncompiled langgraph StateGraph (StateGraph(ToolBudgetState)); got {kind}."
@@ -96,6 +103,11 @@ def add_toolbudget_nodes(
     missing = [k for k in ("selected_tools", "categories", "messages") if k not in graph.channels]
     if missing:
         raise TypeError(STATE_SCHEMA_ERROR.format(missing=", ".join(missing)))
+    exposed = sorted(BUDGET_FIELDS & set(get_type_hints(graph.input_schema)))
+    if exposed:
+        warnings.warn(
+            OPEN_INPUT_WARNING.format(fields=", ".join(exposed)), UserWarning, stacklevel=2
+        )
     shared = BudgetConfig.resolve(config, options, owner="add_toolbudget_nodes")
     names = {
         k: f"{prefix}{k}"
@@ -142,7 +154,11 @@ def create_toolbudget_agent(
     agent node calls the model with the meta-tools and the visible tools; the
     tools node runs its calls (a ``ToolNode`` replacement that intercepts
     meta-tools). The arguments are those of :func:`add_toolbudget_nodes`;
-    ``state_schema`` must extend :class:`ToolBudgetState`.
+    ``state_schema`` must extend :class:`ToolBudgetState`. The graph's input schema is
+    ``state_schema`` without the budget's fields (``selected_tools``, the tool context...),
+    so a run's input cannot make a tool visible or change the tool context; only the nodes
+    and the management operations (``graph.update_state`` with ``include_tools``... , the
+    CLI, the MCP context server, the opt-in context tools) do.
 
     Example:
         ```python
@@ -152,7 +168,9 @@ def create_toolbudget_agent(
         ```
     """
     shared = BudgetConfig.resolve(config, options, owner="create_toolbudget_agent")
-    graph = StateGraph(state_schema, context_schema=context_schema)
+    graph = StateGraph(
+        state_schema, input_schema=input_schema_of(state_schema), context_schema=context_schema
+    )
     add_toolbudget_nodes(
         graph,
         model,
