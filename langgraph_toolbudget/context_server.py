@@ -16,9 +16,16 @@ Typical Usage:
     ```bash
     python -m langgraph_toolbudget.context_server --url http://127.0.0.1:2024 \\
         --thread "$THREAD" --catalog myapp.tools:catalog                  # stdio
+    export TOOLBUDGET_CONTEXT_TOKEN="$(python -c 'import secrets; print(secrets.token_urlsafe())')"
     python -m langgraph_toolbudget.context_server --url ... --thread ... --catalog ... \\
         --transport streamable-http --host 127.0.0.1 --port 8765          # http://.../mcp
     ```
+
+Over HTTP every request needs ``Authorization: Bearer <token>`` (the token from
+``$TOOLBUDGET_CONTEXT_TOKEN`` or ``--token``; on a loopback address without one, the server
+makes one and prints it), the server refuses to listen beyond loopback without a token, and
+requests whose ``Host`` or ``Origin`` header is not an allowed address are refused whatever
+the address it listens on (``--allow-host`` adds one).
 
 A local ``SqliteSaver`` thread works too: ``--sqlite PATH --graph module:attribute``
 instead of ``--url``.
@@ -27,8 +34,13 @@ instead of ``--url``.
 from __future__ import annotations
 
 import argparse
+import hmac
 import inspect
+import ipaddress
 import json
+import os
+import re
+import secrets
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -37,7 +49,17 @@ from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.context_commands import COMMANDS, CommandError, arguments
 from langgraph_toolbudget.threads import Thread, ThreadError, execute, open_thread
 
-__all__ = ["build_server", "main"]
+__all__ = ["TOKEN_ENV", "build_server", "main"]
+
+TOKEN_ENV = "TOOLBUDGET_CONTEXT_TOKEN"
+"""The environment variable the HTTP transport's bearer token is read from."""
+
+NO_TOKEN_ERROR = (
+    "refusing to listen on {host} over HTTP without a token: any client that reaches it could "
+    "change every thread's tool context. Set ${env} (or pass --token) to a secret, e.g. "
+    "python -c 'import secrets; print(secrets.token_urlsafe())', and send it as "
+    "'Authorization: Bearer <token>'."
+)
 
 INSTRUCTIONS = (
     "Manage the tool context of one conversation (thread) of a LangGraph agent: list its "
@@ -75,8 +97,47 @@ def _operation(thread: Thread, catalog: ToolCatalog, command: str) -> Any:
     return operation
 
 
+class _BearerToken:
+    """The MCP SDK's token verifier for one shared secret (compared in constant time)."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token.encode()
+
+    async def verify_token(self, token: str) -> Any:
+        from mcp.server.auth.provider import AccessToken
+
+        if hmac.compare_digest(token.encode(), self._token):
+            return AccessToken(token=token, client_id="toolbudget-context", scopes=[])
+        return None
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address) is this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _allowed_hosts(host: str, port: int, extra: Sequence[str]) -> list[str]:
+    """``Host`` header values the server answers: the loopback names, ``host`` (unless a
+    wildcard address) and ``extra`` (``name`` or ``name:port``), on ``port`` by default."""
+    names = {"127.0.0.1", "localhost", "[::1]", *extra}
+    if host not in ("0.0.0.0", "::"):
+        names.add(f"[{host}]" if ":" in host else host)
+    return sorted(n if re.search(r":(\d+|\*)$", n) else f"{n}:{port}" for n in names)
+
+
 def build_server(
-    thread: Thread, catalog: ToolCatalog, *, host: str = "127.0.0.1", port: int = 8000
+    thread: Thread,
+    catalog: ToolCatalog,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    token: str | None = None,
+    allowed_hosts: Sequence[str] = (),
 ) -> Any:
     """The FastMCP server of one thread's tool context (not started).
 
@@ -85,10 +146,39 @@ def build_server(
             :class:`~langgraph_toolbudget.threads.SqliteThread`).
         catalog: the catalog of the thread's agent.
         host, port: where the streamable HTTP transport listens.
+        token: the bearer token every HTTP request must carry (``None``: none, for the
+            stdio transport only).
+        allowed_hosts: more host names clients may reach the server by (its ``Host`` and
+            ``Origin`` headers); the loopback names and ``host`` itself always are.
     """
+    from mcp.server.auth.settings import AuthSettings
     from mcp.server.fastmcp import FastMCP
+    from mcp.server.transport_security import TransportSecuritySettings
+    from pydantic import AnyHttpUrl
 
-    server = FastMCP("toolbudget-context", instructions=INSTRUCTIONS, host=host, port=port)
+    hosts = _allowed_hosts(host, port, allowed_hosts)
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=hosts,
+        allowed_origins=[f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")],
+    )
+    auth: dict[str, Any] = {}
+    if token is not None:
+        url = f"http://{hosts[0]}"
+        auth = {
+            "token_verifier": _BearerToken(token),
+            "auth": AuthSettings(
+                issuer_url=AnyHttpUrl(url), resource_server_url=AnyHttpUrl(f"{url}/mcp")
+            ),
+        }
+    server = FastMCP(
+        "toolbudget-context",
+        instructions=INSTRUCTIONS,
+        host=host,
+        port=port,
+        transport_security=security,
+        **auth,
+    )
     for command, (description, _) in COMMANDS.items():
         server.add_tool(
             _operation(thread, catalog, command),
@@ -116,12 +206,42 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--host", default="127.0.0.1", help="streamable-http: host.")
     parser.add_argument("--port", type=int, default=8000, help="streamable-http: port.")
+    parser.add_argument(
+        "--token",
+        help=f"streamable-http: the bearer token clients must send (default: ${TOKEN_ENV}; "
+        "prefer the variable: a command line is visible to other local users).",
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        help="streamable-http: another host name clients reach the server by (repeatable).",
+    )
     return parser
+
+
+def _token(args: argparse.Namespace) -> str | None:
+    """The HTTP transport's token: given, from the environment, or made for loopback."""
+    if args.transport != "streamable-http":
+        return None
+    token = args.token or os.environ.get(TOKEN_ENV)
+    if token:
+        return str(token)
+    if not is_loopback(args.host):
+        print(f"error: {NO_TOKEN_ERROR.format(host=args.host, env=TOKEN_ENV)}", file=sys.stderr)
+        raise SystemExit(2)
+    token = secrets.token_urlsafe(32)
+    print(
+        f"{TOKEN_ENV} was not set: clients must send 'Authorization: Bearer {token}'",
+        file=sys.stderr,
+    )
+    return token
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the server until its client disconnects (stdio) or it is stopped (HTTP)."""
     args = _parser().parse_args(argv)
+    token = _token(args)
     try:
         thread, catalog = open_thread(
             url=args.url,
@@ -134,7 +254,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     except ThreadError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(1) from None
-    build_server(thread, catalog, host=args.host, port=args.port).run(transport=args.transport)
+    server = build_server(
+        thread, catalog, host=args.host, port=args.port, token=token, allowed_hosts=args.allow_host
+    )
+    server.run(transport=args.transport)
 
 
 if __name__ == "__main__":

@@ -130,15 +130,20 @@ async def test_mcp_context_server_over_stdio_and_http(server: str) -> None:  # n
     port = _free_port()
     http = subprocess.Popen(
         [sys.executable, *args, "--transport", "streamable-http", "--port", str(port)],
-        env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**_env(), "TOOLBUDGET_CONTEXT_TOKEN": "t0ken"},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
         url = f"http://127.0.0.1:{port}/mcp"
         _wait_listening(port, http)
+        headers = {"Authorization": "Bearer t0ken"}
         # streamable_http_client is the newer name; the lowest supported mcp has the older one.
-        connect = getattr(streamable_http, "streamable_http_client", None)
-        connect = connect or streamable_http.streamablehttp_client
-        async with connect(url) as (read, write, _), ClientSession(read, write) as session:
+        if hasattr(streamable_http, "streamable_http_client"):
+            client_cm = httpx.AsyncClient(headers=headers)
+            connect = streamable_http.streamable_http_client(url, http_client=client_cm)
+        else:
+            connect = streamable_http.streamablehttp_client(url, headers=headers)
+        async with connect as (read, write, _), ClientSession(read, write) as session:
             await session.initialize()
             in_context = _call(await session.call_tool("list_context_tools", {}))
             assert "send_message" in {t["name"] for t in in_context}
@@ -287,3 +292,81 @@ def test_cli_against_a_sqlite_thread_and_explain(tmp_path: Path) -> None:
     assert data["categories"][0]["name"] == "weather"
     assert 0 < data["schema_tokens"]["chosen"] < data["schema_tokens"]["all"]
     assert _cli("--help").returncode == 0
+
+
+def _sqlite_thread(tmp_path: Path) -> list[str]:
+    """A SqliteSaver thread of the demo app that ran one turn: the server's target options."""
+    (tmp_path / "myapp.py").write_text(APP, encoding="utf-8")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        from myapp import graph  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("myapp", None)
+    db = tmp_path / "threads.sqlite"
+    with SqliteSaver.from_conn_string(str(db)) as saver:
+        graph.compile(checkpointer=saver).invoke(
+            {"messages": [("user", "weather in Paris?")]}, {"configurable": {"thread_id": "t1"}}
+        )
+    return ["--sqlite", str(db), "--graph", "myapp:graph", "--thread", "t1"]
+
+
+def _context_server(tmp_path: Path, *args: str, env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "langgraph_toolbudget.context_server", *args],
+        env={**_env(tmp_path), **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-03-26",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "0"},
+    },
+}
+ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def test_the_http_context_server_needs_the_token_and_an_allowed_host(tmp_path: Path) -> None:
+    target = _sqlite_thread(tmp_path)
+    port = _free_port()
+    token = "s3cret-token"
+    http = _context_server(
+        tmp_path,
+        *target,
+        "--transport", "streamable-http", "--port", str(port),
+        env={"TOOLBUDGET_CONTEXT_TOKEN": token},
+    )  # fmt: skip
+    try:
+        _wait_listening(port, http)
+        url = f"http://127.0.0.1:{port}/mcp"
+        bearer = {"Authorization": f"Bearer {token}"}
+        assert httpx.post(url, json=INIT, headers=ACCEPT).status_code == 401
+        wrong = {**ACCEPT, "Authorization": "Bearer guess"}
+        assert httpx.post(url, json=INIT, headers=wrong).status_code == 401
+        evil_host = {**ACCEPT, **bearer, "Host": "evil.example:80"}
+        assert httpx.post(url, json=INIT, headers=evil_host).status_code in (403, 421)
+        evil_origin = {**ACCEPT, **bearer, "Origin": "http://evil.example"}
+        assert httpx.post(url, json=INIT, headers=evil_origin).status_code in (403, 421)
+        assert httpx.post(url, json=INIT, headers={**ACCEPT, **bearer}).status_code == 200
+    finally:
+        http.terminate()
+        http.wait(timeout=10)
+
+
+def test_the_http_context_server_refuses_a_public_address_without_a_token(tmp_path: Path) -> None:
+    target = _sqlite_thread(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "TOOLBUDGET_CONTEXT_TOKEN"}
+    args = [*target, "--transport", "streamable-http", "--host", "0.0.0.0", "--port", "1"]
+    http = _context_server(tmp_path, *args, env={**env, "TOOLBUDGET_CONTEXT_TOKEN": ""})
+    _, err = http.communicate(timeout=60)
+    assert http.returncode == 2
+    assert "refusing to listen on 0.0.0.0 over HTTP without a token" in err
+    assert "TOOLBUDGET_CONTEXT_TOKEN" in err and len(err.strip().splitlines()) == 1
