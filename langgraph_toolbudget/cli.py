@@ -5,8 +5,8 @@ Its one reason to change: the ``toolbudget`` command line (its commands, options
 Commands (``--json`` on each prints the data instead of text):
 
 - ``toolbudget tools``: every tool grouped by server, with context indicators and counts;
-- ``toolbudget tools include --server S [--tool T]`` / ``tools exclude ...``;
-- ``toolbudget tools mode --server S [--tool T] always|manual|agent``;
+- ``toolbudget tools include --server S`` or ``--tool T`` / ``tools exclude ...``;
+- ``toolbudget tools mode (--server S | --tool T) always|manual|agent``;
 - ``toolbudget explain "query" --catalog module:attribute``: the categories with
   scores, the tools chosen and why, the schema tokens saved.
 
@@ -90,6 +90,9 @@ def _run(opts: dict[str, Any], command: str, args: dict[str, Any]) -> tuple[Any,
     except (ThreadError, CommandError) as exc:
         _fail(str(exc))
         raise AssertionError("unreachable") from None
+    except Exception as exc:  # noqa: BLE001 - a one-line error, never a traceback
+        _fail(f"{type(exc).__name__}: {exc}")
+        raise AssertionError("unreachable") from None
     finally:
         close = getattr(thread, "close", None)
         if close is not None:
@@ -146,28 +149,33 @@ def _change(ctx: click.Context, command: str, args: dict[str, Any], opts: dict[s
         return
     target = f"tool {args['tool']}" if "tool" in args else f"server {args['server']}"
     to = f" to {args['mode']}" if "mode" in args else ""
-    group = next(g for g in data["context"]["servers"] if g["name"] == args["server"])
+    server = args.get("server") or data["tool"]["server"]
+    group = next(g for g in data["context"]["servers"] if g["name"] == server)
     click.echo(
         f"{DONE[command]} {target}{to} in thread {opts['thread_id']}: "
         f"{group['name']} {group['summary']}"
     )
 
 
-def _server_or_tool(server: str, tool: str | None, tool_cmd: str, server_cmd: str) -> tuple:
+def _server_or_tool(
+    server: str | None, tool: str | None, tool_cmd: str, server_cmd: str
+) -> tuple[str, dict[str, str]]:
     if tool:
-        return tool_cmd, {"tool": tool, "server": server}
-    return server_cmd, {"server": server}
+        return tool_cmd, {"tool": tool, **({"server": server} if server else {})}
+    if not server:
+        _fail("name a --server, or a --tool (its server is then known)")
+    return server_cmd, {"server": str(server)}
 
 
 def _decision_command(verb: str, help_text: str) -> None:
     """Add ``tools include`` / ``tools exclude``: one tool, or a whole server."""
 
     @tools.command(name=verb, help=help_text)
-    @click.option("--server", required=True, help="The server.")
-    @click.option("--tool", help="One tool of the server (default: every tool of it).")
+    @click.option("--server", help="The server (not needed with --tool).")
+    @click.option("--tool", help="One tool (default: every tool of --server).")
     @_target_options
     @click.pass_context
-    def decide(ctx: click.Context, server: str, tool: str | None, **opts: Any) -> None:
+    def decide(ctx: click.Context, server: str | None, tool: str | None, **opts: Any) -> None:
         command, args = _server_or_tool(server, tool, f"{verb}_tool", f"{verb}_tool_server")
         _change(ctx, command, args, opts)
 
@@ -178,11 +186,13 @@ _decision_command("exclude", "Exclude a tool, or a whole server, from the thread
 
 @tools.command()
 @click.argument("mode_name", metavar="MODE", type=click.Choice(MODES))
-@click.option("--server", required=True, help="The server.")
-@click.option("--tool", help="One tool of the server (default: the server's mode).")
+@click.option("--server", help="The server (not needed with --tool).")
+@click.option("--tool", help="One tool (default: the mode of --server).")
 @_target_options
 @click.pass_context
-def mode(ctx: click.Context, mode_name: str, server: str, tool: str | None, **opts: Any) -> None:
+def mode(
+    ctx: click.Context, mode_name: str, server: str | None, tool: str | None, **opts: Any
+) -> None:
     """Set the include mode (always, manual, agent) of a tool or a server in the thread."""
     command, args = _server_or_tool(
         server, tool, "set_tool_include_mode", "set_server_include_mode"
@@ -208,6 +218,9 @@ def explain(query: str, catalog: str | None, as_json: bool, **options: Any) -> N
         found = load_catalog(catalog)
     except ThreadError as exc:
         _fail(str(exc))
+        return
+    except Exception as exc:  # noqa: BLE001 - a one-line error, never a traceback
+        _fail(f"{type(exc).__name__}: {exc}")
         return
     meta = meta_tool_definitions(found.categories)
     data = explain_choice(found, query, meta_tools=meta, **options)

@@ -25,6 +25,8 @@ import asyncio
 import importlib
 import inspect
 import os
+import sqlite3
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
@@ -52,7 +54,15 @@ CATALOG_ENV = "TOOLBUDGET_CATALOG"
 """Environment variable: the default ``--catalog`` spec (``module:attribute``)."""
 
 BAD_SPEC_ERROR = "{spec!r} is not a 'module:attribute' spec (e.g. 'myapp.tools:catalog')"
-SPEC_IMPORT_ERROR = "cannot load {spec!r}: {error}; check the module path and the attribute name"
+SPEC_IMPORT_ERROR = (
+    "cannot load {spec!r}: {error}; check the module path (from the current directory or "
+    "$PYTHONPATH) and the attribute name"
+)
+SPEC_CALL_ERROR = (
+    "{spec!r} is a function, and calling it failed ({error}); point the option at a "
+    "ToolCatalog/StateGraph or a function that builds one without arguments"
+)
+NOT_SQLITE_ERROR = "cannot read {path} as a SqliteSaver file ({error}); check --sqlite"
 NOT_A_CATALOG_ERROR = "{spec!r} gives a {kind}, not a ToolCatalog; point --catalog at one"
 NO_CATALOG_ERROR = (
     "no catalog: pass --catalog module:attribute (the ToolCatalog of the agent, or a function "
@@ -98,21 +108,28 @@ def load_spec(spec: str) -> Any:
     module, sep, attr = spec.partition(":")
     if not sep or not module or not attr:
         raise ThreadError(BAD_SPEC_ERROR.format(spec=spec))
+    if os.getcwd() not in sys.path and "" not in sys.path:  # as `python -m` and uvicorn do
+        sys.path.insert(0, os.getcwd())
     try:
         obj: Any = importlib.import_module(module)
         for part in attr.split("."):
             obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        raise ThreadError(SPEC_IMPORT_ERROR.format(spec=spec, error=exc)) from None
-    if inspect.isfunction(obj) or inspect.ismethod(obj):
-        required = [
-            p
-            for p in inspect.signature(obj).parameters.values()
-            if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        ]
-        obj = obj({"configurable": {}}) if required else obj()
-    if inspect.isawaitable(obj):
-        obj = asyncio.run(_await(obj))
+    except Exception as exc:  # noqa: BLE001 - any import failure is the spec's problem
+        error = f"{type(exc).__name__}: {exc}"
+        raise ThreadError(SPEC_IMPORT_ERROR.format(spec=spec, error=error)) from None
+    try:
+        if inspect.isfunction(obj) or inspect.ismethod(obj):
+            required = [
+                p
+                for p in inspect.signature(obj).parameters.values()
+                if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            ]
+            obj = obj({"configurable": {}}) if required else obj()
+        if inspect.isawaitable(obj):
+            obj = asyncio.run(_await(obj))
+    except Exception as exc:  # noqa: BLE001 - a factory's failure, in one line
+        error = f"{type(exc).__name__}: {exc}"
+        raise ThreadError(SPEC_CALL_ERROR.format(spec=spec, error=error)) from None
     return obj
 
 
@@ -312,8 +329,14 @@ class SqliteThread:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _state(self) -> Any:
+        try:
+            return self.app.get_state(self.config)
+        except sqlite3.Error as exc:
+            raise ThreadError(NOT_SQLITE_ERROR.format(path=self.path, error=exc)) from None
+
     def values(self) -> dict[str, Any]:
-        snapshot = self.app.get_state(self.config)
+        snapshot = self._state()
         if snapshot.created_at is None:  # no checkpoint: the thread does not exist
             where = f"the SQLite file {self.path}"
             raise ThreadError(UNKNOWN_THREAD_ERROR.format(thread=self.thread_id, where=where))
@@ -322,9 +345,12 @@ class SqliteThread:
     def update(self, update: Mapping[str, Any]) -> None:
         # A thread that never ran takes the update as the graph's first node: as the graph's
         # input (LangGraph's choice then), the input schema would drop the budget fields.
-        fresh = self.app.get_state(self.config).created_at is None
+        fresh = self._state().created_at is None
         as_node = entry_node(self.graph) if fresh else None
-        self.app.update_state(self.config, dict(update), as_node=as_node)
+        try:
+            self.app.update_state(self.config, dict(update), as_node=as_node)
+        except sqlite3.Error as exc:
+            raise ThreadError(NOT_SQLITE_ERROR.format(path=self.path, error=exc)) from None
 
 
 def execute(

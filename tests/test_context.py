@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -322,6 +324,49 @@ def test_cli_in_process_errors_and_modes() -> None:
         result = runner.invoke(main, args, env={"TOOLBUDGET_CATALOG": ""})
         assert result.exit_code == 1, (args, result.output)
         assert expected in result.output and len(result.output.strip().splitlines()) == 1
+
+
+APP = """
+from langgraph_toolbudget import create_toolbudget_agent
+from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+from langgraph_toolbudget.demo.model import DemoChatModel
+
+graph = create_toolbudget_agent(DemoChatModel(), build_example_catalog(), max_tools=5)
+"""
+
+
+def test_cli_imports_from_the_current_directory_and_answers_bad_files_in_one_line(
+    tmp_path, monkeypatch
+) -> None:
+    from click.testing import CliRunner
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from langgraph_toolbudget.cli import main
+
+    module = f"cliapp_{tmp_path.name}"
+    (tmp_path / f"{module}.py").write_text(APP, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    db = tmp_path / "threads.sqlite"
+    target = ["--sqlite", str(db), "--graph", f"{module}:graph", "--thread", "t1"]
+    runner = CliRunner()
+    for args, expected in [
+        (["tools", "--sqlite", "/etc/passwd", "--graph", f"{module}:graph", "--thread", "t"],
+         "cannot read /etc/passwd as a SqliteSaver file"),
+        (["explain", "x", "--catalog", "json:loads"], "calling it failed (TypeError"),
+        (["tools", "exclude", *target], "name a --server, or a --tool"),
+    ]:  # fmt: skip
+        result = runner.invoke(main, args, env={"TOOLBUDGET_CATALOG": ""})
+        assert result.exit_code == 1, (args, result.output)
+        assert expected in result.output and len(result.output.strip().splitlines()) == 1
+    app = importlib.import_module(module).graph  # the CLI put the cwd on the path, as python -m
+    with SqliteSaver.from_conn_string(str(db)) as saver:
+        app.compile(checkpointer=saver).invoke(
+            {"messages": [("user", "weather in Paris?")]}, {"configurable": {"thread_id": "t1"}}
+        )
+    result = runner.invoke(main, ["tools", "exclude", "--tool", "get_weather", *target])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("excluded tool get_weather in thread t1: weather (3 of 4")
 
 
 async def test_excluded_tool_refused_under_ainvoke_and_included_one_runs() -> None:
