@@ -470,3 +470,14 @@ def test_add_tool_with_non_json_arguments_says_not_valid_json(catalog):
     assert message.status == "error"
     assert "not valid JSON" in message.content and '{"tool_names"' in message.content
     assert "Not added" not in message.content
+
+
+@pytest.mark.timeout(20)  # a hang guard: before the bound, 9**9**9 never returned
+@pytest.mark.parametrize("expression", ["9**9**9", "10**10**10", "2**99999999", "1+" * 500 + "1"])
+def test_the_demo_calculator_answers_huge_or_long_expressions_with_an_error(expression):
+    from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+
+    calculate = build_example_catalog().get("calculate").tool
+    with pytest.raises(ValueError, match="too large|longer than 200"):
+        calculate.invoke({"expression": expression})
+    assert calculate.invoke({"expression": "2 * (3 + 4) - sqrt(16)"}) == 10.0

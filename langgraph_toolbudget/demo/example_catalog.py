@@ -16,7 +16,6 @@ Example:
 
 from __future__ import annotations
 
-import ast
 import json
 from datetime import date, timedelta
 from typing import Any
@@ -24,7 +23,12 @@ from typing import Any
 from langchain_core.tools import BaseTool, tool
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.demo.workspace import CLIMATE, Workspace, evaluate, next_number
+from langgraph_toolbudget.demo.workspace import (
+    CLIMATE,
+    Workspace,
+    calculate_expression,
+    next_number,
+)
 
 __all__ = ["CATEGORY_DESCRIPTIONS", "Workspace", "build_example_catalog", "example_tools"]
 
@@ -323,7 +327,7 @@ def example_tools(ws: Workspace | None = None) -> tuple[list[BaseTool], dict[str
     @tool
     def calculate(expression: str) -> float:
         """Evaluate an arithmetic expression such as '2 * (3 + 4)' or 'sqrt(16)'."""
-        return evaluate(ast.parse(expression, mode="eval"))
+        return calculate_expression(expression)
 
     @tool
     def ask_human(question: str) -> str:
