@@ -200,6 +200,23 @@ def test_excluded_tool_is_refused_through_every_meta_tool_and_directly() -> None
     assert ok.status == "success" and ok.content == "guide"
 
 
+def test_search_tools_says_when_everything_it_matched_is_excluded() -> None:
+    catalog = build_catalog()
+    values = _values(exclude_tools(servers=["slack"]), selected_tools=["read_file"])
+    calls = [
+        ToolCall(name="search_tools", args={"query": "channel"}, id="s1"),  # slack only
+        ToolCall(name="search_tools", args={"query": "chanel histroy"}, id="s2"),  # fuzzy
+        ToolCall(name="search_tools", args={"query": "qqqqzzzz"}, id="s3"),  # nothing at all
+    ]
+    regex, fuzzy, none = (json.loads(m.content) for m in _exec(catalog, values, *calls))
+    for answer in (regex, fuzzy):
+        assert answer["found"] == 0 and answer["tools"] == []
+        assert "excluded from this conversation" in answer["message"]
+        assert "Found matching tools" not in answer["message"]
+    assert "list_channels" in regex["message"] and "read_channel_history" in fuzzy["message"]
+    assert none["message"].startswith("No tools found matching the pattern")
+
+
 def test_excluded_tool_never_bound_by_the_agent_and_back_once_included(tmp_path: Path) -> None:
     catalog = build_catalog()
     model = ScriptedChatModel(responses=["done"])

@@ -21,7 +21,6 @@ The meta-tools:
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -295,12 +294,9 @@ class MetaToolHandler:
                 ),
                 error=True,
             )
-        result = self.catalog.index.regex_search(query, limit=self.search_limit)
-        excluded = context.excluded(self.catalog)
-        if excluded and result.error is None:
-            kept = [t for t in result.tools if t["name"] not in excluded]
-            found = result.found - (len(result.tools) - len(kept))
-            result = dataclasses.replace(result, found=found, tools=kept)
+        result = self.catalog.index.regex_search(
+            query, limit=self.search_limit, exclude=context.excluded(self.catalog)
+        )
         return MetaOutcome(
             json.dumps(result.to_dict()),
             discovered=[t["name"] for t in result.tools],

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache, partial
 
@@ -51,6 +51,11 @@ FUZZY_MESSAGE = (
 NOT_FOUND_MESSAGE = (
     "No tools found matching the pattern. Try a shorter pattern, another word, "
     "or call 'show_all_tools' to list every tool name."
+)
+EXCLUDED_MESSAGE = (
+    "Every tool matching the pattern is excluded from this conversation ({names}), so none "
+    "can be loaded here. Use the tools you have, try another pattern, or ask the user to "
+    "include the tool."
 )
 INVALID_PATTERN_ERROR = (
     "invalid regex pattern {pattern!r}: {reason}. Use a plain word such as 'weather' "
@@ -327,7 +332,9 @@ class ToolIndex:
     def _describe(self, ids: Iterable[int]) -> list[dict[str, str]]:
         return [{"name": self.names[i], "description": self.descriptions[i]} for i in ids]
 
-    def regex_search(self, pattern: str, *, limit: int | None = None) -> SearchResult:
+    def regex_search(
+        self, pattern: str, *, limit: int | None = None, exclude: Collection[str] = ()
+    ) -> SearchResult:
         """The ``search_tools`` engine: regex, then fuzzy fallback.
 
         Args:
@@ -336,6 +343,8 @@ class ToolIndex:
                 matched regardless of case; ``(?i)`` is accepted too.
             limit: cap on regex matches returned (the fuzzy fallback returns at
                 most :data:`MAX_FUZZY_RESULTS`).
+            exclude: tools never returned (excluded in the thread); when they are all
+                that matched, the answer says so instead of "not found".
 
         A pattern over :data:`~langgraph_toolbudget.core.limits.MAX_PATTERN_CHARS`
         characters skips the regex engine (its work grows with the length) and
@@ -350,26 +359,37 @@ class ToolIndex:
                 0, error=INVALID_PATTERN_ERROR.format(pattern=pattern, reason="empty pattern")
             )
         if len(pattern) > MAX_PATTERN_CHARS:  # regex work grows with the pattern's length
-            return self._fuzzy_result(pattern[:MAX_FUZZY_QUERY_CHARS])
+            return self._fuzzy_result(pattern[:MAX_FUZZY_QUERY_CHARS], exclude)
         try:
             compiled = _compile_pattern(pattern)
         except re2.error as exc:
             return SearchResult(
                 0, error=INVALID_PATTERN_ERROR.format(pattern=clip(pattern), reason=_reason(exc))
             )
-        hits = [i for i, text in enumerate(self._texts) if compiled.search(text)]
+        matched = [i for i, text in enumerate(self._texts) if compiled.search(text)]
+        hits = [i for i in matched if self.names[i] not in exclude]
         if hits:
             hits.sort(key=lambda i: (compiled.search(self.names[i]) is None, i))
             if limit is not None:
                 hits = hits[:limit]
             return SearchResult(len(hits), self._describe(hits), FOUND_MESSAGE)
-        return self._fuzzy_result(pattern)
+        if matched:
+            return self._all_excluded(matched)
+        return self._fuzzy_result(pattern, exclude)
 
-    def _fuzzy_result(self, pattern: str) -> SearchResult:
-        fuzzy = self.fuzzy_search(pattern)
+    def _fuzzy_result(self, pattern: str, exclude: Collection[str] = ()) -> SearchResult:
+        matched = self.fuzzy_search(pattern)
+        fuzzy = [i for i in matched if self.names[i] not in exclude]
         if fuzzy:
             return SearchResult(len(fuzzy), self._describe(fuzzy), FUZZY_MESSAGE, fuzzy=True)
+        if matched:
+            return self._all_excluded(matched)
         return SearchResult(0, [], NOT_FOUND_MESSAGE)
+
+    def _all_excluded(self, positions: list[int]) -> SearchResult:
+        names = [self.names[i] for i in positions[:MAX_FUZZY_RESULTS]]
+        more = f" and {len(positions) - len(names)} more" if len(positions) > len(names) else ""
+        return SearchResult(0, [], EXCLUDED_MESSAGE.format(names=", ".join(names) + more))
 
     def fuzzy_search(self, query: str, *, limit: int = MAX_FUZZY_RESULTS) -> list[int]:
         """Fuzzy matches for a query that no regex matched, best first (positions).
