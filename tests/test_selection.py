@@ -14,10 +14,12 @@ from langgraph_toolbudget import (
     ToolBudgetState,
     ToolCatalog,
     ToolSearch,
+    create_toolbudget_agent,
 )
-from langgraph_toolbudget.core.selection import search_hits, select_tools
+from langgraph_toolbudget.core.selection import distinctive_terms, search_hits, select_tools
 from langgraph_toolbudget.nodes._node import VISIBLE_SET_EVENT
 from langgraph_toolbudget.state import merge_names
+from langgraph_toolbudget.testing import ScriptedChatModel
 
 MODES = ["sync", "async"]
 META_TOOLS = {"search_tools", "add_tool", "show_all_tools", "request_more_tools"}
@@ -507,3 +509,45 @@ def test_selection_nodes_reject_a_cap_below_one(catalog):
         SelectTools(catalog, max_visible=0)
     with pytest.raises(ValueError, match="max_visible"):
         ToolSearch(catalog, max_visible=0)
+
+
+# --- the automatic search stays on topic ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "off_topic"),
+    [
+        (  # "create" is shared by five categories: it said nothing about the topic
+            "create a github issue for the login crash",
+            {"create_project", "create_channel", "create_event", "write_file"},
+        ),
+        ("list open pull requests and post a summary to slack", {"list_events", "list_tasks"}),
+        (  # "report" only resembles "repo": a close spelling is no evidence either
+            "delete the old report file",
+            {"close_issue", "create_issue", "comment_on_issue", "list_pull_requests"},
+        ),
+    ],
+)
+def test_the_automatic_search_needs_a_distinctive_term_outside_the_chosen_categories(
+    query, off_topic
+):
+    from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+
+    catalog = build_example_catalog()
+    app = create_toolbudget_agent(ScriptedChatModel(responses=["ok"]), catalog).compile()
+    out = app.invoke({"messages": [HumanMessage(query)]})
+    searched = {n for n, r in out["tool_reasons"].items() if r["why"] == "search"}
+    assert not searched & off_topic, (searched, out["categories"])
+    assert not set(out["selected_tools"]) & off_topic
+
+
+def test_a_distinctive_term_still_brings_a_tool_of_another_category():
+    from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+
+    catalog = build_example_catalog()
+    query = "schedule a meeting with Ana on Friday and email her the agenda"
+    assert "create" not in distinctive_terms(catalog, "create a meeting")
+    assert "meet" in distinctive_terms(catalog, query)  # only the calendar's tools say it
+    hits = search_hits(catalog, query, limit=5, focus=["email"])
+    assert {"create_event", "find_free_slot"} <= set(hits)
+    assert not {h for h in hits if "weather" in catalog.get(h).categories}

@@ -564,7 +564,8 @@ async def test_embeddings_none_is_the_lexical_pipeline(catalog, mode):
     cats = out["categories"]
     assert cats
     selected = select_tools(catalog, query, cats, max_tools=8)
-    hits = search_hits(catalog, query, limit=2, exclude=[*catalog.always_visible, *selected])
+    skip = [*catalog.always_visible, *selected]
+    hits = search_hits(catalog, query, limit=2, exclude=skip, focus=cats)
     assert out["selected_tools"] == [*catalog.always_visible, *selected, *hits]
 
 

@@ -298,6 +298,11 @@ class ToolIndex:
         best *= top / (1.0 + FULL_QUERY_WEIGHT + CLAUSE_TOP_BONUS)
         return best
 
+    def term_docs(self, query: str) -> dict[str, np.ndarray]:
+        """The positions of the tools holding each term of ``query``, spelled as written
+        (a close spelling the ranking tolerates is no evidence of what the query is about)."""
+        return {t: self._postings[t][0] for t in set(tokenize(query)) if t in self._postings}
+
     def bm25_scores(self, query: str) -> np.ndarray:
         """Plain BM25 score of every tool for the whole query (typos tolerated)."""
         out = np.zeros(self._size, dtype=np.float64)

@@ -14,7 +14,8 @@ The nodes over these are in :mod:`langgraph_toolbudget.nodes.selection`.
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection, Iterable, Sequence
+import math
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 import numpy as np
 
@@ -152,6 +153,7 @@ def search_hits(
     min_relative_score: float = 0.0,
     scores: np.ndarray | None = None,
     also_selectable: Collection[str] = (),
+    focus: Collection[str] | None = None,
 ) -> list[str]:
     """The ``limit`` most relevant selectable tools for free text, best first.
 
@@ -165,6 +167,10 @@ def search_hits(
             (e.g. :meth:`HybridScorer.scores`); default ``catalog.index.scores(query)``.
         also_selectable: tools that may be hit although their catalog include mode
             is not ``agent`` (see :func:`select_tools`).
+        focus: the categories chosen for the query. A tool outside them is hit only when
+            it holds a term of the query that is distinctive in the catalog
+            (:func:`distinctive_terms`), not only a verb every category shares
+            ("create", "list"). ``None`` (or no category chosen): no such rule.
     """
     if limit <= 0 or not query:
         return []
@@ -175,6 +181,8 @@ def search_hits(
         rank = functools.partial(rank_scores, scores)
     skip = set(exclude)
     ok = functools.partial(_selectable, catalog, frozenset(also_selectable))
+    if focus:
+        ok = functools.partial(_on_topic, catalog, frozenset(focus), _evidence(catalog, query), ok)
     out: list[str] = []
     best = None
     # Enough candidates for ``limit`` hits unless many are skipped; then rank them all.
@@ -195,6 +203,52 @@ def search_hits(
         if len(out) >= limit:
             break
     return out
+
+
+DISTINCTIVE_SHARE = 0.1
+"""A query term is distinctive when the tools holding it sit in at most this share of the
+catalog's categories (at least :data:`DISTINCTIVE_MIN_CATEGORIES`)."""
+DISTINCTIVE_MIN_CATEGORIES = 2
+
+
+def distinctive_terms(catalog: ToolCatalog, query: str) -> dict[str, np.ndarray]:
+    """The query's terms that point at few categories, with the tools holding each.
+
+    "create" in a catalog where GitHub, Slack, the calendar and the projects all create
+    something says little about the topic; "issue" or "forecast" says a lot.
+    """
+    limit = max(DISTINCTIVE_MIN_CATEGORIES, math.ceil(DISTINCTIVE_SHARE * len(catalog.categories)))
+    names = catalog.index.names
+    out = {}
+    for term, docs in catalog.index.term_docs(query).items():
+        categories = {c for pos in docs for c in _categories(catalog, names[pos])}
+        if len(categories) <= limit:
+            out[term] = docs
+    return out
+
+
+def _evidence(catalog: ToolCatalog, query: str) -> frozenset[int]:
+    """Positions of the tools holding a distinctive term of the query."""
+    docs = distinctive_terms(catalog, query).values()
+    return frozenset(int(pos) for ids in docs for pos in ids)
+
+
+def _on_topic(
+    catalog: ToolCatalog,
+    focus: frozenset[str],
+    evidence: frozenset[int],
+    ok: Callable[[int], bool],
+    pos: int,
+) -> bool:
+    """A hit in the chosen categories, or one the query names by a distinctive term."""
+    if not ok(pos):
+        return False
+    return pos in evidence or not focus.isdisjoint(_categories(catalog, catalog.index.names[pos]))
+
+
+def _categories(catalog: ToolCatalog, name: str) -> tuple[str, ...]:
+    spec = catalog.get(name)
+    return spec.categories if spec is not None else ()
 
 
 def _check_scores(catalog: ToolCatalog, scores: np.ndarray) -> None:

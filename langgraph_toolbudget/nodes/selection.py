@@ -304,6 +304,7 @@ class ToolSearch(BudgetNode):
             min_relative_score=self.min_relative_score,
             scores=scores,
             also_selectable=context.selectable(self.catalog),
+            focus=state_get(state, "categories", None) or None,
         )
         if not hits:
             return {}
