@@ -145,9 +145,9 @@ class ToolCallPipeline:
         awrap_tool_call: async hooks for async runs; without them, async runs
             use ``wrap_tool_call`` in a worker thread.
         max_workers: size of the pipeline's own thread pool, where sync tools
-            run under ``ainvoke`` (and of a second pool for sync hooks); the
-            interpreter's default pool is never used, so its size does not cap
-            ``parallel_safe``.
+            run under ``ainvoke`` (and of a second pool, ``hook_threads``, for sync
+            hooks and other work kept off the event loop); the interpreter's
+            default pool is never used, so its size does not cap ``parallel_safe``.
         handle_tool_errors: ``None`` (explained error messages for every
             failure) or any of ``ToolNode``'s forms, with its meaning.
         messages_key: the state key of the messages (``Command`` updates a tool
@@ -274,7 +274,7 @@ class ToolCallPipeline:
         tool, call = prepared
         tool_input = self._tool_input(tool, call, request)  # raises as ToolNode does
         return await self._ainvoked(
-            call, tool, request.state, self._ainvoke, tool, tool_input, config
+            call, tool, request.state, self._start, tool, tool_input, config
         )
 
     def delegate(
@@ -319,16 +319,16 @@ class ToolCallPipeline:
         call: ToolCall,
         tool: BaseTool,
         state: Any,
-        ainvoke: Callable[..., Awaitable[Any] | Future[Any]],
+        start: Callable[..., Awaitable[Any] | Future[Any]],
         *args: Any,
     ) -> Any:
-        """The async :meth:`_invoked`; ``ainvoke(*args)`` starts the work, which gets
-        the tool's ``timeout_s``."""
+        """The async :meth:`_invoked`; ``start(*args)`` starts the work (a coroutine, or a
+        thread's future), which gets the tool's ``timeout_s``."""
         spec = self.catalog.get(tool.name)
         if spec is not None and (refusal := await self.lingering.await_clear(spec)):
             return error_message(call, refusal)
         try:
-            response = await self._timed(tool, ainvoke(*args))
+            response = await self._timed(tool, start(*args))
             output = self.outputs.normalise(call, tool, response, state)
         except GraphBubbleUp:
             raise
@@ -342,9 +342,9 @@ class ToolCallPipeline:
         spec = self.catalog.get(tool.name)
         if (spec is None or not spec.timeout_s) and not is_async_only(tool):
             return tool.invoke(tool_input, config)
-        return run_sync(self._timed(tool, self._ainvoke(tool, tool_input, config)))
+        return run_sync(self._timed(tool, self._start(tool, tool_input, config)))
 
-    def _ainvoke(
+    def _start(
         self, tool: BaseTool, tool_input: Any, config: RunnableConfig
     ) -> Awaitable[Any] | Future[Any]:
         """Start the tool: a sync one in the pool (its thread's future), an async one as a
@@ -357,19 +357,15 @@ class ToolCallPipeline:
         """The result of ``started`` within the tool's ``timeout_s``. Past it, raise
         ``TimeoutError`` and abandon the work: logged, its result dropped, and (a
         thread's work as much as a task's) keeping its group busy until it really ends."""
-        if isinstance(started, Future):
-            thread: Future[Any] | None = started
-            work = asyncio.wrap_future(started)
-        else:
-            thread, work = None, asyncio.ensure_future(started)
         spec = self.catalog.get(tool.name)
-        if spec is None or not spec.timeout_s:
-            return await work
-        return await within(work, spec.timeout_s, partial(self.lingering.add, spec, thread or work))
-
-    def schema(self, tool: BaseTool) -> dict[str, Any] | None:
-        """The tool's argument JSON schema, computed once per catalog tool (None if it has none)."""
-        return self.preparer.schema(tool)
+        if spec is None or not spec.timeout_s:  # a coroutine runs in this task: none of its own
+            return await (asyncio.wrap_future(started) if isinstance(started, Future) else started)
+        lingers: Any  # a thread's work lingers until the thread ends, a task's until the task
+        if isinstance(started, Future):
+            work, lingers = asyncio.wrap_future(started), started
+        else:
+            work = lingers = asyncio.ensure_future(started)
+        return await within(work, spec.timeout_s, partial(self.lingering.add, spec, lingers))
 
     def _tool_input(self, tool: BaseTool, call: ToolCall, request: ToolCallRequest) -> Any:
         inject = self.preparer.injector(tool)

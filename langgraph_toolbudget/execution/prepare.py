@@ -98,10 +98,6 @@ class CallPreparer:
             args = coerce_args(args, schema)
         return tool, {**call, "args": args}
 
-    def schema(self, tool: BaseTool) -> dict[str, Any] | None:
-        """The tool's argument JSON schema (None if it has none)."""
-        return self._tool_read(tool).schema
-
     def injector(self, tool: BaseTool) -> Injector | None:
         """The function filling ``tool``'s injected arguments; None if it has none."""
         return self._tool_read(tool).inject
