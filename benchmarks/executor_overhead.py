@@ -14,7 +14,10 @@ rotated order) under ``invoke`` and under ``ainvoke``. Reported per variant:
 median graph time per tool call, median tools-node time per call (graph minus
 baseline), and the ratio to ToolNode on each; also the CPU time of the whole process
 per run (every thread, ``time.process_time``), which scheduling and wake-up jitter
-on a shared machine move less than wall time. Target: ratio <= 1.0 (wall time).
+on a shared machine move less than wall time. Target (issue 24): ratio <= 1.10 (wall time)
+for one call under ``ainvoke``, the usual batch; a plain executor (the standard thread pool,
+a loop or ``asyncio.gather``) is worth more than the last percent, which a real model call's
+latency hides.
 Each graph ratio comes with its 95% interval (a paired bootstrap over the rounds):
 an interval that holds 1.0 means the run cannot tell the two nodes apart.
 
@@ -74,6 +77,8 @@ def count_items(items: list[str]) -> int:
 
 
 TOOLS: list[BaseTool] = [add, echo, upper, count_items]
+TARGET = 1.10
+"""ToolExecutor / ToolNode graph time, 1 call under ``ainvoke``, at most."""
 ARGS: dict[str, dict[str, Any]] = {
     "add": {"a": 2, "b": 3},
     "echo": {"text": "hello"},
@@ -243,6 +248,8 @@ def main() -> None:
         rows,
     )
     ours = [r for r in results if r["variant"] != "ToolNode"]
+    usual = [r for r in ours if r["calls"] == 1 and r["api"] == "ainvoke"]
+    usual_worst = max((r["ratio_graph_vs_toolnode"] for r in usual), default=None)
     worst_row = max(ours, key=lambda r: r["ratio_graph_vs_toolnode"])
     worst = worst_row["ratio_graph_vs_toolnode"]
     worst_cpu = max(r["ratio_cpu_vs_toolnode"] for r in ours)
@@ -250,7 +257,8 @@ def main() -> None:
     low, high = worst_row["ratio_graph_ci95"]
     print(
         f"\nworst ratio (graph time per call, ToolExecutor / ToolNode): {worst:.3f} "
-        f"(95% interval {low:.3f}-{high:.3f}; target <= 1.0)"
+        f"(95% interval {low:.3f}-{high:.3f})"
+        f"\n1 call, ainvoke: worst {usual_worst} (target <= {TARGET})"
         f"\ncells whose whole interval is above 1.0: {len(above)} of {len(ours)}"
         f"\nworst ratio (CPU time of the process per run, all threads): {worst_cpu:.3f}"
     )
@@ -258,7 +266,8 @@ def main() -> None:
         "executor_overhead",
         {
             "rounds": args.rounds,
-            "target": "ratio <= 1.0",
+            "target": f"1 call, ainvoke: ratio <= {TARGET}",
+            "worst_ratio_1_call_ainvoke": usual_worst,
             "worst_ratio_graph": worst,
             "worst_ratio_graph_ci95": worst_row["ratio_graph_ci95"],
             "cells_above_1_with_95pct_confidence": [

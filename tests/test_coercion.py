@@ -208,35 +208,3 @@ def test_missing_required_field_error_names_the_field():
         search_docs.args_schema.model_validate({})
     text = schema_error_message(search_docs, info.value, {})
     assert "query: Field required" in text
-
-
-def test_needs_coercion_is_false_only_when_coerce_args_changes_nothing():
-    from langgraph_toolbudget.core.coercion import needs_coercion, property_types
-
-    schema = {
-        "properties": {
-            "text": {"type": "string"},
-            "limit": {"type": "integer"},
-            "tags": {"type": "array", "items": {"type": "string"}},
-            "flag": {"anyOf": [{"type": "boolean"}, {"type": "null"}]},
-            "free": {},
-        },
-        "required": ["text"],
-    }
-    types = property_types(schema)
-    assert types is not None
-    values = ["cats", "5", 5, 2.5, True, None, ["a"], "a", {"k": 1}, "[1]", "true"]
-    keys = ["text", "limit", "tags", "flag", "free", "Text", "q", "__arg1"]
-    checked = skipped = 0
-    for key in keys:
-        for value in values:
-            for other in (None, ("limit", 3)):
-                args = {key: value, **(dict([other]) if other and other[0] != key else {})}
-                if needs_coercion(args, types):
-                    skipped += 1
-                else:
-                    checked += 1
-                    assert coerce_args(args, schema) == args, args
-    assert checked > 20 and skipped > 20
-    assert needs_coercion("cats", types) and needs_coercion({"limit": "5"}, types)
-    assert property_types({"properties": {"x": True}}) is None

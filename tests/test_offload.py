@@ -529,8 +529,7 @@ def test_without_jq_the_query_tool_is_left_out_unless_asked_for(
 
 
 def test_under_ainvoke_every_shape_of_large_result_is_offloaded_and_small_ones_kept() -> None:
-    # ainvoke first asks the offloader whether anything is large (a shortcut for plain text):
-    # text, text blocks and a Command's message must all still be found.
+    # Text, text blocks and a Command's message must all be found under ainvoke too.
     import asyncio
 
     from langgraph.graph import START, StateGraph

@@ -6,6 +6,9 @@ where LangGraph's runtime matters (injection).
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import threading
 from typing import Annotated, Any
 
 import pytest
@@ -16,7 +19,7 @@ from agent_tools import (
     recording_fixtures,
 )
 from langchain_core.messages import HumanMessage, ToolMessage
-from langchain_core.tools import InjectedToolCallId, tool
+from langchain_core.tools import InjectedToolCallId, StructuredTool, tool
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import InjectedState
 from langgraph.types import Command
@@ -173,3 +176,93 @@ async def test_a_tool_returning_a_list_of_messages_and_commands(api):
     answers = [m for m in out["messages"] if isinstance(m, ToolMessage)]
     assert [(m.tool_call_id, m.content) for m in answers] == [("c1", "n=3"), ("c2", "2")]
     assert out["categories"] == ["x"]
+
+
+# --- where a call runs: timeouts with hooks, async-only tools, context, odd exceptions ---------
+
+
+def _tool(name: str, **kind: Any) -> StructuredTool:
+    return StructuredTool.from_function(name=name, description=f"Tool {name}.", **kind)
+
+
+def _passthrough(request: Any, execute: Any) -> Any:
+    return execute(request)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_timeout_bounds_a_call_under_sync_hooks_too(api):
+    release, ended = threading.Event(), threading.Event()
+
+    def stuck(x: int = 0) -> str:
+        release.wait(10)
+        ended.set()
+        return "late"
+
+    catalog = ToolCatalog.from_tools(
+        [_tool("stuck", func=stuck)], tool_metadata={"stuck": {"timeout_s": 0.2}}
+    )
+    node = ToolExecutor(catalog, wrap_tool_call=_passthrough, enforce_visibility=False)
+    try:
+        out = await run(node, state_for([call("stuck", "c1")], []), api)
+        (message,) = out["messages"]
+        assert not ended.is_set()  # answered while the tool still runs
+        assert message.status == "error" and "timed out after 0.2 s" in message.content
+    finally:
+        release.set()
+
+
+@pytest.mark.parametrize("hooks", [None, _passthrough], ids=["no-hook", "sync-hook"])
+def test_an_async_only_tool_runs_under_invoke(hooks):
+    async def fetch(x: int = 0) -> str:
+        await asyncio.sleep(0)
+        return f"fetched {x}"
+
+    catalog = ToolCatalog.from_tools([_tool("fetch", coroutine=fetch)])
+    node = ToolExecutor(catalog, wrap_tool_call=hooks, enforce_visibility=False)
+    calls = [call("fetch", "c1", x=1), call("fetch", "c2", x=2)]
+    out = node.invoke(state_for(calls, []))
+    assert [m.content for m in out["messages"]] == ["fetched 1", "fetched 2"]
+
+
+REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("REQUEST_ID", default="unset")
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("timeout", [None, 5.0], ids=["untimed", "timed"])
+@pytest.mark.parametrize("pure", [False, True], ids=["impure", "pure"])
+async def test_sync_tools_see_the_callers_context_variables(api, timeout, pure):
+    def whose(x: int = 0) -> str:
+        return f"{REQUEST_ID.get()} {x}"
+
+    meta = {"is_pure": pure, **({"timeout_s": timeout} if timeout else {})}
+    catalog = ToolCatalog.from_tools([_tool("whose", func=whose)], tool_metadata={"whose": meta})
+    node = ToolExecutor(catalog, enforce_visibility=False)
+    token = REQUEST_ID.set("request-7")
+    try:
+        calls = [call("whose", "c1", x=1), call("whose", "c2", x=2)]
+        out = await run(node, state_for(calls, []), api)
+    finally:
+        REQUEST_ID.reset(token)
+    assert [m.content for m in out["messages"]] == ["request-7 1", "request-7 2"]
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("mode", ["sequential", "parallel_safe"])
+async def test_a_sync_tool_raising_stop_iteration_is_answered(api, mode):
+    def exhausted(x: int = 0) -> str:
+        raise StopIteration
+
+    def fine(x: int = 0) -> str:
+        return "fine"
+
+    pure = {"is_pure": True}
+    catalog = ToolCatalog.from_tools(
+        [_tool("exhausted", func=exhausted), _tool("fine", func=fine)],
+        tool_metadata={"exhausted": pure, "fine": pure},
+    )
+    node = ToolExecutor(catalog, mode=mode, enforce_visibility=False)
+    calls = [call("exhausted", "c1"), call("fine", "c2")]
+    out = await asyncio.wait_for(run(node, state_for(calls, []), api), 10)
+    first, second = out["messages"]
+    assert first.status == "error" and "exhausted" in first.content
+    assert second.content == "fine"

@@ -9,6 +9,8 @@ exclusivity are read from the live counts every call records.
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import threading
 from typing import Any
 
@@ -178,3 +180,80 @@ def test_sync_tools_run_in_the_executors_own_pool():
     node = ToolExecutor(catalog)
     asyncio.run(run_node(node, ["where"], "ainvoke"))
     assert seen and seen[0].startswith("toolbudget-tool")
+
+
+def test_sync_hooks_never_hold_the_threads_their_tools_need():
+    """Sync hooks run in a pool of their own under ``ainvoke``: with ``max_parallel=2``,
+    two hooked calls to timed sync tools still run side by side (each tool needs a thread
+    of the tool pool while its hook waits for it)."""
+    names = ["t0", "t1"]
+    probe = ConcurrencyProbe()
+    tools = barrier_tools(names, threading.Barrier(2), probe, sync=True)
+    meta = {n: {"is_pure": True, "timeout_s": BARRIER_TIMEOUT_S} for n in names}
+    catalog = ToolCatalog.from_tools(tools, tool_metadata=meta)
+
+    def passthrough(request: Any, execute: Any) -> Any:
+        return execute(request)
+
+    node = ToolExecutor(catalog, max_parallel=2, wrap_tool_call=passthrough)
+    out = asyncio.run(run_node(node, names, "ainvoke"))
+    assert [m.status for m in out["messages"]] == ["success", "success"]
+    assert probe.max_live == 2
+
+
+def test_a_cancelled_run_never_starts_its_queued_sync_calls():
+    started: list[str] = []
+    release = threading.Event()
+
+    def make(name: str) -> BaseTool:
+        def body(x: int = 0) -> str:
+            started.append(name)
+            release.wait(5)
+            return name
+
+        return StructuredTool.from_function(func=body, name=name, description=f"Tool {name}.")
+
+    names = ["first", "queued"]
+    catalog = ToolCatalog.from_tools(
+        [make(n) for n in names], tool_metadata={n: {"is_pure": True} for n in names}
+    )
+    node = ToolExecutor(catalog, max_parallel=1)  # one thread: `queued` waits for `first`
+
+    async def main() -> None:
+        run = asyncio.ensure_future(run_node(node, names, "ainvoke"))
+        while not started:
+            await asyncio.sleep(0.01)
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+
+    try:
+        asyncio.run(main())
+    finally:
+        release.set()
+    # The pool's one thread is free again once `first` ends; `queued` was dropped.
+    assert asyncio.run(run_node(node, ["first"], "ainvoke"))["messages"][0].content == "first"
+    assert started == ["first", "first"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="fork is POSIX only")
+@pytest.mark.parametrize("api", APIS)
+def test_a_forked_child_runs_sync_tools_in_fresh_threads(api):
+    """A pre-forking server may fork after the executor has run: the child's copy of
+    the pool has no workers, and must not wait for them."""
+    names = [f"s{i}" for i in range(3)]
+    probe = ConcurrencyProbe()
+    tools = barrier_tools(names, threading.Barrier(3), probe, sync=True)
+    meta = {n: {"is_pure": True, "timeout_s": 20} for n in names}
+    node = ToolExecutor(ToolCatalog.from_tools(tools, tool_metadata=meta))
+    assert len(asyncio.run(run_node(node, names, "ainvoke"))["messages"]) == 3  # threads exist
+    pid = os.fork()
+    if pid == 0:  # the child: run the batch again, report through the exit code
+        try:
+            out = asyncio.run(run_node(node, names, api))
+            ok = [m.status for m in out["messages"]] == ["success"] * 3
+        except BaseException:  # noqa: BLE001 - the exit code tells the parent
+            ok = False
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolCall
@@ -35,8 +35,6 @@ __all__ = [
     "RAW_ARGUMENTS_KEY",
     "coerce_args",
     "complete_tool_calls",
-    "needs_coercion",
-    "property_types",
     "repair_tool_calls",
     "schema_error_message",
     "tool_json_schema",
@@ -279,45 +277,3 @@ def complete_tool_calls(calls: Sequence[ToolCall]) -> list[ToolCall]:
 
 def _new_call_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
-
-
-def property_types(schema: dict[str, Any]) -> dict[str, frozenset[str]] | None:
-    """Property -> the JSON types a schema allows for it, for :func:`needs_coercion`.
-
-    None when a property is not described by a JSON object (nothing to check against).
-    """
-    props = schema.get("properties", {}) or {}
-    if not isinstance(props, dict) or not all(isinstance(p, dict) for p in props.values()):
-        return None
-    try:
-        return {name: frozenset(_field_type(prop)) for name, prop in props.items()}
-    except TypeError:  # e.g. "anyOf" not a list, an unhashable "type": no shortcut
-        return None
-
-
-def needs_coercion(args: Any, types: Mapping[str, frozenset[str]]) -> bool:
-    """False when :func:`coerce_args` would return ``args`` as they are (an equal dict).
-
-    A cheap check with the schema's :func:`property_types`, read once per tool: true
-    unless ``args`` is a dict whose every key is a property and whose every value
-    already has a type the property allows (a string where strings are allowed, a
-    list or ``None`` where arrays are). True may still mean no change.
-
-    >>> types = property_types({"properties": {"limit": {"type": "integer"}}})
-    >>> needs_coercion({"limit": 5}, types), needs_coercion({"limit": "5"}, types)
-    (False, True)
-    """
-    if not isinstance(args, dict):
-        return True
-    for key, value in args.items():
-        allowed = types.get(key)
-        if allowed is None:
-            return True
-        if not allowed:
-            continue
-        if isinstance(value, str):
-            if "string" not in allowed:
-                return True
-        elif "array" in allowed and value is not None and not isinstance(value, list):
-            return True
-    return False

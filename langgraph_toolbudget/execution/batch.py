@@ -15,9 +15,8 @@ how a node returns it (:func:`~langgraph_toolbudget.execution.outcome.node_outpu
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from functools import partial
-from operator import itemgetter
 from typing import Any
 
 from langchain_core.messages import HumanMessage, ToolCall, ToolMessage
@@ -25,7 +24,7 @@ from langchain_core.runnables import RunnableConfig
 
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.core.context import CONTEXT_FIELDS, NO_CONTEXT, SessionContext
+from langgraph_toolbudget.core.context import CONTEXT_FIELDS, SessionContext
 from langgraph_toolbudget.core.intent import latest_user_text
 from langgraph_toolbudget.core.meta import META_TOOL_NAMES
 from langgraph_toolbudget.core.selection import free_tools
@@ -46,7 +45,7 @@ from langgraph_toolbudget.execution.pipeline import (
     ToolCallPipeline,
     ToolCallWrapper,
 )
-from langgraph_toolbudget.execution.policy import VisibilityPolicy, checked
+from langgraph_toolbudget.execution.policy import VisibilityPolicy
 from langgraph_toolbudget.execution.scheduler import CallScheduler
 
 __all__ = [
@@ -57,8 +56,6 @@ __all__ = [
     "meta_calls_this_turn",
     "node_output",
 ]
-
-_name = itemgetter("name")
 
 META_LIMIT_ERROR = (
     "Error: meta-tool limit reached ({limit} calls to {names} this turn). "
@@ -113,10 +110,7 @@ class BatchRunner:
         self.config = config
         self.builtins = Builtins(catalog, config, builtins)
         self.meta_names = tuple(n for n in self.builtins.names if self.builtins.counts_as_meta(n))
-        self._builtin_names = frozenset(self.builtins.names)
-        self._known_names = self._builtin_names | frozenset(catalog.tool_names)
         self.free = free_tools(catalog, config.pinned)
-        self._free_set = frozenset(self.free)
         self._cap = config.visible_cap(len(self.free))
         self.messages_key = messages_key
         self.policy = VisibilityPolicy(
@@ -138,7 +132,6 @@ class BatchRunner:
             config.mode,
             max_parallel=config.max_parallel,
             group_limits=config.group_limits,
-            threads=self.pipeline.threads,
         )
 
     def working_set(self, state: Any, context: SessionContext | None = None) -> WorkingSet:
@@ -149,20 +142,12 @@ class BatchRunner:
         """
         if context is None:
             context = self.context_of(state)
-        if context is NO_CONTEXT:  # most threads: no tool to add or to exclude
-            return WorkingSet.from_state(
-                state, base=self.free, pinned=self._free_set, cap=self._cap, catalog=self.catalog
-            )
         return context.working_set(state, self.catalog, self.free, cap=self._cap)
 
     @staticmethod
     def context_of(state: Any) -> SessionContext:
-        """The state's tool context (``SessionContext.from_state``), read at no cost from a
-        state without context fields (most threads never set one)."""
-        if isinstance(state, dict) and not any(map(state.get, CONTEXT_FIELDS)):
-            return NO_CONTEXT
-        context = SessionContext.from_state(state)
-        return context if context else NO_CONTEXT
+        """The state's tool context (``SessionContext.from_state``)."""
+        return SessionContext.from_state(state)
 
     @classmethod
     def _context_after(
@@ -171,10 +156,7 @@ class BatchRunner:
         """The state's tool context (``read``, if given) after the built-in answers' update."""
         context = cls.context_of(state) if read is None else read
         changed = update and any(f in update for f in CONTEXT_FIELDS)
-        if not changed:
-            return context
-        merged = context.merged(update)
-        return merged if merged else NO_CONTEXT
+        return context.merged(update) if changed else context
 
     # --- built-in calls -----------------------------------------------------------------------
 
@@ -203,22 +185,19 @@ class BatchRunner:
             todo.append((i, call))
         return todo, refused, ctx, outcome
 
-    def _any_builtin(self, calls: Sequence[ToolCall]) -> bool:
-        return not self._builtin_names.isdisjoint(map(_name, calls))
-
-    def _any_unknown(self, calls: Sequence[ToolCall]) -> bool:
-        return not self._known_names.issuperset(map(_name, calls))
-
     @staticmethod
     def _absorb(outcome: TurnOutcome, result: BuiltinResult) -> None:
         outcome.discovered.extend(result.discovered)
         merge_update(outcome.update, result.update)
 
-    def _answer_builtins(
+    def answer_builtins(
         self, calls: Sequence[ToolCall], state: Any, config: RunnableConfig, working: WorkingSet
     ) -> tuple[dict[int, ToolMessage], TurnOutcome]:
-        """Answer the built-in calls among ``calls``, in order; returns index -> message."""
-        if not self._any_builtin(calls):
+        """Answer the built-in calls among ``calls`` in order, bounded per turn; index -> message.
+
+        ``working`` changes in place. Used by ``ToolBudgetMiddleware`` too.
+        """
+        if not any(call["name"] in self.builtins for call in calls):
             return {}, TurnOutcome()
         todo, answers, ctx, outcome = self._builtin_calls(calls, state, config, working)
         for i, call in todo:
@@ -227,10 +206,11 @@ class BatchRunner:
             answers[i] = _message(call, result)
         return answers, outcome
 
-    async def _aanswer_builtins(
+    async def aanswer_builtins(
         self, calls: Sequence[ToolCall], state: Any, config: RunnableConfig, working: WorkingSet
     ) -> tuple[dict[int, ToolMessage], TurnOutcome]:
-        if not self._any_builtin(calls):
+        """The async :meth:`answer_builtins`."""
+        if not any(call["name"] in self.builtins for call in calls):
             return {}, TurnOutcome()
         todo, answers, ctx, outcome = self._builtin_calls(calls, state, config, working)
         for i, call in todo:
@@ -238,21 +218,6 @@ class BatchRunner:
             self._absorb(outcome, result)
             answers[i] = _message(call, result)
         return answers, outcome
-
-    def answer_builtins(
-        self, calls: Sequence[ToolCall], state: Any, config: RunnableConfig, working: WorkingSet
-    ) -> tuple[dict[int, ToolMessage], TurnOutcome]:
-        """Answer the built-in calls among ``calls`` in order, bounded per turn; index -> message.
-
-        ``working`` changes in place. Used by ``ToolBudgetMiddleware``.
-        """
-        return self._answer_builtins(calls, state, config, working)
-
-    async def aanswer_builtins(
-        self, calls: Sequence[ToolCall], state: Any, config: RunnableConfig, working: WorkingSet
-    ) -> tuple[dict[int, ToolMessage], TurnOutcome]:
-        """The async :meth:`answer_builtins`."""
-        return await self._aanswer_builtins(calls, state, config, working)
 
     # --- a whole batch ----------------------------------------------------------------------
 
@@ -298,7 +263,7 @@ class BatchRunner:
         them one by one: the built-in calls are answered on ``working`` first (their answers
         dropped). Used by ``ToolBudgetMiddleware``."""
         shown = self._shown(calls, working)
-        _, outcome = self._answer_builtins(calls, state, config, working)
+        _, outcome = self.answer_builtins(calls, state, config, working)
         return self.policy.check(working, shown, self._context_after(state, outcome.update, None))
 
     async def aregular_check(
@@ -306,17 +271,8 @@ class BatchRunner:
     ) -> CallCheck:
         """The async :meth:`regular_check` (built-in answers run off the event loop)."""
         shown = self._shown(calls, working)
-        _, outcome = await self._aanswer_builtins(calls, state, config, working)
+        _, outcome = await self.aanswer_builtins(calls, state, config, working)
         return self.policy.check(working, shown, self._context_after(state, outcome.update, None))
-
-    def _runners(
-        self, state: Any, config: RunnableConfig, check: CallCheck
-    ) -> tuple[Callable[[ToolCall], Any], Callable[[ToolCall], Awaitable[Any]]]:
-        """The sync and async ways to run one regular call through the pipeline."""
-        pipeline = self.pipeline
-        run_one = partial(pipeline.run, state=state, config=config, check=check)
-        arun_one = partial(pipeline.arun, state=state, config=config, check=check)
-        return run_one, arun_one
 
     def run(
         self,
@@ -332,10 +288,15 @@ class BatchRunner:
         ``context``: the state's tool context, if the caller already read it.
         """
         shown = self._shown(calls, working)
-        done, outcome = self._answer_builtins(calls, state, config, working)
+        done, outcome = self.answer_builtins(calls, state, config, working)
         context = self._context_after(state, outcome.update, context)
         regular, check = self._plan(calls, working, shown, done, context)
-        results = self.scheduler.run(regular, *self._runners(state, config, check))
+        run_one = partial(self.pipeline.run, state=state, config=config, check=check)
+        arun_one = partial(  # the sync hooks, also when calls run on the background loop
+            self.pipeline.arun, state=state, config=config, check=check, async_hooks=False
+        )
+        outputs = self.scheduler.run([call for _, call in regular], run_one, arun_one)
+        results = dict(zip([i for i, _ in regular], outputs, strict=True))
         if self.offloader is not None:
             results = self.offloader.apply(results, config)
         done.update(results)
@@ -353,30 +314,18 @@ class BatchRunner:
     ) -> TurnOutcome:
         """Answer a batch of tool calls (async); as :meth:`run`."""
         shown = self._shown(calls, working)
-        done, outcome = (  # no coroutine for the usual batch, which has no built-in call
-            await self._aanswer_builtins(calls, state, config, working)
-            if self._any_builtin(calls)
-            else ({}, TurnOutcome())
-        )
+        done, outcome = await self.aanswer_builtins(calls, state, config, working)
         context = self._context_after(state, outcome.update, context)
         plan = (calls, working, shown, done, context)
-        if self._any_unknown(calls):
-            # Fuzzy matching of unknown names: bounded, but off the event loop.
-            regular, check = await self.pipeline.threads.to_thread(self._plan, *plan)
+        if any(i not in done and c["name"] not in self.catalog for i, c in enumerate(calls)):
+            # The closest names to an unknown one: fuzzy matching, bounded, off the event loop.
+            regular, check = await self.pipeline.hook_threads.run(self._plan, *plan)
         else:
             regular, check = self._plan(*plan)
-        run_one, arun_one = self._runners(state, config, check)
-        pipeline = self.pipeline
-        batch_sync = not pipeline.awrappers  # async hooks must wrap every call
-        prepare_one = (  # hooks wrap a whole call (and may answer a refused one)
-            None
-            if pipeline.wrappers or pipeline.awrappers
-            else partial(pipeline.prepared, state=state, config=config, check=checked)
-        )
-        results = await self.scheduler.arun(
-            regular, run_one, arun_one, batch_sync=batch_sync, prepare_one=prepare_one
-        )
-        if self.offloader is not None and self.offloader.any_large(results):
+        arun_one = partial(self.pipeline.arun, state=state, config=config, check=check)
+        outputs = await self.scheduler.arun([call for _, call in regular], arun_one)
+        results = dict(zip([i for i, _ in regular], outputs, strict=True))
+        if self.offloader is not None:
             results = await self.offloader.aapply(results, config)
         done.update(results)
         outcome.outputs = [done[i] for i in range(len(calls))]

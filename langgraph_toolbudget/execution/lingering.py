@@ -86,10 +86,6 @@ class LingeringCalls:
         self._lock = threading.Lock()
         self._groups: dict[str, list[_Abandoned]] = {}
 
-    def __bool__(self) -> bool:
-        """Any abandoned call still running (a cheap check before :meth:`wait`)."""
-        return bool(self._groups)
-
     def add(self, spec: ToolSpec, work: Any) -> None:
         """Count ``work`` (a thread's or a task's future) against ``spec``'s group until it ends."""
         timeout = spec.timeout_s or 0.0

@@ -280,14 +280,6 @@ class Offloader:
                 artifact["offloaded"]["artifact_dropped_chars"] = artifact_size
         return message.model_copy(update={"content": content, "artifact": artifact})
 
-    def any_large(self, results: dict[int, Any]) -> bool:
-        """Is any tool message of ``results`` over the limit (so :meth:`apply` changes it)?"""
-        return any(
-            self._large(message) is not None
-            for output in results.values()
-            for message in _tool_messages(output)
-        )
-
     def _found(self, results: dict[int, Any]) -> list[tuple[ToolMessage, str]]:
         """Every tool message over the limit (with its text), in call order."""
         found = []

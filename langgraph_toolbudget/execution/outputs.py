@@ -64,10 +64,7 @@ class OutputNormaliser:
         Raises (into the error policy) what ``ToolNode`` raises: a ``Command`` without
         the call's tool message, a list without exactly one, a list of other types.
         """
-        if isinstance(response, ToolMessage):  # the usual result: what ToolNode does, inline
-            response.content = _content(response.content)
-            return response
-        if isinstance(response, Command | list):
+        if isinstance(response, ToolMessage | Command | list):
             input_type = "list" if isinstance(state, list) else "dict"
             return toolnode_output(self._rules, response, call, input_type)
         return ToolMessage(_content(response), name=tool.name, tool_call_id=call["id"])

@@ -1,23 +1,30 @@
 """The per-call pipeline every tool call goes through: check -> coerce -> invoke -> normalise.
 
 Key Components:
-    - :class:`ToolCallPipeline`: runs one tool call. Hooks in the shape of
-      LangGraph's ``wrap_tool_call`` / ``awrap_tool_call`` (``(request,
-      execute) -> result``, where ``execute`` may be called again, e.g. to
-      retry) wrap the four stages, so middleware and runtime guards plug in
-      without touching them. The request is LangGraph's own
+    - :class:`ToolCallPipeline`: runs one tool call (:meth:`~ToolCallPipeline.run`
+      under ``invoke``, :meth:`~ToolCallPipeline.arun` under ``ainvoke``). Hooks
+      in the shape of LangGraph's ``wrap_tool_call`` / ``awrap_tool_call``
+      (``(request, execute) -> result``, where ``execute`` may be called again,
+      e.g. to retry) wrap the four stages. The request is LangGraph's own
       ``ToolCallRequest``, so a ``ToolNode`` wrapper works here unchanged.
     - Stages, in order: **check** (is the call allowed: the caller's policy
       names the problem, e.g. a hidden tool), **coerce** (repair the model's
       arguments against the tool's schema), **invoke** (inject LangGraph
-      arguments, run the tool with its timeout), **normalise** (any tool
+      arguments, run the tool within its ``timeout_s``), **normalise** (any tool
       output becomes a ``ToolMessage``, a ``Command`` or a list of them; the
       result of a deprecated tool, success or failure, gets a note saying so).
 
 The check and coerce stages are :class:`~langgraph_toolbudget.execution.prepare.CallPreparer`'s,
-normalising is :class:`~langgraph_toolbudget.execution.outputs.OutputNormaliser`'s; sync
-tools run in the pipeline's own thread pool
-(:class:`~langgraph_toolbudget.execution.thread_pool.ToolThreadPool`).
+normalising is :class:`~langgraph_toolbudget.execution.outputs.OutputNormaliser`'s.
+
+Where a tool runs: under ``ainvoke``, an async tool on the event loop and a sync tool
+in the pipeline's own thread pool (a standard ``ThreadPoolExecutor`` of
+``max_workers`` threads, never the interpreter's default one). Under ``invoke``, a
+sync tool in the calling thread; a tool with a ``timeout_s``, or one that has only
+an async implementation (MCP tools), through the async invoke stage on the
+package's background event loop (:func:`~langgraph_toolbudget._runner.run_sync`),
+so the timeout is the same either way. Sync hooks under ``ainvoke`` run in a second
+pool of the same size, so a hook waiting for its tool never holds a tool's thread.
 
 By default every failure becomes an error ``ToolMessage`` that names the tool and
 the problem (and the expected schema for bad arguments); ``handle_tool_errors``
@@ -31,22 +38,23 @@ interrupt), a missing store for ``InjectedStore`` and a missing state key for
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Future
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt import ToolRuntime
 from langgraph.prebuilt.tool_node import ToolCallRequest
-from langgraph.types import Command
 
 from langgraph_toolbudget._compat import runtime_of
+from langgraph_toolbudget._runner import run_sync
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.core.spec import ToolSpec
 from langgraph_toolbudget.execution.errors import HandleToolErrors, ToolErrorPolicy
 from langgraph_toolbudget.execution.hooks import (
     AsyncToolCallWrapper,
@@ -58,24 +66,19 @@ from langgraph_toolbudget.execution.hooks import (
 from langgraph_toolbudget.execution.lingering import LingeringCalls, within
 from langgraph_toolbudget.execution.outputs import OutputNormaliser
 from langgraph_toolbudget.execution.prepare import CallCheck, CallPreparer, error_message
-from langgraph_toolbudget.execution.thread_pool import ToolThreadPool
 
 __all__ = [
     "AsyncToolCallWrapper",
     "CallCheck",
     "ToolCallPipeline",
     "ToolCallWrapper",
-    "ToolOutput",
+    "ToolThreads",
 ]
 
-ToolOutput = ToolMessage | Command | list[Any]
-"""What one call produces: a tool message, a ``Command``, or a list of them."""
-Invoke = Callable[[BaseTool, ToolCall], Callable[[], Any]]
-"""The invoke stage: ``(tool, coerced call) -> run``; ``run()`` gives the tool's output."""
-Started = Awaitable[Any] | Future[Any]
-"""Work an async invoke stage started: an awaitable, or a thread's ``Future``."""
-AInvoke = Callable[[BaseTool, ToolCall], Callable[[], Started]]
-"""The async invoke stage: ``(tool, coerced call) -> run``; ``run()`` starts the work."""
+T = TypeVar("T")
+
+TOOL_THREAD_NAME = "toolbudget-tool"
+HOOK_THREAD_NAME = "toolbudget-hook"
 # Fields of LangGraph's Runtime that newer ToolRuntimes carry too (langgraph-prebuilt >= 1.1).
 _RUNTIME_EXTRAS = tuple(
     k for k in ("execution_info", "server_info") if k in ToolRuntime.__dataclass_fields__
@@ -94,6 +97,43 @@ def runs_in_thread(tool: BaseTool) -> bool:
     return type(tool)._arun is BaseTool._arun
 
 
+class ToolThreads:
+    """A standard ``ThreadPoolExecutor`` of ``size`` threads that carries the caller's
+    context variables into each call (LangGraph's config and stream writer live there).
+
+    Made on first use, and made again in a forked child process: the parent's
+    workers do not survive a fork, and the copied pool would wait for them forever.
+
+    Args:
+        size: threads in the pool: calls running at once, at most.
+        name: the threads' name prefix.
+    """
+
+    def __init__(self, size: int, name: str) -> None:
+        self.size = size
+        self.name = name
+        self._pool: ContextThreadPoolExecutor | None = None
+        self._pid = 0
+
+    def submit(self, func: Callable[..., T], /, *args: Any) -> Future[T]:
+        """Start ``func(*args)`` in the pool."""
+        if self._pool is None or self._pid != os.getpid():
+            self._pool = ContextThreadPoolExecutor(self.size, thread_name_prefix=self.name)
+            self._pid = os.getpid()
+        return self._pool.submit(_no_stop_iteration, func, *args)
+
+    async def run(self, func: Callable[..., T], /, *args: Any) -> T:
+        """Await ``func(*args)`` run in the pool."""
+        return await asyncio.wrap_future(self.submit(func, *args))
+
+
+def _no_stop_iteration(func: Callable[..., T], *args: Any) -> T:
+    try:
+        return func(*args)
+    except StopIteration as exc:  # an asyncio future cannot hold it: it would never settle
+        raise RuntimeError(f"{func!r} raised StopIteration") from exc
+
+
 class ToolCallPipeline:
     """Runs one tool call through check -> coerce -> invoke -> normalise.
 
@@ -105,8 +145,9 @@ class ToolCallPipeline:
         awrap_tool_call: async hooks for async runs; without them, async runs
             use ``wrap_tool_call`` in a worker thread.
         max_workers: size of the pipeline's own thread pool, where sync tools
-            (and sync hooks) run under ``ainvoke``; the interpreter's default
-            pool is never used, so its size does not cap ``parallel_safe``.
+            run under ``ainvoke`` (and of a second pool, ``hook_threads``, for sync
+            hooks and other work kept off the event loop); the interpreter's
+            default pool is never used, so its size does not cap ``parallel_safe``.
         handle_tool_errors: ``None`` (explained error messages for every
             failure) or any of ``ToolNode``'s forms, with its meaning.
         messages_key: the state key of the messages (``Command`` updates a tool
@@ -132,10 +173,13 @@ class ToolCallPipeline:
         handle_tool_errors: HandleToolErrors = None,
         messages_key: str = "messages",
     ) -> None:
+        if max_workers < 1:
+            raise ValueError(f"max_workers must be at least 1, got {max_workers}")
         self.catalog = catalog
         self.errors = ToolErrorPolicy(handle_tool_errors)
         self.messages_key = messages_key
-        self.threads = ToolThreadPool(max_workers)
+        self.threads = ToolThreads(max_workers, TOOL_THREAD_NAME)
+        self.hook_threads = ToolThreads(max_workers, HOOK_THREAD_NAME)
         self.wrappers = as_hooks(wrap_tool_call, "wrap_tool_call")
         self.awrappers = as_hooks(awrap_tool_call, "awrap_tool_call")
         self.preparer = CallPreparer(catalog, messages_key)
@@ -168,206 +212,163 @@ class ToolCallPipeline:
         runtime = self._runtime(call, state, config)
         return ToolCallRequest(tool_call=call, tool=self._tool(call), state=state, runtime=runtime)
 
-    # --- running, with the hooks ------------------------------------------------------------
+    # --- one call, with the hooks -----------------------------------------------------------
 
     def run(self, call: ToolCall, state: Any, config: RunnableConfig, check: CallCheck) -> Any:
         """Run one call (sync) through the hooks and the stages."""
-        if not self.wrappers:  # no hook to show a request to: skip building one
-            return self.prepared(call, state, config, check)()
-
-        def execute(req: ToolCallRequest) -> Any:
-            return self.execute(req, config, check)
-
+        request = self.request(call, state, config)
+        if not self.wrappers:
+            return self.execute(request, config, check)
         try:
-            return chain(self.wrappers, execute)(self.request(call, state, config))
+            return chain(self.wrappers, partial(self.execute, config=config, check=check))(request)
         except GraphBubbleUp:
             raise
         except Exception as exc:  # noqa: BLE001 - the policy answers or re-raises it
             return self.errors.hook_failed(call, exc)
 
     async def arun(
-        self, call: ToolCall, state: Any, config: RunnableConfig, check: CallCheck
+        self,
+        call: ToolCall,
+        state: Any,
+        config: RunnableConfig,
+        check: CallCheck,
+        *,
+        async_hooks: bool = True,
     ) -> Any:
-        """Run one call (async) through the hooks and the stages, with its timeout."""
-        if self.awrappers:
+        """Run one call (async) through the hooks and the stages.
 
-            async def aexecute(req: ToolCallRequest) -> Any:
-                return await self.aexecute(req, config, check)
-
+        ``async_hooks=False``: the sync hooks even when async ones are given (a
+        sync ``invoke`` whose calls run concurrently on the background loop).
+        """
+        if async_hooks and self.awrappers:
+            request = self.request(call, state, config)
+            aexecute = partial(self.aexecute, config=config, check=check)
             try:
-                return await achain(self.awrappers, aexecute)(self.request(call, state, config))
+                return await achain(self.awrappers, aexecute)(request)
             except GraphBubbleUp:
                 raise
             except Exception as exc:  # noqa: BLE001 - the policy answers or re-raises it
                 return self.errors.hook_failed(call, exc)
-        if self.wrappers:  # sync hooks: run them (and the call) off the event loop
-            return await self.threads.to_thread(self.run, call, state, config, check)
-        return await self._aexecute(call, self._tool(call), state, None, config, check)
+        if self.wrappers:  # sync hooks may block: run them (and the call) off the event loop
+            return await self.hook_threads.run(self.run, call, state, config, check)
+        return await self.aexecute(self.request(call, state, config), config, check)
 
     # --- the stages -------------------------------------------------------------------------
 
     def execute(self, request: ToolCallRequest, config: RunnableConfig, check: CallCheck) -> Any:
-        """The four stages for a hook's request, sync (timed calls run async)."""
-        return self._execute(
-            request.tool_call, request.tool, request.state, request.runtime, config, check
-        )
+        """The four stages for a request, sync."""
+        prepared = self.preparer.prepare(request.tool_call, request.tool, check)
+        if isinstance(prepared, ToolMessage):
+            return prepared
+        tool, call = prepared
+        tool_input = self._tool_input(tool, call, request)  # raises as ToolNode does
+        return self._invoked(call, tool, request.state, self._invoke, tool, tool_input, config)
 
     async def aexecute(
         self, request: ToolCallRequest, config: RunnableConfig, check: CallCheck
     ) -> Any:
-        """The four stages for a hook's request, async, bounded by the tool's ``timeout_s``."""
-        return await self._aexecute(
-            request.tool_call, request.tool, request.state, request.runtime, config, check
+        """The four stages for a request, async."""
+        prepared = self.preparer.prepare(request.tool_call, request.tool, check)
+        if isinstance(prepared, ToolMessage):
+            return prepared
+        tool, call = prepared
+        tool_input = self._tool_input(tool, call, request)  # raises as ToolNode does
+        return await self._ainvoked(
+            call, tool, request.state, self._start, tool, tool_input, config
         )
-
-    def _execute(
-        self,
-        call: ToolCall,
-        tool: BaseTool | None,
-        state: Any,
-        runtime: ToolRuntime | None,
-        config: RunnableConfig,
-        check: CallCheck,
-    ) -> Any:
-        return self._split(call, tool, check, self._invoker(state, runtime, config), state)()
-
-    def prepared(
-        self, call: ToolCall, state: Any, config: RunnableConfig, check: CallCheck
-    ) -> Callable[[], Any]:
-        """One call (sync, no hooks) checked, coerced and its input built now; what is
-        left (the wait for its group's abandoned calls, the tool, the output) is returned,
-        to run in a worker thread. Under ``ainvoke`` the first part runs on the event
-        loop, as it does for async tools, and the worker thread starts on the tool.
-
-        Raises:
-            Exception: what argument injection raises, as ``ToolNode`` does.
-        """
-        invoke = self._invoker(state, None, config)
-        return self._split(call, self._tool(call), check, invoke, state)
-
-    def _invoker(self, state: Any, runtime: ToolRuntime | None, config: RunnableConfig) -> Invoke:
-        def invoke(tool: BaseTool, call: ToolCall) -> Callable[[], Any]:
-            tool_input = self._tool_input(tool, call, state, runtime, config)
-            return lambda: tool.invoke(tool_input, config)
-
-        return invoke
-
-    async def _aexecute(
-        self,
-        call: ToolCall,
-        tool: BaseTool | None,
-        state: Any,
-        runtime: ToolRuntime | None,
-        config: RunnableConfig,
-        check: CallCheck,
-    ) -> Any:
-        def ainvoke(tool: BaseTool, call: ToolCall) -> Callable[[], Started]:
-            tool_input = self._tool_input(tool, call, state, runtime, config)
-            if runs_in_thread(tool):  # as BaseTool.ainvoke would, but in our own pool
-                return lambda: self.threads.submit(tool.invoke, tool_input, config)
-            return lambda: tool.ainvoke(tool_input, config)
-
-        return await self._astaged(call, tool, check, ainvoke, state)
 
     def delegate(
         self, request: ToolCallRequest, check: CallCheck, invoke: Callable[[Any], Any]
     ) -> Any:
         """The stages around another tool node's invoke stage, ``invoke(request)`` (sync)."""
-        call, tool, state = request.tool_call, request.tool, request.state
-        return self._split(call, tool, check, _around(request, invoke), state)()
+        prepared = self.preparer.prepare(request.tool_call, request.tool, check)
+        if isinstance(prepared, ToolMessage):
+            return prepared
+        tool, call = prepared
+        return self._invoked(call, tool, request.state, invoke, request.override(tool_call=call))
 
     async def adelegate(
         self, request: ToolCallRequest, check: CallCheck, ainvoke: Callable[[Any], Awaitable[Any]]
     ) -> Any:
         """The async :meth:`delegate`, bounded by the tool's ``timeout_s``."""
-        call, tool, state = request.tool_call, request.tool, request.state
-        return await self._astaged(call, tool, check, _around(request, ainvoke), state)
-
-    def _split(
-        self, call: ToolCall, tool: BaseTool | None, check: CallCheck, invoke: Invoke, state: Any
-    ) -> Callable[[], Any]:
-        """Check and coerce now; return the rest: wait for the group's abandoned calls,
-        invoke, normalise and note; failures as messages.
-
-        ``invoke(tool, call)`` prepares the tool's input (raising now, as ``ToolNode``
-        does, what argument injection raises) and returns the call to run.
-        """
-        prepared = self.preparer.prepare(call, tool, check)
-        if isinstance(prepared, ToolMessage):
-            return lambda: prepared
-        tool, call = prepared
-        run = invoke(tool, call)
-        spec, lingering, outputs = self.catalog.get(tool.name), self.lingering, self.outputs
-
-        def rest() -> Any:
-            if spec is not None and lingering and (refusal := lingering.wait(spec)):
-                return error_message(call, refusal)
-            try:
-                output = outputs.normalise(call, tool, run(), state)
-            except GraphBubbleUp:
-                raise
-            except Exception as exc:  # noqa: BLE001 - the error policy answers or re-raises it
-                return outputs.noted(call, outputs.failure(call, tool, exc))
-            return outputs.noted(call, output)
-
-        return rest
-
-    async def _astaged(
-        self, call: ToolCall, tool: BaseTool | None, check: CallCheck, ainvoke: AInvoke, state: Any
-    ) -> Any:
-        """The async :meth:`_split` (run at once), bounded by the tool's ``timeout_s``."""
-        prepared = self.preparer.prepare(call, tool, check)
+        prepared = self.preparer.prepare(request.tool_call, request.tool, check)
         if isinstance(prepared, ToolMessage):
             return prepared
         tool, call = prepared
+        request = request.override(tool_call=call)
+        return await self._ainvoked(call, tool, request.state, ainvoke, request)
+
+    def _invoked(
+        self, call: ToolCall, tool: BaseTool, state: Any, invoke: Callable[..., Any], *args: Any
+    ) -> Any:
+        """``invoke(*args)`` once the group's abandoned calls let it run; its result
+        normalised and noted, a failure answered by the error policy."""
         spec = self.catalog.get(tool.name)
-        lingering = self.lingering
-        if spec is not None and lingering and (refusal := await lingering.await_clear(spec)):
+        if spec is not None and (refusal := self.lingering.wait(spec)):
             return error_message(call, refusal)
-        run = ainvoke(tool, call)
-        outputs = self.outputs
         try:
-            started = run()
-            if spec is None or not spec.timeout_s:
-                work = started if not isinstance(started, Future) else asyncio.wrap_future(started)
-                response = await work
-            else:  # answered at the deadline; what still runs keeps its group busy
-                response = await self._timed(spec, started)
-            output = outputs.normalise(call, tool, response, state)
+            output = self.outputs.normalise(call, tool, invoke(*args), state)
         except GraphBubbleUp:
             raise
         except Exception as exc:  # noqa: BLE001 - the error policy answers or re-raises it
-            return outputs.noted(call, outputs.failure(call, tool, exc))
-        return outputs.noted(call, output)
+            output = self.outputs.failure(call, tool, exc)
+        return self.outputs.noted(call, output)
 
-    async def _timed(self, spec: ToolSpec, started: Started) -> Any:
-        """Await ``started`` within ``spec.timeout_s``; past it, raise ``TimeoutError`` and
-        abandon the work (a thread's work keeps its group busy until it really ends)."""
-        thread = started if isinstance(started, Future) else None
-        work: asyncio.Future[Any] = (
-            asyncio.wrap_future(thread) if thread is not None else asyncio.ensure_future(started)  # type: ignore[arg-type]
-        )
-        abandon = partial(self.lingering.add, spec, thread or work)
-        return await within(work, spec.timeout_s or 0.0, abandon)
-
-    def schema(self, tool: BaseTool) -> dict[str, Any] | None:
-        """The tool's argument JSON schema, computed once per catalog tool (None if it has none)."""
-        return self.preparer.schema(tool)
-
-    def _tool_input(
+    async def _ainvoked(
         self,
-        tool: BaseTool,
         call: ToolCall,
+        tool: BaseTool,
         state: Any,
-        runtime: ToolRuntime | None,
-        config: RunnableConfig,
+        start: Callable[..., Awaitable[Any] | Future[Any]],
+        *args: Any,
     ) -> Any:
+        """The async :meth:`_invoked`; ``start(*args)`` starts the work (a coroutine, or a
+        thread's future), which gets the tool's ``timeout_s``."""
+        spec = self.catalog.get(tool.name)
+        if spec is not None and (refusal := await self.lingering.await_clear(spec)):
+            return error_message(call, refusal)
+        try:
+            response = await self._timed(tool, start(*args))
+            output = self.outputs.normalise(call, tool, response, state)
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the error policy answers or re-raises it
+            output = self.outputs.failure(call, tool, exc)
+        return self.outputs.noted(call, output)
+
+    def _invoke(self, tool: BaseTool, tool_input: Any, config: RunnableConfig) -> Any:
+        """Run the tool (sync): in this thread, or on the background loop when it has a
+        timeout or only an async implementation."""
+        spec = self.catalog.get(tool.name)
+        if (spec is None or not spec.timeout_s) and not is_async_only(tool):
+            return tool.invoke(tool_input, config)
+        return run_sync(self._timed(tool, self._start(tool, tool_input, config)))
+
+    def _start(
+        self, tool: BaseTool, tool_input: Any, config: RunnableConfig
+    ) -> Awaitable[Any] | Future[Any]:
+        """Start the tool: a sync one in the pool (its thread's future), an async one as a
+        coroutine."""
+        if runs_in_thread(tool):  # as BaseTool.ainvoke would, but in our own pool
+            return self.threads.submit(tool.invoke, tool_input, config)
+        return tool.ainvoke(tool_input, config)
+
+    async def _timed(self, tool: BaseTool, started: Awaitable[Any] | Future[Any]) -> Any:
+        """The result of ``started`` within the tool's ``timeout_s``. Past it, raise
+        ``TimeoutError`` and abandon the work: logged, its result dropped, and (a
+        thread's work as much as a task's) keeping its group busy until it really ends."""
+        spec = self.catalog.get(tool.name)
+        if spec is None or not spec.timeout_s:  # a coroutine runs in this task: none of its own
+            return await (asyncio.wrap_future(started) if isinstance(started, Future) else started)
+        lingers: Any  # a thread's work lingers until the thread ends, a task's until the task
+        if isinstance(started, Future):
+            work, lingers = asyncio.wrap_future(started), started
+        else:
+            work = lingers = asyncio.ensure_future(started)
+        return await within(work, spec.timeout_s, partial(self.lingering.add, spec, lingers))
+
+    def _tool_input(self, tool: BaseTool, call: ToolCall, request: ToolCallRequest) -> Any:
         inject = self.preparer.injector(tool)
         if inject is not None:
-            call = inject(call, runtime or self._runtime(call, state, config))
+            call = inject(call, request.runtime)
         return {**call, "type": "tool_call"}
-
-
-def _around(request: ToolCallRequest, invoke: Callable[[Any], Any]) -> Any:
-    """An invoke stage (sync or async) that hands the coerced call to another tool node."""
-    return lambda _, call: lambda: invoke(request.override(tool_call=call))

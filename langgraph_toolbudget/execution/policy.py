@@ -24,7 +24,7 @@ from rapidfuzz import fuzz, process
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.coercion import MISSING_NAME
-from langgraph_toolbudget.core.context import NO_CONTEXT, SessionContext
+from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.limits import MAX_NAME_CHARS, clip
 from langgraph_toolbudget.execution.prepare import CallCheck
 
@@ -34,7 +34,6 @@ __all__ = [
     "UNAVAILABLE_TOOL_ERROR",
     "VisibilityPolicy",
     "add_note",
-    "checked",
     "deprecation_note",
 ]
 
@@ -60,11 +59,6 @@ DEPRECATED_NOTE = (
     "Note: tool {tool!r} is deprecated and may be removed; prefer another tool for this task "
     "next time (search_tools(query=...) finds one)."
 )
-
-
-def checked(name: str) -> None:
-    """The check of a call that was already checked (no hook ran since): it passes."""
-    return None
 
 
 def deprecation_note(catalog: ToolCatalog, name: str) -> str | None:
@@ -145,20 +139,14 @@ class VisibilityPolicy:
     def check(self, visible: Container[str], shown: set[str], context: SessionContext) -> CallCheck:
         """A regular call's check: excluded in the thread's ``context``, else fine if the
         model was ``shown`` it (and it is in the catalog), else :meth:`unavailable`."""
-        catalog, unavailable = self.catalog, self.unavailable
-        if context is NO_CONTEXT:  # nothing excluded: the usual thread
-
-            def shown_check(name: str) -> str | None:
-                return None if name in shown and name in catalog else unavailable(name, visible)
-
-            return shown_check
+        catalog = self.catalog
 
         def check(name: str) -> str | None:
             if (excluded := context.refusal(catalog, name)) is not None:
                 return excluded
             if name in shown and name in catalog:
                 return None
-            return unavailable(name, visible)
+            return self.unavailable(name, visible)
 
         return check
 
