@@ -44,8 +44,8 @@ from langgraph_toolbudget import (  # noqa: E402
     ToolCatalog,
     create_toolbudget_agent,
     meta_tool_definitions,
-    schema_tokens,
 )
+from langgraph_toolbudget.core.tokens import schema_tokens  # noqa: E402
 from langgraph_toolbudget.formats import format_names  # noqa: E402
 from langgraph_toolbudget.testing import ScriptedChatModel  # noqa: E402
 

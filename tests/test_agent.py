@@ -29,7 +29,6 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command, interrupt
 
 from langgraph_toolbudget import (
-    META_TOOL_NAMES,
     ToolAgent,
     ToolBudgetState,
     ToolCatalog,
@@ -37,6 +36,7 @@ from langgraph_toolbudget import (
     create_toolbudget_agent,
     tools_prompt_section,
 )
+from langgraph_toolbudget.core.meta import META_TOOL_NAMES
 from langgraph_toolbudget.execution.output_tools import OUTPUT_TOOL_NAMES
 from langgraph_toolbudget.nodes.agent import ITERATION_LIMIT_MESSAGE
 from langgraph_toolbudget.testing import ScriptedChatModel

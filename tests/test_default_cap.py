@@ -7,12 +7,8 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langgraph_toolbudget import (
-    BudgetConfig,
-    create_toolbudget_agent,
-    meta_tool_definitions,
-    schema_tokens,
-)
+from langgraph_toolbudget import BudgetConfig, create_toolbudget_agent, meta_tool_definitions
+from langgraph_toolbudget.core.tokens import schema_tokens
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
 from langgraph_toolbudget.demo.model import DemoChatModel
 

@@ -19,9 +19,9 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command, interrupt
 from pydantic import BaseModel, Field
 
-from langgraph_toolbudget import ToolBudgetState, ToolCatalog, ToolExecutor, graph_tool
+from langgraph_toolbudget import ToolBudgetState, ToolCatalog, ToolExecutor
 from langgraph_toolbudget.core.coercion import tool_json_schema
-from langgraph_toolbudget.nodes.graph_tool import child_thread_id
+from langgraph_toolbudget.nodes.graph_tool import child_thread_id, graph_tool
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 APIS = ["invoke", "ainvoke"]

@@ -208,3 +208,22 @@ def test_the_architecture_page_lists_every_module():
         if p.name != "__init__.py" and f"`{p.name}`" not in page
     ]
     assert not missing, f"docs/architecture.md does not list {missing}"
+
+
+def test_the_public_names_are_what_the_three_ways_in_need():
+    """The prebuilt agent, nodes in your own graph, the middleware, the tool context: no
+    algorithm internal (a scorer, a spec, a token counter) at the top level."""
+    import langgraph_toolbudget as package
+
+    prebuilt = {"create_toolbudget_agent", "ToolCatalog", "load_mcp_catalog", "MCPLoadError",
+                "MCPServerError", "BudgetConfig", "BudgetOptions", "ToolUsage"}  # fmt: skip
+    nodes = {"ClassifyIntent", "SelectTools", "ToolSearch", "CallModel", "ToolExecutor",
+             "ToolAgent", "add_toolbudget_nodes", "ToolBudgetState", "ToolBudgetInput",
+             "tools_prompt_section", "meta_tool_definitions"}  # fmt: skip
+    context = {"include_tools", "exclude_tools", "set_include_mode", "context_summary"}
+    assert set(package.__all__) == prebuilt | nodes | {"ToolBudgetMiddleware"} | context
+    assert len(package.__all__) == len(set(package.__all__))
+    for name in package.__all__:
+        assert getattr(package, name) is not None
+    with pytest.raises(AttributeError, match="HybridScorer"):
+        package.HybridScorer  # noqa: B018 - importable from core.semantic, not the top level

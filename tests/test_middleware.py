@@ -41,7 +41,6 @@ from langgraph.types import Command
 from pydantic import BaseModel
 
 from langgraph_toolbudget import (
-    META_TOOL_NAMES,
     BudgetConfig,
     ToolBudgetMiddleware,
     ToolCatalog,
@@ -50,6 +49,7 @@ from langgraph_toolbudget import (
     include_tools,
     tools_prompt_section,
 )
+from langgraph_toolbudget.core.meta import META_TOOL_NAMES
 from langgraph_toolbudget.nodes.agent import ITERATION_LIMIT_MESSAGE
 from langgraph_toolbudget.testing import ScriptedChatModel
 

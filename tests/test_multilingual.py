@@ -15,7 +15,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from multilingual import E5Embeddings
 
-from langgraph_toolbudget import ClassifyIntent, HybridScorer, SelectTools, create_toolbudget_agent
+from langgraph_toolbudget import ClassifyIntent, SelectTools, create_toolbudget_agent
+from langgraph_toolbudget.core.semantic import HybridScorer
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
 from langgraph_toolbudget.testing import ScriptedChatModel
 

@@ -83,7 +83,6 @@ def test_configuration_reference_names_every_parameter() -> None:
         CallModel,
         ClassifyIntent,
         SelectTools,
-        StoreToolIndex,
         ToolAgent,
         ToolBudgetMiddleware,
         ToolCatalog,
@@ -94,6 +93,7 @@ def test_configuration_reference_names_every_parameter() -> None:
         create_toolbudget_agent,
     )
     from langgraph_toolbudget.mcp import MCPLoadOptions, load_mcp_catalog
+    from langgraph_toolbudget.nodes.tool_index import StoreToolIndex
 
     documented = set(re.findall(r"\w+", (DOCS / "configuration.md").read_text(encoding="utf-8")))
     missing = {}

@@ -25,13 +25,13 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph_toolbudget import (
     BudgetConfig,
     ClassifyIntent,
-    HashingEmbeddings,
     SelectTools,
     ToolBudgetMiddleware,
     ToolCatalog,
     ToolSearch,
     create_toolbudget_agent,
 )
+from langgraph_toolbudget.core.hashing import HashingEmbeddings
 from langgraph_toolbudget.core.retrieval import fuse_retrieved, retrieved_scores
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
 from langgraph_toolbudget.testing import ScriptedChatModel

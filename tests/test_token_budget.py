@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import HumanMessage
 
-from langgraph_toolbudget import BudgetConfig, SelectTools, create_toolbudget_agent, schema_tokens
+from langgraph_toolbudget import BudgetConfig, SelectTools, create_toolbudget_agent
 from langgraph_toolbudget.core.token_budget import allocate_tokens, tool_tokens
+from langgraph_toolbudget.core.tokens import schema_tokens
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
 from langgraph_toolbudget.demo.model import DemoChatModel
 

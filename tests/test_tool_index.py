@@ -28,15 +28,11 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
-from langgraph_toolbudget import (
-    BudgetConfig,
-    HashingEmbeddings,
-    HybridScorer,
-    StoreToolIndex,
-    ToolCatalog,
-    create_toolbudget_agent,
-)
+from langgraph_toolbudget import BudgetConfig, ToolCatalog, create_toolbudget_agent
+from langgraph_toolbudget.core.hashing import HashingEmbeddings
+from langgraph_toolbudget.core.semantic import HybridScorer
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+from langgraph_toolbudget.nodes.tool_index import StoreToolIndex
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 DIMS = 1024

@@ -15,13 +15,9 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
 from test_tool_index import QUERIES, Counting, assert_ranks_as_the_scorer, embedded, index_config
 
-from langgraph_toolbudget import (
-    BudgetConfig,
-    StoreToolIndex,
-    ToolCatalog,
-    create_toolbudget_agent,
-)
+from langgraph_toolbudget import BudgetConfig, ToolCatalog, create_toolbudget_agent
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+from langgraph_toolbudget.nodes.tool_index import StoreToolIndex
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 NAMESPACE = ("toolbudget", "tools")
