@@ -190,6 +190,18 @@ async def test_prompts_binary_resources_and_bad_requests(catalog: MCPToolCatalog
     assert by_id["nr"].status == "error" and "big__list_resources" in by_id["nr"].content
 
 
+async def test_read_resource_reads_only_listed_uris_and_those_of_the_templates(
+    catalog: MCPToolCatalog,
+) -> None:
+    read = catalog.get("big__read_resource").tool  # type: ignore[union-attr]
+    assert (await read.ainvoke({"uri": "notes://monday"})) == "note of monday"
+    assert (await read.ainvoke({"uri": "docs://handbook"})).startswith("Section 0: general")
+    for uri in ("file:///etc/passwd", "notes://monday/../../etc/passwd", "http://127.0.0.1/"):
+        answer = await read.ainvoke({"uri": uri})
+        assert "is not a resource this server lists" in answer and "not read" in answer
+        assert "big__list_resources" in answer
+
+
 async def test_filters_apply_to_virtual_tools() -> None:
     cat = await load_mcp_catalog({"big": BIG}, allowed_tools=["big:export_orders"])
     async with cat:

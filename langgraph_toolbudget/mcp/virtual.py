@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -148,10 +149,36 @@ async def _list_resources(session: ClientSession, args: dict[str, Any]) -> str:
     )
 
 
+UNLISTED_URI_ERROR = (
+    "{uri!r} is not a resource this server lists, nor a URI of one of its resource templates, "
+    "so it was not read."
+)
+
+
+def template_pattern(template: str) -> re.Pattern[str]:
+    """A resource template (RFC 6570: ``notes://{id}``, ``file:///{+path}``) as a regex
+    of the URIs it names: ``{x}`` one path segment, ``{+x}``/``{#x}`` any text."""
+    parts = []
+    for literal, expression in re.findall(r"([^{]*)(\{[^}]*\}|$)", template):
+        parts.append(re.escape(literal))
+        if expression:
+            parts.append(".+" if expression[1:2] in ("+", "#") else "[^/?#]+")
+    return re.compile("".join(parts))
+
+
 async def _read_resource(session: ClientSession, args: dict[str, Any]) -> str:
     from pydantic import AnyUrl
 
-    result = await session.read_resource(AnyUrl(args["uri"]))
+    uri = str(args["uri"])
+    listed = {str(r.uri) for r in await _listed(session.list_resources, "resources")}
+    templates = await _listed(session.list_resource_templates, "resourceTemplates")
+    if uri not in listed and not any(
+        template_pattern(t.uriTemplate).fullmatch(uri) for t in templates
+    ):
+        raise McpError(
+            types.ErrorData(code=types.INVALID_PARAMS, message=UNLISTED_URI_ERROR.format(uri=uri))
+        )
+    result = await session.read_resource(AnyUrl(uri))
     parts = [
         c.text
         if isinstance(c, types.TextResourceContents)

@@ -1,7 +1,8 @@
 """A FastMCP server with large outputs, prompts and resources (for the offloading tests).
 
 - tool ``export_orders``: about 1 MB of JSON (2,000 orders, as FastMCP indents it);
-- resource ``docs://handbook``: a large text (about 300 KB), ``data://logo.bin``: binary;
+- resource ``docs://handbook``: a large text (about 300 KB), ``data://logo.bin``: binary,
+  the template ``notes://{day}``;
 - prompt ``review``: fills a topic into a review request.
 
 Run: ``python bigdata_server.py`` (stdio) or
@@ -54,6 +55,12 @@ def handbook() -> str:
 def logo() -> bytes:
     """The shop logo (binary)."""
     return bytes(range(256)) * 200
+
+
+@mcp.resource("notes://{day}", mime_type="text/plain")
+def note(day: str) -> str:
+    """The note of one day (a resource template)."""
+    return f"note of {day}"
 
 
 @mcp.prompt()
