@@ -274,6 +274,32 @@ def test_management_tools_through_the_agent_with_a_scripted_model() -> None:
     assert "send_message" not in out["selected_tools"]
 
 
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("include_tool", {"tool": "x" * 1_000_000}),
+        ("get_tool", {"tool": "y" * 100_000}),
+        ("set_tool_include_mode", {"tool": "read_file", "mode": "z" * 100_000}),
+        ("exclude_tool_server", {"server": "s" * 100_000}),
+        ("include_tool", {"tool": ["a"] * 100_000}),
+    ],
+)
+def test_context_tools_echo_a_huge_argument_clipped(name: str, args: dict[str, Any]) -> None:
+    calls = [ToolCall(name=name, args=args, id="big")]
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=calls), "done"])
+    config = BudgetConfig(enabled_builtins={"allow": ["*"]})
+    out = (
+        create_toolbudget_agent(model, build_catalog(), config=config)
+        .compile()
+        .invoke({"messages": [("user", "include it")]})
+    )
+    (answer,) = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert answer.status == "error" and len(answer.content) < 600
+    ours = {**out, "messages": [m for m in out["messages"] if not isinstance(m, AIMessage)]}
+    assert len(json.dumps(ours, default=str)) < 20_000  # the model's message aside, nothing kept
+    assert not out.get("context_tools") and not out.get("context_tool_modes")
+
+
 def test_management_tools_are_off_by_default() -> None:
     model = ScriptedChatModel(responses=["done"])
     create_toolbudget_agent(model, build_catalog()).compile().invoke({"messages": [("user", "hi")]})

@@ -32,6 +32,7 @@ from langgraph_toolbudget.core.context_ops import (
     list_tools,
     set_include_mode,
 )
+from langgraph_toolbudget.core.limits import MAX_NAME_CHARS, clip, safe_repr
 
 __all__ = [
     "COMMANDS",
@@ -75,7 +76,11 @@ COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
 """Operation -> (description, argument names). Required: ``tool``, ``mode`` and, for the
 server operations, ``server``; ``server`` of the tool operations is optional (checked)."""
 
-REQUIRED_ARG_ERROR = "{command} needs the argument {arg!r} (a string); got {args!r}."
+REQUIRED_ARG_ERROR = "{command} needs the argument {arg!r} (a string); got {args}."
+TOO_LONG_ARG_ERROR = (
+    "{command}: {arg} {value!r} is longer than any name here, so nothing was done; "
+    "use list_tools or list_tool_servers for the real names."
+)
 UNKNOWN_COMMAND_ERROR = "{command!r} is not a tool-context operation; operations: {known}."
 WRONG_SERVER_ERROR = "tool {tool!r} belongs to server {actual!r}, not {server!r}."
 
@@ -113,7 +118,12 @@ def _arg(command: str, args: Mapping[str, Any], name: str, *, required: bool = T
     if value is None and not required:
         return None
     if not isinstance(value, str) or not value:
-        raise CommandError(REQUIRED_ARG_ERROR.format(command=command, arg=name, args=dict(args)))
+        shown = safe_repr(dict(args))
+        raise CommandError(REQUIRED_ARG_ERROR.format(command=command, arg=name, args=shown))
+    if len(value) > MAX_NAME_CHARS:  # no tool, server or mode is that long: never echoed whole
+        raise CommandError(
+            TOO_LONG_ARG_ERROR.format(command=command, arg=name, value=clip(value, 40))
+        )
     return value
 
 
