@@ -37,14 +37,13 @@ from langgraph_toolbudget import (
     tools_prompt_section,
 )
 from langgraph_toolbudget.core.meta import META_TOOL_NAMES
-from langgraph_toolbudget.execution.output_tools import OUTPUT_TOOL_NAMES
 from langgraph_toolbudget.nodes.agent import ITERATION_LIMIT_MESSAGE
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 MODES = ["sequential", "parallel_safe"]
 APIS = ["invoke", "ainvoke"]
 META = list(META_TOOL_NAMES)
-BUILTINS = len(META) + len(OUTPUT_TOOL_NAMES)  # meta-tools and output tools, bound first
+BUILTINS = len(META)  # the meta-tools, bound first (output tools: once an output is offloaded)
 PROJECT_TOOLS = ["create_project", "list_projects", "add_task"]
 
 
@@ -388,8 +387,13 @@ async def test_checkpointer_keeps_and_grows_the_visible_set_across_turns(catalog
         app, {"messages": [HumanMessage("open a GitHub issue about the rain")]}, api, config
     )
     assert second["categories"] == ["github"]
-    assert second["selected_tools"][: len(first["selected_tools"])] == first["selected_tools"]
-    assert len(second["selected_tools"]) > len(first["selected_tools"])
+    # What the thread used (get_weather) or the model loaded last turn (the weather tools)
+    # stays, in its order; the first turn's unused choice (the project tools) went.
+    kept = [n for n in first["selected_tools"] if n in second["selected_tools"]]
+    assert second["selected_tools"][: len(kept)] == kept
+    weather = catalog.tools_in("weather")
+    assert set(weather) <= set(kept) and not set(PROJECT_TOOLS) & set(kept)
+    assert "create_issue" in second["selected_tools"]
     assert rec.names == ["get_weather", "create_issue"]
     assert len(second["messages"]) == len(first["messages"]) + 4
     assert "get_weather" in model.bound_tools[3]  # still visible on the second turn
@@ -639,4 +643,4 @@ async def test_max_visible_caps_the_working_set_across_turns_of_a_thread(api):
             out = await asyncio.to_thread(app.invoke, inputs, config)
         sizes.append(len(out["selected_tools"]))
         assert model.bound_tools[-1][BUILTINS:] == out["selected_tools"]
-    assert max(sizes) <= 6 and sizes[-1] == 6
+    assert max(sizes) <= 6

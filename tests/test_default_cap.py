@@ -7,8 +7,14 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langgraph_toolbudget import BudgetConfig, create_toolbudget_agent, meta_tool_definitions
+from langgraph_toolbudget import (
+    BudgetConfig,
+    CallModel,
+    create_toolbudget_agent,
+    meta_tool_definitions,
+)
 from langgraph_toolbudget.core.tokens import schema_tokens
+from langgraph_toolbudget.core.working_set import tools_in_use
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
 from langgraph_toolbudget.demo.model import DemoChatModel
 
@@ -72,3 +78,34 @@ def test_explicit_max_visible_still_wins():
     assert BudgetConfig().visible_cap(1) == 2 * 8 + 5 + 1
     assert BudgetConfig(model_size="qwen3:4b").visible_cap(0) == 12  # the floor
     assert BudgetConfig(max_tools=20).visible_cap(2) == 2 * 20 + 5 + 2
+
+
+SIX_TOPICS = [
+    "What's the weather in Paris tomorrow?",
+    "Open a GitHub issue for the login crash in acme/app",
+    "Send a message to the dev channel on Slack saying the build is green",
+    "Schedule a meeting with Ana next Monday at 10",
+    "How many rows does the orders table have?",
+    "Email Bob the quarterly report",
+]
+
+
+def test_topics_the_conversation_left_leave_the_working_set_unless_used():
+    """Six requests on six topics, the prebuilt agent with its defaults: by the sixth turn the
+    model is bound at most half of what binding every tool costs, and every tool the thread
+    used is still there."""
+    catalog = build_example_catalog()
+    bind_all = schema_tokens(catalog.tools(catalog.tool_names))
+    prompt = CallModel(DemoChatModel(), catalog).caller.thread_prompt  # the built-ins per state
+    app = create_toolbudget_agent(DemoChatModel(), catalog).compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "six"}}
+    shares = []
+    for text in SIX_TOPICS:
+        state = app.invoke({"messages": [HumanMessage(text)]}, config)
+        builtins = prompt.for_state(state)[1]
+        bound = schema_tokens([*builtins, *catalog.tools(state["selected_tools"])])
+        shares.append(bound / bind_all)
+    used = tools_in_use(state["messages"]) & set(catalog.tool_names)  # meta-calls aside
+    assert len(used) == 6  # one tool of each topic ran
+    assert used <= set(state["selected_tools"])  # none of them was dropped
+    assert shares[-1] <= 0.5, [f"{s:.0%}" for s in shares]

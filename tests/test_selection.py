@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.graph import END, START, StateGraph
 
 from langgraph_toolbudget import (
@@ -433,10 +433,19 @@ def test_select_tools_rejects_a_bare_category_string_naming_the_fix(catalog):
 
 
 def turn_two(first_visible: list[str], text: str) -> dict:
-    """A second user turn whose visible set came from the first turn."""
+    """A second user turn whose visible set came from the first turn, which called each of
+    those tools (so they stay: the thread is using them)."""
     used = {name: i + 1 for i, name in enumerate(first_visible)}
+    calls = [{"name": n, "args": {}, "id": f"t1-{n}"} for n in first_visible]
+    answers = [ToolMessage("ok", name=n, tool_call_id=f"t1-{n}") for n in first_visible]
     return {
-        "messages": [HumanMessage("first question"), AIMessage("answer"), HumanMessage(text)],
+        "messages": [
+            HumanMessage("first question"),
+            AIMessage("", tool_calls=calls),
+            *answers,
+            AIMessage("answer"),
+            HumanMessage(text),
+        ],
         "categories": [],
         "selected_tools": list(first_visible),
         "tool_last_used": used,

@@ -17,7 +17,7 @@ import weakref
 import numpy as np
 import pytest
 from blockbuster import blockbuster_ctx
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
 from langgraph.graph import END, START, StateGraph
 
@@ -549,10 +549,17 @@ async def test_graph_with_embeddings(catalog, mode):
     assert out["categories"][0] == "weather"
     assert "weather_forecast" in out["selected_tools"]
     assert not {"search_tools", "add_tool", "show_all_tools"} & set(out["selected_tools"])
-    # A second user turn after the model answered: tool_search stays quiet, the rest re-ranks.
-    state = {**out, "messages": [*out["messages"], AIMessage("18C"), HumanMessage("and Paris?")]}
+    # A second user turn after the model used the forecast: tool_search stays quiet, the rest
+    # re-ranks, and the tool the thread used stays visible.
+    used = [
+        AIMessage("", tool_calls=[{"name": "weather_forecast", "args": {}, "id": "f1"}]),
+        ToolMessage("18C", name="weather_forecast", tool_call_id="f1"),
+        AIMessage("18C"),
+    ]
+    state = {**out, "messages": [*out["messages"], *used, HumanMessage("and Paris?")]}
     again = await run_graph(build_graph(catalog, emb, max_tools=4), state, mode)
-    assert set(out["selected_tools"]) <= set(again["selected_tools"])
+    assert "weather_forecast" in again["selected_tools"]
+    assert not {"search_tools", "add_tool"} & set(again["selected_tools"])
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -169,8 +169,9 @@ def check_two_turns(catalog, model, first, second, stored) -> None:
     assert "get_weather" in s1
     assert second["categories"][0] == "github"
     s2 = second["selected_tools"]
-    assert s2[: len(s1)] == s1  # turn 1's tools first, in the same order
-    assert "create_issue" in s2[len(s1) :]  # turn 2's tools appended
+    # turn 2 left the weather topic without using its tools: they went; github's came
+    assert "create_issue" in s2 and "get_weather" not in s2
+    assert [n for n in s2 if n in s1] == [n for n in s1 if n in s2]  # the kept ones in order
     assert len(s2) == len(set(s2))
     assert [m.content for m in second["messages"]] == [TURN_1, "18C and cloudy.", TURN_2, "Done."]
     # what the checkpointer stored equals what the graph returned, names only

@@ -18,11 +18,11 @@ Pure data: no LangGraph import.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["VisibleChange", "WorkingSet", "state_get", "state_messages"]
+__all__ = ["LOADED", "VisibleChange", "WorkingSet", "state_get", "state_messages", "tools_in_use"]
 
 
 def state_messages(state: Any, key: str = "messages") -> list[Any]:
@@ -32,6 +32,37 @@ def state_messages(state: Any, key: str = "messages") -> list[Any]:
     if type(state) is dict or isinstance(state, Mapping):
         return list(state.get(key, None) or [])
     return list(getattr(state, key, None) or [])
+
+
+LOADED = "loaded"
+"""The artifact key of a meta-call's tool message: the tools that call made visible."""
+
+
+def tools_in_use(messages: Sequence[Any]) -> set[str]:
+    """The tools a conversation is using: those it called and got an answer from that is not
+    an error, and those the model loaded itself (``add_tool``, ``request_more_tools``) in
+    its previous turn or this one, so a tool loaded for a task the model has not done yet
+    (it asked the user first) survives to the next turn.
+    """
+    humans = [i for i, m in enumerate(messages) if getattr(m, "type", None) == "human"]
+    recent = humans[-2] if len(humans) >= 2 else 0
+    answered: set[str] = set()
+    loaded: set[str] = set()
+    for i, m in enumerate(messages):
+        if getattr(m, "type", None) != "tool" or getattr(m, "status", "success") == "error":
+            continue
+        answered.add(m.tool_call_id)
+        artifact = getattr(m, "artifact", None)
+        if i >= recent and isinstance(artifact, Mapping):
+            loaded.update(n for n in artifact.get(LOADED) or () if isinstance(n, str))
+    called = {
+        call["name"]
+        for m in messages
+        if getattr(m, "type", None) == "ai"
+        for call in getattr(m, "tool_calls", None) or ()
+        if call.get("id") in answered
+    }
+    return called | loaded
 
 
 def state_get(state: Any, key: str, default: Any = None) -> Any:

@@ -17,6 +17,7 @@ from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.meta import MetaToolHandler, meta_tool_definitions
+from langgraph_toolbudget.core.working_set import LOADED
 from langgraph_toolbudget.execution.builtin_family import (
     BuiltinContext,
     BuiltinResult,
@@ -51,4 +52,7 @@ class MetaTools(BuiltinTools):
         outcome = self.handler.handle(
             call["name"], call.get("args", {}), ctx.working, ctx.query, context=context
         )
-        return BuiltinResult(outcome.content, error=outcome.error, discovered=outcome.discovered)
+        loaded = {LOADED: list(outcome.added)} if outcome.added else None
+        return BuiltinResult(
+            outcome.content, error=outcome.error, discovered=outcome.discovered, artifact=loaded
+        )

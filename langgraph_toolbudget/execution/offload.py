@@ -210,6 +210,15 @@ class OffloadStore:
         return None if item is None else dict(item.value)
 
 
+def holds_offloaded_output(messages: Sequence[Any]) -> bool:
+    """Whether a conversation holds a tool message whose output was offloaded (a stub), so
+    the model may need the output tools to read it."""
+    return any(
+        isinstance(m, ToolMessage) and isinstance(m.artifact, dict) and "offloaded" in m.artifact
+        for m in messages
+    )
+
+
 def _size(value: Any) -> int:
     if value is None:
         return 0

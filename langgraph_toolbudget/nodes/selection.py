@@ -35,6 +35,7 @@ from langgraph_toolbudget.core.reasons import budget_reasons, free_reasons, sear
 from langgraph_toolbudget.core.selection import free_tools, search_hits, select_tools
 from langgraph_toolbudget.core.semantic import as_hybrid_scorer
 from langgraph_toolbudget.core.token_budget import tool_tokens
+from langgraph_toolbudget.core.working_set import tools_in_use
 from langgraph_toolbudget.nodes._node import BudgetNode, emit_changes
 from langgraph_toolbudget.nodes.retrieval import anode_scores, node_scores
 from langgraph_toolbudget.state import state_get, state_messages
@@ -199,6 +200,9 @@ class SelectTools(BudgetNode):
             ),
             **free_reasons(self.catalog, free, self.config.pinned, context),
         }
+        # The topics the conversation left go, unless the thread is using their tools.
+        keep = {*chosen, *tools_in_use(state_messages(state)), *working.pinned}
+        working.remove([n for n in working.names if n not in keep], reason=self.node_name)
         working.refresh(chosen, reason=self.node_name, details=details)
         emit_changes(working, self.node_name)
         return working.update()

@@ -31,7 +31,10 @@ from langgraph_toolbudget.core.meta import (
     SHOW_ALL_TOOLS,
     meta_tool_definitions,
 )
+from langgraph_toolbudget.core.working_set import state_messages
 from langgraph_toolbudget.execution.builtins import Builtins
+from langgraph_toolbudget.execution.offload import holds_offloaded_output
+from langgraph_toolbudget.execution.output_tools import OUTPUT_TOOL_NAMES
 
 __all__ = ["ThreadPrompt", "tools_prompt_section"]
 
@@ -100,16 +103,28 @@ class ThreadPrompt:
         self._variants: dict[tuple[str, ...], tuple[str, list[BaseTool]]] = {}
 
     def for_state(self, state: Any) -> tuple[str, list[BaseTool]]:
-        """The section and built-in tools for the thread whose state this is."""
+        """The section and built-in tools for the thread whose state this is.
+
+        The output tools come only once the conversation holds an offloaded output: before
+        that there is nothing for them to read, and their schemas would cost every call.
+        """
         hidden = tuple(SessionContext.from_state(state).hidden_categories(self.catalog))
         if not hidden:
-            return self.section, self.tools
-        variant = self._variants.get(hidden)
-        if variant is None:
-            if len(self._variants) >= MAX_VARIANTS:
-                self._variants.clear()
-            variant = self._variants[hidden] = self._variant(set(hidden))
-        return variant
+            section, tools = self.section, self.tools
+        else:
+            variant = self._variants.get(hidden)
+            if variant is None:
+                if len(self._variants) >= MAX_VARIANTS:
+                    self._variants.clear()
+                variant = self._variants[hidden] = self._variant(set(hidden))
+            section, tools = variant
+        if self._has_output_tools and not holds_offloaded_output(state_messages(state)):
+            tools = [t for t in tools if t.name not in OUTPUT_TOOL_NAMES]
+        return section, tools
+
+    @property
+    def _has_output_tools(self) -> bool:
+        return not set(OUTPUT_TOOL_NAMES).isdisjoint(self.names)
 
     def _variant(self, hidden: set[str]) -> tuple[str, list[BaseTool]]:
         shown = [c for c in self.catalog.categories if c not in hidden]
