@@ -208,7 +208,7 @@ def search_hits(
 DISTINCTIVE_SHARE = 0.1
 """A query term is distinctive when the tools holding it sit in at most this share of the
 catalog's categories (at least :data:`DISTINCTIVE_MIN_CATEGORIES`)."""
-DISTINCTIVE_MIN_CATEGORIES = 2
+DISTINCTIVE_MIN_CATEGORIES = 1
 
 
 def distinctive_terms(catalog: ToolCatalog, query: str) -> dict[str, np.ndarray]:
