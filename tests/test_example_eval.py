@@ -116,3 +116,24 @@ def test_unlearned_language_falls_back_to_the_most_used_tools(catalog):
     state = select(catalog, "Wie ist das Wetter in Tokio?", usage=usage)
     assert state["categories"] == []
     assert state["selected_tools"][-2:] == ["get_weather", "count_rows"]
+
+
+def test_the_demo_and_explain_count_savings_against_the_same_baseline(capsys):
+    from langgraph_toolbudget.core.meta import meta_tool_definitions
+    from langgraph_toolbudget.core.reasons import explain
+    from langgraph_toolbudget.core.tokens import schema_tokens
+    from langgraph_toolbudget.demo.__main__ import AGENT_REQUEST, main
+
+    catalog = build_example_catalog()
+    every_tool = schema_tokens(catalog.tools(catalog.tool_names))  # no meta-tools in it
+    meta = meta_tool_definitions(catalog.categories)
+    data = explain(catalog, "What's the weather in Tokyo?", meta_tools=meta)
+    assert data["schema_tokens"]["all"] == every_tool
+    main([])
+    out = capsys.readouterr().out
+    assert f"vs {every_tool} for every tool" in out and "meta-tools included" in out
+    assert f"> {AGENT_REQUEST}" in out  # the agent turn shows the user's request
+    first_call = next(line for line in out.splitlines() if "first model call" in line)
+    loaded = next(line for line in out.splitlines() if "request_more_tools loaded" in line)
+    assert "no Slack tool" in first_call  # it really was missing them
+    assert "send_message" in loaded

@@ -34,7 +34,7 @@ from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.intent import classify_lexical
 from langgraph_toolbudget.core.selection import free_tools, search_hits, select_tools
-from langgraph_toolbudget.core.tokens import schema_tokens
+from langgraph_toolbudget.core.tokens import token_savings
 
 __all__ = ["budget_reasons", "explain", "free_reasons", "search_reasons"]
 
@@ -122,7 +122,8 @@ def explain(
         query: the user's text.
         max_tools, min_per_category, max_categories, search_limit, pinned: the options.
         meta_tools: the built-in tools bound with the chosen ones (their schema
-            tokens count as spent).
+            tokens count as spent; the baseline is every tool alone, see
+            :func:`~langgraph_toolbudget.core.tokens.token_savings`).
 
     Returns:
         ``{"query", "categories": [{"name", "score"}], "tools": [{"name", **reason}],
@@ -155,16 +156,10 @@ def explain(
         **search_reasons(catalog, hits, scores),
     }
     visible = [*free, *chosen, *hits]
-    every = schema_tokens([*meta_tools, *catalog.tools(catalog.tool_names)])
-    spent = schema_tokens([*meta_tools, *catalog.tools(visible)])
+    every_tool = catalog.tools(catalog.tool_names)
     return {
         "query": query,
         "categories": [{"name": c, "score": round(s, 4)} for c, s in ranked],
         "tools": [{"name": n, **reasons[n]} for n in visible],
-        "schema_tokens": {
-            "all": every,
-            "chosen": spent,
-            "saved": every - spent,
-            "saved_ratio": round(1 - spent / every, 4) if every else 0.0,
-        },
+        "schema_tokens": token_savings([*meta_tools, *catalog.tools(visible)], every_tool),
     }

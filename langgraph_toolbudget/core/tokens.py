@@ -10,7 +10,7 @@ from typing import Any
 
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-__all__ = ["CHARS_PER_TOKEN", "schema_tokens"]
+__all__ = ["CHARS_PER_TOKEN", "schema_tokens", "token_savings"]
 
 CHARS_PER_TOKEN = 4.0
 """Characters per token of JSON tool schemas: the usual estimate for BPE tokenizers
@@ -44,3 +44,21 @@ def schema_tokens(tools: Iterable[Any], tool_format: str = "native") -> int:
 
     schemas = [convert_to_openai_tool(t) for t in tools]
     return round(len(get_format(tool_format).render_tools(schemas)) / CHARS_PER_TOKEN)
+
+
+def token_savings(bound: Iterable[Any], every_tool: Iterable[Any]) -> dict[str, Any]:
+    """What binding ``bound`` (the built-ins and the visible tools) costs per model call
+    against the one baseline every report uses: binding ``every_tool`` of the catalog, which is
+    what an app without a tool budget sends (no meta-tools).
+
+    Returns:
+        ``{"all", "chosen", "saved", "saved_ratio"}`` in schema tokens.
+    """
+    every = schema_tokens(every_tool)
+    spent = schema_tokens(bound)
+    return {
+        "all": every,
+        "chosen": spent,
+        "saved": every - spent,
+        "saved_ratio": round(1 - spent / every, 4) if every else 0.0,
+    }
