@@ -4,8 +4,10 @@ Every fenced block of ``README.md`` and ``docs/*.md`` whose info string is
 exactly ``python`` is executed, each in a fresh namespace, from a scratch
 directory laid out like the repository root (``tests/`` and ``examples/`` linked
 in, for the local MCP servers), so files an example writes never land in the repository.
-Blocks marked ``python no-run`` are fragments (they need a running server or a
-provider's API key, say) and are only compiled.
+Blocks marked ``python slow`` (an embedding model) run too, as slow tests; blocks marked
+``python sdk`` talk to a LangGraph server at ``http://127.0.0.1:2024`` and run against a
+real ``langgraph dev`` in ``tests/test_server.py``. Blocks marked ``python no-run`` need a
+provider's API key and the network, so they are only compiled.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ README = REPO / "README.md"
 DOCS = REPO / "docs"
 PAGES = [README, *sorted(DOCS.glob("*.md"))]
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```\s*$", re.DOTALL | re.MULTILINE)
-RUNNABLE, FRAGMENT = "python", "python no-run"
+RUNNABLE, FRAGMENT, SLOW, SDK = "python", "python no-run", "python slow", "python sdk"
 
 
 def _where(page: Path) -> str:
@@ -42,11 +44,19 @@ def _python_blocks(page: Path) -> list[tuple[str, str, str]]:
 BLOCKS = [block for page in PAGES for block in _python_blocks(page)]
 RUN = [(code, where) for info, code, where in BLOCKS if info == RUNNABLE]
 FRAGMENTS = [(code, where) for info, code, where in BLOCKS if info == FRAGMENT]
+SLOW_RUN = [(code, where) for info, code, where in BLOCKS if info == SLOW]
+SDK_RUN = [(code, where) for info, code, where in BLOCKS if info == SDK]
+SERVER_URL = "http://127.0.0.1:2024"
+"""The URL the ``python sdk`` blocks name; the test replaces it with its server's."""
 
 
 def test_python_blocks_are_runnable_or_marked_as_fragments() -> None:
-    unknown = [(where, info) for info, _, where in BLOCKS if info not in (RUNNABLE, FRAGMENT)]
-    assert not unknown, f"use ```{RUNNABLE} or ```{FRAGMENT}; found {unknown}"
+    kinds = (RUNNABLE, FRAGMENT, SLOW, SDK)
+    unknown = [(where, info) for info, _, where in BLOCKS if info not in kinds]
+    assert not unknown, f"use one of {[f'```{k}' for k in kinds]}; found {unknown}"
+    assert all(SERVER_URL in code for code, _ in SDK_RUN), "a sdk block names the server URL"
+    for code, where in FRAGMENTS:  # only what cannot run offline stays a fragment
+        assert "API_KEY" in code or "openai:" in code, f"{where}: make it run"
 
 
 def test_readme_opens_with_a_short_runnable_example() -> None:
@@ -57,21 +67,36 @@ def test_readme_opens_with_a_short_runnable_example() -> None:
     assert len(top_code.splitlines()) <= 20
 
 
-@pytest.mark.parametrize("code, where", FRAGMENTS, ids=[w for _, w in FRAGMENTS])
-def test_fragment_compiles(code: str, where: str) -> None:
+@pytest.mark.parametrize(
+    "code, where", [*FRAGMENTS, *SDK_RUN], ids=[w for _, w in [*FRAGMENTS, *SDK_RUN]]
+)
+def test_fragment_and_sdk_example_compile(code: str, where: str) -> None:
     compile(code, where, "exec")
 
 
-@pytest.mark.parametrize("code, where", RUN, ids=[w for _, w in RUN])
-def test_example_runs(
-    code: str, where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def run_example(code: str, where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run one example as written, from a scratch copy of the repository's layout."""
     (tmp_path / "tests").symlink_to(REPO / "tests", target_is_directory=True)
     (tmp_path / "examples").symlink_to(REPO / "examples", target_is_directory=True)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("TOOLBUDGET_MODEL", raising=False)
     namespace = {"__name__": "example_" + re.sub(r"\W", "_", where)}
     exec(compile(code, where, "exec"), namespace)  # noqa: S102 - the docs' own code
+
+
+@pytest.mark.parametrize("code, where", RUN, ids=[w for _, w in RUN])
+def test_example_runs(
+    code: str, where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_example(code, where, tmp_path, monkeypatch)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("code, where", SLOW_RUN, ids=[w for _, w in SLOW_RUN])
+def test_slow_example_runs(
+    code: str, where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_example(code, where, tmp_path, monkeypatch)
 
 
 def test_configuration_reference_names_every_parameter() -> None:
