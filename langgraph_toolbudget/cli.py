@@ -14,7 +14,8 @@ The ``tools`` commands act on a thread of a LangGraph server (``--url``,
 ``--thread``, ``--catalog``) or of a local ``SqliteSaver`` file (``--sqlite``,
 ``--graph``, ``--thread``). Errors print one line that says what to do, and exit 1.
 
-Needs the ``cli`` extra (``pip install 'langgraph-toolbudget[cli]'``: click).
+Needs the ``cli`` extra (click): ``pip install -e '.[cli]'`` from a clone,
+``pip install 'langgraph-toolbudget[cli]'`` once published.
 """
 
 from __future__ import annotations
@@ -27,7 +28,10 @@ from typing import Any
 try:
     import click
 except ImportError as exc:  # pragma: no cover - the extra is missing
-    raise SystemExit("toolbudget needs click: pip install 'langgraph-toolbudget[cli]'") from exc
+    raise SystemExit(
+        "toolbudget needs click: pip install -e '.[cli]' in a clone of langgraph-toolbudget "
+        "(or pip install click)"
+    ) from exc
 
 __all__ = ["main"]
 

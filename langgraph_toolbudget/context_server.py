@@ -3,7 +3,7 @@
 Its one reason to change: what the context MCP server offers over a thread's tool context.
 
 Any MCP client (an IDE, another agent, the ``mcp`` package) gets the eleven
-tool-context operations of seed 001 (``list_tools``, ``get_tool``,
+tool-context operations (``list_tools``, ``get_tool``,
 ``list_context_tools``, ``include_tool``, ``exclude_tool``,
 ``set_tool_include_mode``, ``list_tool_servers``, ``get_tool_server``,
 ``set_server_include_mode``, ``include_tool_server``, ``exclude_tool_server``)

@@ -46,7 +46,7 @@ def test_allocate_two_categories_split_budget_evenly():
 
 
 def test_allocate_first_category_does_not_starve_the_second():
-    # The production bug of seed 003: a big first category used all 8 slots.
+    # A production bug: a big first category used all 8 slots.
     out = allocate([("projects", _ranked("p", 10)), ("github", _ranked("g", 3))], max_tools=8)
     assert {"g0", "g1", "g2"} <= set(out)
     assert len(out) == 8

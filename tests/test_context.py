@@ -1,4 +1,4 @@
-"""Session tool context (seed 001): include modes, per-thread include/exclude, enforcement."""
+"""Session tool context: include modes, per-thread include/exclude, enforcement."""
 
 from __future__ import annotations
 
@@ -47,7 +47,15 @@ def _values(*updates: dict[str, Any], **state: Any) -> dict[str, Any]:
     ("default", "server", "own", "override", "thread_server", "thread_tool", "expected"),
     [
         ("agent", None, None, None, None, None, "agent"),
-        ("always", None, None, None, None, None, "always"),  # seed 001's fallback
+        (
+            "always",
+            None,
+            None,
+            None,
+            None,
+            None,
+            "always",
+        ),  # the fallback of an always-by-default catalog
         ("agent", "manual", None, None, None, None, "manual"),  # server over default
         ("agent", "manual", "always", None, None, None, "always"),  # tool over server
         ("agent", "manual", "always", "agent", None, None, "agent"),  # tool_metadata last

@@ -1,4 +1,4 @@
-"""search.py: the search_tools regex engine (seed 002), fuzzy fallback and free-text ranking."""
+"""search.py: the search_tools regex engine, fuzzy fallback and free-text ranking."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def _names(result: SearchResult) -> list[str]:
     return [t["name"] for t in result.tools]
 
 
-# --- seed 002 examples -------------------------------------------------------------------
+# --- search_tools examples -------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -48,7 +48,7 @@ def in_category(catalog: ToolCatalog, names: list[str], category: str) -> list[s
     return [n for n in names if n in members]
 
 
-# --- select_tools: the examples and gotchas of seed 003 ----------------------------------
+# --- select_tools: the examples and gotchas ----------------------------------
 
 
 def test_select_tools_two_categories_split_budget_evenly(catalog):

@@ -1,4 +1,4 @@
-"""The tool context of one thread (seed 001): include modes and per-thread include/exclude.
+"""The tool context of one thread: include modes and per-thread include/exclude.
 
 Its one reason to change: what a thread's tool context holds and how it resolves include modes.
 

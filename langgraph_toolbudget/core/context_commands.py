@@ -3,7 +3,7 @@
 Its one reason to change: the set of tool-context operations and their arguments.
 
 The model's context tools, the MCP context server and the CLI all call
-:func:`run_command` with an operation name of seed 001 and its arguments; it
+:func:`run_command` with an operation name and its arguments; it
 reads the thread's state values, and returns the answer (plain, JSON-ready data)
 and the state update to apply (``None`` for the read operations).
 

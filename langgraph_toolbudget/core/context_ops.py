@@ -1,4 +1,4 @@
-"""The tool-context operations of seed 001, one implementation for every face.
+"""The tool-context operations, one implementation for every face.
 
 Its one reason to change: what each tool-context operation does to a thread.
 

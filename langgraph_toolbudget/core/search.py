@@ -90,7 +90,7 @@ each clause) and of common misspellings; new words fill it, so it is kept small.
 
 @dataclass(frozen=True)
 class SearchResult:
-    """What ``search_tools`` answers: the shape of seed 002.
+    """What ``search_tools`` answers: ``{found, tools, message}``, or ``{error}``.
 
     Attributes:
         found: how many tools matched.

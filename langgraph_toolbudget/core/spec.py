@@ -74,7 +74,7 @@ SPECIAL_CATEGORIES = frozenset({"human", "structured_output"})
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """One catalog tool and its metadata (execution defaults of seed 004).
+    """One catalog tool and its metadata (and its execution defaults).
 
     Attributes:
         name: the name the model sees and calls.

@@ -1,4 +1,4 @@
-"""The tool-context management tools (seed 001) as a built-in family, off by default.
+"""The tool-context management tools as a built-in family, off by default.
 
 Its one reason to change: how the executor answers the tool-context tools.
 

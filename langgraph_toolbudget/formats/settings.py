@@ -1,4 +1,4 @@
-"""The ``tool_call_formats`` option and the choice of a format (seed 000's decision tree).
+"""The ``tool_call_formats`` option and the choice of a format: native, else a text format.
 
 Its one reason to change: how the ``tool_call_formats`` option is read and a format chosen.
 

@@ -1,4 +1,4 @@
-"""MCP prompts and resources as deferred catalog tools ("virtual tools", seed 002).
+"""MCP prompts and resources as deferred catalog tools ("virtual tools").
 
 Its one reason to change: which server prompts and resources become tools, and how they answer.
 

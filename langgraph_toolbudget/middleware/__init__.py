@@ -17,7 +17,7 @@ Key Components:
 
 A thin adapter, like ``nodes/``: selection, meta-tools and enforcement are the
 shared core's; only the hooks are here. Needs ``langchain>=1.3``
-(``pip install "langgraph-toolbudget[middleware]"``).
+(the ``middleware`` extra: ``pip install -e ".[middleware]"`` from a clone).
 
 Typical Usage:
     ```python
@@ -32,7 +32,8 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
         "ToolBudgetMiddleware needs LangChain v1 agents (langchain>=1.3): "
-        'pip install "langgraph-toolbudget[middleware]"'
+        'pip install -e ".[middleware]" in a clone of langgraph-toolbudget '
+        "(or pip install langchain)"
     ) from exc
 
 from langgraph_toolbudget.middleware.agent import ToolBudgetMiddleware

@@ -1,4 +1,4 @@
-"""A compiled LangGraph graph as a LangChain tool (seed 004's agent call).
+"""A compiled LangGraph graph as a LangChain tool (an agent calling another agent).
 
 Its one reason to change: how a graph is called as a tool.
 

@@ -252,7 +252,7 @@ class ToolSearch(BudgetNode):
         self.min_relative_score = min_relative_score
         self.scorer = as_hybrid_scorer(catalog, self.config.embeddings)
         self.pinned = free_tools(catalog, self.config.pinned)
-        # Seed 000: the search runs only when it is enabled and some tool is deferred
+        # The search runs only when it is enabled and some tool is deferred
         # (not visible from the start), so there is something to find; a thread that set
         # a tool to ``agent`` may defer one the catalog does not (see ``_query``).
         self.deferred = any(
