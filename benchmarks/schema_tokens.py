@@ -40,11 +40,8 @@ from _common import print_table, write_results  # noqa: E402
 from langchain_core.messages import AIMessage, HumanMessage  # noqa: E402
 from langchain_core.tools import BaseTool, StructuredTool  # noqa: E402
 
-from langgraph_toolbudget import (  # noqa: E402
-    ToolCatalog,
-    create_toolbudget_agent,
-    meta_tool_definitions,
-)
+from langgraph_toolbudget import ToolCatalog, create_toolbudget_agent  # noqa: E402
+from langgraph_toolbudget.core.meta import meta_tool_definitions  # noqa: E402
 from langgraph_toolbudget.core.tokens import schema_tokens  # noqa: E402
 from langgraph_toolbudget.formats import format_names  # noqa: E402
 from langgraph_toolbudget.testing import ScriptedChatModel  # noqa: E402

@@ -15,8 +15,8 @@ What ``__all__`` holds, by the three ways in:
     - Nodes in your own graph: :class:`ClassifyIntent`, :class:`SelectTools`,
       :class:`ToolSearch`, :class:`CallModel`, :class:`ToolExecutor`, :class:`ToolAgent`,
       :func:`add_toolbudget_nodes`, over :class:`ToolBudgetState` (run input:
-      :class:`ToolBudgetInput`); :func:`tools_prompt_section` and
-      :func:`meta_tool_definitions` for your own model node.
+      :class:`ToolBudgetInput`); :func:`tools_to_bind` and :func:`tools_prompt_section`
+      for your own model node.
     - Middleware for LangChain's ``create_agent``: :class:`ToolBudgetMiddleware`.
     - A thread's tool context: :func:`include_tools`, :func:`exclude_tools`,
       :func:`set_include_mode`, :func:`context_summary`.
@@ -44,7 +44,6 @@ if TYPE_CHECKING:
         include_tools,
         set_include_mode,
     )
-    from langgraph_toolbudget.core.meta import meta_tool_definitions
     from langgraph_toolbudget.mcp import MCPLoadError, MCPServerError, load_mcp_catalog
     from langgraph_toolbudget.middleware import ToolBudgetMiddleware
     from langgraph_toolbudget.nodes.agent import CallModel, ToolAgent
@@ -53,6 +52,7 @@ if TYPE_CHECKING:
     from langgraph_toolbudget.nodes.prebuilt import add_toolbudget_nodes, create_toolbudget_agent
     from langgraph_toolbudget.nodes.prompt import tools_prompt_section
     from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
+    from langgraph_toolbudget.nodes.thread_prompt import tools_to_bind
     from langgraph_toolbudget.nodes.usage import ToolUsage
     from langgraph_toolbudget.state import ToolBudgetInput, ToolBudgetState
 
@@ -60,7 +60,6 @@ _EXPORTS = {
     "BudgetConfig": "config",
     "BudgetOptions": "config",
     "ToolCatalog": "core.catalog",
-    "meta_tool_definitions": "core.meta",
     "MCPLoadError": "mcp",
     "MCPServerError": "mcp",
     "load_mcp_catalog": "mcp",
@@ -71,6 +70,7 @@ _EXPORTS = {
     "add_toolbudget_nodes": "nodes.prebuilt",
     "create_toolbudget_agent": "nodes.prebuilt",
     "tools_prompt_section": "nodes.prompt",
+    "tools_to_bind": "nodes.thread_prompt",
     "SelectTools": "nodes.selection",
     "ToolSearch": "nodes.selection",
     "ToolBudgetState": "state",
@@ -115,8 +115,8 @@ __all__ = [
     "add_toolbudget_nodes",
     "create_toolbudget_agent",
     "load_mcp_catalog",
-    "meta_tool_definitions",
     "tools_prompt_section",
+    "tools_to_bind",
     "include_tools",
     "exclude_tools",
     "set_include_mode",

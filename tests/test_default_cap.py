@@ -7,12 +7,8 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langgraph_toolbudget import (
-    BudgetConfig,
-    CallModel,
-    create_toolbudget_agent,
-    meta_tool_definitions,
-)
+from langgraph_toolbudget import BudgetConfig, CallModel, create_toolbudget_agent
+from langgraph_toolbudget.core.meta import meta_tool_definitions
 from langgraph_toolbudget.core.tokens import schema_tokens
 from langgraph_toolbudget.core.working_set import tools_in_use
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog

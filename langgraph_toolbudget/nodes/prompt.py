@@ -184,8 +184,7 @@ class ModelCaller:
     def tools(self, working: WorkingSet, state: Any = None) -> list[BaseTool]:
         """What the model is shown: the enabled built-ins (as the thread of ``state``
         sees them, see :class:`ThreadPrompt`), then the visible tools."""
-        builtins = self.builtin_tools if state is None else self.thread_prompt.for_state(state)[1]
-        return [*builtins, *self.catalog.tools(working.names)]
+        return self.thread_prompt.bound(working, state)
 
     def tool_schemas(self, working: WorkingSet, state: Any = None) -> list[dict[str, Any]]:
         """The OpenAI schemas of :meth:`tools` (cached per tool name and description)."""

@@ -12,15 +12,19 @@ Key Components:
     - :func:`tools_prompt_section`: the system-prompt section that lists the
       categories and how to widen the tool set (re-exported by ``nodes.prompt``).
     - :class:`ThreadPrompt`: the section and the built-in tools for a state.
+    - :func:`tools_to_bind`: every tool the model may call this turn, for your own model node.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection
 from typing import Any
 
 from langchain_core.tools import BaseTool
+from typing_extensions import Unpack
 
+from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.meta import (
@@ -31,12 +35,13 @@ from langgraph_toolbudget.core.meta import (
     SHOW_ALL_TOOLS,
     meta_tool_definitions,
 )
-from langgraph_toolbudget.core.working_set import state_messages
+from langgraph_toolbudget.core.selection import free_tools
+from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
 from langgraph_toolbudget.execution.builtins import Builtins
 from langgraph_toolbudget.execution.offload import holds_offloaded_output
 from langgraph_toolbudget.execution.output_tools import OUTPUT_TOOL_NAMES
 
-__all__ = ["ThreadPrompt", "tools_prompt_section"]
+__all__ = ["ThreadPrompt", "tools_prompt_section", "tools_to_bind"]
 
 MAX_VARIANTS = 64
 """Per-thread variants kept (keyed by the hidden categories); the cache is emptied when full."""
@@ -126,9 +131,55 @@ class ThreadPrompt:
     def _has_output_tools(self) -> bool:
         return not set(OUTPUT_TOOL_NAMES).isdisjoint(self.names)
 
+    def bound(self, working: WorkingSet, state: Any = None) -> list[BaseTool]:
+        """What the model may call: the built-ins the thread of ``state`` gets (all of the
+        node's without a state), then the visible tools of ``working``, in that order."""
+        builtins = self.tools if state is None else self.for_state(state)[1]
+        return [*builtins, *self.catalog.tools(working.names)]
+
     def _variant(self, hidden: set[str]) -> tuple[str, list[BaseTool]]:
         shown = [c for c in self.catalog.categories if c not in hidden]
         section = tools_prompt_section(self.catalog, self.names, shown)
         request = meta_tool_definitions(shown)[0]
         tools = [request if t.name == REQUEST_MORE_TOOLS else t for t in self.tools]
         return section, tools
+
+
+@functools.lru_cache(maxsize=32)
+def _thread_prompt(catalog: ToolCatalog, config: BudgetConfig) -> ThreadPrompt:
+    return ThreadPrompt(catalog, Builtins(catalog, config))
+
+
+def tools_to_bind(
+    catalog: ToolCatalog,
+    state: Any,
+    *,
+    config: BudgetConfig | None = None,
+    **options: Unpack[BudgetOptions],
+) -> list[BaseTool]:
+    """Every tool the model may call this turn, for a model node of your own.
+
+    The enabled built-ins (the meta-tools; the output tools once the conversation holds an
+    offloaded output, while offloading is on; the context tools when enabled) and the visible
+    tools, in the thread's tool context: what ``CallModel`` binds. Nothing hidden, excluded or
+    filtered is in it.
+
+    Args:
+        catalog: the tool catalog.
+        state: the graph state (``messages``, ``selected_tools`` and the tool context).
+        config: the options your other nodes share
+            (:class:`~langgraph_toolbudget.config.BudgetConfig`).
+        **options: any ``BudgetConfig`` option, over ``config``'s value.
+
+    Example:
+        ```python
+        def agent(state):
+            bound = model.bind_tools(tools_to_bind(catalog, state, config=config))
+            return {"messages": [bound.invoke(state["messages"])]}
+        ```
+    """
+    config = BudgetConfig.resolve(config, options, owner="tools_to_bind")
+    view = catalog.in_runtime_mode(config.runtime_mode)
+    free = free_tools(view, config.pinned)
+    working = SessionContext.from_state(state).working_set(state, view, free)
+    return _thread_prompt(view, config).bound(working, state)
