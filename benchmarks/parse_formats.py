@@ -13,7 +13,8 @@ Reported per format:
       ``json.loads`` takes to decode the same replies' JSON-like payloads
       (the floor any parser pays);
     - the worst time over stress replies (1 MB of prose, a 1 MB argument,
-      arguments nested 50,000 deep, 5,000 calls in one reply): target
+      arguments nested 50,000 deep, 5,000 calls in one reply, 33 calls of
+      16 KB that each need repair, 1 MB of numbers in 33 calls): target
       <= 100 ms each, none raising (bounded input, never a stall).
 
 Run: ``python benchmarks/parse_formats.py [--repeats 200]``.
@@ -35,6 +36,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import REPO_ROOT, print_table, write_results  # noqa: E402
 
 from langgraph_toolbudget.formats import get_format  # noqa: E402
+from langgraph_toolbudget.formats.base import (  # noqa: E402
+    MAX_CALLS,
+    MAX_REPAIR_CHARS,
+    MAX_REPLY_CHARS,
+)
 
 FIXTURES = REPO_ROOT / "tests" / "data" / "format_replies.json"
 FORMATS = ["hermes", "mistral", "pythonic", "json"]
@@ -64,7 +70,35 @@ def _stress_replies(fmt: str) -> dict[str, str]:
         "nested 50,000 deep": one.replace("{}", deep).replace("()", f"(a={deep})"),
         "5,000 calls": f.example * 5_000,
         "10,000 half calls": f.example[: len(f.example) // 2] * 10_000,
+        "33 calls of 16 KB to repair": _repair_heavy(fmt),
+        "1 MB of numbers in 33 calls": _numbers(fmt),
     }
+
+
+_WRAP = {
+    "hermes": "<tool_call>{}</tool_call>\n",
+    "mistral": "[TOOL_CALLS] [{}]\n",
+    "json": "```json\n{}\n```\n",
+}
+
+
+def _repair_heavy(fmt: str) -> str:
+    """One more call than a reply may hold, each just under the repair bound and not valid
+    JSON (single quotes): the most repair work a reply could ask for. Pythonic has no repair:
+    its calls are 16 KB of code each (a list of numbers)."""
+    if fmt == "pythonic":
+        return f"[f(a=[{'1,' * (MAX_REPAIR_CHARS // 2 - 20)}])]\n" * (MAX_CALLS + 1)
+    call = "{'name': 'x', 'arguments': {'a': '" + "y" * (MAX_REPAIR_CHARS - 60) + "'}}"
+    return _WRAP[fmt].format(call) * (MAX_CALLS + 1)
+
+
+def _numbers(fmt: str) -> str:
+    """1 MB of calls whose arguments are lists of numbers: the most values per character."""
+    count = MAX_REPLY_CHARS // (MAX_CALLS + 1) // 2 - 40
+    if fmt == "pythonic":
+        return f"[f(a=[{'1,' * count}1])]\n" * (MAX_CALLS + 1)
+    call = '{"name": "x", "arguments": {"a": [' + "1," * count + "1]}}"
+    return _WRAP[fmt].format(call) * (MAX_CALLS + 1)
 
 
 def _per_second(fn: Any, items: list[str], repeats: int) -> float:
