@@ -1,6 +1,6 @@
 """Parsing model replies per text tool-call format: correctness and throughput.
 
-The replies are the test fixtures (``tests/data/format_replies.json``: 13-15
+The replies are the test fixtures (``tests/data/format_replies.json``: 13-18
 per format, written from the public chat-template documentation of Qwen 2.5/3,
 Hermes 2/3, Mistral v3 and Llama 3.2, malformed ones included), parsed with the
 user defaults (``get_format(name).parse``).
@@ -14,8 +14,9 @@ Reported per format:
       (the floor any parser pays);
     - the worst time over stress replies (1 MB of prose, a 1 MB argument,
       arguments nested 50,000 deep, 5,000 calls in one reply, 33 calls of
-      16 KB that each need repair, 1 MB of numbers in 33 calls): target
-      <= 100 ms each, none raising (bounded input, never a stall).
+      16 KB that each need repair, 1 MB of numbers or of empty lists in 33
+      calls, 8 KB of punctuation that json-repair, used before, took ~20 s
+      on): target <= 100 ms each, none raising (bounded work, never a stall).
 
 Run: ``python benchmarks/parse_formats.py [--repeats 200]``.
 Writes ``benchmarks/results/parse_formats.json``.
@@ -71,33 +72,41 @@ def _stress_replies(fmt: str) -> dict[str, str]:
         "5,000 calls": f.example * 5_000,
         "10,000 half calls": f.example[: len(f.example) // 2] * 10_000,
         "33 calls of 16 KB to repair": _repair_heavy(fmt),
-        "1 MB of numbers in 33 calls": _numbers(fmt),
+        "1 MB of numbers in 33 calls": _values(fmt, "1,"),
+        "1 MB of empty lists in 33 calls": _values(fmt, "[],"),
+        "8 KB of punctuation": _wrap(fmt, "{" + "*{1}" * 2_000 + "}"),
     }
 
 
 _WRAP = {
     "hermes": "<tool_call>{}</tool_call>\n",
     "mistral": "[TOOL_CALLS] [{}]\n",
-    "json": "```json\n{}\n```\n",
+    "json": "{}\n",  # calls one after another: a reply of calls only
 }
 
 
+def _wrap(fmt: str, call: str) -> str:
+    return f"[f(a={call})]" if fmt == "pythonic" else _WRAP[fmt].format(call)
+
+
 def _repair_heavy(fmt: str) -> str:
-    """One more call than a reply may hold, each just under the repair bound and not valid
-    JSON (single quotes): the most repair work a reply could ask for. Pythonic has no repair:
-    its calls are 16 KB of code each (a list of numbers)."""
+    """One more call than a reply may hold, each just under the repair bound, not valid JSON
+    (single quotes) and dense (a token every two characters): the most repair work a reply
+    could ask for. Pythonic has no repair: its calls are 16 KB of code each."""
+    numbers = "1," * (MAX_REPAIR_CHARS // 2 - 30)
     if fmt == "pythonic":
-        return f"[f(a=[{'1,' * (MAX_REPAIR_CHARS // 2 - 20)}])]\n" * (MAX_CALLS + 1)
-    call = "{'name': 'x', 'arguments': {'a': '" + "y" * (MAX_REPAIR_CHARS - 60) + "'}}"
+        return f"[f(a=[{numbers}1])]\n" * (MAX_CALLS + 1)
+    call = "{'name': 'x', 'arguments': {'a': [" + numbers + "1]}}"
     return _WRAP[fmt].format(call) * (MAX_CALLS + 1)
 
 
-def _numbers(fmt: str) -> str:
-    """1 MB of calls whose arguments are lists of numbers: the most values per character."""
-    count = MAX_REPLY_CHARS // (MAX_CALLS + 1) // 2 - 40
+def _values(fmt: str, value: str) -> str:
+    """1 MB of calls whose arguments are lists of ``value``: the most values per character."""
+    count = MAX_REPLY_CHARS // (MAX_CALLS + 1) // len(value) - 40
+    items = value * count + value.rstrip(",")
     if fmt == "pythonic":
-        return f"[f(a=[{'1,' * count}1])]\n" * (MAX_CALLS + 1)
-    call = '{"name": "x", "arguments": {"a": [' + "1," * count + "1]}}"
+        return f"[f(a=[{items}])]\n" * (MAX_CALLS + 1)
+    call = '{"name": "x", "arguments": {"a": [' + items + "]}}"
     return _WRAP[fmt].format(call) * (MAX_CALLS + 1)
 
 

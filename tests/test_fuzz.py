@@ -13,6 +13,12 @@ control characters) and duplicate call ids, under ``sequential`` and
 
 The default run tries a few hundred batches; ``pytest -m fuzz`` runs the same
 properties on over 10,000 (see ``FUZZ_EXAMPLES``).
+
+Replies a model writes, in each text format and as native ``invalid_tool_calls``
+(hostile token soups, Pythonic literals with tuple/list/set keys, bytes, huge
+numbers, raw arguments of any shape): no exception escapes a format,
+``repair_tool_calls`` or a compiled graph; parsed arguments are JSON (string keys);
+a rendered reply cut anywhere yields only the calls it holds whole, as written.
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ TOO_DEEP_ERROR = (
 
 # A JSON string, or one never closed: then it runs to the end (so the match never fails,
 # and the scan stays linear whatever the text).
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*(?:"|\\?\Z)', re.DOTALL)
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
 _NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
 _AS_PARENTHESES = str.maketrans("[{]}", "(())")
 

@@ -51,7 +51,9 @@ CALL_ARGUMENT_KEYS = ("arguments", "parameters")
 
 # A closed string (taken out), or one never closed: its quote is kept. Linear: a string
 # that never closes is matched to the end.
-_STRINGS = re.compile(r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|(["'])[\s\S]*""")
+_STRINGS = re.compile(
+    r""""[^"\\]*(?:\\.[^"\\]*)*"|'[^'\\]*(?:\\.[^'\\]*)*'|(["'])[\s\S]*""", re.DOTALL
+)
 
 
 @dataclass
@@ -59,7 +61,7 @@ class ParseBudget:
     """The parse work one reply may still ask for: one budget per reply, spent by its calls.
 
     Attributes:
-        repair_chars: characters that may still be scanned and repaired
+        repair_chars: characters of JSON that is not strict that may still be read
             (:data:`~langgraph_toolbudget.formats.base.MAX_REPAIR_CHARS_PER_REPLY`).
         containers: JSON objects and arrays that may still be decoded
             (:data:`~langgraph_toolbudget.formats.base.MAX_CONTAINERS_PER_REPLY`).
@@ -207,7 +209,7 @@ def read_json(
             raise ParseFailure(f"the tool call is {end - start} characters, over {MAX_CALL_CHARS}")
         return _bounded(value, text[start:end]), end
     value, length = _repair(text[start : start + MAX_CALL_CHARS + 1], budget, closed, tool)
-    return value, start + length  # its depth was checked by the scan
+    return value, start + length  # its depth was checked as it was read
 
 
 def load_json(

@@ -31,8 +31,8 @@ __all__ = ["Lenient", "read_lenient", "unescape"]
 # is anything unquoted between the punctuation (a literal, a number, an unquoted string).
 _TOKEN = re.compile(
     r"""
-    "(?P<dq>(?:[^"\\]|\\.)*)(?P<dq_end>"|\\?\Z)
-    |'(?P<sq>(?:[^'\\]|\\.)*)(?P<sq_end>'|\\?\Z)
+    "(?P<dq>[^"\\]*(?:\\.[^"\\]*)*)(?P<dq_end>"|\\?\Z)
+    |'(?P<sq>[^'\\]*(?:\\.[^'\\]*)*)(?P<sq_end>'|\\?\Z)
     |(?P<comment>//[^\n]*|/\*(?:.*?\*/|.*\Z)|\#[^\n]*)
     |(?P<open>[\[{])
     |(?P<close>[\]}])
