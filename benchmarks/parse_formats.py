@@ -1,6 +1,6 @@
 """Parsing model replies per text tool-call format: correctness and throughput.
 
-The replies are the test fixtures (``tests/data/format_replies.json``: 13-15
+The replies are the test fixtures (``tests/data/format_replies.json``: 13-18
 per format, written from the public chat-template documentation of Qwen 2.5/3,
 Hermes 2/3, Mistral v3 and Llama 3.2, malformed ones included), parsed with the
 user defaults (``get_format(name).parse``).
@@ -13,8 +13,10 @@ Reported per format:
       ``json.loads`` takes to decode the same replies' JSON-like payloads
       (the floor any parser pays);
     - the worst time over stress replies (1 MB of prose, a 1 MB argument,
-      arguments nested 50,000 deep, 5,000 calls in one reply): target
-      <= 100 ms each, none raising (bounded input, never a stall).
+      arguments nested 50,000 deep, 5,000 calls in one reply, 33 calls of
+      16 KB that each need repair, 1 MB of numbers or of empty lists in 33
+      calls, 8 KB of punctuation that json-repair, used before, took ~20 s
+      on): target <= 100 ms each, none raising (bounded work, never a stall).
 
 Run: ``python benchmarks/parse_formats.py [--repeats 200]``.
 Writes ``benchmarks/results/parse_formats.json``.
@@ -35,6 +37,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import REPO_ROOT, print_table, write_results  # noqa: E402
 
 from langgraph_toolbudget.formats import get_format  # noqa: E402
+from langgraph_toolbudget.formats.base import (  # noqa: E402
+    MAX_CALLS,
+    MAX_REPAIR_CHARS,
+    MAX_REPLY_CHARS,
+)
 
 FIXTURES = REPO_ROOT / "tests" / "data" / "format_replies.json"
 FORMATS = ["hermes", "mistral", "pythonic", "json"]
@@ -64,7 +71,43 @@ def _stress_replies(fmt: str) -> dict[str, str]:
         "nested 50,000 deep": one.replace("{}", deep).replace("()", f"(a={deep})"),
         "5,000 calls": f.example * 5_000,
         "10,000 half calls": f.example[: len(f.example) // 2] * 10_000,
+        "33 calls of 16 KB to repair": _repair_heavy(fmt),
+        "1 MB of numbers in 33 calls": _values(fmt, "1,"),
+        "1 MB of empty lists in 33 calls": _values(fmt, "[],"),
+        "8 KB of punctuation": _wrap(fmt, "{" + "*{1}" * 2_000 + "}"),
     }
+
+
+_WRAP = {
+    "hermes": "<tool_call>{}</tool_call>\n",
+    "mistral": "[TOOL_CALLS] [{}]\n",
+    "json": "{}\n",  # calls one after another: a reply of calls only
+}
+
+
+def _wrap(fmt: str, call: str) -> str:
+    return f"[f(a={call})]" if fmt == "pythonic" else _WRAP[fmt].format(call)
+
+
+def _repair_heavy(fmt: str) -> str:
+    """One more call than a reply may hold, each just under the repair bound, not valid JSON
+    (single quotes) and dense (a token every two characters): the most repair work a reply
+    could ask for. Pythonic has no repair: its calls are 16 KB of code each."""
+    numbers = "1," * (MAX_REPAIR_CHARS // 2 - 30)
+    if fmt == "pythonic":
+        return f"[f(a=[{numbers}1])]\n" * (MAX_CALLS + 1)
+    call = "{'name': 'x', 'arguments': {'a': [" + numbers + "1]}}"
+    return _WRAP[fmt].format(call) * (MAX_CALLS + 1)
+
+
+def _values(fmt: str, value: str) -> str:
+    """1 MB of calls whose arguments are lists of ``value``: the most values per character."""
+    count = MAX_REPLY_CHARS // (MAX_CALLS + 1) // len(value) - 40
+    items = value * count + value.rstrip(",")
+    if fmt == "pythonic":
+        return f"[f(a=[{items}])]\n" * (MAX_CALLS + 1)
+    call = '{"name": "x", "arguments": {"a": [' + items + "]}}"
+    return _WRAP[fmt].format(call) * (MAX_CALLS + 1)
 
 
 def _per_second(fn: Any, items: list[str], repeats: int) -> float:

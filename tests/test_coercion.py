@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.prebuilt import InjectedState
 from pydantic import ValidationError
 
-from langgraph_toolbudget.core.coercion import coerce_args, schema_error_message, tool_json_schema
+from langgraph_toolbudget.core.coercion import (
+    RAW_ARGUMENTS_KEY,
+    coerce_args,
+    repair_tool_calls,
+    schema_error_message,
+    tool_json_schema,
+)
 
 
 @tool
@@ -208,3 +215,56 @@ def test_missing_required_field_error_names_the_field():
         search_docs.args_schema.model_validate({})
     text = schema_error_message(search_docs, info.value, {})
     assert "query: Field required" in text
+
+
+# --- invalid native calls: any raw arguments (issue 25, part A) -----------------------------
+
+BAD_RAW = [
+    "{[1]: 2}", "{(1, 2): 3}", '{"a": {(1, 2): 3}}', "{'a': {1, 2}}", "{'a': b'x'}",
+    "{'a': 1j}", "{'a': ...}", "{" * 200 + "}" * 200, "{'a': [" + "1, " * 6_000 + "]}",
+]  # fmt: skip
+
+
+def _invalid(raw: Any, name: str = "get_weather") -> AIMessage:
+    return AIMessage(
+        "",
+        invalid_tool_calls=[
+            {"name": name, "args": raw, "id": "c1", "error": None, "type": "invalid_tool_call"}
+        ],
+    )
+
+
+@pytest.mark.parametrize("raw", BAD_RAW, ids=lambda r: r[:20])
+def test_invalid_raw_arguments_that_are_no_json_object_keep_their_text(raw):
+    (call,) = repair_tool_calls(_invalid(raw)).tool_calls
+    assert call["args"] == {RAW_ARGUMENTS_KEY: raw}
+
+
+@pytest.mark.parametrize(
+    ("raw", "args"),
+    [
+        ("{'city': 'Paris', 'days': (1, 2)}", {"city": "Paris", "days": [1, 2]}),
+        (
+            "{'city': 'Paris', 'exact': True, 'n': None}",
+            {"city": "Paris", "exact": True, "n": None},
+        ),  # noqa: E501
+        ("{1: 'a', 'm': {2.5: 'b'}}", {"1": "a", "m": {"2.5": "b"}}),
+    ],
+)
+def test_python_literal_raw_arguments_are_repaired_into_json(raw, args):
+    (call,) = repair_tool_calls(_invalid(raw)).tool_calls
+    assert call["args"] == args
+
+
+@pytest.mark.parametrize("raw", ["{[1]: 2}", "{(1,2): 3}", "{1: 2}", '{"a": {(1, 2): 3}}'])
+def test_invalid_native_calls_never_raise_out_of_the_graph(raw):
+    from langgraph_toolbudget import create_toolbudget_agent
+    from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+    from langgraph_toolbudget.testing import ScriptedChatModel
+
+    model = ScriptedChatModel(responses=[_invalid(raw), AIMessage("done")], cycle=False)
+    graph = create_toolbudget_agent(model, build_example_catalog(), pinned=["get_weather"])
+    out = graph.compile().invoke({"messages": [HumanMessage("weather?")]})
+    (answer,) = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert answer.tool_call_id == "c1" and answer.status == "error"
+    assert out["messages"][-1].content == "done"

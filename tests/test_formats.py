@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -16,11 +17,19 @@ from langgraph_toolbudget.core.budget import format_for_model
 from langgraph_toolbudget.formats import (
     ToolCallFormat,
     UnknownFormatError,
+    _json,
     format_names,
     get_format,
     register_format,
 )
-from langgraph_toolbudget.formats.base import MAX_CALL_CHARS, ParsedReply, reply_message
+from langgraph_toolbudget.formats.base import (
+    MAX_CALL_CHARS,
+    MAX_CALLS,
+    MAX_REPAIR_CHARS,
+    MAX_REPAIR_CHARS_PER_REPLY,
+    ParsedReply,
+    reply_message,
+)
 from langgraph_toolbudget.formats.history import parse_error_of, render_history
 from langgraph_toolbudget.formats.settings import (
     NoFormatAvailableError,
@@ -75,7 +84,8 @@ def test_a_rendered_call_parses_back_to_the_same_call(fmt):
     ]
     parsed = f.parse(f.render_calls(calls, "Checking two things."))  # type: ignore[arg-type]
     assert calls_of(parsed) == [[c["name"], c["args"]] for c in calls]
-    assert parsed.text == "Checking two things."
+    # In the json format a reply with prose is an answer: the calls are rendered alone.
+    assert parsed.text == ("" if fmt == "json" else "Checking two things.")
 
 
 @pytest.mark.parametrize("fmt", TEXT_FORMATS)
@@ -281,3 +291,213 @@ def test_choose_format_follows_the_decision_tree():
 )
 def test_the_model_name_presets_a_text_format(model, fmt):
     assert format_for_model(model) == fmt
+
+
+# --- calls the model writes: cut off, quoted, hostile, costly (issue 25, part A) -------------
+
+DELETE = '"name": "delete_path", "arguments": {"path": "/home/user/proj'
+CUT_OFF = [
+    pytest.param("hermes", f"<tool_call>{{{DELETE}", id="hermes-tag"),
+    pytest.param("hermes", f"{{{DELETE}", id="hermes-no-tags"),
+    pytest.param("hermes", f"<tool_call>\n```json\n{{{DELETE}", id="hermes-open-fence"),
+    pytest.param("mistral", f"[TOOL_CALLS] [{{{DELETE}", id="mistral-list"),
+    pytest.param("mistral", '[TOOL_CALLS]delete_path[ARGS]{"path": "/home/u', id="mistral-args"),
+    pytest.param("json", f"{{{DELETE}", id="json"),
+    pytest.param("json", f"```json\n[{{{DELETE}", id="json-open-fence"),
+    pytest.param("pythonic", '[delete_path(path="/home/user/proj', id="pythonic-list"),
+    pytest.param("pythonic", 'delete_path(path="/home/user/proj', id="pythonic-bare"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("fmt", "reply"), CUT_OFF)
+def test_a_call_cut_off_mid_argument_is_never_run(fmt, reply):
+    f = get_format(fmt)
+    parsed = f.parse(reply)
+    assert parsed.calls == [] and parsed.text == reply
+    assert parsed.error and "'delete_path' was cut off" in parsed.error
+    message = f.error_message(parsed.error)
+    assert "Nothing was run" in message
+    assert "send the whole call again, shorter if needed" in message
+
+
+@pytest.mark.parametrize(
+    ("fmt", "reply", "where"),
+    [
+        ("hermes", '<tool_call>{"name": "tag_items", "arguments": {"items": ["a", "b"', "array"),
+        ("hermes", '<tool_call>{"name": "add", "arguments": {"a": 1, "b": 22', "object"),
+        ("mistral", '[TOOL_CALLS] [{"name": "a", "arguments": {"a": 1}}, {"name": "a"', "object"),
+        ("json", '[{"name": "a", "arguments": {"a": 1}}, {"name": "b", "arguments": {', "object"),
+        ("json", '{"name": "a", "arguments": {}}\n{"name": "b", "arguments": {"a": 1', "object"),
+        ("pythonic", "[add(a=1), sub(a=[1, 2", "closed"),
+        ("hermes", "<tool_call>", "JSON"),
+        ("mistral", "[TOOL_CALLS]", "[TOOL_CALLS]"),
+    ],
+)  # fmt: skip
+def test_a_reply_ending_inside_any_value_of_a_call_runs_none_of_its_calls(fmt, reply, where):
+    parsed = get_format(fmt).parse(reply)
+    assert parsed.calls == [] and parsed.error and "cut off" in parsed.error
+    assert where in parsed.error
+
+
+@pytest.mark.parametrize(
+    ("fmt", "reply", "calls"),
+    [
+        ("hermes", "<tool_call>{'name': 'add', 'arguments': {'a': 1, 'b': 'it\\'s',},}</tool_call>",
+         [["add", {"a": 1, "b": "it's"}]]),
+        ("hermes", '<tool_call>{"name": "add", /* sum */ "arguments": {"a": True, "b": None}}',
+         [["add", {"a": True, "b": None}]]),  # no closing tag after complete JSON: accepted
+        ("hermes", '<tool_call>{"name": "add", "arguments": {"a": 1}\n</tool_call>',
+         [["add", {"a": 1}]]),  # a brace missing before the closing tag: syntax, not a value
+        ("mistral", "[TOOL_CALLS] [{'name': 'add', 'arguments': {'a': 'x\\ny'}}] # done",
+         [["add", {"a": "x\ny"}]]),
+        ("mistral", '[TOOL_CALLS] [{"name": "add", "arguments": {"a": 1}}</s>',
+         [["add", {"a": 1}]]),
+        ("json", '```json\n{"name": "add", "arguments": {"a": 1, // one\n "b": False}}\n```',
+         [["add", {"a": 1, "b": False}]]),
+        ("json", "{'name': 'add', 'arguments': {'a': 'caf\\u00e9'}}", [["add", {"a": "café"}]]),
+        ("json", '{"name": "add", "arguments": {"a": 1,, "b": 2,}}', [["add", {"a": 1, "b": 2}]]),
+        ("json", '{name: "rm", arguments: {path: /home/user, n: 12., m: -1}}',
+         [["rm", {"path": "/home/user", "n": 12.0, "m": -1}]]),  # unquoted: taken as written
+    ],
+)  # fmt: skip
+def test_repair_fixes_the_syntax_of_a_call_written_whole(fmt, reply, calls):
+    parsed = get_format(fmt).parse(reply)
+    assert parsed.error is None, parsed.error
+    assert calls_of(parsed) == calls
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        '{"a": }',  # json_repair (used before) sent "" for a
+        '{"a": , "b": 2}',
+        '{"a": 1 2}',  # two values for one key
+        '{"a": "x" "y"}',  # "y" dropped
+        '{"a": 1, "b"}',  # b dropped
+        '{"path": "/home/user" "/etc"}',  # json_repair drops "/etc"
+        '{"a": [1, 2}, "b": 3}',  # a bracket closed by the wrong one: "b" would move
+        '{"a": -}',
+        '{"a": 1e}',  # 1 for a
+        '{"a": "/home/user/proj}',  # a string never closed, before the closing tag
+    ],
+)
+def test_repair_never_fills_in_changes_or_drops_a_value(arguments):
+    reply = f'<tool_call>{{"name": "delete_path", "arguments": {arguments}}}</tool_call>'
+    parsed = get_format("hermes").parse(reply)
+    assert parsed.calls == [] and parsed.error, parsed
+
+
+PROSE_JSON = [
+    'Here is what I found: {"tool_result": {"name": "weather_forecast", "content": "sunny"}}',
+    'The user record is {"name": "Alice", "email": "alice@example.com"}.',
+    '{"name": "Alice", "age": 30}',  # a record standing alone: no arguments, not a call
+    '{"tool_result": {"name": "weather_forecast", "content": "sunny"}}',
+    '[{"name": "Alice"}, {"name": "Bob"}]',
+    'To call it, send {"name": "get_weather", "arguments": {"city": "Paris"}}.',
+    'Use this:\n```json\n{"name": "delete_path", "arguments": {"path": "/"}}\n```',
+    '{"name": "get_weather", "arguments": {"city": "Paris"}} is how you would call it.',
+    '{"user": {"name": "get_weather", "arguments": {}}}',  # nested under another key
+]
+
+
+@pytest.mark.parametrize("reply", PROSE_JSON)
+def test_the_json_format_takes_json_in_prose_or_under_other_keys_as_the_answer(reply):
+    parsed = get_format("json").parse(reply)
+    assert parsed == ParsedReply(text=reply.strip())
+
+
+@pytest.mark.parametrize("reply", ['{"name": "Alice", "age": 30}', '[{"name": "Bob"}]'])
+def test_the_hermes_format_takes_a_record_without_arguments_as_the_answer(reply):
+    assert get_format("hermes").parse(reply) == ParsedReply(text=reply)
+
+
+@pytest.mark.parametrize(
+    ("reply", "names"),
+    [
+        ('{"name": "a", "arguments": {}}', ["a"]),
+        ('[{"name": "a", "arguments": {}}, {"name": "b", "parameters": {"x": 1}}]', ["a", "b"]),
+        ('{"name": "a", "arguments": {}}\n{"name": "b", "arguments": {}}', ["a", "b"]),
+        ('```\n{"name": "a", "arguments": {}}\n```', ["a"]),
+        ('<think>I need a.</think>\n{"name": "a", "arguments": {}}', ["a"]),
+        ('{"id": "c1", "type": "function", "function": {"name": "a", "arguments": "{}"}}', ["a"]),
+        ('{"tool_calls": [{"name": "a", "arguments": {}}]}', ["a"]),
+    ],
+)
+def test_the_json_format_reads_a_reply_that_is_only_call_envelopes(reply, names):
+    parsed = get_format("json").parse(reply)
+    assert parsed.error is None and [c["name"] for c in parsed.calls] == names
+
+
+HOSTILE_PYTHONIC = [
+    "[add(x={(1, 2): 3})]",  # a valid tuple key: unhashable once a list
+    "[add(x={[1]: 3})]",
+    "[add(x={{1}: 2})]",
+    "[add(x={frozenset(): 2})]",
+    "[add(x=b'bytes')]",
+    "[add(x=1j)]",
+    "[add(x=...)]",
+    "[add(x=" + "-" * 5_000 + "1)]",
+    "[add(x=" + "not " * 5_000 + "1)]",
+    "[" + "a." * 20_000 + "add(x=1)]",
+    "[add(x=" + "1" * 5_000 + ")]",
+    "[add(x=f'{1}')]",
+    "[add(x=lambda: 1)]",
+    "[add(x=1)(y=2)]",
+    "[add(**{'x': 1})]",
+]
+
+
+@pytest.mark.parametrize("reply", HOSTILE_PYTHONIC, ids=lambda r: r[:30])
+def test_pythonic_replies_that_are_not_json_values_get_an_error_never_an_exception(reply):
+    parsed = get_format("pythonic").parse(reply)
+    assert parsed.calls == [] and parsed.error, parsed
+
+
+def test_pythonic_number_and_literal_keys_become_json_keys():
+    parsed = get_format("pythonic").parse("[add(x={1: 'a', 2.5: 'b', None: 'c', True: 'd'})]")
+    assert calls_of(parsed) == [["add", {"x": {"1": "a", "2.5": "b", "null": "c", "true": "d"}}]]
+
+
+def _repair_heavy(fmt: str, calls: int = MAX_CALLS + 1) -> str:
+    """``calls`` calls of just under 16 KB that each need repair (single quotes)."""
+    call = "{'name': 'x', 'arguments': {'a': '" + "y" * (MAX_REPAIR_CHARS - 60) + "'}}"
+    wrap = {"hermes": "<tool_call>{}</tool_call>\n", "mistral": "[TOOL_CALLS] [{}]\n"}
+    return wrap[fmt].format(call) * calls
+
+
+@pytest.mark.parametrize("fmt", ["hermes", "mistral"])
+def test_the_repair_work_of_one_reply_is_bounded(fmt, monkeypatch):
+    repaired: list[int] = []
+    real = _json.read_lenient
+
+    def counting(text: str, **kwargs: Any) -> Any:
+        read = real(text, **kwargs)
+        repaired.append(read.end)  # the characters read leniently (token by token)
+        return read
+
+    monkeypatch.setattr(_json, "read_lenient", counting)
+    two = get_format(fmt).parse(_repair_heavy(fmt, calls=2))
+    assert two.error is None and len(two.calls) == 2  # two sloppy 16 KB calls: both read
+    repaired.clear()
+    parsed = get_format(fmt).parse(_repair_heavy(fmt))
+    assert sum(repaired) <= MAX_REPAIR_CHARS_PER_REPLY
+    assert parsed.error and "too long to repair together" in parsed.error
+    arguments = '{"name": "x", "arguments": "' + "{'a': 1}" * 4_000 + '"}'
+    repaired.clear()
+    get_format("hermes").parse(f"<tool_call>{arguments}</tool_call>" * (MAX_CALLS + 1))
+    assert sum(repaired) <= MAX_REPAIR_CHARS_PER_REPLY  # arguments given as JSON strings too
+
+
+@pytest.mark.parametrize("fmt", TEXT_FORMATS)
+def test_any_reply_is_read_in_well_under_a_second(fmt):
+    numbers = "1," * 14_000
+    reply = {
+        "pythonic": f"[f(a=[{numbers}1])]\n" * (MAX_CALLS + 1),
+        "json": f'```json\n{{"name": "x", "arguments": {{"a": [{numbers}1]}}}}\n```\n' * 33,
+    }.get(fmt) or _repair_heavy(fmt)
+    start = time.perf_counter()
+    parsed = get_format(fmt).parse(reply)
+    assert time.perf_counter() - start < 0.5  # 1-3 s before the bounds, ~10-60 ms after
+    assert not parsed.calls
+    pythonic = get_format("pythonic").parse(f"[f(a=[{numbers}1])]")
+    assert pythonic.error and "characters of code outside strings" in pythonic.error

@@ -273,3 +273,67 @@ def test_text_calls_go_through_enforcement_and_coercion_like_native_ones(catalog
     results = [m for m in out["messages"] if isinstance(m, ToolMessage)]
     assert [m.status for m in results] == ["success", "error"]
     assert "create_issue" in results[1].content and "add_tool" in results[1].content
+
+
+# --- calls the model writes (issue 25, part A) ----------------------------------------------
+
+ISSUE = {"repo": "acme/app", "title": "Rain in Oslo, then snow in Bergen"}
+
+
+@pytest.mark.parametrize("fmt", TEXT_FORMATS)
+@pytest.mark.parametrize("api", APIS)
+async def test_a_call_cut_off_mid_argument_is_not_run_and_the_model_sends_it_again(
+    catalog, rec, fmt, api
+):
+    whole = text_call(fmt, "create_issue", **ISSUE)
+    cut = AIMessage(whole.text[: whole.text.index("then")])  # the token limit, mid-title
+    model = TextOnlyModel(responses=[cut, whole, AIMessage("Opened.")], cycle=False)
+    node = ToolAgent(model, catalog, tool_call_formats=[fmt], pinned=["create_issue"])
+    payload = {"messages": [HumanMessage("open an issue")], "selected_tools": ["create_issue"]}
+    chunks = await stream(tool_agent_app(node), payload, api)
+    assert rec.runs == [("create_issue", ISSUE)]  # only the whole call, never the cut title
+    retry = model.calls[1][-1]
+    assert isinstance(retry, HumanMessage)
+    assert "your call to 'create_issue' was cut off" in retry.content
+    assert "Nothing was run" in retry.content and "shorter if needed" in retry.content
+    (error,) = [c for kind, c in chunks if kind == "custom" and c.get("parse_error")]
+    assert "cut off" in error["parse_error"] and error["attempt"] == 1
+    out = [c for kind, c in chunks if kind == "values"][-1]
+    assert out["messages"][-1].content == "Opened."
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        'Here is what I found: {"tool_result": {"name": "get_weather", "content": "sunny"}}',
+        'The user record is {"name": "get_weather", "arguments": {"city": "Paris"}}.',
+    ],
+)
+def test_json_quoted_in_a_final_answer_is_never_run(catalog, rec, answer):
+    model = TextOnlyModel(responses=[AIMessage(answer)], cycle=False)
+    node = ToolAgent(model, catalog, tool_call_formats=["json"], pinned=["get_weather"])
+    out = tool_agent_app(node).invoke(
+        {"messages": [HumanMessage("weather?")], "selected_tools": ["get_weather"]}
+    )
+    assert rec.runs == [] and len(model.calls) == 1
+    assert out["messages"][-1].content == answer and not out["messages"][-1].tool_calls
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_format_that_raises_is_an_error_for_the_model_not_for_the_graph(
+    catalog, rec, api, monkeypatch
+):
+    hermes = type(get_format("hermes"))
+    parse = hermes.parse
+
+    def broken(self: Any, text: str) -> Any:  # a format with a bug some replies reach
+        if "<tool_call>" in text:
+            raise TypeError("unhashable type: 'list'")
+        return parse(self, text)
+
+    model = TextOnlyModel(responses=[AIMessage("<tool_call>{}</tool_call>"), AIMessage("ok")])
+    app = tool_agent_app(ToolAgent(model, catalog, tool_call_formats=["hermes"]))
+    monkeypatch.setattr(hermes, "parse", broken)
+    out = await run(app, {"messages": [HumanMessage("hi")], "selected_tools": []}, api)
+    assert rec.runs == [] and out["messages"][-1].content == "ok" and len(model.calls) == 2
+    assert "could not be read (TypeError(" in model.calls[1][-1].content

@@ -13,11 +13,19 @@ control characters) and duplicate call ids, under ``sequential`` and
 
 The default run tries a few hundred batches; ``pytest -m fuzz`` runs the same
 properties on over 10,000 (see ``FUZZ_EXAMPLES``).
+
+Replies a model writes, in each text format and as native ``invalid_tool_calls``
+(hostile token soups, Pythonic literals with tuple/list/set keys, bytes, huge
+numbers, raw arguments of any shape): no exception escapes a format,
+``repair_tool_calls`` or a compiled graph; parsed arguments are JSON (string keys);
+a rendered reply cut anywhere yields only the calls it holds whole, as written.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import keyword
 from typing import Any
 
 import pytest
@@ -26,9 +34,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from langgraph_toolbudget import ToolExecutor
+from langgraph_toolbudget import ToolExecutor, create_toolbudget_agent
+from langgraph_toolbudget.core.coercion import repair_tool_calls
 from langgraph_toolbudget.core.meta import META_TOOL_NAMES
+from langgraph_toolbudget.formats.base import MAX_CALLS, ParsedReply
+from langgraph_toolbudget.formats.hermes import Hermes
+from langgraph_toolbudget.formats.mistral import Mistral
+from langgraph_toolbudget.formats.pure_json import PureJson
+from langgraph_toolbudget.formats.pythonic import Pythonic
 from langgraph_toolbudget.state import merge_names
+from langgraph_toolbudget.testing import ScriptedChatModel
 
 MODES = ["sequential", "parallel_safe"]
 APIS = ["invoke", "ainvoke"]
@@ -198,3 +213,199 @@ def test_any_search_pattern_gets_a_short_answer(pattern):
     state = {"messages": [HumanMessage("find"), _message([call])], "selected_tools": []}
     (message,) = _node("sequential").invoke(state)["messages"]
     assert message.tool_call_id == "s" and len(message.content) < 5_000
+
+
+# --- replies a model writes: text formats and native invalid calls (issue 25, part A) -------
+
+TEXT_FORMATS = ["hermes", "mistral", "pythonic", "json"]
+_FORMATS = {f.name: f() for f in (Hermes, Mistral, Pythonic, PureJson)}
+get_format = _FORMATS.__getitem__
+REPLY_TOKENS = [
+    "<tool_call>", "</tool_call>", "[TOOL_CALLS]", "[ARGS]", "</s>", "<think>", "</think>",
+    "```", "```json\n", "<|python_tag|>", "{", "}", "[", "]", "(", ")", '"', "'", ":", ",",
+    "\\", "//", "/*", "*/", "#", "\n", " ", "name", '"name"', '"arguments"', '"parameters"',
+    '"tool_calls"', '"function"', '"type"', "true", "None", "1", "-", "1e999", "x=", "f(",
+    "get_weather", "{(1, 2): 3}", "{[1]: 2}", "b'x'", "1j", "...", "'''", "f'{1}'",
+    "{'name': 'a', 'arguments': {", '{"name": "a", "arguments": {"q": "',
+]  # fmt: skip
+token_replies = st.lists(st.sampled_from(REPLY_TOKENS) | st.text(max_size=4), max_size=40).map(
+    "".join
+)
+
+py_scalars = st.one_of(
+    st.integers().map(repr),
+    st.floats().map(repr),  # nan and inf are names, not literals
+    st.text(max_size=8).map(repr),
+    st.binary(max_size=4).map(repr),
+    st.sampled_from(
+        ["True", "False", "None", "true", "null", "...", "1j", "-1", "+2.5", "-(-1)", "1e999",
+         "1" * 5_000, "f'{1}'", "x", "__import__('os')", "lambda: 1", "[*a]", "{**a}", "- - 1"]
+    ),
+)  # fmt: skip
+
+
+def _py_containers(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    items = st.lists(inner, max_size=4)
+    return st.one_of(
+        items.map(lambda xs: "[" + ", ".join(xs) + "]"),
+        items.map(lambda xs: "(" + "".join(f"{x}, " for x in xs) + ")"),
+        st.lists(inner, min_size=1, max_size=4).map(lambda xs: "{" + ", ".join(xs) + "}"),
+        st.lists(st.tuples(inner, inner), max_size=3).map(
+            lambda kv: "{" + ", ".join(f"{k}: {v}" for k, v in kv) + "}"
+        ),
+    )
+
+
+py_literals = st.recursive(py_scalars, _py_containers, max_leaves=10)
+pythonic_replies = st.builds(
+    lambda name, positional, keywords, bare, cut: (
+        f"{name}({{}})" if bare else f"[{name}({{}})]"
+    ).format(", ".join([*positional, *(f"{k}={v}" for k, v in keywords)]))[: cut or None],
+    st.sampled_from(["add", "get_weather", "a.b.c"]),
+    st.lists(py_literals, max_size=2),
+    st.lists(st.tuples(st.sampled_from(["x", "y", "city"]), py_literals), max_size=3),
+    st.booleans(),
+    st.integers(0, 200),
+)
+
+json_leaves = (
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+) | st.text()
+plain_json = st.recursive(
+    json_leaves,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+identifiers = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True).filter(
+    lambda n: not keyword.iskeyword(n) and not keyword.issoftkeyword(n)
+)
+rendered_calls = st.lists(
+    st.tuples(identifiers, st.dictionaries(identifiers, plain_json, max_size=3)),
+    min_size=1,
+    max_size=3,
+)
+
+
+def _json_shaped(value: Any) -> bool:
+    """True when ``value`` is what JSON holds: string keys, lists, JSON scalars."""
+    if value is None or isinstance(value, str | int | float):
+        return True
+    if isinstance(value, list):
+        return all(_json_shaped(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _json_shaped(v) for k, v in value.items())
+    return False
+
+
+def check_parsed(parsed: ParsedReply) -> None:
+    """What any reply parses into: calls (JSON arguments) or an error or text; never both."""
+    assert isinstance(parsed, ParsedReply)
+    assert len(parsed.calls) <= MAX_CALLS
+    assert not (parsed.error and parsed.calls)
+    for call in parsed.calls:
+        assert isinstance(call["name"], str) and call["name"]
+        assert isinstance(call["args"], dict) and _json_shaped(call["args"]), call
+
+
+@pytest.mark.parametrize("fmt", TEXT_FORMATS)
+@settings(max_examples=300, **FUZZ_SETTINGS)
+@given(reply=token_replies)
+def test_no_reply_makes_a_text_format_raise(fmt, reply):
+    check_parsed(get_format(fmt).parse(reply))
+
+
+@settings(max_examples=400, **FUZZ_SETTINGS)
+@given(reply=pythonic_replies)
+def test_no_pythonic_literal_makes_the_format_raise(reply):
+    check_parsed(get_format("pythonic").parse(reply))
+
+
+@pytest.mark.parametrize("fmt", TEXT_FORMATS)
+@settings(max_examples=200, **FUZZ_SETTINGS)
+@given(calls=rendered_calls, cut=st.floats(0, 1))
+def test_a_reply_cut_anywhere_runs_only_calls_it_wrote_whole(fmt, calls, cut):
+    f = get_format(fmt)
+    full = f.render_calls([{"name": n, "args": a, "id": str(i)} for i, (n, a) in enumerate(calls)])
+    expected = [{"name": n, "args": a} for n, a in calls]
+    assert f.parse(full).calls == expected
+    parsed = f.parse(full[: int(len(full) * cut)])
+    check_parsed(parsed)
+    assert parsed.calls == expected[: len(parsed.calls)]  # whole calls, exactly as written
+
+
+raw_arguments = st.one_of(
+    py_literals,
+    plain_json.map(json.dumps),
+    token_replies,
+    st.dictionaries(st.text(max_size=4) | st.integers() | st.tuples(st.integers()), json_leaves),
+    st.none() | st.integers() | st.lists(st.integers(), max_size=2),
+)
+
+
+def _invalid_calls(raws: list[Any]) -> AIMessage:
+    invalid = [
+        {"name": "get_weather", "args": raw, "id": f"bad{i}", "error": None,
+         "type": "invalid_tool_call"}
+        for i, raw in enumerate(raws)
+    ]  # fmt: skip
+    return AIMessage.model_construct(content="", tool_calls=[], invalid_tool_calls=invalid)
+
+
+@settings(max_examples=400, **FUZZ_SETTINGS)
+@given(raws=st.lists(raw_arguments, min_size=1, max_size=3))
+def test_any_invalid_native_call_is_repaired_without_raising(raws):
+    repaired = repair_tool_calls(_invalid_calls(raws))
+    assert repaired.invalid_tool_calls == []
+    assert [c["id"] for c in repaired.tool_calls] == [f"bad{i}" for i in range(len(raws))]
+    assert all(_json_shaped(c["args"]) for c in repaired.tool_calls)
+
+
+class _TextOnly(ScriptedChatModel):
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("no tool calling")
+
+
+def _agent(model_class: type[ScriptedChatModel], formats: list[str], reply: list[Any]) -> Any:
+    """A compiled agent whose model answers the turn's first call with ``reply[0]``."""
+
+    def answer(messages: list[Any], tools: list[str]) -> Any:
+        return reply[0] if not any(isinstance(m, AIMessage) for m in messages) else "done"
+
+    model = model_class(responses=[answer])
+    return create_toolbudget_agent(
+        model, CATALOG, pinned=["get_weather"], tool_call_formats=formats
+    ).compile()
+
+
+def check_turn(out: dict[str, Any]) -> None:
+    """Every call of the turn got exactly one answer, and the turn ended with the model."""
+    messages = out["messages"]
+    calls = [c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
+    answers = [m.tool_call_id for m in messages if isinstance(m, ToolMessage)]
+    assert sorted(calls) == sorted(answers)
+    assert isinstance(messages[-1], AIMessage) and not messages[-1].tool_calls
+
+
+_NATIVE_REPLY: list[Any] = [None]
+_NATIVE_AGENT = _agent(ScriptedChatModel, ["native"], _NATIVE_REPLY)
+
+
+@settings(max_examples=40, **FUZZ_SETTINGS)
+@given(raws=st.lists(raw_arguments, min_size=1, max_size=2))
+def test_no_invalid_native_call_makes_the_graph_raise(raws):
+    _NATIVE_REPLY[0] = _invalid_calls(raws)
+    check_turn(_NATIVE_AGENT.invoke({"messages": [HumanMessage("weather?")]}))
+
+
+_TEXT_REPLY: list[Any] = [None]
+_TEXT_AGENTS = {fmt: _agent(_TextOnly, [fmt], _TEXT_REPLY) for fmt in TEXT_FORMATS}
+
+
+@pytest.mark.parametrize("fmt", TEXT_FORMATS)
+@settings(max_examples=25, **FUZZ_SETTINGS)
+@given(reply=token_replies | pythonic_replies)
+def test_no_text_reply_makes_the_graph_raise(fmt, reply):
+    _TEXT_REPLY[0] = AIMessage(reply)
+    check_turn(_TEXT_AGENTS[fmt].invoke({"messages": [HumanMessage("weather?")]}))

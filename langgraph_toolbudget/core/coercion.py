@@ -28,7 +28,14 @@ from typing import Any
 from langchain_core.messages import AIMessage, ToolCall
 from langchain_core.tools import BaseTool
 
-from langgraph_toolbudget.core.limits import clip, loads_bounded, safe_repr, too_deep
+from langgraph_toolbudget.core.limits import (
+    MAX_ARG_DEPTH,
+    clip,
+    containers,
+    loads_bounded,
+    safe_repr,
+    too_deep,
+)
 
 __all__ = [
     "MISSING_NAME",
@@ -58,6 +65,13 @@ ALIASES: dict[str, tuple[str, ...]] = {
 
 ECHO_ARGS_CHARS = 1000
 """A schema error quotes at most this many characters of the arguments sent."""
+MAX_LITERAL_CHARS = 16_000
+"""Invalid raw arguments longer than this are not read as a Python literal (:mod:`ast`
+builds an object per value: slow); they get the "not valid JSON" error."""
+MAX_RAW_CONTAINERS = 20_000
+"""Invalid raw arguments opening more JSON objects and arrays than this are not decoded
+(each is an object the garbage collector walks again and again); they get the "not valid
+JSON" error."""
 
 SCHEMA_ERROR = (
     "Error: invalid arguments for tool {tool!r}: {error}\n"
@@ -217,20 +231,53 @@ def _echo(args: Any) -> str:
     return clip(json.dumps(args, default=str), ECHO_ARGS_CHARS)
 
 
+def _json_value(value: Any, depth: int = 0) -> Any:
+    """``value`` as JSON holds it: tuples as lists, number and literal keys as their JSON text.
+
+    Raises:
+        ValueError: a value JSON has no form for (a set, bytes, a tuple as a key), or nested
+            deeper than :data:`~langgraph_toolbudget.core.limits.MAX_ARG_DEPTH`.
+    """
+    if depth > MAX_ARG_DEPTH:
+        raise ValueError("nested too deep")
+    if value is None or isinstance(value, str | int | float):
+        return value
+    if isinstance(value, list | tuple):
+        return [_json_value(item, depth + 1) for item in value]
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if not (key is None or isinstance(key, str | int | float)):
+                raise ValueError(f"a {type(key).__name__} as an object key")
+            out[key if isinstance(key, str) else json.dumps(key)] = _json_value(item, depth + 1)
+        return out
+    raise ValueError(f"a {type(value).__name__} is not a JSON value")
+
+
 def _parse_arguments(raw: Any) -> dict[str, Any] | None:
-    if isinstance(raw, dict):
-        return raw
-    if not isinstance(raw, str):
-        return None
-    text = raw.strip() or "{}"
-    for parse in (loads_bounded, ast.literal_eval):
+    """The arguments as a JSON object, or None when they are not one (then the raw text is
+    kept for the error). Never raises, whatever ``raw`` is."""
+    if isinstance(raw, str):
+        text = raw.strip() or "{}"
+        if containers(text) > MAX_RAW_CONTAINERS:
+            return None
         try:
-            value = parse(text)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            continue
-        if isinstance(value, dict):
-            return value
-    return None
+            value = loads_bounded(text)
+        except ValueError:
+            if len(text) > MAX_LITERAL_CHARS:
+                return None
+            try:  # a Python literal: single quotes, True/None
+                raw = ast.literal_eval(text)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                return None
+        else:
+            return value if isinstance(value, dict) else None
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return _json_value(raw)
+    except (ValueError, RecursionError):
+        return None
 
 
 def repair_tool_calls(message: AIMessage) -> AIMessage:
@@ -239,7 +286,8 @@ def repair_tool_calls(message: AIMessage) -> AIMessage:
     Providers put calls whose arguments are not valid JSON into
     ``invalid_tool_calls``, which ``tools_condition`` ignores, so the model never
     hears back. Arguments that parse as a Python literal (single quotes, ``True``)
-    are repaired; the rest become calls carrying the raw text under
+    into a JSON object are repaired; the rest (a set, a tuple as a key, text over
+    :data:`MAX_LITERAL_CHARS`, anything else) become calls carrying the raw text under
     :data:`RAW_ARGUMENTS_KEY`, which the executor answers with an error that shows
     the expected schema. A call without an id gets one, a call without a name
     gets :data:`MISSING_NAME` (the executor answers it with an error). Every call

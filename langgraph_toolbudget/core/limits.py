@@ -31,8 +31,10 @@ __all__ = [
     "TOO_DEEP_ERROR",
     "clip",
     "clip_names",
+    "containers",
     "loads_bounded",
     "safe_repr",
+    "text_too_deep",
     "too_deep",
 ]
 
@@ -52,8 +54,11 @@ TOO_DEEP_ERROR = (
     "so it was not run. Call it again with flat arguments (a JSON object of plain values)."
 )
 
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_BRACKETS = re.compile(r"[\[\]{}]")
+# A JSON string, or one never closed: then it runs to the end (so the match never fails,
+# and the scan stays linear whatever the text).
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
+_AS_PARENTHESES = str.maketrans("[{]}", "(())")
 
 
 def too_deep(value: Any, limit: int = MAX_ARG_DEPTH) -> bool:
@@ -81,16 +86,35 @@ def too_deep(value: Any, limit: int = MAX_ARG_DEPTH) -> bool:
     return False
 
 
-def _text_depth(text: str, limit: int) -> bool:
-    """True when the JSON text opens brackets deeper than ``limit`` (string contents ignored)."""
+def containers(text: str) -> int:
+    """The objects and arrays JSON ``text`` opens: its ``[`` and ``{`` outside strings.
+
+    >>> containers('{"a": [1, {"b": "[{"}]}')
+    3
+    """
+    code = _JSON_STRING.sub("", text) if '"' in text else text
+    return code.count("[") + code.count("{")
+
+
+def text_too_deep(text: str, limit: int = MAX_ARG_DEPTH) -> bool:
+    """True when JSON text nests brackets deeper than ``limit`` (string contents ignored).
+
+    At C speed whatever the text: strings and other characters are taken out with
+    regular expressions, then the innermost pairs of brackets are peeled off, ``limit``
+    times at most; a pair left after that is nested deeper.
+
+    >>> text_too_deep('{"a": [[1]], "b": "[[[["}', limit=2), text_too_deep('[[1]]', limit=2)
+    (True, False)
+    """
     if text.count("[") + text.count("{") <= limit:
         return False
-    depth = 0
-    for bracket in _BRACKETS.findall(_JSON_STRING.sub("", text)):
-        depth += 1 if bracket in "[{" else -1
-        if depth > limit:
-            return True
-    return False
+    brackets = _NOT_BRACKETS.sub("", _JSON_STRING.sub("", text)).translate(_AS_PARENTHESES)
+    for _ in range(limit):
+        peeled = brackets.replace("()", "")  # one pass: no new pair is peeled in the same pass
+        if len(peeled) == len(brackets):
+            return False  # no pair left (what is left never closes: not JSON)
+        brackets = peeled
+    return "()" in brackets
 
 
 def loads_bounded(text: str, limit: int = MAX_ARG_DEPTH) -> Any:
@@ -99,7 +123,7 @@ def loads_bounded(text: str, limit: int = MAX_ARG_DEPTH) -> Any:
     Raises:
         ValueError: not JSON, or nested too deep (``json.JSONDecodeError`` is one).
     """
-    if _text_depth(text, limit):
+    if text_too_deep(text, limit):
         raise ValueError(f"JSON nested deeper than {limit} levels")
     try:
         return json.loads(text)

@@ -2,123 +2,237 @@
 
 Its one reason to change: how the formats read lenient, bounded JSON.
 
-Strict ``json.loads`` first (fast, C); on failure ``json_repair`` fixes what
-models get wrong (single quotes, trailing commas, truncated objects, comments).
-Every input is bounded in size and depth before it is parsed.
+Strict ``json`` first (fast, C); on failure the text is read as models write JSON
+(:func:`~langgraph_toolbudget.formats._lenient.read_lenient`: single quotes,
+trailing commas, Python literals, comments, unquoted words), which fixes syntax
+and never decides a value: a call the reply cuts off (it ends inside a string,
+an object or an array, with no closing tag, end token or code fence after it)
+is an error saying so, never completed.
+
+Every input is bounded in size and depth, and the work of a reply
+(:class:`ParseBudget`).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from json_repair import repair_json
-
+from langgraph_toolbudget.core.limits import containers, text_too_deep
+from langgraph_toolbudget.formats._lenient import read_lenient
 from langgraph_toolbudget.formats.base import (
     MAX_CALL_CHARS,
     MAX_CALLS,
+    MAX_CODE_CHARS_PER_REPLY,
+    MAX_CONTAINERS_PER_REPLY,
     MAX_DEPTH,
     MAX_REPAIR_CHARS,
+    MAX_REPAIR_CHARS_PER_REPLY,
+    ParseFailure,
 )
 
-__all__ = ["ParseFailure", "calls_from_value", "load_json", "strip_fence"]
+__all__ = [
+    "CALL_ARGUMENT_KEYS",
+    "ParseBudget",
+    "ParseFailure",
+    "calls_from_value",
+    "cut_off",
+    "envelope_calls",
+    "load_json",
+    "read_json",
+    "unfence",
+]
 
-_FENCE = re.compile(r"^\s*```[\w-]*[ \t]*\n?(.*?)\n?[ \t]*(?:```\s*)?$", re.DOTALL)
+FENCE = "```"
+_FENCE_INFO = re.compile(r"[\w-]*[ \t]*\n|json\b|JSON\b")
 _ARGUMENT_KEYS = ("arguments", "parameters", "args", "input", "kwargs")
+CALL_ARGUMENT_KEYS = ("arguments", "parameters")
+"""The keys that make a JSON object standing alone a call envelope (with ``name``)."""
+
+# A closed string (taken out), or one never closed: its quote is kept. Linear: a string
+# that never closes is matched to the end.
+_STRINGS = re.compile(
+    r""""[^"\\]*(?:\\.[^"\\]*)*"|'[^'\\]*(?:\\.[^'\\]*)*'|(["'])[\s\S]*""", re.DOTALL
+)
 
 
-class ParseFailure(ValueError):
-    """A tool call that cannot be read; the message is shown to the model."""
+@dataclass
+class ParseBudget:
+    """The parse work one reply may still ask for: one budget per reply, spent by its calls.
+
+    Attributes:
+        repair_chars: characters of JSON that is not strict that may still be read
+            (:data:`~langgraph_toolbudget.formats.base.MAX_REPAIR_CHARS_PER_REPLY`).
+        containers: JSON objects and arrays that may still be decoded
+            (:data:`~langgraph_toolbudget.formats.base.MAX_CONTAINERS_PER_REPLY`).
+        code_chars: characters of Pythonic code outside strings that may still be read
+            (:data:`~langgraph_toolbudget.formats.base.MAX_CODE_CHARS_PER_REPLY`).
+    """
+
+    repair_chars: int = MAX_REPAIR_CHARS_PER_REPLY
+    containers: int = MAX_CONTAINERS_PER_REPLY
+    code_chars: int = MAX_CODE_CHARS_PER_REPLY
+
+    def spend_repair(self, chars: int) -> None:
+        """Take ``chars`` characters of repair; raise :class:`ParseFailure` past the bound."""
+        if chars > self.repair_chars:
+            raise ParseFailure(
+                "the tool calls of this reply are not valid JSON and too long to repair "
+                f"together (over {MAX_REPAIR_CHARS_PER_REPLY} characters); send valid JSON"
+            )
+        self.repair_chars -= chars
+
+    def spend_containers(self, text: str) -> None:
+        """Take the objects and arrays of JSON ``text``, before it is decoded; raise
+        :class:`ParseFailure` past the bound."""
+        count = containers(text)
+        if count > self.containers:
+            raise ParseFailure(
+                f"the tool calls of this reply hold over {MAX_CONTAINERS_PER_REPLY} JSON "
+                "objects and arrays; send fewer"
+            )
+        self.containers -= count
+
+    def spend_code(self, chars: int) -> None:
+        """Take ``chars`` characters of code; raise :class:`ParseFailure` past the bound."""
+        if chars > self.code_chars:
+            raise ParseFailure(
+                f"the tool calls of this reply hold over {MAX_CODE_CHARS_PER_REPLY} characters "
+                "of code outside strings; send fewer values (a long text as one string)"
+            )
+        self.code_chars -= chars
 
 
-def strip_fence(text: str) -> str:
-    """``text`` without a surrounding Markdown code fence (```json ... ```)."""
-    match = _FENCE.match(text)
-    return match.group(1) if match else text
+def cut_off(tool: str | None, where: str) -> ParseFailure:
+    """The error of a call the end of the reply cut off (``where``: what it ends inside)."""
+    call = f"your call to {tool!r}" if tool else "your tool call"
+    return ParseFailure(
+        f"{call} was cut off: the reply ends {where}; send the whole call again, shorter if needed"
+    )
 
 
-def code_chars(text: str, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, str]]:
-    """``(index, char)`` of the characters of ``text[start:stop]`` outside string literals
-    (single or double quoted, backslash escapes honoured); the quotes themselves are left out."""
-    quote = ""
-    escaped = False
-    for i in range(start, len(text) if stop is None else min(len(text), stop)):
-        char = text[i]
-        if quote:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == quote:
-                quote = ""
-        elif char in "\"'":
-            quote = char
-        else:
-            yield i, char
+def unfence(text: str) -> tuple[str, bool]:
+    """``text`` (stripped) without a surrounding Markdown code fence, and whether the fence
+    was closed (False when there is no fence)."""
+    if not text.startswith(FENCE):
+        return text, False
+    closed = len(text) >= 2 * len(FENCE) and text.endswith(FENCE)
+    inner = text[len(FENCE) : -len(FENCE) if closed else None]
+    info = _FENCE_INFO.match(inner)  # the language tag: ```json
+    return inner[info.end() if info else 0 :].strip(), closed
 
 
-def too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
-    """True when brackets nest deeper than ``limit`` outside string literals."""
-    depth = 0
-    for _, char in code_chars(text):
-        if char in "[{(":
-            depth += 1
-            if depth > limit:
-                return True
-        elif char in "]})":
-            depth -= 1
-    return False
+def _bounded(value: Any, text: str) -> Any:
+    """``value``, parsed strictly from ``text``, unless it nests deeper than allowed."""
+    if text_too_deep(text, MAX_DEPTH):
+        raise ParseFailure(f"the arguments nest deeper than {MAX_DEPTH} levels")
+    return value
 
 
-def value_too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
-    """True when a parsed value nests deeper than ``limit`` (checked without recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict | list):
-            if depth > limit:
-                return True
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, depth + 1) for child in children)
-    return False
+def _ends_inside(text: str) -> str:
+    """What a text too long to scan token by token ends inside, roughly ("" if nothing)."""
+    rest = _STRINGS.sub(r"\1", text)
+    if '"' in rest or "'" in rest:
+        return "inside a string"
+    if rest.count("{") + rest.count("[") > rest.count("}") + rest.count("]"):
+        return "inside an object or array"
+    return ""
 
 
-def load_json(text: str) -> Any:
-    """Parse JSON as models write it; raise :class:`ParseFailure` naming the problem.
+def _repair(window: str, budget: ParseBudget, closed: bool, tool: str | None) -> tuple[Any, int]:
+    """The value at the start of ``window`` (not strict JSON), read leniently, and its length."""
+    if budget.repair_chars <= 0:
+        budget.spend_repair(1)  # raises: the reply's repair budget is spent
+    limit = min(MAX_REPAIR_CHARS, budget.repair_chars)
+    head = window[:limit]
+    read = read_lenient(head, close_open=closed and len(head) == len(window))
+    if read.unfinished and len(head) < len(window):
+        # Longer than may be repaired: only tell a cut-off call from a broken one.
+        where = _ends_inside(window)
+        if len(window) > MAX_CALL_CHARS:
+            raise ParseFailure(f"the tool call is over {MAX_CALL_CHARS} characters")
+        if where and not closed:
+            raise cut_off(tool or read.tool, where)
+        if limit < MAX_REPAIR_CHARS:
+            budget.spend_repair(MAX_REPAIR_CHARS)  # raises: the reply's repair budget is spent
+        raise ParseFailure(
+            f"the tool call is not valid JSON and too long to repair (over {MAX_REPAIR_CHARS} "
+            "characters); send valid JSON"
+        )
+    budget.spend_repair(read.end)
+    if read.unfinished and not closed:
+        raise cut_off(tool or read.tool, read.unfinished)
+    if read.unfinished:  # a string never closed, though the call was
+        raise ParseFailure(f"a string in the tool call is never closed: {window[:80]!r}")
+    return read.value, read.end
+
+
+def read_json(
+    text: str,
+    budget: ParseBudget,
+    *,
+    start: int = 0,
+    closed: bool,
+    tool: str | None = None,
+) -> tuple[Any, int]:
+    """The JSON value at ``text[start:]`` (after whitespace) and the index after it.
+
+    Strict first (the value may be followed by prose); else the value is repaired,
+    within ``budget``. The caller has charged the containers of ``text`` to ``budget``
+    (:meth:`ParseBudget.spend_containers`).
+
+    Args:
+        text: the text the value starts in.
+        budget: the reply's parse budget.
+        start: where to start.
+        closed: the text is followed by a closing marker (a tag, an end token, a
+            closing code fence); without one, a value the text ends inside is a
+            call cut off by the end of the reply.
+        tool: the call's name when known before the JSON (for the error).
 
     Raises:
-        ParseFailure: too long, nested too deep, or not JSON even after repair.
+        ParseFailure: empty, cut off, too long, nested too deep, or not JSON even
+            after repair.
     """
-    text = strip_fence(text.strip())
-    if not text:
+    while start < len(text) and text[start].isspace():
+        start += 1
+    if start == len(text):
+        if not closed:
+            raise cut_off(tool, "before the call's JSON")
         raise ParseFailure("the tool call is empty")
-    if len(text) > MAX_CALL_CHARS:
-        raise ParseFailure(f"the tool call is {len(text)} characters, over {MAX_CALL_CHARS}")
-    if too_deep(text):
-        raise ParseFailure(f"the arguments nest deeper than {MAX_DEPTH} levels")
     try:
-        value = json.loads(text)
+        value, end = _DECODER.raw_decode(text, start)
     except (ValueError, RecursionError):
         pass
     else:
-        return _bounded(value)
-    if len(text) > MAX_REPAIR_CHARS:
-        raise ParseFailure(
-            f"the tool call is not valid JSON and too long to repair ({len(text)} characters, "
-            f"over {MAX_REPAIR_CHARS}); send valid JSON"
-        )
-    try:
-        value = repair_json(text, return_objects=True, skip_json_loads=True)
-    except (ValueError, RecursionError, IndexError, TypeError) as exc:
-        raise ParseFailure(f"invalid JSON: {exc}") from None
-    if value == "" or value is None:
-        raise ParseFailure(f"not JSON: {text[:80]!r}")
-    return _bounded(value)
+        if end - start > MAX_CALL_CHARS:
+            raise ParseFailure(f"the tool call is {end - start} characters, over {MAX_CALL_CHARS}")
+        return _bounded(value, text[start:end]), end
+    value, length = _repair(text[start : start + MAX_CALL_CHARS + 1], budget, closed, tool)
+    return value, start + length  # its depth was checked as it was read
 
 
-def _arguments(obj: dict[str, Any]) -> dict[str, Any]:
+def load_json(
+    text: str, budget: ParseBudget, *, closed: bool = True, tool: str | None = None
+) -> Any:
+    """The JSON value ``text`` holds (a surrounding code fence taken off); see :func:`read_json`.
+
+    Text after the value is ignored.
+
+    Raises:
+        ParseFailure: see :func:`read_json`.
+    """
+    inner, fence_closed = unfence(text.strip())
+    if len(inner) > MAX_CALL_CHARS:
+        raise ParseFailure(f"the tool call is {len(inner)} characters, over {MAX_CALL_CHARS}")
+    budget.spend_containers(inner)
+    value, _end = read_json(inner, budget, closed=closed or fence_closed, tool=tool)
+    return value
+
+
+def _arguments(obj: dict[str, Any], name: str, budget: ParseBudget) -> dict[str, Any]:
     for key in _ARGUMENT_KEYS:
         if key in obj:
             args = obj[key]
@@ -126,7 +240,7 @@ def _arguments(obj: dict[str, Any]) -> dict[str, Any]:
     else:
         return {}
     if isinstance(args, str):  # arguments given as a JSON string, as the OpenAI API does
-        args = load_json(args) if args.strip() else {}
+        args = load_json(args, budget, tool=name) if args.strip() else {}
     if args is None:
         return {}
     if not isinstance(args, dict):
@@ -134,7 +248,7 @@ def _arguments(obj: dict[str, Any]) -> dict[str, Any]:
     return args
 
 
-def _call(obj: Any) -> dict[str, Any]:
+def _call(obj: Any, budget: ParseBudget) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise ParseFailure(f"each tool call must be a JSON object, got {type(obj).__name__}")
     if isinstance(obj.get("function"), dict):  # OpenAI's {"type": "function", "function": {...}}
@@ -142,10 +256,10 @@ def _call(obj: Any) -> dict[str, Any]:
     name = obj.get("name")
     if not isinstance(name, str) or not name.strip():
         raise ParseFailure('a tool call has no "name"')
-    return {"name": name.strip(), "args": _arguments(obj)}
+    return {"name": name.strip(), "args": _arguments(obj, name.strip(), budget)}
 
 
-def calls_from_value(value: Any) -> list[dict[str, Any]]:
+def calls_from_value(value: Any, budget: ParseBudget) -> list[dict[str, Any]]:
     """Calls from parsed JSON: one call object, a list of them, or ``{"tool_calls": [...]}``.
 
     Unknown extra keys are ignored; ``arguments`` may also be ``parameters``
@@ -161,33 +275,33 @@ def calls_from_value(value: Any) -> list[dict[str, Any]]:
         raise ParseFailure("the list of tool calls is empty")
     if len(items) > MAX_CALLS:
         raise ParseFailure(f"{len(items)} tool calls in one reply, over {MAX_CALLS}")
-    return [_call(item) for item in items]
+    return [_call(item, budget) for item in items]
 
 
-def decode_prefix(text: str, start: int = 0) -> tuple[Any, int]:
-    """The JSON value at ``text[start:]`` (after whitespace) and the index after it.
+def _is_envelope(obj: Any) -> bool:
+    if not isinstance(obj, dict):
+        return False
+    if isinstance(obj.get("tool_calls"), list):
+        return True
+    inner = obj["function"] if isinstance(obj.get("function"), dict) else obj
+    return "name" in inner and any(key in inner for key in CALL_ARGUMENT_KEYS)
 
-    Strict first (the value may be followed by prose); when that fails the rest
-    of the text is repaired as one value (a truncated call has nothing after it).
+
+def envelope_calls(value: Any, budget: ParseBudget) -> list[dict[str, Any]] | None:
+    """The calls of a JSON value standing alone as a reply, or None when it is not a call.
+
+    A call envelope is an object with ``name`` and ``arguments`` (or ``parameters``),
+    OpenAI's ``{"type": "function", "function": {...}}``, or ``{"tool_calls": [...]}``;
+    a reply is a call when it is one, or a list holding one. Any other JSON (a record
+    with a ``name``, a result quoted back) is data: None.
 
     Raises:
-        ParseFailure: see :func:`load_json`.
+        ParseFailure: an envelope that is not a valid call (no name, arguments not an object).
     """
-    while start < len(text) and text[start].isspace():
-        start += 1
-    try:
-        value, end = _DECODER.raw_decode(text, start)
-    except (ValueError, RecursionError):
-        return load_json(text[start : start + MAX_CALL_CHARS + 1]), len(text)
-    if end - start > MAX_CALL_CHARS:
-        raise ParseFailure(f"the tool call is {end - start} characters, over {MAX_CALL_CHARS}")
-    return _bounded(value), end
-
-
-def _bounded(value: Any) -> Any:
-    if value_too_deep(value):
-        raise ParseFailure(f"the arguments nest deeper than {MAX_DEPTH} levels")
-    return value
+    items = value if isinstance(value, list) else [value]
+    if not any(_is_envelope(item) for item in items):
+        return None
+    return calls_from_value(value, budget)
 
 
 _DECODER = json.JSONDecoder()

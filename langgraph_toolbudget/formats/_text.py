@@ -5,15 +5,38 @@ Its one reason to change: how the formats cut a reply into segments.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import re
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple, TypeVar
 
-from langgraph_toolbudget.formats._json import ParseFailure, calls_from_value, load_json
+from langgraph_toolbudget.formats._json import (
+    ParseBudget,
+    ParseFailure,
+    envelope_calls,
+    read_json,
+    unfence,
+)
 from langgraph_toolbudget.formats.base import MAX_CALLS, MAX_REPLY_CHARS, ParsedReply
 
-__all__ = ["bare_json_calls", "join_text", "parse_segments", "split_reasoning"]
+__all__ = [
+    "Segment",
+    "join_text",
+    "parse_segments",
+    "split_reasoning",
+    "whole_reply_calls",
+]
 
 THINK_END = "</think>"
+_CALL_KEY = re.compile(r"""["']?\b(?:name|arguments|parameters|tool_calls|function)["']?\s*:""")
+
+S = TypeVar("S")
+
+
+class Segment(NamedTuple):
+    """A call's text cut out of a reply, and whether a closing marker (a tag) followed it."""
+
+    text: str
+    closed: bool
 
 
 def split_reasoning(text: str) -> tuple[str, str]:
@@ -32,29 +55,34 @@ def join_text(*parts: str) -> str:
 
 def parse_segments(
     text: str,
-    find: Callable[[str], tuple[list[str], list[str]]],
-    read: Callable[[str], list[dict[str, Any]]],
+    find: Callable[[str, ParseBudget], tuple[Sequence[S], list[str]]],
+    read: Callable[[S, ParseBudget], list[dict[str, Any]]],
 ) -> ParsedReply:
     """Parse a reply whose calls sit in marked segments.
 
     Args:
         text: the reply.
-        find: reply (bounded, reasoning removed) -> (call segments, prose pieces).
-        read: one segment -> its calls; raises :class:`ParseFailure`.
+        find: reply (bounded, reasoning removed), the reply's parse budget ->
+            (call segments, prose pieces).
+        read: one segment, the budget -> its calls; raises :class:`ParseFailure`.
 
     Returns:
         The calls of every segment, or an error naming the first bad segment.
     """
+    budget = ParseBudget()
     reasoning, body = split_reasoning(text)
     body, overflow = body[:MAX_REPLY_CHARS], body[MAX_REPLY_CHARS:]
-    segments, prose = find(body)
+    try:
+        segments, prose = find(body, budget)
+    except ParseFailure as exc:
+        return ParsedReply(text=text, error=str(exc))
     remaining = join_text(reasoning, *prose, overflow)
     if not segments:
         return ParsedReply(text=remaining)
     calls: list[dict[str, Any]] = []
     for number, segment in enumerate(segments, 1):
         try:
-            calls.extend(read(segment))
+            calls.extend(read(segment, budget))
         except ParseFailure as exc:
             where = f"tool call {number}: " if len(segments) > 1 else ""
             return ParsedReply(text=text, error=f"{where}{exc}")
@@ -63,12 +91,55 @@ def parse_segments(
     return ParsedReply(calls=calls, text=remaining)
 
 
-def bare_json_calls(text: str) -> list[dict[str, Any]] | None:
-    """Calls when the whole reply is call-shaped JSON (a model that forgot its tags), else None."""
-    stripped = text.strip()
-    if not stripped.startswith(("{", "[", "```")) or '"name"' not in stripped[:MAX_REPLY_CHARS]:
+def _values(inner: str, budget: ParseBudget, closed: bool) -> list[Any] | None:
+    """The JSON values ``inner`` is made of (whitespace between them), or None when
+    something else follows one."""
+    values: list[Any] = []
+    pos = 0
+    while pos < len(inner):
+        if len(values) == MAX_CALLS:
+            raise ParseFailure(f"more than {MAX_CALLS} tool calls in one reply")
+        value, pos = read_json(inner, budget, start=pos, closed=closed)
+        values.append(value)
+        while pos < len(inner) and inner[pos].isspace():
+            pos += 1
+        if pos < len(inner) and inner[pos] not in "{[":
+            return None
+    return values
+
+
+def whole_reply_calls(body: str, budget: ParseBudget) -> list[dict[str, Any]] | None:
+    """The calls of a reply that is nothing but call envelopes, else None.
+
+    The reply (reasoning removed) must be one JSON value, or several separated by
+    whitespace, each a call envelope (see :func:`envelope_calls`), optionally in
+    one surrounding code fence. JSON in prose, or JSON that is not an envelope
+    (a record with a ``name``, a tool result quoted back) is not a call: None.
+
+    Raises:
+        ParseFailure: the reply is JSON with a call's keys that cannot be read,
+            or that the end of the reply cuts off.
+    """
+    inner, closed = unfence(body.strip())
+    if not inner.startswith(("{", "[")):
         return None
     try:
-        return calls_from_value(load_json(stripped))
+        budget.spend_containers(inner)
+        values = _values(inner, budget, closed)
+        if values is None:
+            return None
+        calls: list[dict[str, Any]] = []
+        for number, value in enumerate(values):
+            found = envelope_calls(value, budget)
+            if found is None:
+                if number == 0:
+                    return None
+                raise ParseFailure(f"JSON value {number + 1} of the reply is not a tool call")
+            calls.extend(found)
     except ParseFailure:
+        if _CALL_KEY.search(inner[:500]):  # it was meant as a call: the model hears why not
+            raise
         return None
+    if len(calls) > MAX_CALLS:
+        raise ParseFailure(f"more than {MAX_CALLS} tool calls in one reply")
+    return calls

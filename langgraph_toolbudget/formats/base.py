@@ -15,7 +15,10 @@ Key Components:
 A format is pure logic: no LangGraph, no model calls. Inputs are bounded
 (:data:`MAX_REPLY_CHARS`, :data:`MAX_CALL_CHARS`, :data:`MAX_DEPTH`), so a huge
 or deeply nested reply is an error for the model, never a stall or a
-``RecursionError``.
+``RecursionError``; so is the work one reply may ask for
+(:data:`MAX_REPAIR_CHARS_PER_REPLY`, :data:`MAX_CONTAINERS_PER_REPLY`,
+:data:`MAX_CODE_CHARS_PER_REPLY`): any reply is read in well under 100 ms
+(``benchmarks/parse_formats.py``).
 """
 
 from __future__ import annotations
@@ -33,11 +36,15 @@ from langgraph_toolbudget.core.intent import content_parts
 __all__ = [
     "MAX_CALLS",
     "MAX_CALL_CHARS",
+    "MAX_CODE_CHARS_PER_REPLY",
+    "MAX_CONTAINERS_PER_REPLY",
     "MAX_DEPTH",
     "MAX_REPAIR_CHARS",
+    "MAX_REPAIR_CHARS_PER_REPLY",
     "MAX_REPLY_CHARS",
     "PARSE_ERROR_KEY",
     "PARSE_ERROR_MESSAGE",
+    "ParseFailure",
     "ParsedReply",
     "ToolCallFormat",
     "reply_message",
@@ -50,7 +57,22 @@ MAX_REPLY_CHARS = 1_000_000
 MAX_CALL_CHARS = 100_000
 """Characters one tool call may take; a longer one is an error for the model."""
 MAX_REPAIR_CHARS = 16_000
-"""Characters of a call that is not valid JSON that are repaired at most (repair is slow)."""
+"""Characters of a call that is not valid JSON that are repaired at most (repair reads
+token by token in Python: up to about 1 microsecond a character)."""
+MAX_REPAIR_CHARS_PER_REPLY = 32_000
+"""Characters repaired in one reply at most, over all its calls (and their arguments given
+as JSON strings): at most ~30 ms of repair however many calls a reply holds; past the
+bound the model is asked to send valid JSON."""
+MAX_CONTAINERS_PER_REPLY = 20_000
+"""JSON objects and arrays in the calls of one reply at most (brackets outside strings,
+counted before decoding). Decoding is fast, but every container is an object the garbage
+collector then walks again and again: 1 MB of ``[],[],...`` takes ~300 ms in a process
+with LangChain loaded, 20,000 containers ~15 ms."""
+MAX_CODE_CHARS_PER_REPLY = 20_000
+"""Characters of Pythonic calls outside string literals read in one reply at most. Each
+may become a node that :mod:`ast` builds (about 1 microsecond each, more for
+:func:`ast.parse` than for the rest), while a string literal of any length is one:
+long text arguments stay free, a list of 100,000 numbers is an error."""
 MAX_DEPTH = 64
 """Nesting depth of a call's arguments; deeper is an error (never a ``RecursionError``)."""
 MAX_CALLS = 32
@@ -65,6 +87,10 @@ PARSE_ERROR_MESSAGE = (
     "To answer the user instead, reply in plain text without tool-call markup."
 )
 """What the model reads after a reply that looks like a call but cannot be parsed."""
+
+
+class ParseFailure(ValueError):
+    """A tool call that cannot be read; the message is shown to the model."""
 
 
 @dataclass

@@ -16,8 +16,19 @@ from typing import Any
 
 from langchain_core.messages import ToolCall, ToolMessage
 
-from langgraph_toolbudget.formats._json import calls_from_value, load_json
-from langgraph_toolbudget.formats._text import bare_json_calls, join_text, parse_segments
+from langgraph_toolbudget.formats._json import (
+    ParseBudget,
+    ParseFailure,
+    calls_from_value,
+    load_json,
+)
+from langgraph_toolbudget.formats._text import (
+    Segment,
+    join_text,
+    parse_segments,
+    split_reasoning,
+    whole_reply_calls,
+)
 from langgraph_toolbudget.formats.base import (
     MAX_CALLS,
     ParsedReply,
@@ -47,9 +58,10 @@ For each function call, return a json object with function name and arguments wi
 When you have the answer, reply in plain text without tags."""
 
 
-def _find(body: str) -> tuple[list[str], list[str]]:
-    """Segments between ``<tool_call>`` and ``</tool_call>`` (or the next tag, or the end)."""
-    segments: list[str] = []
+def _find(body: str, budget: ParseBudget) -> tuple[list[Segment], list[str]]:
+    """Segments between ``<tool_call>`` and ``</tool_call>`` (or the next tag, or the end:
+    then not closed, and JSON the segment ends inside is a call cut off)."""
+    segments: list[Segment] = []
     prose: list[str] = []
     pos = 0
     close = -1
@@ -61,14 +73,15 @@ def _find(body: str) -> tuple[list[str], list[str]]:
         following = body.find(OPEN, inner)
         ends = [i for i in (close, following) if i >= 0]
         end = min(ends) if ends else len(body)  # truncated: the call runs to the end
-        segments.append(body[inner:end])
-        pos = end + len(CLOSE) if body.startswith(CLOSE, end) else end
+        closed = body.startswith(CLOSE, end)
+        segments.append(Segment(body[inner:end], closed))
+        pos = end + len(CLOSE) if closed else end
     prose.append(body[pos:].replace(CLOSE, ""))
     return segments, prose
 
 
-def _read(segment: str) -> list[dict[str, Any]]:
-    return calls_from_value(load_json(segment))
+def _read(segment: Segment, budget: ParseBudget) -> list[dict[str, Any]]:
+    return calls_from_value(load_json(segment.text, budget, closed=segment.closed), budget)
 
 
 class Hermes(ToolCallFormat):
@@ -94,8 +107,14 @@ class Hermes(ToolCallFormat):
         return f"<tool_response>\n{json.dumps(content)}\n</tool_response>"
 
     def parse(self, text: str) -> ParsedReply:
-        if OPEN not in text and (calls := bare_json_calls(text)) is not None:
-            return ParsedReply(calls=calls)
+        reasoning, body = split_reasoning(text)
+        if OPEN not in body:  # a model that forgot its tags: the whole reply may be the call
+            try:
+                calls = whole_reply_calls(body, ParseBudget())
+            except ParseFailure as exc:
+                return ParsedReply(text=text, error=str(exc))
+            if calls is not None:
+                return ParsedReply(calls=calls, text=join_text(reasoning))
         return parse_segments(text, _find, _read)
 
     @property

@@ -18,7 +18,13 @@ from typing import Any
 
 from langchain_core.messages import ToolCall, ToolMessage
 
-from langgraph_toolbudget.formats._json import ParseFailure, calls_from_value, decode_prefix
+from langgraph_toolbudget.formats._json import (
+    ParseBudget,
+    ParseFailure,
+    calls_from_value,
+    cut_off,
+    read_json,
+)
 from langgraph_toolbudget.formats._text import join_text, parse_segments
 from langgraph_toolbudget.formats.base import MAX_CALLS, ParsedReply, ToolCallFormat, result_text
 
@@ -35,24 +41,29 @@ To call tools, reply with [TOOL_CALLS] followed by a JSON list of calls:
 When you have the answer, reply in plain text without [TOOL_CALLS]."""
 
 
-def _find(body: str) -> tuple[list[str], list[str]]:
+def _find(body: str, budget: ParseBudget) -> tuple[list[str], list[str]]:
     prose = [body.split(MARKER, 1)[0]]
     segments = body.split(MARKER, MAX_CALLS + 1)[1:]
     return segments, prose
 
 
-def _read(segment: str) -> list[dict[str, Any]]:
+def _read(segment: str, budget: ParseBudget) -> list[dict[str, Any]]:
+    closed = any(token in segment for token in _END_TOKENS)  # the model ended the calls itself
     for token in _END_TOKENS:
         segment = segment.replace(token, "")
     head = segment.lstrip()
+    budget.spend_containers(head)
+    if not head and not closed:
+        raise cut_off(None, f"right after {MARKER}")
     if head.startswith(("[", "{", "```")):
-        value, _end = decode_prefix(head.removeprefix("```json").removeprefix("```"))
-        return calls_from_value(value)
+        fenced = head.removeprefix("```json").removeprefix("```")
+        value, _end = read_json(fenced, budget, closed=closed or "```" in fenced)
+        return calls_from_value(value, budget)
     name, sep, args = head.partition(ARGS)  # [TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}
     if not sep or not name.strip().isidentifier():
         raise ParseFailure(f"{MARKER} must be followed by a JSON list of calls")
-    value, _end = decode_prefix(args)
-    return calls_from_value({"name": name.strip(), "arguments": value})
+    value, _end = read_json(args, budget, closed=closed, tool=name.strip())
+    return calls_from_value({"name": name.strip(), "arguments": value}, budget)
 
 
 class Mistral(ToolCallFormat):

@@ -4,8 +4,11 @@ Its one reason to change: the Pythonic syntax.
 
 Tools go into the system prompt as a JSON list; the model answers with a
 Python-style list of calls. The reply is read with :mod:`ast` (never
-``eval``): only names, keyword arguments and literal values are accepted
-(``true``/``false``/``null`` too, as models mix JSON in).
+``eval``): only names, keyword arguments and literal JSON values are accepted
+(``true``/``false``/``null`` too, as models mix JSON in). A call the end of
+the reply cuts off (a string or a bracket never closed) is an error, and so is
+a reply whose calls hold more code than a reply may
+(:data:`~langgraph_toolbudget.formats.base.MAX_CODE_CHARS_PER_REPLY`).
 """
 
 from __future__ import annotations
@@ -14,15 +17,16 @@ import ast
 import json
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.messages import ToolCall, ToolMessage
 
-from langgraph_toolbudget.formats._json import ParseFailure, code_chars, too_deep
+from langgraph_toolbudget.formats._json import ParseBudget, ParseFailure, cut_off
 from langgraph_toolbudget.formats._text import join_text, parse_segments
 from langgraph_toolbudget.formats.base import (
     MAX_CALL_CHARS,
     MAX_CALLS,
+    MAX_DEPTH,
     ParsedReply,
     ToolCallFormat,
     tool_name,
@@ -39,8 +43,29 @@ Do not add other text to a reply with calls. When you have the answer, reply in 
 Here are the functions you can invoke, one JSON schema per line:
 {tools}"""
 
-_START = re.compile(r"\[\s*[A-Za-z_][\w.]*\s*\(")
-_BARE = re.compile(r"^\s*[A-Za-z_][\w.]*\s*\(.*\)\s*$", re.DOTALL)
+_START = re.compile(r"\[\s*([A-Za-z_][\w.]*)\s*\(")
+# A lone call without the list brackets, at the start of the reply: what follows the
+# parenthesis must look like arguments (a keyword, a literal, or none), so that prose
+# such as "Paris (France) is..." is not read as a call.
+_BARE = re.compile(
+    r"""\s*([A-Za-z_][\w.]*)\s*\((?=\s*(?:\)|[A-Za-z_]\w*\s*=(?!=)|["'\[{(\d.+-]))"""
+)
+# What the scan of a call stops at: a string literal (to its closing quote, or to the end
+# of the text: then it is unclosed), a comment, a bracket. Everything between is code.
+_TOKEN = re.compile(
+    r"""
+    (?P<prefix>[rRbBuUfF]{0,2})
+    (?:'''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*(?P<e1>'''|\\?\Z)
+      |\"\"\"[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*(?P<e2>\"\"\"|\\?\Z)
+      |'[^'\\\n]*(?:\\.[^'\\\n]*)*(?P<e3>'|\n|\\?\Z)
+      |"[^"\\\n]*(?:\\.[^"\\\n]*)*(?P<e4>"|\n|\\?\Z))
+    |(?P<comment>\#[^\n]*)
+    |(?P<open>[\[({])
+    |(?P<close>[\])}])
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+_STRING_ENDS = ("'''", '"""', "'", '"', "\n")
 _SPECIAL_TOKENS = (
     "<|python_tag|>",
     "<|eom_id|>",
@@ -50,84 +75,153 @@ _SPECIAL_TOKENS = (
 )
 _NAMED = {"true": True, "false": False, "null": None, "none": None}
 _CLOSERS = {"(": ")", "[": "]", "{": "}"}
+_TOO_LONG = f"the tool call is over {MAX_CALL_CHARS} characters or never closed"
 
 
-def _matching_end(text: str, start: int) -> int:
-    """Index after the bracket closing ``text[start]``, string-aware; -1 if unclosed."""
+class _Segment(NamedTuple):
+    """A call's text, or the problem that keeps it from being read."""
+
+    text: str
+    problem: str = ""
+
+
+def _scan(text: str, start: int, budget: ParseBudget) -> tuple[int, str]:
+    """From the bracket at ``text[start]``: the index after the bracket closing it and "",
+    or -1 and what the text ends inside. Code outside strings is charged to ``budget``,
+    each token at least one character, so the loop is bounded by the budget as well.
+
+    Raises:
+        ParseFailure: the reply's code budget is spent, or brackets nest too deep.
+    """
+    stop = min(len(text), start + MAX_CALL_CHARS)
     stack: list[str] = []
-    for i, char in code_chars(text, start, start + MAX_CALL_CHARS):
-        if char in _CLOSERS:
-            stack.append(_CLOSERS[char])
-        elif stack and char == stack[-1]:
-            stack.pop()
-            if not stack:
-                return i + 1
-    return -1
+    pos = start
+    for match in _TOKEN.finditer(text, start, stop):
+        budget.spend_code(match.start() - pos + 1)
+        pos = match.end()
+        kind = match.lastgroup
+        if kind == "open":
+            stack.append(_CLOSERS[match.group()])
+            if len(stack) > MAX_DEPTH:
+                raise ParseFailure(f"the arguments nest deeper than {MAX_DEPTH} levels")
+        elif kind == "close":
+            if stack and match.group() == stack[-1]:
+                stack.pop()
+                if not stack:
+                    return match.end(), ""
+        elif kind != "comment":
+            if "f" in match.group("prefix").lower():
+                budget.spend_code(len(match.group()))  # an f-string's fields are code
+            end = match.group("e1") or match.group("e2") or match.group("e3") or match.group("e4")
+            if end not in _STRING_ENDS and stop == len(text):
+                return -1, "inside a string"
+    budget.spend_code(stop - pos)
+    return -1, "too long" if stop < len(text) else "before the call is closed"
 
 
-def _find(body: str) -> tuple[list[str], list[str]]:
+def _problem(where: str, name: str) -> str:
+    return _TOO_LONG if where == "too long" else str(cut_off(name, where))
+
+
+def _find(body: str, budget: ParseBudget) -> tuple[list[_Segment], list[str]]:
     for token in _SPECIAL_TOKENS:
         body = body.replace(token, "")
-    if _BARE.match(body) and not body.lstrip().startswith("["):
-        return [body.strip()], []  # a lone call without the list brackets
-    segments: list[str] = []
+    bare = None if body.lstrip().startswith("[") else _BARE.match(body)
+    if bare is not None:
+        end, where = _scan(body, bare.end() - 1, budget)
+        if end < 0:
+            return [_Segment(body.strip(), _problem(where, bare.group(1)))], []
+        if not body[end:].strip():
+            return [_Segment(body.strip())], []  # a lone call without the list brackets
+    segments: list[_Segment] = []
     prose: list[str] = []
     pos = 0
     while len(segments) <= MAX_CALLS and (match := _START.search(body, pos)) is not None:
-        end = _matching_end(body, match.start())
         prose.append(body[pos : match.start()])
-        if end < 0:  # unclosed: the call is truncated or broken, let the parser say how
-            segments.append(body[match.start() : match.start() + MAX_CALL_CHARS])
+        end, where = _scan(body, match.start(), budget)
+        if end < 0:  # unclosed: the call is cut off, or too long
+            text = body[match.start() : match.start() + MAX_CALL_CHARS]
+            segments.append(_Segment(text, _problem(where, match.group(1))))
             return segments, prose
-        segments.append(body[match.start() : end])
+        segments.append(_Segment(body[match.start() : end]))
         pos = end
     prose.append(body[pos:])
     return segments, prose
 
 
-def _literal(node: ast.expr) -> Any:
+def _source(source: str, node: ast.AST) -> str:
+    """The text of ``node`` in ``source``, clipped (not :func:`ast.unparse`: it recurses)."""
+    text = ast.get_source_segment(source, node) or type(node).__name__
+    return text if len(text) <= 80 else f"{text[:80]}..."
+
+
+def _literal(node: ast.expr, source: str) -> Any:
+    """The JSON value a literal writes: a string, a number, true/false/null, a list, a dict."""
+    if isinstance(node, ast.Constant):
+        if node.value is None or isinstance(node.value, str | int | float):
+            return node.value  # bool is an int
+        raise ParseFailure(f"argument {_source(source, node)!r} is not a JSON value")
     if isinstance(node, ast.Name) and node.id.lower() in _NAMED:
         return _NAMED[node.id.lower()]
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub | ast.UAdd)
+        and isinstance(node.operand, ast.Constant)
+        and type(node.operand.value) in (int, float)
+    ):
+        number: int | float = node.operand.value  # type: ignore[assignment]
+        return -number if isinstance(node.op, ast.USub) else number
     if isinstance(node, ast.List | ast.Tuple | ast.Set):
-        return [_literal(e) for e in node.elts]
+        return [_literal(e, source) for e in node.elts]
     if isinstance(node, ast.Dict):
-        if any(k is None for k in node.keys):
-            raise ParseFailure("'**' in a dict argument is not a literal")
-        return {_literal(k): _literal(v) for k, v in zip(node.keys, node.values, strict=True)}  # type: ignore[arg-type]
-    try:
-        return ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError) as exc:
-        raise ParseFailure(f"argument {ast.unparse(node)!r} is not a literal value") from exc
+        out: dict[str, Any] = {}
+        for key, item in zip(node.keys, node.values, strict=True):
+            if key is None:
+                raise ParseFailure("'**' in a dict argument is not a literal")
+            out[_key(key, source)] = _literal(item, source)
+        return out
+    raise ParseFailure(f"argument {_source(source, node)!r} is not a literal value")
 
 
-def _name(func: ast.expr) -> str:
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return f"{_name(func.value)}.{func.attr}"
-    raise ParseFailure(f"{ast.unparse(func)!r} is not a function name")
+def _key(node: ast.expr, source: str) -> str:
+    """A dict key as JSON has it: a string (a number, true/false/null as its JSON text)."""
+    key = _literal(node, source)
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, int | float):
+        return json.dumps(key)
+    raise ParseFailure(f"dict key {_source(source, node)!r} is not a string or a number")
 
 
-def _call(node: ast.expr) -> dict[str, Any]:
+def _name(func: ast.expr, source: str) -> str:
+    parts: list[str] = []
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name):
+        raise ParseFailure(f"{_source(source, func)!r} is not a function name")
+    return ".".join([func.id, *reversed(parts)])
+
+
+def _call(node: ast.expr, source: str) -> dict[str, Any]:
     if not isinstance(node, ast.Call):
-        raise ParseFailure(f"{ast.unparse(node)!r} is not a function call")
+        raise ParseFailure(f"{_source(source, node)!r} is not a function call")
     args: dict[str, Any] = {}
     for number, positional in enumerate(node.args, 1):
-        args[f"__arg{number}"] = _literal(positional)  # coercion maps it to the tool's field
+        args[f"__arg{number}"] = _literal(positional, source)  # coercion maps it to the field
     for keyword in node.keywords:
         if keyword.arg is None:
             raise ParseFailure("'**kwargs' is not allowed in a call; name each argument")
-        args[keyword.arg] = _literal(keyword.value)
-    return {"name": _name(node.func), "args": args}
+        args[keyword.arg] = _literal(keyword.value, source)
+    return {"name": _name(node.func, source), "args": args}
 
 
-def _read(segment: str) -> list[dict[str, Any]]:
-    if len(segment) >= MAX_CALL_CHARS:
-        raise ParseFailure(f"the tool call is over {MAX_CALL_CHARS} characters or never closed")
-    if too_deep(segment):
-        raise ParseFailure("the arguments nest too deep")
+def _read(segment: _Segment, budget: ParseBudget) -> list[dict[str, Any]]:
+    if segment.problem:
+        raise ParseFailure(segment.problem)
+    source = segment.text.strip()
     try:
-        tree = ast.parse(segment.strip(), mode="eval")
+        tree = ast.parse(source, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         reason = getattr(exc, "msg", None) or type(exc).__name__
         raise ParseFailure(f"not a Python list of calls ({reason})") from None
@@ -135,7 +229,7 @@ def _read(segment: str) -> list[dict[str, Any]]:
     nodes = body.elts if isinstance(body, ast.List | ast.Tuple) else [body]
     if not nodes:
         raise ParseFailure("the list of calls is empty")
-    return [_call(n) for n in nodes]
+    return [_call(n, source) for n in nodes]
 
 
 def _value(value: Any) -> str:

@@ -17,6 +17,7 @@ Key Components:
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,7 +33,7 @@ from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.coercion import repair_tool_calls
 from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
 from langgraph_toolbudget.execution.builtins import Builtins
-from langgraph_toolbudget.formats.base import ToolCallFormat, reply_message
+from langgraph_toolbudget.formats.base import ParsedReply, ToolCallFormat, reply_message
 from langgraph_toolbudget.formats.history import parse_error_of, render_history
 from langgraph_toolbudget.formats.settings import FormatChoice, ToolCallFormats, choose_format
 from langgraph_toolbudget.nodes._node import emit_event
@@ -46,6 +47,8 @@ __all__ = [
     "ai_calls_this_turn",
     "tools_prompt_section",
 ]
+
+logger = logging.getLogger(__name__)
 
 FORMAT_EVENT = "toolbudget.tool_call_format"
 """Custom stream event of each model call: the tool-call format used and why
@@ -233,7 +236,11 @@ class ModelCaller:
         if self.format.native:
             return repair_tool_calls(reply)
         text = reply.text if isinstance(reply.text, str) else str(reply.content)
-        parsed = self.format.parse(text)
+        try:
+            parsed = self.format.parse(text)
+        except Exception as exc:  # a format must not raise; if one does, the model hears why
+            logger.exception("tool-call format %r raised on a reply", self.format.name)
+            parsed = ParsedReply(text=text, error=f"the reply could not be read ({exc!r:.200})")
         if parsed.error is not None:
             emit_event(
                 {"event": FORMAT_EVENT, "node": self.node, **self.choice.event(),
