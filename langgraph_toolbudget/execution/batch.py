@@ -256,24 +256,6 @@ class BatchRunner:
             regular.append((i, call))
         return regular, check
 
-    def regular_check(
-        self, calls: Sequence[ToolCall], state: Any, config: RunnableConfig, working: WorkingSet
-    ) -> CallCheck:
-        """The check :meth:`run` gives the regular calls of ``calls``, for a caller that runs
-        them one by one: the built-in calls are answered on ``working`` first (their answers
-        dropped). Used by ``ToolBudgetMiddleware``."""
-        shown = self._shown(calls, working)
-        _, outcome = self.answer_builtins(calls, state, config, working)
-        return self.policy.check(working, shown, self._context_after(state, outcome.update, None))
-
-    async def aregular_check(
-        self, calls: Sequence[ToolCall], state: Any, config: RunnableConfig, working: WorkingSet
-    ) -> CallCheck:
-        """The async :meth:`regular_check` (built-in answers run off the event loop)."""
-        shown = self._shown(calls, working)
-        _, outcome = await self.aanswer_builtins(calls, state, config, working)
-        return self.policy.check(working, shown, self._context_after(state, outcome.update, None))
-
     def run(
         self,
         calls: Sequence[ToolCall],
