@@ -7,6 +7,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,12 +24,15 @@ from langgraph.types import Command
 from langgraph_toolbudget import BudgetConfig, ToolCatalog, ToolExecutor, create_toolbudget_agent
 from langgraph_toolbudget.core.large_output import (
     MAX_MATCHES,
+    MIN_SLICE,
+    SLICE_WORK,
     OutputError,
     describe_output,
     query_json,
     read_range,
     search_output,
 )
+from langgraph_toolbudget.core.search import _compile_pattern
 from langgraph_toolbudget.execution.offload import NAMESPACE, OffloadStore, fallback_store
 from langgraph_toolbudget.execution.output_tools import OUTPUT_TOOL_NAMES
 from langgraph_toolbudget.nodes.agent import ToolAgent
@@ -561,3 +565,58 @@ def test_under_ainvoke_every_shape_of_large_result_is_offloaded_and_small_ones_k
         else:
             assert msg.artifact["offloaded"]["chars"] > 20_000, name
             assert len(msg.content) < 2_000, name
+
+
+# --- search bounds (issue 25, item 8) ---------------------------------------------------
+
+
+def test_a_pattern_over_500_characters_is_refused_at_once() -> None:
+    def letters() -> str:
+        """Half a million a's."""
+        return "a" * 500_000
+
+    catalog = ToolCatalog.from_tools([letters], tool_metadata={"letters": {"include": "always"}})
+    store, executor = InMemoryStore(), ToolExecutor(catalog)
+    handle = _handle(_run(executor, store, "t", _call("letters"))[0])
+    pattern = "a?" * 375 + "a" * 749 + "b"  # 1,500 characters: 6.9 s to search unbounded
+    started = time.monotonic()
+    args = {"handle": handle, "pattern": pattern}
+    (msg,) = _run(executor, store, "t", _call("search_large_output", args))
+    assert time.monotonic() - started < 3
+    assert msg.status == "error" and "1,500 characters long" in msg.content
+    assert "at most 500" in msg.content
+
+
+@pytest.mark.timeout(60)
+def test_a_costly_pattern_stops_at_the_deadline_and_says_how_far_it_got() -> None:
+    def letters() -> str:
+        """Five million a's."""
+        return "a" * 5_000_000
+
+    catalog = ToolCatalog.from_tools([letters], tool_metadata={"letters": {"include": "always"}})
+    store, executor = InMemoryStore(), ToolExecutor(catalog)
+    handle = _handle(_run(executor, store, "t", _call("letters"))[0])
+    started = time.monotonic()
+    (msg,) = _run(
+        executor,
+        store,
+        "t",
+        _call("search_large_output", {"handle": handle, "pattern": "a{1000}b"}),
+    )
+    took = time.monotonic() - started
+    found = json.loads(msg.content)
+    assert found["complete"] is False and found["total"] == 0
+    assert "stopped after 5 s at character" in found["note"]
+    assert 4.5 < took < 15  # 55 s unbounded
+
+
+def test_a_long_line_is_searched_in_slices_without_losing_matches() -> None:
+    pattern = "needle|q{1000}r{300}"  # a large program: its lines are searched in short slices
+    piece = max(MIN_SLICE, SLICE_WORK // _compile_pattern(pattern).programsize)
+    assert piece < 20_000
+    for at in (10, piece - 3, 50_000, 99_990):  # first slice, across a slice edge, later
+        line = "x" * at + "needle" + "x" * (100_000 - at)
+        found = search_output("head\n" + line + "\ntail", pattern, 0)
+        assert found["total"] == 1 and "complete" not in found
+        assert found["matches"][0]["line"] == 2 and found["matches"][0]["offset"] == 5 + at
+        assert "needle" in found["matches"][0]["context"]

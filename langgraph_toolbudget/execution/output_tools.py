@@ -83,7 +83,7 @@ class OutputTools(BuiltinTools):
     """The output tools as a built-in family (registered while offloading is on).
 
     Args:
-        config: the shared options (the offload limits, cap and TTL; the gate).
+        config: the shared options (the offload limits, cap and TTL, the jq limits; the gate).
 
     Raises:
         ImportError: ``enabled_builtins`` names ``query_large_output`` (by its
@@ -157,7 +157,14 @@ class OutputTools(BuiltinTools):
             if name == SEARCH:
                 found = search_output(text, args.get("pattern"), args.get("context_lines", 2))
                 return BuiltinResult(json.dumps(found, ensure_ascii=False, indent=1))
-            result, cut = query_json(text, handle, args.get("jq_expression"))
+            result, cut = query_json(
+                text,
+                handle,
+                args.get("jq_expression"),
+                kind=stored.get("kind"),
+                timeout_s=self.config.jq_timeout_s,
+                memory_mb=self.config.jq_memory_mb,
+            )
             note = "\n[stopped after the first 1000 results]" if cut else ""
             return BuiltinResult(result + note)
         except OutputError as exc:
@@ -186,7 +193,7 @@ class OutputTools(BuiltinTools):
         stored = await store.aget(args.get("handle"))
         if stored is None:
             return self._missing(args.get("handle"), await store.ahandles())
-        # jq and regex over a large output are CPU work: off the event loop.
+        # regex over a large output is CPU work, and jq waits for its worker: off the loop.
         result = await asyncio.to_thread(self._answer, call["name"], args, stored)
         if self._small(result):
             return result
