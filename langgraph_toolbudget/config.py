@@ -75,6 +75,7 @@ NOT_A_CONFIG_ERROR = (
 
 _Count = Annotated[int, Field(ge=0, strict=True)]
 _Positive = Annotated[int, Field(ge=1, strict=True)]
+_Name = Annotated[str, Field(min_length=1, max_length=200, strict=True)]
 
 
 class BudgetConfig(BaseModel):
@@ -170,6 +171,11 @@ class BudgetConfig(BaseModel):
     offload_ttl_minutes: float | None = 7 * 24 * 60
     """Time to live of offloaded outputs in stores that support TTLs (``SqliteStore``,
     ``PostgresStore``, LangGraph server); ``None``: kept until evicted."""
+    offload_app_id: _Name | None = None
+    """This app's name in the offload store's namespaces, so that only its runs read its
+    outputs. ``None``: the assistant on LangGraph server, else a digest of the catalog's tool
+    names. Set it when two apps with the same tools share a store and thread ids, or to keep
+    handles readable across a change of the tool set."""
     jq_timeout_s: float = 5.0
     """Seconds one ``query_large_output`` may run; jq runs in a worker process, killed past it."""
     jq_memory_mb: _Positive = 512
@@ -418,6 +424,7 @@ class BudgetOptions(TypedDict, total=False):
     offload_over_tokens: int | None
     offload_thread_cap_chars: int
     offload_ttl_minutes: float | None
+    offload_app_id: str | None
     jq_timeout_s: float
     jq_memory_mb: int
     usage: Any
