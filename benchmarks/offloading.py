@@ -12,9 +12,18 @@ Two measurements, each against the same run without offloading:
 - **latency**: one graph ``START -> tools`` (a ``ToolExecutor``) answering one
   call of that tool, per call, interleaved rounds, with offloading (the store
   write) and without. Store: none given (the defaults a user gets: the
-  process-wide ``InMemoryStore``), and a ``SqliteStore`` on disk.
+  process-wide bounded ``InMemoryStore``), and a ``SqliteStore`` on disk.
+- **jq**: one ``query_large_output`` query over that output, per query, as the
+  package runs it (a fresh worker process: no environment, no files, time and
+  memory limits; :func:`~langgraph_toolbudget.core.large_output.query_json`)
+  against jq run in-process (``jq.compile(...).input_text(...)``, what the
+  package did before), interleaved rounds; two expressions.
+- **search worst case**: ``search_large_output`` with ``a{1000}b`` over 5 MB of
+  ``a`` (one line) and over 5 MB of 3,000-character lines, as bounded (the scan
+  stops after 5 s), and with ``--unbounded-search`` also without the deadline
+  (what the package did before: about a minute).
 
-Run: ``python benchmarks/offloading.py [--rounds 200] [--turns 10]``.
+Run: ``python benchmarks/offloading.py [--rounds 200] [--turns 10] [--unbounded-search]``.
 Writes ``benchmarks/results/offloading.json``.
 """
 
@@ -42,6 +51,7 @@ from langgraph_toolbudget import (  # noqa: E402
     ToolExecutor,
     create_toolbudget_agent,
 )
+from langgraph_toolbudget.core.large_output import query_json, search_output  # noqa: E402
 from langgraph_toolbudget.core.tokens import CHARS_PER_TOKEN  # noqa: E402
 from langgraph_toolbudget.testing import ScriptedChatModel  # noqa: E402
 
@@ -105,10 +115,63 @@ def call_latency(rounds: int, store: Any) -> dict[str, float]:
     }
 
 
+def _jq_in_process(expression: str) -> str:
+    """jq inside this process, as the package ran it before the worker process."""
+    import jq
+
+    results = jq.compile(expression).input_text(REPORT).all()
+    return json.dumps(results[0] if len(results) == 1 else results, ensure_ascii=False, indent=1)
+
+
+def jq_latency(rounds: int) -> dict[str, dict[str, float]]:
+    """Median ms per query, worker process vs in-process jq, interleaved, per expression."""
+    out = {}
+    for expression in (".count", "[.rows[] | select(.price > 900)] | length"):
+        runs = {
+            "worker": lambda e=expression: query_json(REPORT, "h", e),
+            "in_process": lambda e=expression: _jq_in_process(e),
+        }
+        assert runs["worker"]()[0] == runs["in_process"]()
+        times: dict[str, list[float]] = {k: [] for k in runs}
+        for i in range(rounds + 3):
+            for name in runs if i % 2 == 0 else reversed(list(runs)):
+                start = time.perf_counter()
+                runs[name]()
+                if i >= 3:
+                    times[name].append(time.perf_counter() - start)
+        worker, inline = median_ms(times["worker"]), median_ms(times["in_process"])
+        out[expression] = {
+            "worker_ms": worker,
+            "in_process_ms": inline,
+            "added_ms": worker - inline,
+        }
+    return out
+
+
+def search_worst_case(unbounded: bool) -> dict[str, dict[str, float]]:
+    """Seconds of ``search_output`` with ``a{1000}b`` over 5 MB, bounded (and unbounded)."""
+    texts = {
+        "5 MB, one line": "a" * 5_000_000,
+        "5 MB, 3,000-char lines": "\n".join(["a" * 3000] * 1666),
+    }
+    out = {}
+    for label, text in texts.items():
+        row = {}
+        for name, seconds in [("bounded_s", 5.0)] + (
+            [("unbounded_s", float("inf"))] if unbounded else []
+        ):
+            start = time.perf_counter()
+            search_output(text, "a{1000}b", seconds=seconds)
+            row[name] = time.perf_counter() - start
+        out[label] = row
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--turns", type=int, default=10)
+    parser.add_argument("--unbounded-search", action="store_true")
     args = parser.parse_args()
 
     on = conversation_tokens(args.turns, 20_000)
@@ -124,7 +187,7 @@ def main() -> None:
     )
     print(f"\n{saved:.1%} fewer tokens (target >= 95%: {'met' if saved >= 0.95 else 'NOT met'})\n")
 
-    latency = {"default (no store: InMemoryStore)": call_latency(args.rounds, None)}
+    latency = {"default (no store: the bounded fallback)": call_latency(args.rounds, None)}
     with (
         tempfile.TemporaryDirectory() as tmp,
         SqliteStore.from_conn_string(str(Path(tmp) / "store.db")) as sqlite_store,
@@ -138,6 +201,18 @@ def main() -> None:
             for k, v in latency.items()
         ],
     )
+    jq_ms = jq_latency(max(args.rounds // 4, 10))
+    print()
+    print_table(
+        ["jq expression", "worker ms/query", "in-process ms/query", "added ms"],
+        [[k, v["worker_ms"], v["in_process_ms"], v["added_ms"]] for k, v in jq_ms.items()],
+    )
+    worst = search_worst_case(args.unbounded_search)
+    print()
+    print_table(
+        ["search a{1000}b over", "bounded s", "unbounded s"],
+        [[k, v["bounded_s"], v.get("unbounded_s", "-")] for k, v in worst.items()],
+    )
     path = write_results(
         "offloading",
         {
@@ -146,6 +221,8 @@ def main() -> None:
             "rounds": args.rounds,
             "tokens": {"offloaded": on, "inline": off, "fewer": saved, "target": 0.95},
             "latency_per_call": latency,
+            "jq_per_query": jq_ms,
+            "search_worst_case": worst,
         },
     )
     print(f"\nwrote {path}")

@@ -11,7 +11,7 @@ The MCP adapters' and MCP SDK's private names are in the sibling
 importing the core must not load the MCP SDK, so the MCP part is imported only by
 :mod:`langgraph_toolbudget.mcp`. The two modules are that one place:
 
-- here: LangGraph's ``RunnableCallable``;
+- here: LangGraph's ``RunnableCallable``, ``InMemoryStore``'s ``_data`` and ``_vectors``;
 - ``_compat_mcp``: ``_MCPCallbacks``, ``_build_interceptor_chain``,
   ``_convert_call_tool_result``, ``_handle_mcp_tool_error``, ``_list_all_tools``
   (langchain-mcp-adapters), ``next_request_id`` and ``transport_closed`` (read the
@@ -32,11 +32,13 @@ from langgraph._internal._runnable import RunnableCallable
 __all__ = [
     "DEFAULT_HANDLE_TOOL_ERRORS",
     "RunnableCallable",
+    "drop_empty_namespace",
     "handled_error_types",
     "has_injected_args",
     "injector_for",
     "invocation_error",
     "is_invalid_resume",
+    "memory_store_keys",
     "runtime_of",
     "toolnode_error_content",
     "toolnode_input",
@@ -76,6 +78,23 @@ def injector_for(tool: Any, messages_key: str = "messages") -> Callable[[Any, An
 def runtime_of(config: Any) -> Any:
     """LangGraph's ``Runtime`` of the running graph (context, store, stream writer), or None."""
     return (config or {}).get(CONF, {}).get(CONFIG_KEY_RUNTIME)
+
+
+# --- LangGraph's InMemoryStore keeps its items in `_data` (namespace -> key -> Item) and
+# `_vectors`, defaultdicts: every read or delete in a namespace leaves an entry behind, even an
+# empty one. The bounded fallback store of offloading (execution/offload.py) reads the keys of a
+# namespace and drops the empty entries, so a finished thread leaves nothing. Their names are
+# marked "do not change" in langgraph-checkpoint. Checked: langgraph-checkpoint 2.x - 4.3.
+def memory_store_keys(store: Any, namespace: tuple[str, ...]) -> list[str]:
+    """The keys stored in ``namespace`` of an ``InMemoryStore`` (no entry is created)."""
+    return list(store._data.get(namespace, ()))
+
+
+def drop_empty_namespace(store: Any, namespace: tuple[str, ...]) -> None:
+    """Forget ``namespace`` in an ``InMemoryStore`` if it holds no item."""
+    if not store._data.get(namespace):
+        store._data.pop(namespace, None)
+        store._vectors.pop(namespace, None)
 
 
 try:  # langgraph >= 1.1 marks a resume value that fails an interrupt's schema

@@ -75,6 +75,7 @@ NOT_A_CONFIG_ERROR = (
 
 _Count = Annotated[int, Field(ge=0, strict=True)]
 _Positive = Annotated[int, Field(ge=1, strict=True)]
+_Name = Annotated[str, Field(min_length=1, max_length=200, strict=True)]
 
 
 class BudgetConfig(BaseModel):
@@ -170,6 +171,16 @@ class BudgetConfig(BaseModel):
     offload_ttl_minutes: float | None = 7 * 24 * 60
     """Time to live of offloaded outputs in stores that support TTLs (``SqliteStore``,
     ``PostgresStore``, LangGraph server); ``None``: kept until evicted."""
+    offload_app_id: _Name | None = None
+    """This app's name in the offload store's namespaces, so that only its runs read its
+    outputs. ``None``: the assistant on LangGraph server, else a digest of the catalog's tool
+    names. Set it when two apps with the same tools share a store and thread ids, or to keep
+    handles readable across a change of the tool set."""
+    jq_timeout_s: float = 5.0
+    """Seconds one ``query_large_output`` may run; jq runs in a worker process, killed past it."""
+    jq_memory_mb: _Positive = 512
+    """Memory of the worker process of one ``query_large_output``, in MB. jq holds a JSON
+    output in about 15 times its size: 512 fits outputs up to about 30 MB."""
     usage: Any = Field(default=None, repr=False)
     """A :class:`~langgraph_toolbudget.nodes.usage.ToolUsage`: the ranking nodes rank by the
     recorded history too, and the executor records the tools that ran successfully
@@ -253,7 +264,7 @@ class BudgetConfig(BaseModel):
     def _tool_call_formats(cls, value: ToolCallFormatsSpec | ToolCallFormats) -> Any:
         return ToolCallFormats.of(value)  # a TypeError names the accepted shapes
 
-    @field_validator("offload_ttl_minutes", "retriever_weight", mode="before")
+    @field_validator("offload_ttl_minutes", "retriever_weight", "jq_timeout_s", mode="before")
     @classmethod
     def _number(cls, value: Any) -> Any:
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
@@ -265,6 +276,13 @@ class BudgetConfig(BaseModel):
     def _ttl(cls, value: float | None) -> float | None:
         if value is not None and not (math.isfinite(value) and value > 0):
             raise _value("> 0 minutes, or None (kept until evicted)")
+        return value
+
+    @field_validator("jq_timeout_s")
+    @classmethod
+    def _jq_timeout(cls, value: float) -> float:
+        if not (math.isfinite(value) and value > 0):
+            raise _value("> 0 seconds")
         return value
 
     @field_validator("retriever_weight")
@@ -406,6 +424,9 @@ class BudgetOptions(TypedDict, total=False):
     offload_over_tokens: int | None
     offload_thread_cap_chars: int
     offload_ttl_minutes: float | None
+    offload_app_id: str | None
+    jq_timeout_s: float
+    jq_memory_mb: int
     usage: Any
     max_schema_tokens: int | None
     retriever: Any

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -15,21 +17,36 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.memory import MemorySaver
+from langgraph.graph import START, StateGraph
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 from langgraph.types import Command
 
-from langgraph_toolbudget import BudgetConfig, ToolCatalog, ToolExecutor, create_toolbudget_agent
+from langgraph_toolbudget import (
+    BudgetConfig,
+    ToolBudgetState,
+    ToolCatalog,
+    ToolExecutor,
+    create_toolbudget_agent,
+)
 from langgraph_toolbudget.core.large_output import (
     MAX_MATCHES,
+    MIN_SLICE,
+    SLICE_WORK,
     OutputError,
     describe_output,
     query_json,
     read_range,
     search_output,
 )
-from langgraph_toolbudget.execution.offload import NAMESPACE, OffloadStore, fallback_store
+from langgraph_toolbudget.core.search import _compile_pattern
+from langgraph_toolbudget.execution.output_store import (
+    NAMESPACE,
+    OffloadStore,
+    app_key,
+    fallback_store,
+)
 from langgraph_toolbudget.execution.output_tools import OUTPUT_TOOL_NAMES
 from langgraph_toolbudget.nodes.agent import ToolAgent
 from langgraph_toolbudget.testing import ScriptedChatModel
@@ -92,6 +109,12 @@ def _run(
 
 def _handle(message: ToolMessage) -> str:
     return str(message.artifact["offloaded"]["handle"])
+
+
+def _ns(thread: str, catalog: ToolCatalog | None = None) -> tuple[str, ...]:
+    """The namespace of a thread's outputs for the app of ``catalog`` (default: ``_catalog()``)."""
+    app = app_key((catalog or _catalog()).tool_names)
+    return (*NAMESPACE, "tools", app, "thread", thread)
 
 
 # --- the pure part ----------------------------------------------------------------------
@@ -188,7 +211,7 @@ def test_a_large_result_is_offloaded_with_a_stub_and_artifact() -> None:
     assert "'.orders | length', '.orders[0]'" in msg.content  # jq examples that fit
     for name in OUTPUT_TOOL_NAMES:
         assert name in msg.content
-    item = store.get((*NAMESPACE, "_", "t1"), facts["handle"])
+    item = store.get(_ns("t1"), facts["handle"])
     assert item is not None and item.value["text"] == BIG_JSON
 
 
@@ -201,7 +224,7 @@ def test_small_results_and_offloading_off_leave_the_content_alone() -> None:
     (msg,) = _run(off, store, "t1", _call("list_orders"))
     assert msg.content == BIG_JSON
     (msg,) = _run(ToolExecutor(_catalog(), offload_over_chars=None), store, "t1", _call("small"))
-    assert store.search((*NAMESPACE, "_", "t1")) == []
+    assert store.search(_ns("t1")) == []
 
 
 def test_the_token_limit_offloads_too() -> None:
@@ -311,7 +334,7 @@ def test_eviction_at_the_cap_is_oldest_first() -> None:
     config = BudgetConfig(offload_thread_cap_chars=2 * len(BIG_TEXT) + 10)
     store, executor = InMemoryStore(), ToolExecutor(_catalog(), config=config)
     handles = [_handle(_run(executor, store, "t", _call("server_log"))[0]) for _ in range(3)]
-    ns = (*NAMESPACE, "_", "t")
+    ns = _ns("t")
     assert store.get(ns, handles[0]) is None
     assert all(store.get(ns, h) is not None for h in handles[1:])
     assert OffloadStore(store, ns, cap_chars=1, ttl_minutes=None).handles() == handles[1:]
@@ -481,11 +504,14 @@ def test_bad_offload_options_raise_naming_them() -> None:
 
 def test_the_namespace_is_per_assistant_and_thread() -> None:
     on_server = {"configurable": {"thread_id": "t", "assistant_id": "a1"}}
-    store = OffloadStore.of(on_server, BudgetConfig())  # type: ignore[arg-type]
-    assert store.namespace == (*NAMESPACE, "a1", "t") and store.store is fallback_store()
+    store = OffloadStore.of(on_server, BudgetConfig(), "app")  # type: ignore[arg-type]
+    assert store.namespace == (*NAMESPACE, "assistant", "a1", "thread", "t")
+    assert store.store is fallback_store()
     other = OffloadStore.of(
-        {"configurable": {"thread_id": "t", "assistant_id": "a2"}}, BudgetConfig()
-    )  # type: ignore[arg-type]
+        {"configurable": {"thread_id": "t", "assistant_id": "a2"}},  # type: ignore[arg-type]
+        BudgetConfig(),
+        "app",
+    )
     handle = store.put("x" * 10, "text")
     assert store.get(handle) is not None and other.get(handle) is None
     assert store.get("__index__") is None  # the index is not an output
@@ -561,3 +587,243 @@ def test_under_ainvoke_every_shape_of_large_result_is_offloaded_and_small_ones_k
         else:
             assert msg.artifact["offloaded"]["chars"] > 20_000, name
             assert len(msg.content) < 2_000, name
+
+
+# --- whose outputs: a handle is read only by the run that made it (issue 25, item 7) -------
+
+PAYROLL = json.dumps(
+    {"salaries": [{"name": f"employee {i}", "eur": 50_000 + i} for i in range(2000)]}
+)
+
+
+def payroll() -> str:
+    """The company's payroll as JSON."""
+    return PAYROLL
+
+
+def _payroll_catalog() -> ToolCatalog:
+    return ToolCatalog.from_tools([payroll], tool_metadata={"payroll": {"include": "always"}})
+
+
+def _reader(handle: str) -> ScriptedChatModel:
+    """A model that loads its own output, then reads ``handle`` (someone else's)."""
+
+    def read(messages: list[Any], tools: list[str]) -> AIMessage:
+        args = {"handle": handle, "jq_expression": ".salaries[0]"}
+        return AIMessage("", tool_calls=[_call("query_large_output", args, "steal")])
+
+    return ScriptedChatModel(
+        responses=[AIMessage("", tool_calls=[_call("server_log", {}, "own")]), read, "done"]
+    )
+
+
+def _stolen(out: dict[str, Any]) -> ToolMessage:
+    return next(
+        m for m in out["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == "steal"
+    )
+
+
+def test_a_run_without_a_thread_id_reads_only_its_own_outputs() -> None:
+    victim_model = ScriptedChatModel(
+        responses=[
+            AIMessage("", tool_calls=[_call("payroll", {}, "p"), _call("server_log", {}, "l")]),
+            lambda messages, tools: AIMessage(
+                "",
+                tool_calls=[
+                    _call(
+                        "query_large_output",
+                        {"handle": _handle(messages[-2]), "jq_expression": ".salaries | length"},
+                        "q",
+                    )
+                ],
+            ),
+            "done",
+        ]
+    )
+    catalog = ToolCatalog.from_tools(
+        [payroll, server_log],
+        tool_metadata={"payroll": {"include": "always"}, "server_log": {"include": "always"}},
+    )
+    victim = create_toolbudget_agent(victim_model, catalog).compile()  # no store, no thread
+    out = victim.invoke({"messages": [HumanMessage("payroll")]})
+    stubs = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert stubs[-1].content == "2000"  # the run reads its own outputs
+    salaries, log = _handle(stubs[0]), _handle(stubs[1])
+
+    thief = create_toolbudget_agent(_reader(salaries), catalog).compile()
+    out = thief.invoke({"messages": [HumanMessage("read it")]})
+    own = _handle(next(m for m in out["messages"] if isinstance(m, ToolMessage)))
+    refused = _stolen(out)
+    assert refused.status == "error" and "no offloaded output" in refused.content
+    assert "employee" not in refused.content and log not in refused.content
+    assert own in refused.content  # the error names the caller's own handles, only those
+
+
+@pytest.mark.parametrize("shared_store", [False, True], ids=["fallback", "one-store"])
+def test_two_apps_with_the_same_thread_id_do_not_share_outputs(shared_store: bool) -> None:
+    store = InMemoryStore() if shared_store else None
+    thread = {"configurable": {"thread_id": "42"}}
+    first = AIMessage("", tool_calls=[_call("payroll", {}, "p")])
+    victim = create_toolbudget_agent(
+        ScriptedChatModel(responses=[first, "done"]), _payroll_catalog()
+    ).compile(checkpointer=MemorySaver(), store=store)
+    out = victim.invoke({"messages": [HumanMessage("payroll")]}, thread)
+    handle = _handle(next(m for m in out["messages"] if isinstance(m, ToolMessage)))
+
+    other = create_toolbudget_agent(_reader(handle), _catalog()).compile(
+        checkpointer=MemorySaver(), store=store
+    )
+    refused = _stolen(other.invoke({"messages": [HumanMessage("read it")]}, thread))
+    assert refused.status == "error" and "employee" not in refused.content
+    assert "no offloaded output" in refused.content
+
+
+def test_the_same_tools_in_another_graph_read_the_threads_outputs() -> None:
+    # Another worker (or a restart) of the same app: a new executor, the same tool set.
+    store = InMemoryStore()
+    handle = _handle(_run(ToolExecutor(_catalog()), store, "t", _call("list_orders"))[0])
+    (read,) = _run(
+        ToolExecutor(_catalog()), store, "t", _call("read_large_output", {"handle": handle})
+    )
+    assert read.status == "success" and read.content.endswith(BIG_JSON[:4000])
+
+
+def test_offload_app_id_names_the_app_instead_of_its_tools() -> None:
+    store = InMemoryStore()
+    payroll_app = BudgetConfig(offload_app_id="payroll")
+    handle = _handle(
+        _run(ToolExecutor(_payroll_catalog(), config=payroll_app), store, "t", _call("payroll"))[0]
+    )
+    query = _call("query_large_output", {"handle": handle, "jq_expression": ".salaries | length"})
+    same_name = ToolExecutor(_catalog(), config=payroll_app)  # other tools, same app id
+    assert _run(same_name, store, "t", query)[0].content == "2000"
+    other_name = BudgetConfig(offload_app_id="chatbot")  # same tools, another app
+    (refused,) = _run(ToolExecutor(_payroll_catalog(), config=other_name), store, "t", query)
+    assert refused.status == "error" and "no offloaded output" in refused.content
+
+
+def test_handles_are_random_and_a_thread_id_may_hold_periods() -> None:
+    store, executor = InMemoryStore(), ToolExecutor(_catalog())
+    handles = {_handle(_run(executor, store, "user.42", _call("server_log"))[0]) for _ in range(5)}
+    assert len(handles) == 5
+    assert all(re.fullmatch(r"out_[0-9a-f]{24}", h) for h in handles)  # 96 random bits
+    (read,) = _run(executor, store, "user.42", _call("read_large_output", {"handle": min(handles)}))
+    assert read.status == "success"
+
+
+# --- search bounds (issue 25, item 8) ---------------------------------------------------
+
+
+def test_a_pattern_over_500_characters_is_refused_at_once() -> None:
+    def letters() -> str:
+        """Half a million a's."""
+        return "a" * 500_000
+
+    catalog = ToolCatalog.from_tools([letters], tool_metadata={"letters": {"include": "always"}})
+    store, executor = InMemoryStore(), ToolExecutor(catalog)
+    handle = _handle(_run(executor, store, "t", _call("letters"))[0])
+    pattern = "a?" * 375 + "a" * 749 + "b"  # 1,500 characters: 6.9 s to search unbounded
+    started = time.monotonic()
+    args = {"handle": handle, "pattern": pattern}
+    (msg,) = _run(executor, store, "t", _call("search_large_output", args))
+    assert time.monotonic() - started < 3
+    assert msg.status == "error" and "1,500 characters long" in msg.content
+    assert "at most 500" in msg.content
+
+
+@pytest.mark.timeout(60)
+def test_a_costly_pattern_stops_at_the_deadline_and_says_how_far_it_got() -> None:
+    def letters() -> str:
+        """Five million a's."""
+        return "a" * 5_000_000
+
+    catalog = ToolCatalog.from_tools([letters], tool_metadata={"letters": {"include": "always"}})
+    store, executor = InMemoryStore(), ToolExecutor(catalog)
+    handle = _handle(_run(executor, store, "t", _call("letters"))[0])
+    started = time.monotonic()
+    (msg,) = _run(
+        executor,
+        store,
+        "t",
+        _call("search_large_output", {"handle": handle, "pattern": "a{1000}b"}),
+    )
+    took = time.monotonic() - started
+    found = json.loads(msg.content)
+    assert found["complete"] is False and found["total"] == 0
+    assert "stopped after 5 s at character" in found["note"]
+    assert 4.5 < took < 15  # 55 s unbounded
+
+
+def test_a_long_line_is_searched_in_slices_without_losing_matches() -> None:
+    pattern = "needle|q{1000}r{300}"  # a large program: its lines are searched in short slices
+    piece = max(MIN_SLICE, SLICE_WORK // _compile_pattern(pattern).programsize)
+    assert piece < 20_000
+    for at in (10, piece - 3, 50_000, 99_990):  # first slice, across a slice edge, later
+        line = "x" * at + "needle" + "x" * (100_000 - at)
+        found = search_output("head\n" + line + "\ntail", pattern, 0)
+        assert found["total"] == 1 and "complete" not in found
+        assert found["matches"][0]["line"] == 2 and found["matches"][0]["offset"] == 5 + at
+        assert "needle" in found["matches"][0]["context"]
+
+
+# --- the fallback store is bounded (issue 25, item 9) --------------------------------------
+
+
+def _stored_bytes(store: BaseStore) -> int:
+    items = store.search(NAMESPACE, limit=1_000_000)
+    return sum(sys.getsizeof(i.value["text"]) for i in items if "text" in i.value)
+
+
+def test_the_fallback_store_keeps_256_mib_for_24_hours() -> None:
+    assert fallback_store().max_bytes == 256 * 2**20
+    assert fallback_store().max_age_s == 24 * 60 * 60
+
+
+def test_the_fallback_store_stays_under_its_byte_bound_oldest_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fallback = fallback_store()
+    monkeypatch.setattr(fallback, "max_bytes", 4 * 2**20)
+
+    def dump(n: int) -> str:
+        """One megabyte of text."""
+        return f"dump {n}\n" + "x" * 1_000_000
+
+    catalog = ToolCatalog.from_tools([dump], tool_metadata={"dump": {"include": "always"}})
+    executor = ToolExecutor(catalog)
+    app = StateGraph(ToolBudgetState).add_node("tools", executor).add_edge(START, "tools").compile()
+    handles = []
+    for n in range(30):  # 30 threads, 1 MB each, no store: the process-wide fallback
+        out = app.invoke(_state(_call("dump", {"n": n})), {"configurable": {"thread_id": f"d{n}"}})
+        handles.append(_handle(out["messages"][-1]))
+        assert _stored_bytes(fallback) == fallback.stored_bytes <= 4 * 2**20
+    assert len(fallback.list_namespaces(prefix=NAMESPACE, limit=1000)) <= 4  # the rest are gone
+    oldest = app.invoke(
+        _state(_call("read_large_output", {"handle": handles[0]})),
+        {"configurable": {"thread_id": "d0"}},
+    )["messages"][-1]
+    assert oldest.status == "error" and "no offloaded output" in oldest.content
+    newest = app.invoke(
+        _state(_call("read_large_output", {"handle": handles[-1], "length": 7})),
+        {"configurable": {"thread_id": "d29"}},
+    )["messages"][-1]
+    assert newest.status == "success" and newest.content.endswith("dump 29")
+
+
+def test_the_fallback_store_drops_outputs_older_than_its_age_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from langgraph_toolbudget.execution import output_store
+
+    store = output_store.BoundedMemoryStore(max_bytes=2**30, max_age_s=3600)
+    clock = [1_000.0]
+    monkeypatch.setattr(output_store, "_now", lambda: clock[0])
+    old = OffloadStore(store, (*NAMESPACE, "a", "thread", "1"), cap_chars=10**9, ttl_minutes=None)
+    new = OffloadStore(store, (*NAMESPACE, "a", "thread", "2"), cap_chars=10**9, ttl_minutes=None)
+    stale = old.put("o" * 50_000, "text")
+    clock[0] += 1800
+    kept = new.put("n" * 50_000, "text")
+    clock[0] += 1801  # the first is 3,601 s old, the second 1,801 s
+    assert old.get(stale) is None and old.handles() == []
+    assert new.get(kept) is not None and store.stored_bytes == sys.getsizeof("n" * 50_000)
+    assert store.list_namespaces(prefix=NAMESPACE) == [(*NAMESPACE, "a", "thread", "2")]

@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.graph import START, StateGraph
 
 from langgraph_toolbudget import BudgetConfig, ToolBudgetState, ToolCatalog, ToolExecutor
-from langgraph_toolbudget.execution.offload import NAMESPACE
+from langgraph_toolbudget.execution.output_store import NAMESPACE, app_key
 
 BIG = json.dumps({"rows": [{"id": i, "name": f"row {i}"} for i in range(3000)]})
 
@@ -55,7 +55,7 @@ async def test_postgres_stores_offloaded_outputs_with_ttl_and_eviction(pg_url: s
             ]
             for _ in range(3)
         ]
-        ns = (*NAMESPACE, "_", "pg")
+        ns = (*NAMESPACE, "tools", app_key(["big_rows"]), "thread", "pg")
         assert store.get(ns, handles[0]) is None  # evicted at the cap, oldest first
         item = store.get(ns, handles[2])
         assert item is not None and item.value["text"] == BIG

@@ -13,14 +13,18 @@ Key Components:
     - :func:`output_text`: a tool message's content as one string.
     - :func:`describe_output`: an :class:`OutputInfo` (kind, size, shape, preview).
     - :func:`read_range`: a character range.
-    - :func:`search_output`: regex matches (RE2, linear time) with context lines.
-    - :func:`query_json`: a jq expression over a JSON output (the ``jq`` package).
+    - :func:`search_output`: regex matches (RE2, linear time) with context lines,
+      the pattern capped and the scan stopped at a deadline.
+    - :func:`query_json`: a jq expression over a JSON output (the ``jq`` package), run
+      in a worker process without environment or files, under a time and memory limit
+      (:mod:`langgraph_toolbudget.core.jq_sandbox`).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +36,16 @@ try:  # a dependency of langsmith, so nearly always there; json is the fallback
 except ImportError:  # pragma: no cover
     _orjson = None  # type: ignore[assignment]
 
+from langgraph_toolbudget.core.jq_sandbox import (
+    JQ_MEMORY_MB,
+    JQ_TIMEOUT_S,
+    MAX_JQ_WORKERS,
+    MAX_RESULT_CHARS,
+    JqFailed,
+    JqStopped,
+    run_jq,
+)
+from langgraph_toolbudget.core.limits import MAX_PATTERN_CHARS, clip
 from langgraph_toolbudget.core.search import INVALID_PATTERN_ERROR, _compile_pattern, _reason
 from langgraph_toolbudget.core.tokens import CHARS_PER_TOKEN
 
@@ -59,6 +73,19 @@ PREVIEW_LINES = 8
 PREVIEW_CHARS = 800
 MAX_JQ_RESULTS = 1000
 """``query_large_output`` stops after this many jq results."""
+SEARCH_SECONDS = 5.0
+"""``search_large_output`` stops scanning after this long and says how far it got. RE2 is
+linear in the text, but its cost per character grows with the compiled pattern (``a{1000}b``
+over 5 MB of ``a``: 55 s unbounded), so the scan goes in slices checked against this deadline."""
+SLICE_WORK = 20_000_000
+"""Characters x pattern instructions searched in one RE2 call: a line longer than
+``SLICE_WORK / program size`` (at least :data:`MIN_SLICE`) is searched in slices. Measured:
+one call takes at most about 0.2 s (``a{1000}b``: 19,900 characters a slice; the largest
+program RE2 accepts here, ``.{1000}`` x 12, 96,005 instructions: 3,072 characters, 0.1 s)."""
+MIN_SLICE = 1_024
+SLICE_OVERLAP = 2_048
+"""Slices of a long line overlap by this much, so a match across a slice edge is still found
+(a match longer than this across an edge is missed)."""
 
 JQ_MISSING_ERROR = (
     "query_large_output needs the `jq` package: pip install 'langgraph-toolbudget[offload]' "
@@ -78,8 +105,40 @@ JQ_ERROR = (
     "Error: jq expression {expression!r} failed: {reason}. Check the expression against the "
     "output's shape (e.g. 'keys', '.items | length', '.items[0]', '.items[] | select(.id == 3)')."
 )
+JQ_TIMEOUT_ERROR = (
+    "Error: jq stopped after {seconds:g} s, the time one query may take, without finishing "
+    "{expression!r}. Ask for less: select before you map, take a part with limit(n; ...), "
+    "first(...) or '.items[:100]', and give every recursion an end."
+)
+JQ_MEMORY_ERROR = (
+    "Error: jq ran out of its {mb:,} MB of memory on {expression!r} (jq holds a JSON output in "
+    "about 15 times its size; this one is {size}). Build smaller values: count with 'length' "
+    "instead of collecting arrays, select or slice first (e.g. '.items[:100]')."
+)
+JQ_TOO_LARGE_ERROR = (
+    "Error: the result of {expression!r} is {chars:,} characters, over the {limit:,} a query may "
+    "return. Select a smaller part (e.g. '.items[:100]', 'keys', '.items | length'), or read "
+    "the output with read_large_output(handle, start, length)."
+)
+JQ_BUSY_ERROR = (
+    "Error: jq is busy ({workers} queries are running), so {expression!r} did not run. Call "
+    "query_large_output again."
+)
+JQ_CRASH_ERROR = (
+    "Error: jq stopped unexpectedly on {expression!r} ({detail}). Try a simpler expression, or "
+    "search_large_output(handle, pattern) instead."
+)
 EMPTY_PATTERN_ERROR = "Error: empty pattern. Pass a word or a regex, e.g. 'error|warning'."
 PATTERN_ERROR = "Error: " + INVALID_PATTERN_ERROR
+LONG_PATTERN_ERROR = (
+    "Error: the pattern is {chars:,} characters long; at most {limit} are searched. Search for "
+    "a shorter pattern: one distinctive word or phrase (e.g. 'timeout|refused')."
+)
+SEARCH_STOPPED_NOTE = (
+    "The search stopped after {seconds:g} s at character {at:,} of {chars:,} (line {line:,}): "
+    "matches after it are not counted. A simpler pattern (fewer repetitions such as x{{1000}}) "
+    "searches faster; read_large_output(handle, start={at}) reads on from there."
+)
 
 
 class OutputError(ValueError):
@@ -240,19 +299,25 @@ def _line_starts(text: str) -> list[int]:
     return starts
 
 
-def search_output(text: str, pattern: Any, context_lines: Any = 2) -> dict[str, Any]:
+def search_output(
+    text: str, pattern: Any, context_lines: Any = 2, *, seconds: float = SEARCH_SECONDS
+) -> dict[str, Any]:
     """Regex matches in ``text`` with ``context_lines`` lines around each, bounded.
 
     The pattern is RE2 (linear time: no pattern can make the search blow up), with
-    the smart case of ``search_tools``. At most :data:`MAX_MATCHES` matches are
-    reported (``total`` counts every matching line); long lines are clipped
-    around the match.
+    the smart case of ``search_tools``, at most
+    :data:`~langgraph_toolbudget.core.limits.MAX_PATTERN_CHARS` characters. At most
+    :data:`MAX_MATCHES` matches are reported (``total`` counts every matching line); long
+    lines are clipped around the match. The scan stops after ``seconds``: then
+    ``complete`` is false and ``note`` says how far it got.
 
     Raises:
-        OutputError: an empty, invalid or unsupported pattern.
+        OutputError: an empty, too long, invalid or unsupported pattern.
     """
     if not isinstance(pattern, str) or not pattern.strip():
         raise OutputError(EMPTY_PATTERN_ERROR)
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise OutputError(LONG_PATTERN_ERROR.format(chars=len(pattern), limit=MAX_PATTERN_CHARS))
     try:
         compiled = _compile_pattern(pattern)
     except re2.error as exc:
@@ -260,31 +325,78 @@ def search_output(text: str, pattern: Any, context_lines: Any = 2) -> dict[str, 
     if isinstance(context_lines, bool) or not isinstance(context_lines, int):
         context_lines = 2
     context = max(0, min(context_lines, MAX_CONTEXT_LINES))
+    slice_chars = max(MIN_SLICE, SLICE_WORK // max(int(compiled.programsize), 1))
+    deadline = time.monotonic() + seconds
     starts = _line_starts(text)
     matches: list[dict[str, Any]] = []
     total = 0
+    stopped: tuple[int, int] | None = None  # (character, line) where the deadline stopped it
     for number, begin in enumerate(starts):
         end = starts[number + 1] - 1 if number + 1 < len(starts) else len(text)
-        line = text[begin:end]
-        found = compiled.search(line)
-        if found is None:
+        if time.monotonic() > deadline:
+            stopped = (begin, number + 1)
+            break
+        offset, cut_at = _search_line(compiled, text, begin, end, slice_chars, deadline)
+        if cut_at is not None:
+            stopped = (cut_at, number + 1)
+            break
+        if offset is None:
             continue
         total += 1
-        if len(matches) >= MAX_MATCHES:
-            continue
-        at = found.start()
-        lo, hi = max(0, number - context), min(len(starts) - 1, number + context)
-        shown = []
-        for other in range(lo, hi + 1):
-            o_begin = starts[other]
-            o_end = starts[other + 1] - 1 if other + 1 < len(starts) else len(text)
-            o_line = text[o_begin:o_end]
-            if other == number and len(o_line) > LINE_CLIP:
-                left = max(0, at - LINE_CLIP // 2)
-                o_line = ("..." if left else "") + o_line[left : left + LINE_CLIP] + "..."
-            shown.append(_clip(o_line, LINE_CLIP + 10))
-        matches.append({"line": number + 1, "offset": begin + at, "context": "\n".join(shown)})
-    return {"pattern": pattern, "total": total, "shown": len(matches), "matches": matches}
+        if len(matches) < MAX_MATCHES:
+            matches.append(_match(text, starts, number, offset - begin, context))
+    found: dict[str, Any] = {
+        "pattern": pattern,
+        "total": total,
+        "shown": len(matches),
+        "matches": matches,
+    }
+    if stopped is not None:
+        at, line = stopped
+        found["complete"] = False
+        found["note"] = SEARCH_STOPPED_NOTE.format(
+            seconds=seconds, at=at, chars=len(text), line=line
+        )
+    return found
+
+
+def _search_line(
+    compiled: Any, text: str, begin: int, end: int, slice_chars: int, deadline: float
+) -> tuple[int | None, int | None]:
+    """The offset in ``text`` of the first match in the line ``[begin, end)`` (None: none),
+    and where the deadline stopped the line's search (None: searched whole).
+
+    A line longer than ``slice_chars`` is searched in overlapping slices, the deadline
+    checked between them, so no single RE2 call runs long.
+    """
+    if end - begin <= slice_chars:
+        found = compiled.search(text[begin:end])
+        return (None if found is None else begin + found.start()), None
+    pos = begin
+    while pos < end:
+        if pos > begin and time.monotonic() > deadline:
+            return None, pos
+        found = compiled.search(text[pos : min(end, pos + slice_chars + SLICE_OVERLAP)])
+        if found is not None:
+            return pos + found.start(), None
+        pos += slice_chars
+    return None, None
+
+
+def _match(text: str, starts: list[int], number: int, at: int, context: int) -> dict[str, Any]:
+    """One reported match: line ``number`` (0-based) matching at ``at``, with its context."""
+    lo, hi = max(0, number - context), min(len(starts) - 1, number + context)
+    shown = []
+    for other in range(lo, hi + 1):
+        o_begin = starts[other]
+        o_end = starts[other + 1] - 1 if other + 1 < len(starts) else len(text)
+        o_line = text[o_begin:o_end]
+        if other == number and len(o_line) > LINE_CLIP:
+            left = max(0, at - LINE_CLIP // 2)
+            o_line = ("..." if left else "") + o_line[left : left + LINE_CLIP] + "..."
+        shown.append(_clip(o_line, LINE_CLIP + 10))
+    begin = starts[number]
+    return {"line": number + 1, "offset": begin + at, "context": "\n".join(shown)}
 
 
 def jq_available() -> bool:
@@ -296,38 +408,72 @@ def jq_available() -> bool:
     return True
 
 
-def query_json(text: str, handle: str, expression: Any) -> tuple[str, bool]:
+_JSON_START = re.compile(r"\s*[\[{]")
+
+
+def query_json(
+    text: str,
+    handle: str,
+    expression: Any,
+    *,
+    kind: str | None = None,
+    timeout_s: float = JQ_TIMEOUT_S,
+    memory_mb: int = JQ_MEMORY_MB,
+) -> tuple[str, bool]:
     """The results of a jq expression over a JSON output, as JSON text.
 
     One result is given as itself; several as a JSON array. Evaluation stops
-    after :data:`MAX_JQ_RESULTS` results.
+    after :data:`MAX_JQ_RESULTS` results. jq runs in a worker process with no
+    environment (``$ENV`` is ``{}``), no files, ``timeout_s`` seconds and
+    ``memory_mb`` MB (:func:`~langgraph_toolbudget.core.jq_sandbox.run_jq`).
+
+    Args:
+        text: the output.
+        handle: its handle (named in errors).
+        expression: the model's jq expression.
+        kind: ``"json"`` or ``"text"`` when known (as stored); else the text's first
+            character decides, and jq itself reports JSON it cannot parse.
+        timeout_s: the query's time limit.
+        memory_mb: the query's memory limit.
 
     Returns:
         The JSON text, and whether results were cut at :data:`MAX_JQ_RESULTS`.
 
     Raises:
-        OutputError: the output is not JSON, or the expression is empty or fails.
+        OutputError: the output is not JSON, or the expression is empty, fails, or
+            was stopped by a limit (the message says which and what to do).
         ImportError: the ``jq`` package is missing (names the extra to install).
     """
-    try:
-        import jq
-    except ImportError as exc:
-        raise ImportError(JQ_MISSING_ERROR) from exc
-    try:
-        _parse_json(text)
-    except ValueError:
-        raise OutputError(NOT_JSON_ERROR.format(handle=handle)) from None
+    if not jq_available():
+        raise ImportError(JQ_MISSING_ERROR)
+    if kind == "text" or (kind is None and not _JSON_START.match(text)):
+        raise OutputError(NOT_JSON_ERROR.format(handle=handle))
     if not isinstance(expression, str) or not expression.strip():
         raise OutputError(JQ_ERROR.format(expression=expression, reason="empty expression"))
-    results: list[Any] = []
+    shown = clip(expression)
     try:
-        for value in jq.compile(expression).input_text(text):
-            results.append(value)
-            if len(results) >= MAX_JQ_RESULTS:
-                break
-    except ValueError as exc:
-        reason = " ".join(str(exc).split())
-        raise OutputError(JQ_ERROR.format(expression=expression, reason=reason)) from None
-    cut = len(results) >= MAX_JQ_RESULTS
-    value = results[0] if len(results) == 1 else results
-    return json.dumps(value, ensure_ascii=False, indent=1), cut
+        result = run_jq(
+            text, expression, timeout_s=timeout_s, memory_mb=memory_mb, max_results=MAX_JQ_RESULTS
+        )
+    except JqFailed as exc:
+        raise OutputError(JQ_ERROR.format(expression=shown, reason=clip(str(exc), 500))) from None
+    except JqStopped as exc:
+        raise OutputError(_stopped(exc, shown, len(text), timeout_s, memory_mb)) from None
+    return result.text, result.cut
+
+
+def _stopped(exc: JqStopped, expression: str, chars: int, timeout_s: float, mb: int) -> str:
+    """The model's message for a query its limits stopped."""
+    if exc.why == "timeout":
+        return JQ_TIMEOUT_ERROR.format(seconds=timeout_s, expression=expression)
+    if exc.why == "memory":
+        size = f"{chars / 1e6:.1f} MB" if chars >= 100_000 else f"{chars:,} characters"
+        return JQ_MEMORY_ERROR.format(mb=mb, expression=expression, size=size)
+    if exc.why == "too_large":
+        chars_out = int(exc.detail) if exc.detail.isdigit() else MAX_RESULT_CHARS + 1
+        return JQ_TOO_LARGE_ERROR.format(
+            expression=expression, chars=chars_out, limit=MAX_RESULT_CHARS
+        )
+    if exc.why == "busy":
+        return JQ_BUSY_ERROR.format(workers=MAX_JQ_WORKERS, expression=expression)
+    return JQ_CRASH_ERROR.format(expression=expression, detail=exc.detail)

@@ -39,6 +39,7 @@ from langgraph_toolbudget.execution.builtins import Builtins
 from langgraph_toolbudget.execution.errors import HandleToolErrors
 from langgraph_toolbudget.execution.offload import Offloader
 from langgraph_toolbudget.execution.outcome import TurnOutcome, flatten_outputs, node_output
+from langgraph_toolbudget.execution.output_store import app_key
 from langgraph_toolbudget.execution.pipeline import (
     AsyncToolCallWrapper,
     CallCheck,
@@ -126,7 +127,11 @@ class BatchRunner:
             handle_tool_errors=handle_tool_errors,
             messages_key=messages_key,
         )
-        self.offloader = Offloader(config, self.builtins.names) if config.offloading else None
+        self.offloader = (
+            Offloader(config, self.builtins.names, app=app_key(catalog.tool_names))
+            if config.offloading
+            else None
+        )
         self.scheduler = CallScheduler(
             catalog,
             config.mode,

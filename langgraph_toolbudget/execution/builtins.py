@@ -28,6 +28,7 @@ from langgraph_toolbudget.core.gating import BuiltinFilter
 from langgraph_toolbudget.execution.builtin_family import BuiltinTools
 from langgraph_toolbudget.execution.context_tools import ContextTools
 from langgraph_toolbudget.execution.meta_tools import MetaTools
+from langgraph_toolbudget.execution.output_store import app_key
 from langgraph_toolbudget.execution.output_tools import OutputTools
 
 __all__ = ["BUILTIN_NAME_ERROR", "Builtins", "builtin_families"]
@@ -46,7 +47,7 @@ def builtin_families(catalog: ToolCatalog, config: BudgetConfig) -> list[Builtin
     """
     families: list[BuiltinTools] = [MetaTools(catalog, config), ContextTools(catalog)]
     if config.offloading:
-        families.append(OutputTools(config))
+        families.append(OutputTools(config, app=app_key(catalog.tool_names)))
     return families
 
 

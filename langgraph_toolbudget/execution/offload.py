@@ -1,6 +1,6 @@
 """Offloading large tool outputs into a LangGraph store, out of the conversation.
 
-Its one reason to change: where and how large outputs are stored and stubbed.
+Its one reason to change: when a result is offloaded and what stands in for it.
 
 A tool result over ``offload_over_chars`` (or ``offload_over_tokens``) is
 stored whole, and its ``ToolMessage`` gets a stub instead: a handle, the size,
@@ -9,37 +9,25 @@ to read more with the output tools
 (:mod:`langgraph_toolbudget.execution.output_tools`). The same facts go in the
 message's ``artifact`` as ``{"offloaded": {"handle", "chars", "kind"}}``.
 
-Storage is a LangGraph ``BaseStore``: the store of the running graph (the one
-it was compiled with, or LangGraph server's), else one process-wide
-``InMemoryStore``. Outputs are namespaced per thread (and per assistant on
-LangGraph server); each thread keeps at most ``offload_thread_cap_chars``
-characters, evicting its oldest outputs first; stores that support a TTL get
-``offload_ttl_minutes``.
+Where the outputs are kept, and who may read them back, is
+:mod:`langgraph_toolbudget.execution.output_store`.
 
 Key Components:
-    - :class:`OffloadStore`: one thread's outputs in a store (put, get, the
-      index that orders them for eviction), sync and async.
     - :class:`Offloader`: the step after the regular calls of a batch that
       replaces large results with stubs.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
-import time
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.store.base import BaseStore, PutOp
-from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
 
-from langgraph_toolbudget._compat import runtime_of
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.large_output import (
     OutputInfo,
@@ -47,15 +35,9 @@ from langgraph_toolbudget.core.large_output import (
     estimate_tokens,
     output_text,
 )
+from langgraph_toolbudget.execution.output_store import OffloadStore
 
-__all__ = ["NAMESPACE", "OffloadStore", "Offloader", "fallback_store", "offload_limit"]
-
-NAMESPACE = ("toolbudget", "offload")
-"""The first parts of every offload namespace: ``(*NAMESPACE, assistant, thread)``."""
-INDEX_KEY = "__index__"
-NO_THREAD = "_no_thread"
-
-_FALLBACK = InMemoryStore()
+__all__ = ["Offloader", "offload_limit"]
 
 STUB_TEMPLATE = (
     "[Large output offloaded: {chars:,} characters (~{tokens:,} tokens) of {kind_name}, "
@@ -72,11 +54,6 @@ HOW_TO_READ = {
 DROPPED_NOTE = " (Its artifact of {chars:,} characters was dropped.)"
 
 
-def fallback_store() -> BaseStore:
-    """The process-wide ``InMemoryStore`` used when the graph has no store."""
-    return _FALLBACK
-
-
 def offload_limit(config: BudgetConfig) -> int | None:
     """The size in characters over which a result is offloaded (None: offloading is off)."""
     limits = []
@@ -85,129 +62,6 @@ def offload_limit(config: BudgetConfig) -> int | None:
     if config.offload_over_tokens is not None:
         limits.append(round(config.offload_over_tokens * 4))
     return min(limits) if limits else None
-
-
-async def _async_or_thread(store: BaseStore, name: str, *args: Any, **kwargs: Any) -> Any:
-    """``store.a<name>(...)``; a sync-only store (``SqliteStore``) runs ``<name>`` in a thread."""
-    try:
-        return await getattr(store, f"a{name}")(*args, **kwargs)
-    except NotImplementedError:
-        return await asyncio.to_thread(getattr(store, name), *args, **kwargs)
-
-
-class OffloadStore:
-    """The offloaded outputs of one thread in a LangGraph store.
-
-    Args:
-        store: the store.
-        namespace: the thread's namespace.
-        cap_chars: characters kept per thread; older outputs are evicted first.
-        ttl_minutes: TTL of each item, where the store supports TTLs.
-    """
-
-    def __init__(
-        self,
-        store: BaseStore,
-        namespace: tuple[str, ...],
-        *,
-        cap_chars: int,
-        ttl_minutes: float | None,
-    ) -> None:
-        self.store = store
-        self.namespace = namespace
-        self.cap_chars = cap_chars
-        self._ttl = ttl_minutes if getattr(store, "supports_ttl", False) else None
-
-    @classmethod
-    def of(cls, config: RunnableConfig, budget: BudgetConfig) -> OffloadStore:
-        """The store of the running graph (or the fallback), namespaced for this run's thread."""
-        runtime = runtime_of(config)
-        store = getattr(runtime, "store", None) or fallback_store()
-        configurable = config.get("configurable") or {}
-        metadata = config.get("metadata") or {}
-        assistant = configurable.get("assistant_id") or metadata.get("assistant_id") or "_"
-        thread = configurable.get("thread_id") or NO_THREAD
-        return cls(
-            store,
-            (*NAMESPACE, str(assistant), str(thread)),
-            cap_chars=budget.offload_thread_cap_chars,
-            ttl_minutes=budget.offload_ttl_minutes,
-        )
-
-    # --- the pure part: what to write and delete ----------------------------------------------
-
-    def _plan_put(
-        self, index: list[list[Any]], chars: int
-    ) -> tuple[str, list[list[Any]], list[str]]:
-        """A new handle, the index after adding it, and the handles to evict."""
-        handle = "out_" + uuid.uuid4().hex[:12]
-        index = [*index, [handle, chars]]
-        total = sum(int(n) for _, n in index)
-        evicted: list[str] = []
-        while total > self.cap_chars and len(index) > 1:
-            old, n = index.pop(0)
-            evicted.append(old)
-            total -= int(n)
-        return handle, index, evicted
-
-    @staticmethod
-    def _index_of(item: Any) -> list[list[Any]]:
-        return list(item.value.get("items", [])) if item is not None else []
-
-    def _value(self, text: str, kind: str, tool: str) -> dict[str, Any]:
-        return {"text": text, "kind": kind, "chars": len(text), "tool": tool, "at": time.time()}
-
-    # --- sync ---------------------------------------------------------------------------------
-
-    def _writes(
-        self, handle: str, value: dict[str, Any], index: list[list[Any]], evicted: list[str]
-    ) -> list[PutOp]:
-        """One batch: the output, the deletions of evicted ones, the new index."""
-        return [
-            PutOp(self.namespace, handle, value, ttl=self._ttl),
-            *(PutOp(self.namespace, old, None) for old in evicted),
-            PutOp(self.namespace, INDEX_KEY, {"items": index}, ttl=self._ttl),
-        ]
-
-    def put(self, text: str, kind: str, tool: str = "") -> str:
-        """Store an output; returns its handle. Evicts the thread's oldest outputs over the cap."""
-        index = self._index_of(self.store.get(self.namespace, INDEX_KEY))
-        handle, index, evicted = self._plan_put(index, len(text))
-        self.store.batch(self._writes(handle, self._value(text, kind, tool), index, evicted))
-        return handle
-
-    def get(self, handle: Any) -> dict[str, Any] | None:
-        """The stored output of ``handle`` in this thread (None if absent or evicted)."""
-        if not isinstance(handle, str) or not handle or handle == INDEX_KEY:
-            return None
-        item = self.store.get(self.namespace, handle)
-        return None if item is None else dict(item.value)
-
-    def handles(self) -> list[str]:
-        """The thread's handles, oldest first."""
-        return [h for h, _ in self._index_of(self.store.get(self.namespace, INDEX_KEY))]
-
-    # --- async --------------------------------------------------------------------------------
-
-    async def aput(self, text: str, kind: str, tool: str = "") -> str:
-        """Async :meth:`put`."""
-        item = await _async_or_thread(self.store, "get", self.namespace, INDEX_KEY)
-        handle, index, evicted = self._plan_put(self._index_of(item), len(text))
-        writes = self._writes(handle, self._value(text, kind, tool), index, evicted)
-        await _async_or_thread(self.store, "batch", writes)
-        return handle
-
-    async def ahandles(self) -> list[str]:
-        """Async :meth:`handles`."""
-        item = await _async_or_thread(self.store, "get", self.namespace, INDEX_KEY)
-        return [h for h, _ in self._index_of(item)]
-
-    async def aget(self, handle: Any) -> dict[str, Any] | None:
-        """Async :meth:`get`."""
-        if not isinstance(handle, str) or not handle or handle == INDEX_KEY:
-            return None
-        item = await _async_or_thread(self.store, "get", self.namespace, handle)
-        return None if item is None else dict(item.value)
 
 
 def holds_offloaded_output(messages: Sequence[Any]) -> bool:
@@ -234,14 +88,16 @@ class Offloader:
         config: the shared options (``offload_over_chars``, ``offload_over_tokens``,
             the cap and TTL).
         readers: the enabled output tools, named in the stub's "how to read more".
+        app: the app's label in the namespaces (:func:`app_key` of its tool names).
     """
 
-    def __init__(self, config: BudgetConfig, readers: Sequence[str]) -> None:
+    def __init__(self, config: BudgetConfig, readers: Sequence[str], *, app: str) -> None:
         limit = offload_limit(config)
         if limit is None:
             raise ValueError("Offloader needs offload_over_chars or offload_over_tokens")
         self.limit = limit
         self.config = config
+        self.app = app
         self.readers = [r for r in HOW_TO_READ if r in readers]
 
     def stub(self, info: OutputInfo, handle: str, dropped: int = 0) -> tuple[str, dict[str, Any]]:
@@ -304,7 +160,7 @@ class Offloader:
         large = self._found(results)
         if not large:
             return results
-        store = OffloadStore.of(config, self.config)
+        store = OffloadStore.of(config, self.config, self.app)
         new: dict[int, ToolMessage] = {}
         for message, text in large:
             info = describe_output(text)
@@ -317,7 +173,7 @@ class Offloader:
         large = self._found(results)
         if not large:
             return results
-        store = OffloadStore.of(config, self.config)
+        store = OffloadStore.of(config, self.config, self.app)
         new: dict[int, ToolMessage] = {}
         for message, text in large:
             info = describe_output(text)

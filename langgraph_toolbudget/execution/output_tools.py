@@ -10,7 +10,9 @@ in turn). They are built-in tools (see :mod:`langgraph_toolbudget.execution.buil
 the executor answers them, they never count against the budget or the
 meta-call limit, and they are on while offloading is (``enabled_builtins``
 can turn each off). Every bad request is an error tool message: an unknown or
-evicted handle, a handle of another thread, a bad range, a bad regex, bad jq.
+evicted handle, a handle of another thread, run or app (only the caller's own
+handles are named), a bad range, a bad or too long regex, bad jq, jq stopped by
+its time or memory limit.
 
 Key Components:
     - :class:`OutputTools`: the family (definitions and answers, sync and async).
@@ -42,7 +44,8 @@ from langgraph_toolbudget.execution.builtin_family import (
     BuiltinResult,
     BuiltinTools,
 )
-from langgraph_toolbudget.execution.offload import Offloader, OffloadStore, offload_limit
+from langgraph_toolbudget.execution.offload import Offloader, offload_limit
+from langgraph_toolbudget.execution.output_store import OffloadStore
 
 __all__ = ["OUTPUT_TOOL_NAMES", "UNKNOWN_HANDLE_ERROR", "OutputTools"]
 
@@ -59,7 +62,9 @@ READ_HEADER = "[{handle}: characters {start:,}-{end:,} of {chars:,}{rest}]\n"
 
 
 class _ReadArgs(BaseModel):
-    handle: str = Field(description="The handle of the offloaded output, e.g. 'out_1a2b3c4d5e6f'.")
+    handle: str = Field(
+        description="The handle of the offloaded output, e.g. 'out_1a2b3c4d5e6f7a8b9c0d1e2f'."
+    )
     start: int = Field(0, description="The first character to read (0-based).")
     length: int = Field(4000, description="How many characters to read.")
 
@@ -83,7 +88,9 @@ class OutputTools(BuiltinTools):
     """The output tools as a built-in family (registered while offloading is on).
 
     Args:
-        config: the shared options (the offload limits, cap and TTL; the gate).
+        config: the shared options (the offload limits, cap and TTL, the jq limits; the gate).
+        app: the app's label in the offload namespaces
+            (:func:`~langgraph_toolbudget.execution.offload.app_key` of its tool names).
 
     Raises:
         ImportError: ``enabled_builtins`` names ``query_large_output`` (by its
@@ -91,7 +98,7 @@ class OutputTools(BuiltinTools):
             the tool is left out without it.
     """
 
-    def __init__(self, config: BudgetConfig) -> None:
+    def __init__(self, config: BudgetConfig, *, app: str) -> None:
         limit = offload_limit(config)
         if limit is None:
             raise ValueError("OutputTools needs offloading on (offload_over_chars)")
@@ -101,7 +108,9 @@ class OutputTools(BuiltinTools):
         gate = config.builtin_filter
         if not self.jq and QUERY in (gate.allow or ()):  # named, not matched by a pattern
             raise ImportError(JQ_MISSING_ERROR)
-        self.offloader = Offloader(config, [n for n in self.names if gate.allows(n, default=True)])
+        self.app = app
+        readers = [n for n in self.names if gate.allows(n, default=True)]
+        self.offloader = Offloader(config, readers, app=app)
 
     @property
     def names(self) -> list[str]:
@@ -157,7 +166,14 @@ class OutputTools(BuiltinTools):
             if name == SEARCH:
                 found = search_output(text, args.get("pattern"), args.get("context_lines", 2))
                 return BuiltinResult(json.dumps(found, ensure_ascii=False, indent=1))
-            result, cut = query_json(text, handle, args.get("jq_expression"))
+            result, cut = query_json(
+                text,
+                handle,
+                args.get("jq_expression"),
+                kind=stored.get("kind"),
+                timeout_s=self.config.jq_timeout_s,
+                memory_mb=self.config.jq_memory_mb,
+            )
             note = "\n[stopped after the first 1000 results]" if cut else ""
             return BuiltinResult(result + note)
         except OutputError as exc:
@@ -169,7 +185,7 @@ class OutputTools(BuiltinTools):
 
     def handle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
         args = call.get("args") or {}
-        store = OffloadStore.of(ctx.config, self.config)
+        store = OffloadStore.of(ctx.config, self.config, self.app)
         stored = store.get(args.get("handle"))
         if stored is None:
             return self._missing(args.get("handle"), store.handles())
@@ -182,11 +198,11 @@ class OutputTools(BuiltinTools):
 
     async def ahandle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
         args = call.get("args") or {}
-        store = OffloadStore.of(ctx.config, self.config)
+        store = OffloadStore.of(ctx.config, self.config, self.app)
         stored = await store.aget(args.get("handle"))
         if stored is None:
             return self._missing(args.get("handle"), await store.ahandles())
-        # jq and regex over a large output are CPU work: off the event loop.
+        # regex over a large output is CPU work, and jq waits for its worker: off the loop.
         result = await asyncio.to_thread(self._answer, call["name"], args, stored)
         if self._small(result):
             return result
