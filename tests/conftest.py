@@ -354,8 +354,11 @@ SLOW_MODULES = {
     "test_mcp_offload": "real MCP servers",
     "test_mcp_stdio": "real MCP server processes",
     "test_persistence": "a graph restarted in a new process",
+    "test_jq_sandbox": "jq worker processes run to their time and memory limits",
+    "test_fuzz": "property-based runs over hundreds of generated batches and replies",
 }
-"""Test modules that start servers, processes, kernels or models: slow, marked by module."""
+"""Test modules that start servers, processes, kernels or models, or generate hundreds of
+cases: slow, marked by module."""
 SLOW_FIXTURES = {"pg_server", "pg_url", "pgvector_server", "pgvector_url"}
 """Fixtures that start the test session's PostgreSQL: every test using one is slow."""
 

@@ -471,6 +471,7 @@ PROCESS = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # a process restart or a deadline of seconds
 def test_handles_survive_a_process_restart_with_sqlite(tmp_path: Path) -> None:
     script, db = tmp_path / "agent.py", str(tmp_path / "state.db")
     script.write_text(PROCESS)
@@ -732,6 +733,7 @@ def test_a_pattern_over_500_characters_is_refused_at_once() -> None:
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.slow  # a process restart or a deadline of seconds
 def test_a_costly_pattern_stops_at_the_deadline_and_says_how_far_it_got() -> None:
     def letters() -> str:
         """Five million a's."""

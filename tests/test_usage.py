@@ -145,6 +145,7 @@ def test_usage_never_stores_arguments_or_results():
 # --- persistence ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a process restart or a deadline of seconds
 def test_usage_persists_in_sqlite_store_across_processes(tmp_path):
     path = tmp_path / "usage.db"
     code = textwrap.dedent(
