@@ -500,6 +500,8 @@ class DatabaseToolbox:
             if check.ask_database:
                 self._postgres_parse(conn, sql, check)
             if check.explain:
+                if not sql.lstrip()[:7].upper() == "EXPLAIN":  # the plan of one statement only
+                    raise SqlError(UNCHECKABLE_ERROR.format(reason="not an EXPLAIN"), refused=True)
                 with conn.cursor() as cursor:
                     cursor.execute(sql, prepare=True)  # extended protocol: one statement
                     columns = [d.name for d in cursor.description or ()]
