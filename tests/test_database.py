@@ -236,7 +236,8 @@ SQLITE_REFUSED = {
     "VACUUM": "VACUUM",
     "VACUUM INTO '{dir}/copy.db'": "VACUUM",
     "SELECT load_extension('/tmp/x.so')": "load_extension",
-    "REINDEX": "not a query",
+    "REINDEX": "REINDEX rewrites indexes",
+    "/* a comment */ -- and another\n  DELETE FROM orders": "DELETE writes rows",
     "ANALYZE": "ANALYZE writes statistics",
 }
 
@@ -402,7 +403,9 @@ PG_REFUSED = {
     "LOCK TABLE orders": "LOCK",
     "DO $$ BEGIN DELETE FROM orders; END $$": "DO",
     "GRANT ALL ON orders TO PUBLIC": "GRANT changes permissions",
-    "LISTEN x": "not a query",
+    "LISTEN x": "LISTEN changes the session",
+    "SELECT 1 UNION SELECT 2 FOR UPDATE": "locks rows",
+    "VALUES (1) ; COMMIT": "2 statements",
     "VACUUM orders": "VACUUM",
     "CALL some_procedure()": "CALL",
     "PREPARE p AS DELETE FROM orders": "PREPARE",

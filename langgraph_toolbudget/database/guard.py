@@ -85,6 +85,63 @@ DENIED_FUNCTIONS: dict[str, tuple[str, ...]] = {
 """Functions refused per dialect (``fnmatch`` patterns, lower case): they read or write
 files, reach other servers, change the server's state or run SQL given as a string."""
 
+_STATEMENTS = {
+    "INSERT": "INSERT writes rows",
+    "UPDATE": "UPDATE writes rows",
+    "DELETE": "DELETE writes rows",
+    "REPLACE": "REPLACE writes rows",
+    "UPSERT": "UPSERT writes rows",
+    "MERGE": "MERGE writes rows",
+    "CREATE": "CREATE changes the schema",
+    "DROP": "DROP changes the schema",
+    "ALTER": "ALTER changes the schema",
+    "TRUNCATE": "TRUNCATE deletes rows",
+    "COMMENT": "COMMENT changes the schema",
+    "PRAGMA": "PRAGMA reads or changes the database's settings",
+    "ATTACH": "ATTACH opens another database file",
+    "DETACH": "DETACH changes the attached databases",
+    "VACUUM": "VACUUM rewrites the database",
+    "REINDEX": "REINDEX rewrites indexes",
+    "CLUSTER": "CLUSTER rewrites a table",
+    "ANALYZE": "ANALYZE writes statistics",
+    "REFRESH": "REFRESH rewrites a materialized view",
+    "BEGIN": "it controls the transaction",
+    "START": "it controls the transaction",
+    "COMMIT": "it controls the transaction",
+    "END": "it controls the transaction",
+    "ROLLBACK": "it controls the transaction",
+    "ABORT": "it controls the transaction",
+    "SAVEPOINT": "it controls the transaction",
+    "RELEASE": "it controls the transaction",
+    "SET": "SET changes the session's settings",
+    "RESET": "RESET changes the session's settings",
+    "DISCARD": "DISCARD changes the session",
+    "COPY": "COPY reads or writes files",
+    "GRANT": "GRANT changes permissions",
+    "REVOKE": "REVOKE changes permissions",
+    "LOCK": "LOCK locks tables",
+    "DO": "DO runs a procedural block",
+    "CALL": "CALL runs a procedure",
+    "PREPARE": "PREPARE defines a statement to run later",
+    "EXECUTE": "EXECUTE runs a prepared statement",
+    "DEALLOCATE": "DEALLOCATE changes the session",
+    "LISTEN": "LISTEN changes the session",
+    "UNLISTEN": "UNLISTEN changes the session",
+    "NOTIFY": "NOTIFY sends a notification",
+    "LOAD": "LOAD loads a library",
+    "SECURITY": "it changes the security labels",
+    "IMPORT": "IMPORT changes the schema",
+    "DECLARE": "DECLARE opens a cursor",
+    "FETCH": "FETCH reads a cursor of the session",
+    "MOVE": "MOVE moves a cursor of the session",
+    "CLOSE": "CLOSE closes a cursor of the session",
+    "CHECKPOINT": "CHECKPOINT writes the database",
+    "REASSIGN": "REASSIGN changes ownership",
+}
+"""A statement's first keyword and why it is refused, whatever the parser's version reads."""
+_LEADING = re.compile(r"\A(?:\s+|--[^\n]*(?:\n|\Z)|/\*.*?\*/)*", re.DOTALL)
+_WORD = re.compile(r"[A-Za-z_]+")
+
 _EXPLAIN = {
     "sqlite": re.compile(r"\A\s*EXPLAIN\s+(?:QUERY\s+PLAN\s+)?", re.IGNORECASE),
     "postgres": re.compile(
@@ -165,6 +222,11 @@ def check_read_only(sql: str, dialect: Dialect) -> ReadOnlyCheck:
         return _refused("the statement is empty")
     explain = _EXPLAIN[dialect].match(sql)
     body = sql[explain.end() :] if explain else sql
+    start = _LEADING.match(body)
+    first = _WORD.match(body, start.end() if start else 0)
+    keyword = first.group(0).upper() if first else ""
+    if keyword in _STATEMENTS:
+        return _refused(_STATEMENTS[keyword])
     try:
         statements = [s for s in sqlglot.parse(body, read=dialect) if s is not None]
     except (ParseError, TokenError) as exc:
