@@ -76,16 +76,23 @@ MAX_CODE_CHARS = 100_000
 MAX_CAPTURED_CHARS = 1_000_000
 """Printed characters kept while offloading is on (the rest counted, not kept)."""
 
+LIMITS = (
+    "Limits per program: {timeout:g} s, {memory} MB, {calls} tool calls, {output:,} characters "
+    "of output; no files, network or subprocesses; modules: json, math, re, datetime and a few "
+    "more of the standard library."
+)
 DESCRIPTION = (
     "Run a short Python program in a sandbox. Inside it, each tool you can use is a function "
     "of the same name taking its arguments as keywords, e.g. `r = get_weather(city='Paris')`, "
     "returning the tool's result as Python data (parsed JSON where the tool returns JSON). "
     "Call several tools, loop and filter in code, and print only what you need: you get back "
     "what the program printed and the value of its last expression. A failing tool raises "
-    "an exception you may catch. Limits per program: {timeout:g} s, {memory} MB, {calls} tool "
-    "calls, {output:,} characters of output; no files, network or subprocesses; modules: "
-    "json, math, re, datetime and a few more of the standard library."
+    "an exception you may catch. " + LIMITS
 )
+SHORT_DESCRIPTION = (
+    "Run a Python program over your tools (CodeMode: see the system prompt). " + LIMITS
+)
+"""The description while CodeMode is the primary format: the system prompt explains the rest."""
 NO_CODE_ERROR = (
     "Error: python_execution needs 'code': a Python program as a string, e.g. "
     '{{"code": "print(get_weather(city=\'Paris\'))"}}.'
@@ -301,7 +308,9 @@ class CodeMode(BuiltinTools):
 
     def definitions(self) -> list[BaseTool]:
         config = self.config
-        description = DESCRIPTION.format(
+        formats = config.tool_call_formats
+        primary = formats is not None and formats.primary == CODEMODE_FORMAT
+        description = (SHORT_DESCRIPTION if primary else DESCRIPTION).format(
             timeout=config.codemode_timeout_s,
             memory=config.codemode_max_memory_mb,
             calls=config.codemode_max_tool_calls,

@@ -37,18 +37,18 @@ __all__ = ["PYTHON_EXECUTION", "CodeModeFormat", "python_signature"]
 
 PYTHON_EXECUTION = "python_execution"
 FENCE = "```"
+LIMITS_UNKNOWN = "A program has limits of time, memory, tool calls and output; no files or network."
 LANGUAGES = ("python", "py", "python3")
 
 INSTRUCTIONS = """## CodeMode: work by writing Python
-Run a short Python program to use your tools: call the tool python_execution with \
-{{"code": "..."}}, or end your reply with one ```python code block (nothing after it).
-Inside the program, each function below calls the tool of the same name with keyword \
-arguments and returns its result as Python data (parsed JSON where the tool returns JSON). \
-A tool that fails, or that you cannot use, raises an exception whose message says why.
-Call several tools in one program, loop and filter in code, and print only what you need: \
-you get back what the program printed and the value of its last expression.
+Use your tools from a short Python program: call python_execution with {{"code": "..."}}, \
+or end your reply with one ```python block. In the program each function below calls the tool \
+of that name (keyword arguments) and returns its result as Python data (parsed JSON where the \
+tool returns JSON); a tool that fails or that you cannot use raises an exception saying why. \
+Loop, filter and combine in code and print only what you need: you get back what the program \
+printed and the value of its last expression.
 {limits}
-When you have the answer, reply in plain text without a ```python block.
+Answer in plain text, without a ```python block.
 
 Functions:
 ```python
@@ -127,7 +127,7 @@ def _limits(schemas: Sequence[dict[str, Any]]) -> str:
             cut = description.find("Limits per program")
             if cut >= 0:
                 return description[cut:]
-    return ""
+    return LIMITS_UNKNOWN
 
 
 class CodeModeFormat(ToolCallFormat):
