@@ -321,10 +321,8 @@ async def text_format_agent(config: RunnableConfig) -> CompiledStateGraph:
     Returns:
         The compiled graph.
     """
-    conf = _configurable(config)
-    if not conf.get("model"):
-        config = {**(config or {}), "configurable": {**conf, "model": HERMES_DEMO_MODEL}}
     formats = {"enabled": ["native", "hermes"], "primary": "hermes"}
+    config = _default_model(config, HERMES_DEMO_MODEL)
     return agent_for(await _example_catalog(), config, tool_call_formats=formats)
 
 
@@ -341,13 +339,19 @@ async def codemode_agent(config: RunnableConfig) -> CompiledStateGraph:
     Returns:
         The compiled graph.
     """
-    conf = _configurable(config)
-    if not conf.get("model"):
-        config = {**(config or {}), "configurable": {**conf, "model": CODEMODE_DEMO_MODEL}}
     formats = {"enabled": ["native", "codemode"], "primary": "codemode"}
     builtins = ["python_execution", "search_tools", "add_tool", "request_more_tools"]
+    config = _default_model(config, CODEMODE_DEMO_MODEL)
     catalog = await _example_catalog()
     return agent_for(catalog, config, tool_call_formats=formats, enabled_builtins=builtins)
+
+
+def _default_model(config: RunnableConfig | None, spec: str) -> RunnableConfig:
+    """``config`` with ``configurable.model`` set to ``spec`` unless the run names one."""
+    conf = _configurable(config)
+    if conf.get("model"):
+        return config or {}
+    return {**(config or {}), "configurable": {**conf, "model": spec}}
 
 
 def _build_example() -> ToolCatalog:
