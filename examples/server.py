@@ -17,6 +17,10 @@ Key Components:
       example catalog with the Hermes text tool-call format as primary
       (``tool_call_formats={"enabled": ["native", "hermes"], "primary":
       "hermes"}``); its default model is ``"demo-hermes"``.
+    - :func:`codemode_agent`: graph factory, the prebuilt agent over the example catalog in
+      CodeMode (``tool_call_formats={"enabled": ["native", "codemode"], "primary":
+      "codemode"}``, ``python_execution`` enabled): the model works by writing Python over
+      its tools, run in the sandbox; its default model is ``"demo-codemode"``.
     - :func:`middleware_agent`: graph factory, the same app built the LangChain v1
       way: ``create_agent`` with :class:`~langgraph_toolbudget.ToolBudgetMiddleware`
       over the example catalog.
@@ -24,6 +28,7 @@ Key Components:
       default) is :class:`~langgraph_toolbudget.demo.model.DemoChatModel`, a
       deterministic rule-based model; ``"demo-hermes"`` the same rules as a
       text-only model writing Hermes tool calls (``HermesDemoChatModel``);
+      ``"demo-codemode"`` the same rules writing Python programs (``CodeModeDemoChatModel``);
       ``"provider:model"`` (e.g.
       ``"openai:gpt-4o-mini"``, ``"ollama:qwen3:8b"``) goes through
       ``langchain.chat_models.init_chat_model``, imported only then, so the
@@ -60,6 +65,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.demo.codemode_model import CodeModeDemoChatModel
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
 from langgraph_toolbudget.demo.model import DemoChatModel
 from langgraph_toolbudget.demo.text_model import HermesDemoChatModel
@@ -70,6 +76,7 @@ if TYPE_CHECKING:
     from langgraph_toolbudget.mcp import MCPToolCatalog
 
 __all__ = [
+    "CODEMODE_DEMO_MODEL",
     "DEMO_MODEL",
     "EXAMPLE_MCP_SERVERS",
     "HERMES_DEMO_MODEL",
@@ -78,6 +85,7 @@ __all__ = [
     "MCP_SERVERS_ENV",
     "agent_for",
     "chat_model",
+    "codemode_agent",
     "default_mcp_connections",
     "example_mcp_connections",
     "example_agent",
@@ -92,6 +100,8 @@ DEMO_MODEL = "demo"
 """The model spec of the built-in rule-based demo model."""
 HERMES_DEMO_MODEL = "demo-hermes"
 """The model spec of the demo model without native tool calling (Hermes calls as text)."""
+CODEMODE_DEMO_MODEL = "demo-codemode"
+"""The model spec of the demo model that works by writing Python (CodeMode)."""
 MODEL_ENV = "TOOLBUDGET_MODEL"
 """Environment variable naming the default chat model, e.g. ``openai:gpt-4o-mini``."""
 
@@ -139,6 +149,8 @@ def chat_model(spec: str = DEMO_MODEL) -> BaseChatModel:
         return DemoChatModel()
     if spec == HERMES_DEMO_MODEL:
         return HermesDemoChatModel()
+    if spec == CODEMODE_DEMO_MODEL:
+        return CodeModeDemoChatModel()
     model: BaseChatModel = resolve_chat_model(spec, what="model")
     return model
 
@@ -309,11 +321,37 @@ async def text_format_agent(config: RunnableConfig) -> CompiledStateGraph:
     Returns:
         The compiled graph.
     """
-    conf = _configurable(config)
-    if not conf.get("model"):
-        config = {**(config or {}), "configurable": {**conf, "model": HERMES_DEMO_MODEL}}
     formats = {"enabled": ["native", "hermes"], "primary": "hermes"}
+    config = _default_model(config, HERMES_DEMO_MODEL)
     return agent_for(await _example_catalog(), config, tool_call_formats=formats)
+
+
+async def codemode_agent(config: RunnableConfig) -> CompiledStateGraph:
+    """Graph factory: the example agent in CodeMode.
+
+    The model (``configurable.model``, default ``"demo-codemode"``) sees its tools as
+    Python functions and runs programs over them with ``python_execution``, in the
+    ``pydantic-monty`` sandbox (the ``codemode`` extra); the meta-tools are functions too.
+
+    Args:
+        config: the run's config (``configurable.model``, ``max_tools``, ``mode``).
+
+    Returns:
+        The compiled graph.
+    """
+    formats = {"enabled": ["native", "codemode"], "primary": "codemode"}
+    builtins = ["python_execution", "search_tools", "add_tool", "request_more_tools"]
+    config = _default_model(config, CODEMODE_DEMO_MODEL)
+    catalog = await _example_catalog()
+    return agent_for(catalog, config, tool_call_formats=formats, enabled_builtins=builtins)
+
+
+def _default_model(config: RunnableConfig | None, spec: str) -> RunnableConfig:
+    """``config`` with ``configurable.model`` set to ``spec`` unless the run names one."""
+    conf = _configurable(config)
+    if conf.get("model"):
+        return config or {}
+    return {**(config or {}), "configurable": {**conf, "model": spec}}
 
 
 def _build_example() -> ToolCatalog:

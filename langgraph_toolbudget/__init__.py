@@ -18,6 +18,8 @@ What ``__all__`` holds, by the three ways in:
       :class:`ToolBudgetInput`); :func:`tools_to_bind` and :func:`tools_prompt_section`
       for your own model node.
     - Middleware for LangChain's ``create_agent``: :class:`ToolBudgetMiddleware`.
+    - SQL sources as built-in tools (``search_schemas``, read-only ``execute_sql``):
+      :class:`DatabaseToolbox`, passed as ``database_toolbox=``.
     - A thread's tool context: :func:`include_tools`, :func:`exclude_tools`,
       :func:`set_include_mode`, :func:`context_summary`.
 
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
         include_tools,
         set_include_mode,
     )
+    from langgraph_toolbudget.database import DatabaseToolbox
     from langgraph_toolbudget.mcp import MCPLoadError, MCPServerError, load_mcp_catalog
     from langgraph_toolbudget.middleware import ToolBudgetMiddleware
     from langgraph_toolbudget.nodes.agent import CallModel, ToolAgent
@@ -81,6 +84,7 @@ _EXPORTS = {
     "context_summary": "core.context_ops",
     "ToolBudgetMiddleware": "middleware",
     "ToolUsage": "nodes.usage",
+    "DatabaseToolbox": "database",
 }
 """Public name -> the submodule (below ``langgraph_toolbudget``) that defines it."""
 
@@ -123,4 +127,5 @@ __all__ = [
     "context_summary",
     "ToolBudgetMiddleware",
     "ToolUsage",
+    "DatabaseToolbox",
 ]

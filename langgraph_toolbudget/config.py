@@ -196,6 +196,21 @@ class BudgetConfig(BaseModel):
     without it (logged). ``None``: not used."""
     retriever_weight: float = DEFAULT_RETRIEVER_WEIGHT
     """The share of the retrieval function's score in the fused score, from 0 to 1."""
+    codemode_timeout_s: float = 10.0
+    """CodeMode (``python_execution``, ``docs/codemode.md``): seconds a program may compute,
+    may sleep in total, and may take from start to end with its tool calls (checked at each
+    call); past it the program is stopped and the model is told why."""
+    codemode_max_memory_mb: _Positive = 100
+    """CodeMode: the sandbox's heap, in MB; a program that needs more is stopped."""
+    codemode_max_tool_calls: _Positive = 50
+    """CodeMode: tool calls one program may make; the next one raises inside the program."""
+    codemode_max_output_chars: _Positive = 20_000
+    """CodeMode: a result (printed output and last value) longer than this is offloaded as a
+    large tool result (while offloading is on), else cut here with a note."""
+    database_toolbox: Any = Field(default=None, repr=False)
+    """A :class:`~langgraph_toolbudget.database.DatabaseToolbox`: the built-ins
+    ``search_schemas`` and ``execute_sql`` (read-only SQL) over its sources, offered while
+    one of them connects (``docs/database.md``). ``None``: no database tools."""
 
     def __init__(self, **options: Any) -> None:
         try:
@@ -264,7 +279,13 @@ class BudgetConfig(BaseModel):
     def _tool_call_formats(cls, value: ToolCallFormatsSpec | ToolCallFormats) -> Any:
         return ToolCallFormats.of(value)  # a TypeError names the accepted shapes
 
-    @field_validator("offload_ttl_minutes", "retriever_weight", "jq_timeout_s", mode="before")
+    @field_validator(
+        "offload_ttl_minutes",
+        "retriever_weight",
+        "jq_timeout_s",
+        "codemode_timeout_s",
+        mode="before",
+    )
     @classmethod
     def _number(cls, value: Any) -> Any:
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
@@ -291,6 +312,21 @@ class BudgetConfig(BaseModel):
         if not 0.0 <= value <= 1.0:
             raise _value("in [0, 1]")
         return value
+
+    @field_validator("codemode_timeout_s")
+    @classmethod
+    def _seconds(cls, value: float) -> float:
+        if not (math.isfinite(value) and value > 0):
+            raise _value("> 0 seconds")
+        return value
+
+    @field_validator("database_toolbox")
+    @classmethod
+    def _database_toolbox(cls, value: Any) -> Any:
+        methods = ("available_sources", "search", "execute")
+        if value is None or all(callable(getattr(value, m, None)) for m in methods):
+            return value
+        raise _type("a DatabaseToolbox (langgraph_toolbudget.DatabaseToolbox({...})) or None")
 
     @field_validator("usage")
     @classmethod
@@ -431,6 +467,11 @@ class BudgetOptions(TypedDict, total=False):
     max_schema_tokens: int | None
     retriever: Any
     retriever_weight: float
+    codemode_timeout_s: float
+    codemode_max_memory_mb: int
+    codemode_max_tool_calls: int
+    codemode_max_output_chars: int
+    database_toolbox: Any
 
 
 def unknown_option_error(

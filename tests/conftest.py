@@ -352,6 +352,7 @@ SLOW_MODULES = {
     "test_mcp": "real MCP servers over stdio, SSE and HTTP, killed and restarted",
     "test_mcp_faults": "MCP servers that hang, crash and time out",
     "test_mcp_offload": "real MCP servers",
+    "test_codemode_mcp": "real MCP servers called from CodeMode programs",
     "test_mcp_stdio": "real MCP server processes",
     "test_persistence": "a graph restarted in a new process",
     "test_jq_sandbox": "jq worker processes run to their time and memory limits",

@@ -179,10 +179,13 @@ def test_history_is_rewritten_in_the_format_and_errors_follow_rejected_replies()
 # --- the registry and the option ------------------------------------------------------------
 
 
-def test_the_registry_knows_the_five_formats_and_names_them_on_a_typo():
+def test_the_registry_knows_the_six_formats_and_names_them_on_a_typo():
     names = format_names()
-    assert names[0] == "native" and {"hermes", "json", "mistral", "pythonic"} <= set(names)
-    with pytest.raises(UnknownFormatError, match="'hermez'; the formats are: 'native', 'hermes'"):
+    assert names[0] == "native"
+    assert {"hermes", "json", "mistral", "pythonic", "codemode"} <= set(names)
+    with pytest.raises(
+        UnknownFormatError, match="'hermez'; the formats are: 'native', 'codemode', 'hermes'"
+    ):
         get_format("hermez")
 
 

@@ -216,7 +216,8 @@ def test_the_public_names_are_what_the_three_ways_in_need():
     import langgraph_toolbudget as package
 
     prebuilt = {"create_toolbudget_agent", "ToolCatalog", "load_mcp_catalog", "MCPLoadError",
-                "MCPServerError", "BudgetConfig", "BudgetOptions", "ToolUsage"}  # fmt: skip
+                "MCPServerError", "BudgetConfig", "BudgetOptions", "ToolUsage",
+                "DatabaseToolbox"}  # fmt: skip
     nodes = {"ClassifyIntent", "SelectTools", "ToolSearch", "CallModel", "ToolExecutor",
              "ToolAgent", "add_toolbudget_nodes", "ToolBudgetState", "ToolBudgetInput",
              "tools_prompt_section", "tools_to_bind"}  # fmt: skip

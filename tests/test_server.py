@@ -191,6 +191,26 @@ async def test_server_text_format_graph_runs_a_model_without_tool_calling(server
     assert "Sent to #general: umbrella not needed" in values2["messages"][-1]["content"]
 
 
+async def test_server_codemode_graph_runs_programs_in_the_sandbox(server: str) -> None:
+    client = get_client(url=server)
+    assert await client.assistants.search(graph_id="toolbudget_codemode"), "not served"
+    thread_id = (await client.threads.create())["thread_id"]
+    events, _, errors = await _run_turn(
+        client, thread_id, "What's the weather in Tokyo today?", graph="toolbudget_codemode"
+    )
+    assert errors == []
+    formats = [e for e in events if e.get("event") == "toolbudget.tool_call_format"]
+    assert formats and {e["format"] for e in formats} == {"codemode"}
+    messages = (await client.threads.get_state(thread_id))["values"]["messages"]
+    calls = [c for m in messages if m["type"] == "ai" for c in m.get("tool_calls", [])]
+    assert [c["name"] for c in calls] == ["python_execution", "python_execution"]
+    assert "get_weather(city='Tokyo')" in calls[-1]["args"]["code"]
+    outputs = [m for m in messages if m["type"] == "tool"]
+    assert json.loads(outputs[-1]["content"])["city"] == "Tokyo"
+    assert outputs[-1]["artifact"]["codemode"]["tool_calls"] == 1
+    assert messages[-1]["content"].startswith("I used get_weather:")
+
+
 async def test_server_mcp_graph_serves_the_configured_mcp_servers(server: str) -> None:
     client = get_client(url=server)
     thread_id = (await client.threads.create())["thread_id"]

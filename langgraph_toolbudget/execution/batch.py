@@ -33,6 +33,7 @@ from langgraph_toolbudget.execution.builtin_family import (
     BuiltinContext,
     BuiltinResult,
     BuiltinTools,
+    ToolAccess,
     merge_update,
 )
 from langgraph_toolbudget.execution.builtins import Builtins
@@ -132,6 +133,7 @@ class BatchRunner:
             if config.offloading
             else None
         )
+        self._answer_offloaders: dict[int, Offloader] = {}
         self.scheduler = CallScheduler(
             catalog,
             config.mode,
@@ -165,12 +167,34 @@ class BatchRunner:
 
     # --- built-in calls -----------------------------------------------------------------------
 
+    def _tool_access(
+        self, state: Any, config: RunnableConfig, working: WorkingSet
+    ) -> tuple[ToolAccess, list[BuiltinContext]]:
+        """How the batch's built-in answers call other tools: the regular calls' check (the
+        tools the model was shown, and those loaded since), the pipeline, the built-ins."""
+        check = self.policy.check(working, set(working.names), self.context_of(state))
+        holder: list[BuiltinContext] = []  # the context, once made (answers use the same one)
+
+        def answer(call: ToolCall) -> BuiltinResult:
+            return self.builtins.family(call["name"]).handle(call, holder[0])
+
+        access = ToolAccess(
+            check=check,
+            run=partial(self.pipeline.run, state=state, config=config, check=check),
+            arun=partial(self.pipeline.arun, state=state, config=config, check=check),
+            builtins=tuple(self.builtins.tools),
+            answer=answer,
+        )
+        return access, holder
+
     def _builtin_calls(
         self, calls: Sequence[ToolCall], state: Any, config: RunnableConfig, working: WorkingSet
     ) -> tuple[list[tuple[int, ToolCall]], dict[int, ToolMessage], BuiltinContext, TurnOutcome]:
         """The built-in calls to answer, those over the meta-call bound, and the context."""
         messages = state_messages(state, self.messages_key)
-        ctx = BuiltinContext(state, config, working, latest_user_text(messages))
+        access, holder = self._tool_access(state, config, working)
+        ctx = BuiltinContext(state, config, working, latest_user_text(messages), access)
+        holder.append(ctx)
         outcome = TurnOutcome()
         used = meta_calls_this_turn(messages, self.meta_names)
         limit = self.config.max_meta_calls
@@ -205,10 +229,14 @@ class BatchRunner:
         if not any(call["name"] in self.builtins for call in calls):
             return {}, TurnOutcome()
         todo, answers, ctx, outcome = self._builtin_calls(calls, state, config, working)
+        large: dict[int, int] = {}
         for i, call in todo:
             result = self.builtins.family(call["name"]).handle(call, ctx)
             self._absorb(outcome, result)
             answers[i] = _message(call, result)
+            self._note_large(i, result, large)
+        for i, limit in large.items():
+            answers.update(self._answer_offloader(limit).apply({i: answers[i]}, config))
         return answers, outcome
 
     async def aanswer_builtins(
@@ -218,11 +246,33 @@ class BatchRunner:
         if not any(call["name"] in self.builtins for call in calls):
             return {}, TurnOutcome()
         todo, answers, ctx, outcome = self._builtin_calls(calls, state, config, working)
+        large: dict[int, int] = {}
         for i, call in todo:
             result = await self.builtins.family(call["name"]).ahandle(call, ctx)
             self._absorb(outcome, result)
             answers[i] = _message(call, result)
+            self._note_large(i, result, large)
+        for i, limit in large.items():
+            answers.update(await self._answer_offloader(limit).aapply({i: answers[i]}, config))
         return answers, outcome
+
+    def _note_large(self, i: int, result: BuiltinResult, large: dict[int, int]) -> None:
+        """Note answer ``i`` for offloading when it asks for it and offloading is on."""
+        if result.offload_over is not None and self.offloader is not None and not result.error:
+            large[i] = min(result.offload_over, self.offloader.limit)
+
+    def _answer_offloader(self, limit: int) -> Offloader:
+        """The offloader of built-in answers longer than ``limit`` characters (the regular
+        calls' offloader when the limits agree)."""
+        if self.offloader is not None and limit == self.offloader.limit:
+            return self.offloader
+        offloader = self._answer_offloaders.get(limit)
+        if offloader is None:
+            shared = self.config.override(offload_over_chars=limit, offload_over_tokens=None)
+            offloader = self._answer_offloaders[limit] = Offloader(
+                shared, self.builtins.names, app=app_key(self.catalog.tool_names)
+            )
+        return offloader
 
     # --- a whole batch ----------------------------------------------------------------------
 

@@ -9,6 +9,8 @@ gives back).
 Key Components:
     - :class:`BuiltinTools`: one family: its tool definitions and its answers.
     - :class:`BuiltinContext` / :class:`BuiltinResult`: what an answer sees and gives.
+    - :class:`ToolAccess`: how an answer calls other tools through the executor's own
+      checks (CodeMode's program calls the visible tools with it).
     - :func:`merge_update`: how the answers' state updates merge over a batch.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -25,7 +28,33 @@ from langchain_core.tools import BaseTool
 
 from langgraph_toolbudget.core.working_set import WorkingSet
 
-__all__ = ["BuiltinContext", "BuiltinResult", "BuiltinTools", "merge_update"]
+__all__ = ["BuiltinContext", "BuiltinResult", "BuiltinTools", "ToolAccess", "merge_update"]
+
+
+@dataclass(frozen=True)
+class ToolAccess:
+    """How a built-in's answer calls other tools, as the executor would run them.
+
+    Given by the executor to every answer of a batch (``BuiltinContext.tools``): a call
+    goes through the same check (hidden, excluded, filtered, disabled and unknown tools
+    are refused with the executor's own message), coercion, hooks, timeout and
+    normalisation as a call the model made directly; its result is not offloaded.
+
+    Attributes:
+        check: tool name -> why a call to it may not run (the executor's message), or
+            None; the visible set it reads is the live one, so a tool an earlier
+            built-in answer loaded is callable.
+        run: run one regular call (sync): a ``ToolMessage``, a ``Command`` or a list.
+        arun: the same from async code (on the caller's event loop).
+        builtins: the enabled built-in tools, in binding order.
+        answer: answer a call to another enabled built-in (sync), on the same context.
+    """
+
+    check: Callable[[str], str | None]
+    run: Callable[[ToolCall], Any]
+    arun: Callable[[ToolCall], Coroutine[Any, Any, Any]]
+    builtins: tuple[BaseTool, ...] = ()
+    answer: Callable[[ToolCall], BuiltinResult] | None = None
 
 
 @dataclass
@@ -37,12 +66,15 @@ class BuiltinContext:
         config: the run's ``RunnableConfig`` (thread id, store, ...).
         working: the visible set, changed in place by answers that load tools.
         query: the latest user message.
+        tools: how the answer may call other tools through the executor (None when
+            the caller runs no regular calls, e.g. a family answered on its own).
     """
 
     state: Any
     config: RunnableConfig
     working: WorkingSet
     query: str = ""
+    tools: ToolAccess | None = None
 
 
 @dataclass
@@ -56,6 +88,9 @@ class BuiltinResult:
         update: extra state update (fields other than the budget fields, which
             the working set carries); merged over the batch with :func:`merge_update`.
         discovered: tools found but not made visible (``discovered_tools``).
+        offload_over: the executor offloads this answer, as it offloads a large tool
+            result, when its content is longer than this many characters (and
+            offloading is on); None: never offloaded.
     """
 
     content: str | list[str | dict[Any, Any]]
@@ -63,6 +98,7 @@ class BuiltinResult:
     artifact: Any = None
     update: dict[str, Any] = field(default_factory=dict)
     discovered: list[str] = field(default_factory=list)
+    offload_over: int | None = None
 
 
 def merge_update(into: dict[str, Any], update: dict[str, Any]) -> None:

@@ -26,7 +26,9 @@ from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.gating import BuiltinFilter
 from langgraph_toolbudget.execution.builtin_family import BuiltinTools
+from langgraph_toolbudget.execution.codemode import CodeMode, codemode_enabled
 from langgraph_toolbudget.execution.context_tools import ContextTools
+from langgraph_toolbudget.execution.database_tools import DatabaseTools
 from langgraph_toolbudget.execution.meta_tools import MetaTools
 from langgraph_toolbudget.execution.output_store import app_key
 from langgraph_toolbudget.execution.output_tools import OutputTools
@@ -48,6 +50,11 @@ def builtin_families(catalog: ToolCatalog, config: BudgetConfig) -> list[Builtin
     families: list[BuiltinTools] = [MetaTools(catalog, config), ContextTools(catalog)]
     if config.offloading:
         families.append(OutputTools(config, app=app_key(catalog.tool_names)))
+    if codemode_enabled(config):  # python_execution needs the codemode format enabled
+        families.append(CodeMode(catalog, config))
+    toolbox = config.database_toolbox
+    if toolbox is not None and toolbox.available_sources():  # a source that connects
+        families.append(DatabaseTools(toolbox, config))
     return families
 
 

@@ -8,7 +8,9 @@ and writes its calls as text, in one of these formats:
   (Hermes 2/3, Qwen 2.5/3);
 - ``"mistral"``: ``[TOOL_CALLS] [{"name": ..., "arguments": ...}]`` (Mistral v3);
 - ``"pythonic"``: ``[get_weather(city="Paris")]`` (Llama 3.2/4);
-- ``"json"``: a JSON object or list ``{"name", "arguments"}``, optionally fenced.
+- ``"json"``: a JSON object or list ``{"name", "arguments"}``, optionally fenced;
+- ``"codemode"``: tools as Python functions; the model runs a program over them
+  (``python_execution``, or a reply ending with a ```` ```python ```` block).
 
 Key Components:
     - :class:`~langgraph_toolbudget.formats.base.ToolCallFormat`: the interface.
@@ -36,6 +38,7 @@ from __future__ import annotations
 import inspect
 
 from langgraph_toolbudget.formats.base import ParsedReply, ToolCallFormat
+from langgraph_toolbudget.formats.codemode import CodeModeFormat
 from langgraph_toolbudget.formats.hermes import Hermes
 from langgraph_toolbudget.formats.mistral import Mistral
 from langgraph_toolbudget.formats.native import Native
@@ -63,6 +66,7 @@ FORMATS: dict[str, ToolCallFormat] = {
     "mistral": Mistral(),
     "pythonic": Pythonic(),
     "json": PureJson(),
+    "codemode": CodeModeFormat(),
 }
 """Format name (as in ``tool_call_formats``) -> the format."""
 

@@ -123,6 +123,9 @@ class ToolCallFormat(ABC):
     name: ClassVar[str]
     native: ClassVar[bool] = False
     """True only for the native format: tools are bound, nothing is parsed."""
+    binds: ClassVar[tuple[str, ...]] = ()
+    """Tools a text format still binds natively when the model can call tools (CodeMode
+    binds ``python_execution``; the model may call it, or write its call as text)."""
 
     @abstractmethod
     def render_tools(self, tools: Sequence[dict[str, Any]]) -> str:

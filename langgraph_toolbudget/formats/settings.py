@@ -60,6 +60,12 @@ NO_FORMAT_ERROR = (
     "'native'}}, or pass model_supports_tools=True if the model does support tool calling."
 )
 
+UNAVAILABLE_ERROR = (
+    "No enabled tool-call format is available for {model}: {others}; native needs a model "
+    "that calls tools ({why}). Enable what the format needs, or enable another format, "
+    "e.g. 'hermes'."
+)
+
 
 class NoFormatAvailableError(ValueError):
     """No enabled format is available for the model (native only, and it cannot call tools)."""
@@ -152,6 +158,7 @@ def choose_format(
     native_why: str,
     model: str = "the model",
     preset_note: str = "",
+    unavailable: Mapping[str, str] | None = None,
 ) -> FormatChoice:
     """The primary format when available, else the first enabled format that is.
 
@@ -161,12 +168,18 @@ def choose_format(
         native_why: why native is (not) available, for the reason.
         model: the model's name, for the reason and the error.
         preset_note: appended to the reason (where a default came from).
+        unavailable: formats not available here, and why (e.g. ``codemode`` while
+            ``python_execution`` is not enabled).
 
     Raises:
-        NoFormatAvailableError: only native is enabled and it is not available.
+        NoFormatAvailableError: no enabled format is available (only native is enabled
+            and the model cannot call tools, or the others are unavailable).
     """
+    unavailable = unavailable or {}
 
     def available(name: str) -> bool:
+        if name in unavailable:
+            return False
         return native_available or not get_format(name).native
 
     if available(formats.primary):
@@ -178,9 +191,15 @@ def choose_format(
         )
     fallback = next((n for n in formats.enabled if available(n)), None)
     if fallback is None:
+        others = [f"{n!r}: {unavailable[n]}" for n in formats.enabled if n in unavailable]
+        if others:
+            raise NoFormatAvailableError(
+                UNAVAILABLE_ERROR.format(model=model, why=native_why, others="; ".join(others))
+            )
         raise NoFormatAvailableError(NO_FORMAT_ERROR.format(model=model, why=native_why))
+    why_not = unavailable.get(formats.primary, native_why)
     why = (
-        f"primary format {formats.primary!r} is not available ({native_why}); "
+        f"primary format {formats.primary!r} is not available ({why_not}); "
         f"{fallback!r} is the first enabled format that is"
     )
     return FormatChoice(fallback, get_format(fallback), why + preset_note, native_available)

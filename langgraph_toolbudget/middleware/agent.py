@@ -10,6 +10,7 @@ from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResp
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, SystemMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_config
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
@@ -21,6 +22,8 @@ from langgraph_toolbudget.core.coercion import repair_tool_calls
 from langgraph_toolbudget.core.working_set import WorkingSet, state_get, state_messages
 from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome
 from langgraph_toolbudget.execution.pipeline import CallCheck
+from langgraph_toolbudget.formats import get_format
+from langgraph_toolbudget.formats.base import ToolCallFormat
 from langgraph_toolbudget.middleware.locks import KeyedLocks, thread_key
 from langgraph_toolbudget.middleware.state import (
     STILL_CALLABLE,
@@ -73,6 +76,18 @@ def _in_call_order(messages: list[Any], builtins: Container[str]) -> list[Any]:
             out[i:end] = ranked
         i = end
     return out
+
+
+def _codemode_primary(config: BudgetConfig, builtins: Container[str]) -> ToolCallFormat | None:
+    """The CodeMode format when it is the primary tool-call format and ``python_execution``
+    is enabled (the middleware binds natively otherwise: ``create_agent`` reads native calls)."""
+    formats = config.tool_call_formats
+    if formats is None:
+        return None
+    chosen = get_format(formats.primary)
+    if chosen.native or not chosen.binds or not all(n in builtins for n in chosen.binds):
+        return None
+    return chosen
 
 
 def _current_config() -> RunnableConfig:
@@ -164,6 +179,8 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             ToolSearch(catalog, config=shared),
         )
         self.thread_prompt = ThreadPrompt(catalog, self.runner.builtins)
+        self.codemode = _codemode_primary(shared, self.runner.builtins.names)
+        self._schemas: dict[tuple[str, str], dict[str, Any]] = {}
         self.builtin_tools = self.thread_prompt.tools
         self.section = self.thread_prompt.section
         self.tools = [*self.builtin_tools, *(spec.tool for spec in catalog.specs)]
@@ -217,11 +234,21 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         others = self._others(request.tools)
         section, builtins = self.thread_prompt.for_state(request.state)
         tools = [*builtins, *self.catalog.tools(visible), *others]
+        if self.codemode is not None:  # tools as functions in the prompt, python_execution bound
+            ours = tools[: len(tools) - len(others)]
+            section += "\n\n" + self.codemode.render_tools([self._schema(t) for t in ours])
+            tools = [*(t for t in builtins if t.name in self.codemode.binds), *others]
         return request.override(
             tools=tools,
             system_message=_with_section(request.system_message, section),
             messages=_in_call_order(request.messages, self.runner.builtins),
         )
+
+    def _schema(self, tool: Any) -> dict[str, Any]:
+        key = (tool.name, tool.description)
+        if key not in self._schemas:
+            self._schemas[key] = convert_to_openai_tool(tool)
+        return self._schemas[key]
 
     def _others(self, tools: list[Any]) -> list[Any]:
         """The agent's tools that are not ours (provider tools, other middleware's)."""

@@ -33,6 +33,7 @@ from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.coercion import repair_tool_calls
 from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
 from langgraph_toolbudget.execution.builtins import Builtins
+from langgraph_toolbudget.formats import format_names, get_format
 from langgraph_toolbudget.formats.base import ParsedReply, ToolCallFormat, reply_message
 from langgraph_toolbudget.formats.history import parse_error_of, render_history
 from langgraph_toolbudget.formats.settings import FormatChoice, ToolCallFormats, choose_format
@@ -150,8 +151,26 @@ class ModelCaller:
                 note = f"; {preset!r} is the preset for model {hint!r}"
         model = f"{type(self.model).__name__}" + (f" ({name})" if name else "")
         return choose_format(
-            formats, native_available=native, native_why=why, model=model, preset_note=note
+            formats,
+            native_available=native,
+            native_why=why,
+            model=model,
+            preset_note=note,
+            unavailable=self._unavailable_formats(),
         )
+
+    def _unavailable_formats(self) -> dict[str, str]:
+        """Formats that need a built-in this node does not give (CodeMode needs
+        ``python_execution``), and why."""
+        out: dict[str, str] = {}
+        for name in format_names():
+            missing = [t for t in get_format(name).binds if t not in self.thread_prompt.names]
+            if missing:
+                out[name] = (
+                    f"it needs the built-in {', '.join(missing)}, which enabled_builtins does "
+                    "not enable"
+                )
+        return out
 
     @property
     def format(self) -> ToolCallFormat:
@@ -218,7 +237,14 @@ class ModelCaller:
     def bound(self, working: WorkingSet, state: Any = None) -> Any:
         """The runnable to call: the model with the tools bound (native), or the model."""
         if not self.format.native:
-            return self.model
+            binds = self.format.binds
+            if not binds or not self.choice.native_available:
+                return self.model
+            tools = [t for t in self.tools(working, state) if t.name in binds]
+            try:  # CodeMode: python_execution bound, every tool written into the prompt
+                return self.model.bind_tools(tools)
+            except NotImplementedError:
+                return self.model
         try:
             return self.model.bind_tools(self.tools(working, state))
         except NotImplementedError:  # bind_tools exists but does not work: fall back
@@ -233,8 +259,8 @@ class ModelCaller:
     def _read(self, reply: BaseMessage, attempt: int) -> AIMessage:
         if not isinstance(reply, AIMessage):
             reply = AIMessage(content=reply.content)
-        if self.format.native:
-            return repair_tool_calls(reply)
+        if self.format.native or (self.format.binds and reply.tool_calls):
+            return repair_tool_calls(reply)  # a native call (CodeMode's python_execution too)
         text = reply.text if isinstance(reply.text, str) else str(reply.content)
         try:
             parsed = self.format.parse(text)

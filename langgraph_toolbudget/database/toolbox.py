@@ -1,0 +1,581 @@
+"""``DatabaseToolbox``: SQL sources the model may search and read, never write.
+
+Its one reason to change: how the toolbox connects to its sources and runs a query.
+
+Read-only twice: a statement runs only after :func:`~langgraph_toolbudget.database.guard.
+check_read_only` accepted it (one statement that reads), and the connection enforces it
+again: SQLite is opened read-only (``mode=ro``) with an authorizer that allows reads and
+nothing else (no ``ATTACH``, no ``PRAGMA``, no write, no denied function) and a progress
+handler that stops it at the timeout; PostgreSQL runs each query in a ``READ ONLY``
+transaction with a ``statement_timeout``, through the extended protocol (one statement per
+message: a second statement hidden from the check cannot run), and rolls it back.
+
+Rows are capped (``max_rows``, default 200) and the total counted without fetching them
+(PostgreSQL moves its server-side cursor to the end; SQLite steps through them); schemas
+are read once per source and cached, refreshed on demand (:meth:`DatabaseToolbox.refresh`).
+
+Key Components:
+    - :class:`DatabaseToolbox`: the sources, their schemas, ``search`` and ``execute``.
+    - :class:`QueryResult`: a query's columns, rows (capped) and total.
+    - :class:`SqlError`: a refused or failed query (its message is for the model).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import decimal
+import math
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langgraph_toolbudget.database.guard import (
+    Dialect,
+    ReadOnlyCheck,
+    check_read_only,
+    denied_function,
+)
+from langgraph_toolbudget.database.schemas import TableIndex, TableSchema, reflect_tables
+
+__all__ = [
+    "DATABASE_MISSING_ERROR",
+    "DatabaseToolbox",
+    "QueryResult",
+    "SqlError",
+]
+
+DATABASE_MISSING_ERROR = (
+    "DatabaseToolbox needs SQLAlchemy and sqlglot: pip install 'langgraph-toolbudget[database]'"
+    " (PostgreSQL sources also need psycopg: pip install 'psycopg[binary]')."
+)
+BAD_SOURCES_ERROR = (
+    "DatabaseToolbox(sources) needs a mapping of source name -> SQLAlchemy URL, e.g. "
+    "{{'shop': 'sqlite:///shop.db', 'crm': 'postgresql+psycopg://user@host/crm'}}; got {value}."
+)
+BAD_URL_ERROR = "DatabaseToolbox: source {name!r} has URL {url!r}, which {problem}."
+UNKNOWN_SOURCE_ERROR = (
+    "Error: there is no database source {source!r}. The sources are: {known}. Call "
+    "execute_sql again with one of them (search_schemas finds the tables of each)."
+)
+DOWN_ERROR = (
+    "Error: database source {source!r} cannot be reached ({error}). Try another source "
+    "({known}), or tell the user the database is unavailable."
+)
+TIMEOUT_ERROR = (
+    "Error: the query ran longer than {timeout:g} s and was stopped (DatabaseToolbox "
+    "timeout_s). Make it cheaper: filter with WHERE, aggregate, or add a LIMIT."
+)
+DATABASE_ERROR = (
+    "Error: the database ({dialect}) rejected the query: {message}\nFix the SQL and call "
+    "execute_sql again (search_schemas shows the tables and columns)."
+)
+UNCHECKABLE_ERROR = (
+    "Refused: the statement could not be checked as read-only ({reason}), so nothing ran. "
+    "Write it as a plain SELECT (or WITH ... SELECT)."
+)
+SECOND_WALL_ERROR = (
+    "Refused: the database itself refused a write or a setting change ({message}); "
+    "execute_sql only reads. Send one SELECT that reads the data you need."
+)
+MAX_CELL_CHARS = 10_000
+"""A longer text value is cut (its length noted)."""
+SQLITE_MAX_LENGTH = 10_000_000
+"""SQLite's largest string or blob in a query (``SQLITE_LIMIT_LENGTH``)."""
+PROGRESS_STEPS = 1000
+"""SQLite virtual-machine steps between two looks at the clock."""
+
+
+class SqlError(Exception):
+    """A query that was refused or failed; ``str(error)`` is the message for the model.
+
+    Attributes:
+        refused: the query was refused (not a read), as opposed to failing.
+    """
+
+    def __init__(self, message: str, *, refused: bool = False) -> None:
+        super().__init__(message)
+        self.refused = refused
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """One query's answer.
+
+    Attributes:
+        source: the source it ran on.
+        columns: the column names.
+        rows: the first ``max_rows`` rows, as ``{column: value}`` (JSON-safe values).
+        total_rows: how many rows the query returns in all (None: not counted in time).
+        max_rows: the cap in force.
+    """
+
+    source: str
+    columns: list[str]
+    rows: list[dict[str, Any]]
+    total_rows: int | None
+    max_rows: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """The answer as the model reads it."""
+        out: dict[str, Any] = {
+            "source": self.source,
+            "columns": self.columns,
+            "rows": self.rows,
+            "row_count": len(self.rows),
+            "total_rows": self.total_rows,
+        }
+        if self.total_rows is None or self.total_rows > len(self.rows):
+            total = "more" if self.total_rows is None else f"{self.total_rows:,}"
+            out["note"] = (
+                f"showing the first {len(self.rows):,} of {total} rows (max_rows "
+                f"{self.max_rows}); aggregate, filter or add a LIMIT to see what you need"
+            )
+        return out
+
+
+def _require() -> None:
+    import importlib.util
+
+    if (
+        importlib.util.find_spec("sqlalchemy") is None
+        or importlib.util.find_spec("sqlglot") is None
+    ):
+        raise ImportError(DATABASE_MISSING_ERROR)
+
+
+def _json_value(value: Any) -> Any:
+    """A database value as JSON data."""
+    if value is None or isinstance(value, bool | int | str):
+        if isinstance(value, str) and len(value) > MAX_CELL_CHARS:
+            return f"{value[:MAX_CELL_CHARS]}... [{len(value):,} characters]"
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, decimal.Decimal):
+        if not value.is_finite():
+            return str(value)
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, datetime.datetime | datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, datetime.timedelta):
+        return value.total_seconds()
+    if isinstance(value, bytes | bytearray | memoryview):
+        data = bytes(value)
+        if len(data) <= 64:
+            return "base64:" + base64.b64encode(data).decode()
+        return f"<{len(data):,} bytes>"
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return [_json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _json_value(v) for k, v in value.items()}
+    return str(value)
+
+
+_SQLITE_ALLOWED = {sqlite3.SQLITE_READ, sqlite3.SQLITE_SELECT, sqlite3.SQLITE_FUNCTION}
+if hasattr(sqlite3, "SQLITE_RECURSIVE"):
+    _SQLITE_ALLOWED.add(sqlite3.SQLITE_RECURSIVE)
+
+
+def _sqlite_authorizer(action: int, arg1: str | None, arg2: str | None, *_: Any) -> int:
+    """Reads only: no write, schema change, ``PRAGMA``, ``ATTACH``, transaction or denied
+    function passes, whatever the text looked like."""
+    if action == sqlite3.SQLITE_FUNCTION and denied_function(str(arg2 or ""), "sqlite"):
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK if action in _SQLITE_ALLOWED else sqlite3.SQLITE_DENY
+
+
+@dataclass
+class _Source:
+    """One source: its URL, dialect, schema engine and cached tables."""
+
+    name: str
+    url: Any  # sqlalchemy URL
+    dialect: Dialect
+    path: Path | None = None
+    engine: Any = None
+    checked: bool = False
+    error: str | None = None
+    tables: list[TableSchema] = field(default_factory=list)
+
+
+class DatabaseToolbox:
+    """SQL sources for the built-ins ``search_schemas`` and ``execute_sql`` (read-only).
+
+    Pass it as ``database_toolbox=`` (a ``BudgetConfig`` option): the prebuilt agent, the
+    nodes and ``ToolBudgetMiddleware`` then offer the two tools while at least one source
+    connects (``enabled_builtins`` can still turn either off).
+
+    Args:
+        sources: source name -> SQLAlchemy URL. SQLite (``sqlite:///shop.db``, a file,
+            opened read-only) and PostgreSQL (``postgresql://`` or
+            ``postgresql+psycopg://``, through psycopg 3).
+        max_rows: rows a query returns at most (the total is counted and reported).
+        timeout_s: seconds a query may run (PostgreSQL's ``statement_timeout``, SQLite's
+            progress handler).
+        connect_timeout_s: seconds to wait for a PostgreSQL server.
+
+    Raises:
+        ImportError: SQLAlchemy or sqlglot is missing (the message names the extra).
+        TypeError: ``sources`` is not a mapping of names to URL strings.
+        ValueError: a URL that cannot be read, of another database, or an in-memory SQLite
+            database (empty for every connection).
+
+    Example:
+        ```python
+        toolbox = DatabaseToolbox({"shop": "sqlite:///shop.db"})
+        agent = create_toolbudget_agent(model, catalog, database_toolbox=toolbox)
+        ```
+    """
+
+    def __init__(
+        self,
+        sources: Mapping[str, str],
+        *,
+        max_rows: int = 200,
+        timeout_s: float = 10.0,
+        connect_timeout_s: float = 5.0,
+    ) -> None:
+        _require()
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        if not isinstance(sources, Mapping) or not sources:
+            raise TypeError(BAD_SOURCES_ERROR.format(value=repr(sources)[:80]))
+        if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
+            raise ValueError(f"DatabaseToolbox: max_rows must be an integer >= 1, got {max_rows!r}")
+        for option, value in (("timeout_s", timeout_s), ("connect_timeout_s", connect_timeout_s)):
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise ValueError(f"DatabaseToolbox: {option} must be > 0 seconds, got {value!r}")
+        self.max_rows = max_rows
+        self.timeout_s = float(timeout_s)
+        self.connect_timeout_s = float(connect_timeout_s)
+        self._sources: dict[str, _Source] = {}
+        for name, raw in sources.items():
+            if not isinstance(name, str) or not name or not isinstance(raw, str):
+                raise TypeError(BAD_SOURCES_ERROR.format(value=f"{name!r}: {raw!r}"))
+            try:
+                url = make_url(raw)
+            except ArgumentError as exc:
+                problem = f"is not a SQLAlchemy URL ({exc})"
+                raise ValueError(
+                    BAD_URL_ERROR.format(name=name, url=raw, problem=problem)
+                ) from None
+            self._sources[name] = self._source(name, raw, url)
+        self._lock = threading.Lock()
+        self._index: TableIndex | None = None
+
+    @staticmethod
+    def _source(name: str, raw: str, url: Any) -> _Source:
+        backend = url.get_backend_name()
+        if backend == "sqlite":
+            database = url.database or ""
+            if database in ("", ":memory:") or database.startswith("file::memory:"):
+                problem = (
+                    "is an in-memory SQLite database (empty for every connection): give a file"
+                )
+                raise ValueError(BAD_URL_ERROR.format(name=name, url=raw, problem=problem))
+            return _Source(name, url, "sqlite", path=Path(database).expanduser().resolve())
+        if backend == "postgresql":
+            explicit = url.get_driver_name() if "+" in url.drivername else "psycopg"
+            if explicit != "psycopg":
+                problem = (
+                    "names a PostgreSQL driver other than psycopg 3: use postgresql+psycopg://"
+                )
+                raise ValueError(BAD_URL_ERROR.format(name=name, url=raw, problem=problem))
+            return _Source(name, url.set(drivername="postgresql+psycopg"), "postgres")
+        problem = f"is a {backend} database; the toolbox reads SQLite and PostgreSQL sources"
+        raise ValueError(BAD_URL_ERROR.format(name=name, url=raw, problem=problem))
+
+    def __repr__(self) -> str:
+        return f"DatabaseToolbox({sorted(self._sources)}, max_rows={self.max_rows})"
+
+    # --- sources and schemas ------------------------------------------------------------------
+
+    @property
+    def source_names(self) -> list[str]:
+        """Every source's name, in the order given."""
+        return list(self._sources)
+
+    def dialect(self, source: str) -> Dialect:
+        """The SQL dialect of ``source`` (``"sqlite"`` or ``"postgres"``)."""
+        return self._sources[source].dialect
+
+    def _engine(self, src: _Source) -> Any:
+        """The engine that reads ``src``'s schemas (read-only, no authorizer: it sends
+        the toolbox's own reflection queries, never the model's)."""
+        if src.engine is None:
+            from sqlalchemy import create_engine
+
+            if src.dialect == "sqlite":
+                from sqlalchemy.pool import NullPool
+
+                path = src.path
+                assert path is not None
+                src.engine = create_engine(
+                    "sqlite://",
+                    creator=lambda: _sqlite_connect(path, None, self.timeout_s),
+                    poolclass=NullPool,
+                )
+            else:
+                timeout = max(1, math.ceil(self.connect_timeout_s))
+                src.engine = create_engine(
+                    src.url, connect_args={"connect_timeout": timeout}, pool_pre_ping=True
+                )
+        return src.engine
+
+    def _check(self, src: _Source) -> None:
+        """Read ``src``'s schemas (once); a failure marks the source down."""
+        from sqlalchemy.exc import SQLAlchemyError
+
+        try:
+            src.tables = reflect_tables(self._engine(src), src.name)
+            src.error = None
+        except (SQLAlchemyError, sqlite3.Error, OSError) as exc:
+            src.tables, src.error = [], _short_error(exc)
+        src.checked = True
+
+    def _ready(self) -> list[_Source]:
+        with self._lock:
+            unchecked = [s for s in self._sources.values() if not s.checked]
+            for src in unchecked:
+                self._check(src)
+            if unchecked or self._index is None:
+                tables = [t for s in self._sources.values() for t in s.tables]
+                self._index = TableIndex(tables)
+            return [s for s in self._sources.values() if s.error is None]
+
+    def available_sources(self) -> list[str]:
+        """The sources that connected and whose schemas were read (checked once each, on
+        first use; :meth:`refresh` checks again)."""
+        return [s.name for s in self._ready()]
+
+    def down_sources(self) -> dict[str, str]:
+        """Source name -> why it could not be read, for the sources that are down."""
+        self._ready()
+        return {s.name: str(s.error) for s in self._sources.values() if s.error is not None}
+
+    def refresh(self, source: str | None = None) -> None:
+        """Read the schemas again (of ``source``, or of every source) on next use; a
+        source that was down is tried again.
+
+        Raises:
+            KeyError: an unknown source name.
+        """
+        with self._lock:
+            targets = [self._sources[source]] if source is not None else self._sources.values()
+            for src in targets:
+                src.checked = False
+            self._index = None
+
+    def tables(self, source: str | None = None) -> list[TableSchema]:
+        """The tables and views of ``source`` (or of every source that is up)."""
+        return [t for s in self._ready() for t in s.tables if source in (None, s.name)]
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 5,
+        source: str | None = None,
+        embeddings: Any = None,
+    ) -> list[TableSchema]:
+        """The tables most relevant to ``query`` across the sources, best first.
+
+        Args:
+            query: a question in words ("money spent by customers").
+            limit: at most this many tables.
+            source: only this source's tables.
+            embeddings: a LangChain ``Embeddings``, fused with the lexical ranking.
+        """
+        self._ready()
+        index = self._index
+        assert index is not None
+        return index.rank(query, limit=limit, source=source, embeddings=embeddings)
+
+    def close(self) -> None:
+        """Close the sources' connection pools."""
+        with self._lock:
+            for src in self._sources.values():
+                if src.engine is not None:
+                    src.engine.dispose()
+                    src.engine = None
+
+    # --- queries ------------------------------------------------------------------------------
+
+    def execute(self, source: str, sql: str) -> QueryResult:
+        """Run one read-only statement on ``source``.
+
+        Raises:
+            SqlError: an unknown source, a statement that does not only read (``refused``),
+                the timeout, a source that is down, or the database's own error; the
+                message says which, for the model.
+        """
+        src = self._sources.get(source) if isinstance(source, str) else None
+        if src is None:
+            known = ", ".join(repr(n) for n in self._sources)
+            raise SqlError(UNKNOWN_SOURCE_ERROR.format(source=source, known=known))
+        check = check_read_only(sql, src.dialect)
+        if not check.ok and not check.ask_database:
+            raise SqlError(check.reason, refused=True)
+        if src.dialect == "sqlite":
+            return self._sqlite(src, sql, check)
+        return self._postgres(src, sql, check)
+
+    def _down(self, src: _Source, exc: BaseException) -> SqlError:
+        others = ", ".join(repr(n) for n in self._sources if n != src.name) or "none"
+        return SqlError(DOWN_ERROR.format(source=src.name, error=_short_error(exc), known=others))
+
+    def _result(
+        self, src: _Source, columns: list[str], rows: list[Any], total: int | None
+    ) -> QueryResult:
+        kept = rows[: self.max_rows]
+        data = [{c: _json_value(v) for c, v in zip(columns, row, strict=False)} for row in kept]
+        return QueryResult(src.name, columns, data, total, self.max_rows)
+
+    def _sqlite(self, src: _Source, sql: str, check: ReadOnlyCheck) -> QueryResult:
+        assert src.path is not None
+        deadline = time.monotonic() + self.timeout_s
+        try:
+            conn = _sqlite_connect(src.path, deadline, self.timeout_s)
+        except sqlite3.Error as exc:
+            raise self._down(src, exc) from None
+        try:
+            if check.ask_database:  # compile it only (EXPLAIN runs nothing): the database's error
+                try:
+                    conn.execute("EXPLAIN " + sql)
+                except sqlite3.Error as exc:
+                    raise self._sqlite_error(exc) from None
+                raise SqlError(UNCHECKABLE_ERROR.format(reason=check.reason), refused=True)
+            try:
+                cursor = conn.execute(sql)
+                columns = [d[0] for d in cursor.description or ()]
+                rows = cursor.fetchmany(self.max_rows + 1)
+                total: int | None = len(rows)
+                if len(rows) > self.max_rows:
+                    try:
+                        for _ in cursor:
+                            total = (total or 0) + 1
+                    except sqlite3.OperationalError:  # out of time while counting
+                        total = None
+            except sqlite3.Error as exc:
+                raise self._sqlite_error(exc) from None
+            return self._result(src, columns, rows, total)
+        finally:
+            conn.close()
+
+    def _sqlite_error(self, exc: sqlite3.Error) -> SqlError:
+        message = str(exc)
+        if message == "interrupted":
+            return SqlError(TIMEOUT_ERROR.format(timeout=self.timeout_s))
+        if "not authorized" in message or "readonly" in message or "read-only" in message:
+            return SqlError(SECOND_WALL_ERROR.format(message=message), refused=True)
+        return SqlError(DATABASE_ERROR.format(dialect="SQLite", message=message))
+
+    def _postgres(self, src: _Source, sql: str, check: ReadOnlyCheck) -> QueryResult:
+        import psycopg
+        from psycopg import sql as pgsql
+        from sqlalchemy.exc import SQLAlchemyError
+
+        try:
+            raw = self._engine(src).raw_connection()
+        except (SQLAlchemyError, psycopg.Error, OSError) as exc:
+            raise self._down(src, exc) from None
+        try:
+            conn: Any = raw.driver_connection
+            conn.rollback()
+            timeout_ms = max(1, int(self.timeout_s * 1000))
+            with conn.cursor() as cursor:
+                cursor.execute("SET TRANSACTION READ ONLY")
+                cursor.execute(
+                    pgsql.SQL("SET LOCAL statement_timeout = {}").format(pgsql.Literal(timeout_ms))
+                )
+            if check.ask_database:
+                self._postgres_parse(conn, sql, check)
+            if check.explain:
+                if not sql.lstrip()[:7].upper() == "EXPLAIN":  # the plan of one statement only
+                    raise SqlError(UNCHECKABLE_ERROR.format(reason="not an EXPLAIN"), refused=True)
+                with conn.cursor() as cursor:
+                    cursor.execute(sql, prepare=True)  # extended protocol: one statement
+                    columns = [d.name for d in cursor.description or ()]
+                    rows = cursor.fetchmany(self.max_rows + 1)
+                    total: int | None = len(rows) + len(cursor.fetchall())
+                return self._result(src, columns, rows, total)
+            name = "toolbudget_" + uuid.uuid4().hex[:12]
+            with conn.cursor(name=name) as cursor:
+                cursor.execute(sql)  # DECLARE ... CURSOR FOR, extended protocol
+                rows = cursor.fetchmany(self.max_rows + 1)
+                columns = [d.name for d in cursor.description or ()]
+                total = len(rows)
+                if len(rows) > self.max_rows:
+                    with conn.cursor() as mover:
+                        mover.execute(
+                            pgsql.SQL("MOVE FORWARD ALL IN {}").format(pgsql.Identifier(name))
+                        )
+                        total += max(0, mover.rowcount)
+            return self._result(src, columns, rows, total)
+        except psycopg.errors.QueryCanceled:
+            raise SqlError(TIMEOUT_ERROR.format(timeout=self.timeout_s)) from None
+        except (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege) as exc:
+            message = _pg_message(exc)
+            raise SqlError(SECOND_WALL_ERROR.format(message=message), refused=True) from None
+        except psycopg.OperationalError as exc:
+            raise self._down(src, exc) from None
+        except psycopg.Error as exc:
+            message = _pg_message(exc)
+            raise SqlError(DATABASE_ERROR.format(dialect="PostgreSQL", message=message)) from None
+        finally:
+            try:
+                raw.driver_connection.rollback()
+            except Exception:  # noqa: BLE001 - a broken connection: the pool drops it
+                raw.invalidate()
+            raw.close()
+
+    @staticmethod
+    def _postgres_parse(conn: Any, sql: str, check: ReadOnlyCheck) -> None:
+        """Parse ``sql`` on the server without running it (the protocol's Parse step):
+        the server's syntax error, else a refusal (the check could not read it)."""
+        from psycopg import pq
+
+        result = conn.pgconn.prepare(b"", sql.encode(conn.info.encoding or "utf-8"))
+        if result.status == pq.ExecStatus.FATAL_ERROR:
+            message = (result.error_message or b"").decode("utf-8", "replace").strip()
+            message = message.removeprefix("ERROR:").strip()
+            raise SqlError(DATABASE_ERROR.format(dialect="PostgreSQL", message=message))
+        raise SqlError(UNCHECKABLE_ERROR.format(reason=check.reason), refused=True)
+
+
+def _sqlite_connect(path: Path, deadline: float | None, timeout_s: float) -> sqlite3.Connection:
+    """A read-only connection to ``path`` (``mode=ro``); with a ``deadline``, the model's
+    connection: the read-only authorizer, length limits and the progress handler."""
+    if not path.is_file():
+        raise sqlite3.OperationalError(f"unable to open database file {str(path)!r} (no such file)")
+    conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=timeout_s)
+    if deadline is None:
+        return conn
+    conn.set_authorizer(_sqlite_authorizer)
+    setlimit = getattr(conn, "setlimit", None)  # Python 3.11+
+    if setlimit is not None:
+        setlimit(getattr(sqlite3, "SQLITE_LIMIT_LENGTH"), SQLITE_MAX_LENGTH)  # noqa: B009
+        setlimit(getattr(sqlite3, "SQLITE_LIMIT_ATTACHED"), 0)  # noqa: B009
+    conn.set_progress_handler(lambda: int(time.monotonic() > deadline), PROGRESS_STEPS)
+    return conn
+
+
+def _pg_message(exc: Any) -> str:
+    diag = getattr(exc, "diag", None)
+    primary = getattr(diag, "message_primary", None)
+    return str(primary or exc).strip().splitlines()[0]
+
+
+def _short_error(exc: BaseException) -> str:
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    return first[:300]

@@ -1,0 +1,410 @@
+"""CodeMode: ``python_execution``, the built-in that runs the model's Python over its tools.
+
+Its one reason to change: how a program's tool calls are answered and its result given back.
+
+Instead of one model round trip per tool call, the model writes a short program that calls
+its tools as functions, loops and filters in code, and prints only what it needs. The
+program runs in a real sandbox (:mod:`langgraph_toolbudget.execution.sandbox`); inside it:
+
+- every visible tool is a function of the same name taking its arguments as keywords
+  (positional ones in the order of its schema), returning the tool's result as Python
+  data (parsed JSON where the tool returns JSON); ``call_tool("name", **args)`` reaches a
+  tool whose name is not a Python identifier;
+- every call goes through the executor's own check, coercion, hooks and timeout: a hidden,
+  excluded, filtered, disabled or unknown tool raises ``PermissionError`` with the
+  executor's message (and nothing runs); a tool that fails raises ``RuntimeError`` with
+  the executor's error message; MCP tools work the same way, over the catalog's sessions;
+- the enabled built-ins (``search_tools``, ``add_tool``, ``execute_sql``...) are functions
+  too, answered as if the model had called them (a tool ``add_tool`` loads is callable
+  in the same program); ``python_execution`` itself is not.
+
+The result is what the program printed plus the value of its last expression; an error
+is the traceback's last lines (the model fixes its code); each limit reached
+(``codemode_timeout_s``, ``codemode_max_memory_mb``, ``codemode_max_tool_calls``,
+``codemode_max_output_chars``) is an error message that names it, and the graph goes on.
+A long result is offloaded as a large tool result.
+
+The family is registered only while ``"codemode"`` is among the enabled tool-call
+formats; ``enabled_builtins`` can still turn ``python_execution`` off.
+
+Key Components:
+    - :class:`CodeMode`: the family (definition, answers sync and async).
+    - :data:`PYTHON_EXECUTION`: the tool's name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import keyword
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import ToolCall, ToolMessage
+from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.errors import GraphBubbleUp
+from langgraph.types import Command
+from pydantic import BaseModel, Field
+
+from langgraph_toolbudget.config import BudgetConfig
+from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.coercion import tool_json_schema
+from langgraph_toolbudget.execution.builtin_family import (
+    BuiltinContext,
+    BuiltinResult,
+    BuiltinTools,
+    ToolAccess,
+    merge_update,
+)
+from langgraph_toolbudget.execution.sandbox import (
+    ProgramRun,
+    SandboxLimits,
+    require_sandbox,
+    run_program,
+)
+
+__all__ = ["CALL_TOOL", "PYTHON_EXECUTION", "CodeMode", "as_python_data", "codemode_enabled"]
+
+PYTHON_EXECUTION = "python_execution"
+"""The CodeMode built-in's name."""
+CALL_TOOL = "call_tool"
+"""The function that calls a tool by name inside a program (``call_tool("a-b", x=1)``)."""
+CODEMODE_FORMAT = "codemode"
+MAX_CODE_CHARS = 100_000
+"""A longer program is refused (a model that writes this much is not orchestrating)."""
+MAX_CAPTURED_CHARS = 1_000_000
+"""Printed characters kept while offloading is on (the rest counted, not kept)."""
+
+LIMITS = (
+    "Limits per program: {timeout:g} s, {memory} MB, {calls} tool calls, {output:,} characters "
+    "of output; no files, network or subprocesses; modules: json, math, re, datetime and a few "
+    "more of the standard library."
+)
+DESCRIPTION = (
+    "Run a short Python program in a sandbox. Inside it, each tool you can use is a function "
+    "of the same name taking its arguments as keywords, e.g. `r = get_weather(city='Paris')`, "
+    "returning the tool's result as Python data (parsed JSON where the tool returns JSON). "
+    "Call several tools, loop and filter in code, and print only what you need: you get back "
+    "what the program printed and the value of its last expression. A failing tool raises "
+    "an exception you may catch. " + LIMITS
+)
+SHORT_DESCRIPTION = (
+    "Run a Python program over your tools (CodeMode: see the system prompt). " + LIMITS
+)
+"""The description while CodeMode is the primary format: the system prompt explains the rest."""
+NO_CODE_ERROR = (
+    "Error: python_execution needs 'code': a Python program as a string, e.g. "
+    '{{"code": "print(get_weather(city=\'Paris\'))"}}.'
+)
+TOO_LONG_ERROR = (
+    "Error: the program is {chars:,} characters long; python_execution takes at most "
+    f"{MAX_CODE_CHARS:,}. Write a shorter program that calls the tools and prints what you need."
+)
+RAISED_ERROR = "Error: the program raised an exception (fix the code and run it again):\n{error}"
+SYNTAX_ERROR = "Error: the program is not valid Python, so nothing ran:\n{error}"
+TIMEOUT_ERROR = (
+    "Error: the program was stopped at its time limit of {timeout:g} s "
+    "(codemode_timeout_s): {error}\nDo less per program (fewer items, no endless loop), "
+    "or run the rest in another program."
+)
+MEMORY_ERROR = (
+    "Error: the program was stopped: it needed more than its memory limit of {memory} MB "
+    "(codemode_max_memory_mb).\n{error}\nWork on less data at once (slice, filter or "
+    "aggregate as you go)."
+)
+CRASHED_ERROR = "Error: the sandbox stopped before the program ended ({error}). Run it again."
+CALL_LIMIT_ERROR = (
+    "tool-call limit reached: a program may make {limit} tool calls (codemode_max_tool_calls) "
+    "and this was call {n}. Handle fewer items per program, or run the rest in another one."
+)
+NESTED_ERROR = "python_execution cannot be called from inside a program: call the tools directly."
+POSITIONAL_ERROR = (
+    "{tool}() takes keyword arguments{named}; got {n} positional argument(s), e.g. write "
+    "{tool}({example})."
+)
+NO_OUTPUT = (
+    "(no output: the program printed nothing and did not end with an expression; print the "
+    "values you need)"
+)
+OUTPUT_CUT = "\n[output cut: {dropped:,} more characters not shown; print less, e.g. aggregate]"
+PRINTED_BEFORE = "\nPrinted before the error:\n{output}"
+
+
+class _CodeArgs(BaseModel):
+    code: str = Field(
+        description="A Python program. Tools are functions of the same name (keyword "
+        "arguments); print what you need, the last expression's value is returned too."
+    )
+
+
+def _never_run(**_: Any) -> str:
+    raise RuntimeError("python_execution is answered by the executor and never runs as a tool")
+
+
+def codemode_enabled(config: BudgetConfig) -> bool:
+    """Whether ``"codemode"`` is among the enabled tool-call formats (CodeMode's gate)."""
+    formats = config.tool_call_formats
+    return formats is not None and CODEMODE_FORMAT in formats.enabled
+
+
+def as_python_data(content: Any) -> Any:
+    """A tool message's content as the program sees it: parsed JSON where it is JSON,
+    a tool's list of strings as that list, text blocks as their (parsed) text."""
+    if isinstance(content, str):
+        return _json_or_text(content)
+    if isinstance(content, list):
+        if all(isinstance(part, str) for part in content):
+            return list(content)
+        texts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
+        if len(texts) == len(content) and all(isinstance(t, str) for t in texts):
+            return _json_or_text("\n".join(str(t) for t in texts))
+        return [part if isinstance(part, str) else dict(part) for part in content]
+    return content
+
+
+def _json_or_text(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+
+
+def _render(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return repr(value)
+
+
+def _is_function_name(name: str) -> bool:
+    return name.isidentifier() and not keyword.iskeyword(name)
+
+
+def _tool_message(output: Any, call_id: str) -> tuple[ToolMessage | None, dict[str, Any]]:
+    """The tool message answering ``call_id`` in a call's output, and the rest of a
+    ``Command``'s state update (applied as the built-in's update)."""
+    items = output if isinstance(output, list) else [output]
+    message: ToolMessage | None = None
+    update: dict[str, Any] = {}
+    for item in items:
+        if isinstance(item, ToolMessage) and message is None:
+            message = item
+        elif isinstance(item, Command) and isinstance(item.update, dict):
+            for key, value in item.update.items():
+                if key != "messages":
+                    merge_update(update, {key: value})
+                    continue
+                for m in value if isinstance(value, list) else [value]:
+                    if isinstance(m, ToolMessage) and m.tool_call_id == call_id:
+                        message = m
+    return message, update
+
+
+@dataclass
+class _Program:
+    """One program's tool calls: checked, counted and answered through the executor."""
+
+    family: CodeMode
+    access: ToolAccess
+    parent: str
+    run: Callable[[ToolCall], Any]
+    calls: int = 0
+    update: dict[str, Any] = field(default_factory=dict)
+    discovered: list[str] = field(default_factory=list)
+
+    def functions(self, visible: list[str]) -> list[str]:
+        """The names the program may call as functions."""
+        builtins = [t.name for t in self.access.builtins if t.name != PYTHON_EXECUTION]
+        names = [n for n in [*visible, *builtins] if _is_function_name(n)]
+        return [*dict.fromkeys(names), CALL_TOOL]
+
+    def __call__(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if name == CALL_TOOL:
+            if not args or not isinstance(args[0], str):
+                raise TypeError("call_tool needs the tool's name first: call_tool('name', x=1)")
+            name, args = args[0], args[1:]
+        if name == PYTHON_EXECUTION:
+            raise RuntimeError(NESTED_ERROR)
+        self.calls += 1
+        limit = self.family.config.codemode_max_tool_calls
+        if self.calls > limit:
+            raise RuntimeError(CALL_LIMIT_ERROR.format(limit=limit, n=self.calls))
+        builtin = next((t for t in self.access.builtins if t.name == name), None)
+        arguments = self._keywords(name, builtin, args, kwargs)
+        call = ToolCall(
+            name=name, args=arguments, id=f"{self.parent}.{self.calls}", type="tool_call"
+        )
+        if builtin is not None and self.access.answer is not None:
+            return self._builtin(call)
+        if (problem := self.access.check(name)) is not None:
+            raise PermissionError(problem)
+        message, update = _tool_message(self.run(call), str(call["id"]))
+        merge_update(self.update, update)
+        if message is None:
+            return None
+        if message.status == "error":
+            raise RuntimeError(_render(as_python_data(message.content)))
+        return as_python_data(message.content)
+
+    def _builtin(self, call: ToolCall) -> Any:
+        assert self.access.answer is not None
+        result = self.access.answer(call)
+        merge_update(self.update, result.update)
+        self.discovered.extend(result.discovered)
+        if result.error:
+            raise RuntimeError(_render(as_python_data(result.content)))
+        return as_python_data(result.content)
+
+    def _keywords(
+        self, name: str, builtin: BaseTool | None, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Keyword arguments; positional ones take the schema's parameters in order."""
+        if not args:
+            return dict(kwargs)
+        tool = builtin
+        if tool is None:
+            spec = self.family.catalog.get(name)
+            tool = spec.tool if spec is not None else None
+        if tool is None:  # refused later with the executor's message
+            return dict(kwargs)
+        params = [p for p in tool_json_schema(tool).get("properties", {}) if p not in kwargs]
+        if len(args) > len(params):
+            named = f" ({', '.join(params)})" if params else ""
+            example = ", ".join(f"{p}=..." for p in params) or ""
+            raise TypeError(
+                POSITIONAL_ERROR.format(tool=name, named=named, n=len(args), example=example)
+            )
+        return {**dict(zip(params, args, strict=False)), **kwargs}
+
+
+class CodeMode(BuiltinTools):
+    """``python_execution``: the model's Python program over its tools, in a sandbox.
+
+    Registered while ``"codemode"`` is an enabled tool-call format (see
+    :func:`codemode_enabled`); on by default then (``enabled_builtins`` can deny it).
+
+    Args:
+        catalog: the catalog, in the node's runtime mode.
+        config: the shared options (the ``codemode_*`` limits, offloading).
+
+    Raises:
+        ImportError: ``pydantic-monty`` is not installed (the message names the extra).
+    """
+
+    def __init__(self, catalog: ToolCatalog, config: BudgetConfig) -> None:
+        require_sandbox()
+        self.catalog = catalog
+        self.config = config
+        self.limits = SandboxLimits(
+            timeout_s=config.codemode_timeout_s,
+            max_memory_bytes=config.codemode_max_memory_mb * 1024 * 1024,
+            max_output_chars=(
+                MAX_CAPTURED_CHARS if config.offloading else config.codemode_max_output_chars
+            ),
+        )
+
+    def definitions(self) -> list[BaseTool]:
+        config = self.config
+        formats = config.tool_call_formats
+        primary = formats is not None and formats.primary == CODEMODE_FORMAT
+        description = (SHORT_DESCRIPTION if primary else DESCRIPTION).format(
+            timeout=config.codemode_timeout_s,
+            memory=config.codemode_max_memory_mb,
+            calls=config.codemode_max_tool_calls,
+            output=config.codemode_max_output_chars,
+        )
+        return [
+            StructuredTool.from_function(
+                func=_never_run,
+                name=PYTHON_EXECUTION,
+                description=description,
+                args_schema=_CodeArgs,
+            )
+        ]
+
+    def handle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
+        access = ctx.tools
+        if access is None:
+            return BuiltinResult("Error: python_execution cannot call tools here.", error=True)
+        return self._execute(call, ctx, access, access.run)
+
+    async def ahandle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
+        access = ctx.tools
+        if access is None:
+            return BuiltinResult("Error: python_execution cannot call tools here.", error=True)
+        loop = asyncio.get_running_loop()
+
+        def run(tool_call: ToolCall) -> Any:  # from the program's thread, on this loop
+            return asyncio.run_coroutine_threadsafe(access.arun(tool_call), loop).result()
+
+        return await asyncio.to_thread(self._execute, call, ctx, access, run)
+
+    # --- one program --------------------------------------------------------------------------
+
+    def _execute(
+        self,
+        call: ToolCall,
+        ctx: BuiltinContext,
+        access: ToolAccess,
+        run: Callable[[ToolCall], Any],
+    ) -> BuiltinResult:
+        code = (call.get("args") or {}).get("code")
+        if not isinstance(code, str) or not code.strip():
+            return BuiltinResult(NO_CODE_ERROR, error=True)
+        if len(code) > MAX_CODE_CHARS:
+            return BuiltinResult(TOO_LONG_ERROR.format(chars=len(code)), error=True)
+        program = _Program(self, access, str(call.get("id") or PYTHON_EXECUTION), run)
+        visible = [n for n in ctx.working.names if n in self.catalog]
+        outcome = run_program(
+            code, program.functions(visible), program, self.limits, passthrough=(GraphBubbleUp,)
+        )
+        facts: dict[str, Any] = {"tool_calls": program.calls, "seconds": round(outcome.seconds, 3)}
+        if outcome.error is not None:
+            facts["stopped"] = outcome.error_kind
+            return BuiltinResult(
+                self._error(outcome),
+                error=True,
+                artifact={"codemode": facts},
+                update=program.update,
+                discovered=program.discovered,
+            )
+        return BuiltinResult(
+            self._content(outcome),
+            artifact={"codemode": facts},
+            update=program.update,
+            discovered=program.discovered,
+            offload_over=self.config.codemode_max_output_chars,
+        )
+
+    def _content(self, outcome: ProgramRun) -> str:
+        parts = [outcome.output.rstrip("\n")] if outcome.output.strip() else []
+        if outcome.value is not None:
+            parts.append(_render(outcome.value))
+        text = "\n".join(parts) if parts else NO_OUTPUT
+        limit = self.config.codemode_max_output_chars
+        dropped = outcome.dropped_chars
+        if not self.config.offloading and len(text) > limit:
+            dropped += len(text) - limit
+            text = text[:limit]
+        return text + OUTPUT_CUT.format(dropped=dropped) if dropped else text
+
+    def _error(self, outcome: ProgramRun) -> str:
+        config, error = self.config, str(outcome.error)
+        if outcome.error_kind == "timeout":
+            text = TIMEOUT_ERROR.format(timeout=config.codemode_timeout_s, error=error)
+        elif outcome.error_kind == "memory":
+            text = MEMORY_ERROR.format(memory=config.codemode_max_memory_mb, error=error)
+        elif outcome.error_kind == "syntax":
+            text = SYNTAX_ERROR.format(error=error)
+        elif outcome.error_kind == "crashed":
+            text = CRASHED_ERROR.format(error=error)
+        else:
+            text = RAISED_ERROR.format(error=error)
+        printed = outcome.output.strip()
+        if printed:
+            room = max(0, config.codemode_max_output_chars - len(text))
+            text += PRINTED_BEFORE.format(output=printed[-room:] if room else "")
+        return text

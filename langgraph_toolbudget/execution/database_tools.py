@@ -1,0 +1,162 @@
+"""The database toolbox as a built-in family: ``search_schemas`` and ``execute_sql``.
+
+Its one reason to change: how the executor answers the two database tools.
+
+``search_schemas(query, source=None, limit=5)`` ranks the tables of every source that is up
+for a question (the catalog's BM25 over names, columns, types, keys and comments, fused
+with embeddings when ``embeddings=`` is configured) and returns the best ones with their
+columns. ``execute_sql(source, sql)`` runs one read-only statement
+(:class:`~langgraph_toolbudget.database.toolbox.DatabaseToolbox`): a refusal, the timeout,
+an unknown or unreachable source, and the database's own error are error tool messages
+that say what to do. A large result is offloaded as a large tool result.
+
+Registered while ``database_toolbox`` is set and one of its sources connects; on by
+default then (``enabled_builtins`` can turn either tool off).
+
+Key Components:
+    - :class:`DatabaseTools`: the family.
+    - :data:`DATABASE_TOOL_NAMES`: its tool names.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain_core.messages import ToolCall
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import BaseModel, Field
+
+from langgraph_toolbudget.config import BudgetConfig
+from langgraph_toolbudget.core.semantic import HybridScorer
+from langgraph_toolbudget.database.toolbox import DatabaseToolbox, SqlError
+from langgraph_toolbudget.execution.builtin_family import (
+    BuiltinContext,
+    BuiltinResult,
+    BuiltinTools,
+)
+from langgraph_toolbudget.execution.offload import offload_limit
+
+__all__ = ["DATABASE_TOOL_NAMES", "EXECUTE_SQL", "SEARCH_SCHEMAS", "DatabaseTools"]
+
+SEARCH_SCHEMAS, EXECUTE_SQL = "search_schemas", "execute_sql"
+DATABASE_TOOL_NAMES = (SEARCH_SCHEMAS, EXECUTE_SQL)
+MAX_TABLES = 20
+"""``search_schemas`` returns at most this many tables, whatever ``limit`` asks."""
+
+NOTHING_FOUND = (
+    "No table matched {query!r}{where}. Try other words (what the data is about), or "
+    "search_schemas with a table or column name."
+)
+BAD_QUERY = "Error: search_schemas needs 'query': what the data you look for is about, in words."
+BAD_SQL = "Error: execute_sql needs 'source' (one of {known}) and 'sql' (one SELECT statement)."
+
+
+class _SearchArgs(BaseModel):
+    query: str = Field(description="What the data is about, in words (e.g. 'money spent by "
+                       "customers').")  # fmt: skip
+    source: str | None = Field(None, description="Only this database source (optional).")
+    limit: int = Field(5, description=f"Tables to return (at most {MAX_TABLES}).")
+
+
+class _SqlArgs(BaseModel):
+    source: str = Field(description="The database source to query.")
+    sql: str = Field(description="One read-only statement: SELECT, WITH ... SELECT or EXPLAIN.")
+
+
+def _never_run(**_: Any) -> str:
+    raise RuntimeError("the database tools are answered by the executor and never run as tools")
+
+
+class DatabaseTools(BuiltinTools):
+    """``search_schemas`` and ``execute_sql`` over a :class:`DatabaseToolbox`.
+
+    Args:
+        toolbox: the sources.
+        config: the shared options (``embeddings``, the offload limit).
+    """
+
+    def __init__(self, toolbox: DatabaseToolbox, config: BudgetConfig) -> None:
+        self.toolbox = toolbox
+        self.config = config
+        embeddings = config.embeddings
+        self.embeddings = (
+            embeddings.embeddings if isinstance(embeddings, HybridScorer) else embeddings
+        )
+
+    def _sources(self) -> str:
+        up = self.toolbox.available_sources()
+        parts = [f"{name} ({self.toolbox.dialect(name)})" for name in up]
+        return ", ".join(parts) or "none"
+
+    def definitions(self) -> list[BaseTool]:
+        sources = self._sources()
+        return [
+            StructuredTool.from_function(
+                func=_never_run,
+                name=SEARCH_SCHEMAS,
+                description=(
+                    "Find the database tables that hold some data: ranks the tables of every "
+                    "database source by relevance to a question and returns the best ones "
+                    f"with their columns, types and keys. Sources: {sources}."
+                ),
+                args_schema=_SearchArgs,
+            ),
+            StructuredTool.from_function(
+                func=_never_run,
+                name=EXECUTE_SQL,
+                description=(
+                    "Run one read-only SQL statement (SELECT, WITH ... SELECT or EXPLAIN) on a "
+                    f"database source and get the rows as JSON (at most {self.toolbox.max_rows}"
+                    ", with the total count). Writes, schema changes, PRAGMA and ATTACH are "
+                    f"refused. Find tables and columns with search_schemas first. Sources: "
+                    f"{sources}."
+                ),
+                args_schema=_SqlArgs,
+            ),
+        ]
+
+    def handle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
+        args = call.get("args") or {}
+        if call["name"] == SEARCH_SCHEMAS:
+            return self._search(args)
+        return self._execute(args)
+
+    def _search(self, args: dict[str, Any]) -> BuiltinResult:
+        query, source = args.get("query"), args.get("source")
+        if not isinstance(query, str) or not query.strip():
+            return BuiltinResult(BAD_QUERY, error=True)
+        known = self.toolbox.source_names
+        if source is not None and source not in known:
+            names = ", ".join(repr(n) for n in known)
+            return BuiltinResult(
+                f"Error: there is no database source {source!r}; the sources are: {names}.",
+                error=True,
+            )
+        limit = args.get("limit", 5)
+        limit = max(1, min(MAX_TABLES, limit if isinstance(limit, int) else 5))
+        tables = self.toolbox.search(query, limit=limit, source=source, embeddings=self.embeddings)
+        down = self.toolbox.down_sources()
+        if not tables:
+            where = f" in source {source!r}" if source else ""
+            return BuiltinResult(NOTHING_FOUND.format(query=query, where=where))
+        answer: dict[str, Any] = {"tables": [t.as_dict() for t in tables]}
+        if down:
+            answer["unavailable_sources"] = down
+        answer["next"] = "query them with execute_sql(source=..., sql='SELECT ...')"
+        return BuiltinResult(json.dumps(answer, ensure_ascii=False), artifact=answer)
+
+    def _execute(self, args: dict[str, Any]) -> BuiltinResult:
+        source, sql = args.get("source"), args.get("sql")
+        if not isinstance(source, str) or not isinstance(sql, str):
+            known = ", ".join(repr(n) for n in self.toolbox.source_names)
+            return BuiltinResult(BAD_SQL.format(known=known), error=True)
+        try:
+            result = self.toolbox.execute(source, sql)
+        except SqlError as exc:
+            return BuiltinResult(str(exc), error=True, artifact={"refused": exc.refused})
+        answer = result.as_dict()
+        return BuiltinResult(
+            json.dumps(answer, ensure_ascii=False),
+            offload_over=offload_limit(self.config),
+        )

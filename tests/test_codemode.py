@@ -1,0 +1,570 @@
+"""CodeMode: ``python_execution`` runs the model's Python over its tools in a real sandbox.
+
+Only the chat model is scripted (``ScriptedChatModel``); the tools are real ``@tool``
+functions that record each run, the graphs real (the prebuilt agent, the nodes, the
+middleware under ``create_agent``), the sandbox real (``pydantic-monty`` worker processes).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, StateGraph
+from langgraph.prebuilt import tools_condition
+from langgraph.store.memory import InMemoryStore
+
+from langgraph_toolbudget import (
+    BudgetConfig,
+    CallModel,
+    ToolBudgetMiddleware,
+    ToolBudgetState,
+    ToolCatalog,
+    ToolExecutor,
+    create_toolbudget_agent,
+    exclude_tools,
+)
+from langgraph_toolbudget.execution import sandbox
+from langgraph_toolbudget.execution.builtins import Builtins
+from langgraph_toolbudget.execution.codemode import PYTHON_EXECUTION, as_python_data
+from langgraph_toolbudget.formats import get_format
+from langgraph_toolbudget.testing import ScriptedChatModel
+
+APIS = ["invoke", "ainvoke"]
+CODEMODE = {"enabled": ["native", "codemode"], "primary": "codemode"}
+TEMPS = {
+    "Paris": 24, "Rome": 29, "Oslo": 12, "Lima": 26, "Cairo": 35,
+    "Tokyo": 22, "Delhi": 38, "Quito": 19, "Perth": 27, "Dublin": 15,
+}  # fmt: skip
+RUNS: list[tuple[str, dict[str, Any]]] = []
+
+
+@tool
+def get_forecast(city: str) -> dict:
+    """Tomorrow's weather forecast for a city: temperature in degrees C and the sky."""
+    RUNS.append(("get_forecast", {"city": city}))
+    return {"city": city, "temp_c": TEMPS[city], "sky": "sunny"}
+
+
+@tool
+def list_cities(region: str = "world") -> list[str]:
+    """List the cities the forecast service covers."""
+    RUNS.append(("list_cities", {"region": region}))
+    return list(TEMPS)
+
+
+@tool
+def flaky(x: int) -> int:
+    """Double a number, when the service is up."""
+    RUNS.append(("flaky", {"x": x}))
+    raise ValueError(f"the service broke on x={x}")
+
+
+@tool
+async def exchange_rate(currency: str) -> float:
+    """The exchange rate of a currency to the euro (an async-only tool)."""
+    RUNS.append(("exchange_rate", {"currency": currency}))
+    return {"USD": 0.9, "GBP": 1.2}[currency]
+
+
+@tool
+def send_email(to: str, body: str) -> str:
+    """Send an email to someone."""
+    RUNS.append(("send_email", {"to": to}))
+    return "sent"
+
+
+@tool
+def purge_records(confirm: bool) -> str:
+    """Delete every record (disabled in this app)."""
+    RUNS.append(("purge_records", {}))
+    return "purged"
+
+
+@tool
+def admin_shutdown(reason: str) -> str:
+    """Shut the service down (filtered out of this app)."""
+    RUNS.append(("admin_shutdown", {}))
+    return "down"
+
+
+VISIBLE = ["get_forecast", "list_cities", "flaky", "exchange_rate"]
+
+
+def make_catalog() -> ToolCatalog:
+    return ToolCatalog.from_tools(
+        [
+            get_forecast,
+            list_cities,
+            flaky,
+            exchange_rate,
+            send_email,
+            purge_records,
+            admin_shutdown,
+        ],
+        categories={
+            "weather": ["get_forecast", "list_cities"],
+            "money": ["exchange_rate"],
+            "misc": ["flaky", "send_email", "purge_records", "admin_shutdown"],
+        },
+        tool_metadata={"purge_records": {"status": "disabled"}},
+        allowed_tools=[n for n in [*VISIBLE, "send_email", "purge_records"]],
+    )
+
+
+OPTIONS: dict[str, Any] = {
+    "enabled_builtins": ["python_execution"],
+    "tool_call_formats": CODEMODE,
+    "pinned": VISIBLE,
+    "max_tools": 0,
+    "search_limit": 0,
+}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_runs() -> None:
+    RUNS.clear()
+
+
+def program(code: str, call_id: str = "p1") -> AIMessage:
+    return AIMessage(
+        "", tool_calls=[{"name": PYTHON_EXECUTION, "args": {"code": code}, "id": call_id}]
+    )
+
+
+async def run(app: Any, payload: Any, api: str, config: dict | None = None) -> dict[str, Any]:
+    if api == "invoke":
+        return app.invoke(payload, config)
+    return await app.ainvoke(payload, config)
+
+
+async def run_code(
+    code: str, api: str = "invoke", *, query: str = "forecast please", **options: Any
+) -> tuple[ToolMessage, dict[str, Any], ScriptedChatModel]:
+    """One turn of the prebuilt agent whose model runs ``code``, then answers."""
+    model = ScriptedChatModel(responses=[program(code), AIMessage("done")], cycle=False)
+    graph = create_toolbudget_agent(model, make_catalog(), **{**OPTIONS, **options}).compile()
+    out = await run(graph, {"messages": [HumanMessage(query)]}, api)
+    answer = next(m for m in out["messages"] if isinstance(m, ToolMessage))
+    assert out["messages"][-1].content == "done"  # the graph went on to the next model call
+    return answer, out, model
+
+
+# --- what a program can do ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_chain_over_two_tools_prints_what_the_model_needs(api):
+    code = (
+        "cities = list_cities(region='world')\n"
+        "hot = [c for c in cities if get_forecast(city=c)['temp_c'] > 25]\n"
+        "print('hot:', hot)\n"
+        "len(hot)"
+    )
+    answer, _, model = await run_code(code, api)
+    assert answer.status == "success"
+    assert answer.content == "hot: ['Rome', 'Lima', 'Cairo', 'Delhi', 'Perth']\n5"
+    assert [n for n, _ in RUNS] == ["list_cities"] + ["get_forecast"] * 10
+    assert answer.artifact == {"codemode": {"tool_calls": 11, "seconds": pytest.approx(0, abs=30)}}
+    assert model.bound_tools[0] == [PYTHON_EXECUTION]  # codemode primary: only it is bound
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_loop_of_twenty_calls_and_an_async_only_tool(api):
+    code = (
+        "total = 0\n"
+        "for i in range(20):\n"
+        f"    total += get_forecast(city={list(TEMPS)!r}[i % 10])['temp_c']\n"
+        "rates = [exchange_rate(currency=c) for c in ('USD', 'GBP')]\n"
+        "print(total, rates)"
+    )
+    answer, _, _ = await run_code(code, api)
+    assert answer.status == "success", answer.content
+    assert answer.content == f"{2 * sum(TEMPS.values())} [0.9, 1.2]"
+    assert [n for n, _ in RUNS].count("get_forecast") == 20
+    assert answer.artifact["codemode"]["tool_calls"] == 22
+
+
+async def test_positional_arguments_take_the_schema_order_and_results_are_python_data():
+    code = (
+        "f = get_forecast('Oslo')\n"
+        "print(type(f).__name__, f['temp_c'], type(list_cities()).__name__)"
+    )
+    answer, _, _ = await run_code(code)
+    assert answer.content == "dict 12 list"
+    assert as_python_data('{"a": [1, 2]}') == {"a": [1, 2]}
+    assert as_python_data("Oslo: 12C") == "Oslo: 12C"
+    assert as_python_data([{"type": "text", "text": '{"x": 1}'}]) == {"x": 1}  # MCP text blocks
+
+
+# --- refusals: the executor's own checks, inside the program --------------------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_hidden_disabled_filtered_and_unknown_tools_raise_the_executors_message(api):
+    names = ["send_email", "purge_records", "admin_shutdown", "get_forcast"]
+    args = {"to": "a", "body": "b"}
+    code = "\n".join(
+        f"try:\n    {n}(**{args!r})\nexcept PermissionError as e:\n    print('{n}:', e)"
+        for n in names
+    )
+    answer, _, _ = await run_code(code, api)
+    assert RUNS == []  # nothing ran
+    # The same calls made directly: the executor's refusals, word for word.
+    direct = ScriptedChatModel(
+        responses=[
+            AIMessage(
+                "",
+                tool_calls=[{"name": n, "args": args, "id": f"d{i}"} for i, n in enumerate(names)],
+            ),
+            AIMessage("done"),
+        ],
+        cycle=False,
+    )
+    graph = create_toolbudget_agent(direct, make_catalog(), **OPTIONS).compile()
+    out = await run(graph, {"messages": [HumanMessage("forecast please")]}, api)
+    refusals = [m.content for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert answer.content == "\n".join(f"{n}: {r}" for n, r in zip(names, refusals, strict=True))
+    assert "not loaded" in refusals[0] and "disabled" in refusals[1]
+    assert "filtered out" in refusals[2] and "Closest tools: get_forecast" in refusals[3]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_tool_excluded_from_the_thread_raises_inside_the_program(api):
+    model = ScriptedChatModel(
+        responses=[AIMessage("ok"), program("get_forecast(city='Rome')"), AIMessage("done")],
+        cycle=False,
+    )
+    graph = create_toolbudget_agent(model, make_catalog(), **OPTIONS).compile(
+        checkpointer=InMemorySaver()
+    )
+    thread = {"configurable": {"thread_id": "t"}}
+    await run(graph, {"messages": [HumanMessage("hi")]}, api, thread)
+    graph.update_state(thread, exclude_tools(tools=["get_forecast"]))
+    out = await run(graph, {"messages": [HumanMessage("forecast please")]}, api, thread)
+    answer = next(m for m in reversed(out["messages"]) if isinstance(m, ToolMessage))
+    assert answer.status == "error" and RUNS == []
+    assert "PermissionError" in answer.content and "excluded from this conversation" in (
+        answer.content
+    )
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_tool_that_raises_is_an_exception_the_program_may_catch(api):
+    code = "try:\n    flaky(x=2)\nexcept RuntimeError as e:\n    print('caught:', e)\nflaky(x=3)\n"
+    answer, _, _ = await run_code(code, api)
+    assert answer.status == "error"
+    assert "caught: Error" in answer.content and "x=2" in answer.content
+    assert answer.content.startswith("Error: the program raised an exception")
+    assert 'File "<code>", line 5' in answer.content and "x=3" in answer.content
+    assert [n for n, _ in RUNS] == ["flaky", "flaky"]
+
+
+async def test_python_execution_cannot_call_itself_and_call_tool_reaches_any_name():
+    code = (
+        "print(call_tool('get_forecast', city='Rome')['temp_c'])\n"
+        "try:\n    python_execution(code='1')\nexcept RuntimeError as e:\n    print(e)"
+    )
+    answer, _, _ = await run_code(code)
+    assert answer.content == (
+        "29\npython_execution cannot be called from inside a program: call the tools directly."
+    )
+
+
+async def test_the_builtins_are_functions_too_and_a_tool_loaded_in_the_program_is_callable():
+    code = (
+        "found = search_tools(query='email')\n"
+        "print([t['name'] for t in found['tools']])\n"
+        "print(add_tool(tool_names=['send_email']))\n"
+        "print(send_email(to='ana', body='hot cities'))"
+    )
+    answer, out, _ = await run_code(
+        code, enabled_builtins=["python_execution", "search_tools", "add_tool"]
+    )
+    assert answer.status == "success", answer.content
+    assert "['send_email']" in answer.content and answer.content.endswith("sent")
+    assert "send_email" in out["selected_tools"]  # the load stays for the next turns
+    assert RUNS == [("send_email", {"to": "ana"})]
+
+
+# --- the sandbox: no files, network or processes; limits ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("open('/etc/passwd').read()", "PermissionError"),
+        ("open('/tmp/toolbudget-escape.txt', 'w').write('x')", "PermissionError"),
+        ("import os\nos.listdir('/')", "PermissionError"),
+        ("import os\nos.environ['HOME']", "Error"),
+        ("import subprocess", "ModuleNotFoundError"),
+        ("import socket", "ModuleNotFoundError"),
+        ("import urllib.request", "ModuleNotFoundError"),
+        ("__import__('os').system('id')", "'__import__' is not a tool of this app"),
+        ("import sys\nsys.exit(1)", "AttributeError"),
+    ],
+)
+async def test_files_network_and_subprocesses_are_out_of_reach(code, expected, tmp_path):
+    answer, _, _ = await run_code(code)
+    assert answer.status == "error" and expected in answer.content, answer.content
+    assert not (tmp_path.parent / "toolbudget-escape.txt").exists()
+
+
+async def test_an_endless_loop_is_stopped_at_the_time_limit_and_the_graph_goes_on():
+    started = time.monotonic()
+    answer, _, _ = await run_code("while True:\n    pass", codemode_timeout_s=1)
+    assert time.monotonic() - started < 10
+    assert answer.status == "error"
+    assert answer.content.startswith("Error: the program was stopped at its time limit of 1 s")
+    assert "codemode_timeout_s" in answer.content
+
+
+async def test_the_time_limit_counts_the_tool_calls_too():
+    code = "for i in range(1000):\n    get_forecast(city='Rome')\n    slow()"
+
+    @tool
+    def slow() -> str:
+        """A slow call."""
+        time.sleep(0.2)
+        return "ok"
+
+    catalog = ToolCatalog.from_tools([get_forecast, slow])
+    model = ScriptedChatModel(responses=[program(code), AIMessage("done")], cycle=False)
+    options = {**OPTIONS, "pinned": ["get_forecast", "slow"], "codemode_timeout_s": 0.5}
+    out = (
+        create_toolbudget_agent(model, catalog, **options)
+        .compile()
+        .invoke({"messages": [HumanMessage("go")]})
+    )
+    answer = next(m for m in out["messages"] if isinstance(m, ToolMessage))
+    assert "time limit reached" in answer.content and len(RUNS) <= 4
+
+
+async def test_a_memory_bomb_is_stopped_at_the_memory_limit():
+    answer, _, _ = await run_code("x = [0] * 10**10", codemode_max_memory_mb=20)
+    assert answer.status == "error"
+    assert "more than its memory limit of 20 MB (codemode_max_memory_mb)" in answer.content
+
+
+async def test_the_tool_call_limit_raises_inside_the_program():
+    code = (
+        "n = 0\ntry:\n    for i in range(100):\n        get_forecast(city='Rome')\n        n += 1\n"
+        "except RuntimeError as e:\n    print(n, e)"
+    )
+    answer, _, _ = await run_code(code, codemode_max_tool_calls=5)
+    assert answer.content.startswith("5 tool-call limit reached: a program may make 5 tool calls")
+    assert len(RUNS) == 5
+
+
+async def test_a_syntax_error_is_told_with_nothing_run():
+    answer, _, _ = await run_code("get_forecast(city='Rome'\nprint(1)")
+    assert answer.status == "error" and answer.content.startswith(
+        "Error: the program is not valid Python, so nothing ran"
+    )
+    assert RUNS == []
+
+
+async def test_a_large_result_is_offloaded_and_read_back():
+    code = "for i in range(3000):\n    print(i, 'x' * 20)"
+    model = ScriptedChatModel(
+        responses=[
+            program(code),
+            lambda messages, _: AIMessage(
+                "",
+                tool_calls=[
+                    {
+                        "name": "read_large_output",
+                        "args": {
+                            "handle": messages[-1].artifact["offloaded"]["handle"],
+                            "start": 0,
+                            "length": 30,
+                        },
+                        "id": "r1",
+                    }
+                ],
+            ),
+            AIMessage("done"),
+        ],
+        cycle=False,
+    )
+    options = {
+        **OPTIONS,
+        "enabled_builtins": ["python_execution", "read_large_output"],
+        "tool_call_formats": ["native", "codemode"],  # the native history: the stub's artifact
+    }
+    graph = create_toolbudget_agent(model, make_catalog(), **options).compile(store=InMemoryStore())
+    out = graph.invoke(
+        {"messages": [HumanMessage("print a lot")]}, {"configurable": {"thread_id": "big"}}
+    )
+    stub, read = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert stub.artifact["offloaded"]["chars"] > 20_000
+    assert "[Large output offloaded" in stub.content and len(stub.content) < 5_000
+    assert read.content.endswith("0 xxxxxxxxxxxxxxxxxxxx\n1 xxxxx")
+
+
+async def test_without_offloading_a_large_result_is_cut_at_the_output_limit():
+    answer, _, _ = await run_code(
+        "print('y' * 50_000)", offload_over_chars=None, codemode_max_output_chars=1_000
+    )
+    assert answer.content.startswith("y" * 1_000)
+    assert answer.content.endswith(
+        "[output cut: 49,001 more characters not shown; print less, e.g. aggregate]"
+    )
+
+
+# --- gating: enabled_builtins, the codemode format ------------------------------------------
+
+
+def test_python_execution_is_offered_only_with_codemode_enabled_and_allowed():
+    catalog = make_catalog()
+    on = BudgetConfig(tool_call_formats=CODEMODE, offload_over_chars=None)
+    assert PYTHON_EXECUTION in Builtins(catalog, on).names
+    assert PYTHON_EXECUTION not in Builtins(catalog, BudgetConfig()).names  # no codemode format
+    named = on.override(enabled_builtins=["python_execution"])
+    assert Builtins(catalog, named).names == (PYTHON_EXECUTION,)
+    denied = on.override(enabled_builtins={"deny": ["python_execution"]})
+    assert PYTHON_EXECUTION not in Builtins(catalog, denied).names
+    others = on.override(enabled_builtins=["search_tools"])
+    assert PYTHON_EXECUTION not in Builtins(catalog, others).names
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_gated_off_python_execution_is_neither_bound_nor_run(api):
+    model = ScriptedChatModel(
+        responses=[program("get_forecast(city='Rome')"), AIMessage("done")], cycle=False
+    )
+    options = {**OPTIONS, "tool_call_formats": None, "enabled_builtins": None}
+    graph = create_toolbudget_agent(model, make_catalog(), **options).compile()
+    out = await run(graph, {"messages": [HumanMessage("forecast")]}, api)
+    answer = next(m for m in out["messages"] if isinstance(m, ToolMessage))
+    assert PYTHON_EXECUTION not in model.bound_tools[0]
+    assert answer.status == "error" and "'python_execution' is not a tool of this app" in (
+        answer.content
+    )
+    assert RUNS == []
+
+
+def test_the_codemode_format_falls_back_when_python_execution_is_off():
+    model = ScriptedChatModel(responses=[AIMessage("done")])
+    node = CallModel(
+        model,
+        make_catalog(),
+        enabled_builtins=["search_tools"],
+        tool_call_formats={"enabled": ["codemode", "native"], "primary": "codemode"},
+    )
+    assert node.caller.choice.name == "native"
+    assert "python_execution, which enabled_builtins does not enable" in node.caller.choice.reason
+
+
+def test_codemode_enabled_but_not_primary_binds_python_execution_beside_the_tools():
+    model = ScriptedChatModel(responses=[AIMessage("done")])
+    options = {**OPTIONS, "tool_call_formats": ["native", "codemode"]}
+    create_toolbudget_agent(model, make_catalog(), **options).compile().invoke(
+        {"messages": [HumanMessage("forecast")]}
+    )
+    assert model.bound_tools[0] == [PYTHON_EXECUTION, *VISIBLE]
+    assert "CodeMode" not in model.calls[0][0].content
+
+
+def test_the_system_prompt_carries_the_codemode_instructions_and_signatures():
+    model = ScriptedChatModel(responses=[AIMessage("done")])
+    create_toolbudget_agent(model, make_catalog(), **OPTIONS).compile().invoke(
+        {"messages": [HumanMessage("forecast")]}
+    )
+    system = model.calls[0][0].content
+    assert "## CodeMode: work by writing Python" in system
+    assert "Limits per program: 10 s, 100 MB, 50 tool calls, 20,000 characters" in system
+    assert "def get_forecast(city: str) -> Any:" in system
+    assert "def list_cities(region: str = 'world') -> Any:" in system
+    assert "def send_email" not in system  # hidden tools are not shown
+
+
+def test_a_missing_sandbox_is_an_import_error_naming_the_extra(monkeypatch):
+    monkeypatch.setattr(sandbox, "sandbox_available", lambda: False)
+    with pytest.raises(ImportError, match=r"pip install 'langgraph-toolbudget\[codemode\]'"):
+        create_toolbudget_agent(ScriptedChatModel(responses=[]), make_catalog(), **OPTIONS)
+
+
+# --- a text-only model: one fenced ```python block is the call ------------------------------
+
+
+class _TextOnly(ScriptedChatModel):
+    def bind_tools(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_text_only_model_runs_a_python_block_and_reads_the_output(api):
+    reply = "I'll check the forecasts.\n```python\nprint(get_forecast(city='Lima')['temp_c'])\n```"
+    model = _TextOnly(responses=[AIMessage(reply), AIMessage("Lima: 26 C.")], cycle=False)
+    graph = create_toolbudget_agent(model, make_catalog(), **OPTIONS).compile()
+    out = await run(graph, {"messages": [HumanMessage("forecast for Lima")]}, api)
+    call = out["messages"][1]
+    assert call.tool_calls[0]["name"] == PYTHON_EXECUTION and call.content == (
+        "I'll check the forecasts."
+    )
+    assert out["messages"][2].content == "26"
+    second_prompt = model.calls[1]
+    assert "Your program's output:\n26" in second_prompt[-1].content
+    assert "```python\nprint(get_forecast(city='Lima')['temp_c'])\n```" in second_prompt[-2].content
+
+
+async def test_a_cut_off_python_block_is_never_run():
+    model = _TextOnly(
+        responses=[AIMessage("```python\nprint(get_forecast(city='Lima'"), AIMessage("sorry")],
+        cycle=False,
+    )
+    graph = create_toolbudget_agent(model, make_catalog(), **OPTIONS).compile()
+    graph.invoke({"messages": [HumanMessage("forecast for Lima")]})
+    assert RUNS == []
+    assert "not closed" in model.calls[1][-1].content
+
+
+def test_code_shown_to_the_user_then_prose_is_an_answer():
+    parsed = get_format("codemode").parse("Use this:\n```python\nprint(1)\n```\nThen run it.")
+    assert parsed.calls == [] and parsed.error is None
+
+
+# --- the same through the nodes and the middleware ------------------------------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_the_graph_level_nodes_run_programs(api):
+    config = BudgetConfig(**OPTIONS)
+    catalog = make_catalog()
+    model = ScriptedChatModel(
+        responses=[program("print(get_forecast(city='Cairo')['temp_c'])"), AIMessage("done")],
+        cycle=False,
+    )
+    graph = StateGraph(ToolBudgetState)
+    graph.add_node("agent", CallModel(model, catalog, config=config))
+    graph.add_node("tools", ToolExecutor(catalog, config=config))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    out = await run(graph.compile(), {"messages": [HumanMessage("forecast")]}, api)
+    assert [m.content for m in out["messages"] if isinstance(m, ToolMessage)] == ["35"]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_the_middleware_answers_programs_after_the_model(api):
+    code = (
+        "hot = [c for c in list_cities() if get_forecast(city=c)['temp_c'] > 30]\nprint(hot)\n"
+        "try:\n    send_email(to='a', body='b')\nexcept PermissionError as e:\n    print(e)"
+    )
+    model = ScriptedChatModel(responses=[program(code), AIMessage("done")], cycle=False)
+    agent = create_agent(model, middleware=[ToolBudgetMiddleware(make_catalog(), **OPTIONS)])
+    out = await run(agent, {"messages": [HumanMessage("forecast")]}, api)
+    answer = next(m for m in out["messages"] if isinstance(m, ToolMessage))
+    assert answer.content.startswith("['Cairo', 'Delhi']\nError: 'send_email' exists but is not")
+    assert model.bound_tools[0] == [PYTHON_EXECUTION]
+    system = model.calls[0][0].content
+    assert "def get_forecast(city: str) -> Any:" in system
+    assert ("send_email", {"to": "a"}) not in RUNS
+    assert json.loads(json.dumps(answer.artifact))["codemode"]["tool_calls"] == 12

@@ -1,0 +1,605 @@
+"""The database toolbox: ``search_schemas`` and read-only ``execute_sql``, on SQLite files and a
+real PostgreSQL server (``tests/pg.py``), through the prebuilt agent, the nodes and the
+middleware. Only the chat model is scripted.
+
+Every refused statement is tried against the live database, which must stay unchanged: the
+SQLite file byte for byte (and no file created beside it), the PostgreSQL rows and tables.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.graph import START, StateGraph
+from langgraph.prebuilt import tools_condition
+from langgraph.store.memory import InMemoryStore
+
+from langgraph_toolbudget import (
+    BudgetConfig,
+    CallModel,
+    DatabaseToolbox,
+    ToolBudgetMiddleware,
+    ToolBudgetState,
+    ToolCatalog,
+    ToolExecutor,
+    create_toolbudget_agent,
+)
+from langgraph_toolbudget.core.hashing import HashingEmbeddings
+from langgraph_toolbudget.database import ReadOnlyCheck, SqlError, check_read_only
+from langgraph_toolbudget.database.toolbox import _sqlite_connect
+from langgraph_toolbudget.execution.builtins import Builtins
+from langgraph_toolbudget.testing import ScriptedChatModel
+
+APIS = ["invoke", "ainvoke"]
+SHOP_SQL = """
+CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT NOT NULL, email TEXT, city TEXT);
+CREATE TABLE orders (
+    id INTEGER PRIMARY KEY,
+    customer_id INTEGER NOT NULL REFERENCES customers(id),
+    total_eur NUMERIC(10, 2) NOT NULL,
+    created_at TIMESTAMP
+);
+CREATE TABLE products (id INTEGER PRIMARY KEY, title TEXT, stock INTEGER);
+CREATE TABLE support_tickets (
+    id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(id), subject TEXT
+);
+CREATE TABLE audit_log (id INTEGER PRIMARY KEY, actor TEXT, action TEXT);
+"""
+CUSTOMERS = [
+    (i, f"customer {i}", f"c{i}@shop.test", "Paris" if i % 2 else "Lyon") for i in range(1, 11)
+]
+ORDERS = [
+    (i, 1 + i % 10, round(10 + i * 1.25, 2), f"2024-01-{1 + i % 28:02d}") for i in range(1, 501)
+]
+SPENT = {c: sum(t for _, who, t, _ in ORDERS if who == c) for c, *_ in CUSTOMERS}
+TOP = sorted(SPENT, key=lambda c: -SPENT[c])
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Current weather for a city."""
+    return f"sunny in {city}"
+
+
+CATALOG = ToolCatalog.from_tools([get_weather])
+
+
+@pytest.fixture
+def shop(tmp_path: Path) -> Path:
+    """A SQLite shop database: 10 customers, 500 orders, products, tickets."""
+    path = tmp_path / "shop.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(SHOP_SQL)
+    conn.executemany("INSERT INTO customers VALUES (?, ?, ?, ?)", CUSTOMERS)
+    conn.executemany("INSERT INTO orders VALUES (?, ?, ?, ?)", ORDERS)
+    conn.commit()
+    conn.close()
+    return path
+
+
+def digest(path: Path) -> tuple[str, list[str]]:
+    """The file's SHA-256 and the names in its folder (nothing may be created beside it)."""
+    return hashlib.sha256(path.read_bytes()).hexdigest(), sorted(
+        p.name for p in path.parent.iterdir()
+    )
+
+
+@pytest.fixture
+def crm(pg_url: str) -> str:
+    """A PostgreSQL database with the shop's tables, comments and a second schema."""
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(
+            SHOP_SQL.replace("INTEGER PRIMARY KEY", "INTEGER PRIMARY KEY").replace(
+                "TIMESTAMP", "TIMESTAMP"
+            )
+        )
+        conn.execute("COMMENT ON TABLE orders IS 'Purchases: what each customer paid'")
+        conn.execute("COMMENT ON COLUMN orders.total_eur IS 'Amount paid, in euros'")
+        conn.execute("CREATE SCHEMA sales")
+        conn.execute("CREATE TABLE sales.quotas (region TEXT, target_eur NUMERIC)")
+        conn.execute("CREATE SEQUENCE ticket_numbers")
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO customers VALUES (%s, %s, %s, %s)", CUSTOMERS)
+            cur.executemany("INSERT INTO orders VALUES (%s, %s, %s, %s)", ORDERS)
+    return pg_url
+
+
+def pg_state(url: str) -> tuple[Any, ...]:
+    """What must not change: every table's rows (as a digest), the tables, the sequence."""
+    with psycopg.connect(url) as conn:
+        tables = conn.execute(
+            "SELECT table_schema || '.' || table_name FROM information_schema.tables "
+            "WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1"
+        ).fetchall()
+        rows = [
+            conn.execute(
+                f"SELECT md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) FROM {name} t"
+            ).fetchone()
+            for (name,) in tables
+        ]
+        sequence = conn.execute("SELECT last_value, is_called FROM ticket_numbers").fetchone()
+        settings = conn.execute(
+            "SELECT count(*) FROM pg_settings WHERE source = 'session'"
+        ).fetchone()
+    return tuple(tables), tuple(rows), sequence, settings
+
+
+def ask(name: str, call_id: str = "q1", **args: Any) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": name, "args": args, "id": call_id}])
+
+
+async def run(app: Any, payload: Any, api: str, config: dict | None = None) -> dict[str, Any]:
+    if api == "invoke":
+        return app.invoke(payload, config)
+    return await app.ainvoke(payload, config)
+
+
+def answers(out: dict[str, Any]) -> list[ToolMessage]:
+    return [m for m in out["messages"] if isinstance(m, ToolMessage)]
+
+
+# --- search by meaning -------------------------------------------------------------------------
+
+
+def test_search_finds_the_orders_table_for_money_spent_by_customers(shop: Path):
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"})
+    best = toolbox.search("money spent by customers on purchases", limit=3)
+    assert best[0].name == "orders"
+    described = best[0].as_dict()
+    assert {c["name"] for c in described["columns"]} >= {"total_eur", "customer_id"}
+    assert described["foreign_keys"] == [
+        {"columns": ["customer_id"], "references": "customers(id)"}
+    ]
+    assert toolbox.search("products in stock")[0].name == "products"
+    # With embeddings, fused with the lexical ranking as for tools.
+    fused = toolbox.search("money spent by customers", embeddings=HashingEmbeddings())
+    assert fused[0].name == "orders"
+
+
+def test_schemas_are_read_once_and_refreshed_on_demand(shop: Path):
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"})
+    assert "refunds" not in {t.name for t in toolbox.tables()}
+    conn = sqlite3.connect(shop)
+    conn.execute("CREATE TABLE refunds (id INTEGER, order_id INTEGER, amount_eur NUMERIC)")
+    conn.commit()
+    conn.close()
+    assert "refunds" not in {t.name for t in toolbox.tables()}  # cached
+    toolbox.refresh("shop")
+    assert "refunds" in {t.name for t in toolbox.tables()}
+
+
+# --- queries: joins, aggregates, the row cap ---------------------------------------------------
+
+
+def test_joins_and_aggregates_on_sqlite(shop: Path):
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"})
+    result = toolbox.execute(
+        "shop",
+        "SELECT c.city, count(*) AS orders, round(sum(o.total_eur), 2) AS spent "
+        "FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY c.city ORDER BY c.city",
+    )
+    expected = {}
+    for _, customer, total, _ in ORDERS:
+        city = CUSTOMERS[customer - 1][3]
+        n, spent = expected.get(city, (0, 0.0))
+        expected[city] = (n + 1, spent + total)
+    assert result.rows == [
+        {"city": city, "orders": n, "spent": round(spent, 2)}
+        for city, (n, spent) in sorted(expected.items())
+    ]
+    assert result.total_rows == 2
+
+
+def test_rows_are_capped_with_the_total_count(shop: Path):
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"}, max_rows=50)
+    answer = toolbox.execute("shop", "SELECT * FROM orders ORDER BY id").as_dict()
+    assert answer["row_count"] == 50 and answer["total_rows"] == 500
+    assert answer["rows"][0] == {
+        "id": 1,
+        "customer_id": 2,
+        "total_eur": 11.25,
+        "created_at": "2024-01-02",
+    }
+    assert "showing the first 50 of 500 rows" in answer["note"]
+
+
+# --- refusals: every write kind, the database unchanged ----------------------------------------
+
+SQLITE_REFUSED = {
+    "DELETE FROM orders": "DELETE writes rows",
+    "UPDATE orders SET total_eur = 0": "UPDATE writes rows",
+    "INSERT INTO orders VALUES (9999, 1, 1, NULL)": "INSERT writes rows",
+    "REPLACE INTO orders VALUES (1, 1, 1, NULL)": "REPLACE",
+    "INSERT INTO audit_log SELECT 1, 'x', 'y'": "INSERT writes rows",
+    "WITH x AS (SELECT 1) INSERT INTO audit_log SELECT 2, 'a', 'b' FROM x": "INSERT writes rows",
+    "CREATE TABLE evil (a)": "CREATE changes the schema",
+    "CREATE INDEX i ON orders (total_eur)": "CREATE changes the schema",
+    "DROP TABLE orders": "DROP changes the schema",
+    "ALTER TABLE orders ADD COLUMN x INTEGER": "ALTER changes the schema",
+    "PRAGMA table_info(orders)": "PRAGMA",
+    "PRAGMA journal_mode = WAL": "PRAGMA",
+    "PRAGMA user_version = 7": "PRAGMA",
+    "ATTACH DATABASE '{dir}/evil.db' AS evil": "ATTACH opens another database file",
+    "DETACH DATABASE main": "DETACH",
+    "SELECT 1; DELETE FROM orders": "2 statements",
+    "SELECT * FROM orders; DROP TABLE orders": "2 statements",
+    "BEGIN": "transaction",
+    "VACUUM": "VACUUM",
+    "VACUUM INTO '{dir}/copy.db'": "VACUUM",
+    "SELECT load_extension('/tmp/x.so')": "load_extension",
+    "REINDEX": "REINDEX rewrites indexes",
+    "/* a comment */ -- and another\n  DELETE FROM orders": "DELETE writes rows",
+    "ANALYZE": "ANALYZE writes statistics",
+}
+
+
+@pytest.mark.parametrize("sql", list(SQLITE_REFUSED))
+def test_each_write_kind_is_refused_on_sqlite_and_the_file_is_unchanged(shop: Path, sql: str):
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"})
+    before = digest(shop)
+    with pytest.raises(SqlError) as refused:
+        toolbox.execute("shop", sql.format(dir=shop.parent))
+    assert refused.value.refused
+    assert str(refused.value).startswith("Refused: execute_sql only reads")
+    assert SQLITE_REFUSED[sql] in str(refused.value)
+    assert digest(shop) == before
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "DELETE FROM orders",
+        "UPDATE orders SET total_eur = 0",
+        "CREATE TABLE evil (a)",
+        "DROP TABLE orders",
+        "PRAGMA journal_mode = WAL",
+        "PRAGMA user_version = 7",
+        "ATTACH DATABASE '{dir}/evil.db' AS evil",
+        "SELECT load_extension('/tmp/x.so')",
+    ],
+)
+def test_the_sqlite_connection_refuses_writes_on_its_own(shop: Path, sql: str):
+    """The second wall: the model's connection (read-only, with the authorizer) refuses
+    what the check would have refused, if a statement ever got past the check."""
+    before = digest(shop)
+    conn = _sqlite_connect(shop, deadline=float("inf"), timeout_s=1)
+    try:
+        with pytest.raises(sqlite3.DatabaseError, match="not authorized|readonly|prohibited"):
+            conn.execute(sql.format(dir=shop.parent))
+    finally:
+        conn.close()
+    assert digest(shop) == before
+
+
+def test_a_syntax_error_is_the_databases_message(shop: Path):
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"})
+    with pytest.raises(SqlError, match='near "SELEC": syntax error') as failed:
+        toolbox.execute("shop", "SELEC * FROM orders")
+    assert not failed.value.refused
+    with pytest.raises(SqlError, match="no such column: totl"):
+        toolbox.execute("shop", "SELECT totl FROM orders")
+
+
+def test_a_slow_query_is_stopped_by_the_timeout_on_sqlite(shop: Path):
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"}, timeout_s=0.5)
+    endless = (
+        "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n"
+    )
+    with pytest.raises(SqlError, match=r"ran longer than 0.5 s and was stopped"):
+        toolbox.execute("shop", endless)
+
+
+def test_an_unknown_source_names_the_known_ones(shop: Path):
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}", "old": f"sqlite:///{shop}"})
+    with pytest.raises(
+        SqlError, match=r"no database source 'shopp'. The sources are: 'shop', 'old'"
+    ):
+        toolbox.execute("shopp", "SELECT 1")
+
+
+def test_a_source_that_is_down(shop: Path, tmp_path: Path):
+    toolbox = DatabaseToolbox(
+        {
+            "shop": f"sqlite:///{shop}",
+            "gone": f"sqlite:///{tmp_path / 'missing.db'}",
+            "crm": "postgresql://nobody@127.0.0.1:9/crm",
+        },
+        connect_timeout_s=1,
+    )
+    assert toolbox.available_sources() == ["shop"]
+    assert set(toolbox.down_sources()) == {"gone", "crm"}
+    with pytest.raises(SqlError, match=r"source 'crm' cannot be reached .*Connection refused"):
+        toolbox.execute("crm", "SELECT 1")
+    with pytest.raises(SqlError, match=r"source 'gone' cannot be reached .*no such file"):
+        toolbox.execute("gone", "SELECT 1")
+    assert not (tmp_path / "missing.db").exists()  # read-only: never created
+    # With one source up the tools are offered; with none, they are not.
+    config = BudgetConfig(database_toolbox=toolbox)
+    assert {"search_schemas", "execute_sql"} <= set(Builtins(CATALOG, config).names)
+    down = DatabaseToolbox({"crm": "postgresql://nobody@127.0.0.1:9/crm"}, connect_timeout_s=1)
+    assert "execute_sql" not in Builtins(CATALOG, config.override(database_toolbox=down)).names
+
+
+def test_bad_sources_are_clear_errors(tmp_path: Path):
+    with pytest.raises(ValueError, match="in-memory SQLite database"):
+        DatabaseToolbox({"mem": "sqlite://"})
+    with pytest.raises(
+        ValueError, match="is a mysql database; the toolbox reads SQLite and PostgreSQL"
+    ):
+        DatabaseToolbox({"m": "mysql://u@h/db"})
+    with pytest.raises(ValueError, match=r"use postgresql\+psycopg://"):
+        DatabaseToolbox({"p": "postgresql+asyncpg://u@h/db"})
+    with pytest.raises(TypeError, match="mapping of source name -> SQLAlchemy URL"):
+        DatabaseToolbox(["sqlite:///x.db"])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="must be a DatabaseToolbox"):
+        BudgetConfig(database_toolbox="sqlite:///x.db")
+
+
+# --- PostgreSQL: the same, on a real server ----------------------------------------------------
+
+
+def test_postgres_search_uses_comments_and_schemas(crm: str):
+    toolbox = DatabaseToolbox({"crm": crm})
+    best = toolbox.search("what each customer paid", limit=2)
+    assert best[0].name == "orders" and best[0].comment == "Purchases: what each customer paid"
+    column = next(c for c in best[0].columns if c["name"] == "total_eur")
+    assert column == {
+        "name": "total_eur",
+        "type": "NUMERIC(10, 2)",
+        "nullable": False,
+        "comment": "Amount paid, in euros",
+    }
+    assert "sales.quotas" in {t.name for t in toolbox.tables()}
+
+
+def test_postgres_joins_aggregates_and_row_cap(crm: str):
+    toolbox = DatabaseToolbox({"crm": crm}, max_rows=20)
+    result = toolbox.execute(
+        "crm",
+        "WITH spent AS (SELECT customer_id, sum(total_eur) AS eur FROM orders GROUP BY 1) "
+        "SELECT c.name, s.eur FROM spent s JOIN customers c ON c.id = s.customer_id "
+        "ORDER BY s.eur DESC LIMIT 3",
+    )
+    assert [r["name"] for r in result.rows] == [f"customer {c}" for c in TOP[:3]]
+    assert isinstance(result.rows[0]["eur"], float)
+    many = toolbox.execute("crm", "SELECT * FROM orders")
+    assert len(many.rows) == 20 and many.total_rows == 500
+    plan = toolbox.execute("crm", "EXPLAIN SELECT * FROM orders WHERE id = 1")
+    assert "QUERY PLAN" in plan.columns
+
+
+PG_REFUSED = {
+    "DELETE FROM orders": "DELETE writes rows",
+    "UPDATE orders SET total_eur = 0": "UPDATE writes rows",
+    "INSERT INTO audit_log VALUES (1, 'x', 'y')": "INSERT writes rows",
+    "WITH d AS (DELETE FROM orders RETURNING *) SELECT count(*) FROM d": "DELETE writes rows",
+    "EXPLAIN ANALYZE DELETE FROM orders": "DELETE writes rows",
+    "SELECT * INTO orders_copy FROM orders": "SELECT ... INTO creates a table",
+    "SELECT * FROM orders FOR UPDATE": "locks rows",
+    "MERGE INTO orders o USING customers c ON o.id = c.id WHEN MATCHED THEN DELETE": "MERGE",
+    "TRUNCATE orders": "TRUNCATE deletes rows",
+    "CREATE TABLE evil (a int)": "CREATE changes the schema",
+    "DROP TABLE orders": "DROP changes the schema",
+    "ALTER TABLE orders DROP COLUMN created_at": "ALTER changes the schema",
+    "COPY orders TO '/tmp/toolbudget-orders.csv'": "COPY reads or writes files",
+    "SET search_path = sales": "SET changes the session",
+    "SELECT set_config('search_path', 'sales', false)": "set_config()",
+    "SELECT nextval('ticket_numbers')": "nextval()",
+    "SELECT pg_read_file('/etc/passwd')": "pg_read_file()",
+    "SELECT lo_export(1, '/tmp/x')": "lo_export()",
+    "SELECT query_to_xml('DELETE FROM orders', true, true, '')": "query_to_xml()",
+    "SELECT pg_terminate_backend(1)": "pg_terminate_backend()",
+    "SELECT 1; DELETE FROM orders": "2 statements",
+    "COMMIT": "it controls the transaction",
+    "LOCK TABLE orders": "LOCK",
+    "DO $$ BEGIN DELETE FROM orders; END $$": "DO",
+    "GRANT ALL ON orders TO PUBLIC": "GRANT changes permissions",
+    "LISTEN x": "LISTEN changes the session",
+    "SELECT 1 UNION SELECT 2 FOR UPDATE": "locks rows",
+    "VALUES (1) ; COMMIT": "2 statements",
+    "VACUUM orders": "VACUUM",
+    "CALL some_procedure()": "CALL",
+    "PREPARE p AS DELETE FROM orders": "PREPARE",
+}
+
+
+def test_each_write_kind_is_refused_on_postgres_and_the_rows_are_unchanged(crm: str):
+    toolbox = DatabaseToolbox({"crm": crm})
+    before = pg_state(crm)
+    for sql, why in PG_REFUSED.items():
+        with pytest.raises(SqlError) as refused:
+            toolbox.execute("crm", sql)
+        assert refused.value.refused, sql
+        assert why in str(refused.value), (sql, str(refused.value))
+    assert pg_state(crm) == before
+    assert not Path("/tmp/toolbudget-orders.csv").exists()
+
+
+@pytest.mark.parametrize(
+    ("sql", "explain"),
+    [
+        ("DELETE FROM orders", False),
+        ("CREATE TABLE evil (a int)", False),
+        ("SELECT nextval('ticket_numbers')", False),
+        ("SELECT set_config('transaction_read_only', 'off', false)", False),
+        ("SELECT 1; DELETE FROM orders", False),
+        ("COMMIT; DELETE FROM orders", False),
+        ("EXPLAIN ANALYZE DELETE FROM orders", True),
+        ("EXPLAIN ANALYZE SELECT nextval('ticket_numbers')", True),
+        ("EXPLAIN SELECT 1; DELETE FROM orders", True),
+        ("COPY orders TO '/tmp/toolbudget-orders.csv'", True),
+    ],
+)
+def test_the_postgres_connection_refuses_writes_on_its_own(crm: str, sql: str, explain: bool):
+    """The second wall: a statement that got past the check still runs in a READ ONLY
+    transaction, one statement per message (a query through a cursor: SELECT only)."""
+    toolbox = DatabaseToolbox({"crm": crm})
+    before = pg_state(crm)
+    source = toolbox._sources["crm"]
+    with pytest.raises(SqlError):
+        toolbox._postgres(source, sql, ReadOnlyCheck(True, explain=explain))  # the check skipped
+    assert pg_state(crm) == before
+    assert not Path("/tmp/toolbudget-orders.csv").exists()
+
+
+def test_every_postgres_query_is_rolled_back(crm: str):
+    """The third wall: PostgreSQL lets EXPLAIN ANALYZE CREATE TABLE AS through a READ ONLY
+    transaction (the check refuses it); the transaction is always rolled back."""
+    toolbox = DatabaseToolbox({"crm": crm})
+    before = pg_state(crm)
+    sql = "EXPLAIN ANALYZE CREATE TABLE evil AS SELECT 1"
+    with pytest.raises(SqlError, match="CREATE changes the schema"):
+        toolbox.execute("crm", sql)
+    plan = toolbox._postgres(toolbox._sources["crm"], sql, ReadOnlyCheck(True, explain=True))
+    assert plan.rows  # it ran, inside the transaction...
+    assert pg_state(crm) == before  # ...which was rolled back: no table
+
+
+def test_a_slow_query_is_stopped_by_the_statement_timeout(crm: str):
+    toolbox = DatabaseToolbox({"crm": crm}, timeout_s=0.5)
+    with pytest.raises(SqlError, match=r"ran longer than 0.5 s and was stopped"):
+        toolbox.execute("crm", "SELECT pg_sleep(5)")
+    assert toolbox.execute("crm", "SELECT 1 AS one").rows == [{"one": 1}]  # the pool is fine
+
+
+def test_postgres_syntax_errors_are_the_servers_message(crm: str):
+    toolbox = DatabaseToolbox({"crm": crm})
+    with pytest.raises(SqlError, match='syntax error at or near "SELEC"'):
+        toolbox.execute("crm", "SELEC * FROM orders")
+    with pytest.raises(SqlError, match='column "totl" does not exist'):
+        toolbox.execute("crm", "SELECT totl FROM orders")
+    assert check_read_only("SELEC * FROM orders", "postgres").ask_database
+
+
+# --- through the agent: the prebuilt graph, the nodes, the middleware --------------------------
+
+
+def database_script(source: str) -> list[Any]:
+    return [
+        ask("search_schemas", "s1", query="money spent by customers on purchases"),
+        ask(
+            "execute_sql",
+            "q1",
+            source=source,
+            sql="SELECT customer_id, sum(total_eur) AS spent FROM orders GROUP BY 1 "
+            "ORDER BY spent DESC LIMIT 1",
+        ),
+        ask("execute_sql", "q2", source=source, sql="DROP TABLE orders"),
+        AIMessage("Customer 1 spent the most."),
+    ]
+
+
+def check_turn(out: dict[str, Any]) -> None:
+    search, best, drop = answers(out)
+    assert json.loads(search.content)["tables"][0]["table"] == "orders"
+    assert json.loads(best.content)["rows"] == [
+        {"customer_id": TOP[0], "spent": pytest.approx(SPENT[TOP[0]])}
+    ]
+    assert drop.status == "error" and drop.content.startswith("Refused: execute_sql only reads")
+    assert out["messages"][-1].content == "Customer 1 spent the most."
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_the_prebuilt_agent_searches_and_queries_sqlite(shop: Path, api: str):
+    before = digest(shop)
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"})
+    model = ScriptedChatModel(responses=database_script("shop"), cycle=False)
+    graph = create_toolbudget_agent(model, CATALOG, database_toolbox=toolbox).compile()
+    out = await run(graph, {"messages": [HumanMessage("who spent the most?")]}, api)
+    check_turn(out)
+    assert {"search_schemas", "execute_sql"} <= set(model.bound_tools[0])
+    assert digest(shop) == before
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_the_nodes_query_postgres(crm: str, api: str):
+    before = pg_state(crm)
+    config = BudgetConfig(database_toolbox=DatabaseToolbox({"crm": crm}))
+    model = ScriptedChatModel(responses=database_script("crm"), cycle=False)
+    graph = StateGraph(ToolBudgetState)
+    graph.add_node("agent", CallModel(model, CATALOG, config=config))
+    graph.add_node("tools", ToolExecutor(CATALOG, config=config))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    check_turn(await run(graph.compile(), {"messages": [HumanMessage("who spent most?")]}, api))
+    assert pg_state(crm) == before
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_the_middleware_searches_and_queries(shop: Path, api: str):
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"})
+    model = ScriptedChatModel(responses=database_script("shop"), cycle=False)
+    agent = create_agent(
+        model, middleware=[ToolBudgetMiddleware(CATALOG, database_toolbox=toolbox)]
+    )
+    check_turn(await run(agent, {"messages": [HumanMessage("who spent the most?")]}, api))
+
+
+def test_a_large_result_is_offloaded_through_the_executor(shop: Path):
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"})
+    model = ScriptedChatModel(
+        responses=[ask("execute_sql", source="shop", sql="SELECT * FROM orders"), AIMessage("ok")],
+        cycle=False,
+    )
+    graph = create_toolbudget_agent(
+        model, CATALOG, database_toolbox=toolbox, offload_over_chars=5_000
+    ).compile(store=InMemoryStore())
+    out = graph.invoke(
+        {"messages": [HumanMessage("all orders")]}, {"configurable": {"thread_id": "t"}}
+    )
+    (stub,) = answers(out)
+    assert (
+        stub.artifact["offloaded"]["kind"] == "json" and stub.artifact["offloaded"]["chars"] > 5_000
+    )
+    assert "[Large output offloaded" in stub.content
+
+
+def test_gating_the_database_tools(shop: Path):
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"})
+    on = BudgetConfig(database_toolbox=toolbox)
+    off = Builtins(CATALOG, BudgetConfig()).names
+    assert Builtins(CATALOG, on).names == (*off, "search_schemas", "execute_sql")
+    only_search = on.override(enabled_builtins={"deny": ["execute_sql"]})
+    assert "execute_sql" not in Builtins(CATALOG, only_search).names
+    model = ScriptedChatModel(
+        responses=[ask("execute_sql", source="shop", sql="SELECT 1"), AIMessage("ok")], cycle=False
+    )
+    graph = create_toolbudget_agent(model, CATALOG, config=only_search).compile()
+    (refused,) = answers(graph.invoke({"messages": [HumanMessage("orders")]}))
+    assert "execute_sql" not in model.bound_tools[0] and "search_schemas" in model.bound_tools[0]
+    assert (
+        refused.status == "error" and "'execute_sql' is not a tool of this app" in refused.content
+    )
+
+
+def test_sql_from_a_codemode_program(shop: Path):
+    code = (
+        "sql = 'SELECT city, count(*) AS n FROM customers GROUP BY city'\n"
+        "rows = execute_sql(source='shop', sql=sql)['rows']\n"
+        "print({r['city']: r['n'] for r in rows})\n"
+        "try:\n    execute_sql(source='shop', sql='DELETE FROM orders')\n"
+        "except RuntimeError as e:\n    print(str(e)[:40])"
+    )
+    before = digest(shop)
+    model = ScriptedChatModel(
+        responses=[ask("python_execution", code=code), AIMessage("ok")], cycle=False
+    )
+    graph = create_toolbudget_agent(
+        model,
+        CATALOG,
+        database_toolbox=DatabaseToolbox({"shop": f"sqlite:///{shop}"}),
+        tool_call_formats={"enabled": ["native", "codemode"], "primary": "codemode"},
+    ).compile()
+    (answer,) = answers(graph.invoke({"messages": [HumanMessage("customers per city")]}))
+    assert answer.content == "{'Lyon': 5, 'Paris': 5}\nRefused: execute_sql only reads, and DEL"
+    assert digest(shop) == before
