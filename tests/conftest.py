@@ -353,6 +353,7 @@ SLOW_MODULES = {
     "test_mcp_faults": "MCP servers that hang, crash and time out",
     "test_mcp_offload": "real MCP servers",
     "test_mcp_stdio": "real MCP server processes",
+    "test_mcp_trust": "hostile MCP server processes",
     "test_persistence": "a graph restarted in a new process",
 }
 """Test modules that start servers, processes, kernels or models: slow, marked by module."""
