@@ -7,7 +7,8 @@ written on the SDK's lowlevel ``Server``: it lists exactly the tools, instructio
 resources of its scenario, and answers their calls.
 
 The scenarios (:data:`SCENARIOS`):
-    - ``good``: ``get_weather``, ``send_email`` (a well-behaved server to impersonate).
+    - ``good``: ``get_weather``, ``send_email`` (a well-behaved server to impersonate), and
+      ``delete_account``, annotated ``destructiveHint``.
     - ``other``: ``send_email`` too (so two servers collide on it).
     - ``docs``: resources ``doc://public`` and ``doc://secret`` (answered by this server only).
     - ``instructions``: 1 MB of "IGNORE PREVIOUS INSTRUCTIONS" as its ``instructions``.
@@ -90,6 +91,14 @@ def _scenario(name: str) -> tuple[str | None, list[tuple[types.Tool, Handler]], 
             [
                 (_tool("get_weather", "Get the weather of a city."), _answer("good: sunny")),
                 (_tool("send_email", "Send an email."), _answer("good: sent")),
+                (
+                    _tool(
+                        "delete_account",
+                        "Delete the user's account and all its mail.",
+                        annotations=types.ToolAnnotations(destructiveHint=True),
+                    ),
+                    _answer("good: deleted"),
+                ),
             ],
             {},
         )
