@@ -336,3 +336,15 @@ def test_the_no_match_fallback_uses_no_uncorroborated_usage():
     state = {"messages": [HumanMessage("东京の天気は？")]}
     out = SelectTools(catalog, usage=usage).invoke(state, {"configurable": {"thread_id": "x"}})
     assert out["selected_tools"]["add"] == ["get_weather"]
+
+
+def test_rows_stored_before_scopes_are_moved_to_the_shared_history_as_observed():
+    store = InMemoryStore()
+    row = {"tool": "weather_forecast", "query": "do I need a brolly", "thread": "t1", "ts": 1.0}
+    store.put(("toolbudget", "usage"), "old-row", row)  # the layout before scopes
+    usage = ToolUsage(store=store)
+    (exported,) = usage.export()
+    assert exported["trusted"] is False and exported["scope"] is None  # counts once corroborated
+    assert store.search(("toolbudget", "usage"))[0].namespace == ("toolbudget", "usage", "shared")
+    assert len(store.search(("toolbudget", "usage"))) == 1  # moved, not copied
+    assert "weather_forecast" not in _picked(usage, flat_catalog())

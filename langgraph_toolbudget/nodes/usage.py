@@ -306,7 +306,8 @@ class ToolUsage:
         return store if isinstance(store, BaseStore) else self._attached
 
     def _put(self, scope: str | None, record: UsageRecord) -> PutOp:
-        return PutOp(self._namespace(scope), _key(record), record.to_dict(), index=False)
+        value = record.to_dict() if scope is None else {**record.to_dict(), "scope": scope}
+        return PutOp(self._namespace(scope), _key(record), value, index=False)
 
     def _delete(self, scope: str | None, record: UsageRecord) -> PutOp:
         return PutOp(self._namespace(scope), _key(record), None)
@@ -361,7 +362,7 @@ class ToolUsage:
         ops = self._merge(self.history, None, shared + old)
         kept = {_key(r) for r in self.history.records()}
         ops += [self._put(None, r) for r in old if _key(r) in kept]
-        ops += [PutOp(self.namespace, _key(r), None) for r in old]
+        ops += [PutOp(self.namespace, item.key, None) for item in legacy]
         return ops
 
     def attach(self, config: RunnableConfig | None = None) -> None:
@@ -613,14 +614,15 @@ class ToolUsage:
             rows = [(scope, r) for scope, h in self._histories() for r in h.records()]
         else:
             self.refresh()
-            labels = {self._namespace(scope): scope for scope in self._scopes}
             for i, item in enumerate(self._items(store, self.namespace)):
                 ns = tuple(item.namespace)
                 if ns == self._namespace(None):
                     rows.append((None, _row(item.value, i, True)))
                 elif ns[: len(self.namespace) + 1] == (*self.namespace, SCOPE_LABEL):
-                    scope = labels.get(ns, item.value.get("scope") or ns[-1])
-                    rows.append((scope, _row(item.value, i, False)))
+                    scope = item.value.get("scope")
+                    rows.append(
+                        (scope if isinstance(scope, str) else ns[-1], _row(item.value, i, False))
+                    )
         rows.sort(key=lambda sr: (sr[1].ts, sr[1].tool, sr[1].query))
         return [{**r.to_dict(), "scope": scope} for scope, r in rows]
 
