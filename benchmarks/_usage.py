@@ -124,7 +124,8 @@ def usage_cost(n_tools: int = COST_TOOLS, n_recorded: int = COST_QUERIES) -> dic
     world = synthetic_world(n_tools, max(1, n_tools // 50), n_queries=n_recorded + 1000)
     catalog = world.catalog()
     _ = catalog.index
-    usage = ToolUsage()
+    # The whole history, as before the 20,000-row default cap: the cost at the same size.
+    usage = ToolUsage(max_records=n_recorded)
     recorded, probe = world.queries[:n_recorded], world.queries[n_recorded:]
     times = []
     for q in recorded:

@@ -354,6 +354,7 @@ SLOW_MODULES = {
     "test_mcp_offload": "real MCP servers",
     "test_codemode_mcp": "real MCP servers called from CodeMode programs",
     "test_mcp_stdio": "real MCP server processes",
+    "test_mcp_trust": "hostile MCP server processes",
     "test_persistence": "a graph restarted in a new process",
     "test_jq_sandbox": "jq worker processes run to their time and memory limits",
     "test_fuzz": "property-based runs over hundreds of generated batches and replies",

@@ -17,6 +17,7 @@ from langgraph_toolbudget.core.intent import classify_lexical
 from langgraph_toolbudget.core.search import ToolIndex
 from langgraph_toolbudget.core.selection import search_hits, select_tools
 from langgraph_toolbudget.core.semantic import HashingEmbeddings, HybridScorer
+from langgraph_toolbudget.core.usage import promotable
 
 
 def _by_name(tools, name):
@@ -666,6 +667,7 @@ def _use_everything(catalog: ToolCatalog) -> HashingEmbeddings:
     select_tools(catalog, query, ["github", "slack"])
     select_tools(catalog, query, ["github"], max_schema_tokens=300)  # counts schema tokens
     classify_lexical(catalog, query)
+    promotable(catalog)  # the tools usage may promote
     embeddings = HashingEmbeddings(dim=64)
     HybridScorer(catalog, embeddings).scores(query)
     return embeddings

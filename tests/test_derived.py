@@ -66,6 +66,7 @@ def test_derived_entry_names_are_declared():
         "selectable_members",
         "category_scorer",
         "tool_tokens",
+        "usage_promotable",
     } == ENTRY_NAMES
 
 

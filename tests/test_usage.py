@@ -139,7 +139,7 @@ def test_usage_never_stores_arguments_or_results():
     store = InMemoryStore()
     ToolUsage(store=store).record("weather in Oslo", ["get_weather"], thread_id="t")
     (item,) = store.search(("toolbudget", "usage"))
-    assert set(item.value) == {"tool", "query", "thread", "ts"}
+    assert set(item.value) == {"tool", "query", "thread", "ts", "trusted"}
 
 
 # --- persistence ---------------------------------------------------------------------------

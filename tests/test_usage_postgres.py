@@ -21,11 +21,12 @@ NAMESPACE = ("toolbudget", "usage")
 
 
 def _rows(pg_url: str) -> list[tuple[str, str | None]]:
-    """(tool, thread) of every usage row in the database, read with plain SQL."""
+    """(tool, thread) of every usage row in the database (every scope), read with plain SQL."""
     with psycopg.connect(pg_url) as conn:
         rows = conn.execute(
-            "SELECT value->>'tool', value->>'thread' FROM store WHERE prefix = %s ORDER BY key",
-            (".".join(NAMESPACE),),
+            "SELECT value->>'tool', value->>'thread' FROM store "
+            "WHERE prefix = %s OR prefix LIKE %s ORDER BY key",
+            (".".join(NAMESPACE), ".".join(NAMESPACE) + ".%"),
         ).fetchall()
     return [(str(tool), thread) for tool, thread in rows]
 

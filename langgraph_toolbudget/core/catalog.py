@@ -137,6 +137,14 @@ class ToolCatalog:
         self._always_visible = tuple(s.name for s in self._active if s.always_visible)
         self._derived = DerivedData()
 
+    @property
+    def untrusted_descriptions(self) -> frozenset[str]:
+        """The categories whose description a third party wrote (an MCP server's
+        ``initialize`` instructions): the system prompt's tools section shows such a
+        description only while the category is chosen or one of its tools is visible.
+        None in a catalog built with :meth:`from_tools` (its descriptions are the app's)."""
+        return frozenset()
+
     @classmethod
     def from_tools(
         cls,

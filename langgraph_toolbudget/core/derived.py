@@ -37,13 +37,21 @@ __all__ = ["ENTRY_NAMES", "MAX_EMBEDDINGS_ENTRIES", "DerivedData"]
 T = TypeVar("T")
 
 ENTRY_NAMES = frozenset(
-    {"index", "category_index", "selectable_members", "category_scorer", "tool_tokens"}
+    {
+        "index",
+        "category_index",
+        "selectable_members",
+        "category_scorer",
+        "tool_tokens",
+        "usage_promotable",
+    }
 )
 """The named entries a catalog derives: ``index`` (the tool search index),
 ``category_index`` (one document per category), ``selectable_members``
 (category -> index positions the budget may choose) and ``category_scorer``
-(the intent classifier's membership arrays) and ``tool_tokens`` (the schema tokens of the
-tools counted so far, one int per tool at most). One value each."""
+(the intent classifier's membership arrays), ``tool_tokens`` (the schema tokens of the
+tools counted so far, one int per tool at most) and ``usage_promotable`` (one boolean per
+tool: may usage promote it). One value each."""
 
 MAX_EMBEDDINGS_ENTRIES = 4
 """Embeddings objects whose tool vectors a catalog keeps at once. An app uses

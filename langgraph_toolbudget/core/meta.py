@@ -73,6 +73,14 @@ META_RAW_ARGUMENTS_ERROR = (
     "Error: the arguments of your call to {tool} are not valid JSON, so it was not run: {raw}\n"
     "Call it again with a JSON object: {expected}."
 )
+MAX_LISTING_CHARS = 20_000
+"""A ``show_all_tools`` answer lists names until they fill this many characters; the rest are
+counted, and found with ``search_tools``."""
+LISTING_CUT_MESSAGE = (
+    "{more} more tools are not listed here (the list is cut at {limit:,} characters); find "
+    "them with search_tools."
+)
+
 NOT_ADDED_UNKNOWN = "not tools of this app (check the spelling or call search_tools)"
 NOT_ADDED_FILTERED = "filtered out by this app's configuration and cannot be used"
 NOT_ADDED_DISABLED = "disabled"
@@ -237,10 +245,23 @@ class MetaToolHandler:
         if name == ADD_TOOL:
             return self._add_tool(args, working, context)
         if name == SHOW_ALL_TOOLS:
-            excluded = context.excluded(self.catalog)
-            names = sorted(n for n in self.catalog.tool_names if n not in excluded)
-            return MetaOutcome(json.dumps({"total": len(names), "tools": names}))
+            return self._show_all_tools(context)
         raise ValueError(f"{name!r} is not a meta-tool; meta-tools are {META_TOOL_NAMES}")
+
+    def _show_all_tools(self, context: SessionContext) -> MetaOutcome:
+        excluded = context.excluded(self.catalog)
+        names = sorted(n for n in self.catalog.tool_names if n not in excluded)
+        listed, spent = [], 0
+        for n in names:
+            spent += len(n) + 4  # the quotes, comma and space of the JSON list
+            if spent > MAX_LISTING_CHARS:
+                break
+            listed.append(n)
+        answer: dict[str, Any] = {"total": len(names), "tools": listed}
+        if len(listed) < len(names):
+            more = len(names) - len(listed)
+            answer["message"] = LISTING_CUT_MESSAGE.format(more=more, limit=MAX_LISTING_CHARS)
+        return MetaOutcome(json.dumps(answer))
 
     def _request_more_tools(
         self, args: Any, working: WorkingSet, query: str, context: SessionContext

@@ -38,7 +38,14 @@ from langgraph_toolbudget.core.fuzzy import FuzzyMatcher
 from langgraph_toolbudget.core.limits import MAX_PATTERN_CHARS, clip
 from langgraph_toolbudget.core.terms import MAX_CACHED_TEXT, clauses, tokenize
 
-__all__ = ["SearchResult", "ToolIndex", "clauses", "tokenize", "MAX_FUZZY_RESULTS"]
+__all__ = [
+    "MAX_FUZZY_RESULTS",
+    "MAX_SEARCH_DESCRIPTION_CHARS",
+    "SearchResult",
+    "ToolIndex",
+    "clauses",
+    "tokenize",
+]
 
 MAX_FUZZY_RESULTS = 5
 """The fuzzy fallback of ``search_tools`` returns at most this many tools."""
@@ -62,6 +69,11 @@ INVALID_PATTERN_ERROR = (
     "or a simple pattern such as 'get_.*'."
 )
 
+MAX_SEARCH_DESCRIPTION_CHARS = 500
+"""A ``search_tools`` answer quotes at most this many characters of each tool's description
+(the tool's schema carries its description once it is loaded), so an answer stays within
+about ``search_limit`` x 600 characters whatever the tools' descriptions."""
+
 MAX_FUZZY_QUERY_CHARS = 2000
 """A pattern too long for the regex engine is fuzzy-matched on this many of its first characters."""
 REGEX_MAX_MEM = 2 << 20
@@ -80,6 +92,14 @@ its own best candidates ahead of tools that match a little of several tasks. Mea
 (``benchmarks/selection_quality.py --usage``, Seal-Tools test half, medium preset): 42.9 ->
 40.6 gold tools lost of 1,526 queries without usage, 42.1 -> 37.8 with; bonus 0.15-0.35 alike,
 the best 1 or 3 tools per clause 40.0 / 42.0; MetaTool with usage 0.9364 -> 0.9369."""
+
+ARG_TEXT_WEIGHT = 0.5
+"""The weight of each distinct term of a tool's argument descriptions (and declared output
+fields) in its BM25 document, counted once however often the term is repeated: a description
+is the tool's own claim about what it does, argument text only supports it, so a schema
+stuffed with keywords ("weather github issue slack ... table" in every argument) cannot buy
+a place over the tools that are about those things. Measured
+(``benchmarks/selection_quality.py``): see ``docs/benchmarks.md``."""
 
 EXPAND_CACHE_SIZE = 1024
 """Unknown query terms whose close spellings each index caches (tuples of at most two
@@ -208,24 +228,15 @@ class ToolIndex:
         self.descriptions = [d[1] for d in docs]
         self._position = {name: i for i, name in enumerate(self.names)}
         self._texts = [f"{d[0]}\n{d[1]}\n{' '.join(d[2])}" for d in docs]
-        # Argument descriptions often say what a query asks for in other words
-        # ("the ID of the post", "e.g. DNA, fingerprints"): ranked, not regex-matched.
-        token_lists = [
-            tokenize(d[0]) * name_weight
-            + tokenize(d[1])
-            + tokenize(" ".join(d[2]))
-            + (tokenize(" ".join(d[3])) if len(d) > 3 else [])
-            for d in docs
-        ]
-        self._build_bm25(token_lists, k1, b)
+        self._build_bm25([_document(d, name_weight) for d in docs], k1, b)
 
-    def _build_bm25(self, token_lists: list[list[str]], k1: float, b: float) -> None:
-        n = len(token_lists)
-        lengths = np.array([len(t) for t in token_lists], dtype=np.float64)
+    def _build_bm25(self, documents: list[Counter[str]], k1: float, b: float) -> None:
+        n = len(documents)
+        lengths = np.array([sum(t.values()) for t in documents], dtype=np.float64)
         avg = float(lengths.mean()) if n else 0.0
-        postings: dict[str, tuple[list[int], list[int]]] = {}
-        for doc_id, tokens in enumerate(token_lists):
-            for term, tf in Counter(tokens).items():
+        postings: dict[str, tuple[list[int], list[float]]] = {}
+        for doc_id, terms in enumerate(documents):
+            for term, tf in terms.items():
                 ids, tfs = postings.setdefault(term, ([], []))
                 ids.append(doc_id)
                 tfs.append(tf)
@@ -335,7 +346,13 @@ class ToolIndex:
         return self._position[name]
 
     def _describe(self, ids: Iterable[int]) -> list[dict[str, str]]:
-        return [{"name": self.names[i], "description": self.descriptions[i]} for i in ids]
+        return [
+            {
+                "name": self.names[i],
+                "description": clip(self.descriptions[i], MAX_SEARCH_DESCRIPTION_CHARS),
+            }
+            for i in ids
+        ]
 
     def regex_search(
         self, pattern: str, *, limit: int | None = None, exclude: Collection[str] = ()
@@ -408,6 +425,23 @@ class ToolIndex:
     def _fuzzy(self) -> FuzzyMatcher:
         """The fuzzy fallback's word index, built on its first use."""
         return FuzzyMatcher(self.names, self.descriptions)
+
+
+def _document(
+    doc: tuple[str, str, Sequence[str]] | tuple[str, str, Sequence[str], Sequence[str]],
+    name_weight: int,
+) -> Counter[str]:
+    """A tool's BM25 document: term -> weight. The name's words count ``name_weight`` times,
+    the description's and the argument names' once each, the argument descriptions'
+    :data:`ARG_TEXT_WEIGHT` once per distinct term (ranked, never regex-matched: they often
+    say what a query asks for in other words, "the ID of the post")."""
+    terms: Counter[str] = Counter(tokenize(doc[0]) * name_weight)
+    terms.update(tokenize(doc[1]))
+    terms.update(tokenize(" ".join(doc[2])))
+    if len(doc) > 3:
+        for term in set(tokenize(" ".join(doc[3]))):
+            terms[term] += ARG_TEXT_WEIGHT  # type: ignore[assignment]
+    return terms
 
 
 def _leaders(scores: np.ndarray, n: int) -> np.ndarray:

@@ -3,15 +3,24 @@
 A deployed agent sees the same intents again and again, worded in ways no tool
 description is. When a tool ran successfully for a user's message, that message
 says something about the tool. :class:`UsageIndex` keeps those messages (bounded
-per tool and per thread, de-duplicated) and ranks tools by them with BM25, each
-tool's recorded messages forming its "usage document". :func:`fuse_usage` adds
+per tool, per thread and in total, de-duplicated) and ranks tools by them with BM25,
+each tool's recorded messages forming its "usage document". :func:`fuse_usage` adds
 that ranking to the lexical (or hybrid) scores the nodes already compute.
+
+Who wrote a record decides whether it ranks (the trust boundary between users of
+one app): a *trusted* record (the operator's ``record``/``import_``) ranks at once;
+an *observed* one (recorded while a conversation ran) ranks only once its tool has
+observed records from ``min_sources`` distinct sources (threads, or users when the
+runs carry one), and never when the model loaded the tool itself outside the
+categories chosen for the request (``loaded``). A message's credit is bounded
+however many terms it stuffs (:data:`MAX_CREDITED_TERMS`).
 
 Key Components:
     - :class:`UsageIndex`: the history and its incremental index: recording one
       message updates the postings of its own terms, nothing is rebuilt.
     - :func:`fuse_usage`: lexical scores + usage scores; with no history (or no
       recorded term in the query) the lexical array is returned unchanged.
+    - :func:`promotable`: the tools usage may promote (not manual, draft or destructive).
     - :class:`UsageRecord`: one recorded (tool, message) pair, the export format;
       :func:`normalize_query`, how a message is stored; :func:`check_record_args`,
       the checks of ``record``; :func:`record_terms`, the terms a record gives its tool.
@@ -40,13 +49,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from langgraph_toolbudget.core.limits import MAX_NAME_CHARS
 from langgraph_toolbudget.core.terms import clauses, tokenize
 
 if TYPE_CHECKING:
+    from langgraph_toolbudget.core.catalog import ToolCatalog
     from langgraph_toolbudget.core.search import ToolIndex
 
 __all__ = [
+    "DESTRUCTIVE_KEY",
+    "DEFAULT_MAX_RECORDS",
+    "DEFAULT_MIN_SOURCES",
+    "MAX_CREDITED_TERMS",
     "MAX_QUERY_CHARS",
+    "MAX_SOURCES_KEPT",
+    "MAX_TOOL_NAME_CHARS",
     "check_record_args",
     "DEFAULT_MAX_QUERIES_PER_TOOL",
     "DEFAULT_USAGE_WEIGHT",
@@ -54,15 +71,25 @@ __all__ = [
     "UsageRecord",
     "fuse_usage",
     "normalize_query",
+    "promotable",
     "record_terms",
 ]
 
 MAX_QUERY_CHARS = 2000
 """Recorded messages are cut to this many characters (a pasted document is not an intent)."""
 
+MAX_TOOL_NAME_CHARS = MAX_NAME_CHARS
+"""A recorded tool name is at most this long (128: no tool's name is longer), and printable
+(no newline or control character)."""
+
 BAD_QUERY_ERROR = "query must be the user's message as a string, got {kind}."
 BAD_TOOLS_ERROR = (
     "tool_names must be a list of tool names (strings), got {value!r}; e.g. ['get_weather']."
+)
+BAD_NAME_ERROR = (
+    "tool_names holds {names}, which are not tool names: a tool name is 1 to "
+    f"{MAX_TOOL_NAME_CHARS} printable characters (no newline or control character). "
+    "Pass catalog= to ToolUsage to accept only the catalog's tools."
 )
 
 
@@ -80,16 +107,52 @@ class UsageRecord:
         query: the message (normalised, see :func:`normalize_query`).
         thread: the conversation it came from (``None`` outside a graph).
         ts: when it was recorded (seconds since the epoch); orders the history.
+        trusted: written by the operator (``record``, ``import_``): ranks at once.
+            An observed record (recorded while a conversation ran) ranks once its
+            tool is corroborated (see :class:`UsageIndex`).
+        user: the user of the run that recorded it, when the run carried one.
+        loaded: an observed record of a tool the model loaded itself, outside the
+            categories chosen for the request: kept, never ranked.
+        sources: the distinct sources that recorded this message (an observed record:
+            the same message from several threads or users corroborates it), the latest
+            last, at most :data:`MAX_SOURCES_KEPT`; empty for a trusted one.
     """
 
     tool: str
     query: str
     thread: str | None = None
     ts: float = 0.0
+    trusted: bool = True
+    user: str | None = None
+    loaded: bool = False
+    sources: tuple[str, ...] = ()
+
+    @property
+    def source(self) -> str:
+        """Who corroborates an observed record: its user when known, else its thread."""
+        return self.user or self.thread or ""
+
+    @property
+    def observed(self) -> bool:
+        """An observed record that may count once corroborated (not trusted, not loaded)."""
+        return not self.trusted and not self.loaded
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready row of :meth:`ToolUsage.export`."""
-        return {"tool": self.tool, "query": self.query, "thread": self.thread, "ts": self.ts}
+        row: dict[str, Any] = {
+            "tool": self.tool,
+            "query": self.query,
+            "thread": self.thread,
+            "ts": self.ts,
+            "trusted": self.trusted,
+        }
+        if self.user is not None:
+            row["user"] = self.user
+        if self.loaded:
+            row["loaded"] = True
+        if self.sources:
+            row["sources"] = list(self.sources)
+        return row
 
 
 def check_record_args(query: Any, tool_names: Any) -> list[str]:
@@ -97,6 +160,7 @@ def check_record_args(query: Any, tool_names: Any) -> list[str]:
 
     Raises:
         TypeError: ``query`` is not a string, or ``tool_names`` not a list of strings.
+        ValueError: a name that is no tool name (see :func:`is_tool_name`).
     """
     if not isinstance(query, str):
         raise TypeError(BAD_QUERY_ERROR.format(kind=type(query).__name__))
@@ -104,8 +168,17 @@ def check_record_args(query: Any, tool_names: Any) -> list[str]:
         raise TypeError(BAD_TOOLS_ERROR.format(value=tool_names))
     names = list(tool_names)
     if not all(isinstance(n, str) and n for n in names):
-        raise TypeError(BAD_TOOLS_ERROR.format(value=names))
+        raise TypeError(BAD_TOOLS_ERROR.format(value=names[:20]))
+    bad = [n for n in names if not is_tool_name(n)]
+    if bad:
+        shown = ", ".join(repr(n if len(n) <= 80 else n[:77] + "...") for n in bad[:5])
+        raise ValueError(BAD_NAME_ERROR.format(names=shown + (" ..." if len(bad) > 5 else "")))
     return list(dict.fromkeys(names))
+
+
+def is_tool_name(name: str) -> bool:
+    """Can ``name`` be a tool's: 1 to 128 printable characters?"""
+    return 0 < len(name) <= MAX_TOOL_NAME_CHARS and name.isprintable()
 
 
 def record_terms(record: UsageRecord) -> set[str]:
@@ -136,6 +209,21 @@ def record_terms(record: UsageRecord) -> set[str]:
 DEFAULT_MAX_QUERIES_PER_TOOL = 200
 """Recent distinct messages kept per tool."""
 
+DEFAULT_MAX_RECORDS = 20_000
+"""Records kept in all, across tools (the oldest dropped first): memory stays within about
+this many x :data:`MAX_QUERY_CHARS`, however many tool names a writer invents."""
+
+DEFAULT_MIN_SOURCES = 3
+"""Distinct sources (threads, or users) an observed tool needs before its records rank."""
+
+MAX_SOURCES_KEPT = 16
+"""An observed record keeps at most this many of the sources that recorded it."""
+
+MAX_CREDITED_TERMS = 32
+"""A recorded message's terms share this much credit: each term of a message of n terms
+counts ``min(1, 32 / n)``, so a message stuffed with every keyword of the catalog buys no
+more than a long real request (Seal-Tools' median is 32 distinct terms, MetaTool's 9)."""
+
 DEFAULT_USAGE_WEIGHT = 0.35
 """Weight of a tool's usage BM25 beside its lexical score; see :func:`fuse_usage`. Measured
 (``benchmarks/selection_quality.py --usage``): 0.5 and up lowers Seal-Tools recall (long
@@ -147,14 +235,20 @@ MAX_USAGE_HITS = 30
 
 
 class UsageIndex:
-    """Recorded messages per tool, and a BM25 index over them, updated incrementally.
+    """Recorded messages per tool, and a BM25 index over the ones that rank, updated
+    incrementally.
 
     Bounds: at most ``max_queries_per_tool`` distinct messages per tool (the
     oldest dropped first); at most ``max_queries_per_thread`` of them from one
     conversation (its oldest dropped first), so one long thread cannot fill a
-    tool's history. Re-recording a message refreshes it instead of adding a copy.
-    Memory is therefore bounded by ``max_queries_per_tool`` x tools x
-    :data:`MAX_QUERY_CHARS`.
+    tool's history; at most ``max_records`` in all (the oldest dropped first).
+    Re-recording a message refreshes it instead of adding a copy. Memory is
+    therefore bounded by ``max_records`` x :data:`MAX_QUERY_CHARS`.
+
+    What ranks: a trusted record at once; an observed record once its tool has
+    observed records from ``min_sources`` distinct sources (:attr:`UsageRecord.source`:
+    threads, or users when known); a ``loaded`` record never. A message's terms each
+    get the credit ``min(1, MAX_CREDITED_TERMS / its number of terms)``.
 
     Thread-safe: one lock around every change and every ranking.
 
@@ -162,6 +256,8 @@ class UsageIndex:
         max_queries_per_tool: distinct messages kept per tool.
         max_queries_per_thread: of those, at most this many from one thread
             (default: a tenth of ``max_queries_per_tool``, at least 1).
+        min_sources: distinct sources an observed tool needs before its records rank.
+        max_records: records kept in all.
         k1, b: the BM25 parameters; a tool's document length is its number of messages.
     """
 
@@ -170,12 +266,16 @@ class UsageIndex:
         max_queries_per_tool: int = DEFAULT_MAX_QUERIES_PER_TOOL,
         max_queries_per_thread: int | None = None,
         *,
+        min_sources: int = DEFAULT_MIN_SOURCES,
+        max_records: int = DEFAULT_MAX_RECORDS,
         k1: float = 1.2,
         b: float = 0.75,
     ) -> None:
         for label, value in (
             ("max_queries_per_tool", max_queries_per_tool),
             ("max_queries_per_thread", max_queries_per_thread),
+            ("min_sources", min_sources),
+            ("max_records", max_records),
         ):
             if value is None and label == "max_queries_per_thread":
                 continue
@@ -183,17 +283,24 @@ class UsageIndex:
                 raise ValueError(f"{label} must be an integer >= 1, got {value!r}")
         self.max_queries_per_tool = max_queries_per_tool
         self.max_queries_per_thread = max_queries_per_thread or max(1, max_queries_per_tool // 10)
+        self.min_sources = min_sources
+        self.max_records = max_records
         self.k1, self.b = k1, b
         self._lock = threading.RLock()
         self._entries: dict[str, OrderedDict[str, UsageRecord]] = {}
         self._threads: dict[str, Counter[str]] = {}
+        self._sources: dict[str, Counter[str]] = {}  # tool -> source -> its observed records
+        self._order: OrderedDict[tuple[str, str], None] = (
+            OrderedDict()
+        )  # every record, oldest first
+        self._ranked: set[tuple[str, str]] = set()  # the records in the index
         self._ids: dict[str, int] = {}
         self._names: list[str] = []
-        self._lengths = np.zeros(16, dtype=np.float64)  # messages per tool id
+        self._lengths = np.zeros(16, dtype=np.float64)  # ranked messages per tool id
         self._n_records = 0
         self._n_tools_with_history = 0
-        # term -> {tool id: how many of the tool's messages hold the term}, and its arrays.
-        self._postings: dict[str, dict[int, int]] = {}
+        # term -> {tool id: the credit of the tool's ranked messages holding the term}.
+        self._postings: dict[str, dict[int, float]] = {}
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._positions: dict[int, tuple[weakref.ref[Any], np.ndarray]] = {}
         # Per version: each tool's BM25 length norm, and each queried term's saturated tfs.
@@ -201,13 +308,19 @@ class UsageIndex:
         self.version = 0
 
     def __len__(self) -> int:
-        """How many (tool, message) pairs are recorded."""
-        return sum(len(e) for e in self._entries.values())
+        """How many (tool, message) pairs are recorded (ranked or not)."""
+        return len(self._order)
 
     @property
     def tools(self) -> list[str]:
         """Tools with a recorded message."""
         return [t for t, e in self._entries.items() if e]
+
+    def ranks(self, record: UsageRecord) -> bool:
+        """Does ``record`` rank now (trusted, or observed and its tool corroborated)?"""
+        if record.trusted:
+            return True
+        return not record.loaded and len(self._sources.get(record.tool, ())) >= self.min_sources
 
     # --- changes ------------------------------------------------------------------------------
 
@@ -218,62 +331,165 @@ class UsageIndex:
         *,
         thread: str | None = None,
         ts: float | None = None,
+        trusted: bool = True,
+        user: str | None = None,
+        loaded: Iterable[str] = (),
     ) -> tuple[list[UsageRecord], list[UsageRecord]]:
         """Record ``query`` for each tool; returns (records kept, records evicted by the bounds).
 
+        ``trusted``: the operator's record (ranks at once), else an observed one;
+        ``user``: the run's user; ``loaded``: tools the model loaded itself outside the
+        categories chosen for the request (recorded, never ranked).
         A message with no search term (``"?"``, ``"ok"``) is not recorded.
         """
         names = check_record_args(query, tool_names)
         text = normalize_query(query)
-        if not text or not tokenize(text):
+        if not text:
             return [], []
         stamp = time.time() if ts is None else float(ts)
+        self_loaded = set(loaded)
+        source = () if trusted else (user or thread or "",)
+        records = [
+            UsageRecord(
+                name,
+                text,
+                thread,
+                stamp,
+                trusted,
+                user,
+                name in self_loaded and not trusted,
+                source,
+            )
+            for name in names
+        ]
+        return self.insert(records)
+
+    def insert(self, records: Iterable[UsageRecord]) -> tuple[list[UsageRecord], list[UsageRecord]]:
+        """Add whole records (as :meth:`add` makes them, or read back from a store); returns
+        (records kept, records evicted by the bounds). Records without a search term are
+        skipped; a record's tool name is checked as by :meth:`add`."""
         added: list[UsageRecord] = []
         evicted: list[UsageRecord] = []
         with self._lock:
-            for name in names:
-                record = UsageRecord(name, text, thread, stamp)
-                evicted.extend(self._add_one(record))
-                added.append(record)
-            if added:
+            for record in records:
+                check_record_args(record.query, [record.tool])
+                terms = record_terms(record) if record.query else set()
+                if not terms:
+                    continue
+                kept, dropped = self._add_one(record, terms)
+                added.append(kept)
+                evicted.extend(dropped)
+            while len(self._order) > self.max_records:
+                tool, query = next(iter(self._order))
+                evicted.append(self._remove(self._entries[tool][query]))
+            if added or evicted:
                 self.version += 1
-        return added, evicted
+            if len(self._names) > max(1024, 4 * len(self._entries)):
+                self._compact()
+        gone = {(r.tool, r.query, r.ts) for r in evicted}
+        return [r for r in added if (r.tool, r.query, r.ts) not in gone], evicted
 
-    def _add_one(self, record: UsageRecord) -> list[UsageRecord]:
+    def _add_one(
+        self, record: UsageRecord, terms: set[str]
+    ) -> tuple[UsageRecord, list[UsageRecord]]:
         entries = self._entries.setdefault(record.tool, OrderedDict())
-        threads = self._threads.setdefault(record.tool, Counter())
-        old = entries.pop(record.query, None)
-        if old is not None:  # refreshed: same terms, new place and thread
-            self._count_thread(threads, old.thread, -1)
-            entries[record.query] = record
-            self._count_thread(threads, record.thread, 1)
-            return []
-        entries[record.query] = record
-        self._count_thread(threads, record.thread, 1)
-        self._index(record, +1)
+        old = entries.get(record.query)
+        if old is not None:  # refreshed: same terms, new place and thread; the stronger trust
+            self._remove(old)
+            trusted = record.trusted or old.trusted
+            sources = tuple(dict.fromkeys([*old.sources, *record.sources]))[-MAX_SOURCES_KEPT:]
+            record = UsageRecord(
+                record.tool,
+                record.query,
+                record.thread,
+                record.ts,
+                trusted,
+                record.user,
+                record.loaded and old.loaded,
+                () if trusted else sources,
+            )
+        self._put(record, terms)
         evicted = []
+        entries = self._entries[record.tool]  # a new one if removing ``old`` emptied it
+        threads = self._threads[record.tool]
         if record.thread is not None and threads[record.thread] > self.max_queries_per_thread:
             oldest = next(r for r in entries.values() if r.thread == record.thread)
             evicted.append(self._remove(oldest))
         while len(entries) > self.max_queries_per_tool:
             evicted.append(self._remove(next(iter(entries.values()))))
-        return evicted
+        return record, evicted
 
-    @staticmethod
-    def _count_thread(threads: Counter[str], thread: str | None, step: int) -> None:
-        if thread is None:
+    def _put(self, record: UsageRecord, terms: set[str] | None = None) -> None:
+        self._entries.setdefault(record.tool, OrderedDict())[record.query] = record
+        self._order[(record.tool, record.query)] = None
+        self._count(self._threads, record.tool, record.thread, 1)
+        if not record.observed:
+            if self.ranks(record):
+                self._rank(record, +1, terms)
             return
-        threads[thread] += step
-        if threads[thread] <= 0:
-            del threads[thread]
+        before = len(self._sources.get(record.tool, ()))
+        for source in record.sources or (record.source,):
+            self._count(self._sources, record.tool, source, 1)
+        if before < self.min_sources <= len(self._sources[record.tool]):
+            for other in self._entries[record.tool].values():  # corroborated: all of them rank
+                if other.observed and (other.tool, other.query) not in self._ranked:
+                    self._rank(other, +1)
+        elif self.ranks(record):
+            self._rank(record, +1, terms)
 
     def _remove(self, record: UsageRecord) -> UsageRecord:
-        del self._entries[record.tool][record.query]
-        self._count_thread(self._threads[record.tool], record.thread, -1)
-        self._index(record, -1)
+        entries = self._entries[record.tool]
+        del entries[record.query]
+        del self._order[(record.tool, record.query)]
+        self._count(self._threads, record.tool, record.thread, -1)
+        if (record.tool, record.query) in self._ranked:
+            self._rank(record, -1)
+        if record.observed:
+            before = len(self._sources.get(record.tool, ()))
+            for source in record.sources or (record.source,):
+                self._count(self._sources, record.tool, source, -1)
+            if len(self._sources.get(record.tool, ())) < self.min_sources <= before:
+                for other in entries.values():  # no longer corroborated
+                    if other.observed and (other.tool, other.query) in self._ranked:
+                        self._rank(other, -1)
+        if not entries:
+            for table in (self._entries, self._threads, self._sources):
+                table.pop(record.tool, None)
         return record
 
-    def _index(self, record: UsageRecord, step: int) -> None:
+    def _compact(self) -> None:
+        """Renumber the tools that still have ranked messages (the others' ids are dropped):
+        a history that saw many distinct names keeps only the live ones' slots."""
+        live = [n for n in self._names if self._lengths[self._ids[n]] > 0]
+        remap = {self._ids[n]: i for i, n in enumerate(live)}
+        lengths = np.zeros(max(16, len(live)), dtype=np.float64)
+        for old, new in remap.items():
+            lengths[new] = self._lengths[old]
+        self._postings = {
+            term: {remap[t]: v for t, v in posting.items()}
+            for term, posting in self._postings.items()
+        }
+        self._names, self._ids, self._lengths = live, {n: i for i, n in enumerate(live)}, lengths
+        self._arrays.clear()
+        self._positions.clear()
+        self.version += 1
+
+    @staticmethod
+    def _count(counters: dict[str, Counter[str]], tool: str, key: str | None, step: int) -> None:
+        counter = counters.setdefault(tool, Counter())
+        if key is None:
+            return
+        counter[key] += step
+        if counter[key] <= 0:
+            del counter[key]
+
+    def _rank(self, record: UsageRecord, step: int, terms: set[str] | None = None) -> None:
+        """Add (``step`` 1) or take back (-1) a record's terms (``record_terms``) in the index."""
+        key = (record.tool, record.query)
+        if step > 0:
+            self._ranked.add(key)
+        else:
+            self._ranked.discard(key)
         tool = self._ids.get(record.tool)
         if tool is None:
             tool = self._ids[record.tool] = len(self._names)
@@ -284,11 +500,14 @@ class UsageIndex:
         self._n_records += step
         if self._lengths[tool] == (1 if step > 0 else 0):
             self._n_tools_with_history += step
-        for term in record_terms(record):  # the parts of the message that asked for this tool
+        if terms is None:
+            terms = record_terms(record)  # the parts of the message that asked for this tool
+        credit = min(1.0, MAX_CREDITED_TERMS / len(terms)) if terms else 0.0
+        for term in terms:
             posting = self._postings.setdefault(term, {})
-            count = posting.get(tool, 0) + step
-            if count > 0:
-                posting[tool] = count
+            value = posting.get(tool, 0.0) + step * credit
+            if value > 1e-9:
+                posting[tool] = value
             else:
                 posting.pop(tool, None)
                 if not posting:
@@ -366,14 +585,15 @@ class UsageIndex:
         return [(self._names[i], float(scores[i])) for i in order]
 
     def popular(self, limit: int | None = None) -> list[str]:
-        """Tools with the most recorded messages, most first (recency breaks ties)."""
+        """Tools with the most ranked messages (trusted or corroborated), most first
+        (recency breaks ties): an uncorroborated observed record never counts here."""
         with self._lock:
-            entries = self._entries
-            latest = {t: max((r.ts for r in e.values()), default=0.0) for t, e in entries.items()}
-            ranked = sorted(
-                (t for t, e in self._entries.items() if e),
-                key=lambda t: (-len(self._entries[t]), -latest[t], t),
-            )
+            count: Counter[str] = Counter()
+            latest: dict[str, float] = {}
+            for tool, query in self._ranked:
+                count[tool] += 1
+                latest[tool] = max(latest.get(tool, 0.0), self._entries[tool][query].ts)
+            ranked = sorted(count, key=lambda t: (-count[t], -latest[t], t))
         return ranked[:limit]
 
     def positions(self, index: ToolIndex) -> np.ndarray:
@@ -391,18 +611,25 @@ class UsageIndex:
             self._positions[key] = (weakref.ref(index), out)
             return out
 
-    def catalog_scores(self, index: ToolIndex, query: str) -> np.ndarray | None:
+    def catalog_scores(
+        self, index: ToolIndex, query: str, allowed: np.ndarray | None = None
+    ) -> np.ndarray | None:
         """Usage scores aligned with ``index.names``, or None when no recorded term matches.
 
         Only the :data:`MAX_USAGE_HITS` best tools keep their score: a word
         common to many recorded messages would otherwise give thousands of tools
         a sliver of score, which changes no ranking but slows every node after.
+        ``allowed``: a boolean per catalog position; the others never get a score
+        (the tools usage never promotes).
         """
         scores = self.scores(query)
         if scores is None:
             return None
         positions = self.positions(index)[: scores.size]
-        keep = np.flatnonzero((positions >= 0) & (scores > 0))
+        ok = positions >= 0
+        if allowed is not None:
+            ok &= allowed[np.maximum(positions, 0)]
+        keep = np.flatnonzero(ok & (scores > 0))
         if keep.size == 0:
             return None
         if keep.size > MAX_USAGE_HITS:
@@ -422,11 +649,12 @@ def _position(index: ToolIndex, name: str) -> int:
 
 def fuse_usage(
     index: ToolIndex,
-    history: UsageIndex,
+    history: UsageIndex | Sequence[UsageIndex],
     query: str,
     base: np.ndarray | None = None,
     *,
     weight: float = DEFAULT_USAGE_WEIGHT,
+    allowed: np.ndarray | None = None,
 ) -> np.ndarray:
     """Relevance of every tool: ``base`` plus ``weight`` times its usage score.
 
@@ -438,16 +666,50 @@ def fuse_usage(
 
     Args:
         index: the catalog's tool index (``catalog.index``).
-        history: the usage history.
+        history: the usage history, or several (the operator's and a scope's): their
+            scores add up.
         query: the user's message.
         base: the lexical or hybrid scores (default ``index.scores(query)``).
         weight: the usage share, see above.
+        allowed: a boolean per catalog position: the tools usage may promote.
     """
     if base is None:
         base = index.scores(query)
-    usage = history.catalog_scores(index, query) if query else None
+    histories = [history] if isinstance(history, UsageIndex) else list(history)
+    usage = None
+    for one in histories if query else ():
+        scores = one.catalog_scores(index, query, allowed)
+        if scores is not None:
+            usage = scores if usage is None else usage + scores
     if usage is None:
         return base
     out = base + usage * weight
     out.setflags(write=False)
     return out
+
+
+DESTRUCTIVE_KEY = "destructiveHint"
+"""A tool whose ``metadata`` sets this to True is never promoted by usage (the MCP annotation
+the loader copies into an MCP tool's metadata, or the same key in your tool's own)."""
+
+
+def promotable(catalog: ToolCatalog) -> np.ndarray:
+    """A boolean per catalog position: may usage raise this tool's score (or pick it when
+    nothing matches)? Not for manual tools, drafts (listed in debug mode) or tools marked
+    ``destructiveHint`` (the MCP annotation the loader copies into a tool's metadata, or
+    the same key in your tool's own ``metadata``). Cached in ``catalog.derived``."""
+
+    def build() -> np.ndarray:
+        out = np.ones(len(catalog.index), dtype=bool)
+        for name in catalog.index.names:
+            spec = catalog.get(name)
+            metadata = (spec.tool.metadata or {}) if spec is not None else {}
+            out[catalog.index.position(name)] = spec is not None and not (
+                spec.include == "manual"
+                or spec.status == "draft"
+                or metadata.get(DESTRUCTIVE_KEY) is True
+            )
+        out.setflags(write=False)
+        return out
+
+    return catalog.derived.get("usage_promotable", build)

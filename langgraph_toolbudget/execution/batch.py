@@ -15,6 +15,7 @@ how a node returns it (:func:`~langgraph_toolbudget.execution.outcome.node_outpu
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
@@ -328,9 +329,17 @@ class BatchRunner:
         done, outcome = self.answer_builtins(calls, state, config, working)
         context = self._context_after(state, outcome.update, context)
         regular, check = self._plan(calls, working, shown, done, context)
-        run_one = partial(self.pipeline.run, state=state, config=config, check=check)
+        started = time.monotonic()  # the batch's one deadline: each timeout_s counts from here
+        run_one = partial(
+            self.pipeline.run, state=state, config=config, check=check, started=started
+        )
         arun_one = partial(  # the sync hooks, also when calls run on the background loop
-            self.pipeline.arun, state=state, config=config, check=check, async_hooks=False
+            self.pipeline.arun,
+            state=state,
+            config=config,
+            check=check,
+            async_hooks=False,
+            started=started,
         )
         outputs = self.scheduler.run([call for _, call in regular], run_one, arun_one)
         results = dict(zip([i for i, _ in regular], outputs, strict=True))
@@ -359,7 +368,10 @@ class BatchRunner:
             regular, check = await self.pipeline.hook_threads.run(self._plan, *plan)
         else:
             regular, check = self._plan(*plan)
-        arun_one = partial(self.pipeline.arun, state=state, config=config, check=check)
+        started = time.monotonic()  # the batch's one deadline: each timeout_s counts from here
+        arun_one = partial(
+            self.pipeline.arun, state=state, config=config, check=check, started=started
+        )
         outputs = await self.scheduler.arun([call for _, call in regular], arun_one)
         results = dict(zip([i for i, _ in regular], outputs, strict=True))
         if self.offloader is not None:

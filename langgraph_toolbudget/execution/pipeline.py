@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Future
 from functools import partial
@@ -54,7 +55,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 
 from langgraph_toolbudget._compat import runtime_of
 from langgraph_toolbudget._runner import run_sync
-from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.catalog import ToolCatalog, ToolSpec
 from langgraph_toolbudget.execution.errors import HandleToolErrors, ToolErrorPolicy
 from langgraph_toolbudget.execution.hooks import (
     AsyncToolCallWrapper,
@@ -125,6 +126,37 @@ class ToolThreads:
     async def run(self, func: Callable[..., T], /, *args: Any) -> T:
         """Await ``func(*args)`` run in the pool."""
         return await asyncio.wrap_future(self.submit(func, *args))
+
+
+BATCH_TIME_ERROR = (
+    "Error: tool {tool!r} was not run: its timeout_s ({timeout:g} s) counts from the start of "
+    "its batch, and the calls before it in concurrency group {group!r} used all of it. Call "
+    "it again, in a batch of its own or with fewer calls to that group."
+)
+"""A batch has one deadline: each call's ``timeout_s`` counts from the moment the model's
+calls arrive, not from the moment the call's turn comes, so a batch of calls that wait for
+each other (impure calls of one group, say one MCP server) takes at most its longest
+``timeout_s``, not the sum of them (6 calls to a hanging tool at 2 s took 12 s)."""
+
+
+def time_left(spec: ToolSpec | None, started: float | None) -> float | None:
+    """The seconds ``spec``'s ``timeout_s`` leaves a call of a batch that began at ``started``
+    (``None``: no timeout; the whole ``timeout_s`` without a batch start)."""
+    if spec is None or not spec.timeout_s:
+        return None
+    if started is None:
+        return spec.timeout_s
+    return spec.timeout_s - (time.monotonic() - started)
+
+
+def _out_of_time(spec: ToolSpec, started: float | None) -> str | None:
+    """The refusal of a call whose batch used up its ``timeout_s`` before its turn came."""
+    left = time_left(spec, started)
+    if left is None or left > 0:
+        return None
+    return BATCH_TIME_ERROR.format(
+        tool=spec.name, timeout=spec.timeout_s, group=spec.concurrency_group
+    )
 
 
 def _no_stop_iteration(func: Callable[..., T], *args: Any) -> T:
@@ -214,13 +246,27 @@ class ToolCallPipeline:
 
     # --- one call, with the hooks -----------------------------------------------------------
 
-    def run(self, call: ToolCall, state: Any, config: RunnableConfig, check: CallCheck) -> Any:
-        """Run one call (sync) through the hooks and the stages."""
+    def run(
+        self,
+        call: ToolCall,
+        state: Any,
+        config: RunnableConfig,
+        check: CallCheck,
+        *,
+        started: float | None = None,
+    ) -> Any:
+        """Run one call (sync) through the hooks and the stages.
+
+        ``started``: when the call's batch started (``time.monotonic()``); the tool's
+        ``timeout_s`` then counts from it (see :data:`BATCH_TIME_ERROR`), else from the
+        moment the tool starts.
+        """
         request = self.request(call, state, config)
+        execute = partial(self.execute, config=config, check=check, started=started)
         if not self.wrappers:
-            return self.execute(request, config, check)
+            return execute(request)
         try:
-            return chain(self.wrappers, partial(self.execute, config=config, check=check))(request)
+            return chain(self.wrappers, execute)(request)
         except GraphBubbleUp:
             raise
         except Exception as exc:  # noqa: BLE001 - the policy answers or re-raises it
@@ -234,15 +280,17 @@ class ToolCallPipeline:
         check: CallCheck,
         *,
         async_hooks: bool = True,
+        started: float | None = None,
     ) -> Any:
         """Run one call (async) through the hooks and the stages.
 
         ``async_hooks=False``: the sync hooks even when async ones are given (a
         sync ``invoke`` whose calls run concurrently on the background loop).
+        ``started``: as for :meth:`run`.
         """
         if async_hooks and self.awrappers:
             request = self.request(call, state, config)
-            aexecute = partial(self.aexecute, config=config, check=check)
+            aexecute = partial(self.aexecute, config=config, check=check, started=started)
             try:
                 return await achain(self.awrappers, aexecute)(request)
             except GraphBubbleUp:
@@ -250,31 +298,45 @@ class ToolCallPipeline:
             except Exception as exc:  # noqa: BLE001 - the policy answers or re-raises it
                 return self.errors.hook_failed(call, exc)
         if self.wrappers:  # sync hooks may block: run them (and the call) off the event loop
-            return await self.hook_threads.run(self.run, call, state, config, check)
-        return await self.aexecute(self.request(call, state, config), config, check)
+            run = partial(self.run, started=started)
+            return await self.hook_threads.run(run, call, state, config, check)
+        return await self.aexecute(self.request(call, state, config), config, check, started)
 
     # --- the stages -------------------------------------------------------------------------
 
-    def execute(self, request: ToolCallRequest, config: RunnableConfig, check: CallCheck) -> Any:
-        """The four stages for a request, sync."""
+    def execute(
+        self,
+        request: ToolCallRequest,
+        config: RunnableConfig,
+        check: CallCheck,
+        started: float | None = None,
+    ) -> Any:
+        """The four stages for a request, sync (``started``: see :meth:`run`)."""
         prepared = self.preparer.prepare(request.tool_call, request.tool, check)
         if isinstance(prepared, ToolMessage):
             return prepared
         tool, call = prepared
         tool_input = self._tool_input(tool, call, request)  # raises as ToolNode does
-        return self._invoked(call, tool, request.state, self._invoke, tool, tool_input, config)
+        invoke = partial(self._invoke, started=started)
+        return self._invoked(
+            call, tool, request.state, invoke, tool, tool_input, config, started=started
+        )
 
     async def aexecute(
-        self, request: ToolCallRequest, config: RunnableConfig, check: CallCheck
+        self,
+        request: ToolCallRequest,
+        config: RunnableConfig,
+        check: CallCheck,
+        started: float | None = None,
     ) -> Any:
-        """The four stages for a request, async."""
+        """The four stages for a request, async (``started``: see :meth:`run`)."""
         prepared = self.preparer.prepare(request.tool_call, request.tool, check)
         if isinstance(prepared, ToolMessage):
             return prepared
         tool, call = prepared
         tool_input = self._tool_input(tool, call, request)  # raises as ToolNode does
         return await self._ainvoked(
-            call, tool, request.state, self._start, tool, tool_input, config
+            call, tool, request.state, self._start, tool, tool_input, config, started=started
         )
 
     def delegate(
@@ -299,12 +361,21 @@ class ToolCallPipeline:
         return await self._ainvoked(call, tool, request.state, ainvoke, request)
 
     def _invoked(
-        self, call: ToolCall, tool: BaseTool, state: Any, invoke: Callable[..., Any], *args: Any
+        self,
+        call: ToolCall,
+        tool: BaseTool,
+        state: Any,
+        invoke: Callable[..., Any],
+        *args: Any,
+        started: float | None = None,
     ) -> Any:
-        """``invoke(*args)`` once the group's abandoned calls let it run; its result
-        normalised and noted, a failure answered by the error policy."""
+        """``invoke(*args)`` once the group's abandoned calls let it run (and while its batch
+        leaves it time); its result normalised and noted, a failure answered by the error
+        policy."""
         spec = self.catalog.get(tool.name)
         if spec is not None and (refusal := self.lingering.wait(spec)):
+            return error_message(call, refusal)
+        if spec is not None and (refusal := _out_of_time(spec, started)):
             return error_message(call, refusal)
         try:
             output = self.outputs.normalise(call, tool, invoke(*args), state)
@@ -321,14 +392,17 @@ class ToolCallPipeline:
         state: Any,
         start: Callable[..., Awaitable[Any] | Future[Any]],
         *args: Any,
+        started: float | None = None,
     ) -> Any:
         """The async :meth:`_invoked`; ``start(*args)`` starts the work (a coroutine, or a
-        thread's future), which gets the tool's ``timeout_s``."""
+        thread's future), which gets the time its ``timeout_s`` leaves it."""
         spec = self.catalog.get(tool.name)
         if spec is not None and (refusal := await self.lingering.await_clear(spec)):
             return error_message(call, refusal)
+        if spec is not None and (refusal := _out_of_time(spec, started)):
+            return error_message(call, refusal)
         try:
-            response = await self._timed(tool, start(*args))
+            response = await self._timed(tool, start(*args), started)
             output = self.outputs.normalise(call, tool, response, state)
         except GraphBubbleUp:
             raise
@@ -336,13 +410,19 @@ class ToolCallPipeline:
             output = self.outputs.failure(call, tool, exc)
         return self.outputs.noted(call, output)
 
-    def _invoke(self, tool: BaseTool, tool_input: Any, config: RunnableConfig) -> Any:
+    def _invoke(
+        self,
+        tool: BaseTool,
+        tool_input: Any,
+        config: RunnableConfig,
+        started: float | None = None,
+    ) -> Any:
         """Run the tool (sync): in this thread, or on the background loop when it has a
         timeout or only an async implementation."""
         spec = self.catalog.get(tool.name)
         if (spec is None or not spec.timeout_s) and not is_async_only(tool):
             return tool.invoke(tool_input, config)
-        return run_sync(self._timed(tool, self._start(tool, tool_input, config)))
+        return run_sync(self._timed(tool, self._start(tool, tool_input, config), started))
 
     def _start(
         self, tool: BaseTool, tool_input: Any, config: RunnableConfig
@@ -353,19 +433,25 @@ class ToolCallPipeline:
             return self.threads.submit(tool.invoke, tool_input, config)
         return tool.ainvoke(tool_input, config)
 
-    async def _timed(self, tool: BaseTool, started: Awaitable[Any] | Future[Any]) -> Any:
-        """The result of ``started`` within the tool's ``timeout_s``. Past it, raise
+    async def _timed(
+        self, tool: BaseTool, work_started: Awaitable[Any] | Future[Any], started: float | None
+    ) -> Any:
+        """The result of ``work_started`` within the time the tool's ``timeout_s`` leaves it
+        (counted from ``started``, its batch's start, when given). Past it, raise
         ``TimeoutError`` and abandon the work: logged, its result dropped, and (a
         thread's work as much as a task's) keeping its group busy until it really ends."""
         spec = self.catalog.get(tool.name)
-        if spec is None or not spec.timeout_s:  # a coroutine runs in this task: none of its own
-            return await (asyncio.wrap_future(started) if isinstance(started, Future) else started)
+        timeout = time_left(spec, started)
+        if spec is None or timeout is None:  # a coroutine runs in this task: none of its own
+            if isinstance(work_started, Future):
+                return await asyncio.wrap_future(work_started)
+            return await work_started
         lingers: Any  # a thread's work lingers until the thread ends, a task's until the task
-        if isinstance(started, Future):
-            work, lingers = asyncio.wrap_future(started), started
+        if isinstance(work_started, Future):
+            work, lingers = asyncio.wrap_future(work_started), work_started
         else:
-            work = lingers = asyncio.ensure_future(started)
-        return await within(work, spec.timeout_s, partial(self.lingering.add, spec, lingers))
+            work = lingers = asyncio.ensure_future(work_started)
+        return await within(work, max(timeout, 0.0), partial(self.lingering.add, spec, lingers))
 
     def _tool_input(self, tool: BaseTool, call: ToolCall, request: ToolCallRequest) -> Any:
         inject = self.preparer.injector(tool)

@@ -29,7 +29,10 @@ Naming rule:
     same name; then *every* tool of that name becomes ``<server>__<name>``
     (server name with characters outside ``[A-Za-z0-9_-]`` replaced by ``_``).
     ``tool_name_prefix=True`` applies the prefix to every tool. The call always
-    uses the server's own name (``tool.mcp_name``).
+    uses the server's own name (``tool.mcp_name``). A server's names are untrusted
+    (:mod:`~langgraph_toolbudget.mcp.names`): one that is not provider-safe is
+    mapped to a safe one; one that is a built-in's, a local tool's or imitates
+    another server's (``<other>__...``) gets its own server's prefix.
 
 Typical Usage:
     ```python

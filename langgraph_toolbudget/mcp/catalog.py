@@ -6,35 +6,19 @@ load errors, closing, the names its tools get). How one is loaded is
 
 Key Components:
     - :class:`MCPToolCatalog`: the catalog; owns its :class:`MCPRuntime`.
-    - :func:`mcp_tool_name`: the prefixed catalog name of an MCP tool.
+    - :func:`mcp_tool_name` (from :mod:`~langgraph_toolbudget.mcp.names`): the prefixed
+      catalog name of an MCP tool.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from langgraph_toolbudget.core.catalog import RuntimeMode, ToolCatalog, ToolSpec
+from langgraph_toolbudget.mcp.names import mcp_tool_name
 from langgraph_toolbudget.mcp.runtime import MCPRuntime
 
 __all__ = ["MCPToolCatalog", "mcp_tool_name"]
-
-_SAFE = re.compile(r"[^A-Za-z0-9_-]")
-
-
-def mcp_tool_name(server: str, name: str) -> str:
-    """The prefixed catalog name of an MCP tool: ``<server>__<name>``.
-
-    Characters of the server name outside ``[A-Za-z0-9_-]`` become ``_``.
-
-    Args:
-        server: the server's name in the catalog.
-        name: the tool's MCP name.
-
-    Returns:
-        The prefixed name, e.g. ``mcp_tool_name("math", "search") == "math__search"``.
-    """
-    return f"{_SAFE.sub('_', server)}__{name}"
 
 
 class MCPToolCatalog(ToolCatalog):
@@ -55,6 +39,8 @@ class MCPToolCatalog(ToolCatalog):
         category_descriptions: category -> description.
         filtered: names of tools the catalog's filters removed.
         runtime_mode: ``production`` or ``debug`` (see :class:`ToolCatalog`).
+        untrusted_descriptions: the categories described by their server's own
+            instructions (see :attr:`ToolCatalog.untrusted_descriptions`).
 
     Example:
         ```python
@@ -72,6 +58,7 @@ class MCPToolCatalog(ToolCatalog):
         category_descriptions: Mapping[str, str] | None = None,
         filtered: Iterable[str] = (),
         runtime_mode: RuntimeMode = "production",
+        untrusted_descriptions: Collection[str] = (),
     ) -> None:
         filtered = tuple(filtered)
         super().__init__(
@@ -82,6 +69,12 @@ class MCPToolCatalog(ToolCatalog):
         )
         self._runtime = runtime
         self._given = (dict(category_descriptions or {}), filtered)
+        self._untrusted = frozenset(untrusted_descriptions)
+
+    @property
+    def untrusted_descriptions(self) -> frozenset[str]:
+        """The categories described by their MCP server's own ``initialize`` instructions."""
+        return self._untrusted & set(self.category_descriptions)
 
     @property
     def mcp(self) -> MCPRuntime:
@@ -101,6 +94,7 @@ class MCPToolCatalog(ToolCatalog):
             category_descriptions=descriptions,
             filtered=filtered,
             runtime_mode=runtime_mode,
+            untrusted_descriptions=self._untrusted,
         )
 
     async def aclose(self) -> None:

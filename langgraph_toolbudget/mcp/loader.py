@@ -17,8 +17,7 @@ import asyncio
 import fnmatch
 import glob
 import warnings
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.tools import BaseTool
@@ -30,16 +29,29 @@ from rapidfuzz import process
 from typing_extensions import TypedDict, Unpack
 
 from langgraph_toolbudget._compat_mcp import _handle_mcp_tool_error
+from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import TOOL_METADATA_KEYS, IncludeMode, ToolCatalog
+from langgraph_toolbudget.core.catalog_checks import as_tools
+from langgraph_toolbudget.core.limits import clip
 from langgraph_toolbudget.core.spec import OUTPUT_SCHEMA_KEY
-from langgraph_toolbudget.mcp.catalog import MCPToolCatalog, mcp_tool_name
+from langgraph_toolbudget.core.tokens import schema_tokens
+from langgraph_toolbudget.execution.builtins import builtin_families
+from langgraph_toolbudget.mcp.catalog import MCPToolCatalog
 from langgraph_toolbudget.mcp.errors import MCPLoadError, MCPLoadWarning
-from langgraph_toolbudget.mcp.runtime import MCPRuntime, MCPServerInfo
+from langgraph_toolbudget.mcp.names import assign_names
+from langgraph_toolbudget.mcp.runtime import (
+    DEFAULT_MAX_ARTIFACT_CHARS,
+    MCPRuntime,
+    MCPServerInfo,
+)
 from langgraph_toolbudget.mcp.tool import MCPCatalogTool
 from langgraph_toolbudget.mcp.virtual import add_virtual_tools, server_features
 
 __all__ = [
     "DEFAULT_MCP_TIMEOUT_S",
+    "MAX_DESCRIPTION_CHARS",
+    "MAX_INSTRUCTIONS_CHARS",
+    "MAX_TOOL_SCHEMA_TOKENS",
     "MCPLoadOptions",
     "UNKNOWN_OPTION_ERROR",
     "load_mcp_catalog",
@@ -50,6 +62,27 @@ DEFAULT_MCP_TIMEOUT_S = 60.0
 """``timeout_s`` of an MCP tool that sets none: a call to a frozen server is answered
 with a timeout error after this long instead of staying pending forever."""
 SERVER_DEFAULT_KEYS = tuple(k for k in TOOL_METADATA_KEYS if k != "server")
+
+MAX_INSTRUCTIONS_CHARS = 1_000
+"""A server's ``initialize`` instructions (or title) are cut to this many characters before
+they describe its category: text a third party wrote, shown to the model."""
+MAX_DESCRIPTION_CHARS = 2_000
+"""A server tool's description is cut to this many characters for the model (bound schemas,
+search results); the full text stays in ``tool.metadata["mcp_description"]``."""
+MAX_TOOL_SCHEMA_TOKENS = 4_000
+"""A server tool whose schema (name, description as cut, input schema) would cost more prompt
+tokens than this is left out of the catalog, with a warning naming it."""
+
+RENAMED_WARNING = (
+    "MCP server {server!r} lists tools whose names cannot be used as they are, so they were "
+    "renamed (calls still use the server's own names): {changes}."
+)
+LEFT_OUT_WARNING = "MCP server {server!r} lists tools that were left out of the catalog: {tools}."
+TOO_LARGE = (
+    "{name!r}: its schema costs {tokens:,} prompt tokens, over max_tool_schema_tokens={cap:,} "
+    "(raise it to load the tool)"
+)
+UNREADABLE_SCHEMA = "{name!r}: its input schema cannot be read ({reason})"
 
 UNKNOWN_OPTION_ERROR = (
     "{function}() got an unknown option {name!r}; did you mean {closest!r}? "
@@ -101,6 +134,22 @@ class MCPLoadOptions(TypedDict, total=False):
             leaves a call pending; ``None`` for no bound (default 60).
         catalog_cls: the catalog class to build, an :class:`MCPToolCatalog`
             subclass (default :class:`MCPToolCatalog`).
+        max_instructions_chars: a server's ``initialize`` instructions (or title) are cut
+            to this many characters before they describe its category (default 1,000;
+            ``server_descriptions`` are yours and never cut).
+        max_description_chars: a tool's description is cut to this many characters for
+            the model (default 2,000); the full text stays in
+            ``tool.metadata["mcp_description"]``.
+        max_tool_schema_tokens: a tool whose schema would cost more prompt tokens than
+            this is left out, with an :class:`MCPLoadWarning` naming it (default 4,000;
+            ``None``: no cap).
+        max_artifact_chars: a call's ``structuredContent`` longer than this (as JSON) is
+            dropped from the tool message's artifact, which stays in the state and every
+            checkpoint (default 20,000; ``None``: no bound); an answer with no other
+            content gets it as its text instead, offloaded like any large text.
+        local_tools: your own LangChain tools (or functions), in the same catalog. They
+            keep their names: a server tool of the same name gets its server's prefix.
+            ``categories``, ``tool_metadata`` and ``allowed_tools`` name them by name.
     """
 
     server_descriptions: Mapping[str, str] | None
@@ -118,6 +167,11 @@ class MCPLoadOptions(TypedDict, total=False):
     heartbeat_s: float | None
     default_timeout_s: float | None
     catalog_cls: type[MCPToolCatalog]
+    max_instructions_chars: int
+    max_description_chars: int
+    max_tool_schema_tokens: int | None
+    max_artifact_chars: int | None
+    local_tools: Sequence[BaseTool | Callable[..., Any]] | None
 
 
 DEFAULTS: MCPLoadOptions = {
@@ -127,6 +181,10 @@ DEFAULTS: MCPLoadOptions = {
     "heartbeat_s": 1.0,
     "default_timeout_s": DEFAULT_MCP_TIMEOUT_S,
     "catalog_cls": MCPToolCatalog,
+    "max_instructions_chars": MAX_INSTRUCTIONS_CHARS,
+    "max_description_chars": MAX_DESCRIPTION_CHARS,
+    "max_tool_schema_tokens": MAX_TOOL_SCHEMA_TOKENS,
+    "max_artifact_chars": DEFAULT_MAX_ARTIFACT_CHARS,
 }
 """The options whose default is not "none given"."""
 
@@ -185,6 +243,7 @@ async def load_mcp_catalog(
             value (as :meth:`ToolCatalog.from_tools`).
     """
     _check_options(options)
+    local = as_tools(options.get("local_tools") or [])
     tool_name_prefix = options.get("tool_name_prefix")
     handle_tool_errors = options.get("handle_tool_errors")
     if isinstance(connections_or_client, MultiServerMCPClient):
@@ -223,18 +282,28 @@ async def load_mcp_catalog(
         tool_interceptors=interceptors,
         connect_timeout_s=options.get("connect_timeout_s", DEFAULTS["connect_timeout_s"]),
         heartbeat_s=options.get("heartbeat_s", DEFAULTS["heartbeat_s"]),
+        max_artifact_chars=options.get("max_artifact_chars", DEFAULTS["max_artifact_chars"]),
     )
     try:
         loaded = await runtime.aload()
         if runtime.load_errors and options.get("strict", DEFAULTS["strict"]):
             raise MCPLoadError(runtime.load_errors)
-        catalog = _build_catalog(runtime, loaded, options, prefix=prefix, handle_tool_errors=handle)
+        catalog = _build_catalog(
+            runtime,
+            loaded,
+            options,
+            prefix=prefix,
+            handle_tool_errors=handle,
+            reserved=reserved_names() | {t.name for t in local},
+            local=local,
+        )
         features = await server_features(runtime, list(loaded))
         catalog = add_virtual_tools(
             catalog,
             features,
             allowed_servers=options.get("allowed_servers"),
             allowed_tools=options.get("allowed_tools"),
+            local=[t.name for t in local],
         )
     except BaseException:
         await runtime.aclose()
@@ -295,9 +364,8 @@ def _resolve(
     return None, server if sep else None
 
 
-def _description(server: str, init: types.InitializeResult | None, given: Mapping[str, str]) -> str:
-    if server in given:
-        return given[server]
+def _server_text(init: types.InitializeResult | None, server: str) -> str:
+    """What the server says about itself: its instructions, else its title or name."""
     if init is None:
         return ""
     if init.instructions:
@@ -308,6 +376,12 @@ def _description(server: str, init: types.InitializeResult | None, given: Mappin
     if info.name and info.name.lower() != server.lower():
         return info.name
     return ""
+
+
+def reserved_names() -> frozenset[str]:
+    """The names of every built-in tool (of every registered family): never a server tool's."""
+    families = builtin_families(ToolCatalog.from_tools([]), BudgetConfig())
+    return frozenset(t.name for family in families for t in family.definitions())
 
 
 def _matches(patterns: Sequence[str], server: str, name: str, mcp_name: str) -> bool:
@@ -327,6 +401,8 @@ def _build_catalog(
     *,
     prefix: bool,
     handle_tool_errors: bool,
+    reserved: frozenset[str] = frozenset(),
+    local: Sequence[BaseTool] = (),
 ) -> MCPToolCatalog:
     """Turn the listed MCP tools into catalog tools, metadata, categories and filters."""
     server_descriptions = options.get("server_descriptions") or {}
@@ -339,14 +415,34 @@ def _build_catalog(
     default_include = options.get("default_include", DEFAULTS["default_include"])
     default_timeout_s = options.get("default_timeout_s", DEFAULTS["default_timeout_s"])
     catalog_cls = options.get("catalog_cls", DEFAULTS["catalog_cls"])
+    strict = options.get("strict", DEFAULTS["strict"])
 
-    counts = Counter(t.name for tools in loaded.values() for t in tools)
-    names: dict[tuple[str, str], str] = {}
+    max_description = options.get("max_description_chars", DEFAULTS["max_description_chars"])
+    token_cap = options.get("max_tool_schema_tokens", DEFAULTS["max_tool_schema_tokens"])
+    choice = assign_names(
+        {s: [t.name for t in loaded[s]] for s in runtime.connections if s in loaded},
+        servers=runtime.connections,
+        reserved=reserved,
+        prefix=prefix,
+    )
+    left_out = {s: list(lines) for s, lines in choice.left_out.items()}
+    listed: dict[str, list[tuple[types.Tool, str, str]]] = {}
     for server in runtime.connections:
         for t in loaded.get(server, []):
-            collide = prefix or counts[t.name] > 1
-            names[(server, t.name)] = mcp_tool_name(server, t.name) if collide else t.name
-    final = set(names.values())
+            name = choice.names.get((server, t.name))
+            if name is None:
+                continue
+            description = clip(t.description or t.title or "", max_description)
+            problem = _schema_problem(name, description, t.inputSchema, token_cap)
+            if problem is not None:
+                left_out.setdefault(server, []).append(problem)
+                continue
+            listed.setdefault(server, []).append((t, name, description))
+    names = {(s, t.name): name for s, tools in listed.items() for t, name, _ in tools}
+    _warn_names(choice.changes, left_out, strict)
+    refused = {(s, t.name) for s in loaded for t in loaded[s]} - set(names)
+    local_names = {t.name for t in local}
+    final = set(names.values()) | local_names
     partial = bool(runtime.load_errors)
 
     def resolve(key: str, what: str) -> str | None:
@@ -355,6 +451,8 @@ def _build_catalog(
             return name
         if server in runtime.load_errors or (server is None and partial):
             return None  # a tool of a server that failed to load: reported in load_errors
+        if any(key in (n, f"{s}:{n}") for s, n in refused):
+            return None  # a tool left out at load: reported in its server's warning
         raise ValueError(
             f"{what} names {key!r}, which is not a tool of this catalog. "
             f"Use a catalog name or 'server:mcp_name'. Known tools include {sorted(final)[:10]}."
@@ -365,7 +463,7 @@ def _build_catalog(
         name = resolve(key, "tool_metadata")
         if name is None:
             continue
-        if "server" in override:
+        if "server" in override and name not in local_names:
             raise ValueError(
                 f"tool_metadata[{key!r}] sets 'server'; an MCP tool's server is the one it "
                 "was loaded from."
@@ -385,13 +483,14 @@ def _build_catalog(
     tools: list[BaseTool] = []
     metadata: dict[str, dict[str, Any]] = {}
     kept: list[str] = []
+    third_party: set[str] = set()
+    max_instructions = options.get("max_instructions_chars", DEFAULTS["max_instructions_chars"])
     for server in runtime.connections:
         if server not in loaded:
             continue
         init = runtime.init_result(server)
         info_tools: dict[str, str] = {}
-        for t in loaded[server]:
-            name = names[(server, t.name)]
+        for t, name, description in listed.get(server, []):
             info_tools[name] = t.name
             annotations = t.annotations.model_dump() if t.annotations is not None else {}
             meta: dict[str, Any] = {"include": default_include, "concurrency_group": server}
@@ -403,6 +502,8 @@ def _build_catalog(
             meta.update(overrides.get(name, {}))
             metadata[name] = meta
             tool_meta: dict[str, Any] = {**annotations, "server": server, "mcp_tool_name": t.name}
+            if description != (t.description or t.title or ""):
+                tool_meta["mcp_description"] = t.description or t.title or ""
             if t.meta is not None:
                 tool_meta["_meta"] = t.meta
             if t.outputSchema is not None:  # its fields are searched (ToolSpec.output_fields)
@@ -411,7 +512,7 @@ def _build_catalog(
             tools.append(
                 MCPCatalogTool(
                     name=name,
-                    description=t.description or t.title or "",
+                    description=description,
                     args_schema=t.inputSchema,
                     metadata=tool_meta,
                     server=server,
@@ -428,9 +529,12 @@ def _build_catalog(
             )
             if admitted:
                 kept.append(name)
+        own = _server_text(init, server)
+        if server not in server_descriptions and own:
+            third_party.add(server)
         runtime.servers[server] = MCPServerInfo(
             name=server,
-            description=_description(server, init, server_descriptions),
+            description=server_descriptions.get(server, clip(own, max_instructions)),
             instructions=init.instructions if init else None,
             server_name=init.serverInfo.name if init else None,
             server_title=getattr(init.serverInfo, "title", None) if init else None,
@@ -439,9 +543,16 @@ def _build_catalog(
             tools=info_tools,
         )
 
+    for tool in local:
+        tools.append(tool)
+        if tool.name in overrides:
+            metadata[tool.name] = overrides[tool.name]
+        if allowed_tools is None or _matches(allowed_tools, "", tool.name, tool.name):
+            kept.append(tool.name)
+
     member_cats = {c for c, m in (cats or {}).items() if m}
     in_cats = {n for m in (cats or {}).values() for n in m}
-    server_cats = {s for s in loaded if any(names[(s, t.name)] not in in_cats for t in loaded[s])}
+    server_cats = {s for s in listed if any(name not in in_cats for _, name, _ in listed[s])}
     descriptions = {
         s: runtime.servers[s].description for s in server_cats if runtime.servers[s].description
     }
@@ -468,4 +579,39 @@ def _build_catalog(
         runtime=runtime,
         category_descriptions=plain.category_descriptions,
         filtered=[t.name for t in tools if plain.is_filtered(t.name)],
+        untrusted_descriptions=third_party & set(descriptions),
     )
+
+
+def _schema_problem(name: str, description: str, schema: Any, cap: int | None) -> str | None:
+    """Why a tool is left out: its schema cannot be read, or costs over ``cap`` tokens."""
+    try:
+        tokens = schema_tokens([{"name": name, "description": description, "parameters": schema}])
+    except (ValueError, TypeError, RecursionError) as exc:
+        return UNREADABLE_SCHEMA.format(name=name, reason=clip(str(exc)))
+    if cap is not None and tokens > cap:
+        return TOO_LARGE.format(name=name, tokens=tokens, cap=cap)
+    return None
+
+
+def _warn_names(
+    changes: Mapping[str, Sequence[str]], left_out: Mapping[str, Sequence[str]], strict: bool
+) -> None:
+    """One warning per server naming its renamed tools, one for those left out (or, with
+    ``strict``, :class:`MCPLoadError` naming the servers whose tools were left out)."""
+    if strict and left_out:
+        raise MCPLoadError(
+            {s: f"tools left out: {'; '.join(lines)}" for s, lines in left_out.items()}
+        )
+    for server, lines in changes.items():
+        warnings.warn(
+            RENAMED_WARNING.format(server=server, changes="; ".join(lines)),
+            MCPLoadWarning,
+            stacklevel=4,
+        )
+    for server, lines in left_out.items():
+        warnings.warn(
+            LEFT_OUT_WARNING.format(server=server, tools="; ".join(lines)),
+            MCPLoadWarning,
+            stacklevel=4,
+        )

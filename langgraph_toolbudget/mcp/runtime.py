@@ -6,6 +6,7 @@ Its one reason to change: how the background loop owns and serves the sessions.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
@@ -38,6 +39,44 @@ from langgraph_toolbudget.mcp.session import _ServerSession
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+DEFAULT_MAX_ARTIFACT_CHARS = 20_000
+"""A call's ``structuredContent`` longer than this (as JSON) is not kept in the tool message's
+artifact: the same bound as ``offload_over_chars``' default for text."""
+DROPPED_KEY = "structured_content_dropped_chars"
+
+
+def bounded_result(
+    content: Any, artifact: Any, limit: int | None, server: str, tool: str
+) -> tuple[Any, Any]:
+    """A converted call result whose artifact holds no ``structuredContent`` over ``limit``.
+
+    The artifact is not shown to the model but stays in the tool message, so in the state and
+    every checkpoint: a server answering "ok" with 5 MB of ``structuredContent`` would store
+    5 MB per call. Over ``limit`` it is dropped (the artifact says how long it was, under
+    ``structured_content_dropped_chars``); if the answer has no content besides it, its JSON
+    becomes the text content, so the model still gets it (and a large one is offloaded like
+    any large text).
+    """
+    structured = artifact.get("structured_content") if isinstance(artifact, dict) else None
+    if limit is None or structured is None:
+        return content, artifact
+    text = json.dumps(structured, ensure_ascii=False, default=str)
+    if len(text) <= limit:
+        return content, artifact
+    logger.warning(
+        "tool %r of MCP server %r answered %d characters of structuredContent, over the %d "
+        "kept in a tool message's artifact: dropped",
+        tool,
+        server,
+        len(text),
+        limit,
+    )
+    rest = {k: v for k, v in artifact.items() if k != "structured_content"}
+    if not content:
+        content = [{"type": "text", "text": text}]
+    return content, {**rest, DROPPED_KEY: len(text)}
 
 
 @dataclass(frozen=True)
@@ -109,6 +148,7 @@ class MCPRuntime:
         tool_interceptors: Sequence[ToolCallInterceptor] | None = None,
         connect_timeout_s: float = 30.0,
         heartbeat_s: float | None = 1.0,
+        max_artifact_chars: int | None = DEFAULT_MAX_ARTIFACT_CHARS,
     ) -> None:
         """Set up the sessions; they open on :meth:`aload` or the first call.
 
@@ -124,8 +164,12 @@ class MCPRuntime:
             heartbeat_s: while calls are pending, ping each busy server this
                 often so a server that died mid-call is noticed (HTTP transports
                 otherwise wait forever); ``None`` disables it.
+            max_artifact_chars: a call's ``structuredContent`` longer than this (as
+                JSON) is dropped from the tool message's artifact (see
+                :func:`bounded_result`); ``None``: kept whatever its size.
         """
         self.connections: dict[str, Connection] = dict(connections)
+        self.max_artifact_chars = max_artifact_chars
         self.tool_interceptors = list(tool_interceptors or [])
         self.servers: dict[str, MCPServerInfo] = {}
         self.load_errors: dict[str, str] = {}
@@ -289,7 +333,8 @@ class MCPRuntime:
         result = await handler(
             MCPToolCallRequest(name=mcp_name, args=arguments, server_name=server)
         )
-        return _convert_call_tool_result(result)
+        content, artifact = _convert_call_tool_result(result)
+        return bounded_result(content, artifact, self.max_artifact_chars, server, tool)
 
     def call(
         self,

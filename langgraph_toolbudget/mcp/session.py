@@ -33,6 +33,16 @@ logger = logging.getLogger(__name__)
 
 PROBE_TIMEOUT_S = 5.0
 """Seconds a server has to answer a ping after one of its calls was abandoned (timed out)."""
+PROBE_GRACE_S = 0.5
+"""Seconds a call waits for that ping before it fails instead (a healthy server answers a ping
+in milliseconds; a stuck one is re-opened, and the calls queued behind it should not each
+wait for that)."""
+
+BEING_CHECKED_ERROR = (
+    "MCP server {server!r} did not answer an earlier call in time and is being checked (a "
+    "ping, within {probe:g} s; if it does not answer, its session is re-opened), so tool "
+    "{tool!r} was not sent to it. Call it again in a moment."
+)
 
 
 def _retrieve(fut: asyncio.Future[Any]) -> None:
@@ -100,18 +110,29 @@ class _ServerSession:
             return False
         return not transport_closed(gen.session)
 
-    async def ensure_open(self) -> _Generation:
+    async def ensure_open(self, tool: str | None = None) -> _Generation:
         """The live session, opening (or re-opening) it if needed.
 
-        A session being probed after an abandoned call (:meth:`_probe`) is
-        waited for first, so a call never queues behind a stuck one.
+        A session being probed after an abandoned call (:meth:`_probe`) is waited
+        for :data:`PROBE_GRACE_S` at most: a healthy server answers by then; a stuck
+        one fails the call at once (naming ``tool``, the call's tool) rather than
+        queueing it behind the stuck call, the ping and the re-opening.
 
         Raises:
-            MCPServerError: the session cannot be opened; names the server.
+            MCPServerError: the session cannot be opened, or is being checked after
+                a timed-out call; names the server.
         """
         gen = self._gen
         if gen is not None and gen.probe is not None and not gen.probe.done():
-            await asyncio.wait({gen.probe})  # bounded by PROBE_TIMEOUT_S; never cancels it
+            done, _ = await asyncio.wait({gen.probe}, timeout=PROBE_GRACE_S)  # never cancels it
+            if not done and tool is not None:
+                raise MCPServerError(
+                    BEING_CHECKED_ERROR.format(server=self.name, probe=PROBE_TIMEOUT_S, tool=tool),
+                    server=self.name,
+                    tool=tool,
+                )
+            if not done:
+                await asyncio.wait({gen.probe})  # bounded by PROBE_TIMEOUT_S
             gen = self._gen
         if self._alive(gen):
             assert gen is not None
@@ -242,7 +263,7 @@ class _ServerSession:
     async def _call_once(
         self, tool: str, mcp_name: str, arguments: dict[str, Any]
     ) -> types.CallToolResult:
-        gen = await self.ensure_open()
+        gen = await self.ensure_open(tool)
         session = gen.session
         request_id: list[int | None] = []
 

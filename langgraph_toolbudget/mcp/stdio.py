@@ -15,7 +15,10 @@ the JSON parsing.
 
 It keeps the SDK's behaviour otherwise: the server starts in its own process
 group with the SDK's default environment plus ``env``; its stderr goes to ours;
-a line that is not a JSON-RPC message is handed to the session as an exception;
+a line that is not a JSON-RPC message is handed to the session as an exception,
+except an answer the SDK cannot read (nested deeper than its parser allows, or of the
+wrong shape), which becomes an error answer to its request, so the request fails at once
+with the reason instead of waiting out its timeout;
 on exit stdin is closed, the server gets 2 s to exit, then its process group is
 terminated. Messages are UTF-8, as the MCP spec says (a line of invalid
 UTF-8 is an error unless ``encoding_error_handler`` is ``replace`` or ``ignore``);
@@ -28,6 +31,7 @@ adapters' ``create_session`` does, over this transport for ``stdio`` connections
 from __future__ import annotations
 
 import codecs
+import json
 import logging
 import sys
 from collections.abc import AsyncIterator, Mapping
@@ -87,13 +91,46 @@ class LineSplitter:
         return lines
 
 
+UNREADABLE_ANSWER = "the server's answer could not be read: {reason}"
+
+
 def _parse(line: bytes | bytearray, errors: str) -> SessionMessage | Exception:
     try:
         data = line if errors == "strict" else bytes(line).decode("utf-8", errors)
         return SessionMessage(types.JSONRPCMessage.model_validate_json(data))
     except Exception as exc:  # noqa: BLE001 - handed to the session, as the SDK does
         logger.warning("MCP server wrote a line that is not a JSON-RPC message: %s", exc)
+        return _unreadable(line, exc)
+
+
+def _reason(exc: Exception) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            return str(errors()[0]["msg"])
+        except Exception:  # noqa: BLE001 - any other shape: the exception's own text
+            pass
+    return str(exc)[:500]
+
+
+def _unreadable(line: bytes | bytearray, exc: Exception) -> SessionMessage | Exception:
+    """An answer the SDK cannot read (nested past its parser's limit, a result of the wrong
+    shape) as an error answer to the request it answers, so that request fails at once with
+    the reason instead of waiting out its timeout; anything else as the exception."""
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
         return exc
+    if not isinstance(value, dict) or "method" in value:
+        return exc  # a request or notification of the server's: no request of ours waits
+    request_id = value.get("id")
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        return exc
+    error = types.ErrorData(
+        code=types.INTERNAL_ERROR, message=UNREADABLE_ANSWER.format(reason=_reason(exc))
+    )
+    answer = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
+    return SessionMessage(types.JSONRPCMessage(answer))
 
 
 @asynccontextmanager

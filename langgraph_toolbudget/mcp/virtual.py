@@ -287,18 +287,21 @@ def add_virtual_tools(
     *,
     allowed_servers: Sequence[str] | None = None,
     allowed_tools: Sequence[str] | None = None,
+    local: Sequence[str] = (),
 ) -> MCPToolCatalog:
     """``catalog`` with the prompt/resource tools of the servers in ``features``.
 
     The tools pass the catalog's filters like the server's tools (``server:*``
-    admits them); a real tool of the same name keeps it (the virtual tool is
-    left out, with an :class:`MCPLoadWarning`).
+    admits them); ``local`` names the catalog's tools of no server (``local_tools``), kept as
+    they are. A real tool of the same name keeps it (the virtual tool is
+    left out, with an :class:`MCPLoadWarning` naming that server). Another server's tool
+    never takes it: the loader renames a tool that imitates another server's names.
     """
     runtime = catalog.mcp
-    taken = {n for info in runtime.servers.values() for n in info.tools}
     tools: list[VirtualTool] = []
-    for server in runtime.servers:
-        tools.extend(_virtual_tools(runtime, server, features.get(server, ServerFeatures()), taken))
+    for server, info in runtime.servers.items():  # a server's own tool may take its name
+        features_of = features.get(server, ServerFeatures())
+        tools.extend(_virtual_tools(runtime, server, features_of, set(info.tools)))
     if not tools:
         return catalog
     extra = ToolCatalog.from_tools(
@@ -314,11 +317,10 @@ def add_virtual_tools(
         allowed_servers=allowed_servers,
         allowed_tools=allowed_tools,
     )
-    specs = [s for info in runtime.servers.values() for n in info.tools if (s := catalog.get(n))]
+    names = [n for info in runtime.servers.values() for n in info.tools] + list(local)
+    specs = [s for n in names if (s := catalog.get(n))]
     specs += [s for t in tools if (s := extra.get(t.name)) is not None]
-    filtered = [
-        n for info in runtime.servers.values() for n in info.tools if catalog.is_filtered(n)
-    ]
+    filtered = [n for n in names if catalog.is_filtered(n)]
     filtered += [t.name for t in tools if extra.is_filtered(t.name)]
     descriptions = {**extra.category_descriptions, **catalog.category_descriptions}
     return type(catalog)(
@@ -326,4 +328,5 @@ def add_virtual_tools(
         runtime=runtime,
         category_descriptions={k: v for k, v in descriptions.items() if v},
         filtered=filtered,
+        untrusted_descriptions=catalog.untrusted_descriptions,
     )

@@ -422,7 +422,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         sequential = self.config.mode == "sequential"
         with self._locks.hold(thread_key(config)) if sequential else contextlib.nullcontext():
             out = self.runner.pipeline.delegate(request, check, handler)
-        record_call(self.config.usage, request.state, request.tool_call, out, config)
+        record_call(self.config.usage, request.state, request.tool_call, out, config, self.catalog)
         return out
 
     async def awrap_tool_call(
@@ -440,7 +440,9 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         lock = self._locks.ahold(thread_key(config)) if sequential else contextlib.nullcontext()
         async with lock:
             out = await self.runner.pipeline.adelegate(request, check, handler)
-        await arecord_call(self.config.usage, request.state, request.tool_call, out, config)
+        await arecord_call(
+            self.config.usage, request.state, request.tool_call, out, config, self.catalog
+        )
         return out
 
 

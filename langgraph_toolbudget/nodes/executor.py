@@ -41,14 +41,13 @@ from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.coercion import complete_tool_calls
 from langgraph_toolbudget.core.context import SessionContext
-from langgraph_toolbudget.core.intent import latest_user_text
-from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
+from langgraph_toolbudget.core.working_set import WorkingSet
 from langgraph_toolbudget.execution.batch import BatchRunner
 from langgraph_toolbudget.execution.errors import HandleToolErrors
 from langgraph_toolbudget.execution.outcome import TurnOutcome, node_output
 from langgraph_toolbudget.execution.pipeline import AsyncToolCallWrapper, ToolCallWrapper
 from langgraph_toolbudget.nodes._node import emit_changes
-from langgraph_toolbudget.nodes.usage import succeeded_tools
+from langgraph_toolbudget.nodes.usage import arecord_batch, record_batch
 
 __all__ = ["ToolExecutor"]
 
@@ -261,16 +260,18 @@ class ToolExecutor(ToolNode):
         calls, input_type, state = self._read(input, config)
         working, context = self._working(state)
         outcome = self.runner.run(calls, state, config, working, context=context)
-        if (usage := self.config.usage) is not None:
-            query = latest_user_text(state_messages(state, self._messages_key))
-            usage.record_run(query, succeeded_tools(calls, outcome.outputs), config)
+        key = self._messages_key
+        record_batch(
+            self.config.usage, state, calls, outcome.outputs, config, self.runner.catalog, key
+        )
         return self._output(outcome, working, input_type)
 
     async def _afunc(self, input: Any, config: RunnableConfig) -> Any:  # type: ignore[override]  # noqa: A002
         calls, input_type, state = self._read(input, config)
         working, context = self._working(state)
         outcome = await self.runner.arun(calls, state, config, working, context=context)
-        if (usage := self.config.usage) is not None:
-            query = latest_user_text(state_messages(state, self._messages_key))
-            await usage.arecord_run(query, succeeded_tools(calls, outcome.outputs), config)
+        key = self._messages_key
+        await arecord_batch(
+            self.config.usage, state, calls, outcome.outputs, config, self.runner.catalog, key
+        )
         return self._output(outcome, working, input_type)

@@ -106,7 +106,7 @@ def _with_usage(
     if usage is None or not query:
         return scores
     usage.attach(config)
-    return usage.scores(catalog, query, scores)
+    return usage.scores(catalog, query, scores, config=config)
 
 
 async def _awith_usage(
@@ -120,7 +120,7 @@ async def _awith_usage(
     if usage is None or not query:
         return scores
     await usage.aattach(config)
-    return usage.scores(catalog, query, scores)
+    return usage.scores(catalog, query, scores, config=config)
 
 
 def node_scores(

@@ -115,12 +115,13 @@ class SelectTools(BudgetNode):
         *,
         scores: np.ndarray | None = None,
         context: SessionContext | None = None,
+        config: RunnableConfig | None = None,
     ) -> list[str]:
         """The tools this node makes visible for a query and categories.
 
         ``scores``: relevance of every tool (default: ``catalog.index.scores(query)``).
         ``context``: the thread's tool context (included tools are free, excluded
-        ones never chosen).
+        ones never chosen). ``config``: the run's (its usage scope).
         """
         context = context or SessionContext()
         free = context.free(self.catalog, self.free_tools)
@@ -147,7 +148,8 @@ class SelectTools(BudgetNode):
             )
         usage = self.config.usage
         if not chosen and query and usage is not None:
-            chosen = [n for n in usage.popular(self.catalog, budget + len(skip)) if n not in skip]
+            popular = usage.popular(self.catalog, budget + len(skip), config)
+            chosen = [n for n in popular if n not in skip]
             chosen = self._within_tokens(chosen[:budget])
             logger.info("select_tools: nothing matches %r; the most used tools: %s", query, chosen)
         return [*free, *chosen[:budget]]
@@ -167,14 +169,16 @@ class SelectTools(BudgetNode):
     def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         query = latest_user_text(state_messages(state))
         scores = node_scores(self.config, self.catalog, self.scorer, query, config)
-        return self._update(state, query, scores)
+        return self._update(state, query, scores, config)
 
     async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         query = latest_user_text(state_messages(state))
         scores = await anode_scores(self.config, self.catalog, self.scorer, query, config)
-        return self._update(state, query, scores)
+        return self._update(state, query, scores, config)
 
-    def _update(self, state: Any, query: str, scores: np.ndarray | None) -> dict[str, Any]:
+    def _update(
+        self, state: Any, query: str, scores: np.ndarray | None, config: RunnableConfig
+    ) -> dict[str, Any]:
         categories = list(state_get(state, "categories", None) or [])
         context = SessionContext.from_state(state)
         working = context.working_set(
@@ -186,7 +190,7 @@ class SelectTools(BudgetNode):
         )
         if scores is None and query:
             scores = self.catalog.index.scores(query)
-        chosen = self.choose(query, categories, scores=scores, context=context)
+        chosen = self.choose(query, categories, scores=scores, context=context, config=config)
         free = context.free(self.catalog, self._free)
         by_budget = self.strategy == "categories" or (self.strategy == "auto" and categories)
         details = {

@@ -8,6 +8,11 @@ be told that the category exists: neither the system prompt's tools section nor
 the node's section and built-ins, so the prompt prefix stays the same for them
 (and a provider's prompt cache keeps working).
 
+A category description an MCP server wrote (its ``initialize`` instructions,
+``catalog.untrusted_descriptions``) is third-party text: the section shows it only
+while the category is in play (chosen for the request, or one of its tools visible),
+never in every thread; the loader has cut it to 1,000 characters.
+
 Key Components:
     - :func:`tools_prompt_section`: the system-prompt section that lists the
       categories and how to widen the tool set (re-exported by ``nodes.prompt``).
@@ -40,6 +45,7 @@ from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
 from langgraph_toolbudget.execution.builtins import Builtins
 from langgraph_toolbudget.execution.offload import holds_offloaded_output
 from langgraph_toolbudget.execution.output_tools import OUTPUT_TOOL_NAMES
+from langgraph_toolbudget.state import state_get
 
 __all__ = ["ThreadPrompt", "tools_prompt_section", "tools_to_bind"]
 
@@ -51,6 +57,8 @@ def tools_prompt_section(
     catalog: ToolCatalog,
     builtins: Collection[str] = META_TOOL_NAMES,
     categories: Collection[str] | None = None,
+    *,
+    in_play: Collection[str] = (),
 ) -> str:
     """The system-prompt section: categories (sorted) and how to widen the tool set.
 
@@ -60,15 +68,21 @@ def tools_prompt_section(
             meta-tools); only those are explained.
         categories: the categories to list (default: all of the catalog's), e.g.
             without those a thread excluded.
+        in_play: the categories whose server-written description
+            (``catalog.untrusted_descriptions``) is shown: those chosen for the
+            request or with a visible tool. Other categories' descriptions are the
+            app's and always shown.
     """
     descriptions = catalog.category_descriptions
+    untrusted = catalog.untrusted_descriptions
     lines = [
         "## Tools",
         "You see a small set of tools chosen for this request. Only the tools you see can be "
         "called. More tools exist in these categories:",
     ]
     for cat in sorted(catalog.categories if categories is None else categories):
-        lines.append(f"- {cat}: {descriptions[cat]}" if descriptions.get(cat) else f"- {cat}")
+        shown = descriptions.get(cat) and (cat not in untrusted or cat in in_play)
+        lines.append(f"- {cat}: {descriptions[cat]}" if shown else f"- {cat}")
     how = []
     if REQUEST_MORE_TOOLS in builtins:
         how.append("- request_more_tools(categories=[...]) loads the tools of whole categories;")
@@ -105,7 +119,20 @@ class ThreadPrompt:
         self.names = builtins.names
         self.section = tools_prompt_section(catalog, self.names)
         self.tools: list[BaseTool] = list(builtins.tools)
-        self._variants: dict[tuple[str, ...], tuple[str, list[BaseTool]]] = {}
+        self._variants: dict[Any, tuple[str, list[BaseTool]]] = {}
+
+    def in_play(self, state: Any) -> tuple[str, ...]:
+        """The categories with a server-written description that the thread of ``state``
+        has in play: chosen for its request (``categories``) or with a visible tool."""
+        untrusted = self.catalog.untrusted_descriptions
+        if not untrusted:
+            return ()
+        chosen = set(state_get(state, "categories", None) or ())
+        for name in state_get(state, "selected_tools", None) or ():
+            spec = self.catalog.get(name)
+            if spec is not None:
+                chosen.update(spec.categories)
+        return tuple(sorted(untrusted & chosen))
 
     def for_state(self, state: Any) -> tuple[str, list[BaseTool]]:
         """The section and built-in tools for the thread whose state this is.
@@ -114,14 +141,16 @@ class ThreadPrompt:
         that there is nothing for them to read, and their schemas would cost every call.
         """
         hidden = tuple(SessionContext.from_state(state).hidden_categories(self.catalog))
-        if not hidden:
+        in_play = self.in_play(state)
+        if not hidden and not in_play:
             section, tools = self.section, self.tools
         else:
-            variant = self._variants.get(hidden)
+            key = (hidden, in_play)
+            variant = self._variants.get(key)
             if variant is None:
                 if len(self._variants) >= MAX_VARIANTS:
                     self._variants.clear()
-                variant = self._variants[hidden] = self._variant(set(hidden))
+                variant = self._variants[key] = self._variant(set(hidden), in_play)
             section, tools = variant
         if self._has_output_tools and not holds_offloaded_output(state_messages(state)):
             tools = [t for t in tools if t.name not in OUTPUT_TOOL_NAMES]
@@ -137,9 +166,9 @@ class ThreadPrompt:
         builtins = self.tools if state is None else self.for_state(state)[1]
         return [*builtins, *self.catalog.tools(working.names)]
 
-    def _variant(self, hidden: set[str]) -> tuple[str, list[BaseTool]]:
+    def _variant(self, hidden: set[str], in_play: tuple[str, ...]) -> tuple[str, list[BaseTool]]:
         shown = [c for c in self.catalog.categories if c not in hidden]
-        section = tools_prompt_section(self.catalog, self.names, shown)
+        section = tools_prompt_section(self.catalog, self.names, shown, in_play=in_play)
         request = meta_tool_definitions(shown)[0]
         tools = [request if t.name == REQUEST_MORE_TOOLS else t for t in self.tools]
         return section, tools

@@ -30,9 +30,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import re
 import threading
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+import time
+from collections import OrderedDict
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Literal
 
 import numpy as np
 from langchain_core.messages import ToolCall, ToolMessage
@@ -43,23 +47,54 @@ from langgraph.types import Command
 from langgraph_toolbudget._compat import runtime_of
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.intent import latest_user_text
+from langgraph_toolbudget.core.limits import clip_names, safe_repr
 from langgraph_toolbudget.core.meta import META_TOOL_NAMES
 from langgraph_toolbudget.core.usage import (
     DEFAULT_MAX_QUERIES_PER_TOOL,
+    DEFAULT_MAX_RECORDS,
+    DEFAULT_MIN_SOURCES,
     DEFAULT_USAGE_WEIGHT,
+    MAX_SOURCES_KEPT,
     UsageIndex,
     UsageRecord,
     check_record_args,
     fuse_usage,
+    is_tool_name,
+    normalize_query,
+    promotable,
 )
-from langgraph_toolbudget.core.working_set import state_messages
+from langgraph_toolbudget.core.working_set import state_get, state_messages
 
-__all__ = ["OPT_OUT_KEY", "ToolUsage", "arecord_call", "record_call", "succeeded_tools"]
+__all__ = [
+    "OPT_OUT_KEY",
+    "Scope",
+    "ToolUsage",
+    "arecord_call",
+    "arecord_batch",
+    "record_batch",
+    "record_call",
+    "scope_key",
+    "self_loaded",
+    "succeeded_tools",
+]
 
 logger = logging.getLogger(__name__)
 
 OPT_OUT_KEY = "toolbudget_record_usage"
 """``config["configurable"][OPT_OUT_KEY] = False`` turns recording off for that run (thread)."""
+
+Scope = Literal["assistant", "user", "global"]
+"""Whose observed history a run records into and ranks with (see :class:`ToolUsage`)."""
+SCOPES: tuple[str, ...] = ("assistant", "user", "global")
+SHARED_LABEL = "shared"
+"""The store namespace label (under ``namespace``) of the operator's records."""
+SCOPE_LABEL = "scope"
+"""The store namespace label (under ``namespace``) above each scope's records."""
+APP_REASONS = frozenset({"budget", "relevance", "search", "always", "pinned"})
+"""Why a visible tool is visible, when the app chose it (see ``core/reasons.py``); any other
+reason (``add_tool``, ``request_more_tools``, ``include_tool``...) is the model's or the
+user's own choice."""
+_PLAIN_LABEL = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 PAGE = 1000
 BAD_STORE_ERROR = (
@@ -69,7 +104,17 @@ BAD_STORE_ERROR = (
 BAD_NAMESPACE_ERROR = "namespace must be a non-empty tuple of strings, got {value!r}."
 BAD_ROW_ERROR = (
     "import_ row {i} must be a mapping with 'tool' and 'query' strings (as export() gives), "
-    "optional 'thread' and 'ts'; got {row!r}."
+    "optional 'thread', 'user' and 'scope' (strings or None), 'ts' (a number), 'trusted' "
+    "and 'loaded' (booleans), 'sources' (a list of strings); got {row}."
+)
+BAD_SCOPE_ERROR = (
+    "scope must be 'assistant' (a history per LangGraph assistant or graph, the default), "
+    "'user' (per user: langgraph_auth_user_id or user_id in the run's configurable) or "
+    "'global' (one history for every run); got {value!r}."
+)
+UNKNOWN_TOOLS_ERROR = (
+    "tool_names holds {names}, which are not tools of this ToolUsage's catalog; record only "
+    "the catalog's tools (or build ToolUsage without catalog=)."
 )
 
 
@@ -77,14 +122,49 @@ def _key(record: UsageRecord) -> str:
     return hashlib.sha1(f"{record.tool}\n{record.query}".encode()).hexdigest()
 
 
-def _row(value: Mapping[str, Any], i: int) -> UsageRecord:
+def _row(value: Mapping[str, Any], i: int, trusted: bool) -> UsageRecord:
+    """A stored or imported row as a record; ``trusted``: when the row does not say."""
     tool, query = value.get("tool"), value.get("query")
     thread, ts = value.get("thread"), value.get("ts", 0.0)
+    user, loaded = value.get("user"), value.get("loaded", False)
+    trusted, sources = value.get("trusted", trusted), value.get("sources", [])
     ok = isinstance(tool, str) and bool(tool) and isinstance(query, str) and bool(query)
     ok = ok and (thread is None or isinstance(thread, str)) and isinstance(ts, int | float)
+    ok = ok and (user is None or isinstance(user, str))
+    ok = ok and isinstance(trusted, bool) and isinstance(loaded, bool)
+    ok = ok and isinstance(sources, list) and all(isinstance(x, str) for x in sources)
     if not ok:
-        raise ValueError(BAD_ROW_ERROR.format(i=i, row=dict(value)))
-    return UsageRecord(str(tool), str(query), thread, float(ts))
+        raise ValueError(BAD_ROW_ERROR.format(i=i, row=safe_repr(dict(value))))
+    if not trusted and not sources:
+        sources = [user or thread or ""]
+    kept = () if trusted else tuple(dict.fromkeys(sources))[-MAX_SOURCES_KEPT:]
+    return UsageRecord(str(tool), str(query), thread, float(ts), trusted, user, loaded, kept)
+
+
+def _label(scope: str) -> str:
+    """A scope key as a store namespace label (no periods; long or odd keys hashed)."""
+    if _PLAIN_LABEL.fullmatch(scope):
+        return scope
+    return "h-" + hashlib.sha1(scope.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def scope_key(scope: Scope, config: RunnableConfig | None) -> str | None:
+    """The history a run reads and records into, from its ``configurable``.
+
+    ``assistant``: the LangGraph server's ``assistant_id`` (else ``graph_id``, else
+    ``"default"``); ``user``: ``langgraph_auth_user_id`` (set by LangGraph server from
+    the authenticated user; a client cannot set it), else ``user_id`` (which a client can
+    set when the server has no auth), else None: no history of its own; ``global``:
+    ``"global"``.
+    """
+    configurable = (config or {}).get("configurable") or {}
+    if scope == "global":
+        return "global"
+    if scope == "assistant":
+        key = configurable.get("assistant_id") or configurable.get("graph_id") or "default"
+        return str(key)
+    user = configurable.get("langgraph_auth_user_id") or configurable.get("user_id")
+    return None if user in (None, "") else str(user)
 
 
 class ToolUsage:
@@ -95,23 +175,45 @@ class ToolUsage:
     messages (the messages expand each tool's searchable text, fused with the
     lexical and embedding scores, see :func:`~langgraph_toolbudget.core.usage.fuse_usage`).
     With ``usage=`` on ``create_toolbudget_agent``, ``ToolAgent`` or
-    ``ToolExecutor`` recording is automatic: each regular tool that ran
-    successfully is recorded against the latest user message (a tool loaded by
-    a meta-tool and then called counts the same); refused and failed calls are
-    not. Opt a run (a thread) out with
+    ``ToolExecutor`` recording is automatic: each catalog tool that ran
+    successfully is recorded against the latest user message; refused and failed
+    calls, and built-in tools, are not. Opt a run (a thread) out with
     ``config["configurable"]["toolbudget_record_usage"] = False``.
 
-    Storage: every (tool, message) pair is one item of ``store`` under
-    ``namespace`` (value: tool, message, thread id, time; never arguments or
-    results). With ``store=None`` the running graph's store is used (the one
-    given to ``compile(store=...)``, or LangGraph server's), attached on the
-    first node run that has one; outside a graph the history lives in memory.
-    The history is loaded from the store once, when attached; :meth:`refresh`
-    reloads it (to see what other workers recorded since).
+    Trust (one user's usage must not steer another's tools):
+
+    - **Scope.** What a run records, and the history it ranks with, belong to its
+      scope: ``assistant`` (the default: per LangGraph server assistant, or graph),
+      ``user`` (per user: ``langgraph_auth_user_id``, else ``user_id``, from the run's
+      ``configurable``; a run without one records nothing and reads only the
+      operator's records) or ``global`` (one history for every run).
+    - **Trusted and observed.** Your records (:meth:`record`, :meth:`import_`) are
+      trusted: they rank in every scope at once. Records observed while
+      conversations run rank only once their tool was recorded from ``min_threads``
+      distinct threads of the scope (distinct users, when the runs carry one; in
+      ``user`` scope, threads); a tool the model loaded itself (``add_tool``,
+      ``request_more_tools``) outside the categories chosen for the request is
+      recorded but never ranked. A message's credit is bounded however many terms it
+      stuffs.
+    - **Never promoted:** manual tools, drafts, tools marked ``destructiveHint``
+      (MCP annotation, or in the tool's ``metadata``): usage never raises their score
+      nor picks them when nothing matches.
+
+    Storage: every (tool, message) pair is one item of ``store`` (value: tool, message,
+    thread id, user id, time, trust; never arguments or results): your records under
+    ``(*namespace, "shared")``, a scope's under ``(*namespace, "scope", <scope key>)``.
+    With ``store=None`` the running graph's store is used (the one given to
+    ``compile(store=...)``, or LangGraph server's), attached on the first node run
+    that has one; outside a graph the history lives in memory. A history is loaded
+    from the store once, when first used; :meth:`refresh` reloads them.
 
     Bounds: at most ``max_queries_per_tool`` distinct messages per tool (the
     oldest dropped, in memory and in the store), at most
-    ``max_queries_per_thread`` of them from one thread (default a tenth).
+    ``max_queries_per_thread`` of them from one thread (default a tenth), at most
+    ``max_records`` per history, and ``max_records`` across the scopes held in memory
+    (the least recently used scope is dropped from memory, never from the store).
+    Tool names are checked: 1 to 128 printable characters, and with ``catalog=`` a tool of
+    that catalog (pass it: then a name nobody's catalog has is refused).
 
     Args:
         store: a LangGraph ``BaseStore``, or None (see above).
@@ -119,10 +221,14 @@ class ToolUsage:
         max_queries_per_tool: distinct messages kept per tool.
         max_queries_per_thread: of those, at most this many from one thread.
         weight: the usage share of the fused score (see ``fuse_usage``); 0 ranks as without usage.
+        scope: ``assistant``, ``user`` or ``global`` (see above).
+        min_threads: distinct threads (or users) an observed tool needs before it ranks.
+        max_records: records kept per history (see above).
+        catalog: when given, :meth:`record` and :meth:`import_` accept only its tools.
 
     Raises:
         TypeError: ``store`` is not a ``BaseStore``.
-        ValueError: a bad namespace or bound.
+        ValueError: a bad namespace, bound or scope.
 
     Example:
         ```python
@@ -142,6 +248,10 @@ class ToolUsage:
         *,
         max_queries_per_thread: int | None = None,
         weight: float = DEFAULT_USAGE_WEIGHT,
+        scope: Scope = "assistant",
+        min_threads: int = DEFAULT_MIN_SOURCES,
+        max_records: int = DEFAULT_MAX_RECORDS,
+        catalog: ToolCatalog | None = None,
     ) -> None:
         if store is not None and not isinstance(store, BaseStore):
             raise TypeError(BAD_STORE_ERROR.format(kind=type(store).__name__))
@@ -153,22 +263,40 @@ class ToolUsage:
             raise ValueError(BAD_NAMESPACE_ERROR.format(value=namespace))
         if not isinstance(weight, int | float) or weight < 0:
             raise ValueError(f"weight must be a number >= 0, got {weight!r}")
+        if scope not in SCOPES:
+            raise ValueError(BAD_SCOPE_ERROR.format(value=scope))
+        if catalog is not None and not isinstance(catalog, ToolCatalog):
+            raise TypeError(f"catalog must be a ToolCatalog or None, got {type(catalog).__name__}")
         self.store = store
         self.namespace = namespace
         self.weight = float(weight)
-        self.history = UsageIndex(max_queries_per_tool, max_queries_per_thread)
+        self.scope: Scope = scope
+        self.catalog = catalog
+        self._bounds = (max_queries_per_tool, max_queries_per_thread, min_threads, max_records)
+        self.history = self._new_history()  # the operator's records (trusted), shared
+        self._scopes: OrderedDict[str, UsageIndex] = OrderedDict()  # in memory, by recent use
+        self._loaded: dict[str, BaseStore] = {}  # scope key -> the store it was loaded from
         self._attached: BaseStore | None = None
-        self._attach_lock = threading.Lock()
+        self._attach_lock = threading.RLock()
         self._last: tuple[Any, np.ndarray | None, np.ndarray | None] | None = None
+
+    def _new_history(self) -> UsageIndex:
+        per_tool, per_thread, min_sources, max_records = self._bounds
+        return UsageIndex(per_tool, per_thread, min_sources=min_sources, max_records=max_records)
 
     def __repr__(self) -> str:
         where = type(self._attached or self.store).__name__ if self._attached or self.store else ""
-        return f"ToolUsage({len(self.history)} records, store={where or 'memory'})"
+        return f"ToolUsage({len(self)} records, scope={self.scope!r}, store={where or 'memory'})"
 
     def __len__(self) -> int:
-        return len(self.history)
+        return len(self.history) + sum(len(h) for h in self._scopes.values())
 
     # --- the store ----------------------------------------------------------------------------
+
+    def _namespace(self, scope: str | None) -> tuple[str, ...]:
+        if scope is None:
+            return (*self.namespace, SHARED_LABEL)
+        return (*self.namespace, SCOPE_LABEL, _label(scope))
 
     def _store_for(self, config: RunnableConfig | None) -> BaseStore | None:
         if self.store is not None:
@@ -177,94 +305,185 @@ class ToolUsage:
         store = getattr(runtime, "store", None)
         return store if isinstance(store, BaseStore) else self._attached
 
-    def _load_ops(self, stored: list[UsageRecord]) -> list[PutOp]:
-        """Merge ``stored`` with what is in memory; the store ops that make them agree."""
-        memory = self.history.records()
+    def _put(self, scope: str | None, record: UsageRecord) -> PutOp:
+        value = record.to_dict() if scope is None else {**record.to_dict(), "scope": scope}
+        return PutOp(self._namespace(scope), _key(record), value, index=False)
+
+    def _delete(self, scope: str | None, record: UsageRecord) -> PutOp:
+        return PutOp(self._namespace(scope), _key(record), None)
+
+    def _merge(
+        self, history: UsageIndex, scope: str | None, stored: list[UsageRecord]
+    ) -> list[PutOp]:
+        """Merge ``stored`` into ``history`` (what it holds already: recorded before a store
+        was attached); the store ops that make the two agree."""
         known = {_key(r) for r in stored}
-        self.history.forget()
-        ops = []
-        for record in sorted([*stored, *memory], key=lambda r: r.ts):
-            added, evicted = self.history.add(
-                record.query, [record.tool], thread=record.thread, ts=record.ts
-            )
-            ops += [PutOp(self.namespace, _key(r), None) for r in evicted]
-            ops += [self._put(r) for r in added if _key(r) not in known]
+        memory = history.records()
+        history.forget()
+        ops: list[PutOp] = []
+        added, evicted = history.insert(sorted([*stored, *memory], key=lambda r: r.ts))
+        ops += [self._delete(scope, r) for r in evicted if _key(r) in known]
+        ops += [self._put(scope, r) for r in added if _key(r) not in known]
         return ops
 
-    def _put(self, record: UsageRecord) -> PutOp:
-        return PutOp(self.namespace, _key(record), record.to_dict(), index=False)
-
-    def _stored(self, store: BaseStore) -> list[UsageRecord]:
-        rows: list[UsageRecord] = []
-        offset = 0
+    @staticmethod
+    def _items(store: BaseStore, namespace: tuple[str, ...]) -> list[Any]:
+        items: list[Any] = []
         while True:
-            items = store.search(self.namespace, limit=PAGE, offset=offset)
-            rows += [_row(item.value, offset + i) for i, item in enumerate(items)]
-            if len(items) < PAGE:
-                return rows
-            offset += PAGE
+            page = store.search(namespace, limit=PAGE, offset=len(items))
+            items += page
+            if len(page) < PAGE:
+                return items
 
-    async def _astored(self, store: BaseStore) -> list[UsageRecord]:
-        rows: list[UsageRecord] = []
-        offset = 0
+    @staticmethod
+    async def _aitems(store: BaseStore, namespace: tuple[str, ...]) -> list[Any]:
+        items: list[Any] = []
         while True:
-            items = await _acall(store, "asearch", "search", self.namespace, PAGE, offset)
-            rows += [_row(item.value, offset + i) for i, item in enumerate(items)]
-            if len(items) < PAGE:
-                return rows
-            offset += PAGE
+            page = await _acall(store, "asearch", "search", namespace, PAGE, len(items))
+            items += page
+            if len(page) < PAGE:
+                return items
+
+    def _records(
+        self, items: list[Any], namespace: tuple[str, ...], trusted: bool
+    ) -> list[UsageRecord]:
+        """The rows stored exactly under ``namespace`` (a search also returns the ones below)."""
+        return [
+            _row(item.value, i, trusted)
+            for i, item in enumerate(items)
+            if tuple(item.namespace) == namespace
+        ]
+
+    def _shared_ops(self, items: list[Any], legacy: list[Any]) -> list[PutOp]:
+        """Merge the stored shared rows, and move rows stored before scopes existed (directly
+        under ``namespace``, all observed: they rank once corroborated) among them."""
+        shared = self._records(items, self._namespace(None), True)
+        old = self._records(legacy, self.namespace, False)
+        ops = self._merge(self.history, None, shared + old)
+        kept = {_key(r) for r in self.history.records()}
+        ops += [self._put(None, r) for r in old if _key(r) in kept]
+        ops += [PutOp(self.namespace, item.key, None) for item in legacy]
+        return ops
 
     def attach(self, config: RunnableConfig | None = None) -> None:
-        """Load the history from the store (``store``, else the graph's in ``config``), once.
-
-        The nodes call this; call it yourself to load at start-up.
-        """
+        """Load the histories from the store (``store``, else the graph's in ``config``): the
+        shared one once, the run's scope once. The nodes call this; call it yourself to load
+        at start-up."""
         store = self._store_for(config)
-        if store is not None and store is not self._attached:
-            self._attach_store(store)
-
-    def _attach_store(self, store: BaseStore) -> None:
+        if store is None:
+            return
         with self._attach_lock:
             if store is not self._attached:
-                ops = self._load_ops(self._stored(store))
-                if ops:
-                    store.batch(ops)
+                ns = self._namespace(None)
+                self._attach_ops(
+                    store, self._shared_ops(self._items(store, ns), self._legacy(store))
+                )
                 self._attached = store
+                self._loaded.clear()
+            scope = scope_key(self.scope, config) if config is not None else None
+            if scope is not None and self._loaded.get(scope) is not store:
+                ns = self._namespace(scope)
+                stored = self._records(self._items(store, ns), ns, False)
+                self._attach_ops(store, self._merge(self._history(scope), scope, stored))
+                self._loaded[scope] = store
+
+    def _legacy(self, store: BaseStore) -> list[Any]:
+        return [
+            i for i in self._items(store, self.namespace) if tuple(i.namespace) == self.namespace
+        ]
+
+    @staticmethod
+    def _attach_ops(store: BaseStore, ops: list[PutOp]) -> None:
+        if ops:
+            store.batch(ops)
 
     async def aattach(self, config: RunnableConfig | None = None) -> None:
         """Async :meth:`attach` (``asearch``/``abatch``; a sync-only store runs in a thread)."""
         store = self._store_for(config)
-        if store is None or store is self._attached:
+        if store is None:
             return
-        stored = await self._astored(store)
-        with self._attach_lock:
-            if store is self._attached:
-                return
-            ops = self._load_ops(stored)
-            self._attached = store
-        if ops:
-            await _acall(store, "abatch", "batch", ops)
+        scope = scope_key(self.scope, config) if config is not None else None
+        if store is not self._attached:
+            shared = await self._aitems(store, self._namespace(None))
+            legacy = await self._aitems(store, self.namespace)
+            legacy = [i for i in legacy if tuple(i.namespace) == self.namespace]
+            with self._attach_lock:
+                ops = []
+                if store is not self._attached:
+                    ops = self._shared_ops(shared, legacy)
+                    self._attached = store
+                    self._loaded.clear()
+            if ops:
+                await _acall(store, "abatch", "batch", ops)
+        if scope is not None and self._loaded.get(scope) is not store:
+            ns = self._namespace(scope)
+            stored = self._records(await self._aitems(store, ns), ns, False)
+            with self._attach_lock:
+                ops = []
+                if self._loaded.get(scope) is not store:
+                    ops = self._merge(self._history(scope), scope, stored)
+                    self._loaded[scope] = store
+            if ops:
+                await _acall(store, "abatch", "batch", ops)
 
     def refresh(self) -> None:
-        """Reload the history from the store (what other workers recorded since it was loaded)."""
+        """Reload the histories from the store (what other workers recorded since)."""
         store = self._attached or self.store
-        if store is not None:
+        if store is None:
+            return
+        with self._attach_lock:
             self._attached = None
-            self._attach_store(store)
+            scopes = list(self._loaded)
+            self._loaded.clear()
+            self.attach()
+            for scope in scopes:
+                ns = self._namespace(scope)
+                stored = self._records(self._items(store, ns), ns, False)
+                self._attach_ops(store, self._merge(self._history(scope), scope, stored))
+                self._loaded[scope] = store
+
+    def _history(self, scope: str) -> UsageIndex:
+        """The in-memory history of ``scope`` (made if new; the most recently used one)."""
+        with self._attach_lock:
+            history = self._scopes.get(scope)
+            if history is None:
+                history = self._scopes[scope] = self._new_history()
+            self._scopes.move_to_end(scope)
+            total = sum(len(h) for h in self._scopes.values())
+            while total > self._bounds[3] and len(self._scopes) > 1:
+                dropped, old = self._scopes.popitem(last=False)  # kept in the store
+                total -= len(old)
+                self._loaded.pop(dropped, None)
+            return history
 
     # --- recording ----------------------------------------------------------------------------
 
-    def _changes(self, query: str, tool_names: Sequence[str], thread_id: str | None) -> list[PutOp]:
-        added, evicted = self.history.add(query, tool_names, thread=thread_id)
+    def _checked(self, tool_names: Iterable[str]) -> None:
+        if self.catalog is None:
+            return
+        unknown = [n for n in tool_names if n not in self.catalog]
+        if unknown:
+            raise ValueError(UNKNOWN_TOOLS_ERROR.format(names=clip_names(unknown)))
+
+    def _changes(
+        self,
+        history: UsageIndex,
+        scope: str | None,
+        query: str,
+        tool_names: Sequence[str],
+        **record: Any,
+    ) -> list[PutOp]:
+        added, evicted = history.add(query, tool_names, **record)
         return [
-            *(PutOp(self.namespace, _key(r), None) for r in evicted),
-            *(self._put(r) for r in added),
+            *(self._delete(scope, r) for r in evicted),
+            *(self._put(scope, r) for r in added),
         ]
 
     def record(
         self, query: str, tool_names: Sequence[str], *, thread_id: str | None = None
     ) -> None:
-        """Record that ``tool_names`` served the user's message ``query``.
+        """Record, as the operator, that ``tool_names`` served the user's message ``query``:
+        a trusted record, shared by every scope.
 
         Args:
             query: the user's message (stored trimmed, at most 2,000 characters).
@@ -273,10 +492,11 @@ class ToolUsage:
 
         Raises:
             TypeError: ``query`` is not a string or ``tool_names`` not a list of names.
+            ValueError: a name that is no tool name, or (with ``catalog=``) not a tool of it.
         """
-        check_record_args(query, tool_names)
+        self._checked(check_record_args(query, tool_names))
         self.attach()
-        ops = self._changes(query, tool_names, thread_id)
+        ops = self._changes(self.history, None, query, tool_names, thread=thread_id)
         store = self._attached
         if ops and store is not None:
             store.batch(ops)
@@ -285,9 +505,9 @@ class ToolUsage:
         self, query: str, tool_names: Sequence[str], *, thread_id: str | None = None
     ) -> None:
         """Async :meth:`record`."""
-        check_record_args(query, tool_names)
+        self._checked(check_record_args(query, tool_names))
         await self.aattach()
-        ops = self._changes(query, tool_names, thread_id)
+        ops = self._changes(self.history, None, query, tool_names, thread=thread_id)
         store = self._attached
         if ops and store is not None:
             await _acall(store, "abatch", "batch", ops)
@@ -297,100 +517,233 @@ class ToolUsage:
         """True when the run's ``configurable`` turns recording off (``OPT_OUT_KEY``: False)."""
         return (config or {}).get("configurable", {}).get(OPT_OUT_KEY, True) is False
 
-    @staticmethod
-    def _thread(config: RunnableConfig | None) -> str | None:
-        thread = (config or {}).get("configurable", {}).get("thread_id")
-        return None if thread is None else str(thread)
+    def _observed(
+        self,
+        query: str,
+        tool_names: Sequence[str],
+        config: RunnableConfig,
+        loaded: Collection[str],
+    ) -> tuple[str, list[PutOp]] | None:
+        """The scope and the store ops of an observed record, or None when nothing is kept."""
+        scope = scope_key(self.scope, config)
+        names = [n for n in dict.fromkeys(tool_names) if isinstance(n, str) and is_tool_name(n)]
+        if scope is None or not query or not names:
+            return None
+        configurable = config.get("configurable") or {}
+        thread = configurable.get("thread_id")
+        user = None
+        if self.scope != "user":  # a user corroborates, not each of their threads
+            user = configurable.get("langgraph_auth_user_id") or configurable.get("user_id")
+        record = {
+            "thread": None if thread is None else str(thread),
+            "trusted": False,
+            "user": None if user in (None, "") else str(user),
+            "loaded": loaded,
+        }
+        return scope, self._changes(self._history(scope), scope, query, names, **record)
 
-    def record_run(self, query: str, tool_names: Sequence[str], config: RunnableConfig) -> None:
-        """What the nodes call after a batch: record unless the run opted out."""
+    def record_run(
+        self,
+        query: str,
+        tool_names: Sequence[str],
+        config: RunnableConfig,
+        *,
+        loaded: Collection[str] = (),
+    ) -> None:
+        """What the nodes call after a batch: record unless the run opted out. An observed
+        record, in the run's scope; ``loaded``: the tools the model loaded itself outside the
+        categories chosen for the request (kept, never ranked)."""
         if self.opted_out(config) or not query or not tool_names:
             return
         self.attach(config)
-        self.record(query, tool_names, thread_id=self._thread(config))
+        observed = self._observed(query, tool_names, config, loaded)
+        store = self._attached
+        if observed is not None and observed[1] and store is not None:
+            store.batch(observed[1])
 
     async def arecord_run(
-        self, query: str, tool_names: Sequence[str], config: RunnableConfig
+        self,
+        query: str,
+        tool_names: Sequence[str],
+        config: RunnableConfig,
+        *,
+        loaded: Collection[str] = (),
     ) -> None:
         """Async :meth:`record_run`."""
         if self.opted_out(config) or not query or not tool_names:
             return
         await self.aattach(config)
-        await self.arecord(query, tool_names, thread_id=self._thread(config))
+        observed = self._observed(query, tool_names, config, loaded)
+        store = self._attached
+        if observed is not None and observed[1] and store is not None:
+            await _acall(store, "abatch", "batch", observed[1])
 
     # --- forget, export, import ---------------------------------------------------------------
 
+    def _histories(self) -> list[tuple[str | None, UsageIndex]]:
+        with self._attach_lock:
+            return [(None, self.history), *self._scopes.items()]
+
     def forget(self, tool_names: Iterable[str] | None = None) -> int:
-        """Drop the history of ``tool_names`` (``None``: all of it), in memory and in the store.
+        """Drop the history of ``tool_names`` (``None``: all of it), in memory and in the
+        store, in every scope.
 
         Returns:
             How many (tool, message) pairs were dropped from memory.
         """
         names = None if tool_names is None else set(check_record_args("", list(tool_names)))
-        dropped = self.history.forget(names)
+        dropped = sum(len(history.forget(names)) for _, history in self._histories())
         store = self._attached or self.store
         if store is not None:
-            keys = {_key(r) for r in dropped}
-            keys |= {_key(r) for r in self._stored(store) if names is None or r.tool in names}
-            if keys:
-                store.batch([PutOp(self.namespace, k, None) for k in sorted(keys)])
-        return len(dropped)
+            ops = [
+                PutOp(tuple(item.namespace), item.key, None)
+                for item in self._items(store, self.namespace)
+                if names is None or item.value.get("tool") in names
+            ]
+            if ops:
+                store.batch(ops)
+        return dropped
 
     def export(self) -> list[dict[str, Any]]:
-        """Every record as a JSON-ready row, oldest first (reloaded from the store first)."""
-        self.refresh()
-        return [r.to_dict() for r in self.history.records()]
+        """Every record of every scope as a JSON-ready row, oldest first (from the store when
+        there is one): ``tool``, ``query``, ``thread``, ``ts``, ``trusted``, and ``scope``
+        (None for yours), ``user`` and ``loaded`` when set."""
+        store = self._attached or self.store
+        rows: list[tuple[str | None, UsageRecord]] = []
+        if store is None:
+            rows = [(scope, r) for scope, h in self._histories() for r in h.records()]
+        else:
+            self.refresh()
+            for i, item in enumerate(self._items(store, self.namespace)):
+                ns = tuple(item.namespace)
+                if ns == self._namespace(None):
+                    rows.append((None, _row(item.value, i, True)))
+                elif ns[: len(self.namespace) + 1] == (*self.namespace, SCOPE_LABEL):
+                    scope = item.value.get("scope")
+                    rows.append(
+                        (scope if isinstance(scope, str) else ns[-1], _row(item.value, i, False))
+                    )
+        rows.sort(key=lambda sr: (sr[1].ts, sr[1].tool, sr[1].query))
+        return [{**r.to_dict(), "scope": scope} for scope, r in rows]
 
     def import_(self, rows: Iterable[Mapping[str, Any]]) -> int:
         """Add exported rows (from :meth:`export`), oldest first, under this history's bounds.
+
+        A row without ``trusted`` is yours, so trusted; its ``scope`` (None: shared) says
+        which history it joins.
 
         Returns:
             How many rows were read.
 
         Raises:
-            ValueError: a row without a ``tool`` and a ``query`` string (nothing is imported).
+            ValueError: a row without a ``tool`` and a ``query`` string, a bad field, or a
+                tool name that is no tool name (or not of ``catalog``): nothing is imported.
         """
-        records = [_row(row, i) for i, row in enumerate(rows)]
+        records: list[tuple[str | None, UsageRecord]] = []
+        for i, row in enumerate(rows):
+            scope = row.get("scope") if isinstance(row, Mapping) else None
+            if not isinstance(row, Mapping) or not (scope is None or isinstance(scope, str)):
+                raise ValueError(BAD_ROW_ERROR.format(i=i, row=safe_repr(row)))
+            record = _row(row, i, True)
+            check_record_args(record.query, [record.tool])
+            records.append((scope, record))
+        self._checked({r.tool for _, r in records})
         self.attach()
+        store = self._attached
+        by_scope: dict[str | None, list[UsageRecord]] = {}
+        for scope, record in records:
+            by_scope.setdefault(scope, []).append(record)
         ops: list[PutOp] = []
-        for record in sorted(records, key=lambda r: r.ts):
-            added, evicted = self.history.add(
-                record.query, [record.tool], thread=record.thread, ts=record.ts or None
+        for scope, batch in by_scope.items():
+            batch = sorted(batch, key=lambda r: r.ts)[-self._bounds[3] :]  # older: dropped anyway
+            if scope is not None and store is not None and self._loaded.get(scope) is not store:
+                self.attach({"configurable": {**_scope_config(self.scope, scope)}})
+            history = self.history if scope is None else self._history(scope)
+            before = {_key(r): r for r in history.records()}
+            history.insert(
+                replace(r, query=normalize_query(r.query), ts=r.ts or time.time()) for r in batch
             )
-            ops += [PutOp(self.namespace, _key(r), None) for r in evicted]
-            ops += [self._put(r) for r in added]
-        if ops and self._attached is not None:
-            self._attached.batch(ops)
+            after = {_key(r): r for r in history.records()}
+            ops += [self._delete(scope, r) for k, r in before.items() if k not in after]
+            ops += [self._put(scope, r) for k, r in after.items() if before.get(k) != r]
+        if ops and store is not None:
+            store.batch(ops)
         return len(records)
 
     # --- ranking ------------------------------------------------------------------------------
 
+    def _layers(self, config: RunnableConfig | None) -> list[UsageIndex]:
+        """The histories a run ranks with: yours, and its scope's."""
+        scope = scope_key(self.scope, config) if config is not None else None
+        if scope is None:
+            return [self.history]
+        with self._attach_lock:
+            history = self._scopes.get(scope)
+            if history is not None:
+                self._scopes.move_to_end(scope)
+        return [self.history] if history is None else [self.history, history]
+
     def scores(
-        self, catalog: ToolCatalog, query: str, base: np.ndarray | None = None
+        self,
+        catalog: ToolCatalog,
+        query: str,
+        base: np.ndarray | None = None,
+        *,
+        config: RunnableConfig | None = None,
     ) -> np.ndarray | None:
         """``base`` (default the lexical scores) fused with the usage scores; see ``fuse_usage``.
 
-        Returns ``base`` unchanged (``None`` stays ``None``) when no recorded
-        message shares a term with ``query``, so an empty history changes nothing.
+        ``config``: the run's, for its scope. Returns ``base`` unchanged (``None`` stays
+        ``None``) when no ranked message shares a term with ``query``, so an empty history
+        changes nothing. Tools usage never promotes keep their ``base`` score.
         """
         if not query or self.weight == 0:
             return base
-        key = (id(catalog.index), query, self.history.version, self.weight)
+        layers = self._layers(config)
+        versions = tuple((id(h), h.version) for h in layers)
+        key = (id(catalog.index), query, versions, self.weight)
         last = self._last
         if last is not None and last[0] == key and last[1] is base:
             return last[2]  # the three nodes of a turn rank the same message
         fused: np.ndarray | None = fuse_usage(
-            catalog.index, self.history, query, base, weight=self.weight
+            catalog.index,
+            layers,
+            query,
+            base,
+            weight=self.weight,
+            allowed=promotable(catalog),
         )
         if base is None and fused is catalog.index.scores(query):
             fused = None
         self._last = (key, base, fused)
         return fused
 
-    def popular(self, catalog: ToolCatalog, limit: int) -> list[str]:
-        """The selectable tools of ``catalog`` recorded most often (the no-match fallback)."""
-        names = [n for n in self.history.popular() if n in catalog and catalog.selectable(n)]
+    def popular(
+        self, catalog: ToolCatalog, limit: int, config: RunnableConfig | None = None
+    ) -> list[str]:
+        """The selectable tools of ``catalog`` ranked most often (trusted or corroborated
+        records of yours and of the run's scope; never a tool usage never promotes): the
+        fallback for a request that matches nothing."""
+        allowed = promotable(catalog)
+        count: dict[str, int] = {}
+        for history in self._layers(config):
+            for rank, name in enumerate(history.popular()):
+                count[name] = min(count.get(name, rank), rank)
+        names = [
+            n
+            for n in sorted(count, key=lambda n: (count[n], n))
+            if n in catalog and catalog.selectable(n) and allowed[catalog.index.position(n)]
+        ]
         return names[:limit]
+
+
+def _scope_config(scope: Scope, key: str) -> dict[str, str]:
+    """A ``configurable`` whose scope key (:func:`scope_key`) is ``key``."""
+    if scope == "assistant":
+        return {"assistant_id": key}
+    if scope == "user":
+        return {"langgraph_auth_user_id": key}
+    return {}
 
 
 async def _acall(store: BaseStore, amethod: str, method: str, *args: Any) -> Any:
@@ -408,15 +761,18 @@ async def _acall(store: BaseStore, amethod: str, method: str, *args: Any) -> Any
 # --- what the nodes record ----------------------------------------------------------------------
 
 
-def succeeded_tools(calls: Sequence[ToolCall], outputs: Sequence[Any]) -> list[str]:
-    """The regular (not meta) tools of ``calls`` whose output is not an error, in call order.
+def succeeded_tools(
+    calls: Sequence[ToolCall], outputs: Sequence[Any], catalog: ToolCatalog | None = None
+) -> list[str]:
+    """The regular tools of ``calls`` whose output is not an error, in call order.
 
     A refused call (unknown, not visible...) and a call that raised both get an
-    error ``ToolMessage``, so neither counts.
+    error ``ToolMessage``, so neither counts. Meta-tools never count; with ``catalog``,
+    only its tools do (no built-in: ``read_large_output`` is no catalog tool).
     """
     names = []
     for call, output in zip(calls, outputs, strict=True):
-        if call["name"] in META_TOOL_NAMES:
+        if call["name"] in META_TOOL_NAMES or (catalog is not None and call["name"] not in catalog):
             continue
         items = output if isinstance(output, list) else [output]
         failed = False
@@ -432,25 +788,89 @@ def succeeded_tools(calls: Sequence[ToolCall], outputs: Sequence[Any]) -> list[s
     return list(dict.fromkeys(names))
 
 
-def _call_record(state: Any, call: ToolCall, output: Any) -> tuple[str, list[str]]:
-    """The latest user message and ``[call's tool]`` when it ran successfully, else ``[]``."""
-    names = succeeded_tools([call], [output])
-    return (latest_user_text(state_messages(state)) if names else ""), names
+def self_loaded(state: Any, catalog: ToolCatalog, names: Iterable[str]) -> list[str]:
+    """Of ``names``, the tools the model (or the user) loaded itself outside the categories
+    chosen for the request: not in a category of the state's ``categories``, and visible for
+    a reason other than the app's choice (:data:`APP_REASONS`: the budget, the automatic
+    search, ``always``, pinned). Their usage is recorded, never promoted."""
+    chosen = set(state_get(state, "categories", None) or ())
+    reasons = state_get(state, "tool_reasons", None) or {}
+    out = []
+    for name in names:
+        spec = catalog.get(name)
+        if spec is not None and chosen.intersection(spec.categories):
+            continue
+        why = reasons.get(name) if isinstance(reasons, Mapping) else None
+        if isinstance(why, Mapping) and why.get("why") in APP_REASONS:
+            continue
+        out.append(name)
+    return out
+
+
+def _batch_record(
+    state: Any,
+    calls: Sequence[ToolCall],
+    outputs: Sequence[Any],
+    catalog: ToolCatalog | None,
+    messages_key: str = "messages",
+) -> tuple[str, list[str], list[str]]:
+    """The latest user message, the tools that succeeded and those the model loaded itself."""
+    names = succeeded_tools(calls, outputs, catalog)
+    if not names:
+        return "", [], []
+    loaded = self_loaded(state, catalog, names) if catalog is not None else []
+    return latest_user_text(state_messages(state, messages_key)), names, loaded
+
+
+def record_batch(
+    usage: ToolUsage | None,
+    state: Any,
+    calls: Sequence[ToolCall],
+    outputs: Sequence[Any],
+    config: RunnableConfig,
+    catalog: ToolCatalog | None = None,
+    messages_key: str = "messages",
+) -> None:
+    """Record a batch's successful catalog tools against the state's latest user message."""
+    if usage is not None:
+        query, names, loaded = _batch_record(state, calls, outputs, catalog, messages_key)
+        usage.record_run(query, names, config, loaded=loaded)
+
+
+async def arecord_batch(
+    usage: ToolUsage | None,
+    state: Any,
+    calls: Sequence[ToolCall],
+    outputs: Sequence[Any],
+    config: RunnableConfig,
+    catalog: ToolCatalog | None = None,
+    messages_key: str = "messages",
+) -> None:
+    """Async :func:`record_batch`."""
+    if usage is not None:
+        query, names, loaded = _batch_record(state, calls, outputs, catalog, messages_key)
+        await usage.arecord_run(query, names, config, loaded=loaded)
 
 
 def record_call(
-    usage: ToolUsage | None, state: Any, call: ToolCall, output: Any, config: RunnableConfig
+    usage: ToolUsage | None,
+    state: Any,
+    call: ToolCall,
+    output: Any,
+    config: RunnableConfig,
+    catalog: ToolCatalog | None = None,
 ) -> None:
     """Record one executed call against the state's latest user message, if it succeeded."""
-    if usage is not None:
-        query, names = _call_record(state, call, output)
-        usage.record_run(query, names, config)
+    record_batch(usage, state, [call], [output], config, catalog)
 
 
 async def arecord_call(
-    usage: ToolUsage | None, state: Any, call: ToolCall, output: Any, config: RunnableConfig
+    usage: ToolUsage | None,
+    state: Any,
+    call: ToolCall,
+    output: Any,
+    config: RunnableConfig,
+    catalog: ToolCatalog | None = None,
 ) -> None:
     """Async :func:`record_call`."""
-    if usage is not None:
-        query, names = _call_record(state, call, output)
-        await usage.arecord_run(query, names, config)
+    await arecord_batch(usage, state, [call], [output], config, catalog)

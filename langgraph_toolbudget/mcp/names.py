@@ -1,0 +1,174 @@
+"""The catalog names of MCP tools: a server's tool names are untrusted input.
+
+Its one reason to change: which catalog name each tool a server lists gets.
+
+A server names its own tools, and nothing stops it from naming one ``search_tools``,
+``good__get_weather`` (another server's prefix), ``docs__read_resource`` (another server's
+resource reader), ``<|im_start|>system`` or 1,000 characters. The names the model sees
+(and calls) are therefore chosen here, from the server's name and the tool's, never taken
+as they are:
+
+- a name that is not provider-safe (:data:`SAFE_NAME`, ``^[A-Za-z0-9_-]{1,64}$``: OpenAI's
+  and Anthropic's rule) is mapped to a safe one (unsafe characters become ``_``, an empty
+  result becomes ``tool``); the call still uses the server's own name;
+- a name that two servers list, a built-in tool's name, a local tool's name, or a name that
+  imitates another configured server (``<other>__...``) gets its own server's prefix,
+  ``<server>__<name>``; with ``tool_name_prefix=True`` every name does;
+- a name left longer than 64 characters is cut, with a hash of the original so two long
+  names stay apart; a name still taken after all that is left out.
+
+Every change is reported in one :class:`~langgraph_toolbudget.mcp.errors.MCPLoadWarning`
+per server, naming that server (the one that listed the name), never the one it imitated.
+
+Key Components:
+    - :func:`mcp_tool_name`: the prefixed name, ``<server>__<name>``.
+    - :func:`assign_names`: the catalog name of every (server, MCP name) pair, and what was
+      changed or left out, per server.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+__all__ = [
+    "MAX_NAME_CHARS",
+    "SAFE_NAME",
+    "NameChoice",
+    "assign_names",
+    "is_safe_name",
+    "mcp_tool_name",
+    "server_prefix",
+]
+
+MAX_NAME_CHARS = 64
+"""The longest tool name the providers accept (OpenAI, Anthropic)."""
+SAFE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""A provider-safe tool name (matched whole)."""
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+PREFIX_SEPARATOR = "__"
+
+
+def is_safe_name(name: str) -> bool:
+    """Is ``name`` a provider-safe tool name (``^[A-Za-z0-9_-]{1,64}$``)?"""
+    return SAFE_NAME.fullmatch(name) is not None
+
+
+def server_prefix(server: str) -> str:
+    """The prefix of a server's tools: its name with unsafe characters as ``_``, and ``__``."""
+    return f"{_UNSAFE.sub('_', server)}{PREFIX_SEPARATOR}"
+
+
+def mcp_tool_name(server: str, name: str) -> str:
+    """The prefixed catalog name of an MCP tool: ``<server>__<name>``.
+
+    Characters of the server name outside ``[A-Za-z0-9_-]`` become ``_``.
+
+    Args:
+        server: the server's name in the catalog.
+        name: the tool's MCP name.
+
+    Returns:
+        The prefixed name, e.g. ``mcp_tool_name("math", "search") == "math__search"``.
+    """
+    return f"{server_prefix(server)}{name}"
+
+
+def _cut(name: str, original: str, *, always: bool = False) -> str:
+    """``name`` within :data:`MAX_NAME_CHARS`: cut, with 8 hex digits of ``original``'s hash
+    (``always``: even when it fits, to tell it from a name it would equal)."""
+    if len(name) <= MAX_NAME_CHARS and not always:
+        return name
+    digest = hashlib.sha1(original.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{name[: MAX_NAME_CHARS - 9]}_{digest}"
+
+
+def _safe(name: str) -> str:
+    """``name`` with every run of unsafe characters as ``_`` (``tool`` if nothing is left)."""
+    return _UNSAFE.sub("_", name).strip("_") or "tool"
+
+
+def _shown(name: str) -> str:
+    """A server's name for a warning: quoted, cut at 80 characters."""
+    return repr(name if len(name) <= 80 else name[:77] + "...")
+
+
+@dataclass
+class NameChoice:
+    """The catalog names of every listed tool, and what was changed on the way.
+
+    Attributes:
+        names: (server, MCP name) -> catalog name, for every tool kept.
+        changes: server -> ``"'mcp name' -> 'catalog name' (why)"`` lines, for the tools
+            whose catalog name is not their MCP name for a reason other than a plain
+            collision between servers (which the naming rule documents).
+        left_out: server -> ``"'mcp name' (why)"`` lines, for the tools left out.
+    """
+
+    names: dict[tuple[str, str], str] = field(default_factory=dict)
+    changes: dict[str, list[str]] = field(default_factory=dict)
+    left_out: dict[str, list[str]] = field(default_factory=dict)
+
+
+def assign_names(
+    listed: Mapping[str, Sequence[str]],
+    *,
+    servers: Iterable[str],
+    reserved: Collection[str] = (),
+    prefix: bool = False,
+) -> NameChoice:
+    """The catalog name of every (server, MCP name) pair of ``listed``.
+
+    Args:
+        listed: server -> the MCP names it listed, in its order (servers in load order).
+        servers: every configured server (a name imitating one that failed to load is
+            renamed all the same).
+        reserved: names that are never a server tool's: the built-in tools' and local tools'.
+        prefix: prefix every name with its server (``tool_name_prefix=True``).
+
+    Returns:
+        The :class:`NameChoice`.
+    """
+    choice = NameChoice()
+    safe = {
+        (s, n): n if is_safe_name(n) else _safe(n) for s, names in listed.items() for n in names
+    }
+    counts = Counter(safe[(s, n)] for s, names in listed.items() for n in set(names))
+    prefixes = {server_prefix(s): s for s in servers}
+    taken = set(reserved)
+    for server, names in listed.items():
+        own = server_prefix(server)
+        for mcp_name in names:
+            if (server, mcp_name) in choice.names:
+                continue  # listed twice by one server: the first one stands
+            base = safe[(server, mcp_name)]
+            why = [] if base == mcp_name else ["not a provider-safe name"]
+            imitated = next(
+                (s for p, s in prefixes.items() if p != own and base.startswith(p)), None
+            )
+            if imitated is not None:
+                why.append(f"imitates the tool names of server {imitated!r}")
+            if base in reserved:
+                why.append("the name of a built-in or local tool")
+            collide = prefix or counts[base] > 1 or imitated is not None or base in reserved
+            full = mcp_tool_name(server, base) if collide else base
+            if len(full) > MAX_NAME_CHARS:
+                why.append(f"longer than {MAX_NAME_CHARS} characters")
+            original = f"{server}\n{mcp_name}"
+            name = _cut(full, original)
+            if name in taken:  # e.g. two unsafe names of one server mapped alike
+                name = _cut(full, f"{original}\n{len(taken)}", always=True)
+                why.append("its safe name was taken")
+            if name in taken:
+                line = f"{_shown(mcp_name)} (its name {name!r} is taken)"
+                choice.left_out.setdefault(server, []).append(line)
+                continue
+            taken.add(name)
+            choice.names[(server, mcp_name)] = name
+            if why:
+                line = f"{_shown(mcp_name)} -> {name!r} ({'; '.join(why)})"
+                choice.changes.setdefault(server, []).append(line)
+    return choice

@@ -1,0 +1,350 @@
+"""Trust boundaries, usage side: learning from many users is the feature, letting one user
+write it is the bug (issue 29, part A).
+
+Several threads, several users, one store: the attacks run through the real prebuilt graph
+(only the chat model is scripted) on a catalog without categories (every tool ranked by
+relevance, as MetaTool's or a one-server MCP catalog's), where a usage boost decides the
+visible set directly.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
+
+from langgraph_toolbudget import SelectTools, ToolCatalog, ToolUsage, create_toolbudget_agent
+from langgraph_toolbudget.core.usage import MAX_CREDITED_TERMS, UsageIndex, record_terms
+from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+from langgraph_toolbudget.demo.workspace import Workspace
+from langgraph_toolbudget.mcp import load_mcp_catalog
+from langgraph_toolbudget.testing import ScriptedChatModel
+
+WEATHER = "What's the weather in Tokyo tomorrow?"
+STUFFED = (
+    "weather github issue slack message channel email table rows files tokyo tomorrow "
+    "forecast pull request calendar meeting"
+)
+B_REQUESTS = [
+    WEATHER,
+    "open an issue about the login crash in acme/app",
+    "tell the team in slack that the build is green",
+    "东京明天天气怎么样",  # matches nothing: the fallback
+    "¿Qué tiempo hará mañana en Sevilla?",  # matches nothing: the fallback
+]
+
+
+def flat_catalog(workspace: Workspace | None = None) -> ToolCatalog:
+    """The example tools without categories: every tool is chosen by relevance alone."""
+    example = build_example_catalog(workspace)
+    return ToolCatalog.from_tools(
+        example.tools([n for n in example.tool_names if n != "ask_human"])
+    )
+
+
+def call(name: str, i: int, **args: Any) -> dict[str, Any]:
+    return {"name": name, "args": args, "id": f"c{i}", "type": "tool_call"}
+
+
+class Deployment:
+    """One app: a catalog, one store, one ``ToolUsage``; each run a fresh graph (its model's
+    script) compiled over that store, as LangGraph server runs one graph for many users."""
+
+    def __init__(self, **usage: Any) -> None:
+        self.workspace = Workspace()
+        self.catalog = flat_catalog(self.workspace)
+        self.store = InMemoryStore()
+        self.usage = ToolUsage(**usage)
+
+    def run(self, text: str, script: list[Any], **configurable: Any) -> dict[str, Any]:
+        model = ScriptedChatModel(responses=script, cycle=False)
+        graph = create_toolbudget_agent(model, self.catalog, usage=self.usage)
+        app = graph.compile(store=self.store, checkpointer=InMemorySaver())
+        return app.invoke({"messages": [HumanMessage(text)]}, {"configurable": configurable})
+
+    def attack(self, text: str, **configurable: Any) -> None:
+        """The model loads ``delete_file`` itself and calls it, successfully."""
+        self.workspace.files["/notes/todo.md"] = "- ship v1\n"
+        script = [
+            AIMessage("", tool_calls=[call("add_tool", 1, tool_names=["delete_file"])]),
+            AIMessage("", tool_calls=[call("delete_file", 2, path="/notes/todo.md")]),
+            AIMessage("done"),
+        ]
+        out = self.run(text, script, **configurable)
+        statuses = [m.status for m in out["messages"] if isinstance(m, ToolMessage)]
+        assert statuses == ["success", "success"]  # the attack itself works
+
+    def first_turn(self, text: str, **configurable: Any) -> list[str]:
+        """The visible set of a thread's first turn."""
+        return self.run(text, [AIMessage("ok")], **configurable)["selected_tools"]
+
+
+# --- scope, trusted and observed ---------------------------------------------------------------
+
+
+def test_one_users_turn_does_not_put_a_tool_in_another_users_first_turn():
+    app = Deployment()
+    assert "delete_file" not in app.first_turn(WEATHER, thread_id="b0", user_id="B")
+    app.attack(WEATHER, thread_id="a1", user_id="A")
+    assert "delete_file" not in app.first_turn(WEATHER, thread_id="b1", user_id="B")
+    # It was recorded (the operator can review it), as loaded by the model itself.
+    (row,) = app.usage.export()
+    assert row["tool"] == "delete_file" and row["loaded"] and not row["trusted"]
+
+
+def test_one_stuffed_message_reaches_none_of_another_users_requests():
+    app = Deployment()
+    app.attack(STUFFED, thread_id="a1", user_id="A")
+    for i, text in enumerate(B_REQUESTS):
+        assert "delete_file" not in app.first_turn(text, thread_id=f"b{i}", user_id="B"), text
+
+
+def test_a_tool_the_model_loaded_itself_is_never_promoted_however_many_users_do_it():
+    app = Deployment()
+    for i in range(5):  # five users, five threads: corroborated, but loaded by the model
+        app.attack(WEATHER, thread_id=f"a{i}", user_id=f"user{i}")
+    assert "delete_file" not in app.first_turn(WEATHER, thread_id="b", user_id="B")
+
+
+def _served(usage: ToolUsage, thread: str, **configurable: Any) -> None:
+    """A run in which the app showed ``weather_forecast`` and the model called it."""
+    config = {"configurable": {"thread_id": thread, **configurable}}
+    usage.record_run("should I pack a brolly for the weekend", ["weather_forecast"], config)
+
+
+def _picked(usage: ToolUsage, catalog: ToolCatalog, **configurable: Any) -> list[str]:
+    node = SelectTools(catalog, max_tools=2, usage=usage)
+    state = {"messages": [HumanMessage("do I need a brolly tomorrow")]}
+    update = node.invoke(state, {"configurable": configurable})
+    return update.get("selected_tools", {}).get("add", [])
+
+
+def test_observed_usage_ranks_for_other_threads_once_three_threads_corroborate_it():
+    catalog, usage = flat_catalog(), ToolUsage()
+    assert "weather_forecast" not in _picked(usage, catalog)  # no text says "brolly"
+    for i in range(2):
+        _served(usage, f"t{i}")
+        assert "weather_forecast" not in _picked(usage, catalog)
+    _served(usage, "t2")
+    assert "weather_forecast" in _picked(usage, catalog)
+
+
+def test_one_user_with_many_threads_corroborates_nothing():
+    catalog, usage = flat_catalog(), ToolUsage()
+    for i in range(5):
+        _served(usage, f"t{i}", langgraph_auth_user_id="mallory")
+    assert "weather_forecast" not in _picked(usage, catalog)
+    for user in ("ada", "grace"):
+        _served(usage, f"t-{user}", langgraph_auth_user_id=user)
+    assert "weather_forecast" in _picked(usage, catalog)  # three users now
+
+
+def test_your_own_records_are_trusted_and_rank_at_once_in_every_scope():
+    catalog, usage = flat_catalog(), ToolUsage(scope="user")
+    usage.record("should I pack a brolly for the weekend", ["weather_forecast"])
+    assert "weather_forecast" in _picked(usage, catalog, langgraph_auth_user_id="ada")
+    assert "weather_forecast" in _picked(usage, catalog)  # a run without a user: yours only
+
+
+def test_the_assistant_scope_keeps_each_assistants_history_apart():
+    catalog, store = flat_catalog(), InMemoryStore()
+    usage = ToolUsage(store=store)  # scope="assistant" is the default
+    for i in range(3):
+        _served(usage, f"t{i}", assistant_id="weather-bot")
+    assert "weather_forecast" in _picked(usage, catalog, assistant_id="weather-bot")
+    assert "weather_forecast" not in _picked(usage, catalog, assistant_id="mail-bot")
+    # Another worker on the same store reads the same scopes.
+    again = ToolUsage(store=store)
+    assert "weather_forecast" in _picked(again, catalog, assistant_id="weather-bot")
+    assert "weather_forecast" not in _picked(again, catalog, assistant_id="mail-bot")
+    scopes = {r["scope"] for r in again.export()}
+    assert scopes == {"weather-bot"}
+
+
+def test_the_user_scope_keeps_each_users_history_to_themselves():
+    catalog, usage = flat_catalog(), ToolUsage(scope="user")
+    for i in range(3):
+        _served(usage, f"ada-{i}", langgraph_auth_user_id="ada")
+    assert "weather_forecast" in _picked(usage, catalog, langgraph_auth_user_id="ada")
+    assert "weather_forecast" not in _picked(usage, catalog, langgraph_auth_user_id="bob")
+    _served(usage, "anonymous")  # no user: nothing recorded
+    assert {r["scope"] for r in usage.export()} == {"ada"}
+
+
+def test_the_global_scope_is_one_history_when_asked_for():
+    catalog, usage = flat_catalog(), ToolUsage(scope="global")
+    for i in range(3):
+        _served(usage, f"t{i}", assistant_id="weather-bot")
+    assert "weather_forecast" in _picked(usage, catalog, assistant_id="mail-bot")
+
+
+def test_a_stuffed_message_earns_no_more_credit_than_a_long_request():
+    history = UsageIndex()
+    words = " ".join(f"word{i}" for i in range(300))
+    (stuffed,), _ = history.add(f"weather {words}", ["stuffed_tool"])
+    history.add("weather in Paris please", ["weather_tool"])
+    scores = dict(history.rank("weather"))
+    assert scores["weather_tool"] > 3 * scores["stuffed_tool"]
+    # Each term of a message of n terms is credited min(1, 32 / n).
+    n_terms = len(record_terms(stuffed))
+    assert n_terms > 250
+    assert history._postings["weather"][history._ids["stuffed_tool"]] == pytest.approx(
+        MAX_CREDITED_TERMS / n_terms
+    )
+
+
+# --- never promoted -------------------------------------------------------------------------
+
+
+def _tools() -> list[Any]:
+    @tool
+    def wipe_disk(path: str) -> str:
+        """Remove everything under a path."""
+        return path
+
+    @tool
+    def clear_cache(path: str) -> str:
+        """Clear a cache."""
+        return path
+
+    @tool
+    def export_data(path: str) -> str:
+        """Export data."""
+        return path
+
+    @tool
+    def beta_cleanup(path: str) -> str:
+        """Clean up, the new way."""
+        return path
+
+    wipe_disk.metadata = {"destructiveHint": True}
+    return [wipe_disk, clear_cache, export_data, beta_cleanup]
+
+
+def test_destructive_manual_and_draft_tools_are_never_promoted_by_usage():
+    catalog = ToolCatalog.from_tools(
+        _tools(),
+        tool_metadata={"export_data": {"include": "manual"}, "beta_cleanup": {"status": "draft"}},
+    ).in_runtime_mode("debug")
+    usage = ToolUsage()
+    query = "make some room on the box"
+    for name in ("wipe_disk", "export_data", "beta_cleanup", "clear_cache"):
+        usage.record(query, [name])
+    scores = usage.scores(catalog, query)
+    assert scores is not None
+    boosted = {n for n in catalog.index.names if scores[catalog.index.position(n)] > 0}
+    assert boosted == {"clear_cache"}
+    fallback = SelectTools(catalog, usage=usage).invoke({"messages": [HumanMessage("ząb")]})
+    assert fallback["selected_tools"]["add"] == ["clear_cache"]
+
+
+async def test_an_mcp_tool_annotated_destructive_is_never_promoted():
+    server = Path(__file__).resolve().parent / "mcp_servers" / "hostile_server.py"
+    connection = {"transport": "stdio", "command": sys.executable, "args": [str(server), "good"]}
+    async with await load_mcp_catalog({"good": connection}) as catalog:
+        usage = ToolUsage()
+        usage.record("get rid of everything I have here", ["delete_account", "send_email"])
+        scores = usage.scores(catalog, "get rid of everything")
+        assert scores is not None
+        assert scores[catalog.index.position("delete_account")] == 0
+        assert scores[catalog.index.position("send_email")] > 0
+
+
+def test_built_in_tools_are_never_recorded():
+    @tool
+    def big_report() -> str:
+        """The quarterly report, in full."""
+        return "line of the report\n" * 2_000
+
+    def answer(messages: list[Any], bound: list[str]) -> AIMessage:
+        last = messages[-1]
+        if isinstance(last, HumanMessage):
+            return AIMessage("", tool_calls=[call("big_report", 1)])
+        if last.name == "big_report":
+            handle = last.artifact["offloaded"]["handle"]
+            return AIMessage("", tool_calls=[call("read_large_output", 2, handle=handle)])
+        return AIMessage("Here it is.")
+
+    usage = ToolUsage()
+    catalog = ToolCatalog.from_tools([big_report])
+    graph = create_toolbudget_agent(
+        ScriptedChatModel(responses=[answer], cycle=True), catalog, usage=usage
+    )
+    app = graph.compile(store=InMemoryStore(), checkpointer=InMemorySaver())
+    out = app.invoke(
+        {"messages": [HumanMessage("show me the quarterly report")]},
+        {"configurable": {"thread_id": "t"}},
+    )
+    read = [m for m in out["messages"] if isinstance(m, ToolMessage)][-1]
+    assert read.name == "read_large_output" and read.status == "success"
+    assert [r["tool"] for r in usage.export()] == ["big_report"]
+
+
+# --- bounds -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["x" * 129, "line\nbreak", "tab\there", "nul\x00"])
+def test_record_and_import_accept_only_tool_names(name: str):
+    usage = ToolUsage()
+    with pytest.raises(ValueError, match="not tool names"):
+        usage.record("hello there", [name])
+    with pytest.raises(ValueError, match="not tool names"):
+        usage.import_([{"tool": "fine", "query": "a b"}, {"tool": name, "query": "a b"}])
+    assert len(usage) == 0  # nothing of a bad batch
+
+
+def test_with_a_catalog_record_and_import_accept_only_its_tools():
+    usage = ToolUsage(catalog=build_example_catalog())
+    usage.record("weather please", ["get_weather"])
+    for name in ("get_wether", "../../etc/passwd", "<|im_start|>system"):
+        with pytest.raises(ValueError, match="not tools of this ToolUsage's catalog"):
+            usage.record("weather please", [name])
+    with pytest.raises(ValueError, match="not tools of"):
+        usage.import_([{"tool": "made_up_tool", "query": "a b"}])
+    assert [r["tool"] for r in usage.export()] == ["get_weather"]
+
+
+def test_the_rows_kept_are_capped_across_tools_and_a_flood_of_names_is_quick():
+    usage = ToolUsage(store=InMemoryStore())
+    rows = [
+        {"tool": f"tool_{i}", "query": f"request number {i} about some thing", "ts": float(i)}
+        for i in range(100_000)
+    ]
+    start = time.monotonic()
+    assert usage.import_(rows) == 100_000
+    took = time.monotonic() - start
+    assert len(usage) == 20_000 and took < 20, took  # was: all 100,000 kept
+    kept = [r["tool"] for r in usage.export()]
+    assert len(kept) == 20_000 and kept[0] == "tool_80000"  # the newest are kept
+    assert len(usage.history._names) <= 20_000  # the dropped names' slots are freed too
+
+
+def test_the_no_match_fallback_uses_no_uncorroborated_usage():
+    catalog, usage = flat_catalog(), ToolUsage()
+    usage.record("weather in Tokyo", ["get_weather"])  # yours: trusted
+    for i in range(2):  # observed in two threads: not corroborated
+        config = {"configurable": {"thread_id": f"t{i}"}}
+        usage.record_run("mail Ada", ["send_email"], config)
+        usage.record_run("mail Bob", ["send_email"], config)
+    state = {"messages": [HumanMessage("东京の天気は？")]}
+    out = SelectTools(catalog, usage=usage).invoke(state, {"configurable": {"thread_id": "x"}})
+    assert out["selected_tools"]["add"] == ["get_weather"]
+
+
+def test_rows_stored_before_scopes_are_moved_to_the_shared_history_as_observed():
+    store = InMemoryStore()
+    row = {"tool": "weather_forecast", "query": "do I need a brolly", "thread": "t1", "ts": 1.0}
+    store.put(("toolbudget", "usage"), "old-row", row)  # the layout before scopes
+    usage = ToolUsage(store=store)
+    (exported,) = usage.export()
+    assert exported["trusted"] is False and exported["scope"] is None  # counts once corroborated
+    assert store.search(("toolbudget", "usage"))[0].namespace == ("toolbudget", "usage", "shared")
+    assert len(store.search(("toolbudget", "usage"))) == 1  # moved, not copied
+    assert "weather_forecast" not in _picked(usage, flat_catalog())
