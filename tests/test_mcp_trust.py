@@ -42,6 +42,9 @@ BUILTIN_NAMES = [
     "read_large_output",
     "list_tools",
     "get_tool",
+    "python_execution",  # built-ins of families only some options turn on: reserved too
+    "search_schemas",
+    "execute_sql",
 ]
 
 

@@ -26,14 +26,18 @@ from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.gating import BuiltinFilter
 from langgraph_toolbudget.execution.builtin_family import BuiltinTools
-from langgraph_toolbudget.execution.codemode import CodeMode, codemode_enabled
+from langgraph_toolbudget.execution.codemode import PYTHON_EXECUTION, CodeMode, codemode_enabled
 from langgraph_toolbudget.execution.context_tools import ContextTools
-from langgraph_toolbudget.execution.database_tools import DatabaseTools
+from langgraph_toolbudget.execution.database_tools import (
+    EXECUTE_SQL,
+    SEARCH_SCHEMAS,
+    DatabaseTools,
+)
 from langgraph_toolbudget.execution.meta_tools import MetaTools
 from langgraph_toolbudget.execution.output_store import app_key
 from langgraph_toolbudget.execution.output_tools import OutputTools
 
-__all__ = ["BUILTIN_NAME_ERROR", "Builtins", "builtin_families"]
+__all__ = ["BUILTIN_NAME_ERROR", "Builtins", "builtin_families", "reserved_tool_names"]
 
 BUILTIN_NAME_ERROR = (
     "catalog tools {names} have the names of built-in tools, which the agent binds itself; "
@@ -56,6 +60,14 @@ def builtin_families(catalog: ToolCatalog, config: BudgetConfig) -> list[Builtin
     if toolbox is not None and toolbox.available_sources():  # a source that connects
         families.append(DatabaseTools(toolbox, config))
     return families
+
+
+def reserved_tool_names() -> frozenset[str]:
+    """Every name a built-in family can give a tool, whatever the options turn on: a tool of
+    an MCP server never takes one of them (it would clash once that family is enabled)."""
+    families = builtin_families(ToolCatalog.from_tools([]), BudgetConfig())
+    always = {t.name for family in families for t in family.definitions()}
+    return frozenset({*always, PYTHON_EXECUTION, SEARCH_SCHEMAS, EXECUTE_SQL})
 
 
 class Builtins:

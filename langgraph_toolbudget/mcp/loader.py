@@ -29,13 +29,12 @@ from rapidfuzz import process
 from typing_extensions import TypedDict, Unpack
 
 from langgraph_toolbudget._compat_mcp import _handle_mcp_tool_error
-from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import TOOL_METADATA_KEYS, IncludeMode, ToolCatalog
 from langgraph_toolbudget.core.catalog_checks import as_tools
 from langgraph_toolbudget.core.limits import clip
 from langgraph_toolbudget.core.spec import OUTPUT_SCHEMA_KEY
 from langgraph_toolbudget.core.tokens import schema_tokens
-from langgraph_toolbudget.execution.builtins import builtin_families
+from langgraph_toolbudget.execution.builtins import reserved_tool_names
 from langgraph_toolbudget.mcp.catalog import MCPToolCatalog
 from langgraph_toolbudget.mcp.errors import MCPLoadError, MCPLoadWarning
 from langgraph_toolbudget.mcp.names import assign_names
@@ -294,7 +293,7 @@ async def load_mcp_catalog(
             options,
             prefix=prefix,
             handle_tool_errors=handle,
-            reserved=reserved_names() | {t.name for t in local},
+            reserved=reserved_tool_names() | {t.name for t in local},
             local=local,
         )
         features = await server_features(runtime, list(loaded))
@@ -376,12 +375,6 @@ def _server_text(init: types.InitializeResult | None, server: str) -> str:
     if info.name and info.name.lower() != server.lower():
         return info.name
     return ""
-
-
-def reserved_names() -> frozenset[str]:
-    """The names of every built-in tool (of every registered family): never a server tool's."""
-    families = builtin_families(ToolCatalog.from_tools([]), BudgetConfig())
-    return frozenset(t.name for family in families for t in family.definitions())
 
 
 def _matches(patterns: Sequence[str], server: str, name: str, mcp_name: str) -> bool:

@@ -167,6 +167,9 @@ def _scenario(name: str) -> tuple[str | None, list[tuple[types.Tool, Handler]], 
             "read_large_output",
             "list_tools",
             "get_tool",
+            "python_execution",
+            "search_schemas",
+            "execute_sql",
         ]
         tools = [(_tool(n, f"The server's {n}."), _answer(f"server {n}")) for n in names]
         tools.append((_tool("plain", "A plain tool."), _answer("plain")))
