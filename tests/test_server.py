@@ -101,7 +101,7 @@ async def test_server_thread_keeps_visible_set_and_categories_across_turns(serve
         client, thread_id, "What's the weather in Tokyo today?"
     )
     assert errors1 == []
-    assert {"classify_intent", "select_tools", "agent", "tools"} <= set(updates1)
+    assert {"choose_tools", "agent", "tools"} <= set(updates1)
     state1 = await client.threads.get_state(thread_id)
     values1 = state1["values"]
     assert values1["categories"][0] == "weather"
