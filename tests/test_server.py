@@ -175,7 +175,7 @@ async def test_server_text_format_graph_runs_a_model_without_tool_calling(server
     assert "primary format 'hermes' is available" in formats[0]["reason"]
     values1 = (await client.threads.get_state(thread_id))["values"]
     calls = [c for m in values1["messages"] if m["type"] == "ai" for c in m.get("tool_calls", [])]
-    assert [c["name"] for c in calls] == ["search_tools", "get_weather"]  # parsed from text
+    assert [c["name"] for c in calls] == ["get_weather"]  # parsed from text
     raw = [m["response_metadata"].get("toolbudget_raw", "") for m in values1["messages"]
            if m["type"] == "ai" and m.get("tool_calls")]  # fmt: skip
     assert all(r.startswith("<tool_call>") for r in raw)
@@ -306,6 +306,10 @@ def test_demo_model_calls_a_visible_tool_that_fits_and_searches_for_one_that_is_
     ]
     hidden = demo.bind_tools([*meta, *catalog.tools(["send_message"])])
     assert [c["name"] for c in hidden.invoke(weather).tool_calls] == ["search_tools"]
+    # Equally relevant: the tool whose name the request covers most wins.
+    both = demo.bind_tools([*meta, *catalog.tools(["weather_forecast", "get_weather"])])
+    today = both.invoke([HumanMessage("What's the weather in Tokyo today?")]).tool_calls
+    assert [c["name"] for c in today] == ["get_weather"]
     # Two visible tools fit equally well: the catalog's search decides between them.
     tie = demo.bind_tools([*meta, *catalog.tools(["list_issues", "create_issue"])])
     first = tie.invoke([HumanMessage("Open a GitHub issue")]).tool_calls

@@ -179,15 +179,32 @@ _CLEAR_MATCH = 3
 keyword is a word of its name, or a keyword is part of one and another is in its description."""
 
 
+def _name_coverage(keywords: Sequence[str], name: str) -> float:
+    """The share of a tool name's words (stop words aside) that the request's keywords name."""
+    words = [n for n in re.split(r"[_\W]+", name.lower()) if n and n not in _STOP_WORDS]
+    hit = sum(
+        any(kw == n or (min(len(n), len(kw)) >= 4 and (n.startswith(kw) or kw.startswith(n)))
+            for kw in keywords)
+        for n in words
+    )  # fmt: skip
+    return hit / len(words) if words else 0.0
+
+
 def _clear_match(keywords: Sequence[str], bound: dict[str, dict[str, Any]]) -> str | None:
     """The visible regular tool that clearly fits the request, else None (search first).
 
-    Clearly: at least :data:`_CLEAR_MATCH` and more than any other visible tool (a tie, say
-    ``create_issue`` and ``list_issues`` for "open an issue", is left to the catalog's search).
+    Clearly: a relevance of at least :data:`_CLEAR_MATCH`, and more than any other visible
+    tool's; between tools equally relevant, the one whose name the request covers most
+    ("the weather today": ``get_weather`` over ``weather_forecast``). A tie left after that
+    (``create_issue`` and ``list_issues`` for "open an issue") goes to the catalog's search.
     """
     scored = sorted(
         (
-            (_relevance(keywords, name, t.get("function", t).get("description", "")), name)
+            (
+                _relevance(keywords, name, t.get("function", t).get("description", "")),
+                _name_coverage(keywords, name),
+                name,
+            )
             for name, t in bound.items()
             if name not in META_TOOL_NAMES
         ),
@@ -195,9 +212,9 @@ def _clear_match(keywords: Sequence[str], bound: dict[str, dict[str, Any]]) -> s
     )
     if not scored or scored[0][0] < _CLEAR_MATCH:
         return None
-    if len(scored) > 1 and scored[1][0] == scored[0][0]:
+    if len(scored) > 1 and scored[1][:2] == scored[0][:2]:
         return None
-    return scored[0][1]
+    return scored[0][2]
 
 
 def demo_reply(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]]) -> AIMessage:
