@@ -14,17 +14,23 @@ second, the server's CPU time per run (its process and children: a figure that a
 machine inflates less than the wall-clock ones), and the server's resident memory (with its
 child processes) before and after. Bounded: every thread runs its turns and stops.
 
-Reference (issue 14, this kind of machine): 50 x 5 on the example graph, 0 errors,
-p50 1.3 s, p95 1.8 s, 32 runs/s, RSS 151 -> 181 MB. The ``bind_all`` phase of the same
-run gives the ratios that a shared machine's load does not move much: ``toolbudget`` /
-``bind_all`` p50, runs per second and server CPU per run.
+The figure that counts is a ratio within a round (a shared machine's load moves the absolute
+ones between rounds): per round, ``toolbudget``'s runs per second and server CPU per run
+divided by ``bind_all``'s, and the median of the rounds (issue 28's target: runs per second
+>= 0.8). ``toolbudget`` is the example graph of ``langgraph.json`` (``examples/server.py``, a
+graph factory: the server calls it for every run and state read); ``--graphs`` adds
+``toolbudget_static`` (``benchmarks/_prebuilt.py``: the same prebuilt graph compiled once, as
+``bind_all`` is) and ``toolbudget_3steps`` (``benchmarks/_three_steps.py``: the prebuilt graph
+with its selection as three nodes, as it was before ``choose_tools``).
+(Issue 14's absolute reference, on another host: p50 1.3 s, 32 runs/s, RSS 151 -> 181 MB.)
 
 ``--baseline-rev REV`` also serves the ``toolbudget`` graph of an earlier git revision (its
 own code, checked out in a temporary git worktree and imported first), as one more graph of the
 rotation: for example ``b49f380``, the code issue 14's reference was measured on, to tell a slower
 host from a slower graph.
 
-Run: ``python benchmarks/server_load.py [--threads 50 --turns 5 --repeat 3 --baseline-rev REV]``
+Run: ``python benchmarks/server_load.py [--threads 50 --turns 5 --repeat 3 --baseline-rev REV
+--graphs bind_all,toolbudget,toolbudget_static,toolbudget_3steps,toolbudget_mcp]``
 (writes ``benchmarks/results/server_load.json``).
 """
 
@@ -68,6 +74,8 @@ EXAMPLE_QUERIES = [
 QUERIES = {
     "bind_all": EXAMPLE_QUERIES,
     "toolbudget": EXAMPLE_QUERIES,
+    "toolbudget_static": EXAMPLE_QUERIES,
+    "toolbudget_3steps": EXAMPLE_QUERIES,
     "toolbudget_mcp": [
         "What is 2 plus 3?",
         "Add a note: buy milk",
@@ -78,6 +86,16 @@ QUERIES = {
 }
 
 
+EXTRA_GRAPHS = {
+    name: f"{ROOT / 'benchmarks' / module}:graph"
+    for name, module in (
+        ("bind_all", "_bind_all.py"),
+        ("toolbudget_static", "_prebuilt.py"),
+        ("toolbudget_3steps", "_three_steps.py"),
+    )
+}
+"""Graphs served beside ``langgraph.json``'s: the alternative, and two forms of ours."""
+DEFAULT_GRAPHS = "bind_all,toolbudget,toolbudget_mcp"
 WARM_UP_THREADS = 5
 
 
@@ -141,8 +159,7 @@ def serve_and_measure(graph: str, threads: int, turns: int, source: Path = ROOT)
     if source != ROOT:
         env["PYTHONPATH"] = os.pathsep.join([str(source), env.get("PYTHONPATH", "")])
     with tempfile.TemporaryDirectory() as workdir:
-        bind_all = {"bind_all": f"{ROOT / 'benchmarks' / '_bind_all.py'}:graph"}
-        config = served_config(Path(workdir), source, bind_all if source == ROOT else None)
+        config = served_config(Path(workdir), source, EXTRA_GRAPHS if source == ROOT else None)
         with langgraph_dev(Path(workdir), env, free_port(), config) as (url, proc):
             return asyncio.run(measure(url, proc.pid, graph, threads, turns))
 
@@ -161,6 +178,19 @@ def median_of(reps: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def round_ratios(
+    reps: dict[str, list[dict[str, Any]]], ours: str, other: str
+) -> list[dict[str, float]]:
+    """Per round: ``ours``' runs per second and CPU per run divided by ``other``'s."""
+    return [
+        {
+            "runs_per_s": a["runs_per_s"] / b["runs_per_s"],
+            "cpu_per_run": a["server_cpu_ms_per_run"] / b["server_cpu_ms_per_run"],
+        }
+        for a, b in zip(reps[ours], reps[other], strict=True)
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=50)
@@ -172,9 +202,18 @@ def main() -> None:
         "--baseline-rev",
         help="also serve the toolbudget graph of this git revision (e.g. b49f380)",
     )
+    parser.add_argument(
+        "--graphs",
+        default=DEFAULT_GRAPHS,
+        help=f"comma-separated, of {', '.join(QUERIES)} (default {DEFAULT_GRAPHS})",
+    )
     args = parser.parse_args()
+    chosen = [g.strip() for g in args.graphs.split(",") if g.strip()]
+    unknown = sorted(set(chosen) - set(QUERIES))
+    if unknown or "bind_all" not in chosen or "toolbudget" not in chosen:
+        parser.error(f"--graphs: unknown {unknown}; bind_all and toolbudget are needed")
     with contextlib.ExitStack() as stack:
-        sources = {graph: ROOT for graph in QUERIES}
+        sources = {g: ROOT for g in chosen}
         if args.baseline_rev:
             sources[f"toolbudget@{args.baseline_rev}"] = stack.enter_context(
                 checked_out(args.baseline_rev)
@@ -201,15 +240,34 @@ def main() -> None:
         ],
     )  # fmt: skip
     ours, alone = results["toolbudget"], results["bind_all"]
-    ratios = {
+    ratios: dict[str, Any] = {
         "p50": ours["p50_s"] / alone["p50_s"],
         "runs_per_s": ours["runs_per_s"] / alone["runs_per_s"],
         "server_cpu_ms_per_run": ours["server_cpu_ms_per_run"] / alone["server_cpu_ms_per_run"],
     }
+    per_round = round_ratios(reps, "toolbudget", "bind_all")
+    ratios["rounds"] = per_round
+    ratios["median_of_rounds"] = {
+        k: statistics.median(r[k] for r in per_round) for k in ("runs_per_s", "cpu_per_run")
+    }
+    print("\ntoolbudget / bind_all per round (same requests, one round = both on fresh servers):")
+    for i, r in enumerate(per_round):
+        print(f"  round {i + 1}: runs/s {r['runs_per_s']:.2f}x, CPU/run {r['cpu_per_run']:.2f}x")
     print(
-        "\ntoolbudget / bind_all (same requests, same run): "
-        + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items())
+        f"  median of rounds: runs/s {ratios['median_of_rounds']['runs_per_s']:.2f}x, "
+        f"CPU per run {ratios['median_of_rounds']['cpu_per_run']:.2f}x (target: runs/s >= 0.8)"
     )
+    for ours_, other, what in (
+        ("toolbudget_static", "bind_all", "both compiled graphs, no factory"),
+        ("toolbudget_static", "toolbudget_3steps", "selection as one step vs three"),
+        ("toolbudget", "toolbudget_static", "the example's graph factory vs a compiled graph"),
+    ):
+        if ours_ in results and other in results:
+            pair = round_ratios(reps, ours_, other)
+            ratios[f"{ours_}_vs_{other}"] = pair
+            print(f"{ours_} / {other} ({what}), per round: "
+                  + ", ".join(f"runs/s {r['runs_per_s']:.2f}x CPU {r['cpu_per_run']:.2f}x"
+                              for r in pair))  # fmt: skip
     if args.baseline_rev:
         old = results[f"toolbudget@{args.baseline_rev}"]
         ratios["runs_per_s_vs_baseline_rev"] = ours["runs_per_s"] / old["runs_per_s"]

@@ -13,7 +13,8 @@ What ``__all__`` holds, by the three ways in:
       servers, with :class:`MCPLoadError` / :class:`MCPServerError`), configured by
       :class:`BudgetConfig` / :class:`BudgetOptions` (``usage=ToolUsage()`` to learn).
     - Nodes in your own graph: :class:`ClassifyIntent`, :class:`SelectTools`,
-      :class:`ToolSearch`, :class:`CallModel`, :class:`ToolExecutor`, :class:`ToolAgent`,
+      :class:`ToolSearch` (or the three as one step, :class:`ChooseTools`),
+      :class:`CallModel`, :class:`ToolExecutor`, :class:`ToolAgent`,
       :func:`add_toolbudget_nodes`, over :class:`ToolBudgetState` (run input:
       :class:`ToolBudgetInput`); :func:`tools_to_bind` and :func:`tools_prompt_section`
       for your own model node.
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from langgraph_toolbudget.mcp import MCPLoadError, MCPServerError, load_mcp_catalog
     from langgraph_toolbudget.middleware import ToolBudgetMiddleware
     from langgraph_toolbudget.nodes.agent import CallModel, ToolAgent
+    from langgraph_toolbudget.nodes.choose import ChooseTools
     from langgraph_toolbudget.nodes.executor import ToolExecutor
     from langgraph_toolbudget.nodes.intent import ClassifyIntent
     from langgraph_toolbudget.nodes.prebuilt import add_toolbudget_nodes, create_toolbudget_agent
@@ -68,6 +70,7 @@ _EXPORTS = {
     "load_mcp_catalog": "mcp",
     "CallModel": "nodes.agent",
     "ToolAgent": "nodes.agent",
+    "ChooseTools": "nodes.choose",
     "ToolExecutor": "nodes.executor",
     "ClassifyIntent": "nodes.intent",
     "add_toolbudget_nodes": "nodes.prebuilt",
@@ -106,6 +109,7 @@ __all__ = [
     "BudgetConfig",
     "BudgetOptions",
     "CallModel",
+    "ChooseTools",
     "ClassifyIntent",
     "MCPLoadError",
     "MCPServerError",

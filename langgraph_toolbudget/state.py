@@ -8,26 +8,31 @@ Key Components:
     - :func:`merge_names`: the reducer of ``selected_tools``: existing names
       first, new ones appended, no duplicates. A node can also send
       ``{"remove": [...]}`` / ``{"replace": [...]}`` to shrink the set.
+    - :func:`apply_update`, :func:`state_delta`: a node's update merged the way the graph's
+      reducers merge it, and the one update that turns one state into another (for
+      several nodes run as one step: ``ChooseTools``, the middleware's ``before_model``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, get_type_hints
 
 from langgraph.graph import MessagesState
 from typing_extensions import TypedDict
 
-from langgraph_toolbudget.core.context import merge_context
-from langgraph_toolbudget.core.working_set import state_get, state_messages
+from langgraph_toolbudget.core.context import CONTEXT_FIELDS, merge_context
+from langgraph_toolbudget.core.working_set import WorkingSet, state_get, state_messages
 
 __all__ = [
     "BUDGET_FIELDS",
     "ToolBudgetInput",
     "ToolBudgetState",
+    "apply_update",
     "input_schema_of",
     "merge_counts",
     "merge_names",
+    "state_delta",
     "state_get",
     "state_messages",
 ]
@@ -149,3 +154,57 @@ Example:
     graph = StateGraph(ToolBudgetState, input_schema=ToolBudgetInput)
     ```
 """
+
+
+# --- several nodes as one step ------------------------------------------------------------------
+
+_REDUCERS: dict[str, Callable[[Any, Any], Any]] = {
+    "selected_tools": merge_names,
+    "discovered_tools": merge_names,
+    "tool_last_used": merge_counts,
+    **dict.fromkeys((*CONTEXT_FIELDS, "tool_reasons"), merge_context),
+}
+_MISSING = object()
+
+
+def apply_update(state: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    """``state`` with a node's ``update`` merged in through the budget fields' reducers
+    (any other key is replaced, as a field without a reducer is)."""
+    merged = dict(state)
+    for key, value in update.items():
+        reducer = _REDUCERS.get(key)
+        merged[key] = reducer(state.get(key), value) if reducer else value
+    return merged
+
+
+def state_delta(
+    before: Mapping[str, Any], after: Mapping[str, Any], keys: Sequence[str]
+) -> dict[str, Any]:
+    """The update that turns ``before`` into ``after`` for ``keys`` plus the visible set
+    (``selected_tools``, ``tool_last_used``, ``tool_reasons``), through the reducers.
+
+    ``selected_tools`` comes as ``{"remove", "add"}``, or as ``{"replace": ...}`` when
+    only that gives ``after``'s order (a tool removed and added back by later nodes).
+    """
+    out = {k: after[k] for k in keys if k in after and after[k] != before.get(k)}
+    names, old_names = list(after.get("selected_tools") or []), before.get("selected_tools") or []
+    diff = WorkingSet(names).diff(old_names)
+    if merge_names(old_names, diff) != names:
+        out["selected_tools"] = {"replace": names}
+    elif diff["add"] or diff["remove"]:
+        out["selected_tools"] = diff
+    old = before.get("tool_last_used") or {}
+    used = {k: v for k, v in (after.get("tool_last_used") or {}).items() if old.get(k) != v}
+    if used:
+        out["tool_last_used"] = used
+    reasons = _map_delta(before.get("tool_reasons") or {}, after.get("tool_reasons") or {})
+    if reasons:
+        out["tool_reasons"] = reasons
+    return out
+
+
+def _map_delta(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``merge_context`` update turning ``before`` into ``after`` (``None`` removes)."""
+    out: dict[str, Any] = {k: v for k, v in after.items() if before.get(k, _MISSING) != v}
+    out.update((k, None) for k in before if k not in after)
+    return out

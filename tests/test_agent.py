@@ -590,7 +590,7 @@ async def test_add_toolbudget_nodes_into_a_users_graph(catalog, rec, api):
         graph, model, catalog, after="load_user", then="goodbye", prefix="tb_", max_tools=3
     )
     graph.add_edge("goodbye", END)
-    assert first == "tb_classify_intent"
+    assert first == "tb_choose_tools"
     out = await run(graph.compile(), {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
     assert rec.names == ["list_projects"]
     assert [m.content for m in out["messages"][-2:]] == ["two projects", "bye u-42"]

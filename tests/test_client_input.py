@@ -108,7 +108,7 @@ def test_run_input_cannot_undo_an_exclusion_the_operator_set(fresh):
     app = create_toolbudget_agent(model, catalog()).compile(checkpointer=MemorySaver())
     config = {"configurable": {"thread_id": "t"}}
     if fresh:  # a thread that never ran takes a management update as its first node
-        app.update_state(config, exclude_tools(tools=["get_weather"]), as_node="classify_intent")
+        app.update_state(config, exclude_tools(tools=["get_weather"]), as_node="choose_tools")
     else:
         app.invoke({"messages": [HumanMessage("hi")]}, config)
         app.update_state(config, exclude_tools(tools=["get_weather"]))  # the operator's decision

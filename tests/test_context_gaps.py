@@ -98,7 +98,7 @@ def test_excluded_categories_leave_a_text_format_prompt() -> None:
     app = create_toolbudget_agent(model, catalog, tool_call_formats="hermes")
     app = app.compile(checkpointer=InMemorySaver())
     # A thread that never ran takes a management update as its first node (not as input).
-    app.update_state(CONFIG, exclude_tools(servers=["slack"]), as_node="classify_intent")
+    app.update_state(CONFIG, exclude_tools(servers=["slack"]), as_node="choose_tools")
     app.invoke({"messages": [HumanMessage("what's the weather in Paris?")]}, CONFIG)
     system = str(model.calls[-1][0].content)
     assert "slack" not in _listed(system)

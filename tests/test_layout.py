@@ -218,9 +218,9 @@ def test_the_public_names_are_what_the_three_ways_in_need():
     prebuilt = {"create_toolbudget_agent", "ToolCatalog", "load_mcp_catalog", "MCPLoadError",
                 "MCPServerError", "BudgetConfig", "BudgetOptions", "ToolUsage",
                 "DatabaseToolbox"}  # fmt: skip
-    nodes = {"ClassifyIntent", "SelectTools", "ToolSearch", "CallModel", "ToolExecutor",
-             "ToolAgent", "add_toolbudget_nodes", "ToolBudgetState", "ToolBudgetInput",
-             "tools_prompt_section", "tools_to_bind"}  # fmt: skip
+    nodes = {"ClassifyIntent", "SelectTools", "ToolSearch", "ChooseTools", "CallModel",
+             "ToolExecutor", "ToolAgent", "add_toolbudget_nodes", "ToolBudgetState",
+             "ToolBudgetInput", "tools_prompt_section", "tools_to_bind"}  # fmt: skip
     context = {"include_tools", "exclude_tools", "set_include_mode", "context_summary"}
     assert set(package.__all__) == prebuilt | nodes | {"ToolBudgetMiddleware"} | context
     assert len(package.__all__) == len(set(package.__all__))

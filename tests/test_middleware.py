@@ -620,7 +620,8 @@ def test_the_agent_state_has_every_field_of_the_node_state_with_its_reducer():
     from langgraph.graph import StateGraph
 
     from langgraph_toolbudget import ToolBudgetState
-    from langgraph_toolbudget.middleware.state import _REDUCERS, ToolBudgetAgentState
+    from langgraph_toolbudget.middleware.state import ToolBudgetAgentState
+    from langgraph_toolbudget.state import _REDUCERS
 
     def channels(schema: Any) -> dict[str, Any]:
         graph = StateGraph(schema)

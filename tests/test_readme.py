@@ -6,8 +6,9 @@ directory laid out like the repository root (``tests/`` and ``examples/`` linked
 in, for the local MCP servers), so files an example writes never land in the repository.
 Blocks marked ``python slow`` (an embedding model) run too, as slow tests; blocks marked
 ``python sdk`` talk to a LangGraph server at ``http://127.0.0.1:2024`` and run against a
-real ``langgraph dev`` in ``tests/test_server.py``. Blocks marked ``python no-run`` need a
-provider's API key and the network, so they are only compiled.
+real ``langgraph dev`` in ``tests/test_server.py``. Blocks marked ``python postgres`` run
+against a fresh database of the tests' PostgreSQL (``$DATABASE_URI``), as slow tests. Blocks
+marked ``python no-run`` need a provider's API key and the network, so they are only compiled.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ DOCS = REPO / "docs"
 PAGES = [README, *sorted(DOCS.glob("*.md"))]
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```\s*$", re.DOTALL | re.MULTILINE)
 RUNNABLE, FRAGMENT, SLOW, SDK = "python", "python no-run", "python slow", "python sdk"
+POSTGRES = "python postgres"
 
 
 def _where(page: Path) -> str:
@@ -46,12 +48,13 @@ RUN = [(code, where) for info, code, where in BLOCKS if info == RUNNABLE]
 FRAGMENTS = [(code, where) for info, code, where in BLOCKS if info == FRAGMENT]
 SLOW_RUN = [(code, where) for info, code, where in BLOCKS if info == SLOW]
 SDK_RUN = [(code, where) for info, code, where in BLOCKS if info == SDK]
+POSTGRES_RUN = [(code, where) for info, code, where in BLOCKS if info == POSTGRES]
 SERVER_URL = "http://127.0.0.1:2024"
 """The URL the ``python sdk`` blocks name; the test replaces it with its server's."""
 
 
 def test_python_blocks_are_runnable_or_marked_as_fragments() -> None:
-    kinds = (RUNNABLE, FRAGMENT, SLOW, SDK)
+    kinds = (RUNNABLE, FRAGMENT, SLOW, SDK, POSTGRES)
     unknown = [(where, info) for info, _, where in BLOCKS if info not in kinds]
     assert not unknown, f"use one of {[f'```{k}' for k in kinds]}; found {unknown}"
     assert all(SERVER_URL in code for code, _ in SDK_RUN), "a sdk block names the server URL"
@@ -99,6 +102,15 @@ def test_slow_example_runs(
     run_example(code, where, tmp_path, monkeypatch)
 
 
+@pytest.mark.parametrize("code, where", POSTGRES_RUN, ids=[w for _, w in POSTGRES_RUN])
+def test_postgres_example_runs(
+    code: str, where: str, pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``python postgres`` blocks run against a fresh database of the tests' PostgreSQL."""
+    monkeypatch.setenv("DATABASE_URI", pg_url)
+    run_example(code, where, tmp_path, monkeypatch)
+
+
 def test_configuration_reference_names_every_parameter() -> None:
     """The parameters of every public node and factory, and of BudgetConfig, are documented."""
     import inspect
@@ -106,6 +118,7 @@ def test_configuration_reference_names_every_parameter() -> None:
     from langgraph_toolbudget import (
         BudgetConfig,
         CallModel,
+        ChooseTools,
         ClassifyIntent,
         SelectTools,
         ToolAgent,
@@ -129,6 +142,7 @@ def test_configuration_reference_names_every_parameter() -> None:
         ClassifyIntent,
         SelectTools,
         ToolSearch,
+        ChooseTools,
         CallModel,
         ToolAgent,
         ToolExecutor,

@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langgraph_sdk import get_client
 from langgraph_server import drive, example_server, free_port, langgraph_dev, server_env
 
+from langgraph_toolbudget.core.meta import meta_tool_definitions
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
 from tests.test_readme import SDK_RUN, SERVER_URL, run_example
 
@@ -100,7 +101,7 @@ async def test_server_thread_keeps_visible_set_and_categories_across_turns(serve
         client, thread_id, "What's the weather in Tokyo today?"
     )
     assert errors1 == []
-    assert {"classify_intent", "select_tools", "agent", "tools"} <= set(updates1)
+    assert {"choose_tools", "agent", "tools"} <= set(updates1)
     state1 = await client.threads.get_state(thread_id)
     values1 = state1["values"]
     assert values1["categories"][0] == "weather"
@@ -174,7 +175,7 @@ async def test_server_text_format_graph_runs_a_model_without_tool_calling(server
     assert "primary format 'hermes' is available" in formats[0]["reason"]
     values1 = (await client.threads.get_state(thread_id))["values"]
     calls = [c for m in values1["messages"] if m["type"] == "ai" for c in m.get("tool_calls", [])]
-    assert [c["name"] for c in calls] == ["search_tools", "get_weather"]  # parsed from text
+    assert [c["name"] for c in calls] == ["get_weather"]  # parsed from text
     raw = [m["response_metadata"].get("toolbudget_raw", "") for m in values1["messages"]
            if m["type"] == "ai" and m.get("tool_calls")]  # fmt: skip
     assert all(r.startswith("<tool_call>") for r in raw)
@@ -224,7 +225,7 @@ async def test_server_mcp_graph_serves_the_configured_mcp_servers(server: str) -
     assert "multiply" in values1["selected_tools"]
     assert any(e.get("event") == VISIBLE_SET_EVENT for e in events1)
     calls = [c for m in values1["messages"] if m["type"] == "ai" for c in m.get("tool_calls", [])]
-    assert [c["name"] for c in calls] == ["search_tools", "multiply"]
+    assert [c["name"] for c in calls] == ["multiply"]  # visible and clearly fitting: no search
     assert values1["messages"][-1]["content"] == "I used multiply: 42.0"
 
     events2, _, errors2 = await _run_turn(
@@ -311,6 +312,28 @@ def test_demo_model_with_every_tool_bound_calls_the_best_one_at_once() -> None:
         ]
     )
     assert answered.tool_calls == [] and "sunny" in answered.content
+
+
+def test_demo_model_calls_a_visible_tool_that_fits_and_searches_for_one_that_is_not() -> None:
+    catalog = build_example_catalog()
+    meta = [t for t in meta_tool_definitions(catalog.categories) if t.name != "show_all_tools"]
+    demo = graphs.chat_model("demo")
+    weather = [HumanMessage("What is the air quality in Lima?")]
+    visible = demo.bind_tools([*meta, *catalog.tools(["air_quality", "send_message"])])
+    # air_quality is visible and fits better than anything else visible: called at once.
+    assert [(c["name"], c["args"]) for c in visible.invoke(weather).tool_calls] == [
+        ("air_quality", {"city": "Lima"})
+    ]
+    hidden = demo.bind_tools([*meta, *catalog.tools(["send_message"])])
+    assert [c["name"] for c in hidden.invoke(weather).tool_calls] == ["search_tools"]
+    # Equally relevant: the tool whose name the request covers most wins.
+    both = demo.bind_tools([*meta, *catalog.tools(["weather_forecast", "get_weather"])])
+    today = both.invoke([HumanMessage("What's the weather in Tokyo today?")]).tool_calls
+    assert [c["name"] for c in today] == ["get_weather"]
+    # Two visible tools fit equally well: the catalog's search decides between them.
+    tie = demo.bind_tools([*meta, *catalog.tools(["list_issues", "create_issue"])])
+    first = tie.invoke([HumanMessage("Open a GitHub issue")]).tool_calls
+    assert [c["name"] for c in first] == ["search_tools"]
 
 
 async def test_server_factories_build_each_graph_once_per_options() -> None:

@@ -4,8 +4,8 @@ Its one reason to change: the demo model's rules.
 
 Key Components:
     - :class:`DemoChatModel`: a stateless rule-based model (:func:`demo_reply`):
-      it searches and loads a tool for the user's request with the meta-tools,
-      calls it with arguments built from its schema, then answers. The offline
+      it calls the visible tool that fits the user's request, or else searches and
+      loads one with the meta-tools, with arguments built from its schema, then answers. The offline
       demo, the notebooks and the LangGraph server graphs run it when no real
       model is configured. It is not a test fake: tests script their models
       with :class:`langgraph_toolbudget.testing.ScriptedChatModel`.
@@ -112,6 +112,7 @@ def _string_value(prop: str, query: str) -> str:
         (("day", "date"), r"(\d{4}-\d{2}-\d{2})", "2026-01-05"),
         (("start", "time"), r"\b(\d{1,2}:\d{2})\b", "09:00"),
         (("expression",), r"([\d.]+(?:\s*[-+*/]\s*[\d.()]+)+)", "1 + 1"),
+        (("emoji",), r":([\w+-]+):", "thumbsup"),
     ]
     for names, pattern, default in patterns:
         if any(key == n or key.endswith(f"_{n}") for n in names):
@@ -173,15 +174,61 @@ def _tool_parameters(schema: dict[str, Any]) -> dict[str, Any]:
     return schema.get("function", schema).get("parameters", {}) or {}
 
 
-def demo_reply(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]]) -> AIMessage:
-    """The next message of a rule-based agent: search, load, call one tool, answer.
+_CLEAR_MATCH = 3
+"""The relevance (:func:`_relevance`) a visible tool needs to be called without a search: a
+keyword is a word of its name, or a keyword is part of one and another is in its description."""
 
-    Within one user turn: 1. ``search_tools`` with the request's keywords (skipped
-    when ``search_tools`` is not bound: the best bound tool is called at once); 2.
-    ``add_tool`` for the best match (by keyword overlap) unless it is already
-    visible; 3. call it with arguments built from its schema
-    (:func:`demo_arguments`); 4. answer with the tool's result. A request with no
-    keywords, or no matching tool, gets a plain answer. Deterministic.
+
+def _name_coverage(keywords: Sequence[str], name: str) -> float:
+    """The share of a tool name's words (stop words aside) that the request's keywords name."""
+    words = [n for n in re.split(r"[_\W]+", name.lower()) if n and n not in _STOP_WORDS]
+    hit = sum(
+        any(kw == n or (min(len(n), len(kw)) >= 4 and (n.startswith(kw) or kw.startswith(n)))
+            for kw in keywords)
+        for n in words
+    )  # fmt: skip
+    return hit / len(words) if words else 0.0
+
+
+def _clear_match(keywords: Sequence[str], bound: dict[str, dict[str, Any]]) -> str | None:
+    """The visible regular tool that clearly fits the request, else None (search first).
+
+    Clearly: a relevance of at least :data:`_CLEAR_MATCH`, and more than any other visible
+    tool's; between tools equally relevant, the one whose name the request covers most
+    ("the weather today": ``get_weather`` over ``weather_forecast``). A tie left after that
+    (``create_issue`` and ``list_issues`` for "open an issue") goes to the catalog's search.
+    """
+    scored = sorted(
+        (
+            (
+                _relevance(keywords, name, t.get("function", t).get("description", "")),
+                _name_coverage(keywords, name),
+                name,
+            )
+            for name, t in bound.items()
+            if name not in META_TOOL_NAMES
+        ),
+        reverse=True,
+    )
+    if not scored or scored[0][0] < _CLEAR_MATCH:
+        return None
+    if len(scored) > 1 and scored[1][:2] == scored[0][:2]:
+        return None
+    return scored[0][2]
+
+
+def demo_reply(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]]) -> AIMessage:
+    """The next message of a rule-based agent: call the visible tool that fits, else search,
+    load, call; then answer.
+
+    Within one user turn: 1. a visible tool that clearly fits the request (by keyword
+    overlap, ahead of every other visible tool) is called at once, as a real model would;
+    otherwise 2. ``search_tools`` with the request's keywords (skipped when
+    ``search_tools`` is not bound: the best bound tool is called at once), 3. ``add_tool``
+    for the best match unless it is already visible, 4. call it; each call with arguments
+    built from the tool's schema (:func:`demo_arguments`); then 5. answer with the tool's
+    result. A request with no keywords, or no matching tool, gets a plain answer.
+    Deterministic.
 
     Args:
         messages: the conversation so far.
@@ -229,6 +276,9 @@ def demo_reply(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]])
         except ValueError:
             found = []
     elif SEARCH_TOOLS in bound:
+        clear = _clear_match(keywords, bound)
+        if clear is not None:  # a visible tool fits: no search
+            return call(clear, demo_arguments(_tool_parameters(bound[clear]), query))
         return call(SEARCH_TOOLS, {"query": "|".join(keywords)})
     # else no meta-tools (e.g. every tool bound): choose among the bound tools at once
     candidates = [(t["name"], t.get("description", "")) for t in found if isinstance(t, dict)]

@@ -25,17 +25,11 @@ from langgraph_toolbudget.execution.pipeline import CallCheck
 from langgraph_toolbudget.formats import get_format
 from langgraph_toolbudget.formats.base import ToolCallFormat
 from langgraph_toolbudget.middleware.locks import KeyedLocks, thread_key
-from langgraph_toolbudget.middleware.state import (
-    STILL_CALLABLE,
-    ToolBudgetAgentState,
-    apply_update,
-    state_delta,
-)
+from langgraph_toolbudget.middleware.state import STILL_CALLABLE, ToolBudgetAgentState
 from langgraph_toolbudget.nodes._node import emit_changes
 from langgraph_toolbudget.nodes.agent import ITERATION_LIMIT_MESSAGE
-from langgraph_toolbudget.nodes.intent import ClassifyIntent
+from langgraph_toolbudget.nodes.choose import ChooseTools
 from langgraph_toolbudget.nodes.prompt import ai_calls_this_turn
-from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
 from langgraph_toolbudget.nodes.thread_prompt import ThreadPrompt
 from langgraph_toolbudget.nodes.usage import arecord_call, record_call
 
@@ -173,11 +167,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         shared = shared.override(offload_over_chars=None, offload_over_tokens=None)
         self.runner = BatchRunner(catalog, shared)
         self.catalog = catalog = self.runner.catalog  # in the runtime mode
-        self.selectors = (
-            ClassifyIntent(catalog, config=shared, model=classifier_model),
-            SelectTools(catalog, config=shared),
-            ToolSearch(catalog, config=shared),
-        )
+        self.selection = ChooseTools(catalog, config=shared, classifier_model=classifier_model)
         self.thread_prompt = ThreadPrompt(catalog, self.runner.builtins)
         self.codemode = _codemode_primary(shared, self.runner.builtins.names)
         self._schemas: dict[tuple[str, str], dict[str, Any]] = {}
@@ -202,20 +192,14 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         start = self._turn_start(state)
         if start is None:
             return None
-        config, chosen = _current_config(), start
-        for node in self.selectors:
-            chosen = apply_update(chosen, node.run(chosen, config))
-        return state_delta(start, chosen, ("categories", "category_scores")) or None
+        return self.selection.run(start, _current_config()) or None
 
     async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         """The async :meth:`before_model` (async embeddings and classifier model)."""
         start = self._turn_start(state)
         if start is None:
             return None
-        config, chosen = _current_config(), start
-        for node in self.selectors:
-            chosen = apply_update(chosen, await node.arun(chosen, config))
-        return state_delta(start, chosen, ("categories", "category_scores")) or None
+        return await self.selection.arun(start, _current_config()) or None
 
     # --- the model call ----------------------------------------------------------------------
 

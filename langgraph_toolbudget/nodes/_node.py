@@ -1,6 +1,7 @@
 """Node plumbing shared by every node: one object that runs under invoke and ainvoke.
 
-Its one reason to change: what every node shares (sync/async, stream events).
+Its one reason to change: what every node shares (sync/async, stream events, the agent's
+routing edge).
 """
 
 # No `from __future__ import annotations` here: LangGraph reads the `config`
@@ -9,11 +10,12 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
+from langgraph.prebuilt import tools_condition
 
 from langgraph_toolbudget._compat import RunnableCallable
 from langgraph_toolbudget.core.working_set import WorkingSet
 
-__all__ = ["VISIBLE_SET_EVENT", "BudgetNode", "emit_changes", "emit_event"]
+__all__ = ["VISIBLE_SET_EVENT", "BudgetNode", "emit_changes", "emit_event", "route_tools"]
 
 VISIBLE_SET_EVENT = "toolbudget.visible_tools"
 
@@ -42,6 +44,18 @@ class BudgetNode(RunnableCallable):
 
     async def arun(self, state: Any, config: RunnableConfig) -> Any:
         return self.run(state, config)
+
+
+async def _atools_condition(state: Any) -> str:
+    return tools_condition(state)
+
+
+route_tools = RunnableCallable(
+    tools_condition, _atools_condition, name="tools_condition", trace=False
+)
+"""LangGraph's ``tools_condition`` (to ``"tools"`` when the last AI message has tool calls, else
+``END``) with an async form: under ``ainvoke`` a sync-only edge runs in a worker thread, a
+thread hop after every model call for a one-line check."""
 
 
 def emit_event(payload: dict[str, Any]) -> None:

@@ -29,7 +29,6 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.channels.binop import BinaryOperatorAggregate
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
-from langgraph.prebuilt import tools_condition
 from typing_extensions import Unpack
 
 from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
@@ -39,7 +38,7 @@ from langgraph_toolbudget.core.selection import free_tools
 from langgraph_toolbudget.core.working_set import state_messages
 from langgraph_toolbudget.execution.builtins import Builtins
 from langgraph_toolbudget.execution.hooks import AsyncToolCallWrapper, ToolCallWrapper
-from langgraph_toolbudget.nodes._node import BudgetNode
+from langgraph_toolbudget.nodes._node import BudgetNode, route_tools
 from langgraph_toolbudget.nodes.executor import ToolExecutor
 from langgraph_toolbudget.nodes.prompt import ModelCaller, SystemPrompt, ai_calls_this_turn
 from langgraph_toolbudget.state import ToolBudgetState, merge_counts, merge_names
@@ -192,7 +191,7 @@ class ToolAgent(BudgetNode):
         loop.add_node("agent", self.call_model)
         loop.add_node("tools", self.executor)
         loop.add_edge(START, "agent")
-        loop.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
+        loop.add_conditional_edges("agent", route_tools, {"tools": "tools", END: END})
         loop.add_edge("tools", "agent")
         self.graph = loop.compile(name=name)
         """The loop, compiled without a checkpointer: it runs under your graph's."""

@@ -4,7 +4,9 @@ Its one reason to change: how the prebuilt graphs are wired.
 
 Key Components:
     - :func:`create_toolbudget_agent`: the whole graph, uncompiled:
-      classify_intent -> select_tools -> tool_search -> agent <-> tools.
+      choose_tools -> agent <-> tools, where ``choose_tools``
+      (:class:`~langgraph_toolbudget.nodes.choose.ChooseTools`) runs classify_intent,
+      select_tools and tool_search as one graph step.
     - :func:`add_toolbudget_nodes`: the same nodes added to a user's graph.
 
 Both build one :class:`~langgraph_toolbudget.config.BudgetConfig` and hand it to
@@ -28,16 +30,15 @@ from typing import Any, get_type_hints
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
-from langgraph.prebuilt import tools_condition
 from typing_extensions import Unpack
 
 from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
 from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.nodes._node import route_tools
 from langgraph_toolbudget.nodes.agent import CallModel
+from langgraph_toolbudget.nodes.choose import ChooseTools
 from langgraph_toolbudget.nodes.executor import ToolExecutor
-from langgraph_toolbudget.nodes.intent import ClassifyIntent
 from langgraph_toolbudget.nodes.prompt import SystemPrompt
-from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
 from langgraph_toolbudget.state import BUDGET_FIELDS, ToolBudgetState, input_schema_of
 
 __all__ = ["add_toolbudget_nodes", "create_toolbudget_agent"]
@@ -70,7 +71,12 @@ def add_toolbudget_nodes(
     system_prompt: SystemPrompt = None,
     **options: Unpack[BudgetOptions],
 ) -> str:
-    """Add classify_intent -> select_tools -> tool_search -> agent <-> tools to ``graph``.
+    """Add choose_tools -> agent <-> tools to ``graph``.
+
+    ``choose_tools`` (:class:`~langgraph_toolbudget.nodes.choose.ChooseTools`) runs
+    classify_intent, select_tools and tool_search, the nodes' own code, as one graph step
+    (one checkpoint instead of three); wire :class:`ClassifyIntent`, :class:`SelectTools`
+    and :class:`ToolSearch` yourself to have them as three nodes.
 
     Args:
         graph: a ``StateGraph`` whose state extends :class:`ToolBudgetState`.
@@ -109,16 +115,15 @@ def add_toolbudget_nodes(
             OPEN_INPUT_WARNING.format(fields=", ".join(exposed)), UserWarning, stacklevel=2
         )
     shared = BudgetConfig.resolve(config, options, owner="add_toolbudget_nodes")
-    names = {
-        k: f"{prefix}{k}"
-        for k in ("classify_intent", "select_tools", "tool_search", "agent", "tools")
-    }
+    names = {k: f"{prefix}{k}" for k in ("choose_tools", "agent", "tools")}
     nodes = {
-        "classify_intent": ClassifyIntent(
-            catalog, config=shared, model=classifier_model, name=names["classify_intent"]
+        "choose_tools": ChooseTools(
+            catalog,
+            config=shared,
+            classifier_model=classifier_model,
+            name=names["choose_tools"],
+            prefix=prefix,
         ),
-        "select_tools": SelectTools(catalog, config=shared, name=names["select_tools"]),
-        "tool_search": ToolSearch(catalog, config=shared, name=names["tool_search"]),
         "agent": CallModel(
             model, catalog, config=shared, system_prompt=system_prompt, name=names["agent"]
         ),
@@ -126,15 +131,11 @@ def add_toolbudget_nodes(
     }
     for key, node in nodes.items():
         graph.add_node(names[key], node)
-    graph.add_edge(after, names["classify_intent"])
-    graph.add_edge(names["classify_intent"], names["select_tools"])
-    graph.add_edge(names["select_tools"], names["tool_search"])
-    graph.add_edge(names["tool_search"], names["agent"])
-    graph.add_conditional_edges(
-        names["agent"], tools_condition, {"tools": names["tools"], END: then}
-    )
+    graph.add_edge(after, names["choose_tools"])
+    graph.add_edge(names["choose_tools"], names["agent"])
+    graph.add_conditional_edges(names["agent"], route_tools, {"tools": names["tools"], END: then})
     graph.add_edge(names["tools"], names["agent"])
-    return names["classify_intent"]
+    return names["choose_tools"]
 
 
 def create_toolbudget_agent(
@@ -150,7 +151,8 @@ def create_toolbudget_agent(
 ) -> StateGraph:
     """Build the whole agent graph, uncompiled, so you choose checkpointer and store.
 
-    ``classify_intent -> select_tools -> tool_search -> agent <-> tools``: the
+    ``choose_tools -> agent <-> tools`` (``choose_tools``: classify_intent,
+    select_tools and tool_search as one step, see :func:`add_toolbudget_nodes`): the
     agent node calls the model with the meta-tools and the visible tools; the
     tools node runs its calls (a ``ToolNode`` replacement that intercepts
     meta-tools). The arguments are those of :func:`add_toolbudget_nodes`;
