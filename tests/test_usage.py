@@ -109,6 +109,20 @@ def test_usage_forget_one_tool_or_all(catalog):
     assert store.search(("toolbudget", "usage")) == []
 
 
+def test_a_forget_in_one_worker_is_not_undone_by_another_workers_refresh(catalog):
+    store = InMemoryStore()
+    a, b = ToolUsage(store=store), ToolUsage(store=store)  # two workers, one store
+    a.record("weather in Oslo please", ["get_weather", "air_quality"])
+    b.refresh()
+    assert len(b) == 2
+    a.forget(["air_quality"])
+    b.refresh()  # b still held the record in memory: it must not write it back
+    assert {r["tool"] for r in ToolUsage(store=store).export()} == {"get_weather"}
+    assert len(b) == 1
+    a.refresh()
+    assert len(a) == 1
+
+
 def test_usage_export_import_moves_history_between_stores():
     usage = ToolUsage(store=InMemoryStore())
     usage.record("is it going to rain", ["weather_forecast"], thread_id="a")

@@ -427,13 +427,20 @@ class ToolUsage:
                 await _acall(store, "abatch", "batch", ops)
 
     def refresh(self) -> None:
-        """Reload the histories from the store (what other workers recorded since)."""
+        """Reload the histories from the store (what other workers recorded, or forgot, since).
+
+        Once attached, the store is the truth: the histories in memory are replaced by what it
+        holds, so a record another worker forgot is not written back.
+        """
         store = self._attached or self.store
         if store is None:
             return
         with self._attach_lock:
-            self._attached = None
             scopes = list(self._loaded)
+            self.history.forget()
+            for scope in scopes:
+                self._history(scope).forget()
+            self._attached = None
             self._loaded.clear()
             self.attach()
             for scope in scopes:
