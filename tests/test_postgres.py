@@ -82,6 +82,7 @@ def test_a_thread_killed_between_tool_calls_resumes_from_postgres(pg_url, tmp_pa
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow  # a worker process killed and resumed
 def test_a_thread_killed_between_tool_calls_resumes_from_sqlite(tmp_path):
     log = tmp_path / "steps.log"
     out = _killed_then_resumed("sqlite", str(tmp_path / "checkpoints.db"), log)

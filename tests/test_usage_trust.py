@@ -311,6 +311,7 @@ def test_with_a_catalog_record_and_import_accept_only_its_tools():
     assert [r["tool"] for r in usage.export()] == ["get_weather"]
 
 
+@pytest.mark.slow  # 100,000 names imported: seconds of work
 def test_the_rows_kept_are_capped_across_tools_and_a_flood_of_names_is_quick():
     usage = ToolUsage(store=InMemoryStore())
     rows = [
