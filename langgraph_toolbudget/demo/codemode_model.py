@@ -17,12 +17,9 @@ import ast
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 
-from langgraph_toolbudget.demo.model import demo_reply
+from langgraph_toolbudget.demo.model import RuleChatModel, demo_reply
 from langgraph_toolbudget.formats import get_format
 
 __all__ = ["CodeModeDemoChatModel", "read_codemode_prompt"]
@@ -116,7 +113,7 @@ def read_codemode_prompt(
     return out, tools
 
 
-class CodeModeDemoChatModel(BaseChatModel):
+class CodeModeDemoChatModel(RuleChatModel):
     """The demo model as a model that works by writing Python (CodeMode).
 
     It has no ``bind_tools``: the agent shows it its tools as Python functions in the
@@ -140,13 +137,7 @@ class CodeModeDemoChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "toolbudget-codemode-demo"
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def reply(self, messages: list[BaseMessage], **kwargs: Any) -> AIMessage:
         history, tools = read_codemode_prompt(messages)
         reply = demo_reply(history, tools)
         if reply.tool_calls:
@@ -158,13 +149,4 @@ class CodeModeDemoChatModel(BaseChatModel):
                 "print(result if isinstance(result, str) else json.dumps(result))"
             )
             reply = AIMessage(f"```python\n{code}\n```")
-        return ChatResult(generations=[ChatGeneration(message=reply)])
-
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: Any = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return self._generate(messages, stop, None, **kwargs)
+        return reply

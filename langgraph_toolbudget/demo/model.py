@@ -297,7 +297,34 @@ def demo_reply(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]])
     return call(ADD_TOOL, {"tool_names": [best[0]]})
 
 
-class DemoChatModel(BaseChatModel):
+class RuleChatModel(BaseChatModel):
+    """Base of the demo's rule-based chat models: :meth:`reply` answers the messages (sync and
+    async alike, nothing to wait for)."""
+
+    def reply(self, messages: list[BaseMessage], **kwargs: Any) -> AIMessage:
+        """The model's answer to ``messages`` (``kwargs``: what ``bind`` attached)."""
+        raise NotImplementedError
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=self.reply(messages, **kwargs))])
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return self._generate(messages, stop, None, **kwargs)
+
+
+class DemoChatModel(RuleChatModel):
     """A deterministic, rule-based chat model that drives the meta-tools (see :func:`demo_reply`).
 
     Stateless: the bound tools travel with each call (``bind_tools`` binds them as
@@ -321,21 +348,5 @@ class DemoChatModel(BaseChatModel):
         """Bind the tools' OpenAI schemas; each call reads them back."""
         return self.bind(tools=[_openai_schema(t) for t in tools], **kwargs)
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        reply = demo_reply(messages, kwargs.get("tools") or [])
-        return ChatResult(generations=[ChatGeneration(message=reply)])
-
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: Any = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return self._generate(messages, stop, None, **kwargs)
+    def reply(self, messages: list[BaseMessage], **kwargs: Any) -> AIMessage:
+        return demo_reply(messages, kwargs.get("tools") or [])

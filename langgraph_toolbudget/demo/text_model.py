@@ -19,12 +19,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 
-from langgraph_toolbudget.demo.model import demo_reply
+from langgraph_toolbudget.demo.model import RuleChatModel, demo_reply
 from langgraph_toolbudget.formats import get_format
 
 __all__ = ["HermesDemoChatModel", "read_hermes_prompt"]
@@ -86,7 +83,7 @@ def read_hermes_prompt(
     return out, tools
 
 
-class HermesDemoChatModel(BaseChatModel):
+class HermesDemoChatModel(RuleChatModel):
     """The demo model as a text-only model that writes Hermes tool calls.
 
     It has no ``bind_tools``, so the agent picks a text format for it (Hermes,
@@ -106,24 +103,9 @@ class HermesDemoChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "toolbudget-hermes-demo"
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def reply(self, messages: list[BaseMessage], **kwargs: Any) -> AIMessage:
         history, tools = read_hermes_prompt(messages)
         reply = demo_reply(history, tools)
         if reply.tool_calls:
             reply = AIMessage(get_format("hermes").render_calls(reply.tool_calls))
-        return ChatResult(generations=[ChatGeneration(message=reply)])
-
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: Any = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return self._generate(messages, stop, None, **kwargs)
+        return reply
