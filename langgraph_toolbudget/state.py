@@ -15,10 +15,12 @@ Key Components:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Annotated, Any, get_type_hints
 
+from langchain_core.messages import BaseMessage
 from langgraph.graph import MessagesState
+from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
 from langgraph_toolbudget.core.context import CONTEXT_FIELDS, merge_context
@@ -33,6 +35,7 @@ __all__ = [
     "merge_counts",
     "merge_names",
     "state_delta",
+    "state_update",
     "state_get",
     "state_messages",
 ]
@@ -177,34 +180,68 @@ def apply_update(state: Mapping[str, Any], update: Mapping[str, Any]) -> dict[st
     return merged
 
 
+def state_update(
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
+    reducers: Mapping[str, Callable[..., Any] | None],
+    keys: Iterable[str] | None = None,
+) -> dict[str, Any]:
+    """The update that turns state ``before`` into ``after`` through the fields' reducers.
+
+    Args:
+        before: the state before.
+        after: the state after (the keys it lacks are not touched).
+        reducers: field -> its reducer (``None`` or missing: a field without one).
+        keys: the fields to consider (default: every field of ``after``).
+
+    Per reducer: messages (``add_messages``), those ``before`` lacks by id; tool names
+    (:func:`merge_names`), ``{"remove", "add"}``, or ``{"replace": ...}`` when only that gives
+    ``after``'s order; counters (:func:`merge_counts`) and the tool context
+    (:func:`~langgraph_toolbudget.core.context.merge_context`), the changed entries (``None``
+    removes a context key); a list under another reducer, the items it gained at its end,
+    else its final value; a field without a reducer, its value.
+    """
+    out: dict[str, Any] = {}
+    for key in after if keys is None else keys:
+        if key not in after:
+            continue
+        old, new = before.get(key, _MISSING), after[key]
+        if old is new or old == new:
+            continue
+        delta = _delta(reducers.get(key), None if old is _MISSING else old, new)
+        if delta is not _MISSING:
+            out[key] = delta
+    return out
+
+
 def state_delta(
     before: Mapping[str, Any], after: Mapping[str, Any], keys: Sequence[str]
 ) -> dict[str, Any]:
-    """The update that turns ``before`` into ``after`` for ``keys`` plus the visible set
-    (``selected_tools``, ``tool_last_used``, ``tool_reasons``), through the reducers.
-
-    ``selected_tools`` comes as ``{"remove", "add"}``, or as ``{"replace": ...}`` when
-    only that gives ``after``'s order (a tool removed and added back by later nodes).
-    """
-    out = {k: after[k] for k in keys if k in after and after[k] != before.get(k)}
-    names, old_names = list(after.get("selected_tools") or []), before.get("selected_tools") or []
-    diff = WorkingSet(names).diff(old_names)
-    if merge_names(old_names, diff) != names:
-        out["selected_tools"] = {"replace": names}
-    elif diff["add"] or diff["remove"]:
-        out["selected_tools"] = diff
-    old = before.get("tool_last_used") or {}
-    used = {k: v for k, v in (after.get("tool_last_used") or {}).items() if old.get(k) != v}
-    if used:
-        out["tool_last_used"] = used
-    reasons = _map_delta(before.get("tool_reasons") or {}, after.get("tool_reasons") or {})
-    if reasons:
-        out["tool_reasons"] = reasons
-    return out
+    """:func:`state_update` of ``keys`` plus the visible set (``selected_tools``,
+    ``tool_last_used``, ``tool_reasons``), through the budget fields' reducers."""
+    visible = ("selected_tools", "tool_last_used", "tool_reasons")
+    return state_update(before, after, _REDUCERS, [*keys, *visible])
 
 
-def _map_delta(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``merge_context`` update turning ``before`` into ``after`` (``None`` removes)."""
-    out: dict[str, Any] = {k: v for k, v in after.items() if before.get(k, _MISSING) != v}
-    out.update((k, None) for k in before if k not in after)
-    return out
+def _delta(reducer: Callable[..., Any] | None, old: Any, new: Any) -> Any:
+    if reducer is None:
+        return new
+    if reducer is add_messages:
+        seen = {m.id for m in old or [] if isinstance(m, BaseMessage)}
+        fresh = [m for m in new if not (isinstance(m, BaseMessage) and m.id in seen)]
+        return fresh or _MISSING
+    if reducer is merge_names:
+        names, old_names = list(new or []), list(old or [])
+        diff = WorkingSet(names).diff(old_names)
+        if merge_names(old_names, diff) != names:
+            return {"replace": names}
+        return diff if diff["add"] or diff["remove"] else _MISSING
+    if reducer in (merge_counts, merge_context):
+        old = old or {}
+        changed = {k: v for k, v in new.items() if old.get(k, _MISSING) != v}
+        if reducer is merge_context:
+            changed.update((k, None) for k in old if k not in new)
+        return changed or _MISSING
+    if isinstance(old, list) and isinstance(new, list) and new[: len(old)] == old:
+        return new[len(old) :] or _MISSING
+    return new

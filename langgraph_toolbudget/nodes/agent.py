@@ -28,12 +28,11 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.channels.binop import BinaryOperatorAggregate
 from langgraph.graph import END, START, StateGraph
-from langgraph.graph.message import add_messages
 from typing_extensions import Unpack
 
 from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.core.context import SessionContext, merge_context
+from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.selection import free_tools
 from langgraph_toolbudget.core.working_set import state_messages
 from langgraph_toolbudget.execution.builtins import Builtins
@@ -41,7 +40,7 @@ from langgraph_toolbudget.execution.hooks import AsyncToolCallWrapper, ToolCallW
 from langgraph_toolbudget.nodes._node import BudgetNode, route_tools
 from langgraph_toolbudget.nodes.executor import ToolExecutor
 from langgraph_toolbudget.nodes.prompt import ModelCaller, SystemPrompt, ai_calls_this_turn
-from langgraph_toolbudget.state import ToolBudgetState, merge_counts, merge_names
+from langgraph_toolbudget.state import ToolBudgetState, state_update
 
 __all__ = ["ITERATION_LIMIT_MESSAGE", "CallModel", "ToolAgent"]
 
@@ -195,6 +194,7 @@ class ToolAgent(BudgetNode):
         loop.add_edge("tools", "agent")
         self.graph = loop.compile(name=name)
         """The loop, compiled without a checkpointer: it runs under your graph's."""
+        self._reducers = _reducers(self.graph.channels)
 
     @property
     def max_iterations(self) -> int:
@@ -208,58 +208,16 @@ class ToolAgent(BudgetNode):
 
     def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         final = self.graph.invoke(state, self._config(config))
-        return state_update(state, final, self.graph.channels)
+        return state_update(state if isinstance(state, Mapping) else {}, final, self._reducers)
 
     async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         final = await self.graph.ainvoke(state, self._config(config))
-        return state_update(state, final, self.graph.channels)
+        return state_update(state if isinstance(state, Mapping) else {}, final, self._reducers)
 
 
-_MISSING = object()
-
-
-def state_update(
-    before: Any, after: Mapping[str, Any], channels: Mapping[str, Any]
-) -> dict[str, Any]:
-    """The update that turns state ``before`` into ``after`` through the state's reducers.
-
-    ``channels``: the compiled graph's channels (a reducer is a ``BinaryOperatorAggregate``'s
-    operator). Messages: those ``before`` lacks (by id). Tool names: ``{"remove", "add"}``.
-    Counters and the tool context: the changed entries (``None`` removes a context key). A
-    list under another reducer: the items it gained at its end, else its final value.
-    """
-    before = before if isinstance(before, Mapping) else {}
-    out: dict[str, Any] = {}
-    for key, value in after.items():
-        old = before.get(key, _MISSING)
-        if old is value or old == value:
-            continue
-        channel = channels.get(key)
-        reducer = channel.operator if isinstance(channel, BinaryOperatorAggregate) else None
-        delta = _delta(reducer, None if old is _MISSING else old, value)
-        if delta is not _MISSING:
-            out[key] = delta
-    return out
-
-
-def _delta(reducer: Callable[..., Any] | None, old: Any, new: Any) -> Any:
-    if reducer is None:
-        return new
-    if reducer is add_messages:
-        seen = {m.id for m in old or [] if isinstance(m, BaseMessage)}
-        fresh = [m for m in new if not (isinstance(m, BaseMessage) and m.id in seen)]
-        return fresh or _MISSING
-    if reducer is merge_names:
-        kept = set(new)
-        added = [n for n in new if n not in set(old or [])]
-        removed = [n for n in old or [] if n not in kept]
-        return {"remove": removed, "add": added} if added or removed else _MISSING
-    if reducer in (merge_counts, merge_context):
-        old = old or {}
-        changed = {k: v for k, v in new.items() if old.get(k, _MISSING) != v}
-        if reducer is merge_context:
-            changed.update((k, None) for k in old if k not in new)
-        return changed or _MISSING
-    if isinstance(old, list) and isinstance(new, list) and new[: len(old)] == old:
-        return new[len(old) :] or _MISSING
-    return new
+def _reducers(channels: Mapping[str, Any]) -> dict[str, Callable[..., Any] | None]:
+    """A compiled graph's fields -> their reducers (a ``BinaryOperatorAggregate``'s operator)."""
+    return {
+        key: channel.operator if isinstance(channel, BinaryOperatorAggregate) else None
+        for key, channel in channels.items()
+    }
