@@ -10,7 +10,9 @@ it: plain words, no tool names, often several steps over several servers) and a
   category described by its own text; tool names as ``load_mcp_catalog`` gives them (a name
   two servers list gets its server's prefix);
 - a query is a task's ``fuzzy_description``; its gold servers are the task's servers, its
-  gold tools those of its servers that its ``task_description`` names;
+  gold tools those of its servers that its ``task_description`` names (for a server of
+  which it names none, describing the steps in words, those its ``dependency_analysis``
+  names: the tool chain MCP-Bench wrote for the same task);
 - the tasks are split by server combination into **dev** (tune here) and **test** (report
   here, never tune), about half each: ``mcp_bench_split.json``, fixed in the repository.
 
@@ -185,14 +187,14 @@ def load_tasks(source: Path, servers: Sequence[Server]) -> tuple[list[Task], lis
             if len(members) != size or any(m not in by_name for m in members):
                 raise SystemExit(f"{rel}: server combination {combination!r} is not in the catalog")
             for row in group["tasks"]:
-                gold = [
-                    names[(m, t)]
-                    for m in members
-                    for t in named_tools(
-                        row["task_description"], m, [x["name"] for x in by_name[m].tools]
-                    )
-                    if (m, t) in names
-                ]
+                gold = []
+                for m in members:
+                    tools = [x["name"] for x in by_name[m].tools]
+                    for field in ("task_description", "dependency_analysis"):
+                        found = named_tools(str(row.get(field) or ""), m, tools)
+                        if found:
+                            gold += [names[(m, t)] for t in found if (m, t) in names]
+                            break
                 if not gold:
                     unnamed.append(row["task_id"])
                     continue
