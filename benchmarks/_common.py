@@ -8,6 +8,7 @@ from elsewhere.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -21,6 +22,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
@@ -104,15 +106,21 @@ class Dataset:
         return ToolCatalog.from_tools(self.tools, categories=self.categories or None)
 
 
-def load_dataset(folder: Path, name: str) -> Dataset:
+def load_dataset(folder: Path, name: str, *, output_fields: bool = True) -> Dataset:
     """Read ``catalog.jsonl`` / ``queries.jsonl`` of one bench folder.
 
     A tool's ``category`` (when not null) becomes its catalog category; its ``responses``
-    (Seal-Tools declares each tool's output fields) its output schema.
+    (Seal-Tools declares each tool's output fields) its output schema, unless
+    ``output_fields`` is False (the tools as a catalog without output schemas sees them).
     """
     rows = read_jsonl(folder / "catalog.jsonl")
     tools = [
-        make_tool(r["name"], r.get("description") or "", r.get("parameters"), r.get("responses"))
+        make_tool(
+            r["name"],
+            r.get("description") or "",
+            r.get("parameters"),
+            r.get("responses") if output_fields else None,
+        )
         for r in rows
     ]
     categories: dict[str, list[str]] = {}
@@ -239,6 +247,99 @@ class Pipeline:
             update = node.invoke(state).get("selected_tools")
             state["selected_tools"] = merge_names(state.get("selected_tools"), update)
         return state
+
+
+# --- dev / test splits ---------------------------------------------------------------------------
+
+SPLIT_SALT = "toolbudget dev/test"
+"""Salt of the hash that splits a data set without its own dev/test field (MetaTool)."""
+
+
+def split_of(query: dict[str, Any]) -> str:
+    """``"dev"`` or ``"test"``: where a query belongs when constants are tuned and reported.
+
+    A data set's own split when it has one (Seal-Tools: ``dev``; ``test_in_domain`` and
+    ``test_out_domain`` are test). Otherwise (MetaTool, the synthetic world) a fixed
+    50/50 split by a salted sha1 of the query *text*: the same text is never on both
+    sides (MetaTool repeats some texts with different gold tools), and the split does
+    not depend on the order, the sample or the seed.
+    """
+    own = query.get("split")
+    if own == "dev":
+        return "dev"
+    if isinstance(own, str) and own.startswith("test"):
+        return "test"
+    digest = hashlib.sha1(f"{SPLIT_SALT}:{query['query']}".encode()).digest()
+    return "dev" if digest[0] < 128 else "test"
+
+
+def split_groups(queries: Sequence[dict[str, Any]]) -> dict[str, list[int]]:
+    """Positions of the queries in each split: ``dev``, ``test`` and, when the data set
+    has several test splits (Seal-Tools' in-domain and out-of-domain), each of them."""
+    groups: dict[str, list[int]] = {"dev": [], "test": []}
+    parts: dict[str, list[int]] = {}
+    for i, q in enumerate(queries):
+        side = split_of(q)
+        groups[side].append(i)
+        own = q.get("split")
+        if isinstance(own, str) and own.startswith("test") and own != "test":
+            parts.setdefault(own, []).append(i)
+    if len(parts) > 1:
+        groups.update(sorted(parts.items()))
+    return groups
+
+
+def paired_diff_ci(
+    a: Sequence[float], b: Sequence[float], *, resamples: int = 2000, seed: int = SEED
+) -> dict[str, float]:
+    """``mean(b) - mean(a)`` over paired per-query values, with its 95% interval.
+
+    A paired bootstrap: the queries are resampled (with replacement) and the mean
+    difference recomputed, so the interval is the sampling noise of the query set
+    (the lexical pipeline itself is deterministic). ``units`` is the difference in
+    queries (``n`` times the mean: recall units of whole queries).
+    """
+    if len(a) != len(b) or not len(a):
+        raise ValueError(f"paired samples needed, got {len(a)} and {len(b)}")
+    diff = np.asarray(b, dtype=np.float64) - np.asarray(a, dtype=np.float64)
+    n = diff.size
+    picks = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    means = diff[picks].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return {
+        "diff": float(diff.mean()),
+        "lo": float(lo),
+        "hi": float(hi),
+        "units": float(diff.sum()),
+        "units_lo": float(lo * n),
+        "units_hi": float(hi * n),
+        "queries": n,
+    }
+
+
+def add_splits(row: dict[str, Any], groups: dict[str, list[int]]) -> list[float]:
+    """Replace a row's per-query values by its figures per split; return its recalls."""
+    recalls, sizes = row.pop("_recalls"), row.pop("_sizes")
+    row["splits"] = {
+        name: {
+            "queries": len(idx),
+            "recall": statistics.fmean(recalls[i] for i in idx) if idx else float("nan"),
+            "visible": statistics.fmean(sizes[i] for i in idx) if idx else float("nan"),
+        }
+        for name, idx in groups.items()
+    }
+    return recalls
+
+
+def paired_by_split(
+    a: list[float], b: list[float], groups: dict[str, list[int]]
+) -> dict[str, dict[str, float]]:
+    """``recall(b) - recall(a)`` per split, with its paired-bootstrap 95% interval."""
+    return {
+        name: paired_diff_ci([a[i] for i in idx], [b[i] for i in idx])
+        for name, idx in groups.items()
+        if idx
+    }
 
 
 # --- numbers -------------------------------------------------------------------------------------

@@ -8,6 +8,13 @@ product pipeline with and without ``usage=`` (lexical, and with MiniLM embedding
 when that model is installed). An empty ``ToolUsage`` must give exactly the
 figures of the pipeline without usage (checked, not assumed).
 
+The test half is reported per dev/test split too (``_common.split_of``: Seal-Tools'
+own, MetaTool's by hash), with the paired-bootstrap interval of what the history
+adds (``usage_gain``): a rule of the usage ranking is tuned on the test half's dev
+queries and reported on its test queries. The history is recorded from the
+history half of both splits, as a deployment records whatever it sees; only the
+queries a figure is read on are split.
+
 Cost: a synthetic catalog of 10,000 tools with 100,000 recorded queries: the
 latency of ``ToolUsage.record`` (p50), and the pipeline's p50 with and without
 usage on the same queries.
@@ -25,8 +32,11 @@ from _common import (
     SEED,
     Dataset,
     Pipeline,
+    add_splits,
     latency_summary_ms,
+    paired_by_split,
     recall,
+    split_groups,
     synthetic_world,
 )
 
@@ -80,6 +90,8 @@ def _run(catalog: ToolCatalog, queries: list[dict], config: dict) -> dict[str, A
         "max_visible": max(sizes, default=0),
         **latency_summary_ms(times),
         "_selections": selections,
+        "_recalls": recalls,
+        "_sizes": sizes,
     }
 
 
@@ -97,6 +109,8 @@ def evaluate_usage(ds: Dataset, embeddings: Any = None) -> dict[str, Any]:
     if embeddings is not None:
         variants.append(("hybrid MiniLM", {"embeddings": embeddings}))
     identical = None
+    groups = split_groups(test)
+    usage_gain = {}
     for label, extra in variants:
         plain = _run(catalog, test, _with(MEDIUM, **extra))
         empty = _run(catalog, test, _with(MEDIUM, usage=ToolUsage(), **extra))
@@ -104,6 +118,10 @@ def evaluate_usage(ds: Dataset, embeddings: Any = None) -> dict[str, Any]:
         same = plain.pop("_selections") == empty.pop("_selections")
         learned.pop("_selections")
         identical = same if identical is None else identical and same
+        add_splits(empty, groups)
+        usage_gain[label] = paired_by_split(
+            add_splits(plain, groups), add_splits(learned, groups), groups
+        )
         rows[f"{label}, medium model (5 + search 5), no usage"] = plain
         rows[f"{label}, medium model, empty ToolUsage"] = empty
         rows[f"{label}, medium model, with usage"] = learned
@@ -116,6 +134,7 @@ def evaluate_usage(ds: Dataset, embeddings: Any = None) -> dict[str, Any]:
         "empty_history_identical": identical,
         "target_recall_with_usage": USAGE_TARGETS.get(ds.name),
         "results": rows,
+        "usage_gain": usage_gain,
     }
 
 

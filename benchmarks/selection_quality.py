@@ -10,6 +10,15 @@ state merged as the graph's reducer does) and we report:
 - visible: the mean size of ``selected_tools``;
 - latency per query (mean, p50, p95) of the three nodes together.
 
+Every recall and visible figure is also given per split (``splits`` in the JSON,
+one table per split): constants are tuned on ``dev`` and reported on ``test``.
+Seal-Tools has its own: ``dev`` (700 queries) and ``test`` = ``test_in_domain``
+(700) + ``test_out_domain`` (654), each of the two reported too. MetaTool has none:
+a fixed 50/50 split by a salted sha1 of the query text (``_common.split_of``), so
+the same text is never on both sides. Seal-Tools declares each tool's output
+fields: its pipeline rows are given with them (the bench tools' output schema) and
+without, with the paired-bootstrap interval of the difference (``output_fields``).
+
 The baseline in the same run is plain BM25 top-5 / top-10 of the package's own
 index (``catalog.index.rank``). Without the data folder a synthetic catalog with
 generated queries is used instead, and the output says so.
@@ -55,11 +64,14 @@ from _common import (  # noqa: E402
     SEED,
     Dataset,
     Pipeline,
+    add_splits,
     bench_dir,
     latency_summary_ms,
     load_dataset,
+    paired_by_split,
     print_table,
     recall,
+    split_groups,
     subsample,
     synthetic_world,
     write_results,
@@ -121,6 +133,8 @@ def topk_baseline(
         "recall": statistics.fmean(recalls),
         "visible": statistics.fmean(sizes),
         **latency_summary_ms(times),
+        "_recalls": recalls,
+        "_sizes": sizes,
     }
 
 
@@ -150,6 +164,8 @@ def run_pipeline(
         "mean_categories": statistics.fmean(n_categories),
         **latency_summary_ms(times),
         "config": {k: v for k, v in config.items()},
+        "_recalls": recalls,
+        "_sizes": sizes,
     }
 
 
@@ -221,9 +237,17 @@ def evaluate_semantic(
     }
 
 
+NO_OUTPUT_FIELDS = ", without output fields"
+
+
 def evaluate(
-    ds: Dataset, limit: int | None, model: _minilm.MiniLMEmbeddings | None = None
+    ds: Dataset,
+    limit: int | None,
+    model: _minilm.MiniLMEmbeddings | None = None,
+    bare: Dataset | None = None,
 ) -> dict[str, Any]:
+    """Every row on ``ds``; with ``bare`` (the same tools without their declared output
+    fields) the pipeline rows again on it, and the difference per split."""
     start = time.perf_counter()
     catalog = ds.catalog()
     _ = catalog.index
@@ -234,7 +258,18 @@ def evaluate(
         rows[f"BM25 top-{k} (baseline)"] = bm25_baseline(catalog, queries, k)
     for label, config in PIPELINES.items():
         rows[label] = run_pipeline(catalog, queries, config)
+    if bare is not None:
+        bare_catalog = bare.catalog()
+        for label, config in PIPELINES.items():
+            rows[label + NO_OUTPUT_FIELDS] = run_pipeline(bare_catalog, queries, config)
     semantic = evaluate_semantic(catalog, queries, model, rows) if model is not None else None
+    groups = split_groups(queries)
+    recalls = {label: add_splits(row, groups) for label, row in rows.items()}
+    output_fields = {
+        label: paired_by_split(recalls[label + NO_OUTPUT_FIELDS], recalls[label], groups)
+        for label in PIPELINES
+        if label + NO_OUTPUT_FIELDS in recalls
+    }
     return {
         "source": ds.source,
         "synthetic": ds.synthetic,
@@ -245,6 +280,7 @@ def evaluate(
         "catalog_build_s": build_s,
         "target": TARGETS.get(ds.name),
         "results": rows,
+        "output_fields": output_fields or None,
         "semantic": semantic,
     }
 
@@ -263,6 +299,8 @@ def example_eval() -> dict[str, Any]:
     queries = [{"query": r["query"], "gold": r["tools"]} for r in rows if not r.get("lang")]
     catalog = build_example_catalog()
     results = {label: run_pipeline(catalog, queries, cfg) for label, cfg in PIPELINES.items()}
+    for row in results.values():  # 66 hand-written requests: one set, no dev/test split
+        del row["_recalls"], row["_sizes"]
     return {"queries": len(queries), "target": EXAMPLE_TARGET, "results": results}
 
 
@@ -313,7 +351,10 @@ def main(argv: list[str] | None = None) -> int:
     out["notes"] = notes
     out["datasets"] = {}
     for ds in datasets:
-        res = evaluate(ds, args.limit, model)
+        bare = None
+        if not ds.synthetic and any(t.metadata for t in ds.tools):  # declared output fields
+            bare = load_dataset(Path(ds.source), ds.name, output_fields=False)
+        res = evaluate(ds, args.limit, model, bare)
         out["datasets"][ds.name] = res
         target = res["target"]
         head = f"\n== {ds.name}{' (SYNTHETIC)' if ds.synthetic else ''}: {res['tools']} tools, "
@@ -333,6 +374,7 @@ def main(argv: list[str] | None = None) -> int:
                 [label, r["recall"], r["visible"], r["mean_ms"], r["p50_ms"], r["p95_ms"], status]
             )
         print_table(["method", "recall", "visible", "mean ms", "p50 ms", "p95 ms", ""], table)
+        print_splits(res)
         sem = res["semantic"]
         if sem:
             single = sem["embed_query_single_text"]
@@ -364,6 +406,53 @@ def main(argv: list[str] | None = None) -> int:
         path = write_results("selection_quality", out)
         print(f"\nwrote {path}")
     return 0
+
+
+def print_splits(res: dict[str, Any]) -> None:
+    """One table per split (recall, visible); then what the declared output fields add."""
+    target = res["target"]
+    splits = next(iter(res["results"].values()))["splits"]
+    for split, first in splits.items():
+        print(f"\n{split} split: {first['queries']} queries")
+        table = []
+        for label, r in res["results"].items():
+            row = r["splits"][split]
+            status = ""
+            if target and "pipeline" in label:
+                ok = row["recall"] >= target["recall"] and row["visible"] <= target["visible"]
+                status = "meets target" if ok else "misses target"
+            table.append([label, row["recall"], row["visible"], status])
+        print_table(["method", "recall", "visible", ""], table)
+    if res["output_fields"]:
+        print("\ndeclared output fields, with minus without (paired bootstrap 95% interval):")
+        table = [
+            [
+                label,
+                split,
+                f"{c['diff']:+.4f}",
+                f"[{c['lo']:+.4f}, {c['hi']:+.4f}]",
+                f"{c['units']:+.1f} of {c['queries']}",
+            ]
+            for label, per_split in res["output_fields"].items()
+            for split, c in per_split.items()
+        ]
+        print_table(["pipeline", "split", "recall diff", "95% interval", "queries"], table)
+
+
+def print_usage_splits(res: dict[str, Any]) -> None:
+    """The test half per dev/test split: recall and visible, and what the history adds."""
+    splits = next(iter(res["results"].values()))["splits"]
+    for split, first in splits.items():
+        print(f"\ntest half, {split} split: {first['queries']} queries")
+        table = []
+        for label, r in res["results"].items():
+            row = r["splits"][split]
+            gain = ""
+            if "with usage" in label:
+                c = res["usage_gain"][label.split(",")[0]][split]
+                gain = f"{c['diff']:+.4f} [{c['lo']:+.4f}, {c['hi']:+.4f}]"
+            table.append([label, row["recall"], row["visible"], gain])
+        print_table(["method", "recall", "visible", "usage gain (95% interval)"], table)
 
 
 def prefill_usage_texts(emb: _minilm.CachedEmbeddings, ds: Dataset) -> dict[str, Any]:
@@ -418,6 +507,7 @@ def run_usage(datasets: list[Dataset], model: Any, notes: list[str], no_write: b
                 status = f"target {target}: " + ("met" if ok else "MISSED")
             table.append([label, r["recall"], r["visible"], r["p50_ms"], r["p95_ms"], status])
         print_table(["method", "recall", "visible", "p50 ms", "p95 ms", ""], table)
+        print_usage_splits(res)
     cost = _usage.usage_cost()
     out["cost"] = cost
     print(

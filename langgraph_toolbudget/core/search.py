@@ -84,15 +84,6 @@ under this bound they are refused at once, and ordinary patterns fit easily."""
 FULL_QUERY_WEIGHT = 0.5
 """Weight of the whole query's normalised score beside the best clause's."""
 
-CLAUSE_TOP_TOOLS = 2
-CLAUSE_TOP_BONUS = 0.25
-"""A multi-task request: the :data:`CLAUSE_TOP_TOOLS` best tools of each clause get this much
-more (in the same units as a clause's relative score, 1 for its best tool), so each task keeps
-its own best candidates ahead of tools that match a little of several tasks. Measured
-(``benchmarks/selection_quality.py --usage``, Seal-Tools test half, medium preset): 42.9 ->
-40.6 gold tools lost of 1,526 queries without usage, 42.1 -> 37.8 with; bonus 0.15-0.35 alike,
-the best 1 or 3 tools per clause 40.0 / 42.0; MetaTool with usage 0.9364 -> 0.9369."""
-
 ARG_TEXT_WEIGHT = 0.5
 """The weight of each distinct term of a tool's argument descriptions (and declared output
 fields) in its BM25 document, counted once however often the term is repeated: a description
@@ -274,12 +265,11 @@ class ToolIndex:
         lastly Z") is also ranked clause by clause (:func:`clauses`): a tool
         scores its best clause's BM25 score relative to that clause's best
         tool, plus :data:`FULL_QUERY_WEIGHT` times its relative score for the
-        whole query, scaled back to the whole query's BM25 range; each clause's
-        :data:`CLAUSE_TOP_TOOLS` best tools get :data:`CLAUSE_TOP_BONUS` more.
-        So every task of the request gets its own top tools instead of the
-        longest clause (or tools matching a little of every clause) taking all
-        the top places. The last query's scores are cached, since the three
-        nodes of a turn score the same message.
+        whole query, scaled back to the whole query's BM25 range. So every task
+        of the request gets its own top tools instead of the longest clause (or
+        tools matching a little of every clause) taking all the top places. The
+        last query's scores are cached, since the three nodes of a turn score the
+        same message.
         """
         last = self._last
         if last is not None and last[0] == query:
@@ -297,16 +287,13 @@ class ToolIndex:
         if len(parts) < 2 or top <= 0:
             return full
         best = np.zeros_like(full)
-        leaders = np.zeros(full.size, dtype=bool)  # each clause's best tools
         for part in parts:
             part_scores = self.bm25_scores(part)
             part_top = float(part_scores.max())
             if part_top > 0:
                 np.maximum(best, part_scores / part_top, out=best)
-                leaders[_leaders(part_scores, CLAUSE_TOP_TOOLS)] = True
         best += full * (FULL_QUERY_WEIGHT / top)
-        best[leaders] += CLAUSE_TOP_BONUS
-        best *= top / (1.0 + FULL_QUERY_WEIGHT + CLAUSE_TOP_BONUS)
+        best *= top / (1.0 + FULL_QUERY_WEIGHT)
         return best
 
     def term_docs(self, query: str) -> dict[str, np.ndarray]:
@@ -442,11 +429,6 @@ def _document(
         for term in set(tokenize(" ".join(doc[3]))):
             terms[term] += ARG_TEXT_WEIGHT  # type: ignore[assignment]
     return terms
-
-
-def _leaders(scores: np.ndarray, n: int) -> np.ndarray:
-    """Positions of the ``n`` best scores above 0, catalog order breaking ties."""
-    return np.fromiter((pos for pos, _ in rank_scores(scores, limit=n)), dtype=np.int64)
 
 
 def _expand_term(

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from langgraph_toolbudget.core.limits import MAX_NAME_CHARS
-from langgraph_toolbudget.core.terms import clauses, tokenize
+from langgraph_toolbudget.core.terms import tokenize
 
 if TYPE_CHECKING:
     from langgraph_toolbudget.core.catalog import ToolCatalog
@@ -182,28 +182,9 @@ def is_tool_name(name: str) -> bool:
 
 
 def record_terms(record: UsageRecord) -> set[str]:
-    """The search terms a recorded message adds to its tool's usage document.
-
-    A message asking for several things is recorded for each tool that served
-    it, but each tool served one part of it. Of a message with several clauses
-    (:func:`~langgraph_toolbudget.core.terms.clauses`), a tool gets the clauses
-    sharing the most terms with its name (``book_hotel``: "book a hotel near the
-    station", not "find flights to Rome"); the whole message when no clause
-    shares a term with the name, or when the message asks for one thing.
-    Measured (``benchmarks/selection_quality.py --usage``, medium preset): Seal-Tools
-    (76% of its requests need several tools) 37.8 -> 35.3 gold tools lost of 1,526
-    test requests; MetaTool recall with usage 0.9369 -> 0.9380.
-    """
-    parts = clauses(record.query)
-    if len(parts) < 2:
-        return set(tokenize(record.query))
-    name = set(tokenize(record.tool))
-    part_terms = [set(tokenize(part)) for part in parts]
-    shared = [len(name & terms) for terms in part_terms]
-    best = max(shared)
-    if best == 0:
-        return set(tokenize(record.query))
-    return set().union(*(terms for terms, n in zip(part_terms, shared, strict=True) if n == best))
+    """The search terms a recorded message adds to its tool's usage document: all of its
+    terms, also when the message asked for several things and several tools served it."""
+    return set(tokenize(record.query))
 
 
 DEFAULT_MAX_QUERIES_PER_TOOL = 200
