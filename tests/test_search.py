@@ -15,11 +15,14 @@ from pydantic import BaseModel
 from langgraph_toolbudget import ToolCatalog
 from langgraph_toolbudget.core.fuzzy import WORD_SCORES_CACHE_SIZE
 from langgraph_toolbudget.core.search import (
+    CLAUSE_STRENGTH_POWER,
     EXPAND_CACHE_SIZE,
+    FULL_QUERY_WEIGHT,
     MAX_FUZZY_RESULTS,
     SearchResult,
     ToolIndex,
     clauses,
+    lead_sentence,
     tokenize,
 )
 from langgraph_toolbudget.core.terms import (
@@ -392,11 +395,60 @@ def test_rank_gives_each_task_of_a_multi_task_request_its_best_tool():
     index = ToolIndex(_SPACE_TOOLS)
     best_of_each_task = {index.names[int(index.bm25_scores(c).argmax())] for c in clauses(request)}
     assert best_of_each_task == {"getMartianWeather", "checkEthicalConduct", "getAircraftAltitude"}
-    assert {name for name, _ in index.rank_names(request, limit=3)} == best_of_each_task
+    # Each clause counts by its strength (CLAUSE_STRENGTH_POWER): the aircraft task, the
+    # weakest match, gets its best tool into the top 4 beside getAltitude.
+    assert best_of_each_task <= {name for name, _ in index.rank_names(request, limit=4)}
     # The whole request's BM25 alone puts getAltitude (the weather task's "retrieve the
-    # current ... information" plus "altitude") ahead of the aircraft task's best tool.
+    # current ... information" plus "altitude") and getSpaceMissions ahead of it.
     whole = ToolIndex(_SPACE_TOOLS, split_clauses=False)
-    assert "getAircraftAltitude" not in {name for name, _ in whole.rank_names(request, limit=3)}
+    assert "getAircraftAltitude" not in {name for name, _ in whole.rank_names(request, limit=4)}
+
+
+def test_a_clause_counts_by_how_well_it_matches():
+    tools = [
+        ("get_weather_forecast", "Weather forecast for a city for the coming days.", ["city"]),
+        ("get_weather_alerts", "Weather alerts for a city.", ["city"]),
+        (
+            "book_hotel",
+            "Book a hotel room in a city for given dates, for a business or holiday trip, "
+            "alone or with the family.",
+            ["city", "dates"],
+        ),
+        ("convert_currency", "Convert an amount between currencies.", ["amount"]),
+    ]
+    request = "Get the weather forecast for Lima. It's for a family trip."
+    index = ToolIndex(tools)
+    strong, weak = (float(index.bm25_scores(c).max()) for c in clauses(request))
+    assert 0 < weak < strong
+    full = index.bm25_scores(request)
+    top, hotel = float(full.max()), index.names.index("book_hotel")
+    # the weak clause's best tool: its clause's share of the strongest clause, to the power,
+    # not a full 1 as if the framing of the request were a task of its own
+    share = (weak / strong) ** CLAUSE_STRENGTH_POWER
+    expected = (share + FULL_QUERY_WEIGHT * float(full[hotel]) / top) * top
+    assert index.scores(request)[hotel] == pytest.approx(expected / (1 + FULL_QUERY_WEIGHT))
+    assert share < 1.0
+
+
+def test_a_descriptions_first_sentence_counts_more_than_the_rest():
+    # The same words, in the first sentence of one and after it in the other.
+    tools = [
+        ("a_tool", "Record a thought.\n\nUse it for the weather of a city.", ["x"]),
+        ("b_tool", "Weather of a city.\n\nRecord a thought.", ["x"]),
+    ]
+    assert [name for name, _ in ToolIndex(tools).rank_names("weather")] == ["b_tool", "a_tool"]
+    assert lead_sentence("Weather of a city. Use it first.\nIMPORTANT: ...") == (
+        "Weather of a city.",
+        "Use it first.\nIMPORTANT: ...",
+    )
+    assert lead_sentence("Forecast\n\nfor the coming days") == ("Forecast", "for the coming days")
+
+
+def test_the_framing_of_a_request_is_no_search_term():
+    assert tokenize("Hey, thanks! I really need help with the weather for the next days") == [
+        "weather",
+        "day",
+    ]
 
 
 def test_rank_of_a_one_task_query_is_its_plain_bm25():
@@ -448,10 +500,10 @@ def test_long_messages_are_split_uncached_so_memory_stays_flat():
         tracemalloc.stop()
     assert cache.cache_info().currsize == 0
     assert grown < 1024 * 1024, f"{grown / 2**20:.1f} MiB kept after 250 messages of 20 KB"
-    assert tokenize("Message 7: please look up the weather in Lima " * 600)[:3] == [
+    assert tokenize("Message 7: please show the weather in Lima " * 600)[:3] == [
         "message",
         "7",
-        "look",
+        "show",
     ]
     # Short texts (tool names, words) are still cached, up to SPLIT_CACHE_SIZE of them.
     tokenize("get_weather")

@@ -44,6 +44,7 @@ __all__ = [
     "SearchResult",
     "ToolIndex",
     "clauses",
+    "lead_sentence",
     "tokenize",
 ]
 
@@ -83,6 +84,13 @@ under this bound they are refused at once, and ordinary patterns fit easily."""
 
 FULL_QUERY_WEIGHT = 0.5
 """Weight of the whole query's normalised score beside the best clause's."""
+
+CLAUSE_STRENGTH_POWER = 0.5
+"""A clause of a multi-part request counts by its best tool's BM25 score relative to the best
+clause's, to this power: a clause that matches nothing well ("I'm a bit swamped, so thanks
+in advance") no longer hands its best tool the same place as a clause that names a task.
+0 counted every clause alike; chosen on MCP-Bench's dev split (0.25 / 0.5 / 0.75 / 1, see
+``docs/benchmarks.md``)."""
 
 ARG_TEXT_WEIGHT = 0.5
 """The weight of each distinct term of a tool's argument descriptions (and declared output
@@ -286,12 +294,14 @@ class ToolIndex:
         top = float(full.max()) if full.size else 0.0
         if len(parts) < 2 or top <= 0:
             return full
+        scored = [self.bm25_scores(part) for part in parts]
+        tops = [float(s.max()) for s in scored]
+        strongest = max(tops)
         best = np.zeros_like(full)
-        for part in parts:
-            part_scores = self.bm25_scores(part)
-            part_top = float(part_scores.max())
+        for part_scores, part_top in zip(scored, tops, strict=True):
             if part_top > 0:
-                np.maximum(best, part_scores / part_top, out=best)
+                weight = (part_top / strongest) ** CLAUSE_STRENGTH_POWER
+                np.maximum(best, part_scores * (weight / part_top), out=best)
         best += full * (FULL_QUERY_WEIGHT / top)
         best *= top / (1.0 + FULL_QUERY_WEIGHT)
         return best
@@ -419,16 +429,29 @@ def _document(
     name_weight: int,
 ) -> Counter[str]:
     """A tool's BM25 document: term -> weight. The name's words count ``name_weight`` times,
-    the description's and the argument names' once each, the argument descriptions'
-    :data:`ARG_TEXT_WEIGHT` once per distinct term (ranked, never regex-matched: they often
-    say what a query asks for in other words, "the ID of the post")."""
+    the description's first sentence's and the argument names' once each; the rest of the
+    description and the argument descriptions :data:`ARG_TEXT_WEIGHT` once per distinct term
+    (ranked, never regex-matched: they often say what a query asks for in other words, "the
+    ID of the post"). The first sentence says what the tool does; what follows is usage
+    notes, examples and, in many MCP servers, instructions to the model ("IMPORTANT: use this
+    tool FIRST for ANY research task"), whose words would otherwise match every request."""
+    lead, rest = lead_sentence(doc[1])
     terms: Counter[str] = Counter(tokenize(doc[0]) * name_weight)
-    terms.update(tokenize(doc[1]))
+    terms.update(tokenize(lead))
     terms.update(tokenize(" ".join(doc[2])))
-    if len(doc) > 3:
-        for term in set(tokenize(" ".join(doc[3]))):
-            terms[term] += ARG_TEXT_WEIGHT  # type: ignore[assignment]
+    support = " ".join([rest, *(doc[3] if len(doc) > 3 else ())])
+    for term in set(tokenize(support)):
+        terms[term] += ARG_TEXT_WEIGHT  # type: ignore[assignment]
     return terms
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
+
+
+def lead_sentence(description: str) -> tuple[str, str]:
+    """A description's first sentence (up to a sentence end or a blank line), and the rest."""
+    parts = _SENTENCE_END.split(description.strip(), maxsplit=1)
+    return parts[0], parts[1] if len(parts) > 1 else ""
 
 
 def _expand_term(
