@@ -10,6 +10,7 @@ scripted.
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import time
 import warnings
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
+from mcp_servers import free_port, wait_listening
 
 from langgraph_toolbudget import ToolCatalog, ToolExecutor, create_toolbudget_agent
 from langgraph_toolbudget.config import BudgetConfig
@@ -306,6 +308,31 @@ async def test_an_unreadable_tool_list_fails_fast_with_the_reason_and_the_others
         reason = catalog.load_errors["evil"]
         assert "could not be read" in reason and "recursion limit" in reason
         assert "get_weather" in catalog
+
+
+async def test_an_unreadable_tool_list_over_http_fails_fast_with_the_reason():
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, str(HERE / "nested_http_server.py"), "--port", str(port)],
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_listening(server, port)
+        url = f"http://127.0.0.1:{port}/mcp"
+        start = time.monotonic()
+        catalog, _ = await load(
+            {"evil": {"transport": "streamable_http", "url": url}, "good": hostile("good")},
+            connect_timeout_s=10,
+        )
+        took = time.monotonic() - start
+        async with catalog:
+            assert took < 8, took  # was the whole connect timeout, with only "TimeoutError"
+            reason = catalog.load_errors["evil"]
+            assert "could not be read" in reason and "recursion limit" in reason
+            assert "get_weather" in catalog
+    finally:
+        server.kill()
+        server.wait(timeout=10)
 
 
 # --- C9: large structuredContent ---------------------------------------------------------------

@@ -274,7 +274,7 @@ class MCPRuntime:
         gen = await server.ensure_open()
         try:
             with anyio.fail_after(server.connect_timeout_s):
-                return await _list_all_tools(gen.session)
+                return await gen.answer(_list_all_tools(gen.session))
         except Exception as exc:
             raise MCPServerError(
                 f"MCP server {name!r} failed to list its tools", server=name

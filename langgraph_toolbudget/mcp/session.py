@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 from langchain_mcp_adapters.callbacks import CallbackContext, Callbacks
@@ -27,9 +27,10 @@ from langgraph_toolbudget.mcp.errors import (
     _is_transport_error,
     _where,
 )
-from langgraph_toolbudget.mcp.stdio import open_session
+from langgraph_toolbudget.mcp.stdio import open_session, unreadable_reason
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 PROBE_TIMEOUT_S = 5.0
 """Seconds a server has to answer a ping after one of its calls was abandoned (timed out)."""
@@ -60,9 +61,24 @@ class _Generation:
     owner: asyncio.Task[None]
     closing: asyncio.Event
     dead: asyncio.Event
+    unreadable: asyncio.Future[Exception]
+    """Set to the first exception the transport handed the session instead of an answer."""
     inflight: int = 0
     heartbeat: asyncio.Task[None] | None = None
     probe: asyncio.Task[None] | None = None
+
+    async def answer(self, request: Coroutine[Any, Any, T]) -> T:
+        """``request``'s result, or at once an error if the transport handed the session an
+        exception instead of an answer first (the HTTP transports give it to no request)."""
+        task = asyncio.ensure_future(request)
+        try:
+            waiting: set[asyncio.Future[Any]] = {task, self.unreadable}
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            if task.done():
+                return task.result()
+            raise ConnectionError(unreadable_reason(self.unreadable.result()))
+        finally:
+            task.cancel()
 
 
 class _ServerSession:
@@ -162,8 +178,18 @@ class _ServerSession:
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[tuple[ClientSession, types.InitializeResult]] = loop.create_future()
         ready.add_done_callback(_retrieve)
+        unreadable: asyncio.Future[Exception] = loop.create_future()
+
+        def report(exc: Exception) -> None:
+            if not unreadable.done():
+                unreadable.set_result(exc)
+            if not ready.done():  # initialize's answer: fail the opening at once
+                ready.set_exception(ConnectionError(unreadable_reason(exc)))
+
         closing, dead = asyncio.Event(), asyncio.Event()
-        owner = loop.create_task(self._own(ready, closing, dead), name=f"mcp-session-{self.name}")
+        owner = loop.create_task(
+            self._own(ready, closing, dead, report), name=f"mcp-session-{self.name}"
+        )
         try:
             session, init = await asyncio.wait_for(
                 asyncio.shield(ready), timeout=self.connect_timeout_s
@@ -176,18 +202,19 @@ class _ServerSession:
                     f"no answer to initialize within {self.connect_timeout_s} s"
                 ) from None
             raise
-        return _Generation(session, init, owner, closing, dead)
+        return _Generation(session, init, owner, closing, dead, unreadable)
 
     async def _own(
         self,
         ready: asyncio.Future[tuple[ClientSession, types.InitializeResult]],
         closing: asyncio.Event,
         dead: asyncio.Event,
+        report: Callable[[Exception], None],
     ) -> None:
         """Owner task: enter the session's context, wait until closing, exit it."""
         error: BaseException | None = None
         try:
-            async with open_session(self.connection, self._mcp_callbacks()) as session:
+            async with open_session(self.connection, self._mcp_callbacks(), report) as session:
                 init = await session.initialize()
                 if not ready.done():
                     ready.set_result((session, init))

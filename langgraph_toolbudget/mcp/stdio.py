@@ -34,9 +34,9 @@ import codecs
 import json
 import logging
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import anyio
 import anyio.abc
@@ -126,9 +126,7 @@ def _unreadable(line: bytes | bytearray, exc: Exception) -> SessionMessage | Exc
     request_id = value.get("id")
     if isinstance(request_id, bool) or not isinstance(request_id, int | str):
         return exc
-    error = types.ErrorData(
-        code=types.INTERNAL_ERROR, message=UNREADABLE_ANSWER.format(reason=_reason(exc))
-    )
+    error = types.ErrorData(code=types.INTERNAL_ERROR, message=unreadable_reason(exc))
     answer = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
     return SessionMessage(types.JSONRPCMessage(answer))
 
@@ -235,6 +233,28 @@ def _session_kwargs(connection: Mapping[str, Any], callbacks: _MCPCallbacks) -> 
     return kwargs
 
 
+def _reporting_unreadable(
+    connection: Connection, on_unreadable: Callable[[Exception], None]
+) -> Connection:
+    """The connection, its session's ``message_handler`` also reporting exceptions."""
+    kwargs = dict(connection.get("session_kwargs") or {})
+    theirs = kwargs.get("message_handler")
+
+    async def handler(message: Any) -> None:
+        if isinstance(message, Exception):
+            on_unreadable(message)
+        if theirs is not None:
+            await theirs(message)
+
+    kwargs["message_handler"] = handler
+    return cast(Connection, {**connection, "session_kwargs": kwargs})
+
+
+def unreadable_reason(exc: Exception) -> str:
+    """The error text of an answer that could not be read (:data:`UNREADABLE_ANSWER`)."""
+    return UNREADABLE_ANSWER.format(reason=_reason(exc))
+
+
 def stdio_parameters(connection: Mapping[str, Any]) -> StdioServerParameters:
     """The ``StdioServerParameters`` of a stdio connection dict (``${VAR}`` expanded in ``env``).
 
@@ -263,7 +283,9 @@ def stdio_parameters(connection: Mapping[str, Any]) -> StdioServerParameters:
 
 @asynccontextmanager
 async def open_session(
-    connection: Connection, callbacks: _MCPCallbacks
+    connection: Connection,
+    callbacks: _MCPCallbacks,
+    on_unreadable: Callable[[Exception], None] | None = None,
 ) -> AsyncIterator[ClientSession]:
     """A ``ClientSession`` (not yet initialized) to the server of a connection dict.
 
@@ -273,11 +295,17 @@ async def open_session(
     Args:
         connection: the connection dict (``MultiServerMCPClient`` format).
         callbacks: the MCP callbacks (logging, elicitation) of the session.
+        on_unreadable: called with what the HTTP transports hand the session instead of an
+            answer (an answer the SDK cannot read, a failed request). The SDK gives it to no
+            request, which then waits out its timeout; :func:`stdio_transport` answers the
+            request with the reason itself.
 
     Yields:
         The session, open until the context exits.
     """
     if connection.get("transport") != "stdio":
+        if on_unreadable is not None:
+            connection = _reporting_unreadable(connection, on_unreadable)
         async with create_session(connection, mcp_callbacks=callbacks) as session:
             yield session
         return

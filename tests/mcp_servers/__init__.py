@@ -80,7 +80,8 @@ def _start(script: str, transport: str, port: int, log: Any) -> subprocess.Popen
     )
 
 
-def _wait_listening(proc: subprocess.Popen[bytes], port: int, log_path: str) -> None:
+def wait_listening(proc: subprocess.Popen[bytes], port: int, log_path: str = os.devnull) -> None:
+    """Wait (20 s at most) until ``proc`` listens on ``port``; raise with its log if it exits."""
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -115,7 +116,7 @@ def http_server(
     with tempfile.NamedTemporaryFile("w+b", suffix=".log") as log:
         proc = _start(script, transport, port, log)
         try:
-            _wait_listening(proc, port, log.name)
+            wait_listening(proc, port, log.name)
             url = f"http://127.0.0.1:{port}{path}"
             yield ServerProcess(proc, port, url, {"transport": kind, "url": url})
         finally:
