@@ -664,6 +664,7 @@ def _use_everything(catalog: ToolCatalog) -> HashingEmbeddings:
     query = "create a github issue, then send a slack message about the wether"
     catalog.index.regex_search("zzz sendd mesage")
     search_hits(catalog, query)
+    search_hits(catalog, query, focus=["github"])  # the distinctive terms' category counts
     select_tools(catalog, query, ["github", "slack"])
     select_tools(catalog, query, ["github"], max_schema_tokens=300)  # counts schema tokens
     classify_lexical(catalog, query)

@@ -65,6 +65,7 @@ def test_derived_entry_names_are_declared():
         "category_index",
         "selectable_members",
         "category_scorer",
+        "tool_categories",
         "tool_tokens",
         "usage_promotable",
     } == ENTRY_NAMES

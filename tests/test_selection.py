@@ -6,6 +6,7 @@ import json
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import StructuredTool
 from langgraph.graph import END, START, StateGraph
 
 from langgraph_toolbudget import (
@@ -20,6 +21,11 @@ from langgraph_toolbudget.core.selection import distinctive_terms, search_hits, 
 from langgraph_toolbudget.nodes._node import VISIBLE_SET_EVENT
 from langgraph_toolbudget.state import merge_names
 from langgraph_toolbudget.testing import ScriptedChatModel
+
+
+def _named_tool(name: str, description: str) -> StructuredTool:
+    return StructuredTool.from_function(func=lambda: "ok", name=name, description=description)
+
 
 MODES = ["sync", "async"]
 META_TOOLS = {"search_tools", "add_tool", "show_all_tools", "request_more_tools"}
@@ -187,6 +193,22 @@ def test_search_hits_respects_limit_exclude_and_empty_query(catalog):
     assert "get_weather" not in hits and hits
     assert search_hits(catalog, "", limit=5) == []
     assert search_hits(catalog, "weather", limit=0) == []
+
+
+def test_search_hits_look_past_many_off_topic_candidates():
+    # 200 tools of 40 other categories match "report" better than the 6 on-topic ones,
+    # whose category ("ledger") the query names only by a word the others share.
+    tools, categories = [], {}
+    for i in range(200):
+        tools.append(_named_tool(f"report_{i}", "Report report report on the quarter."))
+        categories.setdefault(f"team{i % 40}", []).append(f"report_{i}")
+    for i in range(6):
+        tools.append(_named_tool(f"ledger_{i}", f"Ledger entry {i}: a report line."))
+        categories.setdefault("ledger", []).append(f"ledger_{i}")
+    catalog = ToolCatalog.from_tools(tools, categories=categories)
+    hits = search_hits(catalog, "report", limit=5, focus=["ledger"])
+    assert hits == [f"ledger_{i}" for i in range(5)]
+    assert search_hits(catalog, "report", limit=5)[0].startswith("report_")
 
 
 def test_search_hits_min_relative_score_drops_weak_hits(catalog):

@@ -42,6 +42,7 @@ ENTRY_NAMES = frozenset(
         "category_index",
         "selectable_members",
         "category_scorer",
+        "tool_categories",
         "tool_tokens",
         "usage_promotable",
     }
@@ -49,7 +50,8 @@ ENTRY_NAMES = frozenset(
 """The named entries a catalog derives: ``index`` (the tool search index),
 ``category_index`` (one document per category), ``selectable_members``
 (category -> index positions the budget may choose) and ``category_scorer``
-(the intent classifier's membership arrays), ``tool_tokens`` (the schema tokens of the
+(the intent classifier's membership arrays), ``tool_categories`` (each tool's categories as
+flat arrays, for the search's distinctive terms), ``tool_tokens`` (the schema tokens of the
 tools counted so far, one int per tool at most) and ``usage_promotable`` (one boolean per
 tool: may usage promote it). One value each."""
 

@@ -185,12 +185,17 @@ def search_hits(
         ok = functools.partial(_on_topic, catalog, frozenset(focus), _evidence(catalog, query), ok)
     out: list[str] = []
     best = None
-    # Enough candidates for ``limit`` hits unless many are skipped; then rank them all.
-    ranked = rank(limit=limit + len(skip) + 16)
-    if len(ranked) == limit + len(skip) + 16:
+    # Enough candidates for ``limit`` hits unless many are skipped or off topic; then a
+    # window four times as long, until it holds ``limit`` hits or every candidate.
+    window = limit + len(skip) + 16
+    while True:
+        ranked = rank(limit=window)
+        if len(ranked) < window:
+            break
         n_ok = sum(1 for pos, _ in ranked if catalog.index.names[pos] not in skip and ok(pos))
-        if n_ok < limit:
-            ranked = rank()
+        if n_ok >= limit:
+            break
+        window *= 4
     for pos, score in ranked:
         name = catalog.index.names[pos]
         if best is None:
@@ -218,13 +223,38 @@ def distinctive_terms(catalog: ToolCatalog, query: str) -> dict[str, np.ndarray]
     something says little about the topic; "issue" or "forecast" says a lot.
     """
     limit = max(DISTINCTIVE_MIN_CATEGORIES, math.ceil(DISTINCTIVE_SHARE * len(catalog.categories)))
-    names = catalog.index.names
-    out = {}
-    for term, docs in catalog.index.term_docs(query).items():
-        categories = {c for pos in docs for c in _categories(catalog, names[pos])}
-        if len(categories) <= limit:
-            out[term] = docs
-    return out
+    spread = catalog.derived.get("tool_categories", lambda: _ToolCategories(catalog))
+    return {
+        term: docs
+        for term, docs in catalog.index.term_docs(query).items()
+        if spread.count(docs) <= limit
+    }
+
+
+class _ToolCategories:
+    """Each tool's categories as flat arrays, so the categories of many tools are counted in
+    a few numpy passes (a common term of a 10,000-tool catalog sits in thousands of tools)."""
+
+    def __init__(self, catalog: ToolCatalog) -> None:
+        ids = {c: i for i, c in enumerate(catalog.categories)}
+        per_tool = [
+            [ids[c] for c in _categories(catalog, name) if c in ids] for name in catalog.index.names
+        ]
+        self.lengths = np.fromiter((len(c) for c in per_tool), dtype=np.int64, count=len(per_tool))
+        self.starts = np.cumsum(self.lengths) - self.lengths
+        self.flat = np.fromiter(
+            (c for cats in per_tool for c in cats), dtype=np.int64, count=int(self.lengths.sum())
+        )
+
+    def count(self, positions: np.ndarray) -> int:
+        """How many distinct categories the tools at ``positions`` sit in."""
+        lengths = self.lengths[positions]
+        total = int(lengths.sum())
+        if total == 0:
+            return 0
+        # a ragged gather: each tool's slice of ``flat``, all in one index array
+        offsets = np.repeat(self.starts[positions] - (np.cumsum(lengths) - lengths), lengths)
+        return int(np.unique(self.flat[offsets + np.arange(total)]).size)
 
 
 def _evidence(catalog: ToolCatalog, query: str) -> frozenset[int]:
