@@ -408,21 +408,31 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def print_splits(res: dict[str, Any]) -> None:
-    """One table per split (recall, visible); then what the declared output fields add."""
-    target = res["target"]
+def print_per_split(
+    res: dict[str, Any], title: str, last: str, cell: Callable[[str, str, dict[str, Any]], str]
+) -> None:
+    """One table per split: each method's recall and visible, and ``cell(label, split, row)``."""
     splits = next(iter(res["results"].values()))["splits"]
     for split, first in splits.items():
-        print(f"\n{split} split: {first['queries']} queries")
+        print(f"\n{title}{split} split: {first['queries']} queries")
         table = []
         for label, r in res["results"].items():
             row = r["splits"][split]
-            status = ""
-            if target and "pipeline" in label:
-                ok = row["recall"] >= target["recall"] and row["visible"] <= target["visible"]
-                status = "meets target" if ok else "misses target"
-            table.append([label, row["recall"], row["visible"], status])
-        print_table(["method", "recall", "visible", ""], table)
+            table.append([label, row["recall"], row["visible"], cell(label, split, row)])
+        print_table(["method", "recall", "visible", last], table)
+
+
+def print_splits(res: dict[str, Any]) -> None:
+    """One table per split (recall, visible); then what the declared output fields add."""
+    target = res["target"]
+
+    def status(label: str, split: str, row: dict[str, Any]) -> str:
+        if not target or "pipeline" not in label:
+            return ""
+        ok = row["recall"] >= target["recall"] and row["visible"] <= target["visible"]
+        return "meets target" if ok else "misses target"
+
+    print_per_split(res, "", "", status)
     if res["output_fields"]:
         print("\ndeclared output fields, with minus without (paired bootstrap 95% interval):")
         table = [
@@ -441,18 +451,14 @@ def print_splits(res: dict[str, Any]) -> None:
 
 def print_usage_splits(res: dict[str, Any]) -> None:
     """The test half per dev/test split: recall and visible, and what the history adds."""
-    splits = next(iter(res["results"].values()))["splits"]
-    for split, first in splits.items():
-        print(f"\ntest half, {split} split: {first['queries']} queries")
-        table = []
-        for label, r in res["results"].items():
-            row = r["splits"][split]
-            gain = ""
-            if "with usage" in label:
-                c = res["usage_gain"][label.split(",")[0]][split]
-                gain = f"{c['diff']:+.4f} [{c['lo']:+.4f}, {c['hi']:+.4f}]"
-            table.append([label, row["recall"], row["visible"], gain])
-        print_table(["method", "recall", "visible", "usage gain (95% interval)"], table)
+
+    def gain(label: str, split: str, row: dict[str, Any]) -> str:
+        if "with usage" not in label:
+            return ""
+        c = res["usage_gain"][label.split(",")[0]][split]
+        return f"{c['diff']:+.4f} [{c['lo']:+.4f}, {c['hi']:+.4f}]"
+
+    print_per_split(res, "test half, ", "usage gain (95% interval)", gain)
 
 
 def prefill_usage_texts(emb: _minilm.CachedEmbeddings, ds: Dataset) -> dict[str, Any]:
