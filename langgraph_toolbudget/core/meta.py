@@ -52,6 +52,7 @@ __all__ = [
     "REQUEST_MORE_TOOLS",
     "SEARCH_TOOLS",
     "SHOW_ALL_TOOLS",
+    "definition_only",
     "meta_tool_definitions",
 ]
 
@@ -115,8 +116,16 @@ class _NoArgs(BaseModel):
     pass
 
 
-def _never_run(**_: Any) -> str:
-    raise RuntimeError("meta-tools are intercepted by the executor and never run as tools")
+def definition_only(name: str, description: str, args_schema: type[BaseModel]) -> BaseTool:
+    """A tool the model is shown but the executor answers itself (meta-tools and every
+    built-in family): running it as a tool is a bug, and raises."""
+
+    def never_run(**_: Any) -> str:
+        raise RuntimeError(f"{name} is intercepted by the executor and never runs as a tool")
+
+    return StructuredTool.from_function(
+        func=never_run, name=name, description=description, args_schema=args_schema
+    )
 
 
 def meta_tool_definitions(categories: Sequence[str]) -> list[BaseTool]:
@@ -152,12 +161,7 @@ def meta_tool_definitions(categories: Sequence[str]) -> list[BaseTool]:
             _NoArgs,
         ),
     ]
-    return [
-        StructuredTool.from_function(
-            func=_never_run, name=name, description=description, args_schema=schema
-        )
-        for name, description, schema in specs
-    ]
+    return [definition_only(name, description, schema) for name, description, schema in specs]
 
 
 @dataclass

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import ToolCall, ToolMessage
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 from pydantic import BaseModel, Field
@@ -50,6 +50,7 @@ from pydantic import BaseModel, Field
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.coercion import tool_json_schema
+from langgraph_toolbudget.core.meta import definition_only
 from langgraph_toolbudget.execution.builtin_family import (
     BuiltinContext,
     BuiltinResult,
@@ -136,10 +137,6 @@ class _CodeArgs(BaseModel):
         description="A Python program. Tools are functions of the same name (keyword "
         "arguments); print what you need, the last expression's value is returned too."
     )
-
-
-def _never_run(**_: Any) -> str:
-    raise RuntimeError("python_execution is answered by the executor and never runs as a tool")
 
 
 def codemode_enabled(config: BudgetConfig) -> bool:
@@ -316,14 +313,7 @@ class CodeMode(BuiltinTools):
             calls=config.codemode_max_tool_calls,
             output=config.codemode_max_output_chars,
         )
-        return [
-            StructuredTool.from_function(
-                func=_never_run,
-                name=PYTHON_EXECUTION,
-                description=description,
-                args_schema=_CodeArgs,
-            )
-        ]
+        return [definition_only(PYTHON_EXECUTION, description, _CodeArgs)]
 
     def handle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
         access = ctx.tools

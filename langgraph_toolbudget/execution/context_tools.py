@@ -26,7 +26,7 @@ import json
 from typing import Any, ClassVar
 
 from langchain_core.messages import ToolCall
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field, create_model
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
@@ -37,6 +37,7 @@ from langgraph_toolbudget.core.context_commands import (
     arguments,
     run_command,
 )
+from langgraph_toolbudget.core.meta import definition_only
 from langgraph_toolbudget.core.working_set import WorkingSet, state_get
 from langgraph_toolbudget.execution.builtin_family import (
     BuiltinContext,
@@ -69,10 +70,6 @@ def _schema(name: str) -> type[BaseModel]:
             fields[arg] = (str | None, Field(default=None, description="The server (optional)."))
     model: type[BaseModel] = create_model(f"_{name}_args", **fields)
     return model
-
-
-def _never_run(**_: Any) -> str:
-    raise RuntimeError("tool-context tools are intercepted by the executor and never run")
 
 
 def _sync_working(
@@ -109,12 +106,7 @@ class ContextTools(BuiltinTools):
 
     def definitions(self) -> list[BaseTool]:
         return [
-            StructuredTool.from_function(
-                func=_never_run,
-                name=name,
-                description=description,
-                args_schema=_schema(name),
-            )
+            definition_only(name, description, _schema(name))
             for name, (description, _) in COMMANDS.items()
         ]
 

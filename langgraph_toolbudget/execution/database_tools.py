@@ -24,10 +24,11 @@ import json
 from typing import Any
 
 from langchain_core.messages import ToolCall
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
 from langgraph_toolbudget.config import BudgetConfig
+from langgraph_toolbudget.core.meta import definition_only
 from langgraph_toolbudget.core.semantic import HybridScorer
 from langgraph_toolbudget.database.toolbox import DatabaseToolbox, SqlError
 from langgraph_toolbudget.execution.builtin_family import (
@@ -64,10 +65,6 @@ class _SqlArgs(BaseModel):
     sql: str = Field(description="One read-only statement: SELECT, WITH ... SELECT or EXPLAIN.")
 
 
-def _never_run(**_: Any) -> str:
-    raise RuntimeError("the database tools are answered by the executor and never run as tools")
-
-
 class DatabaseTools(BuiltinTools):
     """``search_schemas`` and ``execute_sql`` over a :class:`DatabaseToolbox`.
 
@@ -92,20 +89,18 @@ class DatabaseTools(BuiltinTools):
     def definitions(self) -> list[BaseTool]:
         sources = self._sources()
         return [
-            StructuredTool.from_function(
-                func=_never_run,
-                name=SEARCH_SCHEMAS,
-                description=(
+            definition_only(
+                SEARCH_SCHEMAS,
+                (
                     "Find the database tables that hold some data: ranks the tables of every "
                     "database source by relevance to a question and returns the best ones "
                     f"with their columns, types and keys. Sources: {sources}."
                 ),
                 args_schema=_SearchArgs,
             ),
-            StructuredTool.from_function(
-                func=_never_run,
-                name=EXECUTE_SQL,
-                description=(
+            definition_only(
+                EXECUTE_SQL,
+                (
                     "Run one read-only SQL statement (SELECT, WITH ... SELECT or EXPLAIN) on a "
                     f"database source and get the rows as JSON (at most {self.toolbox.max_rows}"
                     ", with the total count). Writes, schema changes, PRAGMA and ATTACH are "

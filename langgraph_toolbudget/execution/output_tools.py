@@ -25,7 +25,7 @@ import json
 from typing import Any
 
 from langchain_core.messages import ToolCall
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
 from langgraph_toolbudget.config import BudgetConfig
@@ -39,6 +39,7 @@ from langgraph_toolbudget.core.large_output import (
     read_range,
     search_output,
 )
+from langgraph_toolbudget.core.meta import definition_only
 from langgraph_toolbudget.execution.builtin_family import (
     BuiltinContext,
     BuiltinResult,
@@ -78,10 +79,6 @@ class _SearchArgs(BaseModel):
 class _QueryArgs(BaseModel):
     handle: str = Field(description="The handle of an offloaded JSON output.")
     jq_expression: str = Field(description="A jq expression, e.g. '.items | length'.")
-
-
-def _never_run(**_: Any) -> str:
-    raise RuntimeError("output tools are answered by the executor and never run as tools")
 
 
 class OutputTools(BuiltinTools):
@@ -137,11 +134,7 @@ class OutputTools(BuiltinTools):
                 _QueryArgs,
             ),
         ]
-        return [
-            StructuredTool.from_function(func=_never_run, name=n, description=d, args_schema=s)
-            for n, d, s in specs
-            if n in self.names
-        ]
+        return [definition_only(n, d, s) for n, d, s in specs if n in self.names]
 
     # --- answers ------------------------------------------------------------------------------
 
