@@ -385,6 +385,24 @@ def ratio_ci(
     return percentile(ratios, 2.5), percentile(ratios, 97.5)
 
 
+def top_k(
+    scores: np.ndarray,
+    names: Sequence[str],
+    k: int,
+    allowed: Any = None,
+    *,
+    positive_only: bool = False,
+) -> list[str]:
+    """The ``k`` best names by score (ties in catalog order), among ``allowed`` if given."""
+    order = np.lexsort((np.arange(scores.size), -scores))
+    picked = [
+        names[i]
+        for i in order
+        if (allowed is None or names[i] in allowed) and (scores[i] > 0 or not positive_only)
+    ]
+    return picked[:k]
+
+
 def recall(selected: Iterable[str], gold: Sequence[str]) -> float:
     """Fraction of the gold tools present in ``selected``."""
     chosen = set(selected)

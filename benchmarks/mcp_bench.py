@@ -73,6 +73,7 @@ from _common import (  # noqa: E402
     make_tool,
     print_table,
     recall,
+    top_k,
     write_results,
 )
 
@@ -284,24 +285,6 @@ def score_row(
         "max_visible": max(sizes),
         **latency_summary_ms(times),
     }
-
-
-def top_k(
-    scores: np.ndarray,
-    names: Sequence[str],
-    k: int,
-    allowed: Any = None,
-    *,
-    positive_only: bool = False,
-) -> list[str]:
-    """The ``k`` best names by score (ties in catalog order), among ``allowed`` if given."""
-    order = np.lexsort((np.arange(scores.size), -scores))
-    picked = [
-        names[i]
-        for i in order
-        if (allowed is None or names[i] in allowed) and (scores[i] > 0 or not positive_only)
-    ]
-    return picked[:k]
 
 
 def methods(

@@ -74,6 +74,7 @@ from _common import (  # noqa: E402
     split_groups,
     subsample,
     synthetic_world,
+    top_k,
     write_results,
 )
 
@@ -124,8 +125,7 @@ def topk_baseline(
     for q in queries:
         start = time.perf_counter()
         scores = score(q["query"])
-        top = np.lexsort((np.arange(scores.size), -scores))[:k]
-        hits = [names[i] for i in top if scores[i] > 0 or not positive_only]
+        hits = top_k(scores, names, k, positive_only=positive_only)
         times.append(time.perf_counter() - start)
         recalls.append(recall(hits, q["gold"]))
         sizes.append(len(hits))
