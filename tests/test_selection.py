@@ -582,3 +582,34 @@ def test_a_distinctive_term_still_brings_a_tool_of_another_category():
     hits = search_hits(catalog, query, limit=5, focus=["email"])
     assert {"create_event", "find_free_slot"} <= set(hits)
     assert not {h for h in hits if "weather" in catalog.get(h).categories}
+
+
+def test_in_a_request_of_several_clauses_another_category_needs_half_the_best_score(
+    monkeypatch,
+):
+    from langgraph_toolbudget.core import selection
+    from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+
+    catalog = build_example_catalog()
+    # "meeting" is distinctive (only the calendar says it), but both clauses are about email:
+    # the calendar's tools score about a fifth of the best email tool's.
+    query = (
+        "Read the unread email in my inbox from Ana, the one about the meeting. "
+        "Then search my email for the invoice she sent."
+    )
+    assert "meet" in distinctive_terms(catalog, query)
+    calendar = {"create_event", "find_free_slot", "list_events"}
+    assert not calendar & set(search_hits(catalog, query, limit=5, focus=["email"]))
+    monkeypatch.setattr(selection, "OFF_FOCUS_MIN_SHARE", 0.0)  # the rule is what keeps them out
+    assert "create_event" in search_hits(catalog, query, limit=5, focus=["email"])
+
+
+def test_in_a_one_clause_request_a_distinctive_term_is_enough():
+    from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+
+    catalog = build_example_catalog()
+    # One clause, two tasks: "save" brings write_file at 0.4 of the best email tool's score.
+    query = "Search my mail for the contract and save it to /docs/contract.txt"
+    scores = catalog.index.scores(query)
+    assert scores[catalog.index.position("write_file")] < 0.5 * scores.max()
+    assert "write_file" in search_hits(catalog, query, limit=5, focus=["email"])
