@@ -563,3 +563,17 @@ def test_an_output_schema_can_be_declared_from_outside_the_tool():
     assert changed.get("get_film_info").output_fields == ()
     with pytest.raises(TypeError, match="output_schema"):
         ToolCatalog.from_tools(tools, tool_metadata={"get_actor": {"output_schema": "a film"}})
+
+
+def test_clause_leaders_are_the_best_tools_of_each_clause():
+    docs = [
+        ("get_weather", "Get the weather forecast for a city", ["city"]),
+        ("book_hotel", "Book a hotel room", ["city", "nights"]),
+        ("send_email", "Send an email", ["to", "body"]),
+    ]
+    index = ToolIndex(docs)
+    two = "Get the weather forecast for Rome. Then book a hotel room for two nights"
+    assert {index.names[p] for p in index.clause_leaders(two)} == {"get_weather", "book_hotel"}
+    assert index.clause_leaders("what's the weather in Rome") is None  # one clause
+    assert ToolIndex(docs, split_clauses=False).clause_leaders(two) is None
+    assert ToolIndex([]).clause_leaders(two) is None

@@ -17,6 +17,7 @@ from langgraph_toolbudget import (
     ToolSearch,
     create_toolbudget_agent,
 )
+from langgraph_toolbudget.core.intent import classify_lexical
 from langgraph_toolbudget.core.selection import distinctive_terms, search_hits, select_tools
 from langgraph_toolbudget.nodes._node import VISIBLE_SET_EVENT
 from langgraph_toolbudget.state import merge_names
@@ -584,32 +585,35 @@ def test_a_distinctive_term_still_brings_a_tool_of_another_category():
     assert not {h for h in hits if "weather" in catalog.get(h).categories}
 
 
-def test_in_a_request_of_several_clauses_another_category_needs_half_the_best_score(
-    monkeypatch,
-):
-    from langgraph_toolbudget.core import selection
+def test_in_a_request_of_several_clauses_another_category_needs_a_clause_it_leads():
     from langgraph_toolbudget.demo.example_catalog import build_example_catalog
 
     catalog = build_example_catalog()
-    # "meeting" is distinctive (only the calendar says it), but both clauses are about email:
-    # the calendar's tools score about a fifth of the best email tool's.
-    query = (
-        "Read the unread email in my inbox from Ana, the one about the meeting. "
-        "Then search my email for the invoice she sent."
-    )
-    assert "meet" in distinctive_terms(catalog, query)
     calendar = {"create_event", "find_free_slot", "list_events"}
-    assert not calendar & set(search_hits(catalog, query, limit=5, focus=["email"]))
-    monkeypatch.setattr(selection, "OFF_FOCUS_MIN_SHARE", 0.0)  # the rule is what keeps them out
-    assert "create_event" in search_hits(catalog, query, limit=5, focus=["email"])
+    # "meeting" is distinctive (only the calendar says it). In one clause, that is enough:
+    one = "read the unread email in my inbox from Ana, the one about the meeting"
+    assert "meet" in distinctive_terms(catalog, one)
+    assert "create_event" in search_hits(catalog, one, limit=5, focus=["email"])
+    # In two, where each is most about an email tool, the word alone brings no calendar tool.
+    two = f"{one}. Then search my email for the invoice she sent."
+    assert {catalog.index.names[p] for p in catalog.index.clause_leaders(two)} == {
+        "read_email",
+        "search_email",
+    }
+    assert not calendar & set(search_hits(catalog, two, limit=5, focus=["email"]))
+    # A step the calendar leads brings it, although the calendar is not a chosen category.
+    step = "Read the unread email from Ana. Then schedule a meeting with her on Friday."
+    assert "calendar" not in [c for c, _ in classify_lexical(catalog, step)]
+    assert {"create_event", "find_free_slot"} <= set(
+        search_hits(catalog, step, limit=5, focus=["email"])
+    )
 
 
 def test_in_a_one_clause_request_a_distinctive_term_is_enough():
     from langgraph_toolbudget.demo.example_catalog import build_example_catalog
 
     catalog = build_example_catalog()
-    # One clause, two tasks: "save" brings write_file at 0.4 of the best email tool's score.
+    # One clause, two tasks: "save" brings write_file, though search_email leads the request.
     query = "Search my mail for the contract and save it to /docs/contract.txt"
-    scores = catalog.index.scores(query)
-    assert scores[catalog.index.position("write_file")] < 0.5 * scores.max()
+    assert catalog.index.clause_leaders(query) is None
     assert "write_file" in search_hits(catalog, query, limit=5, focus=["email"])

@@ -222,7 +222,7 @@ class ToolIndex:
         split_clauses: bool = True,
     ) -> None:
         self.split_clauses = split_clauses
-        self._last: tuple[str, np.ndarray] | None = None
+        self._last: tuple[str, np.ndarray, frozenset[int] | None] | None = None
         self.names = [d[0] for d in docs]
         self.descriptions = [d[1] for d in docs]
         self._position = {name: i for i, name in enumerate(self.names)}
@@ -279,22 +279,36 @@ class ToolIndex:
         last query's scores are cached, since the three nodes of a turn score the
         same message.
         """
+        return self._scored(query)[0]
+
+    def clause_leaders(self, query: str) -> frozenset[int] | None:
+        """The positions of the best tools of each clause of a request of several clauses
+        (:func:`clauses`; ties included): the tools some part of the request is most about.
+        ``None`` for a request of one clause, or when the index does not split clauses."""
+        return self._scored(query)[1]
+
+    def _scored(self, query: str) -> tuple[np.ndarray, frozenset[int] | None]:
+        """:meth:`scores` and :meth:`clause_leaders` of ``query``; the last query's are cached."""
         last = self._last
         if last is not None and last[0] == query:
-            return last[1]
+            return last[1], last[2]
         out = self.bm25_scores(query)
-        if self.split_clauses:
-            out = self._clause_scores(query, out)
+        parts = clauses(query) if self.split_clauses and out.size else []
+        leaders = None
+        if len(parts) > 1:
+            scored = [self.bm25_scores(part) for part in parts]
+            leaders = frozenset(
+                int(i) for s in scored if s.max() > 0 for i in np.flatnonzero(s == s.max())
+            )
+            out = self._clause_scores(out, scored)
         out.setflags(write=False)
-        self._last = (query, out)
-        return out
+        self._last = (query, out, leaders)
+        return out, leaders
 
-    def _clause_scores(self, query: str, full: np.ndarray) -> np.ndarray:
-        parts = clauses(query)
-        top = float(full.max()) if full.size else 0.0
-        if len(parts) < 2 or top <= 0:
+    def _clause_scores(self, full: np.ndarray, scored: list[np.ndarray]) -> np.ndarray:
+        top = float(full.max())
+        if top <= 0:
             return full
-        scored = [self.bm25_scores(part) for part in parts]
         tops = [float(s.max()) for s in scored]
         strongest = max(tops)
         best = np.zeros_like(full)

@@ -23,7 +23,6 @@ from langgraph_toolbudget.core.budget import allocate
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.catalog_checks import closest_names
 from langgraph_toolbudget.core.search import rank_scores
-from langgraph_toolbudget.core.terms import clauses
 from langgraph_toolbudget.core.token_budget import allocate_tokens, tool_tokens
 
 __all__ = ["free_tools", "search_hits", "select_tools"]
@@ -171,9 +170,8 @@ def search_hits(
         focus: the categories chosen for the query. A tool outside them is hit only when
             it holds a term of the query that is distinctive in the catalog
             (:func:`distinctive_terms`), not only a verb every category shares
-            ("create", "list"), and, in a request of several clauses, scores at least
-            :data:`OFF_FOCUS_MIN_SHARE` of the best score. ``None`` (or no category
-            chosen): no such rule.
+            ("create", "list"), and, in a request of several clauses, that is the best
+            tool of one of them. ``None`` (or no category chosen): no such rule.
     """
     if limit <= 0 or not query:
         return []
@@ -185,8 +183,7 @@ def search_hits(
     skip = set(exclude)
     ok = functools.partial(_selectable, catalog, frozenset(also_selectable))
     if focus:
-        evidence = _evidence(catalog, query)
-        ok = functools.partial(_on_topic, catalog, frozenset(focus), evidence, ok)
+        ok = functools.partial(_on_topic, catalog, frozenset(focus), _evidence(catalog, query), ok)
     out: list[str] = []
     best = None
     # Enough candidates for ``limit`` hits unless many are skipped or off topic; then a
@@ -218,15 +215,6 @@ DISTINCTIVE_SHARE = 0.1
 """A query term is distinctive when the tools holding it sit in at most this share of the
 catalog's categories (at least :data:`DISTINCTIVE_MIN_CATEGORIES`)."""
 DISTINCTIVE_MIN_CATEGORIES = 1
-OFF_FOCUS_MIN_SHARE = 0.5
-"""In a request of several clauses (sentences, or steps joined by "then", "also"...), a tool
-outside the chosen categories is hit only when it also scores at least this share of the best
-tool's score, as a category is chosen only when it scores at least half the best one's
-(``min_relative_score``). A paragraph holds many words the catalog's tools rarely use ("real",
-"together", "project"); a tool that matches one of them in a sentence of small talk is no task
-of the request. In a one-clause request every distinctive term is the request's own ("search
-my mail for the contract and save it to a file": "save" brings ``write_file`` at 0.4 of the
-best score). Chosen on MCP-Bench's dev split (0.5 / 0.6 / 0.7; see ``docs/benchmarks.md``)."""
 
 
 def distinctive_terms(catalog: ToolCatalog, query: str) -> dict[str, np.ndarray]:
@@ -272,16 +260,18 @@ class _ToolCategories:
 
 def _evidence(catalog: ToolCatalog, query: str) -> frozenset[int]:
     """Positions of the tools outside the chosen categories that a search may still hit: those
-    holding a distinctive term of the query and, when the request has several clauses,
-    scoring at least :data:`OFF_FOCUS_MIN_SHARE` of the best tool's score. Both are lexical
-    evidence, so the scores are the catalog index's (BM25), whatever embeddings or a usage
-    history add to the ranking."""
-    scores = catalog.index.scores(query)
-    floor = -math.inf
-    if scores.size and len(clauses(query)) > 1:
-        floor = OFF_FOCUS_MIN_SHARE * float(scores.max())
+    holding a distinctive term of the query and, in a request of several clauses, the best
+    tool of one of them (:meth:`ToolIndex.clause_leaders`). "Read Ana's email. Then schedule a
+    meeting with her" asks for the calendar even when the calendar is not chosen; a paragraph
+    holds many words the catalog's tools rarely use ("real", "together", "project"), and a
+    tool that shares one with a sentence of small talk, but is not what any sentence is most
+    about, is no task of the request. Both are lexical evidence: the catalog index's, whatever
+    embeddings or a usage history add to the ranking."""
+    leaders = catalog.index.clause_leaders(query)
     docs = distinctive_terms(catalog, query).values()
-    return frozenset(int(pos) for ids in docs for pos in ids[scores[ids] >= floor])
+    return frozenset(
+        int(pos) for ids in docs for pos in ids if leaders is None or int(pos) in leaders
+    )
 
 
 def _on_topic(
