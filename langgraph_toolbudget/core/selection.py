@@ -171,7 +171,8 @@ def search_hits(
             it holds a term of the query that is distinctive in the catalog
             (:func:`distinctive_terms`), not only a verb every category shares
             ("create", "list"), and, in a request of several clauses, that is the best
-            tool of one of them. ``None`` (or no category chosen): no such rule.
+            tool of one of them or scores at least :data:`OFF_FOCUS_MIN_SHARE` of the best
+            score. ``None`` (or no category chosen): no such rule.
     """
     if limit <= 0 or not query:
         return []
@@ -215,6 +216,10 @@ DISTINCTIVE_SHARE = 0.1
 """A query term is distinctive when the tools holding it sit in at most this share of the
 catalog's categories (at least :data:`DISTINCTIVE_MIN_CATEGORIES`)."""
 DISTINCTIVE_MIN_CATEGORIES = 1
+OFF_FOCUS_MIN_SHARE = 0.5
+"""In a request of several clauses, a tool outside the chosen categories that leads none of
+them is hit when it scores at least this share of the best tool's score: the floor at which
+the classifier keeps a category (``min_relative_score``). See :func:`_evidence`."""
 
 
 def distinctive_terms(catalog: ToolCatalog, query: str) -> dict[str, np.ndarray]:
@@ -260,17 +265,23 @@ class _ToolCategories:
 
 def _evidence(catalog: ToolCatalog, query: str) -> frozenset[int]:
     """Positions of the tools outside the chosen categories that a search may still hit: those
-    holding a distinctive term of the query and, in a request of several clauses, the best
-    tool of one of them (:meth:`ToolIndex.clause_leaders`). "Read Ana's email. Then schedule a
+    holding a distinctive term of the query and, in a request of several clauses, either the
+    best tool of one of them (:meth:`ToolIndex.clause_leaders`) or scoring at least
+    :data:`OFF_FOCUS_MIN_SHARE` of the best tool's score. "Read Ana's email. Then schedule a
     meeting with her" asks for the calendar even when the calendar is not chosen; a paragraph
     holds many words the catalog's tools rarely use ("real", "together", "project"), and a
-    tool that shares one with a sentence of small talk, but is not what any sentence is most
-    about, is no task of the request. Both are lexical evidence: the catalog index's, whatever
-    embeddings or a usage history add to the ranking."""
-    leaders = catalog.index.clause_leaders(query)
+    tool that shares one with a sentence of small talk, but is neither what a sentence is most
+    about nor near the top overall, is no task of the request. Both are lexical evidence: the
+    catalog index's scores, whatever embeddings or a usage history add to the ranking."""
+    index = catalog.index
     docs = distinctive_terms(catalog, query).values()
+    leaders = index.clause_leaders(query)
+    if leaders is None:
+        return frozenset(int(pos) for ids in docs for pos in ids)
+    scores = index.scores(query)
+    floor = OFF_FOCUS_MIN_SHARE * float(scores.max())
     return frozenset(
-        int(pos) for ids in docs for pos in ids if leaders is None or int(pos) in leaders
+        int(pos) for ids in docs for pos in ids if pos in leaders or scores[pos] >= floor
     )
 
 
