@@ -297,19 +297,24 @@ class ToolIndex:
         leaders = None
         if len(parts) > 1:
             scored = [self.bm25_scores(part) for part in parts]
+            tops = [float(s.max()) for s in scored]
             leaders = frozenset(
-                int(i) for s in scored if s.max() > 0 for i in np.flatnonzero(s == s.max())
+                int(i)
+                for s, top in zip(scored, tops, strict=True)
+                if top > 0
+                for i in np.flatnonzero(s == top)
             )
-            out = self._clause_scores(out, scored)
+            out = self._clause_scores(out, scored, tops)
         out.setflags(write=False)
         self._last = (query, out, leaders)
         return out, leaders
 
-    def _clause_scores(self, full: np.ndarray, scored: list[np.ndarray]) -> np.ndarray:
+    def _clause_scores(
+        self, full: np.ndarray, scored: list[np.ndarray], tops: list[float]
+    ) -> np.ndarray:
         top = float(full.max())
         if top <= 0:
             return full
-        tops = [float(s.max()) for s in scored]
         strongest = max(tops)
         best = np.zeros_like(full)
         for part_scores, part_top in zip(scored, tops, strict=True):
