@@ -260,8 +260,7 @@ class Worker:
         return {"recorded": len(queries)}
 
     async def arefresh(self) -> dict[str, Any]:
-        # refresh() is sync only: from another thread, as AsyncPostgresStore's sync calls must be
-        await asyncio.to_thread(self.usage.refresh)
+        await self.usage.arefresh()
         return {"records": len(self.usage)}
 
     async def achoose(self, text: str) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 
 import numpy as np
 import pytest
@@ -124,6 +125,67 @@ def test_a_forget_in_one_worker_is_not_undone_by_another_workers_refresh(catalog
     assert len(b) == 1
     a.refresh()
     assert len(a) == 1
+
+
+def test_refresh_with_the_graphs_store_reloads_from_it_and_export_keeps_the_history(catalog):
+    store = InMemoryStore()
+    usage = ToolUsage()  # no store of its own: the graph's, known after the first run
+    usage.refresh()  # nothing to reload yet: a no-op, not an error
+    model = ScriptedChatModel(
+        responses=[
+            AIMessage("", tool_calls=[_call("get_weather", {"city": "Paris"}, 1)]),
+            AIMessage("Sunny."),
+        ],
+        cycle=False,
+    )
+    app = create_toolbudget_agent(model, catalog, usage=usage).compile(store=store)
+    app.invoke({"messages": [HumanMessage("What is the weather in Paris today?")]})
+    assert len(usage) == 1  # observed, in the graph's scope
+    ToolUsage(store=store).record("tally the purchases", ["count_rows"])  # another worker
+    usage.refresh()
+    assert len(usage) == 2  # the shared record of the other worker, and its own scope's
+    fused = usage.scores(catalog, "tally the purchases")
+    assert fused is not None
+    assert catalog.index.names[int(np.argmax(fused))] == "count_rows"
+    assert {r["tool"] for r in usage.export()} == {"get_weather", "count_rows"}
+    assert len(usage) == 2  # export reads the store, and leaves the history in memory whole
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_arefresh_reloads_what_other_workers_recorded_and_forgot(tmp_path, kind):
+    # InMemoryStore has async methods; SqliteStore is sync only, so its calls run in a thread
+    store = InMemoryStore() if kind == "memory" else sqlite_store(tmp_path / "u.db")
+    a, b = ToolUsage(store=store), ToolUsage(store=store)  # two workers, one store
+    a.record("weather in Oslo please", ["get_weather", "air_quality"])
+    asyncio.run(b.arefresh())
+    assert len(b) == 2
+    a.forget(["air_quality"])
+    asyncio.run(b.arefresh())  # b held the record in memory: it must not write it back
+    assert len(b) == 1
+    assert {r["tool"] for r in ToolUsage(store=store).export()} == {"get_weather"}
+
+
+def test_a_run_ranking_during_a_refresh_never_sees_an_empty_history(catalog):
+    store = InMemoryStore()
+    usage = ToolUsage(store=store)
+    usage.record("tally the purchases we have", ["count_rows"])
+    errors: list[BaseException] = []
+
+    def refresh_often() -> None:
+        try:
+            for _ in range(300):
+                usage.refresh()
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+
+    worker = threading.Thread(target=refresh_often)
+    worker.start()
+    empty = 0
+    while worker.is_alive():
+        empty += usage.scores(catalog, "tally the purchases") is None
+    worker.join()
+    assert errors == []
+    assert empty == 0  # the new history is built aside, then swapped in
 
 
 def test_usage_export_import_moves_history_between_stores():

@@ -38,6 +38,7 @@ Typical Usage:
 
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 import time
@@ -210,6 +211,10 @@ DEFAULT_USAGE_WEIGHT = 0.35
 (``benchmarks/selection_quality.py --usage``): 0.5 and up lowers Seal-Tools recall (long
 queries share many words with the history of wrong tools), 0.25 gives MetaTool < 0.90."""
 
+_VERSIONS = itertools.count(1)
+"""Every history's versions, from one counter: a version names one state of one history, so a
+cache keyed on it cannot mistake a new history for an old one."""
+
 MAX_USAGE_HITS = 30
 """Tools whose usage score is fused, at most: the best ones (see
 :meth:`UsageIndex.catalog_scores`). Measured: 30 ranks as well as 100 or all."""
@@ -286,7 +291,7 @@ class UsageIndex:
         self._positions: dict[int, tuple[weakref.ref[Any], np.ndarray]] = {}
         # Per version: each tool's BM25 length norm, and each queried term's saturated tfs.
         self._saturated: tuple[int, np.ndarray, dict[str, np.ndarray]] = (-1, np.zeros(0), {})
-        self.version = 0
+        self.version = next(_VERSIONS)
 
     def __len__(self) -> int:
         """How many (tool, message) pairs are recorded (ranked or not)."""
@@ -364,7 +369,7 @@ class UsageIndex:
                 tool, query = next(iter(self._order))
                 evicted.append(self._remove(self._entries[tool][query]))
             if added or evicted:
-                self.version += 1
+                self.version = next(_VERSIONS)
             if len(self._names) > max(1024, 4 * len(self._entries)):
                 self._compact()
         gone = {(r.tool, r.query, r.ts) for r in evicted}
@@ -453,7 +458,7 @@ class UsageIndex:
         self._names, self._ids, self._lengths = live, {n: i for i, n in enumerate(live)}, lengths
         self._arrays.clear()
         self._positions.clear()
-        self.version += 1
+        self.version = next(_VERSIONS)
 
     @staticmethod
     def _count(counters: dict[str, Counter[str]], tool: str, key: str | None, step: int) -> None:
@@ -504,7 +509,7 @@ class UsageIndex:
                 for record in list(self._entries.get(name, {}).values()):
                     dropped.append(self._remove(record))
             if dropped:
-                self.version += 1
+                self.version = next(_VERSIONS)
             return dropped
 
     def records(self) -> list[UsageRecord]:

@@ -354,13 +354,17 @@ class ToolUsage:
             if tuple(item.namespace) == namespace
         ]
 
-    def _shared_ops(self, items: list[Any], legacy: list[Any]) -> list[PutOp]:
-        """Merge the stored shared rows, and move rows stored before scopes existed (directly
-        under ``namespace``, all observed: they rank once corroborated) among them."""
+    def _shared_ops(
+        self, items: list[Any], legacy: list[Any], history: UsageIndex | None = None
+    ) -> list[PutOp]:
+        """Merge the stored shared rows into ``history`` (default the shared one), and move
+        rows stored before scopes existed (directly under ``namespace``, all observed: they
+        rank once corroborated) among them."""
+        history = self.history if history is None else history
         shared = self._records(items, self._namespace(None), True)
         old = self._records(legacy, self.namespace, False)
-        ops = self._merge(self.history, None, shared + old)
-        kept = {_key(r) for r in self.history.records()}
+        ops = self._merge(history, None, shared + old)
+        kept = {_key(r) for r in history.records()}
         ops += [self._put(None, r) for r in old if _key(r) in kept]
         ops += [PutOp(self.namespace, item.key, None) for item in legacy]
         return ops
@@ -376,7 +380,10 @@ class ToolUsage:
             if store is not self._attached:
                 ns = self._namespace(None)
                 self._attach_ops(
-                    store, self._shared_ops(self._items(store, ns), self._legacy(store))
+                    store,
+                    self._shared_ops(
+                        self._items(store, ns), self._legacy(self._items(store, self.namespace))
+                    ),
                 )
                 self._attached = store
                 self._loaded.clear()
@@ -387,10 +394,9 @@ class ToolUsage:
                 self._attach_ops(store, self._merge(self._history(scope), scope, stored))
                 self._loaded[scope] = store
 
-    def _legacy(self, store: BaseStore) -> list[Any]:
-        return [
-            i for i in self._items(store, self.namespace) if tuple(i.namespace) == self.namespace
-        ]
+    def _legacy(self, items: list[Any]) -> list[Any]:
+        """The rows of ``items`` stored directly under ``namespace`` (before scopes existed)."""
+        return [i for i in items if tuple(i.namespace) == self.namespace]
 
     @staticmethod
     def _attach_ops(store: BaseStore, ops: list[PutOp]) -> None:
@@ -405,8 +411,7 @@ class ToolUsage:
         scope = scope_key(self.scope, config) if config is not None else None
         if store is not self._attached:
             shared = await self._aitems(store, self._namespace(None))
-            legacy = await self._aitems(store, self.namespace)
-            legacy = [i for i in legacy if tuple(i.namespace) == self.namespace]
+            legacy = self._legacy(await self._aitems(store, self.namespace))
             with self._attach_lock:
                 ops = []
                 if store is not self._attached:
@@ -427,27 +432,74 @@ class ToolUsage:
                 await _acall(store, "abatch", "batch", ops)
 
     def refresh(self) -> None:
-        """Reload the histories from the store (what other workers recorded, or forgot, since).
+        """Reload the histories from the store (what other workers recorded, or forgot, since):
+        the shared one and each scope held in memory. Call it now and then (on a timer, or
+        every N runs) in a deployment of several workers; :meth:`arefresh` in async code.
 
         Once attached, the store is the truth: the histories in memory are replaced by what it
-        holds, so a record another worker forgot is not written back.
+        holds, so a record another worker forgot is not written back. The new histories are
+        built aside and then swapped in, so a run ranking meanwhile ranks with the old ones or
+        the new, never with an empty one. Nothing happens before a store is known (``store=``,
+        or the graph's, after the first run that had one).
         """
         store = self._attached or self.store
         if store is None:
             return
+        scopes = self._scopes_of(store)
+        shared = self._items(store, self._namespace(None))
+        legacy = self._legacy(self._items(store, self.namespace))
+        stored = {scope: self._items(store, self._namespace(scope)) for scope in scopes}
+        self._attach_ops(store, self._reload(store, shared, legacy, stored))
+
+    async def arefresh(self) -> None:
+        """Async :meth:`refresh` (``asearch``/``abatch``; a sync-only store runs in a thread).
+
+        Example:
+            ```python
+            async def refresh_usage_every_minute(usage: ToolUsage) -> None:
+                while True:
+                    await asyncio.sleep(60)
+                    await usage.arefresh()
+            ```
+        """
+        store = self._attached or self.store
+        if store is None:
+            return
+        scopes = self._scopes_of(store)
+        shared = await self._aitems(store, self._namespace(None))
+        legacy = self._legacy(await self._aitems(store, self.namespace))
+        stored = {scope: await self._aitems(store, self._namespace(scope)) for scope in scopes}
+        ops = self._reload(store, shared, legacy, stored)
+        if ops:
+            await _acall(store, "abatch", "batch", ops)
+
+    def _scopes_of(self, store: BaseStore) -> list[str]:
+        """The scopes held in memory that were loaded from ``store``."""
         with self._attach_lock:
-            scopes = list(self._loaded)
-            self.history.forget()
-            for scope in scopes:
-                self._history(scope).forget()
-            self._attached = None
-            self._loaded.clear()
-            self.attach()
-            for scope in scopes:
-                ns = self._namespace(scope)
-                stored = self._records(self._items(store, ns), ns, False)
-                self._attach_ops(store, self._merge(self._history(scope), scope, stored))
-                self._loaded[scope] = store
+            return [scope for scope, where in self._loaded.items() if where is store]
+
+    def _reload(
+        self,
+        store: BaseStore,
+        shared: list[Any],
+        legacy: list[Any],
+        stored: dict[str, list[Any]],
+    ) -> list[PutOp]:
+        """Swap in histories built from the store's rows; the store ops that bound them."""
+        history = self._new_history()
+        ops = self._shared_ops(shared, legacy, history)
+        fresh: dict[str, UsageIndex] = {}
+        for scope, items in stored.items():
+            ns = self._namespace(scope)
+            fresh[scope] = self._new_history()
+            ops += self._merge(fresh[scope], scope, self._records(items, ns, False))
+        with self._attach_lock:
+            self.history = history
+            for scope, scoped in fresh.items():
+                if scope in self._scopes:  # in place: the least recently used order is kept
+                    self._scopes[scope] = scoped
+            self._attached = store
+        return ops
 
     def _history(self, scope: str) -> UsageIndex:
         """The in-memory history of ``scope`` (made if new; the most recently used one)."""
