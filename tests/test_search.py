@@ -442,6 +442,11 @@ def test_a_descriptions_first_sentence_counts_more_than_the_rest():
         "Use it first.\nIMPORTANT: ...",
     )
     assert lead_sentence("Forecast\n\nfor the coming days") == ("Forecast", "for the coming days")
+    assert lead_sentence("Sales tax of a U.S. address, e.g. a shop. Call it once.") == (
+        "Sales tax of a U.S. address, e.g. a shop.",
+        "Call it once.",
+    )
+    assert lead_sentence("Fetch a page, i.e.\n\nits HTML") == ("Fetch a page, i.e.", "its HTML")
 
 
 def test_the_framing_of_a_request_is_no_search_term():

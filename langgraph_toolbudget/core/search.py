@@ -465,12 +465,20 @@ def _document(
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
+_INITIALISM = re.compile(r"\b(?:[A-Za-z]\.){2,}$")  # "e.g.", "i.e.", "U.S.": no sentence end
 
 
 def lead_sentence(description: str) -> tuple[str, str]:
-    """A description's first sentence (up to a sentence end or a blank line), and the rest."""
-    parts = _SENTENCE_END.split(description.strip(), maxsplit=1)
-    return parts[0], parts[1] if len(parts) > 1 else ""
+    """A description's first sentence (up to a sentence end or a blank line), and the rest.
+
+    A period after an initialism ("e.g.", "i.e.", "U.S.") ends no sentence."""
+    text = description.strip()
+    for end in _SENTENCE_END.finditer(text):
+        at = end.start()
+        blank_line = end.group().count("\n") > 1
+        if blank_line or not _INITIALISM.search(text, max(0, at - 16), at):
+            return text[:at], text[end.end() :]
+    return text, ""
 
 
 def _expand_term(
