@@ -10,6 +10,9 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -186,6 +189,118 @@ def test_a_run_ranking_during_a_refresh_never_sees_an_empty_history(catalog):
     worker.join()
     assert errors == []
     assert empty == 0  # the new history is built aside, then swapped in
+
+
+class HookedStore(InMemoryStore):
+    """A real in-memory store that runs ``hook`` once, right after its next search: another
+    thread's change lands exactly while a refresh reads the store."""
+
+    hook: Callable[[], object] | None = None
+
+    def search(self, *args: Any, **kwargs: Any) -> Any:
+        found = super().search(*args, **kwargs)
+        hook, self.hook = self.hook, None
+        if hook is not None:
+            hook()
+        return found
+
+
+@pytest.mark.parametrize("change", ["record", "forget"])
+def test_what_a_worker_records_or_forgets_during_its_refresh_holds_in_memory(catalog, change):
+    store = HookedStore()
+    usage = ToolUsage(store=store)
+    usage.record("is it going to rain tomorrow", ["weather_forecast"])
+    if change == "record":
+        store.hook = lambda: usage.record("how many orders are there", ["count_rows"])
+        expected = {"weather_forecast", "count_rows"}
+    else:
+        store.hook = lambda: usage.forget(["weather_forecast"])
+        expected = set()
+    usage.refresh()
+    assert {r.tool for r in usage.history.records()} == expected
+    assert {r["tool"] for r in ToolUsage(store=store).export()} == expected
+
+
+class SlowStore(InMemoryStore):
+    """A real in-memory store whose reads of one namespace take a second, as a remote store's
+    may."""
+
+    slow: tuple[str, ...] = ()
+
+    def search(self, namespace_prefix: tuple[str, ...], /, **kwargs: Any) -> Any:
+        if namespace_prefix == self.slow:
+            time.sleep(1.0)
+        return super().search(namespace_prefix, **kwargs)
+
+
+@pytest.mark.slow  # a store read of a second
+def test_a_run_ranks_while_another_scope_is_loaded_from_a_slow_store(catalog):
+    store = SlowStore()
+    usage = ToolUsage(store=store, scope="user")
+    ada = {"configurable": {"langgraph_auth_user_id": "ada"}}
+    usage.attach(ada)
+    store.slow = usage._namespace("bob")
+    loading = threading.Thread(target=usage.attach, args=({"configurable": {"user_id": "bob"}},))
+    loading.start()
+    time.sleep(0.2)
+    start = time.monotonic()
+    usage.scores(catalog, "will it rain", config=ada)
+    took = time.monotonic() - start
+    loading.join()
+    assert took < 0.5, took  # was: waited for bob's load (1 s)
+
+
+def test_one_bad_stored_row_is_skipped_not_fatal_to_every_run(catalog, caplog):
+    store = InMemoryStore()
+    store.put(("toolbudget", "usage", "shared"), "bad", {"tool": "x" * 500, "query": "rain"})
+    store.put(("toolbudget", "usage", "shared"), "odd", {"tool": "weather_forecast", "ts": "?"})
+    ToolUsage(store=store).record("is it going to rain tomorrow", ["weather_forecast"])
+    node = SelectTools(catalog, max_tools=2, usage=ToolUsage(store=store))
+    state = {"messages": [HumanMessage("will it rain on Sunday?")], "categories": ["weather"]}
+    assert "weather_forecast" in node.invoke(state)["selected_tools"]["add"]
+    assert "skipped 2 stored usage rows" in caplog.text
+
+
+def test_record_takes_any_list_of_names_and_forget_refuses_a_bare_string():
+    usage = ToolUsage(store=InMemoryStore())
+    usage.record("is it going to rain", (n for n in ["weather_forecast", "get_weather"]))
+    assert len(usage) == 2  # was: the generator was used up by the check, nothing recorded
+    with pytest.raises(TypeError, match="list of tool names"):
+        usage.forget("weather_forecast")  # type: ignore[arg-type]  # was: 0 forgotten, quietly
+    assert len(usage) == 2
+
+
+def test_the_scopes_held_in_memory_stay_within_max_records_as_they_load():
+    store = InMemoryStore()
+    writer = ToolUsage(store=store, scope="user", max_records=10, max_queries_per_thread=100)
+    for user in ("ada", "bob", "cy"):
+        config = {"configurable": {"langgraph_auth_user_id": user, "thread_id": "t"}}
+        for i in range(10):
+            writer.record_run(f"request {i} about the weather{i}", [f"tool_{i}"], config)
+    reader = ToolUsage(store=store, scope="user", max_records=10)
+    for user in ("ada", "bob", "cy"):
+        reader.attach({"configurable": {"langgraph_auth_user_id": user}})
+        assert len(reader) == 10  # was: 20 once a second scope loaded
+
+
+def test_a_usage_shared_by_graphs_of_two_stores_copies_no_record_between_them(catalog):
+    first, second = InMemoryStore(), InMemoryStore()
+    usage = ToolUsage()
+    weather = [
+        AIMessage("", tool_calls=[_call("get_weather", {"city": "Paris"}, 1)]),
+        AIMessage("Sunny."),
+    ]
+    for store, script in ((first, weather), (second, [AIMessage("Hello.")])):
+        model = ScriptedChatModel(responses=script, cycle=False)
+        graph = create_toolbudget_agent(model, catalog, usage=usage)
+        graph.compile(store=store).invoke({"messages": [HumanMessage("Weather in Paris?")]})
+
+    def tools(store: InMemoryStore) -> list[str]:
+        return [i.value["tool"] for i in store.search(("toolbudget", "usage"))]
+
+    assert tools(first) == ["get_weather"]
+    assert tools(second) == []  # was: the first store's record, merged into the second
+    assert len(usage) == 0  # the second store's history
 
 
 def test_usage_export_import_moves_history_between_stores():

@@ -9,6 +9,7 @@ visible set directly.
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import time
 from pathlib import Path
@@ -21,10 +22,17 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_toolbudget import SelectTools, ToolCatalog, ToolUsage, create_toolbudget_agent
-from langgraph_toolbudget.core.usage import MAX_CREDITED_TERMS, UsageIndex, record_terms
+from langgraph_toolbudget.core.usage import (
+    MAX_CREDITED_TERMS,
+    MAX_ID_CHARS,
+    MAX_SOURCES_KEPT,
+    UsageIndex,
+    record_terms,
+)
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
 from langgraph_toolbudget.demo.workspace import Workspace
 from langgraph_toolbudget.mcp import load_mcp_catalog
+from langgraph_toolbudget.nodes.usage import scope_key
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 WEATHER = "What's the weather in Tokyo tomorrow?"
@@ -349,3 +357,36 @@ def test_rows_stored_before_scopes_are_moved_to_the_shared_history_as_observed()
     assert store.search(("toolbudget", "usage"))[0].namespace == ("toolbudget", "usage", "shared")
     assert len(store.search(("toolbudget", "usage"))) == 1  # moved, not copied
     assert "weather_forecast" not in _picked(usage, flat_catalog())
+
+
+def test_no_user_id_can_name_another_users_store_namespace():
+    # An odd id is kept under a hash of it; an id that looks like such a hash is hashed again,
+    # so "h-<the hash of ada's id>" is not ada, in memory or in the store.
+    store = InMemoryStore()
+    ada = "ada@example.com"
+    mimic = "h-" + hashlib.sha1(ada.encode()).hexdigest()[:32]
+    writer = ToolUsage(store=store, scope="user")
+    for i in range(3):  # corroborated in mimic's scope
+        config = {"configurable": {"thread_id": f"t{i}", "langgraph_auth_user_id": mimic}}
+        writer.record_run("do I need an umbrella", ["delete_file"], config)
+    reader = ToolUsage(store=store, scope="user")  # a fresh worker loads ada's scope
+    config = {"configurable": {"langgraph_auth_user_id": ada}}
+    reader.attach(config)
+    assert reader.scores(flat_catalog(), "umbrella", config=config) is None
+    assert len(reader) == 0
+    assert {r["scope"] for r in reader.export()} == {
+        scope_key("user", {"configurable": {"langgraph_auth_user_id": mimic}})
+    }
+
+
+def test_thread_and_user_ids_are_kept_bounded_whatever_a_client_sends():
+    usage = ToolUsage(store=InMemoryStore(), max_records=10)
+    for i in range(16):  # a client without auth sets user_id freely
+        user = f"u{i}-" + "x" * 100_000
+        config = {"configurable": {"thread_id": "t" * 100_000 + str(i), "user_id": user}}
+        usage.record_run("weather in oslo", ["get_forecast"], config)
+    (row,) = usage.export()
+    assert len(row["thread"]) <= MAX_ID_CHARS and len(row["user"]) <= MAX_ID_CHARS
+    assert len(row["sources"]) == MAX_SOURCES_KEPT
+    assert all(len(s) <= MAX_ID_CHARS for s in row["sources"])
+    assert len(set(row["sources"])) == MAX_SOURCES_KEPT  # still distinct sources

@@ -38,14 +38,16 @@ Typical Usage:
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
+import re
 import threading
 import time
 import weakref
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -62,10 +64,13 @@ __all__ = [
     "DEFAULT_MAX_RECORDS",
     "DEFAULT_MIN_SOURCES",
     "MAX_CREDITED_TERMS",
+    "MAX_ID_CHARS",
     "MAX_QUERY_CHARS",
     "MAX_SOURCES_KEPT",
     "MAX_TOOL_NAME_CHARS",
+    "bounded_id",
     "check_record_args",
+    "hashed_id",
     "DEFAULT_MAX_QUERIES_PER_TOOL",
     "DEFAULT_USAGE_WEIGHT",
     "UsageIndex",
@@ -82,6 +87,11 @@ MAX_QUERY_CHARS = 2000
 MAX_TOOL_NAME_CHARS = MAX_NAME_CHARS
 """A recorded tool name is at most this long (128: no tool's name is longer), and printable
 (no newline or control character)."""
+
+MAX_ID_CHARS = 128
+"""A thread or user id is kept as it is up to this many characters, else as a hash of it
+(:func:`bounded_id`): a client may send any id, and a record keeps several."""
+_HASHED = re.compile(r"h-[0-9a-f]{32}")
 
 BAD_QUERY_ERROR = "query must be the user's message as a string, got {kind}."
 BAD_TOOLS_ERROR = (
@@ -154,6 +164,32 @@ class UsageRecord:
         if self.sources:
             row["sources"] = list(self.sources)
         return row
+
+
+def bounded_id(value: str) -> str:
+    """An id as kept (a thread's, a user's, a scope's): itself when it is at most
+    :data:`MAX_ID_CHARS` characters, else ``"h-"`` and 32 hex digits of its SHA-1. An id that
+    already looks like such a hash is hashed too, so no id can pass for another's hash."""
+    if len(value) <= MAX_ID_CHARS and not _HASHED.fullmatch(value):
+        return value
+    return hashed_id(value)
+
+
+def hashed_id(value: str) -> str:
+    """``"h-"`` and 32 hex digits of ``value``'s SHA-1: a short stand-in for any string."""
+    return "h-" + hashlib.sha1(value.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _bounded(record: UsageRecord) -> UsageRecord:
+    """``record`` with its message normalised and its ids bounded (a row read from a store
+    may come from any writer)."""
+    ids = (record.thread, record.user, record.sources)
+    thread, user = (None if i is None else bounded_id(i) for i in ids[:2])
+    sources = tuple(dict.fromkeys(bounded_id(s) for s in record.sources))
+    if (thread, user, sources) == ids and len(record.query) <= MAX_QUERY_CHARS:
+        return record
+    query = normalize_query(record.query)
+    return replace(record, query=query, thread=thread, user=user, sources=sources)
 
 
 def check_record_args(query: Any, tool_names: Any) -> list[str]:
@@ -357,7 +393,7 @@ class UsageIndex:
         added: list[UsageRecord] = []
         evicted: list[UsageRecord] = []
         with self._lock:
-            for record in records:
+            for record in map(_bounded, records):
                 check_record_args(record.query, [record.tool])
                 terms = record_terms(record) if record.query else set()
                 if not terms:

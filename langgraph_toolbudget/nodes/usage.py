@@ -57,8 +57,10 @@ from langgraph_toolbudget.core.usage import (
     MAX_SOURCES_KEPT,
     UsageIndex,
     UsageRecord,
+    bounded_id,
     check_record_args,
     fuse_usage,
+    hashed_id,
     is_tool_name,
     normalize_query,
     promotable,
@@ -118,6 +120,13 @@ UNKNOWN_TOOLS_ERROR = (
 )
 
 
+_Change = (
+    tuple[Literal["add"], str | None, list[UsageRecord]] | tuple[Literal["forget"], set[str] | None]
+)
+"""A change to the histories in memory: records added to a scope's (None: the shared one), or
+tools forgotten in all of them (None: every tool)."""
+
+
 def _key(record: UsageRecord) -> str:
     return hashlib.sha1(f"{record.tool}\n{record.query}".encode()).hexdigest()
 
@@ -142,10 +151,11 @@ def _row(value: Mapping[str, Any], i: int, trusted: bool) -> UsageRecord:
 
 
 def _label(scope: str) -> str:
-    """A scope key as a store namespace label (no periods; long or odd keys hashed)."""
-    if _PLAIN_LABEL.fullmatch(scope):
+    """A scope key as a store namespace label (no periods; long or odd keys hashed, and keys
+    that look hashed hashed again, so no key can name another's namespace)."""
+    if _PLAIN_LABEL.fullmatch(scope) and bounded_id(scope) == scope:
         return scope
-    return "h-" + hashlib.sha1(scope.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return hashed_id(scope)
 
 
 def scope_key(scope: Scope, config: RunnableConfig | None) -> str | None:
@@ -162,9 +172,9 @@ def scope_key(scope: Scope, config: RunnableConfig | None) -> str | None:
         return "global"
     if scope == "assistant":
         key = configurable.get("assistant_id") or configurable.get("graph_id") or "default"
-        return str(key)
+        return bounded_id(str(key))
     user = configurable.get("langgraph_auth_user_id") or configurable.get("user_id")
-    return None if user in (None, "") else str(user)
+    return None if user in (None, "") else bounded_id(str(user))
 
 
 class ToolUsage:
@@ -278,6 +288,7 @@ class ToolUsage:
         self._loaded: dict[str, BaseStore] = {}  # scope key -> the store it was loaded from
         self._attached: BaseStore | None = None
         self._attach_lock = threading.RLock()
+        self._journal: list[_Change] | None = None  # this process's changes during a refresh
         self._last: tuple[Any, np.ndarray | None, np.ndarray | None] | None = None
 
     def _new_history(self) -> UsageIndex:
@@ -289,7 +300,7 @@ class ToolUsage:
         return f"ToolUsage({len(self)} records, scope={self.scope!r}, store={where or 'memory'})"
 
     def __len__(self) -> int:
-        return len(self.history) + sum(len(h) for h in self._scopes.values())
+        return sum(len(h) for _, h in self._histories())
 
     # --- the store ----------------------------------------------------------------------------
 
@@ -312,19 +323,18 @@ class ToolUsage:
     def _delete(self, scope: str | None, record: UsageRecord) -> PutOp:
         return PutOp(self._namespace(scope), _key(record), None)
 
-    def _merge(
-        self, history: UsageIndex, scope: str | None, stored: list[UsageRecord]
-    ) -> list[PutOp]:
-        """Merge ``stored`` into ``history`` (what it holds already: recorded before a store
-        was attached); the store ops that make the two agree."""
+    def _merged(
+        self, memory: Iterable[UsageRecord], scope: str | None, stored: list[UsageRecord]
+    ) -> tuple[UsageIndex, list[PutOp]]:
+        """A new history of ``stored`` and ``memory`` (records made before the store was
+        known), and the store ops that make the store agree with it. Built aside, so a run
+        ranking meanwhile uses the history it had."""
         known = {_key(r) for r in stored}
-        memory = history.records()
-        history.forget()
-        ops: list[PutOp] = []
+        history = self._new_history()
         added, evicted = history.insert(sorted([*stored, *memory], key=lambda r: r.ts))
-        ops += [self._delete(scope, r) for r in evicted if _key(r) in known]
+        ops = [self._delete(scope, r) for r in evicted if _key(r) in known]
         ops += [self._put(scope, r) for r in added if _key(r) not in known]
-        return ops
+        return history, ops
 
     @staticmethod
     def _items(store: BaseStore, namespace: tuple[str, ...]) -> list[Any]:
@@ -345,91 +355,115 @@ class ToolUsage:
                 return items
 
     def _records(
-        self, items: list[Any], namespace: tuple[str, ...], trusted: bool
+        self,
+        items: list[Any],
+        namespace: tuple[str, ...],
+        trusted: bool,
+        scope: str | None = None,
     ) -> list[UsageRecord]:
-        """The rows stored exactly under ``namespace`` (a search also returns the ones below)."""
-        return [
-            _row(item.value, i, trusted)
-            for i, item in enumerate(items)
-            if tuple(item.namespace) == namespace
-        ]
-
-    def _shared_ops(
-        self, items: list[Any], legacy: list[Any], history: UsageIndex | None = None
-    ) -> list[PutOp]:
-        """Merge the stored shared rows into ``history`` (default the shared one), and move
-        rows stored before scopes existed (directly under ``namespace``, all observed: they
-        rank once corroborated) among them."""
-        history = self.history if history is None else history
-        shared = self._records(items, self._namespace(None), True)
-        old = self._records(legacy, self.namespace, False)
-        ops = self._merge(history, None, shared + old)
-        kept = {_key(r) for r in history.records()}
-        ops += [self._put(None, r) for r in old if _key(r) in kept]
-        ops += [PutOp(self.namespace, item.key, None) for item in legacy]
-        return ops
-
-    def attach(self, config: RunnableConfig | None = None) -> None:
-        """Load the histories from the store (``store``, else the graph's in ``config``): the
-        shared one once, the run's scope once. The nodes call this; call it yourself to load
-        at start-up."""
-        store = self._store_for(config)
-        if store is None:
-            return
-        with self._attach_lock:
-            if store is not self._attached:
-                ns = self._namespace(None)
-                self._attach_ops(
-                    store,
-                    self._shared_ops(
-                        self._items(store, ns), self._legacy(self._items(store, self.namespace))
-                    ),
-                )
-                self._attached = store
-                self._loaded.clear()
-            scope = scope_key(self.scope, config) if config is not None else None
-            if scope is not None and self._loaded.get(scope) is not store:
-                ns = self._namespace(scope)
-                stored = self._records(self._items(store, ns), ns, False)
-                self._attach_ops(store, self._merge(self._history(scope), scope, stored))
-                self._loaded[scope] = store
+        """The records stored exactly under ``namespace`` (a search also returns the ones
+        below). A row that is no record (another writer's, a tool name no tool has) or, under
+        ``scope``, says it belongs to another scope is skipped and logged: one bad row must not
+        fail every run that loads the history."""
+        records, skipped = [], 0
+        for i, item in enumerate(items):
+            if tuple(item.namespace) != namespace:
+                continue
+            value = item.value
+            try:
+                if scope is not None and value.get("scope", scope) != scope:
+                    raise ValueError("a row of another scope")
+                record = _row(value, i, trusted)
+                check_record_args(record.query, [record.tool])
+            except (ValueError, TypeError, AttributeError):
+                skipped += 1
+                continue
+            records.append(record)
+        if skipped:
+            logger.warning("skipped %d stored usage rows under %s: not records", skipped, namespace)
+        return records
 
     def _legacy(self, items: list[Any]) -> list[Any]:
         """The rows of ``items`` stored directly under ``namespace`` (before scopes existed)."""
         return [i for i in items if tuple(i.namespace) == self.namespace]
 
-    @staticmethod
-    def _attach_ops(store: BaseStore, ops: list[PutOp]) -> None:
-        if ops:
-            store.batch(ops)
+    def _attach_shared(self, store: BaseStore, shared: list[Any], legacy: list[Any]) -> list[PutOp]:
+        """Make ``store`` the attached one and its shared rows the shared history; the store
+        ops. Records made before any store was known join it, and rows stored before scopes
+        existed (directly under ``namespace``, all observed: they rank once corroborated) move
+        among them. After another store, the histories start afresh: theirs are that store's."""
+        with self._attach_lock:
+            if store is self._attached:
+                return []
+            switched = self._attached is not None
+            rows = self._records(shared, self._namespace(None), True)
+            old = self._records(legacy, self.namespace, False)
+            memory = [] if switched else self.history.records()
+            history, ops = self._merged(memory, None, rows + old)
+            kept = {_key(r) for r in history.records()}
+            ops += [self._put(None, r) for r in old if _key(r) in kept]
+            ops += [PutOp(self.namespace, item.key, None) for item in legacy]
+            self.history = history
+            if switched:
+                self._scopes.clear()
+            self._attached = store
+            self._loaded.clear()
+            return ops
+
+    def _attach_scope(self, store: BaseStore, scope: str, items: list[Any]) -> list[PutOp]:
+        """Load ``scope``'s rows from ``store`` into its history (with what it recorded before
+        the store was known); the store ops."""
+        stored = self._records(items, self._namespace(scope), False, scope)
+        with self._attach_lock:
+            if self._attached is not store or self._loaded.get(scope) is store:
+                return []
+            memory = self._scopes[scope].records() if scope in self._scopes else []
+            self._scopes[scope], ops = self._merged(memory, scope, stored)
+            self._scopes.move_to_end(scope)
+            self._loaded[scope] = store
+            self._evict()
+            return ops
+
+    def attach(self, config: RunnableConfig | None = None) -> None:
+        """Load the histories from the store (``store``, else the graph's in ``config``): the
+        shared one once, the run's scope once. The nodes call this; call it yourself to load
+        at start-up. The store is read and written outside any lock: other runs rank with
+        what they have meanwhile."""
+        store = self._store_for(config)
+        if store is None:
+            return
+        if store is not self._attached:
+            shared = self._items(store, self._namespace(None))
+            legacy = self._legacy(self._items(store, self.namespace))
+            self._attach_ops(store, self._attach_shared(store, shared, legacy))
+        scope = scope_key(self.scope, config) if config is not None else None
+        if scope is not None and self._loaded.get(scope) is not store:
+            items = self._items(store, self._namespace(scope))
+            self._attach_ops(store, self._attach_scope(store, scope, items))
 
     async def aattach(self, config: RunnableConfig | None = None) -> None:
         """Async :meth:`attach` (``asearch``/``abatch``; a sync-only store runs in a thread)."""
         store = self._store_for(config)
         if store is None:
             return
-        scope = scope_key(self.scope, config) if config is not None else None
         if store is not self._attached:
             shared = await self._aitems(store, self._namespace(None))
             legacy = self._legacy(await self._aitems(store, self.namespace))
-            with self._attach_lock:
-                ops = []
-                if store is not self._attached:
-                    ops = self._shared_ops(shared, legacy)
-                    self._attached = store
-                    self._loaded.clear()
-            if ops:
-                await _acall(store, "abatch", "batch", ops)
+            await self._aattach_ops(store, self._attach_shared(store, shared, legacy))
+        scope = scope_key(self.scope, config) if config is not None else None
         if scope is not None and self._loaded.get(scope) is not store:
-            ns = self._namespace(scope)
-            stored = self._records(await self._aitems(store, ns), ns, False)
-            with self._attach_lock:
-                ops = []
-                if self._loaded.get(scope) is not store:
-                    ops = self._merge(self._history(scope), scope, stored)
-                    self._loaded[scope] = store
-            if ops:
-                await _acall(store, "abatch", "batch", ops)
+            items = await self._aitems(store, self._namespace(scope))
+            await self._aattach_ops(store, self._attach_scope(store, scope, items))
+
+    @staticmethod
+    def _attach_ops(store: BaseStore, ops: list[PutOp]) -> None:
+        if ops:
+            store.batch(ops)
+
+    @staticmethod
+    async def _aattach_ops(store: BaseStore, ops: list[PutOp]) -> None:
+        if ops:
+            await _acall(store, "abatch", "batch", ops)
 
     def refresh(self) -> None:
         """Reload the histories from the store (what other workers recorded, or forgot, since):
@@ -439,17 +473,25 @@ class ToolUsage:
         Once attached, the store is the truth: the histories in memory are replaced by what it
         holds, so a record another worker forgot is not written back. The new histories are
         built aside and then swapped in, so a run ranking meanwhile ranks with the old ones or
-        the new, never with an empty one. Nothing happens before a store is known (``store=``,
-        or the graph's, after the first run that had one).
+        the new, never with an empty one; what this process records or forgets while the store
+        is read is applied to the new ones too. A refresh while another is under way does
+        nothing. Before a store is known (``store=``, or the graph's, after the first run that
+        had one) there is nothing to reload.
         """
-        store = self._attached or self.store
-        if store is None:
+        if self._attached is None:
+            self.attach()  # the first load (with ``store=``): nothing held to reload yet
             return
-        scopes = self._scopes_of(store)
-        shared = self._items(store, self._namespace(None))
-        legacy = self._legacy(self._items(store, self.namespace))
-        stored = {scope: self._items(store, self._namespace(scope)) for scope in scopes}
-        self._attach_ops(store, self._reload(store, shared, legacy, stored))
+        started = self._reload_from()
+        if started is None:
+            return
+        store, journal = started
+        try:
+            shared = self._items(store, self._namespace(None))
+            stored = {s: self._items(store, self._namespace(s)) for s in self._scopes_of(store)}
+            ops = self._reload(store, journal, shared, stored)
+        finally:
+            self._end_journal(journal)
+        self._attach_ops(store, ops)
 
     async def arefresh(self) -> None:
         """Async :meth:`refresh` (``asearch``/``abatch``; a sync-only store runs in a thread).
@@ -462,16 +504,36 @@ class ToolUsage:
                     await usage.arefresh()
             ```
         """
-        store = self._attached or self.store
-        if store is None:
+        if self._attached is None:
+            await self.aattach()
             return
-        scopes = self._scopes_of(store)
-        shared = await self._aitems(store, self._namespace(None))
-        legacy = self._legacy(await self._aitems(store, self.namespace))
-        stored = {scope: await self._aitems(store, self._namespace(scope)) for scope in scopes}
-        ops = self._reload(store, shared, legacy, stored)
-        if ops:
-            await _acall(store, "abatch", "batch", ops)
+        started = self._reload_from()
+        if started is None:
+            return
+        store, journal = started
+        try:
+            shared = await self._aitems(store, self._namespace(None))
+            stored = {
+                s: await self._aitems(store, self._namespace(s)) for s in self._scopes_of(store)
+            }
+            ops = self._reload(store, journal, shared, stored)
+        finally:
+            self._end_journal(journal)
+        await self._aattach_ops(store, ops)
+
+    def _reload_from(self) -> tuple[BaseStore, list[_Change]] | None:
+        """The attached store and a journal of this process's changes, started; None when
+        nothing is attached or a refresh is under way."""
+        with self._attach_lock:
+            if self._attached is None or self._journal is not None:
+                return None
+            self._journal = []
+            return self._attached, self._journal
+
+    def _end_journal(self, journal: list[_Change]) -> None:
+        with self._attach_lock:
+            if self._journal is journal:
+                self._journal = None
 
     def _scopes_of(self, store: BaseStore) -> list[str]:
         """The scopes held in memory that were loaded from ``store``."""
@@ -481,25 +543,41 @@ class ToolUsage:
     def _reload(
         self,
         store: BaseStore,
+        journal: list[_Change],
         shared: list[Any],
-        legacy: list[Any],
         stored: dict[str, list[Any]],
     ) -> list[PutOp]:
-        """Swap in histories built from the store's rows; the store ops that bound them."""
-        history = self._new_history()
-        ops = self._shared_ops(shared, legacy, history)
+        """Swap in histories built from the store's rows, with the journal's changes replayed;
+        the store ops that bound them."""
+        history, ops = self._merged((), None, self._records(shared, self._namespace(None), True))
         fresh: dict[str, UsageIndex] = {}
         for scope, items in stored.items():
-            ns = self._namespace(scope)
-            fresh[scope] = self._new_history()
-            ops += self._merge(fresh[scope], scope, self._records(items, ns, False))
+            rows = self._records(items, self._namespace(scope), False, scope)
+            fresh[scope], scope_ops = self._merged((), scope, rows)
+            ops += scope_ops
         with self._attach_lock:
+            self._end_journal(journal)
+            if self._attached is not store:  # another store meanwhile: this read is stale
+                return []
+            for change in journal:
+                if change[0] == "forget":
+                    for target in (history, *fresh.values()):
+                        target.forget(change[1])
+                elif change[1] is None:
+                    history.insert(change[2])
+                elif change[1] in fresh:
+                    fresh[change[1]].insert(change[2])
             self.history = history
             for scope, scoped in fresh.items():
                 if scope in self._scopes:  # in place: the least recently used order is kept
                     self._scopes[scope] = scoped
-            self._attached = store
+            self._evict()
         return ops
+
+    def _note(self, change: _Change) -> None:
+        """Journal a change made while a refresh reads the store (call under the lock)."""
+        if self._journal is not None:
+            self._journal.append(change)
 
     def _history(self, scope: str) -> UsageIndex:
         """The in-memory history of ``scope`` (made if new; the most recently used one)."""
@@ -508,12 +586,17 @@ class ToolUsage:
             if history is None:
                 history = self._scopes[scope] = self._new_history()
             self._scopes.move_to_end(scope)
-            total = sum(len(h) for h in self._scopes.values())
-            while total > self._bounds[3] and len(self._scopes) > 1:
-                dropped, old = self._scopes.popitem(last=False)  # kept in the store
-                total -= len(old)
-                self._loaded.pop(dropped, None)
+            self._evict()
             return history
+
+    def _evict(self) -> None:
+        """Drop the least recently used scopes from memory (never from the store) while the
+        scopes hold more than ``max_records``; the most recent one stays. Under the lock."""
+        total = sum(len(h) for h in self._scopes.values())
+        while total > self._bounds[3] and len(self._scopes) > 1:
+            dropped, old = self._scopes.popitem(last=False)
+            total -= len(old)
+            self._loaded.pop(dropped, None)
 
     # --- recording ----------------------------------------------------------------------------
 
@@ -525,14 +608,13 @@ class ToolUsage:
             raise ValueError(UNKNOWN_TOOLS_ERROR.format(names=clip_names(unknown)))
 
     def _changes(
-        self,
-        history: UsageIndex,
-        scope: str | None,
-        query: str,
-        tool_names: Sequence[str],
-        **record: Any,
+        self, scope: str | None, query: str, tool_names: Sequence[str], **record: Any
     ) -> list[PutOp]:
-        added, evicted = history.add(query, tool_names, **record)
+        """Add a record to ``scope``'s history (None: the shared one); the store ops."""
+        with self._attach_lock:
+            history = self.history if scope is None else self._history(scope)
+            added, evicted = history.add(query, tool_names, **record)
+            self._note(("add", scope, added))
         return [
             *(self._delete(scope, r) for r in evicted),
             *(self._put(scope, r) for r in added),
@@ -553,9 +635,10 @@ class ToolUsage:
             TypeError: ``query`` is not a string or ``tool_names`` not a list of names.
             ValueError: a name that is no tool name, or (with ``catalog=``) not a tool of it.
         """
-        self._checked(check_record_args(query, tool_names))
+        names = check_record_args(query, tool_names)
+        self._checked(names)
         self.attach()
-        ops = self._changes(self.history, None, query, tool_names, thread=thread_id)
+        ops = self._changes(None, query, names, thread=thread_id)
         store = self._attached
         if ops and store is not None:
             store.batch(ops)
@@ -564,9 +647,10 @@ class ToolUsage:
         self, query: str, tool_names: Sequence[str], *, thread_id: str | None = None
     ) -> None:
         """Async :meth:`record`."""
-        self._checked(check_record_args(query, tool_names))
+        names = check_record_args(query, tool_names)
+        self._checked(names)
         await self.aattach()
-        ops = self._changes(self.history, None, query, tool_names, thread=thread_id)
+        ops = self._changes(None, query, names, thread=thread_id)
         store = self._attached
         if ops and store is not None:
             await _acall(store, "abatch", "batch", ops)
@@ -599,7 +683,7 @@ class ToolUsage:
             "user": None if user in (None, "") else str(user),
             "loaded": loaded,
         }
-        return scope, self._changes(self._history(scope), scope, query, names, **record)
+        return scope, self._changes(scope, query, names, **record)
 
     def record_run(
         self,
@@ -650,8 +734,10 @@ class ToolUsage:
         Returns:
             How many (tool, message) pairs were dropped from memory.
         """
-        names = None if tool_names is None else set(check_record_args("", list(tool_names)))
-        dropped = sum(len(history.forget(names)) for _, history in self._histories())
+        names = None if tool_names is None else set(check_record_args("", tool_names))
+        with self._attach_lock:
+            dropped = sum(len(history.forget(names)) for _, history in self._histories())
+            self._note(("forget", names))
         store = self._attached or self.store
         if store is not None:
             ops = [
@@ -705,7 +791,7 @@ class ToolUsage:
                 raise ValueError(BAD_ROW_ERROR.format(i=i, row=safe_repr(row)))
             record = _row(row, i, True)
             check_record_args(record.query, [record.tool])
-            records.append((scope, record))
+            records.append((None if scope is None else bounded_id(scope), record))
         self._checked({r.tool for _, r in records})
         self.attach()
         store = self._attached
@@ -717,14 +803,19 @@ class ToolUsage:
             batch = sorted(batch, key=lambda r: r.ts)[-self._bounds[3] :]  # older: dropped anyway
             if scope is not None and store is not None and self._loaded.get(scope) is not store:
                 self.attach({"configurable": {**_scope_config(self.scope, scope)}})
-            history = self.history if scope is None else self._history(scope)
-            before = {_key(r): r for r in history.records()}
-            history.insert(
-                replace(r, query=normalize_query(r.query), ts=r.ts or time.time()) for r in batch
-            )
-            after = {_key(r): r for r in history.records()}
+            now = time.time()
+            batch = [replace(r, query=normalize_query(r.query), ts=r.ts or now) for r in batch]
+            with self._attach_lock:
+                history = self.history if scope is None else self._history(scope)
+                before = {_key(r): r for r in history.records()}
+                history.insert(batch)
+                after = {_key(r): r for r in history.records()}
+                changed = [r for k, r in after.items() if before.get(k) != r]
+                self._note(("add", scope, changed))
+                if scope is not None:
+                    self._evict()
             ops += [self._delete(scope, r) for k, r in before.items() if k not in after]
-            ops += [self._put(scope, r) for k, r in after.items() if before.get(k) != r]
+            ops += [self._put(scope, r) for r in changed]
         if ops and store is not None:
             store.batch(ops)
         return len(records)
