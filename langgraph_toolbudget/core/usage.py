@@ -599,12 +599,13 @@ class UsageIndex:
 
     def rank(self, query: str, limit: int | None = None) -> list[tuple[str, float]]:
         """Tools by usage relevance to ``query``, best first (score > 0 only)."""
-        scores = self.scores(query)
-        if scores is None:
-            return []
-        ids = np.flatnonzero(scores > 0)
-        order = ids[np.lexsort((ids, -scores[ids]))][:limit]
-        return [(self._names[i], float(scores[i])) for i in order]
+        with self._lock:  # ids and names of one numbering: a change may renumber (_compact)
+            scores = self.scores(query)
+            if scores is None:
+                return []
+            ids = np.flatnonzero(scores > 0)
+            order = ids[np.lexsort((ids, -scores[ids]))][:limit]
+            return [(self._names[i], float(scores[i])) for i in order]
 
     def popular(self, limit: int | None = None) -> list[str]:
         """Tools with the most ranked messages (trusted or corroborated), most first
@@ -644,10 +645,11 @@ class UsageIndex:
         ``allowed``: a boolean per catalog position; the others never get a score
         (the tools usage never promotes).
         """
-        scores = self.scores(query)
-        if scores is None:
-            return None
-        positions = self.positions(index)[: scores.size]
+        with self._lock:  # ids and positions of one numbering: a change may renumber them
+            scores = self.scores(query)
+            if scores is None:
+                return None
+            positions = self.positions(index)[: scores.size]
         ok = positions >= 0
         if allowed is not None:
             ok &= allowed[np.maximum(positions, 0)]
