@@ -282,6 +282,31 @@ def test_management_tools_through_the_agent_with_a_scripted_model() -> None:
     assert "send_message" not in out["selected_tools"]
 
 
+@pytest.mark.parametrize("api", ["invoke", "ainvoke"])
+async def test_built_in_calls_see_the_context_changes_made_earlier_in_their_batch(
+    api: str,
+) -> None:
+    slack = {"send_message", "list_channels", "read_channel_history", "add_reaction"}
+    batch = [
+        ToolCall(name="exclude_tool_server", args={"server": "slack"}, id="x"),
+        ToolCall(name="add_tool", args={"tool_names": ["send_message", "list_channels"]}, id="a"),
+        ToolCall(name="request_more_tools", args={"categories": ["slack"]}, id="r"),
+        ToolCall(name="include_tool", args={"tool": "send_message"}, id="i"),
+    ]
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=batch), "done"])
+    config = BudgetConfig(enabled_builtins={"allow": ["*"]}, max_tools=2, max_visible=2)
+    graph = create_toolbudget_agent(model, build_catalog(), config=config).compile()
+    question = {"messages": [("user", "what's the weather in Paris?")]}
+    out = graph.invoke(question) if api == "invoke" else await graph.ainvoke(question)
+    answers = {m.tool_call_id: m for m in out["messages"] if isinstance(m, ToolMessage)}
+    assert answers["a"].status == "error" and "excluded" in answers["a"].content
+    assert answers["r"].content == "No new tools added."
+    included = json.loads(answers["i"].content)["tool"]
+    assert included["excluded"] is True and included["in_context"] is False
+    assert model.bound_tools[1] == model.bound_tools[0], "nothing loaded, nothing evicted"
+    assert not slack & set(out["selected_tools"])
+
+
 @pytest.mark.parametrize(
     ("name", "args"),
     [

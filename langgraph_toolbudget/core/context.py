@@ -152,15 +152,16 @@ class SessionContext:
             _clean(state_get(state, SERVER_MODES_FIELD, None), INCLUDE_MODES),
         )
 
+    def state_values(self) -> dict[str, dict[str, str]]:
+        """The context as the values of its state fields (:data:`CONTEXT_FIELDS`)."""
+        own = (self.tools, self.servers, self.tool_modes, self.server_modes)
+        return {name: dict(current) for name, current in zip(CONTEXT_FIELDS, own, strict=True)}
+
     def merged(self, update: Mapping[str, Any]) -> SessionContext:
         """This context with a state update's context fields applied (as the reducers would)."""
         values = {
-            name: merge_context(dict(current), update.get(name))
-            for name, current in zip(
-                CONTEXT_FIELDS,
-                (self.tools, self.servers, self.tool_modes, self.server_modes),
-                strict=True,
-            )
+            name: merge_context(current, update.get(name))
+            for name, current in self.state_values().items()
         }
         return SessionContext.from_state(values)
 
