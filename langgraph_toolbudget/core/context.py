@@ -270,8 +270,9 @@ class SessionContext:
                 special categories, pinned tools).
 
         Returns:
-            ``base`` minus excluded tools and ``always`` tools the thread set to
-            another mode, plus the tools the thread included or set to ``always``.
+            ``base`` minus excluded tools and ``always`` (or special-category) tools
+            the thread set to another mode, plus the tools the thread included or set
+            to ``always``.
         """
         base = list(base)
         if not self:
@@ -283,8 +284,8 @@ class SessionContext:
                 continue
             if self.decision(spec) == "exclude":
                 continue
-            if spec.include == "always" and not self.in_context(spec):
-                continue  # an always tool the thread set to manual/agent
+            if spec.always_visible and not self.in_context(spec):
+                continue  # an always (or special-category) tool the thread set to manual/agent
             kept.append(name)
         extra = [s.name for s in catalog.specs if self.in_context(s)]
         return list(dict.fromkeys([*kept, *extra]))
