@@ -333,6 +333,21 @@ def test_context_tools_echo_a_huge_argument_clipped(name: str, args: dict[str, A
     assert not out.get("context_tools") and not out.get("context_tool_modes")
 
 
+@pytest.mark.parametrize("args", [["read_file"], "read_file", 5])
+def test_context_tools_answer_arguments_that_are_not_an_object_with_an_error(args: Any) -> None:
+    executor = ToolExecutor(build_catalog(), enabled_builtins={"allow": ["*"]})
+    names = ["get_tool", "list_tools", "include_tool", "list_context_tools"]
+    calls = [{"name": n, "args": args, "id": n, "type": "tool_call"} for n in names]
+    out = executor.invoke(calls)  # ToolNode's list-of-tool-calls input
+    messages = out["messages"] if isinstance(out, dict) else out
+    assert [m.tool_call_id for m in messages] == names
+    for message in messages:
+        assert message.status == "error"
+        assert message.content.startswith(f"Error: {message.name} takes its arguments as a JSON")
+        assert message.content.endswith(f"Fix the arguments and call {message.name} again.")
+    assert '{"tool": "<tool>", "server": "<server>"}' in messages[2].content
+
+
 def test_management_tools_are_off_by_default() -> None:
     model = ScriptedChatModel(responses=["done"])
     create_toolbudget_agent(model, build_catalog()).compile().invoke({"messages": [("user", "hi")]})

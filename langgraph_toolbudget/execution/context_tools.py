@@ -116,9 +116,8 @@ class ContextTools(BuiltinTools):
             **ctx.context.state_values(),
             "selected_tools": list(ctx.working.names),
         }
-        args = call.get("args") or {}
         try:
-            result = run_command(self.catalog, values, call["name"], args)
+            result = run_command(self.catalog, values, call["name"], call.get("args"))
         except CommandError as exc:
             return BuiltinResult(COMMAND_ERROR.format(problem=exc, tool=call["name"]), error=True)
         update = result.update or {}
