@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langgraph_toolbudget import (
@@ -113,6 +114,24 @@ def test_context_reducer_and_update_shapes() -> None:
         include_tools(tools=["delete_fil"], catalog=build_catalog())
     with pytest.raises(ValueError, match="mode must be one of"):
         set_include_mode("sometimes", tools=["a"])
+
+
+def test_malformed_context_values_are_ignored_and_the_thread_runs_on() -> None:
+    model = ScriptedChatModel(responses=["sunny", "sunny again"], cycle=False)
+    app = create_toolbudget_agent(model, build_catalog()).compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    app.invoke({"messages": [("user", "what's the weather in Paris?")]}, config)
+    malformed = {
+        "context_tools": {"get_weather": ["exclude"], "read_file": "exclude"},
+        "context_servers": {"slack": {"exclude": True}},
+        "context_tool_modes": {"weather_forecast": ["manual"]},
+        "context_server_modes": {"files": 3},
+    }
+    app.update_state(config, malformed)
+    out = app.invoke({"messages": [("user", "what's the weather in Lima?")]}, config)
+    assert out["messages"][-1].content == "sunny again"
+    assert "get_weather" in model.bound_tools[-1], "the malformed exclusion is ignored"
+    assert SessionContext.from_state(out) == SessionContext(tools={"read_file": "exclude"})
 
 
 def test_summary_counts_grouped_by_server() -> None:

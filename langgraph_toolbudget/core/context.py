@@ -109,7 +109,9 @@ def _clean(value: Any, allowed: Iterable[str]) -> dict[str, str]:
     allowed = set(allowed)
     if not isinstance(value, Mapping):
         return {}
-    return {k: v for k, v in value.items() if isinstance(k, str) and v in allowed}
+    return {
+        k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str) and v in allowed
+    }
 
 
 def excluded_error(tool: str, server: str, *, by_server: bool) -> str:
