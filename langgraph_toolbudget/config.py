@@ -108,8 +108,9 @@ class BudgetConfig(BaseModel):
     )
 
     max_tools: _Count | None = None
-    """Tools ``select_tools`` and ``request_more_tools`` choose per turn (the budget).
-    ``None``: the preset of ``model_size``, else :data:`DEFAULT_MAX_TOOLS` (see :attr:`budget`)."""
+    """Tools ``select_tools`` and ``request_more_tools`` choose per turn (the budget); ``0``:
+    none, only the tools visible without budget. ``None``: the preset of ``model_size``, else
+    :data:`DEFAULT_MAX_TOOLS` (see :attr:`budget`)."""
     model_size: str | float | None = None
     """A model name (``"qwen3:8b"``) or size in billions for the budget presets, used when
     ``max_tools`` is None: small (<7B) 2, medium (7-30B) 5, large (>30B) 10."""

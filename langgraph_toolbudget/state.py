@@ -218,8 +218,9 @@ def state_delta(
     before: Mapping[str, Any], after: Mapping[str, Any], keys: Sequence[str]
 ) -> dict[str, Any]:
     """:func:`state_update` of ``keys`` plus the visible set (``selected_tools``,
-    ``tool_last_used``, ``tool_reasons``), through the budget fields' reducers."""
-    visible = ("selected_tools", "tool_last_used", "tool_reasons")
+    ``discovered_tools``, ``tool_last_used``, ``tool_reasons``), through the budget fields'
+    reducers."""
+    visible = ("selected_tools", "discovered_tools", "tool_last_used", "tool_reasons")
     return state_update(before, after, _REDUCERS, [*keys, *visible])
 
 

@@ -143,8 +143,36 @@ async def test_search_then_add_then_call(catalog, rec, api):
     assert by_id(out["messages"])["a1"].content.startswith("Added 1 tools: weather_forecast")
     assert "weather_forecast" in model.bound_tools[2]
     assert rec.runs == [("weather_forecast", {"city": "Lima", "days": 1})]
-    assert out["discovered_tools"] == ["weather_forecast"]
+    assert out["discovered_tools"] == [], "found, then loaded: no longer only discovered"
     assert out["messages"][-1].content == "Sunny tomorrow in Lima."
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_discovered_tools_holds_the_found_tools_only_while_they_are_not_visible(catalog, api):
+    model = ScriptedChatModel(
+        responses=[
+            ai_calls(call("search_tools", "s1", query="forecast|issue")),
+            "Found some.",
+            "Sunny.",
+            ai_calls(call("add_tool", "a1", tool_names=["list_issues"])),
+            "Loaded.",
+        ],
+        cycle=False,
+    )
+    app = create_toolbudget_agent(model, catalog).compile(checkpointer=MemorySaver())
+    thread = {"configurable": {"thread_id": "t"}}
+
+    async def turn(text: str) -> dict[str, Any]:
+        return await run(app, {"messages": [HumanMessage(text)]}, api, thread)
+
+    out = await turn("hello there")
+    assert out["discovered_tools"] == ["create_issue", "list_issues", "weather_forecast"]
+    out = await turn("what is the weather forecast for Lima?")  # select_tools shows it
+    assert "weather_forecast" in out["selected_tools"]
+    assert out["discovered_tools"] == ["create_issue", "list_issues"]
+    out = await turn("thanks, one more thing")  # add_tool loads one
+    assert "list_issues" in out["selected_tools"]
+    assert out["discovered_tools"] == ["create_issue"]
 
 
 @pytest.mark.parametrize("api", APIS)

@@ -317,6 +317,20 @@ def test_catalog_tool_metadata_naming_a_missing_tool_suggests_the_closest_names(
     assert "'send_mesage' -> 'send_message'," in str(err.value)
 
 
+def test_catalog_server_defaults_naming_a_missing_server_suggests_the_closest_names(tools):
+    with pytest.raises(ValueError) as err:
+        ToolCatalog.from_tools(tools, server_defaults={"slak": {"include": "manual"}})
+    assert "server_defaults names ['slak']" in str(err.value)
+    assert "'slak' -> 'slack'," in str(err.value)
+    filtered = ToolCatalog.from_tools(
+        tools, server_defaults={"slack": {"include": "manual"}}, allowed_servers=["weather"]
+    )
+    assert "send_message" not in filtered, "a server filtered out is still a server"
+    serverless = [t.model_copy(update={"metadata": {}}) for t in tools]
+    with pytest.raises(ValueError, match="no tool has a server"):
+        ToolCatalog.from_tools(serverless, server_defaults={"slack": {"include": "manual"}})
+
+
 def test_catalog_with_metadata_naming_a_missing_tool_suggests_the_closest_names(make_catalog):
     catalog = make_catalog(allowed_servers=["weather"])
     with pytest.raises(ValueError) as err:

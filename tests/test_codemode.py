@@ -256,6 +256,28 @@ async def test_a_tool_excluded_from_the_thread_raises_inside_the_program(api):
 
 
 @pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("where", ["before the program", "in the program"])
+async def test_a_tool_excluded_earlier_in_the_batch_raises_inside_the_program(api, where):
+    exclude = {"name": "exclude_tool", "args": {"tool": "get_forecast"}, "id": "x"}
+    if where == "in the program":
+        reply = program("exclude_tool(tool='get_forecast')\nget_forecast(city='Rome')")
+    else:
+        reply = AIMessage(
+            "", tool_calls=[exclude, *program("get_forecast(city='Rome')").tool_calls]
+        )
+    model = ScriptedChatModel(responses=[reply, AIMessage("done")], cycle=False)
+    options = {**OPTIONS, "enabled_builtins": [PYTHON_EXECUTION, "exclude_tool"]}
+    graph = create_toolbudget_agent(model, make_catalog(), **options).compile()
+    out = await run(graph, {"messages": [HumanMessage("forecast please")]}, api)
+    answer = next(m for m in out["messages"] if m.type == "tool" and m.tool_call_id == "p1")
+    assert answer.status == "error" and RUNS == []
+    assert "PermissionError" in answer.content and "excluded from this conversation" in (
+        answer.content
+    )
+    assert out["context_tools"] == {"get_forecast": "exclude"}
+
+
+@pytest.mark.parametrize("api", APIS)
 async def test_a_tool_that_raises_is_an_exception_the_program_may_catch(api):
     code = "try:\n    flaky(x=2)\nexcept RuntimeError as e:\n    print('caught:', e)\nflaky(x=3)\n"
     answer, _, _ = await run_code(code, api)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langgraph_toolbudget import (
@@ -113,6 +114,24 @@ def test_context_reducer_and_update_shapes() -> None:
         include_tools(tools=["delete_fil"], catalog=build_catalog())
     with pytest.raises(ValueError, match="mode must be one of"):
         set_include_mode("sometimes", tools=["a"])
+
+
+def test_malformed_context_values_are_ignored_and_the_thread_runs_on() -> None:
+    model = ScriptedChatModel(responses=["sunny", "sunny again"], cycle=False)
+    app = create_toolbudget_agent(model, build_catalog()).compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    app.invoke({"messages": [("user", "what's the weather in Paris?")]}, config)
+    malformed = {
+        "context_tools": {"get_weather": ["exclude"], "read_file": "exclude"},
+        "context_servers": {"slack": {"exclude": True}},
+        "context_tool_modes": {"weather_forecast": ["manual"]},
+        "context_server_modes": {"files": 3},
+    }
+    app.update_state(config, malformed)
+    out = app.invoke({"messages": [("user", "what's the weather in Lima?")]}, config)
+    assert out["messages"][-1].content == "sunny again"
+    assert "get_weather" in model.bound_tools[-1], "the malformed exclusion is ignored"
+    assert SessionContext.from_state(out) == SessionContext(tools={"read_file": "exclude"})
 
 
 def test_summary_counts_grouped_by_server() -> None:
@@ -282,6 +301,31 @@ def test_management_tools_through_the_agent_with_a_scripted_model() -> None:
     assert "send_message" not in out["selected_tools"]
 
 
+@pytest.mark.parametrize("api", ["invoke", "ainvoke"])
+async def test_built_in_calls_see_the_context_changes_made_earlier_in_their_batch(
+    api: str,
+) -> None:
+    slack = {"send_message", "list_channels", "read_channel_history", "add_reaction"}
+    batch = [
+        ToolCall(name="exclude_tool_server", args={"server": "slack"}, id="x"),
+        ToolCall(name="add_tool", args={"tool_names": ["send_message", "list_channels"]}, id="a"),
+        ToolCall(name="request_more_tools", args={"categories": ["slack"]}, id="r"),
+        ToolCall(name="include_tool", args={"tool": "send_message"}, id="i"),
+    ]
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=batch), "done"])
+    config = BudgetConfig(enabled_builtins={"allow": ["*"]}, max_tools=2, max_visible=2)
+    graph = create_toolbudget_agent(model, build_catalog(), config=config).compile()
+    question = {"messages": [("user", "what's the weather in Paris?")]}
+    out = graph.invoke(question) if api == "invoke" else await graph.ainvoke(question)
+    answers = {m.tool_call_id: m for m in out["messages"] if isinstance(m, ToolMessage)}
+    assert answers["a"].status == "error" and "excluded" in answers["a"].content
+    assert answers["r"].content == "No new tools added."
+    included = json.loads(answers["i"].content)["tool"]
+    assert included["excluded"] is True and included["in_context"] is False
+    assert model.bound_tools[1] == model.bound_tools[0], "nothing loaded, nothing evicted"
+    assert not slack & set(out["selected_tools"])
+
+
 @pytest.mark.parametrize(
     ("name", "args"),
     [
@@ -306,6 +350,21 @@ def test_context_tools_echo_a_huge_argument_clipped(name: str, args: dict[str, A
     ours = {**out, "messages": [m for m in out["messages"] if not isinstance(m, AIMessage)]}
     assert len(json.dumps(ours, default=str)) < 20_000  # the model's message aside, nothing kept
     assert not out.get("context_tools") and not out.get("context_tool_modes")
+
+
+@pytest.mark.parametrize("args", [["read_file"], "read_file", 5])
+def test_context_tools_answer_arguments_that_are_not_an_object_with_an_error(args: Any) -> None:
+    executor = ToolExecutor(build_catalog(), enabled_builtins={"allow": ["*"]})
+    names = ["get_tool", "list_tools", "include_tool", "list_context_tools"]
+    calls = [{"name": n, "args": args, "id": n, "type": "tool_call"} for n in names]
+    out = executor.invoke(calls)  # ToolNode's list-of-tool-calls input
+    messages = out["messages"] if isinstance(out, dict) else out
+    assert [m.tool_call_id for m in messages] == names
+    for message in messages:
+        assert message.status == "error"
+        assert message.content.startswith(f"Error: {message.name} takes its arguments as a JSON")
+        assert message.content.endswith(f"Fix the arguments and call {message.name} again.")
+    assert '{"tool": "<tool>", "server": "<server>"}' in messages[2].content
 
 
 def test_management_tools_are_off_by_default() -> None:

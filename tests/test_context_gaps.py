@@ -155,6 +155,28 @@ def test_an_agent_tool_set_to_manual_leaves_the_budget_of_that_thread() -> None:
     )
 
 
+def test_a_special_category_tool_the_model_sets_to_manual_leaves_the_visible_set() -> None:
+    mode = {"name": "set_tool_include_mode", "args": {"tool": "ask_human", "mode": "manual"}}
+    get = {"name": "get_tool", "args": {"tool": "ask_human"}}
+    model = ScriptedChatModel(
+        responses=[
+            AIMessage("", tool_calls=[{**mode, "id": "m"}]),
+            "ok",
+            AIMessage("", tool_calls=[{**get, "id": "g"}]),
+            "ok again",
+        ],
+        cycle=False,
+    )
+    graph = create_toolbudget_agent(model, build_catalog(), enabled_builtins={"allow": ["*"]})
+    app = graph.compile(checkpointer=InMemorySaver())
+    app.invoke({"messages": [HumanMessage("what's the weather in Paris?")]}, CONFIG)
+    out = app.invoke({"messages": [HumanMessage("and in Lima?")]}, CONFIG)
+    assert ["ask_human" in bound for bound in model.bound_tools] == [True, False, False, False]
+    answer = json.loads(out["messages"][-2].content)
+    assert answer["mode"] == "manual" and answer["in_context"] is False
+    assert "ask_human" not in out["selected_tools"]
+
+
 def test_the_tool_search_and_request_more_tools_follow_the_thread_mode() -> None:
     catalog = build_catalog(server_defaults={"files": {"include": "manual"}})
     search = ToolSearch(catalog, search_limit=3)

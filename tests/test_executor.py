@@ -107,7 +107,7 @@ async def test_meta_call_mixed_with_regular_calls_keeps_call_order(catalog, rec,
         "list_issues",
         "merge_pull_request",
     }
-    assert out["discovered_tools"] == ["weather_forecast"]
+    assert out["discovered_tools"] == {"remove": [], "add": ["weather_forecast"]}
 
 
 async def test_meta_tools_are_never_executed_as_tools(catalog):

@@ -392,7 +392,7 @@ async def test_search_then_add_records_discovered_tools(catalog, rec, api):
     assert "weather_forecast" not in model.bound_tools[1]  # found is not visible yet
     assert "weather_forecast" in model.bound_tools[2]
     assert rec.runs == [("weather_forecast", {"city": "Lima", "days": 1})]  # coerced
-    assert out["discovered_tools"] == ["weather_forecast"]
+    assert out["discovered_tools"] == [], "found, then loaded: no longer only discovered"
     await run(nodes, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
     assert model.bound_tools == node_model.bound_tools
 

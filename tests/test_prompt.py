@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import sys
 import types
@@ -12,6 +13,7 @@ from agent_tools import Recorder, recording_catalog
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.tools import StructuredTool
 
 from langgraph_toolbudget import (
     CallModel,
@@ -21,6 +23,7 @@ from langgraph_toolbudget import (
     create_toolbudget_agent,
 )
 from langgraph_toolbudget.nodes.models import ModelUnavailableError
+from langgraph_toolbudget.nodes.thread_prompt import MAX_VARIANTS
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 APIS = ["invoke", "ainvoke"]
@@ -134,3 +137,41 @@ async def test_system_prompt_callable_returning_garbage_is_a_clear_error(catalog
     node = CallModel(model, catalog, system_prompt=lambda state: 42)
     with pytest.raises(TypeError, match="must return a string, a SystemMessage or a list"):
         await node.ainvoke({"messages": [HumanMessage("hi")]})
+
+
+class TextOnlyModel(ScriptedChatModel):
+    """A scripted chat model without native tool calling (a text tool-call format)."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("this model has no tool calling")
+
+
+def test_the_tool_schemas_of_a_text_format_are_cached_within_a_bound():
+    servers = [f"server_{n}" for n in range(12)]
+    tools = [
+        StructuredTool.from_function(lambda: "ok", name=f"tool_{n}", description=f"Tool {n}.")
+        for n in range(12)
+    ]
+    catalog = ToolCatalog.from_tools(
+        tools, tool_metadata={f"tool_{n}": {"server": s} for n, s in enumerate(servers)}
+    )
+    model = TextOnlyModel(responses=["ok"])
+    node = CallModel(
+        model,
+        catalog,
+        tool_call_formats="hermes",
+        pinned=[t.name for t in tools],
+        offload_over_chars=None,
+    )
+    bound = len(catalog) + len(node.caller.builtin_tools) * (MAX_VARIANTS + 1)
+    # Each set of excluded servers changes request_more_tools' list of categories.
+    excluded = [c for k in (1, 2, 3, 4) for c in itertools.combinations(servers, k)]
+    assert len(excluded) > bound
+    for names in excluded[: bound + 20]:
+        node.invoke(
+            {"messages": [HumanMessage("hi")], "context_servers": dict.fromkeys(names, "exclude")}
+        )
+        assert len(node.caller._schemas) <= bound
+    node.invoke({"messages": [HumanMessage("hi")]})
+    system = str(model.calls[-1][0].content)
+    assert all(f'"name": "tool_{n}"' in system for n in range(12))

@@ -245,6 +245,15 @@ async def test_select_tools_node_free_tools_spend_no_budget(make_catalog, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
+async def test_select_tools_node_with_max_tools_zero_chooses_only_free_tools(catalog, mode):
+    node = SelectTools(catalog, max_tools=0, pinned=["list_files"])
+    by_category = ask("github issues and the weather", categories=["github", "weather"])
+    assert await visible(node, by_category, mode) == ["ask_human", "list_files"]
+    by_relevance = ask("what is the weather in Paris")
+    assert await visible(node, by_relevance, mode) == ["ask_human", "list_files"]
+
+
+@pytest.mark.parametrize("mode", MODES)
 async def test_select_tools_node_never_auto_selects_manual_tools(make_catalog, mode):
     catalog = make_catalog(server_defaults={"weather": {"include": "manual"}})
     node = SelectTools(catalog, max_tools=8)

@@ -51,6 +51,7 @@ from langgraph_toolbudget.core.catalog_checks import (
     check_metadata,
     check_metadata_mapping,
     check_name_list,
+    check_server_defaults,
     closest_names,
 )
 from langgraph_toolbudget.core.derived import DerivedData
@@ -193,7 +194,8 @@ class ToolCatalog:
                 string where a list of names is expected, a metadata value of
                 the wrong type.
             ValueError: duplicate names; category entries, metadata or
-                descriptions naming unknown tools or categories (the closest
+                descriptions naming unknown tools or categories, and
+                ``server_defaults`` naming a server no tool has (the closest
                 real names are suggested); unknown metadata keys or values;
                 ``enabled`` and ``status`` disagreeing in one metadata dict; an
                 unknown ``default_include``; a function without a docstring.
@@ -214,6 +216,7 @@ class ToolCatalog:
             )
             for t in tool_list
         ]
+        check_server_defaults(defaults, {s.server for s in specs if s.server is not None})
         allowed = set(servers) if servers is not None else None
         kept = [s for s in specs if passes_filters(s, allowed, patterns)]
         kept_names = {s.name for s in kept}

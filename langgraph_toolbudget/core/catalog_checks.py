@@ -42,6 +42,7 @@ __all__ = [
     "check_metadata",
     "check_metadata_mapping",
     "check_name_list",
+    "check_server_defaults",
     "closest_names",
 ]
 
@@ -78,6 +79,12 @@ UNKNOWN_CATEGORY_TOOL_ERROR = (
 UNKNOWN_METADATA_TOOL_ERROR = (
     "{argument} names {names}, which are not tools of this catalog. Closest tools: {closest}."
 )
+
+UNKNOWN_SERVER_DEFAULTS_ERROR = (
+    "server_defaults names {names}, which are not servers of this catalog's tools (a tool's "
+    "server is its 'server' metadata). Closest servers: {closest}."
+)
+NO_SERVERS = "none, no tool has a server (set one with tool_metadata={name: {'server': ...}})"
 
 MAX_SUGGESTIONS = 3
 """How many close names an unknown-name error suggests for each unknown name."""
@@ -359,6 +366,20 @@ def closest_names(
         close = ", ".join(repr(hit[0]) for hit in hits) or "(the catalog has no tools)"
         parts.append(f"{name!r} -> {close}")
     return "; ".join(parts)
+
+
+def check_server_defaults(defaults: Mapping[str, object], servers: Iterable[str]) -> None:
+    """Check that every server ``server_defaults`` names is the server of one of ``servers``.
+
+    Raises:
+        ValueError: an unknown server (a typo would leave its tools' defaults unset); the
+            message names the closest real servers.
+    """
+    known = set(servers)
+    unknown = sorted(set(defaults) - known)
+    if unknown:
+        closest = closest_names(unknown, known) if known else NO_SERVERS
+        raise ValueError(UNKNOWN_SERVER_DEFAULTS_ERROR.format(names=unknown, closest=closest))
 
 
 def categories_by_tool(

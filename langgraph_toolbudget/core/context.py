@@ -109,7 +109,9 @@ def _clean(value: Any, allowed: Iterable[str]) -> dict[str, str]:
     allowed = set(allowed)
     if not isinstance(value, Mapping):
         return {}
-    return {k: v for k, v in value.items() if isinstance(k, str) and v in allowed}
+    return {
+        k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str) and v in allowed
+    }
 
 
 def excluded_error(tool: str, server: str, *, by_server: bool) -> str:
@@ -152,15 +154,16 @@ class SessionContext:
             _clean(state_get(state, SERVER_MODES_FIELD, None), INCLUDE_MODES),
         )
 
+    def state_values(self) -> dict[str, dict[str, str]]:
+        """The context as the values of its state fields (:data:`CONTEXT_FIELDS`)."""
+        own = (self.tools, self.servers, self.tool_modes, self.server_modes)
+        return {name: dict(current) for name, current in zip(CONTEXT_FIELDS, own, strict=True)}
+
     def merged(self, update: Mapping[str, Any]) -> SessionContext:
         """This context with a state update's context fields applied (as the reducers would)."""
         values = {
-            name: merge_context(dict(current), update.get(name))
-            for name, current in zip(
-                CONTEXT_FIELDS,
-                (self.tools, self.servers, self.tool_modes, self.server_modes),
-                strict=True,
-            )
+            name: merge_context(current, update.get(name))
+            for name, current in self.state_values().items()
         }
         return SessionContext.from_state(values)
 
@@ -269,8 +272,9 @@ class SessionContext:
                 special categories, pinned tools).
 
         Returns:
-            ``base`` minus excluded tools and ``always`` tools the thread set to
-            another mode, plus the tools the thread included or set to ``always``.
+            ``base`` minus excluded tools and ``always`` (or special-category) tools
+            the thread set to another mode, plus the tools the thread included or set
+            to ``always``.
         """
         base = list(base)
         if not self:
@@ -282,8 +286,8 @@ class SessionContext:
                 continue
             if self.decision(spec) == "exclude":
                 continue
-            if spec.include == "always" and not self.in_context(spec):
-                continue  # an always tool the thread set to manual/agent
+            if spec.always_visible and not self.in_context(spec):
+                continue  # an always (or special-category) tool the thread set to manual/agent
             kept.append(name)
         extra = [s.name for s in catalog.specs if self.in_context(s)]
         return list(dict.fromkeys([*kept, *extra]))

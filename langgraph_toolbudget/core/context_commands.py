@@ -16,6 +16,7 @@ Key Components:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -82,6 +83,9 @@ TOO_LONG_ARG_ERROR = (
     "use list_tools or list_tool_servers for the real names."
 )
 UNKNOWN_COMMAND_ERROR = "{command!r} is not a tool-context operation; operations: {known}."
+ARGS_NOT_AN_OBJECT_ERROR = (
+    "{command} takes its arguments as a JSON object such as {expected}; got {args}."
+)
 WRONG_SERVER_ERROR = "tool {tool!r} belongs to server {actual!r}, not {server!r}."
 
 
@@ -150,7 +154,7 @@ def _write(
 
 
 def run_command(
-    catalog: ToolCatalog, values: Mapping[str, Any] | None, command: str, args: Mapping[str, Any]
+    catalog: ToolCatalog, values: Mapping[str, Any] | None, command: str, args: Any
 ) -> CommandResult:
     """Answer one tool-context operation for a thread.
 
@@ -158,7 +162,7 @@ def run_command(
         catalog: the catalog of the thread's agent.
         values: the thread's state values (None or ``{}``: a new thread).
         command: an operation of :data:`COMMANDS`.
-        args: its arguments.
+        args: its arguments, a mapping (anything else is a :class:`CommandError`).
 
     Returns:
         The answer and, for the write operations, the state update.
@@ -170,8 +174,16 @@ def run_command(
     values = values or {}
     if command not in COMMANDS:
         raise CommandError(UNKNOWN_COMMAND_ERROR.format(command=command, known=sorted(COMMANDS)))
+    args = args or {}
+    if not isinstance(args, Mapping):
+        expected = json.dumps({name: f"<{name}>" for name in arguments(command)})
+        raise CommandError(
+            ARGS_NOT_AN_OBJECT_ERROR.format(
+                command=command, expected=expected, args=safe_repr(args)
+            )
+        )
     try:
-        return _run(catalog, values, command, args or {})
+        return _run(catalog, values, command, args)
     except CommandError:
         raise
     except (TypeError, ValueError) as exc:

@@ -98,6 +98,8 @@ class WorkingSet:
         changes: what :meth:`add` changed, in order (for stream events).
         reasons: visible tool -> why it is visible (see
             :mod:`langgraph_toolbudget.core.reasons`), stored in ``tool_reasons``.
+        discovered: tools a search found (:meth:`discover`), stored in
+            ``discovered_tools`` while they are not visible.
     """
 
     names: list[str] = field(default_factory=list)
@@ -107,9 +109,11 @@ class WorkingSet:
     step: int = 0
     changes: list[VisibleChange] = field(default_factory=list)
     reasons: dict[str, Any] = field(default_factory=dict)
+    discovered: list[str] = field(default_factory=list)
     _reason_changes: dict[str, Any] = field(default_factory=dict, repr=False)
     _stored_names: tuple[str, ...] = field(default=(), repr=False)
     _stored_last_used: dict[str, int] = field(default_factory=dict, repr=False)
+    _stored_discovered: tuple[str, ...] = field(default=(), repr=False)
 
     @classmethod
     def from_state(
@@ -121,7 +125,7 @@ class WorkingSet:
         cap: int | None = None,
         catalog: Any = None,
     ) -> WorkingSet:
-        """Load from a state's ``selected_tools`` and ``tool_last_used``.
+        """Load from a state's ``selected_tools``, ``tool_last_used`` and ``discovered_tools``.
 
         ``state`` may be a dict or an object with those attributes. ``base``
         names (tools visible whatever the state says: ``always`` and pinned
@@ -145,6 +149,8 @@ class WorkingSet:
         names = list(dict.fromkeys([*kept, *base]))
         step = max(last_used.values()) if last_used else 0
         reasons = state_get(state, "tool_reasons", None)
+        raw_found = state_get(state, "discovered_tools", None)
+        found = list(dict.fromkeys(n for n in raw_found if isinstance(n, str))) if raw_found else []
         return cls(
             names,
             frozenset(pinned),
@@ -152,8 +158,10 @@ class WorkingSet:
             last_used,
             step,
             reasons=dict(reasons) if isinstance(reasons, Mapping) else {},
+            discovered=found,
             _stored_names=tuple(dict.fromkeys(stored)),
             _stored_last_used=dict(last_used),
+            _stored_discovered=tuple(found),
         )
 
     def __contains__(self, name: object) -> bool:
@@ -163,6 +171,10 @@ class WorkingSet:
         """Mark a tool as used now."""
         self.step += 1
         self.last_used[name] = self.step
+
+    def discover(self, names: Iterable[str]) -> None:
+        """Record tools a search found; :meth:`update` stores those that are not visible."""
+        self.discovered = list(dict.fromkeys([*self.discovered, *names]))
 
     def _set_reason(self, name: str, why: Any) -> None:
         if why is None:
@@ -265,14 +277,22 @@ class WorkingSet:
         """The state update for everything changed since :meth:`from_state`.
 
         ``{"selected_tools": {"add": [...], "remove": [...]}}`` when the visible
-        set changed, and ``{"tool_last_used": {...}}`` with the entries that
-        changed; ``{}`` when nothing did. The state's reducers merge both.
+        set changed, ``{"tool_last_used": {...}}`` with the entries that
+        changed, ``{"discovered_tools": {"add": [...], "remove": [...]}}`` when the
+        tools found and not visible changed (a found tool made visible leaves it);
+        ``{}`` when nothing did. The state's reducers merge them.
         """
         out: dict[str, Any] = {}
         if tuple(self.names) != self._stored_names:
             diff = self.diff(self._stored_names)
             if diff["add"] or diff["remove"]:
                 out["selected_tools"] = diff
+        found = [n for n in self.discovered if n not in self.names]
+        if tuple(found) != self._stored_discovered:
+            out["discovered_tools"] = {
+                "remove": [n for n in self._stored_discovered if n not in found],
+                "add": [n for n in found if n not in self._stored_discovered],
+            }
         used = {k: v for k, v in self.last_used.items() if self._stored_last_used.get(k) != v}
         if used:
             out["tool_last_used"] = used

@@ -172,12 +172,18 @@ class BatchRunner:
         self, state: Any, config: RunnableConfig, working: WorkingSet
     ) -> tuple[ToolAccess, list[BuiltinContext]]:
         """How the batch's built-in answers call other tools: the regular calls' check (the
-        tools the model was shown, and those loaded since), the pipeline, the built-ins."""
-        check = self.policy.check(working, set(working.names), self.context_of(state))
+        tools the model was shown, and those loaded since, in the tool context as the
+        batch's answers left it), the pipeline, the built-ins."""
+        shown = set(working.names)
         holder: list[BuiltinContext] = []  # the context, once made (answers use the same one)
 
+        def check(name: str) -> str | None:
+            return self.policy.check(working, shown, holder[0].context)(name)
+
         def answer(call: ToolCall) -> BuiltinResult:
-            return self.builtins.family(call["name"]).handle(call, holder[0])
+            result = self.builtins.family(call["name"]).handle(call, holder[0])
+            holder[0].follow(result.update)
+            return result
 
         access = ToolAccess(
             check=check,
@@ -194,7 +200,8 @@ class BatchRunner:
         """The built-in calls to answer, those over the meta-call bound, and the context."""
         messages = state_messages(state, self.messages_key)
         access, holder = self._tool_access(state, config, working)
-        ctx = BuiltinContext(state, config, working, latest_user_text(messages), access)
+        query = latest_user_text(messages)
+        ctx = BuiltinContext(state, config, working, query, access, self.context_of(state))
         holder.append(ctx)
         outcome = TurnOutcome()
         used = meta_calls_this_turn(messages, self.meta_names)
@@ -216,9 +223,11 @@ class BatchRunner:
         return todo, refused, ctx, outcome
 
     @staticmethod
-    def _absorb(outcome: TurnOutcome, result: BuiltinResult) -> None:
+    def _absorb(outcome: TurnOutcome, result: BuiltinResult, ctx: BuiltinContext) -> None:
+        """Add an answer to the batch's outcome; the answers after it see its context change."""
         outcome.discovered.extend(result.discovered)
         merge_update(outcome.update, result.update)
+        ctx.follow(result.update)
 
     def answer_builtins(
         self, calls: Sequence[ToolCall], state: Any, config: RunnableConfig, working: WorkingSet
@@ -233,7 +242,7 @@ class BatchRunner:
         large: dict[int, int] = {}
         for i, call in todo:
             result = self.builtins.family(call["name"]).handle(call, ctx)
-            self._absorb(outcome, result)
+            self._absorb(outcome, result, ctx)
             answers[i] = _message(call, result)
             self._note_large(i, result, large)
         for i, limit in large.items():
@@ -250,7 +259,7 @@ class BatchRunner:
         large: dict[int, int] = {}
         for i, call in todo:
             result = await self.builtins.family(call["name"]).ahandle(call, ctx)
-            self._absorb(outcome, result)
+            self._absorb(outcome, result, ctx)
             answers[i] = _message(call, result)
             self._note_large(i, result, large)
         for i, limit in large.items():

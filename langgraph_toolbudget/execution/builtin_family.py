@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -26,6 +26,7 @@ from langchain_core.messages import ToolCall
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
+from langgraph_toolbudget.core.context import CONTEXT_FIELDS, NO_CONTEXT, SessionContext
 from langgraph_toolbudget.core.working_set import WorkingSet
 
 __all__ = ["BuiltinContext", "BuiltinResult", "BuiltinTools", "ToolAccess", "merge_update"]
@@ -42,8 +43,9 @@ class ToolAccess:
 
     Attributes:
         check: tool name -> why a call to it may not run (the executor's message), or
-            None; the visible set it reads is the live one, so a tool an earlier
-            built-in answer loaded is callable.
+            None; the visible set and the tool context it reads are the live ones, so
+            a tool an earlier built-in answer loaded is callable and one it excluded
+            is refused.
         run: run one regular call (sync): a ``ToolMessage``, a ``Command`` or a list.
         arun: the same from async code (on the caller's event loop).
         builtins: the enabled built-in tools, in binding order.
@@ -62,12 +64,16 @@ class BuiltinContext:
     """What a built-in's answer may read.
 
     Attributes:
-        state: the graph state the batch runs in (messages, budget fields, ...).
+        state: the graph state the batch runs in (messages, budget fields, ...), as it
+            was before the batch.
         config: the run's ``RunnableConfig`` (thread id, store, ...).
         working: the visible set, changed in place by answers that load tools.
         query: the latest user message.
         tools: how the answer may call other tools through the executor (None when
             the caller runs no regular calls, e.g. a family answered on its own).
+        context: the thread's tool context with the changes of the batch's earlier
+            answers applied (:meth:`follow`); read it, not the context fields of
+            ``state``, which miss those changes.
     """
 
     state: Any
@@ -75,6 +81,12 @@ class BuiltinContext:
     working: WorkingSet
     query: str = ""
     tools: ToolAccess | None = None
+    context: SessionContext = NO_CONTEXT
+
+    def follow(self, update: Mapping[str, Any]) -> None:
+        """Apply an answer's state update to :attr:`context`, for the answers after it."""
+        if any(name in update for name in CONTEXT_FIELDS):
+            self.context = self.context.merged(update)
 
 
 @dataclass

@@ -30,7 +30,7 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field, create_model
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.core.context import CONTEXT_FIELDS, INCLUDE_MODES, SessionContext
+from langgraph_toolbudget.core.context import INCLUDE_MODES, SessionContext
 from langgraph_toolbudget.core.context_commands import (
     COMMANDS,
     CommandError,
@@ -38,7 +38,7 @@ from langgraph_toolbudget.core.context_commands import (
     run_command,
 )
 from langgraph_toolbudget.core.meta import definition_only
-from langgraph_toolbudget.core.working_set import WorkingSet, state_get
+from langgraph_toolbudget.core.working_set import WorkingSet
 from langgraph_toolbudget.execution.builtin_family import (
     BuiltinContext,
     BuiltinResult,
@@ -111,16 +111,16 @@ class ContextTools(BuiltinTools):
         ]
 
     def handle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
-        # The fields the operations read, from a state given as a dict or an object.
-        values = {name: state_get(ctx.state, name, None) for name in CONTEXT_FIELDS}
-        values["selected_tools"] = list(ctx.working.names)
-        args = call.get("args") or {}
+        # The fields the operations read: the context as the batch's earlier answers left it.
+        values: dict[str, Any] = {
+            **ctx.context.state_values(),
+            "selected_tools": list(ctx.working.names),
+        }
         try:
-            result = run_command(self.catalog, values, call["name"], args)
+            result = run_command(self.catalog, values, call["name"], call.get("args"))
         except CommandError as exc:
             return BuiltinResult(COMMAND_ERROR.format(problem=exc, tool=call["name"]), error=True)
         update = result.update or {}
         if update:
-            before = SessionContext.from_state(values)
-            _sync_working(self.catalog, ctx.working, before, before.merged(update))
+            _sync_working(self.catalog, ctx.working, ctx.context, ctx.context.merged(update))
         return BuiltinResult(json.dumps(result.data), artifact=result.data, update=update)

@@ -15,7 +15,6 @@ from langchain_core.tools import BaseTool
 
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.meta import MetaToolHandler, meta_tool_definitions
 from langgraph_toolbudget.core.working_set import LOADED
 from langgraph_toolbudget.execution.builtin_family import (
@@ -48,9 +47,8 @@ class MetaTools(BuiltinTools):
         return meta_tool_definitions(self.catalog.categories)
 
     def handle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
-        context = SessionContext.from_state(ctx.state)
         outcome = self.handler.handle(
-            call["name"], call.get("args", {}), ctx.working, ctx.query, context=context
+            call["name"], call.get("args", {}), ctx.working, ctx.query, context=ctx.context
         )
         loaded = {LOADED: list(outcome.added)} if outcome.added else None
         return BuiltinResult(

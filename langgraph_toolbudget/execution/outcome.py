@@ -30,7 +30,8 @@ class TurnOutcome:
     Attributes:
         outputs: one entry per call, in call order: a ``ToolMessage``, or a
             ``Command`` (or a list of them) returned by a tool.
-        discovered: tools found by ``search_tools`` (not visible yet).
+        discovered: tools found by ``search_tools`` (``discovered_tools`` holds those not
+            visible).
         meta_calls: how many meta-calls this batch answered.
         update: state updates of built-in answers (other than the budget fields).
     """

@@ -317,9 +317,8 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         """
         if working.changes:
             emit_changes(working, self.name)
+        working.discover(outcome.discovered)
         update = {**outcome.update, **working.update()}
-        if outcome.discovered:
-            update["discovered_tools"] = outcome.discovered
         if made_with is not None:
             reply, shown = made_with
             visible = set(working.names)

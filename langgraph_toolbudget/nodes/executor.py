@@ -247,11 +247,10 @@ class ToolExecutor(ToolNode):
     def _output(self, outcome: TurnOutcome, working: WorkingSet, input_type: str) -> Any:
         if working.changes:
             emit_changes(working, self.node_name)
+        working.discover(outcome.discovered)
         update = {**outcome.update, **working.update()}
         if not self._track_use:
             update.pop("tool_last_used", None)
-        if outcome.discovered:
-            update["discovered_tools"] = outcome.discovered
         return node_output(
             outcome.outputs, update, messages_key=self._messages_key, as_list=input_type == "list"
         )

@@ -39,7 +39,11 @@ from langgraph_toolbudget.formats.history import parse_error_of, render_history
 from langgraph_toolbudget.formats.settings import FormatChoice, ToolCallFormats, choose_format
 from langgraph_toolbudget.nodes._node import emit_event
 from langgraph_toolbudget.nodes.models import model_name, native_tool_calling, resolve_chat_model
-from langgraph_toolbudget.nodes.thread_prompt import ThreadPrompt, tools_prompt_section
+from langgraph_toolbudget.nodes.thread_prompt import (
+    MAX_VARIANTS,
+    ThreadPrompt,
+    tools_prompt_section,
+)
 
 __all__ = [
     "FORMAT_EVENT",
@@ -135,6 +139,9 @@ class ModelCaller:
         self.builtin_tools = self.thread_prompt.tools
         self.section = self.thread_prompt.section
         self._schemas: dict[tuple[str, str], dict[str, Any]] = {}
+        # Room for every catalog tool and the built-ins of each variant ThreadPrompt keeps
+        # (their descriptions differ per thread context): emptied when full, as those are.
+        self._max_schemas = len(catalog) + len(self.builtin_tools) * (MAX_VARIANTS + 1)
         self.choice = self._choose(
             *native_tool_calling(self.model, self.config.model_supports_tools)
         )
@@ -209,11 +216,14 @@ class ModelCaller:
         return self.thread_prompt.bound(working, state)
 
     def tool_schemas(self, working: WorkingSet, state: Any = None) -> list[dict[str, Any]]:
-        """The OpenAI schemas of :meth:`tools` (cached per tool name and description)."""
+        """The OpenAI schemas of :meth:`tools` (cached per tool name and description, in a
+        bounded cache)."""
         schemas = []
         for tool in self.tools(working, state):
             key = (tool.name, tool.description)
             if key not in self._schemas:
+                if len(self._schemas) >= self._max_schemas:
+                    self._schemas.clear()
                 self._schemas[key] = convert_to_openai_tool(tool)
             schemas.append(self._schemas[key])
         return schemas

@@ -128,7 +128,8 @@ class SelectTools(BudgetNode):
         skip = [*free, *context.unselectable(self.catalog)]
         also = context.selectable(self.catalog)
         tokens = self.config.max_schema_tokens
-        budget = self.config.tool_cap or len(self.catalog)
+        cap = self.config.tool_cap
+        budget = len(self.catalog) if cap is None else cap  # a cap of 0 chooses nothing
         if self.strategy == "relevance" or (self.strategy == "auto" and not categories):
             chosen = search_hits(
                 self.catalog, query, limit=budget, exclude=skip, scores=scores, also_selectable=also
