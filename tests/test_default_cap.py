@@ -4,15 +4,16 @@ per model call than binding the whole catalog, however long the conversation."""
 from __future__ import annotations
 
 import pytest
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langgraph_toolbudget import BudgetConfig, CallModel, create_toolbudget_agent
+from langgraph_toolbudget import BudgetConfig, CallModel, ToolUsage, create_toolbudget_agent
 from langgraph_toolbudget.core.meta import meta_tool_definitions
 from langgraph_toolbudget.core.tokens import schema_tokens
 from langgraph_toolbudget.core.working_set import tools_in_use
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
 from langgraph_toolbudget.demo.model import DemoChatModel
+from langgraph_toolbudget.testing import ScriptedChatModel
 
 # Twenty turns that drift across every category of the example catalog.
 TURNS = [
@@ -105,3 +106,24 @@ def test_topics_the_conversation_left_leave_the_working_set_unless_used():
     assert len(used) == 6  # one tool of each topic ran
     assert used <= set(state["selected_tools"])  # none of them was dropped
     assert shares[-1] <= 0.5, [f"{s:.0%}" for s in shares]
+
+
+@pytest.mark.parametrize("with_usage", [False, True])
+def test_a_follow_up_that_matches_no_tool_keeps_the_topic_before_it(with_usage):
+    """ "And in Lima?" names no tool: it is about the request before it, whose tools stay,
+    whether or not the model called one, and a usage history's most used tools (the fallback of
+    a first turn that matches nothing) do not replace them. A new topic still replaces them."""
+    catalog = build_example_catalog()
+    usage = ToolUsage()
+    usage.record("how many orders are there", ["count_rows"])
+    model = ScriptedChatModel(responses=[AIMessage("Which city?")], cycle=True)
+    agent = create_toolbudget_agent(model, catalog, usage=usage if with_usage else None)
+    app = agent.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "lima"}}
+    first = app.invoke({"messages": [HumanMessage("What's the weather like?")]}, config)
+    assert "get_weather" in first["selected_tools"]
+    follow_up = app.invoke({"messages": [HumanMessage("And in Lima?")]}, config)
+    assert follow_up["selected_tools"] == first["selected_tools"]  # was: ask_human alone
+    new_topic = app.invoke({"messages": [HumanMessage("Read the file /notes/todo.md")]}, config)
+    assert "read_file" in new_topic["selected_tools"]
+    assert "get_weather" not in new_topic["selected_tools"]

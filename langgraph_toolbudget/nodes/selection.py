@@ -116,12 +116,15 @@ class SelectTools(BudgetNode):
         scores: np.ndarray | None = None,
         context: SessionContext | None = None,
         config: RunnableConfig | None = None,
+        fallback: bool = True,
     ) -> list[str]:
         """The tools this node makes visible for a query and categories.
 
         ``scores``: relevance of every tool (default: ``catalog.index.scores(query)``).
         ``context``: the thread's tool context (included tools are free, excluded
-        ones never chosen). ``config``: the run's (its usage scope).
+        ones never chosen). ``config``: the run's (its usage scope). ``fallback``: when
+        nothing matches, the most used tools (with ``usage``); the node passes False when
+        the thread already holds a choice, which then stays.
         """
         context = context or SessionContext()
         free = context.free(self.catalog, self.free_tools)
@@ -148,7 +151,7 @@ class SelectTools(BudgetNode):
                 also_selectable=also,
             )
         usage = self.config.usage
-        if not chosen and query and usage is not None:
+        if not chosen and query and usage is not None and fallback:
             popular = usage.popular(self.catalog, budget + len(skip), config)
             chosen = [n for n in popular if n not in skip]
             chosen = self._within_tokens(chosen[:budget])
@@ -191,8 +194,11 @@ class SelectTools(BudgetNode):
         )
         if scores is None and query:
             scores = self.catalog.index.scores(query)
-        chosen = self.choose(query, categories, scores=scores, context=context, config=config)
         free = context.free(self.catalog, self._free)
+        held = any(n not in free for n in working.names)
+        chosen = self.choose(
+            query, categories, scores=scores, context=context, config=config, fallback=not held
+        )
         by_budget = self.strategy == "categories" or (self.strategy == "auto" and categories)
         details = {
             **budget_reasons(
@@ -205,9 +211,12 @@ class SelectTools(BudgetNode):
             ),
             **free_reasons(self.catalog, free, self.config.pinned, context),
         }
-        # The topics the conversation left go, unless the thread is using their tools.
-        keep = {*chosen, *tools_in_use(state_messages(state)), *working.pinned}
-        working.remove([n for n in working.names if n not in keep], reason=self.node_name)
+        # The topics the conversation left go, unless the thread is using their tools. A
+        # request that matches no tool ("and in Lima?", "thanks!") leaves no topic: it is
+        # about the one before, whose tools stay.
+        if len(chosen) > len(free):
+            keep = {*chosen, *tools_in_use(state_messages(state)), *working.pinned}
+            working.remove([n for n in working.names if n not in keep], reason=self.node_name)
         working.refresh(chosen, reason=self.node_name, details=details)
         emit_changes(working, self.node_name)
         return working.update()
