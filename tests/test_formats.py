@@ -342,6 +342,35 @@ def test_a_reply_ending_inside_any_value_of_a_call_runs_none_of_its_calls(fmt, r
     assert where in parsed.error
 
 
+DRAFT = '{"name": "delete_path", "arguments": {"path": "/var/log"}}'
+
+
+@pytest.mark.parametrize(
+    ("fmt", "reply"),
+    [
+        ("hermes", f"<think>\nI could call\n<tool_call>\n{DRAFT}\n</tool_call>\nbut first I"),
+        ("hermes", f"<think>{DRAFT}"),
+        ("hermes", f"<think>a</think>\n<tool_call>{DRAFT}</tool_call>\n<think>and then"),
+        ("mistral", f"<think>Maybe [TOOL_CALLS] [{DRAFT}] or"),
+        ("json", f"<think>\n{DRAFT}"),
+        ("pythonic", '<think>Maybe [delete_path(path="/var/log")] or'),
+        ("codemode", "<think>\nA first idea:\n```python\ndelete_path(path='/var/log')\n```"),
+    ],
+)  # fmt: skip
+def test_a_reply_cut_off_inside_think_runs_no_call_drafted_in_it(fmt, reply):
+    f = get_format(fmt)
+    parsed = f.parse(reply)
+    assert parsed.calls == [] and parsed.text == reply
+    assert parsed.error and "ends inside <think>" in parsed.error
+    assert "Nothing was run" in f.error_message(parsed.error)
+
+
+@pytest.mark.parametrize("fmt", [*TEXT_FORMATS, "codemode"])
+def test_a_reply_cut_off_inside_think_without_a_call_is_its_text(fmt):
+    reply = "<think>\nThe user wants the weather, so I"
+    assert get_format(fmt).parse(reply) == ParsedReply(text=reply)
+
+
 @pytest.mark.parametrize(
     ("fmt", "reply", "calls"),
     [

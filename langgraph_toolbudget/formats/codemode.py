@@ -24,7 +24,7 @@ from typing import Any
 
 from langchain_core.messages import ToolCall, ToolMessage
 
-from langgraph_toolbudget.formats._text import join_text, split_reasoning
+from langgraph_toolbudget.formats._text import cut_off_in_reasoning, join_text, split_reasoning
 from langgraph_toolbudget.formats.base import (
     MAX_CALL_CHARS,
     ParsedReply,
@@ -180,6 +180,8 @@ class CodeModeFormat(ToolCallFormat):
         return f"{head}\n{result_text(message)}"
 
     def parse(self, text: str) -> ParsedReply:
+        if (cut_off := cut_off_in_reasoning(text, self.parse)) is not None:
+            return cut_off
         reasoning, body = split_reasoning(text)
         stripped = body.rstrip()
         if not stripped.endswith(FENCE):

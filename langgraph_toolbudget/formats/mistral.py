@@ -25,7 +25,7 @@ from langgraph_toolbudget.formats._json import (
     cut_off,
     read_json,
 )
-from langgraph_toolbudget.formats._text import join_text, parse_segments
+from langgraph_toolbudget.formats._text import cut_off_in_reasoning, join_text, parse_segments
 from langgraph_toolbudget.formats.base import MAX_CALLS, ParsedReply, ToolCallFormat, result_text
 
 __all__ = ["Mistral"]
@@ -83,6 +83,8 @@ class Mistral(ToolCallFormat):
         return f"[TOOL_RESULTS] {json.dumps(payload)}[/TOOL_RESULTS]"
 
     def parse(self, text: str) -> ParsedReply:
+        if (cut_off := cut_off_in_reasoning(text, self.parse)) is not None:
+            return cut_off
         return parse_segments(text, _find, _read)
 
     def new_id(self) -> str:

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 from langchain_core.messages import ToolCall, ToolMessage
 
 from langgraph_toolbudget.formats._json import ParseBudget, ParseFailure, cut_off
-from langgraph_toolbudget.formats._text import join_text, parse_segments
+from langgraph_toolbudget.formats._text import cut_off_in_reasoning, join_text, parse_segments
 from langgraph_toolbudget.formats.base import (
     MAX_CALL_CHARS,
     MAX_CALLS,
@@ -256,6 +256,8 @@ class Pythonic(ToolCallFormat):
         return f"Output of {name}:\n{_result_text(message)}"
 
     def parse(self, text: str) -> ParsedReply:
+        if (cut_off := cut_off_in_reasoning(text, self.parse)) is not None:
+            return cut_off
         return parse_segments(text, _find, _read)
 
     @property
