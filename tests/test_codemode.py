@@ -446,6 +446,18 @@ async def test_without_offloading_a_large_result_is_cut_at_the_output_limit():
     )
 
 
+@pytest.mark.parametrize("api", APIS)
+async def test_a_deeply_nested_value_is_described_and_the_graph_goes_on(api):
+    code = "x = [1]\nfor i in range(2000):\n    x = [x]\nx"
+    answer, _, _ = await run_code(code, api)
+    assert answer.status == "success"
+    assert answer.content == (
+        "(list nested deeper than 32 levels, not shown: return or print a part of it, or a count)"
+    )
+    shallow, _, _ = await run_code("x = [1]\nfor i in range(30):\n    x = [x]\nx", api)
+    assert shallow.content == "[" * 31 + "1" + "]" * 31
+
+
 # --- gating: enabled_builtins, the codemode format ------------------------------------------
 
 
