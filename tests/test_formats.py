@@ -342,6 +342,17 @@ def test_a_reply_ending_inside_any_value_of_a_call_runs_none_of_its_calls(fmt, r
     assert where in parsed.error
 
 
+def test_mistral_end_tokens_inside_a_string_are_part_of_the_value():
+    mistral = get_format("mistral")
+    content = "<s>old price</s> new price [/TOOL_CALLS]"
+    reply = f'[TOOL_CALLS] [{{"name": "write_file", "arguments": {{"content": "{content}"}}}}]'
+    assert calls_of(mistral.parse(reply)) == [["write_file", {"content": content}]]
+    # cut off after a string holding one: not closed by it, so never run
+    cut = '[TOOL_CALLS] [{"name": "delete_path", "arguments": {"note": "a </s> tag", "path": "/h"'
+    parsed = mistral.parse(cut)
+    assert parsed.calls == [] and parsed.error and "'delete_path' was cut off" in parsed.error
+
+
 DRAFT = '{"name": "delete_path", "arguments": {"path": "/var/log"}}'
 
 
