@@ -401,6 +401,8 @@ def test_a_reply_cut_off_inside_think_without_a_call_is_its_text(fmt):
         ("json", '{"name": "add", "arguments": {"a": 1,, "b": 2,}}', [["add", {"a": 1, "b": 2}]]),
         ("json", '{name: "rm", arguments: {path: /home/user, n: 12., m: -1}}',
          [["rm", {"path": "/home/user", "n": 12.0, "m": -1}]]),  # unquoted: taken as written
+        ("hermes", '<tool_call>{"name": "rm", "arguments": {"path": /data//old, "n": 1 // one\n}}',
+         [["rm", {"path": "/data//old", "n": 1}]]),  # a comment starts only between tokens
     ],
 )  # fmt: skip
 def test_repair_fixes_the_syntax_of_a_call_written_whole(fmt, reply, calls):
@@ -422,6 +424,10 @@ def test_repair_fixes_the_syntax_of_a_call_written_whole(fmt, reply, calls):
         '{"a": -}',
         '{"a": 1e}',  # 1 for a
         '{"a": "/home/user/proj}',  # a string never closed, before the closing tag
+        '{"path": /data/*.tmp}',  # read as /data and a comment
+        '{"query": C#}',  # read as C and a comment
+        '{"path": /data /*.tmp}',  # a comment over the closing brackets: they were closed
+        '{"a": 1 // one}',
     ],
 )
 def test_repair_never_fills_in_changes_or_drops_a_value(arguments):
