@@ -403,6 +403,8 @@ def test_a_reply_cut_off_inside_think_without_a_call_is_its_text(fmt):
          [["rm", {"path": "/home/user", "n": 12.0, "m": -1}]]),  # unquoted: taken as written
         ("hermes", '<tool_call>{"name": "rm", "arguments": {"path": /data//old, "n": 1 // one\n}}',
          [["rm", {"path": "/data//old", "n": 1}]]),  # a comment starts only between tokens
+        ("hermes", '<tool_call>{"name": "tag", "arguments": {"tags": [red\n blue "green"]}}',
+         [["tag", {"tags": ["red", "blue", "green"]}]]),  # commas missing between lines
     ],
 )  # fmt: skip
 def test_repair_fixes_the_syntax_of_a_call_written_whole(fmt, reply, calls):
@@ -428,6 +430,8 @@ def test_repair_fixes_the_syntax_of_a_call_written_whole(fmt, reply, calls):
         '{"query": C#}',  # read as C and a comment
         '{"path": /data /*.tmp}',  # a comment over the closing brackets: they were closed
         '{"a": 1 // one}',
+        '{"people": [John Smith, Jane Doe]}',  # 4 people
+        '{"amounts": [1 000, 250]}',  # [1, 0, 250]
     ],
 )
 def test_repair_never_fills_in_changes_or_drops_a_value(arguments):

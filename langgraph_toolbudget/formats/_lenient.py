@@ -202,6 +202,7 @@ def read_lenient(text: str, *, close_open: bool) -> Lenient:
     reader = _Reader()
     read = reader.read
     comment: re.Match[str] | None = None  # the last token, when it is a comment
+    word: re.Match[str] | None = None  # the last token but comments, when it is a word
     for match in _TOKEN.finditer(text):
         kind = match.lastgroup
         comment = match if kind == "comment" else None
@@ -218,6 +219,11 @@ def read_lenient(text: str, *, close_open: bool) -> Lenient:
         elif kind == "punct":
             reader.punct(match.group())
         elif kind == "word":
+            if word and isinstance(reader.stack[-1], list) and _spaces_between(word, match, text):
+                raise ParseFailure(
+                    f"{word.group()[:40]!r} and {match.group()[:40]!r} stand side by side in a "
+                    'list: quote a value with spaces ("John Smith"), or put a comma between values'
+                )
             reader.place(_word(match.group()))
         else:  # a string: dq_end or sq_end
             quote = str(kind)
@@ -225,6 +231,7 @@ def read_lenient(text: str, *, close_open: bool) -> Lenient:
                 read.value, read.end, read.unfinished = None, len(text), "inside a string"
                 return read
             reader.place(unescape(match.group(quote[:2])), is_name=True)
+        word = match if kind == "word" else None
     if not reader.stack:
         raise ParseFailure(f"not a JSON object or list: {text[:80]!r}")
     if not close_open:
@@ -241,6 +248,12 @@ def read_lenient(text: str, *, close_open: bool) -> Lenient:
         raise reader._missing_value()
     read.end = len(text)
     return read
+
+
+def _spaces_between(first: re.Match[str], second: re.Match[str], text: str) -> bool:
+    """Whether only spaces (no line break, no comment) stand between two tokens: one value
+    with spaces, not two values with the comma between them missing."""
+    return not text[first.end() : second.start()].strip(" \t")
 
 
 def _swallows_brackets(comment: re.Match[str], text: str) -> bool:
