@@ -77,6 +77,21 @@ def test_json_string_wrapped_in_arg1_is_unwrapped_and_coerced():
     assert out == {"query": "cats", "max_results": 5}
 
 
+@pytest.mark.parametrize(
+    ("tool", "key", "field"),
+    [
+        (send, "__arg1", "message"),  # Pythonic's send('{"status": "ok"}')
+        (send, "text", "message"),  # an alias
+        (send, "Message", "message"),
+        (lookup, "__arg1", "query"),
+        (lookup, "note", "query"),  # a lone key of a one-field tool
+    ],
+)
+def test_json_text_for_a_string_field_is_kept_whole(tool, key, field):
+    text = '{"status": "ok"}'
+    assert coerce_args({key: text}, schema(tool)) == {field: text}
+
+
 def test_scalar_for_single_required_field_tool_is_wrapped():
     assert coerce_args("cats", schema(search_docs)) == {"query": "cats"}
     assert coerce_args("cats", schema(lookup)) == {"query": "cats"}
