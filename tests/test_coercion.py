@@ -199,6 +199,20 @@ def test_lone_value_for_a_list_field_is_wrapped():
     assert coerce_args({"items": "a", "label": "x"}, schema(tag_items))["items"] == ["a"]
 
 
+@tool
+def get_pages(page: int | list[int], filters: dict | list[dict] | None = None) -> str:
+    """Fetch one page or several."""
+    return "ok"
+
+
+def test_a_value_of_another_type_of_a_union_with_a_list_is_not_wrapped():
+    args = {"page": 3, "filters": {"lang": "en"}}
+    assert coerce_args(args, schema(get_pages)) == args
+    assert coerce_args({"page": [3]}, schema(get_pages)) == {"page": [3]}
+    wrapped = coerce_args({"items": ["a"], "label": "x", "weights": 0.5}, schema(tag_items))
+    assert wrapped["weights"] == [0.5]  # list[float] | None: only the list takes a number
+
+
 def test_json_object_string_becomes_an_object():
     out = coerce_args({"options": '{"depth": 2}'}, schema(configure))
     assert out == {"options": {"depth": 2}}

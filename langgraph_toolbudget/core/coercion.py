@@ -132,10 +132,27 @@ def _json_object(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+_PYTHON_TYPES: dict[str, type | tuple[type, ...]] = {
+    "string": str,
+    "integer": int,
+    "number": (int, float),
+    "boolean": bool,
+    "object": dict,
+    "array": list,
+}
+
+
+def _is_one_of(value: Any, types: set[str]) -> bool:
+    """Whether ``value`` already has one of the JSON schema ``types`` (a bool is no number)."""
+    if isinstance(value, bool):
+        return "boolean" in types
+    return any(isinstance(value, _PYTHON_TYPES[t]) for t in types if t in _PYTHON_TYPES)
+
+
 def _coerce_value(value: Any, prop: dict[str, Any]) -> Any:
     types = _field_type(prop)
     if not types or not isinstance(value, str):
-        if "array" in types and not isinstance(value, list) and value is not None:
+        if "array" in types and value is not None and not _is_one_of(value, types):
             return [value]
         return value
     if "string" in types:
