@@ -506,6 +506,28 @@ def test_pythonic_replies_that_are_not_json_values_get_an_error_never_an_excepti
     assert parsed.calls == [] and parsed.error, parsed
 
 
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "The first crewed landing was [Apollo (11)](https://en.wikipedia.org/wiki/Apollo_11).",
+        "The closest planet is [Mercury (planet)](https://en.wikipedia.org/wiki/Mercury_(planet)).",
+        "The closest planet is [Mercury (planet)], then Venus.",
+    ],
+)
+def test_pythonic_links_and_brackets_in_prose_are_text(reply):
+    assert get_format("pythonic").parse(reply) == ParsedReply(text=reply)
+
+
+def test_pythonic_calls_beside_a_link_run_and_a_bad_call_alone_is_an_error():
+    pythonic = get_format("pythonic")
+    parsed = pythonic.parse("See [Apollo (11)](https://x.org).\n[get_weather(city='Paris')]")
+    assert calls_of(parsed) == [["get_weather", {"city": "Paris"}]]
+    assert parsed.text == "See [Apollo (11)](https://x.org)."
+    assert pythonic.parse("[get_weather(city=Paris)]").error == (
+        "argument 'Paris' is not a literal value"
+    )
+
+
 def test_pythonic_number_and_literal_keys_become_json_keys():
     parsed = get_format("pythonic").parse("[add(x={1: 'a', 2.5: 'b', None: 'c', True: 'd'})]")
     assert calls_of(parsed) == [["add", {"x": {"1": "a", "2.5": "b", "null": "c", "true": "d"}}]]
