@@ -24,7 +24,7 @@ from langgraph.store.memory import InMemoryStore
 
 from langgraph_toolbudget import BudgetConfig, ToolBudgetState, ToolCatalog, ToolExecutor
 from langgraph_toolbudget.core import jq_sandbox
-from langgraph_toolbudget.core.jq_sandbox import JqFailed, JqStopped, run_jq
+from langgraph_toolbudget.core.jq_sandbox import MAX_ERROR_CHARS, JqFailed, JqStopped, run_jq
 from langgraph_toolbudget.core.large_output import OutputError, query_json
 
 ORDERS = json.dumps({"orders": [{"id": i, "total": i * 1.5} for i in range(3000)], "count": 3000})
@@ -284,6 +284,12 @@ def test_run_jq_reports_each_way_a_query_ends() -> None:
     with pytest.raises(JqStopped) as stopped:  # 10 million characters at most come back
         run_jq(ORDERS, '[range(2000000) | "xxxxxx"]')
     assert stopped.value.why == "too_large"
+
+
+def test_a_huge_jq_error_is_cut_in_the_worker() -> None:
+    with pytest.raises(JqFailed) as failed:
+        run_jq(ORDERS, 'error("x" * 1000000)')
+    assert str(failed.value).startswith("xxx") and len(str(failed.value)) <= MAX_ERROR_CHARS
 
 
 def test_a_too_long_expression_is_echoed_clipped() -> None:

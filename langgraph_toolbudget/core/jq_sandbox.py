@@ -20,8 +20,8 @@ imported) that gets nothing but the expression and the output text on stdin:
 - ``RLIMIT_AS`` of ``memory_mb`` (jq then aborts: reported as out of memory),
   ``RLIMIT_CPU`` just over the timeout, no core files;
 - a wall-clock timeout enforced by the parent, which kills the worker;
-- stdout for the answer only (at most :data:`MAX_RESULT_CHARS`), stderr
-  (``debug``, ``stderr``) discarded.
+- stdout for the answer only (at most :data:`MAX_RESULT_CHARS`, or jq's error
+  cut at :data:`MAX_ERROR_CHARS`), stderr (``debug``, ``stderr``) discarded.
 
 At most :data:`MAX_JQ_WORKERS` workers run at once. This file is also the
 worker's program: ``python -I -S jq_sandbox.py <jq's directory>`` (it imports
@@ -49,6 +49,7 @@ from typing import Any
 __all__ = [
     "JQ_MEMORY_MB",
     "JQ_TIMEOUT_S",
+    "MAX_ERROR_CHARS",
     "MAX_JQ_WORKERS",
     "MAX_RESULT_CHARS",
     "MODULE_ERROR",
@@ -67,6 +68,8 @@ MAX_JQ_WORKERS = 4
 """Queries running at once; a further one waits up to its timeout for a free worker."""
 MAX_RESULT_CHARS = 10_000_000
 """A query's answer (its results as JSON text) longer than this is refused."""
+MAX_ERROR_CHARS = 2_000
+"""jq's error message is cut here, in the worker (``error("x" * 1e8)`` is 100 MB of it)."""
 
 MODULE_ERROR = (
     "{directive} is not available: jq here reads only this output, never a module or a file. "
@@ -285,7 +288,8 @@ def _worker() -> int:  # pragma: no cover - runs in the worker process (its test
                     cut = True
                     break
         except ValueError as exc:
-            out.write(json.dumps({"jq_error": " ".join(str(exc).split())}).encode() + b"\n")
+            reason = " ".join(str(exc)[:MAX_ERROR_CHARS].split())
+            out.write(json.dumps({"jq_error": reason}).encode() + b"\n")
             return 0
         answer = json.dumps(
             results[0] if len(results) == 1 else results, ensure_ascii=False, indent=1
