@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_core.tools import tool
+from langchain_core.tools import StructuredTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 from langgraph.prebuilt import tools_condition
 from langgraph.store.memory import InMemoryStore
+from pydantic import BaseModel, Field
 
 from langgraph_toolbudget import (
     BudgetConfig,
@@ -201,6 +202,33 @@ async def test_positional_arguments_take_the_schema_order_and_results_are_python
     assert as_python_data('{"a": [1, 2]}') == {"a": [1, 2]}
     assert as_python_data("Oslo: 12C") == "Oslo: 12C"
     assert as_python_data([{"type": "text", "text": '{"x": 1}'}]) == {"x": 1}  # MCP text blocks
+
+
+class CopyArgs(BaseModel):
+    dest: str = Field("/backup", description="Where to copy to.")  # optional, listed first
+    src: str = Field(description="The file to copy.")
+
+
+def _copy(src: str, dest: str = "/backup") -> str:
+    RUNS.append(("copy_file", {"src": src, "dest": dest}))
+    return f"copied {src} -> {dest}"
+
+
+copy_file = StructuredTool.from_function(
+    _copy, name="copy_file", description="Copy a file.", args_schema=CopyArgs
+)
+
+
+def test_positional_arguments_take_the_order_of_the_signature_the_model_reads():
+    model = ScriptedChatModel(
+        responses=[program("copy_file('/etc/app.conf', '/tmp/out.conf')"), AIMessage("done")],
+        cycle=False,
+    )
+    catalog = ToolCatalog.from_tools([copy_file])
+    graph = create_toolbudget_agent(model, catalog, **{**OPTIONS, "pinned": ["copy_file"]})
+    graph.compile().invoke({"messages": [HumanMessage("copy the config")]})
+    assert "def copy_file(src: str, dest: str = '/backup')" in model.calls[0][0].content
+    assert RUNS == [("copy_file", {"src": "/etc/app.conf", "dest": "/tmp/out.conf"})]
 
 
 # --- refusals: the executor's own checks, inside the program --------------------------------
@@ -438,6 +466,18 @@ async def test_without_offloading_a_large_result_is_cut_at_the_output_limit():
     assert answer.content.endswith(
         "[output cut: 49,001 more characters not shown; print less, e.g. aggregate]"
     )
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_deeply_nested_value_is_described_and_the_graph_goes_on(api):
+    code = "x = [1]\nfor i in range(2000):\n    x = [x]\nx"
+    answer, _, _ = await run_code(code, api)
+    assert answer.status == "success"
+    assert answer.content == (
+        "(list nested deeper than 32 levels, not shown: return or print a part of it, or a count)"
+    )
+    shallow, _, _ = await run_code("x = [1]\nfor i in range(30):\n    x = [x]\nx", api)
+    assert shallow.content == "[" * 31 + "1" + "]" * 31
 
 
 # --- gating: enabled_builtins, the codemode format ------------------------------------------

@@ -77,6 +77,21 @@ def test_json_string_wrapped_in_arg1_is_unwrapped_and_coerced():
     assert out == {"query": "cats", "max_results": 5}
 
 
+@pytest.mark.parametrize(
+    ("tool", "key", "field"),
+    [
+        (send, "__arg1", "message"),  # Pythonic's send('{"status": "ok"}')
+        (send, "text", "message"),  # an alias
+        (send, "Message", "message"),
+        (lookup, "__arg1", "query"),
+        (lookup, "note", "query"),  # a lone key of a one-field tool
+    ],
+)
+def test_json_text_for_a_string_field_is_kept_whole(tool, key, field):
+    text = '{"status": "ok"}'
+    assert coerce_args({key: text}, schema(tool)) == {field: text}
+
+
 def test_scalar_for_single_required_field_tool_is_wrapped():
     assert coerce_args("cats", schema(search_docs)) == {"query": "cats"}
     assert coerce_args("cats", schema(lookup)) == {"query": "cats"}
@@ -182,6 +197,20 @@ def test_json_list_string_for_an_optional_list_field():
 
 def test_lone_value_for_a_list_field_is_wrapped():
     assert coerce_args({"items": "a", "label": "x"}, schema(tag_items))["items"] == ["a"]
+
+
+@tool
+def get_pages(page: int | list[int], filters: dict | list[dict] | None = None) -> str:
+    """Fetch one page or several."""
+    return "ok"
+
+
+def test_a_value_of_another_type_of_a_union_with_a_list_is_not_wrapped():
+    args = {"page": 3, "filters": {"lang": "en"}}
+    assert coerce_args(args, schema(get_pages)) == args
+    assert coerce_args({"page": [3]}, schema(get_pages)) == {"page": [3]}
+    wrapped = coerce_args({"items": ["a"], "label": "x", "weights": 0.5}, schema(tag_items))
+    assert wrapped["weights"] == [0.5]  # list[float] | None: only the list takes a number
 
 
 def test_json_object_string_becomes_an_object():

@@ -342,6 +342,46 @@ def test_a_reply_ending_inside_any_value_of_a_call_runs_none_of_its_calls(fmt, r
     assert where in parsed.error
 
 
+def test_mistral_end_tokens_inside_a_string_are_part_of_the_value():
+    mistral = get_format("mistral")
+    content = "<s>old price</s> new price [/TOOL_CALLS]"
+    reply = f'[TOOL_CALLS] [{{"name": "write_file", "arguments": {{"content": "{content}"}}}}]'
+    assert calls_of(mistral.parse(reply)) == [["write_file", {"content": content}]]
+    # cut off after a string holding one: not closed by it, so never run
+    cut = '[TOOL_CALLS] [{"name": "delete_path", "arguments": {"note": "a </s> tag", "path": "/h"'
+    parsed = mistral.parse(cut)
+    assert parsed.calls == [] and parsed.error and "'delete_path' was cut off" in parsed.error
+
+
+DRAFT = '{"name": "delete_path", "arguments": {"path": "/var/log"}}'
+
+
+@pytest.mark.parametrize(
+    ("fmt", "reply"),
+    [
+        ("hermes", f"<think>\nI could call\n<tool_call>\n{DRAFT}\n</tool_call>\nbut first I"),
+        ("hermes", f"<think>{DRAFT}"),
+        ("hermes", f"<think>a</think>\n<tool_call>{DRAFT}</tool_call>\n<think>and then"),
+        ("mistral", f"<think>Maybe [TOOL_CALLS] [{DRAFT}] or"),
+        ("json", f"<think>\n{DRAFT}"),
+        ("pythonic", '<think>Maybe [delete_path(path="/var/log")] or'),
+        ("codemode", "<think>\nA first idea:\n```python\ndelete_path(path='/var/log')\n```"),
+    ],
+)  # fmt: skip
+def test_a_reply_cut_off_inside_think_runs_no_call_drafted_in_it(fmt, reply):
+    f = get_format(fmt)
+    parsed = f.parse(reply)
+    assert parsed.calls == [] and parsed.text == reply
+    assert parsed.error and "ends inside <think>" in parsed.error
+    assert "Nothing was run" in f.error_message(parsed.error)
+
+
+@pytest.mark.parametrize("fmt", [*TEXT_FORMATS, "codemode"])
+def test_a_reply_cut_off_inside_think_without_a_call_is_its_text(fmt):
+    reply = "<think>\nThe user wants the weather, so I"
+    assert get_format(fmt).parse(reply) == ParsedReply(text=reply)
+
+
 @pytest.mark.parametrize(
     ("fmt", "reply", "calls"),
     [
@@ -361,6 +401,10 @@ def test_a_reply_ending_inside_any_value_of_a_call_runs_none_of_its_calls(fmt, r
         ("json", '{"name": "add", "arguments": {"a": 1,, "b": 2,}}', [["add", {"a": 1, "b": 2}]]),
         ("json", '{name: "rm", arguments: {path: /home/user, n: 12., m: -1}}',
          [["rm", {"path": "/home/user", "n": 12.0, "m": -1}]]),  # unquoted: taken as written
+        ("hermes", '<tool_call>{"name": "rm", "arguments": {"path": /data//old, "n": 1 // one\n}}',
+         [["rm", {"path": "/data//old", "n": 1}]]),  # a comment starts only between tokens
+        ("hermes", '<tool_call>{"name": "tag", "arguments": {"tags": [red\n blue "green"]}}',
+         [["tag", {"tags": ["red", "blue", "green"]}]]),  # commas missing between lines
     ],
 )  # fmt: skip
 def test_repair_fixes_the_syntax_of_a_call_written_whole(fmt, reply, calls):
@@ -382,6 +426,12 @@ def test_repair_fixes_the_syntax_of_a_call_written_whole(fmt, reply, calls):
         '{"a": -}',
         '{"a": 1e}',  # 1 for a
         '{"a": "/home/user/proj}',  # a string never closed, before the closing tag
+        '{"path": /data/*.tmp}',  # read as /data and a comment
+        '{"query": C#}',  # read as C and a comment
+        '{"path": /data /*.tmp}',  # a comment over the closing brackets: they were closed
+        '{"a": 1 // one}',
+        '{"people": [John Smith, Jane Doe]}',  # 4 people
+        '{"amounts": [1 000, 250]}',  # [1, 0, 250]
     ],
 )
 def test_repair_never_fills_in_changes_or_drops_a_value(arguments):
@@ -454,6 +504,28 @@ HOSTILE_PYTHONIC = [
 def test_pythonic_replies_that_are_not_json_values_get_an_error_never_an_exception(reply):
     parsed = get_format("pythonic").parse(reply)
     assert parsed.calls == [] and parsed.error, parsed
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "The first crewed landing was [Apollo (11)](https://en.wikipedia.org/wiki/Apollo_11).",
+        "The closest planet is [Mercury (planet)](https://en.wikipedia.org/wiki/Mercury_(planet)).",
+        "The closest planet is [Mercury (planet)], then Venus.",
+    ],
+)
+def test_pythonic_links_and_brackets_in_prose_are_text(reply):
+    assert get_format("pythonic").parse(reply) == ParsedReply(text=reply)
+
+
+def test_pythonic_calls_beside_a_link_run_and_a_bad_call_alone_is_an_error():
+    pythonic = get_format("pythonic")
+    parsed = pythonic.parse("See [Apollo (11)](https://x.org).\n[get_weather(city='Paris')]")
+    assert calls_of(parsed) == [["get_weather", {"city": "Paris"}]]
+    assert parsed.text == "See [Apollo (11)](https://x.org)."
+    assert pythonic.parse("[get_weather(city=Paris)]").error == (
+        "argument 'Paris' is not a literal value"
+    )
 
 
 def test_pythonic_number_and_literal_keys_become_json_keys():

@@ -23,7 +23,8 @@ from langgraph.graph import START, StateGraph
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_toolbudget import BudgetConfig, ToolBudgetState, ToolCatalog, ToolExecutor
-from langgraph_toolbudget.core.jq_sandbox import JqFailed, JqStopped, run_jq
+from langgraph_toolbudget.core import jq_sandbox
+from langgraph_toolbudget.core.jq_sandbox import MAX_ERROR_CHARS, JqFailed, JqStopped, run_jq
 from langgraph_toolbudget.core.large_output import OutputError, query_json
 
 ORDERS = json.dumps({"orders": [{"id": i, "total": i * 1.5} for i in range(3000)], "count": 3000})
@@ -83,15 +84,56 @@ def test_jq_reads_no_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
         'include "lib"; leak',
         'import "./lib" as l; l::leak',
         f'import "{tmp_path}/secrets" as $s; $s',
+        # the search metadata overrides jq's empty search list
+        f'import "secrets" as $s {{search: "{tmp_path}"}}; $s',
+        f'include "lib" {{search: "{tmp_path}"}}; leak',
+        f'# a comment\ninclude "lib" {{"search": ["{tmp_path}"]}}; leak',
     ]
     answers = _queries(_app(), *imports, "input_filename", "[inputs]", "$__loc__")
     *refused, filename, inputs, loc = answers
     for message in refused:
-        assert message.status == "error" and "module not found" in message.content
+        assert message.status == "error" and "is not available" in message.content
+        assert "Use jq's builtins" in message.content  # what the model may do instead
         assert "hunter2" not in message.content and "read from a file" not in message.content
     assert json.loads(filename.content) is None  # the input is the output text, not a file
     assert json.loads(inputs.content) == []  # nothing to read after the one input
     assert json.loads(loc.content) == {"file": "<top-level>", "line": 1}
+
+
+def test_only_import_and_include_written_as_code_are_refused() -> None:
+    data = '{"import": 1, "include": "x"}'
+    assert run_jq(data, ".import").text == "1"
+    assert run_jq(data, ". as $include | $include.include").text == '"x"'
+    assert run_jq(data, '"import \\("include") \\((1 + 2))" # include "lib"').text == (
+        '"import include 3"'
+    )
+    for expression in ('"\\(.include)" | include "lib"; .', "{import: 1}"):
+        with pytest.raises(JqFailed, match="is not available"):
+            run_jq(data, expression)
+
+
+def test_the_jq_worker_opens_no_file_once_jq_is_loaded(tmp_path: Path) -> None:
+    # The worker's own defence, for an import that got past run_jq's refusal: fed the job
+    # directly, as run_jq feeds it.
+    (tmp_path / "secrets.json").write_text('{"password": "hunter2"}')
+    header = {
+        "expression": f'import "secrets" as $s {{search: "{tmp_path}"}}; $s',
+        "max_results": 10,
+        "max_chars": 1000,
+        "memory_mb": 512,
+        "cpu_s": 10,
+    }
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", jq_sandbox.__file__, jq_sandbox._jq_path()],
+        input=json.dumps(header).encode() + b"\n{}",
+        capture_output=True,
+        env={},
+        cwd=tmp_path,
+        timeout=30,
+        check=True,
+    )
+    assert b"hunter2" not in done.stdout
+    assert "Too many open files" in json.loads(done.stdout)["jq_error"]
 
 
 # --- item 6: time and memory limits -------------------------------------------------------
@@ -242,6 +284,12 @@ def test_run_jq_reports_each_way_a_query_ends() -> None:
     with pytest.raises(JqStopped) as stopped:  # 10 million characters at most come back
         run_jq(ORDERS, '[range(2000000) | "xxxxxx"]')
     assert stopped.value.why == "too_large"
+
+
+def test_a_huge_jq_error_is_cut_in_the_worker() -> None:
+    with pytest.raises(JqFailed) as failed:
+        run_jq(ORDERS, 'error("x" * 1000000)')
+    assert str(failed.value).startswith("xxx") and len(str(failed.value)) <= MAX_ERROR_CHARS
 
 
 def test_a_too_long_expression_is_echoed_clipped() -> None:

@@ -107,10 +107,52 @@ def _field_type(prop: dict[str, Any]) -> set[str]:
     return types
 
 
+def _named_field(key: str, props: dict[str, Any], args: dict[str, Any]) -> str | None:
+    """The field ``key`` names: itself, written another way (``Max-Results``), or an alias
+    of a field ``args`` does not give under its own name."""
+    if key in props:
+        return key
+    field = {_norm(k): k for k in props}.get(_norm(key))
+    if field is not None:
+        return field
+    for candidate, aliases in ALIASES.items():
+        if candidate in props and candidate not in args and _norm(key) in aliases:
+            return candidate
+    return None
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    """The JSON object ``text`` holds, else None."""
+    if not text.strip().startswith("{"):
+        return None
+    try:
+        value = loads_bounded(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+_PYTHON_TYPES: dict[str, type | tuple[type, ...]] = {
+    "string": str,
+    "integer": int,
+    "number": (int, float),
+    "boolean": bool,
+    "object": dict,
+    "array": list,
+}
+
+
+def _is_one_of(value: Any, types: set[str]) -> bool:
+    """Whether ``value`` already has one of the JSON schema ``types`` (a bool is no number)."""
+    if isinstance(value, bool):
+        return "boolean" in types
+    return any(isinstance(value, _PYTHON_TYPES[t]) for t in types if t in _PYTHON_TYPES)
+
+
 def _coerce_value(value: Any, prop: dict[str, Any]) -> Any:
     types = _field_type(prop)
     if not types or not isinstance(value, str):
-        if "array" in types and not isinstance(value, list) and value is not None:
+        if "array" in types and value is not None and not _is_one_of(value, types):
             return [value]
         return value
     if "string" in types:
@@ -179,22 +221,15 @@ def coerce_args(args: Any, schema: dict[str, Any]) -> Any:
         return {target: _coerce_value(args, props.get(target, {}))}
     if len(args) == 1:
         ((key, value),) = args.items()
-        if key not in props and isinstance(value, str) and value.strip().startswith("{"):
-            try:
-                inner = loads_bounded(value)
-            except ValueError:
-                inner = None
-            if isinstance(inner, dict):  # {"__arg1": "{...}"}: the real arguments as JSON
+        if _named_field(key, props, args) is None and isinstance(value, str):
+            inner = _json_object(value)
+            # {"__arg1": "{...}"}: the real arguments as JSON when its keys name the tool's
+            # fields; else it is one text value ('{"status": "ok"}' as a message)
+            if inner is not None and all(_named_field(k, props, inner) for k in inner):
                 args = inner
-    by_norm = {_norm(k): k for k in props}
     out: dict[str, Any] = {}
     for key, value in args.items():
-        field = key if key in props else by_norm.get(_norm(key))
-        if field is None:
-            for candidate, aliases in ALIASES.items():
-                if candidate in props and candidate not in args and _norm(key) in aliases:
-                    field = candidate
-                    break
+        field = _named_field(key, props, args)
         lone = len(args) == 1 and (len(props) == 1 or key.startswith("__arg"))
         if field is None and lone and target is not None:
             field = target  # a lone value under an unknown key ({"__arg1": "cats"})

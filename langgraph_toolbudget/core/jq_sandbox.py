@@ -10,14 +10,18 @@ allocate. So each query runs in a fresh Python process started just for it
 (``python -I -S``: no site, no ``PYTHON*`` variables, nothing of the package
 imported) that gets nothing but the expression and the output text on stdin:
 
+- no modules: an expression with ``import`` or ``include`` (outside its
+  strings and comments) is refused before any worker starts, since their
+  ``search`` metadata would name any directory; and once jq is loaded the
+  worker cannot open a file any more (``RLIMIT_NOFILE`` lowered to the
+  descriptors it has open), whatever jq is asked to read;
 - an empty environment (cleared again inside, so ``$ENV`` is ``{}``), and an
-  empty temporary directory as its working directory (``import``/``include``
-  find no module; jq's module search list is empty, and paths may not go up);
+  empty temporary directory as its working directory;
 - ``RLIMIT_AS`` of ``memory_mb`` (jq then aborts: reported as out of memory),
   ``RLIMIT_CPU`` just over the timeout, no core files;
 - a wall-clock timeout enforced by the parent, which kills the worker;
-- stdout for the answer only (at most :data:`MAX_RESULT_CHARS`), stderr
-  (``debug``, ``stderr``) discarded.
+- stdout for the answer only (at most :data:`MAX_RESULT_CHARS`, or jq's error
+  cut at :data:`MAX_ERROR_CHARS`), stderr (``debug``, ``stderr``) discarded.
 
 At most :data:`MAX_JQ_WORKERS` workers run at once. This file is also the
 worker's program: ``python -I -S jq_sandbox.py <jq's directory>`` (it imports
@@ -33,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -44,8 +49,10 @@ from typing import Any
 __all__ = [
     "JQ_MEMORY_MB",
     "JQ_TIMEOUT_S",
+    "MAX_ERROR_CHARS",
     "MAX_JQ_WORKERS",
     "MAX_RESULT_CHARS",
+    "MODULE_ERROR",
     "JqFailed",
     "JqResult",
     "JqStopped",
@@ -61,6 +68,15 @@ MAX_JQ_WORKERS = 4
 """Queries running at once; a further one waits up to its timeout for a free worker."""
 MAX_RESULT_CHARS = 10_000_000
 """A query's answer (its results as JSON text) longer than this is refused."""
+MAX_ERROR_CHARS = 2_000
+"""jq's error message is cut here, in the worker (``error("x" * 1e8)`` is 100 MB of it)."""
+
+MODULE_ERROR = (
+    "{directive} is not available: jq here reads only this output, never a module or a file. "
+    "Use jq's builtins, define what you need inline ('def name: ...; name'), and quote a key "
+    'named import or include (.["import"], {{"import": 1}})'
+)
+"""Why an expression with ``import`` or ``include`` is refused (:class:`JqFailed`'s message)."""
 
 _ABORTED = -6  # SIGABRT: jq's answer to a failed allocation ("cannot allocate memory")
 _CPU_EXCEEDED = -24  # SIGXCPU: RLIMIT_CPU reached
@@ -99,6 +115,11 @@ class JqResult:
 
 _SLOTS = threading.BoundedSemaphore(MAX_JQ_WORKERS)
 
+# What may hold a module directive in code (not after "." or "$": a field or a variable),
+# and what ends a string or starts an interpolation (code until its closing parenthesis).
+_CODE_TOKEN = re.compile(r'"|#[^\n]*|[()]|(?<![.$\w])(?:import|include)(?!\w)', re.ASCII)
+_STRING_TOKEN = re.compile(r'\\\(|\\.|"', re.DOTALL)
+
 
 @cache
 def _jq_path() -> str:
@@ -135,6 +156,9 @@ def run_jq(
         ImportError: the ``jq`` package is missing.
     """
     jq_path = _jq_path()
+    directive = _module_directive(expression)
+    if directive:
+        raise JqFailed(MODULE_ERROR.format(directive=directive))
     if not sys.executable:  # an embedded interpreter: no Python to start the worker with
         raise JqStopped("crash", "no Python executable to run the jq worker (sys.executable)")
     header = {
@@ -164,6 +188,37 @@ def run_jq(
     finally:
         _SLOTS.release()
     return _answer(done.returncode, done.stdout, timeout_s)
+
+
+def _module_directive(expression: str) -> str | None:
+    """The first ``import`` or ``include`` keyword of a jq expression, outside strings and comments.
+
+    A word that only may be one counts too (a key ``{import: 1}``): refusing it costs a
+    rewrite with quotes, missing a directive would read a file.
+    """
+    interpolations: list[int] = []  # the open parentheses of each interpolation we are in
+    position, in_string = 0, False
+    while match := (_STRING_TOKEN if in_string else _CODE_TOKEN).search(expression, position):
+        token, position = match.group(), match.end()
+        if in_string:  # an escape, the end of the string or an interpolation's start
+            if token == "\\(":
+                interpolations.append(0)
+                in_string = False
+            elif token == '"':
+                in_string = False
+        elif token == '"':
+            in_string = True
+        elif token == "(" and interpolations:
+            interpolations[-1] += 1
+        elif token == ")" and interpolations:
+            if interpolations[-1]:
+                interpolations[-1] -= 1
+            else:  # the interpolation's own parenthesis: back in its string
+                interpolations.pop()
+                in_string = True
+        elif token in ("import", "include"):
+            return token
+    return None
 
 
 def _answer(returncode: int, stdout: bytes, timeout_s: float) -> JqResult:
@@ -216,6 +271,12 @@ def _worker() -> int:  # pragma: no cover - runs in the worker process (its test
     try:
         import jq
 
+        if resource is not None:
+            # Descriptors are allocated lowest first and all below `free` are in use, so
+            # with this limit no file can be opened any more (EMFILE), whatever jq reads.
+            free = os.dup(1)
+            os.close(free)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (free, free))
         text = data.decode("utf-8", "surrogatepass")
         del data
         results: list[Any] = []
@@ -227,7 +288,8 @@ def _worker() -> int:  # pragma: no cover - runs in the worker process (its test
                     cut = True
                     break
         except ValueError as exc:
-            out.write(json.dumps({"jq_error": " ".join(str(exc).split())}).encode() + b"\n")
+            reason = " ".join(str(exc)[:MAX_ERROR_CHARS].split())
+            out.write(json.dumps({"jq_error": reason}).encode() + b"\n")
             return 0
         answer = json.dumps(
             results[0] if len(results) == 1 else results, ensure_ascii=False, indent=1

@@ -7,9 +7,9 @@ its tools as functions, loops and filters in code, and prints only what it needs
 program runs in a real sandbox (:mod:`langgraph_toolbudget.execution.sandbox`); inside it:
 
 - every visible tool is a function of the same name taking its arguments as keywords
-  (positional ones in the order of its schema), returning the tool's result as Python
-  data (parsed JSON where the tool returns JSON); ``call_tool("name", **args)`` reaches a
-  tool whose name is not a Python identifier;
+  (positional ones in the order of the signature the model reads: required ones first),
+  returning the tool's result as Python data (parsed JSON where the tool returns JSON);
+  ``call_tool("name", **args)`` reaches a tool whose name is not a Python identifier;
 - every call goes through the executor's own check, coercion, hooks and timeout: a hidden,
   excluded, filtered, disabled or unknown tool raises ``PermissionError`` with the
   executor's message (and nothing runs); a tool that fails raises ``RuntimeError`` with
@@ -50,6 +50,7 @@ from pydantic import BaseModel, Field
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.coercion import tool_json_schema
+from langgraph_toolbudget.core.limits import MAX_ARG_DEPTH, too_deep
 from langgraph_toolbudget.core.meta import definition_only
 from langgraph_toolbudget.execution.builtin_family import (
     BuiltinContext,
@@ -64,6 +65,7 @@ from langgraph_toolbudget.execution.sandbox import (
     require_sandbox,
     run_program,
 )
+from langgraph_toolbudget.formats.codemode import parameter_order
 
 __all__ = ["CALL_TOOL", "PYTHON_EXECUTION", "CodeMode", "as_python_data", "codemode_enabled"]
 
@@ -130,6 +132,10 @@ NO_OUTPUT = (
 )
 OUTPUT_CUT = "\n[output cut: {dropped:,} more characters not shown; print less, e.g. aggregate]"
 PRINTED_BEFORE = "\nPrinted before the error:\n{output}"
+TOO_DEEP_VALUE = (
+    "({kind} nested deeper than {depth} levels, not shown: return or print a part of it, "
+    "or a count)"
+)
 
 
 class _CodeArgs(BaseModel):
@@ -168,11 +174,14 @@ def _json_or_text(text: str) -> Any:
 
 
 def _render(value: Any) -> str:
+    """A program's value as text: JSON where it is JSON data, else its ``repr``."""
     if isinstance(value, str):
         return value
+    if too_deep(value):  # json.dumps and repr would raise RecursionError
+        return TOO_DEEP_VALUE.format(kind=type(value).__name__, depth=MAX_ARG_DEPTH)
     try:
         return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):
+    except (TypeError, ValueError):
         return repr(value)
 
 
@@ -258,7 +267,7 @@ class _Program:
     def _keywords(
         self, name: str, builtin: BaseTool | None, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> dict[str, Any]:
-        """Keyword arguments; positional ones take the schema's parameters in order."""
+        """Keyword arguments; positional ones take the parameters in the signature's order."""
         if not args:
             return dict(kwargs)
         tool = builtin
@@ -267,7 +276,7 @@ class _Program:
             tool = spec.tool if spec is not None else None
         if tool is None:  # refused later with the executor's message
             return dict(kwargs)
-        params = [p for p in tool_json_schema(tool).get("properties", {}) if p not in kwargs]
+        params = [p for p in parameter_order(tool_json_schema(tool)) if p not in kwargs]
         if len(args) > len(params):
             named = f" ({', '.join(params)})" if params else ""
             example = ", ".join(f"{p}=..." for p in params) or ""

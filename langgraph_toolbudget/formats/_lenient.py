@@ -7,7 +7,8 @@ token by token, in time linear in the text, and fixes syntax only:
 
 - it never invents, changes, moves or drops a value: a key without a value, a
   value without its key's colon, two words where one value goes, a bracket
-  closed by the wrong one, are errors;
+  closed by the wrong one, a comment left open over the closing brackets, are
+  errors; a comment starts only between tokens (``/data//old`` is one word);
 - a text that ends inside a string, an object or an array is reported
   (:attr:`Lenient.unfinished`), for the caller to answer as a call cut off by
   the end of the reply; only when the caller knows a closing marker followed
@@ -29,6 +30,8 @@ __all__ = ["Lenient", "read_lenient", "unescape"]
 # One token of JSON as models write it. A string runs to its closing quote or to the end of
 # the text (then it is unclosed: the match never fails, so the scan stays linear); a word
 # is anything unquoted between the punctuation (a literal, a number, an unquoted string).
+# A comment starts only where a token may start: inside a word, // /* and # are part of it
+# (/data//old, /data/*.tmp, C#).
 _TOKEN = re.compile(
     r"""
     "(?P<dq>[^"\\]*(?:\\.[^"\\]*)*)(?P<dq_end>"|\\?\Z)
@@ -37,7 +40,7 @@ _TOKEN = re.compile(
     |(?P<open>[\[{])
     |(?P<close>[\]}])
     |(?P<punct>[:,])
-    |(?P<word>(?:[^\s\[\]{}:,"'/\#]|/(?![/*]))+)
+    |(?P<word>(?:[^\s\[\]{}:,"'/\#]|/(?![/*]))[^\s\[\]{}:,"']*)
     """,
     re.VERBOSE | re.DOTALL,
 )
@@ -198,9 +201,12 @@ def read_lenient(text: str, *, close_open: bool) -> Lenient:
     """
     reader = _Reader()
     read = reader.read
+    comment: re.Match[str] | None = None  # the last token, when it is a comment
+    word: re.Match[str] | None = None  # the last token but comments, when it is a word
     for match in _TOKEN.finditer(text):
         kind = match.lastgroup
-        if kind == "comment":
+        comment = match if kind == "comment" else None
+        if comment is not None:
             continue
         if not reader.stack and kind != "open":
             raise ParseFailure(f"not a JSON object or list: {text[:80]!r}")
@@ -213,6 +219,11 @@ def read_lenient(text: str, *, close_open: bool) -> Lenient:
         elif kind == "punct":
             reader.punct(match.group())
         elif kind == "word":
+            if word and isinstance(reader.stack[-1], list) and _spaces_between(word, match, text):
+                raise ParseFailure(
+                    f"{word.group()[:40]!r} and {match.group()[:40]!r} stand side by side in a "
+                    'list: quote a value with spaces ("John Smith"), or put a comma between values'
+                )
             reader.place(_word(match.group()))
         else:  # a string: dq_end or sq_end
             quote = str(kind)
@@ -220,13 +231,33 @@ def read_lenient(text: str, *, close_open: bool) -> Lenient:
                 read.value, read.end, read.unfinished = None, len(text), "inside a string"
                 return read
             reader.place(unescape(match.group(quote[:2])), is_name=True)
+        word = match if kind == "word" else None
     if not reader.stack:
         raise ParseFailure(f"not a JSON object or list: {text[:80]!r}")
     if not close_open:
         read.value, read.end = None, len(text)
         read.unfinished = "inside an object" if reader.closers[-1] == "}" else "inside an array"
         return read
+    if comment is not None and _swallows_brackets(comment, text):
+        # Its brackets may close the call, or be text: closing the open ones would guess.
+        raise ParseFailure(
+            f"a comment runs to the end of the tool call over its closing brackets: "
+            f"{comment.group()[:40]!r}; close the brackets before a comment, or leave it out"
+        )
     if reader._in_object_without_value():
         raise reader._missing_value()
     read.end = len(text)
     return read
+
+
+def _spaces_between(first: re.Match[str], second: re.Match[str], text: str) -> bool:
+    """Whether only spaces (no line break, no comment) stand between two tokens: one value
+    with spaces, not two values with the comma between them missing."""
+    return not text[first.end() : second.start()].strip(" \t")
+
+
+def _swallows_brackets(comment: re.Match[str], text: str) -> bool:
+    """Whether a comment left open at the end of ``text`` holds a closing bracket."""
+    body = comment.group()
+    closed = body.startswith("/*") and len(body) >= 4 and body.endswith("*/")
+    return comment.end() == len(text) and not closed and any(c in body for c in "]}")

@@ -20,13 +20,20 @@ from langgraph_toolbudget.formats.base import MAX_CALLS, MAX_REPLY_CHARS, Parsed
 
 __all__ = [
     "Segment",
+    "cut_off_in_reasoning",
     "join_text",
     "parse_segments",
     "split_reasoning",
     "whole_reply_calls",
 ]
 
+THINK_START = "<think>"
 THINK_END = "</think>"
+REASONING_CUT_OFF = (
+    "the reply ends inside <think> (was it cut off?), so all of it is reasoning and the call "
+    "in it was not run; keep your reasoning short, close it with </think> and write the call "
+    "after it"
+)
 _CALL_KEY = re.compile(r"""["']?\b(?:name|arguments|parameters|tool_calls|function)["']?\s*:""")
 
 S = TypeVar("S")
@@ -46,6 +53,25 @@ def split_reasoning(text: str) -> tuple[str, str]:
         return "", text
     cut += len(THINK_END)
     return text[:cut], text[cut:]
+
+
+def cut_off_in_reasoning(text: str, parse: Callable[[str], ParsedReply]) -> ParsedReply | None:
+    """A reply that ends inside ``<think>`` (none after the last ``</think>``), else None.
+
+    All of such a reply is reasoning, so none of its calls runs: a call drafted in it
+    (``parse`` reads one, or fails to) is an error the model hears, like a call cut off;
+    a reply without one is text.
+
+    Args:
+        text: the reply.
+        parse: the format's own parser, given the reply without its ``<think>`` tags.
+    """
+    if text.rfind(THINK_START) <= text.rfind(THINK_END):
+        return None
+    drafted = parse(text.replace(THINK_START, ""))
+    if drafted.calls or drafted.error is not None:
+        return ParsedReply(text=text, error=REASONING_CUT_OFF)
+    return ParsedReply(text=text)
 
 
 def join_text(*parts: str) -> str:

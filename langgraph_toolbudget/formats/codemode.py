@@ -24,7 +24,7 @@ from typing import Any
 
 from langchain_core.messages import ToolCall, ToolMessage
 
-from langgraph_toolbudget.formats._text import join_text, split_reasoning
+from langgraph_toolbudget.formats._text import cut_off_in_reasoning, join_text, split_reasoning
 from langgraph_toolbudget.formats.base import (
     MAX_CALL_CHARS,
     ParsedReply,
@@ -33,7 +33,7 @@ from langgraph_toolbudget.formats.base import (
     tool_name,
 )
 
-__all__ = ["PYTHON_EXECUTION", "CodeModeFormat", "python_signature"]
+__all__ = ["PYTHON_EXECUTION", "CodeModeFormat", "parameter_order", "python_signature"]
 
 PYTHON_EXECUTION = "python_execution"
 FENCE = "```"
@@ -88,6 +88,23 @@ def _identifier(name: str) -> bool:
     return name.isidentifier() and not keyword.iskeyword(name)
 
 
+def parameter_order(parameters: dict[str, Any]) -> list[str]:
+    """A tool's parameters in the order of its Python signature: required ones first.
+
+    A program's positional arguments take the parameters in this order, the one the
+    model reads in :func:`python_signature`.
+
+    Args:
+        parameters: the JSON schema of the tool's arguments (``properties``, ``required``).
+
+    Returns:
+        The required parameters, then the others, each in the schema's order.
+    """
+    props = parameters.get("properties") or {}
+    required = set(parameters.get("required") or ())
+    return [*[p for p in props if p in required], *[p for p in props if p not in required]]
+
+
 def python_signature(schema: dict[str, Any]) -> str:
     """One tool (an OpenAI tool schema) as a Python signature with its description."""
     function = schema.get("function", schema)
@@ -97,7 +114,7 @@ def python_signature(schema: dict[str, Any]) -> str:
     required = set(parameters.get("required") or ())
     params: list[str] = []
     notes: list[str] = []
-    for pname in [*[p for p in props if p in required], *[p for p in props if p not in required]]:
+    for pname in parameter_order(parameters):
         prop = props[pname] if isinstance(props[pname], dict) else {}
         shown = pname if _identifier(pname) else f"**{{{json.dumps(pname)}: ...}}"
         text = f"{shown}: {_type(prop)}"
@@ -163,6 +180,8 @@ class CodeModeFormat(ToolCallFormat):
         return f"{head}\n{result_text(message)}"
 
     def parse(self, text: str) -> ParsedReply:
+        if (cut_off := cut_off_in_reasoning(text, self.parse)) is not None:
+            return cut_off
         reasoning, body = split_reasoning(text)
         stripped = body.rstrip()
         if not stripped.endswith(FENCE):

@@ -24,6 +24,7 @@ from langgraph_toolbudget.formats._json import (
 )
 from langgraph_toolbudget.formats._text import (
     Segment,
+    cut_off_in_reasoning,
     join_text,
     parse_segments,
     split_reasoning,
@@ -107,6 +108,8 @@ class Hermes(ToolCallFormat):
         return f"<tool_response>\n{json.dumps(content)}\n</tool_response>"
 
     def parse(self, text: str) -> ParsedReply:
+        if (cut_off := cut_off_in_reasoning(text, self.parse)) is not None:
+            return cut_off
         reasoning, body = split_reasoning(text)
         if OPEN not in body:  # a model that forgot its tags: the whole reply may be the call
             try:

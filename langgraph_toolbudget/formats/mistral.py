@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import string
 from collections.abc import Sequence
 from typing import Any
@@ -25,7 +26,7 @@ from langgraph_toolbudget.formats._json import (
     cut_off,
     read_json,
 )
-from langgraph_toolbudget.formats._text import join_text, parse_segments
+from langgraph_toolbudget.formats._text import cut_off_in_reasoning, join_text, parse_segments
 from langgraph_toolbudget.formats.base import MAX_CALLS, ParsedReply, ToolCallFormat, result_text
 
 __all__ = ["Mistral"]
@@ -33,6 +34,16 @@ __all__ = ["Mistral"]
 MARKER = "[TOOL_CALLS]"
 ARGS = "[ARGS]"
 _END_TOKENS = ("</s>", "[/TOOL_CALLS]")
+# A string as the lenient reader takes it (either quote, maybe never closed), or an end token
+# outside strings: the model ending its calls (inside a string it is part of a value).
+_STRING_OR_END = re.compile(
+    r"""
+    "[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)
+    |'[^'\\]*(?:\\.[^'\\]*)*(?:'|\\?\Z)
+    |</s>|\[/TOOL_CALLS\]
+    """,
+    re.VERBOSE | re.DOTALL,
+)
 _ID_CHARS = string.ascii_letters + string.digits
 
 INSTRUCTIONS = """[AVAILABLE_TOOLS] {tools}[/AVAILABLE_TOOLS]
@@ -47,11 +58,18 @@ def _find(body: str, budget: ParseBudget) -> tuple[list[str], list[str]]:
     return segments, prose
 
 
+def _calls_end(segment: str) -> int | None:
+    """Where the model ended its calls: the first end token outside strings, or None."""
+    for match in _STRING_OR_END.finditer(segment):
+        if match.group() in _END_TOKENS:
+            return match.start()
+    return None
+
+
 def _read(segment: str, budget: ParseBudget) -> list[dict[str, Any]]:
-    closed = any(token in segment for token in _END_TOKENS)  # the model ended the calls itself
-    for token in _END_TOKENS:
-        segment = segment.replace(token, "")
-    head = segment.lstrip()
+    end = _calls_end(segment)
+    closed = end is not None
+    head = segment[:end].lstrip()
     budget.spend_containers(head)
     if not head and not closed:
         raise cut_off(None, f"right after {MARKER}")
@@ -83,6 +101,8 @@ class Mistral(ToolCallFormat):
         return f"[TOOL_RESULTS] {json.dumps(payload)}[/TOOL_RESULTS]"
 
     def parse(self, text: str) -> ParsedReply:
+        if (cut_off := cut_off_in_reasoning(text, self.parse)) is not None:
+            return cut_off
         return parse_segments(text, _find, _read)
 
     def new_id(self) -> str:

@@ -19,7 +19,12 @@ from typing import Any
 from langchain_core.messages import ToolCall, ToolMessage
 
 from langgraph_toolbudget.formats._json import ParseBudget, ParseFailure
-from langgraph_toolbudget.formats._text import join_text, split_reasoning, whole_reply_calls
+from langgraph_toolbudget.formats._text import (
+    cut_off_in_reasoning,
+    join_text,
+    split_reasoning,
+    whole_reply_calls,
+)
 from langgraph_toolbudget.formats.base import ParsedReply, ToolCallFormat, result_text, tool_name
 
 __all__ = ["PureJson"]
@@ -51,6 +56,8 @@ class PureJson(ToolCallFormat):
         return json.dumps({"tool_result": {"name": name, "content": result_text(message)}})
 
     def parse(self, text: str) -> ParsedReply:
+        if (cut_off := cut_off_in_reasoning(text, self.parse)) is not None:
+            return cut_off
         reasoning, body = split_reasoning(text)
         try:
             calls = whole_reply_calls(body, ParseBudget())

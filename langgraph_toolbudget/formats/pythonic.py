@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 from langchain_core.messages import ToolCall, ToolMessage
 
 from langgraph_toolbudget.formats._json import ParseBudget, ParseFailure, cut_off
-from langgraph_toolbudget.formats._text import join_text, parse_segments
+from langgraph_toolbudget.formats._text import cut_off_in_reasoning, join_text, parse_segments
 from langgraph_toolbudget.formats.base import (
     MAX_CALL_CHARS,
     MAX_CALLS,
@@ -79,10 +79,11 @@ _TOO_LONG = f"the tool call is over {MAX_CALL_CHARS} characters or never closed"
 
 
 class _Segment(NamedTuple):
-    """A call's text, or the problem that keeps it from being read."""
+    """A call's text, and its calls or the problem that keeps them from being read."""
 
     text: str
     problem: str = ""
+    calls: tuple[dict[str, Any], ...] = ()
 
 
 def _scan(text: str, start: int, budget: ParseBudget) -> tuple[int, str]:
@@ -132,21 +133,37 @@ def _find(body: str, budget: ParseBudget) -> tuple[list[_Segment], list[str]]:
         if end < 0:
             return [_Segment(body.strip(), _problem(where, bare.group(1)))], []
         if not body[end:].strip():
-            return [_Segment(body.strip())], []  # a lone call without the list brackets
+            return [_parsed(body.strip())], []  # a lone call without the list brackets
     segments: list[_Segment] = []
     prose: list[str] = []
-    pos = 0
-    while len(segments) <= MAX_CALLS and (match := _START.search(body, pos)) is not None:
-        prose.append(body[pos : match.start()])
+    pos = search = 0  # where the prose since the last call starts, where to search on
+    read = 0
+    while read <= MAX_CALLS and (match := _START.search(body, search)) is not None:
         end, where = _scan(body, match.start(), budget)
         if end < 0:  # unclosed: the call is cut off, or too long
+            prose.append(body[pos : match.start()])
             text = body[match.start() : match.start() + MAX_CALL_CHARS]
             segments.append(_Segment(text, _problem(where, match.group(1))))
             return segments, prose
-        segments.append(_Segment(body[match.start() : end]))
+        search = end
+        if body.startswith("(", end):  # a Markdown link, [Apollo (11)](https://...): prose
+            continue
+        segment = _parsed(body[match.start() : end])
+        read += 1
+        if segment.problem and _in_prose(body[pos : match.start()], body[end:]):
+            continue  # "see [Mercury (planet)] below": brackets in prose, not a call
+        prose.append(body[pos : match.start()])
+        segments.append(segment)
         pos = end
     prose.append(body[pos:])
     return segments, prose
+
+
+def _in_prose(before: str, after: str) -> bool:
+    """Whether brackets stand in prose: words before them (since the last call), or words
+    after them rather than another call."""
+    rest = after.lstrip()
+    return bool(before.strip()) or (bool(rest) and not rest.startswith("["))
 
 
 def _source(source: str, node: ast.AST) -> str:
@@ -216,10 +233,27 @@ def _call(node: ast.expr, source: str) -> dict[str, Any]:
     return {"name": _name(node.func, source), "args": args}
 
 
+def _parsed(text: str) -> _Segment:
+    """A segment with its calls read, or with the reason they cannot be."""
+    try:
+        return _Segment(text, calls=tuple(_calls(text)))
+    except ParseFailure as exc:
+        return _Segment(text, str(exc))
+
+
 def _read(segment: _Segment, budget: ParseBudget) -> list[dict[str, Any]]:
     if segment.problem:
         raise ParseFailure(segment.problem)
-    source = segment.text.strip()
+    return list(segment.calls)
+
+
+def _calls(text: str) -> list[dict[str, Any]]:
+    """The calls of a list of calls (or of one call) written in Python.
+
+    Raises:
+        ParseFailure: not a list of calls, or an argument that is not a literal value.
+    """
+    source = text.strip()
     try:
         tree = ast.parse(source, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
@@ -256,6 +290,8 @@ class Pythonic(ToolCallFormat):
         return f"Output of {name}:\n{_result_text(message)}"
 
     def parse(self, text: str) -> ParsedReply:
+        if (cut_off := cut_off_in_reasoning(text, self.parse)) is not None:
+            return cut_off
         return parse_segments(text, _find, _read)
 
     @property
