@@ -192,7 +192,7 @@ async def test_a_loop_of_twenty_calls_and_an_async_only_tool(api):
     assert answer.artifact["codemode"]["tool_calls"] == 22
 
 
-async def test_positional_arguments_take_the_schema_order_and_results_are_python_data():
+async def test_a_positional_argument_fills_the_parameter_and_results_are_python_data():
     code = (
         "f = get_forecast('Oslo')\n"
         "print(type(f).__name__, f['temp_c'], type(list_cities()).__name__)"

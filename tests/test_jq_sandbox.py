@@ -282,7 +282,7 @@ def test_run_jq_reports_each_way_a_query_ends() -> None:
         run_jq(ORDERS, "last(range(1e12))", timeout_s=0.5)
     assert stopped.value.why == "timeout"
     with pytest.raises(JqStopped) as stopped:  # 10 million characters at most come back
-        run_jq(ORDERS, '[range(2000000) | "xxxxxx"]')
+        run_jq(ORDERS, '"x" * 10500000')  # one string: 0.2 s (2 million strings took 3.5-5 s)
     assert stopped.value.why == "too_large"
 
 
