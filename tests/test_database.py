@@ -424,6 +424,39 @@ def test_each_write_kind_is_refused_on_postgres_and_the_rows_are_unchanged(crm: 
     assert not Path("/tmp/toolbudget-orders.csv").exists()
 
 
+def advisory_locks(url: str) -> list[Any]:
+    """The advisory locks held in the database of ``url``, by any session."""
+    with psycopg.connect(url) as conn:
+        return conn.execute(
+            "SELECT objid FROM pg_locks WHERE locktype = 'advisory' "
+            "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        ).fetchall()
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        'SELECT U&"pg\\005fadvisory\\005flock"(42)',
+        'SELECT u&"pg_advisory_lock"(42)',
+        "SELECT * FROM U&\"pg\\005fls_dir\"('.')",
+        "SELECT U&'!0041' UESCAPE '!' AS a",
+        "SELECT count(*) FROM ts_stat('SELECT to_tsvector(pg_advisory_lock(43)::text)')",
+        "SELECT ts_rewrite('a'::tsquery, "
+        "'SELECT ''a''::tsquery, to_tsquery(pg_advisory_lock(44)::text)')",
+    ],
+)
+def test_a_denied_function_cannot_be_spelled_past_the_check(crm: str, sql: str):
+    """sqlglot keeps a U&"..." name's escapes, and ts_stat()/ts_rewrite() run SQL given as a
+    string: both ran a denied function, whose advisory lock outlived the rollback."""
+    toolbox = DatabaseToolbox({"crm": crm})
+    with pytest.raises(SqlError, match="Refused: execute_sql only reads") as refused:
+        toolbox.execute("crm", sql)
+    assert refused.value.refused
+    assert "Unicode escapes" in str(refused.value) or "ts_" in str(refused.value)
+    assert advisory_locks(crm) == []
+    toolbox.close()
+
+
 @pytest.mark.parametrize(
     ("sql", "explain"),
     [
