@@ -513,6 +513,64 @@ def test_postgres_syntax_errors_are_the_servers_message(crm: str):
     assert check_read_only("SELEC * FROM orders", "postgres").ask_database
 
 
+def test_unusual_postgres_values_are_answered_as_json(crm: str):
+    """A numeric of 5,001 digits made int() then json.dumps raise; a deeply nested jsonb made
+    psycopg's loader raise RecursionError. Both, and their kind, are answered."""
+    toolbox = DatabaseToolbox({"crm": crm})
+    result = toolbox.execute(
+        "crm",
+        "SELECT 1e5000::numeric AS big, 1e-5000::numeric AS tiny, 'NaN'::numeric AS nan, "
+        "12.5::numeric AS usual, 10::numeric AS whole, "
+        "(repeat('[', 3000) || repeat(']', 3000))::jsonb AS deep, "
+        "('[' || repeat('7', 5000) || ']')::json AS long_number, "
+        "'{\"a\": [1, 2]}'::jsonb AS doc, ARRAY['[[1]]'::json] AS docs",
+    )
+    (row,) = result.rows
+    assert row["big"] == "1" + "0" * 5000 and row["tiny"] == "1E-5000"
+    assert row["nan"] == "NaN" and row["usual"] == 12.5 and row["whole"] == 10
+    assert row["deep"] == "[" * 3000 + "]" * 3000  # its text: too deep to load
+    assert row["long_number"] == "[" + "7" * 5000 + "]"
+    assert row["doc"] == {"a": [1, 2]} and row["docs"] == [[[1]]]
+    assert json.loads(json.dumps(result.as_dict()))["rows"] == [row]
+
+
+def test_sql_that_is_not_text_is_refused_before_it_runs(shop: Path, crm: str):
+    """A lone surrogate made the SQL's encoding raise UnicodeEncodeError out of the graph; a
+    NUL cut the text PostgreSQL read."""
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}", "crm": crm})
+    for source in ("shop", "crm"):
+        with pytest.raises(SqlError, match=r"'\\ud800' \(a lone surrogate\) at character 41"):
+            toolbox.execute(source, "SELECT name FROM customers WHERE name = '\ud800'")
+        with pytest.raises(SqlError, match="a NUL character at character 8"):
+            toolbox.execute(source, "SELECT 1\x00; DELETE FROM orders")
+
+
+def test_an_unforeseen_failure_of_execute_sql_is_an_error_message(
+    shop: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+):
+    """Whatever else a query raises (here a RecursionError, as psycopg's JSON loader did)
+    is logged and answered; the run goes on."""
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"})
+
+    def fails(source: str, sql: str) -> Any:
+        raise RecursionError("maximum recursion depth exceeded while decoding a JSON array")
+
+    monkeypatch.setattr(toolbox, "execute", fails)
+    model = ScriptedChatModel(
+        responses=[ask("execute_sql", source="shop", sql="SELECT 1"), AIMessage("sorry")],
+        cycle=False,
+    )
+    graph = create_toolbudget_agent(model, CATALOG, database_toolbox=toolbox).compile()
+    out = graph.invoke({"messages": [HumanMessage("read it")]})
+    (failed,) = answers(out)
+    assert failed.status == "error"
+    assert failed.content.startswith(
+        "Error: execute_sql failed on source 'shop' (RecursionError: maximum recursion"
+    )
+    assert out["messages"][-1].content == "sorry"
+    assert "execute_sql on source 'shop' raised" in caplog.text
+
+
 # --- through the agent: the prebuilt graph, the nodes, the middleware --------------------------
 
 

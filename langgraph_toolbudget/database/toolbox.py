@@ -22,9 +22,6 @@ Key Components:
 
 from __future__ import annotations
 
-import base64
-import datetime
-import decimal
 import math
 import sqlite3
 import threading
@@ -42,6 +39,7 @@ from langgraph_toolbudget.database.guard import (
     denied_function,
 )
 from langgraph_toolbudget.database.schemas import TableIndex, TableSchema, reflect_tables
+from langgraph_toolbudget.database.values import json_document, json_value
 
 __all__ = [
     "DATABASE_MISSING_ERROR",
@@ -79,12 +77,14 @@ UNCHECKABLE_ERROR = (
     "Refused: the statement could not be checked as read-only ({reason}), so nothing ran. "
     "Write it as a plain SELECT (or WITH ... SELECT)."
 )
+UNSENDABLE_ERROR = (
+    "Error: the SQL holds {what} at character {position}, which is not text a database "
+    "accepts, so nothing ran. Send the statement again without it."
+)
 SECOND_WALL_ERROR = (
     "Refused: the database itself refused a write or a setting change ({message}); "
     "execute_sql only reads. Send one SELECT that reads the data you need."
 )
-MAX_CELL_CHARS = 10_000
-"""A longer text value is cut (its length noted)."""
 SQLITE_MAX_LENGTH = 10_000_000
 """SQLite's largest string or blob in a query (``SQLITE_LIMIT_LENGTH``)."""
 PROGRESS_STEPS = 1000
@@ -147,36 +147,6 @@ def _require() -> None:
         or importlib.util.find_spec("sqlglot") is None
     ):
         raise ImportError(DATABASE_MISSING_ERROR)
-
-
-def _json_value(value: Any) -> Any:
-    """A database value as JSON data."""
-    if value is None or isinstance(value, bool | int | str):
-        if isinstance(value, str) and len(value) > MAX_CELL_CHARS:
-            return f"{value[:MAX_CELL_CHARS]}... [{len(value):,} characters]"
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if isinstance(value, decimal.Decimal):
-        if not value.is_finite():
-            return str(value)
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, datetime.datetime | datetime.date | datetime.time):
-        return value.isoformat()
-    if isinstance(value, datetime.timedelta):
-        return value.total_seconds()
-    if isinstance(value, bytes | bytearray | memoryview):
-        data = bytes(value)
-        if len(data) <= 64:
-            return "base64:" + base64.b64encode(data).decode()
-        return f"<{len(data):,} bytes>"
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    if isinstance(value, list | tuple):
-        return [_json_value(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _json_value(v) for k, v in value.items()}
-    return str(value)
 
 
 _SQLITE_ALLOWED = {sqlite3.SQLITE_READ, sqlite3.SQLITE_SELECT, sqlite3.SQLITE_FUNCTION}
@@ -422,6 +392,9 @@ class DatabaseToolbox:
         if src is None:
             known = ", ".join(repr(n) for n in self._sources)
             raise SqlError(UNKNOWN_SOURCE_ERROR.format(source=source, known=known))
+        unsendable = _unsendable(sql) if isinstance(sql, str) else None
+        if unsendable is not None:
+            raise SqlError(unsendable)
         check = check_read_only(sql, src.dialect)
         if not check.ok and not check.ask_database:
             raise SqlError(check.reason, refused=True)
@@ -437,7 +410,7 @@ class DatabaseToolbox:
         self, src: _Source, columns: list[str], rows: list[Any], total: int | None
     ) -> QueryResult:
         kept = rows[: self.max_rows]
-        data = [{c: _json_value(v) for c, v in zip(columns, row, strict=False)} for row in kept]
+        data = [{c: json_value(v) for c, v in zip(columns, row, strict=False)} for row in kept]
         return QueryResult(src.name, columns, data, total, self.max_rows)
 
     def _sqlite(self, src: _Source, sql: str, check: ReadOnlyCheck) -> QueryResult:
@@ -482,6 +455,7 @@ class DatabaseToolbox:
     def _postgres(self, src: _Source, sql: str, check: ReadOnlyCheck) -> QueryResult:
         import psycopg
         from psycopg import sql as pgsql
+        from psycopg.types.json import set_json_loads
         from sqlalchemy.exc import SQLAlchemyError
 
         try:
@@ -503,6 +477,7 @@ class DatabaseToolbox:
                 if not sql.lstrip()[:7].upper() == "EXPLAIN":  # the plan of one statement only
                     raise SqlError(UNCHECKABLE_ERROR.format(reason="not an EXPLAIN"), refused=True)
                 with conn.cursor() as cursor:
+                    set_json_loads(json_document, cursor)
                     cursor.execute(sql, prepare=True)  # extended protocol: one statement
                     columns = [d.name for d in cursor.description or ()]
                     rows = cursor.fetchmany(self.max_rows + 1)
@@ -510,6 +485,7 @@ class DatabaseToolbox:
                 return self._result(src, columns, rows, total)
             name = "toolbudget_" + uuid.uuid4().hex[:12]
             with conn.cursor(name=name) as cursor:
+                set_json_loads(json_document, cursor)
                 cursor.execute(sql)  # DECLARE ... CURSOR FOR, extended protocol
                 rows = cursor.fetchmany(self.max_rows + 1)
                 columns = [d.name for d in cursor.description or ()]
@@ -567,6 +543,19 @@ def _sqlite_connect(path: Path, deadline: float | None, timeout_s: float) -> sql
         setlimit(getattr(sqlite3, "SQLITE_LIMIT_ATTACHED"), 0)  # noqa: B009
     conn.set_progress_handler(lambda: int(time.monotonic() > deadline), PROGRESS_STEPS)
     return conn
+
+
+def _unsendable(sql: str) -> str | None:
+    """Why ``sql`` cannot be sent as it is (a lone surrogate is no UTF-8; PostgreSQL would
+    read the text only up to a NUL), or None."""
+    try:
+        sql.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        what = f"{sql[exc.start]!r} (a lone surrogate)"
+        return UNSENDABLE_ERROR.format(what=what, position=exc.start)
+    if "\x00" in sql:
+        return UNSENDABLE_ERROR.format(what="a NUL character", position=sql.index("\x00"))
+    return None
 
 
 def _pg_message(exc: Any) -> str:
