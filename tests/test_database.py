@@ -457,6 +457,35 @@ def test_a_denied_function_cannot_be_spelled_past_the_check(crm: str, sql: str):
     toolbox.close()
 
 
+def test_index_maintenance_and_session_functions_are_refused(crm: str):
+    """brin_summarize_new_values() and gin_clean_pending_list() wrote index pages through a
+    READ ONLY transaction, and the rollback did not undo them; setseed() outlived it too."""
+    with psycopg.connect(crm, autocommit=True) as conn:
+        conn.execute("CREATE TABLE events (id INTEGER, tags TEXT[])")
+        conn.execute(
+            "CREATE INDEX events_brin ON events USING brin (id) "
+            "WITH (pages_per_range = 1, autosummarize = off)"
+        )
+        conn.execute("CREATE INDEX events_gin ON events USING gin (tags) WITH (fastupdate = on)")
+        conn.execute("INSERT INTO events SELECT i, ARRAY['t' || i] FROM generate_series(1, 2000) i")
+    toolbox = DatabaseToolbox({"crm": crm})
+    for sql in [
+        "SELECT brin_summarize_new_values('events_brin')",
+        "SELECT brin_summarize_range('events_brin', 0)",
+        "SELECT brin_desummarize_range('events_brin', 0)",
+        "SELECT gin_clean_pending_list('events_gin')",
+        "SELECT setseed(0.5)",
+        "SELECT pg_stat_reset()",
+        "SELECT pg_stat_reset_single_table_counters('events'::regclass)",
+    ]:
+        name = sql.split()[1].split("(")[0]
+        with pytest.raises(SqlError, match=rf"it calls {name}\(\), which execute_sql does not"):
+            toolbox.execute("crm", sql)
+    with psycopg.connect(crm, autocommit=True) as conn:  # still to do: nothing was written
+        assert conn.execute("SELECT brin_summarize_new_values('events_brin')").fetchone()[0] > 0
+        assert conn.execute("SELECT gin_clean_pending_list('events_gin')").fetchone()[0] > 0
+
+
 @pytest.mark.parametrize(
     ("sql", "explain"),
     [

@@ -78,8 +78,12 @@ DENIED_FUNCTIONS: dict[str, tuple[str, ...]] = {
         "pg_notify", "query_to_xml*", "query_to_json*", "cursor_to_xml*", "table_to_xml*",
         "ts_stat", "ts_rewrite",
         "schema_to_xml*", "database_to_xml*", "pg_backup_*", "pg_start_backup",
-        "pg_stop_backup", "pg_log_backend_memory_contexts", "pg_import_system_collations",
-        "txid_current", "pg_current_xact_id", "nextval", "setval",
+        "pg_stop_backup", "pg_log_*", "pg_import_system_collations",
+        "txid_current", "pg_current_xact_id", "nextval", "setval", "setseed",
+        "loread", "lowrite", "pg_logdir_ls", "pg_copy_*", "pg_wal_replay_*",
+        "pg_stat_reset*", "pg_stat_statements_reset",
+        # Index maintenance: writes index pages that a rollback does not undo.
+        "brin_summarize_*", "brin_desummarize_range", "gin_clean_pending_list",
     ),
     "sqlite": ("load_extension", "fts3_tokenizer", "readfile", "writefile", "edit"),
 }  # fmt: skip
