@@ -212,6 +212,18 @@ def test_rows_are_capped_with_the_total_count(shop: Path):
     assert "showing the first 50 of 500 rows" in answer["note"]
 
 
+def test_a_repeated_column_name_keeps_every_value(shop: Path):
+    """Rows are objects keyed by column name: SELECT o.id, c.id kept only one of the two."""
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"})
+    result = toolbox.execute(
+        "shop",
+        "SELECT o.id, c.id, o.total_eur AS id_2, c.id, c.name FROM orders o "
+        "JOIN customers c ON c.id = o.customer_id WHERE o.id = 7",
+    )
+    assert result.columns == ["id", "id_3", "id_2", "id_4", "name"]
+    assert result.rows == [{"id": 7, "id_3": 8, "id_2": 18.75, "id_4": 8, "name": "customer 8"}]
+
+
 # --- refusals: every write kind, the database unchanged ----------------------------------------
 
 SQLITE_REFUSED = {

@@ -39,7 +39,7 @@ from langgraph_toolbudget.database.guard import (
     denied_function,
 )
 from langgraph_toolbudget.database.schemas import TableIndex, TableSchema, reflect_tables
-from langgraph_toolbudget.database.values import json_document, json_value
+from langgraph_toolbudget.database.values import json_document, json_value, unique_names
 
 __all__ = [
     "DATABASE_MISSING_ERROR",
@@ -109,7 +109,7 @@ class QueryResult:
 
     Attributes:
         source: the source it ran on.
-        columns: the column names.
+        columns: the column names (a name that repeats suffixed: ``id``, ``id_2``).
         rows: the first ``max_rows`` rows, as ``{column: value}`` (JSON-safe values).
         total_rows: how many rows the query returns in all (None: not counted in time).
         max_rows: the cap in force.
@@ -410,8 +410,9 @@ class DatabaseToolbox:
         self, src: _Source, columns: list[str], rows: list[Any], total: int | None
     ) -> QueryResult:
         kept = rows[: self.max_rows]
-        data = [{c: json_value(v) for c, v in zip(columns, row, strict=False)} for row in kept]
-        return QueryResult(src.name, columns, data, total, self.max_rows)
+        keys = unique_names(columns)
+        data = [{k: json_value(v) for k, v in zip(keys, row, strict=False)} for row in kept]
+        return QueryResult(src.name, keys, data, total, self.max_rows)
 
     def _sqlite(self, src: _Source, sql: str, check: ReadOnlyCheck) -> QueryResult:
         assert src.path is not None

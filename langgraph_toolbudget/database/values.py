@@ -10,6 +10,7 @@ are loaded with bounded nesting (or kept as their text).
 Key Components:
     - :func:`json_value`: one database value as JSON data.
     - :func:`json_document`: a JSON column's text as a document, bounded.
+    - :func:`unique_names`: the columns' names as the rows' keys, a repeated name suffixed.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 
 from langgraph_toolbudget.core.limits import loads_bounded
 
-__all__ = ["MAX_CELL_CHARS", "json_document", "json_value"]
+__all__ = ["MAX_CELL_CHARS", "json_document", "json_value", "unique_names"]
 
 MAX_CELL_CHARS = 10_000
 """A longer text value is cut (its length noted)."""
@@ -73,3 +74,26 @@ def json_document(data: bytes | str) -> Any:
         return loads_bounded(text)
     except ValueError:
         return text
+
+
+def unique_names(names: list[str]) -> list[str]:
+    """The columns' names as the keys of a row: a name that repeats gets the first free
+    suffix (``id``, ``id_2``), never a name another column has (a repeated key would keep one
+    value of the two).
+
+    >>> unique_names(["id", "name", "id", "id_2", "id"])
+    ['id', 'name', 'id_3', 'id_2', 'id_4']
+    """
+    taken, seen = set(names), set()
+    unique = []
+    for name in names:
+        key = name
+        if name in seen:
+            n = 2
+            while f"{name}_{n}" in taken:
+                n += 1
+            key = f"{name}_{n}"
+            taken.add(key)
+        seen.add(name)
+        unique.append(key)
+    return unique
