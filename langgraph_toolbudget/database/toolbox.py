@@ -11,7 +11,8 @@ transaction with a ``statement_timeout``, through the extended protocol (one sta
 message: a second statement hidden from the check cannot run), and rolls it back.
 
 Rows are capped (``max_rows``, default 200) and the total counted without fetching them
-(PostgreSQL moves its server-side cursor to the end; SQLite steps through them); schemas
+(PostgreSQL moves its server-side cursor to the end; SQLite steps through them) in the time
+left, else left unknown; schemas
 are read once per source and cached, refreshed on demand (:meth:`DatabaseToolbox.refresh`).
 
 Key Components:
@@ -459,6 +460,7 @@ class DatabaseToolbox:
         from psycopg.types.json import set_json_loads
         from sqlalchemy.exc import SQLAlchemyError
 
+        deadline = time.monotonic() + self.timeout_s
         try:
             raw = self._engine(src).raw_connection()
         except (SQLAlchemyError, psycopg.Error, OSError) as exc:
@@ -492,11 +494,8 @@ class DatabaseToolbox:
                 columns = [d.name for d in cursor.description or ()]
                 total = len(rows)
                 if len(rows) > self.max_rows:
-                    with conn.cursor() as mover:
-                        mover.execute(
-                            pgsql.SQL("MOVE FORWARD ALL IN {}").format(pgsql.Identifier(name))
-                        )
-                        total += max(0, mover.rowcount)
+                    rest = self._postgres_count_rest(conn, name, deadline)
+                    total = None if rest is None else total + rest
             return self._result(src, columns, rows, total)
         except psycopg.errors.QueryCanceled:
             raise SqlError(TIMEOUT_ERROR.format(timeout=self.timeout_s)) from None
@@ -514,6 +513,31 @@ class DatabaseToolbox:
             except Exception:  # noqa: BLE001 - a broken connection: the pool drops it
                 raw.invalidate()
             raw.close()
+
+    @staticmethod
+    def _postgres_count_rest(conn: Any, cursor_name: str, deadline: float) -> int | None:
+        """The rows left in the server-side cursor, counted (``MOVE FORWARD ALL``) in the time
+        left before ``deadline``; None when it runs out, the transaction rolled back to
+        before the count (the rows already fetched stay the answer)."""
+        import psycopg
+        from psycopg import sql as pgsql
+
+        left_ms = int((deadline - time.monotonic()) * 1000)
+        if left_ms < 1:  # statement_timeout = 0 would mean no timeout at all
+            return None
+        with conn.cursor() as cursor:
+            cursor.execute("SAVEPOINT toolbudget_count")
+            cursor.execute(
+                pgsql.SQL("SET LOCAL statement_timeout = {}").format(pgsql.Literal(left_ms))
+            )
+            try:
+                cursor.execute(
+                    pgsql.SQL("MOVE FORWARD ALL IN {}").format(pgsql.Identifier(cursor_name))
+                )
+            except psycopg.errors.QueryCanceled:
+                cursor.execute("ROLLBACK TO SAVEPOINT toolbudget_count")
+                return None
+            return max(0, cursor.rowcount)
 
     @staticmethod
     def _postgres_parse(conn: Any, sql: str, check: ReadOnlyCheck) -> None:
