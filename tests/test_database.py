@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -309,6 +310,28 @@ def test_a_slow_query_is_stopped_by_the_timeout_on_sqlite(shop: Path):
     )
     with pytest.raises(SqlError, match=r"ran longer than 0.5 s and was stopped"):
         toolbox.execute("shop", endless)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="sqlite3 setlimit is Python 3.11+")
+def test_one_long_sqlite_function_call_cannot_outrun_the_timeout(shop: Path):
+    """The progress handler stops a query between steps, never inside one call, and trim(),
+    instr(), LIKE... take time in the square of their arguments' length: with strings of up
+    to 10 MB one call ran for seconds to hours past timeout_s."""
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"}, timeout_s=0.5)
+
+    def text(n: int, char: str) -> str:  # n times char, built by SQLite
+        return f"replace(hex(zeroblob({n // 2})), '0', '{char}')"
+
+    slow = f"SELECT trim({text(120_000, 'a')} || 'x', {text(10_000, 'b')} || 'a')"
+    start = time.monotonic()
+    with pytest.raises(SqlError, match=r"a string or blob \(bytes\) longer than .* \(100,000\)"):
+        toolbox.execute("shop", slow)
+    assert time.monotonic() - start < 0.5
+    pattern = f"SELECT {text(90_000, 'a')} LIKE ('%' || {text(20_000, 'a')} || 'b')"
+    with pytest.raises(SqlError, match=r"a LIKE or GLOB pattern \(characters\) longer"):
+        toolbox.execute("shop", pattern)
+    shorter = f"SELECT length({text(90_000, 'a')}) AS n"
+    assert toolbox.execute("shop", shorter).rows == [{"n": 90000}]
 
 
 def test_an_unknown_source_names_the_known_ones(shop: Path):
