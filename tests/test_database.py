@@ -13,6 +13,7 @@ import json
 import sqlite3
 import sys
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -224,6 +225,33 @@ def test_a_repeated_column_name_keeps_every_value(shop: Path):
     )
     assert result.columns == ["id", "id_3", "id_2", "id_4", "name"]
     assert result.rows == [{"id": 7, "id_3": 8, "id_2": 18.75, "id_4": 8, "name": "customer 8"}]
+
+
+def peak_memory(run: Any) -> tuple[Any, int]:
+    """``run()``'s result and the most memory Python held while it ran, in bytes."""
+    tracemalloc.start()
+    try:
+        return run(), tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_long_values_are_cut_as_they_are_read_on_sqlite(shop: Path):
+    """Texts were cut only after max_rows + 1 whole rows were held: rows x columns x the
+    longest string (10 MB each, before the 100,000-byte cap), and the answer had no cap."""
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"})
+    sql = (
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 300), "
+        "s(x) AS (SELECT replace(hex(zeroblob(45000)), '0', 'a')) "
+        "SELECT i, x AS a, x AS b, x AS c FROM n, s"
+    )
+    result, peak = peak_memory(lambda: toolbox.execute("shop", sql))
+    assert peak < 10_000_000  # was 60 MB: 201 rows x 3 x 90,000 characters, and more
+    answer = result.as_dict()
+    assert len(json.dumps(answer)) < 1_001_000 and result.total_rows == 300
+    assert 0 < len(result.rows) < 200 and "at most 1,000,000 characters" in answer["note"]
+    assert result.rows[0]["a"].endswith("a... [90,000 characters]")
+    assert len(result.rows[0]["a"]) == 10_000
 
 
 # --- refusals: every write kind, the database unchanged ----------------------------------------
@@ -583,6 +611,25 @@ def test_a_postgres_count_out_of_time_keeps_the_rows_within_the_timeout(crm: str
     assert "showing the first 5 of more rows" in result.as_dict()["note"]
     assert elapsed < 0.8 + 0.3
     assert toolbox.execute("crm", "SELECT 1 AS one").rows == [{"one": 1}]  # the pool is fine
+
+
+def test_long_values_are_cut_as_they_are_read_on_postgres(crm: str):
+    """The first max_rows + 1 rows were fetched whole, then converted: rows x columns x the
+    longest value in memory (a text may be 1 GB), and the answer had no cap."""
+    toolbox = DatabaseToolbox({"crm": crm})
+    sql = (
+        "SELECT g, repeat('x', 200000) AS a, repeat('y', 200000) AS b, "
+        "ARRAY[repeat('z', 20000)] AS c, '\"json\"'::jsonb AS d FROM generate_series(1, 250) g"
+    )
+    result, peak = peak_memory(lambda: toolbox.execute("crm", sql))
+    assert peak < 20_000_000  # was 160 MB: 201 rows x 400,000 characters, twice
+    answer = result.as_dict()
+    assert len(json.dumps(answer)) < 1_001_000 and result.total_rows == 250
+    assert 0 < len(result.rows) < 200 and "at most 1,000,000 characters" in answer["note"]
+    row = result.rows[0]
+    assert row["a"].endswith("x... [200,000 characters]") and len(row["a"]) == 10_000
+    assert row["c"][0].endswith("z... [20,000 characters]") and len(row["c"][0]) == 10_000
+    assert row["d"] == "json"
 
 
 def test_postgres_syntax_errors_are_the_servers_message(crm: str):

@@ -10,10 +10,12 @@ handler that stops it at the timeout; PostgreSQL runs each query in a ``READ ONL
 transaction with a ``statement_timeout``, through the extended protocol (one statement per
 message: a second statement hidden from the check cannot run), and rolls it back.
 
-Rows are capped (``max_rows``, default 200) and the total counted without fetching them
-(PostgreSQL moves its server-side cursor to the end; SQLite steps through them) in the time
-left, else left unknown; schemas
-are read once per source and cached, refreshed on demand (:meth:`DatabaseToolbox.refresh`).
+Rows are converted one at a time as they arrive, texts cut as they are decoded
+(:mod:`~langgraph_toolbudget.database.values`), and capped (``max_rows``, default 200, and
+``MAX_ANSWER_CHARS`` of JSON); the total is counted without fetching them (PostgreSQL moves
+its server-side cursor to the end; SQLite steps through them) in the time left, else left
+unknown. Schemas are read once per source and cached, refreshed on demand
+(:meth:`DatabaseToolbox.refresh`).
 
 Key Components:
     - :class:`DatabaseToolbox`: the sources, their schemas, ``search`` and ``execute``.
@@ -23,6 +25,7 @@ Key Components:
 
 from __future__ import annotations
 
+import functools
 import math
 import sqlite3
 import threading
@@ -40,7 +43,13 @@ from langgraph_toolbudget.database.guard import (
     denied_function,
 )
 from langgraph_toolbudget.database.schemas import TableIndex, TableSchema, reflect_tables
-from langgraph_toolbudget.database.values import json_document, json_value, unique_names
+from langgraph_toolbudget.database.values import (
+    MAX_ANSWER_CHARS,
+    AnswerRows,
+    cut_text,
+    json_document,
+    sqlite_text,
+)
 
 __all__ = [
     "DATABASE_MISSING_ERROR",
@@ -126,7 +135,8 @@ class QueryResult:
     Attributes:
         source: the source it ran on.
         columns: the column names (a name that repeats suffixed: ``id``, ``id_2``).
-        rows: the first ``max_rows`` rows, as ``{column: value}`` (JSON-safe values).
+        rows: the first rows, as ``{column: value}`` (JSON-safe values): at most
+            ``max_rows``, and no more than ``MAX_ANSWER_CHARS`` characters of JSON.
         total_rows: how many rows the query returns in all (None: not counted in time).
         max_rows: the cap in force.
     """
@@ -150,7 +160,8 @@ class QueryResult:
             total = "more" if self.total_rows is None else f"{self.total_rows:,}"
             out["note"] = (
                 f"showing the first {len(self.rows):,} of {total} rows (max_rows "
-                f"{self.max_rows}); aggregate, filter or add a LIMIT to see what you need"
+                f"{self.max_rows}, at most {MAX_ANSWER_CHARS:,} characters); aggregate, "
+                "filter, select fewer columns or add a LIMIT to see what you need"
             )
         return out
 
@@ -422,14 +433,6 @@ class DatabaseToolbox:
         others = ", ".join(repr(n) for n in self._sources if n != src.name) or "none"
         return SqlError(DOWN_ERROR.format(source=src.name, error=_short_error(exc), known=others))
 
-    def _result(
-        self, src: _Source, columns: list[str], rows: list[Any], total: int | None
-    ) -> QueryResult:
-        kept = rows[: self.max_rows]
-        keys = unique_names(columns)
-        data = [{k: json_value(v) for k, v in zip(keys, row, strict=False)} for row in kept]
-        return QueryResult(src.name, keys, data, total, self.max_rows)
-
     def _sqlite(self, src: _Source, sql: str, check: ReadOnlyCheck) -> QueryResult:
         assert src.path is not None
         deadline = time.monotonic() + self.timeout_s
@@ -446,10 +449,13 @@ class DatabaseToolbox:
                 raise SqlError(UNCHECKABLE_ERROR.format(reason=check.reason), refused=True)
             try:
                 cursor = conn.execute(sql)
-                columns = [d[0] for d in cursor.description or ()]
-                rows = cursor.fetchmany(self.max_rows + 1)
-                total: int | None = len(rows)
-                if len(rows) > self.max_rows:
+                answer = AnswerRows([d[0] for d in cursor.description or ()], self.max_rows)
+                for row in cursor:
+                    answer.add(row)
+                    if answer.full:
+                        break
+                total: int | None = answer.seen
+                if answer.full:
                     try:
                         for _ in cursor:
                             total = (total or 0) + 1
@@ -457,7 +463,7 @@ class DatabaseToolbox:
                         total = None
             except sqlite3.Error as exc:
                 raise self._sqlite_error(exc) from None
-            return self._result(src, columns, rows, total)
+            return QueryResult(src.name, answer.columns, answer.rows, total, self.max_rows)
         finally:
             conn.close()
 
@@ -478,7 +484,6 @@ class DatabaseToolbox:
     def _postgres(self, src: _Source, sql: str, check: ReadOnlyCheck) -> QueryResult:
         import psycopg
         from psycopg import sql as pgsql
-        from psycopg.types.json import set_json_loads
         from sqlalchemy.exc import SQLAlchemyError
 
         deadline = time.monotonic() + self.timeout_s
@@ -501,23 +506,28 @@ class DatabaseToolbox:
                 if not sql.lstrip()[:7].upper() == "EXPLAIN":  # the plan of one statement only
                     raise SqlError(UNCHECKABLE_ERROR.format(reason="not an EXPLAIN"), refused=True)
                 with conn.cursor() as cursor:
-                    set_json_loads(json_document, cursor)
+                    _load_cut(cursor)
                     cursor.execute(sql, prepare=True)  # extended protocol: one statement
-                    columns = [d.name for d in cursor.description or ()]
-                    rows = cursor.fetchmany(self.max_rows + 1)
-                    total: int | None = len(rows) + len(cursor.fetchall())
-                return self._result(src, columns, rows, total)
+                    answer = AnswerRows([d.name for d in cursor.description or ()], self.max_rows)
+                    for row in cursor:  # a plan: a few rows
+                        answer.add(row)
+                total: int | None = answer.seen
+                return QueryResult(src.name, answer.columns, answer.rows, total, self.max_rows)
             name = "toolbudget_" + uuid.uuid4().hex[:12]
-            with conn.cursor(name=name) as cursor:
-                set_json_loads(json_document, cursor)
+            fetch = pgsql.SQL("FETCH FORWARD {} FROM {}").format(
+                self.max_rows + 1, pgsql.Identifier(name)
+            )
+            with conn.cursor(name=name) as cursor, conn.cursor() as fetcher:
                 cursor.execute(sql)  # DECLARE ... CURSOR FOR, extended protocol
-                rows = cursor.fetchmany(self.max_rows + 1)
-                columns = [d.name for d in cursor.description or ()]
-                total = len(rows)
-                if len(rows) > self.max_rows:
+                answer = AnswerRows([d.name for d in cursor.description or ()], self.max_rows)
+                _load_cut(fetcher)
+                for row in fetcher.stream(fetch):  # one row in memory at a time, one round trip
+                    answer.add(row)
+                total = answer.seen
+                if answer.full:
                     rest = self._postgres_count_rest(conn, name, deadline)
                     total = None if rest is None else total + rest
-            return self._result(src, columns, rows, total)
+            return QueryResult(src.name, answer.columns, answer.rows, total, self.max_rows)
         except psycopg.errors.QueryCanceled:
             raise SqlError(TIMEOUT_ERROR.format(timeout=self.timeout_s)) from None
         except (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege) as exc:
@@ -576,13 +586,15 @@ class DatabaseToolbox:
 
 def _sqlite_connect(path: Path, deadline: float | None, timeout_s: float) -> sqlite3.Connection:
     """A read-only connection to ``path`` (``mode=ro``); with a ``deadline``, the model's
-    connection: the read-only authorizer, length limits and the progress handler."""
+    connection: the read-only authorizer, texts cut as they are read, length limits and the
+    progress handler."""
     if not path.is_file():
         raise sqlite3.OperationalError(f"unable to open database file {str(path)!r} (no such file)")
     conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=timeout_s)
     if deadline is None:
         return conn
     conn.set_authorizer(_sqlite_authorizer)
+    conn.text_factory = sqlite_text
     setlimit = getattr(conn, "setlimit", None)  # Python 3.11+
     if setlimit is not None:
         for limit, value in (
@@ -593,6 +605,29 @@ def _sqlite_connect(path: Path, deadline: float | None, timeout_s: float) -> sql
             setlimit(getattr(sqlite3, limit), value)
     conn.set_progress_handler(lambda: int(time.monotonic() > deadline), PROGRESS_STEPS)
     return conn
+
+
+def _load_cut(cursor: Any) -> None:
+    """Have ``cursor`` load texts cut as they are decoded (one long value at a time in
+    memory, never a row's worth) and JSON documents bounded (:func:`json_document`)."""
+    from psycopg.types.json import set_json_loads
+
+    set_json_loads(json_document, cursor)
+    for text_type in ("text", "varchar", "bpchar", "name", 0):  # 0: types psycopg reads as text
+        cursor.adapters.register_loader(text_type, _cut_text_loader())
+
+
+@functools.cache
+def _cut_text_loader() -> type:
+    """psycopg's text loader, cutting what it decodes (:func:`cut_text`)."""
+    from psycopg.types.string import TextLoader
+
+    class CutTextLoader(TextLoader):
+        def load(self, data: Any) -> Any:
+            text = super().load(data)
+            return cut_text(text) if isinstance(text, str) else text  # bytes: SQL_ASCII
+
+    return CutTextLoader
 
 
 def _unsendable(sql: str) -> str | None:

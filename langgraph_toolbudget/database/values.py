@@ -5,10 +5,15 @@ Its one reason to change: what a database value looks like in ``execute_sql``'s 
 Whatever a database returns becomes JSON data that ``json.dumps`` always writes: texts over
 :data:`MAX_CELL_CHARS` are cut, decimals are numbers unless a number would be wrong (then
 their text), dates are ISO strings, bytes are base64 (or their size), and JSON documents
-are loaded with bounded nesting (or kept as their text).
+are loaded with bounded nesting (or kept as their text). Rows are converted one at a time
+as they are fetched, and texts cut as they are decoded where the driver lets us (SQLite's
+``text_factory``, psycopg's loaders), so a query's memory is one raw row plus the answer,
+itself capped at :data:`MAX_ANSWER_CHARS`.
 
 Key Components:
+    - :class:`AnswerRows`: the rows of an answer, converted and capped as they come.
     - :func:`json_value`: one database value as JSON data.
+    - :func:`cut_text`, :func:`sqlite_text`: a text cut to :data:`MAX_CELL_CHARS`.
     - :func:`json_document`: a JSON column's text as a document, bounded.
     - :func:`unique_names`: the columns' names as the rows' keys, a repeated name suffixed.
 """
@@ -18,27 +23,99 @@ from __future__ import annotations
 import base64
 import datetime
 import decimal
+import json
 import math
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from langgraph_toolbudget.core.limits import loads_bounded
 
-__all__ = ["MAX_CELL_CHARS", "json_document", "json_value", "unique_names"]
+__all__ = [
+    "MAX_ANSWER_CHARS",
+    "MAX_CELL_CHARS",
+    "AnswerRows",
+    "cut_text",
+    "json_document",
+    "json_value",
+    "sqlite_text",
+    "unique_names",
+]
 
 MAX_CELL_CHARS = 10_000
-"""A longer text value is cut (its length noted)."""
+"""A longer text value is cut to this many characters, its length noted at the end."""
+MAX_ANSWER_CHARS = 1_000_000
+"""The rows of one answer, as JSON, stop before this many characters (``max_rows`` of many
+long columns would be hundreds of MB: 200 rows x 2,000 columns x 10,000 characters)."""
 FLOAT_EXPONENT = 307
 """A decimal whose exponent is within this (``1e-307`` to ``9.9e307``) is a JSON number:
 a float keeps it, and a whole number has at most 308 digits (``str(int)`` refuses 4,300)."""
 
 
+class AnswerRows:
+    """The rows of one answer, converted to JSON data one by one as they are fetched.
+
+    The first ``max_rows`` rows are kept while their JSON stays under
+    :data:`MAX_ANSWER_CHARS`; the rows after are only counted.
+
+    Args:
+        columns: the column names, as the database gives them.
+        max_rows: rows kept at most.
+
+    Attributes:
+        columns: the rows' keys (:func:`unique_names`).
+        rows: the rows kept, as ``{column: value}``.
+        seen: the rows added, kept or not.
+        full: a row was left out (the rest of the result only needs counting).
+    """
+
+    def __init__(self, columns: list[str], max_rows: int) -> None:
+        self.columns = unique_names(columns)
+        self.max_rows = max_rows
+        self.rows: list[dict[str, Any]] = []
+        self.seen = 0
+        self.full = False
+        self._chars = 0
+
+    def add(self, row: Sequence[Any]) -> None:
+        """Keep ``row`` (as JSON data) if it fits, else only count it."""
+        self.seen += 1
+        self.full = self.full or len(self.rows) == self.max_rows
+        if self.full:
+            return
+        item = {k: json_value(v) for k, v in zip(self.columns, row, strict=False)}
+        chars = len(json.dumps(item, ensure_ascii=False))
+        if self._chars + chars > MAX_ANSWER_CHARS:
+            self.full = True
+            return
+        self.rows.append(item)
+        self._chars += chars
+
+
+def cut_text(text: str) -> str:
+    """``text``, or its start with its length when longer than :data:`MAX_CELL_CHARS` (the
+    result is never longer, so a text cut once is not cut again).
+
+    >>> cut = cut_text("x" * 10_001)
+    >>> len(cut), cut[-26:]
+    (10000, 'xxx... [10,001 characters]')
+    """
+    if len(text) <= MAX_CELL_CHARS:
+        return text
+    note = f"... [{len(text):,} characters]"
+    return text[: MAX_CELL_CHARS - len(note)] + note
+
+
+def sqlite_text(data: bytes) -> str:
+    """SQLite's ``text_factory`` for the model's queries: each text decoded (bytes that are
+    not UTF-8 replaced, where the default raised) and cut as it is read."""
+    return cut_text(data.decode("utf-8", "replace"))
+
+
 def json_value(value: Any) -> Any:
     """A database value as JSON data."""
     if value is None or isinstance(value, bool | int | str):
-        if isinstance(value, str) and len(value) > MAX_CELL_CHARS:
-            return f"{value[:MAX_CELL_CHARS]}... [{len(value):,} characters]"
-        return value
+        return cut_text(value) if isinstance(value, str) else value
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
     if isinstance(value, decimal.Decimal):
