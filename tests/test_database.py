@@ -11,6 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import sys
+import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -212,6 +215,45 @@ def test_rows_are_capped_with_the_total_count(shop: Path):
     assert "showing the first 50 of 500 rows" in answer["note"]
 
 
+def test_a_repeated_column_name_keeps_every_value(shop: Path):
+    """Rows are objects keyed by column name: SELECT o.id, c.id kept only one of the two."""
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"})
+    result = toolbox.execute(
+        "shop",
+        "SELECT o.id, c.id, o.total_eur AS id_2, c.id, c.name FROM orders o "
+        "JOIN customers c ON c.id = o.customer_id WHERE o.id = 7",
+    )
+    assert result.columns == ["id", "id_3", "id_2", "id_4", "name"]
+    assert result.rows == [{"id": 7, "id_3": 8, "id_2": 18.75, "id_4": 8, "name": "customer 8"}]
+
+
+def peak_memory(run: Any) -> tuple[Any, int]:
+    """``run()``'s result and the most memory Python held while it ran, in bytes."""
+    tracemalloc.start()
+    try:
+        return run(), tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_long_values_are_cut_as_they_are_read_on_sqlite(shop: Path):
+    """Texts were cut only after max_rows + 1 whole rows were held: rows x columns x the
+    longest string (10 MB each, before the 100,000-byte cap), and the answer had no cap."""
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"})
+    sql = (
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 300), "
+        "s(x) AS (SELECT replace(hex(zeroblob(45000)), '0', 'a')) "
+        "SELECT i, x AS a, x AS b, x AS c FROM n, s"
+    )
+    result, peak = peak_memory(lambda: toolbox.execute("shop", sql))
+    assert peak < 10_000_000  # was 60 MB: 201 rows x 3 x 90,000 characters, and more
+    answer = result.as_dict()
+    assert len(json.dumps(answer)) < 1_001_000 and result.total_rows == 300
+    assert 0 < len(result.rows) < 200 and "at most 1,000,000 characters" in answer["note"]
+    assert result.rows[0]["a"].endswith("a... [90,000 characters]")
+    assert len(result.rows[0]["a"]) == 10_000
+
+
 # --- refusals: every write kind, the database unchanged ----------------------------------------
 
 SQLITE_REFUSED = {
@@ -296,6 +338,28 @@ def test_a_slow_query_is_stopped_by_the_timeout_on_sqlite(shop: Path):
     )
     with pytest.raises(SqlError, match=r"ran longer than 0.5 s and was stopped"):
         toolbox.execute("shop", endless)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="sqlite3 setlimit is Python 3.11+")
+def test_one_long_sqlite_function_call_cannot_outrun_the_timeout(shop: Path):
+    """The progress handler stops a query between steps, never inside one call, and trim(),
+    instr(), LIKE... take time in the square of their arguments' length: with strings of up
+    to 10 MB one call ran for seconds to hours past timeout_s."""
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"}, timeout_s=0.5)
+
+    def text(n: int, char: str) -> str:  # n times char, built by SQLite
+        return f"replace(hex(zeroblob({n // 2})), '0', '{char}')"
+
+    slow = f"SELECT trim({text(120_000, 'a')} || 'x', {text(10_000, 'b')} || 'a')"
+    start = time.monotonic()
+    with pytest.raises(SqlError, match=r"a string or blob \(bytes\) longer than .* \(100,000\)"):
+        toolbox.execute("shop", slow)
+    assert time.monotonic() - start < 0.5
+    pattern = f"SELECT {text(90_000, 'a')} LIKE ('%' || {text(20_000, 'a')} || 'b')"
+    with pytest.raises(SqlError, match=r"a LIKE or GLOB pattern \(characters\) longer"):
+        toolbox.execute("shop", pattern)
+    shorter = f"SELECT length({text(90_000, 'a')}) AS n"
+    assert toolbox.execute("shop", shorter).rows == [{"n": 90000}]
 
 
 def test_an_unknown_source_names_the_known_ones(shop: Path):
@@ -424,6 +488,68 @@ def test_each_write_kind_is_refused_on_postgres_and_the_rows_are_unchanged(crm: 
     assert not Path("/tmp/toolbudget-orders.csv").exists()
 
 
+def advisory_locks(url: str) -> list[Any]:
+    """The advisory locks held in the database of ``url``, by any session."""
+    with psycopg.connect(url) as conn:
+        return conn.execute(
+            "SELECT objid FROM pg_locks WHERE locktype = 'advisory' "
+            "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        ).fetchall()
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        'SELECT U&"pg\\005fadvisory\\005flock"(42)',
+        'SELECT u&"pg_advisory_lock"(42)',
+        "SELECT * FROM U&\"pg\\005fls_dir\"('.')",
+        "SELECT U&'!0041' UESCAPE '!' AS a",
+        "SELECT count(*) FROM ts_stat('SELECT to_tsvector(pg_advisory_lock(43)::text)')",
+        "SELECT ts_rewrite('a'::tsquery, "
+        "'SELECT ''a''::tsquery, to_tsquery(pg_advisory_lock(44)::text)')",
+    ],
+)
+def test_a_denied_function_cannot_be_spelled_past_the_check(crm: str, sql: str):
+    """sqlglot keeps a U&"..." name's escapes, and ts_stat()/ts_rewrite() run SQL given as a
+    string: both ran a denied function, whose advisory lock outlived the rollback."""
+    toolbox = DatabaseToolbox({"crm": crm})
+    with pytest.raises(SqlError, match="Refused: execute_sql only reads") as refused:
+        toolbox.execute("crm", sql)
+    assert refused.value.refused
+    assert "Unicode escapes" in str(refused.value) or "ts_" in str(refused.value)
+    assert advisory_locks(crm) == []
+    toolbox.close()
+
+
+def test_index_maintenance_and_session_functions_are_refused(crm: str):
+    """brin_summarize_new_values() and gin_clean_pending_list() wrote index pages through a
+    READ ONLY transaction, and the rollback did not undo them; setseed() outlived it too."""
+    with psycopg.connect(crm, autocommit=True) as conn:
+        conn.execute("CREATE TABLE events (id INTEGER, tags TEXT[])")
+        conn.execute(
+            "CREATE INDEX events_brin ON events USING brin (id) "
+            "WITH (pages_per_range = 1, autosummarize = off)"
+        )
+        conn.execute("CREATE INDEX events_gin ON events USING gin (tags) WITH (fastupdate = on)")
+        conn.execute("INSERT INTO events SELECT i, ARRAY['t' || i] FROM generate_series(1, 2000) i")
+    toolbox = DatabaseToolbox({"crm": crm})
+    for sql in [
+        "SELECT brin_summarize_new_values('events_brin')",
+        "SELECT brin_summarize_range('events_brin', 0)",
+        "SELECT brin_desummarize_range('events_brin', 0)",
+        "SELECT gin_clean_pending_list('events_gin')",
+        "SELECT setseed(0.5)",
+        "SELECT pg_stat_reset()",
+        "SELECT pg_stat_reset_single_table_counters('events'::regclass)",
+    ]:
+        name = sql.split()[1].split("(")[0]
+        with pytest.raises(SqlError, match=rf"it calls {name}\(\), which execute_sql does not"):
+            toolbox.execute("crm", sql)
+    with psycopg.connect(crm, autocommit=True) as conn:  # still to do: nothing was written
+        assert conn.execute("SELECT brin_summarize_new_values('events_brin')").fetchone()[0] > 0
+        assert conn.execute("SELECT gin_clean_pending_list('events_gin')").fetchone()[0] > 0
+
+
 @pytest.mark.parametrize(
     ("sql", "explain"),
     [
@@ -471,6 +597,41 @@ def test_a_slow_query_is_stopped_by_the_statement_timeout(crm: str):
     assert toolbox.execute("crm", "SELECT 1 AS one").rows == [{"one": 1}]  # the pool is fine
 
 
+def test_a_postgres_count_out_of_time_keeps_the_rows_within_the_timeout(crm: str):
+    """Counting the rest (MOVE FORWARD ALL) had a statement_timeout of its own: the query ran
+    up to twice timeout_s, and a count cut short threw the rows away for a timeout error."""
+    toolbox = DatabaseToolbox({"crm": crm}, timeout_s=0.8, max_rows=5)
+    toolbox.execute("crm", "SELECT 1")  # the imports and the first connection, not timed
+    start = time.monotonic()
+    result = toolbox.execute(
+        "crm", "SELECT g, pg_sleep(0.05) IS NULL AS slept FROM generate_series(1, 100) g"
+    )
+    elapsed = time.monotonic() - start
+    assert [r["g"] for r in result.rows] == [1, 2, 3, 4, 5] and result.total_rows is None
+    assert "showing the first 5 of more rows" in result.as_dict()["note"]
+    assert elapsed < 0.8 + 0.3
+    assert toolbox.execute("crm", "SELECT 1 AS one").rows == [{"one": 1}]  # the pool is fine
+
+
+def test_long_values_are_cut_as_they_are_read_on_postgres(crm: str):
+    """The first max_rows + 1 rows were fetched whole, then converted: rows x columns x the
+    longest value in memory (a text may be 1 GB), and the answer had no cap."""
+    toolbox = DatabaseToolbox({"crm": crm})
+    sql = (
+        "SELECT g, repeat('x', 200000) AS a, repeat('y', 200000) AS b, "
+        "ARRAY[repeat('z', 20000)] AS c, '\"json\"'::jsonb AS d FROM generate_series(1, 250) g"
+    )
+    result, peak = peak_memory(lambda: toolbox.execute("crm", sql))
+    assert peak < 20_000_000  # was 160 MB: 201 rows x 400,000 characters, twice
+    answer = result.as_dict()
+    assert len(json.dumps(answer)) < 1_001_000 and result.total_rows == 250
+    assert 0 < len(result.rows) < 200 and "at most 1,000,000 characters" in answer["note"]
+    row = result.rows[0]
+    assert row["a"].endswith("x... [200,000 characters]") and len(row["a"]) == 10_000
+    assert row["c"][0].endswith("z... [20,000 characters]") and len(row["c"][0]) == 10_000
+    assert row["d"] == "json"
+
+
 def test_postgres_syntax_errors_are_the_servers_message(crm: str):
     toolbox = DatabaseToolbox({"crm": crm})
     with pytest.raises(SqlError, match='syntax error at or near "SELEC"'):
@@ -478,6 +639,64 @@ def test_postgres_syntax_errors_are_the_servers_message(crm: str):
     with pytest.raises(SqlError, match='column "totl" does not exist'):
         toolbox.execute("crm", "SELECT totl FROM orders")
     assert check_read_only("SELEC * FROM orders", "postgres").ask_database
+
+
+def test_unusual_postgres_values_are_answered_as_json(crm: str):
+    """A numeric of 5,001 digits made int() then json.dumps raise; a deeply nested jsonb made
+    psycopg's loader raise RecursionError. Both, and their kind, are answered."""
+    toolbox = DatabaseToolbox({"crm": crm})
+    result = toolbox.execute(
+        "crm",
+        "SELECT 1e5000::numeric AS big, 1e-5000::numeric AS tiny, 'NaN'::numeric AS nan, "
+        "12.5::numeric AS usual, 10::numeric AS whole, "
+        "(repeat('[', 3000) || repeat(']', 3000))::jsonb AS deep, "
+        "('[' || repeat('7', 5000) || ']')::json AS long_number, "
+        "'{\"a\": [1, 2]}'::jsonb AS doc, ARRAY['[[1]]'::json] AS docs",
+    )
+    (row,) = result.rows
+    assert row["big"] == "1" + "0" * 5000 and row["tiny"] == "1E-5000"
+    assert row["nan"] == "NaN" and row["usual"] == 12.5 and row["whole"] == 10
+    assert row["deep"] == "[" * 3000 + "]" * 3000  # its text: too deep to load
+    assert row["long_number"] == "[" + "7" * 5000 + "]"
+    assert row["doc"] == {"a": [1, 2]} and row["docs"] == [[[1]]]
+    assert json.loads(json.dumps(result.as_dict()))["rows"] == [row]
+
+
+def test_sql_that_is_not_text_is_refused_before_it_runs(shop: Path, crm: str):
+    """A lone surrogate made the SQL's encoding raise UnicodeEncodeError out of the graph; a
+    NUL cut the text PostgreSQL read."""
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}", "crm": crm})
+    for source in ("shop", "crm"):
+        with pytest.raises(SqlError, match=r"'\\ud800' \(a lone surrogate\) at character 41"):
+            toolbox.execute(source, "SELECT name FROM customers WHERE name = '\ud800'")
+        with pytest.raises(SqlError, match="a NUL character at character 8"):
+            toolbox.execute(source, "SELECT 1\x00; DELETE FROM orders")
+
+
+def test_an_unforeseen_failure_of_execute_sql_is_an_error_message(
+    shop: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+):
+    """Whatever else a query raises (here a RecursionError, as psycopg's JSON loader did)
+    is logged and answered; the run goes on."""
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"})
+
+    def fails(source: str, sql: str) -> Any:
+        raise RecursionError("maximum recursion depth exceeded while decoding a JSON array")
+
+    monkeypatch.setattr(toolbox, "execute", fails)
+    model = ScriptedChatModel(
+        responses=[ask("execute_sql", source="shop", sql="SELECT 1"), AIMessage("sorry")],
+        cycle=False,
+    )
+    graph = create_toolbudget_agent(model, CATALOG, database_toolbox=toolbox).compile()
+    out = graph.invoke({"messages": [HumanMessage("read it")]})
+    (failed,) = answers(out)
+    assert failed.status == "error"
+    assert failed.content.startswith(
+        "Error: execute_sql failed on source 'shop' (RecursionError: maximum recursion"
+    )
+    assert out["messages"][-1].content == "sorry"
+    assert "execute_sql on source 'shop' raised" in caplog.text
 
 
 # --- through the agent: the prebuilt graph, the nodes, the middleware --------------------------

@@ -10,9 +10,12 @@ handler that stops it at the timeout; PostgreSQL runs each query in a ``READ ONL
 transaction with a ``statement_timeout``, through the extended protocol (one statement per
 message: a second statement hidden from the check cannot run), and rolls it back.
 
-Rows are capped (``max_rows``, default 200) and the total counted without fetching them
-(PostgreSQL moves its server-side cursor to the end; SQLite steps through them); schemas
-are read once per source and cached, refreshed on demand (:meth:`DatabaseToolbox.refresh`).
+Rows are converted one at a time as they arrive, texts cut as they are decoded
+(:mod:`~langgraph_toolbudget.database.values`), and capped (``max_rows``, default 200, and
+``MAX_ANSWER_CHARS`` of JSON); the total is counted without fetching them (PostgreSQL moves
+its server-side cursor to the end; SQLite steps through them) in the time left, else left
+unknown. Schemas are read once per source and cached, refreshed on demand
+(:meth:`DatabaseToolbox.refresh`).
 
 Key Components:
     - :class:`DatabaseToolbox`: the sources, their schemas, ``search`` and ``execute``.
@@ -22,9 +25,7 @@ Key Components:
 
 from __future__ import annotations
 
-import base64
-import datetime
-import decimal
+import functools
 import math
 import sqlite3
 import threading
@@ -42,6 +43,13 @@ from langgraph_toolbudget.database.guard import (
     denied_function,
 )
 from langgraph_toolbudget.database.schemas import TableIndex, TableSchema, reflect_tables
+from langgraph_toolbudget.database.values import (
+    MAX_ANSWER_CHARS,
+    AnswerRows,
+    cut_text,
+    json_document,
+    sqlite_text,
+)
 
 __all__ = [
     "DATABASE_MISSING_ERROR",
@@ -79,14 +87,31 @@ UNCHECKABLE_ERROR = (
     "Refused: the statement could not be checked as read-only ({reason}), so nothing ran. "
     "Write it as a plain SELECT (or WITH ... SELECT)."
 )
+UNSENDABLE_ERROR = (
+    "Error: the SQL holds {what} at character {position}, which is not text a database "
+    "accepts, so nothing ran. Send the statement again without it."
+)
+SQLITE_TOO_LONG_ERROR = (
+    "Error: the query reads or builds {what} longer than SQLite allows in execute_sql "
+    "({limit:,}), a bound that keeps one function call within the timeout, so it stopped. "
+    "Leave such values out (other columns, a WHERE that skips them) or build shorter ones."
+)
 SECOND_WALL_ERROR = (
     "Refused: the database itself refused a write or a setting change ({message}); "
     "execute_sql only reads. Send one SELECT that reads the data you need."
 )
-MAX_CELL_CHARS = 10_000
-"""A longer text value is cut (its length noted)."""
-SQLITE_MAX_LENGTH = 10_000_000
-"""SQLite's largest string or blob in a query (``SQLITE_LIMIT_LENGTH``)."""
+SQLITE_MAX_LENGTH = 100_000
+"""SQLite's longest string or blob in a query, stored or built (``SQLITE_LIMIT_LENGTH``).
+
+The progress handler stops a query between two steps, never inside one function call, and
+some calls take time in the square of their arguments' length: ``trim(x, chars)``,
+``instr``, ``replace``, ``json_patch``. At 100,000 bytes the slowest found, ``trim`` of
+100,000 characters by 8,000 (its longest set at this limit), takes about 3 s; at the
+former 10,000,000, ``instr`` alone took hours. A stored value longer than this cannot be
+read (nor its ``length()``): the query fails with :data:`SQLITE_TOO_LONG_ERROR`."""
+SQLITE_MAX_LIKE_PATTERN = 10_000
+"""SQLite's longest ``LIKE``/``GLOB`` pattern (``SQLITE_LIMIT_LIKE_PATTERN_LENGTH``, 50,000 by
+default): matching takes the text's length times the pattern's, 100,000 x 10,000 about 2 s."""
 PROGRESS_STEPS = 1000
 """SQLite virtual-machine steps between two looks at the clock."""
 
@@ -109,8 +134,9 @@ class QueryResult:
 
     Attributes:
         source: the source it ran on.
-        columns: the column names.
-        rows: the first ``max_rows`` rows, as ``{column: value}`` (JSON-safe values).
+        columns: the column names (a name that repeats suffixed: ``id``, ``id_2``).
+        rows: the first rows, as ``{column: value}`` (JSON-safe values): at most
+            ``max_rows``, and no more than ``MAX_ANSWER_CHARS`` characters of JSON.
         total_rows: how many rows the query returns in all (None: not counted in time).
         max_rows: the cap in force.
     """
@@ -134,7 +160,8 @@ class QueryResult:
             total = "more" if self.total_rows is None else f"{self.total_rows:,}"
             out["note"] = (
                 f"showing the first {len(self.rows):,} of {total} rows (max_rows "
-                f"{self.max_rows}); aggregate, filter or add a LIMIT to see what you need"
+                f"{self.max_rows}, at most {MAX_ANSWER_CHARS:,} characters); aggregate, "
+                "filter, select fewer columns or add a LIMIT to see what you need"
             )
         return out
 
@@ -147,36 +174,6 @@ def _require() -> None:
         or importlib.util.find_spec("sqlglot") is None
     ):
         raise ImportError(DATABASE_MISSING_ERROR)
-
-
-def _json_value(value: Any) -> Any:
-    """A database value as JSON data."""
-    if value is None or isinstance(value, bool | int | str):
-        if isinstance(value, str) and len(value) > MAX_CELL_CHARS:
-            return f"{value[:MAX_CELL_CHARS]}... [{len(value):,} characters]"
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if isinstance(value, decimal.Decimal):
-        if not value.is_finite():
-            return str(value)
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, datetime.datetime | datetime.date | datetime.time):
-        return value.isoformat()
-    if isinstance(value, datetime.timedelta):
-        return value.total_seconds()
-    if isinstance(value, bytes | bytearray | memoryview):
-        data = bytes(value)
-        if len(data) <= 64:
-            return "base64:" + base64.b64encode(data).decode()
-        return f"<{len(data):,} bytes>"
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    if isinstance(value, list | tuple):
-        return [_json_value(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _json_value(v) for k, v in value.items()}
-    return str(value)
 
 
 _SQLITE_ALLOWED = {sqlite3.SQLITE_READ, sqlite3.SQLITE_SELECT, sqlite3.SQLITE_FUNCTION}
@@ -422,6 +419,9 @@ class DatabaseToolbox:
         if src is None:
             known = ", ".join(repr(n) for n in self._sources)
             raise SqlError(UNKNOWN_SOURCE_ERROR.format(source=source, known=known))
+        unsendable = _unsendable(sql) if isinstance(sql, str) else None
+        if unsendable is not None:
+            raise SqlError(unsendable)
         check = check_read_only(sql, src.dialect)
         if not check.ok and not check.ask_database:
             raise SqlError(check.reason, refused=True)
@@ -432,13 +432,6 @@ class DatabaseToolbox:
     def _down(self, src: _Source, exc: BaseException) -> SqlError:
         others = ", ".join(repr(n) for n in self._sources if n != src.name) or "none"
         return SqlError(DOWN_ERROR.format(source=src.name, error=_short_error(exc), known=others))
-
-    def _result(
-        self, src: _Source, columns: list[str], rows: list[Any], total: int | None
-    ) -> QueryResult:
-        kept = rows[: self.max_rows]
-        data = [{c: _json_value(v) for c, v in zip(columns, row, strict=False)} for row in kept]
-        return QueryResult(src.name, columns, data, total, self.max_rows)
 
     def _sqlite(self, src: _Source, sql: str, check: ReadOnlyCheck) -> QueryResult:
         assert src.path is not None
@@ -456,10 +449,13 @@ class DatabaseToolbox:
                 raise SqlError(UNCHECKABLE_ERROR.format(reason=check.reason), refused=True)
             try:
                 cursor = conn.execute(sql)
-                columns = [d[0] for d in cursor.description or ()]
-                rows = cursor.fetchmany(self.max_rows + 1)
-                total: int | None = len(rows)
-                if len(rows) > self.max_rows:
+                answer = AnswerRows([d[0] for d in cursor.description or ()], self.max_rows)
+                for row in cursor:
+                    answer.add(row)
+                    if answer.full:
+                        break
+                total: int | None = answer.seen
+                if answer.full:
                     try:
                         for _ in cursor:
                             total = (total or 0) + 1
@@ -467,7 +463,7 @@ class DatabaseToolbox:
                         total = None
             except sqlite3.Error as exc:
                 raise self._sqlite_error(exc) from None
-            return self._result(src, columns, rows, total)
+            return QueryResult(src.name, answer.columns, answer.rows, total, self.max_rows)
         finally:
             conn.close()
 
@@ -477,6 +473,12 @@ class DatabaseToolbox:
             return SqlError(TIMEOUT_ERROR.format(timeout=self.timeout_s))
         if "not authorized" in message or "readonly" in message or "read-only" in message:
             return SqlError(SECOND_WALL_ERROR.format(message=message), refused=True)
+        if message == "string or blob too big":
+            what, limit = "a string or blob (bytes)", SQLITE_MAX_LENGTH
+            return SqlError(SQLITE_TOO_LONG_ERROR.format(what=what, limit=limit))
+        if message == "LIKE or GLOB pattern too complex":
+            what, limit = "a LIKE or GLOB pattern (characters)", SQLITE_MAX_LIKE_PATTERN
+            return SqlError(SQLITE_TOO_LONG_ERROR.format(what=what, limit=limit))
         return SqlError(DATABASE_ERROR.format(dialect="SQLite", message=message))
 
     def _postgres(self, src: _Source, sql: str, check: ReadOnlyCheck) -> QueryResult:
@@ -484,6 +486,7 @@ class DatabaseToolbox:
         from psycopg import sql as pgsql
         from sqlalchemy.exc import SQLAlchemyError
 
+        deadline = time.monotonic() + self.timeout_s
         try:
             raw = self._engine(src).raw_connection()
         except (SQLAlchemyError, psycopg.Error, OSError) as exc:
@@ -503,24 +506,28 @@ class DatabaseToolbox:
                 if not sql.lstrip()[:7].upper() == "EXPLAIN":  # the plan of one statement only
                     raise SqlError(UNCHECKABLE_ERROR.format(reason="not an EXPLAIN"), refused=True)
                 with conn.cursor() as cursor:
+                    _load_cut(cursor)
                     cursor.execute(sql, prepare=True)  # extended protocol: one statement
-                    columns = [d.name for d in cursor.description or ()]
-                    rows = cursor.fetchmany(self.max_rows + 1)
-                    total: int | None = len(rows) + len(cursor.fetchall())
-                return self._result(src, columns, rows, total)
+                    answer = AnswerRows([d.name for d in cursor.description or ()], self.max_rows)
+                    for row in cursor:  # a plan: a few rows
+                        answer.add(row)
+                total: int | None = answer.seen
+                return QueryResult(src.name, answer.columns, answer.rows, total, self.max_rows)
             name = "toolbudget_" + uuid.uuid4().hex[:12]
-            with conn.cursor(name=name) as cursor:
+            fetch = pgsql.SQL("FETCH FORWARD {} FROM {}").format(
+                self.max_rows + 1, pgsql.Identifier(name)
+            )
+            with conn.cursor(name=name) as cursor, conn.cursor() as fetcher:
                 cursor.execute(sql)  # DECLARE ... CURSOR FOR, extended protocol
-                rows = cursor.fetchmany(self.max_rows + 1)
-                columns = [d.name for d in cursor.description or ()]
-                total = len(rows)
-                if len(rows) > self.max_rows:
-                    with conn.cursor() as mover:
-                        mover.execute(
-                            pgsql.SQL("MOVE FORWARD ALL IN {}").format(pgsql.Identifier(name))
-                        )
-                        total += max(0, mover.rowcount)
-            return self._result(src, columns, rows, total)
+                answer = AnswerRows([d.name for d in cursor.description or ()], self.max_rows)
+                _load_cut(fetcher)
+                for row in fetcher.stream(fetch):  # one row in memory at a time, one round trip
+                    answer.add(row)
+                total = answer.seen
+                if answer.full:
+                    rest = self._postgres_count_rest(conn, name, deadline)
+                    total = None if rest is None else total + rest
+            return QueryResult(src.name, answer.columns, answer.rows, total, self.max_rows)
         except psycopg.errors.QueryCanceled:
             raise SqlError(TIMEOUT_ERROR.format(timeout=self.timeout_s)) from None
         except (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege) as exc:
@@ -539,6 +546,31 @@ class DatabaseToolbox:
             raw.close()
 
     @staticmethod
+    def _postgres_count_rest(conn: Any, cursor_name: str, deadline: float) -> int | None:
+        """The rows left in the server-side cursor, counted (``MOVE FORWARD ALL``) in the time
+        left before ``deadline``; None when it runs out, the transaction rolled back to
+        before the count (the rows already fetched stay the answer)."""
+        import psycopg
+        from psycopg import sql as pgsql
+
+        left_ms = int((deadline - time.monotonic()) * 1000)
+        if left_ms < 1:  # statement_timeout = 0 would mean no timeout at all
+            return None
+        with conn.cursor() as cursor:
+            cursor.execute("SAVEPOINT toolbudget_count")
+            cursor.execute(
+                pgsql.SQL("SET LOCAL statement_timeout = {}").format(pgsql.Literal(left_ms))
+            )
+            try:
+                cursor.execute(
+                    pgsql.SQL("MOVE FORWARD ALL IN {}").format(pgsql.Identifier(cursor_name))
+                )
+            except psycopg.errors.QueryCanceled:
+                cursor.execute("ROLLBACK TO SAVEPOINT toolbudget_count")
+                return None
+            return max(0, cursor.rowcount)
+
+    @staticmethod
     def _postgres_parse(conn: Any, sql: str, check: ReadOnlyCheck) -> None:
         """Parse ``sql`` on the server without running it (the protocol's Parse step):
         the server's syntax error, else a refusal (the check could not read it)."""
@@ -554,19 +586,61 @@ class DatabaseToolbox:
 
 def _sqlite_connect(path: Path, deadline: float | None, timeout_s: float) -> sqlite3.Connection:
     """A read-only connection to ``path`` (``mode=ro``); with a ``deadline``, the model's
-    connection: the read-only authorizer, length limits and the progress handler."""
+    connection: the read-only authorizer, texts cut as they are read, length limits and the
+    progress handler."""
     if not path.is_file():
         raise sqlite3.OperationalError(f"unable to open database file {str(path)!r} (no such file)")
     conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=timeout_s)
     if deadline is None:
         return conn
     conn.set_authorizer(_sqlite_authorizer)
+    conn.text_factory = sqlite_text
     setlimit = getattr(conn, "setlimit", None)  # Python 3.11+
     if setlimit is not None:
-        setlimit(getattr(sqlite3, "SQLITE_LIMIT_LENGTH"), SQLITE_MAX_LENGTH)  # noqa: B009
-        setlimit(getattr(sqlite3, "SQLITE_LIMIT_ATTACHED"), 0)  # noqa: B009
+        for limit, value in (
+            ("SQLITE_LIMIT_LENGTH", SQLITE_MAX_LENGTH),
+            ("SQLITE_LIMIT_LIKE_PATTERN_LENGTH", SQLITE_MAX_LIKE_PATTERN),
+            ("SQLITE_LIMIT_ATTACHED", 0),
+        ):
+            setlimit(getattr(sqlite3, limit), value)
     conn.set_progress_handler(lambda: int(time.monotonic() > deadline), PROGRESS_STEPS)
     return conn
+
+
+def _load_cut(cursor: Any) -> None:
+    """Have ``cursor`` load texts cut as they are decoded (one long value at a time in
+    memory, never a row's worth) and JSON documents bounded (:func:`json_document`)."""
+    from psycopg.types.json import set_json_loads
+
+    set_json_loads(json_document, cursor)
+    for text_type in ("text", "varchar", "bpchar", "name", 0):  # 0: types psycopg reads as text
+        cursor.adapters.register_loader(text_type, _cut_text_loader())
+
+
+@functools.cache
+def _cut_text_loader() -> type:
+    """psycopg's text loader, cutting what it decodes (:func:`cut_text`)."""
+    from psycopg.types.string import TextLoader
+
+    class CutTextLoader(TextLoader):
+        def load(self, data: Any) -> Any:
+            text = super().load(data)
+            return cut_text(text) if isinstance(text, str) else text  # bytes: SQL_ASCII
+
+    return CutTextLoader
+
+
+def _unsendable(sql: str) -> str | None:
+    """Why ``sql`` cannot be sent as it is (a lone surrogate is no UTF-8; PostgreSQL would
+    read the text only up to a NUL), or None."""
+    try:
+        sql.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        what = f"{sql[exc.start]!r} (a lone surrogate)"
+        return UNSENDABLE_ERROR.format(what=what, position=exc.start)
+    if "\x00" in sql:
+        return UNSENDABLE_ERROR.format(what="a NUL character", position=sql.index("\x00"))
+    return None
 
 
 def _pg_message(exc: Any) -> str:

@@ -8,7 +8,8 @@ with embeddings when ``embeddings=`` is configured) and returns the best ones wi
 columns. ``execute_sql(source, sql)`` runs one read-only statement
 (:class:`~langgraph_toolbudget.database.toolbox.DatabaseToolbox`): a refusal, the timeout,
 an unknown or unreachable source, and the database's own error are error tool messages
-that say what to do. A large result is offloaded as a large tool result.
+that say what to do; so is anything else that fails (logged), never an exception out of
+the graph. A large result is offloaded as a large tool result.
 
 Registered while ``database_toolbox`` is set and one of its sources connects; on by
 default then (``enabled_builtins`` can turn either tool off).
@@ -21,6 +22,7 @@ Key Components:
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from langchain_core.messages import ToolCall
@@ -28,6 +30,7 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
 from langgraph_toolbudget.config import BudgetConfig
+from langgraph_toolbudget.core.limits import clip
 from langgraph_toolbudget.core.meta import definition_only
 from langgraph_toolbudget.core.semantic import HybridScorer
 from langgraph_toolbudget.database.toolbox import DatabaseToolbox, SqlError
@@ -40,6 +43,8 @@ from langgraph_toolbudget.execution.offload import offload_limit
 
 __all__ = ["DATABASE_TOOL_NAMES", "EXECUTE_SQL", "SEARCH_SCHEMAS", "DatabaseTools"]
 
+logger = logging.getLogger(__name__)
+
 SEARCH_SCHEMAS, EXECUTE_SQL = "search_schemas", "execute_sql"
 DATABASE_TOOL_NAMES = (SEARCH_SCHEMAS, EXECUTE_SQL)
 MAX_TABLES = 20
@@ -51,6 +56,10 @@ NOTHING_FOUND = (
 )
 BAD_QUERY = "Error: search_schemas needs 'query': what the data you look for is about, in words."
 BAD_SQL = "Error: execute_sql needs 'source' (one of {known}) and 'sql' (one SELECT statement)."
+FAILED_SQL = (
+    "Error: execute_sql failed on source {source} ({error}); nothing was changed. Try a "
+    "simpler query (fewer rows or columns, unusual values cast to text), or tell the user."
+)
 
 
 class _SearchArgs(BaseModel):
@@ -147,11 +156,13 @@ class DatabaseTools(BuiltinTools):
             known = ", ".join(repr(n) for n in self.toolbox.source_names)
             return BuiltinResult(BAD_SQL.format(known=known), error=True)
         try:
-            result = self.toolbox.execute(source, sql)
+            content = json.dumps(self.toolbox.execute(source, sql).as_dict(), ensure_ascii=False)
         except SqlError as exc:
             return BuiltinResult(str(exc), error=True, artifact={"refused": exc.refused})
-        answer = result.as_dict()
-        return BuiltinResult(
-            json.dumps(answer, ensure_ascii=False),
-            offload_over=offload_limit(self.config),
-        )
+        except Exception as exc:  # noqa: BLE001 - a value nobody foresaw must not end the run
+            logger.exception("execute_sql on source %s raised", clip(repr(source)))
+            error = clip(f"{type(exc).__name__}: {exc}")
+            return BuiltinResult(
+                FAILED_SQL.format(source=clip(repr(source)), error=error), error=True
+            )
+        return BuiltinResult(content, offload_over=offload_limit(self.config))
