@@ -11,7 +11,7 @@ call of that group never overlaps it.
 
 Key Components:
     - :func:`within`: await a future for at most ``timeout`` seconds; on expiry
-      cancel it, hand it to ``abandon`` and raise ``TimeoutError`` at once.
+      cancel it, hand it to ``abandon`` and raise :class:`ToolTimeoutError` at once.
     - :class:`LingeringCalls`: abandoned calls per concurrency group, and the
       wait a later call of that group makes for them (bounded: one more
       ``timeout_s`` of the abandoned call, then the later call is refused).
@@ -31,7 +31,7 @@ from typing import Any
 
 from langgraph_toolbudget.core.spec import ToolSpec
 
-__all__ = ["STILL_RUNNING_ERROR", "LingeringCalls", "within"]
+__all__ = ["STILL_RUNNING_ERROR", "LingeringCalls", "ToolTimeoutError", "within"]
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +42,14 @@ STILL_RUNNING_ERROR = (
 )
 
 
+class ToolTimeoutError(TimeoutError):
+    """A call ran past its ``timeout_s``: the executor's own timeout.
+
+    A subclass, so the executor tells its timeout from a ``TimeoutError`` the tool
+    raised itself (an HTTP client's, ``socket.timeout``), which is an ordinary failure.
+    """
+
+
 async def within(work: asyncio.Future[Any], timeout: float, abandon: Callable[[], None]) -> Any:
     """The result of ``work`` if it comes within ``timeout`` seconds.
 
@@ -49,7 +57,7 @@ async def within(work: asyncio.Future[Any], timeout: float, abandon: Callable[[]
     acknowledge its cancellation (a coroutine may swallow it and carry on).
 
     Raises:
-        TimeoutError: at the deadline; ``work`` was cancelled and ``abandon`` called.
+        ToolTimeoutError: at the deadline; ``work`` was cancelled and ``abandon`` called.
     """
     try:
         done, _ = await asyncio.wait({work}, timeout=timeout)
@@ -59,7 +67,7 @@ async def within(work: asyncio.Future[Any], timeout: float, abandon: Callable[[]
     if not done:
         work.cancel()
         abandon()
-        raise TimeoutError(f"no result within {timeout:g} s")
+        raise ToolTimeoutError(f"no result within {timeout:g} s")
     return work.result()
 
 
