@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import sqlite3
@@ -213,6 +214,29 @@ def test_a_large_result_is_offloaded_with_a_stub_and_artifact() -> None:
         assert name in msg.content
     item = store.get(_ns("t1"), facts["handle"])
     assert item is not None and item.value["text"] == BIG_JSON
+
+
+@pytest.mark.parametrize("api", ["invoke", "ainvoke"])
+def test_json_nested_too_deep_to_parse_is_offloaded_as_text(api: str) -> None:
+    deep = "[" * 50_000 + "]" * 50_000  # a tool's output: parsing it would exhaust the stack
+
+    def fetch() -> str:
+        """Fetch a document."""
+        return deep
+
+    catalog = ToolCatalog.from_tools([fetch], tool_metadata={"fetch": {"include": "always"}})
+    graph = StateGraph(ToolBudgetState)
+    graph.add_node("tools", ToolExecutor(catalog))
+    graph.add_edge(START, "tools")
+    app = graph.compile(store=InMemoryStore())
+    config: Any = {"configurable": {"thread_id": "t1"}}
+    state = _state(_call("fetch"))
+    out = app.invoke(state, config) if api == "invoke" else asyncio.run(app.ainvoke(state, config))
+    stub = out["messages"][-1]
+    assert stub.artifact["offloaded"]["kind"] == "text"
+    assert "100,000 characters (~25,000 tokens) of text" in stub.content
+    read = _call("read_large_output", {"handle": _handle(stub), "length": 5}, "c2")
+    assert app.invoke(_state(read), config)["messages"][-1].content.endswith("[[[[[")
 
 
 def test_small_results_and_offloading_off_leave_the_content_alone() -> None:

@@ -188,6 +188,12 @@ def output_text(content: Any) -> str:
 
 
 def _parse_json(text: str) -> Any:
+    """The JSON object or array ``text`` holds.
+
+    Raises:
+        ValueError: ``text`` is not a JSON object or array, or nests deeper than
+            the parser's stack allows (a tool's output is untrusted).
+    """
     stripped = text.lstrip()
     if not stripped or stripped[0] not in "[{":
         raise ValueError("not a JSON object or array")
@@ -196,7 +202,10 @@ def _parse_json(text: str) -> Any:
             return _orjson.loads(text)
         except ValueError:
             pass
-    return json.loads(text)
+    try:
+        return json.loads(text)
+    except RecursionError as exc:
+        raise ValueError("JSON nested too deep") from exc
 
 
 def _clip(line: str, limit: int = LINE_CLIP) -> str:
@@ -204,7 +213,8 @@ def _clip(line: str, limit: int = LINE_CLIP) -> str:
 
 
 def describe_output(text: str) -> OutputInfo:
-    """The kind, size, shape and preview of an output."""
+    """The kind, size, shape and preview of an output (JSON nested too deep to parse is
+    described as text)."""
     try:
         value = _parse_json(text)
     except ValueError:
