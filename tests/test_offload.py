@@ -324,6 +324,35 @@ def test_bad_requests_are_error_tool_messages(
     assert expected in msg.content
 
 
+def _nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(depth):
+        value = {"x": value}
+    return value
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "expected"),
+    [
+        ("read_large_output", {"handle": "h" * 1_000_000}, "(1000002 characters)"),
+        ("read_large_output", {"handle": _nested(5000)}, "nested deeper than 32 levels"),
+        ("read_large_output", {"start": "s" * 1_000_000}, "bad range start='sss"),
+        ("read_large_output", {"length": list(range(300_000))}, "length=[0, 1, 2"),
+        ("query_large_output", {"jq_expression": list(range(300_000))}, "expression [0, 1, 2"),
+        ("query_large_output", {"jq_expression": _nested(5000)}, "nested deeper than 32"),
+    ],
+    ids=["huge-handle", "deep-handle", "huge-start", "huge-length", "huge-jq", "deep-jq"],
+)
+def test_the_output_tools_echo_what_the_model_sent_bounded(
+    name: str, args: dict[str, Any], expected: str
+) -> None:
+    store, executor = InMemoryStore(), ToolExecutor(_catalog())
+    handle = _handle(_run(executor, store, "t1", _call("list_orders"))[0])
+    (msg,) = _run(executor, store, "t1", _call(name, {"handle": handle, **args}))
+    assert msg.status == "error" and expected in msg.content
+    assert len(msg.content) < 1_000
+
+
 def test_a_handle_from_another_thread_is_an_error_naming_the_rule() -> None:
     store, executor = InMemoryStore(), ToolExecutor(_catalog())
     handle = _handle(_run(executor, store, "alice", _call("list_orders"))[0])
