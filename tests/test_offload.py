@@ -34,6 +34,7 @@ from langgraph_toolbudget import (
 from langgraph_toolbudget.core.large_output import (
     MAX_MATCHES,
     MIN_SLICE,
+    SLICE_OVERLAP,
     SLICE_WORK,
     OutputError,
     describe_output,
@@ -819,6 +820,20 @@ def test_a_long_line_is_searched_in_slices_without_losing_matches() -> None:
         assert found["total"] == 1 and "complete" not in found
         assert found["matches"][0]["line"] == 2 and found["matches"][0]["offset"] == 5 + at
         assert "needle" in found["matches"][0]["context"]
+
+
+def test_anchors_and_word_boundaries_see_a_long_lines_edges_not_its_slices() -> None:
+    pattern = r"^id|id$|\bid\b|q{1000}r{300}"
+    piece = max(MIN_SLICE, SLICE_WORK // _compile_pattern(pattern).programsize)
+    lines = [
+        "x" * piece + "id" + "x" * piece,  # "id" starts the second slice, inside a word
+        "x" * (piece + SLICE_OVERLAP - 2) + "id" + "x" * piece,  # "id" ends the first slice
+        "id" + "x" * 2 * piece,
+        "x" * 2 * piece + "id",
+        "x" * (piece - 1) + " id " + "x" * piece,  # a word at the second slice's start
+    ]
+    found = search_output("\n".join(lines), pattern, 0)
+    assert [m["line"] for m in found["matches"]] == [3, 4, 5]
 
 
 # --- the fallback store is bounded (issue 25, item 9) --------------------------------------

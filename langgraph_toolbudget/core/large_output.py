@@ -386,11 +386,29 @@ def _search_line(
     while pos < end:
         if pos > begin and time.monotonic() > deadline:
             return None, pos
-        found = compiled.search(text[pos : min(end, pos + slice_chars + SLICE_OVERLAP)])
-        if found is not None:
-            return pos + found.start(), None
+        found_at = _search_slice(compiled, text, begin, end, pos, slice_chars + SLICE_OVERLAP)
+        if found_at is not None:
+            return found_at, None
         pos += slice_chars
     return None, None
+
+
+def _search_slice(
+    compiled: Any, text: str, begin: int, end: int, pos: int, chars: int
+) -> int | None:
+    """The offset in ``text`` of the first match in ``chars`` characters from ``pos`` of the
+    line ``[begin, end)``, as if the whole line were searched.
+
+    RE2 is given one more character on each side inside the line, before ``pos`` and after
+    the slice, and told to match only between them, so ``^``, ``$`` and ``\b`` see the
+    line's characters at the slice's edges, not the start or end of a string. (Searching the
+    whole line with ``pos``/``endpos`` would do the same, but the ``re2`` module encodes the
+    whole string on every call.)
+    """
+    stop = min(end, pos + chars)
+    lo, hi = max(begin, pos - 1), min(end, stop + 1)
+    found = compiled.search(text[lo:hi], pos - lo, stop - lo)
+    return None if found is None else lo + found.start()
 
 
 def _match(text: str, starts: list[int], number: int, at: int, context: int) -> dict[str, Any]:
