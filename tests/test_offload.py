@@ -50,6 +50,7 @@ from langgraph_toolbudget.execution.output_store import (
     fallback_store,
 )
 from langgraph_toolbudget.execution.output_tools import OUTPUT_TOOL_NAMES
+from langgraph_toolbudget.execution.policy import DEPRECATED_NOTE
 from langgraph_toolbudget.nodes.agent import ToolAgent
 from langgraph_toolbudget.testing import ScriptedChatModel
 
@@ -238,6 +239,23 @@ def test_json_nested_too_deep_to_parse_is_offloaded_as_text(api: str) -> None:
     assert "100,000 characters (~25,000 tokens) of text" in stub.content
     read = _call("read_large_output", {"handle": _handle(stub), "length": 5}, "c2")
     assert app.invoke(_state(read), config)["messages"][-1].content.endswith("[[[[[")
+
+
+@pytest.mark.parametrize("api", ["invoke", "ainvoke"])
+def test_the_stub_of_a_deprecated_tools_result_ends_with_the_note(api: str) -> None:
+    catalog = ToolCatalog.from_tools(
+        [server_log], tool_metadata={"server_log": {"status": "deprecated", "include": "always"}}
+    )
+    graph = StateGraph(ToolBudgetState)
+    graph.add_node("tools", ToolExecutor(catalog))
+    graph.add_edge(START, "tools")
+    app = graph.compile(store=InMemoryStore())
+    config: Any = {"configurable": {"thread_id": "t1"}}
+    state = _state(_call("server_log"))
+    out = app.invoke(state, config) if api == "invoke" else asyncio.run(app.ainvoke(state, config))
+    stub = out["messages"][-1]
+    assert stub.content.startswith("[Large output offloaded")
+    assert stub.content.endswith(f"\n\n{DEPRECATED_NOTE.format(tool='server_log')}")
 
 
 def test_small_results_and_offloading_off_leave_the_content_alone() -> None:

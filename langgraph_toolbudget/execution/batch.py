@@ -130,7 +130,7 @@ class BatchRunner:
             messages_key=messages_key,
         )
         self.offloader = (
-            Offloader(config, self.builtins.names, app=app_key(catalog.tool_names))
+            Offloader(config, self.builtins.names, app=app_key(catalog.tool_names), catalog=catalog)
             if config.offloading
             else None
         )
