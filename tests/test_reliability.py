@@ -343,6 +343,48 @@ async def test_a_group_call_waiting_for_an_abandoned_call_runs_after_it():
         assert "still running" in second.content
 
 
+@pytest.mark.parametrize("api", APIS)
+async def test_a_call_waits_for_an_abandoned_call_only_while_its_batch_has_time(api):
+    release, ended = threading.Event(), threading.Event()
+
+    def stuck(x: int = 0) -> str:
+        release.wait(10)
+        ended.set()
+        return "late result"
+
+    def answer_now(x: int = 0) -> str:
+        return "done"
+
+    group = {"concurrency_group": "db"}
+    catalog = _timed_catalog(
+        stuck,
+        is_async=False,
+        timeout=1.0,
+        tools=[
+            StructuredTool.from_function(func=answer_now, name=name, description="Answers.")
+            for name in ("quick", "patient")
+        ],
+        tool_metadata={
+            "slow": {"timeout_s": 1.0, **group},
+            "quick": {"timeout_s": 0.1, **group},
+            "patient": {"timeout_s": 1.3, **group},
+        },
+    )
+    # `slow` is abandoned at 1 s and ends at 1.65 s, within its grace (until 2 s) but after
+    # the deadlines of `quick` (0.1 s: gone when its turn comes) and `patient` (1.3 s).
+    threading.Timer(1.65, release.set).start()
+    calls = [call("slow", "a"), call("quick", "b"), call("patient", "c")]
+    try:
+        out = await answer(ToolExecutor(catalog), calls, ["slow", "quick", "patient"], api)
+        assert not ended.is_set()  # no call waited for `slow` past its own deadline
+    finally:
+        release.set()
+    slow, quick, patient = out["messages"]
+    assert "timed out" in slow.content
+    assert quick.status == "error" and "counts from the start of its batch" in quick.content
+    assert patient.status == "error" and "still running" in patient.content
+
+
 # --- 6. selected_tools from a graph's input -------------------------------------------------
 
 

@@ -14,7 +14,8 @@ Key Components:
       cancel it, hand it to ``abandon`` and raise :class:`ToolTimeoutError` at once.
     - :class:`LingeringCalls`: abandoned calls per concurrency group, and the
       wait a later call of that group makes for them (bounded: one more
-      ``timeout_s`` of the abandoned call, then the later call is refused).
+      ``timeout_s`` of the abandoned call, and no longer than the later call's
+      batch leaves it; then the later call is refused).
 """
 
 from __future__ import annotations
@@ -125,23 +126,30 @@ class LingeringCalls:
             tool=spec.name, other=running[0].tool, group=spec.concurrency_group
         )
 
-    def wait(self, spec: ToolSpec) -> str | None:
-        """Block until ``spec`` may run; the refusal for the model if waiting ran out, else None."""
+    def wait(self, spec: ToolSpec, limit: float | None = None) -> str | None:
+        """Block until ``spec`` may run, at most ``limit`` seconds (its batch's time left;
+        None: no limit of its own); the refusal for the model if waiting ran out, else None."""
         entries = self._blocking(spec)
         if not entries:
             return None
-        remaining = max(e.until for e in entries) - time.monotonic()
-        concurrent.futures.wait([e.ended for e in entries], timeout=max(remaining, 0.0))
+        concurrent.futures.wait([e.ended for e in entries], timeout=_patience(entries, limit))
         return self._refusal(spec, entries)
 
-    async def await_clear(self, spec: ToolSpec) -> str | None:
+    async def await_clear(self, spec: ToolSpec, limit: float | None = None) -> str | None:
         """:meth:`wait`, without blocking the event loop."""
         entries = self._blocking(spec)
         if not entries:
             return None
-        remaining = max(e.until for e in entries) - time.monotonic()
-        await _all_done([e.ended for e in entries], max(remaining, 0.0))
+        await _all_done([e.ended for e in entries], _patience(entries, limit))
         return self._refusal(spec, entries)
+
+
+def _patience(entries: list[_Abandoned], limit: float | None) -> float:
+    """Seconds to wait for ``entries`` to end: until the last grace ends, at most ``limit``."""
+    remaining = max(e.until for e in entries) - time.monotonic()
+    if limit is not None:
+        remaining = min(remaining, limit)
+    return max(remaining, 0.0)
 
 
 async def _all_done(futures: list[concurrent.futures.Future[None]], timeout: float) -> None:

@@ -373,9 +373,7 @@ class ToolCallPipeline:
         leaves it time); its result normalised and noted, a failure answered by the error
         policy."""
         spec = self.catalog.get(tool.name)
-        if spec is not None and (refusal := self.lingering.wait(spec)):
-            return error_message(call, refusal)
-        if spec is not None and (refusal := _out_of_time(spec, started)):
+        if spec is not None and (refusal := self._refusal(spec, started)):
             return error_message(call, refusal)
         try:
             output = self.outputs.normalise(call, tool, invoke(*args), state)
@@ -397,9 +395,7 @@ class ToolCallPipeline:
         """The async :meth:`_invoked`; ``start(*args)`` starts the work (a coroutine, or a
         thread's future), which gets the time its ``timeout_s`` leaves it."""
         spec = self.catalog.get(tool.name)
-        if spec is not None and (refusal := await self.lingering.await_clear(spec)):
-            return error_message(call, refusal)
-        if spec is not None and (refusal := _out_of_time(spec, started)):
+        if spec is not None and (refusal := await self._arefusal(spec, started)):
             return error_message(call, refusal)
         try:
             response = await self._timed(tool, start(*args), started)
@@ -409,6 +405,21 @@ class ToolCallPipeline:
         except Exception as exc:  # noqa: BLE001 - the error policy answers or re-raises it
             output = self.outputs.failure(call, tool, exc)
         return self.outputs.noted(call, output)
+
+    def _refusal(self, spec: ToolSpec, started: float | None) -> str | None:
+        """Why a call of ``spec`` may not run now, after waiting for the abandoned calls of its
+        group while its batch (begun at ``started``) leaves it time; None if it may run."""
+        if refusal := _out_of_time(spec, started):
+            return refusal
+        batch_left = time_left(spec, started) if started is not None else None
+        return self.lingering.wait(spec, batch_left) or _out_of_time(spec, started)
+
+    async def _arefusal(self, spec: ToolSpec, started: float | None) -> str | None:
+        """The async :meth:`_refusal`."""
+        if refusal := _out_of_time(spec, started):
+            return refusal
+        batch_left = time_left(spec, started) if started is not None else None
+        return await self.lingering.await_clear(spec, batch_left) or _out_of_time(spec, started)
 
     def _invoke(
         self,
