@@ -42,7 +42,7 @@ import asyncio
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import copy_context
 from functools import partial
@@ -69,6 +69,7 @@ from langgraph_toolbudget.execution.hooks import (
 from langgraph_toolbudget.execution.lingering import LingeringCalls, within
 from langgraph_toolbudget.execution.outputs import OutputNormaliser
 from langgraph_toolbudget.execution.prepare import CallCheck, CallPreparer, error_message
+from langgraph_toolbudget.execution.scheduler import group_limits_of
 
 __all__ = [
     "AsyncToolCallWrapper",
@@ -228,6 +229,8 @@ class ToolCallPipeline:
             failure) or any of ``ToolNode``'s forms, with its meaning.
         messages_key: the state key of the messages (``Command`` updates a tool
             returns are checked for their tool message under this key).
+        group_limits: group -> calls at once, over the tools' ``max_concurrency``:
+            a group's abandoned calls that still run count toward its limit.
 
     Example:
         ```python
@@ -248,6 +251,7 @@ class ToolCallPipeline:
         max_workers: int = 16,
         handle_tool_errors: HandleToolErrors = None,
         messages_key: str = "messages",
+        group_limits: Mapping[str, int] | None = None,
     ) -> None:
         if max_workers < 1:
             raise ValueError(f"max_workers must be at least 1, got {max_workers}")
@@ -261,7 +265,7 @@ class ToolCallPipeline:
         self.preparer = CallPreparer(catalog, messages_key)
         self.outputs = OutputNormaliser(catalog, self.errors, messages_key)
         self._tools = [s.tool for s in catalog.specs]  # ToolRuntime.tools, as ToolNode gives
-        self.lingering = LingeringCalls()
+        self.lingering = LingeringCalls(group_limits_of(catalog, group_limits))
 
     # --- the request ------------------------------------------------------------------------
 
