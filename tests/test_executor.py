@@ -26,9 +26,10 @@ from langchain_core.tools import StructuredTool, tool
 from langgraph.graph import START, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
-from langgraph_toolbudget import ToolCatalog, ToolExecutor
+from langgraph_toolbudget import ToolBudgetState, ToolCatalog, ToolExecutor
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.execution.batch import BatchRunner
+from langgraph_toolbudget.execution.errors import TOOLNODE_DEFAULT
 from langgraph_toolbudget.execution.policy import VisibilityPolicy
 from langgraph_toolbudget.testing import ScriptedChatModel
 
@@ -359,6 +360,41 @@ def test_sync_tool_over_its_timeout_answers_an_error():
     (message,) = out["messages"]
     assert message.status == "error" and "timed out" in message.content
     assert hang.finished.wait(10)
+
+
+def in_a_graph(node: Any) -> Any:
+    """``node`` as the one node of a compiled graph."""
+    graph = StateGraph(ToolBudgetState)
+    graph.add_node("tools", node)
+    graph.add_edge(START, "tools")
+    return graph.compile()
+
+
+@pytest.mark.parametrize("timeout_s", [None, 5.0])
+@pytest.mark.parametrize("api", APIS)
+async def test_a_timeout_error_the_tool_raises_itself_is_an_ordinary_failure(timeout_s, api):
+    @tool
+    def fetch(url: str) -> str:
+        """Fetch a URL."""
+        raise TimeoutError("upstream did not answer within 30 s")  # its HTTP client's
+
+    metadata = {"fetch": {"timeout_s": timeout_s}} if timeout_s else {}
+    catalog = ToolCatalog.from_tools([fetch], tool_metadata=metadata)
+    state = state_for([call("fetch", "c1", url="http://x")], ["fetch"])
+
+    explained = (await run_node(in_a_graph(ToolExecutor(catalog)), state, api))["messages"][-1]
+    assert explained.status == "error"
+    assert "failed: TimeoutError: upstream did not answer within 30 s" in explained.content
+    assert "timed out after" not in explained.content
+    # ToolNode's forms answer it, or raise it, as ToolNode does.
+    answering = in_a_graph(ToolExecutor(catalog, handle_tool_errors=True))
+    answered = (await run_node(answering, state, api))["messages"][-1]
+    toolnode = in_a_graph(ToolNode([fetch], handle_tool_errors=True))
+    expected = (await run_node(toolnode, state, api))["messages"][-1]
+    assert (answered.status, answered.content) == (expected.status, expected.content)
+    raising = in_a_graph(ToolExecutor(catalog, handle_tool_errors=TOOLNODE_DEFAULT))
+    with pytest.raises(TimeoutError, match="upstream did not answer"):
+        await run_node(raising, state, api)
 
 
 # --- concurrency ----------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import sqlite3
@@ -33,6 +34,7 @@ from langgraph_toolbudget import (
 from langgraph_toolbudget.core.large_output import (
     MAX_MATCHES,
     MIN_SLICE,
+    SLICE_OVERLAP,
     SLICE_WORK,
     OutputError,
     describe_output,
@@ -48,6 +50,7 @@ from langgraph_toolbudget.execution.output_store import (
     fallback_store,
 )
 from langgraph_toolbudget.execution.output_tools import OUTPUT_TOOL_NAMES
+from langgraph_toolbudget.execution.policy import DEPRECATED_NOTE
 from langgraph_toolbudget.nodes.agent import ToolAgent
 from langgraph_toolbudget.testing import ScriptedChatModel
 
@@ -215,6 +218,46 @@ def test_a_large_result_is_offloaded_with_a_stub_and_artifact() -> None:
     assert item is not None and item.value["text"] == BIG_JSON
 
 
+@pytest.mark.parametrize("api", ["invoke", "ainvoke"])
+def test_json_nested_too_deep_to_parse_is_offloaded_as_text(api: str) -> None:
+    deep = "[" * 50_000 + "]" * 50_000  # a tool's output: parsing it would exhaust the stack
+
+    def fetch() -> str:
+        """Fetch a document."""
+        return deep
+
+    catalog = ToolCatalog.from_tools([fetch], tool_metadata={"fetch": {"include": "always"}})
+    graph = StateGraph(ToolBudgetState)
+    graph.add_node("tools", ToolExecutor(catalog))
+    graph.add_edge(START, "tools")
+    app = graph.compile(store=InMemoryStore())
+    config: Any = {"configurable": {"thread_id": "t1"}}
+    state = _state(_call("fetch"))
+    out = app.invoke(state, config) if api == "invoke" else asyncio.run(app.ainvoke(state, config))
+    stub = out["messages"][-1]
+    assert stub.artifact["offloaded"]["kind"] == "text"
+    assert "100,000 characters (~25,000 tokens) of text" in stub.content
+    read = _call("read_large_output", {"handle": _handle(stub), "length": 5}, "c2")
+    assert app.invoke(_state(read), config)["messages"][-1].content.endswith("[[[[[")
+
+
+@pytest.mark.parametrize("api", ["invoke", "ainvoke"])
+def test_the_stub_of_a_deprecated_tools_result_ends_with_the_note(api: str) -> None:
+    catalog = ToolCatalog.from_tools(
+        [server_log], tool_metadata={"server_log": {"status": "deprecated", "include": "always"}}
+    )
+    graph = StateGraph(ToolBudgetState)
+    graph.add_node("tools", ToolExecutor(catalog))
+    graph.add_edge(START, "tools")
+    app = graph.compile(store=InMemoryStore())
+    config: Any = {"configurable": {"thread_id": "t1"}}
+    state = _state(_call("server_log"))
+    out = app.invoke(state, config) if api == "invoke" else asyncio.run(app.ainvoke(state, config))
+    stub = out["messages"][-1]
+    assert stub.content.startswith("[Large output offloaded")
+    assert stub.content.endswith(f"\n\n{DEPRECATED_NOTE.format(tool='server_log')}")
+
+
 def test_small_results_and_offloading_off_leave_the_content_alone() -> None:
     store = InMemoryStore()
     (msg,) = _run(ToolExecutor(_catalog()), store, "t1", _call("small"))
@@ -298,6 +341,35 @@ def test_bad_requests_are_error_tool_messages(
     (msg,) = _run(executor, store, "t1", _call(name, {"handle": handle, **args}))
     assert msg.status == "error"
     assert expected in msg.content
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(depth):
+        value = {"x": value}
+    return value
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "expected"),
+    [
+        ("read_large_output", {"handle": "h" * 1_000_000}, "(1000002 characters)"),
+        ("read_large_output", {"handle": _nested(5000)}, "nested deeper than 32 levels"),
+        ("read_large_output", {"start": "s" * 1_000_000}, "bad range start='sss"),
+        ("read_large_output", {"length": list(range(300_000))}, "length=[0, 1, 2"),
+        ("query_large_output", {"jq_expression": list(range(300_000))}, "expression [0, 1, 2"),
+        ("query_large_output", {"jq_expression": _nested(5000)}, "nested deeper than 32"),
+    ],
+    ids=["huge-handle", "deep-handle", "huge-start", "huge-length", "huge-jq", "deep-jq"],
+)
+def test_the_output_tools_echo_what_the_model_sent_bounded(
+    name: str, args: dict[str, Any], expected: str
+) -> None:
+    store, executor = InMemoryStore(), ToolExecutor(_catalog())
+    handle = _handle(_run(executor, store, "t1", _call("list_orders"))[0])
+    (msg,) = _run(executor, store, "t1", _call(name, {"handle": handle, **args}))
+    assert msg.status == "error" and expected in msg.content
+    assert len(msg.content) < 1_000
 
 
 def test_a_handle_from_another_thread_is_an_error_naming_the_rule() -> None:
@@ -766,6 +838,20 @@ def test_a_long_line_is_searched_in_slices_without_losing_matches() -> None:
         assert found["total"] == 1 and "complete" not in found
         assert found["matches"][0]["line"] == 2 and found["matches"][0]["offset"] == 5 + at
         assert "needle" in found["matches"][0]["context"]
+
+
+def test_anchors_and_word_boundaries_see_a_long_lines_edges_not_its_slices() -> None:
+    pattern = r"^id|id$|\bid\b|q{1000}r{300}"
+    piece = max(MIN_SLICE, SLICE_WORK // _compile_pattern(pattern).programsize)
+    lines = [
+        "x" * piece + "id" + "x" * piece,  # "id" starts the second slice, inside a word
+        "x" * (piece + SLICE_OVERLAP - 2) + "id" + "x" * piece,  # "id" ends the first slice
+        "id" + "x" * 2 * piece,
+        "x" * 2 * piece + "id",
+        "x" * (piece - 1) + " id " + "x" * piece,  # a word at the second slice's start
+    ]
+    found = search_output("\n".join(lines), pattern, 0)
+    assert [m["line"] for m in found["matches"]] == [3, 4, 5]
 
 
 # --- the fallback store is bounded (issue 25, item 9) --------------------------------------

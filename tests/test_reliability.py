@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import threading
+import time
 import weakref
 from typing import Any
 
@@ -341,6 +342,94 @@ async def test_a_group_call_waiting_for_an_abandoned_call_runs_after_it():
         assert other_start >= slow_end
     else:  # a loaded machine: `slow` outlived the grace, and `other` was refused
         assert "still running" in second.content
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_call_waits_for_an_abandoned_call_only_while_its_batch_has_time(api):
+    release, ended = threading.Event(), threading.Event()
+
+    def stuck(x: int = 0) -> str:
+        release.wait(10)
+        ended.set()
+        return "late result"
+
+    def answer_now(x: int = 0) -> str:
+        return "done"
+
+    group = {"concurrency_group": "db"}
+    catalog = _timed_catalog(
+        stuck,
+        is_async=False,
+        timeout=1.0,
+        tools=[
+            StructuredTool.from_function(func=answer_now, name=name, description="Answers.")
+            for name in ("quick", "patient")
+        ],
+        tool_metadata={
+            "slow": {"timeout_s": 1.0, **group},
+            "quick": {"timeout_s": 0.1, **group},
+            "patient": {"timeout_s": 1.3, **group},
+        },
+    )
+    # `slow` is abandoned at 1 s and ends at 1.65 s, within its grace (until 2 s) but after
+    # the deadlines of `quick` (0.1 s: gone when its turn comes) and `patient` (1.3 s).
+    threading.Timer(1.65, release.set).start()
+    calls = [call("slow", "a"), call("quick", "b"), call("patient", "c")]
+    try:
+        out = await answer(ToolExecutor(catalog), calls, ["slow", "quick", "patient"], api)
+        assert not ended.is_set()  # no call waited for `slow` past its own deadline
+    finally:
+        release.set()
+    slow, quick, patient = out["messages"]
+    assert "timed out" in slow.content
+    assert quick.status == "error" and "counts from the start of its batch" in quick.content
+    assert patient.status == "error" and "still running" in patient.content
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_abandoned_calls_that_still_run_count_toward_their_groups_limit(api):
+    probe, release = ConcurrencyProbe(), threading.Event()
+    probe.group_of.update({"slow": "api", "fetch": "api"})
+
+    def stuck(x: int = 0) -> str:
+        start = probe.enter("slow", True)
+        try:
+            release.wait(10)
+        finally:
+            probe.exit("slow", True, start)
+        return "late result"
+
+    def fetch(x: int = 0) -> str:
+        start = probe.enter("fetch", True)
+        time.sleep(0.2)
+        probe.exit("fetch", True, start)
+        return "fetched"
+
+    api_group = {"concurrency_group": "api", "is_pure": True, "max_concurrency": 2}
+    catalog = _timed_catalog(
+        stuck,
+        is_async=False,
+        timeout=0.1,
+        tools=[StructuredTool.from_function(func=fetch, name="fetch", description="Fetch.")],
+        tool_metadata={"slow": {"timeout_s": 0.1, **api_group}, "fetch": api_group},
+    )
+    node, visible = ToolExecutor(catalog), ["slow", "fetch"]
+    try:
+        # `slow` is abandoned at 0.1 s and runs on: beside it, one `fetch` at a time.
+        batch = [call("slow", "a"), call("fetch", "b"), call("fetch", "c"), call("fetch", "d")]
+        out = await answer(node, batch, visible, api)
+        assert [m.content for m in out["messages"][1:]] == ["fetched"] * 3
+        assert probe.max_by_group["api"] == 2
+        out = await answer(node, [call("fetch", "e"), call("fetch", "f")], visible, api)
+        assert [m.content for m in out["messages"]] == ["fetched"] * 2
+        # Two abandoned calls fill the limit: a call of the group waits out their grace,
+        # then is refused.
+        out = await answer(node, [call("slow", "g"), call("fetch", "h")], visible, api)
+        assert out["messages"][1].status == "error"
+        assert "the group runs at most 2 calls at once" in out["messages"][1].content
+        assert probe.max_by_group["api"] == 2
+    finally:
+        release.set()
 
 
 # --- 6. selected_tools from a graph's input -------------------------------------------------

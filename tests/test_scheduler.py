@@ -236,6 +236,48 @@ def test_a_cancelled_run_never_starts_its_queued_sync_calls():
     assert started == ["first", "first"]
 
 
+def _tool_threads() -> int:
+    return sum(t.name.startswith("toolbudget-tool") for t in threading.enumerate())
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_call_abandoned_at_its_timeout_gives_its_place_in_the_pool_to_later_calls(api):
+    release = threading.Event()
+    started: list[str] = []
+
+    def stuck(x: int = 0) -> str:
+        started.append("stuck")
+        release.wait(10)
+        return "late"
+
+    def quick(x: int = 0) -> str:
+        return "quick"
+
+    tools = [
+        StructuredTool.from_function(func=f, name=f.__name__, description="A tool.")
+        for f in (stuck, quick)
+    ]
+    catalog = ToolCatalog.from_tools(
+        tools,
+        tool_metadata={"stuck": {"timeout_s": 0.2, "concurrency_group": "slow", "is_pure": True}},
+    )
+    node = ToolExecutor(catalog, max_parallel=1)
+    before = _tool_threads()
+    try:
+        assert "timed out" in (await run_node(node, ["stuck"], api))["messages"][0].content
+        # `stuck`'s thread runs on, and a later sync call of another group still gets a place.
+        out = await asyncio.wait_for(run_node(node, ["quick"], api), 5)
+        assert out["messages"][0].content == "quick"
+        # The pool keeps max_parallel spare threads, no more: a second abandoned call takes
+        # the last one, and a third call waits for a thread, then times out without running.
+        for _ in range(2):
+            assert "timed out" in (await run_node(node, ["stuck"], api))["messages"][0].content
+        assert started == ["stuck", "stuck"]
+        assert _tool_threads() - before <= 2
+    finally:
+        release.set()
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="fork is POSIX only")
 @pytest.mark.parametrize("api", APIS)
 def test_a_forked_child_runs_sync_tools_in_fresh_threads(api):

@@ -45,7 +45,7 @@ from langgraph_toolbudget.core.jq_sandbox import (
     JqStopped,
     run_jq,
 )
-from langgraph_toolbudget.core.limits import MAX_PATTERN_CHARS, clip
+from langgraph_toolbudget.core.limits import MAX_PATTERN_CHARS, clip, safe_repr
 from langgraph_toolbudget.core.search import INVALID_PATTERN_ERROR, _compile_pattern, _reason
 from langgraph_toolbudget.core.tokens import CHARS_PER_TOKEN
 
@@ -93,7 +93,7 @@ JQ_MISSING_ERROR = (
     "['query_large_output']}."
 )
 BAD_RANGE_ERROR = (
-    "Error: bad range start={start!r}, length={length!r} for output {handle!r} of {chars} "
+    "Error: bad range start={start}, length={length} for output {handle!r} of {chars} "
     "characters. start must be an integer from 0 to {last}; length a positive integer "
     "(at most {limit} per call)."
 )
@@ -102,30 +102,30 @@ NOT_JSON_ERROR = (
     "search_large_output(handle, pattern) or read_large_output(handle, start, length)."
 )
 JQ_ERROR = (
-    "Error: jq expression {expression!r} failed: {reason}. Check the expression against the "
+    "Error: jq expression {expression} failed: {reason}. Check the expression against the "
     "output's shape (e.g. 'keys', '.items | length', '.items[0]', '.items[] | select(.id == 3)')."
 )
 JQ_TIMEOUT_ERROR = (
     "Error: jq stopped after {seconds:g} s, the time one query may take, without finishing "
-    "{expression!r}. Ask for less: select before you map, take a part with limit(n; ...), "
+    "{expression}. Ask for less: select before you map, take a part with limit(n; ...), "
     "first(...) or '.items[:100]', and give every recursion an end."
 )
 JQ_MEMORY_ERROR = (
-    "Error: jq ran out of its {mb:,} MB of memory on {expression!r} (jq holds a JSON output in "
+    "Error: jq ran out of its {mb:,} MB of memory on {expression} (jq holds a JSON output in "
     "about 15 times its size; this one is {size}). Build smaller values: count with 'length' "
     "instead of collecting arrays, select or slice first (e.g. '.items[:100]')."
 )
 JQ_TOO_LARGE_ERROR = (
-    "Error: the result of {expression!r} is {chars:,} characters, over the {limit:,} a query may "
+    "Error: the result of {expression} is {chars:,} characters, over the {limit:,} a query may "
     "return. Select a smaller part (e.g. '.items[:100]', 'keys', '.items | length'), or read "
     "the output with read_large_output(handle, start, length)."
 )
 JQ_BUSY_ERROR = (
-    "Error: jq is busy ({workers} queries are running), so {expression!r} did not run. Call "
+    "Error: jq is busy ({workers} queries are running), so {expression} did not run. Call "
     "query_large_output again."
 )
 JQ_CRASH_ERROR = (
-    "Error: jq stopped unexpectedly on {expression!r} ({detail}). Try a simpler expression, or "
+    "Error: jq stopped unexpectedly on {expression} ({detail}). Try a simpler expression, or "
     "search_large_output(handle, pattern) instead."
 )
 EMPTY_PATTERN_ERROR = "Error: empty pattern. Pass a word or a regex, e.g. 'error|warning'."
@@ -188,6 +188,12 @@ def output_text(content: Any) -> str:
 
 
 def _parse_json(text: str) -> Any:
+    """The JSON object or array ``text`` holds.
+
+    Raises:
+        ValueError: ``text`` is not a JSON object or array, or nests deeper than
+            the parser's stack allows (a tool's output is untrusted).
+    """
     stripped = text.lstrip()
     if not stripped or stripped[0] not in "[{":
         raise ValueError("not a JSON object or array")
@@ -196,7 +202,10 @@ def _parse_json(text: str) -> Any:
             return _orjson.loads(text)
         except ValueError:
             pass
-    return json.loads(text)
+    try:
+        return json.loads(text)
+    except RecursionError as exc:
+        raise ValueError("JSON nested too deep") from exc
 
 
 def _clip(line: str, limit: int = LINE_CLIP) -> str:
@@ -204,7 +213,8 @@ def _clip(line: str, limit: int = LINE_CLIP) -> str:
 
 
 def describe_output(text: str) -> OutputInfo:
-    """The kind, size, shape and preview of an output."""
+    """The kind, size, shape and preview of an output (JSON nested too deep to parse is
+    described as text)."""
     try:
         value = _parse_json(text)
     except ValueError:
@@ -278,8 +288,8 @@ def read_range(text: str, handle: str, start: Any, length: Any, limit: int) -> t
     if not ok:
         raise OutputError(
             BAD_RANGE_ERROR.format(
-                start=start,
-                length=length,
+                start=safe_repr(start),
+                length=safe_repr(length),
                 handle=handle,
                 chars=len(text),
                 last=max(len(text) - 1, 0),
@@ -376,11 +386,29 @@ def _search_line(
     while pos < end:
         if pos > begin and time.monotonic() > deadline:
             return None, pos
-        found = compiled.search(text[pos : min(end, pos + slice_chars + SLICE_OVERLAP)])
-        if found is not None:
-            return pos + found.start(), None
+        found_at = _search_slice(compiled, text, begin, end, pos, slice_chars + SLICE_OVERLAP)
+        if found_at is not None:
+            return found_at, None
         pos += slice_chars
     return None, None
+
+
+def _search_slice(
+    compiled: Any, text: str, begin: int, end: int, pos: int, chars: int
+) -> int | None:
+    """The offset in ``text`` of the first match in ``chars`` characters from ``pos`` of the
+    line ``[begin, end)``, as if the whole line were searched.
+
+    RE2 is given one more character on each side inside the line, before ``pos`` and after
+    the slice, and told to match only between them, so ``^``, ``$`` and ``\b`` see the
+    line's characters at the slice's edges, not the start or end of a string. (Searching the
+    whole line with ``pos``/``endpos`` would do the same, but the ``re2`` module encodes the
+    whole string on every call.)
+    """
+    stop = min(end, pos + chars)
+    lo, hi = max(begin, pos - 1), min(end, stop + 1)
+    found = compiled.search(text[lo:hi], pos - lo, stop - lo)
+    return None if found is None else lo + found.start()
 
 
 def _match(text: str, starts: list[int], number: int, at: int, context: int) -> dict[str, Any]:
@@ -448,9 +476,9 @@ def query_json(
         raise ImportError(JQ_MISSING_ERROR)
     if kind == "text" or (kind is None and not _JSON_START.match(text)):
         raise OutputError(NOT_JSON_ERROR.format(handle=handle))
+    shown = safe_repr(expression)
     if not isinstance(expression, str) or not expression.strip():
-        raise OutputError(JQ_ERROR.format(expression=expression, reason="empty expression"))
-    shown = clip(expression)
+        raise OutputError(JQ_ERROR.format(expression=shown, reason="empty expression"))
     try:
         result = run_jq(
             text, expression, timeout_s=timeout_s, memory_mb=memory_mb, max_results=MAX_JQ_RESULTS

@@ -128,9 +128,10 @@ class BatchRunner:
             max_workers=config.max_parallel,
             handle_tool_errors=handle_tool_errors,
             messages_key=messages_key,
+            group_limits=config.group_limits,
         )
         self.offloader = (
-            Offloader(config, self.builtins.names, app=app_key(catalog.tool_names))
+            Offloader(config, self.builtins.names, app=app_key(catalog.tool_names), catalog=catalog)
             if config.offloading
             else None
         )
@@ -140,6 +141,7 @@ class BatchRunner:
             config.mode,
             max_parallel=config.max_parallel,
             group_limits=config.group_limits,
+            abandoned=self.pipeline.lingering.running,
         )
 
     def working_set(self, state: Any, context: SessionContext | None = None) -> WorkingSet:

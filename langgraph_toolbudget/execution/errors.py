@@ -14,12 +14,13 @@ Key Components:
 Whatever the policy, LangGraph's control flow is raised: interrupts
 (``GraphBubbleUp``) and an invalid answer to an interrupt (a human's answer that
 fails the interrupt's schema must be asked again, never turned into a message).
-A timeout, which ``ToolNode`` has not, always gets the explained message.
+The executor's own timeout (:class:`~langgraph_toolbudget.execution.lingering.ToolTimeoutError`),
+which ``ToolNode`` has not, always gets the explained message; a ``TimeoutError`` the
+tool raised itself is an ordinary failure.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 
 from langchain_core.messages import ToolCall, ToolMessage
@@ -33,6 +34,7 @@ from langgraph_toolbudget._compat import (
     is_invalid_resume,
     toolnode_error_content,
 )
+from langgraph_toolbudget.execution.lingering import ToolTimeoutError
 
 __all__ = ["TOOLNODE_DEFAULT", "HandleToolErrors", "ToolErrorPolicy"]
 
@@ -77,7 +79,7 @@ class ToolErrorPolicy:
         """
         if is_invalid_resume(error):
             raise error  # a human's answer to an interrupt failed its schema: never swallow it
-        if self.explained or isinstance(error, TimeoutError | asyncio.TimeoutError):
+        if self.explained or isinstance(error, ToolTimeoutError):
             return _error(call, explain())
         if isinstance(error, ValidationError):
             error = invocation_error(tool, error, call.get("args", {}))

@@ -7,14 +7,16 @@ thread), and an async tool may catch its ``CancelledError`` and carry on. The
 caller is answered at the deadline either way (:func:`within`), and the work is
 *abandoned*: logged, its late result dropped. Until it really ends it still
 counts against its concurrency group (:class:`LingeringCalls`), so an impure
-call of that group never overlaps it.
+call of that group never overlaps it, and the group's limit counts it.
 
 Key Components:
     - :func:`within`: await a future for at most ``timeout`` seconds; on expiry
-      cancel it, hand it to ``abandon`` and raise ``TimeoutError`` at once.
+      cancel it, hand it to ``abandon`` and raise :class:`ToolTimeoutError` at once.
     - :class:`LingeringCalls`: abandoned calls per concurrency group, and the
       wait a later call of that group makes for them (bounded: one more
-      ``timeout_s`` of the abandoned call, then the later call is refused).
+      ``timeout_s`` of the abandoned call, and no longer than the later call's
+      batch leaves it; then the later call is refused). Those still running count
+      toward their group's limit (``max_concurrency``, ``group_limits``).
 """
 
 from __future__ import annotations
@@ -25,13 +27,19 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph_toolbudget.core.spec import ToolSpec
 
-__all__ = ["STILL_RUNNING_ERROR", "LingeringCalls", "within"]
+__all__ = [
+    "LIMIT_TAKEN_ERROR",
+    "STILL_RUNNING_ERROR",
+    "LingeringCalls",
+    "ToolTimeoutError",
+    "within",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +48,19 @@ STILL_RUNNING_ERROR = (
     "running, and it may not run beside it (concurrency group {group!r}). "
     "Try again later, or use another tool."
 )
+LIMIT_TAKEN_ERROR = (
+    "Error: tool {tool!r} was not run: {count} earlier calls of concurrency group {group!r} "
+    "timed out and are still running, and the group runs at most {limit} calls at once. "
+    "Try again later, or use another tool."
+)
+
+
+class ToolTimeoutError(TimeoutError):
+    """A call ran past its ``timeout_s``: the executor's own timeout.
+
+    A subclass, so the executor tells its timeout from a ``TimeoutError`` the tool
+    raised itself (an HTTP client's, ``socket.timeout``), which is an ordinary failure.
+    """
 
 
 async def within(work: asyncio.Future[Any], timeout: float, abandon: Callable[[], None]) -> Any:
@@ -49,7 +70,7 @@ async def within(work: asyncio.Future[Any], timeout: float, abandon: Callable[[]
     acknowledge its cancellation (a coroutine may swallow it and carry on).
 
     Raises:
-        TimeoutError: at the deadline; ``work`` was cancelled and ``abandon`` called.
+        ToolTimeoutError: at the deadline; ``work`` was cancelled and ``abandon`` called.
     """
     try:
         done, _ = await asyncio.wait({work}, timeout=timeout)
@@ -59,7 +80,7 @@ async def within(work: asyncio.Future[Any], timeout: float, abandon: Callable[[]
     if not done:
         work.cancel()
         abandon()
-        raise TimeoutError(f"no result within {timeout:g} s")
+        raise ToolTimeoutError(f"no result within {timeout:g} s")
     return work.result()
 
 
@@ -80,11 +101,17 @@ def _ended(work: Any, entry: _Abandoned, drop: Callable[[_Abandoned], None]) -> 
 
 
 class LingeringCalls:
-    """Abandoned calls that still run, by concurrency group (thread-safe, any event loop)."""
+    """Abandoned calls that still run, by concurrency group (thread-safe, any event loop).
 
-    def __init__(self) -> None:
+    Args:
+        limits: group -> calls at once (``max_concurrency``, ``group_limits``); the
+            abandoned calls of a group that still run count toward its limit.
+    """
+
+    def __init__(self, limits: Mapping[str, int] | None = None) -> None:
         self._lock = threading.Lock()
         self._groups: dict[str, list[_Abandoned]] = {}
+        self.limits = dict(limits or {})
 
     def add(self, spec: ToolSpec, work: Any) -> None:
         """Count ``work`` (a thread's or a task's future) against ``spec``'s group until it ends."""
@@ -103,58 +130,78 @@ class LingeringCalls:
                     if not entries:
                         del self._groups[group]
 
+    def running(self, group: str) -> int:
+        """The abandoned calls of ``group`` that still run."""
+        with self._lock:
+            return len(self._groups.get(group, ()))
+
     def _blocking(self, spec: ToolSpec) -> list[_Abandoned]:
-        """Abandoned calls ``spec`` may not run beside: impure ones, or any for an impure call."""
+        """Abandoned calls ``spec`` waits for: any for an impure call; the impure ones for a
+        pure call, and all of them while they fill its group's limit (until one ends)."""
         with self._lock:
             entries = list(self._groups.get(spec.concurrency_group, ()))
-        return [e for e in entries if not (spec.is_pure and e.pure)]
+        limit = self.limits.get(spec.concurrency_group)
+        if not spec.is_pure or (limit is not None and len(entries) >= limit):
+            return entries
+        return [e for e in entries if not e.pure]
 
-    def _refusal(self, spec: ToolSpec, entries: list[_Abandoned]) -> str | None:
-        running = [e for e in entries if not e.ended.done()]
-        if not running:
-            return None
+    def _refusal(self, spec: ToolSpec, entries: list[_Abandoned]) -> str:
+        group = spec.concurrency_group
+        impure = [e for e in entries if not e.pure]
+        if spec.is_pure and not impure:
+            return LIMIT_TAKEN_ERROR.format(
+                tool=spec.name, count=len(entries), group=group, limit=self.limits[group]
+            )
         return STILL_RUNNING_ERROR.format(
-            tool=spec.name, other=running[0].tool, group=spec.concurrency_group
+            tool=spec.name, other=(impure or entries)[0].tool, group=group
         )
 
-    def wait(self, spec: ToolSpec) -> str | None:
-        """Block until ``spec`` may run; the refusal for the model if waiting ran out, else None."""
-        entries = self._blocking(spec)
-        if not entries:
-            return None
-        remaining = max(e.until for e in entries) - time.monotonic()
-        concurrent.futures.wait([e.ended for e in entries], timeout=max(remaining, 0.0))
-        return self._refusal(spec, entries)
+    def wait(self, spec: ToolSpec, batch_left: float | None = None) -> str | None:
+        """Block until ``spec`` may run, at most ``batch_left`` seconds (its batch's time left;
+        None: no limit of its own); the refusal for the model if waiting ran out, else None."""
+        deadline = None if batch_left is None else time.monotonic() + batch_left
+        while entries := self._blocking(spec):
+            patience = _patience(entries, deadline)
+            if patience <= 0:
+                return self._refusal(spec, entries)
+            ended = [e.ended for e in entries]
+            concurrent.futures.wait(ended, patience, concurrent.futures.FIRST_COMPLETED)
+        return None
 
-    async def await_clear(self, spec: ToolSpec) -> str | None:
+    async def await_clear(self, spec: ToolSpec, batch_left: float | None = None) -> str | None:
         """:meth:`wait`, without blocking the event loop."""
-        entries = self._blocking(spec)
-        if not entries:
-            return None
-        remaining = max(e.until for e in entries) - time.monotonic()
-        await _all_done([e.ended for e in entries], max(remaining, 0.0))
-        return self._refusal(spec, entries)
+        deadline = None if batch_left is None else time.monotonic() + batch_left
+        while entries := self._blocking(spec):
+            patience = _patience(entries, deadline)
+            if patience <= 0:
+                return self._refusal(spec, entries)
+            await _one_done([e.ended for e in entries], patience)
+        return None
 
 
-async def _all_done(futures: list[concurrent.futures.Future[None]], timeout: float) -> None:
-    """Wait until every future is done, or ``timeout`` seconds (they finish on other threads)."""
-    pending = [f for f in futures if not f.done()]
-    if not pending:
-        return
+def _patience(entries: list[_Abandoned], deadline: float | None) -> float:
+    """Seconds left to wait for ``entries``: until the last grace ends, never past ``deadline``."""
+    until = max(e.until for e in entries)
+    if deadline is not None:
+        until = min(until, deadline)
+    return until - time.monotonic()
+
+
+async def _one_done(futures: list[concurrent.futures.Future[None]], timeout: float) -> None:
+    """Wait until one of the futures is done, or ``timeout`` seconds (they finish on other
+    threads)."""
     loop = asyncio.get_running_loop()
     waiter: asyncio.Future[None] = loop.create_future()
-    left = [len(pending)]
 
-    def count() -> None:
-        left[0] -= 1
-        if left[0] == 0 and not waiter.done():
+    def wake() -> None:
+        if not waiter.done():
             waiter.set_result(None)
 
     def one_done(_: object) -> None:
         with contextlib.suppress(RuntimeError):  # the waiting loop has closed meanwhile
-            loop.call_soon_threadsafe(count)
+            loop.call_soon_threadsafe(wake)
 
-    for future in pending:
+    for future in futures:
         future.add_done_callback(one_done)
-    with contextlib.suppress(TimeoutError):
+    with contextlib.suppress(asyncio.TimeoutError):  # TimeoutError itself from Python 3.11 on
         await asyncio.wait_for(waiter, timeout)

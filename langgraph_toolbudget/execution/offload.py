@@ -29,6 +29,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 from langgraph_toolbudget.config import BudgetConfig
+from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.large_output import (
     OutputInfo,
     describe_output,
@@ -36,6 +37,7 @@ from langgraph_toolbudget.core.large_output import (
     output_text,
 )
 from langgraph_toolbudget.execution.output_store import OffloadStore
+from langgraph_toolbudget.execution.policy import add_note, deprecation_note
 
 __all__ = ["Offloader", "offload_limit"]
 
@@ -89,9 +91,19 @@ class Offloader:
             the cap and TTL).
         readers: the enabled output tools, named in the stub's "how to read more".
         app: the app's label in the namespaces (:func:`app_key` of its tool names).
+        catalog: the tools whose results are offloaded: the stub of a deprecated
+            tool's result ends with the deprecation note, as the result did (None:
+            no notes).
     """
 
-    def __init__(self, config: BudgetConfig, readers: Sequence[str], *, app: str) -> None:
+    def __init__(
+        self,
+        config: BudgetConfig,
+        readers: Sequence[str],
+        *,
+        app: str,
+        catalog: ToolCatalog | None = None,
+    ) -> None:
         limit = offload_limit(config)
         if limit is None:
             raise ValueError("Offloader needs offload_over_chars or offload_over_tokens")
@@ -99,6 +111,7 @@ class Offloader:
         self.config = config
         self.app = app
         self.readers = [r for r in HOW_TO_READ if r in readers]
+        self.catalog = catalog
 
     def stub(self, info: OutputInfo, handle: str, dropped: int = 0) -> tuple[str, dict[str, Any]]:
         """The stub content and the ``offloaded`` facts of a stored output."""
@@ -143,7 +156,9 @@ class Offloader:
                 artifact["artifact"] = message.artifact
             else:
                 artifact["offloaded"]["artifact_dropped_chars"] = artifact_size
-        return message.model_copy(update={"content": content, "artifact": artifact})
+        stub = message.model_copy(update={"content": content, "artifact": artifact})
+        note = deprecation_note(self.catalog, message.name or "") if self.catalog else None
+        return stub if note is None else add_note(stub, stub.tool_call_id, note)
 
     def _found(self, results: dict[int, Any]) -> list[tuple[ToolMessage, str]]:
         """Every tool message over the limit (with its text), in call order."""

@@ -39,6 +39,7 @@ from langgraph_toolbudget.core.large_output import (
     read_range,
     search_output,
 )
+from langgraph_toolbudget.core.limits import safe_repr
 from langgraph_toolbudget.core.meta import definition_only
 from langgraph_toolbudget.execution.builtin_family import (
     BuiltinContext,
@@ -54,7 +55,7 @@ READ, SEARCH, QUERY = "read_large_output", "search_large_output", "query_large_o
 OUTPUT_TOOL_NAMES = (READ, SEARCH, QUERY)
 
 UNKNOWN_HANDLE_ERROR = (
-    "Error: no offloaded output {handle!r} in this conversation. Use a handle from a "
+    "Error: no offloaded output {handle} in this conversation. Use a handle from a "
     "'[Large output offloaded ...]' message of this conversation{known}; an output of "
     "another conversation cannot be read, and old outputs are evicted when the "
     "conversation stores too many. Call the tool again if you need its output."
@@ -142,7 +143,8 @@ class OutputTools(BuiltinTools):
     def _missing(handle: Any, known: list[str]) -> BuiltinResult:
         known = known[-5:]
         hint = f" (its latest: {', '.join(known)})" if known else ""
-        return BuiltinResult(UNKNOWN_HANDLE_ERROR.format(handle=handle, known=hint), error=True)
+        shown = safe_repr(handle)  # what the model sent: any size or shape
+        return BuiltinResult(UNKNOWN_HANDLE_ERROR.format(handle=shown, known=hint), error=True)
 
     def _answer(self, name: str, args: dict[str, Any], stored: dict[str, Any]) -> BuiltinResult:
         """The answer from the stored output; ``query`` results still need :meth:`_bound`."""

@@ -13,7 +13,6 @@ Key Components:
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -28,6 +27,7 @@ from langgraph_toolbudget._compat import toolnode_output
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.coercion import schema_error_message
 from langgraph_toolbudget.execution.errors import ToolErrorPolicy
+from langgraph_toolbudget.execution.lingering import ToolTimeoutError
 from langgraph_toolbudget.execution.policy import add_note, deprecation_note
 
 __all__ = ["TIMEOUT_ERROR", "TOOL_ERROR", "OutputNormaliser"]
@@ -83,7 +83,7 @@ class OutputNormaliser:
         args = call.get("args", {})
         if isinstance(error, ValidationError):
             content = schema_error_message(tool, error, args)
-        elif isinstance(error, TimeoutError | asyncio.TimeoutError):
+        elif isinstance(error, ToolTimeoutError):
             spec = self.catalog.get(tool.name)
             content = TIMEOUT_ERROR.format(tool=tool.name, timeout=spec.timeout_s if spec else 0)
         else:

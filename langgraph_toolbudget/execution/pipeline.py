@@ -18,8 +18,9 @@ The check and coerce stages are :class:`~langgraph_toolbudget.execution.prepare.
 normalising is :class:`~langgraph_toolbudget.execution.outputs.OutputNormaliser`'s.
 
 Where a tool runs: under ``ainvoke``, an async tool on the event loop and a sync tool
-in the pipeline's own thread pool (a standard ``ThreadPoolExecutor`` of
-``max_workers`` threads, never the interpreter's default one). Under ``invoke``, a
+in the pipeline's own thread pool (:class:`ToolThreads`: a standard ``ThreadPoolExecutor``
+running ``max_workers`` calls at once, where a call abandoned at its timeout gives its
+place to the next; never the interpreter's default pool). Under ``invoke``, a
 sync tool in the calling thread; a tool with a ``timeout_s``, or one that has only
 an async implementation (MCP tools), through the async invoke stage on the
 package's background event loop (:func:`~langgraph_toolbudget._runner.run_sync`),
@@ -39,15 +40,16 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import Future
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextvars import copy_context
 from functools import partial
 from typing import Any, TypeVar
 
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt import ToolRuntime
@@ -67,6 +69,7 @@ from langgraph_toolbudget.execution.hooks import (
 from langgraph_toolbudget.execution.lingering import LingeringCalls, within
 from langgraph_toolbudget.execution.outputs import OutputNormaliser
 from langgraph_toolbudget.execution.prepare import CallCheck, CallPreparer, error_message
+from langgraph_toolbudget.execution.scheduler import group_limits_of
 
 __all__ = [
     "AsyncToolCallWrapper",
@@ -99,29 +102,71 @@ def runs_in_thread(tool: BaseTool) -> bool:
 
 
 class ToolThreads:
-    """A standard ``ThreadPoolExecutor`` of ``size`` threads that carries the caller's
-    context variables into each call (LangGraph's config and stream writer live there).
+    """A standard ``ThreadPoolExecutor`` that runs at most ``size`` calls at once and carries
+    the caller's context variables into each call (LangGraph's config and stream writer live
+    there).
+
+    A call abandoned at its timeout gives its place to the next call (:meth:`release`) while
+    its thread runs on (Python cannot stop it). The pool has ``size`` spare threads for such
+    calls: at most ``2 * size`` threads are alive, and only abandoned calls beyond ``size``
+    still running take places from later calls.
 
     Made on first use, and made again in a forked child process: the parent's
     workers do not survive a fork, and the copied pool would wait for them forever.
 
     Args:
-        size: threads in the pool: calls running at once, at most.
+        size: calls running at once, at most.
         name: the threads' name prefix.
     """
 
     def __init__(self, size: int, name: str) -> None:
         self.size = size
         self.name = name
-        self._pool: ContextThreadPoolExecutor | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._places = threading.Semaphore(size)
+        self._running: dict[Future[Any], threading.Semaphore] = {}  # calls holding a place
+        self._lock = threading.Lock()
         self._pid = 0
 
     def submit(self, func: Callable[..., T], /, *args: Any) -> Future[T]:
-        """Start ``func(*args)`` in the pool."""
+        """Start ``func(*args)`` in the pool once one of the ``size`` places is free."""
         if self._pool is None or self._pid != os.getpid():
-            self._pool = ContextThreadPoolExecutor(self.size, thread_name_prefix=self.name)
+            self._pool = ThreadPoolExecutor(2 * self.size, thread_name_prefix=self.name)
+            self._places = threading.Semaphore(self.size)
+            self._running, self._lock = {}, threading.Lock()
             self._pid = os.getpid()
-        return self._pool.submit(_no_stop_iteration, func, *args)
+        future: Future[T] = Future()
+        self._pool.submit(copy_context().run, self._run, self._places, future, func, *args)
+        return future
+
+    def _run(
+        self,
+        places: threading.Semaphore,
+        future: Future[T],
+        func: Callable[..., T],
+        *args: Any,
+    ) -> None:
+        places.acquire()
+        with self._lock:
+            self._running[future] = places
+        try:
+            if future.set_running_or_notify_cancel():  # False: cancelled while it waited
+                try:
+                    result = _no_stop_iteration(func, *args)
+                except BaseException as exc:  # noqa: BLE001 - the caller gets it, as from the pool
+                    future.set_exception(exc)
+                else:
+                    future.set_result(result)
+        finally:
+            self.release(future)
+
+    def release(self, future: Future[Any]) -> None:
+        """Give the place of ``future``'s call to the next call: when the call ends, or when
+        it is abandoned at its timeout and its thread runs on (once, whichever comes first)."""
+        with self._lock:
+            places = self._running.pop(future, None)
+        if places is not None:
+            places.release()
 
     async def run(self, func: Callable[..., T], /, *args: Any) -> T:
         """Await ``func(*args)`` run in the pool."""
@@ -176,14 +221,16 @@ class ToolCallPipeline:
             a sequence), as LangGraph's ``ToolNode(wrap_tool_call=...)``.
         awrap_tool_call: async hooks for async runs; without them, async runs
             use ``wrap_tool_call`` in a worker thread.
-        max_workers: size of the pipeline's own thread pool, where sync tools
-            run under ``ainvoke`` (and of a second pool, ``hook_threads``, for sync
+        max_workers: calls at once in the pipeline's own thread pool, where sync tools
+            run under ``ainvoke`` (and in a second pool, ``hook_threads``, for sync
             hooks and other work kept off the event loop); the interpreter's
             default pool is never used, so its size does not cap ``parallel_safe``.
         handle_tool_errors: ``None`` (explained error messages for every
             failure) or any of ``ToolNode``'s forms, with its meaning.
         messages_key: the state key of the messages (``Command`` updates a tool
             returns are checked for their tool message under this key).
+        group_limits: group -> calls at once, over the tools' ``max_concurrency``:
+            a group's abandoned calls that still run count toward its limit.
 
     Example:
         ```python
@@ -204,6 +251,7 @@ class ToolCallPipeline:
         max_workers: int = 16,
         handle_tool_errors: HandleToolErrors = None,
         messages_key: str = "messages",
+        group_limits: Mapping[str, int] | None = None,
     ) -> None:
         if max_workers < 1:
             raise ValueError(f"max_workers must be at least 1, got {max_workers}")
@@ -217,7 +265,7 @@ class ToolCallPipeline:
         self.preparer = CallPreparer(catalog, messages_key)
         self.outputs = OutputNormaliser(catalog, self.errors, messages_key)
         self._tools = [s.tool for s in catalog.specs]  # ToolRuntime.tools, as ToolNode gives
-        self.lingering = LingeringCalls()
+        self.lingering = LingeringCalls(group_limits_of(catalog, group_limits))
 
     # --- the request ------------------------------------------------------------------------
 
@@ -373,9 +421,7 @@ class ToolCallPipeline:
         leaves it time); its result normalised and noted, a failure answered by the error
         policy."""
         spec = self.catalog.get(tool.name)
-        if spec is not None and (refusal := self.lingering.wait(spec)):
-            return error_message(call, refusal)
-        if spec is not None and (refusal := _out_of_time(spec, started)):
+        if spec is not None and (refusal := self._refusal(spec, started)):
             return error_message(call, refusal)
         try:
             output = self.outputs.normalise(call, tool, invoke(*args), state)
@@ -397,9 +443,7 @@ class ToolCallPipeline:
         """The async :meth:`_invoked`; ``start(*args)`` starts the work (a coroutine, or a
         thread's future), which gets the time its ``timeout_s`` leaves it."""
         spec = self.catalog.get(tool.name)
-        if spec is not None and (refusal := await self.lingering.await_clear(spec)):
-            return error_message(call, refusal)
-        if spec is not None and (refusal := _out_of_time(spec, started)):
+        if spec is not None and (refusal := await self._arefusal(spec, started)):
             return error_message(call, refusal)
         try:
             response = await self._timed(tool, start(*args), started)
@@ -409,6 +453,21 @@ class ToolCallPipeline:
         except Exception as exc:  # noqa: BLE001 - the error policy answers or re-raises it
             output = self.outputs.failure(call, tool, exc)
         return self.outputs.noted(call, output)
+
+    def _refusal(self, spec: ToolSpec, started: float | None) -> str | None:
+        """Why a call of ``spec`` may not run now, after waiting for the abandoned calls of its
+        group while its batch (begun at ``started``) leaves it time; None if it may run."""
+        if refusal := _out_of_time(spec, started):
+            return refusal
+        batch_left = time_left(spec, started) if started is not None else None
+        return self.lingering.wait(spec, batch_left) or _out_of_time(spec, started)
+
+    async def _arefusal(self, spec: ToolSpec, started: float | None) -> str | None:
+        """The async :meth:`_refusal`."""
+        if refusal := _out_of_time(spec, started):
+            return refusal
+        batch_left = time_left(spec, started) if started is not None else None
+        return await self.lingering.await_clear(spec, batch_left) or _out_of_time(spec, started)
 
     def _invoke(
         self,
@@ -451,7 +510,14 @@ class ToolCallPipeline:
             work, lingers = asyncio.wrap_future(work_started), work_started
         else:
             work = lingers = asyncio.ensure_future(work_started)
-        return await within(work, max(timeout, 0.0), partial(self.lingering.add, spec, lingers))
+        return await within(work, max(timeout, 0.0), partial(self._abandon, spec, lingers))
+
+    def _abandon(self, spec: ToolSpec, lingers: Any) -> None:
+        """Count abandoned work against its group until it ends; a thread's gives its place in
+        the pool to the next call meanwhile."""
+        self.lingering.add(spec, lingers)
+        if isinstance(lingers, Future):
+            self.threads.release(lingers)
 
     def _tool_input(self, tool: BaseTool, call: ToolCall, request: ToolCallRequest) -> Any:
         inject = self.preparer.injector(tool)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from langchain_core.messages import ToolCall
@@ -38,7 +39,7 @@ from langgraph_toolbudget._runner import run_sync
 from langgraph_toolbudget.config import ExecutionMode
 from langgraph_toolbudget.core.catalog import ToolCatalog
 
-__all__ = ["CallScheduler"]
+__all__ = ["CallScheduler", "group_limits_of"]
 
 RunOne = Callable[[ToolCall], Any]
 ARunOne = Callable[[ToolCall], Awaitable[Any]]
@@ -53,22 +54,28 @@ class _GroupGate:
     Calls enter in ticket (call) order. A pure call never runs beside an impure
     call of its group, nor an impure call beside a pure one. Pure calls run side
     by side, up to ``limit`` when the group has one; impure calls run one at a
-    time, or up to ``limit`` side by side when the group has one.
+    time, or up to ``limit`` side by side when the group has one. The group's
+    abandoned calls that still run (``abandoned()``) count toward ``limit`` too.
     """
 
-    def __init__(self, limit: int | None) -> None:
+    def __init__(self, limit: int | None, abandoned: Callable[[], int]) -> None:
         self.limit = limit
+        self.abandoned = abandoned
         self.pure = 0
         self.impure = 0
         self.next_ticket = 0
         self.cond = asyncio.Condition()
 
     def _admits(self, ticket: int, pure: bool) -> bool:
-        if ticket != self.next_ticket:
+        if ticket != self.next_ticket or (self.impure if pure else self.pure):
             return False
-        if pure:
-            return self.impure == 0 and (self.limit is None or self.pure < self.limit)
-        return self.pure == 0 and self.impure < (self.limit or 1)
+        running = self.pure if pure else self.impure
+        limit = self.limit if pure else (self.limit or 1)
+        if limit is None or running == 0:
+            # Waiting for abandoned calls alone is the pipeline's (bounded, then refused):
+            # the gate waits only for the batch's own calls, which all end.
+            return True
+        return running + self.abandoned() < limit
 
     async def enter(self, ticket: int, pure: bool) -> None:
         async with self.cond:
@@ -89,6 +96,20 @@ class _GroupGate:
             self.cond.notify_all()
 
 
+def group_limits_of(
+    catalog: ToolCatalog, overrides: Mapping[str, int] | None = None
+) -> dict[str, int]:
+    """Group -> calls at once: the smallest ``max_concurrency`` its tools set, unless
+    ``overrides`` (the ``group_limits`` option) sets the group's."""
+    limits: dict[str, int] = {}
+    for spec in catalog.specs:
+        if spec.max_concurrency is not None:
+            group = spec.concurrency_group
+            limits[group] = min(limits.get(group, spec.max_concurrency), spec.max_concurrency)
+    limits.update(overrides or {})
+    return limits
+
+
 class CallScheduler:
     """Runs a batch's regular calls in ``sequential`` or ``parallel_safe`` mode.
 
@@ -98,6 +119,8 @@ class CallScheduler:
         max_parallel: sync calls running at once (the pipeline's pool's size); 1
             makes every batch run one call at a time.
         group_limits: group -> calls at once, over the tools' ``max_concurrency``.
+        abandoned: group -> its abandoned calls that still run (the pipeline's
+            ``LingeringCalls.running``), counted toward its limit.
     """
 
     def __init__(
@@ -107,17 +130,13 @@ class CallScheduler:
         *,
         max_parallel: int = 16,
         group_limits: Mapping[str, int] | None = None,
+        abandoned: Callable[[str], int] | None = None,
     ) -> None:
         self.catalog = catalog
         self.mode = mode
         self.max_parallel = max_parallel
-        limits: dict[str, int] = {}
-        for spec in catalog.specs:  # a group's limit: the smallest one its tools set
-            if spec.max_concurrency is not None:
-                group = spec.concurrency_group
-                limits[group] = min(limits.get(group, spec.max_concurrency), spec.max_concurrency)
-        limits.update(group_limits or {})
-        self.group_limits = limits
+        self.group_limits = group_limits_of(catalog, group_limits)
+        self.abandoned = abandoned or (lambda group: 0)
 
     def run(self, calls: Sequence[ToolCall], run_one: RunOne, arun_one: ARunOne) -> list[Any]:
         """Run the calls from sync code: ``run_one`` in a loop, or ``arun_one`` gathered on
@@ -161,7 +180,8 @@ class CallScheduler:
             spec = self.catalog.get(call["name"])
             group = spec.concurrency_group if spec is not None else DEFAULT_GROUP
             if group not in gates:
-                gates[group] = _GroupGate(self.group_limits.get(group))
+                abandoned = partial(self.abandoned, group)
+                gates[group] = _GroupGate(self.group_limits.get(group), abandoned)
             ticket = tickets[group] = tickets.get(group, -1) + 1
             pure = spec is not None and spec.is_pure
             gated.append(_behind(gates[group], ticket, pure, arun_one, call))
