@@ -10,6 +10,7 @@ scripted.
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import time
@@ -60,6 +61,15 @@ def hostile(scenario: str) -> dict[str, Any]:
 
 
 FAULTS = {"transport": "stdio", "command": sys.executable, "args": [str(HERE / "fault_server.py")]}
+
+
+def resources(scenario: str) -> dict[str, Any]:
+    """A stdio connection to ``resource_server.py <scenario>`` (prompts and resources)."""
+    return {
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": [str(HERE / "resource_server.py"), scenario],
+    }
 
 
 async def load(connections: dict[str, Any], **options: Any) -> tuple[Any, list[str]]:
@@ -292,6 +302,29 @@ async def test_calls_queued_behind_a_stuck_server_fail_fast_while_it_is_checked(
         blocked, echoed = out["messages"]
         assert "timed out" in blocked.content
         assert echoed.status == "error" and "is being checked" in echoed.content
+
+
+async def test_a_server_silent_to_prompts_list_is_left_out_after_connect_timeout_s():
+    start = time.monotonic()
+    catalog, messages = await asyncio.wait_for(
+        load({"silent": resources("silent_prompts")}, connect_timeout_s=3), 30
+    )  # was pending forever: prompts/list had no timeout
+    took = time.monotonic() - start
+    async with catalog:
+        assert took < 9, took  # its start, then 3 s for its prompt and resource lists
+        assert "no answer to prompts/list" in catalog.load_errors["silent"]
+        assert "echo" not in catalog
+        assert any("'silent'" in m for m in messages)
+
+
+async def test_a_prompt_list_without_end_is_read_to_1000_pages_at_most():
+    catalog, _ = await asyncio.wait_for(load({"endless": resources("endless_prompts")}), 30)
+    async with catalog:
+        assert "endless__list_prompts" in catalog  # the first page had a prompt
+        answer = await asyncio.wait_for(
+            catalog.get("endless__list_prompts").tool.ainvoke({}), 30
+        )  # was pending forever, following nextCursor
+        assert "1,000 pages and still gave a nextCursor" in answer
 
 
 # --- C8: a schema nested too deep ------------------------------------------------------------

@@ -125,7 +125,8 @@ class MCPLoadOptions(TypedDict, total=False):
             ``catalog.load_errors``, a :class:`MCPLoadWarning` is emitted and
             the other servers load.
         connect_timeout_s: seconds a server may take to start and answer
-            ``initialize`` / ``tools/list`` (default 30).
+            ``initialize``, then ``tools/list``, then its prompt and resource lists
+            (default 30 for each); a server that does not is left out.
         heartbeat_s: ping interval for busy servers, to notice a server that
             died mid-call; ``None`` disables it (default 1).
         default_timeout_s: ``timeout_s`` of every tool that sets none (in
@@ -275,16 +276,19 @@ async def load_mcp_catalog(
                 f"Allowed keys: {', '.join(SERVER_DEFAULT_KEYS)}."
             )
 
+    connect_timeout_s = options.get("connect_timeout_s", DEFAULTS["connect_timeout_s"])
     runtime = MCPRuntime(
         connections,
         callbacks=callbacks,
         tool_interceptors=interceptors,
-        connect_timeout_s=options.get("connect_timeout_s", DEFAULTS["connect_timeout_s"]),
+        connect_timeout_s=connect_timeout_s,
         heartbeat_s=options.get("heartbeat_s", DEFAULTS["heartbeat_s"]),
         max_artifact_chars=options.get("max_artifact_chars", DEFAULTS["max_artifact_chars"]),
     )
     try:
         loaded = await runtime.aload()
+        features = await server_features(runtime, list(loaded), timeout_s=connect_timeout_s)
+        loaded = {s: tools for s, tools in loaded.items() if s in features}
         if runtime.load_errors and options.get("strict", DEFAULTS["strict"]):
             raise MCPLoadError(runtime.load_errors)
         catalog = _build_catalog(
@@ -296,7 +300,6 @@ async def load_mcp_catalog(
             reserved=reserved_tool_names() | {t.name for t in local},
             local=local,
         )
-        features = await server_features(runtime, list(loaded))
         catalog = add_virtual_tools(
             catalog,
             features,

@@ -22,7 +22,8 @@ import asyncio
 import json
 import re
 import warnings
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.mcp.catalog import MCPToolCatalog, mcp_tool_name
-from langgraph_toolbudget.mcp.errors import MCPLoadWarning
+from langgraph_toolbudget.mcp.errors import MCPLoadWarning, _is_transport_error
 from langgraph_toolbudget.mcp.runtime import MCPRuntime
 
 __all__ = ["ServerFeatures", "VirtualTool", "add_virtual_tools", "server_features"]
@@ -52,46 +53,95 @@ class ServerFeatures:
     resources: bool = False
 
 
-async def _listed(lister: Callable[..., Awaitable[Any]], attr: str) -> list[Any]:
-    """Every item of a paginated MCP list request."""
-    items: list[Any] = []
+MAX_PAGES = 1_000
+"""Pages of one list request read at most (the adapters read as many of ``tools/list``): a
+server whose ``nextCursor`` never ends holds neither the load nor a call."""
+TOO_MANY_PAGES = "it answered {pages:,} pages and still gave a nextCursor, so the list has no end"
+NO_FEATURES_ANSWER = (
+    "no answer to prompts/list, resources/list or resources/templates/list within {timeout:g} s"
+)
+
+
+async def _pages(
+    lister: Callable[..., Awaitable[Any]], attr: str
+) -> AsyncGenerator[list[Any], None]:
+    """The items of each page of a paginated MCP list request, at most :data:`MAX_PAGES`."""
     cursor: str | None = None
-    while True:
+    for _ in range(MAX_PAGES):
         if cursor is None:
             page = await lister()
         else:
             page = await lister(params=types.PaginatedRequestParams(cursor=cursor))
-        items.extend(getattr(page, attr))
+        yield getattr(page, attr)
         cursor = page.nextCursor
         if not cursor:
-            return items
+            return
+    message = TOO_MANY_PAGES.format(pages=MAX_PAGES)
+    raise McpError(types.ErrorData(code=types.INTERNAL_ERROR, message=message))
 
 
-async def _features(runtime: MCPRuntime, server: str) -> ServerFeatures:
+async def _listed(lister: Callable[..., Awaitable[Any]], attr: str) -> list[Any]:
+    """Every item of a paginated MCP list request."""
+    return [item async for page in _pages(lister, attr) for item in page]
+
+
+async def _lists_any(lister: Callable[..., Awaitable[Any]], attr: str) -> bool:
+    """Does a paginated MCP list request list anything? (Reads up to its first item's page.)"""
+    async with aclosing(_pages(lister, attr)) as pages:
+        async for page in pages:
+            if page:
+                return True
+    return False
+
+
+async def _features(runtime: MCPRuntime, server: str, timeout_s: float) -> ServerFeatures:
     async def ask(session: ClientSession) -> ServerFeatures:
         init = runtime.init_result(server)
         caps = init.capabilities if init is not None else None
         prompts = resources = False
         if caps is not None and caps.prompts is not None:
-            prompts = bool(await _listed(session.list_prompts, "prompts"))
+            prompts = await _lists_any(session.list_prompts, "prompts")
         if caps is not None and caps.resources is not None:
-            resources = bool(await _listed(session.list_resources, "resources")) or bool(
-                await _listed(session.list_resource_templates, "resourceTemplates")
+            resources = await _lists_any(session.list_resources, "resources") or (
+                await _lists_any(session.list_resource_templates, "resourceTemplates")
             )
         return ServerFeatures(prompts, resources)
 
-    return await runtime.asession_request(server, ask)
+    try:
+        return await asyncio.wait_for(runtime.asession_request(server, ask), timeout_s)
+    except asyncio.TimeoutError:
+        raise TimeoutError(NO_FEATURES_ANSWER.format(timeout=timeout_s)) from None
 
 
-async def server_features(runtime: MCPRuntime, servers: Sequence[str]) -> dict[str, ServerFeatures]:
-    """Which of ``servers`` have prompts and resources; a server that fails to answer has none."""
+async def server_features(
+    runtime: MCPRuntime, servers: Sequence[str], *, timeout_s: float
+) -> dict[str, ServerFeatures]:
+    """Which of ``servers`` have prompts and resources, each server asked within ``timeout_s``.
+
+    A server that rejects these requests has neither. A server that does not answer them
+    in time, or whose connection fails, is left out of the answer and of the catalog, as a
+    server that does not answer ``tools/list`` is (:meth:`MCPRuntime.aleave_out`).
+
+    Args:
+        runtime: the runtime whose sessions to ask.
+        servers: the loaded servers.
+        timeout_s: seconds each server has to answer all its list requests.
+
+    Returns:
+        server -> its features, for the servers that answered.
+    """
     answers = await asyncio.gather(
-        *(_features(runtime, s) for s in servers), return_exceptions=True
+        *(_features(runtime, s, timeout_s) for s in servers), return_exceptions=True
     )
-    return {
-        s: a if isinstance(a, ServerFeatures) else ServerFeatures()
-        for s, a in zip(servers, answers, strict=True)
-    }
+    features: dict[str, ServerFeatures] = {}
+    for server, answer in zip(servers, answers, strict=True):
+        if isinstance(answer, ServerFeatures):
+            features[server] = answer
+        elif isinstance(answer, McpError) and not _is_transport_error(answer):
+            features[server] = ServerFeatures()
+        else:
+            await runtime.aleave_out(server, answer)
+    return features
 
 
 # --- the tools ----------------------------------------------------------------------------
