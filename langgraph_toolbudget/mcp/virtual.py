@@ -13,7 +13,7 @@ is offloaded (see :mod:`langgraph_toolbudget.execution.offload`).
 
 Key Components:
     - :func:`server_features`: which servers have prompts and resources (asked once, at load).
-    - :func:`add_virtual_tools`: the catalog with those servers' virtual tools added.
+    - :func:`virtual_tools`: one server's virtual tools (the loader gives them their metadata).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import asyncio
 import json
 import re
 import warnings
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
@@ -31,12 +31,18 @@ from langchain_core.tools import BaseTool, ToolException
 from mcp import ClientSession, McpError, types
 from pydantic import BaseModel, ConfigDict, Field
 
-from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.mcp.catalog import MCPToolCatalog, mcp_tool_name
-from langgraph_toolbudget.mcp.errors import MCPLoadWarning, _is_transport_error
+from langgraph_toolbudget._runner import SyncTimeoutError
+from langgraph_toolbudget.mcp.errors import (
+    CLOSED_ERROR,
+    TIMEOUT_ERROR,
+    MCPLoadWarning,
+    MCPServerError,
+    _is_transport_error,
+)
+from langgraph_toolbudget.mcp.names import mcp_tool_name
 from langgraph_toolbudget.mcp.runtime import MCPRuntime
 
-__all__ = ["ServerFeatures", "VirtualTool", "add_virtual_tools", "server_features"]
+__all__ = ["ServerFeatures", "VirtualTool", "server_features", "virtual_tools"]
 
 REQUEST_ERROR = "MCP server {server!r} rejected {what}: {reason}. {hint}"
 SHADOWED_WARNING = (
@@ -267,14 +273,15 @@ class VirtualTool(BaseTool):
     Attributes:
         server: the server's name in the catalog.
         kind: ``list_prompts``, ``get_prompt``, ``list_resources`` or ``read_resource``.
-        timeout_s: bound on a sync call.
+        timeout_s: bound on a sync call (the sync path cannot be cancelled from outside);
+            async calls are bounded by the executor's timeout.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     server: str
     kind: str
-    timeout_s: float | None = 60.0
+    timeout_s: float | None = None
     mcp_runtime: MCPRuntime = Field(exclude=True, repr=False)
 
     def _request(self, args: dict[str, Any]) -> Callable[[ClientSession], Awaitable[str]]:
@@ -293,18 +300,49 @@ class VirtualTool(BaseTool):
 
         return request
 
+    def _closed_error(self) -> MCPServerError:
+        message = CLOSED_ERROR.format(tool=self.name, server=self.server)
+        return MCPServerError(message, server=self.server, tool=self.name)
+
     def _run(self, *args: Any, **kwargs: Any) -> str:
-        return self.mcp_runtime.session_request(
-            self.server, self._request(kwargs), timeout_s=self.timeout_s
-        )
+        if self.mcp_runtime.closed:
+            raise self._closed_error()
+        try:
+            return self.mcp_runtime.session_request(
+                self.server, self._request(kwargs), timeout_s=self.timeout_s
+            )
+        except SyncTimeoutError:
+            message = TIMEOUT_ERROR.format(
+                tool=self.name, server=self.server, timeout=self.timeout_s
+            )
+            raise MCPServerError(message, server=self.server, tool=self.name) from None
 
     async def _arun(self, *args: Any, **kwargs: Any) -> str:
+        if self.mcp_runtime.closed:
+            raise self._closed_error()
         return await self.mcp_runtime.asession_request(self.server, self._request(kwargs))
 
 
-def _virtual_tools(
-    runtime: MCPRuntime, server: str, features: ServerFeatures, taken: set[str]
+def virtual_tools(
+    runtime: MCPRuntime, server: str, features: ServerFeatures, *, taken: Collection[str]
 ) -> list[VirtualTool]:
+    """The prompt/resource tools of one server, those whose names ``taken`` does not hold.
+
+    A tool of the server's own that has the name keeps it: the virtual tool is left out,
+    with an :class:`MCPLoadWarning` naming the server. Another server's tool never has it:
+    the loader renames a tool that imitates another server's names. The tools' metadata
+    (``manual``, the server's defaults, ``timeout_s``) is the loader's.
+
+    Args:
+        runtime: the runtime they call through.
+        server: the server's name.
+        features: what the server offers besides tools.
+        taken: the names of the server's own tools.
+
+    Returns:
+        ``<server>__list_prompts`` and ``<server>__get_prompt`` if it has prompts,
+        ``<server>__list_resources`` and ``<server>__read_resource`` if it has resources.
+    """
     kinds = [
         k
         for k in _KINDS
@@ -326,57 +364,6 @@ def _virtual_tools(
     shadowed = sorted(t.name for t in tools if t.name in taken)
     if shadowed:
         warnings.warn(
-            SHADOWED_WARNING.format(server=server, names=shadowed), MCPLoadWarning, stacklevel=4
+            SHADOWED_WARNING.format(server=server, names=shadowed), MCPLoadWarning, stacklevel=3
         )
     return [t for t in tools if t.name not in taken]
-
-
-def add_virtual_tools(
-    catalog: MCPToolCatalog,
-    features: Mapping[str, ServerFeatures],
-    *,
-    allowed_servers: Sequence[str] | None = None,
-    allowed_tools: Sequence[str] | None = None,
-    local: Sequence[str] = (),
-) -> MCPToolCatalog:
-    """``catalog`` with the prompt/resource tools of the servers in ``features``.
-
-    The tools pass the catalog's filters like the server's tools (``server:*``
-    admits them); ``local`` names the catalog's tools of no server (``local_tools``), kept as
-    they are. A real tool of the same name keeps it (the virtual tool is
-    left out, with an :class:`MCPLoadWarning` naming that server). Another server's tool
-    never takes it: the loader renames a tool that imitates another server's names.
-    """
-    runtime = catalog.mcp
-    tools: list[VirtualTool] = []
-    for server, info in runtime.servers.items():  # a server's own tool may take its name
-        features_of = features.get(server, ServerFeatures())
-        tools.extend(_virtual_tools(runtime, server, features_of, set(info.tools)))
-    if not tools:
-        return catalog
-    extra = ToolCatalog.from_tools(
-        tools,
-        tool_metadata={
-            t.name: {
-                "include": "manual",
-                "is_pure": True,
-                "concurrency_group": t.server,
-            }
-            for t in tools
-        },
-        allowed_servers=allowed_servers,
-        allowed_tools=allowed_tools,
-    )
-    names = [n for info in runtime.servers.values() for n in info.tools] + list(local)
-    specs = [s for n in names if (s := catalog.get(n))]
-    specs += [s for t in tools if (s := extra.get(t.name)) is not None]
-    filtered = [n for n in names if catalog.is_filtered(n)]
-    filtered += [t.name for t in tools if extra.is_filtered(t.name)]
-    descriptions = {**extra.category_descriptions, **catalog.category_descriptions}
-    return type(catalog)(
-        specs,
-        runtime=runtime,
-        category_descriptions={k: v for k, v in descriptions.items() if v},
-        filtered=filtered,
-        untrusted_descriptions=catalog.untrusted_descriptions,
-    )
