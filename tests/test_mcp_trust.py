@@ -229,6 +229,32 @@ async def test_a_forced_duplicate_loses_no_server():
         assert catalog.load_errors == {}
 
 
+async def test_read_resource_checks_the_uri_it_sends_and_refuses_one_normalising_changes():
+    catalog, _ = await load({"fs": resources("resources")})
+    async with catalog:
+        read = catalog.get("fs__read_resource").tool
+        assert await read.ainvoke({"uri": "file:///docs/readme"}) == (
+            "asked for 'file:///docs/readme'"
+        )
+        # Each matches the template file:///docs/{name} as written, and was sent as file:///.
+        for uri in (
+            "file:///docs/%2e%2e",
+            "file:///docs/%2E%2e",
+            "file:///docs/.%2e",
+            "file:///docs/\t..",
+        ):
+            answer = await read.ainvoke({"uri": uri})
+            assert "asked for" not in answer, uri
+            assert "(normalised: 'file:///') is not a resource this server lists" in answer
+            assert "fs__list_resources" in answer
+        # A URI of the template, written otherwise: refused, with the form to write.
+        answer = await read.ainvoke({"uri": "FILE:///docs/readme"})
+        assert "asked for" not in answer
+        assert "(it would be sent as 'file:///docs/readme')" in answer
+        answer = await read.ainvoke({"uri": "not a uri"})
+        assert "is not a valid URI" in answer and "asked for" not in answer
+
+
 # --- C6: built-in and local names -----------------------------------------------------------
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from langchain_core.tools import BaseTool, ToolException
 from mcp import ClientSession, McpError, types
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AnyUrl, BaseModel, ConfigDict, Field, ValidationError
 
 from langgraph_toolbudget._runner import SyncTimeoutError
 from langgraph_toolbudget.mcp.errors import (
@@ -206,8 +206,13 @@ async def _list_resources(session: ClientSession, args: dict[str, Any]) -> str:
 
 
 UNLISTED_URI_ERROR = (
-    "{uri!r} is not a resource this server lists, nor a URI of one of its resource templates, "
-    "so it was not read."
+    "{uri} is not a resource this server lists, nor a URI of one of its resource templates, "
+    "so it was not read"
+)
+INVALID_URI_ERROR = "{uri!r} is not a valid URI ({reason}), so it was not read"
+NOT_NORMAL_URI_ERROR = (
+    "{uri!r} is not written in normal form (it would be sent as {sent!r}), so it was not read; "
+    "write the URI in that form"
 )
 
 
@@ -222,19 +227,30 @@ def template_pattern(template: str) -> re.Pattern[str]:
     return re.compile("".join(parts))
 
 
-async def _read_resource(session: ClientSession, args: dict[str, Any]) -> str:
-    from pydantic import AnyUrl
+def _refused(message: str) -> McpError:
+    return McpError(types.ErrorData(code=types.INVALID_PARAMS, message=message))
 
+
+async def _read_resource(session: ClientSession, args: dict[str, Any]) -> str:
     uri = str(args["uri"])
+    # The URI is checked as it is sent: AnyUrl normalises it (resolves dot segments, also
+    # escaped ones, drops tabs), so "file:///docs/%2e%2e" is sent as "file:///".
+    try:
+        url = AnyUrl(uri)
+    except ValidationError as exc:
+        reason = exc.errors()[0]["msg"]
+        raise _refused(INVALID_URI_ERROR.format(uri=uri, reason=reason)) from None
+    sent = str(url)
     listed = {str(r.uri) for r in await _listed(session.list_resources, "resources")}
     templates = await _listed(session.list_resource_templates, "resourceTemplates")
-    if uri not in listed and not any(
-        template_pattern(t.uriTemplate).fullmatch(uri) for t in templates
+    if sent not in listed and not any(
+        template_pattern(t.uriTemplate).fullmatch(sent) for t in templates
     ):
-        raise McpError(
-            types.ErrorData(code=types.INVALID_PARAMS, message=UNLISTED_URI_ERROR.format(uri=uri))
-        )
-    result = await session.read_resource(AnyUrl(uri))
+        written = repr(uri) if sent == uri else f"{uri!r} (normalised: {sent!r})"
+        raise _refused(UNLISTED_URI_ERROR.format(uri=written))
+    if sent != uri:  # a URI it names, written in another form: the model learns which
+        raise _refused(NOT_NORMAL_URI_ERROR.format(uri=uri, sent=sent))
+    result = await session.read_resource(url)
     parts = [
         c.text
         if isinstance(c, types.TextResourceContents)
@@ -293,10 +309,11 @@ class VirtualTool(BaseTool):
             except McpError as exc:
                 hint = _KINDS[self.kind][3].format(prefix=mcp_tool_name(self.server, ""))
                 what = f"{self.kind} {json.dumps(args, ensure_ascii=False)}"
-                reason = exc.error.message
-                raise ToolException(
-                    REQUEST_ERROR.format(server=self.server, what=what, reason=reason, hint=hint)
-                ) from None
+                reason = exc.error.message.rstrip(".")
+                message = REQUEST_ERROR.format(
+                    server=self.server, what=what, reason=reason, hint=hint
+                )
+                raise ToolException(message.rstrip()) from None
 
         return request
 
