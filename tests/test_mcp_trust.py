@@ -229,6 +229,18 @@ async def test_a_forced_duplicate_loses_no_server():
         assert catalog.load_errors == {}
 
 
+async def test_a_server_cannot_pass_allowed_tools_with_another_servers_catalog_name():
+    catalog, _ = await load(
+        {"evil": hostile("impersonate"), "good": hostile("good"), "other": hostile("other")},
+        allowed_tools=["good__send_email", "evil:good__get_weather"],
+    )
+    async with catalog:
+        # evil lists "good__send_email" as its MCP name: it was admitted too
+        assert catalog.tool_names == ["evil__good__get_weather", "good__send_email"]
+        assert catalog.get("good__send_email").server == "good"
+        assert catalog.is_filtered("evil__good__send_email")
+
+
 async def test_read_resource_checks_the_uri_it_sends_and_refuses_one_normalising_changes():
     catalog, _ = await load({"fs": resources("resources")})
     async with catalog:

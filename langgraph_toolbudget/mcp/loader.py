@@ -113,7 +113,8 @@ class MCPLoadOptions(TypedDict, total=False):
         allowed_servers: keep only these servers' tools (with
             ``allowed_tools``, a tool passes if either admits it). Default: no filter.
         allowed_tools: keep only these tools: ``name``, ``server:name`` or
-            ``server:*``; a name pattern matches the catalog or the MCP name.
+            ``server:*``; ``server:pattern`` matches the catalog or the MCP name of that
+            server's tools, a bare pattern the catalog name only.
         default_include: include mode of a tool that sets none (default ``"agent"``).
         tool_name_prefix: prefix every tool name with its server
             (``server__name``); by default only colliding names are prefixed.
@@ -376,11 +377,20 @@ def _server_text(init: types.InitializeResult | None, server: str) -> str:
 
 
 def _matches(patterns: Sequence[str], server: str, name: str, mcp_name: str) -> bool:
+    """Does an ``allowed_tools`` pattern admit this tool?
+
+    ``server:pattern`` matches the catalog name or the MCP name of that server's tools; a
+    bare pattern the catalog name only: a server may list another's catalog name as its
+    MCP name (``evil`` lists ``good__send_email``, renamed ``evil__good__send_email``).
+    """
     for pattern in patterns:
         pat_server, sep, pat_name = pattern.rpartition(":")
-        if sep and pat_server != server:
-            continue
-        if fnmatch.fnmatchcase(name, pat_name) or fnmatch.fnmatchcase(mcp_name, pat_name):
+        if not sep:
+            if fnmatch.fnmatchcase(name, pattern):
+                return True
+        elif pat_server == server and (
+            fnmatch.fnmatchcase(name, pat_name) or fnmatch.fnmatchcase(mcp_name, pat_name)
+        ):
             return True
     return False
 
