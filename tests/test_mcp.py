@@ -536,6 +536,34 @@ async def test_aclose_stops_the_server_processes_and_later_calls_fail_clearly() 
         catalog.get("add").tool.invoke({"a": 1, "b": 1})
 
 
+async def test_aclose_while_a_call_reopens_a_session_stops_the_new_server_too(
+    tmp_path: Path,
+) -> None:
+    pids = tmp_path / "pids"  # each start of the server writes its process id there
+    server = SERVERS_DIR / "math_server.py"
+    script = f'echo $$ >> {pids}; sleep 1; exec "{sys.executable}" "{server}"'
+    catalog = await load_mcp_catalog(
+        {"math": {"transport": "stdio", "command": "sh", "args": ["-c", script]}}
+    )
+
+    def started() -> list[int]:
+        return [int(pid) for pid in pids.read_text().split()]
+
+    try:
+        os.kill(started()[0], signal.SIGKILL)
+        assert await until(lambda: saw_the_server_go(catalog, "math"))
+        adding = asyncio.create_task(catalog.get("add").tool.ainvoke({"a": 1, "b": 2}))
+        assert await until(lambda: len(started()) == 2)  # the call is re-opening the session
+        await catalog.aclose()
+        assert not pid_alive(started()[1])  # was left running: opened after aclose() returned
+        with pytest.raises(MCPServerError, match="sessions of this catalog were closed"):
+            await asyncio.wait_for(adding, WAIT_S)
+    finally:
+        for pid in started():
+            if pid_alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
 def test_sync_close_and_with_metadata_copies_share_the_sessions() -> None:
     catalog = load_mcp_catalog_sync({"math": MATH})
     copy = catalog.with_metadata(add={"timeout_s": 2})

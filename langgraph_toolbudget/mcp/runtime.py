@@ -106,7 +106,7 @@ class MCPServerInfo:
 
 
 async def _close_all(servers: Mapping[str, _ServerSession]) -> None:
-    await asyncio.gather(*(s.close() for s in servers.values()), return_exceptions=True)
+    await asyncio.gather(*(s.shutdown() for s in servers.values()), return_exceptions=True)
 
 
 def _close_sessions(runner: BackgroundLoop, servers: Mapping[str, _ServerSession]) -> None:
