@@ -301,6 +301,27 @@ async def test_a_local_tool_keeps_its_name_and_the_server_tool_gets_a_prefix():
         assert answer == "local: Oslo"
 
 
+async def test_a_local_tool_or_a_server_of_the_same_prefix_keeps_a_resource_tools_name():
+    @tool("my_docs__read_resource")
+    def my_reader(uri: str) -> str:
+        """Read one of my own documents."""
+        return f"local: {uri}"
+
+    catalog, messages = await load(
+        {"my.docs": resources("resources"), "my_docs": resources("resources")},
+        local_tools=[my_reader],
+    )  # raised ValueError: duplicate tool names
+    async with catalog:
+        assert catalog.get("my_docs__read_resource").server is None
+        assert await catalog.get("my_docs__read_resource").tool.ainvoke({"uri": "x"}) == "local: x"
+        assert catalog.get("my_docs__list_prompts").server == "my.docs"  # the first one's
+        first, second = [m for m in messages if "names of their tools are taken" in m]
+        assert first.startswith("MCP server 'my.docs'")
+        assert "'my_docs__read_resource' (a local tool)" in first
+        assert second.startswith("MCP server 'my_docs'")
+        assert "'my_docs__list_prompts' (a prompt/resource tool of server 'my.docs')" in second
+
+
 # --- C7: one deadline per batch --------------------------------------------------------------
 
 

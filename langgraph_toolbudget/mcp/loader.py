@@ -44,7 +44,12 @@ from langgraph_toolbudget.mcp.runtime import (
     MCPServerInfo,
 )
 from langgraph_toolbudget.mcp.tool import MCPCatalogTool
-from langgraph_toolbudget.mcp.virtual import ServerFeatures, server_features, virtual_tools
+from langgraph_toolbudget.mcp.virtual import (
+    ServerFeatures,
+    VirtualTool,
+    server_features,
+    virtual_tools,
+)
 
 __all__ = [
     "DEFAULT_MCP_TIMEOUT_S",
@@ -445,17 +450,16 @@ def _build_catalog(
     _warn_names(choice.changes, left_out, strict)
     refused = {(s, t.name) for s in loaded for t in loaded[s]} - set(names)
     local_names = {t.name for t in local}
-    virtual = [
-        tool
-        for s in runtime.connections
-        if s in loaded
-        for tool in virtual_tools(
-            runtime,
-            s,
-            features.get(s, ServerFeatures()),
-            taken={name for _, name, _ in listed.get(s, [])},
-        )
-    ]
+    taken = {name: f"a tool of server {s!r}" for (s, _), name in names.items()}
+    taken.update({name: "a local tool" for name in local_names})
+    virtual: list[VirtualTool] = []
+    for server in runtime.connections:
+        if server in loaded:
+            tools_of = virtual_tools(
+                runtime, server, features.get(server, ServerFeatures()), taken=taken
+            )
+            taken.update({t.name: f"a prompt/resource tool of server {server!r}" for t in tools_of})
+            virtual += tools_of
     final = set(names.values()) | local_names | {t.name for t in virtual}
     partial = bool(runtime.load_errors)
 

@@ -22,7 +22,7 @@ import asyncio
 import json
 import re
 import warnings
-from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
@@ -46,8 +46,8 @@ __all__ = ["ServerFeatures", "VirtualTool", "server_features", "virtual_tools"]
 
 REQUEST_ERROR = "MCP server {server!r} rejected {what}: {reason}. {hint}"
 SHADOWED_WARNING = (
-    "MCP server {server!r} has tools named {names}, the names of its prompt/resource tools; "
-    "those virtual tools are left out."
+    "MCP server {server!r} has prompts or resources, but the names of their tools are taken, "
+    "so those tools are left out: {names}."
 )
 
 
@@ -341,20 +341,21 @@ class VirtualTool(BaseTool):
 
 
 def virtual_tools(
-    runtime: MCPRuntime, server: str, features: ServerFeatures, *, taken: Collection[str]
+    runtime: MCPRuntime, server: str, features: ServerFeatures, *, taken: Mapping[str, str]
 ) -> list[VirtualTool]:
     """The prompt/resource tools of one server, those whose names ``taken`` does not hold.
 
-    A tool of the server's own that has the name keeps it: the virtual tool is left out,
-    with an :class:`MCPLoadWarning` naming the server. Another server's tool never has it:
-    the loader renames a tool that imitates another server's names. The tools' metadata
-    (``manual``, the server's defaults, ``timeout_s``) is the loader's.
+    A tool that already has the name keeps it (a tool of the server's own, a local tool,
+    the prompt/resource tool of a server whose name maps to the same prefix, ``my.docs``
+    beside ``my_docs``): the virtual tool is left out, with an :class:`MCPLoadWarning`
+    naming the server. The tools' metadata (``manual``, the server's defaults,
+    ``timeout_s``) is the loader's.
 
     Args:
         runtime: the runtime they call through.
         server: the server's name.
         features: what the server offers besides tools.
-        taken: the names of the server's own tools.
+        taken: the catalog's names so far -> what has each (for the warning: "a local tool").
 
     Returns:
         ``<server>__list_prompts`` and ``<server>__get_prompt`` if it has prompts,
@@ -378,9 +379,8 @@ def virtual_tools(
         )
         for kind in kinds
     ]
-    shadowed = sorted(t.name for t in tools if t.name in taken)
+    shadowed = [f"{t.name!r} ({taken[t.name]})" for t in tools if t.name in taken]
     if shadowed:
-        warnings.warn(
-            SHADOWED_WARNING.format(server=server, names=shadowed), MCPLoadWarning, stacklevel=3
-        )
+        message = SHADOWED_WARNING.format(server=server, names="; ".join(shadowed))
+        warnings.warn(message, MCPLoadWarning, stacklevel=3)
     return [t for t in tools if t.name not in taken]
