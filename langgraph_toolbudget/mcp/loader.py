@@ -455,9 +455,7 @@ def _build_catalog(
     virtual: list[VirtualTool] = []
     for server in runtime.connections:
         if server in loaded:
-            tools_of = virtual_tools(
-                runtime, server, features.get(server, ServerFeatures()), taken=taken
-            )
+            tools_of = virtual_tools(runtime, server, features[server], taken=taken)
             taken.update({t.name: f"a prompt/resource tool of server {server!r}" for t in tools_of})
             virtual += tools_of
     final = set(names.values()) | local_names | {t.name for t in virtual}

@@ -382,5 +382,5 @@ def virtual_tools(
     shadowed = [f"{t.name!r} ({taken[t.name]})" for t in tools if t.name in taken]
     if shadowed:
         message = SHADOWED_WARNING.format(server=server, names="; ".join(shadowed))
-        warnings.warn(message, MCPLoadWarning, stacklevel=3)
+        warnings.warn(message, MCPLoadWarning, stacklevel=4)
     return [t for t in tools if t.name not in taken]
