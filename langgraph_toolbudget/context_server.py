@@ -121,12 +121,20 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+WILDCARD_ADDRESSES = ("0.0.0.0", "::")
+
+
+def _url_host(host: str) -> str:
+    """``host`` as a URL writes it (an IPv6 address in brackets)."""
+    return f"[{host}]" if ":" in host else host
+
+
 def _allowed_hosts(host: str, port: int, extra: Sequence[str]) -> list[str]:
     """``Host`` header values the server answers: the loopback names, ``host`` (unless a
     wildcard address) and ``extra`` (``name`` or ``name:port``), on ``port`` by default."""
     names = {"127.0.0.1", "localhost", "[::1]", *extra}
-    if host not in ("0.0.0.0", "::"):
-        names.add(f"[{host}]" if ":" in host else host)
+    if host not in WILDCARD_ADDRESSES:
+        names.add(_url_host(host))
     return sorted(n if re.search(r":(\d+|\*)$", n) else f"{n}:{port}" for n in names)
 
 
@@ -164,7 +172,10 @@ def build_server(
     )
     auth: dict[str, Any] = {}
     if token is not None:
-        url = f"http://{hosts[0]}"
+        # Where it listens (loopback for a wildcard address), never an allowed host: one of
+        # those may have a wildcard port ("10.0.0.5:*"), which is no URL.
+        listening = "127.0.0.1" if host in WILDCARD_ADDRESSES else _url_host(host)
+        url = f"http://{listening}:{port}"
         auth = {
             "token_verifier": _BearerToken(token),
             "auth": AuthSettings(

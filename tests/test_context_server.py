@@ -370,3 +370,26 @@ def test_the_http_context_server_refuses_a_public_address_without_a_token(tmp_pa
     assert http.returncode == 2
     assert "refusing to listen on 0.0.0.0 over HTTP without a token" in err
     assert "TOOLBUDGET_CONTEXT_TOKEN" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_http_context_server_starts_with_an_allowed_host_of_any_port(tmp_path: Path) -> None:
+    target = _sqlite_thread(tmp_path)
+    port = _free_port()
+    token = "s3cret-token"
+    http = _context_server(
+        tmp_path,
+        *target,
+        "--transport", "streamable-http", "--port", str(port), "--allow-host", "10.0.0.5:*",
+        env={"TOOLBUDGET_CONTEXT_TOKEN": token},
+    )  # fmt: skip
+    try:
+        _wait_listening(port, http)  # exited at start: its issuer URL was "http://10.0.0.5:*"
+        url = f"http://127.0.0.1:{port}/mcp"
+        lan = {**ACCEPT, "Authorization": f"Bearer {token}", "Host": "10.0.0.5:4321"}
+        assert httpx.post(url, json=INIT, headers=lan).status_code == 200
+        refused = httpx.post(url, json=INIT, headers=ACCEPT)
+        assert refused.status_code == 401
+        assert f"http://127.0.0.1:{port}/" in refused.headers["www-authenticate"]
+    finally:
+        http.terminate()
+        http.wait(timeout=10)

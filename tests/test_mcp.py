@@ -42,6 +42,13 @@ from langgraph_toolbudget.testing import ScriptedChatModel
 
 MATH, NOTES, TEXT = stdio("math_server.py"), stdio("notes_server.py"), stdio("text_server.py")
 BROKEN = stdio("no_such_server.py")  # python starts, cannot open the file, exits
+# tests/mcp_servers/resource_server.py: a prompt, resources, a template, a resource never read
+RESOURCE_SERVER = Path(__file__).parent / "mcp_servers" / "resource_server.py"
+RESOURCES = {
+    "transport": "stdio",
+    "command": sys.executable,
+    "args": [str(RESOURCE_SERVER), "resources"],
+}
 
 
 def text_of(result: Any) -> str:
@@ -529,6 +536,34 @@ async def test_aclose_stops_the_server_processes_and_later_calls_fail_clearly() 
         catalog.get("add").tool.invoke({"a": 1, "b": 1})
 
 
+async def test_aclose_while_a_call_reopens_a_session_stops_the_new_server_too(
+    tmp_path: Path,
+) -> None:
+    pids = tmp_path / "pids"  # each start of the server writes its process id there
+    server = SERVERS_DIR / "math_server.py"
+    script = f'echo $$ >> {pids}; sleep 1; exec "{sys.executable}" "{server}"'
+    catalog = await load_mcp_catalog(
+        {"math": {"transport": "stdio", "command": "sh", "args": ["-c", script]}}
+    )
+
+    def started() -> list[int]:
+        return [int(pid) for pid in pids.read_text().split()]
+
+    try:
+        os.kill(started()[0], signal.SIGKILL)
+        assert await until(lambda: saw_the_server_go(catalog, "math"))
+        adding = asyncio.create_task(catalog.get("add").tool.ainvoke({"a": 1, "b": 2}))
+        assert await until(lambda: len(started()) == 2)  # the call is re-opening the session
+        await catalog.aclose()
+        assert not pid_alive(started()[1])  # was left running: opened after aclose() returned
+        with pytest.raises(MCPServerError, match="sessions of this catalog were closed"):
+            await asyncio.wait_for(adding, WAIT_S)
+    finally:
+        for pid in started():
+            if pid_alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
 def test_sync_close_and_with_metadata_copies_share_the_sessions() -> None:
     catalog = load_mcp_catalog_sync({"math": MATH})
     copy = catalog.with_metadata(add={"timeout_s": 2})
@@ -542,6 +577,51 @@ def test_sync_close_and_with_metadata_copies_share_the_sessions() -> None:
 async def test_load_mcp_catalog_sync_refuses_a_running_loop() -> None:
     with pytest.raises(RuntimeError, match=r"await load_mcp_catalog\(\.\.\.\)"):
         load_mcp_catalog_sync({"math": MATH})
+
+
+# --- prompt and resource tools -----------------------------------------------------------
+
+
+async def test_prompt_and_resource_tools_take_the_timeouts_metadata_and_categories_given() -> None:
+    catalog = await load_mcp_catalog(
+        {"docs": RESOURCES},
+        server_defaults={"docs": {"timeout_s": 1, "include": "agent"}},
+        tool_metadata={"docs__list_prompts": {"timeout_s": 3}},
+        categories={"reading": ["docs__read_resource"]},
+    )  # naming a prompt/resource tool in tool_metadata or categories raised ValueError
+    async with catalog:
+        read = catalog.get("docs__read_resource")
+        assert read is not None and read.timeout_s == 1 and read.include == "manual"
+        assert read.categories == ("reading",) and catalog.get("echo").include == "agent"
+        assert catalog.get("docs__list_prompts").timeout_s == 3
+        assert catalog.get("docs__get_prompt").timeout_s == 1
+        model = ScriptedChatModel(
+            responses=[
+                AIMessage("", tool_calls=[call("docs__read_resource", {"uri": "slow://forever"})]),
+                "done",
+            ],
+            cycle=False,
+        )
+        graph = create_toolbudget_agent(model, catalog, pinned=["docs__read_resource"]).compile()
+        start = time.monotonic()
+        out = await asyncio.wait_for(graph.ainvoke({"messages": [HumanMessage("go")]}), WAIT_S)
+        (message,) = tool_messages(out)  # was pending forever: no timeout_s
+        assert message.status == "error" and "timed out after 1 s" in message.content
+        # a sync call is bounded too, and answered as an MCP tool's (was SyncTimeoutError)
+        answer = await asyncio.to_thread(read.tool.invoke, {"uri": "slow://forever"})
+        assert answer == (
+            "tool 'docs__read_resource' of MCP server 'docs' did not answer within 1 s; "
+            "the call was cancelled."
+        )
+        assert time.monotonic() - start < 10
+
+
+async def test_prompt_and_resource_tools_of_a_closed_catalog_fail_clearly() -> None:
+    catalog = await load_mcp_catalog({"docs": RESOURCES})
+    await catalog.aclose()
+    read = catalog.get("docs__read_resource").tool
+    for answer in (await read.ainvoke({"uri": "docs://a"}), read.invoke({"uri": "docs://a"})):
+        assert "sessions of this catalog were closed" in answer  # was RuntimeError
 
 
 # --- the agent over MCP tools -----------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -17,7 +18,10 @@ from hypothesis import strategies as st
 from mcp_servers.faults import SERVER
 
 from langgraph_toolbudget import load_mcp_catalog
-from langgraph_toolbudget.mcp.stdio import LineSplitter, stdio_parameters
+from langgraph_toolbudget.mcp import MCPLoadWarning
+from langgraph_toolbudget.mcp.stdio import LineSplitter, _unreadable, stdio_parameters
+
+HOSTILE = Path(__file__).resolve().parent / "mcp_servers" / "hostile_server.py"
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -86,3 +90,30 @@ async def test_a_stray_line_on_stdout_does_not_break_the_session(caplog):
         assert catalog.mcp.sessions_opened("faults") == 1
     assert (first, second) == ("still here", "and here")
     assert "not a JSON-RPC message" in caplog.text
+
+
+def _deep(depth: int) -> str:
+    return '{"a":' * depth + "1" + "}" * depth
+
+
+def test_the_id_of_an_answer_nested_too_deep_is_read_from_its_top_level():
+    unreadable = ValueError("Invalid JSON: recursion limit exceeded")
+    # json.loads raises RecursionError on these lines; neither a nested "id" nor the
+    # brackets and escaped quote in a string may pass for the answer's own
+    nested = '{"id":99,"s":"}]\\"{","v":' + _deep(5_000) + "}"
+    answer = _unreadable(f'{{"jsonrpc":"2.0","result":{nested},"id":"r-1"}}'.encode(), unreadable)
+    assert not isinstance(answer, Exception)
+    error = answer.message.root
+    assert error.id == "r-1" and error.error.message.endswith("recursion limit exceeded")
+    request = '{"jsonrpc":"2.0","id":3,"method":"roots/list","params":' + _deep(5_000) + "}"
+    assert _unreadable(request.encode(), unreadable) is unreadable  # no request of ours waits
+
+
+async def test_an_answer_nested_past_pythons_recursion_limit_fails_at_once_with_the_reason():
+    args = [str(HOSTILE), "nested", "600"]
+    nested = {"transport": "stdio", "command": sys.executable, "args": args}
+    with pytest.warns(MCPLoadWarning, match="'evil'"):
+        catalog = await load_mcp_catalog({"evil": nested}, connect_timeout_s=3)
+    async with catalog:
+        reason = catalog.load_errors["evil"]  # was "TimeoutError", after the 3 s
+    assert "could not be read" in reason and "recursion limit exceeded" in reason

@@ -10,6 +10,7 @@ scripted.
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import time
@@ -60,6 +61,15 @@ def hostile(scenario: str) -> dict[str, Any]:
 
 
 FAULTS = {"transport": "stdio", "command": sys.executable, "args": [str(HERE / "fault_server.py")]}
+
+
+def resources(scenario: str) -> dict[str, Any]:
+    """A stdio connection to ``resource_server.py <scenario>`` (prompts and resources)."""
+    return {
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": [str(HERE / "resource_server.py"), scenario],
+    }
 
 
 async def load(connections: dict[str, Any], **options: Any) -> tuple[Any, list[str]]:
@@ -219,6 +229,44 @@ async def test_a_forced_duplicate_loses_no_server():
         assert catalog.load_errors == {}
 
 
+async def test_a_server_cannot_pass_allowed_tools_with_another_servers_catalog_name():
+    catalog, _ = await load(
+        {"evil": hostile("impersonate"), "good": hostile("good"), "other": hostile("other")},
+        allowed_tools=["good__send_email", "evil:good__get_weather"],
+    )
+    async with catalog:
+        # evil lists "good__send_email" as its MCP name: it was admitted too
+        assert catalog.tool_names == ["evil__good__get_weather", "good__send_email"]
+        assert catalog.get("good__send_email").server == "good"
+        assert catalog.is_filtered("evil__good__send_email")
+
+
+async def test_read_resource_checks_the_uri_it_sends_and_refuses_one_normalising_changes():
+    catalog, _ = await load({"fs": resources("resources")})
+    async with catalog:
+        read = catalog.get("fs__read_resource").tool
+        assert await read.ainvoke({"uri": "file:///docs/readme"}) == (
+            "asked for 'file:///docs/readme'"
+        )
+        # Each matches the template file:///docs/{name} as written, and was sent as file:///.
+        for uri in (
+            "file:///docs/%2e%2e",
+            "file:///docs/%2E%2e",
+            "file:///docs/.%2e",
+            "file:///docs/\t..",
+        ):
+            answer = await read.ainvoke({"uri": uri})
+            assert "asked for" not in answer, uri
+            assert "(normalised: 'file:///') is not a resource this server lists" in answer
+            assert "fs__list_resources" in answer
+        # A URI of the template, written otherwise: refused, with the form to write.
+        answer = await read.ainvoke({"uri": "FILE:///docs/readme"})
+        assert "asked for" not in answer
+        assert "(it would be sent as 'file:///docs/readme')" in answer
+        answer = await read.ainvoke({"uri": "not a uri"})
+        assert "is not a valid URI" in answer and "asked for" not in answer
+
+
 # --- C6: built-in and local names -----------------------------------------------------------
 
 
@@ -251,6 +299,27 @@ async def test_a_local_tool_keeps_its_name_and_the_server_tool_gets_a_prefix():
         assert catalog.get("good__get_weather").server == "good"
         answer = await catalog.get("get_weather").tool.ainvoke({"city": "Oslo"})
         assert answer == "local: Oslo"
+
+
+async def test_a_local_tool_or_a_server_of_the_same_prefix_keeps_a_resource_tools_name():
+    @tool("my_docs__read_resource")
+    def my_reader(uri: str) -> str:
+        """Read one of my own documents."""
+        return f"local: {uri}"
+
+    catalog, messages = await load(
+        {"my.docs": resources("resources"), "my_docs": resources("resources")},
+        local_tools=[my_reader],
+    )  # raised ValueError: duplicate tool names
+    async with catalog:
+        assert catalog.get("my_docs__read_resource").server is None
+        assert await catalog.get("my_docs__read_resource").tool.ainvoke({"uri": "x"}) == "local: x"
+        assert catalog.get("my_docs__list_prompts").server == "my.docs"  # the first one's
+        first, second = [m for m in messages if "names of their tools are taken" in m]
+        assert first.startswith("MCP server 'my.docs'")
+        assert "'my_docs__read_resource' (a local tool)" in first
+        assert second.startswith("MCP server 'my_docs'")
+        assert "'my_docs__list_prompts' (a prompt/resource tool of server 'my.docs')" in second
 
 
 # --- C7: one deadline per batch --------------------------------------------------------------
@@ -292,6 +361,29 @@ async def test_calls_queued_behind_a_stuck_server_fail_fast_while_it_is_checked(
         blocked, echoed = out["messages"]
         assert "timed out" in blocked.content
         assert echoed.status == "error" and "is being checked" in echoed.content
+
+
+async def test_a_server_silent_to_prompts_list_is_left_out_after_connect_timeout_s():
+    start = time.monotonic()
+    catalog, messages = await asyncio.wait_for(
+        load({"silent": resources("silent_prompts")}, connect_timeout_s=3), 30
+    )  # was pending forever: prompts/list had no timeout
+    took = time.monotonic() - start
+    async with catalog:
+        assert took < 9, took  # its start, then 3 s for its prompt and resource lists
+        assert "no answer to prompts/list" in catalog.load_errors["silent"]
+        assert "echo" not in catalog
+        assert any("'silent'" in m for m in messages)
+
+
+async def test_a_prompt_list_without_end_is_read_to_1000_pages_at_most():
+    catalog, _ = await asyncio.wait_for(load({"endless": resources("endless_prompts")}), 30)
+    async with catalog:
+        assert "endless__list_prompts" in catalog  # the first page had a prompt
+        answer = await asyncio.wait_for(
+            catalog.get("endless__list_prompts").tool.ainvoke({}), 30
+        )  # was pending forever, following nextCursor
+        assert "1,000 pages and still gave a nextCursor" in answer
 
 
 # --- C8: a schema nested too deep ------------------------------------------------------------

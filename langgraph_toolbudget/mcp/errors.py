@@ -40,6 +40,10 @@ CLOSED_ERROR = (
     "the MCP sessions of this catalog were closed (aclose()/close()); tool {tool!r} of "
     "server {server!r} cannot run. Load the catalog again with load_mcp_catalog()."
 )
+SESSION_CLOSED_ERROR = (
+    "the MCP sessions of this catalog were closed (aclose()/close()); server {server!r} "
+    "cannot be reached. Load the catalog again with load_mcp_catalog()."
+)
 NESTED_SYNC_ERROR = (
     "a sync MCP call from the MCP sessions' own loop (in a tool interceptor or callback) "
     "would wait on the loop it blocks; call the tool with `await tool.ainvoke(...)` there."

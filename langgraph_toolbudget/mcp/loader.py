@@ -44,7 +44,12 @@ from langgraph_toolbudget.mcp.runtime import (
     MCPServerInfo,
 )
 from langgraph_toolbudget.mcp.tool import MCPCatalogTool
-from langgraph_toolbudget.mcp.virtual import add_virtual_tools, server_features
+from langgraph_toolbudget.mcp.virtual import (
+    ServerFeatures,
+    VirtualTool,
+    server_features,
+    virtual_tools,
+)
 
 __all__ = [
     "DEFAULT_MCP_TIMEOUT_S",
@@ -102,9 +107,10 @@ class MCPLoadOptions(TypedDict, total=False):
             server's ``initialize`` instructions (or ``serverInfo`` title).
         server_defaults: server -> metadata for all its tools (``include``,
             ``status``, ``enabled``, ``is_pure``, ``concurrency_group``,
-            ``max_concurrency``, ``timeout_s``, ``output_schema``).
-        tool_metadata: tool -> metadata overrides. A key is a catalog name or
-            ``server:mcp_name``.
+            ``max_concurrency``, ``timeout_s``, ``output_schema``); its prompt/resource
+            tools take all but ``include`` (they stay ``manual``).
+        tool_metadata: tool -> metadata overrides. A key is a catalog name (a
+            prompt/resource tool's included) or ``server:mcp_name``.
         categories: category -> tools (catalog names or ``server:mcp_name``);
             a tool in none of them falls in its server's category.
         category_descriptions: descriptions of the extra categories of
@@ -112,7 +118,8 @@ class MCPLoadOptions(TypedDict, total=False):
         allowed_servers: keep only these servers' tools (with
             ``allowed_tools``, a tool passes if either admits it). Default: no filter.
         allowed_tools: keep only these tools: ``name``, ``server:name`` or
-            ``server:*``; a name pattern matches the catalog or the MCP name.
+            ``server:*``; ``server:pattern`` matches the catalog or the MCP name of that
+            server's tools, a bare pattern the catalog name only.
         default_include: include mode of a tool that sets none (default ``"agent"``).
         tool_name_prefix: prefix every tool name with its server
             (``server__name``); by default only colliding names are prefixed.
@@ -125,7 +132,8 @@ class MCPLoadOptions(TypedDict, total=False):
             ``catalog.load_errors``, a :class:`MCPLoadWarning` is emitted and
             the other servers load.
         connect_timeout_s: seconds a server may take to start and answer
-            ``initialize`` / ``tools/list`` (default 30).
+            ``initialize``, then ``tools/list``, then its prompt and resource lists
+            (default 30 for each); a server that does not is left out.
         heartbeat_s: ping interval for busy servers, to notice a server that
             died mid-call; ``None`` disables it (default 1).
         default_timeout_s: ``timeout_s`` of every tool that sets none (in
@@ -275,34 +283,30 @@ async def load_mcp_catalog(
                 f"Allowed keys: {', '.join(SERVER_DEFAULT_KEYS)}."
             )
 
+    connect_timeout_s = options.get("connect_timeout_s", DEFAULTS["connect_timeout_s"])
     runtime = MCPRuntime(
         connections,
         callbacks=callbacks,
         tool_interceptors=interceptors,
-        connect_timeout_s=options.get("connect_timeout_s", DEFAULTS["connect_timeout_s"]),
+        connect_timeout_s=connect_timeout_s,
         heartbeat_s=options.get("heartbeat_s", DEFAULTS["heartbeat_s"]),
         max_artifact_chars=options.get("max_artifact_chars", DEFAULTS["max_artifact_chars"]),
     )
     try:
         loaded = await runtime.aload()
+        features = await server_features(runtime, list(loaded), timeout_s=connect_timeout_s)
+        loaded = {s: tools for s, tools in loaded.items() if s in features}
         if runtime.load_errors and options.get("strict", DEFAULTS["strict"]):
             raise MCPLoadError(runtime.load_errors)
         catalog = _build_catalog(
             runtime,
             loaded,
+            features,
             options,
             prefix=prefix,
             handle_tool_errors=handle,
             reserved=reserved_tool_names() | {t.name for t in local},
             local=local,
-        )
-        features = await server_features(runtime, list(loaded))
-        catalog = add_virtual_tools(
-            catalog,
-            features,
-            allowed_servers=options.get("allowed_servers"),
-            allowed_tools=options.get("allowed_tools"),
-            local=[t.name for t in local],
         )
     except BaseException:
         await runtime.aclose()
@@ -378,11 +382,20 @@ def _server_text(init: types.InitializeResult | None, server: str) -> str:
 
 
 def _matches(patterns: Sequence[str], server: str, name: str, mcp_name: str) -> bool:
+    """Does an ``allowed_tools`` pattern admit this tool?
+
+    ``server:pattern`` matches the catalog name or the MCP name of that server's tools; a
+    bare pattern the catalog name only: a server may list another's catalog name as its
+    MCP name (``evil`` lists ``good__send_email``, renamed ``evil__good__send_email``).
+    """
     for pattern in patterns:
         pat_server, sep, pat_name = pattern.rpartition(":")
-        if sep and pat_server != server:
-            continue
-        if fnmatch.fnmatchcase(name, pat_name) or fnmatch.fnmatchcase(mcp_name, pat_name):
+        if not sep:
+            if fnmatch.fnmatchcase(name, pattern):
+                return True
+        elif pat_server == server and (
+            fnmatch.fnmatchcase(name, pat_name) or fnmatch.fnmatchcase(mcp_name, pat_name)
+        ):
             return True
     return False
 
@@ -390,6 +403,7 @@ def _matches(patterns: Sequence[str], server: str, name: str, mcp_name: str) -> 
 def _build_catalog(
     runtime: MCPRuntime,
     loaded: Mapping[str, list[types.Tool]],
+    features: Mapping[str, ServerFeatures],
     options: MCPLoadOptions,
     *,
     prefix: bool,
@@ -397,7 +411,8 @@ def _build_catalog(
     reserved: frozenset[str] = frozenset(),
     local: Sequence[BaseTool] = (),
 ) -> MCPToolCatalog:
-    """Turn the listed MCP tools into catalog tools, metadata, categories and filters."""
+    """Turn the listed MCP tools, and the prompt/resource tools of the servers with
+    ``features``, into catalog tools, metadata, categories and filters."""
     server_descriptions = options.get("server_descriptions") or {}
     server_defaults = options.get("server_defaults") or {}
     tool_metadata = options.get("tool_metadata") or {}
@@ -435,7 +450,15 @@ def _build_catalog(
     _warn_names(choice.changes, left_out, strict)
     refused = {(s, t.name) for s in loaded for t in loaded[s]} - set(names)
     local_names = {t.name for t in local}
-    final = set(names.values()) | local_names
+    taken = {name: f"a tool of server {s!r}" for (s, _), name in names.items()}
+    taken.update({name: "a local tool" for name in local_names})
+    virtual: list[VirtualTool] = []
+    for server in runtime.connections:
+        if server in loaded:
+            tools_of = virtual_tools(runtime, server, features[server], taken=taken)
+            taken.update({t.name: f"a prompt/resource tool of server {server!r}" for t in tools_of})
+            virtual += tools_of
+    final = set(names.values()) | local_names | {t.name for t in virtual}
     partial = bool(runtime.load_errors)
 
     def resolve(key: str, what: str) -> str | None:
@@ -473,6 +496,12 @@ def _build_catalog(
                 )
             cats[cat] = [n for m in members if (n := resolve(m, f"categories[{cat!r}]"))]
 
+    def admits(server: str, name: str, mcp_name: str) -> bool:
+        return (allowed_servers is None and allowed_tools is None) or (
+            (allowed_servers is not None and server in allowed_servers)
+            or (allowed_tools is not None and _matches(allowed_tools, server, name, mcp_name))
+        )
+
     tools: list[BaseTool] = []
     metadata: dict[str, dict[str, Any]] = {}
     kept: list[str] = []
@@ -501,7 +530,6 @@ def _build_catalog(
                 tool_meta["_meta"] = t.meta
             if t.outputSchema is not None:  # its fields are searched (ToolSpec.output_fields)
                 tool_meta[OUTPUT_SCHEMA_KEY] = t.outputSchema
-            timeout = meta.get("timeout_s")
             tools.append(
                 MCPCatalogTool(
                     name=name,
@@ -510,17 +538,13 @@ def _build_catalog(
                     metadata=tool_meta,
                     server=server,
                     mcp_name=t.name,
-                    timeout_s=timeout if isinstance(timeout, int | float) else None,
+                    timeout_s=_timeout_s(meta),
                     mcp_runtime=runtime,
                     # Content blocks (TypedDicts), which BaseTool's annotation calls dicts.
                     handle_tool_error=_handle_mcp_tool_error if handle_tool_errors else False,  # type: ignore[arg-type]
                 )
             )
-            admitted = (allowed_servers is None and allowed_tools is None) or (
-                (allowed_servers is not None and server in allowed_servers)
-                or (allowed_tools is not None and _matches(allowed_tools, server, name, t.name))
-            )
-            if admitted:
+            if admits(server, name, t.name):
                 kept.append(name)
         own = _server_text(init, server)
         if server not in server_descriptions and own:
@@ -543,9 +567,26 @@ def _build_catalog(
         if allowed_tools is None or _matches(allowed_tools, "", tool.name, tool.name):
             kept.append(tool.name)
 
+    for tool in virtual:
+        meta = {"include": "manual", "is_pure": True, "concurrency_group": tool.server}
+        if default_timeout_s is not None:
+            meta["timeout_s"] = default_timeout_s
+        # The server's defaults but its include mode: a prompt/resource tool stays manual.
+        defaults = server_defaults.get(tool.server, {})
+        meta.update({k: v for k, v in defaults.items() if k != "include"})
+        meta.update(overrides.get(tool.name, {}))
+        metadata[tool.name] = meta
+        tool.timeout_s = _timeout_s(meta)
+        tools.append(tool)
+        if admits(tool.server, tool.name, tool.name):
+            kept.append(tool.name)
+
     member_cats = {c for c, m in (cats or {}).items() if m}
     in_cats = {n for m in (cats or {}).values() for n in m}
-    server_cats = {s for s in listed if any(name not in in_cats for _, name, _ in listed[s])}
+    by_server: dict[str, list[str]] = {s: [name for _, name, _ in listed[s]] for s in listed}
+    for tool in virtual:
+        by_server.setdefault(tool.server, []).append(tool.name)
+    server_cats = {s for s, members in by_server.items() if any(n not in in_cats for n in members)}
     descriptions = {
         s: runtime.servers[s].description for s in server_cats if runtime.servers[s].description
     }
@@ -574,6 +615,12 @@ def _build_catalog(
         filtered=[t.name for t in tools if plain.is_filtered(t.name)],
         untrusted_descriptions=third_party & set(descriptions),
     )
+
+
+def _timeout_s(meta: Mapping[str, Any]) -> float | None:
+    """The ``timeout_s`` of a tool's metadata, for its sync calls (None if it sets none)."""
+    timeout = meta.get("timeout_s")
+    return timeout if isinstance(timeout, int | float) else None
 
 
 def _schema_problem(name: str, description: str, schema: Any, cap: int | None) -> str | None:

@@ -106,7 +106,7 @@ class MCPServerInfo:
 
 
 async def _close_all(servers: Mapping[str, _ServerSession]) -> None:
-    await asyncio.gather(*(s.close() for s in servers.values()), return_exceptions=True)
+    await asyncio.gather(*(s.shutdown() for s in servers.values()), return_exceptions=True)
 
 
 def _close_sessions(runner: BackgroundLoop, servers: Mapping[str, _ServerSession]) -> None:
@@ -262,9 +262,7 @@ class MCPRuntime:
         for name, result in zip(names, results, strict=True):
             if isinstance(result, BaseException):
                 cause = result.__cause__ if isinstance(result, MCPServerError) else None
-                where = _where(self.connections[name])
-                self.load_errors[name] = f"{_describe_error(cause or result)} ({where})"
-                await self._sessions[name].close()
+                await self._leave_out(name, cause or result)
             else:
                 loaded[name] = result
         return loaded
@@ -279,6 +277,21 @@ class MCPRuntime:
             raise MCPServerError(
                 f"MCP server {name!r} failed to list its tools", server=name
             ) from exc
+
+    async def aleave_out(self, server: str, error: BaseException) -> None:
+        """Leave a server out of the load: record ``error`` in :attr:`load_errors` and close
+        its session.
+
+        Args:
+            server: the server's name.
+            error: why it failed to load.
+        """
+        await self.run_async(self._leave_out(server, error))
+
+    async def _leave_out(self, server: str, error: BaseException) -> None:
+        where = _where(self.connections[server])
+        self.load_errors[server] = f"{_describe_error(error)} ({where})"
+        await self._sessions[server].close()
 
     def init_result(self, server: str) -> types.InitializeResult | None:
         """The ``initialize`` result of a server's latest session (None if never opened)."""

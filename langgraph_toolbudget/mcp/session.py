@@ -20,7 +20,9 @@ from langgraph_toolbudget._compat_mcp import _MCPCallbacks, next_request_id, tra
 from langgraph_toolbudget.mcp.errors import (
     CALL_FAILED_ERROR,
     CALL_REJECTED_ERROR,
+    CLOSED_ERROR,
     OPEN_FAILED_ERROR,
+    SESSION_CLOSED_ERROR,
     MCPServerError,
     _describe_error,
     _is_session_terminated,
@@ -108,6 +110,7 @@ class _ServerSession:
         self.opened = 0
         self._gen: _Generation | None = None
         self._lock: asyncio.Lock | None = None
+        self._closed = False
         self._background: set[asyncio.Task[Any]] = set()
 
     # -- lifecycle --
@@ -135,9 +138,11 @@ class _ServerSession:
         queueing it behind the stuck call, the ping and the re-opening.
 
         Raises:
-            MCPServerError: the session cannot be opened, or is being checked after
-                a timed-out call; names the server.
+            MCPServerError: the session cannot be opened, is being checked after a
+                timed-out call, or was closed for good (:meth:`shutdown`); names the server.
         """
+        if self._closed:
+            raise self._closed_error(tool)
         gen = self._gen
         if gen is not None and gen.probe is not None and not gen.probe.done():
             done, _ = await asyncio.wait({gen.probe}, timeout=PROBE_GRACE_S)  # never cancels it
@@ -170,9 +175,19 @@ class _ServerSession:
                     ),
                     server=self.name,
                 ) from exc
+            if self._closed:  # shut down while it opened: nothing may outlive the shutdown
+                await self._close_generation(gen)
+                raise self._closed_error(tool)
             self._gen, self.init_result = gen, gen.init
             self.opened += 1
             return gen
+
+    def _closed_error(self, tool: str | None) -> MCPServerError:
+        if tool is None:
+            message = SESSION_CLOSED_ERROR.format(server=self.name)
+        else:
+            message = CLOSED_ERROR.format(tool=tool, server=self.name)
+        return MCPServerError(message, server=self.name, tool=tool)
 
     async def _open(self) -> _Generation:
         loop = asyncio.get_running_loop()
@@ -235,10 +250,22 @@ class _ServerSession:
             raise error
 
     async def close(self) -> None:
-        """Close the current session, if any."""
+        """Close the current session, if any (the next call opens a new one)."""
         gen, self._gen = self._gen, None
         if gen is not None:
             await self._close_generation(gen)
+
+    async def shutdown(self) -> None:
+        """Close the session for good: no call opens a new one after this.
+
+        Returns once a session a call was opening meanwhile is closed too (it closes it
+        itself, in :meth:`ensure_open`): then no server process is left running.
+        """
+        self._closed = True
+        await self.close()
+        if self._lock is not None:
+            async with self._lock:
+                pass
 
     @staticmethod
     async def _close_generation(gen: _Generation) -> None:

@@ -33,8 +33,9 @@ from __future__ import annotations
 import codecs
 import json
 import logging
+import re
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, TextIO, cast
 
@@ -113,13 +114,47 @@ def _reason(exc: Exception) -> str:
     return str(exc)[:500]
 
 
+_STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')  # a JSON string, or a bracket
+_KEY_END = re.compile(r"\s*:\s*")
+
+
+def _top_level_members(text: str, keys: Collection[str]) -> dict[str, Any]:
+    """The members ``keys`` of the JSON object ``text``, read from its top level only.
+
+    ``json.loads`` reads every nested value and raises ``RecursionError`` past Python's
+    recursion limit; this skips them (counting brackets outside strings), so the ``id`` of an
+    answer nested too deep is still found.
+    """
+    members: dict[str, Any] = {}
+    if not text.lstrip().startswith("{"):
+        return members
+    depth = 0
+    decoder = json.JSONDecoder()
+    for token in _STRING_OR_BRACKET.finditer(text):
+        lexeme = token.group()
+        if lexeme in ("{", "["):
+            depth += 1
+        elif lexeme in ("}", "]"):
+            depth -= 1
+        elif depth == 1 and (key_end := _KEY_END.match(text, token.end())):
+            try:
+                key = json.loads(lexeme)
+                if key in keys:
+                    members[key] = decoder.raw_decode(text, key_end.end())[0]
+            except (ValueError, RecursionError):
+                continue
+    return members
+
+
 def _unreadable(line: bytes | bytearray, exc: Exception) -> SessionMessage | Exception:
     """An answer the SDK cannot read (nested past its parser's limit, a result of the wrong
     shape) as an error answer to the request it answers, so that request fails at once with
     the reason instead of waiting out its timeout; anything else as the exception."""
     try:
         value = json.loads(line)
-    except (ValueError, RecursionError):
+    except RecursionError:
+        value = _top_level_members(bytes(line).decode("utf-8", "replace"), ("id", "method"))
+    except ValueError:
         return exc
     if not isinstance(value, dict) or "method" in value:
         return exc  # a request or notification of the server's: no request of ours waits

@@ -13,7 +13,7 @@ is offloaded (see :mod:`langgraph_toolbudget.execution.offload`).
 
 Key Components:
     - :func:`server_features`: which servers have prompts and resources (asked once, at load).
-    - :func:`add_virtual_tools`: the catalog with those servers' virtual tools added.
+    - :func:`virtual_tools`: one server's virtual tools (the loader gives them their metadata).
 """
 
 from __future__ import annotations
@@ -22,25 +22,32 @@ import asyncio
 import json
 import re
 import warnings
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.tools import BaseTool, ToolException
 from mcp import ClientSession, McpError, types
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AnyUrl, BaseModel, ConfigDict, Field, ValidationError
 
-from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.mcp.catalog import MCPToolCatalog, mcp_tool_name
-from langgraph_toolbudget.mcp.errors import MCPLoadWarning
+from langgraph_toolbudget._runner import SyncTimeoutError
+from langgraph_toolbudget.mcp.errors import (
+    CLOSED_ERROR,
+    TIMEOUT_ERROR,
+    MCPLoadWarning,
+    MCPServerError,
+    _is_transport_error,
+)
+from langgraph_toolbudget.mcp.names import mcp_tool_name
 from langgraph_toolbudget.mcp.runtime import MCPRuntime
 
-__all__ = ["ServerFeatures", "VirtualTool", "add_virtual_tools", "server_features"]
+__all__ = ["ServerFeatures", "VirtualTool", "server_features", "virtual_tools"]
 
 REQUEST_ERROR = "MCP server {server!r} rejected {what}: {reason}. {hint}"
 SHADOWED_WARNING = (
-    "MCP server {server!r} has tools named {names}, the names of its prompt/resource tools; "
-    "those virtual tools are left out."
+    "MCP server {server!r} has prompts or resources, but the names of their tools are taken, "
+    "so those tools are left out: {names}."
 )
 
 
@@ -52,46 +59,95 @@ class ServerFeatures:
     resources: bool = False
 
 
-async def _listed(lister: Callable[..., Awaitable[Any]], attr: str) -> list[Any]:
-    """Every item of a paginated MCP list request."""
-    items: list[Any] = []
+MAX_PAGES = 1_000
+"""Pages of one list request read at most (the adapters read as many of ``tools/list``): a
+server whose ``nextCursor`` never ends holds neither the load nor a call."""
+TOO_MANY_PAGES = "it answered {pages:,} pages and still gave a nextCursor, so the list has no end"
+NO_FEATURES_ANSWER = (
+    "no answer to prompts/list, resources/list or resources/templates/list within {timeout:g} s"
+)
+
+
+async def _pages(
+    lister: Callable[..., Awaitable[Any]], attr: str
+) -> AsyncGenerator[list[Any], None]:
+    """The items of each page of a paginated MCP list request, at most :data:`MAX_PAGES`."""
     cursor: str | None = None
-    while True:
+    for _ in range(MAX_PAGES):
         if cursor is None:
             page = await lister()
         else:
             page = await lister(params=types.PaginatedRequestParams(cursor=cursor))
-        items.extend(getattr(page, attr))
+        yield getattr(page, attr)
         cursor = page.nextCursor
         if not cursor:
-            return items
+            return
+    message = TOO_MANY_PAGES.format(pages=MAX_PAGES)
+    raise McpError(types.ErrorData(code=types.INTERNAL_ERROR, message=message))
 
 
-async def _features(runtime: MCPRuntime, server: str) -> ServerFeatures:
+async def _listed(lister: Callable[..., Awaitable[Any]], attr: str) -> list[Any]:
+    """Every item of a paginated MCP list request."""
+    return [item async for page in _pages(lister, attr) for item in page]
+
+
+async def _lists_any(lister: Callable[..., Awaitable[Any]], attr: str) -> bool:
+    """Does a paginated MCP list request list anything? (Reads up to its first item's page.)"""
+    async with aclosing(_pages(lister, attr)) as pages:
+        async for page in pages:
+            if page:
+                return True
+    return False
+
+
+async def _features(runtime: MCPRuntime, server: str, timeout_s: float) -> ServerFeatures:
     async def ask(session: ClientSession) -> ServerFeatures:
         init = runtime.init_result(server)
         caps = init.capabilities if init is not None else None
         prompts = resources = False
         if caps is not None and caps.prompts is not None:
-            prompts = bool(await _listed(session.list_prompts, "prompts"))
+            prompts = await _lists_any(session.list_prompts, "prompts")
         if caps is not None and caps.resources is not None:
-            resources = bool(await _listed(session.list_resources, "resources")) or bool(
-                await _listed(session.list_resource_templates, "resourceTemplates")
+            resources = await _lists_any(session.list_resources, "resources") or (
+                await _lists_any(session.list_resource_templates, "resourceTemplates")
             )
         return ServerFeatures(prompts, resources)
 
-    return await runtime.asession_request(server, ask)
+    try:
+        return await asyncio.wait_for(runtime.asession_request(server, ask), timeout_s)
+    except asyncio.TimeoutError:
+        raise TimeoutError(NO_FEATURES_ANSWER.format(timeout=timeout_s)) from None
 
 
-async def server_features(runtime: MCPRuntime, servers: Sequence[str]) -> dict[str, ServerFeatures]:
-    """Which of ``servers`` have prompts and resources; a server that fails to answer has none."""
+async def server_features(
+    runtime: MCPRuntime, servers: Sequence[str], *, timeout_s: float
+) -> dict[str, ServerFeatures]:
+    """Which of ``servers`` have prompts and resources, each server asked within ``timeout_s``.
+
+    A server that rejects these requests has neither. A server that does not answer them
+    in time, or whose connection fails, is left out of the answer and of the catalog, as a
+    server that does not answer ``tools/list`` is (:meth:`MCPRuntime.aleave_out`).
+
+    Args:
+        runtime: the runtime whose sessions to ask.
+        servers: the loaded servers.
+        timeout_s: seconds each server has to answer all its list requests.
+
+    Returns:
+        server -> its features, for the servers that answered.
+    """
     answers = await asyncio.gather(
-        *(_features(runtime, s) for s in servers), return_exceptions=True
+        *(_features(runtime, s, timeout_s) for s in servers), return_exceptions=True
     )
-    return {
-        s: a if isinstance(a, ServerFeatures) else ServerFeatures()
-        for s, a in zip(servers, answers, strict=True)
-    }
+    features: dict[str, ServerFeatures] = {}
+    for server, answer in zip(servers, answers, strict=True):
+        if isinstance(answer, ServerFeatures):
+            features[server] = answer
+        elif isinstance(answer, McpError) and not _is_transport_error(answer):
+            features[server] = ServerFeatures()
+        else:
+            await runtime.aleave_out(server, answer)
+    return features
 
 
 # --- the tools ----------------------------------------------------------------------------
@@ -150,8 +206,13 @@ async def _list_resources(session: ClientSession, args: dict[str, Any]) -> str:
 
 
 UNLISTED_URI_ERROR = (
-    "{uri!r} is not a resource this server lists, nor a URI of one of its resource templates, "
-    "so it was not read."
+    "{uri} is not a resource this server lists, nor a URI of one of its resource templates, "
+    "so it was not read"
+)
+INVALID_URI_ERROR = "{uri!r} is not a valid URI ({reason}), so it was not read"
+NOT_NORMAL_URI_ERROR = (
+    "{uri!r} is not written in normal form (it would be sent as {sent!r}), so it was not read; "
+    "write the URI in that form"
 )
 
 
@@ -166,19 +227,30 @@ def template_pattern(template: str) -> re.Pattern[str]:
     return re.compile("".join(parts))
 
 
-async def _read_resource(session: ClientSession, args: dict[str, Any]) -> str:
-    from pydantic import AnyUrl
+def _refused(message: str) -> McpError:
+    return McpError(types.ErrorData(code=types.INVALID_PARAMS, message=message))
 
+
+async def _read_resource(session: ClientSession, args: dict[str, Any]) -> str:
     uri = str(args["uri"])
+    # The URI is checked as it is sent: AnyUrl normalises it (resolves dot segments, also
+    # escaped ones, drops tabs), so "file:///docs/%2e%2e" is sent as "file:///".
+    try:
+        url = AnyUrl(uri)
+    except ValidationError as exc:
+        reason = exc.errors()[0]["msg"]
+        raise _refused(INVALID_URI_ERROR.format(uri=uri, reason=reason)) from None
+    sent = str(url)
     listed = {str(r.uri) for r in await _listed(session.list_resources, "resources")}
     templates = await _listed(session.list_resource_templates, "resourceTemplates")
-    if uri not in listed and not any(
-        template_pattern(t.uriTemplate).fullmatch(uri) for t in templates
+    if sent not in listed and not any(
+        template_pattern(t.uriTemplate).fullmatch(sent) for t in templates
     ):
-        raise McpError(
-            types.ErrorData(code=types.INVALID_PARAMS, message=UNLISTED_URI_ERROR.format(uri=uri))
-        )
-    result = await session.read_resource(AnyUrl(uri))
+        written = repr(uri) if sent == uri else f"{uri!r} (normalised: {sent!r})"
+        raise _refused(UNLISTED_URI_ERROR.format(uri=written))
+    if sent != uri:  # a URI it names, written in another form: the model learns which
+        raise _refused(NOT_NORMAL_URI_ERROR.format(uri=uri, sent=sent))
+    result = await session.read_resource(url)
     parts = [
         c.text
         if isinstance(c, types.TextResourceContents)
@@ -217,14 +289,15 @@ class VirtualTool(BaseTool):
     Attributes:
         server: the server's name in the catalog.
         kind: ``list_prompts``, ``get_prompt``, ``list_resources`` or ``read_resource``.
-        timeout_s: bound on a sync call.
+        timeout_s: bound on a sync call (the sync path cannot be cancelled from outside);
+            async calls are bounded by the executor's timeout.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     server: str
     kind: str
-    timeout_s: float | None = 60.0
+    timeout_s: float | None = None
     mcp_runtime: MCPRuntime = Field(exclude=True, repr=False)
 
     def _request(self, args: dict[str, Any]) -> Callable[[ClientSession], Awaitable[str]]:
@@ -236,25 +309,58 @@ class VirtualTool(BaseTool):
             except McpError as exc:
                 hint = _KINDS[self.kind][3].format(prefix=mcp_tool_name(self.server, ""))
                 what = f"{self.kind} {json.dumps(args, ensure_ascii=False)}"
-                reason = exc.error.message
-                raise ToolException(
-                    REQUEST_ERROR.format(server=self.server, what=what, reason=reason, hint=hint)
-                ) from None
+                reason = exc.error.message.rstrip(".")
+                message = REQUEST_ERROR.format(
+                    server=self.server, what=what, reason=reason, hint=hint
+                )
+                raise ToolException(message.rstrip()) from None
 
         return request
 
+    def _closed_error(self) -> MCPServerError:
+        message = CLOSED_ERROR.format(tool=self.name, server=self.server)
+        return MCPServerError(message, server=self.server, tool=self.name)
+
     def _run(self, *args: Any, **kwargs: Any) -> str:
-        return self.mcp_runtime.session_request(
-            self.server, self._request(kwargs), timeout_s=self.timeout_s
-        )
+        if self.mcp_runtime.closed:
+            raise self._closed_error()
+        try:
+            return self.mcp_runtime.session_request(
+                self.server, self._request(kwargs), timeout_s=self.timeout_s
+            )
+        except SyncTimeoutError:
+            message = TIMEOUT_ERROR.format(
+                tool=self.name, server=self.server, timeout=self.timeout_s
+            )
+            raise MCPServerError(message, server=self.server, tool=self.name) from None
 
     async def _arun(self, *args: Any, **kwargs: Any) -> str:
+        if self.mcp_runtime.closed:
+            raise self._closed_error()
         return await self.mcp_runtime.asession_request(self.server, self._request(kwargs))
 
 
-def _virtual_tools(
-    runtime: MCPRuntime, server: str, features: ServerFeatures, taken: set[str]
+def virtual_tools(
+    runtime: MCPRuntime, server: str, features: ServerFeatures, *, taken: Mapping[str, str]
 ) -> list[VirtualTool]:
+    """The prompt/resource tools of one server, those whose names ``taken`` does not hold.
+
+    A tool that already has the name keeps it (a tool of the server's own, a local tool,
+    the prompt/resource tool of a server whose name maps to the same prefix, ``my.docs``
+    beside ``my_docs``): the virtual tool is left out, with an :class:`MCPLoadWarning`
+    naming the server. The tools' metadata (``manual``, the server's defaults,
+    ``timeout_s``) is the loader's.
+
+    Args:
+        runtime: the runtime they call through.
+        server: the server's name.
+        features: what the server offers besides tools.
+        taken: the catalog's names so far -> what has each (for the warning: "a local tool").
+
+    Returns:
+        ``<server>__list_prompts`` and ``<server>__get_prompt`` if it has prompts,
+        ``<server>__list_resources`` and ``<server>__read_resource`` if it has resources.
+    """
     kinds = [
         k
         for k in _KINDS
@@ -273,60 +379,8 @@ def _virtual_tools(
         )
         for kind in kinds
     ]
-    shadowed = sorted(t.name for t in tools if t.name in taken)
+    shadowed = [f"{t.name!r} ({taken[t.name]})" for t in tools if t.name in taken]
     if shadowed:
-        warnings.warn(
-            SHADOWED_WARNING.format(server=server, names=shadowed), MCPLoadWarning, stacklevel=4
-        )
+        message = SHADOWED_WARNING.format(server=server, names="; ".join(shadowed))
+        warnings.warn(message, MCPLoadWarning, stacklevel=4)
     return [t for t in tools if t.name not in taken]
-
-
-def add_virtual_tools(
-    catalog: MCPToolCatalog,
-    features: Mapping[str, ServerFeatures],
-    *,
-    allowed_servers: Sequence[str] | None = None,
-    allowed_tools: Sequence[str] | None = None,
-    local: Sequence[str] = (),
-) -> MCPToolCatalog:
-    """``catalog`` with the prompt/resource tools of the servers in ``features``.
-
-    The tools pass the catalog's filters like the server's tools (``server:*``
-    admits them); ``local`` names the catalog's tools of no server (``local_tools``), kept as
-    they are. A real tool of the same name keeps it (the virtual tool is
-    left out, with an :class:`MCPLoadWarning` naming that server). Another server's tool
-    never takes it: the loader renames a tool that imitates another server's names.
-    """
-    runtime = catalog.mcp
-    tools: list[VirtualTool] = []
-    for server, info in runtime.servers.items():  # a server's own tool may take its name
-        features_of = features.get(server, ServerFeatures())
-        tools.extend(_virtual_tools(runtime, server, features_of, set(info.tools)))
-    if not tools:
-        return catalog
-    extra = ToolCatalog.from_tools(
-        tools,
-        tool_metadata={
-            t.name: {
-                "include": "manual",
-                "is_pure": True,
-                "concurrency_group": t.server,
-            }
-            for t in tools
-        },
-        allowed_servers=allowed_servers,
-        allowed_tools=allowed_tools,
-    )
-    names = [n for info in runtime.servers.values() for n in info.tools] + list(local)
-    specs = [s for n in names if (s := catalog.get(n))]
-    specs += [s for t in tools if (s := extra.get(t.name)) is not None]
-    filtered = [n for n in names if catalog.is_filtered(n)]
-    filtered += [t.name for t in tools if extra.is_filtered(t.name)]
-    descriptions = {**extra.category_descriptions, **catalog.category_descriptions}
-    return type(catalog)(
-        specs,
-        runtime=runtime,
-        category_descriptions={k: v for k, v in descriptions.items() if v},
-        filtered=filtered,
-        untrusted_descriptions=catalog.untrusted_descriptions,
-    )

@@ -18,8 +18,9 @@ The scenarios (:data:`SCENARIOS`):
       a path, 1,000 characters, empty) and one that is fine.
     - ``impersonate``: ``good__get_weather``, ``docs__read_resource``, ``good__send_email``.
     - ``builtins``: tools named like the package's built-in tools.
-    - ``nested``: a tool whose input schema nests 300 levels deep. The SDK cannot even
-      write that (its serializer stops at a smaller depth), so this scenario is a plain
+    - ``nested``: a tool whose input schema nests 300 levels deep (``nested 600``: 600,
+      past what ``json.loads`` reads at Python's default recursion limit). The SDK cannot
+      even write that (its serializer stops at a smaller depth), so this scenario is a plain
       JSON-RPC loop (:func:`serve_raw`) writing the answer with ``json``.
     - ``structured``: a tool answering "ok" with 5 MB of ``structuredContent``.
     - ``hang``: ``hang`` (waits 60 s) and ``echo``.
@@ -250,6 +251,9 @@ async def main(name: str) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1] == "nested":
-        serve_raw([{"name": "deep", "description": "A deep schema.", "inputSchema": _nested(300)}])
+        depth = int(sys.argv[2]) if len(sys.argv) > 2 else 300
+        serve_raw(
+            [{"name": "deep", "description": "A deep schema.", "inputSchema": _nested(depth)}]
+        )
     else:
         anyio.run(main, sys.argv[1])
