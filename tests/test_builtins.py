@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import warnings
 from typing import Annotated, Any
 
 import pytest
@@ -232,3 +233,18 @@ def test_merge_update_rules() -> None:
     into: dict[str, Any] = {"a": [1], "b": {"x": 1}, "c": 1}
     merge_update(into, {"a": [2], "b": {"y": 2}, "c": 3, "d": "new"})
     assert into == {"a": [1, 2], "b": {"x": 1, "y": 2}, "c": 3, "d": "new"}
+
+
+@pytest.mark.parametrize(
+    "value", [["serch_tools", "add_tool"], {"deny": ["show_all_tool"]}, ["tool_serch"]]
+)
+def test_a_misspelt_built_in_name_is_warned_of(value: Any) -> None:
+    with pytest.warns(UserWarning, match="did you mean"):
+        ToolExecutor(_catalog(), config=BudgetConfig(enabled_builtins=value))
+
+
+@pytest.mark.parametrize("value", [["note"], ["search_*"], {"deny": ["tool_search"]}, None])
+def test_names_of_your_own_families_patterns_and_real_names_are_not_warned_of(value: Any) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ToolExecutor(_catalog(), config=BudgetConfig(enabled_builtins=value))

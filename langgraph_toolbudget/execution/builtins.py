@@ -18,13 +18,15 @@ Key Components:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 from langchain_core.tools import BaseTool
+from rapidfuzz import fuzz
 
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.core.gating import BuiltinFilter
+from langgraph_toolbudget.core.gating import AUTO_TOOL_SEARCH, BuiltinFilter
 from langgraph_toolbudget.execution.builtin_family import BuiltinTools
 from langgraph_toolbudget.execution.codemode import PYTHON_EXECUTION, CodeMode, codemode_enabled
 from langgraph_toolbudget.execution.context_tools import ContextTools
@@ -38,6 +40,12 @@ from langgraph_toolbudget.execution.output_store import app_key
 from langgraph_toolbudget.execution.output_tools import OutputTools
 
 __all__ = ["BUILTIN_NAME_ERROR", "Builtins", "builtin_families", "reserved_tool_names"]
+
+BUILTIN_TYPO_WARNING = (
+    "enabled_builtins names {names}, which no built-in tool has; did you mean {closest}? A "
+    "name that matches no built-in turns nothing on (and in an allow list, the built-ins left "
+    "out are off)."
+)
 
 BUILTIN_NAME_ERROR = (
     "catalog tools {names} have the names of built-in tools, which the agent binds itself; "
@@ -68,6 +76,31 @@ def reserved_tool_names() -> frozenset[str]:
     families = builtin_families(ToolCatalog.from_tools([]), BudgetConfig())
     always = {t.name for family in families for t in family.definitions()}
     return frozenset({*always, PYTHON_EXECUTION, SEARCH_SCHEMAS, EXECUTE_SQL})
+
+
+def _warn_typos(gate: BuiltinFilter, names: set[str]) -> None:
+    """Warn of an ``enabled_builtins`` name that is a misspelt built-in ("serch_tools"): it
+    would quietly turn nothing on. A name unlike every built-in's may be a family of your own
+    (registered on a ``BatchRunner``), so only near misses are reported."""
+    known = {*names, *reserved_tool_names(), AUTO_TOOL_SEARCH}
+    typos = {
+        name: near
+        for name in (*(gate.allow or ()), *gate.deny)
+        if name not in known and not any(c in name for c in "*?[")
+        if (near := [k for k in sorted(known) if fuzz.ratio(name, k) >= TYPO_SIMILARITY])
+    }
+    if typos:
+        closest = ", ".join(f"{name!r} -> {near[0]!r}" for name, near in typos.items())
+        warnings.warn(
+            BUILTIN_TYPO_WARNING.format(names=sorted(typos), closest=closest),
+            UserWarning,
+            stacklevel=2,  # one place: shown once however many nodes share the options
+        )
+
+
+TYPO_SIMILARITY = 85
+"""How alike (rapidfuzz ratio, 0-100) an unknown ``enabled_builtins`` name and a built-in's
+must be for the name to be reported as a misspelling."""
 
 
 class Builtins:
@@ -101,6 +134,7 @@ class Builtins:
         clash = sorted(n for n in self._family if catalog.get(n) is not None)
         if clash:
             raise ValueError(BUILTIN_NAME_ERROR.format(names=clash))
+        _warn_typos(gate, {t.name for family in families for t in family.definitions()})
 
     @property
     def names(self) -> tuple[str, ...]:
