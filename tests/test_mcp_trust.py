@@ -439,3 +439,27 @@ async def test_a_huge_structured_content_is_not_kept_in_the_tool_message():
         assert text_of(message) == "ok"
         assert "structured_content" not in message.artifact
         assert message.artifact["structured_content_dropped_chars"] > 5_000_000
+
+
+async def test_error_text_names_the_server_without_the_credentials_in_its_connection():
+    # What a failing connection is described with ends in load_errors and in the error messages
+    # the model reads: a command-line option named like a credential keeps its name, not its
+    # value, and a URL its host and path, not its password or query values.
+    exits = {
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": ["-c", "raise SystemExit(1)", "--api-key", "sk-SECRET-1", "--token=SECRET-2"],
+    }
+    port = free_port()  # nothing listens there
+    nobody = {
+        "transport": "streamable_http",
+        "url": f"http://ada:SECRET-3@127.0.0.1:{port}/mcp?key=SECRET-4",
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPLoadWarning)
+        catalog = await load_mcp_catalog({"exits": exits, "nobody": nobody}, connect_timeout_s=5)
+    async with catalog:
+        errors = catalog.load_errors
+    assert "SECRET" not in str(errors)
+    assert "--api-key *** --token=***" in errors["exits"]
+    assert f"http://ada:***@127.0.0.1:{port}/mcp?key=***" in errors["nobody"]

@@ -5,9 +5,11 @@ Its one reason to change: how MCP failures are named and classified.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import anyio
 import httpx
@@ -107,15 +109,43 @@ def _describe_error(exc: BaseException) -> str:
     return f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__
 
 
+_SECRET_NAME = re.compile(r"key|token|secret|passw|auth|credential|cookie|bearer", re.I)
+
+
 def _where(connection: Mapping[str, Any]) -> str:
-    """A short description of where a connection points, for error messages."""
+    """A short description of where a connection points, for error messages, which the model
+    reads too: the value of a command-line option named like a credential (``--api-key X``,
+    ``--token=X``) and a URL's password and query values are left out."""
     transport = connection.get("transport", "?")
     if transport == "stdio":
-        command = " ".join(
-            [str(connection.get("command", "")), *map(str, connection.get("args", []))]
-        )
-        return f"stdio: {command.strip()}"
-    return f"{transport}: {connection.get('url', '?')}"
+        words = [str(connection.get("command", "")), *map(str, connection.get("args", []))]
+        return f"stdio: {' '.join(_without_secrets(words)).strip()}"
+    return f"{transport}: {_url_without_secrets(str(connection.get('url', '?')))}"
+
+
+def _without_secrets(words: list[str]) -> list[str]:
+    out: list[str] = []
+    for before, word in zip(["", *words], words, strict=False):
+        name, equals, _ = word.partition("=")
+        if word.startswith("-"):
+            out.append(f"{name}=***" if equals and _SECRET_NAME.search(name) else word)
+        elif before.startswith("-") and "=" not in before and _SECRET_NAME.search(before):
+            out.append("***")  # the value of ``--api-key X``
+        else:
+            out.append(word)
+    return out
+
+
+def _url_without_secrets(url: str) -> str:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "?"
+    netloc = parts.netloc
+    if parts.password is not None:
+        netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    query = "&".join(f"{k}=***" for k, _ in parse_qsl(parts.query, keep_blank_values=True))
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
 def _is_session_terminated(exc: BaseException) -> bool:
