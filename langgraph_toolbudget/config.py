@@ -228,8 +228,8 @@ class BudgetConfig(BaseModel):
             return None
         if isinstance(value, bool) or not isinstance(value, str | int | float):
             raise _type("a model name (e.g. 'qwen3:8b') or a size in billions")
-        if isinstance(value, float) and not math.isfinite(value):
-            raise _value("a finite size")
+        if isinstance(value, int | float) and not (math.isfinite(value) and value > 0):
+            raise _value("a size above 0, in billions (8) or parameters (8e9)")
         max_tools_for_model(value)  # raises if the size cannot be read
         return value
 

@@ -58,6 +58,8 @@ def test_budget_config_defaults_and_budget_resolution():
         ({"retriever_weight": 1.5}, ValueError, r"retriever_weight must be in \[0, 1\]"),
         ({"usage": "yes"}, TypeError, "usage must be a ToolUsage"),
         ({"model_size": math.nan}, ValueError, "model_size"),
+        ({"model_size": -5}, ValueError, "model_size must be a size above 0"),  # was: budget 2
+        ({"model_size": 0}, ValueError, "model_size must be a size above 0"),
         ({"model_size": ["8b"]}, TypeError, "model_size"),
         ({"embeddings": "minilm"}, TypeError, "embeddings must be a LangChain Embeddings"),
         ({"max_parallel": 0}, ValueError, "max_parallel must be >= 1"),
