@@ -390,3 +390,22 @@ def test_thread_and_user_ids_are_kept_bounded_whatever_a_client_sends():
     assert len(row["sources"]) == MAX_SOURCES_KEPT
     assert all(len(s) <= MAX_ID_CHARS for s in row["sources"])
     assert len(set(row["sources"])) == MAX_SOURCES_KEPT  # still distinct sources
+
+
+def test_a_long_user_id_stays_one_source_through_reloads_and_export():
+    # A hashed id is kept as it is when read back: re-hashing it at every reload made one user
+    # with a long id three "distinct" sources, and moved an exported scope on import.
+    long_id = "u" * 200
+    usage = ToolUsage(store=InMemoryStore())  # the assistant's scope: users corroborate
+    for i in range(3):
+        config = {"configurable": {"user_id": long_id, "thread_id": f"t{i}"}}
+        usage.record_run("mail Ada the report", ["send_email"], config)
+        usage.refresh()
+    (row,) = usage.export()
+    assert len(row["sources"]) == 1  # was: 3, one per reload
+    assert usage.scores(flat_catalog(), "mail Bob", config=config) is None  # one user alone
+    mine = ToolUsage(store=InMemoryStore(), scope="user")
+    mine.record_run("mail Ada the report", ["send_email"], config)
+    copy = ToolUsage(store=InMemoryStore(), scope="user")
+    copy.import_(mine.export())
+    assert [r["scope"] for r in copy.export()] == [scope_key("user", config)]

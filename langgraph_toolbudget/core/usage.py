@@ -71,6 +71,7 @@ __all__ = [
     "bounded_id",
     "check_record_args",
     "hashed_id",
+    "kept_id",
     "DEFAULT_MAX_QUERIES_PER_TOOL",
     "DEFAULT_USAGE_WEIGHT",
     "UsageIndex",
@@ -167,12 +168,20 @@ class UsageRecord:
 
 
 def bounded_id(value: str) -> str:
-    """An id as kept (a thread's, a user's, a scope's): itself when it is at most
-    :data:`MAX_ID_CHARS` characters, else ``"h-"`` and 32 hex digits of its SHA-1. An id that
-    already looks like such a hash is hashed too, so no id can pass for another's hash."""
+    """An id a client sent (a thread's, a user's, a scope's) as kept: itself when it is at
+    most :data:`MAX_ID_CHARS` characters, else ``"h-"`` and 32 hex digits of its SHA-1. An id
+    that already looks like such a hash is hashed too, so no id can pass for another's hash.
+    Only for ids as they arrive: a kept id passes through :func:`kept_id` unchanged."""
     if len(value) <= MAX_ID_CHARS and not _HASHED.fullmatch(value):
         return value
     return hashed_id(value)
+
+
+def kept_id(value: str) -> str:
+    """An id read back (from a store, an export) as kept: itself up to :data:`MAX_ID_CHARS`
+    characters, else its hash. Unlike :func:`bounded_id`, it keeps a hashed id as it is, so
+    a record reloaded any number of times keeps its ids."""
+    return value if len(value) <= MAX_ID_CHARS else hashed_id(value)
 
 
 def hashed_id(value: str) -> str:
@@ -184,8 +193,8 @@ def _bounded(record: UsageRecord) -> UsageRecord:
     """``record`` with its message normalised and its ids bounded (a row read from a store
     may come from any writer)."""
     ids = (record.thread, record.user, record.sources)
-    thread, user = (None if i is None else bounded_id(i) for i in ids[:2])
-    sources = tuple(dict.fromkeys(bounded_id(s) for s in record.sources))
+    thread, user = (None if i is None else kept_id(i) for i in ids[:2])
+    sources = tuple(dict.fromkeys(kept_id(s) for s in record.sources))
     if (thread, user, sources) == ids and len(record.query) <= MAX_QUERY_CHARS:
         return record
     query = normalize_query(record.query)

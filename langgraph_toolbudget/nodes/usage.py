@@ -62,6 +62,7 @@ from langgraph_toolbudget.core.usage import (
     fuse_usage,
     hashed_id,
     is_tool_name,
+    kept_id,
     normalize_query,
     promotable,
 )
@@ -638,7 +639,8 @@ class ToolUsage:
         names = check_record_args(query, tool_names)
         self._checked(names)
         self.attach()
-        ops = self._changes(None, query, names, thread=thread_id)
+        thread = None if thread_id is None else bounded_id(str(thread_id))
+        ops = self._changes(None, query, names, thread=thread)
         store = self._attached
         if ops and store is not None:
             store.batch(ops)
@@ -650,7 +652,8 @@ class ToolUsage:
         names = check_record_args(query, tool_names)
         self._checked(names)
         await self.aattach()
-        ops = self._changes(None, query, names, thread=thread_id)
+        thread = None if thread_id is None else bounded_id(str(thread_id))
+        ops = self._changes(None, query, names, thread=thread)
         store = self._attached
         if ops and store is not None:
             await _acall(store, "abatch", "batch", ops)
@@ -678,9 +681,9 @@ class ToolUsage:
         if self.scope != "user":  # a user corroborates, not each of their threads
             user = configurable.get("langgraph_auth_user_id") or configurable.get("user_id")
         record = {
-            "thread": None if thread is None else str(thread),
+            "thread": None if thread is None else bounded_id(str(thread)),
             "trusted": False,
-            "user": None if user in (None, "") else str(user),
+            "user": None if user in (None, "") else bounded_id(str(user)),
             "loaded": loaded,
         }
         return scope, self._changes(scope, query, names, **record)
@@ -791,7 +794,7 @@ class ToolUsage:
                 raise ValueError(BAD_ROW_ERROR.format(i=i, row=safe_repr(row)))
             record = _row(row, i, True)
             check_record_args(record.query, [record.tool])
-            records.append((None if scope is None else bounded_id(scope), record))
+            records.append((None if scope is None else kept_id(scope), record))
         self._checked({r.tool for _, r in records})
         self.attach()
         store = self._attached
@@ -850,7 +853,7 @@ class ToolUsage:
         if not query or self.weight == 0:
             return base
         layers = self._layers(config)
-        versions = tuple((id(h), h.version) for h in layers)
+        versions = tuple(h.version for h in layers)  # one counter: a version names one state
         key = (id(catalog.index), query, versions, self.weight)
         last = self._last
         if last is not None and last[0] == key and last[1] is base:
