@@ -474,10 +474,10 @@ async def test_a_deeply_nested_value_is_described_and_the_graph_goes_on(api):
     answer, _, _ = await run_code(code, api)
     assert answer.status == "success"
     assert answer.content == (
-        "(list nested deeper than 32 levels, not shown: return or print a part of it, or a count)"
+        "(list nested too deep to show: return or print a part of it, or a count)"
     )
-    shallow, _, _ = await run_code("x = [1]\nfor i in range(30):\n    x = [x]\nx", api)
-    assert shallow.content == "[" * 31 + "1" + "]" * 31
+    deep, _, _ = await run_code("x = [1]\nfor i in range(40):\n    x = [x]\nx", api)
+    assert deep.content == "[" * 41 + "1" + "]" * 41  # a tree of 40 levels is shown whole
 
 
 # --- gating: enabled_builtins, the codemode format ------------------------------------------

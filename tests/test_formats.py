@@ -361,7 +361,7 @@ DRAFT = '{"name": "delete_path", "arguments": {"path": "/var/log"}}'
     [
         ("hermes", f"<think>\nI could call\n<tool_call>\n{DRAFT}\n</tool_call>\nbut first I"),
         ("hermes", f"<think>{DRAFT}"),
-        ("hermes", f"<think>a</think>\n<tool_call>{DRAFT}</tool_call>\n<think>and then"),
+        ("hermes", f"<think>a</think>\n<think>and then <tool_call>{DRAFT}</tool_call>"),
         ("mistral", f"<think>Maybe [TOOL_CALLS] [{DRAFT}] or"),
         ("json", f"<think>\n{DRAFT}"),
         ("pythonic", '<think>Maybe [delete_path(path="/var/log")] or'),
@@ -374,6 +374,23 @@ def test_a_reply_cut_off_inside_think_runs_no_call_drafted_in_it(fmt, reply):
     assert parsed.calls == [] and parsed.text == reply
     assert parsed.error and "ends inside <think>" in parsed.error
     assert "Nothing was run" in f.error_message(parsed.error)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "reply"),
+    [
+        ("hermes", '<tool_call>{"name": "note", "arguments": {"text": "use <think> tags"}}'
+                   "</tool_call>"),
+        ("pythonic", '[note(text="the <think> tag")]'),
+        ("hermes", '<think>ok</think>\n<tool_call>{"name": "note", "arguments": {"text": "x"}}'
+                   "</tool_call>\nI wrote <think> above."),
+    ],
+)  # fmt: skip
+def test_a_think_tag_inside_a_call_or_after_it_opens_no_reasoning(fmt, reply):
+    # A reasoning block opens at the start of the reply or right after a closed one; the tag
+    # written elsewhere (an argument, prose) is text, and the call runs.
+    parsed = get_format(fmt).parse(reply)
+    assert parsed.error is None and [c["name"] for c in parsed.calls] == ["note"]
 
 
 @pytest.mark.parametrize("fmt", [*TEXT_FORMATS, "codemode"])
@@ -526,6 +543,10 @@ def test_pythonic_calls_beside_a_link_run_and_a_bad_call_alone_is_an_error():
     assert pythonic.parse("[get_weather(city=Paris)]").error == (
         "argument 'Paris' is not a literal value"
     )
+    # After prose too: brackets that open arguments are a call, and a bad one is an error the
+    # model hears (it was read as prose, and the turn ended on it as an answer)
+    for reply in ("I will check.\n[get_weather(city=Paris)]", "Now: [f(x=1, when=today)]"):
+        assert pythonic.parse(reply).error is not None, reply
 
 
 def test_pythonic_number_and_literal_keys_become_json_keys():

@@ -50,7 +50,6 @@ from pydantic import BaseModel, Field
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.coercion import tool_json_schema
-from langgraph_toolbudget.core.limits import MAX_ARG_DEPTH, too_deep
 from langgraph_toolbudget.core.meta import definition_only
 from langgraph_toolbudget.execution.builtin_family import (
     BuiltinContext,
@@ -132,10 +131,7 @@ NO_OUTPUT = (
 )
 OUTPUT_CUT = "\n[output cut: {dropped:,} more characters not shown; print less, e.g. aggregate]"
 PRINTED_BEFORE = "\nPrinted before the error:\n{output}"
-TOO_DEEP_VALUE = (
-    "({kind} nested deeper than {depth} levels, not shown: return or print a part of it, "
-    "or a count)"
-)
+TOO_DEEP_VALUE = "({kind} nested too deep to show: return or print a part of it, or a count)"
 
 
 class _CodeArgs(BaseModel):
@@ -177,12 +173,13 @@ def _render(value: Any) -> str:
     """A program's value as text: JSON where it is JSON data, else its ``repr``."""
     if isinstance(value, str):
         return value
-    if too_deep(value):  # json.dumps and repr would raise RecursionError
-        return TOO_DEEP_VALUE.format(kind=type(value).__name__, depth=MAX_ARG_DEPTH)
     try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return repr(value)
+        try:
+            return json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError):
+            return repr(value)
+    except RecursionError:  # nested past Python's recursion limit: both give up
+        return TOO_DEEP_VALUE.format(kind=type(value).__name__)
 
 
 def _is_function_name(name: str) -> bool:

@@ -56,7 +56,9 @@ def split_reasoning(text: str) -> tuple[str, str]:
 
 
 def cut_off_in_reasoning(text: str, parse: Callable[[str], ParsedReply]) -> ParsedReply | None:
-    """A reply that ends inside ``<think>`` (none after the last ``</think>``), else None.
+    """A reply that ends inside ``<think>`` (a reasoning block opened, where one opens: at the
+    start of the reply or right after a closed one, and never closed), else None. A
+    ``<think>`` elsewhere, in a call's arguments or in prose, opens nothing.
 
     All of such a reply is reasoning, so none of its calls runs: a call drafted in it
     (``parse`` reads one, or fails to) is an error the model hears, like a call cut off;
@@ -66,7 +68,7 @@ def cut_off_in_reasoning(text: str, parse: Callable[[str], ParsedReply]) -> Pars
         text: the reply.
         parse: the format's own parser, given the reply without its ``<think>`` tags.
     """
-    if text.rfind(THINK_START) <= text.rfind(THINK_END):
+    if not split_reasoning(text)[1].lstrip().startswith(THINK_START):
         return None
     drafted = parse(text.replace(THINK_START, ""))
     if drafted.calls or drafted.error is not None:

@@ -44,12 +44,13 @@ Here are the functions you can invoke, one JSON schema per line:
 {tools}"""
 
 _START = re.compile(r"\[\s*([A-Za-z_][\w.]*)\s*\(")
-# A lone call without the list brackets, at the start of the reply: what follows the
-# parenthesis must look like arguments (a keyword, a literal, or none), so that prose
-# such as "Paris (France) is..." is not read as a call.
-_BARE = re.compile(
-    r"""\s*([A-Za-z_][\w.]*)\s*\((?=\s*(?:\)|[A-Za-z_]\w*\s*=(?!=)|["'\[{(\d.+-]))"""
-)
+# What follows a call's parenthesis when it looks like arguments (a keyword, a literal, or
+# none), so that prose such as "Paris (France) is..." is not read as a call.
+_ARGUMENTS = r"""(?=\s*(?:\)|[A-Za-z_]\w*\s*=(?!=)|["'\[{(\d.+-]))"""
+_LOOKS_LIKE_ARGUMENTS = re.compile(_ARGUMENTS)
+# A lone call without the list brackets, at the start of the reply: its parenthesis must
+# open arguments.
+_BARE = re.compile(r"\s*([A-Za-z_][\w.]*)\s*\(" + _ARGUMENTS)
 # What the scan of a call stops at: a string literal (to its closing quote, or to the end
 # of the text: then it is unclosed), a comment, a bracket. Everything between is code.
 _TOKEN = re.compile(
@@ -150,7 +151,11 @@ def _find(body: str, budget: ParseBudget) -> tuple[list[_Segment], list[str]]:
             continue
         segment = _parsed(body[match.start() : end])
         read += 1
-        if segment.problem and _in_prose(body[pos : match.start()], body[end:]):
+        if (
+            segment.problem
+            and not _LOOKS_LIKE_ARGUMENTS.match(body, match.end())
+            and _in_prose(body[pos : match.start()], body[end:])
+        ):
             continue  # "see [Mercury (planet)] below": brackets in prose, not a call
         prose.append(body[pos : match.start()])
         segments.append(segment)
