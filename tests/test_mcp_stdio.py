@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,12 @@ def test_the_id_of_an_answer_nested_too_deep_is_read_from_its_top_level():
     assert error.id == "r-1" and error.error.message.endswith("recursion limit exceeded")
     request = '{"jsonrpc":"2.0","id":3,"method":"roots/list","params":' + _deep(5_000) + "}"
     assert _unreadable(request.encode(), unreadable) is unreadable  # no request of ours waits
+    # A string never closed, full of escaped quotes, after a deep value: read in one pass (the
+    # scan for the id was quadratic there, minutes on the loop every server shares)
+    start = time.monotonic()
+    endless = '{"id":"r-2","v":' + _deep(5_000) + ',"s":"' + '\\"' * 100_000
+    assert _unreadable(endless.encode(), unreadable).message.root.id == "r-2"
+    assert time.monotonic() - start < 5
 
 
 async def test_an_answer_nested_past_pythons_recursion_limit_fails_at_once_with_the_reason():

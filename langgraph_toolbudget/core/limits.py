@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from typing import Any
 
 __all__ = [
+    "JSON_STRING",
     "MAX_ARG_DEPTH",
     "MAX_ECHO_CHARS",
     "MAX_ECHO_ITEMS",
@@ -54,9 +55,9 @@ TOO_DEEP_ERROR = (
     "so it was not run. Call it again with flat arguments (a JSON object of plain values)."
 )
 
-# A JSON string, or one never closed: then it runs to the end (so the match never fails,
-# and the scan stays linear whatever the text).
-_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
+JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
+"""A JSON string, or one never closed: then it runs to the end (so the match never fails,
+and a scan with it stays linear whatever the text)."""
 _NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
 _AS_PARENTHESES = str.maketrans("[{]}", "(())")
 
@@ -92,7 +93,7 @@ def containers(text: str) -> int:
     >>> containers('{"a": [1, {"b": "[{"}]}')
     3
     """
-    code = _JSON_STRING.sub("", text) if '"' in text else text
+    code = JSON_STRING.sub("", text) if '"' in text else text
     return code.count("[") + code.count("{")
 
 
@@ -108,7 +109,7 @@ def text_too_deep(text: str, limit: int = MAX_ARG_DEPTH) -> bool:
     """
     if text.count("[") + text.count("{") <= limit:
         return False
-    brackets = _NOT_BRACKETS.sub("", _JSON_STRING.sub("", text)).translate(_AS_PARENTHESES)
+    brackets = _NOT_BRACKETS.sub("", JSON_STRING.sub("", text)).translate(_AS_PARENTHESES)
     for _ in range(limit):
         peeled = brackets.replace("()", "")  # one pass: no new pair is peeled in the same pass
         if len(peeled) == len(brackets):

@@ -50,6 +50,7 @@ from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
 
 from langgraph_toolbudget._compat_mcp import _expand_env_vars, _MCPCallbacks
+from langgraph_toolbudget.core.limits import JSON_STRING
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +115,7 @@ def _reason(exc: Exception) -> str:
     return str(exc)[:500]
 
 
-_STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')  # a JSON string, or a bracket
+_STRING_OR_BRACKET = re.compile(JSON_STRING.pattern + r"|[\[\]{}]", re.DOTALL)
 _KEY_END = re.compile(r"\s*:\s*")
 
 
