@@ -13,8 +13,10 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import threading
 import time
 import warnings
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -455,11 +457,34 @@ async def test_error_text_names_the_server_without_the_credentials_in_its_connec
         "transport": "streamable_http",
         "url": f"http://ada:SECRET-3@127.0.0.1:{port}/mcp?key=SECRET-4",
     }
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", MCPLoadWarning)
-        catalog = await load_mcp_catalog({"exits": exits, "nobody": nobody}, connect_timeout_s=5)
-    async with catalog:
-        errors = catalog.load_errors
+    refuses = HTTPServer(("127.0.0.1", 0), _Unauthorized)  # the HTTP client's error names the URL
+    threading.Thread(target=refuses.serve_forever, daemon=True).start()
+    url = f"http://ada:SECRET-5@127.0.0.1:{refuses.server_address[1]}/mcp?key=SECRET-6"
+    servers = {
+        "exits": exits,
+        "nobody": nobody,
+        "refuses": {"transport": "streamable_http", "url": url},
+    }
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPLoadWarning)
+            catalog = await load_mcp_catalog(servers, connect_timeout_s=5)
+        async with catalog:
+            errors = catalog.load_errors
+    finally:
+        refuses.shutdown()
     assert "SECRET" not in str(errors)
     assert "--api-key *** --token=***" in errors["exits"]
     assert f"http://ada:***@127.0.0.1:{port}/mcp?key=***" in errors["nobody"]
+    assert "401 Unauthorized' for url 'http://ada:***@127.0.0.1:" in errors["refuses"]
+
+
+class _Unauthorized(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        self.send_response(401)
+        self.end_headers()
+
+    do_GET = do_POST
+
+    def log_message(self, *args: Any) -> None:
+        pass

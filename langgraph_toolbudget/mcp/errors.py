@@ -101,12 +101,45 @@ def _leaf(exc: BaseException) -> BaseException:
     return exc
 
 
-def _describe_error(exc: BaseException) -> str:
+def _describe_error(exc: BaseException, connection: Mapping[str, Any] | None = None) -> str:
+    """The error as one line; with ``connection``, without its credentials (an HTTP client's
+    error names the URL it failed on, password and query included)."""
     leaf = _leaf(exc)
     if isinstance(leaf, McpError):
-        return f"McpError: {leaf.error.message}"
-    text = str(leaf).strip()
-    return f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__
+        text = f"McpError: {leaf.error.message}"
+    else:
+        text = str(leaf).strip()
+        text = f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__
+    return text if connection is None else _scrubbed(text, connection)
+
+
+def _scrubbed(text: str, connection: Mapping[str, Any]) -> str:
+    """``text`` with the credentials of ``connection`` (as :func:`_where` leaves them out)
+    replaced by ``***``."""
+    url = str(connection.get("url", ""))
+    if url:
+        text = text.replace(url, _url_without_secrets(url))
+    words = [url, *map(str, connection.get("args", []))]
+    secrets = {
+        secret
+        for word, kept in zip(
+            words, [_url_without_secrets(url), *_without_secrets(words[1:])], strict=True
+        )
+        for secret in _removed(word, kept)
+    }
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+def _removed(word: str, kept: str) -> list[str]:
+    """The parts of ``word`` that ``kept`` (its form without secrets) shows as ``***``."""
+    if word == kept:
+        return []
+    parts = re.split(re.escape("***"), kept)
+    pattern = "(.+?)".join(re.escape(p) for p in parts)
+    match = re.fullmatch(pattern, word, re.DOTALL)
+    return [g for g in match.groups() if len(g) >= 4] if match else []
 
 
 _SECRET_NAME = re.compile(r"key|token|secret|passw|auth|credential|cookie|bearer", re.I)

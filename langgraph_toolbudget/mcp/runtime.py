@@ -289,8 +289,8 @@ class MCPRuntime:
         await self.run_async(self._leave_out(server, error))
 
     async def _leave_out(self, server: str, error: BaseException) -> None:
-        where = _where(self.connections[server])
-        self.load_errors[server] = f"{_describe_error(error)} ({where})"
+        connection = self.connections[server]
+        self.load_errors[server] = f"{_describe_error(error, connection)} ({_where(connection)})"
         await self._sessions[server].close()
 
     def init_result(self, server: str) -> types.InitializeResult | None:

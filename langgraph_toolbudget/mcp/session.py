@@ -171,7 +171,9 @@ class _ServerSession:
             except Exception as exc:
                 raise MCPServerError(
                     OPEN_FAILED_ERROR.format(
-                        server=self.name, where=_where(self.connection), cause=_describe_error(exc)
+                        server=self.name,
+                        where=_where(self.connection),
+                        cause=_describe_error(exc, self.connection),
                     ),
                     server=self.name,
                 ) from exc
@@ -372,14 +374,16 @@ class _ServerSession:
                     CALL_FAILED_ERROR.format(
                         server=self.name,
                         tool=tool,
-                        cause=_describe_error(exc),
+                        cause=_describe_error(exc, self.connection),
                         where=_where(self.connection),
                     ),
                     server=self.name,
                     tool=tool,
                 ) from exc
             raise MCPServerError(
-                CALL_REJECTED_ERROR.format(server=self.name, tool=tool, cause=_describe_error(exc)),
+                CALL_REJECTED_ERROR.format(
+                    server=self.name, tool=tool, cause=_describe_error(exc, self.connection)
+                ),
                 server=self.name,
                 tool=tool,
             ) from exc
