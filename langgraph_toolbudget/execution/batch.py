@@ -25,7 +25,7 @@ from langchain_core.runnables import RunnableConfig
 
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.core.context import CONTEXT_FIELDS, SessionContext
+from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.intent import latest_user_text
 from langgraph_toolbudget.core.meta import META_TOOL_NAMES
 from langgraph_toolbudget.core.selection import free_tools
@@ -159,15 +159,6 @@ class BatchRunner:
         """The state's tool context (``SessionContext.from_state``)."""
         return SessionContext.from_state(state)
 
-    @classmethod
-    def _context_after(
-        cls, state: Any, update: dict[str, Any], read: SessionContext | None
-    ) -> SessionContext:
-        """The state's tool context (``read``, if given) after the built-in answers' update."""
-        context = cls.context_of(state) if read is None else read
-        changed = update and any(f in update for f in CONTEXT_FIELDS)
-        return context.merged(update) if changed else context
-
     # --- built-in calls -----------------------------------------------------------------------
 
     def _tool_access(
@@ -197,15 +188,20 @@ class BatchRunner:
         return access, holder
 
     def _builtin_calls(
-        self, calls: Sequence[ToolCall], state: Any, config: RunnableConfig, working: WorkingSet
+        self,
+        calls: Sequence[ToolCall],
+        state: Any,
+        config: RunnableConfig,
+        working: WorkingSet,
+        context: SessionContext,
     ) -> tuple[list[tuple[int, ToolCall]], dict[int, ToolMessage], BuiltinContext, TurnOutcome]:
         """The built-in calls to answer, those over the meta-call bound, and the context."""
         messages = state_messages(state, self.messages_key)
         access, holder = self._tool_access(state, config, working)
         query = latest_user_text(messages)
-        ctx = BuiltinContext(state, config, working, query, access, self.context_of(state))
+        ctx = BuiltinContext(state, config, working, query, access, context)
         holder.append(ctx)
-        outcome = TurnOutcome()
+        outcome = TurnOutcome(context=context)
         used = meta_calls_this_turn(messages, self.meta_names)
         limit = self.config.max_meta_calls
         todo: list[tuple[int, ToolCall]] = []
@@ -230,17 +226,27 @@ class BatchRunner:
         outcome.discovered.extend(result.discovered)
         merge_update(outcome.update, result.update)
         ctx.follow(result.update)
+        outcome.context = ctx.context
 
     def answer_builtins(
-        self, calls: Sequence[ToolCall], state: Any, config: RunnableConfig, working: WorkingSet
+        self,
+        calls: Sequence[ToolCall],
+        state: Any,
+        config: RunnableConfig,
+        working: WorkingSet,
+        *,
+        context: SessionContext | None = None,
     ) -> tuple[dict[int, ToolMessage], TurnOutcome]:
         """Answer the built-in calls among ``calls`` in order, bounded per turn; index -> message.
 
-        ``working`` changes in place. Used by ``ToolBudgetMiddleware`` too.
+        ``working`` changes in place; the outcome's ``context`` is the thread's tool context
+        as the answers left it. ``context``: the state's, if the caller already read it. Used
+        by ``ToolBudgetMiddleware`` too.
         """
+        context = self.context_of(state) if context is None else context
         if not any(call["name"] in self.builtins for call in calls):
-            return {}, TurnOutcome()
-        todo, answers, ctx, outcome = self._builtin_calls(calls, state, config, working)
+            return {}, TurnOutcome(context=context)
+        todo, answers, ctx, outcome = self._builtin_calls(calls, state, config, working, context)
         large: dict[int, int] = {}
         for i, call in todo:
             result = self.builtins.family(call["name"]).handle(call, ctx)
@@ -252,12 +258,19 @@ class BatchRunner:
         return answers, outcome
 
     async def aanswer_builtins(
-        self, calls: Sequence[ToolCall], state: Any, config: RunnableConfig, working: WorkingSet
+        self,
+        calls: Sequence[ToolCall],
+        state: Any,
+        config: RunnableConfig,
+        working: WorkingSet,
+        *,
+        context: SessionContext | None = None,
     ) -> tuple[dict[int, ToolMessage], TurnOutcome]:
         """The async :meth:`answer_builtins`."""
+        context = self.context_of(state) if context is None else context
         if not any(call["name"] in self.builtins for call in calls):
-            return {}, TurnOutcome()
-        todo, answers, ctx, outcome = self._builtin_calls(calls, state, config, working)
+            return {}, TurnOutcome(context=context)
+        todo, answers, ctx, outcome = self._builtin_calls(calls, state, config, working, context)
         large: dict[int, int] = {}
         for i, call in todo:
             result = await self.builtins.family(call["name"]).ahandle(call, ctx)
@@ -337,9 +350,8 @@ class BatchRunner:
         ``context``: the state's tool context, if the caller already read it.
         """
         shown = self._shown(calls, working)
-        done, outcome = self.answer_builtins(calls, state, config, working)
-        context = self._context_after(state, outcome.update, context)
-        regular, check = self._plan(calls, working, shown, done, context)
+        done, outcome = self.answer_builtins(calls, state, config, working, context=context)
+        regular, check = self._plan(calls, working, shown, done, outcome.context)
         started = time.monotonic()  # the batch's one deadline: each timeout_s counts from here
         run_one = partial(
             self.pipeline.run, state=state, config=config, check=check, started=started
@@ -371,9 +383,8 @@ class BatchRunner:
     ) -> TurnOutcome:
         """Answer a batch of tool calls (async); as :meth:`run`."""
         shown = self._shown(calls, working)
-        done, outcome = await self.aanswer_builtins(calls, state, config, working)
-        context = self._context_after(state, outcome.update, context)
-        plan = (calls, working, shown, done, context)
+        done, outcome = await self.aanswer_builtins(calls, state, config, working, context=context)
+        plan = (calls, working, shown, done, outcome.context)
         if any(i not in done and c["name"] not in self.catalog for i, c in enumerate(calls)):
             # The closest names to an unknown one: fuzzy matching, bounded, off the event loop.
             regular, check = await self.pipeline.hook_threads.run(self._plan, *plan)

@@ -20,6 +20,8 @@ from typing import Any
 from langchain_core.messages import ToolMessage
 from langgraph.types import Command, Send
 
+from langgraph_toolbudget.core.context import NO_CONTEXT, SessionContext
+
 __all__ = ["TurnOutcome", "flatten_outputs", "node_output"]
 
 
@@ -34,12 +36,14 @@ class TurnOutcome:
             visible).
         meta_calls: how many meta-calls this batch answered.
         update: state updates of built-in answers (other than the budget fields).
+        context: the thread's tool context as the built-in answers left it.
     """
 
     outputs: list[Any] = field(default_factory=list)
     discovered: list[str] = field(default_factory=list)
     meta_calls: int = 0
     update: dict[str, Any] = field(default_factory=dict)
+    context: SessionContext = NO_CONTEXT
 
     @property
     def messages(self) -> list[ToolMessage]:
