@@ -507,6 +507,20 @@ def _build_catalog(
     kept: list[str] = []
     third_party: set[str] = set()
     max_instructions = options.get("max_instructions_chars", DEFAULTS["max_instructions_chars"])
+
+    def spec_meta(
+        server: str, name: str, base: dict[str, Any], *, server_include: bool = True
+    ) -> dict[str, Any]:
+        """A tool's metadata: ``base``, the load's default timeout, its server's defaults
+        (their include mode only with ``server_include``), then the tool's own overrides."""
+        meta = dict(base)
+        if default_timeout_s is not None:
+            meta["timeout_s"] = default_timeout_s
+        defaults = server_defaults.get(server, {})
+        meta.update({k: v for k, v in defaults.items() if server_include or k != "include"})
+        meta.update(overrides.get(name, {}))
+        return meta
+
     for server in runtime.connections:
         if server not in loaded:
             continue
@@ -515,14 +529,10 @@ def _build_catalog(
         for t, name, description in listed.get(server, []):
             info_tools[name] = t.name
             annotations = t.annotations.model_dump() if t.annotations is not None else {}
-            meta: dict[str, Any] = {"include": default_include, "concurrency_group": server}
-            if default_timeout_s is not None:
-                meta["timeout_s"] = default_timeout_s
+            base: dict[str, Any] = {"include": default_include, "concurrency_group": server}
             if t.annotations is not None and t.annotations.readOnlyHint is not None:
-                meta["is_pure"] = t.annotations.readOnlyHint
-            meta.update(server_defaults.get(server, {}))
-            meta.update(overrides.get(name, {}))
-            metadata[name] = meta
+                base["is_pure"] = t.annotations.readOnlyHint
+            meta = metadata[name] = spec_meta(server, name, base)
             tool_meta: dict[str, Any] = {**annotations, "server": server, "mcp_tool_name": t.name}
             if description != (t.description or t.title or ""):
                 tool_meta["mcp_description"] = t.description or t.title or ""
@@ -567,15 +577,9 @@ def _build_catalog(
         if allowed_tools is None or _matches(allowed_tools, "", tool.name, tool.name):
             kept.append(tool.name)
 
-    for tool in virtual:
-        meta = {"include": "manual", "is_pure": True, "concurrency_group": tool.server}
-        if default_timeout_s is not None:
-            meta["timeout_s"] = default_timeout_s
-        # The server's defaults but its include mode: a prompt/resource tool stays manual.
-        defaults = server_defaults.get(tool.server, {})
-        meta.update({k: v for k, v in defaults.items() if k != "include"})
-        meta.update(overrides.get(tool.name, {}))
-        metadata[tool.name] = meta
+    for tool in virtual:  # a prompt/resource tool stays manual, whatever its server's mode
+        base = {"include": "manual", "is_pure": True, "concurrency_group": tool.server}
+        meta = metadata[tool.name] = spec_meta(tool.server, tool.name, base, server_include=False)
         tool.timeout_s = _timeout_s(meta)
         tools.append(tool)
         if admits(tool.server, tool.name, tool.name):
