@@ -11,6 +11,7 @@ import logging
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 import anyio
@@ -314,21 +315,50 @@ class MCPRuntime:
         server: str,
         request: Callable[[ClientSession], Awaitable[T]],
         *,
+        tool: str,
         timeout_s: float | None = None,
     ) -> T:
-        """Run ``request(session)`` with the server's live session, blocking (sync callers).
-
-        For MCP requests other than tool calls (prompts, resources). Raises what
-        :meth:`run_sync` raises, :class:`MCPServerError` if the session cannot open,
-        and the request's own errors (``McpError``).
+        """Run ``request(session)`` with the server's live session, blocking (sync callers),
+        for the prompt/resource tool ``tool``: refused once the runtime is closed, an
+        :class:`MCPServerError` past ``timeout_s`` or when the session cannot open, and the
+        request's own errors (``McpError``).
         """
-        return self.run_sync(self._with_session(server, request), timeout_s)
+        return self._run_tool(server, tool, lambda: self._with_session(server, request), timeout_s)
 
     async def asession_request(
-        self, server: str, request: Callable[[ClientSession], Awaitable[T]]
+        self,
+        server: str,
+        request: Callable[[ClientSession], Awaitable[T]],
+        *,
+        tool: str | None = None,
     ) -> T:
-        """Async :meth:`session_request`: awaits the request on the background loop."""
+        """Async :meth:`session_request`: awaits the request on the background loop (refused
+        once the runtime is closed when it serves ``tool``)."""
+        if tool is not None:
+            self._check_open(server, tool)
         return await self.run_async(self._with_session(server, request))
+
+    def _check_open(self, server: str, tool: str) -> None:
+        if self._closed:
+            raise MCPServerError(CLOSED_ERROR.format(tool=tool, server=server), server=server)
+
+    def _run_tool(
+        self,
+        server: str,
+        tool: str,
+        work: Callable[[], Coroutine[Any, Any, T]],
+        timeout_s: float | None,
+    ) -> T:
+        """``work()`` on the background loop for a sync caller of ``tool``."""
+        self._check_open(server, tool)
+        try:
+            return self.run_sync(work(), timeout_s)
+        except SyncTimeoutError:
+            raise MCPServerError(
+                TIMEOUT_ERROR.format(tool=tool, server=server, timeout=timeout_s),
+                server=server,
+                tool=tool,
+            ) from None
 
     async def _call(
         self, server: str, tool: str, mcp_name: str, arguments: dict[str, Any]
@@ -374,16 +404,8 @@ class MCPRuntime:
             MCPServerError: the server is down, died, timed out or rejected the call.
             ToolException: the tool itself reported an error (``isError``).
         """
-        if self._closed:
-            raise MCPServerError(CLOSED_ERROR.format(tool=tool, server=server), server=server)
-        try:
-            return self.run_sync(self._call(server, tool, mcp_name, arguments), timeout_s)
-        except SyncTimeoutError:
-            raise MCPServerError(
-                TIMEOUT_ERROR.format(tool=tool, server=server, timeout=timeout_s),
-                server=server,
-                tool=tool,
-            ) from None
+        work = partial(self._call, server, tool, mcp_name, arguments)
+        return self._run_tool(server, tool, work, timeout_s)
 
     async def acall(
         self, server: str, tool: str, mcp_name: str, arguments: dict[str, Any]
@@ -406,8 +428,7 @@ class MCPRuntime:
             MCPServerError: the server is down, died or rejected the call.
             ToolException: the tool itself reported an error (``isError``).
         """
-        if self._closed:
-            raise MCPServerError(CLOSED_ERROR.format(tool=tool, server=server), server=server)
+        self._check_open(server, tool)
         return await self.run_async(self._call(server, tool, mcp_name, arguments))
 
     # -- closing --

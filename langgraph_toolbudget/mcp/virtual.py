@@ -31,12 +31,8 @@ from langchain_core.tools import BaseTool, ToolException
 from mcp import ClientSession, McpError, types
 from pydantic import AnyUrl, BaseModel, ConfigDict, Field, ValidationError
 
-from langgraph_toolbudget._runner import SyncTimeoutError
 from langgraph_toolbudget.mcp.errors import (
-    CLOSED_ERROR,
-    TIMEOUT_ERROR,
     MCPLoadWarning,
-    MCPServerError,
     _is_transport_error,
 )
 from langgraph_toolbudget.mcp.names import mcp_tool_name
@@ -317,27 +313,14 @@ class VirtualTool(BaseTool):
 
         return request
 
-    def _closed_error(self) -> MCPServerError:
-        message = CLOSED_ERROR.format(tool=self.name, server=self.server)
-        return MCPServerError(message, server=self.server, tool=self.name)
-
     def _run(self, *args: Any, **kwargs: Any) -> str:
-        if self.mcp_runtime.closed:
-            raise self._closed_error()
-        try:
-            return self.mcp_runtime.session_request(
-                self.server, self._request(kwargs), timeout_s=self.timeout_s
-            )
-        except SyncTimeoutError:
-            message = TIMEOUT_ERROR.format(
-                tool=self.name, server=self.server, timeout=self.timeout_s
-            )
-            raise MCPServerError(message, server=self.server, tool=self.name) from None
+        return self.mcp_runtime.session_request(
+            self.server, self._request(kwargs), tool=self.name, timeout_s=self.timeout_s
+        )
 
     async def _arun(self, *args: Any, **kwargs: Any) -> str:
-        if self.mcp_runtime.closed:
-            raise self._closed_error()
-        return await self.mcp_runtime.asession_request(self.server, self._request(kwargs))
+        request = self._request(kwargs)
+        return await self.mcp_runtime.asession_request(self.server, request, tool=self.name)
 
 
 def virtual_tools(
