@@ -365,14 +365,16 @@ async def test_calls_queued_behind_a_stuck_server_fail_fast_while_it_is_checked(
         assert echoed.status == "error" and "is being checked" in echoed.content
 
 
+@pytest.mark.slow  # waits out the connect timeout
 async def test_a_server_silent_to_prompts_list_is_left_out_after_connect_timeout_s():
     start = time.monotonic()
+    # 6 s: the server must start within it (1.5 s on an idle machine, more under load)
     catalog, messages = await asyncio.wait_for(
-        load({"silent": resources("silent_prompts")}, connect_timeout_s=3), 30
+        load({"silent": resources("silent_prompts")}, connect_timeout_s=6), 40
     )  # was pending forever: prompts/list had no timeout
     took = time.monotonic() - start
     async with catalog:
-        assert took < 9, took  # its start, then 3 s for its prompt and resource lists
+        assert took < 18, took  # its start, then 6 s for its prompt and resource lists
         assert "no answer to prompts/list" in catalog.load_errors["silent"]
         assert "echo" not in catalog
         assert any("'silent'" in m for m in messages)
