@@ -267,11 +267,7 @@ class WorkingSet:
 
     def diff(self, before: Iterable[str]) -> dict[str, list[str]]:
         """A ``selected_tools`` update turning ``before`` into the current names."""
-        old = list(before)
-        return {
-            "remove": [n for n in old if n not in self.names],
-            "add": [n for n in self.names if n not in old],
-        }
+        return _list_update(list(before), self.names)
 
     def update(self) -> dict[str, Any]:
         """The state update for everything changed since :meth:`from_state`.
@@ -289,13 +285,15 @@ class WorkingSet:
                 out["selected_tools"] = diff
         found = [n for n in self.discovered if n not in self.names]
         if tuple(found) != self._stored_discovered:
-            out["discovered_tools"] = {
-                "remove": [n for n in self._stored_discovered if n not in found],
-                "add": [n for n in found if n not in self._stored_discovered],
-            }
+            out["discovered_tools"] = _list_update(list(self._stored_discovered), found)
         used = {k: v for k, v in self.last_used.items() if self._stored_last_used.get(k) != v}
         if used:
             out["tool_last_used"] = used
         if self._reason_changes:
             out["tool_reasons"] = dict(self._reason_changes)
         return out
+
+
+def _list_update(old: list[str], new: list[str]) -> dict[str, list[str]]:
+    """The ``{"remove", "add"}`` update of a list field that turns ``old`` into ``new``."""
+    return {"remove": [n for n in old if n not in new], "add": [n for n in new if n not in old]}
