@@ -513,3 +513,49 @@ def test_tool_agent_loop_sees_an_include_at_its_next_iteration() -> None:
     assert "read_file" not in model.bound_tools[3]
     assert results["r2"].status == "error" and "was excluded" in results["r2"].content
     assert out["context_tools"] == {"read_file": "exclude"}
+
+
+@pytest.mark.parametrize("saver", ["memory", "sqlite"])
+def test_tool_reasons_name_only_the_visible_tools_across_turns_and_catalog_changes(
+    saver: str, tmp_path: Path
+) -> None:
+    """``tool_reasons`` says why each *visible* tool is visible: a tool that leaves, by an
+    exclusion or a catalog that no longer lists it (redeployed with the tool disabled),
+    takes its reason with it, so the checkpointed state stays small."""
+    add = {"name": "add_tool", "args": {"tool_names": ["create_issue", "send_message"]}}
+    exclude = {"name": "exclude_tool", "args": {"tool": "send_message"}}
+    model = ScriptedChatModel(
+        responses=[
+            AIMessage("", tool_calls=[{**add, "id": "a"}]),
+            "added",
+            AIMessage("", tool_calls=[{**exclude, "id": "x"}]),
+            "excluded",
+        ],
+        cycle=False,
+    )
+    builtins = {"allow": ["*"]}
+    config: Any = {"configurable": {"thread_id": "reasons"}}
+    with SqliteSaver.from_conn_string(str(tmp_path / "db.sqlite")) as sqlite:
+        checkpointer = sqlite if saver == "sqlite" else InMemorySaver()
+        app = create_toolbudget_agent(
+            model, build_catalog(), max_tools=3, enabled_builtins=builtins
+        ).compile(checkpointer=checkpointer)
+        seen = []
+        for text in ["what's the weather in Paris?", "and exclude slack"]:
+            out = app.invoke({"messages": [HumanMessage(text)]}, config)
+            assert set(out["tool_reasons"]) == set(out["selected_tools"])
+            seen.append(set(out["selected_tools"]))
+        assert "send_message" in seen[0] and "send_message" not in seen[1]
+        assert "create_issue" in seen[1]
+        # The app is redeployed with `create_issue` disabled: it leaves the visible set
+        # without any node removing it, and its reason goes with it.
+        disabled = build_catalog(tool_metadata={"create_issue": {"status": "disabled"}})
+        later = create_toolbudget_agent(
+            ScriptedChatModel(responses=["ok"]), disabled, max_tools=3, enabled_builtins=builtins
+        ).compile(checkpointer=checkpointer)
+        for text in ["and in Lima?", "and in Rome?"]:
+            out = later.invoke({"messages": [HumanMessage(text)]}, config)
+            assert "create_issue" not in out["selected_tools"]
+            assert set(out["tool_reasons"]) == set(out["selected_tools"])
+        stored = later.get_state(config).values
+        assert set(stored["tool_reasons"]) == set(stored["selected_tools"])

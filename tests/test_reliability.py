@@ -432,6 +432,55 @@ async def test_abandoned_calls_that_still_run_count_toward_their_groups_limit(ap
         release.set()
 
 
+@pytest.mark.parametrize("api", APIS)
+async def test_a_call_waiting_for_room_in_its_group_starts_when_an_abandoned_call_ends(api):
+    """The end of an abandoned call frees its place in the group's limit at once: the call
+    waiting for room starts then, not when some other call of the group ends."""
+    release, waiting_started = threading.Event(), threading.Event()
+    order: list[str] = []
+
+    def slow(x: int = 0) -> str:
+        release.wait(10)
+        return "late result"
+
+    def long_fetch(x: int = 0) -> str:
+        waiting_started.wait(10)  # ends only when `fetch` starts (or after 10 s)
+        order.append("long_fetch ended")
+        return "long"
+
+    def fetch(x: int = 0) -> str:
+        order.append("fetch started")
+        waiting_started.set()
+        return "fetched"
+
+    api_group = {"concurrency_group": "api", "is_pure": True, "max_concurrency": 2}
+    tools = [
+        StructuredTool.from_function(func=f, name=f.__name__, description="Fetch.")
+        for f in (long_fetch, fetch)
+    ]
+    catalog = _timed_catalog(
+        slow,
+        is_async=False,
+        timeout=0.1,
+        tools=tools,
+        tool_metadata={
+            "slow": {"timeout_s": 0.1, **api_group},
+            "long_fetch": api_group,
+            "fetch": api_group,
+        },
+    )
+    # `slow` and `long_fetch` fill the limit; `slow` is abandoned at 0.1 s and still counts
+    # until it ends at 0.5 s: then `fetch` has room, while `long_fetch` still runs.
+    threading.Timer(0.5, release.set).start()
+    calls = [call("slow", "a"), call("long_fetch", "b"), call("fetch", "c")]
+    try:
+        out = await answer(ToolExecutor(catalog), calls, ["slow", "long_fetch", "fetch"], api)
+    finally:
+        release.set()
+    assert [m.content for m in out["messages"][1:]] == ["long", "fetched"]
+    assert order == ["fetch started", "long_fetch ended"]
+
+
 # --- 6. selected_tools from a graph's input -------------------------------------------------
 
 

@@ -12,6 +12,7 @@ import asyncio
 import os
 import sys
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -94,6 +95,39 @@ async def test_pure_calls_are_bounded_by_the_limit_in_force(api, config, metadat
     out = await run_node(ToolExecutor(catalog, config=config), names, api)
     assert [m.status for m in out["messages"]] == ["success"] * 6  # every barrier filled
     assert probe.max_live == expected  # and never more at once
+
+
+@pytest.mark.parametrize(
+    ("apis", "per_batch", "limit"),
+    [
+        (("invoke", "invoke"), 2, 2),
+        (("ainvoke", "ainvoke"), 2, 2),
+        (("invoke", "ainvoke"), 2, 2),
+        (("invoke", "invoke"), 1, 1),
+        (("ainvoke", "ainvoke"), 1, 1),
+    ],
+    ids=["threads", "tasks", "thread-and-task", "threads-one-call-each", "tasks-one-call-each"],
+)
+async def test_a_groups_limit_holds_across_batches_running_at_once(apis, per_batch, limit):
+    """Two runs sharing one executor (two threads, LangGraph server) share a group's limit:
+    a rate-limited API gets ``max_concurrency`` calls at once, not that many per run."""
+    probe = ConcurrencyProbe()
+
+    def fetch(x: int = 0) -> str:
+        start = probe.enter("fetch", True)
+        time.sleep(0.3)
+        probe.exit("fetch", True, start)
+        return f"fetched {x}"
+
+    probe.group_of["fetch"] = "api"
+    tool = StructuredTool.from_function(func=fetch, name="fetch", description="Fetch.")
+    meta = {"fetch": {"concurrency_group": "api", "is_pure": True, "max_concurrency": limit}}
+    node = ToolExecutor(ToolCatalog.from_tools([tool], tool_metadata=meta))
+    names = ["fetch"] * per_batch
+    outs = await asyncio.gather(*(run_node(node, names, api) for api in apis))
+    for out in outs:
+        assert [m.content for m in out["messages"]] == [f"fetched {i}" for i in range(per_batch)]
+    assert probe.max_by_group["api"] == limit
 
 
 def sleeping_catalog(probe: ConcurrencyProbe, specs: dict[str, dict[str, Any]]) -> ToolCatalog:

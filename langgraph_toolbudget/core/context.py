@@ -205,7 +205,7 @@ class SessionContext:
 
     def in_context(self, spec: ToolSpec) -> bool:
         """In the context without the budget: included, or ``always`` (special categories
-        too), and not excluded."""
+        too, until the thread sets a mode for the tool or its server), and not excluded."""
         decision = self.decision(spec)
         if decision == "exclude":
             return False
@@ -215,7 +215,11 @@ class SessionContext:
         if mode == "always":
             return True
         special = bool(SPECIAL_CATEGORIES.intersection(spec.categories))
-        return special and spec.name not in self.tool_modes
+        return special and not self.sets_mode(spec)
+
+    def sets_mode(self, spec: ToolSpec) -> bool:
+        """Whether the thread set an include mode for the tool or for its server."""
+        return spec.name in self.tool_modes or server_of(spec) in self.server_modes
 
     # --- the whole catalog -----------------------------------------------------------------
 
@@ -247,9 +251,7 @@ class SessionContext:
         return [
             s.name
             for s in catalog.specs
-            if self.decision(s) == "exclude"
-            or (s.name in self.tool_modes or server_of(s) in self.server_modes)
-            and self.mode(s) != "agent"
+            if self.decision(s) == "exclude" or self.sets_mode(s) and self.mode(s) != "agent"
         ]
 
     def selectable(self, catalog: ToolCatalog) -> list[str]:

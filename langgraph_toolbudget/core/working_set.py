@@ -276,7 +276,9 @@ class WorkingSet:
         set changed, ``{"tool_last_used": {...}}`` with the entries that
         changed, ``{"discovered_tools": {"add": [...], "remove": [...]}}`` when the
         tools found and not visible changed (a found tool made visible leaves it);
-        ``{}`` when nothing did. The state's reducers merge them.
+        ``{"tool_reasons": {...}}`` with the reasons that changed, ``None`` removing those of
+        tools no longer visible (however they left); ``{}`` when nothing did. The state's
+        reducers merge them.
         """
         out: dict[str, Any] = {}
         if tuple(self.names) != self._stored_names:
@@ -289,6 +291,8 @@ class WorkingSet:
         used = {k: v for k, v in self.last_used.items() if self._stored_last_used.get(k) != v}
         if used:
             out["tool_last_used"] = used
+        for name in [n for n in self.reasons if n not in self.names]:
+            self._set_reason(name, None)  # left without a node's remove (its tool is gone)
         if self._reason_changes:
             out["tool_reasons"] = dict(self._reason_changes)
         return out

@@ -140,8 +140,7 @@ class BatchRunner:
             catalog,
             config.mode,
             max_parallel=config.max_parallel,
-            group_limits=config.group_limits,
-            abandoned=self.pipeline.lingering.running,
+            lingering=self.pipeline.lingering,
         )
 
     def working_set(self, state: Any, context: SessionContext | None = None) -> WorkingSet:

@@ -16,7 +16,9 @@ Key Components:
       wait a later call of that group makes for them (bounded: one more
       ``timeout_s`` of the abandoned call, and no longer than the later call's
       batch leaves it; then the later call is refused). Those still running count
-      toward their group's limit (``max_concurrency``, ``group_limits``).
+      toward their group's limit (``max_concurrency``, ``group_limits``), and the
+      end of one is announced (:meth:`LingeringCalls.on_end`), so a call waiting for
+      room in the group starts then.
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ async def within(work: asyncio.Future[Any], timeout: float, abandon: Callable[[]
 @dataclass
 class _Abandoned:
     tool: str
+    group: str
     pure: bool
     until: float  # monotonic time after which later calls stop waiting for it
     ended: concurrent.futures.Future[None] = field(default_factory=concurrent.futures.Future)
@@ -111,24 +114,33 @@ class LingeringCalls:
     def __init__(self, limits: Mapping[str, int] | None = None) -> None:
         self._lock = threading.Lock()
         self._groups: dict[str, list[_Abandoned]] = {}
+        self._listeners: list[Callable[[str], None]] = []
         self.limits = dict(limits or {})
+
+    def on_end(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(group)`` each time an abandoned call of ``group`` really ends (in
+        the thread or on the loop where it ended), once it no longer counts as running."""
+        self._listeners.append(listener)
 
     def add(self, spec: ToolSpec, work: Any) -> None:
         """Count ``work`` (a thread's or a task's future) against ``spec``'s group until it ends."""
         timeout = spec.timeout_s or 0.0
-        entry = _Abandoned(spec.name, spec.is_pure, time.monotonic() + timeout)
+        group = spec.concurrency_group
+        entry = _Abandoned(spec.name, group, spec.is_pure, time.monotonic() + timeout)
         logger.warning("tool %s passed its %g s timeout; abandoned, running on", spec.name, timeout)
         with self._lock:
-            self._groups.setdefault(spec.concurrency_group, []).append(entry)
+            self._groups.setdefault(group, []).append(entry)
         work.add_done_callback(lambda w: _ended(w, entry, self._drop))
 
     def _drop(self, entry: _Abandoned) -> None:
         with self._lock:
-            for group, entries in list(self._groups.items()):
-                if entry in entries:
-                    entries.remove(entry)
-                    if not entries:
-                        del self._groups[group]
+            entries = self._groups.get(entry.group, [])
+            if entry in entries:
+                entries.remove(entry)
+                if not entries:
+                    del self._groups[entry.group]
+        for listener in self._listeners:
+            listener(entry.group)
 
     def running(self, group: str) -> int:
         """The abandoned calls of ``group`` that still run."""

@@ -54,6 +54,14 @@ HOW_TO_READ = {
     "{examples}",
 }
 DROPPED_NOTE = " (Its artifact of {chars:,} characters was dropped.)"
+DEEP_DROPPED_NOTE = (
+    " (Its artifact was dropped: it is nested deeper than JSON can be written ({depth}+ levels).)"
+)
+MAX_JSON_DEPTH = 100
+"""Tool content nested deeper than Python's JSON encoder can write (it recurses: past about
+900 levels it raises ``RecursionError``) is offloaded whatever its size, as its JSON cut at
+this depth."""
+CUT_MARK = "[nested deeper than {depth} levels: cut]"
 
 
 def offload_limit(config: BudgetConfig) -> int | None:
@@ -75,12 +83,28 @@ def holds_offloaded_output(messages: Sequence[Any]) -> bool:
     )
 
 
-def _size(value: Any) -> int:
+def _size(value: Any) -> int | None:
+    """The characters of ``value`` as JSON; None when it is nested too deep to write."""
     if value is None:
         return 0
     if isinstance(value, str):
         return len(value)
-    return len(json.dumps(value, ensure_ascii=False, default=str))
+    try:
+        return len(json.dumps(value, ensure_ascii=False, default=str))
+    except RecursionError:
+        return None
+
+
+def _cut(value: Any, depth: int = 0) -> Any:
+    """``value`` with the lists and dicts below :data:`MAX_JSON_DEPTH` levels replaced by
+    :data:`CUT_MARK` (recursion at most that deep)."""
+    if isinstance(value, dict | list | tuple) and depth >= MAX_JSON_DEPTH:
+        return CUT_MARK.format(depth=MAX_JSON_DEPTH)
+    if isinstance(value, dict):
+        return {k: _cut(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_cut(v, depth + 1) for v in value]
+    return value
 
 
 class Offloader:
@@ -113,8 +137,9 @@ class Offloader:
         self.readers = [r for r in HOW_TO_READ if r in readers]
         self.catalog = catalog
 
-    def stub(self, info: OutputInfo, handle: str, dropped: int = 0) -> tuple[str, dict[str, Any]]:
-        """The stub content and the ``offloaded`` facts of a stored output."""
+    def stub(self, info: OutputInfo, handle: str, dropped: str = "") -> tuple[str, dict[str, Any]]:
+        """The stub content and the ``offloaded`` facts of a stored output (``dropped``: the
+        note that the tool's artifact was dropped, if it was)."""
         kind_name = "JSON" if info.kind == "json" else "text"
         examples = ", ".join(repr(e) for e in info.jq_examples)
         how = "; ".join(
@@ -132,7 +157,7 @@ class Offloader:
             kind_name=kind_name,
             shape=info.shape,
             handle=handle,
-            dropped=DROPPED_NOTE.format(chars=dropped) if dropped else "",
+            dropped=dropped,
             label="Structure (first items of each array)" if info.kind == "json" else "Preview",
             preview=info.preview,
             how=f"Read more: {how}." if how else "",
@@ -143,19 +168,27 @@ class Offloader:
     def _large(self, output: Any) -> str | None:
         if not isinstance(output, ToolMessage):
             return None
-        text = output_text(output.content)
+        try:
+            text = output_text(output.content)
+        except RecursionError:  # too deep to write as JSON, for any model too: offloaded, cut
+            return json.dumps(_cut(output.content), ensure_ascii=False, default=str)
         return text if len(text) > self.limit else None
 
     def _replace(self, message: ToolMessage, info: OutputInfo, handle: str) -> ToolMessage:
-        artifact_size = _size(message.artifact)
-        keep = artifact_size <= self.limit
-        content, facts = self.stub(info, handle, dropped=0 if keep else artifact_size)
+        size = _size(message.artifact)
+        if size is None:
+            dropped = DEEP_DROPPED_NOTE.format(depth=MAX_JSON_DEPTH)
+        else:
+            dropped = DROPPED_NOTE.format(chars=size) if size > self.limit else ""
+        content, facts = self.stub(info, handle, dropped=dropped)
         artifact: dict[str, Any] = {"offloaded": facts}
         if message.artifact is not None:
-            if keep:
+            if not dropped:
                 artifact["artifact"] = message.artifact
+            elif size is None:
+                artifact["offloaded"]["artifact_dropped"] = "nested too deep to write as JSON"
             else:
-                artifact["offloaded"]["artifact_dropped_chars"] = artifact_size
+                artifact["offloaded"]["artifact_dropped_chars"] = size
         stub = message.model_copy(update={"content": content, "artifact": artifact})
         note = deprecation_note(self.catalog, message.name or "") if self.catalog else None
         return stub if note is None else add_note(stub, stub.tool_call_id, note)

@@ -15,6 +15,9 @@ The modes (the table with the reasons is in docs/execution.md):
       groups run side by side. Within a group, calls start in call order. Sync
       tools run in the pipeline's pool of ``max_parallel`` threads, so at most
       that many run at once.
+    - :class:`GroupSlots`: a group's limit is the executor's, not a batch's: the
+      calls of a limited group running now in any batch (any thread, any event
+      loop) and its abandoned calls that still run count toward it, in both modes.
 
 A batch whose calls would run one at a time anyway (one call, or impure calls
 of one group) runs as the loop, under ``invoke`` in the calling thread.
@@ -29,8 +32,10 @@ in as callables.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from functools import partial
+import concurrent.futures
+import contextlib
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import ToolCall
@@ -38,8 +43,9 @@ from langchain_core.messages import ToolCall
 from langgraph_toolbudget._runner import run_sync
 from langgraph_toolbudget.config import ExecutionMode
 from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.execution.lingering import LingeringCalls
 
-__all__ = ["CallScheduler", "group_limits_of"]
+__all__ = ["CallScheduler", "GroupSlots", "group_limits_of"]
 
 RunOne = Callable[[ToolCall], Any]
 ARunOne = Callable[[ToolCall], Awaitable[Any]]
@@ -48,52 +54,150 @@ DEFAULT_GROUP = "default"
 """The concurrency group of a call whose tool is unknown."""
 
 
-class _GroupGate:
-    """Admission control of one concurrency group (``parallel_safe``).
+class GroupSlots:
+    """The calls of each limited concurrency group running now, in every batch of one
+    executor (thread-safe, any event loop), and the waits for room in such a group.
 
-    Calls enter in ticket (call) order. A pure call never runs beside an impure
-    call of its group, nor an impure call beside a pure one. Pure calls run side
-    by side, up to ``limit`` when the group has one; impure calls run one at a
-    time, or up to ``limit`` side by side when the group has one. The group's
-    abandoned calls that still run (``abandoned()``) count toward ``limit`` too.
+    One executor's batches share it, so a group's limit (``max_concurrency``,
+    ``group_limits``) holds across concurrent runs of the executor (threads under
+    ``invoke``, tasks under ``ainvoke``, runs on LangGraph server), not per batch. The
+    group's abandoned calls that still run (``lingering``) count toward the limit, and the
+    end of one wakes the calls waiting for room.
+
+    Args:
+        lingering: the pipeline's abandoned calls; its ``limits`` are the groups' limits.
     """
 
-    def __init__(self, limit: int | None, abandoned: Callable[[], int]) -> None:
-        self.limit = limit
-        self.abandoned = abandoned
+    def __init__(self, lingering: LingeringCalls) -> None:
+        self.lingering = lingering
+        self.limits = lingering.limits
+        self.lock = threading.Lock()
+        self._running: dict[str, int] = {}
+        self._waiters: dict[str, list[concurrent.futures.Future[None]]] = {}
+        lingering.on_end(self.wake)
+
+    def has_room(self, group: str) -> bool:
+        """Whether one more call of ``group`` may start now (call with :attr:`lock` held)."""
+        limit = self.limits.get(group)
+        running = self._running.get(group, 0)
+        if limit is None or running == 0:
+            # Waiting for abandoned calls alone is the pipeline's (bounded, then refused):
+            # here a call waits only for running calls, which all end.
+            return True
+        return running + self.lingering.running(group) < limit
+
+    def take(self, group: str) -> None:
+        """Count one more running call of ``group`` (with :attr:`lock` held)."""
+        if group in self.limits:
+            self._running[group] = self._running.get(group, 0) + 1
+
+    def give_back(self, group: str) -> None:
+        """Count one running call of ``group`` fewer (with :attr:`lock` held)."""
+        if group in self.limits:
+            self._running[group] -= 1
+
+    def waiter(self, group: str) -> concurrent.futures.Future[None]:
+        """A future done at the next change in ``group`` (with :attr:`lock` held)."""
+        waiter: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._waiters.setdefault(group, []).append(waiter)
+        return waiter
+
+    def changed(self, group: str) -> None:
+        """Wake every call waiting in ``group`` to look again (with :attr:`lock` held)."""
+        for waiter in self._waiters.pop(group, ()):
+            with contextlib.suppress(concurrent.futures.InvalidStateError):  # cancelled
+                waiter.set_result(None)
+
+    def wake(self, group: str) -> None:
+        """:meth:`changed`, taking the lock (an abandoned call of ``group`` ended)."""
+        with self.lock:
+            self.changed(group)
+
+    @contextlib.contextmanager
+    def held(self, group: str) -> Iterator[None]:
+        """A place in ``group`` for the duration, waited for in this thread."""
+        while True:
+            with self.lock:
+                if self.has_room(group):
+                    self.take(group)
+                    break
+                waiter = self.waiter(group)
+            waiter.result()
+        try:
+            yield
+        finally:
+            self.leave(group)
+
+    @contextlib.asynccontextmanager
+    async def aheld(self, group: str) -> AsyncIterator[None]:
+        """:meth:`held`, waited for without blocking the event loop."""
+        while True:
+            with self.lock:
+                if self.has_room(group):
+                    self.take(group)
+                    break
+                waiter = self.waiter(group)
+            await asyncio.wrap_future(waiter)
+        try:
+            yield
+        finally:
+            self.leave(group)
+
+    def leave(self, group: str) -> None:
+        """A running call of ``group`` ended (or was abandoned): the next may start."""
+        with self.lock:
+            self.give_back(group)
+            self.changed(group)
+
+
+class _GroupGate:
+    """Admission control of one concurrency group in one batch (``parallel_safe``).
+
+    Calls enter in ticket (call) order. A pure call never runs beside an impure
+    call of its group in the batch, nor an impure call beside a pure one. Pure calls
+    run side by side, impure calls one at a time; when the group has a limit, either
+    kind runs side by side while the executor's :class:`GroupSlots` has room.
+    """
+
+    def __init__(self, group: str, slots: GroupSlots) -> None:
+        self.group = group
+        self.slots = slots
+        self.limited = group in slots.limits
         self.pure = 0
         self.impure = 0
         self.next_ticket = 0
-        self.cond = asyncio.Condition()
 
     def _admits(self, ticket: int, pure: bool) -> bool:
         if ticket != self.next_ticket or (self.impure if pure else self.pure):
             return False
-        running = self.pure if pure else self.impure
-        limit = self.limit if pure else (self.limit or 1)
-        if limit is None or running == 0:
-            # Waiting for abandoned calls alone is the pipeline's (bounded, then refused):
-            # the gate waits only for the batch's own calls, which all end.
-            return True
-        return running + self.abandoned() < limit
+        if self.limited:
+            return self.slots.has_room(self.group)
+        return pure or self.impure == 0
 
     async def enter(self, ticket: int, pure: bool) -> None:
-        async with self.cond:
-            await self.cond.wait_for(lambda: self._admits(ticket, pure))
-            self.next_ticket += 1
-            if pure:
-                self.pure += 1
-            else:
-                self.impure += 1
-            self.cond.notify_all()
+        slots = self.slots
+        while True:
+            with slots.lock:
+                if self._admits(ticket, pure):
+                    self.next_ticket += 1
+                    if pure:
+                        self.pure += 1
+                    else:
+                        self.impure += 1
+                    slots.take(self.group)
+                    slots.changed(self.group)  # the next ticket may enter now
+                    return
+                waiter = slots.waiter(self.group)
+            await asyncio.wrap_future(waiter)
 
     async def leave(self, pure: bool) -> None:
-        async with self.cond:
+        with self.slots.lock:
             if pure:
                 self.pure -= 1
             else:
                 self.impure -= 1
-            self.cond.notify_all()
+            self.slots.give_back(self.group)
+            self.slots.changed(self.group)
 
 
 def group_limits_of(
@@ -118,9 +222,9 @@ class CallScheduler:
         mode: ``sequential`` or ``parallel_safe``.
         max_parallel: sync calls running at once (the pipeline's pool's size); 1
             makes every batch run one call at a time.
-        group_limits: group -> calls at once, over the tools' ``max_concurrency``.
-        abandoned: group -> its abandoned calls that still run (the pipeline's
-            ``LingeringCalls.running``), counted toward its limit.
+        lingering: the pipeline's abandoned calls (they count toward their group's
+            limit) and the groups' limits (``group_limits_of``); without it, the tools'
+            ``max_concurrency`` and no abandoned calls.
     """
 
     def __init__(
@@ -129,27 +233,40 @@ class CallScheduler:
         mode: ExecutionMode,
         *,
         max_parallel: int = 16,
-        group_limits: Mapping[str, int] | None = None,
-        abandoned: Callable[[str], int] | None = None,
+        lingering: LingeringCalls | None = None,
     ) -> None:
         self.catalog = catalog
         self.mode = mode
         self.max_parallel = max_parallel
-        self.group_limits = group_limits_of(catalog, group_limits)
-        self.abandoned = abandoned or (lambda group: 0)
+        self.slots = GroupSlots(lingering or LingeringCalls(group_limits_of(catalog)))
+        self.group_limits = self.slots.limits
 
     def run(self, calls: Sequence[ToolCall], run_one: RunOne, arun_one: ARunOne) -> list[Any]:
         """Run the calls from sync code: ``run_one`` in a loop, or ``arun_one`` gathered on
         the background event loop."""
         if self.one_at_a_time(calls):
-            return [run_one(call) for call in calls]
+            return [self._alone(call, run_one) for call in calls]
         return run_sync(self._gather(calls, arun_one))
 
     async def arun(self, calls: Sequence[ToolCall], arun_one: ARunOne) -> list[Any]:
         """Run the calls on the running event loop."""
         if self.one_at_a_time(calls):
-            return [await arun_one(call) for call in calls]
+            return [await self._aalone(call, arun_one) for call in calls]
         return await self._gather(calls, arun_one)
+
+    def _group(self, call: ToolCall) -> str:
+        spec = self.catalog.get(call["name"])
+        return spec.concurrency_group if spec is not None else DEFAULT_GROUP
+
+    def _alone(self, call: ToolCall, run_one: RunOne) -> Any:
+        """``run_one(call)``, once its group's limit leaves room in the executor."""
+        with self.slots.held(self._group(call)):
+            return run_one(call)
+
+    async def _aalone(self, call: ToolCall, arun_one: ARunOne) -> Any:
+        """The async :meth:`_alone`."""
+        async with self.slots.aheld(self._group(call)):
+            return await arun_one(call)
 
     def one_at_a_time(self, calls: Sequence[ToolCall]) -> bool:
         """True when the calls run one at a time in call order anyway.
@@ -180,8 +297,7 @@ class CallScheduler:
             spec = self.catalog.get(call["name"])
             group = spec.concurrency_group if spec is not None else DEFAULT_GROUP
             if group not in gates:
-                abandoned = partial(self.abandoned, group)
-                gates[group] = _GroupGate(self.group_limits.get(group), abandoned)
+                gates[group] = _GroupGate(group, self.slots)
             ticket = tickets[group] = tickets.get(group, -1) + 1
             pure = spec is not None and spec.is_pure
             gated.append(_behind(gates[group], ticket, pure, arun_one, call))
