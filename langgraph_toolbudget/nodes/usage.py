@@ -138,7 +138,7 @@ def _row(value: Mapping[str, Any], i: int, trusted: bool) -> UsageRecord:
     thread, ts = value.get("thread"), value.get("ts", 0.0)
     user, loaded = value.get("user"), value.get("loaded", False)
     trusted, sources = value.get("trusted", trusted), value.get("sources", [])
-    ok = isinstance(tool, str) and bool(tool) and isinstance(query, str) and bool(query)
+    ok = isinstance(tool, str) and isinstance(query, str) and bool(query)  # the name: UsageRecord
     ok = ok and (thread is None or isinstance(thread, str)) and isinstance(ts, int | float)
     ok = ok and (user is None or isinstance(user, str))
     ok = ok and isinstance(trusted, bool) and isinstance(loaded, bool)
@@ -375,7 +375,6 @@ class ToolUsage:
                 if scope is not None and value.get("scope", scope) != scope:
                     raise ValueError("a row of another scope")
                 record = _row(value, i, trusted)
-                check_record_args(record.query, [record.tool])
             except (ValueError, TypeError, AttributeError):
                 skipped += 1
                 continue
@@ -793,7 +792,6 @@ class ToolUsage:
             if not isinstance(row, Mapping) or not (scope is None or isinstance(scope, str)):
                 raise ValueError(BAD_ROW_ERROR.format(i=i, row=safe_repr(row)))
             record = _row(row, i, True)
-            check_record_args(record.query, [record.tool])
             records.append((None if scope is None else kept_id(scope), record))
         self._checked({r.tool for _, r in records})
         self.attach()
