@@ -231,6 +231,39 @@ def test_positional_arguments_take_the_order_of_the_signature_the_model_reads():
     assert RUNS == [("copy_file", {"src": "/etc/app.conf", "dest": "/tmp/out.conf"})]
 
 
+SIGNATURE = "its signature is copy_file(src: str, dest: str = '/backup')"
+
+
+@pytest.mark.parametrize(
+    ("code", "problem"),
+    [
+        ("copy_file('/x', src='/y')", "got multiple values for argument 'src'"),
+        ("call_tool('copy_file', '/x', src='/y')", "got multiple values for argument 'src'"),
+        ("copy_file('/x', '/y', '/z')", "takes from 1 to 2 positional arguments but 3 were given"),
+        ("copy_file(dest='/a')", "missing 1 required argument: 'src'"),
+        ("copy_file('/a', destination='/b')", "got an unexpected keyword argument 'destination'"),
+    ],
+)
+def test_a_call_python_would_refuse_for_its_signature_raises_in_pythons_words(code, problem):
+    model = ScriptedChatModel(responses=[program(code), AIMessage("done")], cycle=False)
+    catalog = ToolCatalog.from_tools([copy_file])
+    graph = create_toolbudget_agent(model, catalog, **{**OPTIONS, "pinned": ["copy_file"]})
+    out = graph.compile().invoke({"messages": [HumanMessage("copy the config")]})
+    answer = next(m for m in out["messages"] if isinstance(m, ToolMessage))
+    assert answer.status == "error"
+    assert f"TypeError: copy_file() {problem}; {SIGNATURE}" in answer.content
+    assert RUNS == []  # nothing ran: not with dest='/x', not with the default '/backup'
+
+
+async def test_keywords_coercion_maps_are_no_unknown_ones():
+    code = "print(get_forecast(town='Lima')['temp_c'], get_forecast(City='Oslo')['temp_c'])"
+    answer, _, _ = await run_code(code)
+    assert answer.content == "26 12"
+    answer, _, _ = await run_code("get_forecast(city='Oslo', days=3)")
+    assert "get_forecast() got an unexpected keyword argument 'days'" in answer.content
+    assert "its signature is get_forecast(city: str)" in answer.content
+
+
 # --- refusals: the executor's own checks, inside the program --------------------------------
 
 

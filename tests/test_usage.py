@@ -30,7 +30,7 @@ from langgraph_toolbudget import (
     ToolUsage,
     create_toolbudget_agent,
 )
-from langgraph_toolbudget.core.usage import UsageIndex, fuse_usage
+from langgraph_toolbudget.core.usage import UsageIndex, UsageRecord, fuse_usage
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
 from langgraph_toolbudget.testing import ScriptedChatModel
 
@@ -259,6 +259,14 @@ def test_one_bad_stored_row_is_skipped_not_fatal_to_every_run(catalog, caplog):
     state = {"messages": [HumanMessage("will it rain on Sunday?")], "categories": ["weather"]}
     assert "weather_forecast" in node.invoke(state)["selected_tools"]["add"]
     assert "skipped 2 stored usage rows" in caplog.text
+
+
+@pytest.mark.parametrize("name", ["", "x" * 129, "line\nbreak", None])
+def test_a_record_whose_tool_is_no_tool_name_cannot_be_made(name):
+    # One check, where a record is made: add, a stored row and an imported one all make one.
+    with pytest.raises(ValueError, match="not tool names"):
+        UsageRecord(name, "is it going to rain")  # type: ignore[arg-type]
+    assert UsageRecord("weather_forecast", "rain").tool == "weather_forecast"
 
 
 def test_record_takes_any_list_of_names_and_forget_refuses_a_bare_string():

@@ -139,6 +139,12 @@ class UsageRecord:
     loaded: bool = False
     sources: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        # The one check of a record's tool name, whoever makes it (add, a stored or imported
+        # row): a history holds no record whose tool is no tool name.
+        if not isinstance(self.tool, str) or not is_tool_name(self.tool):
+            raise ValueError(BAD_NAME_ERROR.format(names=_shown(self.tool)))
+
     @property
     def source(self) -> str:
         """Who corroborates an observed record: its user when known, else its thread."""
@@ -217,9 +223,13 @@ def check_record_args(query: Any, tool_names: Any) -> list[str]:
         raise TypeError(BAD_TOOLS_ERROR.format(value=names[:20]))
     bad = [n for n in names if not is_tool_name(n)]
     if bad:
-        shown = ", ".join(repr(n if len(n) <= 80 else n[:77] + "...") for n in bad[:5])
+        shown = ", ".join(_shown(n) for n in bad[:5])
         raise ValueError(BAD_NAME_ERROR.format(names=shown + (" ..." if len(bad) > 5 else "")))
     return list(dict.fromkeys(names))
+
+
+def _shown(name: Any) -> str:
+    return repr(name if not isinstance(name, str) or len(name) <= 80 else name[:77] + "...")
 
 
 def is_tool_name(name: str) -> bool:
@@ -398,12 +408,11 @@ class UsageIndex:
     def insert(self, records: Iterable[UsageRecord]) -> tuple[list[UsageRecord], list[UsageRecord]]:
         """Add whole records (as :meth:`add` makes them, or read back from a store); returns
         (records kept, records evicted by the bounds). Records without a search term are
-        skipped; a record's tool name is checked as by :meth:`add`."""
+        skipped (a record's tool name was checked when it was made)."""
         added: list[UsageRecord] = []
         evicted: list[UsageRecord] = []
         with self._lock:
             for record in map(_bounded, records):
-                check_record_args(record.query, [record.tool])
                 terms = record_terms(record) if record.query else set()
                 if not terms:
                     continue

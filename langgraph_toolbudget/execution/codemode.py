@@ -49,7 +49,7 @@ from pydantic import BaseModel, Field
 
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.core.coercion import tool_json_schema
+from langgraph_toolbudget.core.coercion import coerce_args, tool_json_schema
 from langgraph_toolbudget.core.meta import definition_only
 from langgraph_toolbudget.execution.builtin_family import (
     BuiltinContext,
@@ -64,7 +64,7 @@ from langgraph_toolbudget.execution.sandbox import (
     require_sandbox,
     run_program,
 )
-from langgraph_toolbudget.formats.codemode import parameter_order
+from langgraph_toolbudget.formats.codemode import call_signature, parameter_order
 
 __all__ = ["CALL_TOOL", "PYTHON_EXECUTION", "CodeMode", "as_python_data", "codemode_enabled"]
 
@@ -121,10 +121,8 @@ CALL_LIMIT_ERROR = (
     "and this was call {n}. Handle fewer items per program, or run the rest in another one."
 )
 NESTED_ERROR = "python_execution cannot be called from inside a program: call the tools directly."
-POSITIONAL_ERROR = (
-    "{tool}() takes keyword arguments{named}; got {n} positional argument(s), e.g. write "
-    "{tool}({example})."
-)
+SIGNATURE_ERROR = "{tool}() {problem}; its signature is {signature}"
+"""A call Python would refuse for the signature the model reads, in Python's words."""
 NO_OUTPUT = (
     "(no output: the program printed nothing and did not end with an expression; print the "
     "values you need)"
@@ -236,14 +234,15 @@ class _Program:
         if self.calls > limit:
             raise RuntimeError(CALL_LIMIT_ERROR.format(limit=limit, n=self.calls))
         builtin = next((t for t in self.access.builtins if t.name == name), None)
-        arguments = self._keywords(name, builtin, args, kwargs)
+        answered = builtin is not None and self.access.answer is not None
+        if not answered and (problem := self.access.check(name)) is not None:
+            raise PermissionError(problem)
+        arguments = self._arguments(name, builtin, args, kwargs)
         call = ToolCall(
             name=name, args=arguments, id=f"{self.parent}.{self.calls}", type="tool_call"
         )
-        if builtin is not None and self.access.answer is not None:
+        if answered:
             return self._builtin(call)
-        if (problem := self.access.check(name)) is not None:
-            raise PermissionError(problem)
         message, update = _tool_message(self.run(call), str(call["id"]))
         merge_update(self.update, update)
         if message is None:
@@ -261,26 +260,61 @@ class _Program:
             raise RuntimeError(_render(as_python_data(result.content)))
         return as_python_data(result.content)
 
-    def _keywords(
+    def _arguments(
         self, name: str, builtin: BaseTool | None, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> dict[str, Any]:
-        """Keyword arguments; positional ones take the parameters in the signature's order."""
-        if not args:
-            return dict(kwargs)
+        """The call's arguments, bound as Python binds them to the signature the model reads.
+
+        Positional arguments take the parameters in the signature's order; a call Python
+        would refuse (too many positional arguments, two values for one argument, a
+        keyword that names no argument, a required one missing) raises ``TypeError`` in
+        Python's words with the signature. A keyword argument coercion maps to a
+        parameter (``Dest``, an alias) is no unknown one; the executor maps it.
+        """
         tool = builtin
         if tool is None:
             spec = self.family.catalog.get(name)
             tool = spec.tool if spec is not None else None
         if tool is None:  # refused later with the executor's message
             return dict(kwargs)
-        params = [p for p in parameter_order(tool_json_schema(tool)) if p not in kwargs]
-        if len(args) > len(params):
-            named = f" ({', '.join(params)})" if params else ""
-            example = ", ".join(f"{p}=..." for p in params) or ""
-            raise TypeError(
-                POSITIONAL_ERROR.format(tool=name, named=named, n=len(args), example=example)
-            )
-        return {**dict(zip(params, args, strict=False)), **kwargs}
+        schema = tool_json_schema(tool)
+        order = parameter_order(schema)
+        props = schema.get("properties") or {}
+        required = [p for p in order if p in set(schema.get("required") or ())]
+
+        def refuse(problem: str) -> TypeError:
+            signature = call_signature(name, schema)
+            text = SIGNATURE_ERROR.format(tool=name, problem=problem, signature=signature)
+            return TypeError(text)
+
+        if len(args) > len(order):
+            raise refuse(_too_many(len(required), len(order), len(args)))
+        bound = dict(zip(order, args, strict=False))
+        if twice := next((k for k in kwargs if k in bound), None):
+            raise refuse(f"got multiple values for argument {twice!r}")
+        arguments = {**bound, **kwargs}
+        placed = coerce_args(arguments, schema)
+        extra = schema.get("additionalProperties")
+        closed = "properties" in schema and extra is not True and not isinstance(extra, dict)
+        if closed and (unknown := next((k for k in placed if k not in props), None)):
+            raise refuse(f"got an unexpected keyword argument {unknown!r}")
+        if missing := [p for p in required if p not in placed]:
+            raise refuse(_missing(missing))
+        return arguments
+
+
+def _too_many(least: int, most: int, given: int) -> str:
+    takes = f"from {least} to {most}" if least < most else str(most)
+    plural = "" if most == 1 and least == most else "s"
+    were = "was" if given == 1 else "were"
+    return f"takes {takes} positional argument{plural} but {given} {were} given"
+
+
+def _missing(names: list[str]) -> str:
+    quoted = [repr(n) for n in names]
+    listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
+    plural = "" if len(names) == 1 else "s"
+    return f"missing {len(names)} required argument{plural}: {listed}"
 
 
 class CodeMode(BuiltinTools):

@@ -25,17 +25,22 @@ from typing import Any
 
 from langgraph_toolbudget.formats.base import MAX_DEPTH, ParseFailure
 
-__all__ = ["Lenient", "read_lenient", "unescape"]
+__all__ = ["STRING", "Lenient", "read_lenient", "unescape"]
 
-# One token of JSON as models write it. A string runs to its closing quote or to the end of
-# the text (then it is unclosed: the match never fails, so the scan stays linear); a word
-# is anything unquoted between the punctuation (a literal, a number, an unquoted string).
-# A comment starts only where a token may start: inside a word, // /* and # are part of it
-# (/data//old, /data/*.tmp, C#).
+STRING = (
+    r""""(?P<dq>[^"\\]*(?:\\.[^"\\]*)*)(?P<dq_end>"|\\?\Z)"""
+    r"""|'(?P<sq>[^'\\]*(?:\\.[^'\\]*)*)(?P<sq_end>'|\\?\Z)"""
+)
+"""A string as the lenient reader takes it (a pattern): either quote, running to its closing
+quote or to the end of the text (then it is unclosed: the match never fails, so a scan stays
+linear). Groups: ``dq``/``sq`` its text, ``dq_end``/``sq_end`` its closing quote or ""."""
+
+# One token of JSON as models write it: a string, or a word: anything unquoted between the
+# punctuation (a literal, a number, an unquoted string). A comment starts only where a token
+# may start: inside a word, // /* and # are part of it (/data//old, /data/*.tmp, C#).
 _TOKEN = re.compile(
-    r"""
-    "(?P<dq>[^"\\]*(?:\\.[^"\\]*)*)(?P<dq_end>"|\\?\Z)
-    |'(?P<sq>[^'\\]*(?:\\.[^'\\]*)*)(?P<sq_end>'|\\?\Z)
+    STRING
+    + r"""
     |(?P<comment>//[^\n]*|/\*(?:.*?\*/|.*\Z)|\#[^\n]*)
     |(?P<open>[\[{])
     |(?P<close>[\]}])

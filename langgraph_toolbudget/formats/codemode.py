@@ -33,7 +33,13 @@ from langgraph_toolbudget.formats.base import (
     tool_name,
 )
 
-__all__ = ["PYTHON_EXECUTION", "CodeModeFormat", "parameter_order", "python_signature"]
+__all__ = [
+    "PYTHON_EXECUTION",
+    "CodeModeFormat",
+    "call_signature",
+    "parameter_order",
+    "python_signature",
+]
 
 PYTHON_EXECUTION = "python_execution"
 FENCE = "```"
@@ -105,15 +111,11 @@ def parameter_order(parameters: dict[str, Any]) -> list[str]:
     return [*[p for p in props if p in required], *[p for p in props if p not in required]]
 
 
-def python_signature(schema: dict[str, Any]) -> str:
-    """One tool (an OpenAI tool schema) as a Python signature with its description."""
-    function = schema.get("function", schema)
-    name = str(function.get("name", "tool"))
-    parameters = function.get("parameters") or {}
+def _parameters(parameters: dict[str, Any]) -> list[str]:
+    """The parameters of a signature, written as the model reads them."""
     props: dict[str, Any] = parameters.get("properties") or {}
     required = set(parameters.get("required") or ())
     params: list[str] = []
-    notes: list[str] = []
     for pname in parameter_order(parameters):
         prop = props[pname] if isinstance(props[pname], dict) else {}
         shown = pname if _identifier(pname) else f"**{{{json.dumps(pname)}: ...}}"
@@ -121,13 +123,42 @@ def python_signature(schema: dict[str, Any]) -> str:
         if pname not in required:
             text += f" = {_default(prop)}"
         params.append(text)
-        if prop.get("description"):
-            notes.append(f"    {pname}: {' '.join(str(prop['description']).split())}")
+    return params
+
+
+def call_signature(name: str, parameters: dict[str, Any]) -> str:
+    """How a program calls a tool, as its signature: ``copy_file(src: str, dest: str = ...)``.
+
+    Args:
+        name: the tool's name (one that is no Python identifier is called through
+            ``call_tool``).
+        parameters: the JSON schema of the tool's arguments.
+
+    Returns:
+        The call's signature, in the words of :func:`python_signature`.
+    """
+    params = ", ".join(_parameters(parameters))
+    if _identifier(name):
+        return f"{name}({params})"
+    return f"call_tool({', '.join(p for p in (json.dumps(name), params) if p)})"
+
+
+def python_signature(schema: dict[str, Any]) -> str:
+    """One tool (an OpenAI tool schema) as a Python signature with its description."""
+    function = schema.get("function", schema)
+    name = str(function.get("name", "tool"))
+    parameters = function.get("parameters") or {}
+    props: dict[str, Any] = parameters.get("properties") or {}
+    notes = [
+        f"    {pname}: {' '.join(str(props[pname]['description']).split())}"
+        for pname in parameter_order(parameters)
+        if isinstance(props[pname], dict) and props[pname].get("description")
+    ]
     description = " ".join(str(function.get("description", "")).split())
     head = (
-        f"def {name}({', '.join(params)}) -> Any:"
+        f"def {call_signature(name, parameters)} -> Any:"
         if _identifier(name)
-        else f"# call_tool({json.dumps(name)}, {', '.join(params)}) -> Any:"
+        else f"# {call_signature(name, parameters)} -> Any:"
     )
     lines = ([description] if description else []) + (["Args:", *notes] if notes else [])
     if not lines:

@@ -26,6 +26,7 @@ from langgraph_toolbudget.formats._json import (
     cut_off,
     read_json,
 )
+from langgraph_toolbudget.formats._lenient import STRING
 from langgraph_toolbudget.formats._text import cut_off_in_reasoning, join_text, parse_segments
 from langgraph_toolbudget.formats.base import MAX_CALLS, ParsedReply, ToolCallFormat, result_text
 
@@ -34,16 +35,9 @@ __all__ = ["Mistral"]
 MARKER = "[TOOL_CALLS]"
 ARGS = "[ARGS]"
 _END_TOKENS = ("</s>", "[/TOOL_CALLS]")
-# A string as the lenient reader takes it (either quote, maybe never closed), or an end token
-# outside strings: the model ending its calls (inside a string it is part of a value).
-_STRING_OR_END = re.compile(
-    r"""
-    "[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)
-    |'[^'\\]*(?:\\.[^'\\]*)*(?:'|\\?\Z)
-    |</s>|\[/TOOL_CALLS\]
-    """,
-    re.VERBOSE | re.DOTALL,
-)
+# A string as the lenient reader takes it, or an end token outside strings: the model ending
+# its calls (inside a string it is part of a value).
+_STRING_OR_END = re.compile(STRING + r"|</s>|\[/TOOL_CALLS\]", re.DOTALL)
 _ID_CHARS = string.ascii_letters + string.digits
 
 INSTRUCTIONS = """[AVAILABLE_TOOLS] {tools}[/AVAILABLE_TOOLS]

@@ -33,7 +33,7 @@ import logging
 import re
 import threading
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
@@ -41,7 +41,7 @@ from typing import Any, Literal
 import numpy as np
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.store.base import BaseStore, PutOp
+from langgraph.store.base import BaseStore, GetOp, PutOp
 from langgraph.types import Command
 
 from langgraph_toolbudget._compat import runtime_of
@@ -138,7 +138,7 @@ def _row(value: Mapping[str, Any], i: int, trusted: bool) -> UsageRecord:
     thread, ts = value.get("thread"), value.get("ts", 0.0)
     user, loaded = value.get("user"), value.get("loaded", False)
     trusted, sources = value.get("trusted", trusted), value.get("sources", [])
-    ok = isinstance(tool, str) and bool(tool) and isinstance(query, str) and bool(query)
+    ok = isinstance(tool, str) and isinstance(query, str) and bool(query)  # the name: UsageRecord
     ok = ok and (thread is None or isinstance(thread, str)) and isinstance(ts, int | float)
     ok = ok and (user is None or isinstance(user, str))
     ok = ok and isinstance(trusted, bool) and isinstance(loaded, bool)
@@ -291,6 +291,11 @@ class ToolUsage:
         self._attach_lock = threading.RLock()
         self._journal: list[_Change] | None = None  # this process's changes during a refresh
         self._last: tuple[Any, np.ndarray | None, np.ndarray | None] | None = None
+        # Forgets by number, kept while a write of records added before them is under way
+        # (see _end_write), and those writes by the number of forgets before them.
+        self._forgets: dict[int, set[str] | None] = {}
+        self._forgot = 0
+        self._writing: Counter[int] = Counter()
 
     def _new_history(self) -> UsageIndex:
         per_tool, per_thread, min_sources, max_records = self._bounds
@@ -375,7 +380,6 @@ class ToolUsage:
                 if scope is not None and value.get("scope", scope) != scope:
                     raise ValueError("a row of another scope")
                 record = _row(value, i, trusted)
-                check_record_args(record.query, [record.tool])
             except (ValueError, TypeError, AttributeError):
                 skipped += 1
                 continue
@@ -436,11 +440,13 @@ class ToolUsage:
         if store is not self._attached:
             shared = self._items(store, self._namespace(None))
             legacy = self._legacy(self._items(store, self.namespace))
-            self._attach_ops(store, self._attach_shared(store, shared, legacy))
+            ops = self._attach_shared(store, shared, legacy)
+            self._attach_ops(store, self._unchanged(store, ops, [*shared, *legacy]))
         scope = scope_key(self.scope, config) if config is not None else None
         if scope is not None and self._loaded.get(scope) is not store:
             items = self._items(store, self._namespace(scope))
-            self._attach_ops(store, self._attach_scope(store, scope, items))
+            ops = self._attach_scope(store, scope, items)
+            self._attach_ops(store, self._unchanged(store, ops, items))
 
     async def aattach(self, config: RunnableConfig | None = None) -> None:
         """Async :meth:`attach` (``asearch``/``abatch``; a sync-only store runs in a thread)."""
@@ -450,11 +456,54 @@ class ToolUsage:
         if store is not self._attached:
             shared = await self._aitems(store, self._namespace(None))
             legacy = self._legacy(await self._aitems(store, self.namespace))
-            await self._aattach_ops(store, self._attach_shared(store, shared, legacy))
+            ops = self._attach_shared(store, shared, legacy)
+            await self._aattach_ops(store, await self._aunchanged(store, ops, [*shared, *legacy]))
         scope = scope_key(self.scope, config) if config is not None else None
         if scope is not None and self._loaded.get(scope) is not store:
             items = await self._aitems(store, self._namespace(scope))
-            await self._aattach_ops(store, self._attach_scope(store, scope, items))
+            ops = self._attach_scope(store, scope, items)
+            await self._aattach_ops(store, await self._aunchanged(store, ops, items))
+
+    @staticmethod
+    def _stale_deletes(ops: list[PutOp], items: list[Any]) -> list[PutOp]:
+        """The deletes of ``ops`` of rows read in ``items`` (whose value is known)."""
+        read = {(tuple(i.namespace), i.key) for i in items}
+        return [op for op in ops if op.value is None and (op.namespace, op.key) in read]
+
+    @staticmethod
+    def _kept(
+        ops: list[PutOp], deletes: list[PutOp], items: list[Any], now: Sequence[Any]
+    ) -> list[PutOp]:
+        """``ops`` without the ``deletes`` whose row is no longer as ``items`` read it."""
+        read = {(tuple(i.namespace), i.key): i.value for i in items}
+        changed = {
+            (op.namespace, op.key)
+            for op, item in zip(deletes, now, strict=True)
+            if item is None or item.value != read[(op.namespace, op.key)]
+        }
+        return [op for op in ops if op.value is not None or (op.namespace, op.key) not in changed]
+
+    @classmethod
+    def _unchanged(cls, store: BaseStore, ops: list[PutOp], items: list[Any]) -> list[PutOp]:
+        """``ops``, but a row read in ``items`` and dropped by the bounds is deleted only if
+        it is still as it was read: another worker may have recorded it again since (then
+        it is the newest, not the oldest). Read back just before the delete: the bounds
+        catch up at the next refresh."""
+        deletes = cls._stale_deletes(ops, items)
+        if not deletes:
+            return ops
+        now = store.batch([GetOp(op.namespace, op.key) for op in deletes])
+        return cls._kept(ops, deletes, items, now)
+
+    @classmethod
+    async def _aunchanged(cls, store: BaseStore, ops: list[PutOp], items: list[Any]) -> list[PutOp]:
+        """Async :meth:`_unchanged`."""
+        deletes = cls._stale_deletes(ops, items)
+        if not deletes:
+            return ops
+        gets = [GetOp(op.namespace, op.key) for op in deletes]
+        now = await _acall(store, "abatch", "batch", gets)
+        return cls._kept(ops, deletes, items, now)
 
     @staticmethod
     def _attach_ops(store: BaseStore, ops: list[PutOp]) -> None:
@@ -492,7 +541,8 @@ class ToolUsage:
             ops = self._reload(store, journal, shared, stored)
         finally:
             self._end_journal(journal)
-        self._attach_ops(store, ops)
+        read = [*shared, *(item for items in stored.values() for item in items)]
+        self._attach_ops(store, self._unchanged(store, ops, read))
 
     async def arefresh(self) -> None:
         """Async :meth:`refresh` (``asearch``/``abatch``; a sync-only store runs in a thread).
@@ -520,7 +570,8 @@ class ToolUsage:
             ops = self._reload(store, journal, shared, stored)
         finally:
             self._end_journal(journal)
-        await self._aattach_ops(store, ops)
+        read = [*shared, *(item for items in stored.values() for item in items)]
+        await self._aattach_ops(store, await self._aunchanged(store, ops, read))
 
     def _reload_from(self) -> tuple[BaseStore, list[_Change]] | None:
         """The attached store and a journal of this process's changes, started; None when
@@ -610,16 +661,62 @@ class ToolUsage:
 
     def _changes(
         self, scope: str | None, query: str, tool_names: Sequence[str], **record: Any
-    ) -> list[PutOp]:
-        """Add a record to ``scope``'s history (None: the shared one); the store ops."""
+    ) -> tuple[list[PutOp], int]:
+        """Add a record to ``scope``'s history (None: the shared one); the store ops, and the
+        write's number for :meth:`_write`."""
         with self._attach_lock:
             history = self.history if scope is None else self._history(scope)
             added, evicted = history.add(query, tool_names, **record)
             self._note(("add", scope, added))
+            since = self._begin_write()
+        ops = [*(self._delete(scope, r) for r in evicted), *(self._put(scope, r) for r in added)]
+        return ops, since
+
+    def _begin_write(self) -> int:
+        """A write of records just added in memory begins (under the lock): its number, the
+        forgets made so far."""
+        self._writing[self._forgot] += 1
+        return self._forgot
+
+    def _end_write(self, since: int, ops: list[PutOp]) -> list[PutOp]:
+        """A write ends: the deletes of its rows whose tools a forget made since ``since``
+        covers. That forget dropped the records from memory after they were added, and read
+        the store before they were in it: without these deletes the rows would stay in the
+        store, and come back at the next refresh."""
+        with self._attach_lock:
+            self._writing[since] -= 1
+            if not self._writing[since]:
+                del self._writing[since]
+            forgot = [names for n, names in self._forgets.items() if n > since]
+            oldest = min(self._writing, default=self._forgot)
+            self._forgets = {n: v for n, v in self._forgets.items() if n > oldest}
         return [
-            *(self._delete(scope, r) for r in evicted),
-            *(self._put(scope, r) for r in added),
+            PutOp(op.namespace, op.key, None)
+            for op in ops
+            if op.value is not None
+            and any(names is None or op.value.get("tool") in names for names in forgot)
         ]
+
+    def _write(self, store: BaseStore | None, ops: list[PutOp], since: int) -> None:
+        """Write the ops of records added in memory (write number ``since``), and take back
+        the rows a forget made meanwhile covers."""
+        try:
+            if ops and store is not None:
+                store.batch(ops)
+        finally:
+            late = self._end_write(since, ops)
+        if late and store is not None:
+            store.batch(late)
+
+    async def _awrite(self, store: BaseStore | None, ops: list[PutOp], since: int) -> None:
+        """Async :meth:`_write`."""
+        try:
+            if ops and store is not None:
+                await _acall(store, "abatch", "batch", ops)
+        finally:
+            late = self._end_write(since, ops)
+        if late and store is not None:
+            await _acall(store, "abatch", "batch", late)
 
     def record(
         self, query: str, tool_names: Sequence[str], *, thread_id: str | None = None
@@ -640,10 +737,7 @@ class ToolUsage:
         self._checked(names)
         self.attach()
         thread = None if thread_id is None else bounded_id(str(thread_id))
-        ops = self._changes(None, query, names, thread=thread)
-        store = self._attached
-        if ops and store is not None:
-            store.batch(ops)
+        self._write(self._attached, *self._changes(None, query, names, thread=thread))
 
     async def arecord(
         self, query: str, tool_names: Sequence[str], *, thread_id: str | None = None
@@ -653,10 +747,7 @@ class ToolUsage:
         self._checked(names)
         await self.aattach()
         thread = None if thread_id is None else bounded_id(str(thread_id))
-        ops = self._changes(None, query, names, thread=thread)
-        store = self._attached
-        if ops and store is not None:
-            await _acall(store, "abatch", "batch", ops)
+        await self._awrite(self._attached, *self._changes(None, query, names, thread=thread))
 
     @staticmethod
     def opted_out(config: RunnableConfig | None) -> bool:
@@ -669,8 +760,9 @@ class ToolUsage:
         tool_names: Sequence[str],
         config: RunnableConfig,
         loaded: Collection[str],
-    ) -> tuple[str, list[PutOp]] | None:
-        """The scope and the store ops of an observed record, or None when nothing is kept."""
+    ) -> tuple[list[PutOp], int] | None:
+        """The store ops and the write's number of an observed record (see :meth:`_changes`),
+        or None when nothing is kept."""
         scope = scope_key(self.scope, config)
         names = [n for n in dict.fromkeys(tool_names) if isinstance(n, str) and is_tool_name(n)]
         if scope is None or not query or not names:
@@ -686,7 +778,7 @@ class ToolUsage:
             "user": None if user in (None, "") else bounded_id(str(user)),
             "loaded": loaded,
         }
-        return scope, self._changes(scope, query, names, **record)
+        return self._changes(scope, query, names, **record)
 
     def record_run(
         self,
@@ -703,9 +795,8 @@ class ToolUsage:
             return
         self.attach(config)
         observed = self._observed(query, tool_names, config, loaded)
-        store = self._attached
-        if observed is not None and observed[1] and store is not None:
-            store.batch(observed[1])
+        if observed is not None:
+            self._write(self._attached, *observed)
 
     async def arecord_run(
         self,
@@ -720,9 +811,8 @@ class ToolUsage:
             return
         await self.aattach(config)
         observed = self._observed(query, tool_names, config, loaded)
-        store = self._attached
-        if observed is not None and observed[1] and store is not None:
-            await _acall(store, "abatch", "batch", observed[1])
+        if observed is not None:
+            await self._awrite(self._attached, *observed)
 
     # --- forget, export, import ---------------------------------------------------------------
 
@@ -734,6 +824,10 @@ class ToolUsage:
         """Drop the history of ``tool_names`` (``None``: all of it), in memory and in the
         store, in every scope.
 
+        Every row of those tools that is in the store when it returns is deleted, whatever
+        other workers write meanwhile; a record this worker added in memory before the forget
+        and was still writing to the store is taken out of the store again once written.
+
         Returns:
             How many (tool, message) pairs were dropped from memory.
         """
@@ -741,15 +835,20 @@ class ToolUsage:
         with self._attach_lock:
             dropped = sum(len(history.forget(names)) for _, history in self._histories())
             self._note(("forget", names))
+            self._forgot += 1
+            if self._writing:  # a write of records added before now checks against it
+                self._forgets[self._forgot] = names
         store = self._attached or self.store
         if store is not None:
-            ops = [
-                PutOp(tuple(item.namespace), item.key, None)
-                for item in self._items(store, self.namespace)
-                if names is None or item.value.get("tool") in names
-            ]
-            if ops:
-                store.batch(ops)
+            for where in [None] if names is None else [{"tool": n} for n in sorted(names)]:
+                # Each page read is deleted before the next is read, from the first: paging
+                # by offset skipped rows that other workers' deletes moved up meanwhile.
+                while True:
+                    page = store.search(self.namespace, filter=where, limit=PAGE)
+                    if page:
+                        store.batch([PutOp(tuple(i.namespace), i.key, None) for i in page])
+                    if len(page) < PAGE:
+                        break
         return dropped
 
     def export(self) -> list[dict[str, Any]]:
@@ -793,7 +892,6 @@ class ToolUsage:
             if not isinstance(row, Mapping) or not (scope is None or isinstance(scope, str)):
                 raise ValueError(BAD_ROW_ERROR.format(i=i, row=safe_repr(row)))
             record = _row(row, i, True)
-            check_record_args(record.query, [record.tool])
             records.append((None if scope is None else kept_id(scope), record))
         self._checked({r.tool for _, r in records})
         self.attach()
@@ -802,25 +900,34 @@ class ToolUsage:
         for scope, record in records:
             by_scope.setdefault(scope, []).append(record)
         ops: list[PutOp] = []
-        for scope, batch in by_scope.items():
-            batch = sorted(batch, key=lambda r: r.ts)[-self._bounds[3] :]  # older: dropped anyway
-            if scope is not None and store is not None and self._loaded.get(scope) is not store:
-                self.attach({"configurable": {**_scope_config(self.scope, scope)}})
-            now = time.time()
-            batch = [replace(r, query=normalize_query(r.query), ts=r.ts or now) for r in batch]
-            with self._attach_lock:
-                history = self.history if scope is None else self._history(scope)
-                before = {_key(r): r for r in history.records()}
-                history.insert(batch)
-                after = {_key(r): r for r in history.records()}
-                changed = [r for k, r in after.items() if before.get(k) != r]
-                self._note(("add", scope, changed))
-                if scope is not None:
-                    self._evict()
-            ops += [self._delete(scope, r) for k, r in before.items() if k not in after]
-            ops += [self._put(scope, r) for r in changed]
-        if ops and store is not None:
-            store.batch(ops)
+        since: int | None = None  # the write's number, from the first records added
+        try:
+            for scope, batch in by_scope.items():
+                # the older ones would be dropped anyway
+                batch = sorted(batch, key=lambda r: r.ts)[-self._bounds[3] :]
+                if scope is not None and store is not None and self._loaded.get(scope) is not store:
+                    self.attach({"configurable": {**_scope_config(self.scope, scope)}})
+                now = time.time()
+                batch = [replace(r, query=normalize_query(r.query), ts=r.ts or now) for r in batch]
+                with self._attach_lock:
+                    history = self.history if scope is None else self._history(scope)
+                    before = {_key(r): r for r in history.records()}
+                    history.insert(batch)
+                    after = {_key(r): r for r in history.records()}
+                    changed = [r for k, r in after.items() if before.get(k) != r]
+                    self._note(("add", scope, changed))
+                    if since is None:
+                        since = self._begin_write()
+                    if scope is not None:
+                        self._evict()
+                ops += [self._delete(scope, r) for k, r in before.items() if k not in after]
+                ops += [self._put(scope, r) for r in changed]
+        except BaseException:
+            if since is not None:  # nothing written: no forget to take back
+                self._end_write(since, [])
+            raise
+        if since is not None:
+            self._write(store, ops, since)
         return len(records)
 
     # --- ranking ------------------------------------------------------------------------------
