@@ -613,6 +613,28 @@ def test_a_postgres_count_out_of_time_keeps_the_rows_within_the_timeout(crm: str
     assert toolbox.execute("crm", "SELECT 1 AS one").rows == [{"one": 1}]  # the pool is fine
 
 
+def test_a_postgres_query_has_one_deadline_from_planning_to_the_last_row(crm: str):
+    """DECLARE (which plans the query) and the FETCH each had a statement_timeout of their
+    own: a query that took most of timeout_s to plan then had timeout_s again to run (3.2 s
+    at timeout_s=2 here, its rows answered)."""
+    with psycopg.connect(crm, autocommit=True) as conn:  # folded while planning: 1.4 s
+        conn.execute(
+            "CREATE FUNCTION slow_constant(seconds float) RETURNS int IMMUTABLE LANGUAGE plpgsql "
+            "AS $$ BEGIN PERFORM pg_sleep(seconds); RETURN 1; END $$"
+        )
+    toolbox = DatabaseToolbox({"crm": crm}, timeout_s=2, max_rows=5)
+    toolbox.execute("crm", "SELECT 1")  # the imports and the first connection, not timed
+    sql = (  # then 6 rows of 0.3 s: 1.8 s
+        "SELECT g, pg_sleep(0.3) IS NULL AS slept FROM generate_series(1, 6) g "
+        "WHERE slow_constant(1.4) = 1"
+    )
+    start = time.monotonic()
+    with pytest.raises(SqlError, match=r"ran longer than 2 s and was stopped"):
+        toolbox.execute("crm", sql)
+    assert time.monotonic() - start < 2 + 0.7
+    assert toolbox.execute("crm", "SELECT 1 AS one").rows == [{"one": 1}]  # the pool is fine
+
+
 def test_long_values_are_cut_as_they_are_read_on_postgres(crm: str):
     """The first max_rows + 1 rows were fetched whole, then converted: rows x columns x the
     longest value in memory (a text may be 1 GB), and the answer had no cap."""

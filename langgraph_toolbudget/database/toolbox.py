@@ -486,20 +486,18 @@ class DatabaseToolbox:
         from psycopg import sql as pgsql
         from sqlalchemy.exc import SQLAlchemyError
 
-        deadline = time.monotonic() + self.timeout_s
         try:
             raw = self._engine(src).raw_connection()
         except (SQLAlchemyError, psycopg.Error, OSError) as exc:
             raise self._down(src, exc) from None
+        deadline = time.monotonic() + self.timeout_s  # one for every statement of the query
         try:
             conn: Any = raw.driver_connection
             conn.rollback()
-            timeout_ms = max(1, int(self.timeout_s * 1000))
             with conn.cursor() as cursor:
                 cursor.execute("SET TRANSACTION READ ONLY")
-                cursor.execute(
-                    pgsql.SQL("SET LOCAL statement_timeout = {}").format(pgsql.Literal(timeout_ms))
-                )
+                if not _postgres_time_left(cursor, deadline):  # a timeout_s under 1 ms
+                    raise SqlError(TIMEOUT_ERROR.format(timeout=self.timeout_s))
             if check.ask_database:
                 self._postgres_parse(conn, sql, check)
             if check.explain:
@@ -518,9 +516,11 @@ class DatabaseToolbox:
                 self.max_rows + 1, pgsql.Identifier(name)
             )
             with conn.cursor(name=name) as cursor, conn.cursor() as fetcher:
-                cursor.execute(sql)  # DECLARE ... CURSOR FOR, extended protocol
+                cursor.execute(sql)  # DECLARE ... CURSOR FOR, extended protocol (planned here)
                 answer = AnswerRows([d.name for d in cursor.description or ()], self.max_rows)
                 _load_cut(fetcher)
+                if not _postgres_time_left(fetcher, deadline):
+                    raise SqlError(TIMEOUT_ERROR.format(timeout=self.timeout_s))
                 for row in fetcher.stream(fetch):  # one row in memory at a time, one round trip
                     answer.add(row)
                 total = answer.seen
@@ -553,14 +553,14 @@ class DatabaseToolbox:
         import psycopg
         from psycopg import sql as pgsql
 
-        left_ms = int((deadline - time.monotonic()) * 1000)
-        if left_ms < 1:  # statement_timeout = 0 would mean no timeout at all
+        if conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
+            # The fetch's time ran out as its last row came: psycopg's stream() drops an
+            # error that follows the rows, so the rows are whole, the transaction over.
             return None
         with conn.cursor() as cursor:
             cursor.execute("SAVEPOINT toolbudget_count")
-            cursor.execute(
-                pgsql.SQL("SET LOCAL statement_timeout = {}").format(pgsql.Literal(left_ms))
-            )
+            if not _postgres_time_left(cursor, deadline):
+                return None
             try:
                 cursor.execute(
                     pgsql.SQL("MOVE FORWARD ALL IN {}").format(pgsql.Identifier(cursor_name))
@@ -605,6 +605,18 @@ def _sqlite_connect(path: Path, deadline: float | None, timeout_s: float) -> sql
             setlimit(getattr(sqlite3, limit), value)
     conn.set_progress_handler(lambda: int(time.monotonic() > deadline), PROGRESS_STEPS)
     return conn
+
+
+def _postgres_time_left(cursor: Any, deadline: float) -> bool:
+    """Give the statements ``cursor`` sends next the time left before ``deadline`` (their
+    ``statement_timeout``, local to the transaction); False when none is left."""
+    from psycopg import sql as pgsql
+
+    left_ms = int((deadline - time.monotonic()) * 1000)
+    if left_ms < 1:  # statement_timeout = 0 would mean no timeout at all
+        return False
+    cursor.execute(pgsql.SQL("SET LOCAL statement_timeout = {}").format(pgsql.Literal(left_ms)))
+    return True
 
 
 def _load_cut(cursor: Any) -> None:
