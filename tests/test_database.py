@@ -684,6 +684,36 @@ def test_unusual_postgres_values_are_answered_as_json(crm: str):
     assert json.loads(json.dumps(result.as_dict()))["rows"] == [row]
 
 
+def test_dates_python_cannot_hold_are_shown_as_postgres_writes_them(crm: str):
+    """psycopg raised DataError for each of these values, answered as "the database rejected
+    the query", in an array or a range too; its C loader read 178 million years as 1.49
+    million. Dates Python holds are still ISO strings, intervals seconds."""
+    toolbox = DatabaseToolbox({"crm": crm})
+    shown = {
+        "'infinity'::date": "infinity",
+        "'-infinity'::date": "-infinity",
+        "'infinity'::timestamp": "infinity",
+        "'-infinity'::timestamptz": "-infinity",
+        "'10000-01-01'::date": "10000-01-01",
+        "'0044-03-15 BC'::date": "0044-03-15 BC",
+        "'10000-01-01 10:30'::timestamp": "10000-01-01 10:30:00",
+        "'0001-01-01 BC'::timestamptz": "0001-01-01 00:00:00+00 BC",
+        "'24:00:00'::time": "24:00:00",
+        "'24:00:00+02'::timetz": "24:00:00+02",
+        "'2147483647 days'::interval": "2147483647 days",
+        "'178000000 years'::interval": "178000000 years",
+        "ARRAY['infinity'::date, '2024-05-01']": ["infinity", "2024-05-01"],
+        "daterange('2024-05-01', 'infinity')": "[2024-05-01, infinity)",
+        "'2024-05-01 10:30'::timestamp": "2024-05-01T10:30:00",
+        "'1 day 2 hours'::interval": 93600.0,
+    }
+    with psycopg.connect(crm, autocommit=True) as conn:  # the BC timestamptz's offset
+        conn.execute(f"ALTER DATABASE {conn.info.dbname} SET TimeZone = 'UTC'")
+    sql = "SELECT " + ", ".join(f"{value} AS v{i}" for i, value in enumerate(shown))
+    (row,) = toolbox.execute("crm", sql).rows
+    assert list(row.values()) == list(shown.values())
+
+
 def test_sql_that_is_not_text_is_refused_before_it_runs(shop: Path, crm: str):
     """A lone surrogate made the SQL's encoding raise UnicodeEncodeError out of the graph; a
     NUL cut the text PostgreSQL read."""

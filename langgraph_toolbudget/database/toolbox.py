@@ -7,7 +7,8 @@ check_read_only` accepted it (one statement that reads), and the connection enfo
 again: SQLite is opened read-only (``mode=ro``) with an authorizer that allows reads and
 nothing else (no ``ATTACH``, no ``PRAGMA``, no write, no denied function) and a progress
 handler that stops it at the timeout; PostgreSQL runs each query in a ``READ ONLY``
-transaction with a ``statement_timeout``, through the extended protocol (one statement per
+transaction, each of its statements with the time left as its ``statement_timeout`` (one
+deadline: planning, fetching, counting), through the extended protocol (one statement per
 message: a second statement hidden from the check cannot run), and rolls it back.
 
 Rows are converted one at a time as they arrive, texts cut as they are decoded
@@ -215,8 +216,9 @@ class DatabaseToolbox:
             opened read-only) and PostgreSQL (``postgresql://`` or
             ``postgresql+psycopg://``, through psycopg 3).
         max_rows: rows a query returns at most (the total is counted and reported).
-        timeout_s: seconds a query may run (PostgreSQL's ``statement_timeout``, SQLite's
-            progress handler).
+        timeout_s: seconds a query may run, from its start to its last row counted (on
+            PostgreSQL, once connected: each statement's ``statement_timeout`` is the time
+            left; SQLite's progress handler).
         connect_timeout_s: seconds to wait for a PostgreSQL server.
 
     Raises:
@@ -621,12 +623,15 @@ def _postgres_time_left(cursor: Any, deadline: float) -> bool:
 
 def _load_cut(cursor: Any) -> None:
     """Have ``cursor`` load texts cut as they are decoded (one long value at a time in
-    memory, never a row's worth) and JSON documents bounded (:func:`json_document`)."""
+    memory, never a row's worth), JSON documents bounded (:func:`json_document`) and dates
+    and times Python cannot hold as PostgreSQL writes them (:func:`_beyond_python_loaders`)."""
     from psycopg.types.json import set_json_loads
 
     set_json_loads(json_document, cursor)
     for text_type in ("text", "varchar", "bpchar", "name", 0):  # 0: types psycopg reads as text
         cursor.adapters.register_loader(text_type, _cut_text_loader())
+    for type_name, loader in _beyond_python_loaders().items():
+        cursor.adapters.register_loader(type_name, loader)
 
 
 @functools.cache
@@ -640,6 +645,36 @@ def _cut_text_loader() -> type:
             return cut_text(text) if isinstance(text, str) else text  # bytes: SQL_ASCII
 
     return CutTextLoader
+
+
+@functools.cache
+def _beyond_python_loaders() -> dict[str, type]:
+    """psycopg's date and time loaders, answering a value Python's types cannot hold with
+    PostgreSQL's own text: ``infinity``, ``-infinity``, a year after 9999 or before 1
+    (``0044-03-15 BC``), ``24:00:00``, an interval over 999,999,999 days (they raised
+    ``DataError``, which read as the database rejecting the query)."""
+    from psycopg import DataError
+    from psycopg.types import datetime as pg_datetime
+
+    def as_text_beyond_python(base: type) -> type:
+        class Loader(base):
+            def load(self, data: Any) -> Any:
+                try:
+                    return super().load(data)
+                except DataError:
+                    return bytes(data).decode("utf-8", "replace")
+
+        Loader.__name__ = Loader.__qualname__ = base.__name__.replace("Loader", "TextBeyondLoader")
+        return Loader
+
+    return {
+        "date": as_text_beyond_python(pg_datetime.DateLoader),
+        "timestamp": as_text_beyond_python(pg_datetime.TimestampLoader),
+        "timestamptz": as_text_beyond_python(pg_datetime.TimestamptzLoader),
+        "time": as_text_beyond_python(pg_datetime.TimeLoader),
+        "timetz": as_text_beyond_python(pg_datetime.TimetzLoader),
+        "interval": as_text_beyond_python(pg_datetime.IntervalLoader),
+    }
 
 
 def _unsendable(sql: str) -> str | None:
