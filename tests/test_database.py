@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import sqlite3
 import sys
 import time
@@ -393,6 +394,66 @@ def test_a_source_that_is_down(shop: Path, tmp_path: Path):
     assert "execute_sql" not in Builtins(CATALOG, config.override(database_toolbox=down)).names
 
 
+def add_a_table_sqlalchemy_cannot_read(path: Path) -> None:
+    """A column type with a 5,000-digit length: SQLite keeps it, SQLAlchemy's reflection
+    raises ValueError on it (Python's int() refuses 4,300 digits by default)."""
+    conn = sqlite3.connect(path)
+    conn.execute(f"CREATE TABLE legacy_notes (body VARCHAR({'9' * 5000}))")
+    conn.commit()
+    conn.close()
+
+
+def test_a_schema_that_cannot_be_read_leaves_the_other_sources_searchable(
+    shop: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+):
+    """Reading the schemas caught only the database driver's errors: the ValueError here
+    went out of search_schemas and the graph (a source broken after toolbox.refresh()),
+    and out of create_toolbudget_agent (broken from the start)."""
+    archive = tmp_path / "archive.db"
+    shutil.copy(shop, archive)
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}", "archive": f"sqlite:///{archive}"})
+    model = ScriptedChatModel(
+        responses=[
+            ask("search_schemas", "s1", query="money spent by customers"),
+            ask("search_schemas", "s2", query="legacy notes", source="archive"),
+            AIMessage("done"),
+        ],
+        cycle=False,
+    )
+    graph = create_toolbudget_agent(model, CATALOG, database_toolbox=toolbox).compile()
+    add_a_table_sqlalchemy_cannot_read(archive)
+    toolbox.refresh()  # the archive's schemas are read again at the next search
+    found, nothing = answers(graph.invoke({"messages": [HumanMessage("who spent most?")]}))
+    answer = json.loads(found.content)
+    assert {t["source"] for t in answer["tables"]} == {"shop"}
+    assert answer["tables"][0]["table"] == "orders"
+    assert answer["unavailable_sources"]["archive"].startswith(
+        "ValueError: Exceeds the limit (4300 digits) for integer string conversion"
+    )
+    assert nothing.status != "error" and "'archive' (ValueError: Exceeds the limit" in (
+        nothing.content
+    )
+    assert "reading the schemas of database source 'archive' raised" in caplog.text
+    # Broken from the start: the agent is built, without the tools when no source is read.
+    broken = DatabaseToolbox({"archive": f"sqlite:///{archive}"})
+    config = BudgetConfig(database_toolbox=broken)
+    assert "search_schemas" not in Builtins(CATALOG, config).names
+    assert broken.execute("archive", "SELECT count(*) AS n FROM orders").rows == [{"n": 500}]
+
+
+def test_a_failing_embedding_model_leaves_the_lexical_schema_search(shop: Path):
+    """An embeddings= model that failed (a server down) made search_schemas raise; the
+    tool search falls back to the lexical ranking, and so does the schema search now."""
+
+    class UnreachableEmbeddings(HashingEmbeddings):
+        def embed_query(self, text: str) -> list[float]:
+            raise ConnectionError("embedding server unreachable")
+
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"})
+    best = toolbox.search("money spent by customers", embeddings=UnreachableEmbeddings())
+    assert best[0].name == "orders"
+
+
 def test_bad_sources_are_clear_errors(tmp_path: Path):
     with pytest.raises(ValueError, match="in-memory SQLite database"):
         DatabaseToolbox({"mem": "sqlite://"})
@@ -725,30 +786,49 @@ def test_sql_that_is_not_text_is_refused_before_it_runs(shop: Path, crm: str):
             toolbox.execute(source, "SELECT 1\x00; DELETE FROM orders")
 
 
-def test_an_unforeseen_failure_of_execute_sql_is_an_error_message(
-    shop: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize(
+    ("method", "call", "answer", "logged"),
+    [
+        (
+            "execute",
+            ask("execute_sql", source="shop", sql="SELECT 1"),
+            "Error: execute_sql failed on source 'shop' (RecursionError: maximum recursion",
+            "execute_sql on source 'shop' raised",
+        ),
+        (
+            "search",
+            ask("search_schemas", query="money spent"),
+            "Error: search_schemas failed (RecursionError: maximum recursion",
+            "search_schemas raised",
+        ),
+    ],
+    ids=["execute_sql", "search_schemas"],
+)
+def test_an_unforeseen_failure_of_a_database_tool_is_an_error_message(
+    shop: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    method: str,
+    call: AIMessage,
+    answer: str,
+    logged: str,
 ):
-    """Whatever else a query raises (here a RecursionError, as psycopg's JSON loader did)
-    is logged and answered; the run goes on."""
+    """Whatever else a query or a search raises (here a RecursionError, as psycopg's JSON
+    loader did) is logged and answered; the run goes on. search_schemas had no such net:
+    the exception went out of the graph."""
     toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"})
 
-    def fails(source: str, sql: str) -> Any:
+    def fails(*args: Any, **kwargs: Any) -> Any:
         raise RecursionError("maximum recursion depth exceeded while decoding a JSON array")
 
-    monkeypatch.setattr(toolbox, "execute", fails)
-    model = ScriptedChatModel(
-        responses=[ask("execute_sql", source="shop", sql="SELECT 1"), AIMessage("sorry")],
-        cycle=False,
-    )
+    monkeypatch.setattr(toolbox, method, fails)
+    model = ScriptedChatModel(responses=[call, AIMessage("sorry")], cycle=False)
     graph = create_toolbudget_agent(model, CATALOG, database_toolbox=toolbox).compile()
     out = graph.invoke({"messages": [HumanMessage("read it")]})
     (failed,) = answers(out)
-    assert failed.status == "error"
-    assert failed.content.startswith(
-        "Error: execute_sql failed on source 'shop' (RecursionError: maximum recursion"
-    )
+    assert failed.status == "error" and failed.content.startswith(answer)
     assert out["messages"][-1].content == "sorry"
-    assert "execute_sql on source 'shop' raised" in caplog.text
+    assert logged in caplog.text
 
 
 # --- through the agent: the prebuilt graph, the nodes, the middleware --------------------------

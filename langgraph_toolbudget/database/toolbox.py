@@ -27,6 +27,7 @@ Key Components:
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import sqlite3
 import threading
@@ -58,6 +59,8 @@ __all__ = [
     "QueryResult",
     "SqlError",
 ]
+
+logger = logging.getLogger(__name__)
 
 DATABASE_MISSING_ERROR = (
     "DatabaseToolbox needs SQLAlchemy and sqlglot: pip install 'langgraph-toolbudget[database]'"
@@ -331,7 +334,8 @@ class DatabaseToolbox:
         return src.engine
 
     def _check(self, src: _Source) -> None:
-        """Read ``src``'s schemas (once); a failure marks the source down."""
+        """Read ``src``'s schemas (once); a failure, whatever it is, marks the source down
+        with the reason (an unforeseen one is logged): the other sources stay searchable."""
         from sqlalchemy.exc import SQLAlchemyError
 
         try:
@@ -339,6 +343,9 @@ class DatabaseToolbox:
             src.error = None
         except (SQLAlchemyError, sqlite3.Error, OSError) as exc:
             src.tables, src.error = [], _short_error(exc)
+        except Exception as exc:  # noqa: BLE001 - a schema SQLAlchemy cannot read: only this source is down
+            logger.exception("reading the schemas of database source %r raised", src.name)
+            src.tables, src.error = [], f"{type(exc).__name__}: {_short_error(exc)}"
         src.checked = True
 
     def _ready(self) -> list[_Source]:
