@@ -363,6 +363,34 @@ def test_one_long_sqlite_function_call_cannot_outrun_the_timeout(shop: Path):
     assert toolbox.execute("shop", shorter).rows == [{"n": 90000}]
 
 
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="sqlite3 setlimit is Python 3.11+")
+def test_sqlite_blobs_are_capped_like_texts_and_answered_as_their_size(shop: Path):
+    """The length cap bounds blobs as it bounds texts: a longer stored blob is not read (its
+    length is), and each blob read is answered as its size, one row at a time."""
+    conn = sqlite3.connect(shop)
+    conn.execute("CREATE TABLE files (id INTEGER, body BLOB)")
+    conn.execute("INSERT INTO files VALUES (1, zeroblob(5000000)), (2, x'00ff10')")
+    conn.commit()
+    conn.close()
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"})
+    with pytest.raises(SqlError, match=r"a string or blob \(bytes\) longer than .* \(100,000\)"):
+        toolbox.execute("shop", "SELECT body FROM files WHERE id = 1")
+    assert toolbox.execute("shop", "SELECT length(body) AS n FROM files").rows == [
+        {"n": 5_000_000},
+        {"n": 3},
+    ]
+    assert toolbox.execute("shop", "SELECT body FROM files WHERE id = 2").rows == [
+        {"body": "base64:AP8Q"}
+    ]
+    many = (
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 300) "
+        "SELECT i, zeroblob(99000) AS a, randomblob(99000) AS b FROM n"
+    )
+    result, peak = peak_memory(lambda: toolbox.execute("shop", many))
+    assert result.rows[0] == {"i": 1, "a": "<99,000 bytes>", "b": "<99,000 bytes>"}
+    assert result.total_rows == 300 and peak < 5_000_000  # 300 rows of 198,000 bytes: 59 MB
+
+
 def test_an_unknown_source_names_the_known_ones(shop: Path):
     toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}", "old": f"sqlite:///{shop}"})
     with pytest.raises(

@@ -112,7 +112,10 @@ some calls take time in the square of their arguments' length: ``trim(x, chars)`
 ``instr``, ``replace``, ``json_patch``. At 100,000 bytes the slowest found, ``trim`` of
 100,000 characters by 8,000 (its longest set at this limit), takes about 3 s; at the
 former 10,000,000, ``instr`` alone took hours. A stored value longer than this cannot be
-read (nor its ``length()``): the query fails with :data:`SQLITE_TOO_LONG_ERROR`."""
+read (nor a text's ``length()``): the query fails with :data:`SQLITE_TOO_LONG_ERROR`.
+
+Set on Python 3.11+ only (``Connection.setlimit``): on 3.10 SQLite's own limit applies (1 GB),
+and one call can outrun the timeout (``docs/database.md``, "SQLite on Python 3.10")."""
 SQLITE_MAX_LIKE_PATTERN = 10_000
 """SQLite's longest ``LIKE``/``GLOB`` pattern (``SQLITE_LIMIT_LIKE_PATTERN_LENGTH``, 50,000 by
 default): matching takes the text's length times the pattern's, 100,000 x 10,000 about 2 s."""
@@ -604,7 +607,7 @@ def _sqlite_connect(path: Path, deadline: float | None, timeout_s: float) -> sql
         return conn
     conn.set_authorizer(_sqlite_authorizer)
     conn.text_factory = sqlite_text
-    setlimit = getattr(conn, "setlimit", None)  # Python 3.11+
+    setlimit = getattr(conn, "setlimit", None)  # Python 3.11+; 3.10 keeps SQLite's defaults
     if setlimit is not None:
         for limit, value in (
             ("SQLITE_LIMIT_LENGTH", SQLITE_MAX_LENGTH),
