@@ -26,6 +26,7 @@ Key Components:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import math
@@ -533,14 +534,16 @@ class DatabaseToolbox:
                 _load_cut(fetcher)
                 if not _postgres_time_left(fetcher, deadline):
                     raise SqlError(TIMEOUT_ERROR.format(timeout=self.timeout_s))
-                for row in fetcher.stream(fetch):  # one row in memory at a time, one round trip
-                    answer.add(row)
-                    if time.monotonic() > deadline:
-                        # A FETCH's rows are gathered, then sent whatever statement_timeout
-                        # says (201 rows of 10 MB: 13 s at timeout_s=5); only closing the
-                        # connection stops the server.
-                        conn.close()
-                        break
+                rows = fetcher.stream(fetch)  # one row in memory at a time, one round trip
+                with contextlib.closing(rows):  # the stream holds the connection's lock
+                    for row in rows:
+                        answer.add(row)
+                        if time.monotonic() > deadline:
+                            # A FETCH's rows are gathered, then sent whatever statement_timeout
+                            # says (201 rows of 10 MB: 13 s at timeout_s=5); only closing the
+                            # connection stops the server.
+                            conn.close()
+                            break
                 total = answer.seen
                 if conn.closed and not answer.full:
                     raise SqlError(TIMEOUT_ERROR.format(timeout=self.timeout_s))
