@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import sqlite3
 import sys
 import time
@@ -362,6 +363,34 @@ def test_one_long_sqlite_function_call_cannot_outrun_the_timeout(shop: Path):
     assert toolbox.execute("shop", shorter).rows == [{"n": 90000}]
 
 
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="sqlite3 setlimit is Python 3.11+")
+def test_sqlite_blobs_are_capped_like_texts_and_answered_as_their_size(shop: Path):
+    """The length cap bounds blobs as it bounds texts: a longer stored blob is not read (its
+    length is), and each blob read is answered as its size, one row at a time."""
+    conn = sqlite3.connect(shop)
+    conn.execute("CREATE TABLE files (id INTEGER, body BLOB)")
+    conn.execute("INSERT INTO files VALUES (1, zeroblob(5000000)), (2, x'00ff10')")
+    conn.commit()
+    conn.close()
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"})
+    with pytest.raises(SqlError, match=r"a string or blob \(bytes\) longer than .* \(100,000\)"):
+        toolbox.execute("shop", "SELECT body FROM files WHERE id = 1")
+    assert toolbox.execute("shop", "SELECT length(body) AS n FROM files").rows == [
+        {"n": 5_000_000},
+        {"n": 3},
+    ]
+    assert toolbox.execute("shop", "SELECT body FROM files WHERE id = 2").rows == [
+        {"body": "base64:AP8Q"}
+    ]
+    many = (
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 300) "
+        "SELECT i, zeroblob(99000) AS a, randomblob(99000) AS b FROM n"
+    )
+    result, peak = peak_memory(lambda: toolbox.execute("shop", many))
+    assert result.rows[0] == {"i": 1, "a": "<99,000 bytes>", "b": "<99,000 bytes>"}
+    assert result.total_rows == 300 and peak < 5_000_000  # 300 rows of 198,000 bytes: 59 MB
+
+
 def test_an_unknown_source_names_the_known_ones(shop: Path):
     toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}", "old": f"sqlite:///{shop}"})
     with pytest.raises(
@@ -391,6 +420,66 @@ def test_a_source_that_is_down(shop: Path, tmp_path: Path):
     assert {"search_schemas", "execute_sql"} <= set(Builtins(CATALOG, config).names)
     down = DatabaseToolbox({"crm": "postgresql://nobody@127.0.0.1:9/crm"}, connect_timeout_s=1)
     assert "execute_sql" not in Builtins(CATALOG, config.override(database_toolbox=down)).names
+
+
+def add_a_table_sqlalchemy_cannot_read(path: Path) -> None:
+    """A column type with a 5,000-digit length: SQLite keeps it, SQLAlchemy's reflection
+    raises ValueError on it (Python's int() refuses 4,300 digits by default)."""
+    conn = sqlite3.connect(path)
+    conn.execute(f"CREATE TABLE legacy_notes (body VARCHAR({'9' * 5000}))")
+    conn.commit()
+    conn.close()
+
+
+def test_a_schema_that_cannot_be_read_leaves_the_other_sources_searchable(
+    shop: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+):
+    """Reading the schemas caught only the database driver's errors: the ValueError here
+    went out of search_schemas and the graph (a source broken after toolbox.refresh()),
+    and out of create_toolbudget_agent (broken from the start)."""
+    archive = tmp_path / "archive.db"
+    shutil.copy(shop, archive)
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}", "archive": f"sqlite:///{archive}"})
+    model = ScriptedChatModel(
+        responses=[
+            ask("search_schemas", "s1", query="money spent by customers"),
+            ask("search_schemas", "s2", query="legacy notes", source="archive"),
+            AIMessage("done"),
+        ],
+        cycle=False,
+    )
+    graph = create_toolbudget_agent(model, CATALOG, database_toolbox=toolbox).compile()
+    add_a_table_sqlalchemy_cannot_read(archive)
+    toolbox.refresh()  # the archive's schemas are read again at the next search
+    found, nothing = answers(graph.invoke({"messages": [HumanMessage("who spent most?")]}))
+    answer = json.loads(found.content)
+    assert {t["source"] for t in answer["tables"]} == {"shop"}
+    assert answer["tables"][0]["table"] == "orders"
+    assert answer["unavailable_sources"]["archive"].startswith(
+        "ValueError: Exceeds the limit (4300 digits) for integer string conversion"
+    )
+    assert nothing.status != "error" and "'archive' (ValueError: Exceeds the limit" in (
+        nothing.content
+    )
+    assert "reading the schemas of database source 'archive' raised" in caplog.text
+    # Broken from the start: the agent is built, without the tools when no source is read.
+    broken = DatabaseToolbox({"archive": f"sqlite:///{archive}"})
+    config = BudgetConfig(database_toolbox=broken)
+    assert "search_schemas" not in Builtins(CATALOG, config).names
+    assert broken.execute("archive", "SELECT count(*) AS n FROM orders").rows == [{"n": 500}]
+
+
+def test_a_failing_embedding_model_leaves_the_lexical_schema_search(shop: Path):
+    """An embeddings= model that failed (a server down) made search_schemas raise; the
+    tool search falls back to the lexical ranking, and so does the schema search now."""
+
+    class UnreachableEmbeddings(HashingEmbeddings):
+        def embed_query(self, text: str) -> list[float]:
+            raise ConnectionError("embedding server unreachable")
+
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"})
+    best = toolbox.search("money spent by customers", embeddings=UnreachableEmbeddings())
+    assert best[0].name == "orders"
 
 
 def test_bad_sources_are_clear_errors(tmp_path: Path):
@@ -613,6 +702,43 @@ def test_a_postgres_count_out_of_time_keeps_the_rows_within_the_timeout(crm: str
     assert toolbox.execute("crm", "SELECT 1 AS one").rows == [{"one": 1}]  # the pool is fine
 
 
+def test_a_postgres_query_has_one_deadline_from_planning_to_the_last_row(crm: str):
+    """DECLARE (which plans the query) and the FETCH each had a statement_timeout of their
+    own: a query that took most of timeout_s to plan then had timeout_s again to run (3.2 s
+    at timeout_s=2 here, its rows answered)."""
+    with psycopg.connect(crm, autocommit=True) as conn:  # folded while planning: 1.4 s
+        conn.execute(
+            "CREATE FUNCTION slow_constant(seconds float) RETURNS int IMMUTABLE LANGUAGE plpgsql "
+            "AS $$ BEGIN PERFORM pg_sleep(seconds); RETURN 1; END $$"
+        )
+    toolbox = DatabaseToolbox({"crm": crm}, timeout_s=2, max_rows=5)
+    toolbox.execute("crm", "SELECT 1")  # the imports and the first connection, not timed
+    sql = (  # then 6 rows of 0.3 s: 1.8 s
+        "SELECT g, pg_sleep(0.3) IS NULL AS slept FROM generate_series(1, 6) g "
+        "WHERE slow_constant(1.4) = 1"
+    )
+    start = time.monotonic()
+    with pytest.raises(SqlError, match=r"ran longer than 2 s and was stopped"):
+        toolbox.execute("crm", sql)
+    assert time.monotonic() - start < 2 + 0.7
+    assert toolbox.execute("crm", "SELECT 1 AS one").rows == [{"one": 1}]  # the pool is fine
+
+
+def test_a_postgres_query_is_stopped_at_its_deadline_while_its_rows_are_sent(crm: str):
+    """PostgreSQL gathers a FETCH's rows, then sends them whatever statement_timeout says:
+    51 rows of a 20 MB bytea (280 KB on disk, compressed) took 9 s at timeout_s=1.5."""
+    with psycopg.connect(crm, autocommit=True) as conn:
+        conn.execute("CREATE TABLE scans (body bytea)")
+        conn.execute("INSERT INTO scans SELECT decode(repeat('00', 20000000), 'hex')")
+    toolbox = DatabaseToolbox({"crm": crm}, timeout_s=1.5, max_rows=50)
+    toolbox.execute("crm", "SELECT 1")  # the imports and the first connection, not timed
+    start = time.monotonic()
+    with pytest.raises(SqlError, match=r"ran longer than 1.5 s and was stopped"):
+        toolbox.execute("crm", "SELECT g, body FROM generate_series(1, 51) g, scans")
+    assert time.monotonic() - start < 1.5 + 0.7
+    assert toolbox.execute("crm", "SELECT 1 AS one").rows == [{"one": 1}]  # the pool is fine
+
+
 def test_long_values_are_cut_as_they_are_read_on_postgres(crm: str):
     """The first max_rows + 1 rows were fetched whole, then converted: rows x columns x the
     longest value in memory (a text may be 1 GB), and the answer had no cap."""
@@ -662,6 +788,36 @@ def test_unusual_postgres_values_are_answered_as_json(crm: str):
     assert json.loads(json.dumps(result.as_dict()))["rows"] == [row]
 
 
+def test_dates_python_cannot_hold_are_shown_as_postgres_writes_them(crm: str):
+    """psycopg raised DataError for each of these values, answered as "the database rejected
+    the query", in an array or a range too; its C loader read 178 million years as 1.49
+    million. Dates Python holds are still ISO strings, intervals seconds."""
+    toolbox = DatabaseToolbox({"crm": crm})
+    shown = {
+        "'infinity'::date": "infinity",
+        "'-infinity'::date": "-infinity",
+        "'infinity'::timestamp": "infinity",
+        "'-infinity'::timestamptz": "-infinity",
+        "'10000-01-01'::date": "10000-01-01",
+        "'0044-03-15 BC'::date": "0044-03-15 BC",
+        "'10000-01-01 10:30'::timestamp": "10000-01-01 10:30:00",
+        "'0001-01-01 BC'::timestamptz": "0001-01-01 00:00:00+00 BC",
+        "'24:00:00'::time": "24:00:00",
+        "'24:00:00+02'::timetz": "24:00:00+02",
+        "'2147483647 days'::interval": "2147483647 days",
+        "'178000000 years'::interval": "178000000 years",
+        "ARRAY['infinity'::date, '2024-05-01']": ["infinity", "2024-05-01"],
+        "daterange('2024-05-01', 'infinity')": "[2024-05-01, infinity)",
+        "'2024-05-01 10:30'::timestamp": "2024-05-01T10:30:00",
+        "'1 day 2 hours'::interval": 93600.0,
+    }
+    with psycopg.connect(crm, autocommit=True) as conn:  # the BC timestamptz's offset
+        conn.execute(f"ALTER DATABASE {conn.info.dbname} SET TimeZone = 'UTC'")
+    sql = "SELECT " + ", ".join(f"{value} AS v{i}" for i, value in enumerate(shown))
+    (row,) = toolbox.execute("crm", sql).rows
+    assert list(row.values()) == list(shown.values())
+
+
 def test_sql_that_is_not_text_is_refused_before_it_runs(shop: Path, crm: str):
     """A lone surrogate made the SQL's encoding raise UnicodeEncodeError out of the graph; a
     NUL cut the text PostgreSQL read."""
@@ -673,30 +829,49 @@ def test_sql_that_is_not_text_is_refused_before_it_runs(shop: Path, crm: str):
             toolbox.execute(source, "SELECT 1\x00; DELETE FROM orders")
 
 
-def test_an_unforeseen_failure_of_execute_sql_is_an_error_message(
-    shop: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize(
+    ("method", "call", "answer", "logged"),
+    [
+        (
+            "execute",
+            ask("execute_sql", source="shop", sql="SELECT 1"),
+            "Error: execute_sql failed on source 'shop' (RecursionError: maximum recursion",
+            "execute_sql on source 'shop' raised",
+        ),
+        (
+            "search",
+            ask("search_schemas", query="money spent"),
+            "Error: search_schemas failed (RecursionError: maximum recursion",
+            "search_schemas raised",
+        ),
+    ],
+    ids=["execute_sql", "search_schemas"],
+)
+def test_an_unforeseen_failure_of_a_database_tool_is_an_error_message(
+    shop: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    method: str,
+    call: AIMessage,
+    answer: str,
+    logged: str,
 ):
-    """Whatever else a query raises (here a RecursionError, as psycopg's JSON loader did)
-    is logged and answered; the run goes on."""
+    """Whatever else a query or a search raises (here a RecursionError, as psycopg's JSON
+    loader did) is logged and answered; the run goes on. search_schemas had no such net:
+    the exception went out of the graph."""
     toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"})
 
-    def fails(source: str, sql: str) -> Any:
+    def fails(*args: Any, **kwargs: Any) -> Any:
         raise RecursionError("maximum recursion depth exceeded while decoding a JSON array")
 
-    monkeypatch.setattr(toolbox, "execute", fails)
-    model = ScriptedChatModel(
-        responses=[ask("execute_sql", source="shop", sql="SELECT 1"), AIMessage("sorry")],
-        cycle=False,
-    )
+    monkeypatch.setattr(toolbox, method, fails)
+    model = ScriptedChatModel(responses=[call, AIMessage("sorry")], cycle=False)
     graph = create_toolbudget_agent(model, CATALOG, database_toolbox=toolbox).compile()
     out = graph.invoke({"messages": [HumanMessage("read it")]})
     (failed,) = answers(out)
-    assert failed.status == "error"
-    assert failed.content.startswith(
-        "Error: execute_sql failed on source 'shop' (RecursionError: maximum recursion"
-    )
+    assert failed.status == "error" and failed.content.startswith(answer)
     assert out["messages"][-1].content == "sorry"
-    assert "execute_sql on source 'shop' raised" in caplog.text
+    assert logged in caplog.text
 
 
 # --- through the agent: the prebuilt graph, the nodes, the middleware --------------------------

@@ -19,6 +19,7 @@ Key Components:
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ import numpy as np
 from langgraph_toolbudget.core.search import ToolIndex, rank_scores
 
 __all__ = ["TableIndex", "TableSchema", "reflect_tables"]
+
+logger = logging.getLogger(__name__)
 
 MAX_TABLES_PER_SOURCE = 2000
 """Tables (and views) read per source at most, in name order."""
@@ -239,13 +242,22 @@ class TableIndex:
             query: the question, in words.
             limit: at most this many tables.
             source: only this source's tables.
-            embeddings: a LangChain ``Embeddings`` to fuse with the lexical scores.
+            embeddings: a LangChain ``Embeddings`` to fuse with the lexical scores; when
+                it fails (a server down, vectors of another length), the lexical ranking
+                alone, logged, as for tools.
         """
         if not self.tables:
             return []
         scores = np.array(self._index.scores(query), dtype=np.float64)
         if embeddings is not None:
-            scores = self._fused(query, scores, embeddings)
+            try:
+                scores = self._fused(query, scores, embeddings)
+            except Exception as exc:  # noqa: BLE001 - any embedding failure falls back, logged
+                logger.warning(
+                    "search_schemas: embedding with %s failed (%r); using lexical scores",
+                    type(embeddings).__name__,
+                    exc,
+                )
         among = None
         if source is not None:
             among = [i for i, t in enumerate(self.tables) if t.source == source]

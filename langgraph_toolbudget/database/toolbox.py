@@ -7,7 +7,8 @@ check_read_only` accepted it (one statement that reads), and the connection enfo
 again: SQLite is opened read-only (``mode=ro``) with an authorizer that allows reads and
 nothing else (no ``ATTACH``, no ``PRAGMA``, no write, no denied function) and a progress
 handler that stops it at the timeout; PostgreSQL runs each query in a ``READ ONLY``
-transaction with a ``statement_timeout``, through the extended protocol (one statement per
+transaction, each of its statements with the time left as its ``statement_timeout`` (one
+deadline: planning, fetching, counting), through the extended protocol (one statement per
 message: a second statement hidden from the check cannot run), and rolls it back.
 
 Rows are converted one at a time as they arrive, texts cut as they are decoded
@@ -25,7 +26,9 @@ Key Components:
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import logging
 import math
 import sqlite3
 import threading
@@ -57,6 +60,8 @@ __all__ = [
     "QueryResult",
     "SqlError",
 ]
+
+logger = logging.getLogger(__name__)
 
 DATABASE_MISSING_ERROR = (
     "DatabaseToolbox needs SQLAlchemy and sqlglot: pip install 'langgraph-toolbudget[database]'"
@@ -108,7 +113,10 @@ some calls take time in the square of their arguments' length: ``trim(x, chars)`
 ``instr``, ``replace``, ``json_patch``. At 100,000 bytes the slowest found, ``trim`` of
 100,000 characters by 8,000 (its longest set at this limit), takes about 3 s; at the
 former 10,000,000, ``instr`` alone took hours. A stored value longer than this cannot be
-read (nor its ``length()``): the query fails with :data:`SQLITE_TOO_LONG_ERROR`."""
+read (nor a text's ``length()``): the query fails with :data:`SQLITE_TOO_LONG_ERROR`.
+
+Set on Python 3.11+ only (``Connection.setlimit``): on 3.10 SQLite's own limit applies (1 GB),
+and one call can outrun the timeout (``docs/database.md``, "SQLite on Python 3.10")."""
 SQLITE_MAX_LIKE_PATTERN = 10_000
 """SQLite's longest ``LIKE``/``GLOB`` pattern (``SQLITE_LIMIT_LIKE_PATTERN_LENGTH``, 50,000 by
 default): matching takes the text's length times the pattern's, 100,000 x 10,000 about 2 s."""
@@ -215,8 +223,9 @@ class DatabaseToolbox:
             opened read-only) and PostgreSQL (``postgresql://`` or
             ``postgresql+psycopg://``, through psycopg 3).
         max_rows: rows a query returns at most (the total is counted and reported).
-        timeout_s: seconds a query may run (PostgreSQL's ``statement_timeout``, SQLite's
-            progress handler).
+        timeout_s: seconds a query may run, from its start to its last row counted (on
+            PostgreSQL, once connected: each statement's ``statement_timeout`` is the time
+            left; SQLite's progress handler).
         connect_timeout_s: seconds to wait for a PostgreSQL server.
 
     Raises:
@@ -329,7 +338,8 @@ class DatabaseToolbox:
         return src.engine
 
     def _check(self, src: _Source) -> None:
-        """Read ``src``'s schemas (once); a failure marks the source down."""
+        """Read ``src``'s schemas (once); a failure, whatever it is, marks the source down
+        with the reason (an unforeseen one is logged): the other sources stay searchable."""
         from sqlalchemy.exc import SQLAlchemyError
 
         try:
@@ -337,6 +347,9 @@ class DatabaseToolbox:
             src.error = None
         except (SQLAlchemyError, sqlite3.Error, OSError) as exc:
             src.tables, src.error = [], _short_error(exc)
+        except Exception as exc:  # noqa: BLE001 - a schema SQLAlchemy cannot read: only this source is down
+            logger.exception("reading the schemas of database source %r raised", src.name)
+            src.tables, src.error = [], f"{type(exc).__name__}: {_short_error(exc)}"
         src.checked = True
 
     def _ready(self) -> list[_Source]:
@@ -486,20 +499,18 @@ class DatabaseToolbox:
         from psycopg import sql as pgsql
         from sqlalchemy.exc import SQLAlchemyError
 
-        deadline = time.monotonic() + self.timeout_s
         try:
             raw = self._engine(src).raw_connection()
         except (SQLAlchemyError, psycopg.Error, OSError) as exc:
             raise self._down(src, exc) from None
+        deadline = time.monotonic() + self.timeout_s  # one for every statement of the query
         try:
             conn: Any = raw.driver_connection
             conn.rollback()
-            timeout_ms = max(1, int(self.timeout_s * 1000))
             with conn.cursor() as cursor:
                 cursor.execute("SET TRANSACTION READ ONLY")
-                cursor.execute(
-                    pgsql.SQL("SET LOCAL statement_timeout = {}").format(pgsql.Literal(timeout_ms))
-                )
+                if not _postgres_time_left(cursor, deadline):  # a timeout_s under 1 ms
+                    raise SqlError(TIMEOUT_ERROR.format(timeout=self.timeout_s))
             if check.ask_database:
                 self._postgres_parse(conn, sql, check)
             if check.explain:
@@ -518,14 +529,26 @@ class DatabaseToolbox:
                 self.max_rows + 1, pgsql.Identifier(name)
             )
             with conn.cursor(name=name) as cursor, conn.cursor() as fetcher:
-                cursor.execute(sql)  # DECLARE ... CURSOR FOR, extended protocol
+                cursor.execute(sql)  # DECLARE ... CURSOR FOR, extended protocol (planned here)
                 answer = AnswerRows([d.name for d in cursor.description or ()], self.max_rows)
                 _load_cut(fetcher)
-                for row in fetcher.stream(fetch):  # one row in memory at a time, one round trip
-                    answer.add(row)
+                if not _postgres_time_left(fetcher, deadline):
+                    raise SqlError(TIMEOUT_ERROR.format(timeout=self.timeout_s))
+                rows = fetcher.stream(fetch)  # one row in memory at a time, one round trip
+                with contextlib.closing(rows):  # the stream holds the connection's lock
+                    for row in rows:
+                        answer.add(row)
+                        if time.monotonic() > deadline:
+                            # A FETCH's rows are gathered, then sent whatever statement_timeout
+                            # says (201 rows of 10 MB: 13 s at timeout_s=5); only closing the
+                            # connection stops the server.
+                            conn.close()
+                            break
                 total = answer.seen
+                if conn.closed and not answer.full:
+                    raise SqlError(TIMEOUT_ERROR.format(timeout=self.timeout_s))
                 if answer.full:
-                    rest = self._postgres_count_rest(conn, name, deadline)
+                    rest = None if conn.closed else self._postgres_count_rest(conn, name, deadline)
                     total = None if rest is None else total + rest
             return QueryResult(src.name, answer.columns, answer.rows, total, self.max_rows)
         except psycopg.errors.QueryCanceled:
@@ -553,14 +576,14 @@ class DatabaseToolbox:
         import psycopg
         from psycopg import sql as pgsql
 
-        left_ms = int((deadline - time.monotonic()) * 1000)
-        if left_ms < 1:  # statement_timeout = 0 would mean no timeout at all
+        if conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
+            # The fetch's time ran out as its last row came: psycopg's stream() drops an
+            # error that follows the rows, so the rows are whole, the transaction over.
             return None
         with conn.cursor() as cursor:
             cursor.execute("SAVEPOINT toolbudget_count")
-            cursor.execute(
-                pgsql.SQL("SET LOCAL statement_timeout = {}").format(pgsql.Literal(left_ms))
-            )
+            if not _postgres_time_left(cursor, deadline):
+                return None
             try:
                 cursor.execute(
                     pgsql.SQL("MOVE FORWARD ALL IN {}").format(pgsql.Identifier(cursor_name))
@@ -595,7 +618,7 @@ def _sqlite_connect(path: Path, deadline: float | None, timeout_s: float) -> sql
         return conn
     conn.set_authorizer(_sqlite_authorizer)
     conn.text_factory = sqlite_text
-    setlimit = getattr(conn, "setlimit", None)  # Python 3.11+
+    setlimit = getattr(conn, "setlimit", None)  # Python 3.11+; 3.10 keeps SQLite's defaults
     if setlimit is not None:
         for limit, value in (
             ("SQLITE_LIMIT_LENGTH", SQLITE_MAX_LENGTH),
@@ -607,14 +630,29 @@ def _sqlite_connect(path: Path, deadline: float | None, timeout_s: float) -> sql
     return conn
 
 
+def _postgres_time_left(cursor: Any, deadline: float) -> bool:
+    """Give the statements ``cursor`` sends next the time left before ``deadline`` (their
+    ``statement_timeout``, local to the transaction); False when none is left."""
+    from psycopg import sql as pgsql
+
+    left_ms = int((deadline - time.monotonic()) * 1000)
+    if left_ms < 1:  # statement_timeout = 0 would mean no timeout at all
+        return False
+    cursor.execute(pgsql.SQL("SET LOCAL statement_timeout = {}").format(pgsql.Literal(left_ms)))
+    return True
+
+
 def _load_cut(cursor: Any) -> None:
     """Have ``cursor`` load texts cut as they are decoded (one long value at a time in
-    memory, never a row's worth) and JSON documents bounded (:func:`json_document`)."""
+    memory, never a row's worth), JSON documents bounded (:func:`json_document`) and dates
+    and times Python cannot hold as PostgreSQL writes them (:func:`_beyond_python_loaders`)."""
     from psycopg.types.json import set_json_loads
 
     set_json_loads(json_document, cursor)
     for text_type in ("text", "varchar", "bpchar", "name", 0):  # 0: types psycopg reads as text
         cursor.adapters.register_loader(text_type, _cut_text_loader())
+    for type_name, loader in _beyond_python_loaders().items():
+        cursor.adapters.register_loader(type_name, loader)
 
 
 @functools.cache
@@ -628,6 +666,36 @@ def _cut_text_loader() -> type:
             return cut_text(text) if isinstance(text, str) else text  # bytes: SQL_ASCII
 
     return CutTextLoader
+
+
+@functools.cache
+def _beyond_python_loaders() -> dict[str, type]:
+    """psycopg's date and time loaders, answering a value Python's types cannot hold with
+    PostgreSQL's own text: ``infinity``, ``-infinity``, a year after 9999 or before 1
+    (``0044-03-15 BC``), ``24:00:00``, an interval over 999,999,999 days (they raised
+    ``DataError``, which read as the database rejecting the query)."""
+    from psycopg import DataError
+    from psycopg.types import datetime as pg_datetime
+
+    def as_text_beyond_python(base: type) -> type:
+        class Loader(base):
+            def load(self, data: Any) -> Any:
+                try:
+                    return super().load(data)
+                except DataError:
+                    return bytes(data).decode("utf-8", "replace")
+
+        Loader.__name__ = Loader.__qualname__ = base.__name__.replace("Loader", "TextBeyondLoader")
+        return Loader
+
+    return {
+        "date": as_text_beyond_python(pg_datetime.DateLoader),
+        "timestamp": as_text_beyond_python(pg_datetime.TimestampLoader),
+        "timestamptz": as_text_beyond_python(pg_datetime.TimestamptzLoader),
+        "time": as_text_beyond_python(pg_datetime.TimeLoader),
+        "timetz": as_text_beyond_python(pg_datetime.TimetzLoader),
+        "interval": as_text_beyond_python(pg_datetime.IntervalLoader),
+    }
 
 
 def _unsendable(sql: str) -> str | None:

@@ -5,11 +5,12 @@ Its one reason to change: how the executor answers the two database tools.
 ``search_schemas(query, source=None, limit=5)`` ranks the tables of every source that is up
 for a question (the catalog's BM25 over names, columns, types, keys and comments, fused
 with embeddings when ``embeddings=`` is configured) and returns the best ones with their
-columns. ``execute_sql(source, sql)`` runs one read-only statement
-(:class:`~langgraph_toolbudget.database.toolbox.DatabaseToolbox`): a refusal, the timeout,
-an unknown or unreachable source, and the database's own error are error tool messages
-that say what to do; so is anything else that fails (logged), never an exception out of
-the graph. A large result is offloaded as a large tool result.
+columns, and the sources whose schemas could not be read with the reason; a failure of the
+search itself is an error tool message (logged). ``execute_sql(source, sql)`` runs one
+read-only statement (:class:`~langgraph_toolbudget.database.toolbox.DatabaseToolbox`): a
+refusal, the timeout, an unknown or unreachable source, and the database's own error are
+error tool messages that say what to do; so is anything else that fails (logged), never an
+exception out of the graph. A large result is offloaded as a large tool result.
 
 Registered while ``database_toolbox`` is set and one of its sources connects; on by
 default then (``enabled_builtins`` can turn either tool off).
@@ -52,13 +53,18 @@ MAX_TABLES = 20
 
 NOTHING_FOUND = (
     "No table matched {query!r}{where}. Try other words (what the data is about), or "
-    "search_schemas with a table or column name."
+    "search_schemas with a table or column name.{down}"
 )
+SOURCES_DOWN = " These sources could not be read, so their tables were not searched: {down}."
 BAD_QUERY = "Error: search_schemas needs 'query': what the data you look for is about, in words."
 BAD_SQL = "Error: execute_sql needs 'source' (one of {known}) and 'sql' (one SELECT statement)."
 FAILED_SQL = (
     "Error: execute_sql failed on source {source} ({error}); nothing was changed. Try a "
     "simpler query (fewer rows or columns, unusual values cast to text), or tell the user."
+)
+FAILED_SEARCH = (
+    "Error: search_schemas failed ({error}). Query a table you know with execute_sql (sources: "
+    "{known}), or tell the user the schemas cannot be searched."
 )
 
 
@@ -139,11 +145,22 @@ class DatabaseTools(BuiltinTools):
             )
         limit = args.get("limit", 5)
         limit = max(1, min(MAX_TABLES, limit if isinstance(limit, int) else 5))
-        tables = self.toolbox.search(query, limit=limit, source=source, embeddings=self.embeddings)
-        down = self.toolbox.down_sources()
+        try:
+            tables = self.toolbox.search(
+                query, limit=limit, source=source, embeddings=self.embeddings
+            )
+            down = self.toolbox.down_sources()
+        except Exception as exc:  # noqa: BLE001 - as execute_sql: the run goes on
+            logger.exception("search_schemas raised")
+            error = clip(f"{type(exc).__name__}: {exc}")
+            names = ", ".join(repr(n) for n in known)
+            return BuiltinResult(FAILED_SEARCH.format(error=error, known=names), error=True)
         if not tables:
             where = f" in source {source!r}" if source else ""
-            return BuiltinResult(NOTHING_FOUND.format(query=query, where=where))
+            unread = {n: e for n, e in down.items() if source in (None, n)}
+            reasons = "; ".join(f"{n!r} ({clip(e)})" for n, e in unread.items())
+            more = SOURCES_DOWN.format(down=reasons) if unread else ""
+            return BuiltinResult(NOTHING_FOUND.format(query=query, where=where, down=more))
         answer: dict[str, Any] = {"tables": [t.as_dict() for t in tables]}
         if down:
             answer["unavailable_sources"] = down
