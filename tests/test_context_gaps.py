@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -155,38 +156,22 @@ def test_an_agent_tool_set_to_manual_leaves_the_budget_of_that_thread() -> None:
     )
 
 
-def test_a_special_category_tool_the_model_sets_to_manual_leaves_the_visible_set() -> None:
-    mode = {"name": "set_tool_include_mode", "args": {"tool": "ask_human", "mode": "manual"}}
+@pytest.mark.parametrize(
+    "mode",
+    [
+        {"name": "set_tool_include_mode", "args": {"tool": "ask_human", "mode": "manual"}},
+        # ask_human's server (its category ``human``): the same as the tool's own mode.
+        {"name": "set_server_include_mode", "args": {"server": "human", "mode": "manual"}},
+    ],
+    ids=["tool", "server"],
+)
+def test_a_special_category_tool_the_model_sets_to_manual_leaves_the_visible_set(
+    mode: dict[str, Any],
+) -> None:
     get = {"name": "get_tool", "args": {"tool": "ask_human"}}
     model = ScriptedChatModel(
         responses=[
             AIMessage("", tool_calls=[{**mode, "id": "m"}]),
-            "ok",
-            AIMessage("", tool_calls=[{**get, "id": "g"}]),
-            "ok again",
-        ],
-        cycle=False,
-    )
-    graph = create_toolbudget_agent(model, build_catalog(), enabled_builtins={"allow": ["*"]})
-    app = graph.compile(checkpointer=InMemorySaver())
-    app.invoke({"messages": [HumanMessage("what's the weather in Paris?")]}, CONFIG)
-    out = app.invoke({"messages": [HumanMessage("and in Lima?")]}, CONFIG)
-    assert ["ask_human" in bound for bound in model.bound_tools] == [True, False, False, False]
-    answer = json.loads(out["messages"][-2].content)
-    assert answer["mode"] == "manual" and answer["in_context"] is False
-    assert "ask_human" not in out["selected_tools"]
-
-
-def test_a_special_category_tool_whose_server_the_model_sets_to_manual_leaves_the_visible_set() -> (
-    None
-):
-    """As with the tool's own mode: ``ask_human``'s server (its category ``human``) set to
-    manual takes it out of the free tools; no later model call binds it."""
-    server = {"name": "set_server_include_mode", "args": {"server": "human", "mode": "manual"}}
-    get = {"name": "get_tool", "args": {"tool": "ask_human"}}
-    model = ScriptedChatModel(
-        responses=[
-            AIMessage("", tool_calls=[{**server, "id": "m"}]),
             "ok",
             AIMessage("", tool_calls=[{**get, "id": "g"}]),
             "ok again",

@@ -113,15 +113,18 @@ class GroupSlots:
         with self.lock:
             self.changed(group)
 
+    def _take_or_wait(self, group: str) -> concurrent.futures.Future[None] | None:
+        """Take a place in ``group`` if it has room (None), else a future to wait on."""
+        with self.lock:
+            if self.has_room(group):
+                self.take(group)
+                return None
+            return self.waiter(group)
+
     @contextlib.contextmanager
     def held(self, group: str) -> Iterator[None]:
         """A place in ``group`` for the duration, waited for in this thread."""
-        while True:
-            with self.lock:
-                if self.has_room(group):
-                    self.take(group)
-                    break
-                waiter = self.waiter(group)
+        while (waiter := self._take_or_wait(group)) is not None:
             waiter.result()
         try:
             yield
@@ -131,12 +134,7 @@ class GroupSlots:
     @contextlib.asynccontextmanager
     async def aheld(self, group: str) -> AsyncIterator[None]:
         """:meth:`held`, waited for without blocking the event loop."""
-        while True:
-            with self.lock:
-                if self.has_room(group):
-                    self.take(group)
-                    break
-                waiter = self.waiter(group)
+        while (waiter := self._take_or_wait(group)) is not None:
             await asyncio.wrap_future(waiter)
         try:
             yield
