@@ -319,11 +319,14 @@ class MCPRuntime:
         timeout_s: float | None = None,
     ) -> T:
         """Run ``request(session)`` with the server's live session, blocking (sync callers),
-        for the prompt/resource tool ``tool``: refused once the runtime is closed, an
-        :class:`MCPServerError` past ``timeout_s`` or when the session cannot open, and the
-        request's own errors (``McpError``).
+        for the prompt/resource tool ``tool``, as an MCP tool's call is run (:meth:`call`):
+        refused once the runtime is closed; an :class:`MCPServerError` past ``timeout_s``
+        (then the server is checked, and its session re-opened if it does not answer), when
+        the session cannot open or when it dies during the request; the request's own errors
+        (the server's answer) as they are.
         """
-        return self._run_tool(server, tool, lambda: self._with_session(server, request), timeout_s)
+        work = partial(self._sessions[server].request, tool, request)
+        return self._run_tool(server, tool, work, timeout_s)
 
     async def asession_request(
         self,
@@ -332,11 +335,13 @@ class MCPRuntime:
         *,
         tool: str | None = None,
     ) -> T:
-        """Async :meth:`session_request`: awaits the request on the background loop (refused
-        once the runtime is closed when it serves ``tool``)."""
-        if tool is not None:
-            self._check_open(server, tool)
-        return await self.run_async(self._with_session(server, request))
+        """Async :meth:`session_request`: awaits the request on the background loop. With
+        ``tool`` (a prompt/resource tool's call) it is run as :meth:`acall` runs a tool call;
+        without (the loader's requests), it is only sent over the live session."""
+        if tool is None:
+            return await self.run_async(self._with_session(server, request))
+        self._check_open(server, tool)
+        return await self.run_async(self._sessions[server].request(tool, request))
 
     def _check_open(self, server: str, tool: str) -> None:
         if self._closed:

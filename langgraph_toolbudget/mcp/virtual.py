@@ -33,6 +33,7 @@ from pydantic import AnyUrl, BaseModel, ConfigDict, Field, ValidationError
 
 from langgraph_toolbudget.mcp.errors import (
     MCPLoadWarning,
+    MCPServerError,
     _is_transport_error,
 )
 from langgraph_toolbudget.mcp.names import mcp_tool_name
@@ -279,6 +280,17 @@ _KINDS: dict[str, tuple[str, type[BaseModel], Callable[..., Awaitable[str]], str
 }
 
 
+def _handle_request_error(error: ToolException) -> str:
+    """A prompt/resource tool's ``handle_tool_error``: the server's refusal of the request
+    becomes the tool's error answer (as an MCP tool's ``isError`` result does); a failure of
+    the server or the connection (:class:`MCPServerError`: down, died, timed out, closed) is
+    raised, as an MCP tool raises it.
+    """
+    if isinstance(error, MCPServerError):
+        raise error
+    return str(error)
+
+
 class VirtualTool(BaseTool):
     """One prompt/resource request of an MCP server, as a tool over the catalog's session.
 
@@ -303,6 +315,8 @@ class VirtualTool(BaseTool):
             try:
                 return await do(session, args)
             except McpError as exc:
+                if _is_transport_error(exc):  # not the server's answer: the runtime names it
+                    raise
                 hint = _KINDS[self.kind][3].format(prefix=mcp_tool_name(self.server, ""))
                 what = f"{self.kind} {json.dumps(args, ensure_ascii=False)}"
                 reason = exc.error.message.rstrip(".")
@@ -358,7 +372,7 @@ def virtual_tools(
             server=server,
             kind=kind,
             mcp_runtime=runtime,
-            handle_tool_error=True,
+            handle_tool_error=_handle_request_error,
         )
         for kind in kinds
     ]
