@@ -65,12 +65,12 @@ def hostile(scenario: str) -> dict[str, Any]:
 FAULTS = {"transport": "stdio", "command": sys.executable, "args": [str(HERE / "fault_server.py")]}
 
 
-def resources(scenario: str) -> dict[str, Any]:
-    """A stdio connection to ``resource_server.py <scenario>`` (prompts and resources)."""
+def resources(scenario: str, *args: str) -> dict[str, Any]:
+    """A stdio connection to ``resource_server.py <scenario> [args]`` (prompts and resources)."""
     return {
         "transport": "stdio",
         "command": sys.executable,
-        "args": [str(HERE / "resource_server.py"), scenario],
+        "args": [str(HERE / "resource_server.py"), scenario, *args],
     }
 
 
@@ -374,10 +374,31 @@ async def test_a_server_silent_to_prompts_list_is_left_out_after_connect_timeout
     )  # was pending forever: prompts/list had no timeout
     took = time.monotonic() - start
     async with catalog:
-        assert took < 18, took  # its start, then 6 s for its prompt and resource lists
+        assert took < 18, took  # 6 s for its whole load, then closing it
         assert "no answer to prompts/list" in catalog.load_errors["silent"]
         assert "echo" not in catalog
         assert any("'silent'" in m for m in messages)
+
+
+async def test_connect_timeout_s_bounds_a_servers_whole_load_not_each_of_its_steps():
+    # tools/list and prompts/list each answer after 4 s: each within connect_timeout_s=6,
+    # together not
+    start = time.monotonic()
+    catalog, messages = await asyncio.wait_for(
+        load({"slow": resources("slow_lists", "4"), "good": hostile("good")}, connect_timeout_s=6),
+        40,
+    )  # was loaded after 9.1 s: 6 s for initialize, 6 more for tools/list, 6 for prompts/list
+    took = time.monotonic() - start
+    async with catalog:
+        assert took < 9, took  # 6 s, and closing the server left out
+        reason = catalog.load_errors["slow"]
+        assert reason.startswith(
+            "TimeoutError: no answer to prompts/list, resources/list or resources/templates/list "
+            "within connect_timeout_s=6 s, counted from the start of the load"
+        )
+        assert "raise connect_timeout_s for a slow server" in reason
+        assert "echo" not in catalog and "get_weather" in catalog  # the other server loads
+        assert any("'slow'" in m for m in messages)
 
 
 async def test_a_prompt_list_without_end_is_read_to_1000_pages_at_most():

@@ -38,6 +38,11 @@ TIMEOUT_ERROR = (
     "tool {tool!r} of MCP server {server!r} did not answer within {timeout} s; "
     "the call was cancelled."
 )
+LOAD_TIMEOUT_ERROR = (
+    "no answer to {what} within connect_timeout_s={timeout:g} s, counted from the start of "
+    "the load (one deadline for the server's start, initialize, tools/list and its prompt and "
+    "resource lists); raise connect_timeout_s for a slow server"
+)
 CLOSED_ERROR = (
     "the MCP sessions of this catalog were closed (aclose()/close()); tool {tool!r} of "
     "server {server!r} cannot run. Load the catalog again with load_mcp_catalog()."

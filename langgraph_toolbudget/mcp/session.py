@@ -216,7 +216,7 @@ class _ServerSession:
             await asyncio.wait({owner}, timeout=5)
             if isinstance(exc, asyncio.TimeoutError):
                 raise TimeoutError(
-                    f"no answer to initialize within {self.connect_timeout_s} s"
+                    f"no answer to initialize within connect_timeout_s={self.connect_timeout_s:g} s"
                 ) from None
             raise
         return _Generation(session, init, owner, closing, dead, unreadable)

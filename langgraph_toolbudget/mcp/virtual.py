@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 import warnings
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
@@ -32,6 +33,7 @@ from mcp import ClientSession, McpError, types
 from pydantic import AnyUrl, BaseModel, ConfigDict, Field, ValidationError
 
 from langgraph_toolbudget.mcp.errors import (
+    LOAD_TIMEOUT_ERROR,
     MCPLoadWarning,
     MCPServerError,
     _is_transport_error,
@@ -60,9 +62,7 @@ MAX_PAGES = 1_000
 """Pages of one list request read at most (the adapters read as many of ``tools/list``): a
 server whose ``nextCursor`` never ends holds neither the load nor a call."""
 TOO_MANY_PAGES = "it answered {pages:,} pages and still gave a nextCursor, so the list has no end"
-NO_FEATURES_ANSWER = (
-    "no answer to prompts/list, resources/list or resources/templates/list within {timeout:g} s"
-)
+FEATURE_LISTS = "prompts/list, resources/list or resources/templates/list"
 
 
 async def _pages(
@@ -97,7 +97,7 @@ async def _lists_any(lister: Callable[..., Awaitable[Any]], attr: str) -> bool:
     return False
 
 
-async def _features(runtime: MCPRuntime, server: str, timeout_s: float) -> ServerFeatures:
+async def _features(runtime: MCPRuntime, server: str, deadline: float) -> ServerFeatures:
     async def ask(session: ClientSession) -> ServerFeatures:
         init = runtime.init_result(server)
         caps = init.capabilities if init is not None else None
@@ -111,15 +111,17 @@ async def _features(runtime: MCPRuntime, server: str, timeout_s: float) -> Serve
         return ServerFeatures(prompts, resources)
 
     try:
-        return await asyncio.wait_for(runtime.asession_request(server, ask), timeout_s)
+        left = max(0.0, deadline - time.monotonic())
+        return await asyncio.wait_for(runtime.asession_request(server, ask), left)
     except asyncio.TimeoutError:
-        raise TimeoutError(NO_FEATURES_ANSWER.format(timeout=timeout_s)) from None
+        message = LOAD_TIMEOUT_ERROR.format(what=FEATURE_LISTS, timeout=runtime.connect_timeout_s)
+        raise TimeoutError(message) from None
 
 
 async def server_features(
-    runtime: MCPRuntime, servers: Sequence[str], *, timeout_s: float
+    runtime: MCPRuntime, servers: Sequence[str], *, deadline: float
 ) -> dict[str, ServerFeatures]:
-    """Which of ``servers`` have prompts and resources, each server asked within ``timeout_s``.
+    """Which of ``servers`` have prompts and resources, each server asked by ``deadline``.
 
     A server that rejects these requests has neither. A server that does not answer them
     in time, or whose connection fails, is left out of the answer and of the catalog, as a
@@ -128,13 +130,14 @@ async def server_features(
     Args:
         runtime: the runtime whose sessions to ask.
         servers: the loaded servers.
-        timeout_s: seconds each server has to answer all its list requests.
+        deadline: ``time.monotonic()`` by which each server must have answered all its list
+            requests (the end of its load's ``connect_timeout_s``).
 
     Returns:
         server -> its features, for the servers that answered.
     """
     answers = await asyncio.gather(
-        *(_features(runtime, s, timeout_s) for s in servers), return_exceptions=True
+        *(_features(runtime, s, deadline) for s in servers), return_exceptions=True
     )
     features: dict[str, ServerFeatures] = {}
     for server, answer in zip(servers, answers, strict=True):
