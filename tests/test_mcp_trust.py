@@ -303,25 +303,38 @@ async def test_a_local_tool_keeps_its_name_and_the_server_tool_gets_a_prefix():
         assert answer == "local: Oslo"
 
 
-async def test_a_local_tool_or_a_server_of_the_same_prefix_keeps_a_resource_tools_name():
+async def test_a_local_tool_keeps_a_resource_tools_name():
     @tool("my_docs__read_resource")
     def my_reader(uri: str) -> str:
         """Read one of my own documents."""
         return f"local: {uri}"
 
-    catalog, messages = await load(
-        {"my.docs": resources("resources"), "my_docs": resources("resources")},
-        local_tools=[my_reader],
-    )  # raised ValueError: duplicate tool names
-    async with catalog:
+    catalog, messages = await load({"my_docs": resources("resources")}, local_tools=[my_reader])
+    async with catalog:  # raised ValueError: duplicate tool names
         assert catalog.get("my_docs__read_resource").server is None
         assert await catalog.get("my_docs__read_resource").tool.ainvoke({"uri": "x"}) == "local: x"
-        assert catalog.get("my_docs__list_prompts").server == "my.docs"  # the first one's
-        first, second = [m for m in messages if "names of their tools are taken" in m]
-        assert first.startswith("MCP server 'my.docs'")
-        assert "'my_docs__read_resource' (a local tool)" in first
-        assert second.startswith("MCP server 'my_docs'")
-        assert "'my_docs__list_prompts' (a prompt/resource tool of server 'my.docs')" in second
+        assert catalog.get("my_docs__list_prompts").server == "my_docs"
+        (warning,) = [m for m in messages if "names of their tools are taken" in m]
+        assert warning.startswith("MCP server 'my_docs'")
+        assert "'my_docs__read_resource' (a local tool)" in warning
+
+
+@pytest.mark.parametrize("names", [("my.docs", "my_docs"), ("my_docs", "my docs")])
+async def test_two_servers_of_one_prefix_are_refused_naming_both_and_the_fix(names):
+    # Was: loaded, the first one taking the prefix: 'my_docs__read_resource' was my.docs's,
+    # my_docs's prompt/resource tools were left out and its 'echo' became
+    # 'my_docs__echo_094b51af', each depending on the order of the connections.
+    first, second = names
+    start = time.monotonic()
+    with pytest.raises(ValueError) as caught:
+        await load_mcp_catalog({first: resources("resources"), second: resources("resources")})
+    assert time.monotonic() - start < 1  # refused before any server starts
+    assert str(caught.value) == (
+        f"MCP servers {first!r} and {second!r} would share the tool-name prefix 'my_docs__' "
+        "(characters of a server's name outside [A-Za-z0-9_-] become '_'), so their tools "
+        "would take each other's names. Rename one of them (its key in the connections); a "
+        "name of letters, digits, '_' and '-' is its own prefix."
+    )
 
 
 # --- C7: one deadline per batch --------------------------------------------------------------

@@ -38,7 +38,7 @@ from langgraph_toolbudget.core.tokens import schema_tokens
 from langgraph_toolbudget.execution.builtins import reserved_tool_names
 from langgraph_toolbudget.mcp.catalog import MCPToolCatalog
 from langgraph_toolbudget.mcp.errors import MCPLoadError, MCPLoadWarning
-from langgraph_toolbudget.mcp.names import assign_names
+from langgraph_toolbudget.mcp.names import assign_names, check_prefixes
 from langgraph_toolbudget.mcp.runtime import (
     DEFAULT_MAX_ARTIFACT_CHARS,
     MCPRuntime,
@@ -247,7 +247,8 @@ async def load_mcp_catalog(
         TypeError: an option :class:`MCPLoadOptions` does not declare (the message
             names the closest one).
         MCPLoadError: ``strict`` and a server failed; names the servers.
-        ValueError: unknown servers in ``server_defaults`` /
+        ValueError: two servers whose names give one tool-name prefix (``my.docs`` and
+            ``my_docs``: rename one), unknown servers in ``server_defaults`` /
             ``server_descriptions``, unknown tools in ``tool_metadata`` /
             ``categories`` (while every server loaded), or an invalid metadata
             value (as :meth:`ToolCatalog.from_tools`).
@@ -267,6 +268,7 @@ async def load_mcp_catalog(
         connections, callbacks, interceptors = dict(connections_or_client), None, []
         prefix = bool(tool_name_prefix)
         handle = True if handle_tool_errors is None else handle_tool_errors
+    check_prefixes(connections)
     server_defaults = options.get("server_defaults") or {}
     for label, mapping in (
         ("server_defaults", server_defaults),

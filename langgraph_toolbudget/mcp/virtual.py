@@ -345,11 +345,10 @@ def virtual_tools(
 ) -> list[VirtualTool]:
     """The prompt/resource tools of one server, those whose names ``taken`` does not hold.
 
-    A tool that already has the name keeps it (a tool of the server's own, a local tool,
-    the prompt/resource tool of a server whose name maps to the same prefix, ``my.docs``
-    beside ``my_docs``): the virtual tool is left out, with an :class:`MCPLoadWarning`
-    naming the server. The tools' metadata (``manual``, the server's defaults,
-    ``timeout_s``) is the loader's.
+    A tool that already has the name keeps it (a tool of the server's own, a local tool):
+    the virtual tool is left out, with an :class:`MCPLoadWarning` naming the server (two
+    servers of one prefix, ``my.docs`` and ``my_docs``, are refused before this). The tools'
+    metadata (``manual``, the server's defaults, ``timeout_s``) is the loader's.
 
     Args:
         runtime: the runtime they call through.
