@@ -32,6 +32,7 @@ from langgraph_toolbudget.core.tokens import schema_tokens
 from langgraph_toolbudget.core.working_set import WorkingSet
 from langgraph_toolbudget.execution.builtins import Builtins
 from langgraph_toolbudget.mcp import MCPLoadError, MCPLoadWarning, load_mcp_catalog
+from langgraph_toolbudget.mcp.errors import _where
 from langgraph_toolbudget.mcp.names import SAFE_NAME
 from langgraph_toolbudget.nodes.thread_prompt import ThreadPrompt, tools_prompt_section
 from langgraph_toolbudget.testing import ScriptedChatModel
@@ -513,6 +514,50 @@ async def test_error_text_names_the_server_without_the_credentials_in_its_connec
     assert "--api-key *** --token=***" in errors["exits"]
     assert f"http://ada:***@127.0.0.1:{port}/mcp?key=***" in errors["nobody"]
     assert "401 Unauthorized' for url 'http://ada:***@127.0.0.1:" in errors["refuses"]
+
+
+ECHOES_ITS_ARGUMENTS = """
+import json, sys
+sys.stdin.readline()  # initialize: answered with an error that quotes the command line
+error = {"code": -32603, "message": " ".join(sys.argv[1:])}
+print(json.dumps({"jsonrpc": "2.0", "id": 0, "error": error}), flush=True)
+"""
+
+
+async def test_error_text_leaves_out_credentials_of_known_formats_and_named_arguments():
+    # Bare arguments, not after an option named like a credential: a token of a format made to
+    # be recognised (GitHub, OpenAI...), NAME=X and "Name: X" named like one are left out,
+    # wherever they appear (the connection's description, the server's own error text); any
+    # other bare argument is shown (documented in docs/mcp.md).
+    github, openai = "ghp_" + "A1b2" * 9, "sk-proj-" + "Zz9" * 10
+    args = [github, openai, "GITHUB_TOKEN=SECRET-1", "Authorization: Bearer SECRET-2", "plain"]
+    connection = {
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": ["-c", ECHOES_ITS_ARGUMENTS, *args],
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPLoadWarning)
+        catalog = await load_mcp_catalog({"echoes": connection}, connect_timeout_s=10)
+    async with catalog:
+        error = catalog.load_errors["echoes"]
+    assert error.startswith("McpError: *** *** GITHUB_TOKEN=*** Authorization: *** plain (")
+    assert error.endswith("*** *** GITHUB_TOKEN=*** Authorization: *** plain)")
+    assert "SECRET" not in error and github not in error and openai not in error
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-y", "@modelcontextprotocol/server-filesystem", "/home/ada/docs", "C:/Users/ada"],
+        ["mcp-server-git", "--repository", "/srv/repo", "--port=8080", "sha=3f2a9c1e7b"],
+        ["run", "-i", "--rm", "-e", "GITHUB_PERSONAL_ACCESS_TOKEN", "ghcr.io/github/mcp:1.2"],
+        ["--url", "https://example.com/sk-docs", "skeleton-key-generator", "de305d54-75b4-431b"],
+    ],
+)
+def test_credential_scrubbing_shows_ordinary_command_lines_as_they_are(args):
+    where = _where({"transport": "stdio", "command": "npx", "args": args})
+    assert where == f"stdio: npx {' '.join(args)}"
 
 
 class _Unauthorized(BaseHTTPRequestHandler):
