@@ -607,9 +607,10 @@ async def test_prompt_and_resource_tools_take_the_timeouts_metadata_and_categori
         out = await asyncio.wait_for(graph.ainvoke({"messages": [HumanMessage("go")]}), WAIT_S)
         (message,) = tool_messages(out)  # was pending forever: no timeout_s
         assert message.status == "error" and "timed out after 1 s" in message.content
-        # a sync call is bounded too, and answered as an MCP tool's (was SyncTimeoutError)
-        answer = await asyncio.to_thread(read.tool.invoke, {"uri": "slow://forever"})
-        assert answer == (
+        # a sync call is bounded too, and fails as an MCP tool's (was SyncTimeoutError)
+        with pytest.raises(MCPServerError) as caught:
+            await asyncio.to_thread(read.tool.invoke, {"uri": "slow://forever"})
+        assert str(caught.value) == (
             "tool 'docs__read_resource' of MCP server 'docs' did not answer within 1 s; "
             "the call was cancelled."
         )
@@ -620,8 +621,11 @@ async def test_prompt_and_resource_tools_of_a_closed_catalog_fail_clearly() -> N
     catalog = await load_mcp_catalog({"docs": RESOURCES})
     await catalog.aclose()
     read = catalog.get("docs__read_resource").tool
-    for answer in (await read.ainvoke({"uri": "docs://a"}), read.invoke({"uri": "docs://a"})):
-        assert "sessions of this catalog were closed" in answer  # was RuntimeError
+    # as an MCP tool's call fails (was RuntimeError)
+    with pytest.raises(MCPServerError, match="sessions of this catalog were closed"):
+        await read.ainvoke({"uri": "docs://a"})
+    with pytest.raises(MCPServerError, match="sessions of this catalog were closed"):
+        read.invoke({"uri": "docs://a"})
 
 
 # --- the agent over MCP tools -----------------------------------------------------------

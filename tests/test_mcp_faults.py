@@ -7,9 +7,24 @@ No timings here: ``benchmarks/mcp_faults.py`` prints the same matrix with recove
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 
 import pytest
-from mcp_servers.faults import SCENARIOS, TRANSPORTS, FaultRow, returning_big, stuck_past_timeout
+from mcp_servers.faults import (
+    READER,
+    SCENARIOS,
+    TRANSPORTS,
+    WAIT_S,
+    FaultRow,
+    resource_stuck_past_timeout,
+    returning_big,
+    rig,
+    stuck_past_timeout,
+    text_of,
+)
+
+from langgraph_toolbudget import MCPServerError
 
 
 def run(scenario: str, transport: str) -> FaultRow:
@@ -88,3 +103,54 @@ def test_100_calls_then_a_kill_and_restart_recovers(transport):
     row = run("100 calls then restart", transport)
     assert row.model_sees == "100/100 calls answered before the kill"
     assert row.recovered
+
+
+def test_a_prompt_or_resource_tool_stuck_past_timeout_s_gets_a_new_session_as_a_tool_does(
+    transport,
+):
+    # was kept: its timeout never had the server checked, so every later call queued behind
+    # the blocked server until it was unblocked (one session all along)
+    row = asyncio.run(resource_stuck_past_timeout(transport, block_s=9))
+    assert row.status == "error" and "timed out" in row.model_sees
+    assert row.recovered and row.sessions_opened == 2
+
+
+def test_a_sync_prompt_or_resource_read_stuck_past_timeout_s_gets_a_new_session(transport):
+    row = asyncio.run(resource_stuck_past_timeout(transport, block_s=9, sync=True))
+    assert row.model_sees.startswith(
+        f"tool {READER!r} of MCP server 'faults' did not answer within 1.0 s"
+    )
+    assert row.recovered and row.sessions_opened == 2
+
+
+@pytest.mark.parametrize("sync", [False, True], ids=["ainvoke", "invoke"])
+async def test_a_prompt_or_resource_tool_whose_server_dies_mid_call_raises_as_a_tool_does(
+    transport, sync
+):
+    # Called directly, outside the executor. Was: over stdio the answer "MCP server 'faults'
+    # rejected read_resource ...: Connection closed. List the resources ..." (as if the URI
+    # were wrong); over HTTP no answer at all (nothing watched the connection).
+    async with rig(transport, hang_timeout_s=WAIT_S, reader_timeout_s=WAIT_S) as r:
+        failures = []
+        for tool, args in (("hang", {"seconds": 60}), (READER, {"uri": "hang://60"})):
+            pid = await r.pid()
+            run = r.catalog.get(tool).tool
+            pending = asyncio.ensure_future(
+                asyncio.to_thread(run.invoke, args) if sync else run.ainvoke(args)
+            )
+            await asyncio.sleep(1)  # the request is with the server
+            if transport == "stdio":
+                os.kill(pid, signal.SIGKILL)
+            else:
+                r.server.kill()
+            with pytest.raises(MCPServerError) as caught:
+                await asyncio.wait_for(pending, WAIT_S)
+            failures.append(str(caught.value).replace(repr(tool), "<tool>"))
+            if transport == "streamable_http":
+                r.stop_http()
+                r.start_http()
+            assert text_of(await r.call("echo", text="back")) == "back"
+        tool_error, reader_error = failures
+        assert reader_error == tool_error  # the same error an MCP tool raises
+        assert reader_error.startswith("MCP server 'faults' failed during the call to tool <tool>")
+        assert "re-opened on the next call" in reader_error

@@ -32,6 +32,7 @@ from langgraph_toolbudget.core.tokens import schema_tokens
 from langgraph_toolbudget.core.working_set import WorkingSet
 from langgraph_toolbudget.execution.builtins import Builtins
 from langgraph_toolbudget.mcp import MCPLoadError, MCPLoadWarning, load_mcp_catalog
+from langgraph_toolbudget.mcp.errors import _where
 from langgraph_toolbudget.mcp.names import SAFE_NAME
 from langgraph_toolbudget.nodes.thread_prompt import ThreadPrompt, tools_prompt_section
 from langgraph_toolbudget.testing import ScriptedChatModel
@@ -65,12 +66,12 @@ def hostile(scenario: str) -> dict[str, Any]:
 FAULTS = {"transport": "stdio", "command": sys.executable, "args": [str(HERE / "fault_server.py")]}
 
 
-def resources(scenario: str) -> dict[str, Any]:
-    """A stdio connection to ``resource_server.py <scenario>`` (prompts and resources)."""
+def resources(scenario: str, *args: str) -> dict[str, Any]:
+    """A stdio connection to ``resource_server.py <scenario> [args]`` (prompts and resources)."""
     return {
         "transport": "stdio",
         "command": sys.executable,
-        "args": [str(HERE / "resource_server.py"), scenario],
+        "args": [str(HERE / "resource_server.py"), scenario, *args],
     }
 
 
@@ -303,25 +304,38 @@ async def test_a_local_tool_keeps_its_name_and_the_server_tool_gets_a_prefix():
         assert answer == "local: Oslo"
 
 
-async def test_a_local_tool_or_a_server_of_the_same_prefix_keeps_a_resource_tools_name():
+async def test_a_local_tool_keeps_a_resource_tools_name():
     @tool("my_docs__read_resource")
     def my_reader(uri: str) -> str:
         """Read one of my own documents."""
         return f"local: {uri}"
 
-    catalog, messages = await load(
-        {"my.docs": resources("resources"), "my_docs": resources("resources")},
-        local_tools=[my_reader],
-    )  # raised ValueError: duplicate tool names
-    async with catalog:
+    catalog, messages = await load({"my_docs": resources("resources")}, local_tools=[my_reader])
+    async with catalog:  # raised ValueError: duplicate tool names
         assert catalog.get("my_docs__read_resource").server is None
         assert await catalog.get("my_docs__read_resource").tool.ainvoke({"uri": "x"}) == "local: x"
-        assert catalog.get("my_docs__list_prompts").server == "my.docs"  # the first one's
-        first, second = [m for m in messages if "names of their tools are taken" in m]
-        assert first.startswith("MCP server 'my.docs'")
-        assert "'my_docs__read_resource' (a local tool)" in first
-        assert second.startswith("MCP server 'my_docs'")
-        assert "'my_docs__list_prompts' (a prompt/resource tool of server 'my.docs')" in second
+        assert catalog.get("my_docs__list_prompts").server == "my_docs"
+        (warning,) = [m for m in messages if "names of their tools are taken" in m]
+        assert warning.startswith("MCP server 'my_docs'")
+        assert "'my_docs__read_resource' (a local tool)" in warning
+
+
+@pytest.mark.parametrize("names", [("my.docs", "my_docs"), ("my_docs", "my docs")])
+async def test_two_servers_of_one_prefix_are_refused_naming_both_and_the_fix(names):
+    # Was: loaded, the first one taking the prefix: 'my_docs__read_resource' was my.docs's,
+    # my_docs's prompt/resource tools were left out and its 'echo' became
+    # 'my_docs__echo_094b51af', each depending on the order of the connections.
+    first, second = names
+    start = time.monotonic()
+    with pytest.raises(ValueError) as caught:
+        await load_mcp_catalog({first: resources("resources"), second: resources("resources")})
+    assert time.monotonic() - start < 1  # refused before any server starts
+    assert str(caught.value) == (
+        f"MCP servers {first!r} and {second!r} would share the tool-name prefix 'my_docs__' "
+        "(characters of a server's name outside [A-Za-z0-9_-] become '_'), so their tools "
+        "would take each other's names. Rename one of them (its key in the connections); a "
+        "name of letters, digits, '_' and '-' is its own prefix."
+    )
 
 
 # --- C7: one deadline per batch --------------------------------------------------------------
@@ -374,10 +388,31 @@ async def test_a_server_silent_to_prompts_list_is_left_out_after_connect_timeout
     )  # was pending forever: prompts/list had no timeout
     took = time.monotonic() - start
     async with catalog:
-        assert took < 18, took  # its start, then 6 s for its prompt and resource lists
+        assert took < 18, took  # 6 s for its whole load, then closing it
         assert "no answer to prompts/list" in catalog.load_errors["silent"]
         assert "echo" not in catalog
         assert any("'silent'" in m for m in messages)
+
+
+async def test_connect_timeout_s_bounds_a_servers_whole_load_not_each_of_its_steps():
+    # tools/list and prompts/list each answer after 4 s: each within connect_timeout_s=6,
+    # together not
+    start = time.monotonic()
+    catalog, messages = await asyncio.wait_for(
+        load({"slow": resources("slow_lists", "4"), "good": hostile("good")}, connect_timeout_s=6),
+        40,
+    )  # was loaded after 9.1 s: 6 s for initialize, 6 more for tools/list, 6 for prompts/list
+    took = time.monotonic() - start
+    async with catalog:
+        assert took < 9, took  # 6 s, and closing the server left out
+        reason = catalog.load_errors["slow"]
+        assert reason.startswith(
+            "TimeoutError: no answer to prompts/list, resources/list or resources/templates/list "
+            "within connect_timeout_s=6 s, counted from the start of the load"
+        )
+        assert "raise connect_timeout_s for a slow server" in reason
+        assert "echo" not in catalog and "get_weather" in catalog  # the other server loads
+        assert any("'slow'" in m for m in messages)
 
 
 async def test_a_prompt_list_without_end_is_read_to_1000_pages_at_most():
@@ -479,6 +514,50 @@ async def test_error_text_names_the_server_without_the_credentials_in_its_connec
     assert "--api-key *** --token=***" in errors["exits"]
     assert f"http://ada:***@127.0.0.1:{port}/mcp?key=***" in errors["nobody"]
     assert "401 Unauthorized' for url 'http://ada:***@127.0.0.1:" in errors["refuses"]
+
+
+ECHOES_ITS_ARGUMENTS = """
+import json, sys
+sys.stdin.readline()  # initialize: answered with an error that quotes the command line
+error = {"code": -32603, "message": " ".join(sys.argv[1:])}
+print(json.dumps({"jsonrpc": "2.0", "id": 0, "error": error}), flush=True)
+"""
+
+
+async def test_error_text_leaves_out_credentials_of_known_formats_and_named_arguments():
+    # Bare arguments, not after an option named like a credential: a token of a format made to
+    # be recognised (GitHub, OpenAI...), NAME=X and "Name: X" named like one are left out,
+    # wherever they appear (the connection's description, the server's own error text); any
+    # other bare argument is shown (documented in docs/mcp.md).
+    github, openai = "ghp_" + "A1b2" * 9, "sk-proj-" + "Zz9" * 10
+    args = [github, openai, "GITHUB_TOKEN=SECRET-1", "Authorization: Bearer SECRET-2", "plain"]
+    connection = {
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": ["-c", ECHOES_ITS_ARGUMENTS, *args],
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPLoadWarning)
+        catalog = await load_mcp_catalog({"echoes": connection}, connect_timeout_s=10)
+    async with catalog:
+        error = catalog.load_errors["echoes"]
+    assert error.startswith("McpError: *** *** GITHUB_TOKEN=*** Authorization: *** plain (")
+    assert error.endswith("*** *** GITHUB_TOKEN=*** Authorization: *** plain)")
+    assert "SECRET" not in error and github not in error and openai not in error
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-y", "@modelcontextprotocol/server-filesystem", "/home/ada/docs", "C:/Users/ada"],
+        ["mcp-server-git", "--repository", "/srv/repo", "--port=8080", "sha=3f2a9c1e7b"],
+        ["run", "-i", "--rm", "-e", "GITHUB_PERSONAL_ACCESS_TOKEN", "ghcr.io/github/mcp:1.2"],
+        ["--url", "https://example.com/sk-docs", "skeleton-key-generator", "de305d54-75b4-431b"],
+    ],
+)
+def test_credential_scrubbing_shows_ordinary_command_lines_as_they_are(args):
+    where = _where({"transport": "stdio", "command": "npx", "args": args})
+    assert where == f"stdio: npx {' '.join(args)}"
 
 
 class _Unauthorized(BaseHTTPRequestHandler):

@@ -38,6 +38,11 @@ TIMEOUT_ERROR = (
     "tool {tool!r} of MCP server {server!r} did not answer within {timeout} s; "
     "the call was cancelled."
 )
+LOAD_TIMEOUT_ERROR = (
+    "no answer to {what} within connect_timeout_s={timeout:g} s, counted from the start of "
+    "the load (one deadline for the server's start, initialize, tools/list and its prompt and "
+    "resource lists); raise connect_timeout_s for a slow server"
+)
 CLOSED_ERROR = (
     "the MCP sessions of this catalog were closed (aclose()/close()); tool {tool!r} of "
     "server {server!r} cannot run. Load the catalog again with load_mcp_catalog()."
@@ -129,7 +134,7 @@ def _scrubbed(text: str, connection: Mapping[str, Any]) -> str:
     }
     for secret in sorted(secrets, key=len, reverse=True):
         text = text.replace(secret, "***")
-    return text
+    return _KNOWN_TOKEN.sub("***", text)
 
 
 def _removed(word: str, kept: str) -> list[str]:
@@ -143,29 +148,54 @@ def _removed(word: str, kept: str) -> list[str]:
 
 
 _SECRET_NAME = re.compile(r"key|token|secret|passw|auth|credential|cookie|bearer", re.I)
+_HEADER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]*")
+_KNOWN_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9])(?:"
+    r"sk-[A-Za-z0-9_-]{20,}"  # OpenAI (sk-proj-...), Anthropic (sk-ant-...)
+    r"|[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"  # Stripe
+    r"|gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,}"  # GitHub
+    r"|glpat-[A-Za-z0-9_-]{20,}"  # GitLab
+    r"|xox[abeoprs]-[A-Za-z0-9-]{10,}"  # Slack
+    r"|hf_[A-Za-z0-9]{30,}"  # Hugging Face
+    r"|npm_[A-Za-z0-9]{36,}"  # npm
+    r"|A[KS]IA[0-9A-Z]{16}"  # AWS access key ids
+    r"|AIza[0-9A-Za-z_-]{35}"  # Google API keys
+    r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"  # JWTs
+    r")"
+)
+"""Credentials in a format made to be recognised (the prefixes secret scanners look for): they
+are left out wherever they stand, a bare argument or inside another one."""
 
 
 def _where(connection: Mapping[str, Any]) -> str:
     """A short description of where a connection points, for error messages, which the model
     reads too: the value of a command-line option named like a credential (``--api-key X``,
-    ``--token=X``) and a URL's password and query values are left out."""
+    ``--token=X``), of an argument ``NAME=X`` or ``Name: X`` named like one
+    (``GITHUB_TOKEN=X``, ``Authorization: Bearer X``), a credential in a known format anywhere
+    (``sk-...``, ``ghp_...``: :data:`_KNOWN_TOKEN`) and a URL's password and query values are
+    left out. Any other bare argument is shown as it is."""
     transport = connection.get("transport", "?")
     if transport == "stdio":
         words = [str(connection.get("command", "")), *map(str, connection.get("args", []))]
         return f"stdio: {' '.join(_without_secrets(words)).strip()}"
-    return f"{transport}: {_url_without_secrets(str(connection.get('url', '?')))}"
+    url = _url_without_secrets(str(connection.get("url", "?")))
+    return f"{transport}: {_KNOWN_TOKEN.sub('***', url)}"
 
 
 def _without_secrets(words: list[str]) -> list[str]:
     out: list[str] = []
     for before, word in zip(["", *words], words, strict=False):
         name, equals, _ = word.partition("=")
-        if word.startswith("-"):
-            out.append(f"{name}=***" if equals and _SECRET_NAME.search(name) else word)
+        header, colon, value = word.partition(":")
+        if equals and _SECRET_NAME.search(name) and " " not in name:
+            out.append(f"{name}=***")  # ``--token=X``, ``GITHUB_TOKEN=X``
+        elif colon and _HEADER_NAME.fullmatch(header) and _SECRET_NAME.search(header):
+            space = value[: len(value) - len(value.lstrip())]
+            out.append(f"{header}:{space}***")  # ``--header "Authorization: Bearer X"``
         elif before.startswith("-") and "=" not in before and _SECRET_NAME.search(before):
             out.append("***")  # the value of ``--api-key X``
         else:
-            out.append(word)
+            out.append(_KNOWN_TOKEN.sub("***", word))
     return out
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import glob
+import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -37,7 +38,7 @@ from langgraph_toolbudget.core.tokens import schema_tokens
 from langgraph_toolbudget.execution.builtins import reserved_tool_names
 from langgraph_toolbudget.mcp.catalog import MCPToolCatalog
 from langgraph_toolbudget.mcp.errors import MCPLoadError, MCPLoadWarning
-from langgraph_toolbudget.mcp.names import assign_names
+from langgraph_toolbudget.mcp.names import assign_names, check_prefixes
 from langgraph_toolbudget.mcp.runtime import (
     DEFAULT_MAX_ARTIFACT_CHARS,
     MCPRuntime,
@@ -131,9 +132,11 @@ class MCPLoadOptions(TypedDict, total=False):
             (closing the others). By default (False) the failure is recorded in
             ``catalog.load_errors``, a :class:`MCPLoadWarning` is emitted and
             the other servers load.
-        connect_timeout_s: seconds a server may take to start and answer
-            ``initialize``, then ``tools/list``, then its prompt and resource lists
-            (default 30 for each); a server that does not is left out.
+        connect_timeout_s: seconds a server has to load: start, answer ``initialize``,
+            ``tools/list`` and its prompt and resource lists, one deadline for all of it
+            (servers load concurrently, so the load takes about this long at most; default
+            30); a server that does not is left out. A session re-opened after the load has
+            this long to start and answer ``initialize``.
         heartbeat_s: ping interval for busy servers, to notice a server that
             died mid-call; ``None`` disables it (default 1).
         default_timeout_s: ``timeout_s`` of every tool that sets none (in
@@ -244,7 +247,8 @@ async def load_mcp_catalog(
         TypeError: an option :class:`MCPLoadOptions` does not declare (the message
             names the closest one).
         MCPLoadError: ``strict`` and a server failed; names the servers.
-        ValueError: unknown servers in ``server_defaults`` /
+        ValueError: two servers whose names give one tool-name prefix (``my.docs`` and
+            ``my_docs``: rename one), unknown servers in ``server_defaults`` /
             ``server_descriptions``, unknown tools in ``tool_metadata`` /
             ``categories`` (while every server loaded), or an invalid metadata
             value (as :meth:`ToolCatalog.from_tools`).
@@ -264,6 +268,7 @@ async def load_mcp_catalog(
         connections, callbacks, interceptors = dict(connections_or_client), None, []
         prefix = bool(tool_name_prefix)
         handle = True if handle_tool_errors is None else handle_tool_errors
+    check_prefixes(connections)
     server_defaults = options.get("server_defaults") or {}
     for label, mapping in (
         ("server_defaults", server_defaults),
@@ -293,9 +298,7 @@ async def load_mcp_catalog(
         max_artifact_chars=options.get("max_artifact_chars", DEFAULTS["max_artifact_chars"]),
     )
     try:
-        loaded = await runtime.aload()
-        features = await server_features(runtime, list(loaded), timeout_s=connect_timeout_s)
-        loaded = {s: tools for s, tools in loaded.items() if s in features}
+        loaded, features = await _load_servers(runtime, connect_timeout_s)
         if runtime.load_errors and options.get("strict", DEFAULTS["strict"]):
             raise MCPLoadError(runtime.load_errors)
         catalog = _build_catalog(
@@ -321,6 +324,31 @@ async def load_mcp_catalog(
             stacklevel=2,
         )
     return catalog
+
+
+async def _load_servers(
+    runtime: MCPRuntime, timeout_s: float
+) -> tuple[dict[str, list[types.Tool]], dict[str, ServerFeatures]]:
+    """Open each server, list its tools, then its prompts and resources, concurrently; each
+    server within one ``timeout_s`` for all of it (a server that fails is in ``load_errors``).
+
+    Returns:
+        server -> its MCP tools, and server -> its features, for the servers that loaded.
+    """
+
+    async def load(server: str) -> tuple[list[types.Tool], ServerFeatures] | None:
+        deadline = time.monotonic() + timeout_s
+        tools = await runtime.aload([server], deadline=deadline)
+        if server not in tools:
+            return None
+        features = await server_features(runtime, [server], deadline=deadline)
+        return (tools[server], features[server]) if server in features else None
+
+    servers = list(runtime.connections)
+    results = await asyncio.gather(*(load(s) for s in servers))
+    loaded = {s: r[0] for s, r in zip(servers, results, strict=True) if r is not None}
+    features = {s: r[1] for s, r in zip(servers, results, strict=True) if r is not None}
+    return loaded, features
 
 
 def load_mcp_catalog_sync(

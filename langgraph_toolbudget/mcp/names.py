@@ -17,11 +17,15 @@ as they are:
 - a name left longer than 64 characters is cut, with a hash of the original so two long
   names stay apart; a name still taken after all that is left out.
 
+Two configured servers whose names map to one prefix (``my.docs``, ``my_docs``) are refused
+at load (:func:`check_prefixes`): a prefix is a server's own, whatever else is loaded.
+
 Every change is reported in one :class:`~langgraph_toolbudget.mcp.errors.MCPLoadWarning`
 per server, naming that server (the one that listed the name), never the one it imitated.
 
 Key Components:
     - :func:`mcp_tool_name`: the prefixed name, ``<server>__<name>``.
+    - :func:`check_prefixes`: refuse two servers of one prefix.
     - :func:`assign_names`: the catalog name of every (server, MCP name) pair, and what was
       changed or left out, per server.
 """
@@ -36,9 +40,11 @@ from dataclasses import dataclass, field
 
 __all__ = [
     "MAX_NAME_CHARS",
+    "PREFIX_TAKEN_ERROR",
     "SAFE_NAME",
     "NameChoice",
     "assign_names",
+    "check_prefixes",
     "is_safe_name",
     "mcp_tool_name",
     "server_prefix",
@@ -50,6 +56,12 @@ SAFE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """A provider-safe tool name (matched whole)."""
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 PREFIX_SEPARATOR = "__"
+PREFIX_TAKEN_ERROR = (
+    "MCP servers {first!r} and {second!r} would share the tool-name prefix {prefix!r} "
+    "(characters of a server's name outside [A-Za-z0-9_-] become '_'), so their tools would "
+    "take each other's names. Rename one of them (its key in the connections); a name of "
+    "letters, digits, '_' and '-' is its own prefix."
+)
 
 
 def is_safe_name(name: str) -> bool:
@@ -60,6 +72,24 @@ def is_safe_name(name: str) -> bool:
 def server_prefix(server: str) -> str:
     """The prefix of a server's tools: its name with unsafe characters as ``_``, and ``__``."""
     return f"{_UNSAFE.sub('_', server)}{PREFIX_SEPARATOR}"
+
+
+def check_prefixes(servers: Iterable[str]) -> None:
+    """Refuse two servers whose names map to the same tool-name prefix (``my.docs``, ``my_docs``).
+
+    A server's prefix depends on its own name only, so it never changes when another server
+    is added (the names in a thread's state and checkpoints stay valid); two servers that
+    would share one are a configuration error, found before any server starts.
+
+    Raises:
+        ValueError: two servers share a prefix; names both and the fix.
+    """
+    seen: dict[str, str] = {}
+    for server in servers:
+        prefix = server_prefix(server)
+        first = seen.setdefault(prefix, server)
+        if first != server:
+            raise ValueError(PREFIX_TAKEN_ERROR.format(first=first, second=server, prefix=prefix))
 
 
 def mcp_tool_name(server: str, name: str) -> str:

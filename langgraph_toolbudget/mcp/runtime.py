@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from langgraph_toolbudget._runner import BackgroundLoop, SyncTimeoutError, backg
 from langgraph_toolbudget.mcp.errors import (
     CLOSED_ERROR,
     HEADERS_ERROR,
+    LOAD_TIMEOUT_ERROR,
     NESTED_SYNC_ERROR,
     TIMEOUT_ERROR,
     MCPServerError,
@@ -160,8 +162,9 @@ class MCPRuntime:
                 elicitation); they run on the background loop.
             tool_interceptors: the adapters' tool-call interceptors; they run on
                 the background loop.
-            connect_timeout_s: seconds to wait for a server to start and answer
-                ``initialize``.
+            connect_timeout_s: at load (:meth:`aload`), seconds a server has to start, answer
+                ``initialize`` and list its tools (one deadline); when a session is re-opened
+                later, seconds to start and answer ``initialize``.
             heartbeat_s: while calls are pending, ping each busy server this
                 often so a server that died mid-call is noticed (HTTP transports
                 otherwise wait forever); ``None`` disables it.
@@ -171,6 +174,7 @@ class MCPRuntime:
         """
         self.connections: dict[str, Connection] = dict(connections)
         self.max_artifact_chars = max_artifact_chars
+        self.connect_timeout_s = connect_timeout_s
         self.tool_interceptors = list(tool_interceptors or [])
         self.servers: dict[str, MCPServerInfo] = {}
         self.load_errors: dict[str, str] = {}
@@ -245,20 +249,31 @@ class MCPRuntime:
 
     # -- loading --
 
-    async def aload(self) -> dict[str, list[types.Tool]]:
-        """Open every server's session and list its tools, concurrently.
+    async def aload(
+        self, servers: Sequence[str] | None = None, *, deadline: float | None = None
+    ) -> dict[str, list[types.Tool]]:
+        """Open the servers' sessions and list their tools, concurrently.
 
         Failures are recorded in :attr:`load_errors` (and the failed server's
         session closed), never raised.
 
+        Args:
+            servers: the servers to load (default: every server).
+            deadline: ``time.monotonic()`` by which each must have listed its tools
+                (default: ``connect_timeout_s`` from now).
+
         Returns:
             server name -> its MCP tools, for the servers that loaded.
         """
-        return await self.run_async(self._load_all())
+        names = list(self._sessions if servers is None else servers)
+        if deadline is None:
+            deadline = time.monotonic() + self.connect_timeout_s
+        return await self.run_async(self._load_all(names, deadline))
 
-    async def _load_all(self) -> dict[str, list[types.Tool]]:
-        names = list(self._sessions)
-        results = await asyncio.gather(*(self._load_one(n) for n in names), return_exceptions=True)
+    async def _load_all(self, names: list[str], deadline: float) -> dict[str, list[types.Tool]]:
+        results = await asyncio.gather(
+            *(self._load_one(n, deadline) for n in names), return_exceptions=True
+        )
         loaded: dict[str, list[types.Tool]] = {}
         for name, result in zip(names, results, strict=True):
             if isinstance(result, BaseException):
@@ -268,12 +283,16 @@ class MCPRuntime:
                 loaded[name] = result
         return loaded
 
-    async def _load_one(self, name: str) -> list[types.Tool]:
+    async def _load_one(self, name: str, deadline: float) -> list[types.Tool]:
         server = self._sessions[name]
-        gen = await server.ensure_open()
+        gen = await server.ensure_open()  # the first step: within connect_timeout_s
         try:
-            with anyio.fail_after(server.connect_timeout_s):
-                return await gen.answer(_list_all_tools(gen.session))
+            try:
+                with anyio.fail_after(max(0.0, deadline - time.monotonic())):
+                    return await gen.answer(_list_all_tools(gen.session))
+            except TimeoutError:
+                what, timeout = "tools/list", self.connect_timeout_s
+                raise TimeoutError(LOAD_TIMEOUT_ERROR.format(what=what, timeout=timeout)) from None
         except Exception as exc:
             raise MCPServerError(
                 f"MCP server {name!r} failed to list its tools", server=name
@@ -319,11 +338,14 @@ class MCPRuntime:
         timeout_s: float | None = None,
     ) -> T:
         """Run ``request(session)`` with the server's live session, blocking (sync callers),
-        for the prompt/resource tool ``tool``: refused once the runtime is closed, an
-        :class:`MCPServerError` past ``timeout_s`` or when the session cannot open, and the
-        request's own errors (``McpError``).
+        for the prompt/resource tool ``tool``, as an MCP tool's call is run (:meth:`call`):
+        refused once the runtime is closed; an :class:`MCPServerError` past ``timeout_s``
+        (then the server is checked, and its session re-opened if it does not answer), when
+        the session cannot open or when it dies during the request; the request's own errors
+        (the server's answer) as they are.
         """
-        return self._run_tool(server, tool, lambda: self._with_session(server, request), timeout_s)
+        work = partial(self._sessions[server].request, tool, request)
+        return self._run_tool(server, tool, work, timeout_s)
 
     async def asession_request(
         self,
@@ -332,11 +354,13 @@ class MCPRuntime:
         *,
         tool: str | None = None,
     ) -> T:
-        """Async :meth:`session_request`: awaits the request on the background loop (refused
-        once the runtime is closed when it serves ``tool``)."""
-        if tool is not None:
-            self._check_open(server, tool)
-        return await self.run_async(self._with_session(server, request))
+        """Async :meth:`session_request`: awaits the request on the background loop. With
+        ``tool`` (a prompt/resource tool's call) it is run as :meth:`acall` runs a tool call;
+        without (the loader's requests), it is only sent over the live session."""
+        if tool is None:
+            return await self.run_async(self._with_session(server, request))
+        self._check_open(server, tool)
+        return await self.run_async(self._sessions[server].request(tool, request))
 
     def _check_open(self, server: str, tool: str) -> None:
         if self._closed:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -216,7 +216,7 @@ class _ServerSession:
             await asyncio.wait({owner}, timeout=5)
             if isinstance(exc, asyncio.TimeoutError):
                 raise TimeoutError(
-                    f"no answer to initialize within {self.connect_timeout_s} s"
+                    f"no answer to initialize within connect_timeout_s={self.connect_timeout_s:g} s"
                 ) from None
             raise
         return _Generation(session, init, owner, closing, dead, unreadable)
@@ -298,42 +298,79 @@ class _ServerSession:
     async def call_tool(
         self, tool: str, mcp_name: str, arguments: dict[str, Any]
     ) -> types.CallToolResult:
-        """Call one tool over the persistent session.
-
-        A server that no longer knows the session (an HTTP server restarted
-        between calls answers 404) never ran the request, so the call is sent
-        once more on a new session, as the MCP spec asks.
+        """Call one tool over the persistent session (see :meth:`request`).
 
         Raises:
             MCPServerError: the session could not be opened, died during the
                 call, or the server rejected the request.
         """
-        try:
-            return await self._call_once(tool, mcp_name, arguments)
-        except MCPServerError as exc:
-            if exc.__cause__ is None or not _is_session_terminated(exc.__cause__):
-                raise
-        logger.info("MCP server %r forgot the session; calling %r on a new one", self.name, tool)
-        return await self._call_once(tool, mcp_name, arguments)
 
-    async def _call_once(
-        self, tool: str, mcp_name: str, arguments: dict[str, Any]
-    ) -> types.CallToolResult:
-        gen = await self.ensure_open(tool)
-        session = gen.session
-        request_id: list[int | None] = []
-
-        async def send() -> types.CallToolResult:
-            # send_request takes this id synchronously before its first await.
-            request_id.append(next_request_id(session))
+        async def send(session: ClientSession) -> types.CallToolResult:
             return await session.call_tool(
                 mcp_name,
                 arguments,
                 progress_callback=self._mcp_callbacks(mcp_name).progress_callback,
             )
 
+        try:
+            return await self.request(tool, send, notify_cancel=True)
+        except MCPServerError:
+            raise
+        except Exception as exc:
+            raise MCPServerError(
+                CALL_REJECTED_ERROR.format(
+                    server=self.name, tool=tool, cause=_describe_error(exc, self.connection)
+                ),
+                server=self.name,
+                tool=tool,
+            ) from exc
+
+    async def request(
+        self,
+        tool: str,
+        send: Callable[[ClientSession], Awaitable[T]],
+        *,
+        notify_cancel: bool = False,
+    ) -> T:
+        """``send(session)`` over the persistent session, as a call of ``tool`` (an MCP tool's,
+        or a prompt/resource tool's requests).
+
+        While it is pending the server is pinged every ``heartbeat_s``, so a connection that
+        died is noticed; if the call is cancelled (its timeout), the server is pinged and its
+        session dropped unless it answers (:meth:`_probe`), and with ``notify_cancel`` the
+        server is told to stop the request (``send``'s first request: a tool call's only one).
+        A server that no longer knows the session (an HTTP server restarted between calls
+        answers 404) never ran the request, so it is sent once more on a new session, as the
+        MCP spec asks.
+
+        Raises:
+            MCPServerError: the session could not be opened, or died during the call (the
+                message names the server and ``tool``).
+            Exception: what ``send`` raised that is not a transport failure (the server's
+                answer, e.g. an ``McpError`` rejecting the request), as it is.
+        """
+        try:
+            return await self._request_once(tool, send, notify_cancel)
+        except MCPServerError as exc:
+            if exc.__cause__ is None or not _is_session_terminated(exc.__cause__):
+                raise
+        logger.info("MCP server %r forgot the session; calling %r on a new one", self.name, tool)
+        return await self._request_once(tool, send, notify_cancel)
+
+    async def _request_once(
+        self, tool: str, send: Callable[[ClientSession], Awaitable[T]], notify_cancel: bool
+    ) -> T:
+        gen = await self.ensure_open(tool)
+        session = gen.session
+        request_id: list[int | None] = []
+
+        async def sending() -> T:
+            # send_request takes this id synchronously before its first await.
+            request_id.append(next_request_id(session))
+            return await send(session)
+
         loop = asyncio.get_running_loop()
-        call = loop.create_task(send())
+        call = loop.create_task(sending())
         watch = loop.create_task(gen.dead.wait())
         gen.inflight += 1
         if self.heartbeat_s and (gen.heartbeat is None or gen.heartbeat.done()):
@@ -342,7 +379,8 @@ class _ServerSession:
             await asyncio.wait({call, watch}, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             call.cancel()
-            if request_id and (sent := request_id[0]) is not None and not gen.dead.is_set():
+            sent = request_id[0] if request_id else None
+            if notify_cancel and sent is not None and not gen.dead.is_set():
                 self._spawn(self._notify_cancelled(session, sent))
             if not gen.dead.is_set() and (gen.probe is None or gen.probe.done()):
                 gen.probe = loop.create_task(self._probe(gen))
@@ -355,38 +393,20 @@ class _ServerSession:
             call.cancel()
             call.add_done_callback(_retrieve)
             self._mark_dead(gen)
-            raise MCPServerError(
-                CALL_FAILED_ERROR.format(
-                    server=self.name,
-                    tool=tool,
-                    cause="the connection was lost",
-                    where=_where(self.connection),
-                ),
-                server=self.name,
-                tool=tool,
-            )
+            raise self._failed(tool, "the connection was lost")
         try:
             return call.result()
         except Exception as exc:
             if _is_transport_error(exc):
                 self._mark_dead(gen)
-                raise MCPServerError(
-                    CALL_FAILED_ERROR.format(
-                        server=self.name,
-                        tool=tool,
-                        cause=_describe_error(exc, self.connection),
-                        where=_where(self.connection),
-                    ),
-                    server=self.name,
-                    tool=tool,
-                ) from exc
-            raise MCPServerError(
-                CALL_REJECTED_ERROR.format(
-                    server=self.name, tool=tool, cause=_describe_error(exc, self.connection)
-                ),
-                server=self.name,
-                tool=tool,
-            ) from exc
+                raise self._failed(tool, _describe_error(exc, self.connection)) from exc
+            raise
+
+    def _failed(self, tool: str, cause: str) -> MCPServerError:
+        message = CALL_FAILED_ERROR.format(
+            server=self.name, tool=tool, cause=cause, where=_where(self.connection)
+        )
+        return MCPServerError(message, server=self.name, tool=tool)
 
     async def _notify_cancelled(self, session: ClientSession, request_id: int) -> None:
         """Tell the server a request was cancelled, so it stops the tool."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 import warnings
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
@@ -32,7 +33,9 @@ from mcp import ClientSession, McpError, types
 from pydantic import AnyUrl, BaseModel, ConfigDict, Field, ValidationError
 
 from langgraph_toolbudget.mcp.errors import (
+    LOAD_TIMEOUT_ERROR,
     MCPLoadWarning,
+    MCPServerError,
     _is_transport_error,
 )
 from langgraph_toolbudget.mcp.names import mcp_tool_name
@@ -59,9 +62,7 @@ MAX_PAGES = 1_000
 """Pages of one list request read at most (the adapters read as many of ``tools/list``): a
 server whose ``nextCursor`` never ends holds neither the load nor a call."""
 TOO_MANY_PAGES = "it answered {pages:,} pages and still gave a nextCursor, so the list has no end"
-NO_FEATURES_ANSWER = (
-    "no answer to prompts/list, resources/list or resources/templates/list within {timeout:g} s"
-)
+FEATURE_LISTS = "prompts/list, resources/list or resources/templates/list"
 
 
 async def _pages(
@@ -96,7 +97,7 @@ async def _lists_any(lister: Callable[..., Awaitable[Any]], attr: str) -> bool:
     return False
 
 
-async def _features(runtime: MCPRuntime, server: str, timeout_s: float) -> ServerFeatures:
+async def _features(runtime: MCPRuntime, server: str, deadline: float) -> ServerFeatures:
     async def ask(session: ClientSession) -> ServerFeatures:
         init = runtime.init_result(server)
         caps = init.capabilities if init is not None else None
@@ -110,15 +111,17 @@ async def _features(runtime: MCPRuntime, server: str, timeout_s: float) -> Serve
         return ServerFeatures(prompts, resources)
 
     try:
-        return await asyncio.wait_for(runtime.asession_request(server, ask), timeout_s)
+        left = max(0.0, deadline - time.monotonic())
+        return await asyncio.wait_for(runtime.asession_request(server, ask), left)
     except asyncio.TimeoutError:
-        raise TimeoutError(NO_FEATURES_ANSWER.format(timeout=timeout_s)) from None
+        message = LOAD_TIMEOUT_ERROR.format(what=FEATURE_LISTS, timeout=runtime.connect_timeout_s)
+        raise TimeoutError(message) from None
 
 
 async def server_features(
-    runtime: MCPRuntime, servers: Sequence[str], *, timeout_s: float
+    runtime: MCPRuntime, servers: Sequence[str], *, deadline: float
 ) -> dict[str, ServerFeatures]:
-    """Which of ``servers`` have prompts and resources, each server asked within ``timeout_s``.
+    """Which of ``servers`` have prompts and resources, each server asked by ``deadline``.
 
     A server that rejects these requests has neither. A server that does not answer them
     in time, or whose connection fails, is left out of the answer and of the catalog, as a
@@ -127,13 +130,14 @@ async def server_features(
     Args:
         runtime: the runtime whose sessions to ask.
         servers: the loaded servers.
-        timeout_s: seconds each server has to answer all its list requests.
+        deadline: ``time.monotonic()`` by which each server must have answered all its list
+            requests (the end of its load's ``connect_timeout_s``).
 
     Returns:
         server -> its features, for the servers that answered.
     """
     answers = await asyncio.gather(
-        *(_features(runtime, s, timeout_s) for s in servers), return_exceptions=True
+        *(_features(runtime, s, deadline) for s in servers), return_exceptions=True
     )
     features: dict[str, ServerFeatures] = {}
     for server, answer in zip(servers, answers, strict=True):
@@ -279,6 +283,17 @@ _KINDS: dict[str, tuple[str, type[BaseModel], Callable[..., Awaitable[str]], str
 }
 
 
+def _handle_request_error(error: ToolException) -> str:
+    """A prompt/resource tool's ``handle_tool_error``: the server's refusal of the request
+    becomes the tool's error answer (as an MCP tool's ``isError`` result does); a failure of
+    the server or the connection (:class:`MCPServerError`: down, died, timed out, closed) is
+    raised, as an MCP tool raises it.
+    """
+    if isinstance(error, MCPServerError):
+        raise error
+    return str(error)
+
+
 class VirtualTool(BaseTool):
     """One prompt/resource request of an MCP server, as a tool over the catalog's session.
 
@@ -303,6 +318,8 @@ class VirtualTool(BaseTool):
             try:
                 return await do(session, args)
             except McpError as exc:
+                if _is_transport_error(exc):  # not the server's answer: the runtime names it
+                    raise
                 hint = _KINDS[self.kind][3].format(prefix=mcp_tool_name(self.server, ""))
                 what = f"{self.kind} {json.dumps(args, ensure_ascii=False)}"
                 reason = exc.error.message.rstrip(".")
@@ -328,11 +345,10 @@ def virtual_tools(
 ) -> list[VirtualTool]:
     """The prompt/resource tools of one server, those whose names ``taken`` does not hold.
 
-    A tool that already has the name keeps it (a tool of the server's own, a local tool,
-    the prompt/resource tool of a server whose name maps to the same prefix, ``my.docs``
-    beside ``my_docs``): the virtual tool is left out, with an :class:`MCPLoadWarning`
-    naming the server. The tools' metadata (``manual``, the server's defaults,
-    ``timeout_s``) is the loader's.
+    A tool that already has the name keeps it (a tool of the server's own, a local tool):
+    the virtual tool is left out, with an :class:`MCPLoadWarning` naming the server (two
+    servers of one prefix, ``my.docs`` and ``my_docs``, are refused before this). The tools'
+    metadata (``manual``, the server's defaults, ``timeout_s``) is the loader's.
 
     Args:
         runtime: the runtime they call through.
@@ -358,7 +374,7 @@ def virtual_tools(
             server=server,
             kind=kind,
             mcp_runtime=runtime,
-            handle_tool_error=True,
+            handle_tool_error=_handle_request_error,
         )
         for kind in kinds
     ]

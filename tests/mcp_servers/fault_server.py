@@ -1,4 +1,5 @@
-"""A FastMCP server for the fault matrix: echo, hanging and blocking tools, a huge answer, an error.
+"""A FastMCP server for the fault matrix: echo, hanging and blocking tools, a huge answer, an error;
+resources that hang or block the same way (for the prompt/resource tools).
 
 Run: ``python fault_server.py`` (stdio) or ``--transport streamable-http --port N``.
 """
@@ -73,6 +74,20 @@ def process_info(variable: str) -> dict[str, str]:
 def server_pid() -> int:
     """This server's process id."""
     return os.getpid()
+
+
+@mcp.resource("hang://{seconds}", mime_type="text/plain")
+async def hang_resource(seconds: str) -> str:
+    """A resource whose read waits ``seconds``."""
+    await asyncio.sleep(float(seconds))
+    return "woke up"
+
+
+@mcp.resource("block://{seconds}", mime_type="text/plain")
+def block_resource(seconds: str) -> str:
+    """A resource whose read blocks the whole server ``seconds``."""
+    time.sleep(float(seconds))
+    return "unblocked"
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from langgraph_toolbudget import ToolExecutor, load_mcp_catalog
+from langgraph_toolbudget import MCPServerError, ToolExecutor, load_mcp_catalog
 
 from . import free_port, http_server
 
@@ -38,6 +38,7 @@ TRANSPORTS = ("stdio", "streamable_http")
 TIMEOUT_S = 1.0  # timeout_s of the tools in these scenarios
 WAIT_S = 30.0
 BLOCK_S = 12.0  # how long "block" stops the whole server (longer than the probe after a timeout)
+READER = "faults__read_resource"  # the server's resources (hang://N, block://N) as a tool
 
 
 @dataclass
@@ -79,9 +80,18 @@ class Rig:
             self._http = None
 
     async def load(
-        self, hang_timeout_s: float = TIMEOUT_S, big_timeout_s: float | None = None, **options: Any
+        self,
+        hang_timeout_s: float = TIMEOUT_S,
+        big_timeout_s: float | None = None,
+        reader_timeout_s: float = TIMEOUT_S,
+        **options: Any,
     ) -> None:
-        metadata = {"hang": {"timeout_s": hang_timeout_s}, "block": {"timeout_s": TIMEOUT_S}}
+        metadata: dict[str, dict[str, Any]] = {
+            "hang": {"timeout_s": hang_timeout_s},
+            "block": {"timeout_s": TIMEOUT_S},
+            # the prompt/resource tool, visible without add_tool
+            READER: {"timeout_s": reader_timeout_s, "include": "always"},
+        }
         if big_timeout_s is not None:  # else the MCP default (60 s)
             metadata["big"] = {"timeout_s": big_timeout_s}
         self.catalog = await load_mcp_catalog(
@@ -274,6 +284,30 @@ async def hundred_calls_then_restart(transport: str) -> FaultRow:
                    recovery_s=seconds)  # fmt: skip
         row.model_sees = f"{ok}/100 calls answered before the kill"
         return row
+
+
+async def resource_stuck_past_timeout(
+    transport: str, block_s: float = BLOCK_S, *, sync: bool = False
+) -> FaultRow:
+    """A prompt/resource tool's read blocks the whole server past its timeout_s, read through
+    the executor (or a sync ``invoke``, whose MCPServerError is the answer): the session that
+    no longer answers is dropped, as for a tool call."""
+    async with rig(transport) as r:
+        uri = f"block://{block_s}"
+        message: ToolMessage
+        if sync:
+            reader = r.catalog.get(READER).tool
+            try:
+                await asyncio.to_thread(reader.invoke, {"uri": uri})
+                raise AssertionError("a read blocked past its timeout_s answered")
+            except MCPServerError as exc:
+                message = ToolMessage(str(exc), tool_call_id="sync", status="error")
+        else:
+            message = await r.call(READER, uri=uri)
+        recovered, seconds = await r.recover(time.monotonic())
+        opened = r.catalog.mcp.sessions_opened("faults")
+        return _row("prompt/resource tool stuck past timeout_s", transport, message,
+                    recovered=recovered, recovery_s=seconds, sessions_opened=opened)  # fmt: skip
 
 
 SCENARIOS: dict[str, Callable[[str], Awaitable[FaultRow]]] = {

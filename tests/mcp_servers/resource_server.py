@@ -1,7 +1,8 @@
 """A lowlevel MCP server whose prompts and resources misbehave on purpose: the prompt/resource
 (virtual) tools' tests' server.
 
-Run: ``python resource_server.py <scenario>`` (stdio). Each scenario has the tool ``echo``.
+Run: ``python resource_server.py <scenario> [seconds]`` (stdio). Each scenario has the tool
+``echo``.
 
 The scenarios:
     - ``silent_prompts``: has prompts, but never answers ``prompts/list``.
@@ -9,6 +10,8 @@ The scenarios:
     - ``resources``: the resource ``docs://a``; the template ``file:///docs/{name}``, whose
       read answers with the URI it was asked for; the resource ``slow://forever``, whose read
       never answers; the prompt ``review``.
+    - ``slow_lists``: answers ``tools/list`` and ``prompts/list`` (the prompt ``review``) each
+      after ``seconds`` (default 2).
 """
 
 from __future__ import annotations
@@ -30,12 +33,14 @@ ECHO = types.Tool(
 )
 
 
-def build(scenario: str) -> Server[Any, Any]:
+def build(scenario: str, seconds: float = 2.0) -> Server[Any, Any]:
     """The lowlevel server of ``scenario``."""
     server: Server[Any, Any] = Server(f"resource-{scenario}")
 
     @server.list_tools()
     async def list_tools() -> list[types.Tool]:
+        if scenario == "slow_lists":
+            await asyncio.sleep(seconds)
         return [ECHO]
 
     @server.call_tool()
@@ -83,16 +88,23 @@ def build(scenario: str) -> Server[Any, Any]:
                 return "resource a"
             return f"asked for {str(uri)!r}"
 
+    elif scenario == "slow_lists":
+
+        @server.list_prompts()
+        async def slow_prompts() -> list[types.Prompt]:
+            await asyncio.sleep(seconds)
+            return [types.Prompt(name="review", description="Review a topic.")]
+
     else:
         raise SystemExit(f"unknown scenario {scenario!r}")
     return server
 
 
-async def main(scenario: str) -> None:
-    server = build(scenario)
+async def main(scenario: str, seconds: str = "2") -> None:
+    server = build(scenario, float(seconds))
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
 
 
 if __name__ == "__main__":
-    anyio.run(main, sys.argv[1])
+    anyio.run(main, *sys.argv[1:3])
