@@ -130,6 +130,70 @@ async def test_a_groups_limit_holds_across_batches_running_at_once(apis, per_bat
     assert probe.max_by_group["api"] == limit
 
 
+def fetch_executor(probe: ConcurrencyProbe, seconds: float, **meta: Any) -> ToolExecutor:
+    """An executor of one sync tool ``fetch`` of group ``api`` that takes ``seconds``."""
+
+    def fetch(x: int = 0) -> str:
+        start = probe.enter("fetch", True)
+        time.sleep(seconds)
+        probe.exit("fetch", True, start)
+        return f"fetched {x}"
+
+    probe.group_of["fetch"] = "api"
+    tool = StructuredTool.from_function(func=fetch, name="fetch", description="Fetch.")
+    metadata = {"fetch": {"concurrency_group": "api", "is_pure": True, **meta}}
+    return ToolExecutor(ToolCatalog.from_tools([tool], tool_metadata=metadata))
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize(("per_batch", "limit"), [(1, 1), (2, 2)], ids=["alone", "gathered"])
+async def test_waiting_for_other_runs_calls_of_the_group_leaves_a_call_its_whole_timeout(
+    api, per_batch, limit
+):
+    """The batch's deadline is the batch's: the time a call waits for room another run's
+    calls hold is not taken from its ``timeout_s`` (0.8 s calls, 1.3 s timeout: the second
+    run's calls wait 0.8 s, then have 1.3 s, not 0.5 s)."""
+    probe = ConcurrencyProbe()
+    node = fetch_executor(probe, 0.8, max_concurrency=limit, timeout_s=1.3)
+    names = ["fetch"] * per_batch
+    outs = await asyncio.gather(*(run_node(node, names, api) for _ in range(2)))
+    for out in outs:
+        assert [m.content for m in out["messages"]] == [f"fetched {i}" for i in range(per_batch)]
+    assert probe.max_by_group["api"] == limit
+
+
+@pytest.mark.parametrize("timeout_s", [None, 5.0], ids=["no-timeout", "timeout"])
+async def test_a_cancelled_runs_call_keeps_its_place_in_the_group_until_its_tool_ends(timeout_s):
+    """A run cancelled (LangGraph server's stop) while its sync tool runs: the thread runs
+    on, so it still counts toward the group's limit; the next run's call waits for it."""
+    probe = ConcurrencyProbe()
+    meta = {} if timeout_s is None else {"timeout_s": timeout_s}
+    node = fetch_executor(probe, 0.6, max_concurrency=1, **meta)
+    first = asyncio.create_task(run_node(node, ["fetch"], "ainvoke"))
+    await asyncio.sleep(0.2)
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    out = await run_node(node, ["fetch"], "ainvoke")
+    assert out["messages"][0].content == "fetched 0"
+    assert probe.max_by_group["api"] == 1
+
+
+async def test_a_cancelled_runs_call_holds_up_no_call_of_a_group_without_a_limit():
+    """Without a limit, runs' impure calls of one group run side by side (the exclusion is
+    the batch's), a cancelled run's too: the next run's call neither waits nor is refused."""
+    probe = ConcurrencyProbe()
+    node = fetch_executor(probe, 0.6, is_pure=False)
+    first = asyncio.create_task(run_node(node, ["fetch"], "ainvoke"))
+    await asyncio.sleep(0.2)
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    out = await run_node(node, ["fetch"], "ainvoke")
+    assert out["messages"][0].content == "fetched 0"
+    assert probe.max_by_group["api"] == 2  # it ran beside the cancelled run's call
+
+
 def sleeping_catalog(probe: ConcurrencyProbe, specs: dict[str, dict[str, Any]]) -> ToolCatalog:
     from agent_tools import probe_tool
 

@@ -16,9 +16,9 @@ how a node returns it (:func:`~langgraph_toolbudget.execution.outcome.node_outpu
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.messages import HumanMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -50,6 +50,8 @@ from langgraph_toolbudget.execution.pipeline import (
 )
 from langgraph_toolbudget.execution.policy import VisibilityPolicy
 from langgraph_toolbudget.execution.scheduler import CallScheduler
+
+T = TypeVar("T")
 
 __all__ = [
     "META_LIMIT_ERROR",
@@ -352,16 +354,9 @@ class BatchRunner:
         done, outcome = self.answer_builtins(calls, state, config, working, context=context)
         regular, check = self._plan(calls, working, shown, done, outcome.context)
         started = time.monotonic()  # the batch's one deadline: each timeout_s counts from here
-        run_one = partial(
-            self.pipeline.run, state=state, config=config, check=check, started=started
-        )
-        arun_one = partial(  # the sync hooks, also when calls run on the background loop
-            self.pipeline.arun,
-            state=state,
-            config=config,
-            check=check,
-            async_hooks=False,
-            started=started,
+        run_one = _on_deadline(self.pipeline.run, started, state=state, config=config, check=check)
+        arun_one = _on_deadline(  # the sync hooks, also when calls run on the background loop
+            self.pipeline.arun, started, state=state, config=config, check=check, async_hooks=False
         )
         outputs = self.scheduler.run([call for _, call in regular], run_one, arun_one)
         results = dict(zip([i for i, _ in regular], outputs, strict=True))
@@ -390,8 +385,8 @@ class BatchRunner:
         else:
             regular, check = self._plan(*plan)
         started = time.monotonic()  # the batch's one deadline: each timeout_s counts from here
-        arun_one = partial(
-            self.pipeline.arun, state=state, config=config, check=check, started=started
+        arun_one = _on_deadline(
+            self.pipeline.arun, started, state=state, config=config, check=check
         )
         outputs = await self.scheduler.arun([call for _, call in regular], arun_one)
         results = dict(zip([i for i, _ in regular], outputs, strict=True))
@@ -400,6 +395,15 @@ class BatchRunner:
         done.update(results)
         outcome.outputs = [done[i] for i in range(len(calls))]
         return outcome
+
+
+def _on_deadline(
+    run: Callable[..., T], started: float, **kwargs: Any
+) -> Callable[[ToolCall, float], T]:
+    """``run(call, **kwargs)`` for the scheduler, on the batch's deadline (``started``) moved
+    on by the time the call waited for other runs' calls of its group: that wait is theirs,
+    not the batch's."""
+    return lambda call, waited: run(call, started=started + waited, **kwargs)
 
 
 def _message(call: ToolCall, result: BuiltinResult) -> ToolMessage:

@@ -65,23 +65,30 @@ class ToolTimeoutError(TimeoutError):
     """
 
 
-async def within(work: asyncio.Future[Any], timeout: float, abandon: Callable[[], None]) -> Any:
-    """The result of ``work`` if it comes within ``timeout`` seconds.
+async def within(
+    work: asyncio.Future[Any], timeout: float | None, abandon: Callable[[bool], None]
+) -> Any:
+    """The result of ``work`` if it comes within ``timeout`` seconds (None: no limit).
 
     Unlike ``asyncio.wait_for``, never waits past the deadline for the work to
     acknowledge its cancellation (a coroutine may swallow it and carry on).
 
     Raises:
-        ToolTimeoutError: at the deadline; ``work`` was cancelled and ``abandon`` called.
+        ToolTimeoutError: at the deadline; ``work`` was cancelled and ``abandon(False)``
+            called.
+        asyncio.CancelledError: the caller was cancelled; so was ``work``, and
+            ``abandon(True)`` called, since a thread cannot be stopped and a coroutine may
+            carry on.
     """
     try:
         done, _ = await asyncio.wait({work}, timeout=timeout)
-    except asyncio.CancelledError:  # the caller gave up: so does the work
+    except asyncio.CancelledError:
         work.cancel()
+        abandon(True)
         raise
     if not done:
         work.cancel()
-        abandon()
+        abandon(False)
         raise ToolTimeoutError(f"no result within {timeout:g} s")
     return work.result()
 
@@ -92,6 +99,7 @@ class _Abandoned:
     group: str
     pure: bool
     until: float  # monotonic time after which later calls stop waiting for it
+    cancelled: bool  # its run was cancelled: it counts toward the group's limit alone
     ended: concurrent.futures.Future[None] = field(default_factory=concurrent.futures.Future)
 
 
@@ -122,12 +130,17 @@ class LingeringCalls:
         the thread or on the loop where it ended), once it no longer counts as running."""
         self._listeners.append(listener)
 
-    def add(self, spec: ToolSpec, work: Any) -> None:
-        """Count ``work`` (a thread's or a task's future) against ``spec``'s group until it ends."""
+    def add(self, spec: ToolSpec, work: Any, *, cancelled: bool = False) -> None:
+        """Count ``work`` (a thread's or a task's future) against ``spec``'s group until it
+        ends: a call past its timeout, or one whose run was cancelled (``cancelled``), which
+        counts toward the group's limit only, as the running call it still is."""
+        if work.done():
+            return
         timeout = spec.timeout_s or 0.0
         group = spec.concurrency_group
-        entry = _Abandoned(spec.name, group, spec.is_pure, time.monotonic() + timeout)
-        logger.warning("tool %s passed its %g s timeout; abandoned, running on", spec.name, timeout)
+        entry = _Abandoned(spec.name, group, spec.is_pure, time.monotonic() + timeout, cancelled)
+        why = "was cancelled with its run" if cancelled else f"passed its {timeout:g} s timeout"
+        logger.warning("tool %s %s; abandoned, running on", spec.name, why)
         with self._lock:
             self._groups.setdefault(group, []).append(entry)
         work.add_done_callback(lambda w: _ended(w, entry, self._drop))
@@ -142,16 +155,19 @@ class LingeringCalls:
         for listener in self._listeners:
             listener(entry.group)
 
-    def running(self, group: str) -> int:
-        """The abandoned calls of ``group`` that still run."""
+    def running(self, group: str) -> tuple[int, int]:
+        """The abandoned calls of ``group`` that still run: (timed out, cancelled)."""
         with self._lock:
-            return len(self._groups.get(group, ()))
+            entries = self._groups.get(group, ())
+            cancelled = sum(e.cancelled for e in entries)
+            return len(entries) - cancelled, cancelled
 
     def _blocking(self, spec: ToolSpec) -> list[_Abandoned]:
-        """Abandoned calls ``spec`` waits for: any for an impure call; the impure ones for a
-        pure call, and all of them while they fill its group's limit (until one ends)."""
+        """Timed-out calls ``spec`` waits for: any for an impure call; the impure ones for a
+        pure call, and all of them while they fill its group's limit (until one ends). (The
+        calls of cancelled runs are waited for as running calls, by the group's limit.)"""
         with self._lock:
-            entries = list(self._groups.get(spec.concurrency_group, ()))
+            entries = [e for e in self._groups.get(spec.concurrency_group, ()) if not e.cancelled]
         limit = self.limits.get(spec.concurrency_group)
         if not spec.is_pure or (limit is not None and len(entries) >= limit):
             return entries

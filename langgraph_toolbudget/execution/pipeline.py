@@ -498,24 +498,27 @@ class ToolCallPipeline:
         """The result of ``work_started`` within the time the tool's ``timeout_s`` leaves it
         (counted from ``started``, its batch's start, when given). Past it, raise
         ``TimeoutError`` and abandon the work: logged, its result dropped, and (a
-        thread's work as much as a task's) keeping its group busy until it really ends."""
+        thread's work as much as a task's) keeping its group busy until it really ends. The
+        work of a cancelled caller is abandoned too: it counts toward its group's limit
+        until it ends."""
         spec = self.catalog.get(tool.name)
         timeout = time_left(spec, started)
-        if spec is None or timeout is None:  # a coroutine runs in this task: none of its own
-            if isinstance(work_started, Future):
-                return await asyncio.wrap_future(work_started)
-            return await work_started
         lingers: Any  # a thread's work lingers until the thread ends, a task's until the task
         if isinstance(work_started, Future):
             work, lingers = asyncio.wrap_future(work_started), work_started
+        elif spec is None or timeout is None:
+            return await work_started  # a coroutine with no timeout runs in this task
         else:
             work = lingers = asyncio.ensure_future(work_started)
-        return await within(work, max(timeout, 0.0), partial(self._abandon, spec, lingers))
+        if spec is None:  # a tool outside the catalog (a hook's own): nothing to count
+            return await work
+        limit = None if timeout is None else max(timeout, 0.0)
+        return await within(work, limit, partial(self._abandon, spec, lingers))
 
-    def _abandon(self, spec: ToolSpec, lingers: Any) -> None:
-        """Count abandoned work against its group until it ends; a thread's gives its place in
-        the pool to the next call meanwhile."""
-        self.lingering.add(spec, lingers)
+    def _abandon(self, spec: ToolSpec, lingers: Any, cancelled: bool) -> None:
+        """Count abandoned work (timed out, or its run ``cancelled``) against its group until
+        it ends; a thread's gives its place in the pool to the next call meanwhile."""
+        self.lingering.add(spec, lingers, cancelled=cancelled)
         if isinstance(lingers, Future):
             self.threads.release(lingers)
 

@@ -35,7 +35,9 @@ import asyncio
 import concurrent.futures
 import contextlib
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from langchain_core.messages import ToolCall
@@ -43,15 +45,22 @@ from langchain_core.messages import ToolCall
 from langgraph_toolbudget._runner import run_sync
 from langgraph_toolbudget.config import ExecutionMode
 from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.spec import ToolSpec
 from langgraph_toolbudget.execution.lingering import LingeringCalls
 
 __all__ = ["CallScheduler", "GroupSlots", "group_limits_of"]
 
-RunOne = Callable[[ToolCall], Any]
-ARunOne = Callable[[ToolCall], Awaitable[Any]]
+RunOne = Callable[[ToolCall, float], Any]
+"""Runs one call; the float is the seconds it waited for other runs' calls of its group
+(room the executor's limit gave them), which is not its batch's time."""
+ARunOne = Callable[[ToolCall, float], Awaitable[Any]]
 
 DEFAULT_GROUP = "default"
 """The concurrency group of a call whose tool is unknown."""
+
+
+def _group_of(spec: ToolSpec | None) -> str:
+    return spec.concurrency_group if spec is not None else DEFAULT_GROUP
 
 
 class GroupSlots:
@@ -79,12 +88,15 @@ class GroupSlots:
     def has_room(self, group: str) -> bool:
         """Whether one more call of ``group`` may start now (call with :attr:`lock` held)."""
         limit = self.limits.get(group)
-        running = self._running.get(group, 0)
-        if limit is None or running == 0:
-            # Waiting for abandoned calls alone is the pipeline's (bounded, then refused):
-            # here a call waits only for running calls, which all end.
+        if limit is None:
             return True
-        return running + self.lingering.running(group) < limit
+        timed_out, cancelled = self.lingering.running(group)
+        running = self._running.get(group, 0) + cancelled  # a cancelled run's call runs on
+        if running == 0:
+            # Waiting for timed-out calls alone is the pipeline's (bounded, then refused):
+            # here a call waits only for running calls, which end.
+            return True
+        return running + timed_out < limit
 
     def take(self, group: str) -> None:
         """Count one more running call of ``group`` (with :attr:`lock` held)."""
@@ -113,31 +125,38 @@ class GroupSlots:
         with self.lock:
             self.changed(group)
 
-    def _take_or_wait(self, group: str) -> concurrent.futures.Future[None] | None:
-        """Take a place in ``group`` if it has room (None), else a future to wait on."""
+    def take_or_wait(
+        self, group: str, admits: Callable[[], bool] | None = None
+    ) -> concurrent.futures.Future[None] | None:
+        """Take a place in ``group`` if ``admits()`` (by default: if the group has room) and
+        return None; else a future done at the group's next change, to wait on and try again.
+        """
         with self.lock:
-            if self.has_room(group):
+            if self.has_room(group) if admits is None else admits():
                 self.take(group)
                 return None
             return self.waiter(group)
 
     @contextlib.contextmanager
-    def held(self, group: str) -> Iterator[None]:
-        """A place in ``group`` for the duration, waited for in this thread."""
-        while (waiter := self._take_or_wait(group)) is not None:
+    def held(self, group: str) -> Iterator[float]:
+        """A place in ``group`` for the duration, waited for in this thread. Yields the
+        seconds waited: for other runs' calls, as the caller holds no place meanwhile."""
+        began = time.monotonic()
+        while (waiter := self.take_or_wait(group)) is not None:
             waiter.result()
         try:
-            yield
+            yield time.monotonic() - began
         finally:
             self.leave(group)
 
     @contextlib.asynccontextmanager
-    async def aheld(self, group: str) -> AsyncIterator[None]:
+    async def aheld(self, group: str) -> AsyncIterator[float]:
         """:meth:`held`, waited for without blocking the event loop."""
-        while (waiter := self._take_or_wait(group)) is not None:
+        began = time.monotonic()
+        while (waiter := self.take_or_wait(group)) is not None:
             await asyncio.wrap_future(waiter)
         try:
-            yield
+            yield time.monotonic() - began
         finally:
             self.leave(group)
 
@@ -166,27 +185,37 @@ class _GroupGate:
         self.next_ticket = 0
 
     def _admits(self, ticket: int, pure: bool) -> bool:
+        """Whether the call of ``ticket`` may start now; if so, count it as started (called
+        with the slots' lock held)."""
         if ticket != self.next_ticket or (self.impure if pure else self.pure):
             return False
-        if self.limited:
-            return self.slots.has_room(self.group)
-        return pure or self.impure == 0
+        if self.limited and not self.slots.has_room(self.group):
+            return False
+        if not (self.limited or pure or self.impure == 0):
+            return False
+        self.next_ticket += 1
+        if pure:
+            self.pure += 1
+        else:
+            self.impure += 1
+        self.slots.changed(self.group)  # the next ticket may enter now
+        return True
 
-    async def enter(self, ticket: int, pure: bool) -> None:
-        slots = self.slots
+    async def enter(self, ticket: int, pure: bool) -> float:
+        """Wait for the call's turn; return the seconds it waited while the batch ran no
+        call of the group: for other runs' calls, which is not the batch's time."""
+        waited_on_others = 0.0
         while True:
-            with slots.lock:
-                if self._admits(ticket, pure):
-                    self.next_ticket += 1
-                    if pure:
-                        self.pure += 1
-                    else:
-                        self.impure += 1
-                    slots.take(self.group)
-                    slots.changed(self.group)  # the next ticket may enter now
-                    return
-                waiter = slots.waiter(self.group)
+            # Any change to the batch's running count wakes the waiters, so it holds
+            # throughout one wait. Only this batch's tasks, on this loop, change it.
+            idle = self.pure + self.impure == 0
+            waiter = self.slots.take_or_wait(self.group, partial(self._admits, ticket, pure))
+            if waiter is None:
+                return waited_on_others
+            began = time.monotonic()
             await asyncio.wrap_future(waiter)
+            if idle and self.limited:
+                waited_on_others += time.monotonic() - began
 
     async def leave(self, pure: bool) -> None:
         with self.slots.lock:
@@ -253,18 +282,17 @@ class CallScheduler:
         return await self._gather(calls, arun_one)
 
     def _group(self, call: ToolCall) -> str:
-        spec = self.catalog.get(call["name"])
-        return spec.concurrency_group if spec is not None else DEFAULT_GROUP
+        return _group_of(self.catalog.get(call["name"]))
 
     def _alone(self, call: ToolCall, run_one: RunOne) -> Any:
         """``run_one(call)``, once its group's limit leaves room in the executor."""
-        with self.slots.held(self._group(call)):
-            return run_one(call)
+        with self.slots.held(self._group(call)) as waited:
+            return run_one(call, waited)
 
     async def _aalone(self, call: ToolCall, arun_one: ARunOne) -> Any:
         """The async :meth:`_alone`."""
-        async with self.slots.aheld(self._group(call)):
-            return await arun_one(call)
+        async with self.slots.aheld(self._group(call)) as waited:
+            return await arun_one(call, waited)
 
     def one_at_a_time(self, calls: Sequence[ToolCall]) -> bool:
         """True when the calls run one at a time in call order anyway.
@@ -277,7 +305,7 @@ class CallScheduler:
         if self.mode == "sequential" or len(calls) <= 1 or self.max_parallel == 1:
             return True
         specs = [self.catalog.get(call["name"]) for call in calls]
-        groups = {spec.concurrency_group if spec else DEFAULT_GROUP for spec in specs}
+        groups = {_group_of(spec) for spec in specs}
         if len(groups) != 1:
             return False
         limit = self.group_limits.get(groups.pop())
@@ -293,7 +321,7 @@ class CallScheduler:
         gated: list[Awaitable[Any]] = []
         for call in calls:
             spec = self.catalog.get(call["name"])
-            group = spec.concurrency_group if spec is not None else DEFAULT_GROUP
+            group = _group_of(spec)
             if group not in gates:
                 gates[group] = _GroupGate(group, self.slots)
             ticket = tickets[group] = tickets.get(group, -1) + 1
@@ -306,8 +334,8 @@ async def _behind(
     gate: _GroupGate, ticket: int, pure: bool, arun_one: ARunOne, call: ToolCall
 ) -> Any:
     """``arun_one(call)`` once ``gate`` admits it."""
-    await gate.enter(ticket, pure)
+    waited = await gate.enter(ticket, pure)
     try:
-        return await arun_one(call)
+        return await arun_one(call, waited)
     finally:
         await gate.leave(pure)
