@@ -292,10 +292,12 @@ class ToolUsage:
         self._journal: list[_Change] | None = None  # this process's changes during a refresh
         self._last: tuple[Any, np.ndarray | None, np.ndarray | None] | None = None
         # Forgets by number, kept while a write of records added before them is under way
-        # (see _end_write), and those writes by the number of forgets before them.
+        # (see _end_write), those writes by the number of forgets before them, and meanwhile
+        # the last store op of each row written after one of those forgets began.
         self._forgets: dict[int, set[str] | None] = {}
         self._forgot = 0
         self._writing: Counter[int] = Counter()
+        self._rewritten: dict[tuple[tuple[str, ...], str], tuple[int, PutOp]] = {}
 
     def _new_history(self) -> UsageIndex:
         per_tool, per_thread, min_sources, max_records = self._bounds
@@ -668,34 +670,52 @@ class ToolUsage:
             history = self.history if scope is None else self._history(scope)
             added, evicted = history.add(query, tool_names, **record)
             self._note(("add", scope, added))
-            since = self._begin_write()
-        ops = [*(self._delete(scope, r) for r in evicted), *(self._put(scope, r) for r in added)]
+            ops = [self._delete(scope, r) for r in evicted] + [self._put(scope, r) for r in added]
+            since = self._begin_write(ops)
         return ops, since
 
-    def _begin_write(self) -> int:
-        """A write of records just added in memory begins (under the lock): its number, the
-        forgets made so far."""
-        self._writing[self._forgot] += 1
-        return self._forgot
+    def _begin_write(self, ops: list[PutOp], since: int | None = None) -> int:
+        """The store ops of records just added in memory, to be written by a new write (or by
+        write ``since``: an import's next scope). Under the lock. Returns the write's number:
+        the forgets made before it began."""
+        if self._forgets:  # a write under way began before a forget: see _end_write
+            for op in ops:
+                self._rewritten[(op.namespace, op.key)] = (self._forgot, op)
+        if since is None:
+            since = self._forgot
+            self._writing[since] += 1
+        return since
 
     def _end_write(self, since: int, ops: list[PutOp]) -> list[PutOp]:
-        """A write ends: the deletes of its rows whose tools a forget made since ``since``
+        """A write ends: the store ops that take back its rows a forget made since ``since``
         covers. That forget dropped the records from memory after they were added, and read
-        the store before they were in it: without these deletes the rows would stay in the
-        store, and come back at the next refresh."""
+        the store before they were in it: without a delete the row would stay in the store,
+        and come back at the next refresh. But a row written again after that forget (the
+        same tool and message, recorded anew) is that newer record's: it is written again as
+        the newer write wrote it, whichever of the two writes the store applied last."""
+        late: list[PutOp] = []
         with self._attach_lock:
             self._writing[since] -= 1
             if not self._writing[since]:
                 del self._writing[since]
-            forgot = [names for n, names in self._forgets.items() if n > since]
+            for op in ops:
+                tool = None if op.value is None else op.value.get("tool")
+                covering = [
+                    n
+                    for n, names in self._forgets.items()
+                    if tool is not None and n > since and (names is None or tool in names)
+                ]
+                if not covering:
+                    continue
+                newer = self._rewritten.get((op.namespace, op.key))
+                if newer is None or newer[0] < max(covering):
+                    late.append(PutOp(op.namespace, op.key, None))
+                elif newer[1] is not op:
+                    late.append(newer[1])
             oldest = min(self._writing, default=self._forgot)
             self._forgets = {n: v for n, v in self._forgets.items() if n > oldest}
-        return [
-            PutOp(op.namespace, op.key, None)
-            for op in ops
-            if op.value is not None
-            and any(names is None or op.value.get("tool") in names for names in forgot)
-        ]
+            self._rewritten = {k: v for k, v in self._rewritten.items() if v[0] > oldest}
+        return late
 
     def _write(self, store: BaseStore | None, ops: list[PutOp], since: int) -> None:
         """Write the ops of records added in memory (write number ``since``), and take back
@@ -826,7 +846,8 @@ class ToolUsage:
 
         Every row of those tools that is in the store when it returns is deleted, whatever
         other workers write meanwhile; a record this worker added in memory before the forget
-        and was still writing to the store is taken out of the store again once written.
+        and was still writing to the store is taken out of the store again once written, unless
+        this worker recorded it anew after the forget (then the newer record stays).
 
         Returns:
             How many (tool, message) pairs were dropped from memory.
@@ -916,12 +937,13 @@ class ToolUsage:
                     after = {_key(r): r for r in history.records()}
                     changed = [r for k, r in after.items() if before.get(k) != r]
                     self._note(("add", scope, changed))
-                    if since is None:
-                        since = self._begin_write()
+                    added = [self._delete(scope, r) for k, r in before.items() if k not in after]
+                    added += [self._put(scope, r) for r in changed]
+                    # each scope's rows with the forgets made before they were added
+                    since = self._begin_write(added, since)
                     if scope is not None:
                         self._evict()
-                ops += [self._delete(scope, r) for k, r in before.items() if k not in after]
-                ops += [self._put(scope, r) for r in changed]
+                ops += added
         except BaseException:
             if since is not None:  # nothing written: no forget to take back
                 self._end_write(since, [])
