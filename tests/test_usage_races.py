@@ -212,3 +212,54 @@ def test_a_forget_while_a_run_writes_its_record_leaves_no_row_to_come_back(make_
     assert stored(usage.store) == {}
     usage.refresh()
     assert len(usage) == 0  # it does not come back
+
+
+@pytest.mark.parametrize("api", ["sync", "async"])
+@pytest.mark.parametrize("make_store", STORES, indirect=True)
+def test_a_record_made_after_a_forget_stays_though_an_earlier_write_of_it_ends_later(
+    make_store, api
+):
+    usage = ToolUsage(store=make_store())
+    first = {"configurable": {"thread_id": "t1"}}
+    second = {"configurable": {"thread_id": "t2"}}
+    usage.attach(first)
+    query, names = "is it going to rain in Oslo", ["weather_forecast"]
+
+    def record(config: dict[str, Any]) -> None:
+        if api == "sync":
+            usage.record_run(query, names, config)
+        else:
+            asyncio.run(usage.arecord_run(query, names, config))
+
+    def forget_then_record_again() -> None:
+        usage.forget(["weather_forecast"])
+        record(second)  # the same message: the same row as the paused write's
+
+    # the first run's record is in memory, not yet in the store, when the tool is forgotten
+    # and recorded again; the first run's write (of the older record) ends last
+    while_paused(usage.store, "write", lambda: record(first), forget_then_record_again)
+    rows = ToolUsage(store=usage.store).export()
+    assert [(r["query"], r["thread"]) for r in rows] == [(query, "t2")]  # the newer record
+    usage.refresh()
+    assert len(usage) == 1
+
+
+@pytest.mark.parametrize("make_store", STORES, indirect=True)
+def test_an_import_keeps_what_it_adds_after_a_forget_that_came_while_it_ran(make_store):
+    usage = ToolUsage(store=make_store())
+    usage.attach()
+    rows = [
+        {"tool": "weather_forecast", "query": "is it going to rain in Oslo"},
+        {"tool": "weather_forecast", "query": "is it going to rain in Lima", "scope": "default"},
+    ]
+
+    # the shared row is added in memory; the forget comes while the import loads the scope
+    while_paused(
+        usage.store,
+        "search",
+        lambda: usage.import_(rows),
+        lambda: usage.forget(["weather_forecast"]),
+    )
+    assert list(stored(usage.store)) == ["is it going to rain in Lima"]  # added after it
+    usage.refresh()
+    assert len(usage) == 1

@@ -41,7 +41,7 @@ from typing import Any, Literal
 import numpy as np
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.store.base import BaseStore, GetOp, PutOp
+from langgraph.store.base import BaseStore, GetOp, Op, PutOp
 from langgraph.types import Command
 
 from langgraph_toolbudget._compat import runtime_of
@@ -292,10 +292,12 @@ class ToolUsage:
         self._journal: list[_Change] | None = None  # this process's changes during a refresh
         self._last: tuple[Any, np.ndarray | None, np.ndarray | None] | None = None
         # Forgets by number, kept while a write of records added before them is under way
-        # (see _end_write), and those writes by the number of forgets before them.
+        # (see _end_write), those writes by the number of forgets before them, and meanwhile
+        # the last store op of each row written after one of those forgets began.
         self._forgets: dict[int, set[str] | None] = {}
         self._forgot = 0
         self._writing: Counter[int] = Counter()
+        self._rewritten: dict[tuple[tuple[str, ...], str], tuple[int, PutOp]] = {}
 
     def _new_history(self) -> UsageIndex:
         per_tool, per_thread, min_sources, max_records = self._bounds
@@ -429,6 +431,11 @@ class ToolUsage:
             self._evict()
             return ops
 
+    def _unloaded(self, store: BaseStore, config: RunnableConfig | None) -> str | None:
+        """The run's scope, when its history is not yet loaded from ``store``."""
+        scope = scope_key(self.scope, config) if config is not None else None
+        return scope if scope is not None and self._loaded.get(scope) is not store else None
+
     def attach(self, config: RunnableConfig | None = None) -> None:
         """Load the histories from the store (``store``, else the graph's in ``config``): the
         shared one once, the run's scope once. The nodes call this; call it yourself to load
@@ -441,12 +448,11 @@ class ToolUsage:
             shared = self._items(store, self._namespace(None))
             legacy = self._legacy(self._items(store, self.namespace))
             ops = self._attach_shared(store, shared, legacy)
-            self._attach_ops(store, self._unchanged(store, ops, [*shared, *legacy]))
-        scope = scope_key(self.scope, config) if config is not None else None
-        if scope is not None and self._loaded.get(scope) is not store:
+            self._bound(store, ops, [*shared, *legacy])
+        scope = self._unloaded(store, config)
+        if scope is not None:
             items = self._items(store, self._namespace(scope))
-            ops = self._attach_scope(store, scope, items)
-            self._attach_ops(store, self._unchanged(store, ops, items))
+            self._bound(store, self._attach_scope(store, scope, items), items)
 
     async def aattach(self, config: RunnableConfig | None = None) -> None:
         """Async :meth:`attach` (``asearch``/``abatch``; a sync-only store runs in a thread)."""
@@ -457,63 +463,53 @@ class ToolUsage:
             shared = await self._aitems(store, self._namespace(None))
             legacy = self._legacy(await self._aitems(store, self.namespace))
             ops = self._attach_shared(store, shared, legacy)
-            await self._aattach_ops(store, await self._aunchanged(store, ops, [*shared, *legacy]))
-        scope = scope_key(self.scope, config) if config is not None else None
-        if scope is not None and self._loaded.get(scope) is not store:
+            await self._abound(store, ops, [*shared, *legacy])
+        scope = self._unloaded(store, config)
+        if scope is not None:
             items = await self._aitems(store, self._namespace(scope))
-            ops = self._attach_scope(store, scope, items)
-            await self._aattach_ops(store, await self._aunchanged(store, ops, items))
+            await self._abound(store, self._attach_scope(store, scope, items), items)
 
     @staticmethod
-    def _stale_deletes(ops: list[PutOp], items: list[Any]) -> list[PutOp]:
-        """The deletes of ``ops`` of rows read in ``items`` (whose value is known)."""
+    def _read_back(ops: list[PutOp], items: list[Any]) -> list[GetOp]:
+        """The reads of the rows ``ops`` delete that were read in ``items`` (whose value is
+        known), to see whether they are still as read."""
         read = {(tuple(i.namespace), i.key) for i in items}
-        return [op for op in ops if op.value is None and (op.namespace, op.key) in read]
+        return [
+            GetOp(op.namespace, op.key)
+            for op in ops
+            if op.value is None and (op.namespace, op.key) in read
+        ]
 
     @staticmethod
     def _kept(
-        ops: list[PutOp], deletes: list[PutOp], items: list[Any], now: Sequence[Any]
+        ops: list[PutOp], gets: list[GetOp], items: list[Any], now: Sequence[Any]
     ) -> list[PutOp]:
-        """``ops`` without the ``deletes`` whose row is no longer as ``items`` read it."""
+        """``ops`` without the deletes of the rows read back (``gets``, answered ``now``)
+        that are no longer as ``items`` read them."""
         read = {(tuple(i.namespace), i.key): i.value for i in items}
         changed = {
-            (op.namespace, op.key)
-            for op, item in zip(deletes, now, strict=True)
-            if item is None or item.value != read[(op.namespace, op.key)]
+            (get.namespace, get.key)
+            for get, item in zip(gets, now, strict=True)
+            if item is None or item.value != read[(get.namespace, get.key)]
         }
         return [op for op in ops if op.value is not None or (op.namespace, op.key) not in changed]
 
     @classmethod
-    def _unchanged(cls, store: BaseStore, ops: list[PutOp], items: list[Any]) -> list[PutOp]:
-        """``ops``, but a row read in ``items`` and dropped by the bounds is deleted only if
-        it is still as it was read: another worker may have recorded it again since (then
-        it is the newest, not the oldest). Read back just before the delete: the bounds
-        catch up at the next refresh."""
-        deletes = cls._stale_deletes(ops, items)
-        if not deletes:
-            return ops
-        now = store.batch([GetOp(op.namespace, op.key) for op in deletes])
-        return cls._kept(ops, deletes, items, now)
+    def _bound(cls, store: BaseStore, ops: list[PutOp], items: list[Any]) -> None:
+        """Write ``ops`` (a loaded history's, to bound the rows ``items`` read), but delete a
+        row read in ``items`` only if it is still as it was read: another worker may have
+        recorded it again since (then it is the newest, not the oldest). Read back just
+        before the delete: the bounds catch up at the next refresh."""
+        gets = cls._read_back(ops, items)
+        now = _batch(store, gets)
+        _batch(store, cls._kept(ops, gets, items, now))
 
     @classmethod
-    async def _aunchanged(cls, store: BaseStore, ops: list[PutOp], items: list[Any]) -> list[PutOp]:
-        """Async :meth:`_unchanged`."""
-        deletes = cls._stale_deletes(ops, items)
-        if not deletes:
-            return ops
-        gets = [GetOp(op.namespace, op.key) for op in deletes]
-        now = await _acall(store, "abatch", "batch", gets)
-        return cls._kept(ops, deletes, items, now)
-
-    @staticmethod
-    def _attach_ops(store: BaseStore, ops: list[PutOp]) -> None:
-        if ops:
-            store.batch(ops)
-
-    @staticmethod
-    async def _aattach_ops(store: BaseStore, ops: list[PutOp]) -> None:
-        if ops:
-            await _acall(store, "abatch", "batch", ops)
+    async def _abound(cls, store: BaseStore, ops: list[PutOp], items: list[Any]) -> None:
+        """Async :meth:`_bound`."""
+        gets = cls._read_back(ops, items)
+        now = await _abatch(store, gets)
+        await _abatch(store, cls._kept(ops, gets, items, now))
 
     def refresh(self) -> None:
         """Reload the histories from the store (what other workers recorded, or forgot, since):
@@ -538,11 +534,10 @@ class ToolUsage:
         try:
             shared = self._items(store, self._namespace(None))
             stored = {s: self._items(store, self._namespace(s)) for s in self._scopes_of(store)}
-            ops = self._reload(store, journal, shared, stored)
+            ops, read = self._reload(store, journal, shared, stored)
         finally:
             self._end_journal(journal)
-        read = [*shared, *(item for items in stored.values() for item in items)]
-        self._attach_ops(store, self._unchanged(store, ops, read))
+        self._bound(store, ops, read)
 
     async def arefresh(self) -> None:
         """Async :meth:`refresh` (``asearch``/``abatch``; a sync-only store runs in a thread).
@@ -567,11 +562,10 @@ class ToolUsage:
             stored = {
                 s: await self._aitems(store, self._namespace(s)) for s in self._scopes_of(store)
             }
-            ops = self._reload(store, journal, shared, stored)
+            ops, read = self._reload(store, journal, shared, stored)
         finally:
             self._end_journal(journal)
-        read = [*shared, *(item for items in stored.values() for item in items)]
-        await self._aattach_ops(store, await self._aunchanged(store, ops, read))
+        await self._abound(store, ops, read)
 
     def _reload_from(self) -> tuple[BaseStore, list[_Change]] | None:
         """The attached store and a journal of this process's changes, started; None when
@@ -598,9 +592,10 @@ class ToolUsage:
         journal: list[_Change],
         shared: list[Any],
         stored: dict[str, list[Any]],
-    ) -> list[PutOp]:
+    ) -> tuple[list[PutOp], list[Any]]:
         """Swap in histories built from the store's rows, with the journal's changes replayed;
-        the store ops that bound them."""
+        the store ops that bound them, and every row read (for :meth:`_bound`)."""
+        read = [*shared, *(item for items in stored.values() for item in items)]
         history, ops = self._merged((), None, self._records(shared, self._namespace(None), True))
         fresh: dict[str, UsageIndex] = {}
         for scope, items in stored.items():
@@ -610,7 +605,7 @@ class ToolUsage:
         with self._attach_lock:
             self._end_journal(journal)
             if self._attached is not store:  # another store meanwhile: this read is stale
-                return []
+                return [], read
             for change in journal:
                 if change[0] == "forget":
                     for target in (history, *fresh.values()):
@@ -624,7 +619,7 @@ class ToolUsage:
                 if scope in self._scopes:  # in place: the least recently used order is kept
                     self._scopes[scope] = scoped
             self._evict()
-        return ops
+        return ops, read
 
     def _note(self, change: _Change) -> None:
         """Journal a change made while a refresh reads the store (call under the lock)."""
@@ -668,55 +663,71 @@ class ToolUsage:
             history = self.history if scope is None else self._history(scope)
             added, evicted = history.add(query, tool_names, **record)
             self._note(("add", scope, added))
-            since = self._begin_write()
-        ops = [*(self._delete(scope, r) for r in evicted), *(self._put(scope, r) for r in added)]
+            ops = [self._delete(scope, r) for r in evicted] + [self._put(scope, r) for r in added]
+            since = self._begin_write(ops)
         return ops, since
 
-    def _begin_write(self) -> int:
-        """A write of records just added in memory begins (under the lock): its number, the
-        forgets made so far."""
-        self._writing[self._forgot] += 1
-        return self._forgot
+    def _begin_write(self, ops: list[PutOp], since: int | None = None) -> int:
+        """The store ops of records just added in memory, to be written by a new write (or by
+        write ``since``: an import's next scope). Under the lock. Returns the write's number:
+        the forgets made before it began."""
+        if self._forgets:  # a write under way began before a forget: see _end_write
+            for op in ops:
+                self._rewritten[(op.namespace, op.key)] = (self._forgot, op)
+        if since is None:
+            since = self._forgot
+            self._writing[since] += 1
+        return since
 
     def _end_write(self, since: int, ops: list[PutOp]) -> list[PutOp]:
-        """A write ends: the deletes of its rows whose tools a forget made since ``since``
+        """A write ends: the store ops that take back its rows a forget made since ``since``
         covers. That forget dropped the records from memory after they were added, and read
-        the store before they were in it: without these deletes the rows would stay in the
-        store, and come back at the next refresh."""
+        the store before they were in it: without a delete the row would stay in the store,
+        and come back at the next refresh. But a row written again after that forget (the
+        same tool and message recorded anew, or an import's later scope) keeps what that last
+        write wrote: its op is applied again, whichever write the store applied last."""
+        late: list[PutOp] = []
         with self._attach_lock:
             self._writing[since] -= 1
             if not self._writing[since]:
                 del self._writing[since]
-            forgot = [names for n, names in self._forgets.items() if n > since]
+            for op in ops:
+                if op.value is None:
+                    continue
+                tool = op.value.get("tool")
+                covering = [
+                    n
+                    for n, names in self._forgets.items()
+                    if n > since and (names is None or tool in names)
+                ]
+                if not covering:
+                    continue
+                newer = self._rewritten.get((op.namespace, op.key))
+                if newer is None or newer[0] < max(covering):
+                    late.append(PutOp(op.namespace, op.key, None))
+                elif newer[1] is not op:
+                    late.append(newer[1])
             oldest = min(self._writing, default=self._forgot)
             self._forgets = {n: v for n, v in self._forgets.items() if n > oldest}
-        return [
-            PutOp(op.namespace, op.key, None)
-            for op in ops
-            if op.value is not None
-            and any(names is None or op.value.get("tool") in names for names in forgot)
-        ]
+            self._rewritten = {k: v for k, v in self._rewritten.items() if v[0] > oldest}
+        return late
 
     def _write(self, store: BaseStore | None, ops: list[PutOp], since: int) -> None:
-        """Write the ops of records added in memory (write number ``since``), and take back
-        the rows a forget made meanwhile covers."""
+        """Write the ops of records added in memory (write number ``since``), then the late
+        ops of the forgets made meanwhile (see :meth:`_end_write`)."""
         try:
-            if ops and store is not None:
-                store.batch(ops)
+            _batch(store, ops)
         finally:
             late = self._end_write(since, ops)
-        if late and store is not None:
-            store.batch(late)
+        _batch(store, late)
 
     async def _awrite(self, store: BaseStore | None, ops: list[PutOp], since: int) -> None:
         """Async :meth:`_write`."""
         try:
-            if ops and store is not None:
-                await _acall(store, "abatch", "batch", ops)
+            await _abatch(store, ops)
         finally:
             late = self._end_write(since, ops)
-        if late and store is not None:
-            await _acall(store, "abatch", "batch", late)
+        await _abatch(store, late)
 
     def record(
         self, query: str, tool_names: Sequence[str], *, thread_id: str | None = None
@@ -826,7 +837,8 @@ class ToolUsage:
 
         Every row of those tools that is in the store when it returns is deleted, whatever
         other workers write meanwhile; a record this worker added in memory before the forget
-        and was still writing to the store is taken out of the store again once written.
+        and was still writing to the store is taken out of the store again once written, unless
+        this worker recorded it anew after the forget (then the newer record stays).
 
         Returns:
             How many (tool, message) pairs were dropped from memory.
@@ -916,12 +928,13 @@ class ToolUsage:
                     after = {_key(r): r for r in history.records()}
                     changed = [r for k, r in after.items() if before.get(k) != r]
                     self._note(("add", scope, changed))
-                    if since is None:
-                        since = self._begin_write()
+                    added = [self._delete(scope, r) for k, r in before.items() if k not in after]
+                    added += [self._put(scope, r) for r in changed]
+                    # each scope's rows with the forgets made before they were added
+                    since = self._begin_write(added, since)
                     if scope is not None:
                         self._evict()
-                ops += [self._delete(scope, r) for k, r in before.items() if k not in after]
-                ops += [self._put(scope, r) for r in changed]
+                ops += added
         except BaseException:
             if since is not None:  # nothing written: no forget to take back
                 self._end_write(since, [])
@@ -1004,6 +1017,16 @@ def _scope_config(scope: Scope, key: str) -> dict[str, str]:
     if scope == "user":
         return {"langgraph_auth_user_id": key}
     return {}
+
+
+def _batch(store: BaseStore | None, ops: Sequence[Op]) -> list[Any]:
+    """``store.batch(ops)``; nothing to do without ops or a store."""
+    return store.batch(ops) if ops and store is not None else []
+
+
+async def _abatch(store: BaseStore | None, ops: Sequence[Op]) -> list[Any]:
+    """Async :func:`_batch` (``abatch``; a sync-only store runs in a thread)."""
+    return await _acall(store, "abatch", "batch", ops) if ops and store is not None else []
 
 
 async def _acall(store: BaseStore, amethod: str, method: str, *args: Any) -> Any:
