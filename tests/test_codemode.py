@@ -14,12 +14,13 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_core.tools import StructuredTool, tool
+from langchain_core.tools import BaseTool, StructuredTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 from langgraph.prebuilt import tools_condition
 from langgraph.store.memory import InMemoryStore
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import v1 as pydantic_v1
 
 from langgraph_toolbudget import (
     BudgetConfig,
@@ -262,6 +263,101 @@ async def test_keywords_coercion_maps_are_no_unknown_ones():
     answer, _, _ = await run_code("get_forecast(city='Oslo', days=3)")
     assert "get_forecast() got an unexpected keyword argument 'days'" in answer.content
     assert "its signature is get_forecast(city: str)" in answer.content
+
+
+class _OpenArgs(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    a: int
+
+
+class _PlainArgs(BaseModel):
+    a: int
+
+
+class _ClosedArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    a: int
+
+
+class _OpenV1Args(pydantic_v1.BaseModel):
+    a: int
+
+    class Config:
+        extra = pydantic_v1.Extra.allow
+
+
+def _record(**kwargs: Any) -> str:
+    RUNS.append(("shape", kwargs))
+    return f"got {sorted(kwargs)}"
+
+
+class _KwargsTool(BaseTool):
+    name: str = "shape"
+    description: str = "A tool without a schema whose body takes **kwargs."
+
+    def _run(self, a: int, **kwargs: Any) -> str:
+        return _record(a=a, **kwargs)
+
+
+def _shape(args_schema: Any) -> BaseTool:
+    return StructuredTool(
+        name="shape", description="A tool.", func=_record, args_schema=args_schema
+    )
+
+
+@tool("shape")
+def _dropping_kwargs(a: int, **kwargs: Any) -> str:
+    """A function tool taking **kwargs: langchain's schema drops a keyword it does not name."""
+    return _record(a=a, **kwargs)
+
+
+JSON_A = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+
+
+@pytest.mark.parametrize(
+    ("shape", "takes_b"),
+    [
+        pytest.param(_shape(_OpenArgs), True, id="pydantic-extra-allow"),
+        pytest.param(_shape(_OpenV1Args), True, id="pydantic-v1-extra-allow"),
+        pytest.param(_shape(JSON_A), True, id="json-no-additionalProperties"),
+        pytest.param(_shape({**JSON_A, "additionalProperties": True}), True, id="json-open"),
+        pytest.param(_shape({"type": "object"}), True, id="json-no-properties"),
+        pytest.param(_KwargsTool(), True, id="no-schema-run-takes-kwargs"),
+        pytest.param(_shape(_PlainArgs), False, id="pydantic-drops"),
+        pytest.param(_shape(_ClosedArgs), False, id="pydantic-extra-forbid"),
+        pytest.param(_shape({**JSON_A, "additionalProperties": False}), False, id="json-closed"),
+        pytest.param(_dropping_kwargs, False, id="function-kwargs-dropped"),
+    ],
+)
+@pytest.mark.parametrize("api", APIS)
+async def test_an_unknown_keyword_is_refused_exactly_when_the_tool_would_drop_or_refuse_it(
+    api, shape, takes_b
+):
+    """A keyword the model-read signature does not name reaches the tool when the tool takes
+    it (a direct ``invoke`` passes it to the body), and raises ``TypeError`` when the tool
+    would drop or refuse it: CodeMode neither loses an argument nor refuses a good call."""
+    if not isinstance(shape.args_schema, dict):
+        # langchain validates a pydantic schema, not a JSON one (the server behind it does,
+        # as "additionalProperties": false declares): the tool's own way, called directly
+        try:
+            direct = shape.invoke({"a": 1, "b": "x"})
+        except ValidationError as error:  # extra="forbid"
+            direct = error
+        assert (RUNS[-1:] == [("shape", {"a": 1, "b": "x"})]) is takes_b, direct
+        RUNS.clear()
+    model = ScriptedChatModel(responses=[program("shape(a=1, b='x')"), AIMessage("done")])
+    catalog = ToolCatalog.from_tools([shape])
+    graph = create_toolbudget_agent(model, catalog, **{**OPTIONS, "pinned": ["shape"]})
+    out = await run(graph.compile(), {"messages": [HumanMessage("go")]}, api)
+    answer = next(m for m in out["messages"] if isinstance(m, ToolMessage))
+    if takes_b:
+        assert answer.status == "success", answer.content
+        assert answer.content == "got ['a', 'b']"
+        assert RUNS == [("shape", {"a": 1, "b": "x"})]
+    else:
+        assert answer.status == "error"
+        assert "TypeError: shape() got an unexpected keyword argument 'b'" in answer.content
+        assert RUNS == []
 
 
 # --- refusals: the executor's own checks, inside the program --------------------------------
