@@ -7,11 +7,13 @@ middleware under ``create_agent``), the sandbox real (``pydantic-monty`` worker 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import Any
 
 import pytest
+from agent_tools import ConcurrencyProbe, ai_calls, call
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool, tool
@@ -759,3 +761,62 @@ async def test_the_middleware_answers_programs_after_the_model(api):
     assert "def get_forecast(city: str) -> Any:" in system
     assert ("send_email", {"to": "a"}) not in RUNS
     assert json.loads(json.dumps(answer.artifact))["codemode"]["tool_calls"] == 12
+
+
+# --- group limits: a program's calls count toward their group's, across runs ----------------
+
+
+def limited_fetch(probe: ConcurrencyProbe, limit: int) -> ToolExecutor:
+    """An executor whose ``fetch`` (group ``api``, at most ``limit`` at once) takes 0.3 s."""
+
+    def fetch(x: int = 0) -> str:
+        start = probe.enter("fetch", True)
+        time.sleep(0.3)
+        probe.exit("fetch", True, start)
+        return f"fetched {x}"
+
+    probe.group_of["fetch"] = "api"
+    tool = StructuredTool.from_function(func=fetch, name="fetch", description="Fetch.")
+    meta = {"fetch": {"concurrency_group": "api", "is_pure": True, "max_concurrency": limit}}
+    config = BudgetConfig(enabled_builtins=["python_execution"], tool_call_formats=CODEMODE)
+    return ToolExecutor(ToolCatalog.from_tools([tool], tool_metadata=meta), config=config)
+
+
+async def run_calls(node: ToolExecutor, calls: list[dict[str, Any]], api: str) -> list[str]:
+    """One run of ``node`` answering ``calls``; the answers' contents."""
+    state = {"messages": [HumanMessage("go"), ai_calls(*calls)], "selected_tools": ["fetch"]}
+    if api == "invoke":
+        out = await asyncio.to_thread(node.invoke, state)
+    else:
+        out = await node.ainvoke(state)
+    return [m.content for m in out["messages"]]
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("limit", [1, 2])
+async def test_a_programs_calls_count_toward_their_groups_limit_across_runs(api, limit):
+    """A program's tool calls take places in their group as the model's own calls do: runs
+    sharing the executor (one calling ``fetch`` directly, others from programs) never have
+    more than the group's ``max_concurrency`` calls at once."""
+    probe = ConcurrencyProbe()
+    node = limited_fetch(probe, limit)
+    direct = [call("fetch", "d0", x=0), call("fetch", "d1", x=1)]
+    code = "print(fetch(x=2), fetch(x=3))"
+    runs = [direct, *([call(PYTHON_EXECUTION, f"p{i}", code=code)] for i in range(2))]
+    outs = await asyncio.wait_for(asyncio.gather(*(run_calls(node, r, api) for r in runs)), 60)
+    assert outs == [["fetched 0", "fetched 1"], ["fetched 2 fetched 3"], ["fetched 2 fetched 3"]]
+    assert probe.max_by_group["api"] == limit
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_program_never_waits_on_its_own_place(api):
+    """``python_execution`` is answered by the executor, before the reply's other calls, and
+    takes no place of any group: its calls to a group limited to one call at once run one
+    after another, never waiting on the program itself or on a call after it in the reply."""
+    probe = ConcurrencyProbe()
+    node = limited_fetch(probe, 1)
+    code = "[fetch(x=fetch(x=i)[-1:]) for i in range(3)]"
+    calls = [call(PYTHON_EXECUTION, "p0", code=code), call("fetch", "d0", x=9)]
+    outs = await asyncio.wait_for(run_calls(node, calls, api), 60)
+    assert outs == ['["fetched 0", "fetched 1", "fetched 2"]', "fetched 9"]
+    assert probe.max_by_group["api"] == 1

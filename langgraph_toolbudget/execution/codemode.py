@@ -385,7 +385,7 @@ class CodeMode(BuiltinTools):
         access = ctx.tools
         if access is None:
             return BuiltinResult("Error: python_execution cannot call tools here.", error=True)
-        return self._execute(call, ctx, access, access.run)
+        return self._execute(call, ctx, access, access.call)
 
     async def ahandle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
         access = ctx.tools
@@ -394,7 +394,7 @@ class CodeMode(BuiltinTools):
         loop = asyncio.get_running_loop()
 
         def run(tool_call: ToolCall) -> Any:  # from the program's thread, on this loop
-            return asyncio.run_coroutine_threadsafe(access.arun(tool_call), loop).result()
+            return asyncio.run_coroutine_threadsafe(access.acall(tool_call), loop).result()
 
         return await asyncio.to_thread(self._execute, call, ctx, access, run)
 
