@@ -7,19 +7,22 @@ middleware under ``create_agent``), the sandbox real (``pydantic-monty`` worker 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import Any
 
 import pytest
+from agent_tools import ConcurrencyProbe, ai_calls, call
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_core.tools import StructuredTool, tool
+from langchain_core.tools import BaseTool, StructuredTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 from langgraph.prebuilt import tools_condition
 from langgraph.store.memory import InMemoryStore
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import v1 as pydantic_v1
 
 from langgraph_toolbudget import (
     BudgetConfig,
@@ -262,6 +265,101 @@ async def test_keywords_coercion_maps_are_no_unknown_ones():
     answer, _, _ = await run_code("get_forecast(city='Oslo', days=3)")
     assert "get_forecast() got an unexpected keyword argument 'days'" in answer.content
     assert "its signature is get_forecast(city: str)" in answer.content
+
+
+class _OpenArgs(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    a: int
+
+
+class _PlainArgs(BaseModel):
+    a: int
+
+
+class _ClosedArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    a: int
+
+
+class _OpenV1Args(pydantic_v1.BaseModel):
+    a: int
+
+    class Config:
+        extra = pydantic_v1.Extra.allow
+
+
+def _record(**kwargs: Any) -> str:
+    RUNS.append(("shape", kwargs))
+    return f"got {sorted(kwargs)}"
+
+
+class _KwargsTool(BaseTool):
+    name: str = "shape"
+    description: str = "A tool without a schema whose body takes **kwargs."
+
+    def _run(self, a: int, **kwargs: Any) -> str:
+        return _record(a=a, **kwargs)
+
+
+def _shape(args_schema: Any) -> BaseTool:
+    return StructuredTool(
+        name="shape", description="A tool.", func=_record, args_schema=args_schema
+    )
+
+
+@tool("shape")
+def _dropping_kwargs(a: int, **kwargs: Any) -> str:
+    """A function tool taking **kwargs: langchain's schema drops a keyword it does not name."""
+    return _record(a=a, **kwargs)
+
+
+JSON_A = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+
+
+@pytest.mark.parametrize(
+    ("shape", "takes_b"),
+    [
+        pytest.param(_shape(_OpenArgs), True, id="pydantic-extra-allow"),
+        pytest.param(_shape(_OpenV1Args), True, id="pydantic-v1-extra-allow"),
+        pytest.param(_shape(JSON_A), True, id="json-no-additionalProperties"),
+        pytest.param(_shape({**JSON_A, "additionalProperties": True}), True, id="json-open"),
+        pytest.param(_shape({"type": "object"}), True, id="json-no-properties"),
+        pytest.param(_KwargsTool(), True, id="no-schema-run-takes-kwargs"),
+        pytest.param(_shape(_PlainArgs), False, id="pydantic-drops"),
+        pytest.param(_shape(_ClosedArgs), False, id="pydantic-extra-forbid"),
+        pytest.param(_shape({**JSON_A, "additionalProperties": False}), False, id="json-closed"),
+        pytest.param(_dropping_kwargs, False, id="function-kwargs-dropped"),
+    ],
+)
+@pytest.mark.parametrize("api", APIS)
+async def test_an_unknown_keyword_is_refused_exactly_when_the_tool_would_drop_or_refuse_it(
+    api, shape, takes_b
+):
+    """A keyword the model-read signature does not name reaches the tool when the tool takes
+    it (a direct ``invoke`` passes it to the body), and raises ``TypeError`` when the tool
+    would drop or refuse it: CodeMode neither loses an argument nor refuses a good call."""
+    if not isinstance(shape.args_schema, dict):
+        # langchain validates a pydantic schema, not a JSON one (the server behind it does,
+        # as "additionalProperties": false declares): the tool's own way, called directly
+        try:
+            direct = shape.invoke({"a": 1, "b": "x"})
+        except ValidationError as error:  # extra="forbid"
+            direct = error
+        assert (RUNS[-1:] == [("shape", {"a": 1, "b": "x"})]) is takes_b, direct
+        RUNS.clear()
+    model = ScriptedChatModel(responses=[program("shape(a=1, b='x')"), AIMessage("done")])
+    catalog = ToolCatalog.from_tools([shape])
+    graph = create_toolbudget_agent(model, catalog, **{**OPTIONS, "pinned": ["shape"]})
+    out = await run(graph.compile(), {"messages": [HumanMessage("go")]}, api)
+    answer = next(m for m in out["messages"] if isinstance(m, ToolMessage))
+    if takes_b:
+        assert answer.status == "success", answer.content
+        assert answer.content == "got ['a', 'b']"
+        assert RUNS == [("shape", {"a": 1, "b": "x"})]
+    else:
+        assert answer.status == "error"
+        assert "TypeError: shape() got an unexpected keyword argument 'b'" in answer.content
+        assert RUNS == []
 
 
 # --- refusals: the executor's own checks, inside the program --------------------------------
@@ -663,3 +761,62 @@ async def test_the_middleware_answers_programs_after_the_model(api):
     assert "def get_forecast(city: str) -> Any:" in system
     assert ("send_email", {"to": "a"}) not in RUNS
     assert json.loads(json.dumps(answer.artifact))["codemode"]["tool_calls"] == 12
+
+
+# --- group limits: a program's calls count toward their group's, across runs ----------------
+
+
+def limited_fetch(probe: ConcurrencyProbe, limit: int) -> ToolExecutor:
+    """An executor whose ``fetch`` (group ``api``, at most ``limit`` at once) takes 0.3 s."""
+
+    def fetch(x: int = 0) -> str:
+        start = probe.enter("fetch", True)
+        time.sleep(0.3)
+        probe.exit("fetch", True, start)
+        return f"fetched {x}"
+
+    probe.group_of["fetch"] = "api"
+    tool = StructuredTool.from_function(func=fetch, name="fetch", description="Fetch.")
+    meta = {"fetch": {"concurrency_group": "api", "is_pure": True, "max_concurrency": limit}}
+    config = BudgetConfig(enabled_builtins=["python_execution"], tool_call_formats=CODEMODE)
+    return ToolExecutor(ToolCatalog.from_tools([tool], tool_metadata=meta), config=config)
+
+
+async def run_calls(node: ToolExecutor, calls: list[dict[str, Any]], api: str) -> list[str]:
+    """One run of ``node`` answering ``calls``; the answers' contents."""
+    state = {"messages": [HumanMessage("go"), ai_calls(*calls)], "selected_tools": ["fetch"]}
+    if api == "invoke":
+        out = await asyncio.to_thread(node.invoke, state)
+    else:
+        out = await node.ainvoke(state)
+    return [m.content for m in out["messages"]]
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("limit", [1, 2])
+async def test_a_programs_calls_count_toward_their_groups_limit_across_runs(api, limit):
+    """A program's tool calls take places in their group as the model's own calls do: runs
+    sharing the executor (one calling ``fetch`` directly, others from programs) never have
+    more than the group's ``max_concurrency`` calls at once."""
+    probe = ConcurrencyProbe()
+    node = limited_fetch(probe, limit)
+    direct = [call("fetch", "d0", x=0), call("fetch", "d1", x=1)]
+    code = "print(fetch(x=2), fetch(x=3))"
+    runs = [direct, *([call(PYTHON_EXECUTION, f"p{i}", code=code)] for i in range(2))]
+    outs = await asyncio.wait_for(asyncio.gather(*(run_calls(node, r, api) for r in runs)), 60)
+    assert outs == [["fetched 0", "fetched 1"], ["fetched 2 fetched 3"], ["fetched 2 fetched 3"]]
+    assert probe.max_by_group["api"] == limit
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_program_never_waits_on_its_own_place(api):
+    """``python_execution`` is answered by the executor, before the reply's other calls, and
+    takes no place of any group: its calls to a group limited to one call at once run one
+    after another, never waiting on the program itself or on a call after it in the reply."""
+    probe = ConcurrencyProbe()
+    node = limited_fetch(probe, 1)
+    code = "[fetch(x=fetch(x=i)[-1:]) for i in range(3)]"
+    calls = [call(PYTHON_EXECUTION, "p0", code=code), call("fetch", "d0", x=9)]
+    outs = await asyncio.wait_for(run_calls(node, calls, api), 60)
+    assert outs == ['["fetched 0", "fetched 1", "fetched 2"]', "fetched 9"]
+    assert probe.max_by_group["api"] == 1

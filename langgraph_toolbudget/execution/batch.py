@@ -185,6 +185,8 @@ class BatchRunner:
             arun=partial(self.pipeline.arun, state=state, config=config, check=check),
             builtins=tuple(self.builtins.tools),
             answer=answer,
+            slots=self.scheduler.slots,
+            group=self.scheduler._group,
         )
         return access, holder
 

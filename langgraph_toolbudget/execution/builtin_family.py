@@ -10,7 +10,7 @@ Key Components:
     - :class:`BuiltinTools`: one family: its tool definitions and its answers.
     - :class:`BuiltinContext` / :class:`BuiltinResult`: what an answer sees and gives.
     - :class:`ToolAccess`: how an answer calls other tools through the executor's own
-      checks (CodeMode's program calls the visible tools with it).
+      checks and group limits (CodeMode's program calls the visible tools with it).
     - :func:`merge_update`: how the answers' state updates merge over a batch.
 """
 
@@ -20,7 +20,7 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from langchain_core.messages import ToolCall
 from langchain_core.runnables import RunnableConfig
@@ -28,6 +28,9 @@ from langchain_core.tools import BaseTool
 
 from langgraph_toolbudget.core.context import CONTEXT_FIELDS, NO_CONTEXT, SessionContext
 from langgraph_toolbudget.core.working_set import WorkingSet
+
+if TYPE_CHECKING:
+    from langgraph_toolbudget.execution.scheduler import GroupSlots
 
 __all__ = ["BuiltinContext", "BuiltinResult", "BuiltinTools", "ToolAccess", "merge_update"]
 
@@ -37,19 +40,24 @@ class ToolAccess:
     """How a built-in's answer calls other tools, as the executor would run them.
 
     Given by the executor to every answer of a batch (``BuiltinContext.tools``): a call
-    goes through the same check (hidden, excluded, filtered, disabled and unknown tools
-    are refused with the executor's own message), coercion, hooks, timeout and
-    normalisation as a call the model made directly; its result is not offloaded.
+    (:meth:`call`, :meth:`acall`) goes through the same check (hidden, excluded, filtered,
+    disabled and unknown tools are refused with the executor's own message), coercion,
+    hooks, timeout and normalisation as a call the model made directly, and counts toward
+    its concurrency group's limit (``max_concurrency``, ``group_limits``) with every call
+    of the executor's runs; its result is not offloaded.
 
     Attributes:
         check: tool name -> why a call to it may not run (the executor's message), or
             None; the visible set and the tool context it reads are the live ones, so
             a tool an earlier built-in answer loaded is callable and one it excluded
             is refused.
-        run: run one regular call (sync): a ``ToolMessage``, a ``Command`` or a list.
+        run: the pipeline's run of one regular call (sync): a ``ToolMessage``, a
+            ``Command`` or a list; it takes no place in the call's group, :meth:`call` does.
         arun: the same from async code (on the caller's event loop).
         builtins: the enabled built-in tools, in binding order.
         answer: answer a call to another enabled built-in (sync), on the same context.
+        slots: the executor's places in its limited groups (None: no limits).
+        group: a call's concurrency group (read when ``slots`` is set).
     """
 
     check: Callable[[str], str | None]
@@ -57,6 +65,23 @@ class ToolAccess:
     arun: Callable[[ToolCall], Coroutine[Any, Any, Any]]
     builtins: tuple[BaseTool, ...] = ()
     answer: Callable[[ToolCall], BuiltinResult] | None = None
+    slots: GroupSlots | None = None
+    group: Callable[[ToolCall], str] | None = None
+
+    def call(self, tool_call: ToolCall) -> Any:
+        """Run one regular call once its group has room in the executor (waits in this
+        thread), holding its place while it runs."""
+        if self.slots is None or self.group is None:
+            return self.run(tool_call)
+        with self.slots.held(self.group(tool_call)):
+            return self.run(tool_call)
+
+    async def acall(self, tool_call: ToolCall) -> Any:
+        """:meth:`call` from async code: the wait for room does not block the event loop."""
+        if self.slots is None or self.group is None:
+            return await self.arun(tool_call)
+        async with self.slots.aheld(self.group(tool_call)):
+            return await self.arun(tool_call)
 
 
 @dataclass

@@ -35,6 +35,7 @@ Key Components:
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import keyword
 from collections.abc import Callable
@@ -42,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import ToolCall, ToolMessage
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, Tool
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 from pydantic import BaseModel, Field
@@ -269,7 +270,9 @@ class _Program:
         would refuse (too many positional arguments, two values for one argument, a
         keyword that names no argument, a required one missing) raises ``TypeError`` in
         Python's words with the signature. A keyword argument coercion maps to a
-        parameter (``Dest``, an alias) is no unknown one; the executor maps it.
+        parameter (``Dest``, an alias) is no unknown one; the executor maps it. A keyword
+        the schema does not name is refused only when the tool would drop or refuse it
+        (:func:`_takes_unknown_keywords`); a tool that takes it gets it.
         """
         tool = builtin
         if tool is None:
@@ -294,13 +297,36 @@ class _Program:
             raise refuse(f"got multiple values for argument {twice!r}")
         arguments = {**bound, **kwargs}
         placed = coerce_args(arguments, schema)
-        extra = schema.get("additionalProperties")
-        closed = "properties" in schema and extra is not True and not isinstance(extra, dict)
+        closed = not _takes_unknown_keywords(tool)
         if closed and (unknown := next((k for k in placed if k not in props), None)):
             raise refuse(f"got an unexpected keyword argument {unknown!r}")
         if missing := [p for p in required if p not in placed]:
             raise refuse(_missing(missing))
         return arguments
+
+
+def _takes_unknown_keywords(tool: BaseTool) -> bool:
+    """Whether ``tool`` passes a keyword argument its schema does not name on to its body,
+    as a direct ``invoke`` does.
+
+    Read from ``args_schema``, not from the schema the model reads (langchain's
+    ``tool_call_schema`` leaves out a pydantic model's ``extra="allow"``): a JSON schema
+    (a dict, e.g. an MCP tool's) takes it unless it says ``"additionalProperties": false``
+    (a missing key is open in JSON Schema); a pydantic model only with ``extra="allow"``
+    (by default pydantic drops it, with ``extra="forbid"`` it refuses it); a tool without
+    a schema when its ``_run`` takes ``**kwargs``. A single-input ``Tool`` refuses it.
+    """
+    schema = tool.args_schema
+    if isinstance(schema, dict):
+        return schema.get("additionalProperties") is not False
+    if schema is None:
+        run = inspect.signature(tool._run).parameters.values()
+        takes = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in run)
+        return takes and not isinstance(tool, Tool)
+    config = getattr(schema, "model_config", None)
+    if isinstance(config, dict):
+        return config.get("extra") == "allow"
+    return getattr(getattr(schema, "__config__", None), "extra", None) == "allow"  # pydantic.v1
 
 
 def _too_many(least: int, most: int, given: int) -> str:
@@ -359,7 +385,7 @@ class CodeMode(BuiltinTools):
         access = ctx.tools
         if access is None:
             return BuiltinResult("Error: python_execution cannot call tools here.", error=True)
-        return self._execute(call, ctx, access, access.run)
+        return self._execute(call, ctx, access, access.call)
 
     async def ahandle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
         access = ctx.tools
@@ -368,7 +394,7 @@ class CodeMode(BuiltinTools):
         loop = asyncio.get_running_loop()
 
         def run(tool_call: ToolCall) -> Any:  # from the program's thread, on this loop
-            return asyncio.run_coroutine_threadsafe(access.arun(tool_call), loop).result()
+            return asyncio.run_coroutine_threadsafe(access.acall(tool_call), loop).result()
 
         return await asyncio.to_thread(self._execute, call, ctx, access, run)
 
