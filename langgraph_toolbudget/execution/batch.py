@@ -186,7 +186,7 @@ class BatchRunner:
             builtins=tuple(self.builtins.tools),
             answer=answer,
             slots=self.scheduler.slots,
-            group=self.scheduler._group,
+            group=self.scheduler.group_of,
         )
         return access, holder
 

@@ -281,17 +281,18 @@ class CallScheduler:
             return [await self._aalone(call, arun_one) for call in calls]
         return await self._gather(calls, arun_one)
 
-    def _group(self, call: ToolCall) -> str:
+    def group_of(self, call: ToolCall) -> str:
+        """The concurrency group of ``call`` (``"default"`` for a tool outside the catalog)."""
         return _group_of(self.catalog.get(call["name"]))
 
     def _alone(self, call: ToolCall, run_one: RunOne) -> Any:
         """``run_one(call)``, once its group's limit leaves room in the executor."""
-        with self.slots.held(self._group(call)) as waited:
+        with self.slots.held(self.group_of(call)) as waited:
             return run_one(call, waited)
 
     async def _aalone(self, call: ToolCall, arun_one: ARunOne) -> Any:
         """The async :meth:`_alone`."""
-        async with self.slots.aheld(self._group(call)) as waited:
+        async with self.slots.aheld(self.group_of(call)) as waited:
             return await arun_one(call, waited)
 
     def one_at_a_time(self, calls: Sequence[ToolCall]) -> bool:
