@@ -874,6 +874,24 @@ def test_an_unforeseen_failure_of_a_database_tool_is_an_error_message(
     assert logged in caplog.text
 
 
+def test_the_answers_name_the_other_sources(shop: Path, tmp_path: Path):
+    """Every answer that sends the model to another source lists them, quoted."""
+    gone = f"sqlite:///{tmp_path / 'missing.db'}"
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}", "gone": gone}, connect_timeout_s=1)
+    calls = [
+        {"name": "search_schemas", "args": {"query": "x", "source": "nope"}, "id": "a"},
+        {"name": "execute_sql", "args": {"source": 1}, "id": "b"},
+        {"name": "execute_sql", "args": {"source": "gone", "sql": "SELECT 1"}, "id": "c"},
+    ]
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=calls), AIMessage("ok")])
+    graph = create_toolbudget_agent(model, CATALOG, database_toolbox=toolbox).compile()
+    unknown, bad, down = answers(graph.invoke({"messages": [HumanMessage("read it")]}))
+    assert unknown.content.endswith("the sources are: 'shop', 'gone'.")
+    assert "needs 'source' (one of 'shop', 'gone')" in bad.content
+    assert "source 'gone' cannot be reached" in down.content
+    assert "Try another source ('shop')" in down.content
+
+
 # --- through the agent: the prebuilt graph, the nodes, the middleware --------------------------
 
 
