@@ -680,7 +680,10 @@ def _beyond_python_loaders() -> dict[str, type]:
     """psycopg's date and time loaders, answering a value Python's types cannot hold with
     PostgreSQL's own text: ``infinity``, ``-infinity``, a year after 9999 or before 1
     (``0044-03-15 BC``), ``24:00:00``, an interval over 999,999,999 days (they raised
-    ``DataError``, which read as the database rejecting the query)."""
+    ``DataError``, which read as the database rejecting the query); and a value in a style
+    psycopg does not read (they raised ``NotImplementedError``): any interval when the
+    server's ``IntervalStyle`` is not ``postgres`` (``P1DT2H`` in ``iso_8601``), a
+    ``timestamptz`` when its ``DateStyle`` is not ISO."""
     from psycopg import DataError
     from psycopg.types import datetime as pg_datetime
 
@@ -689,7 +692,7 @@ def _beyond_python_loaders() -> dict[str, type]:
             def load(self, data: Any) -> Any:
                 try:
                     return super().load(data)
-                except DataError:
+                except (DataError, NotImplementedError):
                     return bytes(data).decode("utf-8", "replace")
 
         Loader.__name__ = Loader.__qualname__ = base.__name__.replace("Loader", "TextBeyondLoader")
