@@ -818,6 +818,32 @@ def test_dates_python_cannot_hold_are_shown_as_postgres_writes_them(crm: str):
     assert list(row.values()) == list(shown.values())
 
 
+@pytest.mark.parametrize(
+    ("setting", "shown"),
+    [
+        ("IntervalStyle = 'iso_8601'", ["P1DT2H", "2024-05-01T10:30:00+00:00"]),
+        ("IntervalStyle = 'sql_standard'", ["1 2:00:00", "2024-05-01T10:30:00+00:00"]),
+        ("IntervalStyle = 'postgres_verbose'", ["@ 1 day 2 hours", "2024-05-01T10:30:00+00:00"]),
+        ("DateStyle = 'SQL, DMY'", [93600.0, "01/05/2024 10:30:00 UTC"]),
+    ],
+    ids=["iso_8601", "sql_standard", "postgres_verbose", "datestyle-sql"],
+)
+def test_values_in_a_style_psycopg_cannot_read_are_shown_as_postgres_writes_them(
+    crm: str, setting: str, shown: list[Any]
+):
+    """With IntervalStyle other than postgres (or DateStyle other than ISO for timestamptz),
+    set for the database or the role, psycopg's loader raised NotImplementedError for every
+    such value, out of DatabaseToolbox.execute (not a SqlError); the model got "execute_sql
+    failed"."""
+    with psycopg.connect(crm, autocommit=True) as conn:
+        conn.execute(f"ALTER DATABASE {conn.info.dbname} SET {setting}")
+        conn.execute(f"ALTER DATABASE {conn.info.dbname} SET TimeZone = 'UTC'")
+    toolbox = DatabaseToolbox({"crm": crm})
+    sql = "SELECT '1 day 2 hours'::interval AS i, '2024-05-01 10:30+00'::timestamptz AS t"
+    (row,) = toolbox.execute("crm", sql).rows
+    assert list(row.values()) == shown
+
+
 def test_sql_that_is_not_text_is_refused_before_it_runs(shop: Path, crm: str):
     """A lone surrogate made the SQL's encoding raise UnicodeEncodeError out of the graph; a
     NUL cut the text PostgreSQL read."""
@@ -872,6 +898,24 @@ def test_an_unforeseen_failure_of_a_database_tool_is_an_error_message(
     assert failed.status == "error" and failed.content.startswith(answer)
     assert out["messages"][-1].content == "sorry"
     assert logged in caplog.text
+
+
+def test_the_answers_name_the_other_sources(shop: Path, tmp_path: Path):
+    """Every answer that sends the model to another source lists them, quoted."""
+    gone = f"sqlite:///{tmp_path / 'missing.db'}"
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}", "gone": gone}, connect_timeout_s=1)
+    calls = [
+        {"name": "search_schemas", "args": {"query": "x", "source": "nope"}, "id": "a"},
+        {"name": "execute_sql", "args": {"source": 1}, "id": "b"},
+        {"name": "execute_sql", "args": {"source": "gone", "sql": "SELECT 1"}, "id": "c"},
+    ]
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=calls), AIMessage("ok")])
+    graph = create_toolbudget_agent(model, CATALOG, database_toolbox=toolbox).compile()
+    unknown, bad, down = answers(graph.invoke({"messages": [HumanMessage("read it")]}))
+    assert unknown.content.endswith("the sources are: 'shop', 'gone'.")
+    assert "needs 'source' (one of 'shop', 'gone')" in bad.content
+    assert "source 'gone' cannot be reached" in down.content
+    assert "Try another source ('shop')" in down.content
 
 
 # --- through the agent: the prebuilt graph, the nodes, the middleware --------------------------

@@ -241,55 +241,6 @@ def test_json_nested_too_deep_to_parse_is_offloaded_as_text(api: str) -> None:
     assert app.invoke(_state(read), config)["messages"][-1].content.endswith("[[[[[")
 
 
-def _nested(depth: int) -> dict[str, Any]:
-    value: dict[str, Any] = {"leaf": 1}
-    for _ in range(depth):
-        value = {"x": value}
-    return value
-
-
-@pytest.mark.parametrize("api", ["invoke", "ainvoke"])
-def test_content_or_an_artifact_nested_too_deep_for_json_is_offloaded_never_raised(
-    api: str,
-) -> None:
-    """``json.dumps`` recurses: a tool's content blocks or artifact 5,000 levels deep raised
-    ``RecursionError`` out of the graph. The artifact is dropped (the stub says why), the
-    content offloaded as its JSON cut at 100 levels; the checkpoint holds only the stubs."""
-
-    @tool(response_format="content_and_artifact")
-    def report() -> tuple[str, dict[str, Any]]:
-        """A report with an artifact."""
-        return BIG_TEXT, _nested(5000)
-
-    @tool
-    def tree() -> list[dict[str, Any]]:
-        """A tree as a JSON content block."""
-        return [{"type": "json", "json": _nested(5000)}]
-
-    always = {"include": "always"}
-    catalog = ToolCatalog.from_tools(
-        [report, tree], tool_metadata={"report": always, "tree": always}
-    )
-    graph = StateGraph(ToolBudgetState)
-    graph.add_node("tools", ToolExecutor(catalog))
-    graph.add_edge(START, "tools")
-    app = graph.compile(checkpointer=MemorySaver(), store=InMemoryStore())
-    config: Any = {"configurable": {"thread_id": "deep"}}
-    state = _state(_call("report", i="a"), _call("tree", i="b"))
-    out = app.invoke(state, config) if api == "invoke" else asyncio.run(app.ainvoke(state, config))
-    reported, grown = out["messages"][-2:]
-    assert reported.status == grown.status == "success"
-    assert "nested deeper than JSON can be written" in reported.content
-    assert "artifact" not in reported.artifact
-    assert reported.artifact["offloaded"]["artifact_dropped"] == "nested too deep to write as JSON"
-    assert grown.artifact["offloaded"]["kind"] == "json"
-    read = _call("read_large_output", {"handle": _handle(grown), "length": 100_000}, "c2")
-    whole = app.invoke(_state(read), config)["messages"][-1].content
-    assert '{"x": {"x": ' in whole and "[nested deeper than 100 levels: cut]" in whole
-    saved = app.get_state(config).values["messages"]
-    assert all(isinstance(m.content, str) for m in saved if isinstance(m, ToolMessage))
-
-
 @pytest.mark.parametrize("api", ["invoke", "ainvoke"])
 def test_the_stub_of_a_deprecated_tools_result_ends_with_the_note(api: str) -> None:
     catalog = ToolCatalog.from_tools(

@@ -310,6 +310,11 @@ class DatabaseToolbox:
         """Every source's name, in the order given."""
         return list(self._sources)
 
+    def quoted_names(self, but: str | None = None) -> str:
+        """Every source's name but ``but``, quoted and joined with commas, for messages
+        (``'shop', 'hr'``)."""
+        return ", ".join(repr(n) for n in self._sources if n != but)
+
     def dialect(self, source: str) -> Dialect:
         """The SQL dialect of ``source`` (``"sqlite"`` or ``"postgres"``)."""
         return self._sources[source].dialect
@@ -430,8 +435,7 @@ class DatabaseToolbox:
         """
         src = self._sources.get(source) if isinstance(source, str) else None
         if src is None:
-            known = ", ".join(repr(n) for n in self._sources)
-            raise SqlError(UNKNOWN_SOURCE_ERROR.format(source=source, known=known))
+            raise SqlError(UNKNOWN_SOURCE_ERROR.format(source=source, known=self.quoted_names()))
         unsendable = _unsendable(sql) if isinstance(sql, str) else None
         if unsendable is not None:
             raise SqlError(unsendable)
@@ -443,8 +447,11 @@ class DatabaseToolbox:
         return self._postgres(src, sql, check)
 
     def _down(self, src: _Source, exc: BaseException) -> SqlError:
-        others = ", ".join(repr(n) for n in self._sources if n != src.name) or "none"
+        others = self.quoted_names(but=src.name) or "none"
         return SqlError(DOWN_ERROR.format(source=src.name, error=_short_error(exc), known=others))
+
+    def _timeout(self) -> SqlError:
+        return SqlError(TIMEOUT_ERROR.format(timeout=self.timeout_s))
 
     def _sqlite(self, src: _Source, sql: str, check: ReadOnlyCheck) -> QueryResult:
         assert src.path is not None
@@ -483,7 +490,7 @@ class DatabaseToolbox:
     def _sqlite_error(self, exc: sqlite3.Error) -> SqlError:
         message = str(exc)
         if message == "interrupted":
-            return SqlError(TIMEOUT_ERROR.format(timeout=self.timeout_s))
+            return self._timeout()
         if "not authorized" in message or "readonly" in message or "read-only" in message:
             return SqlError(SECOND_WALL_ERROR.format(message=message), refused=True)
         if message == "string or blob too big":
@@ -510,7 +517,7 @@ class DatabaseToolbox:
             with conn.cursor() as cursor:
                 cursor.execute("SET TRANSACTION READ ONLY")
                 if not _postgres_time_left(cursor, deadline):  # a timeout_s under 1 ms
-                    raise SqlError(TIMEOUT_ERROR.format(timeout=self.timeout_s))
+                    raise self._timeout()
             if check.ask_database:
                 self._postgres_parse(conn, sql, check)
             if check.explain:
@@ -533,7 +540,7 @@ class DatabaseToolbox:
                 answer = AnswerRows([d.name for d in cursor.description or ()], self.max_rows)
                 _load_cut(fetcher)
                 if not _postgres_time_left(fetcher, deadline):
-                    raise SqlError(TIMEOUT_ERROR.format(timeout=self.timeout_s))
+                    raise self._timeout()
                 rows = fetcher.stream(fetch)  # one row in memory at a time, one round trip
                 with contextlib.closing(rows):  # the stream holds the connection's lock
                     for row in rows:
@@ -546,13 +553,13 @@ class DatabaseToolbox:
                             break
                 total = answer.seen
                 if conn.closed and not answer.full:
-                    raise SqlError(TIMEOUT_ERROR.format(timeout=self.timeout_s))
+                    raise self._timeout()
                 if answer.full:
                     rest = None if conn.closed else self._postgres_count_rest(conn, name, deadline)
                     total = None if rest is None else total + rest
             return QueryResult(src.name, answer.columns, answer.rows, total, self.max_rows)
         except psycopg.errors.QueryCanceled:
-            raise SqlError(TIMEOUT_ERROR.format(timeout=self.timeout_s)) from None
+            raise self._timeout() from None
         except (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege) as exc:
             message = _pg_message(exc)
             raise SqlError(SECOND_WALL_ERROR.format(message=message), refused=True) from None
@@ -673,7 +680,10 @@ def _beyond_python_loaders() -> dict[str, type]:
     """psycopg's date and time loaders, answering a value Python's types cannot hold with
     PostgreSQL's own text: ``infinity``, ``-infinity``, a year after 9999 or before 1
     (``0044-03-15 BC``), ``24:00:00``, an interval over 999,999,999 days (they raised
-    ``DataError``, which read as the database rejecting the query)."""
+    ``DataError``, which read as the database rejecting the query); and a value in a style
+    psycopg does not read (they raised ``NotImplementedError``): any interval when the
+    server's ``IntervalStyle`` is not ``postgres`` (``P1DT2H`` in ``iso_8601``), a
+    ``timestamptz`` when its ``DateStyle`` is not ISO."""
     from psycopg import DataError
     from psycopg.types import datetime as pg_datetime
 
@@ -682,7 +692,7 @@ def _beyond_python_loaders() -> dict[str, type]:
             def load(self, data: Any) -> Any:
                 try:
                     return super().load(data)
-                except DataError:
+                except (DataError, NotImplementedError):
                     return bytes(data).decode("utf-8", "replace")
 
         Loader.__name__ = Loader.__qualname__ = base.__name__.replace("Loader", "TextBeyondLoader")

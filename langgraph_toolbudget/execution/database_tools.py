@@ -138,7 +138,7 @@ class DatabaseTools(BuiltinTools):
             return BuiltinResult(BAD_QUERY, error=True)
         known = self.toolbox.source_names
         if source is not None and source not in known:
-            names = ", ".join(repr(n) for n in known)
+            names = self.toolbox.quoted_names()
             return BuiltinResult(
                 f"Error: there is no database source {source!r}; the sources are: {names}.",
                 error=True,
@@ -153,7 +153,7 @@ class DatabaseTools(BuiltinTools):
         except Exception as exc:  # noqa: BLE001 - as execute_sql: the run goes on
             logger.exception("search_schemas raised")
             error = clip(f"{type(exc).__name__}: {exc}")
-            names = ", ".join(repr(n) for n in known)
+            names = self.toolbox.quoted_names()
             return BuiltinResult(FAILED_SEARCH.format(error=error, known=names), error=True)
         if not tables:
             where = f" in source {source!r}" if source else ""
@@ -170,8 +170,7 @@ class DatabaseTools(BuiltinTools):
     def _execute(self, args: dict[str, Any]) -> BuiltinResult:
         source, sql = args.get("source"), args.get("sql")
         if not isinstance(source, str) or not isinstance(sql, str):
-            known = ", ".join(repr(n) for n in self.toolbox.source_names)
-            return BuiltinResult(BAD_SQL.format(known=known), error=True)
+            return BuiltinResult(BAD_SQL.format(known=self.toolbox.quoted_names()), error=True)
         try:
             content = json.dumps(self.toolbox.execute(source, sql).as_dict(), ensure_ascii=False)
         except SqlError as exc:

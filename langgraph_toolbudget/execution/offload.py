@@ -19,14 +19,12 @@ Key Components:
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.types import Command
 
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
@@ -36,7 +34,9 @@ from langgraph_toolbudget.core.large_output import (
     estimate_tokens,
     output_text,
 )
+from langgraph_toolbudget.core.limits import cut_deep
 from langgraph_toolbudget.execution.output_store import OffloadStore
+from langgraph_toolbudget.execution.outputs import DEEP_ARTIFACT, rebuilt, tool_messages
 from langgraph_toolbudget.execution.policy import add_note, deprecation_note
 
 __all__ = ["Offloader", "offload_limit"]
@@ -54,14 +54,7 @@ HOW_TO_READ = {
     "{examples}",
 }
 DROPPED_NOTE = " (Its artifact of {chars:,} characters was dropped.)"
-DEEP_DROPPED_NOTE = (
-    " (Its artifact was dropped: it is nested deeper than JSON can be written ({depth}+ levels).)"
-)
-MAX_JSON_DEPTH = 100
-"""Tool content nested deeper than Python's JSON encoder can write (it recurses: past about
-900 levels it raises ``RecursionError``) is offloaded whatever its size, as its JSON cut at
-this depth."""
-CUT_MARK = "[nested deeper than {depth} levels: cut]"
+DEEP_DROPPED_NOTE = " (Its artifact was dropped: it is {reason}.)"
 
 
 def offload_limit(config: BudgetConfig) -> int | None:
@@ -93,18 +86,6 @@ def _size(value: Any) -> int | None:
         return len(json.dumps(value, ensure_ascii=False, default=str))
     except RecursionError:
         return None
-
-
-def _cut(value: Any, depth: int = 0) -> Any:
-    """``value`` with the lists and dicts below :data:`MAX_JSON_DEPTH` levels replaced by
-    :data:`CUT_MARK` (recursion at most that deep)."""
-    if isinstance(value, dict | list | tuple) and depth >= MAX_JSON_DEPTH:
-        return CUT_MARK.format(depth=MAX_JSON_DEPTH)
-    if isinstance(value, dict):
-        return {k: _cut(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_cut(v, depth + 1) for v in value]
-    return value
 
 
 class Offloader:
@@ -170,14 +151,17 @@ class Offloader:
             return None
         try:
             text = output_text(output.content)
-        except RecursionError:  # too deep to write as JSON, for any model too: offloaded, cut
-            return json.dumps(_cut(output.content), ensure_ascii=False, default=str)
+        except RecursionError:  # a hook's own message too deep to write: offloaded, cut
+            return json.dumps(cut_deep(output.content), ensure_ascii=False, default=str)
         return text if len(text) > self.limit else None
 
     def _replace(self, message: ToolMessage, info: OutputInfo, handle: str) -> ToolMessage:
-        size = _size(message.artifact)
+        # The normalise stage dropped an artifact nested too deep (DEEP_ARTIFACT stands in
+        # for it); one a hook made may still be too deep to write (size None).
+        size = None if message.artifact == DEEP_ARTIFACT else _size(message.artifact)
+        reason = DEEP_ARTIFACT["artifact_dropped"]
         if size is None:
-            dropped = DEEP_DROPPED_NOTE.format(depth=MAX_JSON_DEPTH)
+            dropped = DEEP_DROPPED_NOTE.format(reason=reason)
         else:
             dropped = DROPPED_NOTE.format(chars=size) if size > self.limit else ""
         content, facts = self.stub(info, handle, dropped=dropped)
@@ -186,7 +170,7 @@ class Offloader:
             if not dropped:
                 artifact["artifact"] = message.artifact
             elif size is None:
-                artifact["offloaded"]["artifact_dropped"] = "nested too deep to write as JSON"
+                artifact["offloaded"]["artifact_dropped"] = reason
             else:
                 artifact["offloaded"]["artifact_dropped_chars"] = size
         stub = message.model_copy(update={"content": content, "artifact": artifact})
@@ -197,7 +181,7 @@ class Offloader:
         """Every tool message over the limit (with its text), in call order."""
         found = []
         for output in results.values():
-            for message in _tool_messages(output):
+            for message in tool_messages(output):
                 text = self._large(message)
                 if text is not None:
                     found.append((message, text))
@@ -214,7 +198,7 @@ class Offloader:
             info = describe_output(text)
             handle = store.put(text, info.kind, message.name or "")
             new[id(message)] = self._replace(message, info, handle)
-        return {i: _rebuilt(output, new) for i, output in results.items()}
+        return {i: rebuilt(output, new) for i, output in results.items()}
 
     async def aapply(self, results: dict[int, Any], config: RunnableConfig) -> dict[int, Any]:
         """Async :meth:`apply`."""
@@ -227,29 +211,4 @@ class Offloader:
             info = describe_output(text)
             handle = await store.aput(text, info.kind, message.name or "")
             new[id(message)] = self._replace(message, info, handle)
-        return {i: _rebuilt(output, new) for i, output in results.items()}
-
-
-def _tool_messages(output: Any) -> list[ToolMessage]:
-    """The tool messages of one call's output: itself, a list's, a ``Command``'s update's."""
-    if isinstance(output, ToolMessage):
-        return [output]
-    if isinstance(output, list):
-        return [m for item in output for m in _tool_messages(item)]
-    if isinstance(output, Command) and isinstance(output.update, dict):
-        return [m for m in output.update.get("messages", []) if isinstance(m, ToolMessage)]
-    return []
-
-
-def _rebuilt(output: Any, new: dict[int, ToolMessage]) -> Any:
-    """``output`` with the messages in ``new`` (by ``id``) replaced."""
-    if isinstance(output, ToolMessage):
-        return new.get(id(output), output)
-    if isinstance(output, list):
-        return [_rebuilt(item, new) for item in output]
-    if isinstance(output, Command) and isinstance(output.update, dict):
-        messages = output.update.get("messages")
-        if isinstance(messages, list) and any(id(m) in new for m in messages):
-            update = {**output.update, "messages": [new.get(id(m), m) for m in messages]}
-            return dataclasses.replace(output, update=update)
-    return output
+        return {i: rebuilt(output, new) for i, output in results.items()}

@@ -8,11 +8,13 @@ Key Components:
       failure becomes the error message the error policy chooses (by default
       one that explains it: the expected schema for invalid arguments, the
       timeout, the exception); the result of a deprecated tool, success or
-      failure, gets a note saying so.
+      failure, gets a note saying so; a tool message nested too deep for the
+      checkpointer is cut (:func:`bounded`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any
 
@@ -26,11 +28,20 @@ from pydantic import ValidationError
 from langgraph_toolbudget._compat import toolnode_output
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.coercion import schema_error_message
+from langgraph_toolbudget.core.limits import MAX_OUTPUT_DEPTH, cut_deep, too_deep
 from langgraph_toolbudget.execution.errors import ToolErrorPolicy
 from langgraph_toolbudget.execution.lingering import ToolTimeoutError
 from langgraph_toolbudget.execution.policy import add_note, deprecation_note
 
-__all__ = ["TIMEOUT_ERROR", "TOOL_ERROR", "OutputNormaliser"]
+__all__ = [
+    "DEEP_ARTIFACT",
+    "TIMEOUT_ERROR",
+    "TOOL_ERROR",
+    "OutputNormaliser",
+    "bounded",
+    "rebuilt",
+    "tool_messages",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +50,8 @@ TIMEOUT_ERROR = (
     "Error: tool {tool!r} timed out after {timeout:g} s and was cancelled. "
     "Try a smaller request, or another tool."
 )
+DEEP_ARTIFACT = {"artifact_dropped": f"nested deeper than {MAX_OUTPUT_DEPTH} levels"}
+"""What stands in for a tool message's artifact nested too deep (see :func:`bounded`)."""
 
 
 class OutputNormaliser:
@@ -66,8 +79,8 @@ class OutputNormaliser:
         """
         if isinstance(response, ToolMessage | Command | list):
             input_type = "list" if isinstance(state, list) else "dict"
-            return toolnode_output(self._rules, response, call, input_type)
-        return ToolMessage(_content(response), name=tool.name, tool_call_id=call["id"])
+            return bounded(toolnode_output(self._rules, response, call, input_type))
+        return bounded(ToolMessage(_content(response), name=tool.name, tool_call_id=call["id"]))
 
     def noted(self, call: ToolCall, output: Any) -> Any:
         """``output`` with the deprecation note, if the tool is deprecated."""
@@ -96,3 +109,54 @@ def _content(output: Any) -> str | list[str | dict[Any, Any]]:
     """Tool output as message content, as ``ToolNode`` converts it."""
     content: str | list[Any] = msg_content_output(output)
     return content
+
+
+def bounded(output: Any) -> Any:
+    """``output`` with its tool messages nested no deeper than
+    :data:`~langgraph_toolbudget.core.limits.MAX_OUTPUT_DEPTH`, so that any checkpointer
+    can save them (``ormsgpack`` refuses 255 levels) and JSON can write them.
+
+    In each tool message (alone, in a list, in a ``Command``'s update) content blocks,
+    ``additional_kwargs`` and ``response_metadata`` are cut at that depth, each cut
+    marked; an artifact nested deeper is dropped: :data:`DEEP_ARTIFACT` stands in for
+    it. String content is never walked; the walk visits only lists and dicts and stops at
+    the first path too deep.
+    """
+    changed = {}
+    for message in tool_messages(output):
+        update: dict[str, Any] = {}
+        if not isinstance(message.content, str) and too_deep(message.content, MAX_OUTPUT_DEPTH):
+            update["content"] = cut_deep(message.content)
+        if too_deep(message.artifact, MAX_OUTPUT_DEPTH):
+            update["artifact"] = dict(DEEP_ARTIFACT)
+        for field in ("additional_kwargs", "response_metadata"):
+            if too_deep(getattr(message, field), MAX_OUTPUT_DEPTH):
+                update[field] = cut_deep(getattr(message, field))
+        if update:
+            changed[id(message)] = message.model_copy(update=update)
+    return rebuilt(output, changed) if changed else output
+
+
+def tool_messages(output: Any) -> list[ToolMessage]:
+    """The tool messages of one call's output: itself, a list's, a ``Command``'s update's."""
+    if isinstance(output, ToolMessage):
+        return [output]
+    if isinstance(output, list):
+        return [m for item in output for m in tool_messages(item)]
+    if isinstance(output, Command) and isinstance(output.update, dict):
+        return [m for m in output.update.get("messages", []) if isinstance(m, ToolMessage)]
+    return []
+
+
+def rebuilt(output: Any, new: dict[int, ToolMessage]) -> Any:
+    """``output`` with the messages in ``new`` (by ``id``) replaced."""
+    if isinstance(output, ToolMessage):
+        return new.get(id(output), output)
+    if isinstance(output, list):
+        return [rebuilt(item, new) for item in output]
+    if isinstance(output, Command) and isinstance(output.update, dict):
+        messages = output.update.get("messages")
+        if isinstance(messages, list) and any(id(m) in new for m in messages):
+            update = {**output.update, "messages": [new.get(id(m), m) for m in messages]}
+            return dataclasses.replace(output, update=update)
+    return output
