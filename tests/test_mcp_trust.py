@@ -11,6 +11,7 @@ scripted.
 from __future__ import annotations
 
 import asyncio
+import re
 import subprocess
 import sys
 import threading
@@ -23,7 +24,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
-from mcp_servers import free_port, wait_listening
+from mcp_servers import free_port, stdio, wait_listening
 
 from langgraph_toolbudget import ToolCatalog, ToolExecutor, create_toolbudget_agent
 from langgraph_toolbudget.config import BudgetConfig
@@ -33,7 +34,7 @@ from langgraph_toolbudget.core.working_set import WorkingSet
 from langgraph_toolbudget.execution.builtins import Builtins
 from langgraph_toolbudget.mcp import MCPLoadError, MCPLoadWarning, load_mcp_catalog
 from langgraph_toolbudget.mcp.errors import _where
-from langgraph_toolbudget.mcp.names import SAFE_NAME
+from langgraph_toolbudget.mcp.names import SAFE_NAME, server_prefix
 from langgraph_toolbudget.nodes.thread_prompt import ThreadPrompt, tools_prompt_section
 from langgraph_toolbudget.testing import ScriptedChatModel
 
@@ -320,22 +321,84 @@ async def test_a_local_tool_keeps_a_resource_tools_name():
         assert "'my_docs__read_resource' (a local tool)" in warning
 
 
+PREFIX_TAKEN = (
+    "MCP servers {first!r} and {second!r} would share the tool-name prefix 'my_docs__' "
+    "(characters of a server's name outside [A-Za-z0-9_-] become '_'), and both give it to "
+    "tool names ({why}), so their tools would take each other's names. Rename one of them "
+    "(its key in the connections); a name of letters, digits, '_' and '-' is its own prefix."
+)
+
+
 @pytest.mark.parametrize("names", [("my.docs", "my_docs"), ("my_docs", "my docs")])
 async def test_two_servers_of_one_prefix_are_refused_naming_both_and_the_fix(names):
     # Was: loaded, the first one taking the prefix: 'my_docs__read_resource' was my.docs's,
     # my_docs's prompt/resource tools were left out and its 'echo' became
     # 'my_docs__echo_094b51af', each depending on the order of the connections.
     first, second = names
+    connections = {first: resources("resources"), second: resources("resources")}
     start = time.monotonic()
     with pytest.raises(ValueError) as caught:
-        await load_mcp_catalog({first: resources("resources"), second: resources("resources")})
-    assert time.monotonic() - start < 1  # refused before any server starts
-    assert str(caught.value) == (
-        f"MCP servers {first!r} and {second!r} would share the tool-name prefix 'my_docs__' "
-        "(characters of a server's name outside [A-Za-z0-9_-] become '_'), so their tools "
-        "would take each other's names. Rename one of them (its key in the connections); a "
-        "name of letters, digits, '_' and '-' is its own prefix."
-    )
+        await load_mcp_catalog(connections, tool_name_prefix=True)
+    assert time.monotonic() - start < 1  # every name has the prefix: before any server starts
+    why = "tool_name_prefix=True"
+    assert str(caught.value) == PREFIX_TAKEN.format(first=first, second=second, why=why)
+    with pytest.raises(ValueError) as caught:  # both have prompt/resource tools
+        await load_mcp_catalog(connections)
+    why = "prompt/resource tools, or names prefixed because another tool has them"
+    assert str(caught.value) == PREFIX_TAKEN.format(first=first, second=second, why=why)
+
+
+async def test_two_servers_of_one_prefix_listing_one_name_are_refused():
+    # Both 'add's would be 'math_v1__add': one of them hashed, the other's name not its own.
+    connections = {"math.v1": stdio("math_server.py"), "math v1": stdio("math_server.py")}
+    with pytest.raises(ValueError, match="'math.v1' and 'math v1' would share .*'math_v1__'"):
+        await load_mcp_catalog(connections)
+
+
+@pytest.mark.parametrize("options", [{}, {"tool_name_prefix": False}])
+async def test_two_servers_of_one_prefix_that_never_use_it_load_together(options):
+    # Was: refused before the load ('would share the tool-name prefix'), though no name of
+    # either carries it.
+    connections = {"math.v1": stdio("math_server.py"), "math v1": stdio("text_server.py")}
+    catalog, messages = await load(connections, **options)
+    async with catalog:
+        assert messages == []
+        assert catalog.get("add").server == "math.v1"
+        assert catalog.get("upper").server == "math v1"
+        assert text_of(await catalog.get("upper").tool.ainvoke({"text": "ok"})) == "OK"
+
+
+@pytest.mark.parametrize("options", [{}, {"tool_name_prefix": False}, {"tool_name_prefix": True}])
+async def test_servers_named_without_ascii_letters_each_have_their_own_prefix(options):
+    # Was: every such name gave the prefix '___', so 'погода' and 'тексты' were refused
+    # together, even with no prefixed name at all.
+    first, second = server_prefix("погода"), server_prefix("тексты")
+    assert re.fullmatch(r"_[0-9a-f]{8}__", first) and re.fullmatch(r"_[0-9a-f]{8}__", second)
+    assert first != second and first != server_prefix("погода2") != "погода2__"
+    connections = {"погода": stdio("math_server.py"), "тексты": stdio("text_server.py")}
+    catalog, messages = await load(connections, **options)
+    async with catalog:
+        assert messages == []
+        add, upper = ("add", "upper")
+        if options.get("tool_name_prefix"):
+            add, upper = f"{first}add", f"{second}upper"
+        assert catalog.get(add).server == "погода" and catalog.get(upper).server == "тексты"
+        assert text_of(await catalog.get(add).tool.ainvoke({"a": 2, "b": 3})) == "5.0"
+    alone, _ = await load({"погода": stdio("math_server.py")}, tool_name_prefix=True)
+    async with alone:  # the prefix is the server's own: the same with or without another one
+        assert alone.get(f"{first}add").server == "погода"
+
+
+async def test_servers_named_without_ascii_letters_both_keep_their_prompt_and_resource_tools():
+    connections = {"погода": resources("resources"), "тексты": resources("resources")}
+    catalog, messages = await load(connections)
+    async with catalog:
+        assert messages == []
+        for server in connections:
+            reader = catalog.get(f"{server_prefix(server)}read_resource")
+            assert reader.server == server
+            assert text_of(await reader.tool.ainvoke({"uri": "docs://a"})) == "resource a"
+            assert catalog.get(f"{server_prefix(server)}echo").server == server  # both list it
 
 
 # --- C7: one deadline per batch --------------------------------------------------------------

@@ -347,7 +347,8 @@ def virtual_tools(
 
     A tool that already has the name keeps it (a tool of the server's own, a local tool):
     the virtual tool is left out, with an :class:`MCPLoadWarning` naming the server (two
-    servers of one prefix, ``my.docs`` and ``my_docs``, are refused before this). The tools'
+    servers of one prefix, ``my.docs`` and ``my_docs``, that both have such tools are refused
+    before this). The tools'
     metadata (``manual``, the server's defaults, ``timeout_s``) is the loader's.
 
     Args:
