@@ -616,11 +616,75 @@ async def test_error_text_leaves_out_credentials_of_known_formats_and_named_argu
         ["mcp-server-git", "--repository", "/srv/repo", "--port=8080", "sha=3f2a9c1e7b"],
         ["run", "-i", "--rm", "-e", "GITHUB_PERSONAL_ACCESS_TOKEN", "ghcr.io/github/mcp:1.2"],
         ["--url", "https://example.com/sk-docs", "skeleton-key-generator", "de305d54-75b4-431b"],
+        # Were '=***' / ':***': a name holding 'key', 'token' or 'auth' anywhere was taken for a
+        # credential's, and 'host:port' for a header.
+        ["max_tokens=4096", "tokenizer=gpt2", "keyword=weather", "primary_key=id", "author=ana"],
+        ["OAUTH_REDIRECT=http://localhost:3000/cb", "--max-tokens", "4096", "--tokenizer", "t5"],
+        ["keycloak:8080", "keydb:6379", "authserver:9000", "auth:8443", "token:443/v1"],
+        ["tokenizers:latest", "monkey:patch", "Author: Ana Lopez", "--keyfile", "/etc/k.pem"],
+        # Were '***' in part or whole: a known format's prefix with no end, or no token body.
+        ["gpt-4o", "sk-learn", "sk-learn-text-classifier-v2", "task-runner-for-large-batches"],
+        ["ASIAPACIFICSOUTHEAST1X", "AKIAFOLDERNAMEINCAPS1", "/home/ana/sk-projects/notes"],
+        ["https://example.com/repo/sk-proj-abcdefghijklmnopqrstuv", "hf_transfer", "--model=o3"],
+        ["3f786850e387550fdab836ed7e6dc881de23001b", "550e8400-e29b-41d4-a716-446655440000"],
+        ["sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"],
     ],
 )
 def test_credential_scrubbing_shows_ordinary_command_lines_as_they_are(args):
     where = _where({"transport": "stdio", "command": "npx", "args": args})
     assert where == f"stdio: npx {' '.join(args)}"
+
+
+@pytest.mark.parametrize(
+    ("args", "shown"),
+    [
+        (
+            ["OPENAI_API_KEY=S1", "AUTH_TOKEN=S2", "db.password=S3"],
+            "OPENAI_API_KEY=*** AUTH_TOKEN=*** db.password=***",
+        ),
+        (
+            ["X-Api-Key: S1", "X-Auth-Token:S2", "Cookie: a=S3"],
+            "X-Api-Key: *** X-Auth-Token:*** Cookie: ***",
+        ),
+        (
+            ["--apiKey", "S1", "--access-token", "S2", "PGPASSWORD=S3"],
+            "--apiKey *** --access-token *** PGPASSWORD=***",
+        ),
+        (
+            ["https://h/sse?api_key=S1", "https://ada:S2@h/mcp"],
+            "https://h/sse?api_key=*** https://ada:***@h/mcp",
+        ),
+        (["AKIAIOSFODNN7EXAMPLE", "x=ASIAIOSFODNN7EXAMPLE,"], "*** x=***,"),
+        (
+            ["--secrets", "S1", "CREDENTIALS=S2", "Bearer-Token: S3"],
+            "--secrets *** CREDENTIALS=*** Bearer-Token: ***",
+        ),
+    ],
+)
+def test_credential_scrubbing_leaves_out_the_credentials_of_every_named_form(args, shown):
+    where = _where({"transport": "stdio", "command": "npx", "args": args})
+    assert where == f"stdio: npx {shown}"
+
+
+async def test_the_values_of_ordinary_arguments_stay_in_the_servers_error_text():
+    # Was: 'max_tokens=4096' taken for a credential, so every '4096' of the error text the
+    # server sent (and of the connection's description) became '***', and 'keycloak:8080' hid
+    # its port.
+    args = ["max_tokens=4096", "--upstream", "keycloak:8080", "GITHUB_TOKEN=SECRET-1"]
+    connection = {
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": ["-c", ECHOES_ITS_ARGUMENTS, *args],
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPLoadWarning)
+        catalog = await load_mcp_catalog({"echoes": connection}, connect_timeout_s=10)
+    async with catalog:
+        error = catalog.load_errors["echoes"]
+    echoed = "max_tokens=4096 --upstream keycloak:8080 GITHUB_TOKEN=***"
+    assert error.startswith(f"McpError: {echoed} (stdio: ")
+    assert error.endswith(f"{echoed})")
+    assert "SECRET" not in error
 
 
 class _Unauthorized(BaseHTTPRequestHandler):
