@@ -11,7 +11,9 @@ scripted.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -24,7 +26,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
-from mcp_servers import free_port, stdio, wait_listening
+from mcp_servers import SERVERS_DIR, free_port, stdio, wait_listening
 
 from langgraph_toolbudget import ToolCatalog, ToolExecutor, create_toolbudget_agent
 from langgraph_toolbudget.config import BudgetConfig
@@ -32,7 +34,7 @@ from langgraph_toolbudget.core.meta import MAX_LISTING_CHARS, MetaToolHandler
 from langgraph_toolbudget.core.tokens import schema_tokens
 from langgraph_toolbudget.core.working_set import WorkingSet
 from langgraph_toolbudget.execution.builtins import Builtins
-from langgraph_toolbudget.mcp import MCPLoadError, MCPLoadWarning, load_mcp_catalog
+from langgraph_toolbudget.mcp import MCPLoadError, MCPLoadWarning, MCPServerError, load_mcp_catalog
 from langgraph_toolbudget.mcp.errors import _where
 from langgraph_toolbudget.mcp.names import SAFE_NAME, server_prefix
 from langgraph_toolbudget.nodes.thread_prompt import ThreadPrompt, tools_prompt_section
@@ -455,6 +457,58 @@ async def test_a_server_silent_to_prompts_list_is_left_out_after_connect_timeout
         assert "no answer to prompts/list" in catalog.load_errors["silent"]
         assert "echo" not in catalog
         assert any("'silent'" in m for m in messages)
+
+
+SILENT_ONCE_STARTED = """
+import os, runpy, sys, time
+marker, script = sys.argv[1:3]
+if os.path.exists(marker):
+    time.sleep(60)  # started again: never answers initialize
+open(marker, "w").close()
+sys.argv = [script]
+sys.path.insert(0, os.path.dirname(script))
+runpy.run_path(script, run_name="__main__")
+"""
+
+
+@pytest.mark.slow  # waits out connect_timeout_s twice
+async def test_a_server_silent_to_initialize_is_named_with_the_step_and_the_option(tmp_path):
+    # Was, at the load and at an opening after it alike: 'no answer to initialize within
+    # connect_timeout_s=2 s', without what the time counts from, unlike the other steps.
+    silent = {
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": ["-c", "import time; time.sleep(60)"],
+    }
+    math = {
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": [
+            "-c",
+            SILENT_ONCE_STARTED,
+            str(tmp_path / "started"),
+            str(SERVERS_DIR / "math_server.py"),
+        ],
+    }
+    catalog, _ = await load({"silent": silent, "math": math}, connect_timeout_s=4)
+    async with catalog:
+        assert catalog.load_errors["silent"].startswith(
+            "TimeoutError: no answer to initialize within connect_timeout_s=4 s, counted from "
+            "the start of the load (one deadline for the server's start, initialize, "
+            "tools/list and its prompt and resource lists); raise connect_timeout_s"
+        )
+        pid = int(text_of(await catalog.get("server_pid").tool.ainvoke({})))
+        os.kill(pid, signal.SIGKILL)
+        for _ in range(2):  # the first may still find the dead session's transport
+            with pytest.raises(MCPServerError) as caught:
+                await catalog.get("add").tool.ainvoke({"a": 1, "b": 2})
+            if "no answer to initialize" in str(caught.value):
+                break
+    assert (
+        "no answer to initialize within connect_timeout_s=4 s, counted from the start of its "
+        "opening after the load (one deadline for the server's start and initialize); raise "
+        "connect_timeout_s for a slow server"
+    ) in str(caught.value)
 
 
 async def test_connect_timeout_s_bounds_a_servers_whole_load_not_each_of_its_steps():

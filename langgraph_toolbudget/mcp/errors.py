@@ -39,9 +39,15 @@ TIMEOUT_ERROR = (
     "the call was cancelled."
 )
 LOAD_TIMEOUT_ERROR = (
-    "no answer to {what} within connect_timeout_s={timeout:g} s, counted from the start of "
-    "the load (one deadline for the server's start, initialize, tools/list and its prompt and "
-    "resource lists); raise connect_timeout_s for a slow server"
+    "no answer to {what} within connect_timeout_s={timeout:g} s, counted from {since}; "
+    "raise connect_timeout_s for a slow server"
+)
+SINCE_LOAD = (
+    "the start of the load (one deadline for the server's start, initialize, tools/list and "
+    "its prompt and resource lists)"
+)
+SINCE_OPEN = (
+    "the start of its opening after the load (one deadline for the server's start and initialize)"
 )
 CLOSED_ERROR = (
     "the MCP sessions of this catalog were closed (aclose()/close()); tool {tool!r} of "
