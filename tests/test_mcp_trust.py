@@ -641,13 +641,8 @@ print(json.dumps({"jsonrpc": "2.0", "id": 0, "error": error}), flush=True)
 """
 
 
-async def test_error_text_leaves_out_credentials_of_known_formats_and_named_arguments():
-    # Bare arguments, not after an option named like a credential: a token of a format made to
-    # be recognised (GitHub, OpenAI...), NAME=X and "Name: X" named like one are left out,
-    # wherever they appear (the connection's description, the server's own error text); any
-    # other bare argument is shown (documented in docs/mcp.md).
-    github, openai = "ghp_" + "A1b2" * 9, "sk-proj-" + "Zz9" * 10
-    args = [github, openai, "GITHUB_TOKEN=SECRET-1", "Authorization: Bearer SECRET-2", "plain"]
+async def echoed_load_error(args: list[str]) -> str:
+    """The load error of a server whose error answer to initialize quotes ``args``."""
     connection = {
         "transport": "stdio",
         "command": sys.executable,
@@ -657,7 +652,17 @@ async def test_error_text_leaves_out_credentials_of_known_formats_and_named_argu
         warnings.simplefilter("ignore", MCPLoadWarning)
         catalog = await load_mcp_catalog({"echoes": connection}, connect_timeout_s=10)
     async with catalog:
-        error = catalog.load_errors["echoes"]
+        return catalog.load_errors["echoes"]
+
+
+async def test_error_text_leaves_out_credentials_of_known_formats_and_named_arguments():
+    # Bare arguments, not after an option named like a credential: a token of a format made to
+    # be recognised (GitHub, OpenAI...), NAME=X and "Name: X" named like one are left out,
+    # wherever they appear (the connection's description, the server's own error text); any
+    # other bare argument is shown (documented in docs/mcp.md).
+    github, openai = "ghp_" + "A1b2" * 9, "sk-proj-" + "Zz9" * 10
+    args = [github, openai, "GITHUB_TOKEN=SECRET-1", "Authorization: Bearer SECRET-2", "plain"]
+    error = await echoed_load_error(args)
     assert error.startswith("McpError: *** *** GITHUB_TOKEN=*** Authorization: *** plain (")
     assert error.endswith("*** *** GITHUB_TOKEN=*** Authorization: *** plain)")
     assert "SECRET" not in error and github not in error and openai not in error
@@ -725,16 +730,7 @@ async def test_the_values_of_ordinary_arguments_stay_in_the_servers_error_text()
     # server sent (and of the connection's description) became '***', and 'keycloak:8080' hid
     # its port.
     args = ["max_tokens=4096", "--upstream", "keycloak:8080", "GITHUB_TOKEN=SECRET-1"]
-    connection = {
-        "transport": "stdio",
-        "command": sys.executable,
-        "args": ["-c", ECHOES_ITS_ARGUMENTS, *args],
-    }
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", MCPLoadWarning)
-        catalog = await load_mcp_catalog({"echoes": connection}, connect_timeout_s=10)
-    async with catalog:
-        error = catalog.load_errors["echoes"]
+    error = await echoed_load_error(args)
     echoed = "max_tokens=4096 --upstream keycloak:8080 GITHUB_TOKEN=***"
     assert error.startswith(f"McpError: {echoed} (stdio: ")
     assert error.endswith(f"{echoed})")
