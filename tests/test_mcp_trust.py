@@ -715,8 +715,8 @@ def test_credential_scrubbing_shows_ordinary_command_lines_as_they_are(args):
         ),
         (["AKIAIOSFODNN7EXAMPLE", "x=ASIAIOSFODNN7EXAMPLE,"], "*** x=***,"),
         (
-            ["--secrets", "S1", "CREDENTIALS=S2", "Bearer-Token: S3"],
-            "--secrets *** CREDENTIALS=*** Bearer-Token: ***",
+            ["--secrets", "S1", "CREDENTIALS=S2", "Bearer-Token: S3", "--key", "S4"],
+            "--secrets *** CREDENTIALS=*** Bearer-Token: *** --key ***",
         ),
     ],
 )

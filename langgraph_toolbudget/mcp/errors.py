@@ -157,12 +157,13 @@ _SECRET_NAME = re.compile(
     r"(?:^|[_.-])(?:"
     r"(?:api|access|private|secret)[_-]?key|apikey|token|secrets?|[a-z]*pass(?:word|wd)"
     r"|auth|authorization|cookies?|credentials?|bearer"
-    r")(?:$|[_.-])",
+    r")(?:$|[_.-])|^(?:key|pass)$",
     re.I,
 )
 """A credential's name: one of these words as a whole segment of the name (segments split at
 ``_``, ``-``, ``.`` and camelCase): ``GITHUB_TOKEN``, ``OPENAI_API_KEY``, ``X-Api-Key``,
-``--apiKey``, ``PGPASSWORD``; not ``max_tokens``, ``tokenizer``, ``primary_key``, ``author``."""
+``--apiKey``, ``PGPASSWORD``, ``--key`` (``key`` and ``pass`` as the whole name only); not
+``max_tokens``, ``tokenizer``, ``primary_key``, ``author``."""
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _HEADER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]*")
 _PORT = re.compile(r"\d{1,5}(?:/.*)?", re.DOTALL)
