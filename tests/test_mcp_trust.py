@@ -11,6 +11,9 @@ scripted.
 from __future__ import annotations
 
 import asyncio
+import os
+import re
+import signal
 import subprocess
 import sys
 import threading
@@ -23,7 +26,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
-from mcp_servers import free_port, wait_listening
+from mcp_servers import SERVERS_DIR, free_port, stdio, wait_listening
 
 from langgraph_toolbudget import ToolCatalog, ToolExecutor, create_toolbudget_agent
 from langgraph_toolbudget.config import BudgetConfig
@@ -31,9 +34,9 @@ from langgraph_toolbudget.core.meta import MAX_LISTING_CHARS, MetaToolHandler
 from langgraph_toolbudget.core.tokens import schema_tokens
 from langgraph_toolbudget.core.working_set import WorkingSet
 from langgraph_toolbudget.execution.builtins import Builtins
-from langgraph_toolbudget.mcp import MCPLoadError, MCPLoadWarning, load_mcp_catalog
+from langgraph_toolbudget.mcp import MCPLoadError, MCPLoadWarning, MCPServerError, load_mcp_catalog
 from langgraph_toolbudget.mcp.errors import _where
-from langgraph_toolbudget.mcp.names import SAFE_NAME
+from langgraph_toolbudget.mcp.names import SAFE_NAME, server_prefix
 from langgraph_toolbudget.nodes.thread_prompt import ThreadPrompt, tools_prompt_section
 from langgraph_toolbudget.testing import ScriptedChatModel
 
@@ -320,22 +323,84 @@ async def test_a_local_tool_keeps_a_resource_tools_name():
         assert "'my_docs__read_resource' (a local tool)" in warning
 
 
+PREFIX_TAKEN = (
+    "MCP servers {first!r} and {second!r} would share the tool-name prefix 'my_docs__' "
+    "(characters of a server's name outside [A-Za-z0-9_-] become '_'), and both give it to "
+    "tool names ({why}), so their tools would take each other's names. Rename one of them "
+    "(its key in the connections); a name of letters, digits, '_' and '-' is its own prefix."
+)
+
+
 @pytest.mark.parametrize("names", [("my.docs", "my_docs"), ("my_docs", "my docs")])
 async def test_two_servers_of_one_prefix_are_refused_naming_both_and_the_fix(names):
     # Was: loaded, the first one taking the prefix: 'my_docs__read_resource' was my.docs's,
     # my_docs's prompt/resource tools were left out and its 'echo' became
     # 'my_docs__echo_094b51af', each depending on the order of the connections.
     first, second = names
+    connections = {first: resources("resources"), second: resources("resources")}
     start = time.monotonic()
     with pytest.raises(ValueError) as caught:
-        await load_mcp_catalog({first: resources("resources"), second: resources("resources")})
-    assert time.monotonic() - start < 1  # refused before any server starts
-    assert str(caught.value) == (
-        f"MCP servers {first!r} and {second!r} would share the tool-name prefix 'my_docs__' "
-        "(characters of a server's name outside [A-Za-z0-9_-] become '_'), so their tools "
-        "would take each other's names. Rename one of them (its key in the connections); a "
-        "name of letters, digits, '_' and '-' is its own prefix."
-    )
+        await load_mcp_catalog(connections, tool_name_prefix=True)
+    assert time.monotonic() - start < 1  # every name has the prefix: before any server starts
+    why = "tool_name_prefix=True"
+    assert str(caught.value) == PREFIX_TAKEN.format(first=first, second=second, why=why)
+    with pytest.raises(ValueError) as caught:  # both have prompt/resource tools
+        await load_mcp_catalog(connections)
+    why = "prompt/resource tools, or names prefixed because another tool has them"
+    assert str(caught.value) == PREFIX_TAKEN.format(first=first, second=second, why=why)
+
+
+async def test_two_servers_of_one_prefix_listing_one_name_are_refused():
+    # Both 'add's would be 'math_v1__add': one of them hashed, the other's name not its own.
+    connections = {"math.v1": stdio("math_server.py"), "math v1": stdio("math_server.py")}
+    with pytest.raises(ValueError, match="'math.v1' and 'math v1' would share .*'math_v1__'"):
+        await load_mcp_catalog(connections)
+
+
+@pytest.mark.parametrize("options", [{}, {"tool_name_prefix": False}])
+async def test_two_servers_of_one_prefix_that_never_use_it_load_together(options):
+    # Was: refused before the load ('would share the tool-name prefix'), though no name of
+    # either carries it.
+    connections = {"math.v1": stdio("math_server.py"), "math v1": stdio("text_server.py")}
+    catalog, messages = await load(connections, **options)
+    async with catalog:
+        assert messages == []
+        assert catalog.get("add").server == "math.v1"
+        assert catalog.get("upper").server == "math v1"
+        assert text_of(await catalog.get("upper").tool.ainvoke({"text": "ok"})) == "OK"
+
+
+@pytest.mark.parametrize("options", [{}, {"tool_name_prefix": False}, {"tool_name_prefix": True}])
+async def test_servers_named_without_ascii_letters_each_have_their_own_prefix(options):
+    # Was: every such name gave the prefix '___', so 'погода' and 'тексты' were refused
+    # together, even with no prefixed name at all.
+    first, second = server_prefix("погода"), server_prefix("тексты")
+    assert re.fullmatch(r"_[0-9a-f]{8}__", first) and re.fullmatch(r"_[0-9a-f]{8}__", second)
+    assert first != second and first != server_prefix("погода2") != "погода2__"
+    connections = {"погода": stdio("math_server.py"), "тексты": stdio("text_server.py")}
+    catalog, messages = await load(connections, **options)
+    async with catalog:
+        assert messages == []
+        add, upper = ("add", "upper")
+        if options.get("tool_name_prefix"):
+            add, upper = f"{first}add", f"{second}upper"
+        assert catalog.get(add).server == "погода" and catalog.get(upper).server == "тексты"
+        assert text_of(await catalog.get(add).tool.ainvoke({"a": 2, "b": 3})) == "5.0"
+    alone, _ = await load({"погода": stdio("math_server.py")}, tool_name_prefix=True)
+    async with alone:  # the prefix is the server's own: the same with or without another one
+        assert alone.get(f"{first}add").server == "погода"
+
+
+async def test_servers_named_without_ascii_letters_both_keep_their_prompt_and_resource_tools():
+    connections = {"погода": resources("resources"), "тексты": resources("resources")}
+    catalog, messages = await load(connections)
+    async with catalog:
+        assert messages == []
+        for server in connections:
+            reader = catalog.get(f"{server_prefix(server)}read_resource")
+            assert reader.server == server
+            assert text_of(await reader.tool.ainvoke({"uri": "docs://a"})) == "resource a"
+            assert catalog.get(f"{server_prefix(server)}echo").server == server  # both list it
 
 
 # --- C7: one deadline per batch --------------------------------------------------------------
@@ -392,6 +457,58 @@ async def test_a_server_silent_to_prompts_list_is_left_out_after_connect_timeout
         assert "no answer to prompts/list" in catalog.load_errors["silent"]
         assert "echo" not in catalog
         assert any("'silent'" in m for m in messages)
+
+
+SILENT_ONCE_STARTED = """
+import os, runpy, sys, time
+marker, script = sys.argv[1:3]
+if os.path.exists(marker):
+    time.sleep(60)  # started again: never answers initialize
+open(marker, "w").close()
+sys.argv = [script]
+sys.path.insert(0, os.path.dirname(script))
+runpy.run_path(script, run_name="__main__")
+"""
+
+
+@pytest.mark.slow  # waits out connect_timeout_s twice
+async def test_a_server_silent_to_initialize_is_named_with_the_step_and_the_option(tmp_path):
+    # Was, at the load and at an opening after it alike: 'no answer to initialize within
+    # connect_timeout_s=2 s', without what the time counts from, unlike the other steps.
+    silent = {
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": ["-c", "import time; time.sleep(60)"],
+    }
+    math = {
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": [
+            "-c",
+            SILENT_ONCE_STARTED,
+            str(tmp_path / "started"),
+            str(SERVERS_DIR / "math_server.py"),
+        ],
+    }
+    catalog, _ = await load({"silent": silent, "math": math}, connect_timeout_s=4)
+    async with catalog:
+        assert catalog.load_errors["silent"].startswith(
+            "TimeoutError: no answer to initialize within connect_timeout_s=4 s, counted from "
+            "the start of the load (one deadline for the server's start, initialize, "
+            "tools/list and its prompt and resource lists); raise connect_timeout_s"
+        )
+        pid = int(text_of(await catalog.get("server_pid").tool.ainvoke({})))
+        os.kill(pid, signal.SIGKILL)
+        for _ in range(2):  # the first may still find the dead session's transport
+            with pytest.raises(MCPServerError) as caught:
+                await catalog.get("add").tool.ainvoke({"a": 1, "b": 2})
+            if "no answer to initialize" in str(caught.value):
+                break
+    assert (
+        "no answer to initialize within connect_timeout_s=4 s, counted from the start of its "
+        "opening after the load (one deadline for the server's start and initialize); raise "
+        "connect_timeout_s for a slow server"
+    ) in str(caught.value)
 
 
 async def test_connect_timeout_s_bounds_a_servers_whole_load_not_each_of_its_steps():
@@ -524,13 +641,8 @@ print(json.dumps({"jsonrpc": "2.0", "id": 0, "error": error}), flush=True)
 """
 
 
-async def test_error_text_leaves_out_credentials_of_known_formats_and_named_arguments():
-    # Bare arguments, not after an option named like a credential: a token of a format made to
-    # be recognised (GitHub, OpenAI...), NAME=X and "Name: X" named like one are left out,
-    # wherever they appear (the connection's description, the server's own error text); any
-    # other bare argument is shown (documented in docs/mcp.md).
-    github, openai = "ghp_" + "A1b2" * 9, "sk-proj-" + "Zz9" * 10
-    args = [github, openai, "GITHUB_TOKEN=SECRET-1", "Authorization: Bearer SECRET-2", "plain"]
+async def echoed_load_error(args: list[str]) -> str:
+    """The load error of a server whose error answer to initialize quotes ``args``."""
     connection = {
         "transport": "stdio",
         "command": sys.executable,
@@ -540,7 +652,17 @@ async def test_error_text_leaves_out_credentials_of_known_formats_and_named_argu
         warnings.simplefilter("ignore", MCPLoadWarning)
         catalog = await load_mcp_catalog({"echoes": connection}, connect_timeout_s=10)
     async with catalog:
-        error = catalog.load_errors["echoes"]
+        return catalog.load_errors["echoes"]
+
+
+async def test_error_text_leaves_out_credentials_of_known_formats_and_named_arguments():
+    # Bare arguments, not after an option named like a credential: a token of a format made to
+    # be recognised (GitHub, OpenAI...), NAME=X and "Name: X" named like one are left out,
+    # wherever they appear (the connection's description, the server's own error text); any
+    # other bare argument is shown (documented in docs/mcp.md).
+    github, openai = "ghp_" + "A1b2" * 9, "sk-proj-" + "Zz9" * 10
+    args = [github, openai, "GITHUB_TOKEN=SECRET-1", "Authorization: Bearer SECRET-2", "plain"]
+    error = await echoed_load_error(args)
     assert error.startswith("McpError: *** *** GITHUB_TOKEN=*** Authorization: *** plain (")
     assert error.endswith("*** *** GITHUB_TOKEN=*** Authorization: *** plain)")
     assert "SECRET" not in error and github not in error and openai not in error
@@ -553,11 +675,66 @@ async def test_error_text_leaves_out_credentials_of_known_formats_and_named_argu
         ["mcp-server-git", "--repository", "/srv/repo", "--port=8080", "sha=3f2a9c1e7b"],
         ["run", "-i", "--rm", "-e", "GITHUB_PERSONAL_ACCESS_TOKEN", "ghcr.io/github/mcp:1.2"],
         ["--url", "https://example.com/sk-docs", "skeleton-key-generator", "de305d54-75b4-431b"],
+        # Were '=***' / ':***': a name holding 'key', 'token' or 'auth' anywhere was taken for a
+        # credential's, and 'host:port' for a header.
+        ["max_tokens=4096", "tokenizer=gpt2", "keyword=weather", "primary_key=id", "author=ana"],
+        ["OAUTH_REDIRECT=http://localhost:3000/cb", "--max-tokens", "4096", "--tokenizer", "t5"],
+        ["keycloak:8080", "keydb:6379", "authserver:9000", "auth:8443", "token:443/v1"],
+        ["tokenizers:latest", "monkey:patch", "Author: Ana Lopez", "--keyfile", "/etc/k.pem"],
+        # Were '***' in part or whole: a known format's prefix with no end, or no token body.
+        ["gpt-4o", "sk-learn", "sk-learn-text-classifier-v2", "task-runner-for-large-batches"],
+        ["ASIAPACIFICSOUTHEAST1X", "AKIAFOLDERNAMEINCAPS1", "/home/ana/sk-projects/notes"],
+        ["https://example.com/repo/sk-proj-abcdefghijklmnopqrstuv", "hf_transfer", "--model=o3"],
+        ["3f786850e387550fdab836ed7e6dc881de23001b", "550e8400-e29b-41d4-a716-446655440000"],
+        ["sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"],
     ],
 )
 def test_credential_scrubbing_shows_ordinary_command_lines_as_they_are(args):
     where = _where({"transport": "stdio", "command": "npx", "args": args})
     assert where == f"stdio: npx {' '.join(args)}"
+
+
+@pytest.mark.parametrize(
+    ("args", "shown"),
+    [
+        (
+            ["OPENAI_API_KEY=S1", "AUTH_TOKEN=S2", "db.password=S3"],
+            "OPENAI_API_KEY=*** AUTH_TOKEN=*** db.password=***",
+        ),
+        (
+            ["X-Api-Key: S1", "X-Auth-Token:S2", "Cookie: a=S3"],
+            "X-Api-Key: *** X-Auth-Token:*** Cookie: ***",
+        ),
+        (
+            ["--apiKey", "S1", "--access-token", "S2", "PGPASSWORD=S3"],
+            "--apiKey *** --access-token *** PGPASSWORD=***",
+        ),
+        (
+            ["https://h/sse?api_key=S1", "https://ada:S2@h/mcp"],
+            "https://h/sse?api_key=*** https://ada:***@h/mcp",
+        ),
+        (["AKIAIOSFODNN7EXAMPLE", "x=ASIAIOSFODNN7EXAMPLE,"], "*** x=***,"),
+        (
+            ["--secrets", "S1", "CREDENTIALS=S2", "Bearer-Token: S3", "--key", "S4"],
+            "--secrets *** CREDENTIALS=*** Bearer-Token: *** --key ***",
+        ),
+    ],
+)
+def test_credential_scrubbing_leaves_out_the_credentials_of_every_named_form(args, shown):
+    where = _where({"transport": "stdio", "command": "npx", "args": args})
+    assert where == f"stdio: npx {shown}"
+
+
+async def test_the_values_of_ordinary_arguments_stay_in_the_servers_error_text():
+    # Was: 'max_tokens=4096' taken for a credential, so every '4096' of the error text the
+    # server sent (and of the connection's description) became '***', and 'keycloak:8080' hid
+    # its port.
+    args = ["max_tokens=4096", "--upstream", "keycloak:8080", "GITHUB_TOKEN=SECRET-1"]
+    error = await echoed_load_error(args)
+    echoed = "max_tokens=4096 --upstream keycloak:8080 GITHUB_TOKEN=***"
+    assert error.startswith(f"McpError: {echoed} (stdio: ")
+    assert error.endswith(f"{echoed})")
+    assert "SECRET" not in error
 
 
 class _Unauthorized(BaseHTTPRequestHandler):

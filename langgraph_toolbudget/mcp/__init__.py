@@ -27,7 +27,8 @@ Key Components:
 Naming rule:
     A tool keeps its MCP name unless another loaded server has a tool of the
     same name; then *every* tool of that name becomes ``<server>__<name>``
-    (server name with characters outside ``[A-Za-z0-9_-]`` replaced by ``_``).
+    (server name with characters outside ``[A-Za-z0-9_-]`` replaced by ``_``; a name
+    with no ASCII letter or digit is ``_`` and 8 hex digits of its hash).
     ``tool_name_prefix=True`` applies the prefix to every tool. The call always
     uses the server's own name (``tool.mcp_name``). A server's names are untrusted
     (:mod:`~langgraph_toolbudget.mcp.names`): one that is not provider-safe is

@@ -39,9 +39,15 @@ TIMEOUT_ERROR = (
     "the call was cancelled."
 )
 LOAD_TIMEOUT_ERROR = (
-    "no answer to {what} within connect_timeout_s={timeout:g} s, counted from the start of "
-    "the load (one deadline for the server's start, initialize, tools/list and its prompt and "
-    "resource lists); raise connect_timeout_s for a slow server"
+    "no answer to {what} within connect_timeout_s={timeout:g} s, counted from {since}; "
+    "raise connect_timeout_s for a slow server"
+)
+SINCE_LOAD = (
+    "the start of the load (one deadline for the server's start, initialize, tools/list and "
+    "its prompt and resource lists)"
+)
+SINCE_OPEN = (
+    "the start of its opening after the load (one deadline for the server's start and initialize)"
 )
 CLOSED_ERROR = (
     "the MCP sessions of this catalog were closed (aclose()/close()); tool {tool!r} of "
@@ -134,7 +140,7 @@ def _scrubbed(text: str, connection: Mapping[str, Any]) -> str:
     }
     for secret in sorted(secrets, key=len, reverse=True):
         text = text.replace(secret, "***")
-    return _KNOWN_TOKEN.sub("***", text)
+    return _without_known_tokens(text)
 
 
 def _removed(word: str, kept: str) -> list[str]:
@@ -147,11 +153,24 @@ def _removed(word: str, kept: str) -> list[str]:
     return [g for g in match.groups() if len(g) >= 4] if match else []
 
 
-_SECRET_NAME = re.compile(r"key|token|secret|passw|auth|credential|cookie|bearer", re.I)
+_SECRET_NAME = re.compile(
+    r"(?:^|[_.-])(?:"
+    r"(?:api|access|private|secret)[_-]?key|apikey|token|secrets?|[a-z]*pass(?:word|wd)"
+    r"|auth|authorization|cookies?|credentials?|bearer"
+    r")(?:$|[_.-])|^(?:key|pass)$",
+    re.I,
+)
+"""A credential's name: one of these words as a whole segment of the name (segments split at
+``_``, ``-``, ``.`` and camelCase): ``GITHUB_TOKEN``, ``OPENAI_API_KEY``, ``X-Api-Key``,
+``--apiKey``, ``PGPASSWORD``, ``--key`` (``key`` and ``pass`` as the whole name only); not
+``max_tokens``, ``tokenizer``, ``primary_key``, ``author``."""
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _HEADER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]*")
+_PORT = re.compile(r"\d{1,5}(?:/.*)?", re.DOTALL)
 _KNOWN_TOKEN = re.compile(
     r"(?<![A-Za-z0-9])(?:"
-    r"sk-[A-Za-z0-9_-]{20,}"  # OpenAI (sk-proj-...), Anthropic (sk-ant-...)
+    # OpenAI (sk-proj-...), Anthropic (sk-ant-...): random, so upper and lower case and digits
+    r"sk-(?=[A-Za-z0-9_-]*[A-Z])(?=[A-Za-z0-9_-]*[a-z])(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{20,}"
     r"|[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"  # Stripe
     r"|gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,}"  # GitHub
     r"|glpat-[A-Za-z0-9_-]{20,}"  # GitLab
@@ -161,25 +180,36 @@ _KNOWN_TOKEN = re.compile(
     r"|A[KS]IA[0-9A-Z]{16}"  # AWS access key ids
     r"|AIza[0-9A-Za-z_-]{35}"  # Google API keys
     r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"  # JWTs
-    r")"
+    r")(?![A-Za-z0-9])"
 )
-"""Credentials in a format made to be recognised (the prefixes secret scanners look for): they
-are left out wherever they stand, a bare argument or inside another one."""
+"""Credentials in a format made to be recognised (the prefixes secret scanners look for), each
+a whole word: they are left out wherever they stand, a bare argument or inside another one."""
+
+
+def _named_like_a_secret(name: str) -> bool:
+    """Is ``name`` (``--api-key``, ``GITHUB_TOKEN``, ``X-Api-Key``) a credential's name?"""
+    return _SECRET_NAME.search(_CAMEL.sub("_", name.lstrip("-"))) is not None
+
+
+def _without_known_tokens(text: str) -> str:
+    """``text`` with every credential of a known format (:data:`_KNOWN_TOKEN`) as ``***``."""
+    return _KNOWN_TOKEN.sub("***", text)
 
 
 def _where(connection: Mapping[str, Any]) -> str:
     """A short description of where a connection points, for error messages, which the model
     reads too: the value of a command-line option named like a credential (``--api-key X``,
     ``--token=X``), of an argument ``NAME=X`` or ``Name: X`` named like one
-    (``GITHUB_TOKEN=X``, ``Authorization: Bearer X``), a credential in a known format anywhere
-    (``sk-...``, ``ghp_...``: :data:`_KNOWN_TOKEN`) and a URL's password and query values are
-    left out. Any other bare argument is shown as it is."""
+    (``GITHUB_TOKEN=X``, ``Authorization: Bearer X``; not ``max_tokens=X`` or
+    ``keycloak:8080``), a credential in a known format anywhere (``sk-...``, ``ghp_...``:
+    :data:`_KNOWN_TOKEN`) and a URL's password and query values (the connection's URL or an
+    argument) are left out. Any other bare argument is shown as it is."""
     transport = connection.get("transport", "?")
     if transport == "stdio":
         words = [str(connection.get("command", "")), *map(str, connection.get("args", []))]
         return f"stdio: {' '.join(_without_secrets(words)).strip()}"
     url = _url_without_secrets(str(connection.get("url", "?")))
-    return f"{transport}: {_KNOWN_TOKEN.sub('***', url)}"
+    return f"{transport}: {_without_known_tokens(url)}"
 
 
 def _without_secrets(words: list[str]) -> list[str]:
@@ -187,16 +217,33 @@ def _without_secrets(words: list[str]) -> list[str]:
     for before, word in zip(["", *words], words, strict=False):
         name, equals, _ = word.partition("=")
         header, colon, value = word.partition(":")
-        if equals and _SECRET_NAME.search(name) and " " not in name:
+        if "://" in word and _url_has_secrets(word):
+            out.append(_without_known_tokens(_url_without_secrets(word)))
+        elif equals and " " not in name and _named_like_a_secret(name):
             out.append(f"{name}=***")  # ``--token=X``, ``GITHUB_TOKEN=X``
-        elif colon and _HEADER_NAME.fullmatch(header) and _SECRET_NAME.search(header):
+        elif (
+            colon
+            and _HEADER_NAME.fullmatch(header)
+            and _named_like_a_secret(header)
+            and value.strip()
+            and not _PORT.fullmatch(value)  # ``auth:8443``: a host and its port
+        ):
             space = value[: len(value) - len(value.lstrip())]
             out.append(f"{header}:{space}***")  # ``--header "Authorization: Bearer X"``
-        elif before.startswith("-") and "=" not in before and _SECRET_NAME.search(before):
+        elif before.startswith("-") and "=" not in before and _named_like_a_secret(before):
             out.append("***")  # the value of ``--api-key X``
         else:
-            out.append(_KNOWN_TOKEN.sub("***", word))
+            out.append(_without_known_tokens(word))
     return out
+
+
+def _url_has_secrets(url: str) -> bool:
+    """Does ``url`` hold a password or query values (what :func:`_url_without_secrets` hides)?"""
+    try:
+        parts = urlsplit(url)
+        return parts.password is not None or bool(parts.query)
+    except ValueError:
+        return False
 
 
 def _url_without_secrets(url: str) -> str:

@@ -38,7 +38,7 @@ from langgraph_toolbudget.core.tokens import schema_tokens
 from langgraph_toolbudget.execution.builtins import reserved_tool_names
 from langgraph_toolbudget.mcp.catalog import MCPToolCatalog
 from langgraph_toolbudget.mcp.errors import MCPLoadError, MCPLoadWarning
-from langgraph_toolbudget.mcp.names import assign_names, check_prefixes
+from langgraph_toolbudget.mcp.names import assign_names, check_prefixes, server_prefix
 from langgraph_toolbudget.mcp.runtime import (
     DEFAULT_MAX_ARTIFACT_CHARS,
     MCPRuntime,
@@ -248,7 +248,9 @@ async def load_mcp_catalog(
             names the closest one).
         MCPLoadError: ``strict`` and a server failed; names the servers.
         ValueError: two servers whose names give one tool-name prefix (``my.docs`` and
-            ``my_docs``: rename one), unknown servers in ``server_defaults`` /
+            ``my_docs``: rename one) when both give it to tool names (with
+            ``tool_name_prefix``, before any server starts; else a prompt/resource tool or
+            a prefixed name of each), unknown servers in ``server_defaults`` /
             ``server_descriptions``, unknown tools in ``tool_metadata`` /
             ``categories`` (while every server loaded), or an invalid metadata
             value (as :meth:`ToolCatalog.from_tools`).
@@ -268,7 +270,8 @@ async def load_mcp_catalog(
         connections, callbacks, interceptors = dict(connections_or_client), None, []
         prefix = bool(tool_name_prefix)
         handle = True if handle_tool_errors is None else handle_tool_errors
-    check_prefixes(connections)
+    if prefix:
+        check_prefixes(connections)  # every tool name carries its prefix: before any start
     server_defaults = options.get("server_defaults") or {}
     for label, mapping in (
         ("server_defaults", server_defaults),
@@ -460,6 +463,15 @@ def _build_catalog(
         servers=runtime.connections,
         reserved=reserved,
         prefix=prefix,
+    )
+    prefixed = {s for (s, _), name in choice.names.items() if name.startswith(server_prefix(s))}
+    check_prefixes(
+        [
+            s
+            for s in runtime.connections
+            if s in loaded and (s in prefixed or features[s].prompts or features[s].resources)
+        ],
+        "prompt/resource tools, or names prefixed because another tool has them",
     )
     left_out = {s: list(lines) for s, lines in choice.left_out.items()}
     listed: dict[str, list[tuple[types.Tool, str, str]]] = {}

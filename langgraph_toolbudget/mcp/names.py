@@ -17,14 +17,19 @@ as they are:
 - a name left longer than 64 characters is cut, with a hash of the original so two long
   names stay apart; a name still taken after all that is left out.
 
-Two configured servers whose names map to one prefix (``my.docs``, ``my_docs``) are refused
-at load (:func:`check_prefixes`): a prefix is a server's own, whatever else is loaded.
+A server's prefix comes from its own name only (:func:`server_prefix`), so it never changes
+when another server is added; a name with no ASCII letter or digit (``погода``) has a short hash
+of itself as its prefix. Two servers whose names map to one prefix (``my.docs``, ``my_docs``)
+are refused (:func:`check_prefixes`) when both would put it on tool names: at load with
+``tool_name_prefix=True``; otherwise once listed, if both have a prompt/resource tool or a
+prefixed name. Two that never prefix a name load together.
 
 Every change is reported in one :class:`~langgraph_toolbudget.mcp.errors.MCPLoadWarning`
 per server, naming that server (the one that listed the name), never the one it imitated.
 
 Key Components:
     - :func:`mcp_tool_name`: the prefixed name, ``<server>__<name>``.
+    - :func:`server_prefix`: a server's prefix, ``<server>__``.
     - :func:`check_prefixes`: refuse two servers of one prefix.
     - :func:`assign_names`: the catalog name of every (server, MCP name) pair, and what was
       changed or left out, per server.
@@ -58,10 +63,11 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 PREFIX_SEPARATOR = "__"
 PREFIX_TAKEN_ERROR = (
     "MCP servers {first!r} and {second!r} would share the tool-name prefix {prefix!r} "
-    "(characters of a server's name outside [A-Za-z0-9_-] become '_'), so their tools would "
-    "take each other's names. Rename one of them (its key in the connections); a name of "
-    "letters, digits, '_' and '-' is its own prefix."
+    "(characters of a server's name outside [A-Za-z0-9_-] become '_'), and both give it to "
+    "tool names ({why}), so their tools would take each other's names. Rename one of them "
+    "(its key in the connections); a name of letters, digits, '_' and '-' is its own prefix."
 )
+_ASCII_ALNUM = re.compile(r"[A-Za-z0-9]")
 
 
 def is_safe_name(name: str) -> bool:
@@ -70,32 +76,44 @@ def is_safe_name(name: str) -> bool:
 
 
 def server_prefix(server: str) -> str:
-    """The prefix of a server's tools: its name with unsafe characters as ``_``, and ``__``."""
+    """The prefix of a server's tools: its name with unsafe characters as ``_``, and ``__``.
+
+    A name with no ASCII letter or digit (``погода``, which would be ``___`` like every other
+    such name) is ``_`` and 8 hex digits of its hash instead. Either way the prefix depends on
+    the server's own name only, so it never changes when another server is added (the names
+    in a thread's state and checkpoints stay valid).
+    """
+    if _ASCII_ALNUM.search(server) is None:
+        digest = hashlib.sha1(server.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        return f"_{digest}{PREFIX_SEPARATOR}"
     return f"{_UNSAFE.sub('_', server)}{PREFIX_SEPARATOR}"
 
 
-def check_prefixes(servers: Iterable[str]) -> None:
+def check_prefixes(servers: Iterable[str], why: str = "tool_name_prefix=True") -> None:
     """Refuse two servers whose names map to the same tool-name prefix (``my.docs``, ``my_docs``).
 
-    A server's prefix depends on its own name only, so it never changes when another server
-    is added (the names in a thread's state and checkpoints stay valid); two servers that
-    would share one are a configuration error, found before any server starts.
+    Args:
+        servers: the servers that give their prefix to tool names.
+        why: how they do, for the message.
 
     Raises:
-        ValueError: two servers share a prefix; names both and the fix.
+        ValueError: two of ``servers`` share a prefix; names both and the fix.
     """
     seen: dict[str, str] = {}
     for server in servers:
         prefix = server_prefix(server)
         first = seen.setdefault(prefix, server)
         if first != server:
-            raise ValueError(PREFIX_TAKEN_ERROR.format(first=first, second=server, prefix=prefix))
+            raise ValueError(
+                PREFIX_TAKEN_ERROR.format(first=first, second=server, prefix=prefix, why=why)
+            )
 
 
 def mcp_tool_name(server: str, name: str) -> str:
     """The prefixed catalog name of an MCP tool: ``<server>__<name>``.
 
-    Characters of the server name outside ``[A-Za-z0-9_-]`` become ``_``.
+    Characters of the server name outside ``[A-Za-z0-9_-]`` become ``_`` (a name with none
+    of ``[A-Za-z0-9]`` is a hash: :func:`server_prefix`).
 
     Args:
         server: the server's name in the catalog.

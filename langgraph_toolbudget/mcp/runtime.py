@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
-import anyio
 from langchain_mcp_adapters.callbacks import Callbacks
 from langchain_mcp_adapters.interceptors import MCPToolCallRequest, ToolCallInterceptor
 from langchain_mcp_adapters.sessions import Connection
@@ -30,14 +29,13 @@ from langgraph_toolbudget._runner import BackgroundLoop, SyncTimeoutError, backg
 from langgraph_toolbudget.mcp.errors import (
     CLOSED_ERROR,
     HEADERS_ERROR,
-    LOAD_TIMEOUT_ERROR,
     NESTED_SYNC_ERROR,
     TIMEOUT_ERROR,
     MCPServerError,
     _describe_error,
     _where,
 )
-from langgraph_toolbudget.mcp.session import _ServerSession
+from langgraph_toolbudget.mcp.session import _ServerSession, before_deadline
 
 logger = logging.getLogger(__name__)
 
@@ -285,14 +283,10 @@ class MCPRuntime:
 
     async def _load_one(self, name: str, deadline: float) -> list[types.Tool]:
         server = self._sessions[name]
-        gen = await server.ensure_open()  # the first step: within connect_timeout_s
+        gen = await server.ensure_open(deadline=deadline)  # the first step
         try:
-            try:
-                with anyio.fail_after(max(0.0, deadline - time.monotonic())):
-                    return await gen.answer(_list_all_tools(gen.session))
-            except TimeoutError:
-                what, timeout = "tools/list", self.connect_timeout_s
-                raise TimeoutError(LOAD_TIMEOUT_ERROR.format(what=what, timeout=timeout)) from None
+            listing = gen.answer(_list_all_tools(gen.session))
+            return await before_deadline(listing, deadline, "tools/list", self.connect_timeout_s)
         except Exception as exc:
             raise MCPServerError(
                 f"MCP server {name!r} failed to list its tools", server=name

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -21,8 +22,11 @@ from langgraph_toolbudget.mcp.errors import (
     CALL_FAILED_ERROR,
     CALL_REJECTED_ERROR,
     CLOSED_ERROR,
+    LOAD_TIMEOUT_ERROR,
     OPEN_FAILED_ERROR,
     SESSION_CLOSED_ERROR,
+    SINCE_LOAD,
+    SINCE_OPEN,
     MCPServerError,
     _describe_error,
     _is_session_terminated,
@@ -33,6 +37,31 @@ from langgraph_toolbudget.mcp.stdio import open_session, unreadable_reason
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
+
+
+async def before_deadline(
+    awaitable: Awaitable[T],
+    deadline: float,
+    what: str,
+    timeout_s: float,
+    since: str = SINCE_LOAD,
+) -> T:
+    """``await awaitable``, cancelled at ``deadline`` (a ``time.monotonic()``).
+
+    Args:
+        awaitable: a step of a server's load or opening.
+        deadline: when it is cancelled.
+        what: the step, for the message (``"tools/list"``).
+        timeout_s: the ``connect_timeout_s`` the deadline comes from.
+        since: what the deadline is counted from (:data:`SINCE_LOAD`, :data:`SINCE_OPEN`).
+
+    Raises:
+        TimeoutError: the deadline passed; names the step and ``connect_timeout_s``.
+    """
+    with anyio.move_on_after(max(0.0, deadline - time.monotonic())):
+        return await awaitable
+    raise TimeoutError(LOAD_TIMEOUT_ERROR.format(what=what, timeout=timeout_s, since=since))
+
 
 PROBE_TIMEOUT_S = 5.0
 """Seconds a server has to answer a ping after one of its calls was abandoned (timed out)."""
@@ -129,8 +158,13 @@ class _ServerSession:
             return False
         return not transport_closed(gen.session)
 
-    async def ensure_open(self, tool: str | None = None) -> _Generation:
+    async def ensure_open(
+        self, tool: str | None = None, *, deadline: float | None = None
+    ) -> _Generation:
         """The live session, opening (or re-opening) it if needed.
+
+        The opening (the server's start and ``initialize``) has until ``deadline``, a
+        ``time.monotonic()`` (the load's), or else ``connect_timeout_s``.
 
         A session being probed after an abandoned call (:meth:`_probe`) is waited
         for :data:`PROBE_GRACE_S` at most: a healthy server answers by then; a stuck
@@ -167,7 +201,7 @@ class _ServerSession:
                 return gen
             await self.close()
             try:
-                gen = await self._open()
+                gen = await self._open(deadline)
             except Exception as exc:
                 raise MCPServerError(
                     OPEN_FAILED_ERROR.format(
@@ -191,7 +225,7 @@ class _ServerSession:
             message = CLOSED_ERROR.format(tool=tool, server=self.name)
         return MCPServerError(message, server=self.name, tool=tool)
 
-    async def _open(self) -> _Generation:
+    async def _open(self, deadline: float | None) -> _Generation:
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[tuple[ClientSession, types.InitializeResult]] = loop.create_future()
         ready.add_done_callback(_retrieve)
@@ -207,17 +241,16 @@ class _ServerSession:
         owner = loop.create_task(
             self._own(ready, closing, dead, report), name=f"mcp-session-{self.name}"
         )
+        since = SINCE_LOAD if deadline is not None else SINCE_OPEN
+        if deadline is None:
+            deadline = time.monotonic() + self.connect_timeout_s
         try:
-            session, init = await asyncio.wait_for(
-                asyncio.shield(ready), timeout=self.connect_timeout_s
+            session, init = await before_deadline(
+                asyncio.shield(ready), deadline, "initialize", self.connect_timeout_s, since
             )
-        except BaseException as exc:
+        except BaseException:
             owner.cancel()
             await asyncio.wait({owner}, timeout=5)
-            if isinstance(exc, asyncio.TimeoutError):
-                raise TimeoutError(
-                    f"no answer to initialize within connect_timeout_s={self.connect_timeout_s:g} s"
-                ) from None
             raise
         return _Generation(session, init, owner, closing, dead, unreadable)
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import time
 import warnings
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
@@ -33,13 +32,13 @@ from mcp import ClientSession, McpError, types
 from pydantic import AnyUrl, BaseModel, ConfigDict, Field, ValidationError
 
 from langgraph_toolbudget.mcp.errors import (
-    LOAD_TIMEOUT_ERROR,
     MCPLoadWarning,
     MCPServerError,
     _is_transport_error,
 )
 from langgraph_toolbudget.mcp.names import mcp_tool_name
 from langgraph_toolbudget.mcp.runtime import MCPRuntime
+from langgraph_toolbudget.mcp.session import before_deadline
 
 __all__ = ["ServerFeatures", "VirtualTool", "server_features", "virtual_tools"]
 
@@ -110,12 +109,8 @@ async def _features(runtime: MCPRuntime, server: str, deadline: float) -> Server
             )
         return ServerFeatures(prompts, resources)
 
-    try:
-        left = max(0.0, deadline - time.monotonic())
-        return await asyncio.wait_for(runtime.asession_request(server, ask), left)
-    except asyncio.TimeoutError:
-        message = LOAD_TIMEOUT_ERROR.format(what=FEATURE_LISTS, timeout=runtime.connect_timeout_s)
-        raise TimeoutError(message) from None
+    request = runtime.asession_request(server, ask)
+    return await before_deadline(request, deadline, FEATURE_LISTS, runtime.connect_timeout_s)
 
 
 async def server_features(
@@ -347,7 +342,8 @@ def virtual_tools(
 
     A tool that already has the name keeps it (a tool of the server's own, a local tool):
     the virtual tool is left out, with an :class:`MCPLoadWarning` naming the server (two
-    servers of one prefix, ``my.docs`` and ``my_docs``, are refused before this). The tools'
+    servers of one prefix, ``my.docs`` and ``my_docs``, that both have such tools are refused
+    before this). The tools'
     metadata (``manual``, the server's defaults, ``timeout_s``) is the loader's.
 
     Args:
