@@ -294,6 +294,20 @@ class ConcurrencyProbe:
             self.intervals.append((name, start, time.perf_counter()))
 
 
+def fetch_tool(probe: ConcurrencyProbe, seconds: float = 0.3) -> BaseTool:
+    """A sync tool ``fetch`` of group ``api`` that spends ``seconds`` inside ``probe`` and
+    answers ``fetched {x}``."""
+
+    def fetch(x: int = 0) -> str:
+        start = probe.enter("fetch", True)
+        time.sleep(seconds)
+        probe.exit("fetch", True, start)
+        return f"fetched {x}"
+
+    probe.group_of["fetch"] = "api"
+    return StructuredTool.from_function(func=fetch, name="fetch", description="Fetch.")
+
+
 def probe_tool(
     name: str,
     probe: ConcurrencyProbe,

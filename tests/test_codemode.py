@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 import pytest
-from agent_tools import ConcurrencyProbe, ai_calls, call
+from agent_tools import ConcurrencyProbe, ai_calls, call, fetch_tool
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool, tool
@@ -768,15 +768,7 @@ async def test_the_middleware_answers_programs_after_the_model(api):
 
 def limited_fetch(probe: ConcurrencyProbe, limit: int) -> ToolExecutor:
     """An executor whose ``fetch`` (group ``api``, at most ``limit`` at once) takes 0.3 s."""
-
-    def fetch(x: int = 0) -> str:
-        start = probe.enter("fetch", True)
-        time.sleep(0.3)
-        probe.exit("fetch", True, start)
-        return f"fetched {x}"
-
-    probe.group_of["fetch"] = "api"
-    tool = StructuredTool.from_function(func=fetch, name="fetch", description="Fetch.")
+    tool = fetch_tool(probe)
     meta = {"fetch": {"concurrency_group": "api", "is_pure": True, "max_concurrency": limit}}
     config = BudgetConfig(enabled_builtins=["python_execution"], tool_call_formats=CODEMODE)
     return ToolExecutor(ToolCatalog.from_tools([tool], tool_metadata=meta), config=config)

@@ -12,11 +12,10 @@ import asyncio
 import os
 import sys
 import threading
-import time
 from typing import Any
 
 import pytest
-from agent_tools import ConcurrencyProbe, ai_calls, call
+from agent_tools import ConcurrencyProbe, ai_calls, call, fetch_tool
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
@@ -112,17 +111,7 @@ async def test_a_groups_limit_holds_across_batches_running_at_once(apis, per_bat
     """Two runs sharing one executor (two threads, LangGraph server) share a group's limit:
     a rate-limited API gets ``max_concurrency`` calls at once, not that many per run."""
     probe = ConcurrencyProbe()
-
-    def fetch(x: int = 0) -> str:
-        start = probe.enter("fetch", True)
-        time.sleep(0.3)
-        probe.exit("fetch", True, start)
-        return f"fetched {x}"
-
-    probe.group_of["fetch"] = "api"
-    tool = StructuredTool.from_function(func=fetch, name="fetch", description="Fetch.")
-    meta = {"fetch": {"concurrency_group": "api", "is_pure": True, "max_concurrency": limit}}
-    node = ToolExecutor(ToolCatalog.from_tools([tool], tool_metadata=meta))
+    node = fetch_executor(probe, 0.3, max_concurrency=limit)
     names = ["fetch"] * per_batch
     outs = await asyncio.gather(*(run_node(node, names, api) for api in apis))
     for out in outs:
@@ -132,17 +121,19 @@ async def test_a_groups_limit_holds_across_batches_running_at_once(apis, per_bat
 
 def fetch_executor(probe: ConcurrencyProbe, seconds: float, **meta: Any) -> ToolExecutor:
     """An executor of one sync tool ``fetch`` of group ``api`` that takes ``seconds``."""
-
-    def fetch(x: int = 0) -> str:
-        start = probe.enter("fetch", True)
-        time.sleep(seconds)
-        probe.exit("fetch", True, start)
-        return f"fetched {x}"
-
-    probe.group_of["fetch"] = "api"
-    tool = StructuredTool.from_function(func=fetch, name="fetch", description="Fetch.")
     metadata = {"fetch": {"concurrency_group": "api", "is_pure": True, **meta}}
-    return ToolExecutor(ToolCatalog.from_tools([tool], tool_metadata=metadata))
+    return ToolExecutor(
+        ToolCatalog.from_tools([fetch_tool(probe, seconds)], tool_metadata=metadata)
+    )
+
+
+async def cancel_a_run(node: ToolExecutor) -> None:
+    """Start a run of ``node`` calling ``fetch``; cancel it 0.2 s in, while its tool runs."""
+    run = asyncio.create_task(run_node(node, ["fetch"], "ainvoke"))
+    await asyncio.sleep(0.2)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
 
 
 @pytest.mark.parametrize("api", APIS)
@@ -169,11 +160,7 @@ async def test_a_cancelled_runs_call_keeps_its_place_in_the_group_until_its_tool
     probe = ConcurrencyProbe()
     meta = {} if timeout_s is None else {"timeout_s": timeout_s}
     node = fetch_executor(probe, 0.6, max_concurrency=1, **meta)
-    first = asyncio.create_task(run_node(node, ["fetch"], "ainvoke"))
-    await asyncio.sleep(0.2)
-    first.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await first
+    await cancel_a_run(node)
     out = await run_node(node, ["fetch"], "ainvoke")
     assert out["messages"][0].content == "fetched 0"
     assert probe.max_by_group["api"] == 1
@@ -184,11 +171,7 @@ async def test_a_cancelled_runs_call_holds_up_no_call_of_a_group_without_a_limit
     the batch's), a cancelled run's too: the next run's call neither waits nor is refused."""
     probe = ConcurrencyProbe()
     node = fetch_executor(probe, 0.6, is_pure=False)
-    first = asyncio.create_task(run_node(node, ["fetch"], "ainvoke"))
-    await asyncio.sleep(0.2)
-    first.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await first
+    await cancel_a_run(node)
     out = await run_node(node, ["fetch"], "ainvoke")
     assert out["messages"][0].content == "fetched 0"
     assert probe.max_by_group["api"] == 2  # it ran beside the cancelled run's call
