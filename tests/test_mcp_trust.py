@@ -512,20 +512,20 @@ async def test_a_server_silent_to_initialize_is_named_with_the_step_and_the_opti
 
 
 async def test_connect_timeout_s_bounds_a_servers_whole_load_not_each_of_its_steps():
-    # tools/list and prompts/list each answer after 4 s: each within connect_timeout_s=6,
-    # together not
+    # tools/list and prompts/list each answer after 5 s: each within connect_timeout_s=9
+    # (with up to 4 s for the server's start on a loaded machine), together not
     start = time.monotonic()
     catalog, messages = await asyncio.wait_for(
-        load({"slow": resources("slow_lists", "4"), "good": hostile("good")}, connect_timeout_s=6),
+        load({"slow": resources("slow_lists", "5"), "good": hostile("good")}, connect_timeout_s=9),
         40,
-    )  # was loaded after 9.1 s: 6 s for initialize, 6 more for tools/list, 6 for prompts/list
+    )  # was loaded, after about 11 s: a deadline of its own for each step
     took = time.monotonic() - start
     async with catalog:
-        assert took < 9, took  # 6 s, and closing the server left out
+        assert took < 12, took  # 9 s, and closing the server left out
         reason = catalog.load_errors["slow"]
         assert reason.startswith(
             "TimeoutError: no answer to prompts/list, resources/list or resources/templates/list "
-            "within connect_timeout_s=6 s, counted from the start of the load"
+            "within connect_timeout_s=9 s, counted from the start of the load"
         )
         assert "raise connect_timeout_s for a slow server" in reason
         assert "echo" not in catalog and "get_weather" in catalog  # the other server loads
