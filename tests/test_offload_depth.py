@@ -9,6 +9,7 @@ real ``@tool`` functions; only the chat model of the middleware test is scripted
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from collections.abc import AsyncIterator
@@ -28,7 +29,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_toolbudget import ToolBudgetMiddleware, ToolBudgetState, ToolCatalog, ToolExecutor
-from langgraph_toolbudget.core.limits import too_deep
+from langgraph_toolbudget.core.limits import cut_deep, too_deep
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 APIS = ["invoke", "ainvoke"]
@@ -201,3 +202,62 @@ async def test_a_toolnode_swap_and_the_middleware_cut_deep_outputs_too(
     out = await _run(agent, {"messages": [HumanMessage("go")]}, api, config)
     _check_cut(out["messages"], "m", offloaded=False)
     assert out["messages"][-1].content == "done"
+
+
+@pytest.mark.timeout(60)  # it never ended: the walk doubled at each of 100 levels
+@pytest.mark.parametrize("api", APIS)
+async def test_outputs_that_share_or_contain_their_own_parts_are_answered_at_once(
+    api: str, tmp_path: Path
+) -> None:
+    """A Python value may hold one list or dict twice, or itself: an object graph as an
+    artifact, a content block that refers to itself. The depth check walked every path, so
+    a node listed twice in itself hung the call (2 paths per level, 100 levels); a value
+    containing itself is now too deep (the artifact dropped, the content cut, a part met
+    again marked), and the checkpointed graph keeps working."""
+
+    @tool(response_format="content_and_artifact")
+    def graph_of_nodes() -> tuple[str, dict[str, Any]]:
+        """A small object graph: a node listed twice in its own edges."""
+        node: dict[str, Any] = {"id": 1, "edges": []}
+        node["edges"] += [node, node]
+        return "ok", node
+
+    @tool
+    def own_block() -> list[dict[str, Any]]:
+        """A content block that refers to itself."""
+        block: dict[str, Any] = {"type": "json", "json": {"n": 1}}
+        block["json"]["back"] = block
+        return [block]
+
+    tools = [graph_of_nodes, own_block]
+    graph = StateGraph(ToolBudgetState)
+    graph.add_node("tools", ToolExecutor(ToolCatalog.from_tools(tools)))
+    graph.add_edge(START, "tools")
+    calls = [{"name": t.name, "args": {}, "id": t.name} for t in tools]
+    state = {
+        "messages": [HumanMessage("go"), AIMessage("", tool_calls=calls)],
+        "selected_tools": [t.name for t in tools],
+    }
+    config: Any = {"configurable": {"thread_id": "shared"}}
+    async with _saver("sqlite", api, tmp_path) as checkpointer:
+        app = graph.compile(checkpointer=checkpointer, store=InMemoryStore())
+        out = await asyncio.wait_for(_run(app, state, api, config), 30)
+    by_id = {m.tool_call_id: m for m in out["messages"] if isinstance(m, ToolMessage)}
+    assert by_id["graph_of_nodes"].artifact == DROPPED  # it contains itself: too deep
+    block = by_id["own_block"].content[0]  # cut where the block comes round again
+    assert block["json"]["n"] == 1 and not too_deep(block, 100)
+    assert '"[shown earlier in this value: cut]"' in json.dumps(block)
+
+
+@pytest.mark.timeout(60)
+def test_the_depth_check_and_the_cut_walk_a_shared_part_once_a_level() -> None:
+    """Each level holds the next one twice: 2**150 paths, 151 objects. Walking every path
+    never ended; each object is walked once a level, and the cut keeps the first path."""
+    level: dict[str, Any] = {"leaf": 1}
+    for _ in range(150):
+        level = {"a": level, "b": level}
+    assert too_deep(level, 100)
+    assert not too_deep(level["a"]["a"]["a"]["a"]["a"]["a"], 145)
+    cut = cut_deep(level)
+    assert cut["b"] == "[shown earlier in this value: cut]"
+    assert json.dumps(cut).count('"a"') == 100  # one path, cut at 100 levels

@@ -27,6 +27,7 @@ from typing import Any
 __all__ = [
     "JSON_STRING",
     "CUT_MARK",
+    "REPEAT_MARK",
     "MAX_ARG_DEPTH",
     "MAX_ECHO_CHARS",
     "MAX_ECHO_ITEMS",
@@ -61,6 +62,8 @@ levels deep, and Python's JSON encoder recurses (past about 900 levels it raises
 ``RecursionError``)."""
 CUT_MARK = "[nested deeper than {depth} levels: cut]"
 """What stands in for each list or dict :func:`cut_deep` cuts."""
+REPEAT_MARK = "[shown earlier in this value: cut]"
+"""What stands in for a list or dict :func:`cut_deep` meets a second time."""
 
 TOO_DEEP_ERROR = (
     "Error: the arguments of your call to {tool!r} are nested deeper than {depth} levels, "
@@ -79,7 +82,9 @@ def too_deep(value: Any, limit: int = MAX_ARG_DEPTH) -> bool:
 
     Iterative, one level at a time, and it stops at the first level past the limit, so any
     input is cheap: a value within the limit costs about what ``json.dumps`` of it costs
-    (3.5 MB of JSON-like data: 40-70 ms).
+    (3.5 MB of JSON-like data: 40-70 ms). A list or dict held twice in one level (a Python
+    value may share them) is walked once there, so sharing costs nothing and a value that
+    contains itself is too deep.
 
     >>> too_deep({"a": [[1]]}, limit=2)
     True
@@ -92,11 +97,11 @@ def too_deep(value: Any, limit: int = MAX_ARG_DEPTH) -> bool:
     while level:
         if depth >= limit:
             return True
-        below: list[Any] = []
+        below: dict[int, Any] = {}
         for item in level:
             children = item.values() if isinstance(item, dict) else item
-            below += [c for c in children if isinstance(c, nests)]
-        level, depth = below, depth + 1
+            below.update((id(c), c) for c in children if isinstance(c, nests))
+        level, depth = list(below.values()), depth + 1
     return False
 
 
@@ -104,18 +109,24 @@ def cut_deep(value: Any, limit: int = MAX_OUTPUT_DEPTH) -> Any:
     """``value`` with each list, tuple or dict ``limit`` levels down replaced by
     :data:`CUT_MARK` (tuples become lists): what :func:`too_deep` finds too deep, cut.
 
-    Recursion at most ``limit`` deep, whatever the value.
+    Recursion at most ``limit`` deep, whatever the value. A list, tuple or dict met a
+    second time (shared, or the value containing itself) is replaced by
+    :data:`REPEAT_MARK`, so the result is a tree no larger than the value.
 
     >>> cut_deep({"a": [[1]], "b": 2}, limit=2)
     {'a': ['[nested deeper than 2 levels: cut]'], 'b': 2}
     """
     mark = CUT_MARK.format(depth=limit)
+    seen: set[int] = set()
 
     def cut(item: Any, depth: int) -> Any:
         if not isinstance(item, dict | list | tuple):
             return item
         if depth >= limit:
             return mark
+        if id(item) in seen:
+            return REPEAT_MARK
+        seen.add(id(item))
         if isinstance(item, dict):
             return {k: cut(v, depth + 1) for k, v in item.items()}
         return [cut(v, depth + 1) for v in item]
