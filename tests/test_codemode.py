@@ -267,6 +267,84 @@ async def test_keywords_coercion_maps_are_no_unknown_ones():
     assert "its signature is get_forecast(city: str)" in answer.content
 
 
+class RouteArgs(BaseModel):
+    from_: str = Field(alias="from", description="Where the trip starts.")  # a Python keyword
+    to: str
+
+
+class RouteByNameArgs(RouteArgs):
+    model_config = ConfigDict(populate_by_name=True)
+
+
+def _route(from_: str, to: str) -> str:
+    RUNS.append(("plan_route", {"from_": from_, "to": to}))
+    return f"{from_} -> {to}"
+
+
+def _route_tool(args_schema: type[BaseModel]) -> BaseTool:
+    return StructuredTool.from_function(
+        _route, name="plan_route", description="Plan a trip.", args_schema=args_schema
+    )
+
+
+ROUTE_SIGNATURE = "its signature is plan_route(from_: str, to: str)"
+
+
+@pytest.mark.parametrize("args_schema", [RouteArgs, RouteByNameArgs])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "plan_route(from_='Oslo', to='Rome')",  # the name the signature shows
+        "plan_route(**{'from': 'Oslo'}, to='Rome')",  # the alias the tool validates
+        "plan_route('Oslo', 'Rome')",
+        "call_tool('plan_route', **{'from': 'Oslo', 'to': 'Rome'})",
+    ],
+)
+def test_a_pydantic_field_with_an_alias_is_called_by_its_name_or_its_alias(args_schema, code):
+    # Was "from: Field required" for every spelling (the alias: "unexpected keyword argument").
+    route = _route_tool(args_schema)
+    model = ScriptedChatModel(responses=[program(f"print({code})"), AIMessage("done")], cycle=False)
+    graph = create_toolbudget_agent(
+        model, ToolCatalog.from_tools([route]), **{**OPTIONS, "pinned": ["plan_route"]}
+    )
+    out = graph.compile().invoke({"messages": [HumanMessage("plan the trip")]})
+    answer = next(m for m in out["messages"] if isinstance(m, ToolMessage))
+    assert answer.status == "success", answer.content
+    assert answer.content == "Oslo -> Rome" == route.invoke({"from": "Oslo", "to": "Rome"})
+    assert RUNS == [("plan_route", {"from_": "Oslo", "to": "Rome"})] * 2  # the program's, invoke's
+    # the signature the model reads names the field as the program can write it
+    assert "def plan_route(from_: str, to: str) -> Any:" in model.calls[0][0].content
+
+
+@pytest.mark.parametrize(
+    ("code", "problem"),
+    [
+        ("plan_route(to='Rome')", "missing 1 required argument: 'from_'"),
+        (
+            "plan_route('Oslo', **{'from': 'Bergen'}, to='Rome')",
+            "got multiple values for argument 'from_'",
+        ),
+        (
+            "plan_route(from_='Oslo', to='Rome', **{'from': 'Bergen'})",
+            "got multiple values for argument 'from_'",
+        ),
+        (
+            "plan_route(**{'from_x': 'Oslo'}, to='Rome')",
+            "got an unexpected keyword argument 'from_x'",
+        ),
+    ],
+)
+def test_an_aliased_field_missing_or_given_twice_is_a_type_error_in_pythons_words(code, problem):
+    model = ScriptedChatModel(responses=[program(code), AIMessage("done")], cycle=False)
+    catalog = ToolCatalog.from_tools([_route_tool(RouteArgs)])
+    graph = create_toolbudget_agent(model, catalog, **{**OPTIONS, "pinned": ["plan_route"]})
+    out = graph.compile().invoke({"messages": [HumanMessage("plan the trip")]})
+    answer = next(m for m in out["messages"] if isinstance(m, ToolMessage))
+    assert answer.status == "error"
+    assert f"TypeError: plan_route() {problem}; {ROUTE_SIGNATURE}" in answer.content
+    assert RUNS == []
+
+
 class _OpenArgs(BaseModel):
     model_config = ConfigDict(extra="allow")
     a: int

@@ -25,9 +25,11 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import StructuredTool, tool
 from langgraph.graph import START, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
+from pydantic import BaseModel, Field
 
 from langgraph_toolbudget import ToolBudgetState, ToolCatalog, ToolExecutor
 from langgraph_toolbudget.config import BudgetConfig
+from langgraph_toolbudget.core.coercion import tool_json_schema
 from langgraph_toolbudget.execution.batch import BatchRunner
 from langgraph_toolbudget.execution.errors import TOOLNODE_DEFAULT
 from langgraph_toolbudget.execution.policy import VisibilityPolicy
@@ -263,6 +265,50 @@ async def test_malformed_arguments_are_coerced_before_the_tool_runs(catalog, rec
         ("tag_items", {"items": ["a", "b"], "label": "x"}),
         ("list_issues", {"repo": "r", "limit": 3}),
     ]
+
+
+class _RouteArgs(BaseModel):
+    from_: str = Field(alias="from", description="Where the trip starts.")  # a Python keyword
+    to: str
+    max_stops: int = Field(0, alias="maxStops")
+
+
+ROUTES: list[dict[str, Any]] = []
+
+
+def _plan_route(from_: str, to: str, max_stops: int = 0) -> str:
+    ROUTES.append({"from_": from_, "to": to, "max_stops": max_stops})
+    return f"{from_} -> {to} ({max_stops} stops)"
+
+
+plan_route = StructuredTool.from_function(
+    _plan_route, name="plan_route", description="Plan a trip.", args_schema=_RouteArgs
+)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_an_aliased_field_is_taken_under_the_name_the_model_reads_or_its_alias(api):
+    # The schema bound to the model names the field 'from_' (langchain's tool_call_schema);
+    # the tool validates 'from' (pydantic, by alias): a call that followed the schema failed
+    # with "from: Field required".
+    assert set(tool_json_schema(plan_route)["properties"]) == {"from_", "to", "max_stops"}
+    ROUTES.clear()
+    calls = [
+        call("plan_route", "c1", from_="Oslo", to="Rome", max_stops="2"),
+        {"name": "plan_route", "args": {"from": "Oslo", "to": "Rome", "maxStops": 1}, "id": "c2"},
+    ]
+    node = ToolExecutor(ToolCatalog.from_tools([plan_route]))
+    out = await run_node(node, state_for(calls, ["plan_route"]), api)
+    assert [m.status for m in out["messages"]] == ["success", "success"], out["messages"]
+    direct = plan_route.invoke({"from": "Oslo", "to": "Rome", "maxStops": 2})
+    assert out["messages"][0].content == direct == "Oslo -> Rome (2 stops)"
+    assert ROUTES[:2] == [
+        {"from_": "Oslo", "to": "Rome", "max_stops": 2},
+        {"from_": "Oslo", "to": "Rome", "max_stops": 1},
+    ]
+    missing = [call("plan_route", "c3", to="Rome")]
+    (error,) = (await run_node(node, state_for(missing, ["plan_route"]), api))["messages"]
+    assert error.status == "error" and "Field required" in error.content
 
 
 @pytest.mark.parametrize("api", APIS)

@@ -8,19 +8,22 @@ are deferred virtual tools it finds with ``search_tools`` and loads with
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import ToolException
 from langgraph.checkpoint.memory import MemorySaver
 from langgraph.store.memory import InMemoryStore
 from mcp_servers import http_server, stdio
 
-from langgraph_toolbudget import create_toolbudget_agent
+from langgraph_toolbudget import ToolExecutor, create_toolbudget_agent
 from langgraph_toolbudget.mcp import MCPToolCatalog, load_mcp_catalog, load_mcp_catalog_sync
 from langgraph_toolbudget.testing import ScriptedChatModel
 
@@ -207,3 +210,54 @@ async def test_filters_apply_to_virtual_tools() -> None:
     async with cat:
         assert cat.tool_names == ["export_orders"]
         assert all(cat.is_filtered(n) for n in VIRTUAL)
+
+
+async def test_prompt_and_resource_refusals_follow_handle_tool_errors_as_mcp_tools_do(
+    connection: dict[str, Any],
+) -> None:
+    """Under ``handle_tool_errors=False`` a refusal is raised as an ``isError`` result is: a
+    ``ToolException`` whose message is what the model would have read (the prompt/resource
+    tools answered it whatever the option said)."""
+    cat = await load_mcp_catalog(
+        {"big": connection, "math": stdio("math_server.py")}, handle_tool_errors=False
+    )
+    async with cat:
+        with pytest.raises(ToolException, match="cannot divide by zero"):
+            await cat.get("divide").tool.ainvoke(  # type: ignore[union-attr]
+                _call("divide", {"a": 1, "b": 0}, "d") | {"type": "tool_call"}
+            )
+        prompt = cat.get("big__get_prompt").tool  # type: ignore[union-attr]
+        read = cat.get("big__read_resource").tool  # type: ignore[union-attr]
+        refused_prompt = (
+            'MCP server \'big\' rejected get_prompt {"name": "nope", "arguments": {}}: '
+            "Unknown prompt: nope. List the prompts and their arguments with big__list_prompts."
+        )
+        for invoke in (prompt.ainvoke, partial(asyncio.to_thread, prompt.invoke)):
+            with pytest.raises(ToolException) as caught:
+                await invoke(
+                    _call("big__get_prompt", {"name": "nope"}, "p") | {"type": "tool_call"}
+                )
+            assert type(caught.value) is ToolException and str(caught.value) == refused_prompt
+        with pytest.raises(ToolException, match="is not a resource this server lists"):
+            await read.ainvoke({"uri": "docs://missing"})
+        # a run of the graph with a raising executor ends with the refusal, as with the tool's
+        state = {
+            "messages": [
+                HumanMessage("go"),
+                AIMessage("", tool_calls=[_call("big__get_prompt", {"name": "nope"}, "p")]),
+            ],
+        }
+        with pytest.raises(ToolException, match="Unknown prompt: nope"):
+            await ToolExecutor(cat, handle_tool_errors=False, pinned=["big__get_prompt"]).ainvoke(
+                state
+            )
+        assert (await prompt.ainvoke({"name": "review", "arguments": {"topic": "x"}})).startswith(
+            "Ask for"
+        )
+    # the option's default answers the refusal (the model reads it and goes on)
+    async with await load_mcp_catalog({"big": connection}) as cat:
+        tool = cat.get("big__get_prompt").tool  # type: ignore[union-attr]
+        answer = await tool.ainvoke(
+            _call("big__get_prompt", {"name": "nope"}, "p") | {"type": "tool_call"}
+        )
+        assert answer.status == "error" and answer.content == refused_prompt

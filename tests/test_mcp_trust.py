@@ -725,6 +725,59 @@ def test_credential_scrubbing_leaves_out_the_credentials_of_every_named_form(arg
     assert where == f"stdio: npx {shown}"
 
 
+# Every name docs/mcp.md gives as an example of the credential-name rule, on its side.
+CREDENTIAL_NAMES = [
+    *("OPENAI_API_KEY", "X-Api-Key", "--apiKey", "AUTH_TOKEN_FILE", "API_KEYS", "PGPASSWORD"),
+    *("--pass", "ssh_key", "sshkey", "SESSIONKEY", "MYTOKEN", "clientSecret", "DB_PWD", "--key"),
+    # the trade-off: a name ending in 'key' that is not on the list is hidden, though no secret
+    *("malarkey", "xmonkey"),
+]
+ORDINARY_NAMES = [
+    *("max_tokens", "tokenizer", "keyword", "--keyfile", "author"),
+    *("primary_key", "primaryKey", "users.primary_key", "foreign_key", "sort_key"),
+    *("partition_key", "hash_key", "range_key", "cache_key", "idempotency_key", "routing_key"),
+    *("hotkey", "turnkey", "monkey", "donkey", "turkey", "hockey", "jockey", "whiskey"),
+    *("PWD", "OLDPWD"),
+    # the trade-off: the word only inside the name, or in the plural, with no segment rule
+    *("ssh_keys", "SESSIONKEY_PATH"),
+]
+
+
+def _named(name: str) -> list[str]:
+    """``name`` with the value S-1: ``--name S-1`` for an option, else ``NAME=S-1``."""
+    return [name, "S-1"] if name.startswith("-") else [f"{name}=S-1"]
+
+
+@pytest.mark.parametrize("name", CREDENTIAL_NAMES)
+def test_a_name_that_ends_with_a_credentials_word_hides_its_value(name):
+    # Were shown: a credential's word with no separator ('MYTOKEN', 'SESSIONKEY', 'sshkey'),
+    # 'key' as the last segment of a longer name ('ssh_key'), 'pwd', 'API_KEYS'.
+    hidden = [name, "***"] if name.startswith("-") else [f"{name}=***"]
+    assert _where({"transport": "stdio", "command": "npx", "args": _named(name)}) == (
+        f"stdio: npx {' '.join(hidden)}"
+    )
+
+
+@pytest.mark.parametrize("name", ORDINARY_NAMES)
+def test_a_name_of_something_that_is_not_a_secret_shows_its_value(name):
+    args = _named(name)
+    where = _where({"transport": "stdio", "command": "npx", "args": args})
+    assert where == f"stdio: npx {' '.join(args)}"
+
+
+async def test_names_ending_with_a_credentials_word_are_scrubbed_from_a_servers_error_text():
+    # The server's own error quotes its command line: what the model and load_errors read.
+    args = ["MYTOKEN=SECRET-1", "SESSIONKEY=SECRET-2", "ssh_key=SECRET-3", "--sshkey", "SECRET-4"]
+    args += ["primary_key=5", "max_tokens=4096", "monkey=patch", "author=ana"]
+    error = await echoed_load_error(args)
+    echoed = (
+        "MYTOKEN=*** SESSIONKEY=*** ssh_key=*** --sshkey *** "
+        "primary_key=5 max_tokens=4096 monkey=patch author=ana"
+    )
+    assert error.startswith(f"McpError: {echoed} (stdio: ") and error.endswith(f"{echoed})")
+    assert "SECRET" not in error
+
+
 async def test_the_values_of_ordinary_arguments_stay_in_the_servers_error_text():
     # Was: 'max_tokens=4096' taken for a credential, so every '4096' of the error text the
     # server sent (and of the connection's description) became '***', and 'keycloak:8080' hid

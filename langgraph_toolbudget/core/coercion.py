@@ -11,7 +11,11 @@ Applied against the tool's JSON schema before validation:
       obvious aliases are mapped (``q``/``search``/``text``/... -> ``query``);
     - ``"5"`` becomes ``5`` where the schema asks for an integer, likewise
       numbers and booleans; a JSON string becomes the list or object the schema
-      asks for, and a lone value is wrapped into a list.
+      asks for, and a lone value is wrapped into a list;
+    - a field of a pydantic args schema with an alias (``from_: str =
+      Field(alias="from")``) is taken under its name, which the model reads, or its
+      alias, and given to the tool under the key its schema validates (see
+      :class:`FieldKeys`).
 
 What still fails validation goes back to the model as an error that states the
 validation error and the expected schema (see :func:`schema_error_message`).
@@ -22,11 +26,13 @@ from __future__ import annotations
 import ast
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolCall
 from langchain_core.tools import BaseTool
+from pydantic import AliasChoices, BaseModel
 
 from langgraph_toolbudget.core.limits import (
     MAX_ARG_DEPTH,
@@ -40,6 +46,7 @@ from langgraph_toolbudget.core.limits import (
 __all__ = [
     "MISSING_NAME",
     "RAW_ARGUMENTS_KEY",
+    "FieldKeys",
     "coerce_args",
     "complete_tool_calls",
     "repair_tool_calls",
@@ -89,6 +96,69 @@ def tool_json_schema(tool: BaseTool) -> dict[str, Any]:
     if hasattr(schema, "model_json_schema"):
         return dict(schema.model_json_schema())
     return dict(schema.schema())  # a pydantic.v1 model
+
+
+@dataclass(frozen=True)
+class FieldKeys:
+    """The keys a tool's pydantic args schema validates its aliased fields by.
+
+    The schema the model reads (langchain's ``tool_call_schema``) names each field by its
+    name (``from_``), while pydantic validates it by its alias (``from``) and by its name
+    only with ``validate_by_name``/``populate_by_name``, so a call under the name the
+    model reads failed with "Field required". These keys let a call use either spelling
+    and give the tool the one it validates, as a direct ``invoke`` with that key would.
+
+    Attributes:
+        names: an alias the schema validates -> its field's name (``{"from": "from_"}``).
+        validated: a field's name -> the key to give the tool when the schema does not
+            validate the name (``{"from_": "from"}``; empty with ``validate_by_name``).
+    """
+
+    names: Mapping[str, str] = field(default_factory=dict)
+    validated: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, tool: BaseTool) -> FieldKeys:
+        """The keys of ``tool``'s args schema: none unless it is a pydantic (v2) model with
+        aliased fields (a JSON schema, a pydantic.v1 model: none)."""
+        schema = tool.args_schema
+        if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+            return cls()
+        config = schema.model_config
+        by_name = bool(config.get("validate_by_name") or config.get("populate_by_name"))
+        if config.get("validate_by_alias") is False:
+            return cls()
+        names: dict[str, str] = {}
+        validated: dict[str, str] = {}
+        for name, info in schema.model_fields.items():
+            alias = info.validation_alias if info.validation_alias is not None else info.alias
+            choices = alias.choices if isinstance(alias, AliasChoices) else [alias]
+            keys = [c for c in choices if isinstance(c, str) and c != name]  # no AliasPath
+            keys = [k for k in keys if k not in schema.model_fields]  # another field's name
+            names.update(dict.fromkeys(keys, name))
+            if keys and not by_name:
+                validated[name] = keys[0]
+        return cls(names, validated)
+
+    def by_name(self, args: Any) -> Any:
+        """``args`` with each alias as its field's name, the name the model reads (unless
+        that name is given too: validation then sees both)."""
+        if not self.names or not isinstance(args, dict):
+            return args
+        return {
+            self.names[k] if k in self.names and self.names[k] not in args else k: v
+            for k, v in args.items()
+        }
+
+    def for_validation(self, args: Any) -> Any:
+        """``args`` with each field's name as the key the schema validates (unless that key
+        is given too)."""
+        if not self.validated or not isinstance(args, dict):
+            return args
+        return {
+            self.validated[k] if k in self.validated and self.validated[k] not in args else k: v
+            for k, v in args.items()
+        }
 
 
 def _norm(key: str) -> str:

@@ -50,7 +50,7 @@ from pydantic import BaseModel, Field
 
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.core.coercion import coerce_args, tool_json_schema
+from langgraph_toolbudget.core.coercion import FieldKeys, coerce_args, tool_json_schema
 from langgraph_toolbudget.core.meta import definition_only
 from langgraph_toolbudget.execution.builtin_family import (
     BuiltinContext,
@@ -270,7 +270,8 @@ class _Program:
         would refuse (too many positional arguments, two values for one argument, a
         keyword that names no argument, a required one missing) raises ``TypeError`` in
         Python's words with the signature. A keyword argument coercion maps to a
-        parameter (``Dest``, an alias) is no unknown one; the executor maps it. A keyword
+        parameter (``Dest``, an alias) is no unknown one; the executor maps it; an alias the
+        tool's pydantic schema validates (``**{"from": x}`` for ``from_``) is its field. A keyword
         the schema does not name is refused only when the tool would drop or refuse it
         (:func:`_takes_unknown_keywords`); a tool that takes it gets it.
         """
@@ -293,9 +294,14 @@ class _Program:
         if len(args) > len(order):
             raise refuse(_too_many(len(required), len(order), len(args)))
         bound = dict(zip(order, args, strict=False))
-        if twice := next((k for k in kwargs if k in bound), None):
-            raise refuse(f"got multiple values for argument {twice!r}")
-        arguments = {**bound, **kwargs}
+        aliases = FieldKeys.of(tool).names  # ``**{"from": x}`` for ``from_``, as invoke takes
+        named: dict[str, Any] = {}
+        for key, value in kwargs.items():
+            param = aliases.get(key, key) if aliases.get(key) in props else key
+            if param in bound or param in named:
+                raise refuse(f"got multiple values for argument {param!r}")
+            named[param] = value
+        arguments = {**bound, **named}
         placed = coerce_args(arguments, schema)
         closed = not _takes_unknown_keywords(tool)
         if closed and (unknown := next((k for k in placed if k not in props), None)):

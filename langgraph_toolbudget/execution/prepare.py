@@ -25,7 +25,12 @@ from pydantic import PydanticUserError
 
 from langgraph_toolbudget._compat import has_injected_args, injector_for
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.core.coercion import RAW_ARGUMENTS_KEY, coerce_args, tool_json_schema
+from langgraph_toolbudget.core.coercion import (
+    RAW_ARGUMENTS_KEY,
+    FieldKeys,
+    coerce_args,
+    tool_json_schema,
+)
 from langgraph_toolbudget.core.limits import MAX_ARG_DEPTH, TOO_DEEP_ERROR, clip, too_deep
 
 __all__ = ["NOT_A_TOOL_ERROR", "RAW_ARGUMENTS_ERROR", "CallCheck", "CallPreparer", "error_message"]
@@ -53,6 +58,7 @@ class _ToolRead:
 
     schema: dict[str, Any] | None
     inject: Injector | None
+    keys: FieldKeys
 
 
 class CallPreparer:
@@ -96,9 +102,10 @@ class CallPreparer:
                 tool=tool.name, raw=clip(str(args[RAW_ARGUMENTS_KEY])), schema=json.dumps(schema)
             )
             return error_message(call, raw)
+        keys = self._tool_read(tool).keys
         if schema is not None:
-            args = coerce_args(args, schema)
-        return tool, {**call, "args": args}
+            args = coerce_args(keys.by_name(args), schema)
+        return tool, {**call, "args": keys.for_validation(args)}
 
     def injector(self, tool: BaseTool) -> Injector | None:
         """The function filling ``tool``'s injected arguments; None if it has none."""
@@ -114,7 +121,7 @@ class CallPreparer:
         except (TypeError, ValueError, PydanticUserError):
             schema = None
         inject = injector_for(tool, self.messages_key) if has_injected_args(tool) else None
-        read = _ToolRead(schema, inject)
+        read = _ToolRead(schema, inject, FieldKeys.of(tool))
         if self.known(tool):
             self._read[tool.name] = read
         return read

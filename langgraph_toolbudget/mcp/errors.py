@@ -155,15 +155,33 @@ def _removed(word: str, kept: str) -> list[str]:
 
 _SECRET_NAME = re.compile(
     r"(?:^|[_.-])(?:"
-    r"(?:api|access|private|secret)[_-]?key|apikey|token|secrets?|[a-z]*pass(?:word|wd)"
+    r"(?:api|access|private|secret)[_-]?keys?|apikeys?|token|secrets?|[a-z]*pass(?:word|wd)"
     r"|auth|authorization|cookies?|credentials?|bearer"
-    r")(?:$|[_.-])|^(?:key|pass)$",
+    r")(?:$|[_.-])|^pass$",
     re.I,
 )
-"""A credential's name: one of these words as a whole segment of the name (segments split at
-``_``, ``-``, ``.`` and camelCase): ``GITHUB_TOKEN``, ``OPENAI_API_KEY``, ``X-Api-Key``,
-``--apiKey``, ``PGPASSWORD``, ``--key`` (``key`` and ``pass`` as the whole name only); not
-``max_tokens``, ``tokenizer``, ``primary_key``, ``author``."""
+"""A credential's name by a whole segment (segments split at ``_``, ``-``, ``.`` and camelCase):
+``GITHUB_TOKEN``, ``OPENAI_API_KEY``, ``API_KEYS``, ``X-Api-Key``, ``--apiKey``,
+``PGPASSWORD``, ``AUTH_TOKEN_FILE``, ``--pass``; not ``max_tokens``, ``tokenizer``, ``author``."""
+_SECRET_END = re.compile(r"(?:token|key|secret|password|passwd|pwd)$")
+"""A credential's name by its end: the name's last segment (lowercase) ends with one of these
+words, whole or after other letters: ``ssh_key``, ``sshkey``, ``SESSIONKEY``, ``MYTOKEN``,
+``clientSecret``, ``DB_PWD``, ``--key``; not ``max_tokens``, ``keyword``, ``--keyfile``."""
+_NOT_SECRET_ENDS = frozenset(
+    (
+        *("primarykey", "foreignkey", "sortkey", "partitionkey", "hashkey", "rangekey"),
+        *("cachekey", "idempotencykey", "routingkey"),
+        *("monkey", "donkey", "turkey", "hockey", "jockey", "whiskey", "hotkey", "turnkey"),
+    )
+)
+"""Names that end like a credential's (:data:`_SECRET_END`) but name something else: a
+record's id (``primary_key``, ``sort_key``), a lookup (``cache_key``), an English word
+(``monkey``). They match the name's last segments, separators dropped (``primary_key``,
+``primaryKey``, ``PRIMARY-KEY``, ``users.primary_key``), never part of a segment (``sshkey``
+is not ``hotkey``)."""
+_NOT_SECRET_NAMES = frozenset(("pwd", "oldpwd"))
+"""Whole names that end like a credential's but are not: ``PWD=/srv/app`` is a working
+directory (``DB_PWD`` is a password)."""
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _HEADER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]*")
 _PORT = re.compile(r"\d{1,5}(?:/.*)?", re.DOTALL)
@@ -187,8 +205,18 @@ a whole word: they are left out wherever they stand, a bare argument or inside a
 
 
 def _named_like_a_secret(name: str) -> bool:
-    """Is ``name`` (``--api-key``, ``GITHUB_TOKEN``, ``X-Api-Key``) a credential's name?"""
-    return _SECRET_NAME.search(_CAMEL.sub("_", name.lstrip("-"))) is not None
+    """Is ``name`` (``--api-key``, ``GITHUB_TOKEN``, ``X-Api-Key``, ``ssh_key``) a credential's
+    name? One of its segments is a credential's word (:data:`_SECRET_NAME`), or it ends with one
+    (:data:`_SECRET_END`) and is none of :data:`_NOT_SECRET_ENDS` / :data:`_NOT_SECRET_NAMES`."""
+    plain = _CAMEL.sub("_", name.lstrip("-"))
+    if _SECRET_NAME.search(plain) is not None:
+        return True
+    segments = [s for s in re.split(r"[_.-]+", plain.lower()) if s]
+    if not segments or _SECRET_END.search(segments[-1]) is None:
+        return False
+    if "".join(segments) in _NOT_SECRET_NAMES:
+        return False
+    return not any("".join(segments[i:]) in _NOT_SECRET_ENDS for i in range(len(segments)))
 
 
 def _without_known_tokens(text: str) -> str:

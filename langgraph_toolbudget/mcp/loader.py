@@ -125,9 +125,10 @@ class MCPLoadOptions(TypedDict, total=False):
         tool_name_prefix: prefix every tool name with its server
             (``server__name``); by default only colliding names are prefixed.
             ``None`` takes the client's setting (False for connection dicts).
-        handle_tool_errors: return MCP ``isError`` results as error tool
-            messages (True) or raise them; ``None`` takes the client's setting
-            (True for connection dicts).
+        handle_tool_errors: return MCP ``isError`` results, and a server's refusal of a
+            prompt/resource tool's request, as error tool messages (True) or raise them as a
+            ``ToolException`` (False); ``None`` takes the client's setting (True for
+            connection dicts).
         strict: raise :class:`MCPLoadError` if any server fails to load
             (closing the others). By default (False) the failure is recorded in
             ``catalog.load_errors``, a :class:`MCPLoadWarning` is emitted and
@@ -495,7 +496,13 @@ def _build_catalog(
     virtual: list[VirtualTool] = []
     for server in runtime.connections:
         if server in loaded:
-            tools_of = virtual_tools(runtime, server, features[server], taken=taken)
+            tools_of = virtual_tools(
+                runtime,
+                server,
+                features[server],
+                taken=taken,
+                handle_tool_errors=handle_tool_errors,
+            )
             taken.update({t.name: f"a prompt/resource tool of server {server!r}" for t in tools_of})
             virtual += tools_of
     final = set(names.values()) | local_names | {t.name for t in virtual}

@@ -279,10 +279,12 @@ _KINDS: dict[str, tuple[str, type[BaseModel], Callable[..., Awaitable[str]], str
 
 
 def _handle_request_error(error: ToolException) -> str:
-    """A prompt/resource tool's ``handle_tool_error``: the server's refusal of the request
-    becomes the tool's error answer (as an MCP tool's ``isError`` result does); a failure of
-    the server or the connection (:class:`MCPServerError`: down, died, timed out, closed) is
-    raised, as an MCP tool raises it.
+    """A prompt/resource tool's ``handle_tool_error`` under the loader's
+    ``handle_tool_errors=True``: the server's refusal of the request becomes the tool's error
+    answer (as an MCP tool's ``isError`` result does); a failure of the server or the
+    connection (:class:`MCPServerError`: down, died, timed out, closed) is raised, as an MCP
+    tool raises it. Under ``handle_tool_errors=False`` the tools have no handler: the refusal
+    is raised as a :class:`ToolException`, as an MCP tool's ``isError`` result is.
     """
     if isinstance(error, MCPServerError):
         raise error
@@ -336,7 +338,12 @@ class VirtualTool(BaseTool):
 
 
 def virtual_tools(
-    runtime: MCPRuntime, server: str, features: ServerFeatures, *, taken: Mapping[str, str]
+    runtime: MCPRuntime,
+    server: str,
+    features: ServerFeatures,
+    *,
+    taken: Mapping[str, str],
+    handle_tool_errors: bool = True,
 ) -> list[VirtualTool]:
     """The prompt/resource tools of one server, those whose names ``taken`` does not hold.
 
@@ -351,6 +358,9 @@ def virtual_tools(
         server: the server's name.
         features: what the server offers besides tools.
         taken: the catalog's names so far -> what has each (for the warning: "a local tool").
+        handle_tool_errors: the loader's option: the server's refusal of a request is the
+            tool's error answer (True) or raised as a :class:`ToolException` (False), as an
+            MCP tool's ``isError`` result is.
 
     Returns:
         ``<server>__list_prompts`` and ``<server>__get_prompt`` if it has prompts,
@@ -370,7 +380,7 @@ def virtual_tools(
             server=server,
             kind=kind,
             mcp_runtime=runtime,
-            handle_tool_error=_handle_request_error,
+            handle_tool_error=_handle_request_error if handle_tool_errors else False,
         )
         for kind in kinds
     ]
