@@ -22,7 +22,8 @@ What ``__all__`` holds, by the three ways in:
     - SQL sources as built-in tools (``search_schemas``, read-only ``execute_sql``):
       :class:`DatabaseToolbox`, passed as ``database_toolbox=``.
     - A thread's tool context: :func:`include_tools`, :func:`exclude_tools`,
-      :func:`set_include_mode`, :func:`context_summary`.
+      :func:`set_include_mode` (state updates), applied with :func:`update_context` /
+      :func:`aupdate_context` (right on a thread that never ran), :func:`context_summary`.
 
 Everything else is importable from its module: the algorithms (BM25 index, budget
 arithmetic, embeddings, coercion...) from :mod:`langgraph_toolbudget.core`, the graph as a
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
     from langgraph_toolbudget.nodes.thread_prompt import tools_to_bind
     from langgraph_toolbudget.nodes.usage import ToolUsage
     from langgraph_toolbudget.state import ToolBudgetInput, ToolBudgetState
+    from langgraph_toolbudget.threads import aupdate_context, update_context
 
 _EXPORTS = {
     "BudgetConfig": "config",
@@ -85,6 +87,8 @@ _EXPORTS = {
     "exclude_tools": "core.context_ops",
     "set_include_mode": "core.context_ops",
     "context_summary": "core.context_ops",
+    "update_context": "threads",
+    "aupdate_context": "threads",
     "ToolBudgetMiddleware": "middleware",
     "ToolUsage": "nodes.usage",
     "DatabaseToolbox": "database",
@@ -129,6 +133,8 @@ __all__ = [
     "exclude_tools",
     "set_include_mode",
     "context_summary",
+    "update_context",
+    "aupdate_context",
     "ToolBudgetMiddleware",
     "ToolUsage",
     "DatabaseToolbox",

@@ -11,7 +11,8 @@ The MCP adapters' and MCP SDK's private names are in the sibling
 importing the core must not load the MCP SDK, so the MCP part is imported only by
 :mod:`langgraph_toolbudget.mcp`. The two modules are that one place:
 
-- here: LangGraph's ``RunnableCallable``, ``InMemoryStore``'s ``_data`` and ``_vectors``;
+- here: LangGraph's ``RunnableCallable``, ``InMemoryStore``'s ``_data`` and ``_vectors``,
+  ``Pregel._infer_as_node`` (the node an update is written as);
 - ``_compat_mcp``: ``_MCPCallbacks``, ``_build_interceptor_chain``,
   ``_convert_call_tool_result``, ``_handle_mcp_tool_error``, ``_list_all_tools``
   (langchain-mcp-adapters), ``next_request_id`` and ``transport_closed`` (read the
@@ -35,6 +36,7 @@ __all__ = [
     "drop_empty_namespace",
     "handled_error_types",
     "has_injected_args",
+    "inferred_update_node",
     "injector_for",
     "invocation_error",
     "is_invalid_resume",
@@ -160,3 +162,15 @@ def toolnode_input(node: Any, value: Any, config: Any) -> tuple[list[Any], str, 
 def toolnode_output(node: Any, response: Any, call: Any, input_type: str) -> Any:
     """A tool's ``Command`` / ``ToolMessage`` / list of them, validated as ``ToolNode`` does."""
     return node._normalize_tool_response(response, call, input_type)
+
+
+# --- LangGraph's choice of the node a state update is written as when `update_state` gets no
+# `as_node` (`Pregel._infer_as_node`, read from the checkpoint's `versions_seen`): the graph's
+# input node (START) on a thread where no node has run yet, else the node that ran last, None
+# when several ran last. Written as START, an update goes through the graph's input schema,
+# which leaves the tool-context fields out; `threads.update_context` names another node then.
+# Checked: langgraph 1.0.x - 1.2.24.
+def inferred_update_node(graph: Any, versions_seen: Any) -> str | None:
+    """The node ``graph.update_state(config, values)`` writes as (None: it is ambiguous)."""
+    node: str | None = graph._infer_as_node(versions_seen)
+    return node

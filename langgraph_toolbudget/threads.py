@@ -1,6 +1,11 @@
-"""A thread's tool context from outside the graph: a LangGraph server thread or a SQLite file.
+"""A thread's tool context from outside the graph: a compiled graph's thread, a LangGraph
+server thread or a SQLite file.
 
 Its one reason to change: how a thread's state is reached from outside its graph.
+
+:func:`update_context` applies a tool-context update to a thread of a compiled graph,
+right on a thread that has never run (where ``update_state`` would write it as the
+graph's input, whose schema drops the context fields).
 
 The CLI (:mod:`langgraph_toolbudget.cli`) and the MCP context server
 (:mod:`langgraph_toolbudget.context_server`) read a thread's state values and
@@ -12,6 +17,8 @@ Key Components:
     - :class:`ServerThread`: a thread of a LangGraph server, through ``langgraph_sdk``.
     - :class:`SqliteThread`: a thread in a ``SqliteSaver`` file, through the app's own
       graph (its reducers apply the update; no state field is lost).
+    - :func:`update_context` / :func:`aupdate_context`: a tool-context update on a thread of
+      a compiled graph, right on a thread that never ran (written as the node after ``START``).
     - :func:`execute`: run one tool-context operation on a thread.
     - :func:`open_thread`: the thread (and its catalog) the CLI/MCP options name.
     - :func:`load_spec`, :func:`load_catalog`, :func:`load_graph`: a catalog or a graph
@@ -29,12 +36,24 @@ import sqlite3
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from langgraph.constants import START
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.context import (
+    CONTEXT_FIELDS,
+    INCLUDE_MODES,
+    SERVER_MODES_FIELD,
+    SERVERS_FIELD,
+    TOOL_MODES_FIELD,
+    TOOLS_FIELD,
+)
 from langgraph_toolbudget.core.context_commands import CommandResult, run_command
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.pregel import Pregel
 
 __all__ = [
     "CATALOG_ENV",
@@ -42,12 +61,17 @@ __all__ = [
     "SqliteThread",
     "Thread",
     "ThreadError",
+    "aupdate_context",
     "catalog_of",
+    "check_context_update",
+    "entry_node",
     "execute",
     "load_catalog",
     "load_graph",
     "load_spec",
     "open_thread",
+    "start_target",
+    "update_context",
 ]
 
 CATALOG_ENV = "TOOLBUDGET_CATALOG"
@@ -266,8 +290,7 @@ class ServerThread:
         if not assistants:
             return None
         graph = self._call(self.client.assistants.get_graph, assistants[0]["assistant_id"])
-        first = [e["target"] for e in graph.get("edges", []) if e.get("source") == START]
-        return first[0] if len(first) == 1 else None
+        return start_target((e.get("source"), e.get("target")) for e in graph.get("edges", []))
 
     def _assign_graph(self) -> str:
         """Give a thread that has never run its graph, so the server accepts updates."""
@@ -284,10 +307,251 @@ class ServerThread:
         return graph_id
 
 
+# --- a tool-context update on a thread of a compiled graph -------------------------------
+
+
+CONTEXT_UPDATE_TYPE_ERROR = (
+    "update must be a mapping of tool-context fields, got {value!r}; build it with "
+    "include_tools(...), exclude_tools(...) or set_include_mode(...)"
+)
+CONTEXT_UPDATE_KEYS_ERROR = (
+    "update_context writes the tool-context fields only ({fields}), got {keys}; build the "
+    "update with include_tools, exclude_tools or set_include_mode, and write other state with "
+    "graph.update_state"
+)
+CONTEXT_UPDATE_EMPTY_ERROR = (
+    "the update names no tool or server; build it with include_tools(...), exclude_tools(...) "
+    "or set_include_mode(...)"
+)
+CONTEXT_UPDATE_VALUE_ERROR = (
+    "update[{field!r}] must map names to one of {allowed} (or None to remove one), got "
+    "{value!r}; build it with {builder}"
+)
+NO_CHECKPOINTER_ERROR = (
+    "update_context needs a graph compiled with a checkpointer (e.g. "
+    "graph.compile(checkpointer=InMemorySaver())): a thread's tool context lives in its checkpoints"
+)
+NO_THREAD_ID_ERROR = (
+    "config names no thread: pass {{'configurable': {{'thread_id': ...}}}}, as for graph.invoke"
+)
+SUBGRAPH_CONFIG_ERROR = (
+    "config names the subgraph namespace {ns!r}: update_context writes a graph's own thread; "
+    "pass the thread's config without 'checkpoint_ns'"
+)
+NO_ENTRY_NODE_ERROR = (
+    "thread {thread!r} has never run, so the update must be written as one of the graph's nodes "
+    "(as the graph's input, its input schema would drop the tool-context fields), and the "
+    "graph's START leads to {targets}: pass as_node= naming the node to write it as, e.g. "
+    "update_context(graph, config, update, as_node={example!r})"
+)
+AMBIGUOUS_NODE_ERROR = (
+    "several nodes of the graph ran last on thread {thread!r}, so the node that writes the update "
+    "is ambiguous: pass as_node= naming one of the graph's nodes ({nodes})"
+)
+
+_DECISIONS = ("include", "exclude")
+_CONTEXT_VALUES: dict[str, tuple[tuple[str, ...], str]] = {
+    TOOLS_FIELD: (_DECISIONS, "include_tools(tools=[...]) or exclude_tools(tools=[...])"),
+    SERVERS_FIELD: (_DECISIONS, "include_tools(servers=[...]) or exclude_tools(servers=[...])"),
+    TOOL_MODES_FIELD: (INCLUDE_MODES, "set_include_mode(mode, tools=[...])"),
+    SERVER_MODES_FIELD: (INCLUDE_MODES, "set_include_mode(mode, servers=[...])"),
+}
+
+
+def check_context_update(update: Any) -> dict[str, dict[str, str | None]]:
+    """A tool-context update, checked: the context fields only, each name -> an allowed value.
+
+    Raises:
+        TypeError: an update that is not a mapping, or a field that is not one.
+        ValueError: a key that is not a context field, a value out of its field's choices,
+            or an update that names nothing.
+    """
+    if not isinstance(update, Mapping):
+        raise TypeError(CONTEXT_UPDATE_TYPE_ERROR.format(value=update))
+    unknown = [key for key in update if key not in CONTEXT_FIELDS]
+    if unknown:
+        fields = ", ".join(CONTEXT_FIELDS)
+        raise ValueError(CONTEXT_UPDATE_KEYS_ERROR.format(fields=fields, keys=unknown))
+    checked: dict[str, dict[str, str | None]] = {}
+    for field, names in update.items():
+        allowed, builder = _CONTEXT_VALUES[field]
+        if not isinstance(names, Mapping):
+            raise TypeError(
+                CONTEXT_UPDATE_VALUE_ERROR.format(
+                    field=field, allowed=allowed, value=names, builder=builder
+                )
+            )
+        for name, value in names.items():
+            bad_value = value is not None and value not in allowed
+            if not isinstance(name, str) or not name or bad_value:
+                raise ValueError(
+                    CONTEXT_UPDATE_VALUE_ERROR.format(
+                        field=field, allowed=allowed, value={name: value}, builder=builder
+                    )
+                )
+        if names:
+            checked[field] = dict(names)
+    if not checked:
+        raise ValueError(CONTEXT_UPDATE_EMPTY_ERROR)
+    return checked
+
+
 def entry_node(graph: Any) -> str | None:
-    """The node right after ``START`` in an uncompiled ``StateGraph`` (None if several)."""
-    first = [target for source, target in graph.edges if source == START]
+    """The node right after ``START`` of a ``StateGraph`` (uncompiled or compiled).
+
+    None when ``START`` leads to several nodes, through a conditional edge, or the
+    graph was not built from a ``StateGraph``. The one place that decides which node
+    writes an update on a thread that has never run (:func:`update_context`, the CLI's
+    SQLite threads; a server thread reads its drawn graph with :func:`start_target`).
+    """
+    builder = getattr(graph, "builder", graph)
+    edges = getattr(builder, "edges", None)
+    if edges is None or getattr(builder, "branches", {}).get(START):
+        return None
+    return start_target(edges)
+
+
+def start_target(edges: Any) -> str | None:
+    """The one target of the ``(source, target)`` edges leaving ``START``, else None."""
+    first = [target for source, target in edges if source == START]
     return first[0] if len(first) == 1 else None
+
+
+def _start_targets(graph: Any) -> str:
+    """What ``START`` leads to, in words for an error."""
+    builder = getattr(graph, "builder", graph)
+    targets = sorted(target for source, target in getattr(builder, "edges", ()) if source == START)
+    branches = getattr(builder, "branches", {}).get(START) or {}
+    ends = sorted(
+        str(end)
+        for spec in branches.values()
+        for end in set((getattr(spec, "ends", None) or {}).values())
+    )
+    words = []
+    if targets:
+        words.append(f"the nodes {targets}")
+    if branches:
+        words.append(f"a conditional edge (to {ends})" if ends else "a conditional edge")
+    return " and ".join(words) or "no node of a StateGraph"
+
+
+def _thread_saver(graph: Any, config: Any) -> Any:
+    """The checkpointer that holds the thread ``config`` names."""
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+
+    configurable = (config or {}).get("configurable") or {}
+    if not configurable.get("thread_id"):
+        raise ValueError(NO_THREAD_ID_ERROR)
+    if configurable.get("checkpoint_ns"):
+        raise ValueError(SUBGRAPH_CONFIG_ERROR.format(ns=configurable["checkpoint_ns"]))
+    saver = getattr(graph, "checkpointer", None)
+    if not isinstance(saver, BaseCheckpointSaver):
+        raise ValueError(NO_CHECKPOINTER_ERROR)
+    return saver
+
+
+def _first_writer(graph: Any, config: Any, saved: Any, as_node: str | None) -> str | None:
+    """The node to write a tool-context update as on a thread where no node has run (where
+    LangGraph would write it as the graph's input), else None: the update is written as
+    ``update_state`` writes it (``as_node``, or the node that ran last)."""
+    from langgraph_toolbudget._compat import inferred_update_node
+
+    seen = saved.checkpoint["versions_seen"] if saved is not None else {}
+    node = inferred_update_node(graph, seen)
+    thread = config["configurable"]["thread_id"]
+    if node is None and as_node is None:
+        nodes = ", ".join(n for n in graph.nodes if n != START)
+        raise ValueError(AMBIGUOUS_NODE_ERROR.format(thread=thread, nodes=nodes))
+    if node != START:
+        return None
+    writer = as_node if as_node is not None else entry_node(graph)
+    if writer is None or writer == START:
+        example = next((n for n in graph.nodes if n != START), "node")
+        targets = _start_targets(graph)
+        raise ValueError(
+            NO_ENTRY_NODE_ERROR.format(thread=thread, targets=targets, example=example)
+        )
+    return writer
+
+
+def _updates(values: dict[str, Any], writer: str | None, as_node: str | None) -> Any:
+    """``bulk_update_state``'s supersteps: as ``update_state`` on a thread where a node ran;
+    where none did, written as ``writer``, then ``START`` again with nothing, so the thread
+    waits where ``update_state`` would leave it (a run resumed with ``None`` starts at the
+    graph's first node, not after it)."""
+    from langgraph.types import StateUpdate
+
+    if writer is None:
+        return [[StateUpdate(values, as_node)]]
+    return [[StateUpdate(values, writer)], [StateUpdate(None, START)]]
+
+
+def update_context(
+    graph: Pregel,
+    config: RunnableConfig,
+    update: Mapping[str, Any],
+    *,
+    as_node: str | None = None,
+) -> RunnableConfig:
+    """Apply a tool-context update to a thread of a compiled graph, whether it ran or not.
+
+    ``graph.update_state(config, exclude_tools(...))`` loses the update on a thread
+    where no node has run yet: LangGraph writes it there as the graph's input, and the
+    input schema leaves the tool-context fields out (so that a run's input never
+    changes them). This writes it, on such a thread, as the node right after ``START``
+    (then marks ``START`` as run again, so the thread's next step stays the graph's
+    first node), and on any other thread exactly as ``update_state`` does. It works on
+    any graph whose state has the context fields:
+    :func:`~langgraph_toolbudget.create_toolbudget_agent`, a graph of your own with
+    :func:`~langgraph_toolbudget.add_toolbudget_nodes` or the nodes, and LangChain's
+    ``create_agent`` with :class:`~langgraph_toolbudget.ToolBudgetMiddleware`.
+
+    Args:
+        graph: the compiled graph, compiled with a checkpointer.
+        config: the thread's config (``{"configurable": {"thread_id": ...}}``).
+        update: a tool-context update: :func:`~langgraph_toolbudget.include_tools`,
+            :func:`~langgraph_toolbudget.exclude_tools`,
+            :func:`~langgraph_toolbudget.set_include_mode`, or their fields merged.
+        as_node: the node to write the update as (``update_state``'s ``as_node``); on a
+            thread where no node has run, needed when ``START`` leads to several nodes or
+            through a conditional edge (any node but ``START`` keeps the fields).
+
+    Returns:
+        The config of the thread's new checkpoint, as ``update_state`` returns it.
+
+    Raises:
+        TypeError: an update (or one of its fields) that is not a mapping.
+        ValueError: a key that is not a tool-context field (write other state with
+            ``graph.update_state``), a value out of its field's choices, an empty update;
+            a graph without a checkpointer, a config without a thread; no ``as_node`` on a
+            thread where no node has run and ``START`` does not lead to one node, or where
+            several nodes ran last.
+
+    Example:
+        ```python
+        from langgraph_toolbudget import exclude_tools, update_context
+        update_context(app, {"configurable": {"thread_id": "t1"}}, exclude_tools(tools=["rm"]))
+        ```
+    """
+    values = check_context_update(update)
+    saver = _thread_saver(graph, config)
+    writer = _first_writer(graph, config, saver.get_tuple(config), as_node)
+    return graph.bulk_update_state(config, _updates(values, writer, as_node))
+
+
+async def aupdate_context(
+    graph: Pregel,
+    config: RunnableConfig,
+    update: Mapping[str, Any],
+    *,
+    as_node: str | None = None,
+) -> RunnableConfig:
+    """Async :func:`update_context` (``aget_tuple``, ``abulk_update_state``): same arguments,
+    result and errors."""
+    values = check_context_update(update)
+    saver = _thread_saver(graph, config)
+    writer = _first_writer(graph, config, await saver.aget_tuple(config), as_node)
+    return await graph.abulk_update_state(config, _updates(values, writer, as_node))
 
 
 class SqliteThread:
@@ -317,7 +581,7 @@ class SqliteThread:
         self.app = graph.compile(checkpointer=saver)
         self.path = path
         self.thread_id = thread_id
-        self.config: dict[str, Any] = {"configurable": {"thread_id": thread_id}}
+        self.config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
 
     def close(self) -> None:
         """Close the SQLite connection."""
@@ -343,14 +607,17 @@ class SqliteThread:
         return dict(snapshot.values)
 
     def update(self, update: Mapping[str, Any]) -> None:
-        # A thread that never ran takes the update as the graph's first node: as the graph's
-        # input (LangGraph's choice then), the input schema would drop the budget fields.
-        fresh = self._state().created_at is None
-        as_node = entry_node(self.graph) if fresh else None
+        # update_context writes it as the graph's first node on a thread that never ran: as
+        # the graph's input (LangGraph's choice there), the input schema would drop it.
         try:
-            self.app.update_state(self.config, dict(update), as_node=as_node)
+            update_context(self.app, self.config, update)
         except sqlite3.Error as exc:
             raise ThreadError(NOT_SQLITE_ERROR.format(path=self.path, error=exc)) from None
+        except ValueError as exc:  # a graph whose first node is not one: one line for the CLI
+            raise ThreadError(
+                f"{exc} (the CLI takes no as_node: give --graph a graph whose "
+                "START leads to one node)"
+            ) from None
 
 
 def execute(

@@ -221,7 +221,8 @@ def test_the_public_names_are_what_the_three_ways_in_need():
     nodes = {"ClassifyIntent", "SelectTools", "ToolSearch", "ChooseTools", "CallModel",
              "ToolExecutor", "ToolAgent", "add_toolbudget_nodes", "ToolBudgetState",
              "ToolBudgetInput", "tools_prompt_section", "tools_to_bind"}  # fmt: skip
-    context = {"include_tools", "exclude_tools", "set_include_mode", "context_summary"}
+    context = {"include_tools", "exclude_tools", "set_include_mode", "context_summary",
+               "update_context", "aupdate_context"}  # fmt: skip
     assert set(package.__all__) == prebuilt | nodes | {"ToolBudgetMiddleware"} | context
     assert len(package.__all__) == len(set(package.__all__))
     for name in package.__all__:

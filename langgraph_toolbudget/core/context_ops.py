@@ -3,8 +3,9 @@
 Its one reason to change: what each tool-context operation does to a thread.
 
 The write operations return **state updates** (use them from a node, with
-``graph.update_state(config, ...)`` on any checkpointer, or with
-``client.threads.update_state(thread_id, ...)`` on a LangGraph server); the read
+``update_context(graph, config, ...)`` on any checkpointer (``graph.update_state`` loses
+them on a thread that has never run), or with ``client.threads.update_state(thread_id, ...,
+as_node=...)`` on a LangGraph server); the read
 operations take the catalog and a thread's state values and return plain data.
 The model's tools (:mod:`langgraph_toolbudget.execution.context_tools`), the MCP
 server (:mod:`langgraph_toolbudget.context_server`) and the CLI
@@ -19,9 +20,9 @@ Key Components:
 
 Typical Usage:
     ```python
-    from langgraph_toolbudget import exclude_tools, include_tools
-    graph.update_state(config, exclude_tools(tools=["delete_file"], servers=["slack"]))
-    graph.update_state(config, include_tools(servers=["slack"]))
+    from langgraph_toolbudget import exclude_tools, include_tools, update_context
+    update_context(graph, config, exclude_tools(tools=["delete_file"], servers=["slack"]))
+    update_context(graph, config, include_tools(servers=["slack"]))
     ```
 """
 
