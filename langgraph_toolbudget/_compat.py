@@ -169,8 +169,23 @@ def toolnode_output(node: Any, response: Any, call: Any, input_type: str) -> Any
 # input node (START) on a thread where no node has run yet, else the node that ran last, None
 # when several ran last. Written as START, an update goes through the graph's input schema,
 # which leaves the tool-context fields out; `threads.update_context` names another node then.
-# Checked: langgraph 1.0.x - 1.2.24.
+# LangGraph 1.2 has it as a method (reading `versions_seen` without its snapshot bumps); 1.1
+# (1.1.5 is our lowest) has the same rule inline in `update_state`, which has no bumps: that
+# rule is repeated here for it. Checked: langgraph 1.1.5 and 1.2.24.
 def inferred_update_node(graph: Any, versions_seen: Any) -> str | None:
     """The node ``graph.update_state(config, values)`` writes as (None: it is ambiguous)."""
-    node: str | None = graph._infer_as_node(versions_seen)
-    return node
+    infer = getattr(graph, "_infer_as_node", None)
+    if infer is not None:
+        node: str | None = infer(versions_seen)
+        return node
+    if len(graph.nodes) == 1:
+        return str(next(iter(graph.nodes)))
+    if not any(v for seen in versions_seen.values() for v in seen.values()):
+        channels = graph.input_channels
+        return channels if isinstance(channels, str) and channels in graph.nodes else None
+    last = sorted(
+        (v, n) for n, seen in versions_seen.items() if n in graph.nodes for v in seen.values()
+    )
+    if len(last) == 1 or (last and last[-1][0] != last[-2][0]):
+        return str(last[-1][1])
+    return None
