@@ -169,9 +169,10 @@ def toolnode_output(node: Any, response: Any, call: Any, input_type: str) -> Any
 # input node (START) on a thread where no node has run yet, else the node that ran last, None
 # when several ran last. Written as START, an update goes through the graph's input schema,
 # which leaves the tool-context fields out; `threads.update_context` names another node then.
-# LangGraph 1.2 has it as a method (reading `versions_seen` without its snapshot bumps); 1.1
-# (1.1.5 is our lowest) has the same rule inline in `update_state`, which has no bumps: that
-# rule is repeated here for it. Checked: langgraph 1.1.5 and 1.2.24.
+# Recent LangGraph has it as a method (reading `versions_seen` without its snapshot bumps);
+# older versions (1.1.5, 1.2.0: the lowest-direct install) have the same rule inline in
+# `update_state`, without bumps: that rule is repeated here for them. Checked: 1.1.5 (source),
+# 1.2.0 (tests/test_update_context.py) and 1.2.24.
 def inferred_update_node(graph: Any, versions_seen: Any) -> str | None:
     """The node ``graph.update_state(config, values)`` writes as (None: it is ambiguous)."""
     infer = getattr(graph, "_infer_as_node", None)
