@@ -275,14 +275,23 @@ class ServerThread:
         # refuses update_state (in words that vary by server version): assign it first.
         # Its update is written as the graph's first node: as the graph's input (LangGraph's
         # choice for a thread that never ran), the input schema would drop the budget fields.
+        # Never ran, not "no values": an earlier update leaves values, and writing as a node
+        # does not count as that node's run, so a second update would be dropped.
         thread = self._call(self.client.threads.get, self.thread_id)
         metadata = thread.get("metadata") if isinstance(thread, Mapping) else None
         as_node = None
         if not (isinstance(metadata, Mapping) and metadata.get("graph_id")):
             as_node = self._entry_node(self._assign_graph())
-        elif not self.values():
+        elif not self._has_run():
             as_node = self._entry_node(str(metadata["graph_id"]))
         self._call(self.client.threads.update_state, self.thread_id, dict(update), as_node=as_node)
+
+    def _has_run(self) -> bool:
+        """Whether a run has stepped the thread (a checkpoint a run wrote, not an update)."""
+        steps = self._call(
+            self.client.threads.get_history, self.thread_id, limit=1, metadata={"source": "loop"}
+        )
+        return bool(steps)
 
     def _entry_node(self, graph_id: str) -> str | None:
         """The node right after the start of the thread's graph (None if it has several)."""

@@ -239,9 +239,13 @@ async def test_cli_and_mcp_server_change_a_thread_that_never_ran(server: str) ->
     assert done.returncode == 0, done.stderr
     assert "slack (0 of 5 tools)" in done.stdout
     assert (await client.threads.get(fresh))["metadata"]["graph_id"] == "toolbudget"
+    # A second update before the first run lands too (the first one leaves state behind).
+    again = _cli("tools", "exclude", "--tool", "get_weather", *target)
+    assert again.returncode == 0, again.stderr
     values = await _turn(client, fresh, "Post the weather in Paris to slack")
     assert values["context_servers"] == {"slack": "exclude"}
-    assert not set(values["selected_tools"]) & {"send_message", "list_channels"}
+    assert values["context_tools"] == {"get_weather": "exclude"}
+    assert not set(values["selected_tools"]) & {"send_message", "list_channels", "get_weather"}
 
     args = ["-m", "langgraph_toolbudget.context_server", "--url", server, "--thread", other]
     args += ["--catalog", CATALOG, "--graph-id", "toolbudget"]
