@@ -586,9 +586,7 @@ async def test_add_tool_of_a_misspelled_name_names_the_closest_tools_like_a_dire
     assert closest_named(answers["a2"], "Closest tools to 'Get_Weather': ")[0] == "get_weather"
     assert rec.runs == []
     expected = await run(nodes, {"messages": [HumanMessage("weather in Paris?")]}, api)
-    assert {i: m.content for i, m in answers.items()} == {
-        i: m.content for i, m in by_id(expected["messages"]).items()
-    }
+    assert_same_as_the_nodes(out, expected, model, node_model)
 
 
 @pytest.mark.parametrize("api", APIS)
