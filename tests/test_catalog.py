@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import gc
+import inspect
 import re
 import threading
 import time
 import weakref
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from langchain_core.tools import tool
@@ -18,6 +21,7 @@ from langgraph_toolbudget.core.search import ToolIndex
 from langgraph_toolbudget.core.selection import search_hits, select_tools
 from langgraph_toolbudget.core.semantic import HashingEmbeddings, HybridScorer
 from langgraph_toolbudget.core.usage import promotable
+from langgraph_toolbudget.testing import ScriptedChatModel
 
 
 def _by_name(tools, name):
@@ -748,3 +752,134 @@ def test_catalog_derived_clear_frees_and_rebuilds_on_next_use(make_catalog):
     assert catalog.index is not index
     assert select_tools(catalog, "weather in Lima", ["weather"])[0] == "get_weather"
     assert HybridScorer(catalog, embeddings).catalog_embedded is False  # embedded anew
+
+
+# --- a list of tools where a catalog belongs ------------------------------------------------
+
+
+def _entry_points(model: Any) -> dict[str, Callable[[Any], Any]]:
+    """Every public entry point taking a catalog, called with ``catalog`` in its place."""
+    from langgraph.graph import StateGraph
+
+    from langgraph_toolbudget import (
+        CallModel,
+        ChooseTools,
+        ClassifyIntent,
+        SelectTools,
+        ToolAgent,
+        ToolBudgetInput,
+        ToolBudgetMiddleware,
+        ToolBudgetState,
+        ToolExecutor,
+        ToolSearch,
+        ToolUsage,
+        add_toolbudget_nodes,
+        context_summary,
+        create_toolbudget_agent,
+        exclude_tools,
+        include_tools,
+        set_include_mode,
+        tools_prompt_section,
+        tools_to_bind,
+    )
+    from langgraph_toolbudget.core import context_ops
+    from langgraph_toolbudget.core.reasons import explain
+
+    return {
+        "ClassifyIntent": lambda c: ClassifyIntent(c),
+        "SelectTools": lambda c: SelectTools(c),
+        "ToolSearch": lambda c: ToolSearch(c),
+        "ChooseTools": lambda c: ChooseTools(c),
+        "CallModel": lambda c: CallModel(model, c),
+        "ToolExecutor": lambda c: ToolExecutor(c),
+        "ToolAgent": lambda c: ToolAgent(model, c),
+        "ToolBudgetMiddleware": lambda c: ToolBudgetMiddleware(c),
+        "ToolUsage": lambda c: ToolUsage(catalog=c),
+        "add_toolbudget_nodes": lambda c: add_toolbudget_nodes(
+            StateGraph(ToolBudgetState, input_schema=ToolBudgetInput), model, c
+        ),
+        "create_toolbudget_agent": lambda c: create_toolbudget_agent(model, c),
+        "tools_to_bind": lambda c: tools_to_bind(c, {"messages": []}),
+        "tools_prompt_section": lambda c: tools_prompt_section(c),
+        "context_summary": lambda c: context_summary(c),
+        "include_tools": lambda c: include_tools(tools=["get_weather"], catalog=c),
+        "exclude_tools": lambda c: exclude_tools(tools=["get_weather"], catalog=c),
+        "set_include_mode": lambda c: set_include_mode("manual", tools=["get_weather"], catalog=c),
+        "list_tools": lambda c: context_ops.list_tools(c),
+        "get_tool": lambda c: context_ops.get_tool(c, {}, "get_weather"),
+        "list_servers": lambda c: context_ops.list_servers(c),
+        "servers": lambda c: context_ops.servers(c),
+        "get_server": lambda c: context_ops.get_server(c, {}, "weather"),
+        "explain": lambda c: explain(c, "weather in Paris"),
+    }
+
+
+ENTRY_POINTS = list(_entry_points(None))
+
+
+@pytest.mark.parametrize("where", ENTRY_POINTS)
+def test_every_entry_point_refuses_a_list_of_tools_showing_how_to_build_a_catalog(tools, where):
+    model = ScriptedChatModel(responses=["x"])
+    with pytest.raises(TypeError) as caught:
+        _entry_points(model)[where](tools)
+    message = str(caught.value)
+    assert message.startswith(
+        f"{where} takes a ToolCatalog as its catalog, got a list of 31 tools."
+    )
+    assert "catalog = ToolCatalog.from_tools(tools)" in message
+    assert "load_mcp_catalog" in message
+
+
+@pytest.mark.parametrize("where", ENTRY_POINTS)
+def test_every_entry_point_still_takes_a_catalog(catalog, where):
+    _entry_points(ScriptedChatModel(responses=["x"]))[where](catalog)
+
+
+def test_the_catalog_check_names_what_was_passed(tools):
+    from langgraph_toolbudget import SelectTools
+
+    for value, got in [
+        (tuple(tools[:2]), "got a tuple of 2 tools."),
+        ({"get_weather": tools[0]}, "got a dict ({'get_weather': "),
+        (None, "got None."),
+        ("weather", "got a str ('weather')."),
+        ([1, 2], "got a list of 2 items."),
+    ]:
+        with pytest.raises(TypeError, match=re.escape(got)):
+            SelectTools(value)
+
+
+def test_a_tool_executor_given_tools_points_to_its_toolnode_swap(tools):
+    from langgraph_toolbudget import ToolExecutor
+
+    with pytest.raises(TypeError, match=re.escape("ToolExecutor.from_tools(tools)")):
+        ToolExecutor(tools)
+    assert ToolExecutor.from_tools(tools).runner.catalog.tool_names == [t.name for t in tools]
+
+
+async def test_an_unawaited_mcp_catalog_is_named_as_such():
+    from langgraph_toolbudget import SelectTools, load_mcp_catalog
+
+    pending = load_mcp_catalog({})
+    try:
+        with pytest.raises(TypeError, match="did you forget to await load_mcp_catalog"):
+            SelectTools(pending)
+    finally:
+        pending.close()
+
+
+def test_every_public_callable_with_a_catalog_parameter_is_checked():
+    """A new entry point taking a catalog must join ``_entry_points`` (and call
+    ``require_catalog``)."""
+    import langgraph_toolbudget
+    from langgraph_toolbudget.core import context_ops
+
+    public = {n: getattr(langgraph_toolbudget, n) for n in langgraph_toolbudget.__all__}
+    public.update({n: getattr(context_ops, n) for n in context_ops.__all__})
+    taking = sorted(
+        name
+        for name, value in public.items()
+        if inspect.isfunction(value) or inspect.isclass(value) and not issubclass(value, dict)
+        if "catalog" in inspect.signature(value).parameters
+    )
+    assert taking and set(taking) <= set(ENTRY_POINTS), set(taking) - set(ENTRY_POINTS)

@@ -19,6 +19,7 @@ from agent_tools import (
     probe_tool,
     recording_catalog,
     recording_fixtures,
+    recording_tools,
     tool_messages,
 )
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -30,9 +31,9 @@ from pydantic import BaseModel, Field
 from langgraph_toolbudget import ToolBudgetState, ToolCatalog, ToolExecutor
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.coercion import tool_json_schema
+from langgraph_toolbudget.core.meta import closest_tools
 from langgraph_toolbudget.execution.batch import BatchRunner
 from langgraph_toolbudget.execution.errors import TOOLNODE_DEFAULT
-from langgraph_toolbudget.execution.policy import VisibilityPolicy
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 MODES = ["sequential", "parallel_safe"]
@@ -163,11 +164,33 @@ async def test_unknown_filtered_or_disabled_tool_is_not_run(
 
 
 def test_closest_tools_never_suggest_filtered_or_disabled_tools(catalog):
-    policy = VisibilityPolicy(catalog)
     for name in ["admin_shutdown", "purge_database", "shutdown", "purge"]:
-        suggestions = policy.closest_tools(name)
+        suggestions = closest_tools(catalog, name)
         assert not set(suggestions) & {"admin_shutdown", "purge_database"}
         assert set(suggestions) <= set(catalog.tool_names)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_refusal_names_no_tool_the_thread_excluded(catalog, rec, api):
+    calls = [call("get_wether", "c1", city="Rome"), call("weather_forecast", "c2", city="Rome")]
+    excluded = {"context_tools": {"get_weather": "exclude"}}
+    out = await run_node(ToolExecutor(catalog), state_for(calls, [], **excluded), api)
+    closest = out["messages"][0].content.split("Closest tools: ")[1].split(".")[0].split(", ")
+    assert "weather_forecast" in closest and "get_weather" not in closest
+    assert rec.runs == []
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_toolnode_style_refusal_lists_no_tool_the_thread_excluded(rec, api):
+    tools = [t for t in recording_tools(rec) if t.name in ("get_weather", "weather_forecast")]
+    node = ToolExecutor.from_tools(tools)
+    state = state_for([call("get_wether", "c1", city="Rome")], [])
+    (message,) = (await run_node(node, state, api))["messages"]
+    assert "get_weather, weather_forecast" in message.content  # ToolNode's wording
+    state["context_tools"] = {"get_weather": "exclude"}
+    (message,) = (await run_node(node, state, api))["messages"]
+    assert "weather_forecast" in message.content and "get_weather," not in message.content
+    assert "'get_weather'" not in message.content and rec.runs == []
 
 
 async def test_enforcement_can_be_relaxed_for_loaded_but_invisible_tools(catalog, rec):

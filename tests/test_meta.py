@@ -7,9 +7,12 @@ import json
 import pytest
 from agent_tools import recording_catalog, recording_fixtures
 
+from langgraph_toolbudget.core.context import SessionContext
+from langgraph_toolbudget.core.limits import MAX_ECHO_ITEMS
 from langgraph_toolbudget.core.meta import (
     META_TOOL_NAMES,
     MetaToolHandler,
+    closest_tools,
     meta_tool_definitions,
 )
 from langgraph_toolbudget.core.working_set import WorkingSet
@@ -231,6 +234,57 @@ def test_add_tool_reports_filtered_and_disabled_names(handler):
     assert "admin_shutdown" in out.content
     assert "Not added (disabled): purge_database" in out.content
     assert not out.error  # something was added
+
+
+@pytest.mark.parametrize("typo", ["get_wether", "Get_Weather", "getweather"])
+def test_add_tool_of_a_misspelled_name_names_the_closest_tools(handler, catalog, typo):
+    out = handler.handle("add_tool", {"tool_names": [typo]}, visible())
+    assert out.error and out.added == []
+    hint = out.content.split(f"Closest tools to {typo!r}: ")[1]
+    assert hint.split(", ")[0] == "get_weather"
+    assert hint.rstrip(".").split(", ") == closest_tools(catalog, typo)  # the direct call's rule
+
+
+def test_add_tool_names_the_closest_tools_for_filtered_disabled_and_draft_names(rec):
+    catalog = recording_catalog(rec, tool_metadata={"search_docs": {"status": "draft"}})
+    handler = MetaToolHandler(catalog)
+    names = ["admin_shutdown", "purge_database", "search_docs"]
+    out = handler.handle("add_tool", {"tool_names": names}, visible())
+    for name in names:
+        hint = out.content.split(f"Closest tools to {name!r}: ")[1].split(".")[0].split(", ")
+        assert hint and set(hint) <= set(catalog.tool_names)
+        assert not set(hint) & set(names)  # never a tool that could not be added either
+
+
+def test_add_tool_hints_never_name_a_tool_the_thread_excluded(handler):
+    context = SessionContext(tools={"get_weather": "exclude"})
+    names = ["get_wether", "get_weather"]
+    out = handler.handle("add_tool", {"tool_names": names}, visible(), context=context)
+    hint = out.content.split("Closest tools to 'get_wether': ")[1].split(".")[0].split(", ")
+    assert hint and "get_weather" not in hint
+    assert "Closest tools to 'get_weather'" not in out.content  # excluded: says so, no hint
+
+
+def test_add_tool_names_no_tool_when_the_thread_excluded_every_one(handler):
+    context = SessionContext(servers={"app": "exclude"})  # every listed tool's server
+    out = handler.handle("add_tool", {"tool_names": ["get_wether"]}, visible(), context=context)
+    assert "Not added (not tools of this app" in out.content
+    assert "Closest tools" not in out.content
+
+
+def test_add_tool_hints_are_bounded_to_the_first_names(handler):
+    names = [f"ghost_tool_{i}" for i in range(MAX_ECHO_ITEMS + 30)]
+    out = handler.handle("add_tool", {"tool_names": names}, visible())
+    assert out.content.count("Closest tools to ") == MAX_ECHO_ITEMS
+
+
+def test_closest_tools_leave_out_hidden_tools_and_still_fill_the_limit(catalog):
+    everything = closest_tools(catalog, "get_wether", limit=3)
+    assert everything[0] == "get_weather"
+    hidden = closest_tools(catalog, "get_wether", hidden={"get_weather"}, limit=3)
+    assert "get_weather" not in hidden
+    assert set(everything) - {"get_weather"} <= set(hidden)  # no other tool pushed out
+    assert closest_tools(catalog, "x", hidden=catalog.tool_names) == []
 
 
 def test_add_tool_already_visible(handler):

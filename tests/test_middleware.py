@@ -557,6 +557,86 @@ async def test_an_excluded_tool_is_not_bound_and_is_refused_like_the_nodes(catal
     assert_same_as_the_nodes(out, expected, model, node_model)
 
 
+def closest_named(answer: ToolMessage, marker: str = "Closest tools: ") -> list[str]:
+    """The tools a refusal names as closest (after ``marker``, up to the full stop)."""
+    return answer.content.split(marker)[1].split(".")[0].split(", ")
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_add_tool_of_a_misspelled_name_names_the_closest_tools_like_a_direct_call(
+    catalog, rec, api
+):
+    def script() -> list[Any]:
+        return [
+            ai_calls(
+                call("get_wether", "d1", city="Paris"),
+                call("add_tool", "a1", tool_names=["get_wether"]),
+                call("add_tool", "a2", tool_names=["Get_Weather"]),
+            ),
+            AIMessage("I will load it."),
+        ]
+
+    agent, nodes, model, node_model = both_ways(catalog, script, max_tools=3)
+    out = await run(agent, {"messages": [HumanMessage("weather in Paris?")]}, api)
+    answers = by_id(out["messages"])
+    direct = closest_named(answers["d1"])
+    assert direct[0] == "get_weather"
+    assert answers["a1"].status == "error" and "not tools of this app" in answers["a1"].content
+    assert closest_named(answers["a1"], "Closest tools to 'get_wether': ") == direct
+    assert closest_named(answers["a2"], "Closest tools to 'Get_Weather': ")[0] == "get_weather"
+    assert rec.runs == []
+    expected = await run(nodes, {"messages": [HumanMessage("weather in Paris?")]}, api)
+    assert_same_as_the_nodes(out, expected, model, node_model)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_closest_tools_never_name_a_tool_the_thread_excluded_like_the_nodes(
+    catalog, rec, api
+):
+    def script() -> list[Any]:
+        return [
+            AIMessage("Which city?"),
+            ai_calls(
+                call("get_wether", "d1", city="Paris"),
+                call("add_tool", "a1", tool_names=["get_wether"]),
+            ),
+            AIMessage("I cannot check the weather here."),
+        ]
+
+    out, expected, model, node_model = await context_turns(
+        catalog, script, exclude_tools(tools=["get_weather"]), api, max_tools=3
+    )
+    answers = by_id(out["messages"])
+    for hint in (closest_named(answers["d1"]), closest_named(answers["a1"], "'get_wether': ")):
+        assert "weather_forecast" in hint and "get_weather" not in hint
+    assert rec.runs == []
+    assert_same_as_the_nodes(out, expected, model, node_model)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_closest_tools_follow_an_exclusion_made_earlier_in_the_same_reply(catalog, api):
+    def script() -> list[Any]:
+        return [
+            ai_calls(
+                call("exclude_tool", "e1", tool="get_weather"),
+                call("get_wether", "d1", city="Paris"),
+                call("add_tool", "a1", tool_names=["get_wether"]),
+            ),
+            AIMessage("Done."),
+        ]
+
+    agent, nodes, model, node_model = both_ways(
+        catalog, script, max_tools=3, enabled_builtins={"allow": ["*"]}
+    )
+    out = await run(agent, {"messages": [HumanMessage("weather in Paris?")]}, api)
+    answers = by_id(out["messages"])
+    assert out["context_tools"] == {"get_weather": "exclude"}
+    for hint in (closest_named(answers["d1"]), closest_named(answers["a1"], "'get_wether': ")):
+        assert hint and "get_weather" not in hint
+    expected = await run(nodes, {"messages": [HumanMessage("weather in Paris?")]}, api)
+    assert_same_as_the_nodes(out, expected, model, node_model)
+
+
 @pytest.mark.parametrize("api", APIS)
 async def test_a_manual_tool_is_visible_once_included_like_the_nodes(rec, api):
     catalog = recording_catalog(rec, tool_metadata={"add_task": {"include": "manual"}})

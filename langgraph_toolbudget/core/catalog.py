@@ -18,6 +18,8 @@ Key Components:
       use, once, and freed with the catalog. Every catalog has ``aclose()``,
       ``close()`` and ``async with`` (nothing to release here; an MCP catalog,
       from :func:`langgraph_toolbudget.mcp.load_mcp_catalog`, closes its sessions).
+    - :func:`require_catalog`: the check every entry point taking a catalog makes first
+      (a list of tools, as ``ToolNode`` takes, gets an error showing how to build one).
 
 Typical Usage:
     >>> from langchain_core.tools import tool
@@ -32,6 +34,8 @@ Typical Usage:
 
 from __future__ import annotations
 
+import inspect
+import reprlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -76,7 +80,17 @@ __all__ = [
     "ToolCatalog",
     "ToolSpec",
     "ToolStatus",
+    "require_catalog",
 ]
+
+NOT_A_CATALOG_ERROR = (
+    "{where} takes a ToolCatalog as its catalog, got {got}. Build the catalog once from your "
+    "tools and give it to every node: catalog = ToolCatalog.from_tools(tools) (group them "
+    "with categories={{'weather': ['get_weather', ...]}}; every option: docs/configuration.md, "
+    "'The catalog'), or for MCP servers catalog = await load_mcp_catalog(connections).{extra}"
+)
+NOT_AWAITED_HINT = " It looks like a coroutine: did you forget to await load_mcp_catalog(...)?"
+
 
 UNKNOWN_DESCRIPTION_ERROR = (
     "category_descriptions names {names}, which are not categories of this catalog. "
@@ -432,3 +446,36 @@ class ToolCatalog:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+def _described(value: Any) -> str:
+    """What was passed where a catalog belongs, in a few words."""
+    kind = type(value).__name__
+    if isinstance(value, list | tuple | set | frozenset):
+        tools = all(isinstance(item, BaseTool) or callable(item) for item in value)
+        return f"a {kind} of {len(value)} {'tools' if tools and value else 'items'}"
+    if value is None:
+        return "None"
+    return f"a {kind} ({reprlib.repr(value)})"
+
+
+def require_catalog(catalog: Any, where: str, *, extra: str = "") -> ToolCatalog:
+    """``catalog`` if it is a :class:`ToolCatalog`, else a ``TypeError`` showing how to build one.
+
+    Every public entry point taking a catalog calls this first, so a list of tools (what
+    ``ToolNode`` takes) is answered with the fix, not with an ``AttributeError`` from deep
+    inside the package.
+
+    Args:
+        catalog: what the caller passed.
+        where: the entry point, as the user wrote it (``"SelectTools"``).
+        extra: a sentence for this entry point (a one-line alternative it offers).
+
+    Raises:
+        TypeError: ``catalog`` is not a ``ToolCatalog``.
+    """
+    if isinstance(catalog, ToolCatalog):
+        return catalog
+    if inspect.isawaitable(catalog):
+        extra = NOT_AWAITED_HINT + extra
+    raise TypeError(NOT_A_CATALOG_ERROR.format(where=where, got=_described(catalog), extra=extra))

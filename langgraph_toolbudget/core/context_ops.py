@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.core.catalog_checks import closest_names
 from langgraph_toolbudget.core.context import (
     INCLUDE_MODES,
@@ -82,7 +82,7 @@ def _names(argument: str, value: Any, what: str) -> list[str]:
 def servers(catalog: ToolCatalog) -> dict[str, list[ToolSpec]]:
     """Server -> its tools, in catalog order (a tool without a server: its first category)."""
     out: dict[str, list[ToolSpec]] = {}
-    for spec in catalog.specs:
+    for spec in require_catalog(catalog, "servers").specs:
         out.setdefault(server_of(spec), []).append(spec)
     return out
 
@@ -113,7 +113,7 @@ def _decide(
     if not names and not groups:
         raise ValueError(NOTHING_NAMED_ERROR.format(op=op))
     if catalog is not None:
-        check_names(catalog, names, groups)
+        check_names(require_catalog(catalog, op), names, groups)
     update: dict[str, Any] = {}
     if names:
         update[TOOLS_FIELD] = dict.fromkeys(names, decision)
@@ -207,7 +207,7 @@ def set_include_mode(
     if not names and not groups:
         raise ValueError(NOTHING_NAMED_ERROR.format(op="set_include_mode"))
     if catalog is not None:
-        check_names(catalog, names, groups)
+        check_names(require_catalog(catalog, "set_include_mode"), names, groups)
     update: dict[str, Any] = {}
     if names:
         update[TOOL_MODES_FIELD] = dict.fromkeys(names, mode)
@@ -258,6 +258,7 @@ def list_tools(
     Raises:
         ValueError: an unknown ``server``.
     """
+    catalog = require_catalog(catalog, "list_tools")
     if server is not None:
         check_names(catalog, (), [server])
     ctx = SessionContext.from_state(state or {})
@@ -272,6 +273,7 @@ def get_tool(catalog: ToolCatalog, state: Any, name: str) -> dict[str, Any]:
     Raises:
         ValueError: not a tool of the catalog (the closest names are suggested).
     """
+    catalog = require_catalog(catalog, "get_tool")
     check_names(catalog, [name])
     spec = catalog.get(name)
     assert spec is not None
@@ -300,6 +302,7 @@ def list_servers(catalog: ToolCatalog, state: Any = None) -> list[dict[str, Any]
     """Every server with its counts in a thread: ``{"name", "tools", "in_context",
     "summary", "context", "mode"}`` (``summary``: "(x of y tools)" or "(all x tools)";
     ``context`` / ``mode``: the thread's decision and mode for the server, or None)."""
+    catalog = require_catalog(catalog, "list_servers")
     ctx = SessionContext.from_state(state or {})
     rows = list_tools(catalog, state)
     return [
@@ -314,6 +317,7 @@ def get_server(catalog: ToolCatalog, state: Any, name: str) -> dict[str, Any]:
     Raises:
         ValueError: not a server of the catalog.
     """
+    catalog = require_catalog(catalog, "get_server")
     check_names(catalog, (), [name])
     ctx = SessionContext.from_state(state or {})
     rows = list_tools(catalog, state, server=name)
@@ -328,6 +332,7 @@ def context_summary(catalog: ToolCatalog, state: Any = None) -> dict[str, Any]:
         "in_context", "total", "text"}``; ``text`` has one line per server, e.g.
         ``github (3 of 10 tools): create_issue, list_issues, get_issue``.
     """
+    catalog = require_catalog(catalog, "context_summary")
     rows = list_tools(catalog, state)
     ctx = SessionContext.from_state(state or {})
     groups = []

@@ -7,6 +7,8 @@ Key Components:
       bind (their bodies are never run: the executor intercepts the calls).
     - :class:`MetaToolHandler`: answers a meta-call and changes a
       :class:`~langgraph_toolbudget.core.working_set.WorkingSet`.
+    - :func:`closest_tools`: the tools the model is pointed to when it names one it cannot
+      use (an ``add_tool`` of it, or a call to it).
 
 The meta-tools:
     - ``request_more_tools(categories, reason="")``: load whole categories
@@ -15,25 +17,29 @@ The meta-tools:
       fallback); answers ``{"found", "tools", "message"}``; found tools are not
       visible yet.
     - ``add_tool(tool_names)``: make named tools visible; unknown, filtered,
-      disabled names and drafts outside debug mode are reported, not added.
+      disabled names and drafts outside debug mode are reported, not added, with the
+      closest tools the model may load instead.
     - ``show_all_tools()``: every tool name, ``{"total", "tools"}``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
+from rapidfuzz import fuzz, process
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.coercion import RAW_ARGUMENTS_KEY
 from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.limits import (
     MAX_ARG_DEPTH,
+    MAX_ECHO_ITEMS,
+    MAX_NAME_CHARS,
     TOO_DEEP_ERROR,
     clip,
     clip_names,
@@ -52,6 +58,7 @@ __all__ = [
     "REQUEST_MORE_TOOLS",
     "SEARCH_TOOLS",
     "SHOW_ALL_TOOLS",
+    "closest_tools",
     "definition_only",
     "meta_tool_definitions",
 ]
@@ -89,10 +96,46 @@ NOT_ADDED_STATUS = (
     "{status} tools, which run only in debug mode (runtime_mode='debug'); use a published tool"
 )
 NOT_ADDED_CAP = "not added: the working set is full of pinned tools"
+CLOSEST_TO = "Closest tools to {name!r}: {closest}."
 NOT_ADDED_EXCLUDED = (
     "excluded from this conversation's tool context; they stay unavailable unless included "
     "again (include_tool, or by the user)"
 )
+
+
+def closest_tools(
+    catalog: ToolCatalog, name: str, *, hidden: Collection[str] = (), limit: int = 3
+) -> list[str]:
+    """The tools closest to ``name`` (spelling, then meaning): the one rule for pointing the
+    model from a name it cannot use to tools it can.
+
+    Only tools the model may load are named: the catalog's listed tools (never a filtered or
+    disabled tool, nor a draft outside debug mode), minus ``hidden``.
+
+    Args:
+        catalog: the catalog, in the runtime mode of the agent.
+        name: the name the model used.
+        hidden: tools never named (those the thread's tool context excludes).
+        limit: at most this many names.
+
+    Returns:
+        Tool names, closest first; empty only when no tool may be named.
+    """
+    name = name[:MAX_NAME_CHARS]  # fuzzy matching costs grow with the name's length
+    hidden = set(hidden)
+    names = [n for n in catalog.tool_names if n not in hidden] if hidden else catalog.tool_names
+    spelled = [
+        n
+        for n, score, _ in process.extract(name, names, scorer=fuzz.WRatio, limit=limit)
+        if score >= 70
+    ]
+    # ask for as many more as could be hidden, so that hiding some still leaves `limit`
+    ranked = catalog.index.rank_names(name.replace("_", " "), limit=limit + len(hidden))
+    related = [n for n, _ in ranked if n not in hidden]
+    closest = list(dict.fromkeys([*spelled, *related]))[:limit]
+    if not closest:  # nothing close: still name the nearest spellings
+        closest = [n for n, _, _ in process.extract(name, names, scorer=fuzz.WRatio, limit=limit)]
+    return closest
 
 
 class _RequestMoreToolsArgs(BaseModel):
@@ -368,9 +411,29 @@ class MetaToolHandler:
             parts.append(f"Already available: {', '.join(already)}.")
         for why, bad in problems.items():
             parts.append(f"Not added ({why}): {clip_names(bad)}.")
+        parts.extend(self._closest_hints(problems, context))
         if not parts:
             parts.append("No tools named.")
         content = " ".join(parts) + _evicted_note(evicted)
         return MetaOutcome(
             content, added=added, evicted=evicted, error=bool(problems) and not added
         )
+
+    def _closest_hints(self, problems: dict[str, list[str]], context: SessionContext) -> list[str]:
+        """For each name ``add_tool`` could not add because no such tool may be used
+        (unknown, filtered, disabled, a draft), the closest tools it may add instead, as a
+        direct call to that name is told (the first :data:`MAX_ECHO_ITEMS` names)."""
+        unusable = [
+            n
+            for why, bad in problems.items()
+            if why not in (NOT_ADDED_EXCLUDED, NOT_ADDED_CAP)
+            for n in bad
+        ][:MAX_ECHO_ITEMS]
+        if not unusable:
+            return []
+        hidden = context.excluded(self.catalog)
+        hints = []
+        for n in unusable:
+            if closest := closest_tools(self.catalog, n, hidden=hidden):
+                hints.append(CLOSEST_TO.format(name=clip(n), closest=", ".join(closest)))
+        return hints

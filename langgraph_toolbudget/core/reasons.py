@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from langgraph_toolbudget.core.budget import per_category_budget
-from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.intent import classify_lexical
 from langgraph_toolbudget.core.selection import free_tools, search_hits, select_tools
@@ -129,6 +129,7 @@ def explain(
         ``{"query", "categories": [{"name", "score"}], "tools": [{"name", **reason}],
         "schema_tokens": {"all", "chosen", "saved", "saved_ratio"}}``.
     """
+    catalog = require_catalog(catalog, "explain")
     ranked = classify_lexical(catalog, query, max_categories=max_categories)
     categories = [c for c, _ in ranked]
     scores = catalog.index.scores(query) if query else None

@@ -20,12 +20,12 @@ from typing import Any
 from langchain_core.messages import ToolMessage
 from langgraph.prebuilt.tool_node import INVALID_TOOL_NAME_ERROR_TEMPLATE
 from langgraph.types import Command
-from rapidfuzz import fuzz, process
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.coercion import MISSING_NAME
 from langgraph_toolbudget.core.context import SessionContext
-from langgraph_toolbudget.core.limits import MAX_NAME_CHARS, clip
+from langgraph_toolbudget.core.limits import clip
+from langgraph_toolbudget.core.meta import closest_tools
 from langgraph_toolbudget.execution.prepare import CallCheck
 
 __all__ = [
@@ -119,23 +119,6 @@ class VisibilityPolicy:
         self.enforce_visibility = enforce_visibility
         self.toolnode_wording = toolnode_wording
 
-    def closest_tools(self, name: str, limit: int = 3) -> list[str]:
-        """Real tool names closest to ``name`` (spelling, then meaning)."""
-        name = name[:MAX_NAME_CHARS]  # fuzzy matching costs grow with the name's length
-        names = self.catalog.tool_names
-        spelled = [
-            n
-            for n, score, _ in process.extract(name, names, scorer=fuzz.WRatio, limit=limit)
-            if score >= 70
-        ]
-        related = [n for n, _ in self.catalog.index.rank_names(name.replace("_", " "), limit=limit)]
-        closest = list(dict.fromkeys([*spelled, *related]))[:limit]
-        if not closest:  # nothing close: still name the nearest spellings
-            closest = [
-                n for n, _, _ in process.extract(name, names, scorer=fuzz.WRatio, limit=limit)
-            ]
-        return closest
-
     def check(self, visible: Container[str], shown: set[str], context: SessionContext) -> CallCheck:
         """A regular call's check: excluded in the thread's ``context``, else fine if the
         model was ``shown`` it (and it is in the catalog), else :meth:`unavailable`."""
@@ -146,13 +129,20 @@ class VisibilityPolicy:
                 return excluded
             if name in shown and name in catalog:
                 return None
-            return self.unavailable(name, visible)
+            return self.unavailable(name, visible, context)
 
         return check
 
-    def unavailable(self, name: str, visible: Container[str]) -> str | None:
-        """Why a call to ``name`` may not run (an error for the model), or None."""
+    def unavailable(
+        self, name: str, visible: Container[str], context: SessionContext | None = None
+    ) -> str | None:
+        """Why a call to ``name`` may not run (an error for the model), or None.
+
+        The tools it names instead are ones the model may load: none that ``context`` (the
+        thread's tool context) excludes.
+        """
         catalog = self.catalog
+        context = context or SessionContext()
         if name in catalog:
             if not self.enforce_visibility or name in visible:
                 return None
@@ -163,8 +153,10 @@ class VisibilityPolicy:
             return NO_NAME_ERROR
         status = catalog.status(name)
         if self.toolnode_wording and status is None and not catalog.is_filtered(name):
+            hidden = context.excluded(catalog)
+            available = [n for n in catalog.tool_names if n not in hidden]
             return INVALID_TOOL_NAME_ERROR_TEMPLATE.format(
-                requested_tool=name, available_tools=", ".join(catalog.tool_names)
+                requested_tool=name, available_tools=", ".join(available)
             )
         how = HOW_TO_LOAD
         if catalog.is_filtered(name):
@@ -176,7 +168,7 @@ class VisibilityPolicy:
             how = USE_ANOTHER
         else:
             problem = UNKNOWN
-        closest = self.closest_tools(name)
+        closest = closest_tools(catalog, name, hidden=context.excluded(catalog))
         hint = f"Closest tools: {', '.join(closest)}. " if closest else ""
         return UNAVAILABLE_TOOL_ERROR.format(
             tool=clip(name), problem=problem, closest=hint, how=how

@@ -17,7 +17,7 @@ from langgraph.types import Command
 from typing_extensions import Unpack
 
 from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
-from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.core.coercion import repair_tool_calls
 from langgraph_toolbudget.core.working_set import WorkingSet, state_get, state_messages
 from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome
@@ -161,6 +161,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         **options: Unpack[BudgetOptions],
     ) -> None:
         super().__init__()
+        catalog = require_catalog(catalog, "ToolBudgetMiddleware")
         self.config = shared = BudgetConfig.resolve(config, options, owner="ToolBudgetMiddleware")
         # The agent's own tool node runs the calls, so results are not offloaded here:
         # no output tools to bind (see docs/middleware.md).

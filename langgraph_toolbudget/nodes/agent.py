@@ -31,7 +31,7 @@ from langgraph.graph import END, START, StateGraph
 from typing_extensions import Unpack
 
 from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
-from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.selection import free_tools
 from langgraph_toolbudget.core.working_set import state_messages
@@ -94,6 +94,7 @@ class CallModel(BudgetNode):
     ) -> None:
         super().__init__(name)
         self.config = BudgetConfig.resolve(config, options, owner="CallModel")
+        catalog = require_catalog(catalog, "CallModel")
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.caller = ModelCaller(
             model, catalog, system_prompt, Builtins(catalog, self.config), self.config, name
@@ -176,6 +177,7 @@ class ToolAgent(BudgetNode):
         **options: Unpack[BudgetOptions],
     ) -> None:
         super().__init__(name)
+        catalog = require_catalog(catalog, "ToolAgent")
         self.config = BudgetConfig.resolve(config, options, owner="ToolAgent")
         self.call_model = CallModel(model, catalog, config=self.config, system_prompt=system_prompt)
         """The loop's model node."""

@@ -30,7 +30,7 @@ from langchain_core.runnables import RunnableConfig
 from typing_extensions import Unpack
 
 from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
-from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.nodes._node import BudgetNode
 from langgraph_toolbudget.nodes.intent import ClassifyIntent
 from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
@@ -81,6 +81,7 @@ class ChooseTools(BudgetNode):
         **options: Unpack[BudgetOptions],
     ) -> None:
         super().__init__(name)
+        catalog = require_catalog(catalog, "ChooseTools")
         self.config = shared = BudgetConfig.resolve(config, options, owner="ChooseTools")
         self.steps: tuple[ClassifyIntent, SelectTools, ToolSearch] = (
             ClassifyIntent(

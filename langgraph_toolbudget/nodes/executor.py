@@ -38,7 +38,7 @@ from typing_extensions import Unpack
 
 from langgraph_toolbudget._compat import DEFAULT_HANDLE_TOOL_ERRORS, toolnode_input
 from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
-from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.core.coercion import complete_tool_calls
 from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.working_set import WorkingSet
@@ -51,6 +51,10 @@ from langgraph_toolbudget.nodes.usage import arecord_batch, record_batch
 
 __all__ = ["ToolExecutor"]
 
+FROM_TOOLS_HINT = (
+    " To swap ToolNode(tools) for this node in one line, ToolExecutor.from_tools(tools) builds "
+    "the catalog itself."
+)
 NO_AI_MESSAGE_ERROR = (
     "ToolExecutor found no AI message in the state's messages; route to it only when "
     "the last AI message has tool calls (e.g. with tools_condition)."
@@ -122,6 +126,7 @@ class ToolExecutor(ToolNode):
         messages_key: str = "messages",
         **options: Unpack[BudgetOptions],
     ) -> None:
+        catalog = require_catalog(catalog, "ToolExecutor", extra=FROM_TOOLS_HINT)
         if not isinstance(name, str) or not name:
             raise TypeError(f"name must be a non-empty string (the node's name), got {name!r}")
         super().__init__(

@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 from typing_extensions import Unpack
 
 from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
-from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.core.intent import classify_lexical, latest_user_text
 from langgraph_toolbudget.core.semantic import as_hybrid_scorer
 from langgraph_toolbudget.nodes._node import BudgetNode
@@ -98,6 +98,7 @@ class ClassifyIntent(BudgetNode):
     ) -> None:
         super().__init__(name)
         self.config = BudgetConfig.resolve(config, options, owner="ClassifyIntent")
+        catalog = require_catalog(catalog, "ClassifyIntent")
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.model = resolve_chat_model(model, what="ClassifyIntent model") if model else None
         self.min_relative_score = min_relative_score

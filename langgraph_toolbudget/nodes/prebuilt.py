@@ -33,7 +33,7 @@ from langgraph.graph import END, START, StateGraph
 from typing_extensions import Unpack
 
 from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
-from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.nodes._node import route_tools
 from langgraph_toolbudget.nodes.agent import CallModel
 from langgraph_toolbudget.nodes.choose import ChooseTools
@@ -104,6 +104,7 @@ def add_toolbudget_nodes(
         ValueError: an option out of range; a model without native tool calling
             when no text format is enabled.
     """
+    catalog = require_catalog(catalog, "add_toolbudget_nodes")
     if not isinstance(graph, StateGraph):
         raise TypeError(NOT_A_GRAPH_ERROR.format(kind=type(graph).__name__))
     missing = [k for k in ("selected_tools", "categories", "messages") if k not in graph.channels]
@@ -169,6 +170,7 @@ def create_toolbudget_agent(
         out["messages"], out["selected_tools"], out["categories"]
         ```
     """
+    catalog = require_catalog(catalog, "create_toolbudget_agent")
     shared = BudgetConfig.resolve(config, options, owner="create_toolbudget_agent")
     graph = StateGraph(
         state_schema, input_schema=input_schema_of(state_schema), context_schema=context_schema

@@ -27,7 +27,7 @@ from langchain_core.runnables import RunnableConfig
 from typing_extensions import Unpack
 
 from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
-from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.gating import AUTO_TOOL_SEARCH
 from langgraph_toolbudget.core.intent import latest_user_text
@@ -93,6 +93,7 @@ class SelectTools(BudgetNode):
             )
         super().__init__(name)
         self.config = BudgetConfig.resolve(config, options, owner="SelectTools")
+        catalog = require_catalog(catalog, "SelectTools")
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.strategy = strategy
         self._free = free_tools(catalog, self.config.pinned)
@@ -261,6 +262,7 @@ class ToolSearch(BudgetNode):
     ) -> None:
         super().__init__(name)
         self.config = BudgetConfig.resolve(config, options, owner="ToolSearch")
+        catalog = require_catalog(catalog, "ToolSearch")
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.every_turn = every_turn
         self.min_relative_score = min_relative_score

@@ -30,7 +30,7 @@ from langchain_core.tools import BaseTool
 from typing_extensions import Unpack
 
 from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
-from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.meta import (
     ADD_TOOL,
@@ -73,6 +73,7 @@ def tools_prompt_section(
             request or with a visible tool. Other categories' descriptions are the
             app's and always shown.
     """
+    catalog = require_catalog(catalog, "tools_prompt_section")
     descriptions = catalog.category_descriptions
     untrusted = catalog.untrusted_descriptions
     lines = [
@@ -208,7 +209,7 @@ def tools_to_bind(
         ```
     """
     config = BudgetConfig.resolve(config, options, owner="tools_to_bind")
-    view = catalog.in_runtime_mode(config.runtime_mode)
+    view = require_catalog(catalog, "tools_to_bind").in_runtime_mode(config.runtime_mode)
     free = free_tools(view, config.pinned)
     working = SessionContext.from_state(state).working_set(state, view, free)
     return _thread_prompt(view, config).bound(working, state)

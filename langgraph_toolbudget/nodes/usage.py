@@ -45,7 +45,7 @@ from langgraph.store.base import BaseStore, GetOp, Op, PutOp
 from langgraph.types import Command
 
 from langgraph_toolbudget._compat import runtime_of
-from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.core.intent import latest_user_text
 from langgraph_toolbudget.core.limits import clip_names, safe_repr
 from langgraph_toolbudget.core.meta import META_TOOL_NAMES
@@ -276,8 +276,8 @@ class ToolUsage:
             raise ValueError(f"weight must be a number >= 0, got {weight!r}")
         if scope not in SCOPES:
             raise ValueError(BAD_SCOPE_ERROR.format(value=scope))
-        if catalog is not None and not isinstance(catalog, ToolCatalog):
-            raise TypeError(f"catalog must be a ToolCatalog or None, got {type(catalog).__name__}")
+        if catalog is not None:
+            require_catalog(catalog, "ToolUsage")
         self.store = store
         self.namespace = namespace
         self.weight = float(weight)
