@@ -28,7 +28,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import interrupt
 
-from langgraph_toolbudget import ToolBudgetMiddleware, ToolCatalog
+from langgraph_toolbudget import ToolBudgetMiddleware, ToolCatalog, ToolExecutor
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 APIS = ["invoke", "ainvoke"]
@@ -294,3 +294,18 @@ async def test_a_call_that_raises_gives_its_place_back(api, how):
         assert "b0" not in answers and out["__interrupt__"][0].value == "approve?"
     assert contents(later) == {"f9": "fetch 9"}
     assert held.most["api"] == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [({"api": 0}, ValueError), ([("api", 2)], TypeError), ({1: 2}, TypeError)],
+    ids=["below-1", "not-a-mapping", "key-not-a-group-name"],
+)
+def test_a_bad_group_limits_gets_the_nodes_error(value, error):
+    catalog = ToolCatalog.from_tools([HeldCalls().tool("fetch", "api")])
+    with pytest.raises(error) as nodes:
+        ToolExecutor(catalog, group_limits=value)
+    with pytest.raises(error) as ours:
+        ToolBudgetMiddleware(catalog, group_limits=value)
+    assert str(ours.value) == str(nodes.value)
+    assert "group_limits" in str(ours.value)
