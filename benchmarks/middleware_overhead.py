@@ -42,8 +42,8 @@ from langchain.agents.middleware import LLMToolSelectorMiddleware  # noqa: E402
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage  # noqa: E402
 from schema_tokens import build_catalog  # noqa: E402
 
-from langgraph_toolbudget import ToolBudgetMiddleware, ToolCatalog, schema_tokens  # noqa: E402
-from langgraph_toolbudget.core.tokens import CHARS_PER_TOKEN  # noqa: E402
+from langgraph_toolbudget import ToolBudgetMiddleware, ToolCatalog  # noqa: E402
+from langgraph_toolbudget.core.tokens import CHARS_PER_TOKEN, schema_tokens  # noqa: E402
 from langgraph_toolbudget.testing import ScriptedChatModel  # noqa: E402
 
 SELECTOR_MAX_TOOLS = 8

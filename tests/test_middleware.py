@@ -438,7 +438,10 @@ async def test_mode_sequential_runs_one_call_at_a_time(api, mode):
     probe = ConcurrencyProbe()
     sync = api == "invoke"
     tools = [probe_tool(f"probe_{i}", probe, pure=True, seconds=0.2, sync=sync) for i in range(3)]
-    catalog = ToolCatalog.from_tools(tools, categories={"probes": [t.name for t in tools]})
+    names = [t.name for t in tools]
+    catalog = ToolCatalog.from_tools(
+        tools, categories={"probes": names}, tool_metadata={n: {"is_pure": True} for n in names}
+    )
     model = ScriptedChatModel(
         responses=[ai_calls(*(call(t.name, f"p{i}", x=i) for i, t in enumerate(tools))), "ok"],
         cycle=False,
@@ -452,7 +455,7 @@ async def test_mode_sequential_runs_one_call_at_a_time(api, mode):
     ]
     if mode == "sequential":
         assert probe.max_live == 1
-    else:  # the agent's tool node runs the batch concurrently
+    else:  # the agent's tool node runs the batch's pure calls concurrently
         assert probe.max_live >= 2
 
 

@@ -18,6 +18,9 @@ The modes (the table with the reasons is in docs/execution.md):
     - :class:`GroupSlots`: a group's limit is the executor's, not a batch's: the
       calls of a limited group running now in any batch (any thread, any event
       loop) and its abandoned calls that still run count toward it, in both modes.
+    - :class:`GroupGates`: the same rules for calls that come one by one while
+      another tool node runs their batch (``ToolBudgetMiddleware``), without the
+      call order.
 
 A batch whose calls would run one at a time anyway (one call, or impure calls
 of one group) runs as the loop, under ``invoke`` in the calling thread.
@@ -36,7 +39,15 @@ import concurrent.futures
 import contextlib
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Hashable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from functools import partial
 from typing import Any
 
@@ -48,7 +59,7 @@ from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.spec import ToolSpec
 from langgraph_toolbudget.execution.lingering import LingeringCalls
 
-__all__ = ["CallScheduler", "GroupSlots", "group_limits_of"]
+__all__ = ["CallScheduler", "GroupGates", "GroupSlots", "group_limits_of"]
 
 RunOne = Callable[[ToolCall, float], Any]
 """Runs one call; the float is the seconds it waited for other runs' calls of its group
@@ -170,10 +181,11 @@ class GroupSlots:
 class _GroupGate:
     """Admission control of one concurrency group in one batch (``parallel_safe``).
 
-    Calls enter in ticket (call) order. A pure call never runs beside an impure
-    call of its group in the batch, nor an impure call beside a pure one. Pure calls
-    run side by side, impure calls one at a time; when the group has a limit, either
-    kind runs side by side while the executor's :class:`GroupSlots` has room.
+    A pure call never runs beside an impure call of its group in the batch, nor an
+    impure call beside a pure one. Pure calls run side by side, impure calls one at a
+    time; when the group has a limit, either kind runs side by side while the executor's
+    :class:`GroupSlots` has room. Calls with tickets enter in ticket (call) order; calls
+    without one (:class:`GroupGates`) in the order they come.
     """
 
     def __init__(self, group: str, slots: GroupSlots) -> None:
@@ -184,30 +196,33 @@ class _GroupGate:
         self.impure = 0
         self.next_ticket = 0
 
-    def _admits(self, ticket: int, pure: bool) -> bool:
+    def _admits(self, ticket: int | None, pure: bool) -> bool:
         """Whether the call of ``ticket`` may start now; if so, count it as started (called
         with the slots' lock held)."""
-        if ticket != self.next_ticket or (self.impure if pure else self.pure):
+        if (ticket is not None and ticket != self.next_ticket) or (
+            self.impure if pure else self.pure
+        ):
             return False
         if self.limited and not self.slots.has_room(self.group):
             return False
         if not (self.limited or pure or self.impure == 0):
             return False
-        self.next_ticket += 1
         if pure:
             self.pure += 1
         else:
             self.impure += 1
-        self.slots.changed(self.group)  # the next ticket may enter now
+        if ticket is not None:
+            self.next_ticket += 1
+            self.slots.changed(self.group)  # the next ticket may enter now
         return True
 
-    async def enter(self, ticket: int, pure: bool) -> float:
+    async def enter(self, ticket: int | None, pure: bool) -> float:
         """Wait for the call's turn; return the seconds it waited while the batch ran no
         call of the group: for other runs' calls, which is not the batch's time."""
         waited_on_others = 0.0
         while True:
             # Any change to the batch's running count wakes the waiters, so it holds
-            # throughout one wait. Only this batch's tasks, on this loop, change it.
+            # throughout one wait. Only this batch's calls change it.
             idle = self.pure + self.impure == 0
             waiter = self.slots.take_or_wait(self.group, partial(self._admits, ticket, pure))
             if waiter is None:
@@ -217,14 +232,86 @@ class _GroupGate:
             if idle and self.limited:
                 waited_on_others += time.monotonic() - began
 
-    async def leave(self, pure: bool) -> None:
+    def enter_blocking(self, pure: bool) -> None:
+        """Wait in this thread for the call's turn (a call without a ticket)."""
+        admits = partial(self._admits, None, pure)
+        while (waiter := self.slots.take_or_wait(self.group, admits)) is not None:
+            waiter.result()
+
+    def leave(self, pure: bool) -> None:
+        """The call ended (with the slots' lock held): the next may start."""
+        if pure:
+            self.pure -= 1
+        else:
+            self.impure -= 1
+        self.slots.give_back(self.group)
+        self.slots.changed(self.group)
+
+
+class GroupGates:
+    """The ``parallel_safe`` rules for calls that reach the scheduler one by one, while
+    another tool node runs their batch (``ToolBudgetMiddleware`` under ``create_agent``,
+    whose tool node runs each call of a reply as its own task).
+
+    A call waits at its batch's gate for its group (:class:`_GroupGate`, the rule of
+    :class:`CallScheduler`'s batches): impure calls of a group one at a time in the batch
+    (or up to the group's limit), never beside its pure calls; and a limited group's
+    places are :class:`GroupSlots`'s, shared with every other batch. Without tickets: the
+    calls of a group start in the order they come, not in call order. Thread-safe, any
+    event loop; a call may wait in a thread (:meth:`held`) or a task (:meth:`aheld`).
+
+    Args:
+        slots: the places of the limited groups (the executor's or middleware's).
+    """
+
+    def __init__(self, slots: GroupSlots) -> None:
+        self.slots = slots
+        # (batch, group) -> its gate and how many calls are in it or waiting at it; dropped
+        # when none is, so a batch's gates live as long as its calls.
+        self._gates: dict[tuple[Hashable, str], tuple[_GroupGate, list[int]]] = {}
+
+    def _gate(self, key: tuple[Hashable, str]) -> _GroupGate:
         with self.slots.lock:
-            if pure:
-                self.pure -= 1
-            else:
-                self.impure -= 1
-            self.slots.give_back(self.group)
-            self.slots.changed(self.group)
+            entry = self._gates.get(key)
+            if entry is None:
+                entry = self._gates[key] = (_GroupGate(key[1], self.slots), [0])
+            entry[1][0] += 1
+            return entry[0]
+
+    def _leave(self, key: tuple[Hashable, str], pure: bool, entered: bool) -> None:
+        with self.slots.lock:
+            gate, users = self._gates[key]
+            if entered:
+                gate.leave(pure)
+            users[0] -= 1
+            if not users[0]:
+                del self._gates[key]
+
+    @contextlib.contextmanager
+    def held(self, batch: Hashable, group: str, pure: bool) -> Iterator[None]:
+        """The call's turn in ``group`` of ``batch`` for the duration, waited for in this
+        thread; given back however the call ends."""
+        key = (batch, group)
+        gate, entered = self._gate(key), False
+        try:
+            gate.enter_blocking(pure)
+            entered = True
+            yield
+        finally:
+            self._leave(key, pure, entered)
+
+    @contextlib.asynccontextmanager
+    async def aheld(self, batch: Hashable, group: str, pure: bool) -> AsyncIterator[None]:
+        """:meth:`held`, waited for without blocking the event loop; a cancelled wait takes
+        no turn."""
+        key = (batch, group)
+        gate, entered = self._gate(key), False
+        try:
+            await gate.enter(None, pure)
+            entered = True
+            yield
+        finally:
+            self._leave(key, pure, entered)
 
 
 def group_limits_of(
@@ -339,4 +426,5 @@ async def _behind(
     try:
         return await arun_one(call, waited)
     finally:
-        await gate.leave(pure)
+        with gate.slots.lock:
+            gate.leave(pure)

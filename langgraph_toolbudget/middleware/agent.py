@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable, Container
+from collections.abc import AsyncIterator, Awaitable, Callable, Container, Hashable, Iterator
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
@@ -22,6 +22,7 @@ from langgraph_toolbudget.core.coercion import repair_tool_calls
 from langgraph_toolbudget.core.working_set import WorkingSet, state_get, state_messages
 from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome
 from langgraph_toolbudget.execution.pipeline import CallCheck
+from langgraph_toolbudget.execution.scheduler import GroupGates
 from langgraph_toolbudget.formats import get_format
 from langgraph_toolbudget.formats.base import ToolCallFormat
 from langgraph_toolbudget.middleware.locks import KeyedLocks, thread_key
@@ -119,7 +120,11 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
       errors as ``ToolExecutor`` (a tool the model was shown with the reply stays
       callable in it even if a built-in call of the reply evicted it); coerces
       arguments, notes deprecated tools, turns a tool's exception into an error
-      message. Tools of the agent that are not in the catalog pass.
+      message. A catalog tool's call runs in its turn, by the executor's
+      concurrency-group rules (``GroupGates``): impure calls of a group one at a
+      time in their reply, never beside its pure calls; a group's limit
+      (``max_concurrency``, ``group_limits``) shared by every run of this
+      middleware. Tools of the agent that are not in the catalog pass.
 
     Args:
         catalog: the tool catalog; its tools (in ``runtime_mode``) and the
@@ -131,11 +136,15 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             (``max_categories``, ``search_limit``, ``embeddings``, ``retriever``,
             ``usage``), the visible set (``pinned``, ``max_visible``), the loop
             (``max_iterations``, ``max_meta_calls``), enforcement
-            (``enforce_visibility``, ``runtime_mode``, ``enabled_builtins``) and
-            ``mode``: ``parallel_safe`` (the agent's tool node runs a batch's calls
-            concurrently) or ``sequential`` (this middleware lets one call run at a
-            time). ``usage``: the selection ranks with it, and each catalog tool that
-            ran successfully is recorded against the latest user message (a run opts
+            (``enforce_visibility``, ``runtime_mode``, ``enabled_builtins``) and the
+            calls (``mode``: ``parallel_safe``, where the agent's tool node runs a
+            reply's calls concurrently within the group rules above, or
+            ``sequential``, one call at a time per thread; ``group_limits``).
+            ``max_parallel`` sizes only the pool of the calls the middleware runs
+            itself (a CodeMode program's): the tool node runs the others in
+            LangGraph's pool, bounded by the run's ``max_concurrency``. ``usage``:
+            the selection ranks with it, and each catalog tool that ran
+            successfully is recorded against the latest user message (a run opts
             out with ``configurable={"toolbudget_record_usage": False}``).
 
     Raises:
@@ -179,6 +188,9 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         self._own_ids = frozenset(id(t) for t in self.tools)
         self._seen: tuple[list[Any], int, list[Any]] | None = None
         self._locks = KeyedLocks()
+        # The executor's group rules (shared by every run of this instance, and with the
+        # tool calls of its CodeMode programs): the tool node runs each call as its own task.
+        self._gates = GroupGates(self.runner.scheduler.slots)
 
     # --- the turn's selection ----------------------------------------------------------------
 
@@ -354,7 +366,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         answers, outcome = await self.runner.aanswer_builtins(calls, state, config, working)
         return self._answered(answers, outcome, working, (reply, shown))
 
-    # --- the other tool calls: checked and run one by one -------------------------------------
+    # --- the other tool calls: checked, and run each in its turn ------------------------------
 
     def _owns(self, request: ToolCallRequest) -> bool:
         """Is this call ours to judge (a catalog tool of any status, or no tool at all)?"""
@@ -392,19 +404,45 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         answers, outcome = await self.runner.aanswer_builtins(calls, state, config, working)
         return Command(update=self._answered(answers, outcome, working))
 
+    @contextlib.contextmanager
+    def _turn(self, request: ToolCallRequest, config: RunnableConfig) -> Iterator[None]:
+        """The call's turn to run: its thread's lock in ``sequential`` mode, then its group's
+        turn in its batch (impure calls one at a time, a limit shared by every run)."""
+        spec = self.catalog.get(request.tool_call["name"])
+        with contextlib.ExitStack() as stack:
+            if self.config.mode == "sequential":
+                stack.enter_context(self._locks.hold(thread_key(config)))
+            if spec is not None:
+                batch = _batch_key(request.state, config)
+                stack.enter_context(self._gates.held(batch, spec.concurrency_group, spec.is_pure))
+            yield
+
+    @contextlib.asynccontextmanager
+    async def _aturn(self, request: ToolCallRequest, config: RunnableConfig) -> AsyncIterator[None]:
+        """The async :meth:`_turn` (a cancelled wait takes no turn)."""
+        spec = self.catalog.get(request.tool_call["name"])
+        async with contextlib.AsyncExitStack() as stack:
+            if self.config.mode == "sequential":
+                await stack.enter_async_context(self._locks.ahold(thread_key(config)))
+            if spec is not None:
+                batch = _batch_key(request.state, config)
+                group, pure = spec.concurrency_group, spec.is_pure
+                await stack.enter_async_context(self._gates.aheld(batch, group, pure))
+            yield
+
     def wrap_tool_call(
         self,
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], ToolMessage | Command],
     ) -> ToolMessage | Command:
-        """Refuse hidden tools; coerce and run the rest through ``handler``."""
+        """Refuse hidden tools; coerce and run the rest through ``handler``, each in its turn
+        (its concurrency group's rules)."""
         if request.tool_call["name"] in self.runner.builtins:
             return self._builtin(request)
         if not self._owns(request):
             return handler(request)
         check, config = self._check(request.state), _current_config()
-        sequential = self.config.mode == "sequential"
-        with self._locks.hold(thread_key(config)) if sequential else contextlib.nullcontext():
+        with self._turn(request, config):
             out = self.runner.pipeline.delegate(request, check, handler)
         record_call(self.config.usage, request.state, request.tool_call, out, config, self.catalog)
         return out
@@ -414,20 +452,27 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command]],
     ) -> ToolMessage | Command:
-        """The async :meth:`wrap_tool_call` (with the tools' ``timeout_s``)."""
+        """The async :meth:`wrap_tool_call` (with the tools' ``timeout_s``, counted from the
+        call's turn)."""
         if request.tool_call["name"] in self.runner.builtins:
             return await self._abuiltin(request)
         if not self._owns(request):
             return await handler(request)
         check, config = self._check(request.state), _current_config()
-        sequential = self.config.mode == "sequential"
-        lock = self._locks.ahold(thread_key(config)) if sequential else contextlib.nullcontext()
-        async with lock:
+        async with self._aturn(request, config):
             out = await self.runner.pipeline.adelegate(request, check, handler)
         await arecord_call(
             self.config.usage, request.state, request.tool_call, out, config, self.catalog
         )
         return out
+
+
+def _batch_key(state: Any, config: RunnableConfig) -> Hashable:
+    """The batch a call belongs to: its run's thread and the reply that made it (the latest
+    model reply in the state the tool node hands each call)."""
+    messages = state_get(state, "messages") or []
+    reply = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+    return thread_key(config), None if reply is None else reply.id
 
 
 def _still_callable(state: Any) -> list[str]:

@@ -1,0 +1,311 @@
+"""ToolBudgetMiddleware keeps the executor's concurrency-group rules under ``create_agent``.
+
+The agent's tool node runs each call of a reply as its own task (threads under
+``invoke``, tasks under ``ainvoke``); the middleware makes a call wait for its turn:
+impure calls of a group one at a time in their batch, a group's limit
+(``max_concurrency``, ``group_limits``) shared by every run of the middleware.
+
+The tools are real sync tools whose calls stay running until the test lets them go
+(:class:`HeldCalls`), so "at most N at once" is read from the calls themselves, not from
+timings: the test waits for the calls it expects to run, leaves a moment for a call beyond
+the limit to start (it must not; passing never depends on that moment), and lets them go.
+Only the chat model is scripted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from agent_tools import call, tool_messages
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import interrupt
+
+from langgraph_toolbudget import ToolBudgetMiddleware, ToolCatalog, ToolExecutor
+from langgraph_toolbudget.testing import ScriptedChatModel
+
+APIS = ["invoke", "ainvoke"]
+HANG = 20.0
+"""Seconds: a hang guard only; nothing here waits for it when the code is right."""
+SETTLE = 0.2
+"""Seconds left for a call beyond the limit to start before the running ones are let go."""
+
+
+class HeldCalls:
+    """Sync tools whose calls stay running until the test lets them go; the calls of each
+    concurrency group running at once, and the most seen."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.running: dict[str, int] = {}
+        self.most: dict[str, int] = {}
+        self.started = 0  # held calls (the raising tools' are not held)
+        self.ended = 0
+        self.let_go = 0  # calls numbered (by start) below it may end
+
+    def _enter(self, group: str, *, held: bool = True) -> int:
+        with self.cond:
+            number = self.started
+            self.started += held
+            self.running[group] = self.running.get(group, 0) + 1
+            self.most[group] = max(self.most.get(group, 0), self.running[group])
+            self.cond.notify_all()
+            return number
+
+    def _exit(self, group: str, *, held: bool = True) -> None:
+        with self.cond:
+            self.running[group] -= 1
+            self.ended += held
+            self.cond.notify_all()
+
+    def tool(self, name: str, group: str) -> BaseTool:
+        """A tool of ``group`` whose call runs until it is let go, then answers ``name x``."""
+
+        def body(x: int = 0) -> str:
+            number = self._enter(group)
+            try:
+                with self.cond:
+                    if not self.cond.wait_for(lambda: self.let_go > number, HANG):
+                        raise TimeoutError(f"{name} call {number} was never let go")
+            finally:
+                self._exit(group)
+            return f"{name} {x}"
+
+        return StructuredTool.from_function(func=body, name=name, description=f"Held {name}.")
+
+    def raising_tool(self, name: str, group: str, raise_: Callable[[], Any]) -> BaseTool:
+        """A tool of ``group`` that counts as running while it calls ``raise_``."""
+
+        def body(x: int = 0) -> str:
+            self._enter(group, held=False)
+            try:
+                raise_()
+            finally:
+                self._exit(group, held=False)
+            return "not reached"
+
+        return StructuredTool.from_function(func=body, name=name, description=f"Raising {name}.")
+
+    def let_go_in_waves(self, total: int, limit: int) -> None:
+        """Let the held calls go, ``total`` of them, in waves: wait until ``limit`` run (or
+        all that are left), leave :data:`SETTLE` for one more to start, let them all go."""
+        while True:
+            with self.cond:
+                if not self.cond.wait_for(
+                    lambda: self.started - self.ended >= min(limit, total - self.ended), HANG
+                ):
+                    raise AssertionError(f"{self.started - self.ended} calls run, not {limit}")
+                if self.ended >= total:
+                    return
+            time.sleep(SETTLE)  # room for a call beyond the limit to start: it must not
+            with self.cond:
+                self.let_go = self.started
+                self.cond.notify_all()
+                if not self.cond.wait_for(lambda: self.ended >= self.let_go, HANG):
+                    raise AssertionError("the calls let go did not end")
+
+
+def answer_by_turn(replies: dict[str, AIMessage]) -> Callable[..., AIMessage]:
+    """A scripted answer: the reply for the user's message while the turn has no tool
+    message yet (several runs at once may share the model), then ``done``."""
+
+    def answer(messages: list[BaseMessage], _tools: list[str]) -> AIMessage:
+        if messages[-1].type == "human":
+            return replies[messages[-1].text]
+        return AIMessage("done")
+
+    return answer
+
+
+def agent_of(
+    tools: list[BaseTool],
+    metadata: dict[str, dict[str, Any]],
+    replies: dict[str, AIMessage],
+    **options: Any,
+) -> tuple[Any, ScriptedChatModel]:
+    names = [t.name for t in tools]
+    catalog = ToolCatalog.from_tools(tools, categories={"work": names}, tool_metadata=metadata)
+    model = ScriptedChatModel(responses=[answer_by_turn(replies)], cycle=True)
+    budget = ToolBudgetMiddleware(catalog, pinned=names, **options)
+    return create_agent(model, middleware=[budget], checkpointer=InMemorySaver()), model
+
+
+async def run(agent: Any, text: str, api: str, thread: str) -> dict[str, Any]:
+    config = {"configurable": {"thread_id": thread}}
+    payload = {"messages": [HumanMessage(text)]}
+    if api == "invoke":  # in a thread of its own, as a server's worker would
+        return await asyncio.wait_for(asyncio.to_thread(agent.invoke, payload, config), HANG)
+    return await asyncio.wait_for(agent.ainvoke(payload, config), HANG)
+
+
+def contents(out: dict[str, Any]) -> dict[str, str]:
+    return {m.tool_call_id: m.content for m in tool_messages(out["messages"])}
+
+
+# --- one reply's batch ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_impure_calls_of_a_group_run_one_at_a_time_while_pure_calls_run_together(api):
+    """A reply of 3 impure calls of group ``db`` and 3 pure calls of group ``search``: the
+    writes run one at a time, the reads (meeting at a barrier of 3) all at once."""
+    held = HeldCalls()
+    meet = threading.Barrier(3, timeout=HANG)
+
+    def read(x: int = 0) -> str:
+        meet.wait()  # every read running at once, or the barrier breaks (an error answer)
+        return f"read {x}"
+
+    tools = [
+        held.tool("write", "db"),
+        StructuredTool.from_function(func=read, name="read", description="Read."),
+    ]
+    metadata = {
+        "write": {"concurrency_group": "db", "is_pure": False},
+        "read": {"concurrency_group": "search", "is_pure": True},
+    }
+    batch = [call(name, f"{name}{i}", x=i) for i in range(3) for name in ("write", "read")]
+    agent, _ = agent_of(tools, metadata, {"go": AIMessage("", tool_calls=batch)})
+    out, _ = await asyncio.gather(
+        run(agent, "go", api, "t"), asyncio.to_thread(held.let_go_in_waves, 3, 1)
+    )
+    assert contents(out) == {
+        **{f"write{i}": f"write {i}" for i in range(3)},
+        **{f"read{i}": f"read {i}" for i in range(3)},
+    }
+    assert held.most["db"] == 1
+    assert out["messages"][-1].content == "done"
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize(
+    ("pure", "option"),
+    [(True, "max_concurrency"), (False, "group_limits")],
+    ids=["pure-max_concurrency", "impure-group_limits"],
+)
+async def test_a_groups_limit_caps_its_calls_of_one_reply(api, pure, option):
+    """4 calls of group ``api`` limited to 2 (in tool metadata, or the middleware's
+    ``group_limits`` over a metadata limit of 1): 2 run at once, never more."""
+    held = HeldCalls()
+    if option == "max_concurrency":
+        meta, options = {"max_concurrency": 2}, {}
+    else:
+        meta, options = {"max_concurrency": 1}, {"group_limits": {"api": 2}}
+    metadata = {"fetch": {"concurrency_group": "api", "is_pure": pure, **meta}}
+    batch = AIMessage("", tool_calls=[call("fetch", f"f{i}", x=i) for i in range(4)])
+    agent, _ = agent_of([held.tool("fetch", "api")], metadata, {"go": batch}, **options)
+    out, _ = await asyncio.gather(
+        run(agent, "go", api, "t"), asyncio.to_thread(held.let_go_in_waves, 4, 2)
+    )
+    assert contents(out) == {f"f{i}": f"fetch {i}" for i in range(4)}
+    assert held.most["api"] == 2
+
+
+# --- several runs of one middleware --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "apis",
+    [("invoke", "invoke"), ("ainvoke", "ainvoke"), ("invoke", "ainvoke")],
+    ids=["threads", "tasks", "thread-and-task"],
+)
+@pytest.mark.parametrize(("mode", "limit"), [("parallel_safe", 2), ("sequential", 1)])
+async def test_a_groups_limit_holds_across_runs_on_two_threads(apis, mode, limit):
+    """Two runs of one compiled agent (one middleware) on two thread_ids at once, each with
+    a reply of 2 calls of a group limited to ``limit``: the limit is the middleware's, not
+    a run's (``sequential`` runs one call at a time per thread, and keeps the limit too)."""
+    held = HeldCalls()
+    metadata = {"fetch": {"concurrency_group": "api", "is_pure": True, "max_concurrency": limit}}
+    batch = AIMessage("", tool_calls=[call("fetch", f"f{i}", x=i) for i in range(2)])
+    agent, _ = agent_of([held.tool("fetch", "api")], metadata, {"go": batch}, mode=mode)
+    *outs, _ = await asyncio.gather(
+        *(run(agent, "go", api, f"thread-{k}") for k, api in enumerate(apis)),
+        asyncio.to_thread(held.let_go_in_waves, 4, limit),
+    )
+    for out in outs:
+        assert contents(out) == {"f0": "fetch 0", "f1": "fetch 1"}
+    assert held.most["api"] == limit
+
+
+async def test_a_waiting_call_ends_with_its_cancelled_run_and_takes_no_place():
+    """Run A's call holds the one place of group ``api``; run B's call waits for it. B is
+    cancelled (a server's stop): it ends at once, its tool never started, and after A a
+    third run's call gets the place."""
+    held = HeldCalls()
+    metadata = {"fetch": {"concurrency_group": "api", "is_pure": False, "max_concurrency": 1}}
+    batch = AIMessage("", tool_calls=[call("fetch", "f0")])
+    agent, model = agent_of([held.tool("fetch", "api")], metadata, {"go": batch})
+    first = asyncio.create_task(run(agent, "go", "ainvoke", "a"))
+    second = asyncio.create_task(run(agent, "go", "ainvoke", "b"))
+    deadline = time.monotonic() + HANG
+    while (held.started < 1 or len(model.calls) < 2) and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(SETTLE)  # B's call reaches its wait (or, wrongly, its tool)
+    assert held.started == 1, "B's call ran beside A's in a group of one place"
+    second.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(second, HANG)
+    third = asyncio.create_task(run(agent, "go", "ainvoke", "c"))
+    await asyncio.to_thread(held.let_go_in_waves, 2, 1)
+    outs = await asyncio.wait_for(asyncio.gather(first, third), HANG)
+    assert [contents(o) for o in outs] == [{"f0": "fetch 0"}] * 2
+    assert held.started == 2 and held.most["api"] == 1
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("how", ["error", "interrupt"])
+async def test_a_call_that_raises_gives_its_place_back(api, how):
+    """A call of a group of one place that raises (an error, answered to the model; or an
+    interrupt, which pauses the run) gives the place back: its batch's other calls and
+    another run's call then run, one at a time."""
+    held = HeldCalls()
+
+    def fail() -> None:
+        if how == "error":
+            raise ValueError("disk full")
+        interrupt("approve?")
+
+    tools = [held.tool("fetch", "api"), held.raising_tool("boom", "api", fail)]
+    limited = {"concurrency_group": "api", "is_pure": False, "max_concurrency": 1}
+    metadata = {"fetch": limited, "boom": limited}
+    replies = {
+        "first": AIMessage(
+            "", tool_calls=[call("boom", "b0"), *(call("fetch", f"f{i}", x=i) for i in range(2))]
+        ),
+        "second": AIMessage("", tool_calls=[call("fetch", "f9", x=9)]),
+    }
+    agent, _ = agent_of(tools, metadata, replies)
+    waves = asyncio.create_task(asyncio.to_thread(held.let_go_in_waves, 3, 1))
+    out = await run(agent, "first", api, "one")
+    later = await run(agent, "second", api, "two")
+    await asyncio.wait_for(waves, HANG)
+    answers = contents(out)
+    assert {k: answers[k] for k in ("f0", "f1")} == {"f0": "fetch 0", "f1": "fetch 1"}
+    if how == "error":
+        assert "disk full" in answers["b0"]
+    else:
+        assert "b0" not in answers and out["__interrupt__"][0].value == "approve?"
+    assert contents(later) == {"f9": "fetch 9"}
+    assert held.most["api"] == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [({"api": 0}, ValueError), ([("api", 2)], TypeError), ({1: 2}, TypeError)],
+    ids=["below-1", "not-a-mapping", "key-not-a-group-name"],
+)
+def test_a_bad_group_limits_gets_the_nodes_error(value, error):
+    catalog = ToolCatalog.from_tools([HeldCalls().tool("fetch", "api")])
+    with pytest.raises(error) as nodes:
+        ToolExecutor(catalog, group_limits=value)
+    with pytest.raises(error) as ours:
+        ToolBudgetMiddleware(catalog, group_limits=value)
+    assert str(ours.value) == str(nodes.value)
+    assert "group_limits" in str(ours.value)
