@@ -275,16 +275,22 @@ class ServerThread:
         # refuses update_state (in words that vary by server version): assign it first.
         # Its update is written as the graph's first node: as the graph's input (LangGraph's
         # choice for a thread that never ran), the input schema would drop the budget fields.
-        # Never ran, not "no values": an earlier update leaves values, and writing as a node
-        # does not count as that node's run, so a second update would be dropped.
+        # So is one to a thread whose run stopped before its first node (interrupt_before it,
+        # or it failed): only START ran there. Never ran, not "no values": an earlier update
+        # leaves values, and writing as a node does not count as that node's run. Then, as
+        # update_context does, START is marked to run again, so the thread still waits at
+        # its first node (written as that node, it would wait at the node after it).
         thread = self._call(self.client.threads.get, self.thread_id)
         metadata = thread.get("metadata") if isinstance(thread, Mapping) else None
-        as_node = None
-        if not (isinstance(metadata, Mapping) and metadata.get("graph_id")):
-            as_node = self._entry_node(self._assign_graph())
-        elif not self._has_run():
-            as_node = self._entry_node(str(metadata["graph_id"]))
-        self._call(self.client.threads.update_state, self.thread_id, dict(update), as_node=as_node)
+        graph_id = metadata.get("graph_id") if isinstance(metadata, Mapping) else None
+        if not graph_id:
+            entry = self._entry_node(self._assign_graph())
+        else:
+            first = self._entry_node(str(graph_id))
+            entry = first if not self._has_run() or self._waits_at(first) else None
+        self._call(self.client.threads.update_state, self.thread_id, dict(update), as_node=entry)
+        if entry is not None:
+            self._call(self.client.threads.update_state, self.thread_id, None, as_node=START)
 
     def _has_run(self) -> bool:
         """Whether a run has stepped the thread (a checkpoint a run wrote, not an update)."""
@@ -292,6 +298,14 @@ class ServerThread:
             self.client.threads.get_history, self.thread_id, limit=1, metadata={"source": "loop"}
         )
         return bool(steps)
+
+    def _waits_at(self, node: str | None) -> bool:
+        """Whether the thread's next step is ``node`` alone (a run stopped before it)."""
+        if node is None:
+            return False
+        state = self._call(self.client.threads.get_state, self.thread_id)
+        waiting = state.get("next") if isinstance(state, Mapping) else None
+        return list(waiting or ()) == [node]
 
     def _entry_node(self, graph_id: str) -> str | None:
         """The node right after the start of the thread's graph (None if it has several)."""

@@ -242,6 +242,7 @@ async def test_cli_and_mcp_server_change_a_thread_that_never_ran(server: str) ->
     # A second update before the first run lands too (the first one leaves state behind).
     again = _cli("tools", "exclude", "--tool", "get_weather", *target)
     assert again.returncode == 0, again.stderr
+    assert (await client.threads.get_state(fresh))["next"] == ["choose_tools"]
     values = await _turn(client, fresh, "Post the weather in Paris to slack")
     assert values["context_servers"] == {"slack": "exclude"}
     assert values["context_tools"] == {"get_weather": "exclude"}
@@ -257,6 +258,26 @@ async def test_cli_and_mcp_server_change_a_thread_that_never_ran(server: str) ->
     assert (await client.threads.get_state(other))["values"]["context_tools"] == {
         "get_weather": "exclude"
     }
+
+
+async def test_cli_changes_a_thread_whose_run_stopped_before_its_first_node(server: str) -> None:  # noqa: F811
+    # Only START ran there, so the server would write a plain update as the graph's input,
+    # dropping the context fields; the thread must still wait at its first node after it.
+    client = get_client(url=server)
+    thread = (await client.threads.create())["thread_id"]
+    request = {"messages": [{"role": "user", "content": "Open an issue about the login bug"}]}
+    await client.runs.wait(thread, "toolbudget", input=request, interrupt_before=["choose_tools"])
+    assert (await client.threads.get_state(thread))["next"] == ["choose_tools"]
+    target = ["--url", server, "--thread", thread, "--catalog", CATALOG]
+    done = _cli("tools", "exclude", "--tool", "create_issue", *target)
+    assert done.returncode == 0, done.stderr
+    state = await client.threads.get_state(thread)
+    assert state["values"]["context_tools"] == {"create_issue": "exclude"}
+    assert state["next"] == ["choose_tools"]
+    await client.runs.wait(thread, "toolbudget", input=None)
+    values = (await client.threads.get_state(thread))["values"]
+    assert values["selected_tools"] and "create_issue" not in values["selected_tools"]
+    assert len([m for m in values["messages"] if m["type"] == "human"]) == 1, "nothing lost"
 
 
 def test_cli_against_a_sqlite_thread_and_explain(tmp_path: Path) -> None:
