@@ -729,6 +729,8 @@ def test_credential_scrubbing_leaves_out_the_credentials_of_every_named_form(arg
 CREDENTIAL_NAMES = [
     *("OPENAI_API_KEY", "X-Api-Key", "--apiKey", "AUTH_TOKEN_FILE", "API_KEYS", "PGPASSWORD"),
     *("--pass", "ssh_key", "sshkey", "SESSIONKEY", "MYTOKEN", "clientSecret", "DB_PWD", "--key"),
+    # a prefix names whose key it is: an Azure account key, a PagerDuty integration key
+    *("COSMOS_PRIMARY_KEY", "--eventhub-primary-key", "PAGERDUTY_ROUTING_KEY"),
     # the trade-off: a name ending in 'key' that is not on the list is hidden, though no secret
     *("malarkey", "xmonkey"),
 ]

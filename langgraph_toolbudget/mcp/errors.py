@@ -176,9 +176,10 @@ _NOT_SECRET_ENDS = frozenset(
 )
 """Names that end like a credential's (:data:`_SECRET_END`) but name something else: a
 record's id (``primary_key``, ``sort_key``), a lookup (``cache_key``), an English word
-(``monkey``). They match the name's last segments, separators dropped (``primary_key``,
-``primaryKey``, ``PRIMARY-KEY``, ``users.primary_key``), never part of a segment (``sshkey``
-is not ``hotkey``)."""
+(``monkey``). They match the whole name past its dotted path, separators dropped
+(``primary_key``, ``primaryKey``, ``PRIMARY-KEY``, ``users.primary_key``): with a prefix, the
+name is that service's key (``COSMOS_PRIMARY_KEY``, ``PAGERDUTY_ROUTING_KEY``), and never part
+of a segment (``sshkey`` is not ``hotkey``)."""
 _NOT_SECRET_NAMES = frozenset(("pwd", "oldpwd"))
 """Whole names that end like a credential's but are not: ``PWD=/srv/app`` is a working
 directory (``DB_PWD`` is a password)."""
@@ -216,7 +217,10 @@ def _named_like_a_secret(name: str) -> bool:
         return False
     if "".join(segments) in _NOT_SECRET_NAMES:
         return False
-    return not any("".join(segments[i:]) in _NOT_SECRET_ENDS for i in range(len(segments)))
+    # The whole name past its dotted path: a prefix names whose key it is (COSMOS_PRIMARY_KEY
+    # is an Azure account key, PAGERDUTY_ROUTING_KEY an integration key).
+    field = [s for s in re.split(r"[_-]+", plain.rsplit(".", 1)[-1].lower()) if s]
+    return "".join(field) not in _NOT_SECRET_ENDS
 
 
 def _without_known_tokens(text: str) -> str:
