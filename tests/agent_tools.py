@@ -426,3 +426,27 @@ def wrong_category_script() -> list[Any]:
         use_the_new_tool,
         AIMessage("Opened the launch blocker issue in acme/apollo."),
     ]
+
+
+def weather_and_secret_op(ran: list[str]) -> ToolCatalog:
+    """A catalog of ``get_weather`` and a ``manual`` ``secret_op`` (a tool no request selects),
+    each appending ``"<tool>:<argument>"`` to ``ran`` when it runs: for the tests that a
+    hidden or excluded tool never runs."""
+
+    @tool
+    def get_weather(city: str) -> str:
+        """Current weather for a city."""
+        ran.append(f"get_weather:{city}")
+        return f"Sunny in {city}"
+
+    @tool
+    def secret_op(target: str) -> str:
+        """Run the privileged maintenance operation on a target."""
+        ran.append(f"secret_op:{target}")
+        return f"done {target}"
+
+    return ToolCatalog.from_tools(
+        [secret_op, get_weather],
+        categories={"ops": ["secret_op"], "weather": ["get_weather"]},
+        tool_metadata={"secret_op": {"include": "manual"}},
+    )

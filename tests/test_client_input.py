@@ -13,9 +13,9 @@ import warnings
 from typing import Any
 
 import pytest
+from agent_tools import weather_and_secret_op
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_core.tools import tool
 from langgraph.checkpoint.memory import MemorySaver
 from langgraph.graph import StateGraph
 
@@ -33,26 +33,8 @@ from langgraph_toolbudget.testing import ScriptedChatModel
 RAN: list[str] = []
 
 
-@tool
-def secret_op(target: str) -> str:
-    """Run the privileged maintenance operation on a target."""
-    RAN.append(f"secret_op:{target}")
-    return f"done {target}"
-
-
-@tool
-def get_weather(city: str) -> str:
-    """Current weather for a city."""
-    RAN.append(f"get_weather:{city}")
-    return f"Sunny in {city}"
-
-
 def catalog() -> ToolCatalog:
-    return ToolCatalog.from_tools(
-        [secret_op, get_weather],
-        categories={"ops": ["secret_op"], "weather": ["get_weather"]},
-        tool_metadata={"secret_op": {"include": "manual"}},
-    )
+    return weather_and_secret_op(RAN)
 
 
 def model_calling(name: str, **args: Any) -> ScriptedChatModel:

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_tools import weather_and_secret_op
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_core.tools import tool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -44,26 +44,8 @@ RAN: list[str] = []
 CONFIG: Any = {"configurable": {"thread_id": "t"}}
 
 
-@tool
-def get_weather(city: str) -> str:
-    """Current weather for a city."""
-    RAN.append(f"get_weather:{city}")
-    return f"Sunny in {city}"
-
-
-@tool
-def secret_op(target: str) -> str:
-    """Run the privileged maintenance operation on a target."""
-    RAN.append(f"secret_op:{target}")
-    return f"done {target}"
-
-
 def catalog() -> ToolCatalog:
-    return ToolCatalog.from_tools(
-        [get_weather, secret_op],
-        categories={"weather": ["get_weather"], "ops": ["secret_op"]},
-        tool_metadata={"secret_op": {"include": "manual"}},
-    )
+    return weather_and_secret_op(RAN)
 
 
 @pytest.fixture(autouse=True)
