@@ -142,8 +142,10 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             reply's calls concurrently within the group rules above, or
             ``sequential``, one call at a time per thread; ``group_limits``).
             ``max_parallel`` sizes only the pool of the calls the middleware runs
-            itself (a CodeMode program's): the tool node runs the others in
-            LangGraph's pool, bounded by the run's ``max_concurrency``. ``usage``:
+            itself (a CodeMode program's; under ``ainvoke`` a sync tool's with a
+            ``timeout_s``, whose thread then counts toward its group until it ends):
+            the tool node runs the others in LangGraph's pool, bounded by the run's
+            ``max_concurrency``. ``usage``:
             the selection ranks with it, and each catalog tool that ran
             successfully is recorded against the latest user message (a run opts
             out with ``configurable={"toolbudget_record_usage": False}``).
