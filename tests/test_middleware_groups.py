@@ -128,17 +128,20 @@ def agent_of(
     tools: list[BaseTool],
     metadata: dict[str, dict[str, Any]],
     replies: dict[str, AIMessage],
+    *,
+    checkpointer: bool = True,
     **options: Any,
-) -> tuple[Any, ScriptedChatModel]:
+) -> tuple[Any, ScriptedChatModel, ToolBudgetMiddleware]:
     names = [t.name for t in tools]
     catalog = ToolCatalog.from_tools(tools, categories={"work": names}, tool_metadata=metadata)
     model = ScriptedChatModel(responses=[answer_by_turn(replies)], cycle=True)
     budget = ToolBudgetMiddleware(catalog, pinned=names, **options)
-    return create_agent(model, middleware=[budget], checkpointer=InMemorySaver()), model
+    saver = InMemorySaver() if checkpointer else None
+    return create_agent(model, middleware=[budget], checkpointer=saver), model, budget
 
 
-async def run(agent: Any, text: str, api: str, thread: str) -> dict[str, Any]:
-    config = {"configurable": {"thread_id": thread}}
+async def run(agent: Any, text: str, api: str, thread: str | None) -> dict[str, Any]:
+    config = {"configurable": {"thread_id": thread}} if thread is not None else {}
     payload = {"messages": [HumanMessage(text)]}
     if api == "invoke":  # in a thread of its own, as a server's worker would
         return await asyncio.wait_for(asyncio.to_thread(agent.invoke, payload, config), HANG)
@@ -172,7 +175,7 @@ async def test_impure_calls_of_a_group_run_one_at_a_time_while_pure_calls_run_to
         "read": {"concurrency_group": "search", "is_pure": True},
     }
     batch = [call(name, f"{name}{i}", x=i) for i in range(3) for name in ("write", "read")]
-    agent, _ = agent_of(tools, metadata, {"go": AIMessage("", tool_calls=batch)})
+    agent, *_ = agent_of(tools, metadata, {"go": AIMessage("", tool_calls=batch)})
     out, _ = await asyncio.gather(
         run(agent, "go", api, "t"), asyncio.to_thread(held.let_go_in_waves, 3, 1)
     )
@@ -200,7 +203,7 @@ async def test_a_groups_limit_caps_its_calls_of_one_reply(api, pure, option):
         meta, options = {"max_concurrency": 1}, {"group_limits": {"api": 2}}
     metadata = {"fetch": {"concurrency_group": "api", "is_pure": pure, **meta}}
     batch = AIMessage("", tool_calls=[call("fetch", f"f{i}", x=i) for i in range(4)])
-    agent, _ = agent_of([held.tool("fetch", "api")], metadata, {"go": batch}, **options)
+    agent, *_ = agent_of([held.tool("fetch", "api")], metadata, {"go": batch}, **options)
     out, _ = await asyncio.gather(
         run(agent, "go", api, "t"), asyncio.to_thread(held.let_go_in_waves, 4, 2)
     )
@@ -224,7 +227,7 @@ async def test_a_groups_limit_holds_across_runs_on_two_threads(apis, mode, limit
     held = HeldCalls()
     metadata = {"fetch": {"concurrency_group": "api", "is_pure": True, "max_concurrency": limit}}
     batch = AIMessage("", tool_calls=[call("fetch", f"f{i}", x=i) for i in range(2)])
-    agent, _ = agent_of([held.tool("fetch", "api")], metadata, {"go": batch}, mode=mode)
+    agent, *_ = agent_of([held.tool("fetch", "api")], metadata, {"go": batch}, mode=mode)
     *outs, _ = await asyncio.gather(
         *(run(agent, "go", api, f"thread-{k}") for k, api in enumerate(apis)),
         asyncio.to_thread(held.let_go_in_waves, 4, limit),
@@ -241,7 +244,7 @@ async def test_a_waiting_call_ends_with_its_cancelled_run_and_takes_no_place():
     held = HeldCalls()
     metadata = {"fetch": {"concurrency_group": "api", "is_pure": False, "max_concurrency": 1}}
     batch = AIMessage("", tool_calls=[call("fetch", "f0")])
-    agent, model = agent_of([held.tool("fetch", "api")], metadata, {"go": batch})
+    agent, model, _ = agent_of([held.tool("fetch", "api")], metadata, {"go": batch})
     first = asyncio.create_task(run(agent, "go", "ainvoke", "a"))
     second = asyncio.create_task(run(agent, "go", "ainvoke", "b"))
     deadline = time.monotonic() + HANG
@@ -281,7 +284,7 @@ async def test_a_call_that_raises_gives_its_place_back(api, how):
         ),
         "second": AIMessage("", tool_calls=[call("fetch", "f9", x=9)]),
     }
-    agent, _ = agent_of(tools, metadata, replies)
+    agent, *_ = agent_of(tools, metadata, replies)
     waves = asyncio.create_task(asyncio.to_thread(held.let_go_in_waves, 3, 1))
     out = await run(agent, "first", api, "one")
     later = await run(agent, "second", api, "two")
@@ -294,6 +297,163 @@ async def test_a_call_that_raises_gives_its_place_back(api, how):
         assert "b0" not in answers and out["__interrupt__"][0].value == "approve?"
     assert contents(later) == {"f9": "fetch 9"}
     assert held.most["api"] == 1
+
+
+# --- a sync call abandoned at its timeout (or with its cancelled run) ----------------------
+
+
+class SlowCall:
+    """A sync tool whose call runs until the test lets it go (past its ``timeout_s``), and
+    tools that note, when they start, whether that call still runs."""
+
+    def __init__(self) -> None:
+        self.running = threading.Event()
+        self.let_go = threading.Event()
+        self.beside: list[bool] = []  # one per other call that started: was the slow one running?
+
+    def slow(self, name: str = "slow") -> BaseTool:
+        def body(x: int = 0) -> str:
+            self.running.set()
+            try:
+                if not self.let_go.wait(HANG):
+                    raise TimeoutError(f"{name} was never let go")
+            finally:
+                self.running.clear()
+            return f"{name} {x}"
+
+        return StructuredTool.from_function(func=body, name=name, description="Slow.")
+
+    def other(self, name: str) -> BaseTool:
+        def body(x: int = 0) -> str:
+            self.beside.append(self.running.is_set())
+            return f"{name} {x}"
+
+        return StructuredTool.from_function(func=body, name=name, description=f"{name}.")
+
+    async def end(self, budget: ToolBudgetMiddleware, group: str) -> None:
+        """Let the slow call go and wait until the middleware saw its thread end."""
+        self.let_go.set()
+        lingering = budget.runner.pipeline.lingering
+        deadline = time.monotonic() + HANG
+        while lingering.running(group) != (0, 0):
+            assert time.monotonic() < deadline, "the abandoned call never ended"
+            await asyncio.sleep(0.01)
+
+
+async def test_a_sync_call_past_its_timeout_keeps_its_group_until_its_thread_ends():
+    """Under ``ainvoke`` an impure sync call of group ``db`` passes its ``timeout_s``: it is
+    answered with the timeout, its thread runs on, and the reply's next impure call of the
+    group never starts beside it (it waits one more ``timeout_s`` for it, then is refused,
+    as under the executor). Once the thread ends, the group is free again."""
+    calls = SlowCall()
+    tools = [calls.slow(), calls.other("write")]
+    impure = {"concurrency_group": "db", "is_pure": False}
+    metadata = {"slow": {**impure, "timeout_s": 0.2}, "write": impure}
+    replies = {
+        "go": AIMessage("", tool_calls=[call("slow", "s0"), call("write", "w0")]),
+        "again": AIMessage("", tool_calls=[call("write", "w1", x=1)]),
+    }
+    agent, _, budget = agent_of(tools, metadata, replies)
+    answers = contents(await run(agent, "go", "ainvoke", "t"))
+    assert "timed out after 0.2 s" in answers["s0"]
+    assert "an earlier call to 'slow' timed out and is still running" in answers["w0"]
+    assert calls.running.is_set() and calls.beside == []
+    await calls.end(budget, "db")
+    assert contents(await run(agent, "again", "ainvoke", "u")) == {"w1": "write 1"}
+    assert calls.beside == [False]
+
+
+async def test_a_sync_call_past_its_timeout_counts_toward_its_groups_limit_until_it_ends():
+    """Group ``api`` runs one call at a time. Run A's sync call passes its ``timeout_s`` and
+    its thread runs on: run B's call of the group is refused rather than run beside it;
+    once the thread ends, run C's call runs."""
+    calls = SlowCall()
+    tools = [calls.slow(), calls.other("fetch")]
+    limited = {"concurrency_group": "api", "is_pure": True, "max_concurrency": 1}
+    metadata = {"slow": {**limited, "timeout_s": 0.2}, "fetch": {**limited, "timeout_s": HANG}}
+    replies = {
+        "slow": AIMessage("", tool_calls=[call("slow", "s0")]),
+        "fetch": AIMessage("", tool_calls=[call("fetch", "f0")]),
+    }
+    agent, _, budget = agent_of(tools, metadata, replies)
+    assert "timed out after 0.2 s" in contents(await run(agent, "slow", "ainvoke", "a"))["s0"]
+    refused = contents(await run(agent, "fetch", "ainvoke", "b"))["f0"]
+    assert "timed out and are still running" in refused and "at most 1 calls" in refused
+    assert calls.running.is_set() and calls.beside == []
+    await calls.end(budget, "api")
+    assert contents(await run(agent, "fetch", "ainvoke", "c")) == {"f0": "fetch 0"}
+    assert calls.beside == [False]
+
+
+async def test_a_sync_call_with_a_timeout_keeps_its_place_after_its_run_is_cancelled():
+    """Run A's sync call (with a ``timeout_s`` it does not reach) holds the one place of
+    group ``api``; A is cancelled while the call's thread runs on. Run B's call of the group
+    waits for that thread to end, then runs: never beside it."""
+    calls = SlowCall()
+    tools = [calls.slow(), calls.other("fetch")]
+    limited = {"concurrency_group": "api", "is_pure": True, "max_concurrency": 1}
+    metadata = {"slow": {**limited, "timeout_s": HANG}, "fetch": limited}
+    replies = {
+        "slow": AIMessage("", tool_calls=[call("slow", "s0")]),
+        "fetch": AIMessage("", tool_calls=[call("fetch", "f0")]),
+    }
+    agent, *_ = agent_of(tools, metadata, replies)
+    first = asyncio.create_task(run(agent, "slow", "ainvoke", "a"))
+    assert await asyncio.to_thread(calls.running.wait, HANG)
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    second = asyncio.create_task(run(agent, "fetch", "ainvoke", "b"))
+    await asyncio.sleep(SETTLE)  # room for B's call to start: it must not
+    assert calls.beside == [] and not second.done()
+    calls.let_go.set()
+    assert contents(await second) == {"f0": "fetch 0"}
+    assert calls.beside == [False]
+
+
+async def test_under_invoke_a_sync_call_runs_to_its_end_in_its_turn():
+    """Under ``invoke`` the middleware does not cut a sync call at its ``timeout_s`` (the
+    tool node runs it in the run's thread): it answers when it ends, holding its turn
+    meanwhile, so the reply's next impure call of the group runs after it."""
+    calls = SlowCall()
+    tools = [calls.slow(), calls.other("write")]
+    impure = {"concurrency_group": "db", "is_pure": False}
+    metadata = {"slow": {**impure, "timeout_s": 0.05}, "write": impure}
+    reply = AIMessage("", tool_calls=[call("slow", "s0"), call("write", "w0")])
+    agent, *_ = agent_of(tools, metadata, {"go": reply})
+    running = asyncio.create_task(run(agent, "go", "invoke", "t"))
+    assert await asyncio.to_thread(calls.running.wait, HANG)
+    await asyncio.sleep(SETTLE)  # past the timeout, and room for the write to start: it must not
+    assert calls.beside == []
+    calls.let_go.set()
+    assert contents(await running) == {"s0": "slow 0", "w0": "write 0"}
+    assert calls.beside == [False]
+
+
+# --- the batch of a reply --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("checkpointer", [False, True], ids=["no-thread", "two-threads"])
+async def test_runs_whose_replies_share_an_id_keep_their_own_turns(checkpointer):
+    """Two runs at once (one under ``invoke``, one under ``ainvoke``) whose replies have the
+    same id (a model that sets its own ids, or replies from an LLM cache), each with one
+    impure call of group ``db``: the calls are of two batches, so they run side by side
+    (they meet at a barrier), without a ``thread_id`` (no checkpointer) as well."""
+    meet = threading.Barrier(2, timeout=HANG / 2)  # broken before the runs' hang guard
+
+    def write(x: int = 0) -> str:
+        meet.wait()  # both calls running at once, or the barrier breaks (an error answer)
+        return f"write {x}"
+
+    tools = [StructuredTool.from_function(func=write, name="write", description="Write.")]
+    metadata = {"write": {"concurrency_group": "db", "is_pure": False}}
+    reply = AIMessage("", id="reply-1", tool_calls=[call("write", "w0")])
+    agent, *_ = agent_of(tools, metadata, {"go": reply}, checkpointer=checkpointer)
+    threads = ("a", "b") if checkpointer else (None, None)
+    outs = await asyncio.gather(
+        run(agent, "go", "invoke", threads[0]), run(agent, "go", "ainvoke", threads[1])
+    )
+    assert [contents(out) for out in outs] == [{"w0": "write 0"}] * 2
 
 
 @pytest.mark.parametrize(

@@ -46,7 +46,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import copy_context
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -99,6 +99,35 @@ def runs_in_thread(tool: BaseTool) -> bool:
     if isinstance(tool, StructuredTool):
         return tool.coroutine is None and tool.func is not None
     return type(tool)._arun is BaseTool._arun
+
+
+class _InPool:
+    """``tool`` as another tool node calls it (``await tool.ainvoke(input, config)``), with
+    its ``invoke`` run in the pipeline's pool, as ``ToolExecutor`` runs a sync tool, rather
+    than in the event loop's default pool; each thread's future is kept, so a call abandoned
+    at its timeout counts against its group until its thread really ends. Any other
+    attribute is the tool's (a hook inside the caller reads the tool through it).
+    """
+
+    def __init__(self, tool: BaseTool, threads: ToolThreads) -> None:
+        self.tool = tool
+        self.threads = threads
+        self.futures: list[Future[Any]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "tool":  # copy/pickle protocols; before __init__
+            raise AttributeError(name)
+        return getattr(self.tool, name)
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        """``tool.invoke(input, config, **kwargs)`` in the pool, awaited."""
+        future = self.threads.submit(partial(self.tool.invoke, input, config, **kwargs))
+        self.futures.append(future)
+        return await asyncio.wrap_future(future)
+
+    def running(self) -> list[Future[Any]]:
+        """The futures of the threads still running (or waiting for a place)."""
+        return [f for f in self.futures if not f.done()]
 
 
 class ToolThreads:
@@ -400,13 +429,25 @@ class ToolCallPipeline:
     async def adelegate(
         self, request: ToolCallRequest, check: CallCheck, ainvoke: Callable[[Any], Awaitable[Any]]
     ) -> Any:
-        """The async :meth:`delegate`, bounded by the tool's ``timeout_s``."""
+        """The async :meth:`delegate`, bounded by the tool's ``timeout_s``.
+
+        A sync tool with a timeout runs in the pipeline's pool (the tool node is handed it
+        through :class:`_InPool`), so a call abandoned at its timeout, or with its cancelled
+        run, keeps its group busy until its thread ends, as under ``ToolExecutor``; in the
+        loop's default pool its thread would run on uncounted once the tool node's task
+        ended.
+        """
         prepared = self.preparer.prepare(request.tool_call, request.tool, check)
         if isinstance(prepared, ToolMessage):
             return prepared
         tool, call = prepared
         request = request.override(tool_call=call)
-        return await self._ainvoked(call, tool, request.state, ainvoke, request)
+        spec = self.catalog.get(tool.name)
+        if spec is None or not spec.timeout_s or not runs_in_thread(tool):
+            return await self._ainvoked(call, tool, request.state, ainvoke, request)
+        pooled = _InPool(tool, self.threads)
+        request = request.override(tool=cast("BaseTool", pooled))
+        return await self._ainvoked(call, tool, request.state, ainvoke, request, pooled=pooled)
 
     def _invoked(
         self,
@@ -439,14 +480,16 @@ class ToolCallPipeline:
         start: Callable[..., Awaitable[Any] | Future[Any]],
         *args: Any,
         started: float | None = None,
+        pooled: _InPool | None = None,
     ) -> Any:
         """The async :meth:`_invoked`; ``start(*args)`` starts the work (a coroutine, or a
-        thread's future), which gets the time its ``timeout_s`` leaves it."""
+        thread's future), which gets the time its ``timeout_s`` leaves it (``pooled``: the
+        threads the coroutine runs the tool in)."""
         spec = self.catalog.get(tool.name)
         if spec is not None and (refusal := await self._arefusal(spec, started)):
             return error_message(call, refusal)
         try:
-            response = await self._timed(tool, start(*args), started)
+            response = await self._timed(tool, start(*args), started, pooled)
             output = self.outputs.normalise(call, tool, response, state)
         except GraphBubbleUp:
             raise
@@ -493,14 +536,19 @@ class ToolCallPipeline:
         return tool.ainvoke(tool_input, config)
 
     async def _timed(
-        self, tool: BaseTool, work_started: Awaitable[Any] | Future[Any], started: float | None
+        self,
+        tool: BaseTool,
+        work_started: Awaitable[Any] | Future[Any],
+        started: float | None,
+        pooled: _InPool | None = None,
     ) -> Any:
         """The result of ``work_started`` within the time the tool's ``timeout_s`` leaves it
         (counted from ``started``, its batch's start, when given). Past it, raise
         ``TimeoutError`` and abandon the work: logged, its result dropped, and (a
         thread's work as much as a task's) keeping its group busy until it really ends. The
         work of a cancelled caller is abandoned too: it counts toward its group's limit
-        until it ends."""
+        until it ends. ``pooled``: the threads a coroutine's tool runs in, abandoned in its
+        stead (the coroutine itself ends at once)."""
         spec = self.catalog.get(tool.name)
         timeout = time_left(spec, started)
         lingers: Any  # a thread's work lingers until the thread ends, a task's until the task
@@ -513,6 +561,8 @@ class ToolCallPipeline:
         if spec is None:  # a tool outside the catalog (a hook's own): nothing to count
             return await work
         limit = None if timeout is None else max(timeout, 0.0)
+        if pooled is not None:
+            return await within(work, limit, partial(self._abandon_pooled, spec, work, pooled))
         return await within(work, limit, partial(self._abandon, spec, lingers))
 
     def _abandon(self, spec: ToolSpec, lingers: Any, cancelled: bool) -> None:
@@ -521,6 +571,16 @@ class ToolCallPipeline:
         self.lingering.add(spec, lingers, cancelled=cancelled)
         if isinstance(lingers, Future):
             self.threads.release(lingers)
+
+    def _abandon_pooled(
+        self, spec: ToolSpec, task: asyncio.Future[Any], pooled: _InPool, cancelled: bool
+    ) -> None:
+        """:meth:`_abandon` for another tool node's call of a sync tool: the tool's threads
+        that still run (the task awaiting them ends at once), else the task itself (it had
+        not started the tool)."""
+        running: list[Any] = pooled.running()
+        for lingers in running or [task]:
+            self._abandon(spec, lingers, cancelled)
 
     def _tool_input(self, tool: BaseTool, call: ToolCall, request: ToolCallRequest) -> Any:
         inject = self.preparer.injector(tool)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Container, Hashable, Iterator
 from typing import Any
 
@@ -141,8 +142,10 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             reply's calls concurrently within the group rules above, or
             ``sequential``, one call at a time per thread; ``group_limits``).
             ``max_parallel`` sizes only the pool of the calls the middleware runs
-            itself (a CodeMode program's): the tool node runs the others in
-            LangGraph's pool, bounded by the run's ``max_concurrency``. ``usage``:
+            itself (a CodeMode program's; under ``ainvoke`` a sync tool's with a
+            ``timeout_s``, whose thread then counts toward its group until it ends):
+            the tool node runs the others in LangGraph's pool, bounded by the run's
+            ``max_concurrency``. ``usage``:
             the selection ranks with it, and each catalog tool that ran
             successfully is recorded against the latest user message (a run opts
             out with ``configurable={"toolbudget_record_usage": False}``).
@@ -335,9 +338,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         if made_with is not None:
             reply, shown = made_with
             visible = set(working.names)
-            hidden = [n for n in shown if n not in visible]
-            if hidden:
-                update[STILL_CALLABLE] = {"reply": reply.id, "tools": hidden}
+            update[STILL_CALLABLE] = _reply_note(reply, [n for n in shown if n not in visible])
         update["messages"] = [answers[i] for i in range(len(answers))]
         return update
 
@@ -349,7 +350,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         """
         pending = self._pending_builtins(state)
         if pending is None:
-            return None
+            return _noted(state)
         reply, calls = pending
         working, shown = self._shown(state, reply)
         answers, outcome = self.runner.answer_builtins(calls, state, _current_config(), working)
@@ -359,7 +360,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         """The async :meth:`after_model` (the answers run off the event loop)."""
         pending = self._pending_builtins(state)
         if pending is None:
-            return None
+            return _noted(state)
         reply, calls = pending
         working, shown = self._shown(state, reply)
         config = _current_config()
@@ -467,20 +468,46 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         return out
 
 
-def _batch_key(state: Any, config: RunnableConfig) -> Hashable:
-    """The batch a call belongs to: its run's thread and the reply that made it (the latest
-    model reply in the state the tool node hands each call)."""
+def _latest_reply(state: Any) -> AIMessage | None:
     messages = state_get(state, "messages") or []
-    reply = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+    return next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+
+
+def _reply_note(reply: AIMessage, hidden: list[str]) -> dict[str, Any]:
+    """What ``after_model`` tells ``wrap_tool_call`` about ``reply`` (:data:`STILL_CALLABLE`):
+    the tools it may still call though its built-in calls hid them, and its batch, a key
+    made for this reply in this run (two runs' replies may share an id: a model's own
+    ids, an LLM cache's replies)."""
+    return {"reply": reply.id, "tools": hidden, "batch": uuid.uuid4().hex}
+
+
+def _noted(state: Any) -> dict[str, Any] | None:
+    """The note of the latest reply when it calls tools (``after_model`` of a reply with no
+    built-in call to answer), else None."""
+    reply = _latest_reply(state)
+    if reply is None or not reply.tool_calls:
+        return None
+    return {STILL_CALLABLE: _reply_note(reply, [])}
+
+
+def _note_of(state: Any, reply: AIMessage | None) -> dict[str, Any] | None:
+    note = state_get(state, STILL_CALLABLE)
+    return note if note and reply is not None and note.get("reply") == reply.id else None
+
+
+def _batch_key(state: Any, config: RunnableConfig) -> Hashable:
+    """The batch a call belongs to: the reply that made it (the latest model reply in the
+    state the tool node hands each call), by the key ``after_model`` made for it in this
+    run; else by its run's thread and the reply's id."""
+    reply = _latest_reply(state)
+    note = _note_of(state, reply)
+    if note is not None and "batch" in note:
+        return note["batch"]
     return thread_key(config), None if reply is None else reply.id
 
 
 def _still_callable(state: Any) -> list[str]:
     """Tools the model was shown with its latest reply that the reply's own built-in calls
     took out of the visible set (recorded by ``after_model`` for that reply only)."""
-    kept = state_get(state, STILL_CALLABLE)
-    if not kept:
-        return []
-    messages = state_get(state, "messages") or []
-    reply = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
-    return list(kept["tools"]) if reply is not None and reply.id == kept["reply"] else []
+    note = _note_of(state, _latest_reply(state))
+    return list(note.get("tools", ())) if note is not None else []

@@ -3,7 +3,8 @@
 Key Components:
     - :class:`ToolBudgetAgentState`: ``create_agent``'s state plus the budget's fields.
     - :data:`STILL_CALLABLE`: the private field through which ``after_model`` tells
-      ``wrap_tool_call`` which tools stay callable in the rest of a reply.
+      ``wrap_tool_call`` about the latest reply: the tools that stay callable in the rest of
+      it, and its batch.
 """
 
 from __future__ import annotations
@@ -20,9 +21,12 @@ from langgraph_toolbudget.state import merge_counts, merge_names
 __all__ = ["STILL_CALLABLE", "ToolBudgetAgentState"]
 
 STILL_CALLABLE = "toolbudget_still_callable"
-"""``{"reply": <AI message id>, "tools": [...]}``: tools the model was shown with that reply
-which the reply's own built-in calls took out of the visible set; they stay callable in the
-rest of that reply, as under ``ToolExecutor`` (ignored once a later reply is the latest)."""
+"""``{"reply": <AI message id>, "tools": [...], "batch": <key>}``, written by ``after_model``
+for each reply that calls tools (ignored once a later reply is the latest). ``tools``: those
+the model was shown with that reply which the reply's own built-in calls took out of the
+visible set; they stay callable in the rest of that reply, as under ``ToolExecutor``.
+``batch``: a key made for the reply in its run, under which its calls take their turns
+(two runs' replies may share an id; a resumed run reads the same key from its checkpoint)."""
 
 
 class ToolBudgetAgentState(AgentState[Any]):
