@@ -549,6 +549,47 @@ def test_pythonic_calls_beside_a_link_run_and_a_bad_call_alone_is_an_error():
         assert pythonic.parse(reply).error is not None, reply
 
 
+LLAMA_TOKENS = ["<|python_tag|>", "<|eom_id|>", "<|eot_id|>", "<|python_start|>", "<|python_end|>"]
+
+
+@pytest.mark.parametrize("token", LLAMA_TOKENS)
+def test_pythonic_special_tokens_around_calls_are_dropped_and_inside_strings_kept(token):
+    pythonic = get_format("pythonic")
+    # Around the calls (and in the code between them) a token is the format's markup.
+    wrapped = f"Checking.{token}[get_weather(city='Paris'){token}, add(x=1)]{token}"
+    parsed = pythonic.parse(wrapped)
+    assert calls_of(parsed) == [["get_weather", {"city": "Paris"}], ["add", {"x": 1}]]
+    assert parsed.text == "Checking."
+    bare = pythonic.parse(f"{token}get_weather(city='Paris'){token}")
+    assert calls_of(bare) == [["get_weather", {"city": "Paris"}]]
+    # Inside a string it is the argument's text (it was dropped: note='' ran).
+    for reply in (f"[note(text='a{token}b')]", f'{token}note(text="{token}"){token}'):
+        expected = "a" + token + "b" if reply.startswith("[") else token
+        assert calls_of(pythonic.parse(reply)) == [["note", {"text": expected}]], reply
+    rendered = pythonic.render_calls([{"name": "a", "args": {"a": token}, "id": "1"}])
+    assert calls_of(pythonic.parse(rendered)) == [["a", {"a": token}]]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "markup"),
+    [
+        *(("hermes", m) for m in ("<tool_call>", "</tool_call>", "a</tool_call><tool_call>b")),
+        *(("mistral", m) for m in ("[TOOL_CALLS]", "x [TOOL_CALLS] [1]", "</s>")),
+    ],
+)
+def test_a_formats_markup_inside_an_argument_string_is_the_arguments_text(fmt, markup):
+    # It split the call there (hermes: the call ended at the tag inside the string; mistral:
+    # a second call began at the marker inside it) and the call failed or lost its text.
+    f = get_format(fmt)
+    calls = [
+        {"name": "note", "args": {"text": markup}, "id": "1"},
+        {"name": "add", "args": {"x": 1}, "id": "2"},
+    ]
+    parsed = f.parse(f.render_calls(calls, "Saving it."))
+    assert calls_of(parsed) == [["note", {"text": markup}], ["add", {"x": 1}]]
+    assert parsed.text == "Saving it."
+
+
 def test_pythonic_number_and_literal_keys_become_json_keys():
     parsed = get_format("pythonic").parse("[add(x={1: 'a', 2.5: 'b', None: 'c', True: 'd'})]")
     assert calls_of(parsed) == [["add", {"x": {"1": "a", "2.5": "b", "null": "c", "true": "d"}}]]

@@ -11,6 +11,7 @@ per line; the model answers with one ``<tool_call>{"name": ..., "arguments":
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,6 +23,7 @@ from langgraph_toolbudget.formats._json import (
     calls_from_value,
     load_json,
 )
+from langgraph_toolbudget.formats._lenient import STRING
 from langgraph_toolbudget.formats._text import (
     Segment,
     cut_off_in_reasoning,
@@ -41,6 +43,7 @@ from langgraph_toolbudget.formats.base import (
 __all__ = ["Hermes"]
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
+_STRING_OR_TAG = re.compile(f"{STRING}|{re.escape(OPEN)}|{re.escape(CLOSE)}", re.DOTALL)
 
 INSTRUCTIONS = """# Tools
 
@@ -61,24 +64,29 @@ When you have the answer, reply in plain text without tags."""
 
 def _find(body: str, budget: ParseBudget) -> tuple[list[Segment], list[str]]:
     """Segments between ``<tool_call>`` and ``</tool_call>`` (or the next tag, or the end:
-    then not closed, and JSON the segment ends inside is a call cut off)."""
+    then not closed, and JSON the segment ends inside is a call cut off). A tag inside a
+    string of the call is the argument's text; each call is scanned once: linear."""
     segments: list[Segment] = []
     prose: list[str] = []
     pos = 0
-    close = -1
     while len(segments) <= MAX_CALLS and (start := body.find(OPEN, pos)) >= 0:
         prose.append(body[pos:start])
         inner = start + len(OPEN)
-        if close < inner:  # searched again only once passed: linear in the reply
-            close = body.find(CLOSE, inner)
-        following = body.find(OPEN, inner)
-        ends = [i for i in (close, following) if i >= 0]
-        end = min(ends) if ends else len(body)  # truncated: the call runs to the end
+        end = _next_tag(body, inner)
         closed = body.startswith(CLOSE, end)
         segments.append(Segment(body[inner:end], closed))
         pos = end + len(CLOSE) if closed else end
     prose.append(body[pos:].replace(CLOSE, ""))
     return segments, prose
+
+
+def _next_tag(body: str, start: int) -> int:
+    """Where the first tag outside strings is, from ``start``; the end of ``body`` if none
+    (truncated: the call runs to the end)."""
+    for match in _STRING_OR_TAG.finditer(body, start):
+        if match.group() in (OPEN, CLOSE):
+            return match.start()
+    return len(body)
 
 
 def _read(segment: Segment, budget: ParseBudget) -> list[dict[str, Any]]:

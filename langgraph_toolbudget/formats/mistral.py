@@ -38,6 +38,7 @@ _END_TOKENS = ("</s>", "[/TOOL_CALLS]")
 # A string as the lenient reader takes it, or an end token outside strings: the model ending
 # its calls (inside a string it is part of a value).
 _STRING_OR_END = re.compile(STRING + r"|</s>|\[/TOOL_CALLS\]", re.DOTALL)
+_STRING_OR_MARKER = re.compile(STRING + "|" + re.escape(MARKER), re.DOTALL)
 _ID_CHARS = string.ascii_letters + string.digits
 
 INSTRUCTIONS = """[AVAILABLE_TOOLS] {tools}[/AVAILABLE_TOOLS]
@@ -47,9 +48,22 @@ When you have the answer, reply in plain text without [TOOL_CALLS]."""
 
 
 def _find(body: str, budget: ParseBudget) -> tuple[list[str], list[str]]:
-    prose = [body.split(MARKER, 1)[0]]
-    segments = body.split(MARKER, MAX_CALLS + 1)[1:]
-    return segments, prose
+    """The text before the first marker, and the calls after each marker; a marker inside a
+    string of the calls is the argument's text (up to :data:`MAX_CALLS` + 1 segments, the
+    last holding the rest)."""
+    first = body.find(MARKER)
+    if first < 0:
+        return [], [body]
+    segments: list[str] = []
+    start = first + len(MARKER)
+    for match in _STRING_OR_MARKER.finditer(body, start):
+        if len(segments) == MAX_CALLS:
+            break
+        if match.group() == MARKER:
+            segments.append(body[start : match.start()])
+            start = match.end()
+    segments.append(body[start:])
+    return segments, [body[:first]]
 
 
 def _calls_end(segment: str) -> int | None:

@@ -74,6 +74,8 @@ _SPECIAL_TOKENS = (
     "<|python_start|>",
     "<|python_end|>",
 )
+_SPECIAL = re.compile("|".join(re.escape(token) for token in _SPECIAL_TOKENS))
+_LEADING = re.compile(rf"(?:\s|{_SPECIAL.pattern})*")
 _NAMED = {"true": True, "false": False, "null": None, "none": None}
 _CLOSERS = {"(": ")", "[": "]", "{": "}"}
 _TOO_LONG = f"the tool call is over {MAX_CALL_CHARS} characters or never closed"
@@ -125,16 +127,39 @@ def _problem(where: str, name: str) -> str:
     return _TOO_LONG if where == "too long" else str(cut_off(name, where))
 
 
+def _untagged(text: str) -> str:
+    """``text`` without Llama's special tokens (prose, or a call's text shown in an error)."""
+    return _SPECIAL.sub("", text) if "<|" in text else text
+
+
+def _code_untagged(code: str) -> str:
+    """A call's code without Llama's special tokens, save inside its strings: there they
+    are the argument's own text (``note='<|eot_id|>'``)."""
+    if "<|" not in code:
+        return code
+    out: list[str] = []
+    pos = 0
+    for match in _TOKEN.finditer(code):
+        if match.lastgroup in ("open", "close", "comment"):
+            continue
+        out += [_untagged(code[pos : match.start()]), match.group()]
+        pos = match.end()
+    out.append(_untagged(code[pos:]))
+    return "".join(out)
+
+
 def _find(body: str, budget: ParseBudget) -> tuple[list[_Segment], list[str]]:
-    for token in _SPECIAL_TOKENS:
-        body = body.replace(token, "")
-    bare = None if body.lstrip().startswith("[") else _BARE.match(body)
+    # Llama's special tokens stand around the calls (``<|python_tag|>[...]<|eom_id|>``):
+    # they are left out of the prose and of the calls' code, never out of a call's strings.
+    lead = _LEADING.match(body).end()  # type: ignore[union-attr]  # matches the empty text
+    bare = None if body.startswith("[", lead) else _BARE.match(body, lead)
     if bare is not None:
         end, where = _scan(body, bare.end() - 1, budget)
         if end < 0:
-            return [_Segment(body.strip(), _problem(where, bare.group(1)))], []
-        if not body[end:].strip():
-            return [_parsed(body.strip())], []  # a lone call without the list brackets
+            return [_Segment(_untagged(body).strip(), _problem(where, bare.group(1)))], []
+        if not _untagged(body[end:]).strip():
+            # a lone call without the list brackets
+            return [_parsed(_code_untagged(body[lead:end]).strip())], []
     segments: list[_Segment] = []
     prose: list[str] = []
     pos = search = 0  # where the prose since the last call starts, where to search on
@@ -142,25 +167,26 @@ def _find(body: str, budget: ParseBudget) -> tuple[list[_Segment], list[str]]:
     while read <= MAX_CALLS and (match := _START.search(body, search)) is not None:
         end, where = _scan(body, match.start(), budget)
         if end < 0:  # unclosed: the call is cut off, or too long
-            prose.append(body[pos : match.start()])
-            text = body[match.start() : match.start() + MAX_CALL_CHARS]
+            prose.append(_untagged(body[pos : match.start()]))
+            text = _untagged(body[match.start() : match.start() + MAX_CALL_CHARS])
             segments.append(_Segment(text, _problem(where, match.group(1))))
             return segments, prose
         search = end
         if body.startswith("(", end):  # a Markdown link, [Apollo (11)](https://...): prose
             continue
-        segment = _parsed(body[match.start() : end])
+        segment = _parsed(_code_untagged(body[match.start() : end]))
         read += 1
+        before = _untagged(body[pos : match.start()])
         if (
             segment.problem
             and not _LOOKS_LIKE_ARGUMENTS.match(body, match.end())
-            and _in_prose(body[pos : match.start()], body[end:])
+            and _in_prose(before, _untagged(body[end:]))
         ):
             continue  # "see [Mercury (planet)] below": brackets in prose, not a call
-        prose.append(body[pos : match.start()])
+        prose.append(before)
         segments.append(segment)
         pos = end
-    prose.append(body[pos:])
+    prose.append(_untagged(body[pos:]))
     return segments, prose
 
 
