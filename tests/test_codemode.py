@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 import pytest
-from agent_tools import ConcurrencyProbe, ai_calls, call, fetch_tool
+from agent_tools import ConcurrencyProbe, ai_calls, call, fetch_tool, needs_aliased_fields
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool, tool
@@ -290,6 +290,7 @@ def _route_tool(args_schema: type[BaseModel]) -> BaseTool:
 ROUTE_SIGNATURE = "its signature is plan_route(from_: str, to: str)"
 
 
+@needs_aliased_fields
 @pytest.mark.parametrize("args_schema", [RouteArgs, RouteByNameArgs])
 @pytest.mark.parametrize(
     "code",

@@ -16,6 +16,7 @@ from agent_tools import (
     ai_calls,
     call,
     injection_tools,
+    needs_aliased_fields,
     probe_tool,
     recording_catalog,
     recording_fixtures,
@@ -309,6 +310,7 @@ plan_route = StructuredTool.from_function(
 )
 
 
+@needs_aliased_fields
 @pytest.mark.parametrize("api", APIS)
 async def test_an_aliased_field_is_taken_under_the_name_the_model_reads_or_its_alias(api):
     # The schema bound to the model names the field 'from_' (langchain's tool_call_schema);
