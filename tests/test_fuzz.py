@@ -150,11 +150,14 @@ FUZZ_SETTINGS = {
     "database": None,
     "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
 }
+# The runs of the README's test command are derandomized: the same examples on every run of
+# one hypothesis version, so CI never fails by the draw. The opt-in ``fuzz`` runs explore.
+SETTINGS = {**FUZZ_SETTINGS, "derandomize": True}
 
 
 @pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize("mode", MODES)
-@settings(max_examples=DEFAULT_EXAMPLES, **FUZZ_SETTINGS)
+@settings(max_examples=DEFAULT_EXAMPLES, **SETTINGS)
 @given(batch=batches())
 def test_random_batches_keep_the_invariants(mode, api, batch):
     check_batch(mode, api, *batch)
@@ -189,7 +192,7 @@ large_batches = st.tuples(
 
 @pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize("mode", MODES)
-@settings(max_examples=3, **FUZZ_SETTINGS)
+@settings(max_examples=3, **SETTINGS)
 @given(batch=large_batches)
 def test_batches_of_up_to_1000_calls_keep_the_invariants(mode, api, batch):
     check_batch(mode, api, *batch)
@@ -206,7 +209,7 @@ patterns = st.one_of(
 )
 
 
-@settings(max_examples=40, **FUZZ_SETTINGS)
+@settings(max_examples=40, **SETTINGS)
 @given(pattern=patterns)
 def test_any_search_pattern_gets_a_short_answer(pattern):
     call = {"name": "search_tools", "args": {"query": pattern}, "id": "s", "type": "tool_call"}
@@ -310,20 +313,20 @@ def check_parsed(parsed: ParsedReply) -> None:
 
 
 @pytest.mark.parametrize("fmt", TEXT_FORMATS)
-@settings(max_examples=300, **FUZZ_SETTINGS)
+@settings(max_examples=300, **SETTINGS)
 @given(reply=token_replies)
 def test_no_reply_makes_a_text_format_raise(fmt, reply):
     check_parsed(get_format(fmt).parse(reply))
 
 
-@settings(max_examples=400, **FUZZ_SETTINGS)
+@settings(max_examples=400, **SETTINGS)
 @given(reply=pythonic_replies)
 def test_no_pythonic_literal_makes_the_format_raise(reply):
     check_parsed(get_format("pythonic").parse(reply))
 
 
 @pytest.mark.parametrize("fmt", TEXT_FORMATS)
-@settings(max_examples=200, **FUZZ_SETTINGS)
+@settings(max_examples=200, **SETTINGS)
 @given(calls=rendered_calls, cut=st.floats(0, 1))
 def test_a_reply_cut_anywhere_runs_only_calls_it_wrote_whole(fmt, calls, cut):
     f = get_format(fmt)
@@ -353,7 +356,7 @@ def _invalid_calls(raws: list[Any]) -> AIMessage:
     return AIMessage.model_construct(content="", tool_calls=[], invalid_tool_calls=invalid)
 
 
-@settings(max_examples=400, **FUZZ_SETTINGS)
+@settings(max_examples=400, **SETTINGS)
 @given(raws=st.lists(raw_arguments, min_size=1, max_size=3))
 def test_any_invalid_native_call_is_repaired_without_raising(raws):
     repaired = repair_tool_calls(_invalid_calls(raws))
@@ -392,7 +395,7 @@ _NATIVE_REPLY: list[Any] = [None]
 _NATIVE_AGENT = _agent(ScriptedChatModel, ["native"], _NATIVE_REPLY)
 
 
-@settings(max_examples=40, **FUZZ_SETTINGS)
+@settings(max_examples=40, **SETTINGS)
 @given(raws=st.lists(raw_arguments, min_size=1, max_size=2))
 def test_no_invalid_native_call_makes_the_graph_raise(raws):
     _NATIVE_REPLY[0] = _invalid_calls(raws)
@@ -404,7 +407,7 @@ _TEXT_AGENTS = {fmt: _agent(_TextOnly, [fmt], _TEXT_REPLY) for fmt in TEXT_FORMA
 
 
 @pytest.mark.parametrize("fmt", TEXT_FORMATS)
-@settings(max_examples=25, **FUZZ_SETTINGS)
+@settings(max_examples=25, **SETTINGS)
 @given(reply=token_replies | pythonic_replies)
 def test_no_text_reply_makes_the_graph_raise(fmt, reply):
     _TEXT_REPLY[0] = AIMessage(reply)

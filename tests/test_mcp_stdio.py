@@ -35,7 +35,7 @@ def _text(content: object) -> str:
     return "".join(block["text"] for block in content)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, derandomize=True)  # CI never fails by the draw
 @given(
     lines=st.lists(st.binary(max_size=300).map(lambda b: b.replace(b"\n", b"")), max_size=20),
     cuts=st.lists(st.integers(min_value=0, max_value=6000), max_size=30),
