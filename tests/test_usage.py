@@ -26,12 +26,15 @@ from langgraph_toolbudget import (
     SelectTools,
     ToolAgent,
     ToolBudgetState,
+    ToolCatalog,
+    ToolExecutor,
     ToolSearch,
     ToolUsage,
     create_toolbudget_agent,
 )
 from langgraph_toolbudget.core.usage import UsageIndex, UsageRecord, fuse_usage
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+from langgraph_toolbudget.nodes.usage import OPT_OUT_KEY, records_usage
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 QUERIES = [
@@ -501,6 +504,88 @@ def test_tool_loaded_by_meta_tool_then_called_is_recorded_and_opt_out_is_honoure
     config = {"configurable": {"thread_id": "y", "toolbudget_record_usage": False}}
     agent.invoke(graph_state, config)
     assert quiet.export() == []
+
+
+BAD_OPT_OUTS = ["false", 0, "no", None, "False", 1]
+
+
+def _counted_catalog() -> tuple[ToolCatalog, list[str]]:
+    ran: list[str] = []
+
+    def count_rows(table: str) -> int:
+        """Count the rows of a database table."""
+        ran.append(table)
+        return 42
+
+    return ToolCatalog.from_tools([count_rows]), ran
+
+
+def _count_script() -> list[AIMessage]:
+    return [AIMessage("", tool_calls=[_call("count_rows", {"table": "orders"}, 1)]), "42 rows."]
+
+
+@pytest.mark.parametrize("value", BAD_OPT_OUTS)
+@pytest.mark.parametrize("api", ["invoke", "ainvoke"])
+@pytest.mark.parametrize("kind", ["prebuilt", "ToolAgent"])
+async def test_opt_out_that_is_not_a_bool_raises_before_the_model_or_a_tool_runs(
+    kind: str, api: str, value: Any
+):
+    catalog, ran = _counted_catalog()
+    usage = ToolUsage()
+    model = ScriptedChatModel(responses=_count_script(), cycle=False)
+    if kind == "prebuilt":
+        graph = create_toolbudget_agent(model, catalog, pinned=["count_rows"], usage=usage)
+        app: Any = graph.compile(checkpointer=InMemorySaver())
+    else:
+        app = ToolAgent(model, catalog, pinned=["count_rows"], usage=usage)
+    config = {"configurable": {"thread_id": "t", "toolbudget_record_usage": value}}
+    payload = {"messages": [HumanMessage("how many orders are there?")]}
+    with pytest.raises(TypeError, match=r"toolbudget_record_usage'\] takes True .* or False"):
+        if api == "invoke":
+            app.invoke(payload, config)
+        else:
+            await app.ainvoke(payload, config)
+    assert (ran, model.calls, usage.export()) == ([], [], [])
+
+
+@pytest.mark.parametrize("value", BAD_OPT_OUTS)
+async def test_opt_out_that_is_not_a_bool_never_records_from_a_lone_executor(value: Any):
+    catalog, _ = _counted_catalog()
+    usage = ToolUsage()
+    executor = ToolExecutor(catalog, pinned=["count_rows"], usage=usage)
+    state = {
+        "messages": [
+            HumanMessage("how many orders are there?"),
+            AIMessage("", tool_calls=[_call("count_rows", {"table": "orders"}, 1)]),
+        ]
+    }
+    config = {"configurable": {"thread_id": "t", "toolbudget_record_usage": value}}
+    with pytest.raises(TypeError, match="toolbudget_record_usage"):
+        executor.invoke(state, config)
+    with pytest.raises(TypeError, match="toolbudget_record_usage"):
+        await executor.ainvoke(state, config)
+    with pytest.raises(TypeError, match=r"got 'false' \(str\)"):
+        usage.record_run(
+            "how many orders?", ["count_rows"], {"configurable": {OPT_OUT_KEY: "false"}}
+        )
+    assert usage.export() == []
+
+
+def test_opt_out_bools_and_unset_are_honoured():
+    usage = ToolUsage()
+    for value in (False, True):
+        config = {"configurable": {"thread_id": "t", OPT_OUT_KEY: value}}
+        usage.record_run(f"how many orders are there? {value}", ["count_rows"], config)
+    usage.record_run("how many orders are there? unset", ["count_rows"], {"configurable": {}})
+    assert [r["query"] for r in usage.export()] == [
+        "how many orders are there? True",
+        "how many orders are there? unset",
+    ]
+    assert (
+        records_usage(None)
+        and records_usage({})
+        and not records_usage({"configurable": {OPT_OUT_KEY: False}})
+    )
 
 
 def test_toolbudget_state_is_unchanged_by_usage():

@@ -40,6 +40,7 @@ from langgraph_toolbudget.execution.hooks import AsyncToolCallWrapper, ToolCallW
 from langgraph_toolbudget.nodes._node import BudgetNode, route_tools
 from langgraph_toolbudget.nodes.executor import ToolExecutor
 from langgraph_toolbudget.nodes.prompt import ModelCaller, SystemPrompt, ai_calls_this_turn
+from langgraph_toolbudget.nodes.usage import records_usage
 from langgraph_toolbudget.state import ToolBudgetState, state_update
 
 __all__ = ["ITERATION_LIMIT_MESSAGE", "CallModel", "ToolAgent"]
@@ -112,14 +113,21 @@ class CallModel(BudgetNode):
             return {"messages": [AIMessage(final)]}
         return None
 
+    def _stop(self, state: Any, config: RunnableConfig) -> dict[str, Any] | None:
+        """The answer when this turn must end before the model call; raises on a run's bad
+        usage opt-out value, before the model or a tool runs (:func:`records_usage`)."""
+        if self.config.usage is not None:
+            records_usage(config)
+        return self._limit_hit(state_messages(state))
+
     def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
-        if (stop := self._limit_hit(state_messages(state))) is not None:
+        if (stop := self._stop(state, config)) is not None:
             return stop
         working = SessionContext.from_state(state).working_set(state, self.catalog, self.free)
         return {"messages": self.caller.invoke(state, working, config)}
 
     async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
-        if (stop := self._limit_hit(state_messages(state))) is not None:
+        if (stop := self._stop(state, config)) is not None:
             return stop
         working = SessionContext.from_state(state).working_set(state, self.catalog, self.free)
         return {"messages": await self.caller.ainvoke(state, working, config)}

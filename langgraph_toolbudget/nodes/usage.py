@@ -76,6 +76,7 @@ __all__ = [
     "arecord_batch",
     "record_batch",
     "record_call",
+    "records_usage",
     "scope_key",
     "self_loaded",
     "succeeded_tools",
@@ -85,6 +86,12 @@ logger = logging.getLogger(__name__)
 
 OPT_OUT_KEY = "toolbudget_record_usage"
 """``config["configurable"][OPT_OUT_KEY] = False`` turns recording off for that run (thread)."""
+BAD_OPT_OUT_ERROR = (
+    "configurable['toolbudget_record_usage'] takes True (record this run's tool usage, the "
+    "default when unset) or False (record nothing), a bool; got {value} ({kind}). A privacy "
+    "switch is never guessed from text or numbers: turn the value into a bool first (a JSON "
+    "false from a LangGraph server client is one already)."
+)
 
 Scope = Literal["assistant", "user", "global"]
 """Whose observed history a run records into and ranks with (see :class:`ToolUsage`)."""
@@ -159,6 +166,21 @@ def _label(scope: str) -> str:
     return hashed_id(scope)
 
 
+def records_usage(config: RunnableConfig | None) -> bool:
+    """Whether a run records its tool usage: its ``configurable``'s ``toolbudget_record_usage``
+    (:data:`OPT_OUT_KEY`), True when unset.
+
+    Raises:
+        TypeError: the value is set but is not a bool ("false", 0, "no", None...): the run
+            stops before anything is recorded, rather than record against the caller's wish.
+    """
+    configurable = (config or {}).get("configurable") or {}
+    value = configurable.get(OPT_OUT_KEY, True)
+    if not isinstance(value, bool):
+        raise TypeError(BAD_OPT_OUT_ERROR.format(value=safe_repr(value), kind=type(value).__name__))
+    return value
+
+
 def scope_key(scope: Scope, config: RunnableConfig | None) -> str | None:
     """The history a run reads and records into, from its ``configurable``.
 
@@ -189,7 +211,8 @@ class ToolUsage:
     ``ToolExecutor`` recording is automatic: each catalog tool that ran
     successfully is recorded against the latest user message; refused and failed
     calls, and built-in tools, are not. Opt a run (a thread) out with
-    ``config["configurable"]["toolbudget_record_usage"] = False``.
+    ``config["configurable"]["toolbudget_record_usage"] = False`` (a bool: any other value
+    raises ``TypeError`` before anything is recorded, see :func:`records_usage`).
 
     Trust (one user's usage must not steer another's tools):
 
@@ -762,8 +785,9 @@ class ToolUsage:
 
     @staticmethod
     def opted_out(config: RunnableConfig | None) -> bool:
-        """True when the run's ``configurable`` turns recording off (``OPT_OUT_KEY``: False)."""
-        return (config or {}).get("configurable", {}).get(OPT_OUT_KEY, True) is False
+        """True when the run's ``configurable`` turns recording off (``OPT_OUT_KEY``: False);
+        a value that is not a bool raises ``TypeError`` (see :func:`records_usage`)."""
+        return not records_usage(config)
 
     def _observed(
         self,
