@@ -20,6 +20,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
+from langgraph.store.sqlite.aio import AsyncSqliteStore
 
 from langgraph_toolbudget import (
     ClassifyIntent,
@@ -379,6 +380,76 @@ def test_usage_async_records_through_a_sync_only_sqlite_store(tmp_path):
     usage = ToolUsage(store=store)
     asyncio.run(usage.arecord("count the orders", ["count_rows"]))
     assert [r["tool"] for r in ToolUsage(store=store).export()] == ["count_rows"]
+
+
+async def test_aexport_aforget_aimport_work_with_the_graphs_async_store(tmp_path):
+    catalog, _ = _counted_catalog()
+    model = ScriptedChatModel(responses=_count_script(), cycle=False)
+    usage = ToolUsage()  # the graph's store: an AsyncSqliteStore
+    question = "how many orders are there?"
+    async with (
+        AsyncSqliteStore.from_conn_string(str(tmp_path / "a.db")) as store,
+        AsyncSqliteStore.from_conn_string(str(tmp_path / "b.db")) as other_store,
+    ):
+        await store.setup()
+        await other_store.setup()
+        graph = create_toolbudget_agent(model, catalog, pinned=["count_rows"], usage=usage)
+        await graph.compile(store=store).ainvoke({"messages": [HumanMessage(question)]})
+        rows = await usage.aexport()
+        assert [(r["tool"], r["query"], r["scope"]) for r in rows] == [
+            ("count_rows", question, "default")
+        ]
+        copy = ToolUsage(store=other_store)
+        assert await copy.aimport_(json.loads(json.dumps(rows))) == 1
+        assert [(r["tool"], r["query"]) for r in await copy.aexport()] == [("count_rows", question)]
+        assert len(await other_store.asearch(("toolbudget", "usage", "scope"))) == 1
+        assert await usage.aforget(["count_rows"]) == 1
+        assert await usage.aexport() == [] and len(usage) == 0
+        assert await store.asearch(("toolbudget", "usage")) == []  # gone from the store too
+        assert await copy.aforget() == 1
+        assert await other_store.asearch(("toolbudget", "usage")) == []
+
+
+@pytest.mark.parametrize(
+    ("call", "amethod"),
+    [
+        (lambda u: u.export(), "aexport"),
+        (lambda u: u.forget(["count_rows"]), "aforget"),
+        (lambda u: u.import_([{"tool": "count_rows", "query": "count orders"}]), "aimport_"),
+        (lambda u: u.record("count the orders", ["count_rows"]), "arecord"),
+        (lambda u: u.refresh(), "arefresh"),
+    ],
+)
+async def test_a_sync_call_in_an_async_stores_loop_names_the_async_method(tmp_path, call, amethod):
+    async with AsyncSqliteStore.from_conn_string(str(tmp_path / "a.db")) as store:
+        await store.setup()
+        usage = ToolUsage(store=store)
+        await usage.arecord("how many orders are there", ["count_rows"])
+        before = await usage.aexport()
+        with pytest.raises(asyncio.InvalidStateError, match=rf"await usage\.{amethod}\(") as error:
+            call(usage)
+        assert "ToolUsage." in str(error.value) and "AsyncSqliteStore" in str(error.value)
+        assert (await usage.aexport(), len(usage)) == (before, 1)  # nothing changed
+        await asyncio.to_thread(call, usage)  # off the store's loop the sync form works
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+async def test_the_async_forms_agree_with_the_sync_ones(tmp_path, kind):
+    # InMemoryStore has async methods; SqliteStore is sync only, so its calls run in a thread
+    store = InMemoryStore() if kind == "memory" else sqlite_store(tmp_path / "u.db")
+    rows = [
+        {"tool": "count_rows", "query": "count the orders", "ts": 1.0},
+        {"tool": "get_weather", "query": "weather in Oslo", "ts": 2.0, "scope": "helpdesk"},
+        {"tool": "get_weather", "query": "rain in Lima", "ts": 3.0, "scope": None},
+    ]
+    sync, async_ = ToolUsage(store=InMemoryStore()), ToolUsage(store=store)
+    assert sync.import_(rows) == await async_.aimport_(rows) == 3
+    assert sync.export() == await async_.aexport()
+    assert sync.forget(["get_weather"]) == await async_.aforget(["get_weather"]) == 2
+    assert sync.export() == await async_.aexport() == await asyncio.to_thread(async_.export)
+    with pytest.raises(ValueError, match="row 1"):
+        await async_.aimport_([{"tool": "a", "query": "b"}, {"tool": "a"}])
+    assert [r["tool"] for r in await async_.aexport()] == ["count_rows"]  # nothing imported
 
 
 # --- ranking -------------------------------------------------------------------------------
