@@ -94,7 +94,7 @@ class CallModel(BudgetNode):
         **options: Unpack[BudgetOptions],
     ) -> None:
         super().__init__(name)
-        self.config = BudgetConfig.resolve(config, options, owner="CallModel")
+        self.config = BudgetConfig.resolve(config, options, owner=CallModel)
         catalog = require_catalog(catalog, "CallModel")
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.caller = ModelCaller(
@@ -186,7 +186,7 @@ class ToolAgent(BudgetNode):
     ) -> None:
         super().__init__(name)
         catalog = require_catalog(catalog, "ToolAgent")
-        self.config = BudgetConfig.resolve(config, options, owner="ToolAgent")
+        self.config = BudgetConfig.resolve(config, options, owner=ToolAgent)
         self.call_model = CallModel(model, catalog, config=self.config, system_prompt=system_prompt)
         """The loop's model node."""
         self.executor = ToolExecutor(

@@ -115,7 +115,7 @@ def add_toolbudget_nodes(
         warnings.warn(
             OPEN_INPUT_WARNING.format(fields=", ".join(exposed)), UserWarning, stacklevel=2
         )
-    shared = BudgetConfig.resolve(config, options, owner="add_toolbudget_nodes")
+    shared = BudgetConfig.resolve(config, options, owner=add_toolbudget_nodes)
     names = {k: f"{prefix}{k}" for k in ("choose_tools", "agent", "tools")}
     nodes = {
         "choose_tools": ChooseTools(
@@ -171,7 +171,7 @@ def create_toolbudget_agent(
         ```
     """
     catalog = require_catalog(catalog, "create_toolbudget_agent")
-    shared = BudgetConfig.resolve(config, options, owner="create_toolbudget_agent")
+    shared = BudgetConfig.resolve(config, options, owner=create_toolbudget_agent)
     graph = StateGraph(
         state_schema, input_schema=input_schema_of(state_schema), context_schema=context_schema
     )
