@@ -492,9 +492,9 @@ def unknown_option_error(
     """The error for an option ``owner`` does not have: the closest name, then all of them.
 
     ``owner``: a name, or the class or function that took the options, whose own keywords
-    (:func:`own_keywords`) are candidates for the closest name and listed too.
+    (:func:`_own_keywords`) are candidates for the closest name and listed too.
     """
-    own = own_keywords(owner)
+    own = _own_keywords(owner)
     shared = sorted(set(known) - set(own))
     close = get_close_matches(name, [*own, *shared], n=1, cutoff=0.6)
     hint = f" did you mean {close[0]}?" if close else ""
@@ -506,7 +506,7 @@ def unknown_option_error(
 
 
 @functools.cache
-def own_keywords(owner: str | Callable[..., Any]) -> tuple[str, ...]:
+def _own_keywords(owner: str | Callable[..., Any]) -> tuple[str, ...]:
     """The keywords a class (its constructor) or function takes besides ``**options``, sorted:
     what a caller may pass by name beside the ``BudgetConfig`` options; none for a name."""
     if isinstance(owner, str):

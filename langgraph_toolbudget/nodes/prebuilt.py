@@ -153,6 +153,7 @@ def add_toolbudget_nodes(
             when no text format is enabled.
     """
     catalog = require_catalog(catalog, "add_toolbudget_nodes")
+    _check_graph_keywords("add_toolbudget_nodes", options)
     if not isinstance(graph, StateGraph):
         raise TypeError(NOT_A_GRAPH_ERROR.format(kind=type(graph).__name__))
     missing = [k for k in ("selected_tools", "categories", "messages") if k not in graph.channels]
@@ -163,7 +164,6 @@ def add_toolbudget_nodes(
         warnings.warn(
             OPEN_INPUT_WARNING.format(fields=", ".join(exposed)), UserWarning, stacklevel=2
         )
-    _check_graph_keywords("add_toolbudget_nodes", options)
     shared = BudgetConfig.resolve(config, options, owner=add_toolbudget_nodes)
     names = {k: f"{prefix}{k}" for k in ("choose_tools", "agent", "tools")}
     nodes = {
