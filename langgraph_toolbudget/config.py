@@ -24,9 +24,11 @@ Typical Usage:
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from difflib import get_close_matches
 from typing import Annotated, Any, Literal, get_args
 
@@ -68,6 +70,8 @@ tools visible for free: this turn's few tools plus what the meta-tools load stil
 
 OPTION_ERROR = "{owner}: option {name} {problem}, got {value} ({kind})."
 UNKNOWN_OPTION_ERROR = "{owner} has no option {name};{hint} the options are: {known}."
+OWN_AND_SHARED_OPTIONS = "its own {own}; BudgetConfig's {shared}"
+"""The options an owner with keywords of its own lists (``known`` above)."""
 NOT_A_CONFIG_ERROR = (
     "config must be a BudgetConfig, got {kind}: build one with BudgetConfig(max_tools=..., ...) "
     "or pass the options as keywords."
@@ -407,7 +411,11 @@ class BudgetConfig(BaseModel):
 
     @classmethod
     def resolve(
-        cls, config: BudgetConfig | None, options: Mapping[str, Any], *, owner: str = "BudgetConfig"
+        cls,
+        config: BudgetConfig | None,
+        options: Mapping[str, Any],
+        *,
+        owner: str | Callable[..., Any] = "BudgetConfig",
     ) -> BudgetConfig:
         """``config`` (or the defaults) with ``options`` applied, validated: what a node that
         takes ``config=`` and ``**options`` works with.
@@ -415,11 +423,14 @@ class BudgetConfig(BaseModel):
         Args:
             config: the shared config, or None for the defaults.
             options: option name -> value; each replaces the config's value.
-            owner: who took the options, named in the errors (e.g. ``"SelectTools"``).
+            owner: who took the options, named in the errors: the class or function itself
+                (``SelectTools``), so that a misspelt keyword of its own
+                (``strategie=``) is pointed to it too and listed with the options, or a name.
 
         Raises:
             TypeError: ``config`` is not a ``BudgetConfig``; an unknown option (the message
-                names the closest one and ``owner``); a value of the wrong type.
+                names the closest one, of the owner's own keywords and the options, and
+                ``owner``); a value of the wrong type.
             ValueError: a value out of range.
         """
         if config is None:
@@ -476,15 +487,36 @@ class BudgetOptions(TypedDict, total=False):
 
 
 def unknown_option_error(
-    owner: str, name: str, known: Mapping[str, Any] | Sequence[str]
+    owner: str | Callable[..., Any], name: str, known: Mapping[str, Any] | Sequence[str]
 ) -> TypeError:
-    """The error for an option ``owner`` does not have: the closest name, then all of them."""
-    names = sorted(known)
-    close = get_close_matches(name, names, n=1, cutoff=0.6)
+    """The error for an option ``owner`` does not have: the closest name, then all of them.
+
+    ``owner``: a name, or the class or function that took the options, whose own keywords
+    (:func:`_own_keywords`) are candidates for the closest name and listed too.
+    """
+    own = _own_keywords(owner)
+    shared = sorted(set(known) - set(own))
+    close = get_close_matches(name, [*own, *shared], n=1, cutoff=0.6)
     hint = f" did you mean {close[0]}?" if close else ""
-    return TypeError(
-        UNKNOWN_OPTION_ERROR.format(owner=owner, name=name, hint=hint, known=", ".join(names))
-    )
+    listed = ", ".join(shared)
+    if own:
+        listed = OWN_AND_SHARED_OPTIONS.format(own=", ".join(own), shared=listed)
+    title = owner if isinstance(owner, str) else getattr(owner, "__name__", repr(owner))
+    return TypeError(UNKNOWN_OPTION_ERROR.format(owner=title, name=name, hint=hint, known=listed))
+
+
+@functools.cache
+def _own_keywords(owner: str | Callable[..., Any]) -> tuple[str, ...]:
+    """The keywords a class (its constructor) or function takes besides ``**options``, sorted:
+    what a caller may pass by name beside the ``BudgetConfig`` options; none for a name."""
+    if isinstance(owner, str):
+        return ()
+    try:
+        parameters = inspect.signature(owner).parameters.values()
+    except (TypeError, ValueError):  # no readable signature (a builtin)
+        return ()
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return tuple(sorted(p.name for p in parameters if p.kind in named))
 
 
 def _type(expected: str) -> PydanticCustomError:

@@ -24,12 +24,15 @@ from agent_tools import (
 )
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
+from langgraph.cache.memory import InMemoryCache
 from langgraph.checkpoint.memory import MemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command, interrupt
 
 from langgraph_toolbudget import (
     ToolAgent,
+    ToolBudgetInput,
     ToolBudgetState,
     ToolCatalog,
     add_toolbudget_nodes,
@@ -628,6 +631,56 @@ async def test_add_toolbudget_nodes_into_a_users_graph(catalog, rec, api):
 def test_add_toolbudget_nodes_rejects_a_state_without_the_budget_fields(catalog):
     with pytest.raises(TypeError, match="ToolBudgetState"):
         add_toolbudget_nodes(StateGraph(MessagesState), always_calling_model(), catalog)
+
+
+# create_react_agent's and create_agent's keywords of the compiled graph, and a value of each
+COMPILE_KEYWORDS: dict[str, Any] = {
+    "checkpointer": MemorySaver(),
+    "store": InMemoryStore(),
+    "interrupt_before": ["tools"],
+    "interrupt_after": ["agent"],
+    "name": "weather_agent",
+    "debug": False,
+    "cache": InMemoryCache(),
+}
+
+
+def _users_graph() -> StateGraph:
+    return StateGraph(ToolBudgetState, input_schema=ToolBudgetInput)
+
+
+@pytest.mark.parametrize("keyword", sorted(COMPILE_KEYWORDS))
+def test_a_builder_points_a_compile_keyword_to_compile_where_it_works(catalog, keyword):
+    given = {keyword: COMPILE_KEYWORDS[keyword]}
+    fix = rf"so pass {keyword} to compile: .*\.compile\({keyword}=\.\.\.\)\.$"
+    with pytest.raises(TypeError, match=rf"^create_toolbudget_agent has no option {keyword}: "):
+        create_toolbudget_agent(always_calling_model(), catalog, **given)
+    with pytest.raises(TypeError, match=rf"returns the graph uncompiled .*{fix}"):
+        create_toolbudget_agent(always_calling_model(), catalog, **given)
+    with pytest.raises(TypeError, match=rf"^add_toolbudget_nodes has no option {keyword}: .*{fix}"):
+        add_toolbudget_nodes(_users_graph(), always_calling_model(), catalog, **given)
+    graph = create_toolbudget_agent(always_calling_model(), catalog)
+    assert type(graph) is StateGraph  # uncompiled, as the error says
+    app = graph.compile(**given)  # where the error points, the keyword works
+    attribute = f"{keyword}_nodes" if keyword.startswith("interrupt_") else keyword
+    assert getattr(app, attribute) == given[keyword]
+
+
+def test_a_builder_names_every_compile_keyword_given_and_prompt_its_own_name(catalog):
+    with pytest.raises(TypeError, match=r"no options checkpointer, store: .*compile\("):
+        create_toolbudget_agent(
+            always_calling_model(), catalog, checkpointer=MemorySaver(), store=InMemoryStore()
+        )
+    for build in (
+        lambda: create_toolbudget_agent(always_calling_model(), catalog, prompt="Be terse."),
+        lambda: add_toolbudget_nodes(_users_graph(), always_calling_model(), catalog, prompt="x"),
+    ):
+        with pytest.raises(
+            TypeError, match="has no option prompt: the system prompt is system_prompt="
+        ):
+            build()
+    graph = create_toolbudget_agent(always_calling_model(), catalog, system_prompt="Be terse.")
+    assert type(graph) is StateGraph
 
 
 @pytest.mark.parametrize("api", ["invoke", "ainvoke"])

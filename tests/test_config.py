@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import math
+from typing import Any
 
 import pydantic
 import pytest
@@ -110,6 +111,110 @@ def test_an_unknown_option_names_the_closest_one_and_who_took_it(catalog, build)
         TypeError, match="SelectTools has no option max_tool; did you mean max_tools"
     ):
         SelectTools(catalog, max_tool=3)
+
+
+def _takes_options() -> dict[str, Any]:
+    """Every public entry point that takes ``**options``, as (catalog, keywords) -> a call."""
+    from langgraph.graph import StateGraph
+
+    from langgraph_toolbudget import (
+        CallModel,
+        ChooseTools,
+        ToolBudgetInput,
+        ToolBudgetMiddleware,
+        ToolBudgetState,
+        add_toolbudget_nodes,
+    )
+    from langgraph_toolbudget.nodes.thread_prompt import tools_to_bind
+
+    def model() -> ScriptedChatModel:
+        return ScriptedChatModel(responses=[AIMessage("done")])
+
+    def graph() -> StateGraph:
+        return StateGraph(ToolBudgetState, input_schema=ToolBudgetInput)
+
+    return {
+        "SelectTools": lambda c, kw: SelectTools(c, **kw),
+        "ToolSearch": lambda c, kw: ToolSearch(c, **kw),
+        "ClassifyIntent": lambda c, kw: ClassifyIntent(c, **kw),
+        "ChooseTools": lambda c, kw: ChooseTools(c, **kw),
+        "CallModel": lambda c, kw: CallModel(model(), c, **kw),
+        "ToolAgent": lambda c, kw: ToolAgent(model(), c, **kw),
+        "ToolExecutor": lambda c, kw: ToolExecutor(c, **kw),
+        "ToolBudgetMiddleware": lambda c, kw: ToolBudgetMiddleware(c, **kw),
+        "create_toolbudget_agent": lambda c, kw: create_toolbudget_agent(model(), c, **kw),
+        "add_toolbudget_nodes": lambda c, kw: add_toolbudget_nodes(graph(), model(), c, **kw),
+        "tools_to_bind": lambda c, kw: tools_to_bind(c, {"messages": []}, **kw),
+    }
+
+
+def _own_keywords(name: str) -> list[str]:
+    import langgraph_toolbudget as package
+    from langgraph_toolbudget.nodes.thread_prompt import tools_to_bind
+
+    owner = tools_to_bind if name == "tools_to_bind" else getattr(package, name)
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [p.name for p in inspect.signature(owner).parameters.values() if p.kind in named]
+
+
+def test_every_entry_point_taking_options_is_checked_for_misspelt_keywords():
+    taking = {
+        name
+        for name, sig in public_signatures()
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values())
+        and "config" in sig.parameters
+        and "." not in name
+    }
+    assert {"SelectTools", "ToolBudgetMiddleware", "create_toolbudget_agent"} <= taking
+    assert taking <= set(_takes_options())
+
+
+@pytest.mark.parametrize("entry", sorted(_takes_options()))
+def test_a_misspelt_own_keyword_names_the_keyword_and_the_list_holds_it(catalog, entry):
+    build = _takes_options()[entry]
+    own = _own_keywords(entry)
+    assert own and "config" in own
+    for keyword in own:
+        known = {*own, *BudgetConfig.model_fields}
+        typo = next(t for t in (keyword[:-1], keyword + "s", keyword + "_") if t not in known)
+        with pytest.raises(TypeError) as error:
+            build(catalog, {typo: None})
+        text = str(error.value)
+        assert text.startswith(f"{entry} has no option {typo}; did you mean {keyword}? "), text
+        listed = text.split(" the options are: its own ")[1].split("; BudgetConfig's ")[0]
+        assert listed.split(", ") == sorted(own)
+
+
+@pytest.mark.parametrize(
+    ("build", "typo", "meant"),
+    [  # near misses the BudgetConfig options alone pointed elsewhere, or nowhere
+        (
+            lambda c: ClassifyIntent(c, min_relative_scor=0.3),
+            "min_relative_scor",
+            "min_relative_score",
+        ),
+        (lambda c: SelectTools(c, strategie="relevance"), "strategie", "strategy"),
+        (lambda c: ToolSearch(c, every_turns=True), "every_turns", "every_turn"),
+        (
+            lambda c: ToolExecutor(c, handle_tool_error=True),
+            "handle_tool_error",
+            "handle_tool_errors",
+        ),
+        (
+            lambda c: ToolExecutor.from_tools([], handle_tool_error=True),
+            "handle_tool_error",
+            "handle_tool_errors",
+        ),
+        (
+            lambda c: ToolAgent(ScriptedChatModel(responses=[]), c, system_promt="Be brief."),
+            "system_promt",
+            "system_prompt",
+        ),
+    ],
+)
+def test_a_misspelt_node_keyword_is_pointed_to_it(catalog, build, typo, meant):
+    with pytest.raises(TypeError, match=rf"has no option {typo}; did you mean {meant}\? "):
+        build(catalog)
 
 
 def public_signatures() -> list[tuple[str, inspect.Signature]]:

@@ -104,6 +104,21 @@ async def test_middleware_honours_the_per_run_opt_out(api: str) -> None:
     assert usage.export() == node_usage.export() == []
 
 
+@pytest.mark.parametrize("value", ["false", 0, None])
+@pytest.mark.parametrize("api", APIS)
+async def test_middleware_refuses_an_opt_out_that_is_not_a_bool_before_the_model_runs(
+    api: str, value: Any
+) -> None:
+    usage, node_usage = ToolUsage(), ToolUsage()
+    agent, nodes, model, node_model = both_ways(usage, node_usage, script, pinned=["read_file"])
+    config = {"configurable": {"thread_id": "q", "toolbudget_record_usage": value}}
+    for app in (agent, nodes):
+        with pytest.raises(TypeError, match=r"toolbudget_record_usage'\] takes True .* or False"):
+            await run(app, QUERY, api, config)
+    assert (model.calls, node_model.calls) == ([], [])
+    assert usage.export() == node_usage.export() == []
+
+
 @pytest.mark.parametrize("api", APIS)
 async def test_middleware_selection_ranks_with_usage_as_the_nodes_do(api: str) -> None:
     def answer() -> list[AIMessage]:

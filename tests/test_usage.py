@@ -20,18 +20,22 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
+from langgraph.store.sqlite.aio import AsyncSqliteStore
 
 from langgraph_toolbudget import (
     ClassifyIntent,
     SelectTools,
     ToolAgent,
     ToolBudgetState,
+    ToolCatalog,
+    ToolExecutor,
     ToolSearch,
     ToolUsage,
     create_toolbudget_agent,
 )
 from langgraph_toolbudget.core.usage import UsageIndex, UsageRecord, fuse_usage
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+from langgraph_toolbudget.nodes.usage import OPT_OUT_KEY, records_usage
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 QUERIES = [
@@ -378,6 +382,76 @@ def test_usage_async_records_through_a_sync_only_sqlite_store(tmp_path):
     assert [r["tool"] for r in ToolUsage(store=store).export()] == ["count_rows"]
 
 
+async def test_aexport_aforget_aimport_work_with_the_graphs_async_store(tmp_path):
+    catalog, _ = _counted_catalog()
+    model = ScriptedChatModel(responses=_count_script(), cycle=False)
+    usage = ToolUsage()  # the graph's store: an AsyncSqliteStore
+    question = "how many orders are there?"
+    async with (
+        AsyncSqliteStore.from_conn_string(str(tmp_path / "a.db")) as store,
+        AsyncSqliteStore.from_conn_string(str(tmp_path / "b.db")) as other_store,
+    ):
+        await store.setup()
+        await other_store.setup()
+        graph = create_toolbudget_agent(model, catalog, pinned=["count_rows"], usage=usage)
+        await graph.compile(store=store).ainvoke({"messages": [HumanMessage(question)]})
+        rows = await usage.aexport()
+        assert [(r["tool"], r["query"], r["scope"]) for r in rows] == [
+            ("count_rows", question, "default")
+        ]
+        copy = ToolUsage(store=other_store)
+        assert await copy.aimport_(json.loads(json.dumps(rows))) == 1
+        assert [(r["tool"], r["query"]) for r in await copy.aexport()] == [("count_rows", question)]
+        assert len(await other_store.asearch(("toolbudget", "usage", "scope"))) == 1
+        assert await usage.aforget(["count_rows"]) == 1
+        assert await usage.aexport() == [] and len(usage) == 0
+        assert await store.asearch(("toolbudget", "usage")) == []  # gone from the store too
+        assert await copy.aforget() == 1
+        assert await other_store.asearch(("toolbudget", "usage")) == []
+
+
+@pytest.mark.parametrize(
+    ("call", "amethod"),
+    [
+        (lambda u: u.export(), "aexport"),
+        (lambda u: u.forget(["count_rows"]), "aforget"),
+        (lambda u: u.import_([{"tool": "count_rows", "query": "count orders"}]), "aimport_"),
+        (lambda u: u.record("count the orders", ["count_rows"]), "arecord"),
+        (lambda u: u.refresh(), "arefresh"),
+    ],
+)
+async def test_a_sync_call_in_an_async_stores_loop_names_the_async_method(tmp_path, call, amethod):
+    async with AsyncSqliteStore.from_conn_string(str(tmp_path / "a.db")) as store:
+        await store.setup()
+        usage = ToolUsage(store=store)
+        await usage.arecord("how many orders are there", ["count_rows"])
+        before = await usage.aexport()
+        with pytest.raises(asyncio.InvalidStateError, match=rf"await usage\.{amethod}\(") as error:
+            call(usage)
+        assert "ToolUsage." in str(error.value) and "AsyncSqliteStore" in str(error.value)
+        assert (await usage.aexport(), len(usage)) == (before, 1)  # nothing changed
+        await asyncio.to_thread(call, usage)  # off the store's loop the sync form works
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+async def test_the_async_forms_agree_with_the_sync_ones(tmp_path, kind):
+    # InMemoryStore has async methods; SqliteStore is sync only, so its calls run in a thread
+    store = InMemoryStore() if kind == "memory" else sqlite_store(tmp_path / "u.db")
+    rows = [
+        {"tool": "count_rows", "query": "count the orders", "ts": 1.0},
+        {"tool": "get_weather", "query": "weather in Oslo", "ts": 2.0, "scope": "helpdesk"},
+        {"tool": "get_weather", "query": "rain in Lima", "ts": 3.0, "scope": None},
+    ]
+    sync, async_ = ToolUsage(store=InMemoryStore()), ToolUsage(store=store)
+    assert sync.import_(rows) == await async_.aimport_(rows) == 3
+    assert sync.export() == await async_.aexport()
+    assert sync.forget(["get_weather"]) == await async_.aforget(["get_weather"]) == 2
+    assert sync.export() == await async_.aexport() == await asyncio.to_thread(async_.export)
+    with pytest.raises(ValueError, match="row 1"):
+        await async_.aimport_([{"tool": "a", "query": "b"}, {"tool": "a"}])
+    assert [r["tool"] for r in await async_.aexport()] == ["count_rows"]  # nothing imported
+
+
 # --- ranking -------------------------------------------------------------------------------
 
 
@@ -501,6 +575,88 @@ def test_tool_loaded_by_meta_tool_then_called_is_recorded_and_opt_out_is_honoure
     config = {"configurable": {"thread_id": "y", "toolbudget_record_usage": False}}
     agent.invoke(graph_state, config)
     assert quiet.export() == []
+
+
+BAD_OPT_OUTS = ["false", 0, "no", None, "False", 1]
+
+
+def _counted_catalog() -> tuple[ToolCatalog, list[str]]:
+    ran: list[str] = []
+
+    def count_rows(table: str) -> int:
+        """Count the rows of a database table."""
+        ran.append(table)
+        return 42
+
+    return ToolCatalog.from_tools([count_rows]), ran
+
+
+def _count_script() -> list[AIMessage]:
+    return [AIMessage("", tool_calls=[_call("count_rows", {"table": "orders"}, 1)]), "42 rows."]
+
+
+@pytest.mark.parametrize("value", BAD_OPT_OUTS)
+@pytest.mark.parametrize("api", ["invoke", "ainvoke"])
+@pytest.mark.parametrize("kind", ["prebuilt", "ToolAgent"])
+async def test_opt_out_that_is_not_a_bool_raises_before_the_model_or_a_tool_runs(
+    kind: str, api: str, value: Any
+):
+    catalog, ran = _counted_catalog()
+    usage = ToolUsage()
+    model = ScriptedChatModel(responses=_count_script(), cycle=False)
+    if kind == "prebuilt":
+        graph = create_toolbudget_agent(model, catalog, pinned=["count_rows"], usage=usage)
+        app: Any = graph.compile(checkpointer=InMemorySaver())
+    else:
+        app = ToolAgent(model, catalog, pinned=["count_rows"], usage=usage)
+    config = {"configurable": {"thread_id": "t", "toolbudget_record_usage": value}}
+    payload = {"messages": [HumanMessage("how many orders are there?")]}
+    with pytest.raises(TypeError, match=r"toolbudget_record_usage'\] takes True .* or False"):
+        if api == "invoke":
+            app.invoke(payload, config)
+        else:
+            await app.ainvoke(payload, config)
+    assert (ran, model.calls, usage.export()) == ([], [], [])
+
+
+@pytest.mark.parametrize("value", BAD_OPT_OUTS)
+async def test_opt_out_that_is_not_a_bool_never_records_from_a_lone_executor(value: Any):
+    catalog, _ = _counted_catalog()
+    usage = ToolUsage()
+    executor = ToolExecutor(catalog, pinned=["count_rows"], usage=usage)
+    state = {
+        "messages": [
+            HumanMessage("how many orders are there?"),
+            AIMessage("", tool_calls=[_call("count_rows", {"table": "orders"}, 1)]),
+        ]
+    }
+    config = {"configurable": {"thread_id": "t", "toolbudget_record_usage": value}}
+    with pytest.raises(TypeError, match="toolbudget_record_usage"):
+        executor.invoke(state, config)
+    with pytest.raises(TypeError, match="toolbudget_record_usage"):
+        await executor.ainvoke(state, config)
+    with pytest.raises(TypeError, match=r"got 'false' \(str\)"):
+        usage.record_run(
+            "how many orders?", ["count_rows"], {"configurable": {OPT_OUT_KEY: "false"}}
+        )
+    assert usage.export() == []
+
+
+def test_opt_out_bools_and_unset_are_honoured():
+    usage = ToolUsage()
+    for value in (False, True):
+        config = {"configurable": {"thread_id": "t", OPT_OUT_KEY: value}}
+        usage.record_run(f"how many orders are there? {value}", ["count_rows"], config)
+    usage.record_run("how many orders are there? unset", ["count_rows"], {"configurable": {}})
+    assert [r["query"] for r in usage.export()] == [
+        "how many orders are there? True",
+        "how many orders are there? unset",
+    ]
+    assert (
+        records_usage(None)
+        and records_usage({})
+        and not records_usage({"configurable": {OPT_OUT_KEY: False}})
+    )
 
 
 def test_toolbudget_state_is_unchanged_by_usage():

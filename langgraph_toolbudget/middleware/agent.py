@@ -174,7 +174,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
     ) -> None:
         super().__init__()
         catalog = require_catalog(catalog, "ToolBudgetMiddleware")
-        self.config = shared = BudgetConfig.resolve(config, options, owner="ToolBudgetMiddleware")
+        self.config = shared = BudgetConfig.resolve(config, options, owner=ToolBudgetMiddleware)
         # The agent's own tool node runs the calls, so results are not offloaded here:
         # no output tools to bind (see docs/middleware.md).
         shared = shared.override(offload_over_chars=None, offload_over_tokens=None)

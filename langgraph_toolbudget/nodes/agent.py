@@ -40,6 +40,7 @@ from langgraph_toolbudget.execution.hooks import AsyncToolCallWrapper, ToolCallW
 from langgraph_toolbudget.nodes._node import BudgetNode, route_tools
 from langgraph_toolbudget.nodes.executor import ToolExecutor
 from langgraph_toolbudget.nodes.prompt import ModelCaller, SystemPrompt, ai_calls_this_turn
+from langgraph_toolbudget.nodes.usage import records_usage
 from langgraph_toolbudget.state import ToolBudgetState, state_update
 
 __all__ = ["ITERATION_LIMIT_MESSAGE", "CallModel", "ToolAgent"]
@@ -93,7 +94,7 @@ class CallModel(BudgetNode):
         **options: Unpack[BudgetOptions],
     ) -> None:
         super().__init__(name)
-        self.config = BudgetConfig.resolve(config, options, owner="CallModel")
+        self.config = BudgetConfig.resolve(config, options, owner=CallModel)
         catalog = require_catalog(catalog, "CallModel")
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.caller = ModelCaller(
@@ -112,14 +113,21 @@ class CallModel(BudgetNode):
             return {"messages": [AIMessage(final)]}
         return None
 
+    def _stop(self, state: Any, config: RunnableConfig) -> dict[str, Any] | None:
+        """The answer when this turn must end before the model call; raises on a run's bad
+        usage opt-out value, before the model or a tool runs (:func:`records_usage`)."""
+        if self.config.usage is not None:
+            records_usage(config)
+        return self._limit_hit(state_messages(state))
+
     def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
-        if (stop := self._limit_hit(state_messages(state))) is not None:
+        if (stop := self._stop(state, config)) is not None:
             return stop
         working = SessionContext.from_state(state).working_set(state, self.catalog, self.free)
         return {"messages": self.caller.invoke(state, working, config)}
 
     async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
-        if (stop := self._limit_hit(state_messages(state))) is not None:
+        if (stop := self._stop(state, config)) is not None:
             return stop
         working = SessionContext.from_state(state).working_set(state, self.catalog, self.free)
         return {"messages": await self.caller.ainvoke(state, working, config)}
@@ -178,7 +186,7 @@ class ToolAgent(BudgetNode):
     ) -> None:
         super().__init__(name)
         catalog = require_catalog(catalog, "ToolAgent")
-        self.config = BudgetConfig.resolve(config, options, owner="ToolAgent")
+        self.config = BudgetConfig.resolve(config, options, owner=ToolAgent)
         self.call_model = CallModel(model, catalog, config=self.config, system_prompt=system_prompt)
         """The loop's model node."""
         self.executor = ToolExecutor(

@@ -82,7 +82,7 @@ class ChooseTools(BudgetNode):
     ) -> None:
         super().__init__(name)
         catalog = require_catalog(catalog, "ChooseTools")
-        self.config = shared = BudgetConfig.resolve(config, options, owner="ChooseTools")
+        self.config = shared = BudgetConfig.resolve(config, options, owner=ChooseTools)
         self.steps: tuple[ClassifyIntent, SelectTools, ToolSearch] = (
             ClassifyIntent(
                 catalog, config=shared, model=classifier_model, name=f"{prefix}classify_intent"

@@ -138,7 +138,7 @@ class ToolExecutor(ToolNode):
             messages_key=messages_key,
         )
         self.node_name: str = name
-        self.config = BudgetConfig.resolve(config, options, owner="ToolExecutor")
+        self.config = BudgetConfig.resolve(config, options, owner=ToolExecutor)
         self.runner = BatchRunner(
             catalog,
             self.config,

@@ -97,7 +97,7 @@ class ClassifyIntent(BudgetNode):
         **options: Unpack[BudgetOptions],
     ) -> None:
         super().__init__(name)
-        self.config = BudgetConfig.resolve(config, options, owner="ClassifyIntent")
+        self.config = BudgetConfig.resolve(config, options, owner=ClassifyIntent)
         catalog = require_catalog(catalog, "ClassifyIntent")
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.model = resolve_chat_model(model, what="ClassifyIntent model") if model else None

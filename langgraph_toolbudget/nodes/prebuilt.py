@@ -25,7 +25,10 @@ Typical Usage:
 
 from __future__ import annotations
 
+import functools
+import inspect
 import warnings
+from collections.abc import Mapping
 from typing import Any, get_type_hints
 
 from langchain_core.language_models import BaseChatModel
@@ -56,6 +59,51 @@ OPEN_INPUT_WARNING = (
 NOT_A_GRAPH_ERROR = (
     "graph must be an uncompiled langgraph StateGraph (StateGraph(ToolBudgetState)); got {kind}."
 )
+COMPILE_OPTION_ERROR = "{owner} has no {option} {names}: {why}, so pass {names} to compile: {fix}."
+"""A keyword of LangGraph's ``StateGraph.compile`` given to a builder (as ``create_react_agent``
+and ``create_agent`` take them; they return a compiled graph, the builders here do not)."""
+PROMPT_OPTION_ERROR = (
+    "{owner} has no option prompt: the system prompt is system_prompt= (a string, a "
+    "SystemMessage, or a callable of the state), as in LangChain's create_agent."
+)
+"""``prompt=``: ``create_react_agent``'s name of the system prompt."""
+_UNCOMPILED = {
+    "create_toolbudget_agent": (
+        "it returns the graph uncompiled (a StateGraph, not a compiled graph as "
+        "create_react_agent and create_agent do)",
+        "create_toolbudget_agent(model, catalog, ...).compile({call})",
+    ),
+    "add_toolbudget_nodes": (
+        "it adds nodes to your graph, which you compile",
+        "graph.compile({call})",
+    ),
+}
+
+
+@functools.cache
+def _compile_keywords() -> tuple[str, ...]:
+    """The keywords of LangGraph's ``StateGraph.compile`` (checkpointer, store, interrupt_before,
+    interrupt_after, name, debug, cache... in the installed version)."""
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    parameters = inspect.signature(StateGraph.compile).parameters.values()
+    return tuple(p.name for p in parameters if p.kind in named and p.name != "self")
+
+
+def _check_graph_keywords(owner: str, options: Mapping[str, Any]) -> None:
+    """Refuse, saying where they go, the keywords of a compiled-graph factory
+    (``create_react_agent``, ``create_agent``) that a builder of an uncompiled graph does not
+    take: ``compile``'s, and ``prompt``."""
+    misplaced = [name for name in _compile_keywords() if name in options]
+    if misplaced:
+        why, fix = _UNCOMPILED[owner]
+        call = fix.format(call=", ".join(f"{name}=..." for name in misplaced))
+        names = ", ".join(misplaced)
+        option = "option" if len(misplaced) == 1 else "options"
+        raise TypeError(
+            COMPILE_OPTION_ERROR.format(owner=owner, option=option, names=names, why=why, fix=call)
+        )
+    if "prompt" in options:
+        raise TypeError(PROMPT_OPTION_ERROR.format(owner=owner))
 
 
 def add_toolbudget_nodes(
@@ -105,6 +153,7 @@ def add_toolbudget_nodes(
             when no text format is enabled.
     """
     catalog = require_catalog(catalog, "add_toolbudget_nodes")
+    _check_graph_keywords("add_toolbudget_nodes", options)
     if not isinstance(graph, StateGraph):
         raise TypeError(NOT_A_GRAPH_ERROR.format(kind=type(graph).__name__))
     missing = [k for k in ("selected_tools", "categories", "messages") if k not in graph.channels]
@@ -115,7 +164,7 @@ def add_toolbudget_nodes(
         warnings.warn(
             OPEN_INPUT_WARNING.format(fields=", ".join(exposed)), UserWarning, stacklevel=2
         )
-    shared = BudgetConfig.resolve(config, options, owner="add_toolbudget_nodes")
+    shared = BudgetConfig.resolve(config, options, owner=add_toolbudget_nodes)
     names = {k: f"{prefix}{k}" for k in ("choose_tools", "agent", "tools")}
     nodes = {
         "choose_tools": ChooseTools(
@@ -171,7 +220,8 @@ def create_toolbudget_agent(
         ```
     """
     catalog = require_catalog(catalog, "create_toolbudget_agent")
-    shared = BudgetConfig.resolve(config, options, owner="create_toolbudget_agent")
+    _check_graph_keywords("create_toolbudget_agent", options)
+    shared = BudgetConfig.resolve(config, options, owner=create_toolbudget_agent)
     graph = StateGraph(
         state_schema, input_schema=input_schema_of(state_schema), context_schema=context_schema
     )

@@ -40,7 +40,7 @@ from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.retrieval import fuse_retrieved, retrieved_scores
 from langgraph_toolbudget.core.semantic import HybridScorer
-from langgraph_toolbudget.nodes.usage import ToolUsage
+from langgraph_toolbudget.nodes.usage import ToolUsage, records_usage
 
 __all__ = ["Retriever", "anode_scores", "node_scores"]
 
@@ -103,7 +103,10 @@ def _with_usage(
     config: RunnableConfig | None,
 ) -> np.ndarray | None:
     """The scores a ranking node ranks by: ``scores`` fused with ``usage`` (if any)."""
-    if usage is None or not query:
+    if usage is None:
+        return scores
+    records_usage(config)  # a bad opt-out value fails here, before the model or a tool runs
+    if not query:
         return scores
     usage.attach(config)
     return usage.scores(catalog, query, scores, config=config)
@@ -117,7 +120,10 @@ async def _awith_usage(
     config: RunnableConfig | None,
 ) -> np.ndarray | None:
     """Async :func:`_with_usage` (loads the history through the store's async API)."""
-    if usage is None or not query:
+    if usage is None:
+        return scores
+    records_usage(config)  # a bad opt-out value fails here, before the model or a tool runs
+    if not query:
         return scores
     await usage.aattach(config)
     return usage.scores(catalog, query, scores, config=config)

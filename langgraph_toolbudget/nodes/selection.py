@@ -92,7 +92,7 @@ class SelectTools(BudgetNode):
                 f"strategy must be 'auto', 'categories' or 'relevance', got {strategy!r}"
             )
         super().__init__(name)
-        self.config = BudgetConfig.resolve(config, options, owner="SelectTools")
+        self.config = BudgetConfig.resolve(config, options, owner=SelectTools)
         catalog = require_catalog(catalog, "SelectTools")
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.strategy = strategy
@@ -261,7 +261,7 @@ class ToolSearch(BudgetNode):
         **options: Unpack[BudgetOptions],
     ) -> None:
         super().__init__(name)
-        self.config = BudgetConfig.resolve(config, options, owner="ToolSearch")
+        self.config = BudgetConfig.resolve(config, options, owner=ToolSearch)
         catalog = require_catalog(catalog, "ToolSearch")
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         self.every_turn = every_turn

@@ -208,7 +208,7 @@ def tools_to_bind(
             return {"messages": [bound.invoke(state["messages"])]}
         ```
     """
-    config = BudgetConfig.resolve(config, options, owner="tools_to_bind")
+    config = BudgetConfig.resolve(config, options, owner=tools_to_bind)
     view = require_catalog(catalog, "tools_to_bind").in_runtime_mode(config.runtime_mode)
     free = free_tools(view, config.pinned)
     working = SessionContext.from_state(state).working_set(state, view, free)

@@ -28,15 +28,16 @@ Typical Usage:
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import logging
 import re
 import threading
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 import numpy as np
 from langchain_core.messages import ToolCall, ToolMessage
@@ -76,6 +77,7 @@ __all__ = [
     "arecord_batch",
     "record_batch",
     "record_call",
+    "records_usage",
     "scope_key",
     "self_loaded",
     "succeeded_tools",
@@ -85,6 +87,15 @@ logger = logging.getLogger(__name__)
 
 OPT_OUT_KEY = "toolbudget_record_usage"
 """``config["configurable"][OPT_OUT_KEY] = False`` turns recording off for that run (thread)."""
+BAD_OPT_OUT_ERROR = (
+    "configurable['toolbudget_record_usage'] takes True (record this run's tool usage, the "
+    "default when unset) or False (record nothing), a bool; got {value} ({kind}). A privacy "
+    "switch is never guessed from text or numbers: turn the value into a bool first (a JSON "
+    "false from a LangGraph server client is one already)."
+)
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 Scope = Literal["assistant", "user", "global"]
 """Whose observed history a run records into and ranks with (see :class:`ToolUsage`)."""
@@ -114,6 +125,12 @@ BAD_SCOPE_ERROR = (
     "scope must be 'assistant' (a history per LangGraph assistant or graph, the default), "
     "'user' (per user: langgraph_auth_user_id or user_id in the run's configurable) or "
     "'global' (one history for every run); got {value!r}."
+)
+ASYNC_STORE_ERROR = (
+    "ToolUsage.{method}() cannot use the {store} from inside the event loop it runs on: an "
+    "async store refuses sync calls there. In async code call `await usage.{amethod}(...)` "
+    "(and run graphs with `ainvoke`); from sync code, call {method}() outside that loop (in "
+    "another thread)."
 )
 UNKNOWN_TOOLS_ERROR = (
     "tool_names holds {names}, which are not tools of this ToolUsage's catalog; record only "
@@ -159,6 +176,21 @@ def _label(scope: str) -> str:
     return hashed_id(scope)
 
 
+def records_usage(config: RunnableConfig | None) -> bool:
+    """Whether a run records its tool usage: its ``configurable``'s ``toolbudget_record_usage``
+    (:data:`OPT_OUT_KEY`), True when unset.
+
+    Raises:
+        TypeError: the value is set but is not a bool ("false", 0, "no", None...): the run
+            stops before anything is recorded, rather than record against the caller's wish.
+    """
+    configurable = (config or {}).get("configurable") or {}
+    value = configurable.get(OPT_OUT_KEY, True)
+    if not isinstance(value, bool):
+        raise TypeError(BAD_OPT_OUT_ERROR.format(value=safe_repr(value), kind=type(value).__name__))
+    return value
+
+
 def scope_key(scope: Scope, config: RunnableConfig | None) -> str | None:
     """The history a run reads and records into, from its ``configurable``.
 
@@ -178,6 +210,35 @@ def scope_key(scope: Scope, config: RunnableConfig | None) -> str | None:
     return None if user in (None, "") else bounded_id(str(user))
 
 
+def _sync_store_call(
+    amethod: str,
+) -> Callable[[Callable[Concatenate[ToolUsage, _P], _R]], Callable[Concatenate[ToolUsage, _P], _R]]:
+    """Mark a sync method of :class:`ToolUsage` whose async form is ``amethod``: called in
+    the event loop an async store runs on (``AsyncSqliteStore``, ``AsyncPostgresStore``),
+    which refuses sync calls there with advice about the store's own methods, it raises an
+    ``asyncio.InvalidStateError`` that names ``amethod`` instead, before it changes anything
+    in memory (the store is asked first, see :meth:`ToolUsage._probe`)."""
+
+    def decorate(
+        method: Callable[Concatenate[ToolUsage, _P], _R],
+    ) -> Callable[Concatenate[ToolUsage, _P], _R]:
+        @functools.wraps(method)
+        def wrapper(self: ToolUsage, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+            try:
+                self._probe()
+                return method(self, *args, **kwargs)
+            except asyncio.InvalidStateError as error:
+                store = type(self._attached or self.store).__name__
+                message = ASYNC_STORE_ERROR.format(
+                    method=method.__name__, amethod=amethod, store=store
+                )
+                raise asyncio.InvalidStateError(message) from error
+
+        return wrapper
+
+    return decorate
+
+
 class ToolUsage:
     """Which tools served which requests: recorded, bounded, kept in a LangGraph store.
 
@@ -189,7 +250,8 @@ class ToolUsage:
     ``ToolExecutor`` recording is automatic: each catalog tool that ran
     successfully is recorded against the latest user message; refused and failed
     calls, and built-in tools, are not. Opt a run (a thread) out with
-    ``config["configurable"]["toolbudget_record_usage"] = False``.
+    ``config["configurable"]["toolbudget_record_usage"] = False`` (a bool: any other value
+    raises ``TypeError`` before anything is recorded, see :func:`records_usage`).
 
     Trust (one user's usage must not steer another's tools):
 
@@ -324,6 +386,19 @@ class ToolUsage:
         store = getattr(runtime, "store", None)
         return store if isinstance(store, BaseStore) else self._attached
 
+    def _probe(self) -> None:
+        """In a thread that runs an event loop, make one small sync read of the store, so a
+        store that refuses sync calls there (an async store, in its own loop) raises before a
+        sync method changes the histories in memory; elsewhere nothing is read."""
+        store = self._attached or self.store
+        if store is None:
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # no loop in this thread: every store takes sync calls
+            return
+        store.search(self.namespace, limit=1)
+
     def _put(self, scope: str | None, record: UsageRecord) -> PutOp:
         value = record.to_dict() if scope is None else {**record.to_dict(), "scope": scope}
         return PutOp(self._namespace(scope), _key(record), value, index=False)
@@ -357,7 +432,9 @@ class ToolUsage:
     async def _aitems(store: BaseStore, namespace: tuple[str, ...]) -> list[Any]:
         items: list[Any] = []
         while True:
-            page = await _acall(store, "asearch", "search", namespace, PAGE, len(items))
+            page = await _acall(
+                store, "asearch", "search", namespace, limit=PAGE, offset=len(items)
+            )
             items += page
             if len(page) < PAGE:
                 return items
@@ -436,6 +513,7 @@ class ToolUsage:
         scope = scope_key(self.scope, config) if config is not None else None
         return scope if scope is not None and self._loaded.get(scope) is not store else None
 
+    @_sync_store_call("aattach")
     def attach(self, config: RunnableConfig | None = None) -> None:
         """Load the histories from the store (``store``, else the graph's in ``config``): the
         shared one once, the run's scope once. The nodes call this; call it yourself to load
@@ -511,6 +589,7 @@ class ToolUsage:
         now = await _abatch(store, gets)
         await _abatch(store, cls._kept(ops, gets, items, now))
 
+    @_sync_store_call("arefresh")
     def refresh(self) -> None:
         """Reload the histories from the store (what other workers recorded, or forgot, since):
         the shared one and each scope held in memory. Call it now and then (on a timer, or
@@ -729,6 +808,7 @@ class ToolUsage:
             late = self._end_write(since, ops)
         await _abatch(store, late)
 
+    @_sync_store_call("arecord")
     def record(
         self, query: str, tool_names: Sequence[str], *, thread_id: str | None = None
     ) -> None:
@@ -762,8 +842,9 @@ class ToolUsage:
 
     @staticmethod
     def opted_out(config: RunnableConfig | None) -> bool:
-        """True when the run's ``configurable`` turns recording off (``OPT_OUT_KEY``: False)."""
-        return (config or {}).get("configurable", {}).get(OPT_OUT_KEY, True) is False
+        """True when the run's ``configurable`` turns recording off (``OPT_OUT_KEY``: False);
+        a value that is not a bool raises ``TypeError`` (see :func:`records_usage`)."""
+        return not records_usage(config)
 
     def _observed(
         self,
@@ -791,6 +872,7 @@ class ToolUsage:
         }
         return self._changes(scope, query, names, **record)
 
+    @_sync_store_call("arecord_run")
     def record_run(
         self,
         query: str,
@@ -831,9 +913,22 @@ class ToolUsage:
         with self._attach_lock:
             return [(None, self.history), *self._scopes.items()]
 
+    def _forget_in_memory(self, tool_names: Iterable[str] | None) -> tuple[set[str] | None, int]:
+        """Drop ``tool_names``' records (None: all) from every history in memory; the names
+        (checked) and how many pairs were dropped. A write under way learns of the forget."""
+        names = None if tool_names is None else set(check_record_args("", tool_names))
+        with self._attach_lock:
+            dropped = sum(len(history.forget(names)) for _, history in self._histories())
+            self._note(("forget", names))
+            self._forgot += 1
+            if self._writing:  # a write of records added before now checks against it
+                self._forgets[self._forgot] = names
+        return names, dropped
+
+    @_sync_store_call("aforget")
     def forget(self, tool_names: Iterable[str] | None = None) -> int:
         """Drop the history of ``tool_names`` (``None``: all of it), in memory and in the
-        store, in every scope.
+        store, in every scope; :meth:`aforget` in async code.
 
         Every row of those tools that is in the store when it returns is deleted, whatever
         other workers write meanwhile; a record this worker added in memory before the forget
@@ -842,51 +937,147 @@ class ToolUsage:
 
         Returns:
             How many (tool, message) pairs were dropped from memory.
+
+        Raises:
+            asyncio.InvalidStateError: called in the event loop of an async store
+                (``AsyncSqliteStore``, ``AsyncPostgresStore``): use :meth:`aforget` there.
         """
-        names = None if tool_names is None else set(check_record_args("", tool_names))
-        with self._attach_lock:
-            dropped = sum(len(history.forget(names)) for _, history in self._histories())
-            self._note(("forget", names))
-            self._forgot += 1
-            if self._writing:  # a write of records added before now checks against it
-                self._forgets[self._forgot] = names
+        names, dropped = self._forget_in_memory(tool_names)
         store = self._attached or self.store
         if store is not None:
-            for where in [None] if names is None else [{"tool": n} for n in sorted(names)]:
+            for where in _tool_filters(names):
                 # Each page read is deleted before the next is read, from the first: paging
                 # by offset skipped rows that other workers' deletes moved up meanwhile.
                 while True:
                     page = store.search(self.namespace, filter=where, limit=PAGE)
-                    if page:
-                        store.batch([PutOp(tuple(i.namespace), i.key, None) for i in page])
+                    _batch(store, _deletes(page))
                     if len(page) < PAGE:
                         break
         return dropped
 
-    def export(self) -> list[dict[str, Any]]:
-        """Every record of every scope as a JSON-ready row, oldest first (from the store when
-        there is one): ``tool``, ``query``, ``thread``, ``ts``, ``trusted``, and ``scope``
-        (None for yours), ``user`` and ``loaded`` when set."""
+    async def aforget(self, tool_names: Iterable[str] | None = None) -> int:
+        """Async :meth:`forget` (``asearch``/``abatch``; a sync-only store runs in a thread).
+
+        Example:
+            ```python
+            await usage.aforget(["send_email"])  # e.g. in a FastAPI handler
+            ```
+        """
+        names, dropped = self._forget_in_memory(tool_names)
         store = self._attached or self.store
-        rows: list[tuple[str | None, UsageRecord]] = []
-        if store is None:
-            rows = [(scope, r) for scope, h in self._histories() for r in h.records()]
-        else:
-            self.refresh()
-            for i, item in enumerate(self._items(store, self.namespace)):
-                ns = tuple(item.namespace)
-                if ns == self._namespace(None):
-                    rows.append((None, _row(item.value, i, True)))
-                elif ns[: len(self.namespace) + 1] == (*self.namespace, SCOPE_LABEL):
-                    scope = item.value.get("scope")
-                    rows.append(
-                        (scope if isinstance(scope, str) else ns[-1], _row(item.value, i, False))
+        if store is not None:
+            for where in _tool_filters(names):
+                while True:  # as in forget: each page deleted before the next is read
+                    page = await _acall(
+                        store, "asearch", "search", self.namespace, filter=where, limit=PAGE
                     )
+                    await _abatch(store, _deletes(page))
+                    if len(page) < PAGE:
+                        break
+        return dropped
+
+    def _export_rows(self, items: list[Any] | None) -> list[dict[str, Any]]:
+        """The export of the store's ``items`` under ``namespace`` (None: of the histories in
+        memory, when there is no store), oldest first."""
+        rows: list[tuple[str | None, UsageRecord]] = []
+        if items is None:
+            rows = [(scope, r) for scope, h in self._histories() for r in h.records()]
+        for i, item in enumerate(items or ()):
+            ns = tuple(item.namespace)
+            if ns == self._namespace(None):
+                rows.append((None, _row(item.value, i, True)))
+            elif ns[: len(self.namespace) + 1] == (*self.namespace, SCOPE_LABEL):
+                scope = item.value.get("scope")
+                rows.append(
+                    (scope if isinstance(scope, str) else ns[-1], _row(item.value, i, False))
+                )
         rows.sort(key=lambda sr: (sr[1].ts, sr[1].tool, sr[1].query))
         return [{**r.to_dict(), "scope": scope} for scope, r in rows]
 
+    @_sync_store_call("aexport")
+    def export(self) -> list[dict[str, Any]]:
+        """Every record of every scope as a JSON-ready row, oldest first (from the store when
+        there is one): ``tool``, ``query``, ``thread``, ``ts``, ``trusted``, and ``scope``
+        (None for yours), ``user`` and ``loaded`` when set; :meth:`aexport` in async code.
+
+        Raises:
+            asyncio.InvalidStateError: called in the event loop of an async store
+                (``AsyncSqliteStore``, ``AsyncPostgresStore``): use :meth:`aexport` there.
+        """
+        store = self._attached or self.store
+        if store is None:
+            return self._export_rows(None)
+        self.refresh()
+        return self._export_rows(self._items(store, self.namespace))
+
+    async def aexport(self) -> list[dict[str, Any]]:
+        """Async :meth:`export` (``asearch``/``abatch``; a sync-only store runs in a thread).
+
+        Example:
+            ```python
+            rows = await usage.aexport()
+            await ToolUsage(store=other_store).aimport_(rows)
+            ```
+        """
+        store = self._attached or self.store
+        if store is None:
+            return self._export_rows(None)
+        await self.arefresh()
+        return self._export_rows(await self._aitems(store, self.namespace))
+
+    def _import_records(
+        self, rows: Iterable[Mapping[str, Any]]
+    ) -> tuple[dict[str | None, list[UsageRecord]], int]:
+        """``rows`` checked, as records by scope (None: shared), each scope's the newest its
+        history keeps, oldest first, and how many rows were read; raises before anything is
+        imported."""
+        by_scope: dict[str | None, list[UsageRecord]] = {}
+        checked: set[str] = set()
+        for i, row in enumerate(rows):
+            scope = row.get("scope") if isinstance(row, Mapping) else None
+            if not isinstance(row, Mapping) or not (scope is None or isinstance(scope, str)):
+                raise ValueError(BAD_ROW_ERROR.format(i=i, row=safe_repr(row)))
+            record = _row(row, i, True)
+            by_scope.setdefault(None if scope is None else kept_id(scope), []).append(record)
+            checked.add(record.tool)
+        self._checked(checked)
+        # the older ones would be dropped anyway
+        kept = {s: sorted(b, key=lambda r: r.ts)[-self._bounds[3] :] for s, b in by_scope.items()}
+        return kept, sum(len(b) for b in by_scope.values())
+
+    def _scope_unloaded(self, scope: str | None, store: BaseStore | None) -> RunnableConfig | None:
+        """The config that loads ``scope``'s history from ``store`` before an import adds to
+        it; None when it is loaded (or shared, or there is no store)."""
+        if scope is None or store is None or self._loaded.get(scope) is store:
+            return None
+        return {"configurable": {**_scope_config(self.scope, scope)}}
+
+    def _import_batch(
+        self, scope: str | None, batch: list[UsageRecord], since: int | None
+    ) -> tuple[list[PutOp], int]:
+        """Add an import's records to ``scope``'s history in memory; the store ops, and the
+        write's number (``since``: the import's, from its first scope)."""
+        now = time.time()
+        batch = [replace(r, query=normalize_query(r.query), ts=r.ts or now) for r in batch]
+        with self._attach_lock:
+            history = self.history if scope is None else self._history(scope)
+            before = {_key(r): r for r in history.records()}
+            history.insert(batch)
+            after = {_key(r): r for r in history.records()}
+            changed = [r for k, r in after.items() if before.get(k) != r]
+            self._note(("add", scope, changed))
+            added = [self._delete(scope, r) for k, r in before.items() if k not in after]
+            added += [self._put(scope, r) for r in changed]
+            # each scope's rows with the forgets made before they were added
+            since = self._begin_write(added, since)
+            if scope is not None:
+                self._evict()
+        return added, since
+
+    @_sync_store_call("aimport_")
     def import_(self, rows: Iterable[Mapping[str, Any]]) -> int:
-        """Add exported rows (from :meth:`export`), oldest first, under this history's bounds.
+        """Add exported rows (from :meth:`export`), oldest first, under this history's bounds;
+        :meth:`aimport_` in async code.
 
         A row without ``trusted`` is yours, so trusted; its ``scope`` (None: shared) says
         which history it joins.
@@ -897,43 +1088,19 @@ class ToolUsage:
         Raises:
             ValueError: a row without a ``tool`` and a ``query`` string, a bad field, or a
                 tool name that is no tool name (or not of ``catalog``): nothing is imported.
+            asyncio.InvalidStateError: called in the event loop of an async store
+                (``AsyncSqliteStore``, ``AsyncPostgresStore``): use :meth:`aimport_` there.
         """
-        records: list[tuple[str | None, UsageRecord]] = []
-        for i, row in enumerate(rows):
-            scope = row.get("scope") if isinstance(row, Mapping) else None
-            if not isinstance(row, Mapping) or not (scope is None or isinstance(scope, str)):
-                raise ValueError(BAD_ROW_ERROR.format(i=i, row=safe_repr(row)))
-            record = _row(row, i, True)
-            records.append((None if scope is None else kept_id(scope), record))
-        self._checked({r.tool for _, r in records})
+        by_scope, read = self._import_records(rows)
         self.attach()
         store = self._attached
-        by_scope: dict[str | None, list[UsageRecord]] = {}
-        for scope, record in records:
-            by_scope.setdefault(scope, []).append(record)
         ops: list[PutOp] = []
         since: int | None = None  # the write's number, from the first records added
         try:
             for scope, batch in by_scope.items():
-                # the older ones would be dropped anyway
-                batch = sorted(batch, key=lambda r: r.ts)[-self._bounds[3] :]
-                if scope is not None and store is not None and self._loaded.get(scope) is not store:
-                    self.attach({"configurable": {**_scope_config(self.scope, scope)}})
-                now = time.time()
-                batch = [replace(r, query=normalize_query(r.query), ts=r.ts or now) for r in batch]
-                with self._attach_lock:
-                    history = self.history if scope is None else self._history(scope)
-                    before = {_key(r): r for r in history.records()}
-                    history.insert(batch)
-                    after = {_key(r): r for r in history.records()}
-                    changed = [r for k, r in after.items() if before.get(k) != r]
-                    self._note(("add", scope, changed))
-                    added = [self._delete(scope, r) for k, r in before.items() if k not in after]
-                    added += [self._put(scope, r) for r in changed]
-                    # each scope's rows with the forgets made before they were added
-                    since = self._begin_write(added, since)
-                    if scope is not None:
-                        self._evict()
+                if (scope_config := self._scope_unloaded(scope, store)) is not None:
+                    self.attach(scope_config)
+                added, since = self._import_batch(scope, batch, since)
                 ops += added
         except BaseException:
             if since is not None:  # nothing written: no forget to take back
@@ -941,7 +1108,28 @@ class ToolUsage:
             raise
         if since is not None:
             self._write(store, ops, since)
-        return len(records)
+        return read
+
+    async def aimport_(self, rows: Iterable[Mapping[str, Any]]) -> int:
+        """Async :meth:`import_` (``asearch``/``abatch``; a sync-only store runs in a thread)."""
+        by_scope, read = self._import_records(rows)
+        await self.aattach()
+        store = self._attached
+        ops: list[PutOp] = []
+        since: int | None = None
+        try:
+            for scope, batch in by_scope.items():
+                if (scope_config := self._scope_unloaded(scope, store)) is not None:
+                    await self.aattach(scope_config)
+                added, since = self._import_batch(scope, batch, since)
+                ops += added
+        except BaseException:
+            if since is not None:
+                self._end_write(since, [])
+            raise
+        if since is not None:
+            await self._awrite(store, ops, since)
+        return read
 
     # --- ranking ------------------------------------------------------------------------------
 
@@ -1029,16 +1217,22 @@ async def _abatch(store: BaseStore | None, ops: Sequence[Op]) -> list[Any]:
     return await _acall(store, "abatch", "batch", ops) if ops and store is not None else []
 
 
-async def _acall(store: BaseStore, amethod: str, method: str, *args: Any) -> Any:
+def _tool_filters(names: set[str] | None) -> list[dict[str, str] | None]:
+    """The store search filters that find the rows of ``names`` (None: every row)."""
+    return [None] if names is None else [{"tool": n} for n in sorted(names)]
+
+
+def _deletes(items: Sequence[Any]) -> list[PutOp]:
+    """The store ops that delete ``items``."""
+    return [PutOp(tuple(i.namespace), i.key, None) for i in items]
+
+
+async def _acall(store: BaseStore, amethod: str, method: str, *args: Any, **kwargs: Any) -> Any:
     """A store call through its async method, or in a thread when the store is sync only."""
-    call_args: tuple[Any, ...] = args
-    kwargs: dict[str, Any] = {}
-    if method == "search":
-        call_args, kwargs = args[:1], {"limit": args[1], "offset": args[2]}
     try:
-        return await getattr(store, amethod)(*call_args, **kwargs)
+        return await getattr(store, amethod)(*args, **kwargs)
     except NotImplementedError:  # e.g. SqliteStore: sync only
-        return await asyncio.to_thread(getattr(store, method), *call_args, **kwargs)
+        return await asyncio.to_thread(getattr(store, method), *args, **kwargs)
 
 
 # --- what the nodes record ----------------------------------------------------------------------
