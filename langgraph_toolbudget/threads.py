@@ -563,9 +563,7 @@ def _context_graph(graph: Any, config: Any, fields: Iterable[str]) -> tuple[Any,
         found = next(iter(graph.get_subgraphs(namespace=name, recurse=True)), None)
         if found is None:
             subgraphs = [n for n, _ in graph.get_subgraphs(recurse=True)] or "none"
-            raise ValueError(
-                UNKNOWN_SUBGRAPH_ERROR.format(ns=ns, name=name, subgraphs=subgraphs)
-            )
+            raise ValueError(UNKNOWN_SUBGRAPH_ERROR.format(ns=ns, name=name, subgraphs=subgraphs))
         target = found[1]
         if getattr(target, "checkpointer", None) is True:
             own = _NS_SEP.join(p.split(_NS_END)[0] for p in parts)

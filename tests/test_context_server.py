@@ -338,7 +338,8 @@ async def test_cli_and_mcp_server_refuse_a_thread_whose_state_has_no_context_fie
     db = tmp_path / "threads.sqlite"
     with SqliteSaver.from_conn_string(str(db)) as saver:
         graph.compile(checkpointer=saver).invoke(request, {"configurable": {"thread_id": "t1"}})
-    local = ["--sqlite", str(db), "--graph", "parentapp:graph", "--thread", "t1", "--catalog", CATALOG]
+    local = ["--sqlite", str(db), "--graph", "parentapp:graph", "--thread", "t1"]
+    local += ["--catalog", CATALOG]
     refused = _cli("tools", "exclude", "--tool", "get_weather", *local, app=tmp_path)
     assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1
     assert "no context_tools channel" in refused.stderr and "--graph" in refused.stderr

@@ -1,7 +1,7 @@
 """The agent deployed on a real ``langgraph dev`` server, driven by a ``langgraph_sdk`` client.
 
-One server (the repository's ``langgraph.json``, plus ``EXTRA_GRAPHS``) is started per module on a free
-127.0.0.1 port, in its own process group, and always stopped, even when a test
+One server (the repository's ``langgraph.json``, plus ``EXTRA_GRAPHS``) is started per module
+on a free 127.0.0.1 port, in its own process group, and always stopped, even when a test
 fails. Only the chat model is fake: the built-in rule-based demo model.
 """
 
