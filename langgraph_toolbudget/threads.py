@@ -18,7 +18,8 @@ Key Components:
     - :class:`SqliteThread`: a thread in a ``SqliteSaver`` file, through the app's own
       graph (its reducers apply the update; no state field is lost).
     - :func:`update_context` / :func:`aupdate_context`: a tool-context update on a thread of
-      a compiled graph, right on a thread that never ran (written as the node after ``START``).
+      a compiled graph, right on a thread that never ran (written as the node after ``START``),
+      or in a subgraph's state (``checkpoint_ns``); refused where the state cannot hold it.
     - :func:`execute`: run one tool-context operation on a thread.
     - :func:`open_thread`: the thread (and its catalog) the CLI/MCP options name.
     - :func:`load_spec`, :func:`load_catalog`, :func:`load_graph`: a catalog or a graph
@@ -34,7 +35,7 @@ import inspect
 import os
 import sqlite3
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -104,10 +105,21 @@ NO_GRAPH_ID_ERROR = (
     "thread {thread!r} has never run, so the server does not know its graph: pass --graph-id "
     "with the agent's graph (one of: {graphs}), or run one turn on the thread first"
 )
+SERVER_NO_CONTEXT_FIELDS_ERROR = (
+    "the state of graph {graph!r} (thread {thread!r}) has no {missing} field, so the server "
+    "would drop the update: point --thread at a thread of a graph whose own state has the "
+    "tool-context fields (create_toolbudget_agent, create_agent with ToolBudgetMiddleware, a "
+    "ToolBudgetState graph); an agent compiled as a subgraph node keeps them in the subgraph's "
+    "state, which this command does not write"
+)
 
 
 class ThreadError(RuntimeError):
     """A thread that cannot be read or updated; the message is one actionable line."""
+
+
+class _NodeNeededError(ValueError):
+    """An update whose node must be named (``as_node=``): the CLI words it for its options."""
 
 
 class Thread(Protocol):
@@ -284,8 +296,9 @@ class ServerThread:
         metadata = thread.get("metadata") if isinstance(thread, Mapping) else None
         graph_id = metadata.get("graph_id") if isinstance(metadata, Mapping) else None
         if not graph_id:
-            entry = self._entry_node(self._assign_graph())
+            entry = self._entry_node(self._assign_graph(update))
         else:
+            self._check_fields(str(graph_id), update)
             first = self._entry_node(str(graph_id))
             entry = first if not self._has_run() or self._waits_at(first) else None
         self._call(self.client.threads.update_state, self.thread_id, dict(update), as_node=entry)
@@ -307,16 +320,41 @@ class ServerThread:
         waiting = state.get("next") if isinstance(state, Mapping) else None
         return list(waiting or ()) == [node]
 
+    def _assistant(self, graph_id: str) -> str | None:
+        """An assistant of the graph (the server makes one per graph), or None."""
+        assistants = self._call(self.client.assistants.search, graph_id=graph_id, limit=1)
+        return str(assistants[0]["assistant_id"]) if assistants else None
+
     def _entry_node(self, graph_id: str) -> str | None:
         """The node right after the start of the thread's graph (None if it has several)."""
-        assistants = self._call(self.client.assistants.search, graph_id=graph_id, limit=1)
-        if not assistants:
+        assistant = self._assistant(graph_id)
+        if assistant is None:
             return None
-        graph = self._call(self.client.assistants.get_graph, assistants[0]["assistant_id"])
+        graph = self._call(self.client.assistants.get_graph, assistant)
         return start_target((e.get("source"), e.get("target")) for e in graph.get("edges", []))
 
-    def _assign_graph(self) -> str:
-        """Give a thread that has never run its graph, so the server accepts updates."""
+    def _check_fields(self, graph_id: str, update: Mapping[str, Any]) -> None:
+        """Refuse an update whose fields the graph's state lacks: the server would drop it
+        (as ``update_state`` does) and answer as if it had landed."""
+        assistant = self._assistant(graph_id)
+        if assistant is None:
+            return
+        schemas = self._call(self.client.assistants.get_schemas, assistant)
+        state = schemas.get("state_schema") if isinstance(schemas, Mapping) else None
+        fields = state.get("properties") if isinstance(state, Mapping) else None
+        if not isinstance(fields, Mapping):  # no schema to read: the server decides
+            return
+        missing = [key for key in update if key not in fields]
+        if missing:
+            raise ThreadError(
+                SERVER_NO_CONTEXT_FIELDS_ERROR.format(
+                    graph=graph_id, thread=self.thread_id, missing=" or ".join(missing)
+                )
+            )
+
+    def _assign_graph(self, update: Mapping[str, Any]) -> str:
+        """Give a thread that has never run its graph, so the server accepts ``update``
+        (checked first: a graph that cannot hold it is not assigned)."""
         graph_id = self.graph_id
         if graph_id is None:
             assistants = self._call(self.client.assistants.search, limit=1000)
@@ -326,6 +364,7 @@ class ServerThread:
                     NO_GRAPH_ID_ERROR.format(thread=self.thread_id, graphs=", ".join(graphs))
                 )
             graph_id = graphs[0]
+        self._check_fields(graph_id, update)
         self._call(self.client.threads.update, self.thread_id, metadata={"graph_id": graph_id})
         return graph_id
 
@@ -357,9 +396,37 @@ NO_CHECKPOINTER_ERROR = (
 NO_THREAD_ID_ERROR = (
     "config names no thread: pass {{'configurable': {{'thread_id': ...}}}}, as for graph.invoke"
 )
-SUBGRAPH_CONFIG_ERROR = (
-    "config names the subgraph namespace {ns!r}: update_context writes a graph's own thread; "
-    "pass the thread's config without 'checkpoint_ns'"
+UNKNOWN_SUBGRAPH_ERROR = (
+    "config names the checkpoint namespace {ns!r}, but the graph has no subgraph {name!r} "
+    "(its subgraphs: {subgraphs}); pass one of these as 'checkpoint_ns', or leave it out for "
+    "the graph's own state"
+)
+STATELESS_SUBGRAPH_ERROR = (
+    "the subgraph {ns!r} keeps no state between runs (it was compiled without "
+    "checkpointer=True), so an update under its name is never read: compile it with "
+    ".compile(checkpointer=True), or, for a run paused inside it, pass the config of its task "
+    "(graph.get_state(config, subgraphs=True).tasks[...].state.config)"
+)
+NO_CONTEXT_FIELDS_ERROR = (
+    "the state of {where} has no {missing} channel, so the tool-context update would be "
+    "dropped without a trace: {fix}"
+)
+CONTEXT_IN_SUBGRAPH_FIX = (
+    "the tool context lives in the state of the subgraph {ns!r} (the agent compiled as a node "
+    "of this graph); write it there by naming its namespace: update_context(graph, "
+    "{{'configurable': {{'thread_id': {thread!r}, 'checkpoint_ns': {ns!r}}}}}, update)"
+)
+STATELESS_SUBGRAPH_FIX = (
+    "the tool context lives in the state of the subgraph {ns!r}, which starts afresh on every "
+    "run (compiled without checkpointer=True) and so keeps no tool context between turns: "
+    "compile it with .compile(checkpointer=True), then write the update there by naming its "
+    "namespace: update_context(graph, {{'configurable': {{'thread_id': {thread!r}, "
+    "'checkpoint_ns': {ns!r}}}}}, update)"
+)
+ADD_CONTEXT_FIELDS_FIX = (
+    "give the graph's state the tool-context fields: StateGraph(ToolBudgetState, "
+    "input_schema=ToolBudgetInput) or a subclass of ToolBudgetState, with the package's nodes "
+    "(ToolAgent, add_toolbudget_nodes) in it"
 )
 NO_ENTRY_NODE_ERROR = (
     "thread {thread!r} has never run, so the update must be written as one of the graph's nodes "
@@ -465,12 +532,64 @@ def _thread_saver(graph: Any, config: Any) -> Any:
     configurable = (config or {}).get("configurable") or {}
     if not configurable.get("thread_id"):
         raise ValueError(NO_THREAD_ID_ERROR)
-    if configurable.get("checkpoint_ns"):
-        raise ValueError(SUBGRAPH_CONFIG_ERROR.format(ns=configurable["checkpoint_ns"]))
     saver = getattr(graph, "checkpointer", None)
     if not isinstance(saver, BaseCheckpointSaver):
         raise ValueError(NO_CHECKPOINTER_ERROR)
     return saver
+
+
+# LangGraph's checkpoint namespaces: "node:task_id|child:task_id" (a number alone marks a
+# call a task repeats); a subgraph is named by its nodes, without the task ids.
+_NS_SEP, _NS_END = "|", ":"
+
+
+def _context_graph(graph: Any, config: Any, fields: Iterable[str]) -> tuple[Any, Any]:
+    """The graph whose state a tool-context update writes, and the config of its thread:
+    ``graph``, or the subgraph the config's ``checkpoint_ns`` names (a ``checkpointer=True``
+    subgraph keeps its state under its namespace without task ids, as LangGraph stores it).
+
+    Raises:
+        ValueError: a namespace that names no subgraph, or one that is never read (a subgraph
+            that starts afresh on every run); a state without the update's fields, with
+            where the tool context lives instead.
+    """
+    configurable = config["configurable"]
+    ns = str(configurable.get("checkpoint_ns") or "")
+    thread = configurable["thread_id"]
+    target, prefix, where = graph, "", "this graph"
+    if ns:
+        parts = ns.split(_NS_SEP)
+        name = _NS_SEP.join(p.split(_NS_END)[0] for p in parts if not p.isdigit())
+        found = next(iter(graph.get_subgraphs(namespace=name, recurse=True)), None)
+        if found is None:
+            subgraphs = [n for n, _ in graph.get_subgraphs(recurse=True)] or "none"
+            raise ValueError(UNKNOWN_SUBGRAPH_ERROR.format(ns=ns, name=name, subgraphs=subgraphs))
+        target = found[1]
+        if getattr(target, "checkpointer", None) is True:
+            own = _NS_SEP.join(p.split(_NS_END)[0] for p in parts)
+            config = {**config, "configurable": {**configurable, "checkpoint_ns": own}}
+        elif _NS_END not in parts[-1]:
+            raise ValueError(STATELESS_SUBGRAPH_ERROR.format(ns=name))
+        prefix, where = name + _NS_SEP, f"the subgraph {name!r}"
+    channels = getattr(target, "channels", {})
+    missing = [field for field in fields if field not in channels]
+    if missing:
+        fix = _context_fix(target, prefix, thread, missing)
+        raise ValueError(
+            NO_CONTEXT_FIELDS_ERROR.format(where=where, missing=" or ".join(missing), fix=fix)
+        )
+    return target, config
+
+
+def _context_fix(graph: Any, prefix: str, thread: Any, fields: list[str]) -> str:
+    """Where a graph without the tool-context fields keeps them: the first subgraph whose
+    state has them (the agent compiled as a node), else the fields to give the state."""
+    for ns, subgraph in graph.get_subgraphs(recurse=True):
+        if all(field in getattr(subgraph, "channels", {}) for field in fields):
+            persistent = getattr(subgraph, "checkpointer", None) is True
+            fix = CONTEXT_IN_SUBGRAPH_FIX if persistent else STATELESS_SUBGRAPH_FIX
+            return fix.format(ns=prefix + ns, thread=thread)
+    return ADD_CONTEXT_FIELDS_FIX
 
 
 def _first_writer(graph: Any, config: Any, saved: Any, as_node: str | None) -> str | None:
@@ -484,14 +603,14 @@ def _first_writer(graph: Any, config: Any, saved: Any, as_node: str | None) -> s
     thread = config["configurable"]["thread_id"]
     if node is None and as_node is None:
         nodes = ", ".join(n for n in graph.nodes if n != START)
-        raise ValueError(AMBIGUOUS_NODE_ERROR.format(thread=thread, nodes=nodes))
+        raise _NodeNeededError(AMBIGUOUS_NODE_ERROR.format(thread=thread, nodes=nodes))
     if node != START:
         return None
     writer = as_node if as_node is not None else entry_node(graph)
     if writer is None or writer == START:
         example = next((n for n in graph.nodes if n != START), "node")
         targets = _start_targets(graph)
-        raise ValueError(
+        raise _NodeNeededError(
             NO_ENTRY_NODE_ERROR.format(thread=thread, targets=targets, example=example)
         )
     return writer
@@ -527,11 +646,17 @@ def update_context(
     any graph whose state has the context fields:
     :func:`~langgraph_toolbudget.create_toolbudget_agent`, a graph of your own with
     :func:`~langgraph_toolbudget.add_toolbudget_nodes` or the nodes, and LangChain's
-    ``create_agent`` with :class:`~langgraph_toolbudget.ToolBudgetMiddleware`.
+    ``create_agent`` with :class:`~langgraph_toolbudget.ToolBudgetMiddleware`. Where such
+    an agent is a node of a parent graph whose state lacks the fields (a ``MessagesState``
+    parent), the tool context lives in the subgraph's state: name it with the config's
+    ``checkpoint_ns`` (the node's name, for a subgraph compiled with ``checkpointer=True``;
+    a paused task's config for one that starts afresh each run). An update the state
+    cannot hold is refused, never dropped.
 
     Args:
         graph: the compiled graph, compiled with a checkpointer.
-        config: the thread's config (``{"configurable": {"thread_id": ...}}``).
+        config: the thread's config (``{"configurable": {"thread_id": ...}}``), with
+            ``"checkpoint_ns"`` to write a subgraph's state.
         update: a tool-context update: :func:`~langgraph_toolbudget.include_tools`,
             :func:`~langgraph_toolbudget.exclude_tools`,
             :func:`~langgraph_toolbudget.set_include_mode`, or their fields merged.
@@ -548,7 +673,9 @@ def update_context(
             ``graph.update_state``), a value out of its field's choices, an empty update;
             a graph without a checkpointer, a config without a thread; no ``as_node`` on a
             thread where no node has run and ``START`` does not lead to one node, or where
-            several nodes ran last.
+            several nodes ran last; a state without the update's fields (the error names
+            the subgraph that has them, or how to add them), a ``checkpoint_ns`` of no
+            subgraph, or of a subgraph that keeps no state between runs.
 
     Example:
         ```python
@@ -558,7 +685,8 @@ def update_context(
     """
     values = check_context_update(update)
     saver = _thread_saver(graph, config)
-    writer = _first_writer(graph, config, saver.get_tuple(config), as_node)
+    target, config = _context_graph(graph, config, values)
+    writer = _first_writer(target, config, saver.get_tuple(config), as_node)
     return graph.bulk_update_state(config, _updates(values, writer, as_node))
 
 
@@ -573,7 +701,8 @@ async def aupdate_context(
     result and errors."""
     values = check_context_update(update)
     saver = _thread_saver(graph, config)
-    writer = _first_writer(graph, config, await saver.aget_tuple(config), as_node)
+    target, config = _context_graph(graph, config, values)
+    writer = _first_writer(target, config, await saver.aget_tuple(config), as_node)
     return await graph.abulk_update_state(config, _updates(values, writer, as_node))
 
 
@@ -636,10 +765,16 @@ class SqliteThread:
             update_context(self.app, self.config, update)
         except sqlite3.Error as exc:
             raise ThreadError(NOT_SQLITE_ERROR.format(path=self.path, error=exc)) from None
-        except ValueError as exc:  # a graph whose first node is not one: one line for the CLI
+        except _NodeNeededError as exc:  # a graph whose first node is not one
             raise ThreadError(
                 f"{exc} (the CLI takes no as_node: give --graph a graph whose "
                 "START leads to one node)"
+            ) from None
+        except ValueError as exc:  # a state without the tool-context fields
+            raise ThreadError(
+                f"{exc} (the CLI writes the state of the graph --graph names, not a subgraph's: "
+                "point --graph at a graph whose own state has the tool-context fields, or call "
+                "update_context from Python)"
             ) from None
 
 

@@ -280,6 +280,73 @@ async def test_cli_changes_a_thread_whose_run_stopped_before_its_first_node(serv
     assert len([m for m in values["messages"] if m["type"] == "human"]) == 1, "nothing lost"
 
 
+PARENT_APP = """
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph_toolbudget import create_toolbudget_agent
+from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+from langgraph_toolbudget.demo.model import DemoChatModel
+
+agent = create_toolbudget_agent(DemoChatModel(), build_example_catalog())
+graph = StateGraph(MessagesState)
+graph.add_node("assistant", agent.compile(checkpointer=True))
+graph.add_edge(START, "assistant")
+"""
+
+
+async def _mcp_exclude(args: list[str], env: dict[str, str]) -> Any:
+    """``exclude_tool get_weather`` through the MCP context server over stdio."""
+    server_args = ["-m", "langgraph_toolbudget.context_server", *args]
+    params = StdioServerParameters(command=sys.executable, args=server_args, env=env)
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        return await session.call_tool("exclude_tool", {"tool": "get_weather"})
+
+
+async def test_cli_and_mcp_server_refuse_a_thread_whose_state_has_no_context_fields(
+    server: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    # The agent as a subgraph node of a MessagesState parent: the parent's state drops the
+    # context fields, so a reported success would be a lost exclusion.
+    client = get_client(url=server)
+    ran, fresh = [(await client.threads.create())["thread_id"] for _ in range(2)]
+    request = {"messages": [{"role": "user", "content": "What's the weather in Tokyo?"}]}
+    await client.runs.wait(ran, "toolbudget_in_parent", input=request)
+    before = (await client.threads.get_state(ran))["checkpoint"]
+    on_server = [
+        ["--thread", ran],
+        ["--thread", fresh, "--graph-id", "toolbudget_in_parent"],
+    ]
+    for thread in on_server:
+        args = ["--url", server, *thread, "--catalog", CATALOG]
+        refused = _cli("tools", "exclude", "--tool", "get_weather", *args)
+        assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1
+        assert "'toolbudget_in_parent'" in refused.stderr
+        assert "has no context_tools field" in refused.stderr
+        out = await _mcp_exclude(args, _env())
+        assert out.isError and "has no context_tools field" in out.content[0].text
+    assert (await client.threads.get_state(ran))["checkpoint"] == before, "nothing written"
+    assert "graph_id" not in (await client.threads.get(fresh))["metadata"], "not assigned"
+
+    (tmp_path / "parentapp.py").write_text(PARENT_APP, encoding="utf-8")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        from parentapp import graph  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("parentapp", None)
+    db = tmp_path / "threads.sqlite"
+    with SqliteSaver.from_conn_string(str(db)) as saver:
+        graph.compile(checkpointer=saver).invoke(request, {"configurable": {"thread_id": "t1"}})
+    local = ["--sqlite", str(db), "--graph", "parentapp:graph", "--thread", "t1"]
+    local += ["--catalog", CATALOG]
+    refused = _cli("tools", "exclude", "--tool", "get_weather", *local, app=tmp_path)
+    assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1
+    assert "no context_tools channel" in refused.stderr and "--graph" in refused.stderr
+    out = await _mcp_exclude(local, _env(tmp_path))
+    assert out.isError and "no context_tools channel" in out.content[0].text
+
+
 def test_cli_against_a_sqlite_thread_and_explain(tmp_path: Path) -> None:
     (tmp_path / "myapp.py").write_text(APP, encoding="utf-8")
     sys.path.insert(0, str(tmp_path))

@@ -138,15 +138,21 @@ def test_pythonic_never_evaluates_code():
 
 def test_a_parsed_reply_becomes_a_standard_ai_message_with_generated_ids():
     f = get_format("hermes")
-    reply = AIMessage('Checking.\n<tool_call>{"name": "add", "arguments": {"a": 1}}</tool_call>')
+    reply = AIMessage(
+        'Checking.\n<tool_call>{"name": "add", "arguments": {"a": 1}}</tool_call>', id="r1"
+    )
     message = reply_message(reply, f.parse(reply.text), f)
     (call,) = message.tool_calls
     assert call["name"] == "add" and call["args"] == {"a": 1} and call["id"]
     assert message.content == "Checking."
     assert message.response_metadata["toolbudget_raw"] == reply.text
-    bad = AIMessage("<tool_call>not json at all</tool_call>")
+    assert message.id == "r1-parsed"  # not the streamed reply's id: the messages stream sends it
+    bad = AIMessage("<tool_call>not json at all</tool_call>", id="b1")
     rejected = reply_message(bad, f.parse(bad.text), f)
     assert rejected.tool_calls == [] and rejected.content == bad.content
+    assert rejected.id == "b1"  # the text as streamed: its id stays
+    plain = AIMessage("No call here.", id="p1")
+    assert reply_message(plain, f.parse(plain.text), f).id == "p1"
     assert parse_error_of(rejected) and parse_error_of(message) is None
 
 

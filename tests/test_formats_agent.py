@@ -13,7 +13,15 @@ from typing import Any
 
 import pytest
 from agent_tools import recording_fixtures
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langgraph.checkpoint.memory import MemorySaver
 from langgraph.graph import END, START, StateGraph
 
@@ -337,3 +345,79 @@ async def test_a_format_that_raises_is_an_error_for_the_model_not_for_the_graph(
     out = await run(app, {"messages": [HumanMessage("hi")], "selected_tools": []}, api)
     assert rec.runs == [] and out["messages"][-1].content == "ok" and len(model.calls) == 2
     assert "could not be read (TypeError(" in model.calls[1][-1].content
+
+
+# --- stream_mode="messages" --------------------------------------------------------------
+# LangGraph's messages stream sends each message id once. The parsed message of a text reply
+# with calls has its own id (the reply's + "-parsed"), so the stream shows the model's text as
+# it was written (token by token for a streaming model), then the parsed message with its
+# calls at the node's end; the state holds the parsed message only.
+
+
+class StreamingTextModel(GenericFakeChatModel):
+    """A chat model without native tool calling that streams its replies word by word."""
+
+
+async def stream_messages(app: Any, payload: Any, api: str, config: Any) -> list[BaseMessage]:
+    if api == "invoke":
+        chunks = list(app.stream(payload, config, stream_mode="messages"))
+    else:
+        chunks = [c async for c in app.astream(payload, config, stream_mode="messages")]
+    return [message for message, _ in chunks]
+
+
+@pytest.mark.parametrize("fmt", TEXT_FORMATS)
+@pytest.mark.parametrize("streaming", [True, False], ids=["token-stream", "whole-reply"])
+@pytest.mark.parametrize("api", APIS)
+async def test_the_messages_stream_shows_the_parsed_calls_the_tool_messages_answer(
+    catalog, rec, fmt, streaming, api
+):
+    reply = text_call(fmt, "get_weather", city="Paris")
+    answer = AIMessage("It is 18C and cloudy in Paris.")
+    model = (
+        StreamingTextModel(messages=iter([reply, answer]))
+        if streaming
+        else TextOnlyModel(responses=[reply, answer], cycle=False)
+    )
+    graph = create_toolbudget_agent(model, catalog, tool_call_formats=fmt, pinned=["get_weather"])
+    app = graph.compile(checkpointer=MemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    payload = {"messages": [HumanMessage("What's the weather in Paris?")]}
+    streamed = await stream_messages(app, payload, api, config)
+    assert rec.runs == [("get_weather", {"city": "Paris"})]
+
+    raw_id = streamed[0].id
+    raw = [m for m in streamed if m.id == raw_id]
+    assert all(isinstance(m, AIMessage) and not m.tool_calls for m in raw)
+    assert "".join(str(m.content) for m in raw) == reply.content  # the model's text, as written
+    assert all(isinstance(m, AIMessageChunk) for m in raw) is streaming  # as the model sends it
+    (parsed,) = [m for m in streamed if isinstance(m, AIMessage) and m.tool_calls]
+    assert parsed.id == f"{raw_id}-parsed" and not isinstance(parsed, AIMessageChunk)
+    (call,) = parsed.tool_calls
+    assert (call["name"], call["args"]) == ("get_weather", {"city": "Paris"})
+    answered = [m.tool_call_id for m in streamed if isinstance(m, ToolMessage)]
+    assert answered == [call["id"]]  # the streamed tool message answers a call it showed
+
+    state = (await app.aget_state(config) if api == "ainvoke" else app.get_state(config)).values
+    ai = [m for m in state["messages"] if isinstance(m, AIMessage)]
+    assert [m.id for m in ai][0] == parsed.id and raw_id not in {m.id for m in state["messages"]}
+    assert ai[0].tool_calls == parsed.tool_calls and len(ai) == 2  # one AI message per model turn
+    final = [m for m in streamed if m.id == ai[1].id]
+    assert "".join(str(m.content) for m in final) == answer.content  # the answer streams as usual
+    assert len(final) > 1 if streaming else len(final) == 1
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_model_tagged_nostream_streams_the_parsed_message_and_no_markup(catalog, rec, api):
+    reply = text_call("hermes", "get_weather", city="Paris")
+    answer = AIMessage("It is 18C and cloudy in Paris.")
+    model = StreamingTextModel(messages=iter([reply, answer])).with_config(tags=["nostream"])
+    app = create_toolbudget_agent(model, catalog, pinned=["get_weather"]).compile()
+    payload = {"messages": [HumanMessage("What's the weather in Paris?")]}
+    streamed = await stream_messages(app, payload, api, None)
+    assert rec.runs == [("get_weather", {"city": "Paris"})]
+    assert not any("<tool_call>" in str(m.content) for m in streamed)
+    first, tool, last = streamed
+    assert isinstance(first, AIMessage) and first.id.endswith("-parsed") and first.tool_calls
+    assert isinstance(tool, ToolMessage) and tool.tool_call_id == first.tool_calls[0]["id"]
+    assert not isinstance(last, AIMessageChunk) and last.content == answer.content

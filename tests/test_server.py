@@ -1,7 +1,7 @@
 """The agent deployed on a real ``langgraph dev`` server, driven by a ``langgraph_sdk`` client.
 
-One server (the repository's ``langgraph.json``) is started per module on a free
-127.0.0.1 port, in its own process group, and always stopped, even when a test
+One server (the repository's ``langgraph.json``, plus ``EXTRA_GRAPHS``) is started per module
+on a free 127.0.0.1 port, in its own process group, and always stopped, even when a test
 fails. Only the chat model is fake: the built-in rule-based demo model.
 """
 
@@ -17,7 +17,14 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph_sdk import get_client
-from langgraph_server import drive, example_server, free_port, langgraph_dev, server_env
+from langgraph_server import (
+    drive,
+    example_server,
+    free_port,
+    langgraph_dev,
+    served_config,
+    server_env,
+)
 
 from langgraph_toolbudget.core.meta import meta_tool_definitions
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
@@ -28,6 +35,8 @@ REPO = Path(__file__).resolve().parents[1]
 MCP = REPO / "examples" / "mcp_servers"
 VISIBLE_SET_EVENT = "toolbudget.visible_tools"
 STARTUP_TIMEOUT_S = 45
+EXTRA_GRAPHS = {"toolbudget_in_parent": f"{REPO / 'tests' / 'agent_in_parent.py'}:graph"}
+"""Served beside langgraph.json's graphs: the agent as a subgraph node of a MessagesState parent."""
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +63,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     servers_file.write_text(json.dumps(servers), encoding="utf-8")
     env["TOOLBUDGET_MCP_SERVERS"] = str(servers_file)
     try:
-        with langgraph_dev(workdir, env, port) as (url, proc):
+        config = served_config(workdir, extra_graphs=EXTRA_GRAPHS)
+        with langgraph_dev(workdir, env, port, config) as (url, proc):
             yield url
     except RuntimeError as exc:
         pytest.fail(str(exc))

@@ -294,6 +294,84 @@ async def test_create_react_agent_accepts_a_toolexecutor(api):
     assert model.bound_tools[0] == ["shout"]
 
 
+SHOUTED: list[str] = []
+
+
+@tool
+def shout_logged(text: str) -> str:
+    """Upper-case a text (and log the call)."""
+    SHOUTED.append(text)
+    return text.upper()
+
+
+async def _react(node: ToolExecutor, api: str, *calls: dict[str, Any]) -> tuple[Any, Any]:
+    SHOUTED.clear()
+    model = ScriptedChatModel(responses=[ai(*calls), AIMessage("done")], cycle=False)
+    agent = create_react_agent(model, node)
+    value = {"messages": [HumanMessage("shout hey")]}
+    out = await (
+        asyncio.to_thread(agent.invoke, value) if api == "invoke" else agent.ainvoke(value)
+    )
+    return out, model
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("build", ["from_tools", "enforce_visibility=False"])
+async def test_create_react_agent_runs_the_tools_it_binds_with_the_documented_executors(
+    api: str, build: str
+) -> None:
+    node = (
+        ToolExecutor.from_tools([shout_logged])
+        if build == "from_tools"
+        else ToolExecutor(ToolCatalog.from_tools([shout_logged]), enforce_visibility=False)
+    )
+    out, model = await _react(node, api, call("shout_logged", {"text": "hey"}))
+    assert [m.content for m in out["messages"] if isinstance(m, ToolMessage)] == ["HEY"]
+    assert model.bound_tools[0] == ["shout_logged"] and SHOUTED == ["hey"]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_an_enforcing_executor_in_a_state_without_selected_tools_raises_the_fix(
+    api: str,
+) -> None:
+    # create_react_agent binds every tool but its state has no visible set: answering the
+    # model "load it first with add_tool" (a tool it was never given) would loop.
+    node = ToolExecutor(ToolCatalog.from_tools([shout_logged]))
+    with pytest.raises(ValueError) as raised:
+        await _react(node, api, call("shout_logged", {"text": "hey"}))
+    message = str(raised.value)
+    assert "call to shout_logged" in message and "no 'selected_tools' channel" in message
+    for fix in ("ToolBudgetState", "ToolExecutor.from_tools(tools)", "enforce_visibility=False"):
+        assert fix in message
+    assert SHOUTED == []
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_without_selected_tools_a_call_that_needs_add_tool_raises_even_beside_add_tool(
+    api: str,
+) -> None:
+    node = ToolExecutor(ToolCatalog.from_tools([shout_logged, divide]))
+    load = call("add_tool", {"tool_names": ["shout_logged"]}, "m1")
+    with pytest.raises(ValueError, match="no 'selected_tools' channel"):
+        await _react(node, api, load, call("shout_logged", {"text": "hey"}, "c2"))
+    assert SHOUTED == []
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("visible", ["pinned", "always"])
+async def test_without_selected_tools_pinned_and_always_tools_still_run(
+    api: str, visible: str
+) -> None:
+    if visible == "pinned":
+        node = ToolExecutor(ToolCatalog.from_tools([shout_logged]), pinned=["shout_logged"])
+    else:
+        metadata = {"shout_logged": {"include": "always"}}
+        node = ToolExecutor(ToolCatalog.from_tools([shout_logged], tool_metadata=metadata))
+    out, _ = await _react(node, api, call("shout_logged", {"text": "hey"}))
+    assert [m.content for m in out["messages"] if isinstance(m, ToolMessage)] == ["HEY"]
+    assert SHOUTED == ["hey"]
+
+
 class TopicState(MessagesState):
     topic: str
 

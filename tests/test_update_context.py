@@ -22,7 +22,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
 
 from langgraph_toolbudget import (
     ToolBudgetMiddleware,
@@ -38,7 +38,7 @@ from langgraph_toolbudget import (
 )
 from langgraph_toolbudget.state import input_schema_of
 from langgraph_toolbudget.testing import ScriptedChatModel
-from langgraph_toolbudget.threads import SqliteThread
+from langgraph_toolbudget.threads import SqliteThread, ThreadError
 
 RAN: list[str] = []
 CONFIG: Any = {"configurable": {"thread_id": "t"}}
@@ -298,3 +298,129 @@ def test_a_sqlite_thread_that_never_ran_takes_every_update_of_the_cli(tmp_path: 
             "get_weather": "exclude",
             "secret_op": "include",
         }
+
+
+# --- the agent compiled as a subgraph node of a parent graph -----------------------------
+# A parent with MessagesState has no tool-context channel: LangGraph drops an update of those
+# keys without a word (the excluded tool ran on the next turn). The context lives in the
+# subgraph's state; update_context writes it there when the config names its namespace.
+
+SUB: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": "assistant"}}
+
+
+def in_parent(model: ScriptedChatModel, persistent: bool = True, **compile: Any) -> Any:
+    """``create_toolbudget_agent`` compiled as the node ``assistant`` of a MessagesState graph."""
+    checkpointer = True if persistent else None
+    agent = create_toolbudget_agent(model, catalog()).compile(checkpointer=checkpointer, **compile)
+    parent = StateGraph(MessagesState)
+    parent.add_node("assistant", agent)
+    parent.add_edge(START, "assistant")
+    return parent.compile(checkpointer=InMemorySaver())
+
+
+@pytest.mark.parametrize("persistent", [True, False], ids=["checkpointer=True", "per-run"])
+def test_a_parent_without_the_context_fields_refuses_the_update_and_names_the_subgraph(
+    persistent: bool,
+) -> None:
+    app = in_parent(weather_script(ran=True), persistent)
+    app.invoke({"messages": [HumanMessage("hi")]}, CONFIG)
+    before = app.get_state(CONFIG).config
+    with pytest.raises(ValueError) as raised:
+        update_context(app, CONFIG, exclude_tools(tools=["get_weather"]))
+    message = str(raised.value)
+    assert "has no context_tools channel" in message and "dropped" in message
+    assert "update_context(graph, {'configurable': {'thread_id': 't', 'checkpoint_ns': " in message
+    assert ("compile it with .compile(checkpointer=True)" in message) is not persistent
+    assert app.get_state(CONFIG).config == before, "nothing written"
+
+
+async def test_a_parent_without_the_context_fields_refuses_the_update_async() -> None:
+    app = in_parent(weather_script(ran=True))
+    await app.ainvoke({"messages": [HumanMessage("hi")]}, CONFIG)
+    with pytest.raises(ValueError, match=r"no context_tools channel.*'checkpoint_ns': 'assistant'"):
+        await aupdate_context(app, CONFIG, exclude_tools(tools=["get_weather"]))
+
+
+def test_a_graph_whose_state_lacks_the_fields_and_has_no_agent_subgraph_is_told_to_add_them() -> (
+    None
+):
+    graph = StateGraph(MessagesState)
+    graph.add_node("echo", lambda state: {})
+    graph.add_edge(START, "echo")
+    app = graph.compile(checkpointer=InMemorySaver())
+    with pytest.raises(ValueError) as raised:
+        update_context(app, CONFIG, exclude_tools(tools=["get_weather"], servers=["weather"]))
+    message = str(raised.value)
+    assert "no context_tools or context_servers channel" in message
+    assert "StateGraph(ToolBudgetState, input_schema=ToolBudgetInput)" in message
+    assert app.get_state(CONFIG).created_at is None
+
+
+@THREADS
+def test_an_update_under_the_subgraph_namespace_hides_the_tool_on_the_next_turn(
+    ran: bool,
+) -> None:
+    model = weather_script(ran)
+    app = in_parent(model)
+    if ran:
+        app.invoke({"messages": [HumanMessage("hi")]}, CONFIG)
+    update_context(app, SUB, exclude_tools(tools=["get_weather"]))
+    assert app.get_state(SUB).values["context_tools"] == {"get_weather": "exclude"}
+    shown_from = len(model.bound_tools)
+    app.invoke({"messages": [HumanMessage("weather in Oslo?")]}, CONFIG)
+    assert_excluded(model, shown_from, app.get_state(SUB).values)
+
+
+@THREADS
+async def test_an_update_under_the_subgraph_namespace_hides_the_tool_on_the_next_turn_async(
+    ran: bool,
+) -> None:
+    model = weather_script(ran)
+    app = in_parent(model)
+    if ran:
+        await app.ainvoke({"messages": [HumanMessage("hi")]}, CONFIG)
+    await aupdate_context(app, SUB, exclude_tools(tools=["get_weather"]))
+    shown_from = len(model.bound_tools)
+    await app.ainvoke({"messages": [HumanMessage("weather in Oslo?")]}, CONFIG)
+    assert_excluded(model, shown_from, (await app.aget_state(SUB)).values)
+
+
+def test_a_run_paused_in_a_per_run_subgraph_takes_the_update_through_its_task_config() -> None:
+    model = weather_script(ran=False)
+    app = in_parent(model, persistent=False, interrupt_before=["tools"])
+    app.invoke({"messages": [HumanMessage("weather in Oslo?")]}, CONFIG)
+    (task,) = app.get_state(CONFIG, subgraphs=True).tasks
+    update_context(app, task.state.config, exclude_tools(tools=["get_weather"]))
+    out = app.invoke(None, CONFIG)
+    assert RAN == []
+    (answer,) = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert answer.status == "error" and "excluded" in str(answer.content)
+
+
+def test_a_namespace_of_no_subgraph_or_of_one_that_keeps_no_state_is_refused() -> None:
+    app = in_parent(weather_script(ran=False), persistent=False)
+    nowhere = {"configurable": {"thread_id": "t", "checkpoint_ns": "agent"}}
+    with pytest.raises(ValueError, match=r"no subgraph 'agent' \(its subgraphs: \['assistant'\]"):
+        update_context(app, nowhere, exclude_tools(tools=["get_weather"]))
+    with pytest.raises(ValueError, match=r"'assistant' keeps no state between runs"):
+        update_context(app, SUB, exclude_tools(tools=["get_weather"]))
+    assert app.get_state(CONFIG).created_at is None
+
+
+def test_a_sqlite_thread_of_a_parent_graph_reports_the_missing_fields_to_the_cli(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "threads.sqlite"
+    with SqliteSaver.from_conn_string(str(db)) as saver:
+        saver.setup()
+    agent = create_toolbudget_agent(weather_script(ran=False), catalog()).compile(checkpointer=True)
+    parent = StateGraph(MessagesState)
+    parent.add_node("assistant", agent)
+    parent.add_edge(START, "assistant")
+    with SqliteThread(db, "t", parent) as thread:
+        with pytest.raises(ThreadError) as raised:
+            thread.update(exclude_tools(tools=["get_weather"]))
+        assert thread.app.get_state(thread.config).created_at is None
+    message = str(raised.value)
+    assert "no context_tools channel" in message and "--graph" in message
+    assert "as_node" not in message and "\n" not in message

@@ -42,11 +42,13 @@ __all__ = [
     "MAX_REPAIR_CHARS",
     "MAX_REPAIR_CHARS_PER_REPLY",
     "MAX_REPLY_CHARS",
+    "PARSED_ID_SUFFIX",
     "PARSE_ERROR_KEY",
     "PARSE_ERROR_MESSAGE",
     "ParseFailure",
     "ParsedReply",
     "ToolCallFormat",
+    "parsed_id",
     "reply_message",
     "result_text",
     "tool_name",
@@ -171,7 +173,8 @@ def reply_message(reply: AIMessage, parsed: ParsedReply, fmt: ToolCallFormat) ->
     """The standard ``AIMessage`` of a text reply: parsed calls as ``tool_calls``.
 
     The raw reply is kept in ``response_metadata["toolbudget_raw"]`` when calls
-    were taken out of it (nothing the model wrote is lost). A reply that failed
+    were taken out of it (nothing the model wrote is lost), and the message gets its own
+    id (:func:`parsed_id`), so LangGraph's messages stream sends it. A reply that failed
     to parse keeps its text, no calls, and the error in
     ``response_metadata["toolbudget_parse_error"]`` (metadata, so a provider
     given this history later never sees a call to answer).
@@ -195,6 +198,23 @@ def reply_message(reply: AIMessage, parsed: ParsedReply, fmt: ToolCallFormat) ->
         content=parsed.text,
         tool_calls=calls,
         response_metadata={**meta, "toolbudget_raw": raw},
-        id=reply.id,
+        id=parsed_id(reply.id),
         usage_metadata=reply.usage_metadata,
     )
+
+
+PARSED_ID_SUFFIX = "-parsed"
+"""The end of the id of a reply whose calls were parsed out of its text (:func:`parsed_id`)."""
+
+
+def parsed_id(reply_id: str | None) -> str | None:
+    """The id of the message a text reply with calls becomes: the reply's own id plus
+    :data:`PARSED_ID_SUFFIX`.
+
+    A new id, because the message differs from the one the model streamed under the reply's
+    id (the markup taken out, the calls added): LangGraph's messages stream sends each id once,
+    so under the reply's id the parsed message would never be sent. The stream shows the
+    model's text as it was written, then this message with its calls at the node's end; the
+    state holds this one only.
+    """
+    return f"{reply_id}{PARSED_ID_SUFFIX}" if reply_id else None

@@ -41,7 +41,7 @@ from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
 from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.core.coercion import complete_tool_calls
 from langgraph_toolbudget.core.context import SessionContext
-from langgraph_toolbudget.core.working_set import WorkingSet
+from langgraph_toolbudget.core.working_set import WorkingSet, state_get
 from langgraph_toolbudget.execution.batch import BatchRunner
 from langgraph_toolbudget.execution.errors import HandleToolErrors
 from langgraph_toolbudget.execution.outcome import TurnOutcome, node_output
@@ -59,6 +59,17 @@ NO_AI_MESSAGE_ERROR = (
     "ToolExecutor found no AI message in the state's messages; route to it only when "
     "the last AI message has tool calls (e.g. with tools_condition)."
 )
+NO_VISIBLE_SET_ERROR = (
+    "ToolExecutor cannot answer the model's call to {tools}: it runs only the tools the model "
+    "was shown (enforce_visibility=True), read from the state's 'selected_tools', and this "
+    "graph's state has no 'selected_tools' channel, so no tool is ever loaded (telling the "
+    "model to load it with add_tool would not help). Either give the graph the budget's state "
+    "(StateGraph(ToolBudgetState, input_schema=ToolBudgetInput) or a subclass, with "
+    "SelectTools and CallModel, or create_toolbudget_agent, choosing the tools), or, where the "
+    "model is given every tool (create_react_agent, a ToolNode graph), build this node with "
+    "ToolExecutor.from_tools(tools) or ToolExecutor(catalog, enforce_visibility=False)."
+)
+_ABSENT = object()
 
 Hooks = ToolCallWrapper | Sequence[ToolCallWrapper] | None
 AsyncHooks = AsyncToolCallWrapper | Sequence[AsyncToolCallWrapper] | None
@@ -103,6 +114,12 @@ class ToolExecutor(ToolNode):
             ``enabled_builtins``, the ``offload_*`` options and ``usage`` (each
             regular tool that ran successfully is recorded against the latest user
             message; a run opts out with ``configurable={"toolbudget_record_usage": False}``).
+
+    Raises:
+        ValueError: enforcing the visible set (``enforce_visibility=True``, the default) in
+            a graph whose state has no ``selected_tools`` channel (``create_react_agent``'s,
+            ``MessagesState``), when the model calls a tool that is not visible (before any
+            call runs): there, use :meth:`from_tools` or ``enforce_visibility=False``.
 
     Example:
         ```python
@@ -244,10 +261,35 @@ class ToolExecutor(ToolNode):
             raise ValueError(f"{exc}: {NO_AI_MESSAGE_ERROR}") from None
         return complete_tool_calls(calls), input_type, state
 
-    def _working(self, state: Any) -> tuple[WorkingSet, SessionContext]:
-        state = {} if isinstance(state, list) else state
+    def _working(self, state: Any, calls: Sequence[ToolCall]) -> tuple[WorkingSet, SessionContext]:
+        # A list of messages, or of tool calls outside a graph ({}), carries no state to check.
+        stateful = not isinstance(state, list) and bool(state)
+        state = state if stateful else {}
         context = self.runner.context_of(state)  # read once: the batch needs it too
-        return self.runner.working_set(state, context), context
+        working = self.runner.working_set(state, context)
+        enforced = self.config.enforce_visibility
+        if enforced and stateful and state_get(state, "selected_tools", _ABSENT) is _ABSENT:
+            self._refuse_without_visible_set(calls, working, context)
+        return working, context
+
+    def _refuse_without_visible_set(
+        self, calls: Sequence[ToolCall], working: WorkingSet, context: SessionContext
+    ) -> None:
+        """Raise, before any call runs, when a call would be refused as not loaded in a graph
+        whose state has no ``selected_tools`` channel (a reducer channel of ``ToolBudgetState``
+        is in every node's input, so its absence is the graph's): the model was bound tools
+        it can never call (``create_react_agent`` binds ``tools_by_name``), and telling it to
+        call ``add_tool`` would loop. Pinned, ``always`` and included tools run as before."""
+        catalog = self.runner.catalog
+        hidden = [
+            call["name"]
+            for call in calls
+            if call["name"] in catalog
+            and call["name"] not in working
+            and context.refusal(catalog, call["name"]) is None
+        ]
+        if hidden:
+            raise ValueError(NO_VISIBLE_SET_ERROR.format(tools=", ".join(dict.fromkeys(hidden))))
 
     def _output(self, outcome: TurnOutcome, working: WorkingSet, input_type: str) -> Any:
         if working.changes:
@@ -262,7 +304,7 @@ class ToolExecutor(ToolNode):
 
     def _func(self, input: Any, config: RunnableConfig) -> Any:  # type: ignore[override]  # noqa: A002
         calls, input_type, state = self._read(input, config)
-        working, context = self._working(state)
+        working, context = self._working(state, calls)
         outcome = self.runner.run(calls, state, config, working, context=context)
         key = self._messages_key
         record_batch(
@@ -272,7 +314,7 @@ class ToolExecutor(ToolNode):
 
     async def _afunc(self, input: Any, config: RunnableConfig) -> Any:  # type: ignore[override]  # noqa: A002
         calls, input_type, state = self._read(input, config)
-        working, context = self._working(state)
+        working, context = self._working(state, calls)
         outcome = await self.runner.arun(calls, state, config, working, context=context)
         key = self._messages_key
         await arecord_batch(
