@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 from typing import Any
 
@@ -688,6 +689,24 @@ async def test_a_deeply_nested_value_is_described_and_the_graph_goes_on(api):
     )
     deep, _, _ = await run_code("x = [1]\nfor i in range(40):\n    x = [x]\nx", api)
     assert deep.content == "[" * 41 + "1" + "]" * 41  # a tree of 40 levels is shown whole
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_an_integer_too_long_to_show_is_described_and_the_graph_goes_on(api):
+    """Python will not write an int of over 4,300 digits in decimal (repr, str and json.dumps
+    raise ValueError): a program's value holding one is described, never raised out."""
+    digits = f"{sys.get_int_max_str_digits():,}"
+    advice = "return or print a part of it, e.g. n % 10**100 (its last 100 digits) or hex(n))"
+    for code, what in [
+        ("2**20000", "an integer"),
+        ("[1, 2**20000]", "a list holding an integer"),
+        ("{'n': 2**20000}", "a dict holding an integer"),
+    ]:
+        answer, _, _ = await run_code(code, api)
+        assert answer.status == "success"
+        assert answer.content == f"({what} of over {digits} digits, too long to show: {advice}"
+    part, _, _ = await run_code("n = 2**20000\nprint(n % 10**6, hex(n)[:6])", api)
+    assert part.content == f"{2**20000 % 10**6} 0x1000"  # the advice runs in the sandbox
 
 
 # --- gating: enabled_builtins, the codemode format ------------------------------------------
