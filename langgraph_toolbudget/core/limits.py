@@ -17,6 +17,7 @@ Key Components:
       what the model sent, for error messages.
     - :func:`int_too_long`, :func:`spell_long_ints`: the ints Python refuses to write in
       decimal (``str``, ``repr``, ``json.dumps`` raise ``ValueError``), written in hex.
+    - :data:`STATE_INTS`: the ints a message in the graph's state may hold.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "JSON_STRING",
     "CUT_MARK",
     "REPEAT_MARK",
+    "STATE_INTS",
     "MAX_ARG_DEPTH",
     "MAX_ECHO_CHARS",
     "MAX_ECHO_ITEMS",
@@ -65,6 +67,10 @@ MAX_OUTPUT_DEPTH = 100
 (the artifact is dropped): LangGraph's checkpointer (``ormsgpack``) refuses a value nested 255
 levels deep, and Python's JSON encoder recurses (past about 900 levels it raises
 ``RecursionError``)."""
+STATE_INTS = range(-(2**63), 2**64)
+"""The integers a message in the graph's state may hold: LangGraph's checkpointer (msgpack)
+stores no others ("Integer exceeds 64-bit range": the run fails when it saves the message).
+A text-format call's number outside them is kept as the text the model wrote."""
 CUT_MARK = "[nested deeper than {depth} levels: cut]"
 """What stands in for each list or dict :func:`cut_deep` cuts."""
 REPEAT_MARK = "[shown earlier in this value: cut]"
