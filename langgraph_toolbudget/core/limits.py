@@ -13,8 +13,8 @@ Key Components:
     - :func:`too_deep`: are these arguments nested deeper than :data:`MAX_ARG_DEPTH`?
     - :func:`cut_deep`: a value with what lies deeper than a limit replaced by a mark.
     - :func:`loads_bounded`: ``json.loads`` that refuses too-deep text with ``ValueError``.
-    - :func:`clip`, :func:`clip_names`, :func:`safe_repr`: bounded echoes of
-      what the model sent, for error messages.
+    - :func:`clip`, :func:`clip_names`, :func:`safe_repr`, :func:`echo`: bounded echoes of
+      what the model sent, for error messages (never raising, whatever it sent).
     - :func:`int_too_long`, :func:`spell_long_ints`: the ints Python refuses to write in
       decimal (``str``, ``repr``, ``json.dumps`` raise ``ValueError``), written in hex.
     - :data:`STATE_INTS`: the ints a message in the graph's state may hold.
@@ -44,6 +44,7 @@ __all__ = [
     "clip_names",
     "containers",
     "cut_deep",
+    "echo",
     "int_too_long",
     "loads_bounded",
     "safe_repr",
@@ -208,7 +209,7 @@ def clip_names(names: Iterable[str], limit: int = MAX_ECHO_ITEMS) -> str:
     'a, b and 1 more'
     """
     items = list(names)
-    shown = ", ".join(clip(str(n)) for n in items[:limit])
+    shown = ", ".join(echo(n) for n in items[:limit])
     return shown if len(items) <= limit else f"{shown} and {len(items) - limit} more"
 
 
@@ -228,6 +229,17 @@ def safe_repr(value: Any, limit: int = MAX_ECHO_CHARS) -> str:
             return clip(repr(spell_long_ints(value)), limit)
     except Exception as exc:  # noqa: BLE001 - a repr that fails must not fail the answer
         return f"<{type(value).__name__}: repr failed with {type(exc).__name__}>"
+
+
+def echo(value: Any, limit: int = MAX_ECHO_CHARS) -> str:
+    """What the model sent, for a message: a string as it is, anything else as its
+    :func:`safe_repr`; at most ``limit`` characters, and never raising (``str`` of an int of
+    over 4,300 digits does).
+
+    >>> echo("abc"), echo(["abc"]), echo(2**20000, 10)
+    ('abc', "['abc']", '0x10000000... (5002 characters)')
+    """
+    return clip(value, limit) if isinstance(value, str) else safe_repr(value, limit)
 
 
 def int_too_long(value: Any) -> bool:
