@@ -498,14 +498,16 @@ class DatabaseToolbox:
         if message == "interrupted":
             return self._timeout()
         if "not authorized" in message or "readonly" in message or "read-only" in message:
-            return SqlError(SECOND_WALL_ERROR.format(message=clip(message, MESSAGE_CHARS)), refused=True)
+            shown = clip(message, MESSAGE_CHARS)
+            return SqlError(SECOND_WALL_ERROR.format(message=shown), refused=True)
         if message == "string or blob too big":
             what, limit = "a string or blob (bytes)", SQLITE_MAX_LENGTH
             return SqlError(SQLITE_TOO_LONG_ERROR.format(what=what, limit=limit))
         if message == "LIKE or GLOB pattern too complex":
             what, limit = "a LIKE or GLOB pattern (characters)", SQLITE_MAX_LIKE_PATTERN
             return SqlError(SQLITE_TOO_LONG_ERROR.format(what=what, limit=limit))
-        return SqlError(DATABASE_ERROR.format(dialect="SQLite", message=clip(message, MESSAGE_CHARS)))
+        shown = clip(message, MESSAGE_CHARS)
+        return SqlError(DATABASE_ERROR.format(dialect="SQLite", message=shown))
 
     def _postgres(self, src: _Source, sql: str, check: ReadOnlyCheck) -> QueryResult:
         import psycopg

@@ -186,7 +186,8 @@ def _render(value: Any) -> str:
     except RecursionError:  # nested past Python's recursion limit: both give up
         return TOO_DEEP_VALUE.format(kind=type(value).__name__)
     except ValueError:  # an int Python will not write in decimal (2**20000), in it somewhere
-        what = "an integer" if isinstance(value, int) else f"a {type(value).__name__} holding an integer"
+        kind = type(value).__name__
+        what = "an integer" if isinstance(value, int) else f"a {kind} holding an integer"
         return TOO_LONG_INT_VALUE.format(what=what, digits=sys.get_int_max_str_digits())
 
 
