@@ -586,6 +586,23 @@ async def test_an_endless_loop_is_stopped_at_the_time_limit_and_the_graph_goes_o
     assert "codemode_timeout_s" in answer.content
 
 
+async def test_a_program_stopped_inside_one_long_operation_is_told_the_time_limit():
+    """The sandbox raises its TimeoutError between two steps; inside one long step (a
+    multiplication of huge numbers) the pool kills the worker a grace second later. The
+    model was told the sandbox stopped and to run the program again, which did the same."""
+    started = time.monotonic()
+    code = "x = 7**(3 * 10**7)\ny = x * x  # about 25 s in one operation\n1"
+    answer, _, _ = await run_code(code, codemode_timeout_s=0.5)
+    assert time.monotonic() - started < 10
+    assert answer.status == "error" and answer.content == (
+        "Error: the program was stopped at its time limit of 0.5 s (codemode_timeout_s): it was "
+        "still inside one long operation (e.g. arithmetic on huge numbers) after 0.5 s, so its "
+        "worker was stopped\nDo less per program (fewer items, no endless loop), or run the rest "
+        "in another program."
+    )
+    assert answer.artifact["codemode"]["stopped"] == "timeout"
+
+
 async def test_the_time_limit_counts_the_tool_calls_too():
     code = "for i in range(1000):\n    get_forecast(city='Rome')\n    slow()"
 
