@@ -265,7 +265,7 @@ class BatchRunner:
         for i, call in todo:
             try:
                 result = self.builtins.family(call["name"]).handle(call, ctx)
-            except GraphBubbleUp:  # an interrupt (a program's tool asked a human): the run's
+            except GraphBubbleUp:  # an interrupt (a program's tool asks a human) is the run's
                 raise
             except Exception as exc:  # noqa: BLE001 - one call's answer, never the batch
                 result = _failed(call, exc)
