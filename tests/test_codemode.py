@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 from typing import Any
 
@@ -585,6 +586,23 @@ async def test_an_endless_loop_is_stopped_at_the_time_limit_and_the_graph_goes_o
     assert "codemode_timeout_s" in answer.content
 
 
+async def test_a_program_stopped_inside_one_long_operation_is_told_the_time_limit():
+    """The sandbox raises its TimeoutError between two steps; inside one long step (a
+    multiplication of huge numbers) the pool kills the worker a grace second later. The
+    model was told the sandbox stopped and to run the program again, which did the same."""
+    started = time.monotonic()
+    code = "x = 7**(3 * 10**7)\ny = x * x  # about 25 s in one operation\n1"
+    answer, _, _ = await run_code(code, codemode_timeout_s=0.5)
+    assert time.monotonic() - started < 10
+    assert answer.status == "error" and answer.content == (
+        "Error: the program was stopped at its time limit of 0.5 s (codemode_timeout_s): it was "
+        "still inside one long operation (e.g. arithmetic on huge numbers) after 0.5 s, so its "
+        "worker was stopped\nDo less per program (fewer items, no endless loop), or run the rest "
+        "in another program."
+    )
+    assert answer.artifact["codemode"]["stopped"] == "timeout"
+
+
 async def test_the_time_limit_counts_the_tool_calls_too():
     code = "for i in range(1000):\n    get_forecast(city='Rome')\n    slow()"
 
@@ -688,6 +706,24 @@ async def test_a_deeply_nested_value_is_described_and_the_graph_goes_on(api):
     )
     deep, _, _ = await run_code("x = [1]\nfor i in range(40):\n    x = [x]\nx", api)
     assert deep.content == "[" * 41 + "1" + "]" * 41  # a tree of 40 levels is shown whole
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_an_integer_too_long_to_show_is_described_and_the_graph_goes_on(api):
+    """Python will not write an int of over 4,300 digits in decimal (repr, str and json.dumps
+    raise ValueError): a program's value holding one is described, never raised out."""
+    digits = f"{sys.get_int_max_str_digits():,}"
+    advice = "return or print a part of it, e.g. n % 10**100 (its last 100 digits) or hex(n))"
+    for code, what in [
+        ("2**20000", "an integer"),
+        ("[1, 2**20000]", "a list holding an integer"),
+        ("{'n': 2**20000}", "a dict holding an integer"),
+    ]:
+        answer, _, _ = await run_code(code, api)
+        assert answer.status == "success"
+        assert answer.content == f"({what} of over {digits} digits, too long to show: {advice}"
+    part, _, _ = await run_code("n = 2**20000\nprint(n % 10**6, hex(n)[:6])", api)
+    assert part.content == f"{2**20000 % 10**6} 0x1000"  # the advice runs in the sandbox
 
 
 # --- gating: enabled_builtins, the codemode format ------------------------------------------

@@ -285,6 +285,34 @@ def test_python_literal_raw_arguments_are_repaired_into_json(raw, args):
     assert call["args"] == args
 
 
+@pytest.mark.parametrize(
+    ("raw", "city"),
+    [
+        ('{"city": 18446744073709551616}', "18446744073709551616"),
+        ("{'city': 0xffffffffffffffffffffffff}", str(0xFFFFFFFFFFFFFFFFFFFFFFFF)),
+        ("{'city': [0x" + "f" * 5000 + "]}", [hex(16**5000 - 1)]),
+    ],
+    ids=["json-2**64", "literal-96-bits", "literal-5000-hex-digits"],
+)
+def test_an_invalid_native_calls_integer_the_checkpointer_cannot_store_is_kept_as_text(raw, city):
+    """LangGraph's checkpointer stores no int outside 64 bits: a repaired call kept one and
+    the checkpointed run failed saving the reply (TypeError: not msgpack serializable)."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langgraph_toolbudget import create_toolbudget_agent
+    from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+    from langgraph_toolbudget.testing import ScriptedChatModel
+
+    (repaired,) = repair_tool_calls(_invalid(raw)).tool_calls
+    assert repaired["args"] == {"city": city}
+    model = ScriptedChatModel(responses=[_invalid(raw), AIMessage("done")], cycle=False)
+    graph = create_toolbudget_agent(model, build_example_catalog(), pinned=["get_weather"])
+    app = graph.compile(checkpointer=InMemorySaver())
+    out = app.invoke({"messages": [HumanMessage("weather?")]}, {"configurable": {"thread_id": "t"}})
+    (answer,) = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert answer.tool_call_id == "c1" and out["messages"][-1].content == "done"
+
+
 @pytest.mark.parametrize("raw", ["{[1]: 2}", "{(1,2): 3}", "{1: 2}", '{"a": {(1, 2): 3}}'])
 def test_invalid_native_calls_never_raise_out_of_the_graph(raw):
     from langgraph_toolbudget import create_toolbudget_agent

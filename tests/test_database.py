@@ -918,6 +918,42 @@ def test_the_answers_name_the_other_sources(shop: Path, tmp_path: Path):
     assert "Try another source ('shop')" in down.content
 
 
+@pytest.mark.parametrize("api", ["invoke", "ainvoke"])
+async def test_what_the_model_sent_is_echoed_bounded(shop: Path, api: str):
+    """At most 200 characters of one value come back (and how long it was), whatever its
+    size or type: an unknown source, a query nothing matches, a name the database quotes in
+    its error; an int Python will not write in decimal is answered too (in hex), never raised."""
+    long, huge = "Z" * 100_000, 2**20000
+    calls = [
+        {"name": "execute_sql", "args": {"source": long, "sql": "SELECT 1"}, "id": "a"},
+        {"name": "search_schemas", "args": {"query": "x", "source": long}, "id": "b"},
+        {"name": "search_schemas", "args": {"query": long}, "id": "c"},
+        {
+            "name": "execute_sql",
+            "args": {"source": "shop", "sql": f"SELECT {long[:20_000]}"},
+            "id": "d",
+        },
+        {"name": "search_schemas", "args": {"query": "orders", "source": huge}, "id": "e"},
+        {"name": "search_schemas", "args": {"query": "orders", "source": ["shop"]}, "id": "f"},
+    ]
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=calls), AIMessage("ok")])
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"})
+    graph = create_toolbudget_agent(model, CATALOG, database_toolbox=toolbox).compile()
+    out = await run(graph, {"messages": [HumanMessage("read it")]}, api)
+    by_id = {m.tool_call_id: m for m in answers(out)}
+    assert list(by_id) == ["a", "b", "c", "d", "e", "f"] and out["messages"][-1].content == "ok"
+    for message in by_id.values():
+        assert message.status == "error" or message.tool_call_id == "c"
+        assert message.content.count("Z") <= 300 and len(message.content) < 1_000
+    for i in "abc":
+        assert "'" + "Z" * 199 + "... (100002 characters)" in by_id[i].content  # its repr
+    assert "no such column: " + "Z" * 200 in by_id["d"].content
+    assert "no database source 0x1000000000" in by_id["e"].content
+    assert "no database source ['shop']; the sources are: 'shop'." in by_id["f"].content
+    with pytest.raises(SqlError, match=r"no database source 12. The sources are: 'shop'"):
+        toolbox.execute(12, "SELECT 1")  # type: ignore[arg-type]  # as a program may call it
+
+
 # --- through the agent: the prebuilt graph, the nodes, the middleware --------------------------
 
 

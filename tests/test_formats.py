@@ -182,6 +182,26 @@ def test_history_is_rewritten_in_the_format_and_errors_follow_rejected_replies()
     assert "could not be read" in out[4].text and "<tool_call>" in out[4].text
 
 
+@pytest.mark.parametrize("fmt", TEXT_FORMATS)
+def test_history_holding_an_integer_python_will_not_write_in_decimal_is_rewritten(fmt):
+    """A native model's call, or a tool's content block, may hold an int of over 4,300
+    digits (repr and json.dumps raise ValueError on it): the history shows its hex literal
+    (a string in the JSON formats), and the calls around it as they were."""
+    big = 2**20000
+    call = {"name": "count", "args": {"n": big, "more": [1, big]}, "id": "c1", "type": "tool_call"}
+    history = [
+        HumanMessage("count"),
+        AIMessage("", tool_calls=[call]),
+        ToolMessage([{"type": "data", "total": big}], tool_call_id="c1"),
+    ]
+    out = render_history(history, get_format(fmt))
+    assert [type(m).__name__ for m in out] == ["HumanMessage", "AIMessage", "HumanMessage"]
+    written = hex(big) if fmt == "pythonic" else json.dumps(hex(big))
+    assert out[1].text.count(written) == 2 and hex(big) in out[2].text
+    (parsed,) = get_format(fmt).parse(out[1].text).calls
+    assert parsed == {"name": "count", "args": {"n": hex(big), "more": [1, hex(big)]}}
+
+
 # --- the registry and the option ------------------------------------------------------------
 
 

@@ -421,3 +421,45 @@ async def test_a_model_tagged_nostream_streams_the_parsed_message_and_no_markup(
     assert isinstance(first, AIMessage) and first.id.endswith("-parsed") and first.tool_calls
     assert isinstance(tool, ToolMessage) and tool.tool_call_id == first.tool_calls[0]["id"]
     assert not isinstance(last, AIMessageChunk) and last.content == answer.content
+
+
+@pytest.mark.parametrize("fmt", TEXT_FORMATS)
+@pytest.mark.parametrize("api", APIS)
+async def test_a_number_the_checkpointer_cannot_store_is_kept_as_written_and_the_thread_goes_on(
+    catalog, rec, fmt, api
+):
+    """LangGraph's checkpointer stores integers of 64 bits only: a text call's bigger number is
+    kept as the text the model wrote (the run failed when it saved the reply), coerced back
+    for the tool's integer field; a Pythonic hex literal of 5,000 digits, which Python will not
+    even write in decimal, is kept as written too, and the history shows both on later turns."""
+    saver, config = MemorySaver(), {"configurable": {"thread_id": f"big-{fmt}"}}
+    reply = text_call(fmt, "merge_pull_request", repo="acme/app", number=2**64)
+    model = TextOnlyModel(responses=[reply, AIMessage("merged"), AIMessage("hi")], cycle=False)
+    app = create_toolbudget_agent(
+        model, catalog, pinned=["merge_pull_request"], tool_call_formats=[fmt]
+    ).compile(checkpointer=saver)
+    out = await run(app, {"messages": [HumanMessage("merge it")]}, api, config)
+    assert rec.runs == [("merge_pull_request", {"repo": "acme/app", "number": 2**64})]
+    (call,) = [c for m in out["messages"] if isinstance(m, AIMessage) for c in m.tool_calls]
+    assert call["args"] == {"repo": "acme/app", "number": str(2**64)}
+    out = await run(app, {"messages": [HumanMessage("thanks")]}, api, config)
+    assert out["messages"][-1].content == "hi" and str(2**64) in str(model.calls[-1])
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_pythonic_hex_literal_of_any_length_never_stops_the_thread(catalog, rec, api):
+    saver, config = MemorySaver(), {"configurable": {"thread_id": "hex"}}
+    huge = "0x" + "f" * 5000  # 20,000 bits: over 6,000 decimal digits
+    model = TextOnlyModel(
+        responses=[AIMessage(f"[get_weather(city={huge})]"), AIMessage("no"), AIMessage("hi")],
+        cycle=False,
+    )
+    app = create_toolbudget_agent(
+        model, catalog, pinned=["get_weather"], tool_call_formats=["pythonic"]
+    ).compile(checkpointer=saver)
+    await run(app, {"messages": [HumanMessage("weather?")]}, api, config)
+    assert rec.runs == [("get_weather", {"city": huge})]
+    out = await run(app, {"messages": [HumanMessage("thanks")]}, api, config)
+    assert out["messages"][-1].content == "hi" and f"get_weather(city='{huge}')" in str(
+        model.calls[-1]
+    )

@@ -36,6 +36,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from langgraph_toolbudget import ToolExecutor, create_toolbudget_agent
 from langgraph_toolbudget.core.coercion import repair_tool_calls
+from langgraph_toolbudget.core.limits import STATE_INTS
 from langgraph_toolbudget.core.meta import META_TOOL_NAMES
 from langgraph_toolbudget.formats.base import MAX_CALLS, ParsedReply
 from langgraph_toolbudget.formats.hermes import Hermes
@@ -302,6 +303,18 @@ def _json_shaped(value: Any) -> bool:
     return False
 
 
+def read_back(value: Any) -> Any:
+    """A rendered value as a text format reads it: an integer the state cannot hold (outside
+    ``STATE_INTS``, LangGraph's checkpointer stores no other) as the text written for it."""
+    if isinstance(value, list):
+        return [read_back(v) for v in value]
+    if isinstance(value, dict):
+        return {k: read_back(v) for k, v in value.items()}
+    if type(value) is int and value not in STATE_INTS:
+        return str(value)
+    return value
+
+
 def check_parsed(parsed: ParsedReply) -> None:
     """What any reply parses into: calls (JSON arguments) or an error or text; never both."""
     assert isinstance(parsed, ParsedReply)
@@ -331,7 +344,7 @@ def test_no_pythonic_literal_makes_the_format_raise(reply):
 def test_a_reply_cut_anywhere_runs_only_calls_it_wrote_whole(fmt, calls, cut):
     f = get_format(fmt)
     full = f.render_calls([{"name": n, "args": a, "id": str(i)} for i, (n, a) in enumerate(calls)])
-    expected = [{"name": n, "args": a} for n, a in calls]
+    expected = [{"name": n, "args": read_back(a)} for n, a in calls]
     assert f.parse(full).calls == expected
     parsed = f.parse(full[: int(len(full) * cut)])
     check_parsed(parsed)

@@ -26,7 +26,7 @@ from langgraph_toolbudget.core import terms
 from langgraph_toolbudget.core.coercion import MISSING_NAME, repair_tool_calls
 from langgraph_toolbudget.core.limits import MAX_ARG_DEPTH, MAX_PATTERN_CHARS
 from langgraph_toolbudget.core.search import ToolIndex
-from langgraph_toolbudget.demo.example_catalog import example_tools
+from langgraph_toolbudget.demo.example_catalog import build_example_catalog, example_tools
 from langgraph_toolbudget.demo.workspace import KEEP, Workspace
 from langgraph_toolbudget.testing import ScriptedChatModel
 
@@ -165,6 +165,77 @@ async def test_meta_calls_run_off_the_event_loop_under_ainvoke(catalog, monkeypa
     monkeypatch.setattr(meta_module.MetaToolHandler, "handle", recording_handle)
     await answer(ToolExecutor(catalog), [call("search_tools", "s", query="weather")], [], "ainvoke")
     assert threads and threading.current_thread() not in threads
+
+
+HUGE = 2**20000  # str, repr, f-strings and json.dumps of it raise ValueError (4,300 digits)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_an_integer_python_will_not_write_gets_an_answer_from_every_call(catalog, rec, api):
+    """A model's int of over 4,300 digits (native, or a CodeMode or Pythonic value) in any
+    argument: every call is answered, what it sent echoed bounded (in hex), nothing raised."""
+    calls = [
+        call("request_more_tools", "r1", categories=["weather"], reason=HUGE),
+        call("request_more_tools", "r2", categories=["weather"], reason=["rain", HUGE]),
+        call("request_more_tools", "r3", __raw_arguments__=HUGE),
+        call("add_tool", "a1", tool_names=[HUGE]),
+        call("search_tools", "s1", query=HUGE),
+        call("get_weather", "t1", __raw_arguments__=HUGE),
+        call("get_weather", "t2", city=HUGE),
+        call(str(HUGE % 10**50), "u1", q=HUGE),
+    ]
+    out = await answer(ToolExecutor(catalog), calls, ["get_weather"], api)
+    by_id = {m.tool_call_id: m for m in out["messages"]}
+    assert list(by_id) == [c["id"] for c in calls]
+    assert all(m.status == "error" and len(m.content) < SHORT for m in by_id.values())
+    assert rec.runs == []
+    for i in ("r1", "r2", "r3", "t1"):
+        assert "0x1000000000" in by_id[i].content, by_id[i].content  # what it sent, in hex
+    assert by_id["r1"].content.startswith(
+        "Error: request_more_tools takes 'reason' as text (why you need more tools); got int 0x1"
+    )
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_built_in_that_raises_is_one_error_message_not_the_batchs_end(
+    catalog, api, monkeypatch, caplog
+):
+    """A family must answer bad arguments itself; if one raises all the same (a bug), its
+    call gets an error message (logged) and the batch's other calls are answered."""
+    search = meta_module.MetaToolHandler._search_tools
+
+    def broken(self: Any, args: Any, context: Any) -> Any:
+        if args.get("query") == "boom":
+            raise ValueError("Exceeds the limit (4300 digits) for integer string conversion")
+        return search(self, args, context)
+
+    monkeypatch.setattr(meta_module.MetaToolHandler, "_search_tools", broken)
+    calls = [call("search_tools", "s1", query="boom"), call("search_tools", "s2", query="weather")]
+    calls.append(call("get_weather", "t1", city="Oslo"))
+    out = await answer(ToolExecutor(catalog), calls, ["get_weather"], api)
+    first, second, weather = out["messages"]
+    assert first.status == "error" and first.content == (
+        "Error: search_tools could not answer this call (ValueError: Exceeds the limit (4300 "
+        "digits) for integer string conversion). Call it again with other arguments, or go on "
+        "without it."
+    )
+    assert second.status == "success" and "weather" in second.content
+    assert weather.content.startswith("Oslo")
+    assert "built-in search_tools raised" in caplog.text
+
+
+def test_request_more_tools_answers_a_huge_reason_under_the_middleware():
+    from langchain.agents import create_agent
+
+    from langgraph_toolbudget import ToolBudgetMiddleware
+
+    reply = ai_calls(call("request_more_tools", "r1", categories=["weather"], reason=HUGE))
+    model = ScriptedChatModel(responses=[reply, AIMessage("done")], cycle=False)
+    agent = create_agent(model, middleware=[ToolBudgetMiddleware(build_example_catalog())])
+    out = agent.invoke({"messages": [HumanMessage("weather in Oslo?")]})
+    (message,) = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert message.status == "error" and "takes 'reason' as text" in message.content
+    assert out["messages"][-1].content == "done"
 
 
 # --- 3. SystemExit / KeyboardInterrupt in a tool: no hang -----------------------------------

@@ -36,8 +36,10 @@ from pydantic import AliasChoices, BaseModel
 
 from langgraph_toolbudget.core.limits import (
     MAX_ARG_DEPTH,
+    STATE_INTS,
     clip,
     containers,
+    int_too_long,
     loads_bounded,
     safe_repr,
     too_deep,
@@ -337,7 +339,9 @@ def _echo(args: Any) -> str:
 
 
 def _json_value(value: Any, depth: int = 0) -> Any:
-    """``value`` as JSON holds it: tuples as lists, number and literal keys as their JSON text.
+    """``value`` as JSON holds it: tuples as lists, number and literal keys as their JSON text,
+    an integer the state cannot hold (outside
+    :data:`~langgraph_toolbudget.core.limits.STATE_INTS`) as its text.
 
     Raises:
         ValueError: a value JSON has no form for (a set, bytes, a tuple as a key), or nested
@@ -345,6 +349,8 @@ def _json_value(value: Any, depth: int = 0) -> Any:
     """
     if depth > MAX_ARG_DEPTH:
         raise ValueError("nested too deep")
+    if type(value) is int and value not in STATE_INTS:  # the checkpointer stores no such int
+        return hex(value) if int_too_long(value) else str(value)  # its text, as the formats
     if value is None or isinstance(value, str | int | float):
         return value
     if isinstance(value, list | tuple):
@@ -376,7 +382,7 @@ def _parse_arguments(raw: Any) -> dict[str, Any] | None:
             except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                 return None
         else:
-            return value if isinstance(value, dict) else None
+            raw = value
     if not isinstance(raw, dict):
         return None
     try:

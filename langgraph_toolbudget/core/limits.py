@@ -13,14 +13,18 @@ Key Components:
     - :func:`too_deep`: are these arguments nested deeper than :data:`MAX_ARG_DEPTH`?
     - :func:`cut_deep`: a value with what lies deeper than a limit replaced by a mark.
     - :func:`loads_bounded`: ``json.loads`` that refuses too-deep text with ``ValueError``.
-    - :func:`clip`, :func:`clip_names`, :func:`safe_repr`: bounded echoes of
-      what the model sent, for error messages.
+    - :func:`clip`, :func:`clip_names`, :func:`safe_repr`, :func:`echo`: bounded echoes of
+      what the model sent, for error messages (never raising, whatever it sent).
+    - :func:`int_too_long`, :func:`spell_long_ints`: the ints Python refuses to write in
+      decimal (``str``, ``repr``, ``json.dumps`` raise ``ValueError``), written in hex.
+    - :data:`STATE_INTS`: the ints a message in the graph's state may hold.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -28,6 +32,7 @@ __all__ = [
     "JSON_STRING",
     "CUT_MARK",
     "REPEAT_MARK",
+    "STATE_INTS",
     "MAX_ARG_DEPTH",
     "MAX_ECHO_CHARS",
     "MAX_ECHO_ITEMS",
@@ -39,8 +44,11 @@ __all__ = [
     "clip_names",
     "containers",
     "cut_deep",
+    "echo",
+    "int_too_long",
     "loads_bounded",
     "safe_repr",
+    "spell_long_ints",
     "text_too_deep",
     "too_deep",
 ]
@@ -60,6 +68,10 @@ MAX_OUTPUT_DEPTH = 100
 (the artifact is dropped): LangGraph's checkpointer (``ormsgpack``) refuses a value nested 255
 levels deep, and Python's JSON encoder recurses (past about 900 levels it raises
 ``RecursionError``)."""
+STATE_INTS = range(-(2**63), 2**64)
+"""The integers a message in the graph's state may hold: LangGraph's checkpointer (msgpack)
+stores no others ("Integer exceeds 64-bit range": the run fails when it saves the message).
+A text-format call's number outside them is kept as the text the model wrote."""
 CUT_MARK = "[nested deeper than {depth} levels: cut]"
 """What stands in for each list or dict :func:`cut_deep` cuts."""
 REPEAT_MARK = "[shown earlier in this value: cut]"
@@ -197,15 +209,94 @@ def clip_names(names: Iterable[str], limit: int = MAX_ECHO_ITEMS) -> str:
     'a, b and 1 more'
     """
     items = list(names)
-    shown = ", ".join(clip(str(n)) for n in items[:limit])
+    shown = ", ".join(echo(n) for n in items[:limit])
     return shown if len(items) <= limit else f"{shown} and {len(items) - limit} more"
 
 
 def safe_repr(value: Any, limit: int = MAX_ECHO_CHARS) -> str:
-    """A bounded ``repr`` that never raises (deep values are described, not printed)."""
+    """A bounded ``repr`` that never raises (deep values are described, not printed; an int
+    too long for decimal is written in hex, :func:`spell_long_ints`).
+
+    >>> safe_repr({"n": 2**20000}, 20)
+    "{'n': 0x100000000000... (5010 characters)"
+    """
     if too_deep(value):
         return f"<{type(value).__name__} nested deeper than {MAX_ARG_DEPTH} levels>"
     try:
-        return clip(repr(value), limit)
+        try:
+            return clip(repr(value), limit)
+        except ValueError:  # an int too long to write in decimal, somewhere in it
+            return clip(repr(spell_long_ints(value)), limit)
     except Exception as exc:  # noqa: BLE001 - a repr that fails must not fail the answer
         return f"<{type(value).__name__}: repr failed with {type(exc).__name__}>"
+
+
+def echo(value: Any, limit: int = MAX_ECHO_CHARS) -> str:
+    """What the model sent, for a message: a string as it is, anything else as its
+    :func:`safe_repr`; at most ``limit`` characters, and never raising (``str`` of an int of
+    over 4,300 digits does).
+
+    >>> echo("abc"), echo(["abc"]), echo(2**20000, 10)
+    ('abc', "['abc']", '0x10000000... (5002 characters)')
+    """
+    return clip(value, limit) if isinstance(value, str) else safe_repr(value, limit)
+
+
+def int_too_long(value: Any) -> bool:
+    """True for an int Python refuses to write in decimal: over
+    ``sys.get_int_max_str_digits()`` digits (4,300 by default), so ``str``, ``repr``, an
+    f-string and ``json.dumps`` of it, or of a value holding it, raise ``ValueError``.
+
+    A model makes one easily: a CodeMode program computes ``2**20000``, a Pythonic call
+    writes a hex literal of 5,000 digits (Python reads any size of hex).
+
+    >>> int_too_long(2**20000), int_too_long(10**100), int_too_long("1" * 5000)
+    (True, False, False)
+    """
+    if not isinstance(value, int) or isinstance(value, bool):
+        return False
+    digits = sys.get_int_max_str_digits()
+    if digits == 0 or value.bit_length() <= 3 * digits:  # under 8**digits: fewer digits
+        return False
+    try:
+        int.__repr__(value)
+    except ValueError:
+        return True
+    return False
+
+
+class _Spelled(str):
+    """A value's text that is its own ``repr`` (an int's hex literal, written bare)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return str.__str__(self)
+
+
+def spell_long_ints(value: Any, limit: int = MAX_OUTPUT_DEPTH) -> Any:
+    """``value`` with each int too long to write in decimal (:func:`int_too_long`) replaced by
+    its hex literal: exact, and Python writes hex of any size. The literal is a ``str`` whose
+    ``repr`` is itself, so ``repr`` shows ``0x1f...`` as Python would read it back and
+    ``json.dumps`` a string ``"0x1f..."`` (JSON has no hex). Lists, tuples, sets and dicts
+    (their keys too) are walked ``limit`` levels deep; what lies deeper is kept as it is.
+
+    >>> spell_long_ints([1, 2**20000])[1][:8], json.dumps(spell_long_ints({"n": 2**20000}))[:12]
+    ('0x100000', '{"n": "0x100')
+    """
+
+    def spell(item: Any, depth: int) -> Any:
+        if int_too_long(item):
+            return _Spelled(hex(item))
+        if depth >= limit:
+            return item
+        if isinstance(item, dict):
+            return {spell(k, depth + 1): spell(v, depth + 1) for k, v in item.items()}
+        if isinstance(item, list):
+            return [spell(v, depth + 1) for v in item]
+        if isinstance(item, tuple | set | frozenset):
+            kind = tuple if isinstance(item, tuple) else set
+            return kind(spell(v, depth + 1) for v in item)
+        return item
+
+    return spell(value, 0)

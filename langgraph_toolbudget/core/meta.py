@@ -43,6 +43,7 @@ from langgraph_toolbudget.core.limits import (
     TOO_DEEP_ERROR,
     clip,
     clip_names,
+    echo,
     loads_bounded,
     safe_repr,
     too_deep,
@@ -76,6 +77,11 @@ _EXPECTED = {
 
 BAD_META_ARGS_ERROR = (
     "Error: {tool} expects {expected}; got {args}. Call it again with arguments of that shape."
+)
+BAD_REASON_ERROR = (
+    "Error: request_more_tools takes 'reason' as text (why you need more tools); got {got}. "
+    'Call it again with a reason in words, e.g. {{"categories": ["<category>"], '
+    '"reason": "<what you need them for>"}}, or with no reason.'
 )
 META_RAW_ARGUMENTS_ERROR = (
     "Error: the arguments of your call to {tool} are not valid JSON, so it was not run: {raw}\n"
@@ -281,7 +287,7 @@ class MetaToolHandler:
         if too_deep(args):
             return MetaOutcome(TOO_DEEP_ERROR.format(tool=name, depth=MAX_ARG_DEPTH), error=True)
         if isinstance(args, dict) and RAW_ARGUMENTS_KEY in args:  # see repair_tool_calls
-            raw = clip(str(args[RAW_ARGUMENTS_KEY]))
+            raw = echo(args[RAW_ARGUMENTS_KEY])
             expected = _EXPECTED.get(name, "{}")
             content = META_RAW_ARGUMENTS_ERROR.format(tool=name, raw=raw, expected=expected)
             return MetaOutcome(content, error=True)
@@ -323,12 +329,15 @@ class MetaToolHandler:
                 ),
                 error=True,
             )
-        reason = args.get("reason", "") if isinstance(args, dict) else ""
+        reason = args.get("reason") if isinstance(args, dict) else None
+        if reason is not None and not isinstance(reason, str):  # it joins the search query
+            got = f"{type(reason).__name__} {safe_repr(reason)}"
+            return MetaOutcome(BAD_REASON_ERROR.format(got=got), error=True)
         known = set(self.catalog.categories)
         unknown = [c for c in categories if c not in known]
         chosen = select_tools(
             self.catalog,
-            f"{query} {reason}".strip(),
+            f"{query} {reason or ''}".strip(),
             categories,
             max_tools=self.max_tools,
             min_per_category=self.min_per_category,

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from langgraph_toolbudget.core.limits import clip, safe_repr
 from langgraph_toolbudget.database.guard import (
     Dialect,
     ReadOnlyCheck,
@@ -63,6 +64,10 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+MESSAGE_CHARS = 300
+"""The database's own error message is cut at this many characters: it may quote the model's
+SQL whole (``no such column: <a name of 60,000 characters>``)."""
+
 DATABASE_MISSING_ERROR = (
     "DatabaseToolbox needs SQLAlchemy and sqlglot: pip install 'langgraph-toolbudget[database]'"
     " (PostgreSQL sources also need psycopg: pip install 'psycopg[binary]')."
@@ -73,7 +78,7 @@ BAD_SOURCES_ERROR = (
 )
 BAD_URL_ERROR = "DatabaseToolbox: source {name!r} has URL {url!r}, which {problem}."
 UNKNOWN_SOURCE_ERROR = (
-    "Error: there is no database source {source!r}. The sources are: {known}. Call "
+    "Error: there is no database source {source}. The sources are: {known}. Call "
     "execute_sql again with one of them (search_schemas finds the tables of each)."
 )
 DOWN_ERROR = (
@@ -435,7 +440,8 @@ class DatabaseToolbox:
         """
         src = self._sources.get(source) if isinstance(source, str) else None
         if src is None:
-            raise SqlError(UNKNOWN_SOURCE_ERROR.format(source=source, known=self.quoted_names()))
+            shown = safe_repr(source)  # what the model sent: any size or type
+            raise SqlError(UNKNOWN_SOURCE_ERROR.format(source=shown, known=self.quoted_names()))
         unsendable = _unsendable(sql) if isinstance(sql, str) else None
         if unsendable is not None:
             raise SqlError(unsendable)
@@ -492,14 +498,16 @@ class DatabaseToolbox:
         if message == "interrupted":
             return self._timeout()
         if "not authorized" in message or "readonly" in message or "read-only" in message:
-            return SqlError(SECOND_WALL_ERROR.format(message=message), refused=True)
+            shown = clip(message, MESSAGE_CHARS)
+            return SqlError(SECOND_WALL_ERROR.format(message=shown), refused=True)
         if message == "string or blob too big":
             what, limit = "a string or blob (bytes)", SQLITE_MAX_LENGTH
             return SqlError(SQLITE_TOO_LONG_ERROR.format(what=what, limit=limit))
         if message == "LIKE or GLOB pattern too complex":
             what, limit = "a LIKE or GLOB pattern (characters)", SQLITE_MAX_LIKE_PATTERN
             return SqlError(SQLITE_TOO_LONG_ERROR.format(what=what, limit=limit))
-        return SqlError(DATABASE_ERROR.format(dialect="SQLite", message=message))
+        shown = clip(message, MESSAGE_CHARS)
+        return SqlError(DATABASE_ERROR.format(dialect="SQLite", message=shown))
 
     def _postgres(self, src: _Source, sql: str, check: ReadOnlyCheck) -> QueryResult:
         import psycopg
@@ -561,12 +569,12 @@ class DatabaseToolbox:
         except psycopg.errors.QueryCanceled:
             raise self._timeout() from None
         except (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege) as exc:
-            message = _pg_message(exc)
+            message = clip(_pg_message(exc), MESSAGE_CHARS)
             raise SqlError(SECOND_WALL_ERROR.format(message=message), refused=True) from None
         except psycopg.OperationalError as exc:
             raise self._down(src, exc) from None
         except psycopg.Error as exc:
-            message = _pg_message(exc)
+            message = clip(_pg_message(exc), MESSAGE_CHARS)
             raise SqlError(DATABASE_ERROR.format(dialect="PostgreSQL", message=message)) from None
         finally:
             try:
@@ -609,7 +617,7 @@ class DatabaseToolbox:
         result = conn.pgconn.prepare(b"", sql.encode(conn.info.encoding or "utf-8"))
         if result.status == pq.ExecStatus.FATAL_ERROR:
             message = (result.error_message or b"").decode("utf-8", "replace").strip()
-            message = message.removeprefix("ERROR:").strip()
+            message = clip(message.removeprefix("ERROR:").strip(), MESSAGE_CHARS)
             raise SqlError(DATABASE_ERROR.format(dialect="PostgreSQL", message=message))
         raise SqlError(UNCHECKABLE_ERROR.format(reason=check.reason), refused=True)
 

@@ -15,6 +15,7 @@ how a node returns it (:func:`~langgraph_toolbudget.execution.outcome.node_outpu
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -22,11 +23,13 @@ from typing import Any, TypeVar
 
 from langchain_core.messages import HumanMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.errors import GraphBubbleUp
 
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.intent import latest_user_text
+from langgraph_toolbudget.core.limits import clip
 from langgraph_toolbudget.core.meta import META_TOOL_NAMES
 from langgraph_toolbudget.core.selection import free_tools
 from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
@@ -52,8 +55,10 @@ from langgraph_toolbudget.execution.policy import VisibilityPolicy
 from langgraph_toolbudget.execution.scheduler import CallScheduler
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
 __all__ = [
+    "BUILTIN_FAILED_ERROR",
     "META_LIMIT_ERROR",
     "BatchRunner",
     "TurnOutcome",
@@ -66,6 +71,12 @@ META_LIMIT_ERROR = (
     "Error: meta-tool limit reached ({limit} calls to {names} this turn). "
     "Use the tools you have, or answer the user."
 )
+BUILTIN_FAILED_ERROR = (
+    "Error: {tool} could not answer this call ({error}). Call it again with other "
+    "arguments, or go on without it."
+)
+"""What a built-in call gets when its answer raises (a bug: each family answers bad
+arguments itself; the exception is logged), so no exception escapes the batch."""
 
 
 def meta_calls_this_turn(messages: Sequence[Any], names: Sequence[str] = META_TOOL_NAMES) -> int:
@@ -252,7 +263,12 @@ class BatchRunner:
         todo, answers, ctx, outcome = self._builtin_calls(calls, state, config, working, context)
         large: dict[int, int] = {}
         for i, call in todo:
-            result = self.builtins.family(call["name"]).handle(call, ctx)
+            try:
+                result = self.builtins.family(call["name"]).handle(call, ctx)
+            except GraphBubbleUp:  # an interrupt (a program's tool asks a human) is the run's
+                raise
+            except Exception as exc:  # noqa: BLE001 - one call's answer, never the batch
+                result = _failed(call, exc)
             self._absorb(outcome, result, ctx)
             answers[i] = _message(call, result)
             self._note_large(i, result, large)
@@ -276,7 +292,12 @@ class BatchRunner:
         todo, answers, ctx, outcome = self._builtin_calls(calls, state, config, working, context)
         large: dict[int, int] = {}
         for i, call in todo:
-            result = await self.builtins.family(call["name"]).ahandle(call, ctx)
+            try:
+                result = await self.builtins.family(call["name"]).ahandle(call, ctx)
+            except GraphBubbleUp:
+                raise
+            except Exception as exc:  # noqa: BLE001 - as in answer_builtins
+                result = _failed(call, exc)
             self._absorb(outcome, result, ctx)
             answers[i] = _message(call, result)
             self._note_large(i, result, large)
@@ -406,6 +427,16 @@ def _on_deadline(
     on by the time the call waited for other runs' calls of its group: that wait is theirs,
     not the batch's."""
     return lambda call, waited: run(call, started=started + waited, **kwargs)
+
+
+def _failed(call: ToolCall, exc: Exception) -> BuiltinResult:
+    """The answer of a built-in call whose family raised: an error, logged."""
+    logger.exception("built-in %s raised on a call", call["name"])
+    try:
+        error = clip(f"{type(exc).__name__}: {exc}")
+    except Exception:  # noqa: BLE001 - its text fails too (an int of 5,000 digits in it)
+        error = type(exc).__name__
+    return BuiltinResult(BUILTIN_FAILED_ERROR.format(tool=call["name"], error=error), error=True)
 
 
 def _message(call: ToolCall, result: BuiltinResult) -> ToolMessage:

@@ -38,6 +38,7 @@ import asyncio
 import inspect
 import json
 import keyword
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -131,6 +132,10 @@ NO_OUTPUT = (
 OUTPUT_CUT = "\n[output cut: {dropped:,} more characters not shown; print less, e.g. aggregate]"
 PRINTED_BEFORE = "\nPrinted before the error:\n{output}"
 TOO_DEEP_VALUE = "({kind} nested too deep to show: return or print a part of it, or a count)"
+TOO_LONG_INT_VALUE = (
+    "({what} of over {digits:,} digits, too long to show: return or print a part of it, "
+    "e.g. n % 10**100 (its last 100 digits) or hex(n))"
+)
 
 
 class _CodeArgs(BaseModel):
@@ -169,7 +174,8 @@ def _json_or_text(text: str) -> Any:
 
 
 def _render(value: Any) -> str:
-    """A program's value as text: JSON where it is JSON data, else its ``repr``."""
+    """A program's value as text: JSON where it is JSON data, else its ``repr``; described
+    when neither can write it."""
     if isinstance(value, str):
         return value
     try:
@@ -179,6 +185,10 @@ def _render(value: Any) -> str:
             return repr(value)
     except RecursionError:  # nested past Python's recursion limit: both give up
         return TOO_DEEP_VALUE.format(kind=type(value).__name__)
+    except ValueError:  # an int Python will not write in decimal (2**20000), in it somewhere
+        kind = type(value).__name__
+        what = "an integer" if isinstance(value, int) else f"a {kind} holding an integer"
+        return TOO_LONG_INT_VALUE.format(what=what, digits=sys.get_int_max_str_digits())
 
 
 def _is_function_name(name: str) -> bool:

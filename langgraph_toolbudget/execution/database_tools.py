@@ -31,7 +31,7 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
 from langgraph_toolbudget.config import BudgetConfig
-from langgraph_toolbudget.core.limits import clip
+from langgraph_toolbudget.core.limits import clip, safe_repr
 from langgraph_toolbudget.core.meta import definition_only
 from langgraph_toolbudget.core.semantic import HybridScorer
 from langgraph_toolbudget.database.toolbox import DatabaseToolbox, SqlError
@@ -52,11 +52,12 @@ MAX_TABLES = 20
 """``search_schemas`` returns at most this many tables, whatever ``limit`` asks."""
 
 NOTHING_FOUND = (
-    "No table matched {query!r}{where}. Try other words (what the data is about), or "
+    "No table matched {query}{where}. Try other words (what the data is about), or "
     "search_schemas with a table or column name.{down}"
 )
 SOURCES_DOWN = " These sources could not be read, so their tables were not searched: {down}."
 BAD_QUERY = "Error: search_schemas needs 'query': what the data you look for is about, in words."
+UNKNOWN_SOURCE = "Error: there is no database source {source}; the sources are: {known}."
 BAD_SQL = "Error: execute_sql needs 'source' (one of {known}) and 'sql' (one SELECT statement)."
 FAILED_SQL = (
     "Error: execute_sql failed on source {source} ({error}); nothing was changed. Try a "
@@ -137,12 +138,9 @@ class DatabaseTools(BuiltinTools):
         if not isinstance(query, str) or not query.strip():
             return BuiltinResult(BAD_QUERY, error=True)
         known = self.toolbox.source_names
-        if source is not None and source not in known:
+        if source is not None and (not isinstance(source, str) or source not in known):
             names = self.toolbox.quoted_names()
-            return BuiltinResult(
-                f"Error: there is no database source {source!r}; the sources are: {names}.",
-                error=True,
-            )
+            return BuiltinResult(UNKNOWN_SOURCE.format(source=safe_repr(source), known=names), True)
         limit = args.get("limit", 5)
         limit = max(1, min(MAX_TABLES, limit if isinstance(limit, int) else 5))
         try:
@@ -160,7 +158,8 @@ class DatabaseTools(BuiltinTools):
             unread = {n: e for n, e in down.items() if source in (None, n)}
             reasons = "; ".join(f"{n!r} ({clip(e)})" for n, e in unread.items())
             more = SOURCES_DOWN.format(down=reasons) if unread else ""
-            return BuiltinResult(NOTHING_FOUND.format(query=query, where=where, down=more))
+            shown = safe_repr(query)
+            return BuiltinResult(NOTHING_FOUND.format(query=shown, where=where, down=more))
         answer: dict[str, Any] = {"tables": [t.as_dict() for t in tables]}
         if down:
             answer["unavailable_sources"] = down

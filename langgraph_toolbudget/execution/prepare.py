@@ -31,7 +31,7 @@ from langgraph_toolbudget.core.coercion import (
     coerce_args,
     tool_json_schema,
 )
-from langgraph_toolbudget.core.limits import MAX_ARG_DEPTH, TOO_DEEP_ERROR, clip, too_deep
+from langgraph_toolbudget.core.limits import MAX_ARG_DEPTH, TOO_DEEP_ERROR, echo, too_deep
 
 __all__ = ["NOT_A_TOOL_ERROR", "RAW_ARGUMENTS_ERROR", "CallCheck", "CallPreparer", "error_message"]
 
@@ -99,7 +99,7 @@ class CallPreparer:
         schema = self._tool_read(tool).schema
         if isinstance(args, dict) and RAW_ARGUMENTS_KEY in args:
             raw = RAW_ARGUMENTS_ERROR.format(
-                tool=tool.name, raw=clip(str(args[RAW_ARGUMENTS_KEY])), schema=json.dumps(schema)
+                tool=tool.name, raw=echo(args[RAW_ARGUMENTS_KEY]), schema=json.dumps(schema)
             )
             return error_message(call, raw)
         keys = self._tool_read(tool).keys

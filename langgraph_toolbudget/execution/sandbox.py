@@ -42,6 +42,10 @@ SANDBOX_MISSING_ERROR = (
     "pip install 'langgraph-toolbudget[codemode]' (or pip install pydantic-monty), or turn "
     "CodeMode off (leave 'codemode' out of tool_call_formats)."
 )
+LONG_OPERATION = (
+    "it was still inside one long operation (e.g. arithmetic on huge numbers) after {seconds:g} "
+    "s, so its worker was stopped"
+)
 TRACEBACK_LINES = 12
 """The last lines of a traceback given back to the model."""
 MAX_LINE_CHARS = 500
@@ -221,12 +225,26 @@ def run_program(
     except monty.MontyRuntimeError as exc:
         run.error, run.error_kind = _last_lines(exc.display("traceback")), _kind(exc.exception())
     except monty.MontyCrashedError as exc:
-        run.error, run.error_kind = f"the sandbox worker stopped: {exc}", "crashed"
+        if _killed_on_time(exc, started, limits):
+            run.error, run.error_kind = LONG_OPERATION.format(seconds=limits.timeout_s), "timeout"
+        else:
+            run.error, run.error_kind = f"the sandbox worker stopped: {exc}", "crashed"
     except monty.MontyError as exc:  # conversion and other sandbox errors
         run.error, run.error_kind = f"{type(exc).__name__}: {exc}", "error"
     run.output, run.dropped_chars = printed.text, printed.dropped
     run.seconds = time.monotonic() - started
     return run
+
+
+def _killed_on_time(exc: Exception, started: float, limits: SandboxLimits) -> bool:
+    """Whether the pool killed the worker for time: the sandbox raises ``TimeoutError``
+    between two steps of the program, so a program inside one long step (a multiplication
+    of huge numbers) is killed by the pool a grace second later, which says so
+    (``timed_out``; a pydantic-monty without it: the time it ran)."""
+    timed_out = getattr(exc, "timed_out", None)
+    if isinstance(timed_out, bool):
+        return timed_out
+    return time.monotonic() - started >= limits.timeout_s
 
 
 def _never_called(*_: Any, **__: Any) -> Any:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langgraph_toolbudget.core.limits import containers, text_too_deep
-from langgraph_toolbudget.formats._lenient import read_lenient
+from langgraph_toolbudget.formats._lenient import call_int, read_lenient
 from langgraph_toolbudget.formats.base import (
     MAX_CALL_CHARS,
     MAX_CALLS,
@@ -304,4 +304,4 @@ def envelope_calls(value: Any, budget: ParseBudget) -> list[dict[str, Any]] | No
     return calls_from_value(value, budget)
 
 
-_DECODER = json.JSONDecoder()
+_DECODER = json.JSONDecoder(parse_int=call_int)  # over 4,300 digits: the repair refuses it

@@ -23,9 +23,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from langgraph_toolbudget.core.limits import STATE_INTS
 from langgraph_toolbudget.formats.base import MAX_DEPTH, ParseFailure
 
-__all__ = ["STRING", "Lenient", "read_lenient", "unescape"]
+__all__ = ["STRING", "Lenient", "call_int", "read_lenient", "unescape"]
 
 STRING = (
     r""""(?P<dq>[^"\\]*(?:\\.[^"\\]*)*)(?P<dq_end>"|\\?\Z)"""
@@ -94,15 +95,30 @@ def unescape(raw: str) -> str:
         return text
 
 
+def call_int(text: str) -> int | str:
+    """The integer a call's number ``text`` writes; ``text`` itself when the state cannot
+    hold it (outside :data:`~langgraph_toolbudget.core.limits.STATE_INTS`: coercion turns it
+    back into a number for a tool's integer field).
+
+    Raises:
+        ParseFailure: over 4,300 digits (``sys.get_int_max_str_digits()``), which Python
+            does not read.
+    """
+    try:
+        number = int(text)
+    except ValueError:  # an integer of thousands of digits
+        raise ParseFailure(f"the number {text[:40]!r}... is too long") from None
+    return number if number in STATE_INTS else text
+
+
 def _word(word: str) -> Any:
     """A word's value: a literal, a number, or an unquoted string (a name, a path)."""
     if word in _LITERALS:
         return _LITERALS[word]
     if _NUMBER.fullmatch(word):
-        try:
-            return float(word) if any(c in word for c in ".eE") else int(word)
-        except ValueError:  # an integer of thousands of digits
-            raise ParseFailure(f"the number {word[:40]!r}... is too long") from None
+        if any(c in word for c in ".eE"):
+            return float(word)
+        return call_int(word)
     if _UNQUOTED.fullmatch(word):
         return word
     raise ParseFailure(f"{word[:40]!r} is not a JSON value")

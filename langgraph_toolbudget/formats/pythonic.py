@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 from langchain_core.messages import ToolCall, ToolMessage
 
+from langgraph_toolbudget.core.limits import STATE_INTS
 from langgraph_toolbudget.formats._json import ParseBudget, ParseFailure, cut_off
 from langgraph_toolbudget.formats._text import cut_off_in_reasoning, join_text, parse_segments
 from langgraph_toolbudget.formats.base import (
@@ -207,7 +208,7 @@ def _literal(node: ast.expr, source: str) -> Any:
     """The JSON value a literal writes: a string, a number, true/false/null, a list, a dict."""
     if isinstance(node, ast.Constant):
         if node.value is None or isinstance(node.value, str | int | float):
-            return node.value  # bool is an int
+            return _number(node.value, node, source)  # bool is an int
         raise ParseFailure(f"argument {_source(source, node)!r} is not a JSON value")
     if isinstance(node, ast.Name) and node.id.lower() in _NAMED:
         return _NAMED[node.id.lower()]
@@ -218,7 +219,7 @@ def _literal(node: ast.expr, source: str) -> Any:
         and type(node.operand.value) in (int, float)
     ):
         number: int | float = node.operand.value  # type: ignore[assignment]
-        return -number if isinstance(node.op, ast.USub) else number
+        return _number(-number if isinstance(node.op, ast.USub) else number, node, source)
     if isinstance(node, ast.List | ast.Tuple | ast.Set):
         return [_literal(e, source) for e in node.elts]
     if isinstance(node, ast.Dict):
@@ -229,6 +230,15 @@ def _literal(node: ast.expr, source: str) -> Any:
             out[_key(key, source)] = _literal(item, source)
         return out
     raise ParseFailure(f"argument {_source(source, node)!r} is not a literal value")
+
+
+def _number(value: Any, node: ast.expr, source: str) -> Any:
+    """A literal's value; an integer the state cannot hold (outside
+    :data:`~langgraph_toolbudget.core.limits.STATE_INTS`, e.g. ``0xfff...`` of any length) as
+    the text the model wrote, as the JSON formats keep such a number."""
+    if type(value) is not int or value in STATE_INTS:
+        return value
+    return ast.get_source_segment(source, node) or hex(value)
 
 
 def _key(node: ast.expr, source: str) -> str:
