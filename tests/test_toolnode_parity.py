@@ -372,6 +372,21 @@ async def test_without_selected_tools_pinned_and_always_tools_still_run(
     assert SHOUTED == ["hey"]
 
 
+@pytest.mark.parametrize("api", APIS)
+async def test_without_selected_tools_a_pinned_whitelist_refuses_other_calls_to_the_model(
+    api: str,
+) -> None:
+    # MessagesState + tools_to_bind(..., pinned=...) + ToolExecutor(catalog, pinned=...): the
+    # executor has a visible set of its own, so a call outside it (a model's guess) is refused
+    # to the model, and the run goes on, as in any graph.
+    catalog = ToolCatalog.from_tools([shout_logged, divide])
+    node = ToolExecutor(catalog, pinned=["shout_logged"])
+    out, _ = await _react(node, api, call("divide", {"a": 1, "b": 2}))
+    (answer,) = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert answer.status == "error" and "divide" in str(answer.content)
+    assert out["messages"][-1].content == "done"
+
+
 class TopicState(MessagesState):
     topic: str
 

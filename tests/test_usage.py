@@ -433,6 +433,20 @@ async def test_a_sync_call_in_an_async_stores_loop_names_the_async_method(tmp_pa
         await asyncio.to_thread(call, usage)  # off the store's loop the sync form works
 
 
+async def test_a_sync_run_in_the_graphs_async_store_loop_names_that_store(tmp_path):
+    # ToolUsage() records into the graph's store, which the error must name (not None's type)
+    catalog, ran = _counted_catalog()
+    async with AsyncSqliteStore.from_conn_string(str(tmp_path / "g.db")) as store:
+        await store.setup()
+        model = ScriptedChatModel(responses=_count_script(), cycle=False)
+        graph = create_toolbudget_agent(model, catalog, pinned=["count_rows"], usage=ToolUsage())
+        with pytest.raises(asyncio.InvalidStateError) as error:
+            graph.compile(store=store).invoke({"messages": [HumanMessage("count the orders")]})
+        message = str(error.value)
+        assert "AsyncSqliteStore" in message and "NoneType" not in message
+        assert "ainvoke" in message and ran == []
+
+
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
 async def test_the_async_forms_agree_with_the_sync_ones(tmp_path, kind):
     # InMemoryStore has async methods; SqliteStore is sync only, so its calls run in a thread
@@ -620,8 +634,10 @@ async def test_opt_out_that_is_not_a_bool_raises_before_the_model_or_a_tool_runs
 
 
 @pytest.mark.parametrize("value", BAD_OPT_OUTS)
-async def test_opt_out_that_is_not_a_bool_never_records_from_a_lone_executor(value: Any):
-    catalog, _ = _counted_catalog()
+async def test_opt_out_that_is_not_a_bool_raises_before_a_lone_executor_runs_a_tool(value: Any):
+    # An executor of your own graph (CallModel + ToolExecutor(usage=...)) checks the value
+    # before any call runs: a tool's side effect is never lost with the exception.
+    catalog, ran = _counted_catalog()
     usage = ToolUsage()
     executor = ToolExecutor(catalog, pinned=["count_rows"], usage=usage)
     state = {
@@ -639,7 +655,7 @@ async def test_opt_out_that_is_not_a_bool_never_records_from_a_lone_executor(val
         usage.record_run(
             "how many orders?", ["count_rows"], {"configurable": {OPT_OUT_KEY: "false"}}
         )
-    assert usage.export() == []
+    assert (ran, usage.export()) == ([], [])
 
 
 def test_opt_out_bools_and_unset_are_honoured():

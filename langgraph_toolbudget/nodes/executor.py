@@ -47,7 +47,7 @@ from langgraph_toolbudget.execution.errors import HandleToolErrors
 from langgraph_toolbudget.execution.outcome import TurnOutcome, node_output
 from langgraph_toolbudget.execution.pipeline import AsyncToolCallWrapper, ToolCallWrapper
 from langgraph_toolbudget.nodes._node import emit_changes
-from langgraph_toolbudget.nodes.usage import arecord_batch, record_batch
+from langgraph_toolbudget.nodes.usage import arecord_batch, record_batch, records_usage
 
 __all__ = ["ToolExecutor"]
 
@@ -118,8 +118,10 @@ class ToolExecutor(ToolNode):
     Raises:
         ValueError: enforcing the visible set (``enforce_visibility=True``, the default) in
             a graph whose state has no ``selected_tools`` channel (``create_react_agent``'s,
-            ``MessagesState``), when the model calls a tool that is not visible (before any
-            call runs): there, use :meth:`from_tools` or ``enforce_visibility=False``.
+            ``MessagesState``), with no ``pinned`` tools, when the model calls a tool that is
+            not visible (before any call runs): there, use :meth:`from_tools` or
+            ``enforce_visibility=False``. With ``pinned`` tools (a whitelist), such a call is
+            refused to the model.
 
     Example:
         ```python
@@ -267,7 +269,9 @@ class ToolExecutor(ToolNode):
         state = state if stateful else {}
         context = self.runner.context_of(state)  # read once: the batch needs it too
         working = self.runner.working_set(state, context)
-        enforced = self.config.enforce_visibility
+        # With pinned tools the executor has a visible set of its own (a whitelist graph): a
+        # call outside it is refused to the model as in any graph.
+        enforced = self.config.enforce_visibility and not self.config.pinned
         if enforced and stateful and state_get(state, "selected_tools", _ABSENT) is _ABSENT:
             self._refuse_without_visible_set(calls, working, context)
         return working, context
@@ -279,7 +283,8 @@ class ToolExecutor(ToolNode):
         whose state has no ``selected_tools`` channel (a reducer channel of ``ToolBudgetState``
         is in every node's input, so its absence is the graph's): the model was bound tools
         it can never call (``create_react_agent`` binds ``tools_by_name``), and telling it to
-        call ``add_tool`` would loop. Pinned, ``always`` and included tools run as before."""
+        call ``add_tool`` would loop. Pinned, ``always`` and included tools run as before;
+        an executor given ``pinned`` tools refuses other calls to the model instead."""
         catalog = self.runner.catalog
         hidden = [
             call["name"]
@@ -304,6 +309,8 @@ class ToolExecutor(ToolNode):
 
     def _func(self, input: Any, config: RunnableConfig) -> Any:  # type: ignore[override]  # noqa: A002
         calls, input_type, state = self._read(input, config)
+        if self.config.usage is not None:
+            records_usage(config)  # a bad opt-out value raises before any call runs
         working, context = self._working(state, calls)
         outcome = self.runner.run(calls, state, config, working, context=context)
         key = self._messages_key
@@ -314,6 +321,8 @@ class ToolExecutor(ToolNode):
 
     async def _afunc(self, input: Any, config: RunnableConfig) -> Any:  # type: ignore[override]  # noqa: A002
         calls, input_type, state = self._read(input, config)
+        if self.config.usage is not None:
+            records_usage(config)  # a bad opt-out value raises before any call runs
         working, context = self._working(state, calls)
         outcome = await self.runner.arun(calls, state, config, working, context=context)
         key = self._messages_key

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
+import inspect
 import logging
 import re
 import threading
@@ -222,15 +223,22 @@ def _sync_store_call(
     def decorate(
         method: Callable[Concatenate[ToolUsage, _P], _R],
     ) -> Callable[Concatenate[ToolUsage, _P], _R]:
+        signature = inspect.signature(method)
+
         @functools.wraps(method)
         def wrapper(self: ToolUsage, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
             try:
                 self._probe()
                 return method(self, *args, **kwargs)
             except asyncio.InvalidStateError as error:
-                store = type(self._attached or self.store).__name__
+                # The store that refused: the run's (the graph's store) for a method given
+                # a config, else this ToolUsage's own.
+                config = signature.bind(self, *args, **kwargs).arguments.get("config")
+                store = self._store_for(config)
                 message = ASYNC_STORE_ERROR.format(
-                    method=method.__name__, amethod=amethod, store=store
+                    method=method.__name__,
+                    amethod=amethod,
+                    store="async store" if store is None else type(store).__name__,
                 )
                 raise asyncio.InvalidStateError(message) from error
 
