@@ -566,8 +566,8 @@ def _context_graph(graph: Any, config: Any, fields: Iterable[str]) -> tuple[Any,
             raise ValueError(UNKNOWN_SUBGRAPH_ERROR.format(ns=ns, name=name, subgraphs=subgraphs))
         target = found[1]
         if getattr(target, "checkpointer", None) is True:
-            own = _NS_SEP.join(p.split(_NS_END)[0] for p in parts)
-            config = {**config, "configurable": {**configurable, "checkpoint_ns": own}}
+            # LangGraph keeps such a subgraph's state under `name` (recast_checkpoint_ns)
+            config = {**config, "configurable": {**configurable, "checkpoint_ns": name}}
         elif _NS_END not in parts[-1]:
             raise ValueError(STATELESS_SUBGRAPH_ERROR.format(ns=name))
         prefix, where = name + _NS_SEP, f"the subgraph {name!r}"
