@@ -349,7 +349,7 @@ def _json_value(value: Any, depth: int = 0) -> Any:
     """
     if depth > MAX_ARG_DEPTH:
         raise ValueError("nested too deep")
-    if type(value) is int:  # the checkpointer stores no int outside 64 bits: its text, then
+    if type(value) is int:  # outside 64 bits, its text: the checkpointer stores no such int
         return state_int(value)
     if value is None or isinstance(value, str | int | float):
         return value
