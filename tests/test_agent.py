@@ -707,6 +707,50 @@ async def test_invalid_tool_calls_from_the_model_get_an_answer(api):
     assert rec.names == ["get_weather"]
 
 
+BIG = 2**64  # the first int past STATE_INTS: LangGraph's checkpointer stores no such int
+
+
+def wide_int_reply(shape: str) -> AIMessage:
+    """A native model's valid call holding an int outside 64 bits, which the provider parsed
+    from ``{"number": 18446744073709551616}`` with ``json.loads``: in ``tool_calls`` only
+    (OpenAI's shape), or also in a ``tool_use`` content block (Anthropic's)."""
+    args = {"repo": "acme/app", "number": BIG}
+    content: Any = ""
+    if shape == "tool_use":
+        block = {"type": "tool_use", "id": "b1", "name": "merge_pull_request", "input": args}
+        content = [{"type": "text", "text": "Merging."}, block]
+    return AIMessage(content, tool_calls=[call("merge_pull_request", "b1", **args)])
+
+
+@pytest.mark.parametrize("shape", ["tool_calls", "tool_use"])
+@pytest.mark.parametrize("graph", ["prebuilt", "tool_agent"])
+@pytest.mark.parametrize("api", APIS)
+async def test_a_native_calls_integer_outside_64_bits_is_kept_as_text_in_a_checkpointed_thread(
+    catalog, rec, graph, shape, api
+):
+    """The run failed saving the reply (TypeError: not msgpack serializable), as under
+    LangGraph's ToolNode: the number is now its text in the state, as the text formats keep
+    it, and the tool still receives the int (coercion of its integer field)."""
+    model = ScriptedChatModel(
+        responses=[wide_int_reply(shape), AIMessage("merged"), AIMessage("hi")], cycle=False
+    )
+    saver, config = MemorySaver(), {"configurable": {"thread_id": f"wide-{graph}-{shape}"}}
+    if graph == "prebuilt":
+        builder = create_toolbudget_agent(model, catalog, pinned=["merge_pull_request"])
+        app = builder.compile(checkpointer=saver)
+    else:
+        app = single_node_app(ToolAgent(model, catalog, pinned=["merge_pull_request"]), saver)
+    out = await run(app, {"messages": [HumanMessage("merge it")]}, api, config)
+    assert rec.runs == [("merge_pull_request", {"repo": "acme/app", "number": BIG})]
+    assert by_id(out["messages"])["b1"].content == f"merged acme/app#{BIG}"
+    (reply,) = [m for m in out["messages"] if isinstance(m, AIMessage) and m.tool_calls]
+    assert reply.tool_calls[0]["args"] == {"repo": "acme/app", "number": str(BIG)}
+    if shape == "tool_use":
+        assert reply.content[1]["input"] == {"repo": "acme/app", "number": str(BIG)}
+    out = await run(app, {"messages": [HumanMessage("thanks")]}, api, config)
+    assert out["messages"][-1].content == "hi" and str(BIG) in str(model.calls[-1])
+
+
 @pytest.mark.parametrize("api", ["invoke", "ainvoke"])
 async def test_max_visible_caps_the_working_set_across_turns_of_a_thread(api):
     catalog = recording_catalog(Recorder())

@@ -313,6 +313,72 @@ def test_an_invalid_native_calls_integer_the_checkpointer_cannot_store_is_kept_a
     assert answer.tool_call_id == "c1" and out["messages"][-1].content == "done"
 
 
+def test_a_valid_native_calls_integers_outside_64_bits_become_their_text_wherever_they_are():
+    """A native model's valid JSON ``{"n": 18446744073709551616}`` is a Python int once the
+    provider parsed it: the reply kept it and a checkpointed run failed saving it. It becomes
+    its text (hex past 4,300 digits), nested too, and in a ``tool_use`` content block."""
+    plain = {"name": "lookup", "args": {"query": "x", "n": 2**63 - 1}, "id": "c0"}
+    wide = {
+        "name": "lookup",
+        "args": {"n": 2**64, "deep": {"xs": [1, -(2**63) - 1, [2**20000]]}, "ok": -(2**63)},
+        "id": "c1",
+    }
+    block = {"type": "tool_use", "id": "c1", "name": "lookup", "input": wide["args"]}
+    message = AIMessage([{"type": "text", "text": "hm"}, block], tool_calls=[plain, wide])
+    repaired = repair_tool_calls(message)
+    args = {
+        "n": "18446744073709551616",
+        "deep": {"xs": [1, "-9223372036854775809", [hex(2**20000)]]},
+        "ok": -(2**63),
+    }
+    assert repaired.tool_calls[1]["args"] == args and repaired.content[1]["input"] == args
+    assert repaired.tool_calls[0] is message.tool_calls[0]  # nothing to change: not copied
+    assert repaired.content[0] is message.content[0]
+    assert message.tool_calls[1]["args"]["n"] == 2**64  # the model's reply is not changed
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    serde = JsonPlusSerializer()
+    assert serde.loads_typed(serde.dumps_typed(repaired)).tool_calls == repaired.tool_calls
+    with pytest.raises(TypeError, match="not msgpack serializable"):  # why: what it was
+        serde.dumps_typed(message)
+
+
+def test_an_ordinary_native_reply_is_returned_as_it_is():
+    """The hot path: a reply with no invalid call, no missing id and no wide int is the same
+    object (nothing walked twice, nothing copied)."""
+    calls = [
+        {"name": "search_docs", "args": {"query": "q", "max_results": 5, "tags": ["a", 2**63]},
+         "id": f"c{i}"}
+        for i in range(5)
+    ]  # fmt: skip
+    for content in ("", [{"type": "text", "text": "hi", "index": 0}]):
+        message = AIMessage(content, tool_calls=calls)
+        assert repair_tool_calls(message) is message
+
+
+def test_state_ints_walks_shared_and_self_holding_values_once():
+    from langgraph_toolbudget.core.limits import MAX_STATE_DEPTH, state_ints
+
+    shared: list[Any] = [2**64]
+    for _ in range(200):  # 2**200 paths through 200 shared lists: walked once each
+        shared = [shared, shared]
+    out = state_ints(shared)
+    assert out[0] is out[1]  # rewritten once, still shared
+    inner = out
+    for _ in range(200):
+        inner = inner[0]
+    assert inner == ["18446744073709551616"]
+    loop: list[Any] = [1]
+    loop.append(loop)
+    assert state_ints(loop) is loop  # a value that holds itself: no int to change, no hang
+    loop.append(2**64)
+    assert state_ints(loop)[2] == "18446744073709551616"
+    deep: Any = 2**64
+    for _ in range(MAX_STATE_DEPTH + 10):  # deeper than the checkpointer stores: left as is
+        deep = [deep]
+    assert state_ints(deep) is deep
+
+
 @pytest.mark.parametrize("raw", ["{[1]: 2}", "{(1,2): 3}", "{1: 2}", '{"a": {(1, 2): 3}}'])
 def test_invalid_native_calls_never_raise_out_of_the_graph(raw):
     from langgraph_toolbudget import create_toolbudget_agent

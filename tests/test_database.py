@@ -948,8 +948,13 @@ async def test_what_the_model_sent_is_echoed_bounded(shop: Path, api: str):
     for i in "abc":
         assert "'" + "Z" * 199 + "... (100002 characters)" in by_id[i].content  # its repr
     assert "no such column: " + "Z" * 200 in by_id["d"].content
-    assert "no database source 0x1000000000" in by_id["e"].content
+    assert "no database source '0x1000000000" in by_id["e"].content  # the reply's int as hex text
     assert "no database source ['shop']; the sources are: 'shop'." in by_id["f"].content
+    # The int itself, as a model node of your own hands it to the executor: echoed in hex.
+    executor = ToolExecutor(CATALOG, database_toolbox=toolbox)
+    state = {"messages": [HumanMessage("read it"), AIMessage("", tool_calls=[calls[4]])]}
+    (own,) = (await run(executor, {**state, "selected_tools": []}, api))["messages"]
+    assert own.status == "error" and "no database source 0x1000000000" in own.content
     with pytest.raises(SqlError, match=r"no database source 12. The sources are: 'shop'"):
         toolbox.execute(12, "SELECT 1")  # type: ignore[arg-type]  # as a program may call it
 

@@ -848,3 +848,28 @@ def test_bad_options_and_meta_name_clashes_are_named(catalog):
     assert (budget.config.budget, budget.config.search_limit) == (4, 2)
     assert [t.name for t in budget.tools][:4] == META
     assert {t.name for t in budget.tools[4:]} == set(catalog.tool_names)
+
+
+# --- a native call's integer outside 64 bits -------------------------------------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_native_calls_integer_outside_64_bits_is_kept_as_text_with_a_checkpointer(
+    catalog, rec, api
+):
+    """create_agent alone fails saving such a reply (TypeError: not msgpack serializable);
+    with the middleware the number is its text in the state, as the text formats keep it, and
+    the tool still receives the int (coercion of its integer field)."""
+    big = 2**64
+    reply = ai_calls(call("merge_pull_request", "b1", repo="acme/app", number=big))
+    model = ScriptedChatModel(responses=[reply, AIMessage("merged"), AIMessage("hi")], cycle=False)
+    budget = ToolBudgetMiddleware(catalog, pinned=["merge_pull_request"])
+    agent = create_agent(model, middleware=[budget], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "wide"}}
+    out = await run(agent, {"messages": [HumanMessage("merge it")]}, api, config)
+    assert rec.runs == [("merge_pull_request", {"repo": "acme/app", "number": big})]
+    assert by_id(out["messages"])["b1"].content == f"merged acme/app#{big}"
+    (stored,) = [m for m in out["messages"] if isinstance(m, AIMessage) and m.tool_calls]
+    assert stored.tool_calls[0]["args"] == {"repo": "acme/app", "number": str(big)}
+    out = await run(agent, {"messages": [HumanMessage("thanks")]}, api, config)
+    assert out["messages"][-1].content == "hi" and str(big) in str(model.calls[-1])

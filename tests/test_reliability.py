@@ -225,16 +225,24 @@ async def test_a_built_in_that_raises_is_one_error_message_not_the_batchs_end(
 
 
 def test_request_more_tools_answers_a_huge_reason_under_the_middleware():
+    """It raised out of the executor. A native reply's int outside 64 bits is now its text
+    before it reaches the state (hex past 4,300 digits, as a Pythonic hex literal is kept), so
+    the meta-tool reads it as the reason's text, and a checkpointed thread stores the reply."""
     from langchain.agents import create_agent
 
     from langgraph_toolbudget import ToolBudgetMiddleware
 
     reply = ai_calls(call("request_more_tools", "r1", categories=["weather"], reason=HUGE))
     model = ScriptedChatModel(responses=[reply, AIMessage("done")], cycle=False)
-    agent = create_agent(model, middleware=[ToolBudgetMiddleware(build_example_catalog())])
-    out = agent.invoke({"messages": [HumanMessage("weather in Oslo?")]})
+    middleware = [ToolBudgetMiddleware(build_example_catalog())]
+    agent = create_agent(model, middleware=middleware, checkpointer=MemorySaver())
+    out = agent.invoke(
+        {"messages": [HumanMessage("weather in Oslo?")]}, {"configurable": {"thread_id": "t"}}
+    )
     (message,) = [m for m in out["messages"] if isinstance(m, ToolMessage)]
-    assert message.status == "error" and "takes 'reason' as text" in message.content
+    assert message.status == "success" and message.content == "No new tools added."
+    (stored,) = [c for m in out["messages"] if isinstance(m, AIMessage) for c in m.tool_calls]
+    assert stored["args"] == {"categories": ["weather"], "reason": hex(HUGE)}
     assert out["messages"][-1].content == "done"
 
 

@@ -36,12 +36,12 @@ from pydantic import AliasChoices, BaseModel
 
 from langgraph_toolbudget.core.limits import (
     MAX_ARG_DEPTH,
-    STATE_INTS,
     clip,
     containers,
-    int_too_long,
     loads_bounded,
     safe_repr,
+    state_int,
+    state_ints,
     too_deep,
 )
 
@@ -349,8 +349,8 @@ def _json_value(value: Any, depth: int = 0) -> Any:
     """
     if depth > MAX_ARG_DEPTH:
         raise ValueError("nested too deep")
-    if type(value) is int and value not in STATE_INTS:  # the checkpointer stores no such int
-        return hex(value) if int_too_long(value) else str(value)  # its text, as the formats
+    if type(value) is int:  # outside 64 bits, its text: the checkpointer stores no such int
+        return state_int(value)
     if value is None or isinstance(value, str | int | float):
         return value
     if isinstance(value, list | tuple):
@@ -392,7 +392,7 @@ def _parse_arguments(raw: Any) -> dict[str, Any] | None:
 
 
 def repair_tool_calls(message: AIMessage) -> AIMessage:
-    """Turn a model's invalid tool calls into calls the executor can answer.
+    """A native model's reply as the executor can answer it and the graph's state can hold it.
 
     Providers put calls whose arguments are not valid JSON into
     ``invalid_tool_calls``, which ``tools_condition`` ignores, so the model never
@@ -403,10 +403,25 @@ def repair_tool_calls(message: AIMessage) -> AIMessage:
     the expected schema. A call without an id gets one, a call without a name
     gets :data:`MISSING_NAME` (the executor answers it with an error). Every call
     then gets exactly one tool message.
+
+    An integer outside :data:`~langgraph_toolbudget.core.limits.STATE_INTS` (valid JSON such
+    as ``{"n": 18446744073709551616}``, which the provider parses into a Python int), in a
+    call's arguments or in the content (a provider's ``tool_use`` block), becomes its text,
+    as the text formats keep it: LangGraph's checkpointer stores no such int, so a
+    checkpointed run failed saving the reply. Argument coercion turns the text back into the
+    number for a tool's integer field. A reply with nothing to change is returned as it is
+    (the same object).
     """
-    if not message.invalid_tool_calls and all(c.get("id") for c in message.tool_calls):
+    parts = (message.content, *(c.get("args") for c in message.tool_calls))
+    stored = state_ints(parts)  # one walk over the reply; the same tuple when nothing changes
+    if (
+        stored is parts
+        and not message.invalid_tool_calls
+        and all(c.get("id") for c in message.tool_calls)
+    ):
         return message
-    calls = [c if c.get("id") else {**c, "id": _new_call_id()} for c in message.tool_calls]
+    content, *stored_args = stored
+    calls = [_stored_call(c, a) for c, a in zip(message.tool_calls, stored_args, strict=True)]
     for bad in message.invalid_tool_calls:
         args = _parse_arguments(bad.get("args"))
         if args is None:
@@ -414,7 +429,16 @@ def repair_tool_calls(message: AIMessage) -> AIMessage:
         name = str(bad.get("name") or MISSING_NAME)
         call_id = str(bad.get("id") or _new_call_id())
         calls.append({"name": name, "args": args, "id": call_id, "type": "tool_call"})
-    return message.model_copy(update={"tool_calls": calls, "invalid_tool_calls": []})
+    update = {"tool_calls": calls, "invalid_tool_calls": [], "content": content}
+    return message.model_copy(update=update)
+
+
+def _stored_call(call: ToolCall, args: Any) -> ToolCall:
+    """The call with ``args`` (its arguments as the state can hold them) and an id; the same
+    dict when neither changes it."""
+    if args is call.get("args") and call.get("id"):
+        return call
+    return {**call, "args": args, "id": call.get("id") or _new_call_id()}
 
 
 def complete_tool_calls(calls: Sequence[ToolCall]) -> list[ToolCall]:

@@ -17,7 +17,8 @@ Key Components:
       what the model sent, for error messages (never raising, whatever it sent).
     - :func:`int_too_long`, :func:`spell_long_ints`: the ints Python refuses to write in
       decimal (``str``, ``repr``, ``json.dumps`` raise ``ValueError``), written in hex.
-    - :data:`STATE_INTS`: the ints a message in the graph's state may hold.
+    - :data:`STATE_INTS`: the ints a message in the graph's state may hold; :func:`state_int`,
+      :func:`state_ints`: an int outside them (in a value) as its text.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ __all__ = [
     "MAX_NAME_CHARS",
     "MAX_OUTPUT_DEPTH",
     "MAX_PATTERN_CHARS",
+    "MAX_STATE_DEPTH",
     "TOO_DEEP_ERROR",
     "clip",
     "clip_names",
@@ -49,6 +51,8 @@ __all__ = [
     "loads_bounded",
     "safe_repr",
     "spell_long_ints",
+    "state_int",
+    "state_ints",
     "text_too_deep",
     "too_deep",
 ]
@@ -71,7 +75,10 @@ levels deep, and Python's JSON encoder recurses (past about 900 levels it raises
 STATE_INTS = range(-(2**63), 2**64)
 """The integers a message in the graph's state may hold: LangGraph's checkpointer (msgpack)
 stores no others ("Integer exceeds 64-bit range": the run fails when it saves the message).
-A text-format call's number outside them is kept as the text the model wrote."""
+A call's number outside them is kept as the text the model wrote (:func:`state_int`)."""
+MAX_STATE_DEPTH = 255
+"""LangGraph's checkpointer (``ormsgpack``) stores no value nested this deep, so
+:func:`state_ints` looks no deeper."""
 CUT_MARK = "[nested deeper than {depth} levels: cut]"
 """What stands in for each list or dict :func:`cut_deep` cuts."""
 REPEAT_MARK = "[shown earlier in this value: cut]"
@@ -237,7 +244,7 @@ def echo(value: Any, limit: int = MAX_ECHO_CHARS) -> str:
     over 4,300 digits does).
 
     >>> echo("abc"), echo(["abc"]), echo(2**20000, 10)
-    ('abc', "['abc']", '0x10000000... (5002 characters)')
+    ('abc', "['abc']", '0x10000000... (5003 characters)')
     """
     return clip(value, limit) if isinstance(value, str) else safe_repr(value, limit)
 
@@ -300,3 +307,87 @@ def spell_long_ints(value: Any, limit: int = MAX_OUTPUT_DEPTH) -> Any:
         return item
 
     return spell(value, 0)
+
+
+def state_int(value: int) -> int | str:
+    """``value`` as a message in the graph's state may hold it: the int itself within
+    :data:`STATE_INTS`, else its text (decimal, or its hex literal when Python will not write
+    it in decimal, :func:`int_too_long`). Argument coercion turns the text back into the
+    number for a tool's integer field.
+
+    >>> state_int(7), state_int(2**64), state_int(2**20000)[:8]
+    (7, '18446744073709551616', '0x100000')
+    """
+    if value in STATE_INTS:
+        return value
+    return hex(value) if int_too_long(value) else str(value)
+
+
+def state_ints(value: Any, limit: int = MAX_STATE_DEPTH) -> Any:
+    """``value`` with each int outside :data:`STATE_INTS` in it (in lists, tuples and dict
+    values, ``limit`` levels deep) as its :func:`state_int` text. Only the lists, tuples and
+    dicts on the way to such an int are copied; ``value`` itself, the same object, comes back
+    when it holds none (the usual case: one cheap walk, nothing copied).
+
+    >>> state_ints({"n": 5, "m": [2**64]})
+    {'n': 5, 'm': ['18446744073709551616']}
+    >>> plain = {"n": 5, "m": [7]}
+    >>> state_ints(plain) is plain
+    True
+    """
+    return _rewrite(value, limit) if _holds_wide_int(value, limit) else value
+
+
+_NESTS = (dict, list, tuple)
+
+
+def _holds_wide_int(value: Any, limit: int) -> bool:
+    """True when ``value`` holds an int outside :data:`STATE_INTS` within ``limit`` levels.
+
+    Iterative, one level at a time; a list or dict met twice (a Python value may share them,
+    or hold itself) is walked once.
+    """
+    level, seen = [value], set()
+    for _ in range(limit + 1):
+        below: list[Any] = []
+        for item in level:
+            kind = type(item)
+            if kind is str:  # most values: skipped first
+                continue
+            if kind is int:
+                if item not in STATE_INTS:
+                    return True
+            elif isinstance(item, _NESTS) and id(item) not in seen:
+                seen.add(id(item))
+                below.extend(item.values() if isinstance(item, dict) else item)
+        if not below:
+            return False
+        level = below
+    return False
+
+
+def _rewrite(value: Any, limit: int) -> Any:
+    """``value`` with each int outside :data:`STATE_INTS` as its text, copying only the lists,
+    tuples and dicts that change; one met twice is rewritten once (one that holds itself
+    keeps itself there)."""
+    done: dict[int, Any] = {}
+
+    def keep(item: Any, depth: int) -> Any:
+        if type(item) is int:
+            return state_int(item)
+        if depth >= limit or not isinstance(item, _NESTS):
+            return item
+        if id(item) in done:
+            return done[id(item)]
+        done[id(item)] = item
+        if isinstance(item, dict):
+            pairs = [(k, v, keep(v, depth + 1)) for k, v in item.items()]
+            if any(new is not v for _, v, new in pairs):
+                done[id(item)] = {k: new for k, _, new in pairs}
+        else:
+            items = [keep(v, depth + 1) for v in item]
+            if any(new is not v for new, v in zip(items, item, strict=True)):
+                done[id(item)] = tuple(items) if isinstance(item, tuple) else items
+        return done[id(item)]
+
+    return keep(value, 0)
