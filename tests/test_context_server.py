@@ -8,6 +8,7 @@ CLI runs as subprocesses. Only the chat model is fake (the demo model).
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import socket
@@ -328,17 +329,7 @@ async def test_cli_and_mcp_server_refuse_a_thread_whose_state_has_no_context_fie
     assert (await client.threads.get_state(ran))["checkpoint"] == before, "nothing written"
     assert "graph_id" not in (await client.threads.get(fresh))["metadata"], "not assigned"
 
-    (tmp_path / "parentapp.py").write_text(PARENT_APP, encoding="utf-8")
-    sys.path.insert(0, str(tmp_path))
-    try:
-        from parentapp import graph  # type: ignore[import-not-found]
-    finally:
-        sys.path.remove(str(tmp_path))
-        sys.modules.pop("parentapp", None)
-    db = tmp_path / "threads.sqlite"
-    with SqliteSaver.from_conn_string(str(db)) as saver:
-        graph.compile(checkpointer=saver).invoke(request, {"configurable": {"thread_id": "t1"}})
-    local = ["--sqlite", str(db), "--graph", "parentapp:graph", "--thread", "t1"]
+    local = _sqlite_thread(tmp_path, "parentapp", PARENT_APP, request)
     local += ["--catalog", CATALOG]
     refused = _cli("tools", "exclude", "--tool", "get_weather", *local, app=tmp_path)
     assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1
@@ -386,21 +377,26 @@ def test_cli_against_a_sqlite_thread_and_explain(tmp_path: Path) -> None:
     assert _cli("--help").returncode == 0
 
 
-def _sqlite_thread(tmp_path: Path) -> list[str]:
-    """A SqliteSaver thread of the demo app that ran one turn: the server's target options."""
-    (tmp_path / "myapp.py").write_text(APP, encoding="utf-8")
+def _sqlite_thread(
+    tmp_path: Path,
+    module: str = "myapp",
+    source: str = APP,
+    request: dict[str, Any] | None = None,
+) -> list[str]:
+    """A SqliteSaver thread (t1) of the app ``source``, written as ``module``, that ran one
+    turn: the CLI's and the server's target options."""
+    (tmp_path / f"{module}.py").write_text(source, encoding="utf-8")
     sys.path.insert(0, str(tmp_path))
     try:
-        from myapp import graph  # type: ignore[import-not-found]
+        graph = importlib.import_module(module).graph
     finally:
         sys.path.remove(str(tmp_path))
-        sys.modules.pop("myapp", None)
+        sys.modules.pop(module, None)
     db = tmp_path / "threads.sqlite"
+    request = request or {"messages": [("user", "weather in Paris?")]}
     with SqliteSaver.from_conn_string(str(db)) as saver:
-        graph.compile(checkpointer=saver).invoke(
-            {"messages": [("user", "weather in Paris?")]}, {"configurable": {"thread_id": "t1"}}
-        )
-    return ["--sqlite", str(db), "--graph", "myapp:graph", "--thread", "t1"]
+        graph.compile(checkpointer=saver).invoke(request, {"configurable": {"thread_id": "t1"}})
+    return ["--sqlite", str(db), "--graph", f"{module}:graph", "--thread", "t1"]
 
 
 def _context_server(tmp_path: Path, *args: str, env: dict[str, str]) -> subprocess.Popen:
