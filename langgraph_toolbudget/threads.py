@@ -295,12 +295,14 @@ class ServerThread:
         thread = self._call(self.client.threads.get, self.thread_id)
         metadata = thread.get("metadata") if isinstance(thread, Mapping) else None
         graph_id = metadata.get("graph_id") if isinstance(metadata, Mapping) else None
-        if not graph_id:
-            entry = self._entry_node(self._assign_graph(update))
-        else:
-            self._check_fields(str(graph_id), update)
-            first = self._entry_node(str(graph_id))
-            entry = first if not self._has_run() or self._waits_at(first) else None
+        assigned = bool(graph_id)
+        graph_id = str(graph_id) if assigned else self._graph_to_assign()
+        assistant = self._assistant(graph_id)
+        self._check_fields(assistant, graph_id, update)  # before a graph is assigned too
+        if not assigned:
+            self._call(self.client.threads.update, self.thread_id, metadata={"graph_id": graph_id})
+        first = self._entry_node(assistant)
+        entry = first if not assigned or not self._has_run() or self._waits_at(first) else None
         self._call(self.client.threads.update_state, self.thread_id, dict(update), as_node=entry)
         if entry is not None:
             self._call(self.client.threads.update_state, self.thread_id, None, as_node=START)
@@ -325,18 +327,20 @@ class ServerThread:
         assistants = self._call(self.client.assistants.search, graph_id=graph_id, limit=1)
         return str(assistants[0]["assistant_id"]) if assistants else None
 
-    def _entry_node(self, graph_id: str) -> str | None:
-        """The node right after the start of the thread's graph (None if it has several)."""
-        assistant = self._assistant(graph_id)
+    def _entry_node(self, assistant: str | None) -> str | None:
+        """The node right after the start of the assistant's graph (None if it has several,
+        or there is no assistant)."""
         if assistant is None:
             return None
         graph = self._call(self.client.assistants.get_graph, assistant)
         return start_target((e.get("source"), e.get("target")) for e in graph.get("edges", []))
 
-    def _check_fields(self, graph_id: str, update: Mapping[str, Any]) -> None:
-        """Refuse an update whose fields the graph's state lacks: the server would drop it
-        (as ``update_state`` does) and answer as if it had landed."""
-        assistant = self._assistant(graph_id)
+    def _check_fields(
+        self, assistant: str | None, graph_id: str, update: Mapping[str, Any]
+    ) -> None:
+        """Refuse an update whose fields the graph's state (of ``assistant``, an assistant of
+        ``graph_id``) lacks: the server would drop it (as ``update_state`` does) and answer
+        as if it had landed."""
         if assistant is None:
             return
         schemas = self._call(self.client.assistants.get_schemas, assistant)
@@ -352,21 +356,18 @@ class ServerThread:
                 )
             )
 
-    def _assign_graph(self, update: Mapping[str, Any]) -> str:
-        """Give a thread that has never run its graph, so the server accepts ``update``
-        (checked first: a graph that cannot hold it is not assigned)."""
-        graph_id = self.graph_id
-        if graph_id is None:
-            assistants = self._call(self.client.assistants.search, limit=1000)
-            graphs = sorted({a["graph_id"] for a in assistants})
-            if len(graphs) != 1:
-                raise ThreadError(
-                    NO_GRAPH_ID_ERROR.format(thread=self.thread_id, graphs=", ".join(graphs))
-                )
-            graph_id = graphs[0]
-        self._check_fields(graph_id, update)
-        self._call(self.client.threads.update, self.thread_id, metadata={"graph_id": graph_id})
-        return graph_id
+    def _graph_to_assign(self) -> str:
+        """The graph to give a thread that has never run, so the server accepts updates:
+        ``graph_id``, else the server's one graph."""
+        if self.graph_id is not None:
+            return self.graph_id
+        assistants = self._call(self.client.assistants.search, limit=1000)
+        graphs = sorted({a["graph_id"] for a in assistants})
+        if len(graphs) != 1:
+            raise ThreadError(
+                NO_GRAPH_ID_ERROR.format(thread=self.thread_id, graphs=", ".join(graphs))
+            )
+        return str(graphs[0])
 
 
 # --- a tool-context update on a thread of a compiled graph -------------------------------
