@@ -33,6 +33,7 @@ from langgraph_toolbudget.core.large_output import (
     describe_output,
     estimate_tokens,
     output_text,
+    read_limit,
 )
 from langgraph_toolbudget.core.limits import cut_deep
 from langgraph_toolbudget.execution.output_store import OffloadStore
@@ -126,7 +127,7 @@ class Offloader:
         how = "; ".join(
             HOW_TO_READ[r].format(
                 handle=handle,
-                limit=min(self.limit, 4000),
+                limit=min(read_limit(self.limit), 4000),  # what one read returns
                 examples=f" (e.g. {examples})" if examples else "",
             )
             for r in self.readers
