@@ -38,6 +38,8 @@ from langgraph_toolbudget.core.large_output import (
     SLICE_WORK,
     OutputError,
     describe_output,
+    media_blocks,
+    output_text,
     query_json,
     read_range,
     search_answer,
@@ -257,6 +259,39 @@ def test_the_stub_of_a_deprecated_tools_result_ends_with_the_note(api: str) -> N
     stub = out["messages"][-1]
     assert stub.content.startswith("[Large output offloaded")
     assert stub.content.endswith(f"\n\n{DEPRECATED_NOTE.format(tool='server_log')}")
+
+
+def test_media_blocks_are_not_counted_as_text_and_stay_beside_a_stub() -> None:
+    picture = "iVBORw0KGgo" + "A" * 60_000  # an image's base64 is no text the model reads
+    blocks = [
+        {"type": "text", "text": "chart of sales"},
+        {"type": "image", "base64": picture, "mime_type": "image/png"},
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{picture}"}},
+    ]
+    assert output_text(blocks) == "chart of sales" and media_blocks(blocks) == blocks[1:]
+    assert output_text([blocks[1]]) == ""
+
+    @tool(response_format="content_and_artifact")
+    def chart(big: bool) -> tuple[list[dict[str, Any]], None]:
+        """A chart, with the data behind it when asked."""
+        return ([{**blocks[0], "text": BIG_TEXT} if big else blocks[0], *blocks[1:]], None)
+
+    catalog = ToolCatalog.from_tools([chart], tool_metadata={"chart": {"include": "always"}})
+    store, executor = InMemoryStore(), ToolExecutor(catalog)
+    small_one, big_one = _run(
+        executor,
+        store,
+        "t1",
+        _call("chart", {"big": False}, "a"),
+        _call("chart", {"big": True}, "b"),
+    )
+    assert small_one.content == blocks and small_one.artifact is None  # as the tool gave it
+    stub, *media = big_one.content
+    assert media == blocks[1:] and stub["text"].startswith(
+        f"[Large output offloaded: {len(BIG_TEXT):,} characters"
+    )
+    item = store.get(_ns("t1", catalog), big_one.artifact["offloaded"]["handle"])
+    assert item is not None and item.value["text"] == BIG_TEXT
 
 
 def test_small_results_and_offloading_off_leave_the_content_alone() -> None:

@@ -10,7 +10,8 @@ it back, each bounded and each answering bad input with an :class:`OutputError`
 whose message tells the model what to do.
 
 Key Components:
-    - :func:`output_text`: a tool message's content as one string.
+    - :func:`output_text`: the text of a tool message's content as one string;
+      :func:`media_blocks`, the image, audio, video and file blocks it leaves out.
     - :func:`describe_output`: an :class:`OutputInfo` (kind, size, shape, preview).
     - :func:`read_range`: a character range; :func:`read_limit`, the most one read returns
       under an answer limit.
@@ -59,6 +60,7 @@ __all__ = [
     "describe_output",
     "estimate_tokens",
     "jq_available",
+    "media_blocks",
     "output_text",
     "query_json",
     "read_limit",
@@ -192,19 +194,43 @@ def estimate_tokens(chars: int) -> int:
     return round(chars / CHARS_PER_TOKEN)
 
 
-def output_text(content: Any) -> str:
-    """A tool message's content as one string.
+MEDIA_BLOCK_TYPES = frozenset(
+    {"image", "audio", "video", "file", "image_url", "input_audio", "media"}
+)
+"""Content blocks a model takes as media, not as text to read: LangChain's standard image,
+audio, video and file blocks (an MCP tool's image, or embedded binary resource, as
+langchain-mcp-adapters converts it), and the provider forms (``image_url``, ``input_audio``,
+``media``). They go to the model as they are, as under LangGraph's ``ToolNode``; offloading
+counts only the text beside them."""
 
-    A string stays as it is; a list of content blocks that are all text becomes
-    their texts joined by newlines; anything else (images, embedded binary
-    resources) becomes its JSON, so nothing is lost.
+
+def _is_media(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") in MEDIA_BLOCK_TYPES
+
+
+def media_blocks(content: Any) -> list[dict[str, Any]]:
+    """The media blocks (:data:`MEDIA_BLOCK_TYPES`) of a tool message's content, in order."""
+    if isinstance(content, str) or not isinstance(content, Sequence):
+        return []
+    return [b for b in content if _is_media(b)]
+
+
+def output_text(content: Any) -> str:
+    """The text of a tool message's content as one string.
+
+    A string stays as it is. Of a list of content blocks, media blocks (images, audio,
+    video, files: :data:`MEDIA_BLOCK_TYPES`) are left out, as they reach the model as
+    blocks, not text; the rest, if all text, becomes their texts joined by newlines,
+    anything else its JSON, so no text is lost.
     """
     if isinstance(content, str):
         return content
-    if isinstance(content, Sequence) and all(
-        isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text") for b in content
-    ):
-        return "\n".join(b if isinstance(b, str) else str(b.get("text", "")) for b in content)
+    if isinstance(content, Sequence):
+        content = [b for b in content if not _is_media(b)]
+        if all(
+            isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text") for b in content
+        ):
+            return "\n".join(b if isinstance(b, str) else str(b.get("text", "")) for b in content)
     return json.dumps(content, ensure_ascii=False, default=str)
 
 
