@@ -767,6 +767,104 @@ def test_postgres_syntax_errors_are_the_servers_message(crm: str):
     assert check_read_only("SELEC * FROM orders", "postgres").ask_database
 
 
+def _message(toolbox: DatabaseToolbox, source: str, sql: str) -> str:
+    with pytest.raises(SqlError) as caught:
+        toolbox.execute(source, sql)
+    return str(caught.value)
+
+
+def test_the_models_own_bad_sql_on_postgres_is_not_a_source_down(crm: str):
+    # psycopg raises OperationalError for both; was: "cannot be reached ... unavailable".
+    toolbox = DatabaseToolbox({"crm": crm})
+    columns = ", ".join(f"id AS c{i}" for i in range(1700))
+    for sql, said in [
+        ("SELECT * FROM orders WHERE id = $1", "execute_sql takes no parameters"),  # 08P01
+        (f"SELECT {columns} FROM orders", "at most 1664 entries"),  # 54011
+    ]:
+        message = _message(toolbox, "crm", sql)
+        assert "rejected the query" in message and said in message and "Fix the SQL" in message
+        assert "cannot be reached" not in message and "unavailable" not in message
+        assert toolbox.execute("crm", "SELECT count(*) AS n FROM orders").rows == [{"n": 500}]
+
+
+def test_a_postgres_connection_lost_mid_query_is_a_source_down(crm: str):
+    import threading
+
+    toolbox = DatabaseToolbox({"crm": crm, "other": crm}, timeout_s=10)
+    answer: list[str] = []
+    worker = threading.Thread(
+        target=lambda: answer.append(_message(toolbox, "crm", "SELECT pg_sleep(8) AS s"))
+    )
+    worker.start()
+    with psycopg.connect(crm, autocommit=True) as admin:
+        for _ in range(100):  # until the query runs (its FETCH), then end its backend: 57P01
+            ended = admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE state = 'active' "
+                "AND datname = current_database() AND pid <> pg_backend_pid()"
+            ).fetchall()
+            if ended:
+                break
+            time.sleep(0.05)
+    worker.join(10)
+    (message,) = answer
+    assert "source 'crm' cannot be reached" in message and "'other'" in message
+    assert "Fix the SQL" not in message
+    assert toolbox.execute("crm", "SELECT 1 AS one").rows == [{"one": 1}]  # a new connection
+
+
+@pytest.mark.parametrize(
+    ("sqlstate", "broken", "fault"),
+    [
+        ("08P01", False, "sql"),  # protocol violation: `$1` without parameters
+        ("54011", False, "sql"),  # too many columns
+        ("42601", False, "sql"),  # syntax error
+        ("22012", False, "sql"),  # division by zero
+        ("55000", False, "sql"),  # object not in prerequisite state (currval before nextval)
+        ("08006", False, "down"),  # connection failure
+        ("57P01", False, "down"),  # admin shutdown: the backend was ended
+        ("58030", False, "down"),  # I/O error
+        (None, False, "down"),  # psycopg's own: the server went away mid-query
+        ("42601", True, "down"),  # whatever the state, a broken connection is a source down
+        ("53300", False, "busy"),  # too many connections
+        ("53200", False, "busy"),  # out of memory
+        ("55P03", False, "busy"),  # lock not available
+        ("40P01", False, "busy"),  # deadlock detected
+        ("57P03", False, "busy"),  # the server is starting up
+    ],
+)
+def test_postgres_errors_are_classified_by_sqlstate_not_by_class(
+    sqlstate: str | None, broken: bool, fault: str
+):
+    from langgraph_toolbudget.database.toolbox import _pg_fault
+
+    cls = psycopg.OperationalError if sqlstate is None else psycopg.errors.lookup(sqlstate)
+    assert _pg_fault(cls("message"), broken=broken) == fault
+
+
+def test_a_sqlite_database_locked_by_a_writer_is_busy_not_bad_sql(shop: Path):
+    # Was: "rejected the query: database is locked. Fix the SQL".
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"}, timeout_s=0.5)
+    writer = sqlite3.connect(shop, isolation_level=None)
+    try:
+        writer.execute("BEGIN EXCLUSIVE")
+        message = _message(toolbox, "shop", "SELECT count(*) AS n FROM orders")
+        writer.execute("COMMIT")
+    finally:
+        writer.close()
+    assert "source 'shop' could not run the query now (database is locked)" in message
+    assert "Call execute_sql again in a moment" in message and "Fix the SQL" not in message
+    assert toolbox.execute("shop", "SELECT count(*) AS n FROM orders").rows == [{"n": 500}]
+
+
+def test_a_sqlite_file_that_is_no_database_is_a_source_down(shop: Path, tmp_path: Path):
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}", "other": f"sqlite:///{shop}"})
+    assert toolbox.available_sources() == ["shop", "other"]
+    shop.write_bytes(b"not a database, " * 200)  # replaced after the schemas were read
+    message = _message(toolbox, "shop", "SELECT count(*) AS n FROM orders")
+    assert "source 'shop' cannot be reached (file is not a database)" in message
+    assert "Fix the SQL" not in message
+
+
 def test_unusual_postgres_values_are_answered_as_json(crm: str):
     """A numeric of 5,001 digits made int() then json.dumps raise; a deeply nested jsonb made
     psycopg's loader raise RecursionError. Both, and their kind, are answered."""

@@ -261,3 +261,83 @@ async def test_prompt_and_resource_refusals_follow_handle_tool_errors_as_mcp_too
             _call("big__get_prompt", {"name": "nope"}, "p") | {"type": "tool_call"}
         )
         assert answer.status == "error" and answer.content == refused_prompt
+
+
+MEDIA_SERVER = Path(__file__).parent / "mcp_servers" / "media_server.py"
+
+
+@pytest.fixture(scope="module")
+def media() -> Iterator[MCPToolCatalog]:
+    """The media server (images, an embedded PDF, audio) over stdio, every tool visible."""
+    connection = {"transport": "stdio", "command": sys.executable, "args": [str(MEDIA_SERVER)]}
+    cat = load_mcp_catalog_sync({"media": connection}, default_include="always")
+    try:
+        yield cat
+    finally:
+        cat.close()
+
+
+def _blocks(content: Any) -> list[Any]:
+    """Content blocks without their ids (the adapters give each conversion new ones)."""
+    return [{k: v for k, v in b.items() if k != "id"} for b in content]
+
+
+async def _both(
+    catalog: MCPToolCatalog, name: str, api: str, store: InMemoryStore
+) -> tuple[ToolMessage, ToolMessage]:
+    """The tool message of one call of ``name`` under LangGraph's ToolNode and the executor
+    (its graph compiled with ``store``)."""
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode
+
+    from langgraph_toolbudget import ToolBudgetState
+
+    state = {"messages": [HumanMessage("go"), AIMessage("", tool_calls=[_call(name, {}, "c")])]}
+    upstream = StateGraph(MessagesState)
+    upstream.add_node("tools", ToolNode(catalog.tools([name])))
+    upstream.add_edge(START, "tools")
+    ours = StateGraph(ToolBudgetState)
+    ours.add_node("tools", ToolExecutor(catalog))
+    ours.add_edge(START, "tools")
+    config = {"configurable": {"thread_id": "media"}}
+    graphs = [upstream.compile(), ours.compile(store=store)]
+    if api == "ainvoke":
+        outs = [await g.ainvoke(state, config) for g in graphs]
+    else:
+        outs = [g.invoke(state, config) for g in graphs]
+    tool_node, executor = (_last_tool(out["messages"]) for out in outs)
+    return tool_node, executor
+
+
+@pytest.mark.parametrize("api", ["invoke", "ainvoke"])
+async def test_mcp_images_and_files_reach_the_model_as_blocks_as_under_tool_node(
+    media: MCPToolCatalog, api: str
+) -> None:
+    # Was: the blocks' JSON, base64 counted as text, offloaded as a 58,067-character stub.
+    store = InMemoryStore()
+    for name, types in [("take_screenshot", ["text", "image"]), ("export_pdf", ["file"])]:
+        tool_node, executor = await _both(media, name, api, store)
+        assert [b["type"] for b in executor.content] == types
+        assert _blocks(executor.content) == _blocks(tool_node.content)
+        assert executor.artifact is None and executor.status == "success"
+        if name == "take_screenshot":
+            image = executor.content[1]
+            assert image["mime_type"] == "image/png" and len(image["base64"]) > 50_000
+    assert store.search(("toolbudget",)) == []  # nothing offloaded
+
+
+@pytest.mark.parametrize("api", ["invoke", "ainvoke"])
+async def test_a_large_text_beside_an_image_is_offloaded_and_the_image_kept(
+    media: MCPToolCatalog, api: str
+) -> None:
+    store = InMemoryStore()
+    tool_node, executor = await _both(media, "screenshot_with_log", api, store)
+    stub, image = executor.content
+    log = tool_node.content[0]["text"]
+    size = f"{len(log):,} characters (~{round(len(log) / 4):,} tokens) of text"
+    assert stub["type"] == "text" and stub["text"].startswith(f"[Large output offloaded: {size}")
+    assert _blocks([image]) == _blocks(tool_node.content[1:])
+    facts = executor.artifact["offloaded"]
+    assert facts["chars"] == len(log) and facts["media_blocks"] == 1
+    (item,) = [i for i in store.search(("toolbudget",)) if i.key == facts["handle"]]
+    assert item.value["text"] == log  # the text alone is stored, the image stays in the message

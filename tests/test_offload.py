@@ -38,8 +38,11 @@ from langgraph_toolbudget.core.large_output import (
     SLICE_WORK,
     OutputError,
     describe_output,
+    media_blocks,
+    output_text,
     query_json,
     read_range,
+    search_answer,
     search_output,
 )
 from langgraph_toolbudget.core.search import _compile_pattern
@@ -258,6 +261,39 @@ def test_the_stub_of_a_deprecated_tools_result_ends_with_the_note(api: str) -> N
     assert stub.content.endswith(f"\n\n{DEPRECATED_NOTE.format(tool='server_log')}")
 
 
+def test_media_blocks_are_not_counted_as_text_and_stay_beside_a_stub() -> None:
+    picture = "iVBORw0KGgo" + "A" * 60_000  # an image's base64 is no text the model reads
+    blocks = [
+        {"type": "text", "text": "chart of sales"},
+        {"type": "image", "base64": picture, "mime_type": "image/png"},
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{picture}"}},
+    ]
+    assert output_text(blocks) == "chart of sales" and media_blocks(blocks) == blocks[1:]
+    assert output_text([blocks[1]]) == ""
+
+    @tool(response_format="content_and_artifact")
+    def chart(big: bool) -> tuple[list[dict[str, Any]], None]:
+        """A chart, with the data behind it when asked."""
+        return ([{**blocks[0], "text": BIG_TEXT} if big else blocks[0], *blocks[1:]], None)
+
+    catalog = ToolCatalog.from_tools([chart], tool_metadata={"chart": {"include": "always"}})
+    store, executor = InMemoryStore(), ToolExecutor(catalog)
+    small_one, big_one = _run(
+        executor,
+        store,
+        "t1",
+        _call("chart", {"big": False}, "a"),
+        _call("chart", {"big": True}, "b"),
+    )
+    assert small_one.content == blocks and small_one.artifact is None  # as the tool gave it
+    stub, *media = big_one.content
+    assert media == blocks[1:] and stub["text"].startswith(
+        f"[Large output offloaded: {len(BIG_TEXT):,} characters"
+    )
+    item = store.get(_ns("t1", catalog), big_one.artifact["offloaded"]["handle"])
+    assert item is not None and item.value["text"] == BIG_TEXT
+
+
 def test_small_results_and_offloading_off_leave_the_content_alone() -> None:
     store = InMemoryStore()
     (msg,) = _run(ToolExecutor(_catalog()), store, "t1", _call("small"))
@@ -295,7 +331,8 @@ def test_output_tools_read_search_and_query_a_handle() -> None:
     assert query.content == "3000"
 
 
-def test_a_large_jq_result_is_offloaded_in_turn() -> None:
+def test_a_large_jq_result_is_answered_with_its_size_and_shape_not_offloaded() -> None:
+    # Was: offloaded in turn, a new stub (and a new stored copy: '.' copied the whole output).
     store, executor = InMemoryStore(), ToolExecutor(_catalog())
     handle = _handle(_run(executor, store, "t1", _call("list_orders"))[0])
     (query,) = _run(
@@ -304,16 +341,108 @@ def test_a_large_jq_result_is_offloaded_in_turn() -> None:
         "t1",
         _call("query_large_output", {"handle": handle, "jq_expression": ".orders"}),
     )
-    inner = query.artifact["offloaded"]
-    assert inner["handle"] != handle and inner["kind"] == "json"
-    assert "array of 3000 items" in query.content
-    (count,) = _run(
+    assert query.status == "error" and query.artifact is None
+    assert "array of 3000 items" in query.content and "over the 20,000" in query.content
+    assert "'.items[:50]'" in query.content
+    assert [i.key for i in store.search(_ns("t1")) if i.key.startswith("out_")] == [handle]
+    (part,) = _run(
         executor,
         store,
         "t1",
-        _call("query_large_output", {"handle": inner["handle"], "jq_expression": "length"}),
+        _call("query_large_output", {"handle": handle, "jq_expression": ".orders[:50]"}),
     )
-    assert count.content == "3000"
+    assert json.loads(part.content) == ORDERS["orders"][:50]
+
+
+LOG = "\n".join(f"line {i}: " + "x" * 60 for i in range(2000))  # ~140k characters
+
+
+def server_log_big() -> str:
+    """The server's log as text."""
+    return LOG
+
+
+@pytest.mark.parametrize(
+    "limit",
+    [{"offload_over_chars": 20_000}, {"offload_over_chars": 2_000}, {"offload_over_chars": 500}]
+    + [{"offload_over_chars": None, "offload_over_tokens": 250}],
+)
+def test_the_output_tools_answers_fit_the_limit_and_are_never_offloaded_again(
+    limit: dict[str, Any],
+) -> None:
+    catalog = ToolCatalog.from_tools(
+        [server_log_big], tool_metadata={"server_log_big": {"include": "always"}}
+    )
+    executor = ToolExecutor(catalog, **limit)
+    most = executor.runner.offloader.limit
+    store = InMemoryStore()
+    (stub,) = _run(executor, store, "t1", _call("server_log_big"))
+    handle = _handle(stub)
+    suggested = int(re.search(r"length=(\d+)", stub.content).group(1))
+    family = executor.runner.builtins.family("read_large_output")
+    (read_def,) = [d for d in family.definitions() if d.name == "read_large_output"]
+    offered = int(re.search(r"up to ([\d,]+) char", read_def.description)[1].replace(",", ""))
+    assert suggested <= offered < most
+    # What the description offers, more, and the default: text, header and all within the limit.
+    for length in (offered, most, 10 * most, 4000):
+        (read,) = _run(
+            executor,
+            store,
+            "t1",
+            _call("read_large_output", {"handle": handle, "start": 0, "length": length}),
+        )
+        assert read.status == "success" and read.artifact is None, read.content[:200]
+        header, chunk = read.content.split("\n", 1)
+        assert len(read.content) <= most and chunk == LOG[: min(length, offered)]
+        if length > offered:
+            assert f"one read returns at most {offered:,} characters" in header
+    # Following the stub's advice and each header's "next" reads the whole output back.
+    got, start = "", 0
+    while True:
+        (read,) = _run(
+            executor,
+            store,
+            "t1",
+            _call("read_large_output", {"handle": handle, "start": start, "length": suggested}),
+        )
+        header, chunk = read.content.split("\n", 1)
+        got += chunk
+        found = re.search(r"next: start=(\d+)", header)
+        if found is None:
+            assert "end of output" in header
+            break
+        start = int(found.group(1))
+    assert got == LOG
+    # A search with much context shows what fits, says so, and its offsets still land.
+    (search,) = _run(
+        executor,
+        store,
+        "t1",
+        _call("search_large_output", {"handle": handle, "pattern": "line 1", "context_lines": 10}),
+    )
+    found = json.loads(search.content)
+    assert len(search.content) <= most and found["total"] == 1111
+    assert found["shown"] >= 1 and "fit in one answer" in found["note"]
+    for match in found["matches"]:
+        assert LOG[match["offset"] :].startswith("line 1")
+    assert [i.key for i in store.search(_ns("t1", catalog)) if i.key.startswith("out_")] == [handle]
+
+
+def test_a_search_cut_to_fit_shows_every_match_with_less_context_first() -> None:
+    full = search_output(BIG_TEXT, "ok", 10)
+    assert full["shown"] == MAX_MATCHES and "note" not in full
+    offsets = [m["offset"] for m in full["matches"]]
+    lines_only = search_output(BIG_TEXT, "ok", 10, max_chars=6_000)
+    assert len(search_answer(lines_only)) <= 6_000 and lines_only["shown"] == MAX_MATCHES
+    assert all("\n" not in m["context"] for m in lines_only["matches"])
+    assert "each with its line only" in lines_only["note"]
+    bare = search_output(BIG_TEXT, "ok", 10, max_chars=1_200)
+    assert [m["offset"] for m in bare["matches"]] == offsets and "context" not in bare["matches"][0]
+    assert "without context" in bare["note"]
+    few = search_output(BIG_TEXT, "ok", 10, max_chars=700)
+    assert len(search_answer(few)) <= 700 and 0 < few["shown"] < MAX_MATCHES
+    assert [m["offset"] for m in few["matches"]] == offsets[: few["shown"]]
+    assert few["total"] == full["total"] == 2994
 
 
 @pytest.mark.parametrize(

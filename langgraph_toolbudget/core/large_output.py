@@ -10,11 +10,14 @@ it back, each bounded and each answering bad input with an :class:`OutputError`
 whose message tells the model what to do.
 
 Key Components:
-    - :func:`output_text`: a tool message's content as one string.
+    - :func:`output_text`: the text of a tool message's content as one string;
+      :func:`media_blocks`, the image, audio, video and file blocks it leaves out.
     - :func:`describe_output`: an :class:`OutputInfo` (kind, size, shape, preview).
-    - :func:`read_range`: a character range.
+    - :func:`read_range`: a character range; :func:`read_limit`, the most one read returns
+      under an answer limit.
     - :func:`search_output`: regex matches (RE2, linear time) with context lines,
-      the pattern capped and the scan stopped at a deadline.
+      the pattern capped and the scan stopped at a deadline; with ``max_chars``, cut to
+      fit one answer (:func:`search_answer`).
     - :func:`query_json`: a jq expression over a JSON output (the ``jq`` package), run
       in a worker process without environment or files, under a time and memory limit
       (:mod:`langgraph_toolbudget.core.jq_sandbox`).
@@ -57,9 +60,12 @@ __all__ = [
     "describe_output",
     "estimate_tokens",
     "jq_available",
+    "media_blocks",
     "output_text",
     "query_json",
+    "read_limit",
     "read_range",
+    "search_answer",
     "search_output",
 ]
 
@@ -71,6 +77,11 @@ LINE_CLIP = 240
 """Characters of one line shown in a preview or around a match."""
 PREVIEW_LINES = 8
 PREVIEW_CHARS = 800
+READ_HEADER_ROOM = 200
+"""Characters of a ``read_large_output`` answer kept for its header (the handle, the range,
+where the next read starts: about 150 at most), so header and characters fit the limit."""
+MIN_READ_CHARS = 100
+"""``read_large_output`` returns at least this many characters a call, however low the limit."""
 MAX_JQ_RESULTS = 1000
 """``query_large_output`` stops after this many jq results."""
 SEARCH_SECONDS = 5.0
@@ -120,6 +131,13 @@ JQ_TOO_LARGE_ERROR = (
     "return. Select a smaller part (e.g. '.items[:100]', 'keys', '.items | length'), or read "
     "the output with read_large_output(handle, start, length)."
 )
+JQ_OVER_LIMIT_ERROR = (
+    "Error: the result of {expression} is {chars:,} characters ({shape}), over the {limit:,} "
+    "one answer may hold, so it is not shown. Ask for a part of it: slice an array "
+    "('.items[:50]', '.items[50:100]'), pick fields ('.items[] | {{id, name}}'), list 'keys' "
+    "or count with 'length'; or read the output with read_large_output(handle, start, length)."
+)
+JQ_CUT_NOTE = "\n[stopped after the first {results} results]"
 JQ_BUSY_ERROR = (
     "Error: jq is busy ({workers} queries are running), so {expression} did not run. Call "
     "query_large_output again."
@@ -133,6 +151,11 @@ PATTERN_ERROR = "Error: " + INVALID_PATTERN_ERROR
 LONG_PATTERN_ERROR = (
     "Error: the pattern is {chars:,} characters long; at most {limit} are searched. Search for "
     "a shorter pattern: one distinctive word or phrase (e.g. 'timeout|refused')."
+)
+SEARCH_CUT_NOTE = (
+    "{shown} of the {total:,} matching lines fit in one answer ({limit:,} characters){how}. "
+    "read_large_output(handle, start=<offset>) reads around a match; a narrower pattern "
+    "{fewer}shows the others."
 )
 SEARCH_STOPPED_NOTE = (
     "The search stopped after {seconds:g} s at character {at:,} of {chars:,} (line {line:,}): "
@@ -171,19 +194,43 @@ def estimate_tokens(chars: int) -> int:
     return round(chars / CHARS_PER_TOKEN)
 
 
-def output_text(content: Any) -> str:
-    """A tool message's content as one string.
+MEDIA_BLOCK_TYPES = frozenset(
+    {"image", "audio", "video", "file", "image_url", "input_audio", "media"}
+)
+"""Content blocks a model takes as media, not as text to read: LangChain's standard image,
+audio, video and file blocks (an MCP tool's image, or embedded binary resource, as
+langchain-mcp-adapters converts it), and the provider forms (``image_url``, ``input_audio``,
+``media``). They go to the model as they are, as under LangGraph's ``ToolNode``; offloading
+counts only the text beside them."""
 
-    A string stays as it is; a list of content blocks that are all text becomes
-    their texts joined by newlines; anything else (images, embedded binary
-    resources) becomes its JSON, so nothing is lost.
+
+def _is_media(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") in MEDIA_BLOCK_TYPES
+
+
+def media_blocks(content: Any) -> list[dict[str, Any]]:
+    """The media blocks (:data:`MEDIA_BLOCK_TYPES`) of a tool message's content, in order."""
+    if isinstance(content, str) or not isinstance(content, Sequence):
+        return []
+    return [b for b in content if _is_media(b)]
+
+
+def output_text(content: Any) -> str:
+    """The text of a tool message's content as one string.
+
+    A string stays as it is. Of a list of content blocks, media blocks (images, audio,
+    video, files: :data:`MEDIA_BLOCK_TYPES`) are left out, as they reach the model as
+    blocks, not text; the rest, if all text, becomes their texts joined by newlines,
+    anything else its JSON, so no text is lost.
     """
     if isinstance(content, str):
         return content
-    if isinstance(content, Sequence) and all(
-        isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text") for b in content
-    ):
-        return "\n".join(b if isinstance(b, str) else str(b.get("text", "")) for b in content)
+    if isinstance(content, Sequence):
+        content = [b for b in content if not _is_media(b)]
+        if all(
+            isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text") for b in content
+        ):
+            return "\n".join(b if isinstance(b, str) else str(b.get("text", "")) for b in content)
     return json.dumps(content, ensure_ascii=False, default=str)
 
 
@@ -300,6 +347,13 @@ def read_range(text: str, handle: str, start: Any, length: Any, limit: int) -> t
     return text[start:end], end
 
 
+def read_limit(limit: int) -> int:
+    """The most characters one ``read_large_output`` call returns when an answer may hold
+    ``limit`` characters: the limit less :data:`READ_HEADER_ROOM` for the answer's header, and
+    at least :data:`MIN_READ_CHARS`."""
+    return max(limit - READ_HEADER_ROOM, MIN_READ_CHARS)
+
+
 def _line_starts(text: str) -> list[int]:
     starts = [0]
     pos = text.find("\n")
@@ -310,7 +364,12 @@ def _line_starts(text: str) -> list[int]:
 
 
 def search_output(
-    text: str, pattern: Any, context_lines: Any = 2, *, seconds: float = SEARCH_SECONDS
+    text: str,
+    pattern: Any,
+    context_lines: Any = 2,
+    *,
+    seconds: float = SEARCH_SECONDS,
+    max_chars: int | None = None,
 ) -> dict[str, Any]:
     """Regex matches in ``text`` with ``context_lines`` lines around each, bounded.
 
@@ -319,7 +378,9 @@ def search_output(
     :data:`~langgraph_toolbudget.core.limits.MAX_PATTERN_CHARS` characters. At most
     :data:`MAX_MATCHES` matches are reported (``total`` counts every matching line); long
     lines are clipped around the match. The scan stops after ``seconds``: then
-    ``complete`` is false and ``note`` says how far it got.
+    ``complete`` is false and ``note`` says how far it got. With ``max_chars``, the
+    answer (:func:`search_answer`) is cut to fit it: fewer matches, then only each
+    matching line, then only line numbers and offsets, and ``note`` says so.
 
     Raises:
         OutputError: an empty, too long, invalid or unsupported pattern.
@@ -338,7 +399,7 @@ def search_output(
     slice_chars = max(MIN_SLICE, SLICE_WORK // max(int(compiled.programsize), 1))
     deadline = time.monotonic() + seconds
     starts = _line_starts(text)
-    matches: list[dict[str, Any]] = []
+    hits: list[tuple[int, int]] = []  # (line index, offset in the line) of the shown matches
     total = 0
     stopped: tuple[int, int] | None = None  # (character, line) where the deadline stopped it
     for number, begin in enumerate(starts):
@@ -353,20 +414,60 @@ def search_output(
         if offset is None:
             continue
         total += 1
-        if len(matches) < MAX_MATCHES:
-            matches.append(_match(text, starts, number, offset - begin, context))
+        if len(hits) < MAX_MATCHES:
+            hits.append((number, offset - begin))
+    note = ""
+    if stopped is not None:
+        at, line = stopped
+        note = SEARCH_STOPPED_NOTE.format(seconds=seconds, at=at, chars=len(text), line=line)
+    matches = [_match(text, starts, number, at, context) for number, at in hits]
+    found = _found(pattern, total, matches, stopped is not None, note)
+    if max_chars is None or len(search_answer(found)) <= max_chars:
+        return found
+    # Too long for one answer: the most matches that fit, with less and less around them.
+    levels = [
+        (matches, ""),
+        ([_match(text, starts, n, at, 0) for n, at in hits], ", each with its line only"),
+        ([{"line": n + 1, "offset": starts[n] + at} for n, at in hits], ", without context"),
+    ]
+    fewer = "or fewer context_lines " if context else ""
+    # Every match with less around it first (each offset lets the model read there), then
+    # the first matches with the most around them that fit.
+    tries = [(shown, how, len(shown)) for shown, how in levels]
+    tries += [(shown, how, n) for shown, how in levels for n in range(len(shown) - 1, 0, -1)]
+    for shown, how, count in tries:
+        cut = SEARCH_CUT_NOTE.format(
+            shown=count, total=total, limit=max_chars, how=how, fewer=fewer
+        )
+        fit = _found(pattern, total, shown[:count], stopped is not None, _join(note, cut))
+        if len(search_answer(fit)) <= max_chars:
+            return fit
+    cut = SEARCH_CUT_NOTE.format(shown=0, total=total, limit=max_chars, how="", fewer=fewer)
+    return _found(pattern, total, [], stopped is not None, _join(note, cut))
+
+
+def search_answer(found: dict[str, Any]) -> str:
+    """The text of a :func:`search_output` result, as ``search_large_output`` answers it."""
+    return json.dumps(found, ensure_ascii=False, indent=1)
+
+
+def _join(*notes: str) -> str:
+    return " ".join(n for n in notes if n)
+
+
+def _found(
+    pattern: str, total: int, matches: list[dict[str, Any]], stopped: bool, note: str
+) -> dict[str, Any]:
     found: dict[str, Any] = {
         "pattern": pattern,
         "total": total,
         "shown": len(matches),
         "matches": matches,
     }
-    if stopped is not None:
-        at, line = stopped
+    if stopped:
         found["complete"] = False
-        found["note"] = SEARCH_STOPPED_NOTE.format(
-            seconds=seconds, at=at, chars=len(text), line=line
-        )
+    if note:
+        found["note"] = note
     return found
 
 
@@ -447,13 +548,15 @@ def query_json(
     kind: str | None = None,
     timeout_s: float = JQ_TIMEOUT_S,
     memory_mb: int = JQ_MEMORY_MB,
+    max_chars: int | None = None,
 ) -> tuple[str, bool]:
     """The results of a jq expression over a JSON output, as JSON text.
 
     One result is given as itself; several as a JSON array. Evaluation stops
-    after :data:`MAX_JQ_RESULTS` results. jq runs in a worker process with no
-    environment (``$ENV`` is ``{}``), no files, ``timeout_s`` seconds and
-    ``memory_mb`` MB (:func:`~langgraph_toolbudget.core.jq_sandbox.run_jq`).
+    after :data:`MAX_JQ_RESULTS` results (then the answer ends with :data:`JQ_CUT_NOTE`).
+    jq runs in a worker process with no environment (``$ENV`` is ``{}``), no files,
+    ``timeout_s`` seconds and ``memory_mb`` MB
+    (:func:`~langgraph_toolbudget.core.jq_sandbox.run_jq`).
 
     Args:
         text: the output.
@@ -463,13 +566,17 @@ def query_json(
             character decides, and jq itself reports JSON it cannot parse.
         timeout_s: the query's time limit.
         memory_mb: the query's memory limit.
+        max_chars: the most characters the answer may hold (None: no bound but the
+            worker's :data:`~langgraph_toolbudget.core.jq_sandbox.MAX_RESULT_CHARS`).
 
     Returns:
-        The JSON text, and whether results were cut at :data:`MAX_JQ_RESULTS`.
+        The answer (the JSON text, with :data:`JQ_CUT_NOTE` when results were cut), and
+        whether results were cut at :data:`MAX_JQ_RESULTS`.
 
     Raises:
-        OutputError: the output is not JSON, or the expression is empty, fails, or
-            was stopped by a limit (the message says which and what to do).
+        OutputError: the output is not JSON, or the expression is empty, fails, was
+            stopped by a limit, or gave more than ``max_chars`` characters (the message
+            says which and what to do).
         ImportError: the ``jq`` package is missing (names the extra to install).
     """
     if not jq_available():
@@ -487,7 +594,16 @@ def query_json(
         raise OutputError(JQ_ERROR.format(expression=shown, reason=clip(str(exc), 500))) from None
     except JqStopped as exc:
         raise OutputError(_stopped(exc, shown, len(text), timeout_s, memory_mb)) from None
-    return result.text, result.cut
+    answer = result.text + (JQ_CUT_NOTE.format(results=MAX_JQ_RESULTS) if result.cut else "")
+    if max_chars is not None and len(answer) > max_chars:
+        info = describe_output(result.text)
+        shape = f"JSON, {info.shape}" if info.kind == "json" else "JSON"
+        raise OutputError(
+            JQ_OVER_LIMIT_ERROR.format(
+                expression=shown, chars=len(answer), shape=shape, limit=max_chars
+            )
+        )
+    return answer, result.cut
 
 
 def _stopped(exc: JqStopped, expression: str, chars: int, timeout_s: float, mb: int) -> str:

@@ -85,6 +85,14 @@ DOWN_ERROR = (
     "Error: database source {source!r} cannot be reached ({error}). Try another source "
     "({known}), or tell the user the database is unavailable."
 )
+BUSY_ERROR = (
+    "Error: database source {source!r} could not run the query now ({error}): it is busy or "
+    "short of resources, not a fault of the SQL. Call execute_sql again in a moment (asking "
+    "for less helps: a WHERE, a LIMIT); if it keeps failing, tell the user the database is busy."
+)
+NO_PARAMETERS_HINT = (
+    " (execute_sql takes no parameters: write each value into the statement itself)"
+)
 TIMEOUT_ERROR = (
     "Error: the query ran longer than {timeout:g} s and was stopped (DatabaseToolbox "
     "timeout_s). Make it cheaper: filter with WHERE, aggregate, or add a LIMIT."
@@ -435,8 +443,10 @@ class DatabaseToolbox:
 
         Raises:
             SqlError: an unknown source, a statement that does not only read (``refused``),
-                the timeout, a source that is down, or the database's own error; the
-                message says which, for the model.
+                the timeout, a source that is down, one that is busy (a lock, too many
+                connections: call again), or the database's own error on the SQL; told
+                apart by SQLSTATE (PostgreSQL) or error code (SQLite), not by the driver's
+                exception class; the message says which, for the model.
         """
         src = self._sources.get(source) if isinstance(source, str) else None
         if src is None:
@@ -471,7 +481,7 @@ class DatabaseToolbox:
                 try:
                     conn.execute("EXPLAIN " + sql)
                 except sqlite3.Error as exc:
-                    raise self._sqlite_error(exc) from None
+                    raise self._sqlite_error(src, exc) from None
                 raise SqlError(UNCHECKABLE_ERROR.format(reason=check.reason), refused=True)
             try:
                 cursor = conn.execute(sql)
@@ -488,15 +498,23 @@ class DatabaseToolbox:
                     except sqlite3.OperationalError:  # out of time while counting
                         total = None
             except sqlite3.Error as exc:
-                raise self._sqlite_error(exc) from None
+                raise self._sqlite_error(src, exc) from None
             return QueryResult(src.name, answer.columns, answer.rows, total, self.max_rows)
         finally:
             conn.close()
 
-    def _sqlite_error(self, exc: sqlite3.Error) -> SqlError:
+    def _busy(self, src: _Source, exc: BaseException) -> SqlError:
+        return SqlError(BUSY_ERROR.format(source=src.name, error=_short_error(exc)))
+
+    def _sqlite_error(self, src: _Source, exc: sqlite3.Error) -> SqlError:
         message = str(exc)
         if message == "interrupted":
             return self._timeout()
+        fault = _sqlite_fault(exc)
+        if fault == "busy":  # a writer holds the lock past timeout_s: the SQL is fine
+            return self._busy(src, exc)
+        if fault == "down":  # the file went away, is damaged, or is no database
+            return self._down(src, exc)
         if "not authorized" in message or "readonly" in message or "read-only" in message:
             shown = clip(message, MESSAGE_CHARS)
             return SqlError(SECOND_WALL_ERROR.format(message=shown), refused=True)
@@ -571,17 +589,29 @@ class DatabaseToolbox:
         except (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege) as exc:
             message = clip(_pg_message(exc), MESSAGE_CHARS)
             raise SqlError(SECOND_WALL_ERROR.format(message=message), refused=True) from None
-        except psycopg.OperationalError as exc:
-            raise self._down(src, exc) from None
         except psycopg.Error as exc:
-            message = clip(_pg_message(exc), MESSAGE_CHARS)
-            raise SqlError(DATABASE_ERROR.format(dialect="PostgreSQL", message=message)) from None
+            raise self._postgres_error(src, exc, raw.driver_connection) from None
         finally:
             try:
                 raw.driver_connection.rollback()
             except Exception:  # noqa: BLE001 - a broken connection: the pool drops it
                 raw.invalidate()
             raw.close()
+
+    def _postgres_error(self, src: _Source, exc: Any, conn: Any) -> SqlError:
+        """The model's message for a psycopg error: what happened, by its SQLSTATE and the
+        connection (not by its class: psycopg's ``OperationalError`` holds the model's own
+        ``$1`` and too many columns as well as a lost connection)."""
+        broken = bool(getattr(conn, "broken", False) or getattr(conn, "closed", False))
+        fault = _pg_fault(exc, broken=broken)
+        if fault == "down":
+            return self._down(src, exc)
+        if fault == "busy":
+            return self._busy(src, exc)
+        message = clip(_pg_message(exc), MESSAGE_CHARS)
+        if getattr(exc, "sqlstate", None) == "08P01" and "parameter" in message:
+            message += NO_PARAMETERS_HINT
+        return SqlError(DATABASE_ERROR.format(dialect="PostgreSQL", message=message))
 
     @staticmethod
     def _postgres_count_rest(conn: Any, cursor_name: str, deadline: float) -> int | None:
@@ -612,9 +642,13 @@ class DatabaseToolbox:
     def _postgres_parse(conn: Any, sql: str, check: ReadOnlyCheck) -> None:
         """Parse ``sql`` on the server without running it (the protocol's Parse step):
         the server's syntax error, else a refusal (the check could not read it)."""
+        import psycopg
         from psycopg import pq
 
         result = conn.pgconn.prepare(b"", sql.encode(conn.info.encoding or "utf-8"))
+        if conn.pgconn.status != pq.ConnStatus.OK:  # the connection was lost: not the SQL's fault
+            message = (conn.pgconn.error_message or b"").decode("utf-8", "replace").strip()
+            raise psycopg.OperationalError(message or "the connection was lost")
         if result.status == pq.ExecStatus.FATAL_ERROR:
             message = (result.error_message or b"").decode("utf-8", "replace").strip()
             message = clip(message.removeprefix("ERROR:").strip(), MESSAGE_CHARS)
@@ -727,6 +761,60 @@ def _unsendable(sql: str) -> str | None:
     if "\x00" in sql:
         return UNSENDABLE_ERROR.format(what="a NUL character", position=sql.index("\x00"))
     return None
+
+
+PG_DOWN_STATES = ("08000", "08001", "08003", "08004", "08006", "57P01", "57P02", "57P04", "58030")
+"""SQLSTATEs of a source that cannot serve: the connection failed or was lost (class 08 but
+``08P01``, a protocol violation a statement causes, e.g. ``$1`` without parameters), the
+server shut down or crashed, the database was dropped, an I/O error."""
+PG_BUSY_STATES = ("55P03", "55006", "57P03", "40001", "40P01")
+"""SQLSTATEs of a source that is busy (with class 53, insufficient resources): a lock not
+available, an object in use, the server starting up, a serialization failure, a deadlock."""
+
+
+def _pg_fault(exc: Any, *, broken: bool) -> str:
+    """``"down"``, ``"busy"`` or ``"sql"``: what a psycopg error says happened.
+
+    ``broken``: the connection is broken or closed. An ``OperationalError`` without a
+    SQLSTATE is psycopg's own (the server went away mid-query).
+    """
+    import psycopg
+
+    state = getattr(exc, "sqlstate", None) or ""
+    if state in PG_DOWN_STATES or (broken and state != "08P01"):
+        return "down"
+    if not state and isinstance(exc, psycopg.OperationalError):
+        return "down"
+    if state.startswith("53") or state in PG_BUSY_STATES:
+        return "busy"
+    return "sql"
+
+
+SQLITE_BUSY_CODES = ("SQLITE_BUSY", "SQLITE_LOCKED")
+SQLITE_DOWN_CODES = ("SQLITE_CANTOPEN", "SQLITE_IOERR", "SQLITE_CORRUPT", "SQLITE_NOTADB")
+SQLITE_BUSY_MESSAGES = (
+    "database is locked",
+    "database table is locked",
+    "database schema is locked",
+)
+SQLITE_DOWN_MESSAGES = (
+    "unable to open database file",
+    "disk I/O error",
+    "database disk image is malformed",
+    "file is not a database",
+)
+
+
+def _sqlite_fault(exc: sqlite3.Error) -> str:
+    """``"down"``, ``"busy"`` or ``"sql"``: what a SQLite error says happened (by its error
+    code on Python 3.11+, else its message)."""
+    code = str(getattr(exc, "sqlite_errorname", "") or "")
+    message = str(exc)
+    if code.startswith(SQLITE_BUSY_CODES) or message.startswith(SQLITE_BUSY_MESSAGES):
+        return "busy"
+    if code.startswith(SQLITE_DOWN_CODES) or message.startswith(SQLITE_DOWN_MESSAGES):
+        return "down"
+    return "sql"
 
 
 def _pg_message(exc: Any) -> str:

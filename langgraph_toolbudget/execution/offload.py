@@ -7,7 +7,9 @@ stored whole, and its ``ToolMessage`` gets a stub instead: a handle, the size,
 the kind (text or JSON, with its top-level keys or length), a preview and how
 to read more with the output tools
 (:mod:`langgraph_toolbudget.execution.output_tools`). The same facts go in the
-message's ``artifact`` as ``{"offloaded": {"handle", "chars", "kind"}}``.
+message's ``artifact`` as ``{"offloaded": {"handle", "chars", "kind"}}``. Only text
+counts: image, audio, video and file blocks go to the model as they are (as under
+LangGraph's ``ToolNode``), kept after the stub when the text beside them is offloaded.
 
 Where the outputs are kept, and who may read them back, is
 :mod:`langgraph_toolbudget.execution.output_store`.
@@ -32,7 +34,9 @@ from langgraph_toolbudget.core.large_output import (
     OutputInfo,
     describe_output,
     estimate_tokens,
+    media_blocks,
     output_text,
+    read_limit,
 )
 from langgraph_toolbudget.core.limits import cut_deep
 from langgraph_toolbudget.execution.output_store import OffloadStore
@@ -126,7 +130,7 @@ class Offloader:
         how = "; ".join(
             HOW_TO_READ[r].format(
                 handle=handle,
-                limit=min(self.limit, 4000),
+                limit=min(read_limit(self.limit), 4000),  # what one read returns
                 examples=f" (e.g. {examples})" if examples else "",
             )
             for r in self.readers
@@ -164,7 +168,12 @@ class Offloader:
             dropped = DEEP_DROPPED_NOTE.format(reason=reason)
         else:
             dropped = DROPPED_NOTE.format(chars=size) if size > self.limit else ""
+        content: str | list[Any]
         content, facts = self.stub(info, handle, dropped=dropped)
+        media = media_blocks(message.content)
+        if media:  # images and files go to the model as blocks; only the text was offloaded
+            content = [{"type": "text", "text": content}, *media]
+            facts["media_blocks"] = len(media)
         artifact: dict[str, Any] = {"offloaded": facts}
         if message.artifact is not None:
             if not dropped:

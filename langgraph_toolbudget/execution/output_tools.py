@@ -5,11 +5,14 @@ Its one reason to change: how the executor answers the output tools.
 ``read_large_output(handle, start, length)`` reads a character range,
 ``search_large_output(handle, pattern, context_lines)`` finds lines by regex
 (RE2, linear time, bounded matches), ``query_large_output(handle,
-jq_expression)`` runs jq over a JSON output (its result, if large, is offloaded
-in turn). They are built-in tools (see :mod:`langgraph_toolbudget.execution.builtins`):
-the executor answers them, they never count against the budget or the
-meta-call limit, and they are on while offloading is (``enabled_builtins``
-can turn each off). Every bad request is an error tool message: an unknown or
+jq_expression)`` runs jq over a JSON output. Each answer fits the offload limit and is
+never offloaded itself (a stub for a read would only be read again): a read is cut to
+:func:`~langgraph_toolbudget.core.large_output.read_limit` characters, its header saying
+where the next one starts; a search shows the matches that fit; a jq result over the
+limit is an error asking for a part of it. They are built-in tools (see
+:mod:`langgraph_toolbudget.execution.builtins`): the executor answers them, they never
+count against the budget or the meta-call limit, and they are on while offloading is
+(``enabled_builtins`` can turn each off). Every bad request is an error tool message: an unknown or
 evicted handle, a handle of another thread, run or app (only the caller's own
 handles are named), a bad range, a bad or too long regex, bad jq, jq stopped by
 its time or memory limit.
@@ -21,7 +24,6 @@ Key Components:
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 from langchain_core.messages import ToolCall
@@ -32,11 +34,11 @@ from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.large_output import (
     JQ_MISSING_ERROR,
     OutputError,
-    OutputInfo,
-    describe_output,
     jq_available,
     query_json,
+    read_limit,
     read_range,
+    search_answer,
     search_output,
 )
 from langgraph_toolbudget.core.limits import safe_repr
@@ -46,7 +48,7 @@ from langgraph_toolbudget.execution.builtin_family import (
     BuiltinResult,
     BuiltinTools,
 )
-from langgraph_toolbudget.execution.offload import Offloader, offload_limit
+from langgraph_toolbudget.execution.offload import offload_limit
 from langgraph_toolbudget.execution.output_store import OffloadStore
 
 __all__ = ["OUTPUT_TOOL_NAMES", "UNKNOWN_HANDLE_ERROR", "OutputTools"]
@@ -60,7 +62,8 @@ UNKNOWN_HANDLE_ERROR = (
     "another conversation cannot be read, and old outputs are evicted when the "
     "conversation stores too many. Call the tool again if you need its output."
 )
-READ_HEADER = "[{handle}: characters {start:,}-{end:,} of {chars:,}{rest}]\n"
+READ_HEADER = "[{handle}: characters {start:,}-{end:,} of {chars:,}{rest}{cut}]\n"
+READ_CUT_NOTE = " (one read returns at most {max:,} characters)"
 
 
 class _ReadArgs(BaseModel):
@@ -68,7 +71,9 @@ class _ReadArgs(BaseModel):
         description="The handle of the offloaded output, e.g. 'out_1a2b3c4d5e6f7a8b9c0d1e2f'."
     )
     start: int = Field(0, description="The first character to read (0-based).")
-    length: int = Field(4000, description="How many characters to read.")
+    length: int = Field(
+        4000, description="How many characters to read (the tool's description gives the most)."
+    )
 
 
 class _SearchArgs(BaseModel):
@@ -102,13 +107,12 @@ class OutputTools(BuiltinTools):
             raise ValueError("OutputTools needs offloading on (offload_over_chars)")
         self.config = config
         self.limit = limit
+        self.read_max = read_limit(limit)
         self.jq = jq_available()
         gate = config.builtin_filter
         if not self.jq and QUERY in (gate.allow or ()):  # named, not matched by a pattern
             raise ImportError(JQ_MISSING_ERROR)
         self.app = app
-        readers = [n for n in self.names if gate.allows(n, default=True)]
-        self.offloader = Offloader(config, readers, app=app)
 
     @property
     def names(self) -> list[str]:
@@ -120,18 +124,21 @@ class OutputTools(BuiltinTools):
             (
                 READ,
                 "Read part of a large tool output that was offloaded (replaced by a handle). "
-                f"Returns up to {self.limit:,} characters from 'start'.",
+                f"Returns up to {self.read_max:,} characters from 'start', and where the next "
+                "read starts.",
                 _ReadArgs,
             ),
             (
                 SEARCH,
                 "Search a large offloaded tool output by regex; returns the matching lines "
-                "with their line numbers, character offsets and context.",
+                "with their line numbers, character offsets and context (as many as fit in "
+                f"{self.limit:,} characters).",
                 _SearchArgs,
             ),
             (
                 QUERY,
-                "Run a jq expression over a large offloaded JSON output and return the result.",
+                "Run a jq expression over a large offloaded JSON output and return the result "
+                f"(at most {self.limit:,} characters: ask for a part of a large one).",
                 _QueryArgs,
             ),
         ]
@@ -147,36 +154,41 @@ class OutputTools(BuiltinTools):
         return BuiltinResult(UNKNOWN_HANDLE_ERROR.format(handle=shown, known=hint), error=True)
 
     def _answer(self, name: str, args: dict[str, Any], stored: dict[str, Any]) -> BuiltinResult:
-        """The answer from the stored output; ``query`` results still need :meth:`_bound`."""
+        """The answer from the stored output, at most the offload limit long (as far as a
+        read's :data:`~langgraph_toolbudget.core.large_output.MIN_READ_CHARS` allows)."""
         text, handle = str(stored.get("text", "")), str(args.get("handle"))
         try:
             if name == READ:
-                start, length = args.get("start", 0), args.get("length", 4000)
-                chunk, end = read_range(text, handle, start, length, self.limit)
-                rest = f"; next: start={end}" if end < len(text) else "; end of output"
-                header = READ_HEADER.format(
-                    handle=handle, start=start, end=end, chars=len(text), rest=rest
-                )
-                return BuiltinResult(header + chunk)
+                return BuiltinResult(self._read(text, handle, args))
             if name == SEARCH:
-                found = search_output(text, args.get("pattern"), args.get("context_lines", 2))
-                return BuiltinResult(json.dumps(found, ensure_ascii=False, indent=1))
-            result, cut = query_json(
+                found = search_output(
+                    text, args.get("pattern"), args.get("context_lines", 2), max_chars=self.limit
+                )
+                return BuiltinResult(search_answer(found))
+            answer, _ = query_json(
                 text,
                 handle,
                 args.get("jq_expression"),
                 kind=stored.get("kind"),
                 timeout_s=self.config.jq_timeout_s,
                 memory_mb=self.config.jq_memory_mb,
+                max_chars=self.limit,
             )
-            note = "\n[stopped after the first 1000 results]" if cut else ""
-            return BuiltinResult(result + note)
+            return BuiltinResult(answer)
         except OutputError as exc:
             return BuiltinResult(str(exc), error=True)
 
-    def _small(self, result: BuiltinResult) -> bool:
-        content = result.content
-        return result.error or not isinstance(content, str) or len(content) <= self.limit
+    def _read(self, text: str, handle: str, args: dict[str, Any]) -> str:
+        """A read's answer: its header (the range, where the next read starts) and the
+        characters, together within the limit."""
+        start, length = args.get("start", 0), args.get("length", 4000)
+        chunk, end = read_range(text, handle, start, length, self.read_max)
+        rest = f"; next: start={end}" if end < len(text) else "; end of output"
+        cut = READ_CUT_NOTE.format(max=self.read_max) if length > self.read_max else ""
+        header = READ_HEADER.format(
+            handle=handle, start=start, end=end, chars=len(text), rest=rest, cut=cut
+        )
+        return header + chunk
 
     def handle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
         args = call.get("args") or {}
@@ -184,12 +196,7 @@ class OutputTools(BuiltinTools):
         stored = store.get(args.get("handle"))
         if stored is None:
             return self._missing(args.get("handle"), store.handles())
-        result = self._answer(call["name"], args, stored)
-        if self._small(result):
-            return result
-        text = str(result.content)
-        info = describe_output(text)
-        return self._offloaded(info, store.put(text, info.kind, call["name"]))
+        return self._answer(call["name"], args, stored)
 
     async def ahandle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
         args = call.get("args") or {}
@@ -198,14 +205,4 @@ class OutputTools(BuiltinTools):
         if stored is None:
             return self._missing(args.get("handle"), await store.ahandles())
         # regex over a large output is CPU work, and jq waits for its worker: off the loop.
-        result = await asyncio.to_thread(self._answer, call["name"], args, stored)
-        if self._small(result):
-            return result
-        text = str(result.content)
-        info = describe_output(text)
-        return self._offloaded(info, await store.aput(text, info.kind, call["name"]))
-
-    def _offloaded(self, info: OutputInfo, handle: str) -> BuiltinResult:
-        """A large answer (a jq result), itself offloaded: its stub."""
-        content, facts = self.offloader.stub(info, handle)
-        return BuiltinResult(content, artifact={"offloaded": facts})
+        return await asyncio.to_thread(self._answer, call["name"], args, stored)
