@@ -8,7 +8,9 @@ program runs in a real sandbox (:mod:`langgraph_toolbudget.execution.sandbox`); 
 
 - every visible tool is a function of the same name taking its arguments as keywords
   (positional ones in the order of the signature the model reads: required ones first),
-  returning the tool's result as Python data (parsed JSON where the tool returns JSON);
+  returning the tool's result as Python data (parsed JSON where the tool returns JSON;
+  what JSON cannot write is converted by :func:`as_program_data`, from the value the
+  tool returned, not from the text of its message);
   ``call_tool("name", **args)`` reaches a tool whose name is not a Python identifier;
 - every call goes through the executor's own check, coercion, hooks and timeout: a hidden,
   excluded, filtered, disabled or unknown tool raises ``PermissionError`` with the
@@ -35,12 +37,16 @@ Key Components:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import datetime
 import inspect
 import json
 import keyword
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
+from enum import Enum
 from typing import Any
 
 from langchain_core.messages import ToolCall, ToolMessage
@@ -48,10 +54,13 @@ from langchain_core.tools import BaseTool, Tool
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 from pydantic import BaseModel, Field
+from pydantic import v1 as pydantic_v1
+from pydantic_core import to_jsonable_python
 
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.coercion import FieldKeys, coerce_args, tool_json_schema
+from langgraph_toolbudget.core.limits import MAX_OUTPUT_DEPTH
 from langgraph_toolbudget.core.meta import definition_only
 from langgraph_toolbudget.execution.builtin_family import (
     BuiltinContext,
@@ -60,6 +69,7 @@ from langgraph_toolbudget.execution.builtin_family import (
     ToolAccess,
     merge_update,
 )
+from langgraph_toolbudget.execution.returned import keep_returned
 from langgraph_toolbudget.execution.sandbox import (
     ProgramRun,
     SandboxLimits,
@@ -68,7 +78,14 @@ from langgraph_toolbudget.execution.sandbox import (
 )
 from langgraph_toolbudget.formats.codemode import call_signature, parameter_order
 
-__all__ = ["CALL_TOOL", "PYTHON_EXECUTION", "CodeMode", "as_python_data", "codemode_enabled"]
+__all__ = [
+    "CALL_TOOL",
+    "PYTHON_EXECUTION",
+    "CodeMode",
+    "as_program_data",
+    "as_python_data",
+    "codemode_enabled",
+]
 
 PYTHON_EXECUTION = "python_execution"
 """The CodeMode built-in's name."""
@@ -79,6 +96,9 @@ MAX_CODE_CHARS = 100_000
 """A longer program is refused (a model that writes this much is not orchestrating)."""
 MAX_CAPTURED_CHARS = 1_000_000
 """Printed characters kept while offloading is on (the rest counted, not kept)."""
+HELD_AS_THEY_ARE = (datetime.date, datetime.time, datetime.timedelta, Decimal)
+"""What JSON cannot write but the sandbox holds: dates, datetimes, times, durations, Decimals."""
+_NOTHING = object()
 
 LIMITS = (
     "Limits per program: {timeout:g} s, {memory} MB, {calls} tool calls, {output:,} characters "
@@ -164,6 +184,88 @@ def as_python_data(content: Any) -> Any:
             return _json_or_text("\n".join(str(t) for t in texts))
         return [part if isinstance(part, str) else dict(part) for part in content]
     return content
+
+
+def as_program_data(value: Any) -> Any:
+    """A tool's return value that JSON cannot write, as a program gets it.
+
+    JSON data as ``json.loads(json.dumps(value))`` would give it (dicts with text keys, lists
+    for tuples); a ``datetime``, ``date``, ``time``, ``timedelta`` or ``Decimal`` as it is (the
+    sandbox holds them: ``event["when"].year``, ``order["total"] * 2``); a pydantic model
+    (``model_dump()``) or a dataclass as the dict of its fields, an enum member as its value,
+    a set as a list, and anything else as pydantic's ``to_jsonable_python`` writes it (a
+    ``UUID`` or a path as text), else its ``str()``; nested values alike.
+
+    Raises:
+        RecursionError: the value is nested deeper than ``MAX_OUTPUT_DEPTH`` (or contains
+            itself); the caller gives the program the message's text instead.
+    """
+    return _program_data(value, 0)
+
+
+def _program_data(value: Any, depth: int) -> Any:
+    if depth > MAX_OUTPUT_DEPTH:
+        raise RecursionError(f"nested deeper than {MAX_OUTPUT_DEPTH} levels")
+    if value is None or type(value) in (str, int, float, bool):
+        return value
+    if isinstance(value, HELD_AS_THEY_ARE):
+        return value
+    if isinstance(value, Enum):
+        return _program_data(value.value, depth + 1)
+    if isinstance(value, bool):  # subclasses of the JSON types, as JSON writes them
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, BaseModel):
+        value = value.model_dump()
+    elif isinstance(value, pydantic_v1.BaseModel):
+        value = value.dict()
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {_program_key(k): _program_data(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_program_data(v, depth + 1) for v in value]
+    try:
+        return to_jsonable_python(value, fallback=str)
+    except (TypeError, ValueError):  # pydantic could not write it either
+        return str(value)
+
+
+def _program_key(key: Any) -> str:
+    """A dict key as JSON writes it (``1`` -> ``"1"``, ``True`` -> ``"true"``)."""
+    if isinstance(key, Enum):
+        key = key.value
+    if isinstance(key, str):
+        return str.__str__(key)
+    if key is None or isinstance(key, bool | int | float):
+        return json.dumps(key)
+    if isinstance(key, datetime.date | datetime.time):
+        return key.isoformat()
+    return str(key)
+
+
+def _result_data(content: Any, returned: Any) -> Any:
+    """What a program's tool call returns: the message's content as Python data, or where it
+    is the text langchain wrote for a value JSON cannot write (its ``str()``, which no hook
+    changed), that value (:func:`as_program_data`)."""
+    data = as_python_data(content)
+    if (
+        not isinstance(data, str)
+        or returned is _NOTHING
+        or isinstance(returned, str | ToolMessage | Command)
+    ):
+        return data
+    try:
+        if content != str(returned):
+            return data
+        return as_program_data(returned)
+    except Exception:  # noqa: BLE001 - the value's own str() or dump failed: its text stands
+        return data
 
 
 def _json_or_text(text: str) -> Any:
@@ -254,13 +356,16 @@ class _Program:
         )
         if answered:
             return self._builtin(call)
-        message, update = _tool_message(self.run(call), str(call["id"]))
+        call_id = str(call["id"])
+        with keep_returned() as kept:  # the tool's own value, for what JSON cannot write
+            output = self.run(call)
+        message, update = _tool_message(output, call_id)
         merge_update(self.update, update)
         if message is None:
             return None
         if message.status == "error":
             raise RuntimeError(_render(as_python_data(message.content)))
-        return as_python_data(message.content)
+        return _result_data(message.content, kept.get(call_id, _NOTHING))
 
     def _builtin(self, call: ToolCall) -> Any:
         assert self.access.answer is not None
