@@ -137,6 +137,16 @@ MEMORY_ERROR = (
     "(codemode_max_memory_mb).\n{error}\nWork on less data at once (slice, filter or "
     "aggregate as you go)."
 )
+LARGE_RESULT_NOTE = (
+    "\nThe largest tool result it took in was {tool}()'s, {chars:,} characters: a result takes "
+    "room in the program too (a list of records about {factor} times its JSON text). Ask the "
+    "tool for less (a filter, a limit or a page), or raise codemode_max_memory_mb."
+)
+RESULT_MEMORY_FACTOR = 20
+"""About how many bytes of the sandbox's memory a character of a tool's JSON result takes, for
+a list of records (pydantic-monty 1.4: 50,000 five-key records, 5 MB of JSON, need ~105 MB; a
+plain string ~1.3 bytes a character). A result taking a tenth of the limit by this count is
+named in the memory-limit error."""
 CRASHED_ERROR = "Error: the sandbox stopped before the program ended ({error}). Run it again."
 CALL_LIMIT_ERROR = (
     "tool-call limit reached: a program may make {limit} tool calls (codemode_max_tool_calls) "
@@ -328,6 +338,8 @@ class _Program:
     calls: int = 0
     update: dict[str, Any] = field(default_factory=dict)
     discovered: list[str] = field(default_factory=list)
+    largest: tuple[str, int] = ("", 0)
+    """The tool whose result was the largest the program took in, and its length in text."""
 
     def functions(self, visible: list[str]) -> list[str]:
         """The names the program may call as functions."""
@@ -365,7 +377,13 @@ class _Program:
             return None
         if message.status == "error":
             raise RuntimeError(_render(as_python_data(message.content)))
+        self._count(name, message.content)
         return _result_data(message.content, kept.get(call_id, _NOTHING))
+
+    def _count(self, name: str, content: Any) -> None:
+        chars = len(content) if isinstance(content, str) else len(str(content))
+        if chars > self.largest[1]:
+            self.largest = (name, chars)
 
     def _builtin(self, call: ToolCall) -> Any:
         assert self.access.answer is not None
@@ -374,6 +392,7 @@ class _Program:
         self.discovered.extend(result.discovered)
         if result.error:
             raise RuntimeError(_render(as_python_data(result.content)))
+        self._count(call["name"], result.content)
         return as_python_data(result.content)
 
     def _arguments(
@@ -542,7 +561,7 @@ class CodeMode(BuiltinTools):
         if outcome.error is not None:
             facts["stopped"] = outcome.error_kind
             return BuiltinResult(
-                self._error(outcome),
+                self._error(outcome, program),
                 error=True,
                 artifact={"codemode": facts},
                 update=program.update,
@@ -568,12 +587,17 @@ class CodeMode(BuiltinTools):
             text = text[:limit]
         return text + OUTPUT_CUT.format(dropped=dropped) if dropped else text
 
-    def _error(self, outcome: ProgramRun) -> str:
+    def _error(self, outcome: ProgramRun, program: _Program) -> str:
         config, error = self.config, str(outcome.error)
         if outcome.error_kind == "timeout":
             text = TIMEOUT_ERROR.format(timeout=config.codemode_timeout_s, error=error)
         elif outcome.error_kind == "memory":
             text = MEMORY_ERROR.format(memory=config.codemode_max_memory_mb, error=error)
+            tool, chars = program.largest
+            if chars * RESULT_MEMORY_FACTOR * 10 >= self.limits.max_memory_bytes:
+                text += LARGE_RESULT_NOTE.format(
+                    tool=tool, chars=chars, factor=RESULT_MEMORY_FACTOR
+                )
         elif outcome.error_kind == "syntax":
             text = SYNTAX_ERROR.format(error=error)
         elif outcome.error_kind == "crashed":
