@@ -22,6 +22,7 @@ from langchain_core.tools import StructuredTool, tool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from pydantic import BaseModel
+from pydantic import v1 as pydantic_v1
 
 from langgraph_toolbudget import (
     BudgetConfig,
@@ -216,8 +217,12 @@ def test_as_program_data_writes_what_the_sandbox_cannot_hold_as_json_would():
     class Sub(int):
         pass
 
-    data = as_program_data({1: Sub(3), None: frozenset(), Status.OPEN: [WHEN.date()], WHEN: 0.5})
-    assert data == {"1": 3, "null": [], "open": [WHEN.date()], WHEN.isoformat(): 0.5}
+    class Old(pydantic_v1.BaseModel):
+        due: datetime.date
+
+    value = {1: Sub(3), None: frozenset(), Status.OPEN: [WHEN.date()], WHEN: Old(due=WHEN)}
+    data = as_program_data(value)
+    assert data == {"1": 3, "null": [], "open": [WHEN.date()], WHEN.isoformat(): {"due": WHEN.date()}}
     assert type(data["1"]) is int
     loop: list[Any] = []
     loop.append(loop)

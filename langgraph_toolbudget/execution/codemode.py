@@ -54,7 +54,6 @@ from langchain_core.tools import BaseTool, Tool
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 from pydantic import BaseModel, Field
-from pydantic import v1 as pydantic_v1
 from pydantic_core import to_jsonable_python
 
 from langgraph_toolbudget.config import BudgetConfig
@@ -232,7 +231,7 @@ def _program_data(value: Any, depth: int) -> Any:
         return str.__str__(value)
     if isinstance(value, BaseModel):
         value = value.model_dump()
-    elif isinstance(value, pydantic_v1.BaseModel):
+    elif _is_v1_model(value):
         value = value.dict()
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
@@ -244,6 +243,14 @@ def _program_data(value: Any, depth: int) -> Any:
         return to_jsonable_python(value, fallback=str)
     except (TypeError, ValueError):  # pydantic could not write it either
         return str(value)
+
+
+def _is_v1_model(value: Any) -> bool:
+    """A ``pydantic.v1`` model (read from its classes: the package does not import v1)."""
+    return any(
+        c.__name__ == "BaseModel" and c.__module__.startswith("pydantic.v1")
+        for c in type(value).__mro__
+    )
 
 
 def _program_key(key: Any) -> str:
