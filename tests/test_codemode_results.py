@@ -222,7 +222,12 @@ def test_as_program_data_writes_what_the_sandbox_cannot_hold_as_json_would():
 
     value = {1: Sub(3), None: frozenset(), Status.OPEN: [WHEN.date()], WHEN: Old(due=WHEN)}
     data = as_program_data(value)
-    assert data == {"1": 3, "null": [], "open": [WHEN.date()], WHEN.isoformat(): {"due": WHEN.date()}}
+    assert data == {
+        "1": 3,
+        "null": [],
+        "open": [WHEN.date()],
+        WHEN.isoformat(): {"due": WHEN.date()},
+    }
     assert type(data["1"]) is int
     loop: list[Any] = []
     loop.append(loop)
