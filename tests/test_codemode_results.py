@@ -92,6 +92,12 @@ def get_invoice(invoice_id: int) -> Invoice:
 
 
 @tool
+def get_total(order_id: int) -> Decimal:
+    """An order's total."""
+    return Decimal("19.90")
+
+
+@tool
 def get_slot(day: str) -> Slot:
     """The free slot of a day."""
     return Slot(datetime.time(9, 30), datetime.timedelta(minutes=45))
@@ -108,7 +114,7 @@ def _slow_event(event_id: int) -> dict:
 
 
 slow_event = StructuredTool.from_function(_slow_event, name="slow_event", description="An event.")
-TOOLS = [get_event, get_order, get_invoice, get_slot, get_row, slow_event]
+TOOLS = [get_event, get_order, get_invoice, get_total, get_slot, get_row, slow_event]
 PROGRAM = """
 e = get_event(event_id=7)
 o = get_order(order_id=8)
@@ -120,7 +126,7 @@ print(e['id'], e['when'].year, e['when'].isoformat(), e['tags'])
 print(o['id'], o['total'] * 2, o['items'], o['7'])
 print(i['id'], i['due'].month, i['lines'][0]['price'] + 1, i['ref'], i['status'])
 print(s['start'].hour, s['length'].total_seconds())
-print(r['id'], r['at'].day, w['id'], w['when'] == e['when'])
+print(r['id'], r['at'].day, w['id'], w['when'] == e['when'], get_total(order_id=1) * 2)
 type(e).__name__, type(i).__name__, type(s).__name__
 """
 EXPECTED = (
@@ -128,7 +134,7 @@ EXPECTED = (
     "8 39.80 [1, 2] seven\n"
     "9 2 5.50 00000000-0000-0000-0000-000000000009 open\n"
     "9 2700.0\n"
-    "10 2 11 True\n"
+    "10 2 11 True 39.80\n"
     '["dict", "dict", "dict"]'
 )
 

@@ -271,12 +271,10 @@ def _result_data(content: Any, returned: Any) -> Any:
     is the text langchain wrote for a value JSON cannot write (its ``str()``, which no hook
     changed), that value (:func:`as_program_data`)."""
     data = as_python_data(content)
-    if (
-        not isinstance(data, str)
-        or returned is _NOTHING
-        or isinstance(returned, str | ToolMessage | Command)
-    ):
+    if returned is _NOTHING or isinstance(returned, str | ToolMessage | Command):
         return data
+    if not isinstance(data, str) and not isinstance(returned, HELD_AS_THEY_ARE):
+        return data  # JSON, parsed (a Decimal alone is text JSON reads as a number)
     try:
         if content != str(returned):
             return data
