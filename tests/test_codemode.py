@@ -630,6 +630,59 @@ async def test_a_memory_bomb_is_stopped_at_the_memory_limit():
     assert "more than its memory limit of 20 MB (codemode_max_memory_mb)" in answer.content
 
 
+def _records(n: int) -> str:
+    return json.dumps(
+        [
+            {"id": i, "customer": f"customer {i}", "total": i * 1.5, "city": "Paris"}
+            for i in range(n)
+        ]
+    )
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_tool_result_too_large_for_the_memory_limit_names_the_limit_and_the_tool(api):
+    @tool
+    def list_orders() -> str:
+        """All orders, as JSON records."""
+        return _records(25_000)  # 2.2 MB of JSON: ~50 MB in the sandbox, its worker killed
+
+    model = ScriptedChatModel(
+        responses=[program("orders = list_orders()\nprint(len(orders))"), AIMessage("done")],
+        cycle=False,
+    )
+    options = {**OPTIONS, "pinned": ["list_orders"], "codemode_max_memory_mb": 20}
+    graph = create_toolbudget_agent(model, ToolCatalog.from_tools([list_orders]), **options)
+    answer = next(
+        m
+        for m in (await run(graph.compile(), {"messages": [HumanMessage("go")]}, api))["messages"]
+        if isinstance(m, ToolMessage)
+    )
+    assert answer.status == "error"
+    assert answer.artifact["codemode"]["stopped"] == "memory"
+    assert answer.content.startswith(
+        "Error: the program was stopped: it needed more than its memory limit of 20 MB "
+        "(codemode_max_memory_mb).\nMemoryError: "
+    )
+    assert answer.content.endswith(
+        f"The largest tool result it took in was list_orders()'s, {len(_records(25_000)):,} "
+        "characters: a result takes room in the program too (a list of records about 20 times "
+        "its JSON text). Ask the tool for less (a filter, a limit or a page), or raise "
+        "codemode_max_memory_mb."
+    )
+    assert "fix the code" not in answer.content
+
+
+def test_both_ways_monty_reports_its_memory_limit_are_the_memory_limit():
+    limits = sandbox.SandboxLimits(timeout_s=10, max_memory_bytes=20 * 2**20, max_output_chars=99)
+    big = json.loads(_records(25_000))
+    taking_in = sandbox.run_program("x = f()", ["f"], lambda *_: big, limits)
+    growing = sandbox.run_program("x = [0] * 10**10", [], lambda *_: None, limits)
+    raising = sandbox.run_program("raise MemoryError('out of paper')", [], lambda *_: 0, limits)
+    assert "terminated" in str(taking_in.error) and "exceeded: " in str(growing.error)
+    assert [taking_in.error_kind, growing.error_kind] == ["memory", "memory"]
+    assert raising.error_kind == "error"
+
+
 async def test_the_tool_call_limit_raises_inside_the_program():
     code = (
         "n = 0\ntry:\n    for i in range(100):\n        get_forecast(city='Rome')\n        n += 1\n"

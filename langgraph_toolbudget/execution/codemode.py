@@ -8,7 +8,9 @@ program runs in a real sandbox (:mod:`langgraph_toolbudget.execution.sandbox`); 
 
 - every visible tool is a function of the same name taking its arguments as keywords
   (positional ones in the order of the signature the model reads: required ones first),
-  returning the tool's result as Python data (parsed JSON where the tool returns JSON);
+  returning the tool's result as Python data (parsed JSON where the tool returns JSON;
+  what JSON cannot write is converted by :func:`as_program_data`, from the value the
+  tool returned, not from the text of its message);
   ``call_tool("name", **args)`` reaches a tool whose name is not a Python identifier;
 - every call goes through the executor's own check, coercion, hooks and timeout: a hidden,
   excluded, filtered, disabled or unknown tool raises ``PermissionError`` with the
@@ -35,12 +37,16 @@ Key Components:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import datetime
 import inspect
 import json
 import keyword
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
+from enum import Enum
 from typing import Any
 
 from langchain_core.messages import ToolCall, ToolMessage
@@ -48,10 +54,12 @@ from langchain_core.tools import BaseTool, Tool
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 from pydantic import BaseModel, Field
+from pydantic_core import to_jsonable_python
 
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.coercion import FieldKeys, coerce_args, tool_json_schema
+from langgraph_toolbudget.core.limits import MAX_OUTPUT_DEPTH
 from langgraph_toolbudget.core.meta import definition_only
 from langgraph_toolbudget.execution.builtin_family import (
     BuiltinContext,
@@ -60,6 +68,7 @@ from langgraph_toolbudget.execution.builtin_family import (
     ToolAccess,
     merge_update,
 )
+from langgraph_toolbudget.execution.returned import keep_returned
 from langgraph_toolbudget.execution.sandbox import (
     ProgramRun,
     SandboxLimits,
@@ -68,7 +77,14 @@ from langgraph_toolbudget.execution.sandbox import (
 )
 from langgraph_toolbudget.formats.codemode import call_signature, parameter_order
 
-__all__ = ["CALL_TOOL", "PYTHON_EXECUTION", "CodeMode", "as_python_data", "codemode_enabled"]
+__all__ = [
+    "CALL_TOOL",
+    "PYTHON_EXECUTION",
+    "CodeMode",
+    "as_program_data",
+    "as_python_data",
+    "codemode_enabled",
+]
 
 PYTHON_EXECUTION = "python_execution"
 """The CodeMode built-in's name."""
@@ -79,6 +95,9 @@ MAX_CODE_CHARS = 100_000
 """A longer program is refused (a model that writes this much is not orchestrating)."""
 MAX_CAPTURED_CHARS = 1_000_000
 """Printed characters kept while offloading is on (the rest counted, not kept)."""
+HELD_AS_THEY_ARE = (datetime.date, datetime.time, datetime.timedelta, Decimal)
+"""What JSON cannot write but the sandbox holds: dates, datetimes, times, durations, Decimals."""
+_NOTHING = object()
 
 LIMITS = (
     "Limits per program: {timeout:g} s, {memory} MB, {calls} tool calls, {output:,} characters "
@@ -117,6 +136,16 @@ MEMORY_ERROR = (
     "(codemode_max_memory_mb).\n{error}\nWork on less data at once (slice, filter or "
     "aggregate as you go)."
 )
+LARGE_RESULT_NOTE = (
+    "\nThe largest tool result it took in was {tool}()'s, {chars:,} characters: a result takes "
+    "room in the program too (a list of records about {factor} times its JSON text). Ask the "
+    "tool for less (a filter, a limit or a page), or raise codemode_max_memory_mb."
+)
+RESULT_MEMORY_FACTOR = 20
+"""About how many bytes of the sandbox's memory a character of a tool's JSON result takes, for
+a list of records (pydantic-monty 1.4: 50,000 five-key records, 5 MB of JSON, need ~105 MB; a
+plain string ~1.3 bytes a character). A result taking a tenth of the limit by this count is
+named in the memory-limit error."""
 CRASHED_ERROR = "Error: the sandbox stopped before the program ended ({error}). Run it again."
 CALL_LIMIT_ERROR = (
     "tool-call limit reached: a program may make {limit} tool calls (codemode_max_tool_calls) "
@@ -164,6 +193,94 @@ def as_python_data(content: Any) -> Any:
             return _json_or_text("\n".join(str(t) for t in texts))
         return [part if isinstance(part, str) else dict(part) for part in content]
     return content
+
+
+def as_program_data(value: Any) -> Any:
+    """A tool's return value that JSON cannot write, as a program gets it.
+
+    JSON data as ``json.loads(json.dumps(value))`` would give it (dicts with text keys, lists
+    for tuples); a ``datetime``, ``date``, ``time``, ``timedelta`` or ``Decimal`` as it is (the
+    sandbox holds them: ``event["when"].year``, ``order["total"] * 2``); a pydantic model
+    (``model_dump()``) or a dataclass as the dict of its fields, an enum member as its value,
+    a set as a list, and anything else as pydantic's ``to_jsonable_python`` writes it (a
+    ``UUID`` or a path as text), else its ``str()``; nested values alike.
+
+    Raises:
+        RecursionError: the value is nested deeper than ``MAX_OUTPUT_DEPTH`` (or contains
+            itself); the caller gives the program the message's text instead.
+    """
+    return _program_data(value, 0)
+
+
+def _program_data(value: Any, depth: int) -> Any:
+    if depth > MAX_OUTPUT_DEPTH:
+        raise RecursionError(f"nested deeper than {MAX_OUTPUT_DEPTH} levels")
+    if value is None or type(value) in (str, int, float, bool):
+        return value
+    if isinstance(value, HELD_AS_THEY_ARE):
+        return value
+    if isinstance(value, Enum):
+        return _program_data(value.value, depth + 1)
+    if isinstance(value, bool):  # subclasses of the JSON types, as JSON writes them
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, BaseModel):
+        value = value.model_dump()
+    elif _is_v1_model(value):
+        value = value.dict()
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {_program_key(k): _program_data(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_program_data(v, depth + 1) for v in value]
+    try:
+        return to_jsonable_python(value, fallback=str)
+    except (TypeError, ValueError):  # pydantic could not write it either
+        return str(value)
+
+
+def _is_v1_model(value: Any) -> bool:
+    """A ``pydantic.v1`` model (read from its classes: the package does not import v1)."""
+    return any(
+        c.__name__ == "BaseModel" and c.__module__.startswith("pydantic.v1")
+        for c in type(value).__mro__
+    )
+
+
+def _program_key(key: Any) -> str:
+    """A dict key as JSON writes it (``1`` -> ``"1"``, ``True`` -> ``"true"``)."""
+    if isinstance(key, Enum):
+        key = key.value
+    if isinstance(key, str):
+        return str.__str__(key)
+    if key is None or isinstance(key, bool | int | float):
+        return json.dumps(key)
+    if isinstance(key, datetime.date | datetime.time):
+        return key.isoformat()
+    return str(key)
+
+
+def _result_data(content: Any, returned: Any) -> Any:
+    """What a program's tool call returns: the message's content as Python data, or where it
+    is the text langchain wrote for a value JSON cannot write (its ``str()``, which no hook
+    changed), that value (:func:`as_program_data`)."""
+    data = as_python_data(content)
+    if returned is _NOTHING or isinstance(returned, str | ToolMessage | Command):
+        return data
+    if not isinstance(data, str) and not isinstance(returned, HELD_AS_THEY_ARE):
+        return data  # JSON, parsed (a Decimal alone is text JSON reads as a number)
+    try:
+        if content != str(returned):
+            return data
+        return as_program_data(returned)
+    except Exception:  # noqa: BLE001 - the value's own str() or dump failed: its text stands
+        return data
 
 
 def _json_or_text(text: str) -> Any:
@@ -226,6 +343,8 @@ class _Program:
     calls: int = 0
     update: dict[str, Any] = field(default_factory=dict)
     discovered: list[str] = field(default_factory=list)
+    largest: tuple[str, int] = ("", 0)
+    """The tool whose result was the largest the program took in, and its length in text."""
 
     def functions(self, visible: list[str]) -> list[str]:
         """The names the program may call as functions."""
@@ -254,13 +373,22 @@ class _Program:
         )
         if answered:
             return self._builtin(call)
-        message, update = _tool_message(self.run(call), str(call["id"]))
+        call_id = str(call["id"])
+        with keep_returned() as kept:  # the tool's own value, for what JSON cannot write
+            output = self.run(call)
+        message, update = _tool_message(output, call_id)
         merge_update(self.update, update)
         if message is None:
             return None
         if message.status == "error":
             raise RuntimeError(_render(as_python_data(message.content)))
-        return as_python_data(message.content)
+        self._count(name, message.content)
+        return _result_data(message.content, kept.get(call_id, _NOTHING))
+
+    def _count(self, name: str, content: Any) -> None:
+        chars = len(content) if isinstance(content, str) else len(str(content))
+        if chars > self.largest[1]:
+            self.largest = (name, chars)
 
     def _builtin(self, call: ToolCall) -> Any:
         assert self.access.answer is not None
@@ -269,6 +397,7 @@ class _Program:
         self.discovered.extend(result.discovered)
         if result.error:
             raise RuntimeError(_render(as_python_data(result.content)))
+        self._count(call["name"], result.content)
         return as_python_data(result.content)
 
     def _arguments(
@@ -437,7 +566,7 @@ class CodeMode(BuiltinTools):
         if outcome.error is not None:
             facts["stopped"] = outcome.error_kind
             return BuiltinResult(
-                self._error(outcome),
+                self._error(outcome, program),
                 error=True,
                 artifact={"codemode": facts},
                 update=program.update,
@@ -463,12 +592,17 @@ class CodeMode(BuiltinTools):
             text = text[:limit]
         return text + OUTPUT_CUT.format(dropped=dropped) if dropped else text
 
-    def _error(self, outcome: ProgramRun) -> str:
+    def _error(self, outcome: ProgramRun, program: _Program) -> str:
         config, error = self.config, str(outcome.error)
         if outcome.error_kind == "timeout":
             text = TIMEOUT_ERROR.format(timeout=config.codemode_timeout_s, error=error)
         elif outcome.error_kind == "memory":
             text = MEMORY_ERROR.format(memory=config.codemode_max_memory_mb, error=error)
+            tool, chars = program.largest
+            if chars * RESULT_MEMORY_FACTOR * 10 >= self.limits.max_memory_bytes:
+                text += LARGE_RESULT_NOTE.format(
+                    tool=tool, chars=chars, factor=RESULT_MEMORY_FACTOR
+                )
         elif outcome.error_kind == "syntax":
             text = SYNTAX_ERROR.format(error=error)
         elif outcome.error_kind == "crashed":

@@ -69,6 +69,7 @@ from langgraph_toolbudget.execution.hooks import (
 from langgraph_toolbudget.execution.lingering import LingeringCalls, within
 from langgraph_toolbudget.execution.outputs import OutputNormaliser
 from langgraph_toolbudget.execution.prepare import CallCheck, CallPreparer, error_message
+from langgraph_toolbudget.execution.returned import keeping
 from langgraph_toolbudget.execution.scheduler import group_limits_of
 
 __all__ = [
@@ -395,8 +396,9 @@ class ToolCallPipeline:
         tool, call = prepared
         tool_input = self._tool_input(tool, call, request)  # raises as ToolNode does
         invoke = partial(self._invoke, started=started)
+        runner = keeping(tool, call.get("id"))  # the tool itself unless a caller keeps the value
         return self._invoked(
-            call, tool, request.state, invoke, tool, tool_input, config, started=started
+            call, tool, request.state, invoke, runner, tool_input, config, started=started
         )
 
     async def aexecute(
@@ -412,8 +414,9 @@ class ToolCallPipeline:
             return prepared
         tool, call = prepared
         tool_input = self._tool_input(tool, call, request)  # raises as ToolNode does
+        runner = keeping(tool, call.get("id"))
         return await self._ainvoked(
-            call, tool, request.state, self._start, tool, tool_input, config, started=started
+            call, tool, request.state, self._start, runner, tool_input, config, started=started
         )
 
     def delegate(

@@ -146,12 +146,21 @@ def _last_lines(traceback: str) -> str:
 
 
 def _kind(exc: BaseException) -> ErrorKind:
+    """Which limit stopped a program, from the exception Monty raised in it.
+
+    Monty reports its memory limit as a ``MemoryError`` (through ``MontyRuntimeError``, with
+    no traceback) in two ways: its heap's count, "memory limit exceeded: N bytes > M bytes",
+    and its worker's allocator, "the worker exceeded its memory limit and was terminated"
+    (the worker dies; e.g. while it takes in a large host-function result, where the
+    heap's count never ran). Either is the memory limit; a ``MemoryError`` the program
+    raises itself is its error.
+    """
     message = str(exc)
     if isinstance(exc, TimeoutError) and message.startswith(("feed time limit", "sleep limit")):
         return "timeout"
     if isinstance(exc, TimeoutError) and "limit exceeded" in message:
         return "timeout"
-    if isinstance(exc, MemoryError) and message.startswith("memory limit"):
+    if isinstance(exc, MemoryError) and "memory limit" in message:
         return "memory"
     return "error"
 
