@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_core.tools import StructuredTool, tool
+from langchain_core.tools import BaseTool, StructuredTool, tool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from pydantic import BaseModel
@@ -256,3 +256,24 @@ async def test_a_value_that_contains_itself_reaches_the_program_as_its_text():
     catalog = ToolCatalog.from_tools([cyclic])
     graph = create_toolbudget_agent(model, catalog, pinned=["cyclic"], **OPTIONS).compile()
     assert answer_of(await run(graph, "ainvoke")).content == "str {'when':"
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_tool_that_keeps_state_on_itself_keeps_it_when_a_program_calls_it(api):
+    class Counter(BaseTool):
+        name: str = "next_ticket"
+        description: str = "The next ticket number, with when it was issued."
+        issued: int = 0
+
+        def _run(self) -> dict:
+            self.issued += 1
+            return {"n": self.issued, "at": WHEN}
+
+    counter = Counter()
+    code = "a = next_ticket()\nb = next_ticket()\nprint(a['n'], b['n'], b['at'].year)"
+    model = ScriptedChatModel(responses=[program(code), AIMessage("done")], cycle=False)
+    graph = create_toolbudget_agent(
+        model, ToolCatalog.from_tools([counter]), pinned=["next_ticket"], **OPTIONS
+    ).compile()
+    assert answer_of(await run(graph, api)).content == "1 2 2024"
+    assert counter.issued == 2

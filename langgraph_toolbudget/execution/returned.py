@@ -8,9 +8,9 @@ dict holding a ``datetime``, or a pydantic model, becomes the text of its repr. 
 gives a program each tool's result as Python data, so it needs the value itself. Inside
 :func:`keep_returned`, the pipeline invokes :func:`keeping`'s copy of the tool, whose body's
 return value is kept by tool call id. Nothing else changes: the tool runs once, as it would,
-and its message (what hooks and the graph see) is the same. The copy is shallow: the tool's
-clients, lists and dicts are the same objects; a field the tool's body rebinds on itself
-(``self.count += 1``) changes the copy's during a program's call.
+and its message (what hooks and the graph see) is the same. The copy only carries the call
+through langchain's machinery: its body is the tool's own, run on the tool itself, so a
+field the body sets (``self.count += 1``) is the tool's.
 
 Key Components:
     - :func:`keep_returned`: the block whose calls keep their return values.
@@ -51,8 +51,8 @@ def keep_returned() -> Iterator[dict[str, Any]]:
 
 def keeping(tool: BaseTool, call_id: str | None) -> BaseTool:
     """``tool``, or inside :func:`keep_returned` a shallow copy of it whose ``_run`` and
-    ``_arun`` keep what they return under ``call_id`` (their signatures unchanged, so
-    langchain passes them what it passes the tool's own)."""
+    ``_arun`` run the tool's own on the tool and keep what they return under ``call_id``
+    (their signatures unchanged, so langchain passes them what it passes the tool's own)."""
     kept = _KEPT.get()
     if kept is None or call_id is None:
         return tool
@@ -63,7 +63,7 @@ def keeping(tool: BaseTool, call_id: str | None) -> BaseTool:
         return value
 
     twin = copy.copy(tool)
-    run, arun = twin._run, twin._arun
+    run, arun = tool._run, tool._arun  # bound to the tool: its body's state is the tool's
 
     @functools.wraps(run)
     def _run(*args: Any, **kwargs: Any) -> Any:
