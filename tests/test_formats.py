@@ -419,6 +419,68 @@ def test_a_think_tag_inside_a_call_or_after_it_opens_no_reasoning(fmt, reply):
     assert parsed.error is None and [c["name"] for c in parsed.calls] == ["note"]
 
 
+CODE_WITH_THINK = 'answer = raw.split("</think>")[-1].strip()  # or "<think>"'
+
+
+@pytest.mark.parametrize("fmt", [*TEXT_FORMATS, "codemode"])
+@pytest.mark.parametrize(
+    "before", ["", "<think>I write the helper.</think>\n", "Plan.\n</think>\n"]
+)
+def test_a_think_tag_inside_a_calls_argument_is_the_arguments_text(fmt, before):
+    # The reply was cut at the last </think>, the one inside the argument: the call was
+    # dropped silently, its markup became the answer.
+    f = get_format(fmt)
+    call = {"name": "write_file", "args": {"path": "strip.py", "content": CODE_WITH_THINK}}
+    if fmt == "codemode":
+        call = {"name": "python_execution", "args": {"code": f"{CODE_WITH_THINK}\n"}}
+    parsed = f.parse(before + f.render_calls([{**call, "id": "1"}]))  # type: ignore[list-item]
+    assert parsed.error is None and calls_of(parsed) == [[call["name"], call["args"]]]
+    assert parsed.text == before.strip()
+
+
+REASONED = {
+    "hermes": lambda name: f'<tool_call>{{"name": "{name}", "arguments": {{}}}}</tool_call>',
+    "json": lambda name: f'{{"name": "{name}", "arguments": {{}}}}',
+    "mistral": lambda name: f'[TOOL_CALLS] [{{"name": "{name}", "arguments": {{}}}}]',
+    "pythonic": lambda name: f"[{name}()]",
+}
+
+
+@pytest.mark.parametrize("fmt", TEXT_FORMATS)
+def test_interleaved_reasoning_runs_every_call_outside_it_and_none_inside(fmt):
+    # Only the calls after the last </think> were read: "a" was dropped (and a call drafted
+    # in a block after a call ran).
+    call = REASONED[fmt]
+    reply = (
+        f"<think>first {call('draft_one')}</think>\n{call('a')}\n"
+        f"<think>then {call('draft_two')}</think>\n{call('b')}"
+    )
+    parsed = get_format(fmt).parse(reply)
+    assert parsed.error is None and [c["name"] for c in parsed.calls] == ["a", "b"]
+    assert "draft_one" in parsed.text and "draft_two" in parsed.text
+
+
+@pytest.mark.parametrize("fmt", TEXT_FORMATS)
+def test_a_reply_begun_inside_reasoning_ends_it_at_the_first_close_tag_outside_calls(fmt):
+    # No <think>: the reply opens inside reasoning (Qwen 3's templates); its draft never
+    # runs, and a </think> inside the call after it is that call's text.
+    f = get_format(fmt)
+    draft = REASONED[fmt]("draft")
+    written = f.render_calls(
+        [{"name": "write_file", "args": {"content": CODE_WITH_THINK}, "id": "1"}]
+    )
+    parsed = f.parse(f"I could call {draft}, but no.\n</think>\n{written}")
+    assert parsed.error is None
+    assert calls_of(parsed) == [["write_file", {"content": CODE_WITH_THINK}]]
+
+
+@pytest.mark.parametrize("fmt", TEXT_FORMATS)
+def test_a_reply_cut_off_in_reasoning_after_a_call_runs_that_call_only(fmt):
+    call = REASONED[fmt]
+    parsed = get_format(fmt).parse(f"<think>ok</think>\n{call('a')}\n<think>now {call('b')}")
+    assert parsed.error is None and [c["name"] for c in parsed.calls] == ["a"]
+
+
 @pytest.mark.parametrize("fmt", [*TEXT_FORMATS, "codemode"])
 def test_a_reply_cut_off_inside_think_without_a_call_is_its_text(fmt):
     reply = "<think>\nThe user wants the weather, so I"

@@ -23,7 +23,7 @@ from langchain_core.messages import ToolCall, ToolMessage
 
 from langgraph_toolbudget.core.limits import STATE_INTS
 from langgraph_toolbudget.formats._json import ParseBudget, ParseFailure, cut_off
-from langgraph_toolbudget.formats._text import cut_off_in_reasoning, join_text, parse_segments
+from langgraph_toolbudget.formats._text import Reply, join_text, parse_reply, parse_segments
 from langgraph_toolbudget.formats.base import (
     MAX_CALL_CHARS,
     MAX_CALLS,
@@ -191,6 +191,18 @@ def _find(body: str, budget: ParseBudget) -> tuple[list[_Segment], list[str]]:
     return segments, prose
 
 
+def _next_call(text: str, pos: int, budget: ParseBudget) -> tuple[int, int] | None:
+    """The first call from ``pos``: a lone call at ``pos`` or a bracketed list, to its
+    closing bracket (the end of ``text`` when it is never closed or too long to read)."""
+    lead = _LEADING.match(text, pos).end()  # type: ignore[union-attr]  # matches the empty text
+    bare = None if text.startswith("[", lead) else _BARE.match(text, lead)
+    match = bare or _START.search(text, pos)
+    if match is None:
+        return None
+    end, _where = _scan(text, match.end() - 1 if bare else match.start(), budget)
+    return match.start(), len(text) if end < 0 else end
+
+
 def _in_prose(before: str, after: str) -> bool:
     """Whether brackets stand in prose: words before them (since the last call), or words
     after them rather than another call."""
@@ -311,6 +323,10 @@ def _value(value: Any) -> str:
     return repr(value)
 
 
+def _parse_body(reply: Reply) -> ParsedReply:
+    return parse_segments(reply, _find, _read)
+
+
 class Pythonic(ToolCallFormat):
     """Llama 3.2 style tool calling in text: ``[get_weather(city="Paris")]``."""
 
@@ -331,9 +347,7 @@ class Pythonic(ToolCallFormat):
         return f"Output of {name}:\n{_result_text(message)}"
 
     def parse(self, text: str) -> ParsedReply:
-        if (cut_off := cut_off_in_reasoning(text, self.parse)) is not None:
-            return cut_off
-        return parse_segments(text, _find, _read)
+        return parse_reply(text, _next_call, _parse_body)
 
     @property
     def example(self) -> str:
