@@ -545,6 +545,46 @@ def test_repair_never_fills_in_changes_or_drops_a_value(arguments):
     assert parsed.calls == [] and parsed.error, parsed
 
 
+WEATHER = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+TIME = '{"name": "get_time", "arguments": {"tz": "Europe/Paris"}}'
+
+
+@pytest.mark.parametrize("between", ["\n", ", ", ",\n", " ", "}\n"])
+def test_every_call_object_in_one_hermes_block_runs(between):
+    # Qwen 3 writes several objects in one block (vLLM #17790): only the first ran, the
+    # others were dropped silently (not run, not in the text, no error).
+    reply = f"<tool_call>\n{WEATHER}{between}{TIME}\n</tool_call>"
+    parsed = get_format("hermes").parse(reply)
+    assert parsed.error is None
+    assert calls_of(parsed) == [
+        ["get_weather", {"city": "Paris"}],
+        ["get_time", {"tz": "Europe/Paris"}],
+    ]
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        "and then I will call get_time",
+        ', "units": "metric"}',  # a key written after the object closed
+        '; {"name": "get_time", "arguments": {}}',
+        "<br/>",
+    ],
+)
+def test_text_after_the_json_of_a_hermes_block_is_an_error_not_dropped(after):
+    reply = f"<tool_call>\n{WEATHER} {after}\n</tool_call>"
+    parsed = get_format("hermes").parse(reply)
+    assert parsed.calls == [] and parsed.text == reply
+    assert parsed.error and "text after its JSON" in parsed.error
+
+
+def test_text_after_arguments_given_as_a_json_string_is_an_error_not_dropped():
+    arguments = json.dumps('{"path": "/tmp/a"} {"path": "/home"}')
+    reply = f'<tool_call>{{"name": "delete_path", "arguments": {arguments}}}</tool_call>'
+    parsed = get_format("hermes").parse(reply)
+    assert parsed.calls == [] and parsed.error and "one goes" in parsed.error
+
+
 PROSE_JSON = [
     'Here is what I found: {"tool_result": {"name": "weather_forecast", "content": "sunny"}}',
     'The user record is {"name": "Alice", "email": "alice@example.com"}.',

@@ -21,7 +21,7 @@ from langgraph_toolbudget.formats._json import (
     ParseBudget,
     ParseFailure,
     calls_from_value,
-    load_json,
+    load_json_values,
 )
 from langgraph_toolbudget.formats._lenient import STRING
 from langgraph_toolbudget.formats._text import (
@@ -103,7 +103,10 @@ def _next_call(text: str, pos: int, budget: ParseBudget) -> tuple[int, int] | No
 
 
 def _read(segment: Segment, budget: ParseBudget) -> list[dict[str, Any]]:
-    return calls_from_value(load_json(segment.text, budget, closed=segment.closed), budget)
+    """The calls of one block: every JSON value in it (Qwen 3 writes several, one per line
+    or with commas between); other text after a value is an error."""
+    values = load_json_values(segment.text, budget, closed=segment.closed)
+    return [call for value in values for call in calls_from_value(value, budget)]
 
 
 def _parse_body(reply: Reply) -> ParsedReply:
