@@ -626,6 +626,34 @@ def test_the_json_format_reads_a_reply_that_is_only_call_envelopes(reply, names)
     assert parsed.error is None and [c["name"] for c in parsed.calls] == names
 
 
+LLAMA_WEATHER = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
+LLAMA_TIME = '{"name": "get_time", "parameters": {"tz": "UTC"}}'
+
+
+@pytest.mark.parametrize(
+    ("reply", "names"),
+    [
+        (f"<|python_tag|>{LLAMA_WEATHER}", ["get_weather"]),
+        (f"<|python_tag|>{LLAMA_WEATHER}<|eom_id|>", ["get_weather"]),
+        (f"{LLAMA_WEATHER}; {LLAMA_TIME}", ["get_weather", "get_time"]),
+        (f"<|python_tag|>{LLAMA_WEATHER};{LLAMA_TIME};<|eom_id|>", ["get_weather", "get_time"]),
+        (f"<|python_start|>{LLAMA_WEATHER}<|python_end|>", ["get_weather"]),
+        (f"<|python_start|>```json\n{LLAMA_WEATHER}\n```<|python_end|><|eot_id|>", ["get_weather"]),
+    ],
+)
+def test_the_json_format_reads_llamas_own_call_shapes(reply, names):
+    # The preset for llama3.1 took these as the answer: nothing ran, the user saw raw JSON.
+    parsed = get_format("json").parse(reply)
+    assert parsed.error is None and [c["name"] for c in parsed.calls] == names
+    assert parsed.text == ""
+
+
+def test_llama_tokens_and_semicolons_inside_a_json_calls_string_are_its_text():
+    text = "end with <|eom_id|>; then <|python_tag|>"
+    reply = f'<|python_tag|>{{"name": "note", "parameters": {{"text": "{text}"}}}}<|eom_id|>'
+    assert calls_of(get_format("json").parse(reply)) == [["note", {"text": text}]]
+
+
 HOSTILE_PYTHONIC = [
     "[add(x={(1, 2): 3})]",  # a valid tuple key: unhashable once a list
     "[add(x={[1]: 3})]",

@@ -27,12 +27,15 @@ from langgraph_toolbudget.formats.base import (
 )
 
 __all__ = [
+    "LLAMA_LEADING",
+    "LLAMA_TOKENS",
     "CallFinder",
     "Reply",
     "Segment",
     "join_text",
     "json_end",
     "json_value_span",
+    "untagged",
     "parse_reply",
     "parse_segments",
     "split_reasoning",
@@ -57,6 +60,20 @@ raises :class:`ParseFailure` when reading it would spend more than ``budget``. A
 skipped whole when reasoning is looked for: a ``<think>`` or ``</think>`` inside a call's
 string is the argument's text."""
 
+LLAMA_TOKENS = (
+    "<|python_tag|>",
+    "<|eom_id|>",
+    "<|eot_id|>",
+    "<|python_start|>",
+    "<|python_end|>",
+)
+"""The special tokens Llama 3.1-4 write around their calls (left out outside strings)."""
+_LLAMA = re.compile("|".join(re.escape(token) for token in LLAMA_TOKENS))
+LLAMA_LEADING = re.compile(rf"\s*(?:(?:{_LLAMA.pattern})\s*)*")
+"""Whitespace and Llama special tokens (matches the empty text)."""
+_BETWEEN = re.compile(
+    rf"[\s;]*(?:(?:{_LLAMA.pattern})[\s;]*)*"
+)  # what may stand between JSON calls
 _JSON_TOKEN = re.compile(f"{STRING}|[\\[\\]{{}}]", re.DOTALL)
 
 
@@ -106,8 +123,9 @@ def json_end(text: str, start: int, budget: ParseBudget) -> int:
 
 def json_value_span(text: str, pos: int, budget: ParseBudget) -> tuple[int, int] | None:
     """The span of a JSON object or array (optionally in a code fence) starting at ``pos``
-    after whitespace, or None when something else starts there (a :data:`CallFinder`)."""
-    start = _skip_space(text, pos)
+    after whitespace and Llama's special tokens, or None when something else starts there
+    (a :data:`CallFinder`)."""
+    start = LLAMA_LEADING.match(text, pos).end()  # type: ignore[union-attr]  # matches ""
     if text.startswith(FENCE, start):
         inner = text.find("\n", start)
         value = _skip_space(text, inner) if inner >= 0 else len(text)
@@ -117,6 +135,23 @@ def json_value_span(text: str, pos: int, budget: ParseBudget) -> tuple[int, int]
     if text.startswith(("{", "["), start):
         return start, json_end(text, start, budget)
     return None
+
+
+def untagged(text: str) -> str:
+    """``text`` without Llama's special tokens (prose around calls, or a call's text shown in
+    an error; never a call's strings)."""
+    return _LLAMA.sub("", text) if "<|" in text else text
+
+
+def _without_llama_tokens(text: str) -> str:
+    """``text`` stripped of whitespace and Llama's special tokens at its start, and of a few
+    at its end (around a code fence; after JSON, :func:`_values` skips any number)."""
+    text = text[LLAMA_LEADING.match(text).end() :].rstrip()  # type: ignore[union-attr]
+    for _ in range(len(LLAMA_TOKENS)):
+        if not text.endswith(LLAMA_TOKENS):
+            break
+        text = text[: text.rfind("<|")].rstrip()
+    return text
 
 
 def _skip_space(text: str, pos: int) -> int:
@@ -246,8 +281,8 @@ def parse_segments(
 
 
 def _values(inner: str, budget: ParseBudget, closed: bool) -> list[Any] | None:
-    """The JSON values ``inner`` is made of (whitespace between them), or None when
-    something else follows one."""
+    """The JSON values ``inner`` is made of (whitespace, ``;`` or Llama's special tokens
+    between them), or None when something else follows one."""
     values: list[Any] = []
     pos = 0
     while pos < len(inner):
@@ -255,8 +290,7 @@ def _values(inner: str, budget: ParseBudget, closed: bool) -> list[Any] | None:
             raise ParseFailure(f"more than {MAX_CALLS} tool calls in one reply")
         value, pos = read_json(inner, budget, start=pos, closed=closed)
         values.append(value)
-        while pos < len(inner) and inner[pos].isspace():
-            pos += 1
+        pos = _BETWEEN.match(inner, pos).end()  # type: ignore[union-attr]  # matches ""
         if pos < len(inner) and inner[pos] not in "{[":
             return None
     return values
@@ -266,15 +300,17 @@ def whole_reply_calls(body: str, budget: ParseBudget) -> list[dict[str, Any]] | 
     """The calls of a reply that is nothing but call envelopes, else None.
 
     The reply (reasoning removed) must be one JSON value, or several separated by
-    whitespace, each a call envelope (see :func:`envelope_calls`), optionally in
-    one surrounding code fence. JSON in prose, or JSON that is not an envelope
-    (a record with a ``name``, a tool result quoted back) is not a call: None.
+    whitespace or ``;`` (Llama 3.1), each a call envelope (see :func:`envelope_calls`),
+    optionally in one surrounding code fence, with Llama's special tokens around them
+    (``<|python_tag|>``, ``<|python_start|>...<|python_end|>``, ``<|eom_id|>``). JSON in
+    prose, or JSON that is not an envelope (a record with a ``name``, a tool result
+    quoted back) is not a call: None.
 
     Raises:
         ParseFailure: the reply is JSON with a call's keys that cannot be read,
             or that the end of the reply cuts off.
     """
-    inner, closed = unfence(body.strip())
+    inner, closed = unfence(_without_llama_tokens(body))
     if not inner.startswith(("{", "[")):
         return None
     try:

@@ -4,10 +4,11 @@ Its one reason to change: the pure JSON syntax.
 
 The most generic format, for a model with no tool-calling convention of its
 own. A reply is a call only when the reply itself is the call: one call
-envelope, a list of them, or several separated by whitespace, optionally in a
-Markdown code fence (``parameters``, Llama 3.1's key, is read like
-``arguments``). JSON inside prose, or JSON that is not an envelope (a record
-with a ``name``, a result quoted back), is text: the model's answer.
+envelope, a list of them, or several separated by whitespace or ``;``, optionally
+in a Markdown code fence; Llama 3.1's shapes are read (``parameters`` like
+``arguments``, ``<|python_tag|>`` and the other special tokens around the
+calls). JSON inside prose, or JSON that is not an envelope (a record with a
+``name``, a result quoted back), is text: the model's answer.
 """
 
 from __future__ import annotations
