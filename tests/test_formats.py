@@ -419,6 +419,68 @@ def test_a_think_tag_inside_a_call_or_after_it_opens_no_reasoning(fmt, reply):
     assert parsed.error is None and [c["name"] for c in parsed.calls] == ["note"]
 
 
+CODE_WITH_THINK = 'answer = raw.split("</think>")[-1].strip()  # or "<think>"'
+
+
+@pytest.mark.parametrize("fmt", [*TEXT_FORMATS, "codemode"])
+@pytest.mark.parametrize(
+    "before", ["", "<think>I write the helper.</think>\n", "Plan.\n</think>\n"]
+)
+def test_a_think_tag_inside_a_calls_argument_is_the_arguments_text(fmt, before):
+    # The reply was cut at the last </think>, the one inside the argument: the call was
+    # dropped silently, its markup became the answer.
+    f = get_format(fmt)
+    call = {"name": "write_file", "args": {"path": "strip.py", "content": CODE_WITH_THINK}}
+    if fmt == "codemode":
+        call = {"name": "python_execution", "args": {"code": f"{CODE_WITH_THINK}\n"}}
+    parsed = f.parse(before + f.render_calls([{**call, "id": "1"}]))  # type: ignore[list-item]
+    assert parsed.error is None and calls_of(parsed) == [[call["name"], call["args"]]]
+    assert parsed.text == before.strip()
+
+
+REASONED = {
+    "hermes": lambda name: f'<tool_call>{{"name": "{name}", "arguments": {{}}}}</tool_call>',
+    "json": lambda name: f'{{"name": "{name}", "arguments": {{}}}}',
+    "mistral": lambda name: f'[TOOL_CALLS] [{{"name": "{name}", "arguments": {{}}}}]',
+    "pythonic": lambda name: f"[{name}()]",
+}
+
+
+@pytest.mark.parametrize("fmt", TEXT_FORMATS)
+def test_interleaved_reasoning_runs_every_call_outside_it_and_none_inside(fmt):
+    # Only the calls after the last </think> were read: "a" was dropped (and a call drafted
+    # in a block after a call ran).
+    call = REASONED[fmt]
+    reply = (
+        f"<think>first {call('draft_one')}</think>\n{call('a')}\n"
+        f"<think>then {call('draft_two')}</think>\n{call('b')}"
+    )
+    parsed = get_format(fmt).parse(reply)
+    assert parsed.error is None and [c["name"] for c in parsed.calls] == ["a", "b"]
+    assert "draft_one" in parsed.text and "draft_two" in parsed.text
+
+
+@pytest.mark.parametrize("fmt", TEXT_FORMATS)
+def test_a_reply_begun_inside_reasoning_ends_it_at_the_first_close_tag_outside_calls(fmt):
+    # No <think>: the reply opens inside reasoning (Qwen 3's templates); its draft never
+    # runs, and a </think> inside the call after it is that call's text.
+    f = get_format(fmt)
+    draft = REASONED[fmt]("draft")
+    written = f.render_calls(
+        [{"name": "write_file", "args": {"content": CODE_WITH_THINK}, "id": "1"}]
+    )
+    parsed = f.parse(f"I could call {draft}, but no.\n</think>\n{written}")
+    assert parsed.error is None
+    assert calls_of(parsed) == [["write_file", {"content": CODE_WITH_THINK}]]
+
+
+@pytest.mark.parametrize("fmt", TEXT_FORMATS)
+def test_a_reply_cut_off_in_reasoning_after_a_call_runs_that_call_only(fmt):
+    call = REASONED[fmt]
+    parsed = get_format(fmt).parse(f"<think>ok</think>\n{call('a')}\n<think>now {call('b')}")
+    assert parsed.error is None and [c["name"] for c in parsed.calls] == ["a"]
+
+
 @pytest.mark.parametrize("fmt", [*TEXT_FORMATS, "codemode"])
 def test_a_reply_cut_off_inside_think_without_a_call_is_its_text(fmt):
     reply = "<think>\nThe user wants the weather, so I"
@@ -483,6 +545,46 @@ def test_repair_never_fills_in_changes_or_drops_a_value(arguments):
     assert parsed.calls == [] and parsed.error, parsed
 
 
+WEATHER = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+TIME = '{"name": "get_time", "arguments": {"tz": "Europe/Paris"}}'
+
+
+@pytest.mark.parametrize("between", ["\n", ", ", ",\n", " ", "}\n"])
+def test_every_call_object_in_one_hermes_block_runs(between):
+    # Qwen 3 writes several objects in one block (vLLM #17790): only the first ran, the
+    # others were dropped silently (not run, not in the text, no error).
+    reply = f"<tool_call>\n{WEATHER}{between}{TIME}\n</tool_call>"
+    parsed = get_format("hermes").parse(reply)
+    assert parsed.error is None
+    assert calls_of(parsed) == [
+        ["get_weather", {"city": "Paris"}],
+        ["get_time", {"tz": "Europe/Paris"}],
+    ]
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        "and then I will call get_time",
+        ', "units": "metric"}',  # a key written after the object closed
+        '; {"name": "get_time", "arguments": {}}',
+        "<br/>",
+    ],
+)
+def test_text_after_the_json_of_a_hermes_block_is_an_error_not_dropped(after):
+    reply = f"<tool_call>\n{WEATHER} {after}\n</tool_call>"
+    parsed = get_format("hermes").parse(reply)
+    assert parsed.calls == [] and parsed.text == reply
+    assert parsed.error and "text after its JSON" in parsed.error
+
+
+def test_text_after_arguments_given_as_a_json_string_is_an_error_not_dropped():
+    arguments = json.dumps('{"path": "/tmp/a"} {"path": "/home"}')
+    reply = f'<tool_call>{{"name": "delete_path", "arguments": {arguments}}}</tool_call>'
+    parsed = get_format("hermes").parse(reply)
+    assert parsed.calls == [] and parsed.error and "one goes" in parsed.error
+
+
 PROSE_JSON = [
     'Here is what I found: {"tool_result": {"name": "weather_forecast", "content": "sunny"}}',
     'The user record is {"name": "Alice", "email": "alice@example.com"}.',
@@ -522,6 +624,34 @@ def test_the_hermes_format_takes_a_record_without_arguments_as_the_answer(reply)
 def test_the_json_format_reads_a_reply_that_is_only_call_envelopes(reply, names):
     parsed = get_format("json").parse(reply)
     assert parsed.error is None and [c["name"] for c in parsed.calls] == names
+
+
+LLAMA_WEATHER = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
+LLAMA_TIME = '{"name": "get_time", "parameters": {"tz": "UTC"}}'
+
+
+@pytest.mark.parametrize(
+    ("reply", "names"),
+    [
+        (f"<|python_tag|>{LLAMA_WEATHER}", ["get_weather"]),
+        (f"<|python_tag|>{LLAMA_WEATHER}<|eom_id|>", ["get_weather"]),
+        (f"{LLAMA_WEATHER}; {LLAMA_TIME}", ["get_weather", "get_time"]),
+        (f"<|python_tag|>{LLAMA_WEATHER};{LLAMA_TIME};<|eom_id|>", ["get_weather", "get_time"]),
+        (f"<|python_start|>{LLAMA_WEATHER}<|python_end|>", ["get_weather"]),
+        (f"<|python_start|>```json\n{LLAMA_WEATHER}\n```<|python_end|><|eot_id|>", ["get_weather"]),
+    ],
+)
+def test_the_json_format_reads_llamas_own_call_shapes(reply, names):
+    # The preset for llama3.1 took these as the answer: nothing ran, the user saw raw JSON.
+    parsed = get_format("json").parse(reply)
+    assert parsed.error is None and [c["name"] for c in parsed.calls] == names
+    assert parsed.text == ""
+
+
+def test_llama_tokens_and_semicolons_inside_a_json_calls_string_are_its_text():
+    text = "end with <|eom_id|>; then <|python_tag|>"
+    reply = f'<|python_tag|>{{"name": "note", "parameters": {{"text": "{text}"}}}}<|eom_id|>'
+    assert calls_of(get_format("json").parse(reply)) == [["note", {"text": text}]]
 
 
 HOSTILE_PYTHONIC = [

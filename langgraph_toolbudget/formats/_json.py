@@ -41,12 +41,14 @@ __all__ = [
     "cut_off",
     "envelope_calls",
     "load_json",
+    "load_json_values",
     "read_json",
     "unfence",
 ]
 
 FENCE = "```"
 _FENCE_INFO = re.compile(r"[\w-]*[ \t]*\n|json\b|JSON\b")
+_LEFT_OVER = re.compile(r"[\s}\]]*")  # whitespace, and closing brackets a model wrote too many
 _ARGUMENT_KEYS = ("arguments", "parameters", "args", "input", "kwargs")
 CALL_ARGUMENT_KEYS = ("arguments", "parameters")
 """The keys that make a JSON object standing alone a call envelope (with ``name``)."""
@@ -219,17 +221,49 @@ def load_json(
 ) -> Any:
     """The JSON value ``text`` holds (a surrounding code fence taken off); see :func:`read_json`.
 
-    Text after the value is ignored.
+    Raises:
+        ParseFailure: see :func:`load_json_values`; or ``text`` holds several values.
+    """
+    values = load_json_values(text, budget, closed=closed, tool=tool)
+    if len(values) > 1:
+        raise ParseFailure(f"{len(values)} JSON values where one goes; send one")
+    return values[0]
+
+
+def load_json_values(
+    text: str, budget: ParseBudget, *, closed: bool = True, tool: str | None = None
+) -> list[Any]:
+    """The JSON values ``text`` holds (a surrounding code fence taken off), one after
+    another, separated by whitespace or a comma (at most :data:`MAX_CALLS`). Closing
+    brackets left over after a value (``{...}}``) are syntax and skipped; any other text
+    after a value is an error, never dropped.
 
     Raises:
-        ParseFailure: see :func:`read_json`.
+        ParseFailure: see :func:`read_json`; or text after a value that is not another one.
     """
     inner, fence_closed = unfence(text.strip())
     if len(inner) > MAX_CALL_CHARS:
         raise ParseFailure(f"the tool call is {len(inner)} characters, over {MAX_CALL_CHARS}")
     budget.spend_containers(inner)
-    value, _end = read_json(inner, budget, closed=closed or fence_closed, tool=tool)
-    return value
+    values: list[Any] = []
+    pos = 0
+    while True:
+        value, pos = read_json(inner, budget, start=pos, closed=closed or fence_closed, tool=tool)
+        values.append(value)
+        pos = _LEFT_OVER.match(inner, pos).end()  # type: ignore[union-attr]  # matches ""
+        if pos == len(inner):
+            return values
+        if inner[pos] == ",":
+            pos = _LEFT_OVER.match(inner, pos + 1).end()  # type: ignore[union-attr]
+            if pos == len(inner):
+                return values
+        if inner[pos] not in "{[":
+            raise ParseFailure(
+                f"the tool call has text after its JSON ({inner[pos : pos + 60]!r}); write "
+                "only JSON calls, one object per call"
+            )
+        if len(values) == MAX_CALLS:
+            raise ParseFailure(f"more than {MAX_CALLS} tool calls in one reply")
 
 
 def _arguments(obj: dict[str, Any], name: str, budget: ParseBudget) -> dict[str, Any]:

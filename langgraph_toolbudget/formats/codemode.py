@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import json
 import keyword
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import ToolCall, ToolMessage
 
-from langgraph_toolbudget.formats._text import cut_off_in_reasoning, join_text, split_reasoning
+from langgraph_toolbudget.formats._json import ParseBudget
+from langgraph_toolbudget.formats._text import Reply, join_text, parse_reply
 from langgraph_toolbudget.formats.base import (
     MAX_CALL_CHARS,
     ParsedReply,
@@ -45,6 +47,7 @@ PYTHON_EXECUTION = "python_execution"
 FENCE = "```"
 LIMITS_UNKNOWN = "A program has limits of time, memory, tool calls and output; no files or network."
 LANGUAGES = ("python", "py", "python3")
+_PYTHON_BLOCK = re.compile(r"```[ \t]*(?:python3|python|py)[ \t]*\n", re.IGNORECASE)
 
 INSTRUCTIONS = """## CodeMode: work by writing Python
 Use your tools from a short Python program: call python_execution with {{"code": "..."}}, \
@@ -211,40 +214,51 @@ class CodeModeFormat(ToolCallFormat):
         return f"{head}\n{result_text(message)}"
 
     def parse(self, text: str) -> ParsedReply:
-        if (cut_off := cut_off_in_reasoning(text, self.parse)) is not None:
-            return cut_off
-        reasoning, body = split_reasoning(text)
-        stripped = body.rstrip()
-        if not stripped.endswith(FENCE):
-            if _open_python_block(stripped):
-                return ParsedReply(
-                    text=text,
-                    error="the ```python block is not closed (was the reply cut off?); nothing ran",
-                )
-            return ParsedReply(text=join_text(reasoning, body))
-        close = len(stripped) - len(FENCE)
-        start = stripped.rfind(FENCE, 0, close)
-        if start < 0:
-            return ParsedReply(text=join_text(reasoning, body))
-        header_end = stripped.find("\n", start)
-        if header_end < 0 or header_end > close:
-            return ParsedReply(text=join_text(reasoning, body))
-        language = stripped[start + len(FENCE) : header_end].strip().lower()
-        if language not in LANGUAGES:
-            return ParsedReply(text=join_text(reasoning, body))
-        code = stripped[header_end + 1 : close]
-        if not code.strip():
-            return ParsedReply(text=text, error="the ```python block is empty")
-        if len(code) > MAX_CALL_CHARS:
-            return ParsedReply(
-                text=text, error=f"the program is longer than {MAX_CALL_CHARS:,} characters"
-            )
-        calls = [{"name": PYTHON_EXECUTION, "args": {"code": code}}]
-        return ParsedReply(calls=calls, text=join_text(reasoning, stripped[:start]))
+        return parse_reply(text, _next_call, _parse_body)
 
     @property
     def example(self) -> str:
         return f"{FENCE}python\nprint(tool_name(param='value'))\n{FENCE}"
+
+
+def _parse_body(reply: Reply) -> ParsedReply:
+    text, reasoning, body, _open = reply
+    stripped = body.rstrip()
+    if not stripped.endswith(FENCE):
+        if _open_python_block(stripped):
+            return ParsedReply(
+                text=text,
+                error="the ```python block is not closed (was the reply cut off?); nothing ran",
+            )
+        return ParsedReply(text=join_text(reasoning, body))
+    close = len(stripped) - len(FENCE)
+    start = stripped.rfind(FENCE, 0, close)
+    if start < 0:
+        return ParsedReply(text=join_text(reasoning, body))
+    header_end = stripped.find("\n", start)
+    if header_end < 0 or header_end > close:
+        return ParsedReply(text=join_text(reasoning, body))
+    language = stripped[start + len(FENCE) : header_end].strip().lower()
+    if language not in LANGUAGES:
+        return ParsedReply(text=join_text(reasoning, body))
+    code = stripped[header_end + 1 : close]
+    if not code.strip():
+        return ParsedReply(text=text, error="the ```python block is empty")
+    if len(code) > MAX_CALL_CHARS:
+        return ParsedReply(
+            text=text, error=f"the program is longer than {MAX_CALL_CHARS:,} characters"
+        )
+    calls = [{"name": PYTHON_EXECUTION, "args": {"code": code}}]
+    return ParsedReply(calls=calls, text=join_text(reasoning, stripped[:start]))
+
+
+def _next_call(text: str, pos: int, budget: ParseBudget) -> tuple[int, int] | None:
+    """The first ```python block from ``pos``, to its closing fence (or the end)."""
+    match = _PYTHON_BLOCK.search(text, pos)
+    if match is None:
+        return None
+    close = text.find(FENCE, match.end())
+    return match.start(), len(text) if close < 0 else close + len(FENCE)
 
 
 def _open_python_block(text: str) -> bool:

@@ -21,15 +21,16 @@ from langgraph_toolbudget.formats._json import (
     ParseBudget,
     ParseFailure,
     calls_from_value,
-    load_json,
+    load_json_values,
 )
 from langgraph_toolbudget.formats._lenient import STRING
 from langgraph_toolbudget.formats._text import (
+    Reply,
     Segment,
-    cut_off_in_reasoning,
     join_text,
+    json_value_span,
+    parse_reply,
     parse_segments,
-    split_reasoning,
     whole_reply_calls,
 )
 from langgraph_toolbudget.formats.base import (
@@ -89,8 +90,34 @@ def _next_tag(body: str, start: int) -> int:
     return len(body)
 
 
+def _next_call(text: str, pos: int, budget: ParseBudget) -> tuple[int, int] | None:
+    """The first ``<tool_call>`` block from ``pos`` (to its closing tag, the next tag or the
+    end), or a call written without tags: JSON right at ``pos``."""
+    if (bare := json_value_span(text, pos, budget)) is not None:
+        return bare
+    start = text.find(OPEN, pos)
+    if start < 0:
+        return None
+    end = _next_tag(text, start + len(OPEN))
+    return start, end + len(CLOSE) if text.startswith(CLOSE, end) else end
+
+
 def _read(segment: Segment, budget: ParseBudget) -> list[dict[str, Any]]:
-    return calls_from_value(load_json(segment.text, budget, closed=segment.closed), budget)
+    """The calls of one block: every JSON value in it (Qwen 3 writes several, one per line
+    or with commas between); other text after a value is an error."""
+    values = load_json_values(segment.text, budget, closed=segment.closed)
+    return [call for value in values for call in calls_from_value(value, budget)]
+
+
+def _parse_body(reply: Reply) -> ParsedReply:
+    if OPEN not in reply.body:  # a model that forgot its tags: the whole reply may be the call
+        try:
+            calls = whole_reply_calls(reply.body, ParseBudget())
+        except ParseFailure as exc:
+            return ParsedReply(text=reply.text, error=str(exc))
+        if calls is not None:
+            return ParsedReply(calls=calls, text=join_text(reply.reasoning))
+    return parse_segments(reply, _find, _read)
 
 
 class Hermes(ToolCallFormat):
@@ -116,17 +143,7 @@ class Hermes(ToolCallFormat):
         return f"<tool_response>\n{json.dumps(content)}\n</tool_response>"
 
     def parse(self, text: str) -> ParsedReply:
-        if (cut_off := cut_off_in_reasoning(text, self.parse)) is not None:
-            return cut_off
-        reasoning, body = split_reasoning(text)
-        if OPEN not in body:  # a model that forgot its tags: the whole reply may be the call
-            try:
-                calls = whole_reply_calls(body, ParseBudget())
-            except ParseFailure as exc:
-                return ParsedReply(text=text, error=str(exc))
-            if calls is not None:
-                return ParsedReply(calls=calls, text=join_text(reasoning))
-        return parse_segments(text, _find, _read)
+        return parse_reply(text, _next_call, _parse_body)
 
     @property
     def example(self) -> str:

@@ -27,7 +27,13 @@ from langgraph_toolbudget.formats._json import (
     read_json,
 )
 from langgraph_toolbudget.formats._lenient import STRING
-from langgraph_toolbudget.formats._text import cut_off_in_reasoning, join_text, parse_segments
+from langgraph_toolbudget.formats._text import (
+    Reply,
+    join_text,
+    json_value_span,
+    parse_reply,
+    parse_segments,
+)
 from langgraph_toolbudget.formats.base import MAX_CALLS, ParsedReply, ToolCallFormat, result_text
 
 __all__ = ["Mistral"]
@@ -39,6 +45,7 @@ _END_TOKENS = ("</s>", "[/TOOL_CALLS]")
 # its calls (inside a string it is part of a value).
 _STRING_OR_END = re.compile(STRING + r"|</s>|\[/TOOL_CALLS\]", re.DOTALL)
 _STRING_OR_MARKER = re.compile(STRING + "|" + re.escape(MARKER), re.DOTALL)
+_NAME_ARGS = re.compile(r"\s*[\w.-]+\s*" + re.escape(ARGS))
 _ID_CHARS = string.ascii_letters + string.digits
 
 INSTRUCTIONS = """[AVAILABLE_TOOLS] {tools}[/AVAILABLE_TOOLS]
@@ -64,6 +71,19 @@ def _find(body: str, budget: ParseBudget) -> tuple[list[str], list[str]]:
             start = match.end()
     segments.append(body[start:])
     return segments, [body[:first]]
+
+
+def _next_call(text: str, pos: int, budget: ParseBudget) -> tuple[int, int] | None:
+    """From the first marker at or after ``pos`` to the end of the JSON after it (after
+    ``name[ARGS]`` in the newer form); the marker alone when no JSON follows."""
+    start = text.find(MARKER, pos)
+    if start < 0:
+        return None
+    after = start + len(MARKER)
+    if (named := _NAME_ARGS.match(text, after)) is not None:
+        after = named.end()
+    span = json_value_span(text, after, budget)
+    return start, span[1] if span else after
 
 
 def _calls_end(segment: str) -> int | None:
@@ -92,6 +112,10 @@ def _read(segment: str, budget: ParseBudget) -> list[dict[str, Any]]:
     return calls_from_value({"name": name.strip(), "arguments": value}, budget)
 
 
+def _parse_body(reply: Reply) -> ParsedReply:
+    return parse_segments(reply, _find, _read)
+
+
 class Mistral(ToolCallFormat):
     """Mistral tool calling in text: ``[TOOL_CALLS] [{"name": ..., "arguments": ...}]``."""
 
@@ -109,9 +133,7 @@ class Mistral(ToolCallFormat):
         return f"[TOOL_RESULTS] {json.dumps(payload)}[/TOOL_RESULTS]"
 
     def parse(self, text: str) -> ParsedReply:
-        if (cut_off := cut_off_in_reasoning(text, self.parse)) is not None:
-            return cut_off
-        return parse_segments(text, _find, _read)
+        return parse_reply(text, _next_call, _parse_body)
 
     def new_id(self) -> str:
         return "".join(random.choices(_ID_CHARS, k=9))  # Mistral's ids: 9 letters and digits

@@ -4,10 +4,11 @@ Its one reason to change: the pure JSON syntax.
 
 The most generic format, for a model with no tool-calling convention of its
 own. A reply is a call only when the reply itself is the call: one call
-envelope, a list of them, or several separated by whitespace, optionally in a
-Markdown code fence (``parameters``, Llama 3.1's key, is read like
-``arguments``). JSON inside prose, or JSON that is not an envelope (a record
-with a ``name``, a result quoted back), is text: the model's answer.
+envelope, a list of them, or several separated by whitespace or ``;``, optionally
+in a Markdown code fence; Llama 3.1's shapes are read (``parameters`` like
+``arguments``, ``<|python_tag|>`` and the other special tokens around the
+calls). JSON inside prose, or JSON that is not an envelope (a record with a
+``name``, a result quoted back), is text: the model's answer.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from langchain_core.messages import ToolCall, ToolMessage
 
 from langgraph_toolbudget.formats._json import ParseBudget, ParseFailure
 from langgraph_toolbudget.formats._text import (
-    cut_off_in_reasoning,
+    Reply,
     join_text,
-    split_reasoning,
+    json_value_span,
+    parse_reply,
     whole_reply_calls,
 )
 from langgraph_toolbudget.formats.base import ParsedReply, ToolCallFormat, result_text, tool_name
@@ -35,6 +37,16 @@ INSTRUCTIONS = """You can call these tools (JSON schemas):
 To call tools, reply with only a JSON object, or a JSON list of objects for several calls:
 {{"name": "<tool-name>", "arguments": {{<args-json-object>}}}}
 When you have the answer, reply in plain text, not JSON."""
+
+
+def _parse_body(reply: Reply) -> ParsedReply:
+    try:
+        calls = whole_reply_calls(reply.body, ParseBudget())
+    except ParseFailure as exc:
+        return ParsedReply(text=reply.text, error=str(exc))
+    if calls is None:
+        return ParsedReply(text=join_text(reply.reasoning, reply.body))
+    return ParsedReply(calls=calls, text=join_text(reply.reasoning))
 
 
 class PureJson(ToolCallFormat):
@@ -56,16 +68,7 @@ class PureJson(ToolCallFormat):
         return json.dumps({"tool_result": {"name": name, "content": result_text(message)}})
 
     def parse(self, text: str) -> ParsedReply:
-        if (cut_off := cut_off_in_reasoning(text, self.parse)) is not None:
-            return cut_off
-        reasoning, body = split_reasoning(text)
-        try:
-            calls = whole_reply_calls(body, ParseBudget())
-        except ParseFailure as exc:
-            return ParsedReply(text=text, error=str(exc))
-        if calls is None:
-            return ParsedReply(text=join_text(reasoning, body))
-        return ParsedReply(calls=calls, text=join_text(reasoning))
+        return parse_reply(text, json_value_span, _parse_body)
 
     @property
     def example(self) -> str:

@@ -23,7 +23,14 @@ from langchain_core.messages import ToolCall, ToolMessage
 
 from langgraph_toolbudget.core.limits import STATE_INTS
 from langgraph_toolbudget.formats._json import ParseBudget, ParseFailure, cut_off
-from langgraph_toolbudget.formats._text import cut_off_in_reasoning, join_text, parse_segments
+from langgraph_toolbudget.formats._text import (
+    LLAMA_LEADING,
+    Reply,
+    join_text,
+    parse_reply,
+    parse_segments,
+    untagged,
+)
 from langgraph_toolbudget.formats.base import (
     MAX_CALL_CHARS,
     MAX_CALLS,
@@ -68,15 +75,6 @@ _TOKEN = re.compile(
     re.VERBOSE | re.DOTALL,
 )
 _STRING_ENDS = ("'''", '"""', "'", '"', "\n")
-_SPECIAL_TOKENS = (
-    "<|python_tag|>",
-    "<|eom_id|>",
-    "<|eot_id|>",
-    "<|python_start|>",
-    "<|python_end|>",
-)
-_SPECIAL = re.compile("|".join(re.escape(token) for token in _SPECIAL_TOKENS))
-_LEADING = re.compile(rf"(?:\s|{_SPECIAL.pattern})*")
 _NAMED = {"true": True, "false": False, "null": None, "none": None}
 _CLOSERS = {"(": ")", "[": "]", "{": "}"}
 _TOO_LONG = f"the tool call is over {MAX_CALL_CHARS} characters or never closed"
@@ -128,11 +126,6 @@ def _problem(where: str, name: str) -> str:
     return _TOO_LONG if where == "too long" else str(cut_off(name, where))
 
 
-def _untagged(text: str) -> str:
-    """``text`` without Llama's special tokens (prose, or a call's text shown in an error)."""
-    return _SPECIAL.sub("", text) if "<|" in text else text
-
-
 def _code_untagged(code: str) -> str:
     """A call's code without Llama's special tokens, save inside its strings: there they
     are the argument's own text (``note='<|eot_id|>'``)."""
@@ -143,22 +136,22 @@ def _code_untagged(code: str) -> str:
     for match in _TOKEN.finditer(code):
         if match.lastgroup in ("open", "close", "comment"):
             continue
-        out += [_untagged(code[pos : match.start()]), match.group()]
+        out += [untagged(code[pos : match.start()]), match.group()]
         pos = match.end()
-    out.append(_untagged(code[pos:]))
+    out.append(untagged(code[pos:]))
     return "".join(out)
 
 
 def _find(body: str, budget: ParseBudget) -> tuple[list[_Segment], list[str]]:
     # Llama's special tokens stand around the calls (``<|python_tag|>[...]<|eom_id|>``):
     # they are left out of the prose and of the calls' code, never out of a call's strings.
-    lead = _LEADING.match(body).end()  # type: ignore[union-attr]  # matches the empty text
+    lead = LLAMA_LEADING.match(body).end()  # type: ignore[union-attr]  # matches the empty text
     bare = None if body.startswith("[", lead) else _BARE.match(body, lead)
     if bare is not None:
         end, where = _scan(body, bare.end() - 1, budget)
         if end < 0:
-            return [_Segment(_untagged(body).strip(), _problem(where, bare.group(1)))], []
-        if not _untagged(body[end:]).strip():
+            return [_Segment(untagged(body).strip(), _problem(where, bare.group(1)))], []
+        if not untagged(body[end:]).strip():
             # a lone call without the list brackets
             return [_parsed(_code_untagged(body[lead:end]).strip())], []
     segments: list[_Segment] = []
@@ -168,8 +161,8 @@ def _find(body: str, budget: ParseBudget) -> tuple[list[_Segment], list[str]]:
     while read <= MAX_CALLS and (match := _START.search(body, search)) is not None:
         end, where = _scan(body, match.start(), budget)
         if end < 0:  # unclosed: the call is cut off, or too long
-            prose.append(_untagged(body[pos : match.start()]))
-            text = _untagged(body[match.start() : match.start() + MAX_CALL_CHARS])
+            prose.append(untagged(body[pos : match.start()]))
+            text = untagged(body[match.start() : match.start() + MAX_CALL_CHARS])
             segments.append(_Segment(text, _problem(where, match.group(1))))
             return segments, prose
         search = end
@@ -177,18 +170,30 @@ def _find(body: str, budget: ParseBudget) -> tuple[list[_Segment], list[str]]:
             continue
         segment = _parsed(_code_untagged(body[match.start() : end]))
         read += 1
-        before = _untagged(body[pos : match.start()])
+        before = untagged(body[pos : match.start()])
         if (
             segment.problem
             and not _LOOKS_LIKE_ARGUMENTS.match(body, match.end())
-            and _in_prose(before, _untagged(body[end:]))
+            and _in_prose(before, untagged(body[end:]))
         ):
             continue  # "see [Mercury (planet)] below": brackets in prose, not a call
         prose.append(before)
         segments.append(segment)
         pos = end
-    prose.append(_untagged(body[pos:]))
+    prose.append(untagged(body[pos:]))
     return segments, prose
+
+
+def _next_call(text: str, pos: int, budget: ParseBudget) -> tuple[int, int] | None:
+    """The first call from ``pos``: a lone call at ``pos`` or a bracketed list, to its
+    closing bracket (the end of ``text`` when it is never closed or too long to read)."""
+    lead = LLAMA_LEADING.match(text, pos).end()  # type: ignore[union-attr]  # matches the empty text
+    bare = None if text.startswith("[", lead) else _BARE.match(text, lead)
+    match = bare or _START.search(text, pos)
+    if match is None:
+        return None
+    end, _where = _scan(text, match.end() - 1 if bare else match.start(), budget)
+    return match.start(), len(text) if end < 0 else end
 
 
 def _in_prose(before: str, after: str) -> bool:
@@ -311,6 +316,10 @@ def _value(value: Any) -> str:
     return repr(value)
 
 
+def _parse_body(reply: Reply) -> ParsedReply:
+    return parse_segments(reply, _find, _read)
+
+
 class Pythonic(ToolCallFormat):
     """Llama 3.2 style tool calling in text: ``[get_weather(city="Paris")]``."""
 
@@ -331,9 +340,7 @@ class Pythonic(ToolCallFormat):
         return f"Output of {name}:\n{_result_text(message)}"
 
     def parse(self, text: str) -> ParsedReply:
-        if (cut_off := cut_off_in_reasoning(text, self.parse)) is not None:
-            return cut_off
-        return parse_segments(text, _find, _read)
+        return parse_reply(text, _next_call, _parse_body)
 
     @property
     def example(self) -> str:
