@@ -106,7 +106,9 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
     - ``wrap_model_call``: binds the meta-tools and the visible tools, in the
       thread's tool context as ``CallModel`` binds them (``always`` and included
       tools in, ``manual`` ones only once included, excluded ones never; other
-      tools of the agent, not in the catalog, stay bound), and appends the
+      tools of the agent, not in the catalog, stay bound; of its own, only those
+      still in ``request.tools``: a tool a middleware listed before it took out
+      stays unbound), and appends the
       categories section to the system prompt; shows the model each reply's
       tool messages in call order. After ``max_iterations`` model calls in one
       turn it answers with a final message instead.
@@ -189,7 +191,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         self.tools = [*self.builtin_tools, *(spec.tool for spec in catalog.specs)]
         self._ours = frozenset(t.name for t in self.tools)
         self._own_ids = frozenset(id(t) for t in self.tools)
-        self._seen: tuple[list[Any], int, list[Any]] | None = None
+        self._seen: tuple[list[Any], int, list[Any], frozenset[str] | None] | None = None
         self._locks = KeyedLocks()
         # The executor's group rules (shared by every run of this instance, and with the
         # tool calls of its CodeMode programs): the tool node runs each call as its own task.
@@ -231,13 +233,15 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         The visible set is ``CallModel``'s: the thread's ``SessionContext`` working set.
         """
         visible = self.runner.working_set(request.state).names
-        others = self._others(request.tools)
+        others, kept = self._split(request.tools)
         section, builtins = self.thread_prompt.for_state(request.state)
-        tools = [*builtins, *self.catalog.tools(visible), *others]
+        ours = [*builtins, *self.catalog.tools(visible)]
+        if kept is not None:  # a middleware listed before this one took some of ours out
+            ours = [t for t in ours if t.name in kept]
+        tools = [*ours, *others]
         if self.codemode is not None:  # tools as functions in the prompt, python_execution bound
-            ours = tools[: len(tools) - len(others)]
             section += "\n\n" + self.codemode.render_tools([self._schema(t) for t in ours])
-            tools = [*(t for t in builtins if t.name in self.codemode.binds), *others]
+            tools = [*(t for t in ours if t.name in self.codemode.binds), *others]
         return request.override(
             tools=tools,
             system_message=_with_section(request.system_message, section),
@@ -250,18 +254,25 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             self._schemas[key] = convert_to_openai_tool(tool)
         return self._schemas[key]
 
-    def _others(self, tools: list[Any]) -> list[Any]:
-        """The agent's tools that are not ours (provider tools, other middleware's)."""
-        # create_agent hands every call the same list: filter it once, not 5,000 names a call
+    def _split(self, tools: list[Any]) -> tuple[list[Any], frozenset[str] | None]:
+        """The agent's tools that are not ours (provider tools, other middleware's), and the
+        names of ours still in ``tools`` (None: all of them; fewer when a middleware listed
+        before this one narrowed the request's tools, a restriction kept when binding)."""
+        # create_agent hands every call the same list: split it once, not 5,000 names a call
         seen = self._seen
         if seen is not None and seen[0] is tools and seen[1] == len(tools):
-            return seen[2]
+            return seen[2], seen[3]
         own, ours = self._own_ids, self._ours
-        others = [
-            t for t in tools if id(t) not in own and (isinstance(t, dict) or t.name not in ours)
-        ]
-        self._seen = (tools, len(tools), others)
-        return others
+        others: list[Any] = []
+        kept: set[str] = set()
+        for t in tools:
+            if isinstance(t, dict) or (id(t) not in own and t.name not in ours):
+                others.append(t)
+            else:
+                kept.add(t.name)
+        narrowed = frozenset(kept) if len(kept) < len(ours) else None
+        self._seen = (tools, len(tools), others, narrowed)
+        return others, narrowed
 
     @staticmethod
     def _repaired(response: Any) -> Any:
