@@ -14,6 +14,7 @@ from agent_tools import APOLLO_QUERY, ai_calls, call, recording_fixtures, tool_m
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, LLMToolSelectorMiddleware
 from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import tool
 
 from langgraph_toolbudget import ToolBudgetMiddleware
 from langgraph_toolbudget.testing import ScriptedChatModel
@@ -83,3 +84,73 @@ async def test_llm_tool_selector_listed_before_the_budget_keeps_its_choice(catal
     budget = ToolBudgetMiddleware(catalog, max_tools=3)
     await run(create_agent(model, middleware=[selector, budget]), {"messages": [APOLLO_QUERY]}, api)
     assert model.bound_tools == [["search_tools", "create_project"]]
+
+
+# --- a tool registered at runtime by a middleware listed after the budget -------------------
+
+
+@tool
+def calculator(expression: str) -> str:
+    """Evaluate an arithmetic expression."""
+    return "4"
+
+
+class RuntimeTools(AgentMiddleware):
+    """LangChain's pattern for a tool registered at runtime: added to the model request in
+    ``wrap_model_call``, supplied in ``wrap_tool_call``. Records the calls it is handed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.handed: list[str] = []
+
+    def _supplied(self, request: Any) -> Any:
+        self.handed.append(request.tool_call["name"])
+        if request.tool_call["name"] == "calculator":
+            return request.override(tool=calculator)
+        return request
+
+    def wrap_model_call(self, request, handler):
+        return handler(request.override(tools=[*request.tools, calculator]))
+
+    async def awrap_model_call(self, request, handler):
+        return await handler(request.override(tools=[*request.tools, calculator]))
+
+    def wrap_tool_call(self, request, handler):
+        return handler(self._supplied(request))
+
+    async def awrap_tool_call(self, request, handler):
+        return await handler(self._supplied(request))
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_tool_an_inner_middleware_supplies_runs_and_catalog_refusals_never_reach_it(
+    catalog, rec, api
+):
+    model = ScriptedChatModel(
+        responses=[
+            ai_calls(
+                call("calculator", "c1", expression="2+2"),
+                call("crate_project", "u1", name="x"),  # nobody supplies it
+                call("merge_pull_request", "h1", repo="r", number=1),  # hidden
+                call("admin_shutdown", "f1", reason="x"),  # filtered
+                call("purge_database", "d1", confirm=True),  # disabled
+            ),
+            AIMessage("done"),
+        ],
+        cycle=False,
+    )
+    runtime = RuntimeTools()
+    budget = ToolBudgetMiddleware(catalog, max_tools=3)
+    agent = create_agent(model, middleware=[budget, runtime])
+    out = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
+    answers = {m.tool_call_id: m for m in tool_messages(out["messages"])}
+    assert "calculator" in model.bound_tools[0]
+    assert answers["c1"].content == "4" and answers["c1"].status == "success"
+    # the package's unknown-tool error (closest names), not the tool node's list of every tool
+    assert answers["u1"].status == "error"
+    assert "Closest tools: create_project" in answers["u1"].content
+    assert "is not a valid tool" not in answers["u1"].content
+    assert "add_tool(tool_names=['merge_pull_request'])" in answers["h1"].content
+    assert "filtered out" in answers["f1"].content and "disabled" in answers["d1"].content
+    assert sorted(runtime.handed) == ["calculator", "crate_project"]  # never a catalog refusal
+    assert rec.runs == []

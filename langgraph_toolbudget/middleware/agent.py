@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, SystemMessage, ToolCall, ToolMess
 from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_config
-from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.prebuilt.tool_node import INVALID_TOOL_NAME_ERROR_TEMPLATE, ToolCallRequest
 from langgraph.types import Command
 from typing_extensions import Unpack
 
@@ -23,6 +23,7 @@ from langgraph_toolbudget.core.coercion import repair_tool_calls
 from langgraph_toolbudget.core.working_set import WorkingSet, state_get, state_messages
 from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome
 from langgraph_toolbudget.execution.pipeline import CallCheck
+from langgraph_toolbudget.execution.prepare import NOT_A_TOOL_ERROR, error_message
 from langgraph_toolbudget.execution.scheduler import GroupGates
 from langgraph_toolbudget.formats import get_format
 from langgraph_toolbudget.formats.base import ToolCallFormat
@@ -127,7 +128,9 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
       concurrency-group rules (``GroupGates``): impure calls of a group one at a
       time in their reply, never beside its pure calls; a group's limit
       (``max_concurrency``, ``group_limits``) shared by every run of this
-      middleware. Tools of the agent that are not in the catalog pass.
+      middleware. Calls of tools that are not in the catalog pass, unknown names
+      included (a middleware listed after this one may supply the tool); one nobody
+      supplied gets the executor's unknown-tool error (the closest tools).
 
     Args:
         catalog: the tool catalog; its tools (in ``runtime_mode``) and the
@@ -381,15 +384,32 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
     # --- the other tool calls: checked, and run each in its turn ------------------------------
 
     def _owns(self, request: ToolCallRequest) -> bool:
-        """Is this call ours to judge (a catalog tool of any status, or no tool at all)?"""
+        """Is this call ours to judge: a catalog tool in any status (listed, excluded, hidden,
+        filtered, disabled, draft...)? Any other name is passed on, so a middleware listed
+        after this one may supply its tool (LangChain's tools registered at runtime)."""
         name = request.tool_call["name"]
         catalog = self.catalog
+        return name in catalog or catalog.status(name) is not None or catalog.is_filtered(name)
+
+    @staticmethod
+    def _nobody_supplied(request: ToolCallRequest, out: Any) -> bool:
+        """Is ``out`` the tool node's answer to a name no middleware supplied a tool for
+        (LangGraph's ``INVALID_TOOL_NAME_ERROR_TEMPLATE``, which lists every registered tool)?"""
+        if request.tool is not None or not isinstance(out, ToolMessage) or out.status != "error":
+            return False
+        before, after = INVALID_TOOL_NAME_ERROR_TEMPLATE.split("{available_tools}")
+        content = out.content
         return (
-            request.tool is None
-            or name in catalog
-            or catalog.status(name) is not None
-            or catalog.is_filtered(name)
+            isinstance(content, str)
+            and content.startswith(before.format(requested_tool=request.tool_call["name"]))
+            and content.endswith(after)
         )
+
+    def _unknown(self, request: ToolCallRequest) -> ToolMessage:
+        """The package's refusal of an unknown name (the closest tools, how to load one)."""
+        call = request.tool_call
+        refusal = self._check(request.state)(call["name"])
+        return error_message(call, refusal or NOT_A_TOOL_ERROR.format(tool=call["name"]))
 
     def _check(self, state: Any) -> CallCheck:
         """The check ``ToolExecutor`` gives the regular calls of a reply, after its built-in
@@ -452,7 +472,8 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         if request.tool_call["name"] in self.runner.builtins:
             return self._builtin(request)
         if not self._owns(request):
-            return handler(request)
+            out = handler(request)
+            return self._unknown(request) if self._nobody_supplied(request, out) else out
         check, config = self._check(request.state), _current_config()
         with self._turn(request, config):
             out = self.runner.pipeline.delegate(request, check, handler)
@@ -469,7 +490,11 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         if request.tool_call["name"] in self.runner.builtins:
             return await self._abuiltin(request)
         if not self._owns(request):
-            return await handler(request)
+            out = await handler(request)
+            if not self._nobody_supplied(request, out):
+                return out
+            # the closest names to an unknown one: fuzzy matching, off the event loop
+            return await self.runner.pipeline.hook_threads.run(self._unknown, request)
         check, config = self._check(request.state), _current_config()
         async with self._aturn(request, config):
             out = await self.runner.pipeline.adelegate(request, check, handler)
