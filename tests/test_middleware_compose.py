@@ -12,11 +12,16 @@ from typing import Any
 import pytest
 from agent_tools import APOLLO_QUERY, ai_calls, call, recording_fixtures, tool_messages
 from langchain.agents import create_agent
-from langchain.agents.middleware import AgentMiddleware, LLMToolSelectorMiddleware
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    LLMToolSelectorMiddleware,
+    ToolRetryMiddleware,
+)
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 
-from langgraph_toolbudget import ToolBudgetMiddleware
+from langgraph_toolbudget import ToolBudgetMiddleware, ToolCatalog
+from langgraph_toolbudget.execution.errors import TOOLNODE_DEFAULT
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 APIS = ["invoke", "ainvoke"]
@@ -154,3 +159,82 @@ async def test_a_tool_an_inner_middleware_supplies_runs_and_catalog_refusals_nev
     assert "filtered out" in answers["f1"].content and "disabled" in answers["d1"].content
     assert sorted(runtime.handed) == ["calculator", "crate_project"]  # never a catalog refusal
     assert rec.runs == []
+
+
+# --- a tool's exception: answered by the budget, or raised to the middleware before it -------
+
+
+def _flaky_catalog(attempts: list[str]) -> ToolCatalog:
+    @tool
+    def flaky_weather(city: str) -> str:
+        """Get the current weather for a city (the service drops the first two requests)."""
+        attempts.append(city)
+        if len(attempts) < 3:
+            raise ConnectionError("temporary outage")
+        return f"sunny in {city}"
+
+    @tool
+    def send_email(to: str, body: str) -> str:
+        """Send an email message to a recipient."""
+        return f"sent to {to}"
+
+    return ToolCatalog.from_tools(
+        [flaky_weather, send_email], {"weather": ["flaky_weather"], "email": ["send_email"]}
+    )
+
+
+def _retry() -> ToolRetryMiddleware:
+    return ToolRetryMiddleware(
+        max_retries=3, initial_delay=0.0, jitter=False, retry_on=(ConnectionError,)
+    )
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("handle", [False, TOOLNODE_DEFAULT, ValueError])
+async def test_tool_retry_listed_before_the_budget_retries_when_errors_are_raised(api, handle):
+    attempts: list[str] = []
+    budget = ToolBudgetMiddleware(_flaky_catalog(attempts), max_tools=2, handle_tool_errors=handle)
+    model = ScriptedChatModel(
+        responses=[ai_calls(call("flaky_weather", "c1", city="Paris")), AIMessage("done")],
+        cycle=False,
+    )
+    agent = create_agent(model, middleware=[_retry(), budget])
+    out = await run(agent, {"messages": [HumanMessage("weather in Paris")]}, api)
+    assert attempts == ["Paris"] * 3
+    assert [m.content for m in tool_messages(out["messages"])] == ["sunny in Paris"]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_by_default_the_budget_answers_a_tools_exception_with_an_explained_error(api):
+    attempts: list[str] = []
+    budget = ToolBudgetMiddleware(_flaky_catalog(attempts), max_tools=2)
+    model = ScriptedChatModel(
+        responses=[ai_calls(call("flaky_weather", "c1", city="Paris")), AIMessage("done")],
+        cycle=False,
+    )
+    agent = create_agent(model, middleware=[_retry(), budget])
+    out = await run(agent, {"messages": [HumanMessage("weather in Paris")]}, api)
+    assert attempts == ["Paris"]  # answered, so the retry listed before it sees no exception
+    (answer,) = tool_messages(out["messages"])
+    assert answer.status == "error"
+    assert answer.content.startswith(
+        "Error: tool 'flaky_weather' failed: ConnectionError: temporary outage"
+    )
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_handle_tool_errors_true_answers_with_toolnodes_wording(api):
+    attempts: list[str] = []
+    budget = ToolBudgetMiddleware(_flaky_catalog(attempts), max_tools=2, handle_tool_errors=True)
+    model = ScriptedChatModel(
+        responses=[ai_calls(call("flaky_weather", "c1", city="Paris")), AIMessage("done")],
+        cycle=False,
+    )
+    agent = create_agent(model, middleware=[_retry(), budget])
+    out = await run(agent, {"messages": [HumanMessage("weather in Paris")]}, api)
+    assert attempts == ["Paris"]
+    (answer,) = tool_messages(out["messages"])
+    assert answer.status == "error"
+    assert (
+        answer.content == "Error: ConnectionError('temporary outage')\n Please fix your mistakes."
+    )

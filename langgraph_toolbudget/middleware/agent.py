@@ -22,6 +22,7 @@ from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.core.coercion import repair_tool_calls
 from langgraph_toolbudget.core.working_set import WorkingSet, state_get, state_messages
 from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome
+from langgraph_toolbudget.execution.errors import HandleToolErrors
 from langgraph_toolbudget.execution.pipeline import CallCheck
 from langgraph_toolbudget.execution.prepare import NOT_A_TOOL_ERROR, error_message
 from langgraph_toolbudget.execution.scheduler import GroupGates
@@ -124,9 +125,9 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
       errors as ``ToolExecutor`` (a tool the model was shown with the reply stays
       callable in it even if a built-in call of the reply evicted it); coerces
       arguments, notes deprecated tools, turns a tool's exception into an error
-      message. A catalog tool's call runs in its turn, by the executor's
-      concurrency-group rules (``GroupGates``): impure calls of a group one at a
-      time in their reply, never beside its pure calls; a group's limit
+      message (or raises it: ``handle_tool_errors``). A catalog tool's call runs in
+      its turn, by the executor's concurrency-group rules (``GroupGates``): impure
+      calls of a group one at a time in their reply, never beside its pure calls; a group's limit
       (``max_concurrency``, ``group_limits``) shared by every run of this
       middleware. Calls of tools that are not in the catalog pass, unknown names
       included (a middleware listed after this one may supply the tool); one nobody
@@ -137,6 +138,12 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             meta-tools are registered with the agent.
         config: the shared options (:class:`~langgraph_toolbudget.config.BudgetConfig`).
         classifier_model: optional chat model for the classification.
+        handle_tool_errors: what a catalog tool's exception becomes, as for
+            :class:`~langgraph_toolbudget.ToolExecutor`: ``None`` (the default) answers it
+            with an explained error message; any of ``ToolNode``'s forms (``False``, an
+            exception type, ``TOOLNODE_DEFAULT``...) answers or raises it as ``ToolNode``
+            does, so a raised one reaches the middleware listed before this one
+            (``ToolRetryMiddleware`` retries it).
         **options: any ``BudgetConfig`` option, over ``config``'s value: the budget
             (``max_tools``, ``model_size``, ``min_per_category``, ...), the selection
             (``max_categories``, ``search_limit``, ``embeddings``, ``retriever``,
@@ -175,6 +182,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         *,
         config: BudgetConfig | None = None,
         classifier_model: BaseChatModel | str | None = None,
+        handle_tool_errors: HandleToolErrors = None,
         **options: Unpack[BudgetOptions],
     ) -> None:
         super().__init__()
@@ -183,7 +191,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         # The agent's own tool node runs the calls, so results are not offloaded here:
         # no output tools to bind (see docs/middleware.md).
         shared = shared.override(offload_over_chars=None, offload_over_tokens=None)
-        self.runner = BatchRunner(catalog, shared)
+        self.runner = BatchRunner(catalog, shared, handle_tool_errors=handle_tool_errors)
         self.catalog = catalog = self.runner.catalog  # in the runtime mode
         self.selection = ChooseTools(catalog, config=shared, classifier_model=classifier_model)
         self.thread_prompt = ThreadPrompt(catalog, self.runner.builtins)
