@@ -20,7 +20,7 @@ from langchain.agents.middleware import (
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 
-from langgraph_toolbudget import ToolBudgetMiddleware, ToolCatalog
+from langgraph_toolbudget import ToolBudgetMiddleware, ToolCatalog, create_toolbudget_agent
 from langgraph_toolbudget.execution.errors import TOOLNODE_DEFAULT
 from langgraph_toolbudget.testing import ScriptedChatModel
 
@@ -238,3 +238,39 @@ async def test_handle_tool_errors_true_answers_with_toolnodes_wording(api):
     assert (
         answer.content == "Error: ConnectionError('temporary outage')\n Please fix your mistakes."
     )
+
+
+# --- calls of one reply that share an id ------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_calls_sharing_an_id_with_a_builtin_call_are_all_answered_like_the_nodes(
+    catalog, rec, api
+):
+    def script() -> list[Any]:
+        return [
+            ai_calls(
+                call("add_tool", "call_0", tool_names=["create_issue"]),
+                call("list_projects", "call_0"),
+                call("add_task", "call_0", project="apollo", title="Blocker"),
+            ),
+            AIMessage("done"),
+        ]
+
+    query = {"messages": [HumanMessage(APOLLO_QUERY)]}
+    model = ScriptedChatModel(responses=script(), cycle=False)
+    budget = ToolBudgetMiddleware(catalog, max_tools=3)
+    out = await run(create_agent(model, middleware=[budget]), query, api)
+    nodes = create_toolbudget_agent(ScriptedChatModel(responses=script(), cycle=False), catalog)
+    expected = await run(nodes.compile(), query, api)
+    answers = tool_messages(out["messages"])
+    assert sorted(m.name for m in answers) == ["add_task", "add_tool", "list_projects"]
+    assert sorted(m.name for m in tool_messages(expected["messages"])) == sorted(
+        m.name for m in answers
+    )
+    # the reply's later calls got their own ids, each answered once
+    (reply,) = [m for m in out["messages"] if isinstance(m, AIMessage) and m.tool_calls]
+    ids = [c["id"] for c in reply.tool_calls]
+    assert ids[0] == "call_0" and len(set(ids)) == 3
+    assert sorted(m.tool_call_id for m in answers) == sorted(ids)
+    assert sorted(rec.names) == ["add_task", "add_task", "list_projects", "list_projects"]

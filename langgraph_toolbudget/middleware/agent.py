@@ -19,7 +19,7 @@ from typing_extensions import Unpack
 
 from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
 from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
-from langgraph_toolbudget.core.coercion import repair_tool_calls
+from langgraph_toolbudget.core.coercion import distinct_call_ids, repair_tool_calls
 from langgraph_toolbudget.core.working_set import WorkingSet, state_get, state_messages
 from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome
 from langgraph_toolbudget.execution.errors import HandleToolErrors
@@ -289,7 +289,8 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
     def _repaired(response: Any) -> Any:
         if isinstance(response, ModelResponse):
             response.result = [
-                repair_tool_calls(m) if isinstance(m, AIMessage) else m for m in response.result
+                distinct_call_ids(repair_tool_calls(m)) if isinstance(m, AIMessage) else m
+                for m in response.result
             ]
         return response
 
