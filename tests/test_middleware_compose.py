@@ -14,11 +14,15 @@ from agent_tools import APOLLO_QUERY, ai_calls, call, recording_fixtures, tool_m
 from langchain.agents import create_agent
 from langchain.agents.middleware import (
     AgentMiddleware,
+    HumanInTheLoopMiddleware,
     LLMToolSelectorMiddleware,
+    ToolCallLimitMiddleware,
     ToolRetryMiddleware,
 )
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 
 from langgraph_toolbudget import ToolBudgetMiddleware, ToolCatalog, create_toolbudget_agent
 from langgraph_toolbudget.execution.errors import TOOLNODE_DEFAULT
@@ -274,3 +278,67 @@ async def test_calls_sharing_an_id_with_a_builtin_call_are_all_answered_like_the
     assert ids[0] == "call_0" and len(set(ids)) == 3
     assert sorted(m.tool_call_id for m in answers) == sorted(ids)
     assert sorted(rec.names) == ["add_task", "add_task", "list_projects", "list_projects"]
+
+
+# --- a middleware that answers calls in after_model, listed before the budget ----------------
+
+
+def _adds_a_tool() -> ScriptedChatModel:
+    return ScriptedChatModel(
+        responses=[
+            ai_calls(
+                call("add_tool", "a1", tool_names=["create_issue"]),
+                call("list_projects", "r1"),
+            ),
+            AIMessage("done"),
+        ],
+        cycle=False,
+    )
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_reviewer_listed_before_the_budget_that_rejects_a_builtin_call_is_refused(
+    catalog, api
+):
+    review = HumanInTheLoopMiddleware(interrupt_on={"add_tool": True})
+    budget = ToolBudgetMiddleware(catalog, max_tools=3)
+    agent = create_agent(_adds_a_tool(), middleware=[review, budget], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    paused = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api, config)
+    assert [m.tool_call_id for m in tool_messages(paused["messages"])] == ["a1"]  # answered
+    decision = {"type": "reject", "message": "No new tools."}
+    with pytest.raises(RuntimeError, match="List that middleware after the budget") as caught:
+        await run(agent, Command(resume={"decisions": [decision]}), api, config)
+    assert "'add_tool' (id 'a1') has 2 answers" in str(caught.value)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_call_limit_listed_before_the_budget_that_ends_the_run_is_refused_next_turn(
+    catalog, api
+):
+    limit = ToolCallLimitMiddleware(run_limit=1, exit_behavior="end")
+    budget = ToolBudgetMiddleware(catalog, max_tools=3)
+    model = _adds_a_tool()
+    agent = create_agent(model, middleware=[limit, budget], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    out = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api, config)
+    assert [m.tool_call_id for m in tool_messages(out["messages"])].count("a1") == 2
+    with pytest.raises(RuntimeError, match="'add_tool' \\(id 'a1'\\) has 2 answers"):
+        await run(agent, {"messages": [HumanMessage("and now?")]}, api, config)
+    # reported once: the turn after goes on (it holds no reply answered twice)
+    out = await run(agent, {"messages": [HumanMessage("go on")]}, api, config)
+    assert out["messages"][-1].content == "done"
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_listed_after_the_budget_the_same_middleware_gives_one_answer_per_call(catalog, api):
+    review = HumanInTheLoopMiddleware(interrupt_on={"add_tool": True})
+    budget = ToolBudgetMiddleware(catalog, max_tools=3)
+    agent = create_agent(_adds_a_tool(), middleware=[budget, review], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api, config)
+    decision = {"type": "reject", "message": "No new tools."}
+    out = await run(agent, Command(resume={"decisions": [decision]}), api, config)
+    assert sorted(m.tool_call_id for m in tool_messages(out["messages"])) == ["a1", "r1"]
+    assert out["messages"][-1].content == "done"
+

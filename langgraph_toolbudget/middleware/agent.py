@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Container, Hashable, Iterator
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, SystemMessage, ToolCall, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+)
 from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_config
@@ -211,10 +218,16 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
     # --- the turn's selection ----------------------------------------------------------------
 
     def _turn_start(self, state: Any) -> dict[str, Any] | None:
-        """The state to select from at a turn's first model call, else None."""
-        if ai_calls_this_turn(state_messages(state)) > 0:
-            return None
-        return dict(state)
+        """The state to select from at a turn's first model call, else None.
+
+        Raises:
+            RuntimeError: a built-in call of this turn (or, at a turn's first model call, of
+                the turn before) has two answers (see :data:`ANSWERED_TWICE_ERROR`).
+        """
+        messages = state_messages(state)
+        first = ai_calls_this_turn(messages) == 0
+        _refuse_two_answers(messages, self.runner.builtins, turns=2 if first else 1)
+        return dict(state) if first else None
 
     def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         """At a user turn's first model call: classify, select, search (the nodes' own code)."""
@@ -511,6 +524,44 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             self.config.usage, request.state, request.tool_call, out, config, self.catalog
         )
         return out
+
+
+ANSWERED_TWICE_ERROR = (
+    "The model's call {tool!r} (id {id!r}) has {count} answers: ToolBudgetMiddleware answered "
+    "this built-in call (and applied it) in after_model, then a middleware listed before it in "
+    "create_agent(middleware=[...]) answered it again (HumanInTheLoopMiddleware rejecting it, "
+    "ToolCallLimitMiddleware(exit_behavior='end'), or another that answers calls in "
+    "after_model: create_agent runs after_model hooks from the last middleware to the first). "
+    "List that middleware after the budget, e.g. middleware=[budget, review]: it then sees the "
+    "built-in calls before they are answered, and its answer is the only one."
+)
+"""Raised at the next model call (the next turn's first when the run ended): two answers
+to one call contradict each other, and providers refuse a thread that holds them."""
+
+
+def _refuse_two_answers(messages: list[Any], builtins: Container[str], turns: int) -> None:
+    """Raise :data:`ANSWERED_TWICE_ERROR` when a built-in call of a reply of the latest
+    ``turns`` turns has more tool messages than the reply has calls with its id."""
+    answers: Counter[str] = Counter()
+    humans = 0
+    for message in reversed(messages):
+        if isinstance(message, ToolMessage):
+            answers[message.tool_call_id] += 1
+            continue
+        if isinstance(message, AIMessage) and answers:
+            made = Counter(str(c.get("id")) for c in message.tool_calls)
+            for c in message.tool_calls:
+                call_id = str(c.get("id"))
+                if c["name"] in builtins and answers[call_id] > made[call_id]:
+                    count = answers[call_id]
+                    raise RuntimeError(
+                        ANSWERED_TWICE_ERROR.format(tool=c["name"], id=call_id, count=count)
+                    )
+        elif isinstance(message, HumanMessage):
+            humans += 1
+            if humans >= turns:
+                return
+        answers.clear()
 
 
 def _latest_reply(state: Any) -> AIMessage | None:
