@@ -342,3 +342,24 @@ async def test_listed_after_the_budget_the_same_middleware_gives_one_answer_per_
     assert sorted(m.tool_call_id for m in tool_messages(out["messages"])) == ["a1", "r1"]
     assert out["messages"][-1].content == "done"
 
+
+@pytest.mark.parametrize("api", APIS)
+async def test_per_call_review_reviews_regular_calls_and_never_builtin_calls(catalog, rec, api):
+    """As docs/middleware.md says: per-call review interrupts in wrap_tool_call, which the
+    budget's built-in calls never reach (answered in after_model), in either order."""
+    gated = {"add_tool": True, "list_projects": True}
+    for order in ("budget first", "review first"):
+        rec.runs.clear()
+        review = HumanInTheLoopMiddleware(interrupt_on=gated, interrupt_mode="per_call")
+        budget = ToolBudgetMiddleware(catalog, max_tools=3)
+        middleware = [budget, review] if order == "budget first" else [review, budget]
+        agent = create_agent(_adds_a_tool(), middleware=middleware, checkpointer=InMemorySaver())
+        config = {"configurable": {"thread_id": order}}
+        paused = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api, config)
+        (interrupt,) = paused["__interrupt__"]
+        assert interrupt.value["name"] == "list_projects" and rec.runs == []
+        assert [m.tool_call_id for m in tool_messages(paused["messages"])] == ["a1"]
+        assert "create_issue" in paused["selected_tools"]  # added without review
+        out = await run(agent, Command(resume={interrupt.id: {"type": "approve"}}), api, config)
+        assert sorted(m.tool_call_id for m in tool_messages(out["messages"])) == ["a1", "r1"]
+        assert rec.names == ["list_projects"]
