@@ -187,39 +187,34 @@ def _flaky_catalog(attempts: list[str]) -> ToolCatalog:
     )
 
 
-def _retry() -> ToolRetryMiddleware:
-    return ToolRetryMiddleware(
+async def _retried(api: str, **options: Any) -> tuple[list[str], list[Any]]:
+    """A flaky tool's call under ``[ToolRetryMiddleware, budget]``: its attempts, the answers."""
+    attempts: list[str] = []
+    budget = ToolBudgetMiddleware(_flaky_catalog(attempts), max_tools=2, **options)
+    model = ScriptedChatModel(
+        responses=[ai_calls(call("flaky_weather", "c1", city="Paris")), AIMessage("done")],
+        cycle=False,
+    )
+    retry = ToolRetryMiddleware(
         max_retries=3, initial_delay=0.0, jitter=False, retry_on=(ConnectionError,)
     )
+    agent = create_agent(model, middleware=[retry, budget])
+    out = await run(agent, {"messages": [HumanMessage("weather in Paris")]}, api)
+    return attempts, tool_messages(out["messages"])
 
 
 @pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize("handle", [False, TOOLNODE_DEFAULT, ValueError])
 async def test_tool_retry_listed_before_the_budget_retries_when_errors_are_raised(api, handle):
-    attempts: list[str] = []
-    budget = ToolBudgetMiddleware(_flaky_catalog(attempts), max_tools=2, handle_tool_errors=handle)
-    model = ScriptedChatModel(
-        responses=[ai_calls(call("flaky_weather", "c1", city="Paris")), AIMessage("done")],
-        cycle=False,
-    )
-    agent = create_agent(model, middleware=[_retry(), budget])
-    out = await run(agent, {"messages": [HumanMessage("weather in Paris")]}, api)
+    attempts, answers = await _retried(api, handle_tool_errors=handle)
     assert attempts == ["Paris"] * 3
-    assert [m.content for m in tool_messages(out["messages"])] == ["sunny in Paris"]
+    assert [m.content for m in answers] == ["sunny in Paris"]
 
 
 @pytest.mark.parametrize("api", APIS)
 async def test_by_default_the_budget_answers_a_tools_exception_with_an_explained_error(api):
-    attempts: list[str] = []
-    budget = ToolBudgetMiddleware(_flaky_catalog(attempts), max_tools=2)
-    model = ScriptedChatModel(
-        responses=[ai_calls(call("flaky_weather", "c1", city="Paris")), AIMessage("done")],
-        cycle=False,
-    )
-    agent = create_agent(model, middleware=[_retry(), budget])
-    out = await run(agent, {"messages": [HumanMessage("weather in Paris")]}, api)
+    attempts, (answer,) = await _retried(api)
     assert attempts == ["Paris"]  # answered, so the retry listed before it sees no exception
-    (answer,) = tool_messages(out["messages"])
     assert answer.status == "error"
     assert answer.content.startswith(
         "Error: tool 'flaky_weather' failed: ConnectionError: temporary outage"
@@ -228,16 +223,8 @@ async def test_by_default_the_budget_answers_a_tools_exception_with_an_explained
 
 @pytest.mark.parametrize("api", APIS)
 async def test_handle_tool_errors_true_answers_with_toolnodes_wording(api):
-    attempts: list[str] = []
-    budget = ToolBudgetMiddleware(_flaky_catalog(attempts), max_tools=2, handle_tool_errors=True)
-    model = ScriptedChatModel(
-        responses=[ai_calls(call("flaky_weather", "c1", city="Paris")), AIMessage("done")],
-        cycle=False,
-    )
-    agent = create_agent(model, middleware=[_retry(), budget])
-    out = await run(agent, {"messages": [HumanMessage("weather in Paris")]}, api)
+    attempts, (answer,) = await _retried(api, handle_tool_errors=True)
     assert attempts == ["Paris"]
-    (answer,) = tool_messages(out["messages"])
     assert answer.status == "error"
     assert (
         answer.content == "Error: ConnectionError('temporary outage')\n Please fix your mistakes."
