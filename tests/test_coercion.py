@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from langgraph_toolbudget.core.coercion import (
     RAW_ARGUMENTS_KEY,
     coerce_args,
+    distinct_call_ids,
     repair_tool_calls,
     schema_error_message,
     tool_json_schema,
@@ -391,3 +392,22 @@ def test_invalid_native_calls_never_raise_out_of_the_graph(raw):
     (answer,) = [m for m in out["messages"] if isinstance(m, ToolMessage)]
     assert answer.tool_call_id == "c1" and answer.status == "error"
     assert out["messages"][-1].content == "done"
+
+
+def test_calls_that_share_an_id_get_their_own_and_a_reply_without_any_is_the_same_object():
+    calls = [
+        {"name": "add_tool", "args": {}, "id": "call_0"},
+        {"name": "get_weather", "args": {"city": "Paris"}, "id": "call_0"},
+        {"name": "read_inbox", "args": {}, "id": "call_1"},
+        {"name": "get_weather", "args": {"city": "Rome"}, "id": "call_0"},
+    ]
+    reply = AIMessage("", tool_calls=calls)
+    fixed = distinct_call_ids(reply)
+    ids = [c["id"] for c in fixed.tool_calls]
+    assert ids[0] == "call_0" and ids[2] == "call_1" and len(set(ids)) == 4
+    assert [(c["name"], c["args"]) for c in fixed.tool_calls] == [
+        (c["name"], c["args"]) for c in calls
+    ]
+    assert reply.tool_calls[1]["id"] == "call_0"  # the model's reply is not changed in place
+    distinct = AIMessage("", tool_calls=calls[1:3])
+    assert distinct_call_ids(distinct) is distinct

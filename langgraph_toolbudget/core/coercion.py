@@ -51,6 +51,7 @@ __all__ = [
     "FieldKeys",
     "coerce_args",
     "complete_tool_calls",
+    "distinct_call_ids",
     "repair_tool_calls",
     "schema_error_message",
     "tool_json_schema",
@@ -456,6 +457,36 @@ def complete_tool_calls(calls: Sequence[ToolCall]) -> list[ToolCall]:
             name, call_id = call.get("name") or MISSING_NAME, call.get("id") or f"missing_id_{i}"
             out.append({**call, "name": name, "id": call_id})
     return out
+
+
+def distinct_call_ids(message: AIMessage) -> AIMessage:
+    """The reply with a new id (as :func:`repair_tool_calls` gives a call without one) for
+    each call whose id an earlier call of the reply already has; the same object when its
+    ids are distinct.
+
+    For an agent that answers calls by id, not by position: ``create_agent`` runs only the
+    calls of a reply that no tool message answers yet, so a call sharing its id with one
+    answered before it (models and servers that number calls per reply or reuse ids) would
+    get no answer. ``ToolExecutor`` answers calls by position and needs none of this.
+    """
+    calls = message.tool_calls
+    seen: set[str] = set()
+    shared = False
+    for call in calls:
+        shared = shared or call.get("id") in seen
+        seen.add(str(call.get("id")))
+    if not shared:
+        return message
+    taken: set[str] = set()
+    renamed: list[ToolCall] = []
+    for call in calls:
+        call_id = call.get("id")
+        if call_id in taken:
+            call_id = _new_call_id()
+            call = {**call, "id": call_id}
+        taken.add(str(call_id))
+        renamed.append(call)
+    return message.model_copy(update={"tool_calls": renamed})
 
 
 def _new_call_id() -> str:

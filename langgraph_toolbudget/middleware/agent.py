@@ -4,25 +4,34 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Container, Hashable, Iterator
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, SystemMessage, ToolCall, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+)
 from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_config
-from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.prebuilt.tool_node import INVALID_TOOL_NAME_ERROR_TEMPLATE, ToolCallRequest
 from langgraph.types import Command
 from typing_extensions import Unpack
 
 from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
 from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
-from langgraph_toolbudget.core.coercion import repair_tool_calls
+from langgraph_toolbudget.core.coercion import distinct_call_ids, repair_tool_calls
 from langgraph_toolbudget.core.working_set import WorkingSet, state_get, state_messages
 from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome
+from langgraph_toolbudget.execution.errors import HandleToolErrors
 from langgraph_toolbudget.execution.pipeline import CallCheck
+from langgraph_toolbudget.execution.prepare import NOT_A_TOOL_ERROR, error_message
 from langgraph_toolbudget.execution.scheduler import GroupGates
 from langgraph_toolbudget.formats import get_format
 from langgraph_toolbudget.formats.base import ToolCallFormat
@@ -106,7 +115,9 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
     - ``wrap_model_call``: binds the meta-tools and the visible tools, in the
       thread's tool context as ``CallModel`` binds them (``always`` and included
       tools in, ``manual`` ones only once included, excluded ones never; other
-      tools of the agent, not in the catalog, stay bound), and appends the
+      tools of the agent, not in the catalog, stay bound; of its own, only those
+      still in ``request.tools``: a tool a middleware listed before it took out
+      stays unbound), and appends the
       categories section to the system prompt; shows the model each reply's
       tool messages in call order. After ``max_iterations`` model calls in one
       turn it answers with a final message instead.
@@ -121,17 +132,25 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
       errors as ``ToolExecutor`` (a tool the model was shown with the reply stays
       callable in it even if a built-in call of the reply evicted it); coerces
       arguments, notes deprecated tools, turns a tool's exception into an error
-      message. A catalog tool's call runs in its turn, by the executor's
-      concurrency-group rules (``GroupGates``): impure calls of a group one at a
-      time in their reply, never beside its pure calls; a group's limit
+      message (or raises it: ``handle_tool_errors``). A catalog tool's call runs in
+      its turn, by the executor's concurrency-group rules (``GroupGates``): impure
+      calls of a group one at a time in their reply, never beside its pure calls; a group's limit
       (``max_concurrency``, ``group_limits``) shared by every run of this
-      middleware. Tools of the agent that are not in the catalog pass.
+      middleware. Calls of tools that are not in the catalog pass, unknown names
+      included (a middleware listed after this one may supply the tool); one nobody
+      supplied gets the executor's unknown-tool error (the closest tools).
 
     Args:
         catalog: the tool catalog; its tools (in ``runtime_mode``) and the
             meta-tools are registered with the agent.
         config: the shared options (:class:`~langgraph_toolbudget.config.BudgetConfig`).
         classifier_model: optional chat model for the classification.
+        handle_tool_errors: what a catalog tool's exception becomes, as for
+            :class:`~langgraph_toolbudget.ToolExecutor`: ``None`` (the default) answers it
+            with an explained error message; any of ``ToolNode``'s forms (``False``, an
+            exception type, ``TOOLNODE_DEFAULT``...) answers or raises it as ``ToolNode``
+            does, so a raised one reaches the middleware listed before this one
+            (``ToolRetryMiddleware`` retries it).
         **options: any ``BudgetConfig`` option, over ``config``'s value: the budget
             (``max_tools``, ``model_size``, ``min_per_category``, ...), the selection
             (``max_categories``, ``search_limit``, ``embeddings``, ``retriever``,
@@ -170,6 +189,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         *,
         config: BudgetConfig | None = None,
         classifier_model: BaseChatModel | str | None = None,
+        handle_tool_errors: HandleToolErrors = None,
         **options: Unpack[BudgetOptions],
     ) -> None:
         super().__init__()
@@ -178,7 +198,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         # The agent's own tool node runs the calls, so results are not offloaded here:
         # no output tools to bind (see docs/middleware.md).
         shared = shared.override(offload_over_chars=None, offload_over_tokens=None)
-        self.runner = BatchRunner(catalog, shared)
+        self.runner = BatchRunner(catalog, shared, handle_tool_errors=handle_tool_errors)
         self.catalog = catalog = self.runner.catalog  # in the runtime mode
         self.selection = ChooseTools(catalog, config=shared, classifier_model=classifier_model)
         self.thread_prompt = ThreadPrompt(catalog, self.runner.builtins)
@@ -189,7 +209,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         self.tools = [*self.builtin_tools, *(spec.tool for spec in catalog.specs)]
         self._ours = frozenset(t.name for t in self.tools)
         self._own_ids = frozenset(id(t) for t in self.tools)
-        self._seen: tuple[list[Any], int, list[Any]] | None = None
+        self._seen: tuple[list[Any], int, list[Any], frozenset[str] | None] | None = None
         self._locks = KeyedLocks()
         # The executor's group rules (shared by every run of this instance, and with the
         # tool calls of its CodeMode programs): the tool node runs each call as its own task.
@@ -198,10 +218,16 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
     # --- the turn's selection ----------------------------------------------------------------
 
     def _turn_start(self, state: Any) -> dict[str, Any] | None:
-        """The state to select from at a turn's first model call, else None."""
-        if ai_calls_this_turn(state_messages(state)) > 0:
-            return None
-        return dict(state)
+        """The state to select from at a turn's first model call, else None.
+
+        Raises:
+            RuntimeError: a built-in call of this turn (or, at a turn's first model call, of
+                the turn before) has two answers (see :data:`ANSWERED_TWICE_ERROR`).
+        """
+        messages = state_messages(state)
+        first = ai_calls_this_turn(messages) == 0
+        _refuse_two_answers(messages, self.runner.builtins, turns=2 if first else 1)
+        return dict(state) if first else None
 
     def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         """At a user turn's first model call: classify, select, search (the nodes' own code)."""
@@ -231,13 +257,15 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         The visible set is ``CallModel``'s: the thread's ``SessionContext`` working set.
         """
         visible = self.runner.working_set(request.state).names
-        others = self._others(request.tools)
+        others, kept = self._split(request.tools)
         section, builtins = self.thread_prompt.for_state(request.state)
-        tools = [*builtins, *self.catalog.tools(visible), *others]
+        ours = [*builtins, *self.catalog.tools(visible)]
+        if kept is not None:  # a middleware listed before this one took some of ours out
+            ours = [t for t in ours if t.name in kept]
+        tools = [*ours, *others]
         if self.codemode is not None:  # tools as functions in the prompt, python_execution bound
-            ours = tools[: len(tools) - len(others)]
             section += "\n\n" + self.codemode.render_tools([self._schema(t) for t in ours])
-            tools = [*(t for t in builtins if t.name in self.codemode.binds), *others]
+            tools = [*(t for t in ours if t.name in self.codemode.binds), *others]
         return request.override(
             tools=tools,
             system_message=_with_section(request.system_message, section),
@@ -250,24 +278,32 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             self._schemas[key] = convert_to_openai_tool(tool)
         return self._schemas[key]
 
-    def _others(self, tools: list[Any]) -> list[Any]:
-        """The agent's tools that are not ours (provider tools, other middleware's)."""
-        # create_agent hands every call the same list: filter it once, not 5,000 names a call
+    def _split(self, tools: list[Any]) -> tuple[list[Any], frozenset[str] | None]:
+        """The agent's tools that are not ours (provider tools, other middleware's), and the
+        names of ours still in ``tools`` (None: all of them; fewer when a middleware listed
+        before this one narrowed the request's tools, a restriction kept when binding)."""
+        # create_agent hands every call the same list: split it once, not 5,000 names a call
         seen = self._seen
         if seen is not None and seen[0] is tools and seen[1] == len(tools):
-            return seen[2]
+            return seen[2], seen[3]
         own, ours = self._own_ids, self._ours
-        others = [
-            t for t in tools if id(t) not in own and (isinstance(t, dict) or t.name not in ours)
-        ]
-        self._seen = (tools, len(tools), others)
-        return others
+        others: list[Any] = []
+        kept: set[str] = set()
+        for t in tools:
+            if isinstance(t, dict) or (id(t) not in own and t.name not in ours):
+                others.append(t)
+            else:
+                kept.add(t.name)
+        narrowed = frozenset(kept) if len(kept) < len(ours) else None
+        self._seen = (tools, len(tools), others, narrowed)
+        return others, narrowed
 
     @staticmethod
     def _repaired(response: Any) -> Any:
         if isinstance(response, ModelResponse):
             response.result = [
-                repair_tool_calls(m) if isinstance(m, AIMessage) else m for m in response.result
+                distinct_call_ids(repair_tool_calls(m)) if isinstance(m, AIMessage) else m
+                for m in response.result
             ]
         return response
 
@@ -370,15 +406,32 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
     # --- the other tool calls: checked, and run each in its turn ------------------------------
 
     def _owns(self, request: ToolCallRequest) -> bool:
-        """Is this call ours to judge (a catalog tool of any status, or no tool at all)?"""
+        """Is this call ours to judge: a catalog tool in any status (listed, excluded, hidden,
+        filtered, disabled, draft...)? Any other name is passed on, so a middleware listed
+        after this one may supply its tool (LangChain's tools registered at runtime)."""
         name = request.tool_call["name"]
         catalog = self.catalog
+        return name in catalog or catalog.status(name) is not None or catalog.is_filtered(name)
+
+    @staticmethod
+    def _nobody_supplied(request: ToolCallRequest, out: Any) -> bool:
+        """Is ``out`` the tool node's answer to a name no middleware supplied a tool for
+        (LangGraph's ``INVALID_TOOL_NAME_ERROR_TEMPLATE``, which lists every registered tool)?"""
+        if request.tool is not None or not isinstance(out, ToolMessage) or out.status != "error":
+            return False
+        before, after = INVALID_TOOL_NAME_ERROR_TEMPLATE.split("{available_tools}")
+        content = out.content
         return (
-            request.tool is None
-            or name in catalog
-            or catalog.status(name) is not None
-            or catalog.is_filtered(name)
+            isinstance(content, str)
+            and content.startswith(before.format(requested_tool=request.tool_call["name"]))
+            and content.endswith(after)
         )
+
+    def _unknown(self, request: ToolCallRequest) -> ToolMessage:
+        """The package's refusal of an unknown name (the closest tools, how to load one)."""
+        call = request.tool_call
+        refusal = self._check(request.state)(call["name"])
+        return error_message(call, refusal or NOT_A_TOOL_ERROR.format(tool=call["name"]))
 
     def _check(self, state: Any) -> CallCheck:
         """The check ``ToolExecutor`` gives the regular calls of a reply, after its built-in
@@ -441,7 +494,8 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         if request.tool_call["name"] in self.runner.builtins:
             return self._builtin(request)
         if not self._owns(request):
-            return handler(request)
+            out = handler(request)
+            return self._unknown(request) if self._nobody_supplied(request, out) else out
         check, config = self._check(request.state), _current_config()
         with self._turn(request, config):
             out = self.runner.pipeline.delegate(request, check, handler)
@@ -458,7 +512,11 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         if request.tool_call["name"] in self.runner.builtins:
             return await self._abuiltin(request)
         if not self._owns(request):
-            return await handler(request)
+            out = await handler(request)
+            if not self._nobody_supplied(request, out):
+                return out
+            # the closest names to an unknown one: fuzzy matching, off the event loop
+            return await self.runner.pipeline.hook_threads.run(self._unknown, request)
         check, config = self._check(request.state), _current_config()
         async with self._aturn(request, config):
             out = await self.runner.pipeline.adelegate(request, check, handler)
@@ -466,6 +524,44 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             self.config.usage, request.state, request.tool_call, out, config, self.catalog
         )
         return out
+
+
+ANSWERED_TWICE_ERROR = (
+    "The model's call {tool!r} (id {id!r}) has {count} answers: ToolBudgetMiddleware answered "
+    "this built-in call (and applied it) in after_model, then a middleware listed before it in "
+    "create_agent(middleware=[...]) answered it again (HumanInTheLoopMiddleware rejecting it, "
+    "ToolCallLimitMiddleware(exit_behavior='end'), or another that answers calls in "
+    "after_model: create_agent runs after_model hooks from the last middleware to the first). "
+    "List that middleware after the budget, e.g. middleware=[budget, review]: it then sees the "
+    "built-in calls before they are answered, and its answer is the only one."
+)
+"""Raised at the next model call (the next turn's first when the run ended): two answers
+to one call contradict each other, and providers refuse a thread that holds them."""
+
+
+def _refuse_two_answers(messages: list[Any], builtins: Container[str], turns: int) -> None:
+    """Raise :data:`ANSWERED_TWICE_ERROR` when a built-in call of a reply of the latest
+    ``turns`` turns has more tool messages than the reply has calls with its id."""
+    answers: Counter[str] = Counter()
+    humans = 0
+    for message in reversed(messages):
+        if isinstance(message, ToolMessage):
+            answers[message.tool_call_id] += 1
+            continue
+        if isinstance(message, AIMessage) and answers:
+            made = Counter(str(c.get("id")) for c in message.tool_calls)
+            for c in message.tool_calls:
+                call_id = str(c.get("id"))
+                if c["name"] in builtins and answers[call_id] > made[call_id]:
+                    count = answers[call_id]
+                    raise RuntimeError(
+                        ANSWERED_TWICE_ERROR.format(tool=c["name"], id=call_id, count=count)
+                    )
+        elif isinstance(message, HumanMessage):
+            humans += 1
+            if humans >= turns:
+                return
+        answers.clear()
 
 
 def _latest_reply(state: Any) -> AIMessage | None:

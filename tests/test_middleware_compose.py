@@ -1,0 +1,352 @@
+"""ToolBudgetMiddleware composed with LangChain's own middleware, in both orders.
+
+Only the chat models are fake (``ScriptedChatModel``); the tools are real ``@tool``
+functions that record each execution, the agents real ``create_agent`` graphs, and every
+other middleware LangChain's own (or written as LangChain documents it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from agent_tools import APOLLO_QUERY, ai_calls, call, recording_fixtures, tool_messages
+from langchain.agents import create_agent
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    HumanInTheLoopMiddleware,
+    LLMToolSelectorMiddleware,
+    ToolCallLimitMiddleware,
+    ToolRetryMiddleware,
+)
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from langgraph_toolbudget import ToolBudgetMiddleware, ToolCatalog, create_toolbudget_agent
+from langgraph_toolbudget.execution.errors import TOOLNODE_DEFAULT
+from langgraph_toolbudget.testing import ScriptedChatModel
+
+APIS = ["invoke", "ainvoke"]
+
+rec, catalog = recording_fixtures()
+
+
+async def run(app: Any, payload: Any, api: str, config: dict | None = None) -> dict[str, Any]:
+    if api == "invoke":
+        return app.invoke(payload, config)
+    return await app.ainvoke(payload, config)
+
+
+# --- a filter of request.tools listed before the budget: a restriction it keeps -------------
+
+
+class NoListingOrLoading(AgentMiddleware):
+    """A per-role filter as LangChain documents it: narrows ``request.tools``."""
+
+    @staticmethod
+    def _narrowed(request: Any) -> Any:
+        tools = [t for t in request.tools if t.name not in {"list_projects", "add_tool"}]
+        return request.override(tools=tools)
+
+    def wrap_model_call(self, request, handler):
+        return handler(self._narrowed(request))
+
+    async def awrap_model_call(self, request, handler):
+        return await handler(self._narrowed(request))
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_tool_a_filter_listed_before_the_budget_removed_stays_unbound(catalog, rec, api):
+    def script() -> list[Any]:
+        return [
+            ai_calls(call("add_task", "c1", project="apollo", title="Blocker")),
+            AIMessage("done"),
+        ]
+
+    alone = ScriptedChatModel(responses=script(), cycle=False)
+    query = {"messages": [HumanMessage(APOLLO_QUERY)]}
+    await run(
+        create_agent(alone, middleware=[ToolBudgetMiddleware(catalog, max_tools=3)]), query, api
+    )
+    assert {"list_projects", "add_tool", "add_task"} <= set(alone.bound_tools[0])
+
+    for middleware in (
+        [NoListingOrLoading(), ToolBudgetMiddleware(catalog, max_tools=3)],  # a restriction
+        [ToolBudgetMiddleware(catalog, max_tools=3), NoListingOrLoading()],  # narrows its set
+    ):
+        model = ScriptedChatModel(responses=script(), cycle=False)
+        out = await run(create_agent(model, middleware=middleware), query, api)
+        expected = [n for n in alone.bound_tools[0] if n not in {"list_projects", "add_tool"}]
+        assert model.bound_tools == [expected, expected]  # both calls of the turn
+        assert tool_messages(out["messages"])[0].content == "task 'Blocker' added to apollo"
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_llm_tool_selector_listed_before_the_budget_keeps_its_choice(catalog, api):
+    choice = ai_calls(call("ToolSelectionResponse", "s", tools=["create_project"]))
+    selector = LLMToolSelectorMiddleware(
+        model=ScriptedChatModel(responses=[choice]), always_include=["search_tools"]
+    )
+    model = ScriptedChatModel(responses=[AIMessage("done")], cycle=False)
+    budget = ToolBudgetMiddleware(catalog, max_tools=3)
+    await run(create_agent(model, middleware=[selector, budget]), {"messages": [APOLLO_QUERY]}, api)
+    assert model.bound_tools == [["search_tools", "create_project"]]
+
+
+# --- a tool registered at runtime by a middleware listed after the budget -------------------
+
+
+@tool
+def calculator(expression: str) -> str:
+    """Evaluate an arithmetic expression."""
+    return "4"
+
+
+class RuntimeTools(AgentMiddleware):
+    """LangChain's pattern for a tool registered at runtime: added to the model request in
+    ``wrap_model_call``, supplied in ``wrap_tool_call``. Records the calls it is handed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.handed: list[str] = []
+
+    def _supplied(self, request: Any) -> Any:
+        self.handed.append(request.tool_call["name"])
+        if request.tool_call["name"] == "calculator":
+            return request.override(tool=calculator)
+        return request
+
+    def wrap_model_call(self, request, handler):
+        return handler(request.override(tools=[*request.tools, calculator]))
+
+    async def awrap_model_call(self, request, handler):
+        return await handler(request.override(tools=[*request.tools, calculator]))
+
+    def wrap_tool_call(self, request, handler):
+        return handler(self._supplied(request))
+
+    async def awrap_tool_call(self, request, handler):
+        return await handler(self._supplied(request))
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_tool_an_inner_middleware_supplies_runs_and_catalog_refusals_never_reach_it(
+    catalog, rec, api
+):
+    model = ScriptedChatModel(
+        responses=[
+            ai_calls(
+                call("calculator", "c1", expression="2+2"),
+                call("crate_project", "u1", name="x"),  # nobody supplies it
+                call("merge_pull_request", "h1", repo="r", number=1),  # hidden
+                call("admin_shutdown", "f1", reason="x"),  # filtered
+                call("purge_database", "d1", confirm=True),  # disabled
+            ),
+            AIMessage("done"),
+        ],
+        cycle=False,
+    )
+    runtime = RuntimeTools()
+    budget = ToolBudgetMiddleware(catalog, max_tools=3)
+    agent = create_agent(model, middleware=[budget, runtime])
+    out = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
+    answers = {m.tool_call_id: m for m in tool_messages(out["messages"])}
+    assert "calculator" in model.bound_tools[0]
+    assert answers["c1"].content == "4" and answers["c1"].status == "success"
+    # the package's unknown-tool error (closest names), not the tool node's list of every tool
+    assert answers["u1"].status == "error"
+    assert "Closest tools: create_project" in answers["u1"].content
+    assert "is not a valid tool" not in answers["u1"].content
+    assert "add_tool(tool_names=['merge_pull_request'])" in answers["h1"].content
+    assert "filtered out" in answers["f1"].content and "disabled" in answers["d1"].content
+    assert sorted(runtime.handed) == ["calculator", "crate_project"]  # never a catalog refusal
+    assert rec.runs == []
+
+
+# --- a tool's exception: answered by the budget, or raised to the middleware before it -------
+
+
+def _flaky_catalog(attempts: list[str]) -> ToolCatalog:
+    @tool
+    def flaky_weather(city: str) -> str:
+        """Get the current weather for a city (the service drops the first two requests)."""
+        attempts.append(city)
+        if len(attempts) < 3:
+            raise ConnectionError("temporary outage")
+        return f"sunny in {city}"
+
+    @tool
+    def send_email(to: str, body: str) -> str:
+        """Send an email message to a recipient."""
+        return f"sent to {to}"
+
+    return ToolCatalog.from_tools(
+        [flaky_weather, send_email], {"weather": ["flaky_weather"], "email": ["send_email"]}
+    )
+
+
+async def _retried(api: str, **options: Any) -> tuple[list[str], list[Any]]:
+    """A flaky tool's call under ``[ToolRetryMiddleware, budget]``: its attempts, the answers."""
+    attempts: list[str] = []
+    budget = ToolBudgetMiddleware(_flaky_catalog(attempts), max_tools=2, **options)
+    model = ScriptedChatModel(
+        responses=[ai_calls(call("flaky_weather", "c1", city="Paris")), AIMessage("done")],
+        cycle=False,
+    )
+    retry = ToolRetryMiddleware(
+        max_retries=3, initial_delay=0.0, jitter=False, retry_on=(ConnectionError,)
+    )
+    agent = create_agent(model, middleware=[retry, budget])
+    out = await run(agent, {"messages": [HumanMessage("weather in Paris")]}, api)
+    return attempts, tool_messages(out["messages"])
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("handle", [False, TOOLNODE_DEFAULT, ValueError])
+async def test_tool_retry_listed_before_the_budget_retries_when_errors_are_raised(api, handle):
+    attempts, answers = await _retried(api, handle_tool_errors=handle)
+    assert attempts == ["Paris"] * 3
+    assert [m.content for m in answers] == ["sunny in Paris"]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_by_default_the_budget_answers_a_tools_exception_with_an_explained_error(api):
+    attempts, (answer,) = await _retried(api)
+    assert attempts == ["Paris"]  # answered, so the retry listed before it sees no exception
+    assert answer.status == "error"
+    assert answer.content.startswith(
+        "Error: tool 'flaky_weather' failed: ConnectionError: temporary outage"
+    )
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_handle_tool_errors_true_answers_with_toolnodes_wording(api):
+    attempts, (answer,) = await _retried(api, handle_tool_errors=True)
+    assert attempts == ["Paris"]
+    assert answer.status == "error"
+    assert (
+        answer.content == "Error: ConnectionError('temporary outage')\n Please fix your mistakes."
+    )
+
+
+# --- calls of one reply that share an id ------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_calls_sharing_an_id_with_a_builtin_call_are_all_answered_like_the_nodes(
+    catalog, rec, api
+):
+    def script() -> list[Any]:
+        return [
+            ai_calls(
+                call("add_tool", "call_0", tool_names=["create_issue"]),
+                call("list_projects", "call_0"),
+                call("add_task", "call_0", project="apollo", title="Blocker"),
+            ),
+            AIMessage("done"),
+        ]
+
+    query = {"messages": [HumanMessage(APOLLO_QUERY)]}
+    model = ScriptedChatModel(responses=script(), cycle=False)
+    budget = ToolBudgetMiddleware(catalog, max_tools=3)
+    out = await run(create_agent(model, middleware=[budget]), query, api)
+    nodes = create_toolbudget_agent(ScriptedChatModel(responses=script(), cycle=False), catalog)
+    expected = await run(nodes.compile(), query, api)
+    answers = tool_messages(out["messages"])
+    assert sorted(m.name for m in answers) == ["add_task", "add_tool", "list_projects"]
+    assert sorted(m.name for m in tool_messages(expected["messages"])) == sorted(
+        m.name for m in answers
+    )
+    # the reply's later calls got their own ids, each answered once
+    (reply,) = [m for m in out["messages"] if isinstance(m, AIMessage) and m.tool_calls]
+    ids = [c["id"] for c in reply.tool_calls]
+    assert ids[0] == "call_0" and len(set(ids)) == 3
+    assert sorted(m.tool_call_id for m in answers) == sorted(ids)
+    assert sorted(rec.names) == ["add_task", "add_task", "list_projects", "list_projects"]
+
+
+# --- a middleware that answers calls in after_model, listed before the budget ----------------
+
+
+def _adds_a_tool() -> ScriptedChatModel:
+    return ScriptedChatModel(
+        responses=[
+            ai_calls(
+                call("add_tool", "a1", tool_names=["create_issue"]),
+                call("list_projects", "r1"),
+            ),
+            AIMessage("done"),
+        ],
+        cycle=False,
+    )
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_reviewer_listed_before_the_budget_that_rejects_a_builtin_call_is_refused(
+    catalog, api
+):
+    review = HumanInTheLoopMiddleware(interrupt_on={"add_tool": True})
+    budget = ToolBudgetMiddleware(catalog, max_tools=3)
+    agent = create_agent(_adds_a_tool(), middleware=[review, budget], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    paused = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api, config)
+    assert [m.tool_call_id for m in tool_messages(paused["messages"])] == ["a1"]  # answered
+    decision = {"type": "reject", "message": "No new tools."}
+    with pytest.raises(RuntimeError, match="List that middleware after the budget") as caught:
+        await run(agent, Command(resume={"decisions": [decision]}), api, config)
+    assert "'add_tool' (id 'a1') has 2 answers" in str(caught.value)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_call_limit_listed_before_the_budget_that_ends_the_run_is_refused_next_turn(
+    catalog, api
+):
+    limit = ToolCallLimitMiddleware(run_limit=1, exit_behavior="end")
+    budget = ToolBudgetMiddleware(catalog, max_tools=3)
+    model = _adds_a_tool()
+    agent = create_agent(model, middleware=[limit, budget], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    out = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api, config)
+    assert [m.tool_call_id for m in tool_messages(out["messages"])].count("a1") == 2
+    with pytest.raises(RuntimeError, match="'add_tool' \\(id 'a1'\\) has 2 answers"):
+        await run(agent, {"messages": [HumanMessage("and now?")]}, api, config)
+    # reported once: the turn after goes on (it holds no reply answered twice)
+    out = await run(agent, {"messages": [HumanMessage("go on")]}, api, config)
+    assert out["messages"][-1].content == "done"
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_listed_after_the_budget_the_same_middleware_gives_one_answer_per_call(catalog, api):
+    review = HumanInTheLoopMiddleware(interrupt_on={"add_tool": True})
+    budget = ToolBudgetMiddleware(catalog, max_tools=3)
+    agent = create_agent(_adds_a_tool(), middleware=[budget, review], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api, config)
+    decision = {"type": "reject", "message": "No new tools."}
+    out = await run(agent, Command(resume={"decisions": [decision]}), api, config)
+    assert sorted(m.tool_call_id for m in tool_messages(out["messages"])) == ["a1", "r1"]
+    assert out["messages"][-1].content == "done"
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_per_call_review_reviews_regular_calls_and_never_builtin_calls(catalog, rec, api):
+    """As docs/middleware.md says: per-call review interrupts in wrap_tool_call, which the
+    budget's built-in calls never reach (answered in after_model), in either order."""
+    gated = {"add_tool": True, "list_projects": True}
+    for order in ("budget first", "review first"):
+        rec.runs.clear()
+        review = HumanInTheLoopMiddleware(interrupt_on=gated, interrupt_mode="per_call")
+        budget = ToolBudgetMiddleware(catalog, max_tools=3)
+        middleware = [budget, review] if order == "budget first" else [review, budget]
+        agent = create_agent(_adds_a_tool(), middleware=middleware, checkpointer=InMemorySaver())
+        config = {"configurable": {"thread_id": order}}
+        paused = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api, config)
+        (interrupt,) = paused["__interrupt__"]
+        assert interrupt.value["name"] == "list_projects" and rec.runs == []
+        assert [m.tool_call_id for m in tool_messages(paused["messages"])] == ["a1"]
+        assert "create_issue" in paused["selected_tools"]  # added without review
+        out = await run(agent, Command(resume={interrupt.id: {"type": "approve"}}), api, config)
+        assert sorted(m.tool_call_id for m in tool_messages(out["messages"])) == ["a1", "r1"]
+        assert rec.names == ["list_projects"]
