@@ -562,6 +562,18 @@ def test_every_call_object_in_one_hermes_block_runs(between):
     ]
 
 
+@pytest.mark.parametrize("between", [" ", "\n", ", ", ",\n"])
+def test_every_call_list_after_a_mistral_marker_runs(between):
+    # "[TOOL_CALLS] [A] [B]": only the first list ran, the second was dropped silently.
+    reply = f"[TOOL_CALLS] [{WEATHER}]{between}[{TIME}] # both"
+    parsed = get_format("mistral").parse(reply)
+    assert parsed.error is None
+    assert calls_of(parsed) == [
+        ["get_weather", {"city": "Paris"}],
+        ["get_time", {"tz": "Europe/Paris"}],
+    ]
+
+
 @pytest.mark.parametrize(
     "after",
     [

@@ -45,6 +45,7 @@ _END_TOKENS = ("</s>", "[/TOOL_CALLS]")
 # its calls (inside a string it is part of a value).
 _STRING_OR_END = re.compile(STRING + r"|</s>|\[/TOOL_CALLS\]", re.DOTALL)
 _STRING_OR_MARKER = re.compile(STRING + "|" + re.escape(MARKER), re.DOTALL)
+_BETWEEN_VALUES = re.compile(r"\s*,?\s*")
 _NAME_ARGS = re.compile(r"\s*[\w.-]+\s*" + re.escape(ARGS))
 _ID_CHARS = string.ascii_letters + string.digits
 
@@ -103,13 +104,29 @@ def _read(segment: str, budget: ParseBudget) -> list[dict[str, Any]]:
         raise cut_off(None, f"right after {MARKER}")
     if head.startswith(("[", "{", "```")):
         fenced = head.removeprefix("```json").removeprefix("```")
-        value, _end = read_json(fenced, budget, closed=closed or "```" in fenced)
-        return calls_from_value(value, budget)
+        return _read_lists(fenced, budget, closed=closed or "```" in fenced)
     name, sep, args = head.partition(ARGS)  # [TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}
     if not sep or not name.strip().isidentifier():
         raise ParseFailure(f"{MARKER} must be followed by a JSON list of calls")
     value, _end = read_json(args, budget, closed=closed, tool=name.strip())
     return calls_from_value({"name": name.strip(), "arguments": value}, budget)
+
+
+def _read_lists(text: str, budget: ParseBudget, *, closed: bool) -> list[dict[str, Any]]:
+    """The calls of the JSON lists (or objects) at the start of ``text``, one after another
+    (``[TOOL_CALLS] [A] [B]``, a comma between allowed); other text after them (a comment)
+    is not a call."""
+    calls: list[dict[str, Any]] = []
+    pos = 0
+    while True:
+        value, pos = read_json(text, budget, start=pos, closed=closed)
+        calls.extend(calls_from_value(value, budget))
+        if len(calls) > MAX_CALLS:
+            raise ParseFailure(f"more than {MAX_CALLS} tool calls in one reply")
+        after = _BETWEEN_VALUES.match(text, pos).end()  # type: ignore[union-attr]  # matches ""
+        if after == len(text) or text[after] not in "[{":
+            return calls
+        pos = after
 
 
 def _parse_body(reply: Reply) -> ParsedReply:
