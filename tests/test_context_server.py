@@ -481,3 +481,40 @@ def test_the_http_context_server_starts_with_an_allowed_host_of_any_port(tmp_pat
     finally:
         http.terminate()
         http.wait(timeout=10)
+
+
+@pytest.mark.parametrize("port", ["99999", "-5", "0", "65536"])
+def test_the_context_server_answers_a_port_out_of_range_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], port: str
+) -> None:
+    from langgraph_toolbudget.context_server import main
+
+    target = _sqlite_thread(tmp_path, module=f"portapp_{tmp_path.name}")
+    monkeypatch.chdir(tmp_path)  # the --graph spec imports from the current directory
+    monkeypatch.setenv("TOOLBUDGET_CONTEXT_TOKEN", "s3cret-token")
+    with pytest.raises(SystemExit) as exited:  # before: pydantic's URL traceback, from FastMCP
+        main([*target, "--transport", "streamable-http", "--port", port])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [f"error: --port must be a TCP port, 1 to 65535, got {port}"]
+
+
+def test_build_server_refuses_a_port_out_of_range(tmp_path: Path) -> None:
+    from langgraph_toolbudget.context_server import build_server
+    from langgraph_toolbudget.threads import open_thread
+
+    target = _sqlite_thread(tmp_path, module=f"portapp_{tmp_path.name}")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        thread, catalog = open_thread(url=None, sqlite=target[1], graph=target[3], thread_id="t1")
+        try:
+            for port in (70000, 0, -5):
+                with pytest.raises(
+                    ValueError, match=f"port must be a TCP port, 1 to 65535, got {port}"
+                ):
+                    build_server(thread, catalog, port=port, token="s3cret-token")
+            assert build_server(thread, catalog, port=65535, token="s3cret-token") is not None
+        finally:
+            thread.close()
+    finally:
+        sys.path.remove(str(tmp_path))
