@@ -271,25 +271,45 @@ class ServerThread:
     def _call(
         self, fn: Any, *args: Any, not_found: Callable[[], str] | None = None, **kwargs: Any
     ) -> Any:
-        """``fn(*args, **kwargs)``, its failures as a ``ThreadError``; a 404 says the thread
-        is unknown, unless ``not_found`` (for a call about something else) gives the words."""
+        """``fn(*args, **kwargs)``, its failures as a ``ThreadError``. A 404 is read by
+        :meth:`_not_found` (a call about the thread), or by ``not_found`` (a call about
+        something else, which gives the words)."""
         import httpx
 
         try:
             return fn(*args, **kwargs)
         except httpx.HTTPStatusError as exc:
             if exc.response.status_code == 404:
-                if not_found is not None:
-                    raise ThreadError(not_found()) from None
-                where = f"the LangGraph server at {self.url}"
-                raise ThreadError(
-                    UNKNOWN_THREAD_ERROR.format(thread=self.thread_id, where=where)
-                ) from None
+                message = not_found() if not_found is not None else self._not_found(exc)
+                raise ThreadError(message) from None
             hint = "; check --thread" if exc.response.status_code == 422 else ""
             detail = _detail(exc)
             raise ThreadError(SERVER_ERROR.format(url=self.url, error=detail) + hint) from None
         except httpx.TransportError as exc:
             raise ThreadError(SERVER_DOWN_ERROR.format(url=self.url, error=exc)) from None
+
+    def _not_found(self, exc: Any) -> str:
+        """What a 404 to a call about the thread means. The server answers 404 for an unknown
+        thread, and for a thread whose graph (its metadata's ``graph_id``) it does not serve."""
+        import httpx
+
+        try:
+            thread = self.client.threads.get(self.thread_id)
+        except httpx.HTTPStatusError as missing:
+            if missing.response.status_code == 404:
+                where = f"the LangGraph server at {self.url}"
+                return UNKNOWN_THREAD_ERROR.format(thread=self.thread_id, where=where)
+            return SERVER_ERROR.format(url=self.url, error=_detail(exc))
+        except httpx.TransportError as down:
+            return SERVER_DOWN_ERROR.format(url=self.url, error=down)
+        metadata = thread.get("metadata") if isinstance(thread, Mapping) else None
+        graph_id = metadata.get("graph_id") if isinstance(metadata, Mapping) else None
+        graphs = self._graphs()
+        if graph_id and graph_id not in graphs:
+            return THREAD_GRAPH_GONE_ERROR.format(
+                thread=self.thread_id, graph=graph_id, url=self.url, graphs=", ".join(graphs)
+            )
+        return SERVER_ERROR.format(url=self.url, error=_detail(exc))
 
     def values(self) -> dict[str, Any]:
         state = self._call(self.client.threads.get_state, self.thread_id)

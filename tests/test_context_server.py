@@ -261,6 +261,40 @@ async def test_cli_and_mcp_server_change_a_thread_that_never_ran(server: str) ->
     }
 
 
+async def test_cli_and_mcp_server_name_a_misspelt_graph_id_not_the_thread(server: str) -> None:  # noqa: F811
+    # The server answers 404 for the unknown graph: that is not an unknown thread.
+    client = get_client(url=server)
+    fresh = (await client.threads.create())["thread_id"]  # exists, never ran
+    graphs = ", ".join(sorted({a["graph_id"] for a in await client.assistants.search(limit=100)}))
+    expected = (
+        f"graph 'toolbudgte' not found on the LangGraph server at {server} (its graphs: "
+        f"{graphs}); check --graph-id"
+    )
+    target = ["--url", server, "--thread", fresh, "--catalog", CATALOG, "--graph-id", "toolbudgte"]
+    refused = _cli("tools", "exclude", "--tool", "get_weather", *target)
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines() == [f"error: {expected}"]
+    assert "graph_id" not in (await client.threads.get(fresh))["metadata"]  # nothing assigned
+
+    args = ["-m", "langgraph_toolbudget.context_server", *target]
+    params = StdioServerParameters(command=sys.executable, args=args, env=_env())
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        out = await session.call_tool("exclude_tool", {"tool": "get_weather"})
+        assert out.isError and out.content[0].text.endswith(f"exclude_tool: {expected}")
+
+    # A thread whose own graph the server does not serve (it ran on another server).
+    moved = (await client.threads.create(metadata={"graph_id": "gone"}))["thread_id"]
+    gone = _cli("tools", "exclude", "--tool", "get_weather", "--url", server, "--thread", moved,
+                "--catalog", CATALOG)  # fmt: skip
+    assert gone.returncode == 1
+    assert gone.stderr.strip().splitlines() == [
+        f"error: thread '{moved}' belongs to graph 'gone', which the LangGraph server at {server} "
+        f"does not serve (its graphs: {graphs}); check --url (the server that ran the thread) "
+        "and --thread"
+    ]
+
+
 async def test_cli_changes_a_thread_whose_run_stopped_before_its_first_node(server: str) -> None:  # noqa: F811
     # Only START ran there, so the server would write a plain update as the graph's input,
     # dropping the context fields; the thread must still wait at its first node after it.
