@@ -214,10 +214,16 @@ def mode(
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def explain(query: str, catalog: str | None, as_json: bool, **options: Any) -> None:
     """Explain the first-turn tool choice for QUERY: categories, tools and why, tokens saved."""
+    from langgraph_toolbudget.config import BudgetConfig
     from langgraph_toolbudget.core.meta import meta_tool_definitions
-    from langgraph_toolbudget.core.reasons import explain as explain_choice
+    from langgraph_toolbudget.explain import explain as explain_choice
     from langgraph_toolbudget.threads import ThreadError, load_catalog
 
+    for name, value in options.items():  # BudgetConfig's checks, one flag at a time
+        try:
+            BudgetConfig(**{name: value})
+        except (TypeError, ValueError) as exc:
+            _fail(f"--{name.replace('_', '-')}: {exc}")
     try:
         found = load_catalog(catalog)
     except ThreadError as exc:

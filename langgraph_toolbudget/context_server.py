@@ -61,6 +61,9 @@ NO_TOKEN_ERROR = (
     "'Authorization: Bearer <token>'."
 )
 
+PORT_ERROR = "{name} must be a TCP port, 1 to 65535, got {port}"
+"""A port the HTTP transport cannot listen on (``build_server``'s ``port``, ``--port``)."""
+
 INSTRUCTIONS = (
     "Manage the tool context of one conversation (thread) of a LangGraph agent: list its "
     "tools and servers, include or exclude tools and whole servers, set include modes "
@@ -158,12 +161,17 @@ def build_server(
             stdio transport only).
         allowed_hosts: more host names clients may reach the server by (its ``Host`` and
             ``Origin`` headers); the loopback names and ``host`` itself always are.
+
+    Raises:
+        ValueError: ``port`` is not a TCP port (1 to 65535).
     """
     from mcp.server.auth.settings import AuthSettings
     from mcp.server.fastmcp import FastMCP
     from mcp.server.transport_security import TransportSecuritySettings
     from pydantic import AnyHttpUrl
 
+    if not _is_port(port):
+        raise ValueError(PORT_ERROR.format(name="port", port=port))
     hosts = _allowed_hosts(host, port, allowed_hosts)
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
@@ -198,6 +206,10 @@ def build_server(
             structured_output=False,
         )
     return server
+
+
+def _is_port(port: object) -> bool:
+    return isinstance(port, int) and not isinstance(port, bool) and 1 <= port <= 65535
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -252,6 +264,9 @@ def _token(args: argparse.Namespace) -> str | None:
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the server until its client disconnects (stdio) or it is stopped (HTTP)."""
     args = _parser().parse_args(argv)
+    if not _is_port(args.port):  # one line, not the URL traceback of FastMCP's settings
+        print(f"error: {PORT_ERROR.format(name='--port', port=args.port)}", file=sys.stderr)
+        raise SystemExit(2)
     token = _token(args)
     try:
         thread, catalog = open_thread(

@@ -35,7 +35,7 @@ import inspect
 import os
 import sqlite3
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -99,6 +99,14 @@ SERVER_DOWN_ERROR = (
     "check --url"
 )
 UNKNOWN_THREAD_ERROR = "thread {thread!r} not found on {where}; check --thread"
+UNKNOWN_GRAPH_ERROR = (
+    "graph {graph!r} not found on the LangGraph server at {url} (its graphs: {graphs}); check "
+    "--graph-id"
+)
+THREAD_GRAPH_GONE_ERROR = (
+    "thread {thread!r} belongs to graph {graph!r}, which the LangGraph server at {url} does not "
+    "serve (its graphs: {graphs}); check --url (the server that ran the thread) and --thread"
+)
 SERVER_ERROR = "the LangGraph server at {url} refused the request: {error}"
 NO_SQLITE_ERROR = "no SQLite file at {path}; check --sqlite"
 NO_GRAPH_ID_ERROR = (
@@ -260,22 +268,48 @@ class ServerThread:
         self.graph_id = graph_id
         self.client = get_sync_client(url=url)
 
-    def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    def _call(
+        self, fn: Any, *args: Any, not_found: Callable[[], str] | None = None, **kwargs: Any
+    ) -> Any:
+        """``fn(*args, **kwargs)``, its failures as a ``ThreadError``. A 404 is read by
+        :meth:`_not_found` (a call about the thread), or by ``not_found`` (a call about
+        something else, which gives the words)."""
         import httpx
 
         try:
             return fn(*args, **kwargs)
         except httpx.HTTPStatusError as exc:
             if exc.response.status_code == 404:
-                where = f"the LangGraph server at {self.url}"
-                raise ThreadError(
-                    UNKNOWN_THREAD_ERROR.format(thread=self.thread_id, where=where)
-                ) from None
+                message = not_found() if not_found is not None else self._not_found(exc)
+                raise ThreadError(message) from None
             hint = "; check --thread" if exc.response.status_code == 422 else ""
             detail = _detail(exc)
             raise ThreadError(SERVER_ERROR.format(url=self.url, error=detail) + hint) from None
         except httpx.TransportError as exc:
             raise ThreadError(SERVER_DOWN_ERROR.format(url=self.url, error=exc)) from None
+
+    def _not_found(self, exc: Any) -> str:
+        """What a 404 to a call about the thread means. The server answers 404 for an unknown
+        thread, and for a thread whose graph (its metadata's ``graph_id``) it does not serve."""
+        import httpx
+
+        try:
+            thread = self.client.threads.get(self.thread_id)
+        except httpx.HTTPStatusError as missing:
+            if missing.response.status_code == 404:
+                where = f"the LangGraph server at {self.url}"
+                return UNKNOWN_THREAD_ERROR.format(thread=self.thread_id, where=where)
+            return SERVER_ERROR.format(url=self.url, error=_detail(exc))
+        except httpx.TransportError as down:
+            return SERVER_DOWN_ERROR.format(url=self.url, error=down)
+        metadata = thread.get("metadata") if isinstance(thread, Mapping) else None
+        graph_id = metadata.get("graph_id") if isinstance(metadata, Mapping) else None
+        graphs = self._graphs()
+        if graph_id and graph_id not in graphs:
+            return THREAD_GRAPH_GONE_ERROR.format(
+                thread=self.thread_id, graph=graph_id, url=self.url, graphs=", ".join(graphs)
+            )
+        return SERVER_ERROR.format(url=self.url, error=_detail(exc))
 
     def values(self) -> dict[str, Any]:
         state = self._call(self.client.threads.get_state, self.thread_id)
@@ -297,7 +331,7 @@ class ServerThread:
         graph_id = metadata.get("graph_id") if isinstance(metadata, Mapping) else None
         assigned = bool(graph_id)
         graph_id = str(graph_id) if assigned else self._graph_to_assign()
-        assistant = self._assistant(graph_id)
+        assistant = self._assistant(graph_id, assigned=assigned)
         self._check_fields(assistant, graph_id, update)  # before a graph is assigned too
         if not assigned:
             self._call(self.client.threads.update, self.thread_id, metadata={"graph_id": graph_id})
@@ -322,10 +356,25 @@ class ServerThread:
         waiting = state.get("next") if isinstance(state, Mapping) else None
         return list(waiting or ()) == [node]
 
-    def _assistant(self, graph_id: str) -> str | None:
-        """An assistant of the graph (the server makes one per graph), or None."""
-        assistants = self._call(self.client.assistants.search, graph_id=graph_id, limit=1)
+    def _assistant(self, graph_id: str, *, assigned: bool) -> str | None:
+        """An assistant of the graph (the server makes one per graph), or None. A graph the
+        server does not serve (it answers 404) is refused naming its graphs: a misspelt
+        ``graph_id``, or (``assigned``: read from the thread) a thread of another server."""
+
+        def unknown() -> str:
+            error = THREAD_GRAPH_GONE_ERROR if assigned else UNKNOWN_GRAPH_ERROR
+            graphs = ", ".join(self._graphs())
+            return error.format(graph=graph_id, thread=self.thread_id, url=self.url, graphs=graphs)
+
+        assistants = self._call(
+            self.client.assistants.search, graph_id=graph_id, limit=1, not_found=unknown
+        )
         return str(assistants[0]["assistant_id"]) if assistants else None
+
+    def _graphs(self) -> list[str]:
+        """The graphs the server serves (the ``graphs`` of its ``langgraph.json``), sorted."""
+        assistants = self._call(self.client.assistants.search, limit=1000)
+        return sorted({str(a["graph_id"]) for a in assistants})
 
     def _entry_node(self, assistant: str | None) -> str | None:
         """The node right after the start of the assistant's graph (None if it has several,
@@ -361,8 +410,7 @@ class ServerThread:
         ``graph_id``, else the server's one graph."""
         if self.graph_id is not None:
             return self.graph_id
-        assistants = self._call(self.client.assistants.search, limit=1000)
-        graphs = sorted({a["graph_id"] for a in assistants})
+        graphs = self._graphs()
         if len(graphs) != 1:
             raise ThreadError(
                 NO_GRAPH_ID_ERROR.format(thread=self.thread_id, graphs=", ".join(graphs))

@@ -783,7 +783,7 @@ def _entry_points(model: Any) -> dict[str, Callable[[Any], Any]]:
         tools_to_bind,
     )
     from langgraph_toolbudget.core import context_ops
-    from langgraph_toolbudget.core.reasons import explain
+    from langgraph_toolbudget.explain import explain
 
     return {
         "ClassifyIntent": lambda c: ClassifyIntent(c),

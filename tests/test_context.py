@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from langgraph_toolbudget.core.context_ops import (
     list_tools,
     set_include_mode,
 )
+from langgraph_toolbudget.demo.example_catalog import build_example_catalog
 from langgraph_toolbudget.testing import ScriptedChatModel
 from tests.conftest import build_catalog
 
@@ -434,6 +436,67 @@ def test_cli_in_process_errors_and_modes() -> None:
         result = runner.invoke(main, args, env={"TOOLBUDGET_CATALOG": ""})
         assert result.exit_code == 1, (args, result.output)
         assert expected in result.output and len(result.output.strip().splitlines()) == 1
+
+
+EXPLAIN_CATALOG = "langgraph_toolbudget.demo.example_catalog:build_example_catalog"
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "rule"),
+    [
+        ("--max-categories", "0", "max_categories must be >= 1, got 0"),
+        ("--max-categories", "-1", "max_categories must be >= 1, got -1"),
+        ("--max-tools", "-3", "max_tools must be >= 0, got -3"),
+        ("--min-per-category", "-1", "min_per_category must be >= 0, got -1"),
+        ("--search-limit", "-1", "search_limit must be >= 0, got -1"),
+    ],
+)
+def test_cli_explain_answers_an_out_of_range_number_in_one_line(
+    flag: str, value: str, rule: str
+) -> None:
+    from click.testing import CliRunner
+
+    from langgraph_toolbudget.cli import main
+
+    args = ["explain", "weather in Paris", "--catalog", EXPLAIN_CATALOG, flag, value]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1, result.output
+    assert result.output.strip().splitlines() == [
+        f"error: {flag}: BudgetConfig: option {rule} (int)."
+    ]
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "rule"),
+    [
+        ({"max_categories": 0}, ValueError, "option max_categories must be >= 1, got 0"),
+        ({"max_tools": -3}, ValueError, "option max_tools must be >= 0, got -3"),
+        ({"min_per_category": -1}, ValueError, "option min_per_category must be >= 0, got -1"),
+        ({"search_limit": -1}, ValueError, "option search_limit must be >= 0, got -1"),
+        ({"max_tools": "3"}, TypeError, "option max_tools must be an integer or None"),
+        ({"max_tool": 3}, TypeError, "explain has no option max_tool; did you mean max_tools?"),
+    ],
+)
+def test_explain_checks_its_options_as_budget_config_does(
+    options: dict[str, Any], error: type[Exception], rule: str
+) -> None:
+    from langgraph_toolbudget.explain import explain
+
+    catalog = build_example_catalog()
+    with pytest.raises(error, match=re.escape(rule)):
+        explain(catalog, "weather in Paris", **options)
+
+
+def test_explain_takes_the_budget_config_its_nodes_share() -> None:
+    from langgraph_toolbudget.explain import explain
+
+    catalog = build_example_catalog()
+    small = BudgetConfig(model_size="qwen3:4b", search_limit=0)  # the small preset: 2 tools
+    data = explain(catalog, "weather in Paris", config=small)
+    assert [row["why"] for row in data["tools"]] == ["always", "budget", "budget"]
+    assert explain(catalog, "weather in Paris", config=small, max_tools=1)["tools"][1:] == [
+        data["tools"][1]
+    ]
 
 
 APP = """

@@ -261,6 +261,40 @@ async def test_cli_and_mcp_server_change_a_thread_that_never_ran(server: str) ->
     }
 
 
+async def test_cli_and_mcp_server_name_a_misspelt_graph_id_not_the_thread(server: str) -> None:  # noqa: F811
+    # The server answers 404 for the unknown graph: that is not an unknown thread.
+    client = get_client(url=server)
+    fresh = (await client.threads.create())["thread_id"]  # exists, never ran
+    graphs = ", ".join(sorted({a["graph_id"] for a in await client.assistants.search(limit=100)}))
+    expected = (
+        f"graph 'toolbudgte' not found on the LangGraph server at {server} (its graphs: "
+        f"{graphs}); check --graph-id"
+    )
+    target = ["--url", server, "--thread", fresh, "--catalog", CATALOG, "--graph-id", "toolbudgte"]
+    refused = _cli("tools", "exclude", "--tool", "get_weather", *target)
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines() == [f"error: {expected}"]
+    assert "graph_id" not in (await client.threads.get(fresh))["metadata"]  # nothing assigned
+
+    args = ["-m", "langgraph_toolbudget.context_server", *target]
+    params = StdioServerParameters(command=sys.executable, args=args, env=_env())
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        out = await session.call_tool("exclude_tool", {"tool": "get_weather"})
+        assert out.isError and out.content[0].text.endswith(f"exclude_tool: {expected}")
+
+    # A thread whose own graph the server does not serve (it ran on another server).
+    moved = (await client.threads.create(metadata={"graph_id": "gone"}))["thread_id"]
+    gone = _cli("tools", "exclude", "--tool", "get_weather", "--url", server, "--thread", moved,
+                "--catalog", CATALOG)  # fmt: skip
+    assert gone.returncode == 1
+    assert gone.stderr.strip().splitlines() == [
+        f"error: thread '{moved}' belongs to graph 'gone', which the LangGraph server at {server} "
+        f"does not serve (its graphs: {graphs}); check --url (the server that ran the thread) "
+        "and --thread"
+    ]
+
+
 async def test_cli_changes_a_thread_whose_run_stopped_before_its_first_node(server: str) -> None:  # noqa: F811
     # Only START ran there, so the server would write a plain update as the graph's input,
     # dropping the context fields; the thread must still wait at its first node after it.
@@ -481,3 +515,40 @@ def test_the_http_context_server_starts_with_an_allowed_host_of_any_port(tmp_pat
     finally:
         http.terminate()
         http.wait(timeout=10)
+
+
+@pytest.mark.parametrize("port", ["99999", "-5", "0", "65536"])
+def test_the_context_server_answers_a_port_out_of_range_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], port: str
+) -> None:
+    from langgraph_toolbudget.context_server import main
+
+    target = _sqlite_thread(tmp_path, module=f"portapp_{tmp_path.name}")
+    monkeypatch.chdir(tmp_path)  # the --graph spec imports from the current directory
+    monkeypatch.setenv("TOOLBUDGET_CONTEXT_TOKEN", "s3cret-token")
+    with pytest.raises(SystemExit) as exited:  # before: pydantic's URL traceback, from FastMCP
+        main([*target, "--transport", "streamable-http", "--port", port])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [f"error: --port must be a TCP port, 1 to 65535, got {port}"]
+
+
+def test_build_server_refuses_a_port_out_of_range(tmp_path: Path) -> None:
+    from langgraph_toolbudget.context_server import build_server
+    from langgraph_toolbudget.threads import open_thread
+
+    target = _sqlite_thread(tmp_path, module=f"portapp_{tmp_path.name}")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        thread, catalog = open_thread(url=None, sqlite=target[1], graph=target[3], thread_id="t1")
+        try:
+            for port in (70000, 0, -5):
+                with pytest.raises(
+                    ValueError, match=f"port must be a TCP port, 1 to 65535, got {port}"
+                ):
+                    build_server(thread, catalog, port=port, token="s3cret-token")
+            assert build_server(thread, catalog, port=65535, token="s3cret-token") is not None
+        finally:
+            thread.close()
+    finally:
+        sys.path.remove(str(tmp_path))

@@ -120,9 +120,9 @@ def test_unlearned_language_falls_back_to_the_most_used_tools(catalog):
 
 def test_the_demo_and_explain_count_savings_against_the_same_baseline(capsys):
     from langgraph_toolbudget.core.meta import meta_tool_definitions
-    from langgraph_toolbudget.core.reasons import explain
     from langgraph_toolbudget.core.tokens import schema_tokens
     from langgraph_toolbudget.demo.__main__ import AGENT_REQUEST, main
+    from langgraph_toolbudget.explain import explain
 
     catalog = build_example_catalog()
     every_tool = schema_tokens(catalog.tools(catalog.tool_names))  # no meta-tools in it

@@ -37,15 +37,18 @@ def _execute(name: str, monkeypatch: pytest.MonkeyPatch) -> nbformat.NotebookNod
     return notebook
 
 
-def _text(notebook: nbformat.NotebookNode) -> str:
+def _cell_text(cell: nbformat.NotebookNode) -> str:
     parts = []
-    for cell in notebook.cells:
-        for output in cell.get("outputs", []):
-            if output.get("output_type") == "error":
-                parts.append(f"{output['ename']}: {output['evalue']}")
-            parts.append(output.get("text", ""))
-            parts.append(output.get("data", {}).get("text/plain", ""))
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "error":
+            parts.append(f"{output['ename']}: {output['evalue']}")
+        parts.append(output.get("text", ""))
+        parts.append(output.get("data", {}).get("text/plain", ""))
     return "\n".join(parts)
+
+
+def _text(notebook: nbformat.NotebookNode) -> str:
+    return "\n".join(_cell_text(cell) for cell in notebook.cells)
 
 
 def test_notebooks_folder_holds_exactly_the_tested_notebooks() -> None:
@@ -64,13 +67,36 @@ def test_notebook_is_committed_without_outputs(name: str) -> None:
 
 def test_quickstart_notebook_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the real-model cell stays offline
-    text = _text(_execute("quickstart.ipynb", monkeypatch))
+    notebook = _execute("quickstart.ipynb", monkeypatch)
+    text = _text(notebook)
     assert "categories and scores: {'github'" in text
     assert "saved:" in text
     assert "request_more_tools" in text and "Sent to #general" in text
     assert "Skipped the real model: `pip install langchain langchain-openai`" in text
     assert "after:\ngithub (1 of 7 tools): create_issue" in text  # the thread's tool context
     assert "weather (0 of 4 tools)" in text and "'create_issue': 'included'" in text
+    outputs = [_cell_text(cell) for cell in notebook.cells]
+    # Section 5, as its text tells it: only ask_human is visible at first; the model's call to
+    # get_weather is refused with the error telling it to load the tool; request_more_tools
+    # loads it; the next call runs.
+    prebuilt = next(out for out in outputs if "tools bound on each model call" in out)
+    assert prebuilt.startswith("  visible set: +['ask_human'] -[] (select_tools)\n")
+    assert "  call 1: ['ask_human']\n" in prebuilt
+    refused = prebuilt.index(" tools: Error: 'get_weather' exists but is not loaded, so it was not")
+    loaded = prebuilt.index("'send_message', 'list_channels'] -[] (request_more_tools)")
+    ran = prebuilt.index(' tools: {"city": "London", "temperature_c": 11, "conditions": "rain"')
+    assert refused < loaded < ran
+    # Section 6, as its text tells it: turn 2 lets go of the weather tools turn 1 left unused
+    # and keeps get_weather; turn 3 loads add_reaction with add_tool, and the cap
+    # (max_visible=5) evicts the least recently used tool, get_weather.
+    turns = next(out for out in outputs if "> Then react" in out).split("> ")[1:]
+    assert len(turns) == 3
+    assert "-['weather_forecast', 'air_quality'] (select_tools)" in turns[1]
+    assert "visible now: ['ask_human', 'get_weather', 'send_message'," in turns[1]
+    assert "add_reaction" not in turns[1].split("visible now:")[1]
+    assert "model calls: ['search_tools', 'add_tool', 'add_reaction']" in turns[2]
+    assert "visible set: +['add_reaction'] -['get_weather'] (add_tool)" in turns[2]
+    assert len(turns[2].split("visible now: ")[1].strip().split(", ")) == 5
 
 
 def test_mcp_notebook_runs(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -277,6 +277,19 @@ async def test_server_middleware_graph_matches_the_prebuilt_graph(server: str) -
     assert "get_weather" in added
 
 
+def test_server_page_names_every_graph_of_langgraph_json() -> None:
+    served = json.loads((REPO / "langgraph.json").read_text())["graphs"]
+    page = (REPO / "docs" / "server.md").read_text()
+    words = {3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}
+    assert f"`langgraph.json` at the repository root serves {words[len(served)]} graphs" in page
+    # The page's first table: graph id, factory.
+    rows = [row.split("|") for row in page.splitlines() if row.startswith("| `")][: len(served)]
+    assert [row[1].strip(" `") for row in rows] == list(served)
+    assert [row[2].split("`")[1] for row in rows] == [
+        graph["path"].rsplit(":", 1)[1] for graph in served.values()
+    ]
+
+
 def test_model_spec_from_config_then_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TOOLBUDGET_MODEL", raising=False)
     assert graphs.model_spec(None) == "demo"

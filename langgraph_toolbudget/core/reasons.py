@@ -17,26 +17,22 @@ A reason is a small JSON-ready dict with ``"why"`` one of:
 
 Key Components:
     - :func:`free_reasons`, :func:`budget_reasons`, :func:`search_reasons`: the
-      reasons of one node's choice.
-    - :func:`explain`: the whole offline choice for a query, with the reasons and
-      the schema tokens saved (what ``toolbudget explain`` prints).
+      reasons of one node's choice (the whole offline choice for a query, with these
+      reasons, is :func:`langgraph_toolbudget.explain.explain`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from langgraph_toolbudget.core.budget import per_category_budget
-from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
+from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.context import SessionContext
-from langgraph_toolbudget.core.intent import classify_lexical
-from langgraph_toolbudget.core.selection import free_tools, search_hits, select_tools
-from langgraph_toolbudget.core.tokens import token_savings
 
-__all__ = ["budget_reasons", "explain", "free_reasons", "search_reasons"]
+__all__ = ["budget_reasons", "free_reasons", "search_reasons"]
 
 
 def _score(catalog: ToolCatalog, scores: np.ndarray | None, name: str) -> float:
@@ -99,68 +95,3 @@ def search_reasons(
 ) -> dict[str, dict[str, Any]]:
     """Reasons of the automatic tool search's hits, with their scores."""
     return {n: {"why": "search", "score": _score(catalog, scores, n)} for n in hits}
-
-
-def explain(
-    catalog: ToolCatalog,
-    query: str,
-    *,
-    max_tools: int = 8,
-    min_per_category: int = 2,
-    max_categories: int = 3,
-    search_limit: int = 5,
-    pinned: Sequence[str] = (),
-    meta_tools: Sequence[Any] = (),
-) -> dict[str, Any]:
-    """The offline choice of a first turn for ``query``, explained.
-
-    Classifies the query (lexical), applies the budget, then the automatic tool
-    search, as the prebuilt agent does on a first turn with these options.
-
-    Args:
-        catalog: the catalog.
-        query: the user's text.
-        max_tools, min_per_category, max_categories, search_limit, pinned: the options.
-        meta_tools: the built-in tools bound with the chosen ones (their schema
-            tokens count as spent; the baseline is every tool alone, see
-            :func:`~langgraph_toolbudget.core.tokens.token_savings`).
-
-    Returns:
-        ``{"query", "categories": [{"name", "score"}], "tools": [{"name", **reason}],
-        "schema_tokens": {"all", "chosen", "saved", "saved_ratio"}}``.
-    """
-    catalog = require_catalog(catalog, "explain")
-    ranked = classify_lexical(catalog, query, max_categories=max_categories)
-    categories = [c for c, _ in ranked]
-    scores = catalog.index.scores(query) if query else None
-    free = free_tools(catalog, pinned)
-    chosen = select_tools(
-        catalog,
-        query,
-        categories,
-        max_tools=max_tools,
-        min_per_category=min_per_category,
-        exclude=free,
-        scores=scores,
-    )
-    hits = search_hits(catalog, query, limit=search_limit, exclude=[*free, *chosen], scores=scores)
-    reasons: Mapping[str, dict[str, Any]] = {
-        **free_reasons(catalog, free, pinned),
-        **budget_reasons(
-            catalog,
-            chosen,
-            categories,
-            max_tools=max_tools,
-            min_per_category=min_per_category,
-            scores=scores,
-        ),
-        **search_reasons(catalog, hits, scores),
-    }
-    visible = [*free, *chosen, *hits]
-    every_tool = catalog.tools(catalog.tool_names)
-    return {
-        "query": query,
-        "categories": [{"name": c, "score": round(s, 4)} for c, s in ranked],
-        "tools": [{"name": n, **reasons[n]} for n in visible],
-        "schema_tokens": token_savings([*meta_tools, *catalog.tools(visible)], every_tool),
-    }
