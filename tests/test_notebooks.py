@@ -117,9 +117,15 @@ def test_budget_notebook_runs_on_the_bench_data(monkeypatch: pytest.MonkeyPatch)
     else:  # a clone elsewhere: the notebook must say it fell back
         assert "using a synthetic catalog" in text
     assert "visible (+" in text
-    capped = text.split("max_visible=12", 1)[1].splitlines()
-    sizes = [int(line.split()[0]) for line in capped if "visible (+" in line]
-    assert len(sizes) == 8 and max(sizes) == 12  # the working set never passes the cap
+    default, capped = text.split("max_visible=None", 1)[1].split("max_visible=8", 1)
+
+    def sizes(lines: str) -> list[int]:
+        return [int(line.split()[0]) for line in lines.splitlines() if "visible (+" in line]
+
+    # what its text says: used tools stay, so the set grows to 12 by turn 8, under the
+    # default cap of 16; max_visible=8 stops it at 8 from turn 3 on
+    assert sizes(default)[-1] == 12 and max(sizes(default)) <= 16
+    assert sizes(capped) == sizes(default)[:2] + [8] * 6
     fewer = re.search(r"tokens with offloading, .* without \(([\d.]+)% fewer\)", text)
     assert fewer is not None and float(fewer.group(1)) >= 95  # the offloading cell
 
