@@ -22,10 +22,11 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import MemorySaver
 from langgraph.graph import END, START, StateGraph
 
-from langgraph_toolbudget import ToolAgent, ToolBudgetState, create_toolbudget_agent
+from langgraph_toolbudget import ToolAgent, ToolBudgetState, ToolCatalog, create_toolbudget_agent
 from langgraph_toolbudget.formats import get_format
 from langgraph_toolbudget.testing import ScriptedChatModel
 
@@ -463,3 +464,36 @@ async def test_a_pythonic_hex_literal_of_any_length_never_stops_the_thread(catal
     assert out["messages"][-1].content == "hi" and f"get_weather(city='{huge}')" in str(
         model.calls[-1]
     )
+
+
+SCREENSHOT = "iVBORw0KGgo" + "A" * 60_000  # a PNG's base64
+
+
+@pytest.mark.parametrize("fmt", TEXT_FORMATS)
+def test_an_image_a_tool_returns_is_a_short_note_in_a_text_formats_prompt(fmt):
+    # An image block reaches a native model as a block; a text format writes the tool result
+    # into the prompt as text, where its base64 filled the prompt (60,000 characters here).
+    @tool(response_format="content_and_artifact")
+    def screenshot(url: str) -> tuple[list[dict[str, Any]], None]:
+        """Take a screenshot of a web page."""
+        image = {"type": "image", "base64": SCREENSHOT, "mime_type": "image/png"}
+        return [{"type": "text", "text": "screenshot of " + url}, image], None
+
+    form = get_format(fmt)
+    call = {"name": "screenshot", "args": {"url": "https://example.com"}, "id": "c1"}
+    model = ScriptedChatModel(
+        responses=[AIMessage(form.render_calls([call])), AIMessage("A page.")], cycle=False
+    )
+    catalog = ToolCatalog.from_tools(
+        [screenshot], tool_metadata={"screenshot": {"include": "always"}}
+    )
+    graph = create_toolbudget_agent(
+        model, catalog, tool_call_formats={"enabled": [fmt], "primary": fmt}
+    ).compile()
+    out = graph.invoke({"messages": [HumanMessage("screenshot example.com")]})
+    assert isinstance(out["messages"][-2], ToolMessage)  # the state keeps the block itself
+    assert out["messages"][-2].content[1]["base64"] == SCREENSHOT
+    prompt = "\n".join(str(m.content) for m in model.calls[1])
+    assert SCREENSHOT[:40] not in prompt and len(prompt) < 10_000
+    assert "screenshot of https://example.com" in prompt
+    assert "[image/png image, 60," in prompt and "not shown" in prompt

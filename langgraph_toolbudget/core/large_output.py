@@ -49,6 +49,7 @@ from langgraph_toolbudget.core.jq_sandbox import (
     run_jq,
 )
 from langgraph_toolbudget.core.limits import MAX_PATTERN_CHARS, clip, safe_repr
+from langgraph_toolbudget.core.media import is_media
 from langgraph_toolbudget.core.search import INVALID_PATTERN_ERROR, _compile_pattern, _reason
 from langgraph_toolbudget.core.tokens import CHARS_PER_TOKEN
 
@@ -194,39 +195,26 @@ def estimate_tokens(chars: int) -> int:
     return round(chars / CHARS_PER_TOKEN)
 
 
-MEDIA_BLOCK_TYPES = frozenset(
-    {"image", "audio", "video", "file", "image_url", "input_audio", "media"}
-)
-"""Content blocks a model takes as media, not as text to read: LangChain's standard image,
-audio, video and file blocks (an MCP tool's image, or embedded binary resource, as
-langchain-mcp-adapters converts it), and the provider forms (``image_url``, ``input_audio``,
-``media``). They go to the model as they are, as under LangGraph's ``ToolNode``; offloading
-counts only the text beside them."""
-
-
-def _is_media(block: Any) -> bool:
-    return isinstance(block, dict) and block.get("type") in MEDIA_BLOCK_TYPES
-
-
 def media_blocks(content: Any) -> list[dict[str, Any]]:
-    """The media blocks (:data:`MEDIA_BLOCK_TYPES`) of a tool message's content, in order."""
+    """The media blocks (:func:`~langgraph_toolbudget.core.media.is_media`) of a tool
+    message's content, in order."""
     if isinstance(content, str) or not isinstance(content, Sequence):
         return []
-    return [b for b in content if _is_media(b)]
+    return [b for b in content if is_media(b)]
 
 
 def output_text(content: Any) -> str:
     """The text of a tool message's content as one string.
 
     A string stays as it is. Of a list of content blocks, media blocks (images, audio,
-    video, files: :data:`MEDIA_BLOCK_TYPES`) are left out, as they reach the model as
-    blocks, not text; the rest, if all text, becomes their texts joined by newlines,
-    anything else its JSON, so no text is lost.
+    video, files: :func:`~langgraph_toolbudget.core.media.is_media`) are left out, as they
+    reach the model as blocks, not text; the rest, if all text, becomes their texts joined
+    by newlines, anything else its JSON, so no text is lost.
     """
     if isinstance(content, str):
         return content
     if isinstance(content, Sequence):
-        content = [b for b in content if not _is_media(b)]
+        content = [b for b in content if not is_media(b)]
         if all(
             isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text") for b in content
         ):

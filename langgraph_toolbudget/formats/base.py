@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 from langchain_core.messages import AIMessage, ToolCall, ToolMessage
 
 from langgraph_toolbudget.core.intent import content_parts
+from langgraph_toolbudget.core.media import is_media, media_placeholder
 
 __all__ = [
     "MAX_CALLS",
@@ -165,8 +166,16 @@ def tool_name(message: ToolMessage, call: ToolCall | None) -> str:
 
 
 def result_text(message: ToolMessage) -> str:
-    """A tool message's content as text (content blocks joined, other blocks as JSON)."""
-    return "\n".join(content_parts(message.content, keep_other=True))
+    """A tool message's content as text: content blocks joined, media blocks (an image, a
+    file) as a short note (:func:`~langgraph_toolbudget.core.media.media_placeholder`:
+    a text prompt cannot show them, and their base64 would fill it), other blocks as JSON."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return "\n".join(
+        media_placeholder(b) if is_media(b) else "\n".join(content_parts([b], keep_other=True))
+        for b in content
+    )
 
 
 def reply_message(reply: AIMessage, parsed: ParsedReply, fmt: ToolCallFormat) -> AIMessage:
