@@ -7,7 +7,7 @@ where a tool result reaches the model as text.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeGuard
 
 from langgraph_toolbudget.core.limits import clip
 
@@ -23,7 +23,7 @@ langchain-mcp-adapters converts it), and the provider forms (``image_url``, ``in
 counts only the text beside them."""
 
 
-def is_media(block: Any) -> bool:
+def is_media(block: Any) -> TypeGuard[dict[str, Any]]:
     """Is ``block`` a media content block (:data:`MEDIA_BLOCK_TYPES`)?"""
     return isinstance(block, dict) and block.get("type") in MEDIA_BLOCK_TYPES
 

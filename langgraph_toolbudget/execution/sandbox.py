@@ -145,6 +145,9 @@ def _last_lines(traceback: str) -> str:
     return "\n".join(line[:MAX_LINE_CHARS] for line in kept)
 
 
+_MEMORY_LIMIT_MESSAGES = ("memory limit exceeded", "the worker exceeded its memory limit")
+
+
 def _kind(exc: BaseException) -> ErrorKind:
     """Which limit stopped a program, from the exception Monty raised in it.
 
@@ -160,7 +163,7 @@ def _kind(exc: BaseException) -> ErrorKind:
         return "timeout"
     if isinstance(exc, TimeoutError) and "limit exceeded" in message:
         return "timeout"
-    if isinstance(exc, MemoryError) and "memory limit" in message:
+    if isinstance(exc, MemoryError) and message.startswith(_MEMORY_LIMIT_MESSAGES):
         return "memory"
     return "error"
 
