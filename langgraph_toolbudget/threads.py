@@ -373,7 +373,11 @@ class ServerThread:
 
     def _graphs(self) -> list[str]:
         """The graphs the server serves (the ``graphs`` of its ``langgraph.json``), sorted."""
-        assistants = self._call(self.client.assistants.search, limit=1000)
+        assistants = self._call(
+            self.client.assistants.search,
+            limit=1000,
+            not_found=lambda: SERVER_ERROR.format(url=self.url, error="no assistants endpoint"),
+        )
         return sorted({str(a["graph_id"]) for a in assistants})
 
     def _entry_node(self, assistant: str | None) -> str | None:

@@ -8,12 +8,14 @@ CLI runs as subprocesses. Only the chat model is fake (the demo model).
 
 from __future__ import annotations
 
+import http.server
 import importlib
 import json
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -28,6 +30,7 @@ from mcp.client import streamable_http
 from mcp.client.stdio import stdio_client
 
 from langgraph_toolbudget import exclude_tools, include_tools
+from langgraph_toolbudget.threads import ServerThread, ThreadError
 from tests.test_server import server  # noqa: F401 - the shared langgraph dev fixture
 
 REPO = Path(__file__).resolve().parents[1]
@@ -552,3 +555,33 @@ def test_build_server_refuses_a_port_out_of_range(tmp_path: Path) -> None:
             thread.close()
     finally:
         sys.path.remove(str(tmp_path))
+
+
+def test_a_server_without_an_assistants_endpoint_is_an_error_not_a_recursion():
+    # A 404 about the thread asks the server which graphs it serves; a server (a proxy, not
+    # LangGraph) that knows the thread but answers the assistants search 404 made that
+    # question ask itself again, until RecursionError.
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            found = self.command == "GET" and self.path == "/threads/t1"
+            body = json.dumps({"thread_id": "t1", "metadata": {"graph_id": "g"}} if found else {})
+            self.send_response(200 if found else 404)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+        do_GET = do_POST = _answer
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}"
+        with pytest.raises(ThreadError, match="no assistants endpoint"):
+            ServerThread(url, "t1").values()
+    finally:
+        httpd.shutdown()
