@@ -38,8 +38,9 @@ def keep_returned() -> Iterator[dict[str, Any]]:
     """Keep, by tool call id, the value each tool's body returns for the calls run in the
     block (the content part of a ``content_and_artifact`` tool's pair).
 
-    Context variables reach every thread and task the pipeline runs a call in, so the
-    calls of this thread and of the coroutines it starts are kept.
+    The block's dict is read where the pipeline prepares a call (:func:`keeping`, in the
+    block's context); the copy holds the dict from then on, so whichever thread or task
+    then runs the tool's body, its value is kept.
     """
     kept: dict[str, Any] = {}
     token = _KEPT.set(kept)
