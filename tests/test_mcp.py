@@ -24,6 +24,8 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_mcp_adapters.client import MultiServerMCPClient
+from mcp.shared.exceptions import McpError
+from mcp.types import ErrorData
 from mcp_servers import SERVERS_DIR, free_port, http_server, pid_alive, stdio
 
 from langgraph_toolbudget import ToolCatalog, create_toolbudget_agent
@@ -38,6 +40,7 @@ from langgraph_toolbudget.mcp import (
     load_mcp_catalog_sync,
     mcp_tool_name,
 )
+from langgraph_toolbudget.mcp.errors import CONNECTION_CLOSED
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 MATH, NOTES, TEXT = stdio("math_server.py"), stdio("notes_server.py"), stdio("text_server.py")
@@ -471,6 +474,24 @@ async def test_killed_stdio_server_mid_call_errors_naming_the_server_then_reconn
         assert text_of(await catalog.get("list_notes").tool.ainvoke({})) == ""
         assert catalog.mcp.sessions_opened("notes") == 3
     assert not pid_alive(pid) and not pid_alive(new_pid)
+
+
+async def test_a_connection_closed_under_a_request_is_the_connection_lost_however_noticed():
+    # A server that dies mid-call is noticed by the session's watch ("the connection was
+    # lost") or, first, by the SDK failing the request with McpError "Connection closed":
+    # the same event gave two messages, whichever won the race (a flaky comparison).
+    async def closed(session: Any) -> Any:
+        raise McpError(ErrorData(code=CONNECTION_CLOSED, message="Connection closed"))
+
+    catalog = await load_mcp_catalog({"notes": NOTES})
+    async with catalog:
+        with pytest.raises(MCPServerError) as caught:
+            await catalog.mcp.asession_request("notes", closed, tool="notes__read_resource")
+        assert "failed during the call to tool 'notes__read_resource': the connection was lost" in (
+            str(caught.value)
+        )
+        assert "McpError" not in str(caught.value)
+        assert text_of(await catalog.get("list_notes").tool.ainvoke({})) == ""  # re-opened
 
 
 async def test_streamable_http_server_killed_mid_call_then_restarted() -> None:

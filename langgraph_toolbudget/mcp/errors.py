@@ -303,6 +303,14 @@ def _is_session_terminated(exc: BaseException) -> bool:
     )
 
 
+def _is_connection_closed(exc: BaseException) -> bool:
+    """True when the SDK reports the connection closing under a request
+    (``McpError(CONNECTION_CLOSED, "Connection closed")``): the same event as the session's
+    watch seeing the server go, whichever of the two notices it first."""
+    leaf = _leaf(exc)
+    return isinstance(leaf, McpError) and leaf.error.code == CONNECTION_CLOSED
+
+
 def _is_transport_error(exc: BaseException) -> bool:
     """True when an error means the session is unusable (not a tool-level error)."""
     leaf = _leaf(exc)

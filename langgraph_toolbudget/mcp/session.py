@@ -29,6 +29,7 @@ from langgraph_toolbudget.mcp.errors import (
     SINCE_OPEN,
     MCPServerError,
     _describe_error,
+    _is_connection_closed,
     _is_session_terminated,
     _is_transport_error,
     _where,
@@ -37,6 +38,8 @@ from langgraph_toolbudget.mcp.stdio import open_session, unreadable_reason
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
+CONNECTION_LOST = "the connection was lost"
+"""The cause a call gets when its server goes away under it, however the session notices."""
 
 
 async def before_deadline(
@@ -426,13 +429,15 @@ class _ServerSession:
             call.cancel()
             call.add_done_callback(_retrieve)
             self._mark_dead(gen)
-            raise self._failed(tool, "the connection was lost")
+            raise self._failed(tool, CONNECTION_LOST)
         try:
             return call.result()
         except Exception as exc:
             if _is_transport_error(exc):
                 self._mark_dead(gen)
-                raise self._failed(tool, _describe_error(exc, self.connection)) from exc
+                lost = _is_connection_closed(exc)
+                cause = CONNECTION_LOST if lost else _describe_error(exc, self.connection)
+                raise self._failed(tool, cause) from exc
             raise
 
     def _failed(self, tool: str, cause: str) -> MCPServerError:
