@@ -359,7 +359,8 @@ class ServerThread:
     def _assistant(self, graph_id: str, *, assigned: bool) -> str | None:
         """An assistant of the graph (the server makes one per graph), or None. A graph the
         server does not serve (it answers 404) is refused naming its graphs: a misspelt
-        ``graph_id``, or (``assigned``: read from the thread) a thread of another server."""
+        ``graph_id``, or (``assigned``: read from the thread) a thread of another server; a
+        server that answers such a search with no assistants instead is asked for its graphs."""
 
         def unknown() -> str:
             error = THREAD_GRAPH_GONE_ERROR if assigned else UNKNOWN_GRAPH_ERROR
@@ -369,6 +370,8 @@ class ServerThread:
         assistants = self._call(
             self.client.assistants.search, graph_id=graph_id, limit=1, not_found=unknown
         )
+        if not assistants and graph_id not in self._graphs():  # older servers answer []
+            raise ThreadError(unknown())
         return str(assistants[0]["assistant_id"]) if assistants else None
 
     def _graphs(self) -> list[str]:
