@@ -43,12 +43,14 @@ __all__ = [
     "load_json",
     "load_json_values",
     "read_json",
+    "read_json_values",
     "unfence",
 ]
 
 FENCE = "```"
 _FENCE_INFO = re.compile(r"[\w-]*[ \t]*\n|json\b|JSON\b")
-_LEFT_OVER = re.compile(r"[\s}\]]*")  # whitespace, and closing brackets a model wrote too many
+# whitespace, and closing brackets a model wrote too many, around one comma at most
+_LEFT_OVER = re.compile(r"[\s}\]]*(?:,[\s}\]]*)?")
 _ARGUMENT_KEYS = ("arguments", "parameters", "args", "input", "kwargs")
 CALL_ARGUMENT_KEYS = ("arguments", "parameters")
 """The keys that make a JSON object standing alone a call envelope (with ``name``)."""
@@ -230,6 +232,34 @@ def load_json(
     return values[0]
 
 
+def read_json_values(
+    text: str,
+    budget: ParseBudget,
+    *,
+    between: re.Pattern[str],
+    closed: bool,
+    tool: str | None = None,
+) -> tuple[list[Any], int]:
+    """The JSON values at the start of ``text``, one after another with ``between`` (which
+    matches the empty text too) separating them, and the index of what follows them: the
+    end of ``text``, or text that does not open another value (the caller decides what it
+    is). At most :data:`MAX_CALLS` values.
+
+    Raises:
+        ParseFailure: see :func:`read_json`; or more than :data:`MAX_CALLS` values.
+    """
+    values: list[Any] = []
+    pos = 0
+    while True:
+        if len(values) == MAX_CALLS:
+            raise ParseFailure(f"more than {MAX_CALLS} tool calls in one reply")
+        value, pos = read_json(text, budget, start=pos, closed=closed, tool=tool)
+        values.append(value)
+        pos = between.match(text, pos).end()  # type: ignore[union-attr]  # matches ""
+        if pos == len(text) or text[pos] not in "{[":
+            return values, pos
+
+
 def load_json_values(
     text: str, budget: ParseBudget, *, closed: bool = True, tool: str | None = None
 ) -> list[Any]:
@@ -245,25 +275,15 @@ def load_json_values(
     if len(inner) > MAX_CALL_CHARS:
         raise ParseFailure(f"the tool call is {len(inner)} characters, over {MAX_CALL_CHARS}")
     budget.spend_containers(inner)
-    values: list[Any] = []
-    pos = 0
-    while True:
-        value, pos = read_json(inner, budget, start=pos, closed=closed or fence_closed, tool=tool)
-        values.append(value)
-        pos = _LEFT_OVER.match(inner, pos).end()  # type: ignore[union-attr]  # matches ""
-        if pos == len(inner):
-            return values
-        if inner[pos] == ",":
-            pos = _LEFT_OVER.match(inner, pos + 1).end()  # type: ignore[union-attr]
-            if pos == len(inner):
-                return values
-        if inner[pos] not in "{[":
-            raise ParseFailure(
-                f"the tool call has text after its JSON ({inner[pos : pos + 60]!r}); write "
-                "only JSON calls, one object per call"
-            )
-        if len(values) == MAX_CALLS:
-            raise ParseFailure(f"more than {MAX_CALLS} tool calls in one reply")
+    values, pos = read_json_values(
+        inner, budget, between=_LEFT_OVER, closed=closed or fence_closed, tool=tool
+    )
+    if pos < len(inner):
+        raise ParseFailure(
+            f"the tool call has text after its JSON ({inner[pos : pos + 60]!r}); write "
+            "only JSON calls, one object per call"
+        )
+    return values
 
 
 def _arguments(obj: dict[str, Any], name: str, budget: ParseBudget) -> dict[str, Any]:

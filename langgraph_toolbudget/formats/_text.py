@@ -15,7 +15,7 @@ from langgraph_toolbudget.formats._json import (
     ParseBudget,
     ParseFailure,
     envelope_calls,
-    read_json,
+    read_json_values,
     unfence,
 )
 from langgraph_toolbudget.formats._lenient import STRING
@@ -39,6 +39,7 @@ __all__ = [
     "parse_reply",
     "parse_segments",
     "split_reasoning",
+    "whole_reply",
     "whole_reply_calls",
 ]
 
@@ -283,17 +284,8 @@ def parse_segments(
 def _values(inner: str, budget: ParseBudget, closed: bool) -> list[Any] | None:
     """The JSON values ``inner`` is made of (whitespace, ``;`` or Llama's special tokens
     between them), or None when something else follows one."""
-    values: list[Any] = []
-    pos = 0
-    while pos < len(inner):
-        if len(values) == MAX_CALLS:
-            raise ParseFailure(f"more than {MAX_CALLS} tool calls in one reply")
-        value, pos = read_json(inner, budget, start=pos, closed=closed)
-        values.append(value)
-        pos = _BETWEEN.match(inner, pos).end()  # type: ignore[union-attr]  # matches ""
-        if pos < len(inner) and inner[pos] not in "{[":
-            return None
-    return values
+    values, pos = read_json_values(inner, budget, between=_BETWEEN, closed=closed)
+    return values if pos == len(inner) else None
 
 
 def whole_reply_calls(body: str, budget: ParseBudget) -> list[dict[str, Any]] | None:
@@ -333,3 +325,13 @@ def whole_reply_calls(body: str, budget: ParseBudget) -> list[dict[str, Any]] | 
     if len(calls) > MAX_CALLS:
         raise ParseFailure(f"more than {MAX_CALLS} tool calls in one reply")
     return calls
+
+
+def whole_reply(reply: Reply) -> ParsedReply | None:
+    """A reply that is nothing but call envelopes (:func:`whole_reply_calls`), parsed: its
+    calls, or the error of calls that cannot be read; None when it is not such a reply."""
+    try:
+        calls = whole_reply_calls(reply.body, ParseBudget())
+    except ParseFailure as exc:
+        return ParsedReply(text=reply.text, error=str(exc))
+    return None if calls is None else ParsedReply(calls=calls, text=join_text(reply.reasoning))

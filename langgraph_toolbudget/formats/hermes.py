@@ -19,7 +19,6 @@ from langchain_core.messages import ToolCall, ToolMessage
 
 from langgraph_toolbudget.formats._json import (
     ParseBudget,
-    ParseFailure,
     calls_from_value,
     load_json_values,
 )
@@ -31,7 +30,7 @@ from langgraph_toolbudget.formats._text import (
     json_value_span,
     parse_reply,
     parse_segments,
-    whole_reply_calls,
+    whole_reply,
 )
 from langgraph_toolbudget.formats.base import (
     MAX_CALLS,
@@ -110,13 +109,8 @@ def _read(segment: Segment, budget: ParseBudget) -> list[dict[str, Any]]:
 
 
 def _parse_body(reply: Reply) -> ParsedReply:
-    if OPEN not in reply.body:  # a model that forgot its tags: the whole reply may be the call
-        try:
-            calls = whole_reply_calls(reply.body, ParseBudget())
-        except ParseFailure as exc:
-            return ParsedReply(text=reply.text, error=str(exc))
-        if calls is not None:
-            return ParsedReply(calls=calls, text=join_text(reply.reasoning))
+    if OPEN not in reply.body and (whole := whole_reply(reply)) is not None:
+        return whole  # a model that forgot its tags: the whole reply is the call
     return parse_segments(reply, _find, _read)
 
 

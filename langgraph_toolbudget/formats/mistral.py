@@ -25,6 +25,7 @@ from langgraph_toolbudget.formats._json import (
     calls_from_value,
     cut_off,
     read_json,
+    read_json_values,
 )
 from langgraph_toolbudget.formats._lenient import STRING
 from langgraph_toolbudget.formats._text import (
@@ -116,17 +117,11 @@ def _read_lists(text: str, budget: ParseBudget, *, closed: bool) -> list[dict[st
     """The calls of the JSON lists (or objects) at the start of ``text``, one after another
     (``[TOOL_CALLS] [A] [B]``, a comma between allowed); other text after them (a comment)
     is not a call."""
-    calls: list[dict[str, Any]] = []
-    pos = 0
-    while True:
-        value, pos = read_json(text, budget, start=pos, closed=closed)
-        calls.extend(calls_from_value(value, budget))
-        if len(calls) > MAX_CALLS:
-            raise ParseFailure(f"more than {MAX_CALLS} tool calls in one reply")
-        after = _BETWEEN_VALUES.match(text, pos).end()  # type: ignore[union-attr]  # matches ""
-        if after == len(text) or text[after] not in "[{":
-            return calls
-        pos = after
+    values, _rest = read_json_values(text, budget, between=_BETWEEN_VALUES, closed=closed)
+    calls = [call for value in values for call in calls_from_value(value, budget)]
+    if len(calls) > MAX_CALLS:
+        raise ParseFailure(f"more than {MAX_CALLS} tool calls in one reply")
+    return calls
 
 
 def _parse_body(reply: Reply) -> ParsedReply:

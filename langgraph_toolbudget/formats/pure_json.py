@@ -19,13 +19,12 @@ from typing import Any
 
 from langchain_core.messages import ToolCall, ToolMessage
 
-from langgraph_toolbudget.formats._json import ParseBudget, ParseFailure
 from langgraph_toolbudget.formats._text import (
     Reply,
     join_text,
     json_value_span,
     parse_reply,
-    whole_reply_calls,
+    whole_reply,
 )
 from langgraph_toolbudget.formats.base import ParsedReply, ToolCallFormat, result_text, tool_name
 
@@ -40,13 +39,7 @@ When you have the answer, reply in plain text, not JSON."""
 
 
 def _parse_body(reply: Reply) -> ParsedReply:
-    try:
-        calls = whole_reply_calls(reply.body, ParseBudget())
-    except ParseFailure as exc:
-        return ParsedReply(text=reply.text, error=str(exc))
-    if calls is None:
-        return ParsedReply(text=join_text(reply.reasoning, reply.body))
-    return ParsedReply(calls=calls, text=join_text(reply.reasoning))
+    return whole_reply(reply) or ParsedReply(text=join_text(reply.reasoning, reply.body))
 
 
 class PureJson(ToolCallFormat):
