@@ -362,16 +362,16 @@ class ServerThread:
         ``graph_id``, or (``assigned``: read from the thread) a thread of another server; a
         server that answers such a search with no assistants instead is asked for its graphs."""
 
-        def unknown() -> str:
+        def unknown(graphs: list[str] | None = None) -> str:
             error = THREAD_GRAPH_GONE_ERROR if assigned else UNKNOWN_GRAPH_ERROR
-            graphs = ", ".join(self._graphs())
-            return error.format(graph=graph_id, thread=self.thread_id, url=self.url, graphs=graphs)
+            served = ", ".join(self._graphs() if graphs is None else graphs)
+            return error.format(graph=graph_id, thread=self.thread_id, url=self.url, graphs=served)
 
         assistants = self._call(
             self.client.assistants.search, graph_id=graph_id, limit=1, not_found=unknown
         )
-        if not assistants and graph_id not in self._graphs():  # older servers answer []
-            raise ThreadError(unknown())
+        if not assistants and graph_id not in (graphs := self._graphs()):  # older servers: []
+            raise ThreadError(unknown(graphs))
         return str(assistants[0]["assistant_id"]) if assistants else None
 
     def _graphs(self) -> list[str]:
