@@ -328,7 +328,7 @@ class BudgetConfig(BaseModel):
     @field_validator("database_toolbox")
     @classmethod
     def _database_toolbox(cls, value: Any) -> Any:
-        methods = ("available_sources", "search", "execute")
+        methods = ("reachable_sources", "search", "execute")
         if value is None or all(callable(getattr(value, m, None)) for m in methods):
             return value
         raise _type("a DatabaseToolbox (langgraph_toolbudget.DatabaseToolbox({...})) or None")

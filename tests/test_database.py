@@ -39,6 +39,7 @@ from langgraph_toolbudget import (
 )
 from langgraph_toolbudget.core.hashing import HashingEmbeddings
 from langgraph_toolbudget.database import ReadOnlyCheck, SqlError, check_read_only
+from langgraph_toolbudget.database import toolbox as toolbox_module
 from langgraph_toolbudget.database.toolbox import _sqlite_connect
 from langgraph_toolbudget.execution.builtins import Builtins
 from langgraph_toolbudget.testing import ScriptedChatModel
@@ -854,6 +855,44 @@ def test_a_sqlite_database_locked_by_a_writer_is_busy_not_bad_sql(shop: Path):
     assert "source 'shop' could not run the query now (database is locked)" in message
     assert "Call execute_sql again in a moment" in message and "Fix the SQL" not in message
     assert toolbox.execute("shop", "SELECT count(*) AS n FROM orders").rows == [{"n": 500}]
+
+
+def test_a_sqlite_source_locked_when_its_schemas_are_first_read_is_busy_not_down(
+    shop: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Was: a writer's lock at the first schema read marked the source down until
+    refresh(), and a graph built then had no database tools at all."""
+    monkeypatch.setattr(toolbox_module, "BUSY_RECHECK_S", 0.0)
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"}, timeout_s=0.3)
+    writer = sqlite3.connect(shop, isolation_level=None)
+    try:
+        writer.execute("BEGIN EXCLUSIVE")
+        assert toolbox.available_sources() == []
+        assert toolbox.down_sources()["shop"].startswith("busy: database is locked")
+        assert toolbox.reachable_sources() == ["shop"]
+        builtins = Builtins(CATALOG, BudgetConfig(database_toolbox=toolbox))
+        assert {"search_schemas", "execute_sql"} <= set(builtins.names)
+        assert all("Sources: shop (sqlite)." in t.description for t in builtins.tools[-2:])
+        writer.execute("COMMIT")
+    finally:
+        writer.close()
+    assert toolbox.available_sources() == ["shop"] and toolbox.down_sources() == {}
+    assert toolbox.search("money spent by customers")[0].name == "orders"
+
+
+def test_a_schema_read_failure_is_classified_by_the_drivers_error_sqlalchemy_wraps():
+    from sqlalchemy.exc import OperationalError
+
+    from langgraph_toolbudget.database.toolbox import _schema_fault
+
+    def wrapped(orig: BaseException) -> OperationalError:
+        return OperationalError("SELECT ...", {}, orig)
+
+    assert _schema_fault(wrapped(psycopg.errors.LockNotAvailable("lock"))) == "busy"
+    assert _schema_fault(wrapped(psycopg.errors.AdminShutdown("shut down"))) == "down"
+    assert _schema_fault(wrapped(psycopg.OperationalError("refused"))) == "down"
+    assert _schema_fault(wrapped(sqlite3.OperationalError("database is locked"))) == "busy"
+    assert _schema_fault(ValueError("a column type SQLAlchemy cannot read")) == "down"
 
 
 def test_a_sqlite_file_that_is_no_database_is_a_source_down(shop: Path, tmp_path: Path):

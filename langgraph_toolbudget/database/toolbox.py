@@ -16,7 +16,7 @@ Rows are converted one at a time as they arrive, texts cut as they are decoded
 ``MAX_ANSWER_CHARS`` of JSON); the total is counted without fetching them (PostgreSQL moves
 its server-side cursor to the end; SQLite steps through them) in the time left, else left
 unknown. Schemas are read once per source and cached, refreshed on demand
-(:meth:`DatabaseToolbox.refresh`).
+(:meth:`DatabaseToolbox.refresh`); a read that found them locked by a writer is not cached.
 
 Key Components:
     - :class:`DatabaseToolbox`: the sources, their schemas, ``search`` and ``execute``.
@@ -90,6 +90,10 @@ BUSY_ERROR = (
     "short of resources, not a fault of the SQL. Call execute_sql again in a moment (asking "
     "for less helps: a WHERE, a LIMIT); if it keeps failing, tell the user the database is busy."
 )
+BUSY_SCHEMAS = "busy: {error}; its schemas are read again at the next search"
+BUSY_RECHECK_S = 1.0
+"""A source whose schemas were locked by a writer is read again at the first use after this
+many seconds (not sooner: each read may wait ``timeout_s`` for the lock)."""
 NO_PARAMETERS_HINT = (
     " (execute_sql takes no parameters: write each value into the statement itself)"
 )
@@ -221,6 +225,7 @@ class _Source:
     engine: Any = None
     checked: bool = False
     error: str | None = None
+    busy_until: float | None = None  # its schemas were locked: read again from this time on
     tables: list[TableSchema] = field(default_factory=list)
 
 
@@ -360,19 +365,27 @@ class DatabaseToolbox:
         with the reason (an unforeseen one is logged): the other sources stay searchable."""
         from sqlalchemy.exc import SQLAlchemyError
 
+        src.checked, src.busy_until = True, None
         try:
             src.tables = reflect_tables(self._engine(src), src.name)
             src.error = None
         except (SQLAlchemyError, sqlite3.Error, OSError) as exc:
             src.tables, src.error = [], _short_error(exc)
+            if _schema_fault(exc) == "busy":  # a writer's lock, not a fault: not cached
+                src.error = BUSY_SCHEMAS.format(error=src.error)
+                src.busy_until = time.monotonic() + BUSY_RECHECK_S
         except Exception as exc:  # noqa: BLE001 - a schema SQLAlchemy cannot read: only this source is down
             logger.exception("reading the schemas of database source %r raised", src.name)
             src.tables, src.error = [], f"{type(exc).__name__}: {_short_error(exc)}"
-        src.checked = True
 
     def _ready(self) -> list[_Source]:
         with self._lock:
-            unchecked = [s for s in self._sources.values() if not s.checked]
+            now = time.monotonic()
+            unchecked = [
+                s
+                for s in self._sources.values()
+                if not s.checked or (s.busy_until is not None and now >= s.busy_until)
+            ]
             for src in unchecked:
                 self._check(src)
             if unchecked or self._index is None:
@@ -385,8 +398,16 @@ class DatabaseToolbox:
         first use; :meth:`refresh` checks again)."""
         return [s.name for s in self._ready()]
 
+    def reachable_sources(self) -> list[str]:
+        """The sources that are available, and those that connect but whose schemas were
+        locked by a writer when last read (read again at next use, after a second): the
+        sources the tools name."""
+        up = {s.name for s in self._ready()}
+        return [s.name for s in self._sources.values() if s.name in up or s.busy_until is not None]
+
     def down_sources(self) -> dict[str, str]:
-        """Source name -> why it could not be read, for the sources that are down."""
+        """Source name -> why it could not be read, for the sources that are down (or whose
+        schemas were locked when last read)."""
         self._ready()
         return {s.name: str(s.error) for s in self._sources.values() if s.error is not None}
 
@@ -815,6 +836,17 @@ def _sqlite_fault(exc: sqlite3.Error) -> str:
     if code.startswith(SQLITE_DOWN_CODES) or message.startswith(SQLITE_DOWN_MESSAGES):
         return "down"
     return "sql"
+
+
+def _schema_fault(exc: BaseException) -> str:
+    """``"down"``, ``"busy"`` or ``"sql"``: what an error reading a source's schemas says
+    happened (SQLAlchemy wraps the driver's error)."""
+    orig = getattr(exc, "orig", None) or exc
+    if isinstance(orig, sqlite3.Error):
+        return _sqlite_fault(orig)
+    if getattr(orig, "sqlstate", None):
+        return _pg_fault(orig, broken=False)
+    return "down"
 
 
 def _pg_message(exc: Any) -> str:

@@ -65,7 +65,7 @@ def builtin_families(catalog: ToolCatalog, config: BudgetConfig) -> list[Builtin
     if codemode_enabled(config):  # python_execution needs the codemode format enabled
         families.append(CodeMode(catalog, config))
     toolbox = config.database_toolbox
-    if toolbox is not None and toolbox.available_sources():  # a source that connects
+    if toolbox is not None and toolbox.reachable_sources():  # a source that connects
         families.append(DatabaseTools(toolbox, config))
     return families
 

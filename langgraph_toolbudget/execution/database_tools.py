@@ -98,7 +98,7 @@ class DatabaseTools(BuiltinTools):
         )
 
     def _sources(self) -> str:
-        up = self.toolbox.available_sources()
+        up = self.toolbox.reachable_sources()
         parts = [f"{name} ({self.toolbox.dialect(name)})" for name in up]
         return ", ".join(parts) or "none"
 
