@@ -517,6 +517,7 @@ async def test_a_program_cannot_include_again_a_tool_the_user_excluded(api):
     assert "PermissionError" in answer.content
     assert out["context_tools"] == {"get_forecast": "exclude"}
 
+
 @pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize("where", ["before the program", "in the program"])
 async def test_a_tool_excluded_earlier_in_the_batch_raises_inside_the_program(api, where):
