@@ -161,12 +161,27 @@ def _change(ctx: click.Context, command: str, args: dict[str, Any], opts: dict[s
     )
 
 
+EMPTY_TOOL_ERROR = (
+    "--tool is empty: give one tool's name, or leave --tool out to act on the whole --server"
+)
+EMPTY_SERVER_ERROR = (
+    "--server is empty: give a server's name, or leave --server out and give --tool "
+    "(its server is then known)"
+)
+
+
 def _server_or_tool(
     server: str | None, tool: str | None, tool_cmd: str, server_cmd: str
 ) -> tuple[str, dict[str, str]]:
-    if tool:
-        return tool_cmd, {"tool": tool, **({"server": server} if server else {})}
-    if not server:
+    # A given but empty name is an error, never "not given": `--tool ""` must not act on
+    # the whole server.
+    if tool is not None and not tool.strip():
+        _fail(EMPTY_TOOL_ERROR)
+    if server is not None and not server.strip():
+        _fail(EMPTY_SERVER_ERROR)
+    if tool is not None:
+        return tool_cmd, {"tool": tool, **({"server": server} if server is not None else {})}
+    if server is None:
         _fail("name a --server, or a --tool (its server is then known)")
     return server_cmd, {"server": str(server)}
 

@@ -839,13 +839,16 @@ def execute(
 ) -> CommandResult:
     """Run one tool-context operation on a thread: read its values, answer, apply the update.
 
+    The user's faces (the CLI, the MCP context server) call it: the operation may lift an
+    exclusion, which the model's own context tools may not.
+
     Raises:
         ThreadError: the thread cannot be read or updated.
         CommandError: a bad operation or argument (see
             :func:`~langgraph_toolbudget.core.context_commands.run_command`).
     """
     values = thread.values()
-    result = run_command(catalog, values, command, args)
+    result = run_command(catalog, values, command, args, by_user=True)
     if result.update:
         thread.update(result.update)
     return result

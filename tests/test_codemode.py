@@ -34,6 +34,7 @@ from langgraph_toolbudget import (
     ToolExecutor,
     create_toolbudget_agent,
     exclude_tools,
+    update_context,
 )
 from langgraph_toolbudget.execution import sandbox
 from langgraph_toolbudget.execution.builtins import Builtins
@@ -492,6 +493,29 @@ async def test_a_tool_excluded_from_the_thread_raises_inside_the_program(api):
     assert "PermissionError" in answer.content and "excluded from this conversation" in (
         answer.content
     )
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_program_cannot_include_again_a_tool_the_user_excluded(api):
+    """The context tools a program calls are the model's: ``include_tool`` of a tool the
+    user excluded raises inside the program, and the tool still cannot run."""
+    code = (
+        "try:\n    include_tool(tool='get_forecast')\nexcept RuntimeError as e:\n"
+        "    print(e)\nget_forecast(city='Rome')"
+    )
+    model = ScriptedChatModel(responses=[program(code), AIMessage("done")], cycle=False)
+    options = {**OPTIONS, "enabled_builtins": [PYTHON_EXECUTION, "include_tool"]}
+    graph = create_toolbudget_agent(model, make_catalog(), **options).compile(
+        checkpointer=InMemorySaver()
+    )
+    thread = {"configurable": {"thread_id": "t"}}
+    update_context(graph, thread, exclude_tools(tools=["get_forecast"]))
+    out = await run(graph, {"messages": [HumanMessage("forecast please")]}, api, thread)
+    answer = next(m for m in out["messages"] if m.type == "tool" and m.tool_call_id == "p1")
+    assert answer.status == "error" and RUNS == []
+    assert "only the user can include it again" in answer.content
+    assert "PermissionError" in answer.content
+    assert out["context_tools"] == {"get_forecast": "exclude"}
 
 
 @pytest.mark.parametrize("api", APIS)

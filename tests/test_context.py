@@ -11,18 +11,20 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langgraph_toolbudget import (
     BudgetConfig,
     SelectTools,
+    ToolCatalog,
     ToolExecutor,
     create_toolbudget_agent,
     exclude_tools,
     include_tools,
 )
-from langgraph_toolbudget.core.context import SessionContext, merge_context
+from langgraph_toolbudget.core.context import INCLUDE_MODES, SessionContext, merge_context
 from langgraph_toolbudget.core.context_commands import CommandError, run_command
 from langgraph_toolbudget.core.context_ops import (
     context_summary,
@@ -216,10 +218,12 @@ def test_excluded_tool_is_refused_through_every_meta_tool_and_directly() -> None
     ]
     direct, by_server, add, search, more, show, ok = _exec(catalog, values, *calls)
     assert direct.status == "error" and "was excluded from this conversation" in direct.content
-    assert "include_tool(server='files', tool='delete_file')" in direct.content
+    assert "Only the user can include it again" in direct.content
     assert by_server.status == "error" and "its server 'slack' is excluded" in by_server.content
-    assert "include_tool_server(server='slack')" in by_server.content
+    assert "Only the user can include it again" in by_server.content
+    assert not any("include_tool" in m.content for m in (direct, by_server, add))
     assert add.status == "error" and "excluded" in add.content
+    assert "only the user can include them again" in add.content
     assert "delete_file" in add.content and "Added" not in add.content
     found = {t["name"] for t in json.loads(search.content)["tools"]}
     assert found and "delete_file" not in found and not found & {"send_message", "list_channels"}
@@ -322,8 +326,9 @@ async def test_built_in_calls_see_the_context_changes_made_earlier_in_their_batc
     answers = {m.tool_call_id: m for m in out["messages"] if isinstance(m, ToolMessage)}
     assert answers["a"].status == "error" and "excluded" in answers["a"].content
     assert answers["r"].content == "No new tools added."
-    included = json.loads(answers["i"].content)["tool"]
-    assert included["excluded"] is True and included["in_context"] is False
+    assert answers["i"].status == "error", "the exclusion made just before is refused too"
+    assert "'send_message' is excluded" in answers["i"].content
+    assert "send_message" not in (out.get("context_tools") or {})
     assert model.bound_tools[1] == model.bound_tools[0], "nothing loaded, nothing evicted"
     assert not slack & set(out["selected_tools"])
 
@@ -386,6 +391,200 @@ def test_run_command_errors_name_the_fix() -> None:
         run_command(catalog, {}, "exclude_tool_server", {"server": "slak"})
     with pytest.raises(CommandError, match="not a tool-context operation"):
         run_command(catalog, {}, "drop_tool", {})
+
+
+# --- an exclusion is the user's: the model's tools never lift it -----------------------------
+
+USER_EXCLUDED = exclude_tools(tools=["delete_file"], servers=["slack"])
+"""What the user excluded in the threads below: one tool, and a whole server."""
+
+REFUSED = "only the user can include it again"
+# Every way a model's context-tool call could widen past the user's exclusions (each refused),
+# then the calls that may go through: narrowing, a server include or mode that leaves its
+# excluded tool excluded, reads, and odd arguments (refused as bad arguments).
+LIFTING_CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("include_tool", {"tool": "delete_file"}),
+    ("include_tool", {"tool": "delete_file", "server": "files"}),
+    ("include_tool", {"tool": "send_message"}),  # excluded through its server
+    ("include_tool", {"tool": "send_message", "server": "slack"}),
+    ("include_tool", {"tool": "delete_file", "thread": "other", "values": {"context_tools": {}}}),
+    *[("set_tool_include_mode", {"tool": "delete_file", "mode": m}) for m in ("always", "agent")],
+    ("set_tool_include_mode", {"tool": "delete_file", "mode": "manual"}),
+    ("set_tool_include_mode", {"tool": "list_channels", "mode": "always"}),
+    ("include_tool_server", {"server": "slack"}),
+    *[("set_server_include_mode", {"server": "slack", "mode": m}) for m in INCLUDE_MODES],
+]
+OTHER_CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("include_tool_server", {"server": "files"}),  # delete_file stays excluded
+    ("set_server_include_mode", {"server": "files", "mode": "always"}),  # likewise
+    ("exclude_tool", {"tool": "delete_file"}),
+    ("exclude_tool", {"tool": "read_file"}),
+    ("exclude_tool_server", {"server": "slack"}),
+    ("exclude_tool_server", {"server": "weather"}),
+    ("include_tool", {"tool": " delete_file "}),
+    ("include_tool", {"tool": "Delete_File"}),
+    ("include_tool", {"tool": ["delete_file"]}),
+    ("include_tool", {"tool": "   "}),
+    ("include_tool_server", {"server": "Slack"}),
+    ("set_tool_include_mode", {"tool": "delete_file", "mode": None}),
+    ("set_tool_include_mode", {"tool": "delete_file", "mode": "ALWAYS"}),
+    ("set_server_include_mode", {"server": "slack", "mode": ""}),
+    ("list_tools", {"server": "slack"}),
+    ("get_tool", {"tool": "delete_file"}),
+    ("list_context_tools", {}),
+    ("list_tool_servers", {}),
+    ("get_tool_server", {"server": "slack"}),
+]
+
+
+def _applied(values: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with an executor update's context fields merged in."""
+    context = {k: v for k, v in update.items() if k.startswith("context_")}
+    return {**values, **{k: merge_context(values.get(k), v) for k, v in context.items()}}
+
+
+def _user_kept(catalog: Any, values: dict[str, Any], update: dict[str, Any]) -> None:
+    """The user's exclusions hold after ``update``: the same entries, no mode set on them,
+    every tool excluded before still excluded, none of them visible."""
+    after = _applied(values, update)
+    assert after["context_tools"]["delete_file"] == "exclude"
+    assert after["context_servers"]["slack"] == "exclude"
+    assert "delete_file" not in after.get("context_tool_modes", {})
+    assert "slack" not in after.get("context_server_modes", {})
+    excluded = SessionContext.from_state(values).excluded(catalog)
+    assert excluded <= SessionContext.from_state(after).excluded(catalog)
+    added = (update.get("selected_tools") or {}).get("add", [])
+    assert not excluded & set(added)
+
+
+@pytest.mark.parametrize(("name", "args"), LIFTING_CALLS + OTHER_CALLS)
+def test_no_context_tool_call_of_the_model_lifts_the_users_exclusion(
+    name: str, args: dict[str, Any]
+) -> None:
+    catalog = build_catalog()
+    values = _values(USER_EXCLUDED, selected_tools=["read_file", "get_weather"])
+    executor = ToolExecutor(catalog, enabled_builtins={"allow": ["*"]})
+    state = {"messages": [AIMessage("", tool_calls=[ToolCall(name=name, args=args, id="m")])]}
+    out = executor.invoke({**state, **values})
+    (answer,) = out["messages"]
+    _user_kept(catalog, values, out)
+    if (name, args) in LIFTING_CALLS:
+        assert answer.status == "error" and REFUSED in answer.content
+        assert "Tell the user if" in answer.content and "Fix the arguments" not in answer.content
+        assert not {k for k in out if k.startswith("context_")}, "refused: nothing written"
+    else:
+        assert REFUSED not in answer.content
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_no_sequence_of_model_context_calls_lifts_the_users_exclusion(seed: int) -> None:
+    """Random replies of context-tool calls, each applied to the thread before the next: the
+    user's exclusions still hold after every one, and a call of an excluded tool is refused."""
+    import random
+
+    rng = random.Random(seed)
+    catalog = build_catalog()
+    values = _values(USER_EXCLUDED, selected_tools=["read_file"])
+    executor = ToolExecutor(catalog, enabled_builtins={"allow": ["*"]})
+    calls = LIFTING_CALLS + OTHER_CALLS
+    for step in range(12):
+        reply = [
+            ToolCall(name=n, args=a, id=f"{step}-{i}")
+            for i, (n, a) in enumerate(rng.sample(calls, 4))
+        ]
+        reply.append(ToolCall(name="delete_file", args={"path": "README.md"}, id=f"{step}-d"))
+        state = {"messages": [AIMessage("", tool_calls=reply)], **values}
+        out = executor.invoke(state)
+        _user_kept(catalog, values, out)
+        refused = out["messages"][-1]
+        assert refused.status == "error" and "was excluded" in refused.content
+        values = _applied(values, out)
+
+
+@pytest.mark.parametrize("face", ["nodes", "middleware"])
+@pytest.mark.parametrize("api", ["invoke", "ainvoke"])
+async def test_the_model_cannot_include_and_run_a_tool_the_user_excluded(
+    face: str, api: str
+) -> None:
+    from langchain.agents import create_agent
+
+    from langgraph_toolbudget import ToolBudgetMiddleware, update_context
+
+    ran: list[str] = []
+
+    @tool
+    def delete_file(path: str) -> str:
+        """Delete a file from the workspace."""
+        ran.append(path)
+        return f"deleted {path}"
+
+    @tool
+    def read_file(path: str) -> str:
+        """Read a file from the workspace."""
+        return "content"
+
+    def call(name: str, args: dict[str, Any], i: str) -> AIMessage:
+        return AIMessage("", tool_calls=[ToolCall(name=name, args=args, id=i)])
+
+    catalog = ToolCatalog.from_tools(
+        [delete_file, read_file], categories={"files": ["delete_file", "read_file"]}
+    )
+    model = ScriptedChatModel(
+        responses=[
+            call("delete_file", {"path": "report.txt"}, "1"),
+            call("include_tool", {"tool": "delete_file"}, "2"),
+            call("include_tool_server", {"server": "files"}, "3"),
+            call("set_tool_include_mode", {"tool": "delete_file", "mode": "always"}, "4"),
+            call("delete_file", {"path": "report.txt"}, "5"),
+            "I cannot delete it: please include delete_file if you want me to.",
+        ],
+        cycle=False,
+    )
+    options: dict[str, Any] = {"enabled_builtins": {"allow": ["*"]}, "max_iterations": 8}
+    if face == "nodes":
+        app = create_toolbudget_agent(model, catalog, **options).compile(
+            checkpointer=InMemorySaver()
+        )
+    else:
+        budget = ToolBudgetMiddleware(catalog, **options)
+        app = create_agent(model, middleware=[budget], checkpointer=InMemorySaver())
+    thread = {"configurable": {"thread_id": f"{face}-{api}"}}
+    update_context(app, thread, exclude_tools(tools=["delete_file"]))
+    question = {"messages": [("user", "Clean up report.txt")]}
+    out = app.invoke(question, thread) if api == "invoke" else await app.ainvoke(question, thread)
+    answers = {m.tool_call_id: m for m in out["messages"] if isinstance(m, ToolMessage)}
+    assert ran == [], "the tool the user excluded never ran"
+    assert answers["1"].status == "error" and "include_tool" not in answers["1"].content
+    for refused in ("2", "4"):
+        assert answers[refused].status == "error" and REFUSED in answers[refused].content
+    assert answers["3"].status == "success", "the rest of the server may be included"
+    assert answers["5"].status == "error" and "was excluded" in answers["5"].content
+    assert out["context_tools"] == {"delete_file": "exclude"}
+    assert not out.get("context_tool_modes")
+    assert "delete_file" not in out["selected_tools"]
+    assert all("delete_file" not in bound for bound in model.bound_tools)
+
+
+def test_the_users_faces_still_lift_an_exclusion() -> None:
+    catalog = build_catalog()
+    values = _values(USER_EXCLUDED)
+    for name, args in LIFTING_CALLS:
+        with pytest.raises(CommandError, match=REFUSED):
+            run_command(catalog, values, name, args)
+        result = run_command(catalog, values, name, args, by_user=True)
+        assert result.update, (name, args)
+    lifted = run_command(catalog, values, "include_tool", {"tool": "delete_file"}, by_user=True)
+    assert lifted.data["tool"]["excluded"] is False and lifted.data["tool"]["in_context"]
+
+
+def test_the_model_is_told_an_exclusion_is_the_users_to_lift() -> None:
+    from langgraph_toolbudget.execution.context_tools import ContextTools
+
+    described = {d.name: d.description for d in ContextTools(build_catalog()).definitions()}
+    writes = {"include_tool", "exclude_tool", "set_tool_include_mode", "set_server_include_mode",
+              "include_tool_server", "exclude_tool_server"}  # fmt: skip
+    for name, description in described.items():
+        assert ("only the user can include it again" in description) == (name in writes), name
 
 
 # --- why each tool is visible ------------------------------------------------------------------
@@ -542,6 +741,47 @@ def test_cli_imports_from_the_current_directory_and_answers_bad_files_in_one_lin
     assert result.output.startswith("excluded tool get_weather in thread t1: weather (3 of 4")
 
 
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["tools", "exclude", "--server", "github", "--tool", ""], "--tool is empty"),
+        (["tools", "include", "--server", "github", "--tool", "  "], "--tool is empty"),
+        (["tools", "exclude", "--tool", ""], "--tool is empty"),
+        (["tools", "exclude", "--server", ""], "--server is empty"),
+        (["tools", "include", "--server", " ", "--tool", "create_issue"], "--server is empty"),
+        (["tools", "mode", "always", "--server", "github", "--tool", ""], "--tool is empty"),
+        (["tools", "mode", "manual", "--server", ""], "--server is empty"),
+    ],
+)
+def test_cli_an_empty_tool_or_server_is_an_error_not_the_whole_server(
+    tmp_path, monkeypatch, args: list[str], expected: str
+) -> None:
+    """``--tool "$TOOL"`` with an empty variable must not act on every tool of ``--server``."""
+    from click.testing import CliRunner
+
+    from langgraph_toolbudget.cli import main
+
+    module = f"cliempty_{tmp_path.name}"
+    (tmp_path / f"{module}.py").write_text(APP, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "threads.sqlite"
+    monkeypatch.syspath_prepend(str(tmp_path))
+    graph = importlib.import_module(module).graph
+    config: Any = {"configurable": {"thread_id": "t1"}}
+    with SqliteSaver.from_conn_string(str(db)) as saver:
+        graph.compile(checkpointer=saver).invoke({"messages": [("user", "list my issues")]}, config)
+        before = graph.compile(checkpointer=saver).get_state(config).values
+    target = ["--sqlite", str(db), "--graph", f"{module}:graph", "--thread", "t1"]
+    result = CliRunner().invoke(main, [*args, *target])
+    assert result.exit_code == 1, result.output
+    assert result.output.startswith(f"error: {expected}")
+    assert len(result.output.strip().splitlines()) == 1
+    with SqliteSaver.from_conn_string(str(db)) as saver:
+        after = graph.compile(checkpointer=saver).get_state(config).values
+    assert after == before, "nothing changed"
+    assert not after.get("context_servers") and not after.get("context_server_modes")
+
+
 async def test_excluded_tool_refused_under_ainvoke_and_included_one_runs() -> None:
     catalog = build_catalog(server_defaults={"files": {"include": "manual"}})
     values = _values(exclude_tools(tools=["get_weather"]), include_tools(tools=["read_file"]))
@@ -622,3 +862,69 @@ def test_tool_reasons_name_only_the_visible_tools_across_turns_and_catalog_chang
             assert set(out["tool_reasons"]) == set(out["selected_tools"])
         stored = later.get_state(config).values
         assert set(stored["tool_reasons"]) == set(stored["selected_tools"])
+
+
+@pytest.mark.parametrize("face", ["nodes", "middleware"])
+def test_tool_reasons_follow_the_users_context_changes(face: str) -> None:
+    """A tool the user includes while it is visible is explained as ``included`` from the
+    next turn; once the inclusion is removed, a tool still visible says it is ``kept``
+    (what it ``was``), never ``included``."""
+    from langchain.agents import create_agent
+
+    from langgraph_toolbudget import ToolBudgetMiddleware, update_context
+    from langgraph_toolbudget.demo.model import DemoChatModel
+
+    catalog = build_example_catalog()
+    if face == "nodes":
+        app = create_toolbudget_agent(DemoChatModel(), catalog).compile(
+            checkpointer=InMemorySaver()
+        )
+    else:
+        middleware = [ToolBudgetMiddleware(catalog)]
+        app = create_agent(DemoChatModel(), middleware=middleware, checkpointer=InMemorySaver())
+
+    def turn(thread: Any, text: str) -> dict[str, Any]:
+        out = app.invoke({"messages": [HumanMessage(text)]}, thread)
+        assert set(out["tool_reasons"]) == set(out["selected_tools"])
+        return out
+
+    a = {"configurable": {"thread_id": f"{face}-a"}}
+    assert turn(a, "What's the weather in Paris?")["tool_reasons"]["get_weather"]["why"] == (
+        "budget"
+    )
+    update_context(app, a, include_tools(tools=["get_weather"]))
+    out = turn(a, "List my github issues")
+    assert "weather" not in out["categories"] and "get_weather" in out["selected_tools"]
+    assert out["tool_reasons"]["get_weather"] == {"why": "included"}
+
+    b = {"configurable": {"thread_id": f"{face}-b"}}
+    update_context(app, b, include_tools(tools=["create_issue"]))
+    assert turn(b, "What's the weather in Paris?")["tool_reasons"]["create_issue"] == {
+        "why": "included"
+    }
+    update_context(app, b, {"context_tools": {"create_issue": None}})
+    out = turn(b, "And in Lima?")
+    assert "create_issue" in out["selected_tools"], "nothing evicted it"
+    assert out["tool_reasons"]["create_issue"] == {"why": "kept", "was": "included"}
+    update_context(app, b, include_tools(tools=["create_issue"]))
+    assert turn(b, "And in Rome?")["tool_reasons"]["create_issue"] == {"why": "included"}
+
+
+def test_tool_reasons_follow_the_models_context_tools_in_the_same_turn() -> None:
+    """The model includes a tool the budget had made visible, and hands an ``always`` tool
+    (``ask_human``, a special category) to the budget: their reasons say so at once."""
+    calls = [
+        ToolCall(name="include_tool", args={"tool": "get_weather"}, id="i"),
+        ToolCall(name="set_tool_include_mode", args={"tool": "ask_human", "mode": "agent"}, id="m"),
+    ]
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=calls), "done"], cycle=False)
+    config = BudgetConfig(enabled_builtins={"allow": ["*"]}, max_tools=4)
+    graph = create_toolbudget_agent(model, build_catalog(), config=config).compile()
+    question = {"messages": [HumanMessage("what's the weather in Paris?")]}
+    states = list(graph.stream(question, stream_mode="values"))
+    first = next(s["tool_reasons"] for s in states if s.get("tool_reasons"))
+    out = states[-1]
+    assert first["get_weather"]["why"] == "budget" and first["ask_human"] == {"why": "always"}
+    assert out["tool_reasons"]["get_weather"] == {"why": "included"}
+    assert out["tool_reasons"]["ask_human"] == {"why": "kept", "was": "always"}
+    assert set(out["tool_reasons"]) == set(out["selected_tools"])

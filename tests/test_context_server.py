@@ -375,6 +375,32 @@ async def test_cli_and_mcp_server_refuse_a_thread_whose_state_has_no_context_fie
     assert out.isError and "no context_tools channel" in out.content[0].text
 
 
+async def test_the_cli_and_the_mcp_server_lift_exclusions_the_models_tools_may_not(
+    tmp_path: Path,
+) -> None:
+    """The user's faces may include again what was excluded (the model's own context tools
+    may not, see tests/test_context.py), and their descriptions carry no model rule."""
+    target = _sqlite_thread(tmp_path, module=f"liftapp_{tmp_path.name}")
+    for args in (["--tool", "get_weather"], ["--server", "slack"]):
+        done = _cli("tools", "exclude", *args, *target, app=tmp_path)
+        assert done.returncode == 0, done.stderr
+    server_args = ["-m", "langgraph_toolbudget.context_server", *target]
+    params = StdioServerParameters(command=sys.executable, args=server_args, env=_env(tmp_path))
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        described = {t.name: t.description for t in (await session.list_tools()).tools}
+        assert not any("only the user" in (d or "") for d in described.values())
+        tool = _call(await session.call_tool("include_tool", {"tool": "get_weather"}))["tool"]
+        assert tool["excluded"] is False and tool["in_context"] is True
+        slack = {"server": "slack", "mode": "agent"}
+        mode = await session.call_tool("set_server_include_mode", slack)
+        assert not mode.isError, "the user may set the mode of an excluded server"
+    done = _cli("tools", "include", "--server", "slack", *target, app=tmp_path)
+    assert done.returncode == 0 and done.stdout.startswith("included server slack"), done.stderr
+    listed = json.loads(_cli("tools", *target, "--json", app=tmp_path).stdout)["tools"]
+    assert not [row["name"] for row in listed if row["excluded"]], "every exclusion lifted"
+
+
 def test_cli_against_a_sqlite_thread_and_explain(tmp_path: Path) -> None:
     (tmp_path / "myapp.py").write_text(APP, encoding="utf-8")
     sys.path.insert(0, str(tmp_path))

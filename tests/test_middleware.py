@@ -552,7 +552,8 @@ async def test_an_excluded_tool_is_not_bound_and_is_refused_like_the_nodes(catal
     assert answers["x1"].status == "error" and "was excluded from this conversation" in (
         answers["x1"].content
     )
-    assert "include_tool(server='app', tool='add_task')" in answers["x1"].content
+    assert "Only the user can include it again" in answers["x1"].content
+    assert "include_tool" not in answers["x1"].content  # off by default: never suggested
     assert answers["x2"].status == "error" and "excluded" in answers["x2"].content
     assert answers["x3"].status == "success"
     assert rec.names == ["list_projects", "list_projects"]  # add_task never ran, either way

@@ -13,7 +13,9 @@ may override it for one tool or a whole server, and may **include** or
 - ``manual`` tools are visible only once included;
 - an **excluded** tool (or a tool of an excluded server) is never visible,
   searched, selected or run in the thread, whatever the budget or the model
-  asks. Exclusion wins over inclusion, and over pinned tools.
+  asks. Exclusion wins over inclusion, and over pinned tools; only the user
+  lifts it (the model's context tools refuse to: see
+  :mod:`~langgraph_toolbudget.core.context_commands`).
 
 The thread's choices live in four state fields (names only, merged by
 :func:`merge_context`): :data:`CONTEXT_FIELDS`.
@@ -66,12 +68,13 @@ NO_SERVER = "(no server)"
 
 EXCLUDED_ERROR = (
     "Error: {tool!r} was excluded from this conversation's tool context{by}, so it was not "
-    "run. It cannot be used in this conversation unless it is included again: "
-    "{how}."
+    "run. Only the user can include it again: tell the user if it is needed, or use another "
+    "tool."
 )
-HOW_TO_INCLUDE_TOOL = "include_tool(server={server!r}, tool={tool!r}) or the user's toolbudget CLI"
-HOW_TO_INCLUDE_SERVER = "include_tool_server(server={server!r}) or the user's toolbudget CLI"
 REASON_EXCLUDED = "excluded"
+INCLUDED, ALWAYS, PINNED, KEPT = "included", "always", "pinned", "kept"
+"""The ``why`` of a visible tool's reason that the thread's context gives or takes back
+(the whole vocabulary: :mod:`langgraph_toolbudget.core.reasons`)."""
 
 
 def merge_context(
@@ -115,14 +118,10 @@ def _clean(value: Any, allowed: Iterable[str]) -> dict[str, str]:
 
 
 def excluded_error(tool: str, server: str, *, by_server: bool) -> str:
-    """The error a call to an excluded tool gets: what happened and how to include it."""
-    if by_server:
-        by = f" (its server {server!r} is excluded)"
-        how = HOW_TO_INCLUDE_SERVER.format(server=server)
-    else:
-        by = ""
-        how = HOW_TO_INCLUDE_TOOL.format(server=server, tool=tool)
-    return EXCLUDED_ERROR.format(tool=tool, by=by, how=how)
+    """The error a call to an excluded tool gets: what happened, and that only the user can
+    include it again (never a tool to call: the model may not lift an exclusion)."""
+    by = f" (its server {server!r} is excluded)" if by_server else ""
+    return EXCLUDED_ERROR.format(tool=tool, by=by)
 
 
 @dataclass(frozen=True)
@@ -217,6 +216,36 @@ class SessionContext:
         special = bool(SPECIAL_CATEGORIES.intersection(spec.categories))
         return special and not self.sets_mode(spec)
 
+    def reason(self, spec: ToolSpec) -> str | None:
+        """Why the thread's context makes the tool visible without the budget: ``included``
+        or ``always`` (see :meth:`in_context`), else None."""
+        if not self.in_context(spec):
+            return None
+        return INCLUDED if self.decision(spec) == "include" else ALWAYS
+
+    def follow_reasons(self, catalog: ToolCatalog, working: WorkingSet) -> None:
+        """Make the reasons of the visible tools (``tool_reasons``) say what this context says.
+
+        A visible tool the context includes (or makes ``always``) is explained so, whatever
+        brought it in; one whose ``included`` / ``always`` reason the context no longer gives
+        (its inclusion was removed, its mode changed) becomes ``{"why": "kept", "was": ...}``:
+        visible from before, until something evicts it. A ``pinned`` tool, and a tool without
+        a reason, are left as they are.
+        """
+        changed: dict[str, dict[str, str]] = {}
+        for name in working.names:
+            current = working.reasons.get(name)
+            why = current.get("why") if isinstance(current, Mapping) else None
+            spec = catalog.get(name)
+            if why is None or why == PINNED or spec is None:
+                continue
+            own = self.reason(spec)
+            if own is not None and why != own:
+                changed[name] = {"why": own}
+            elif own is None and why in (INCLUDED, ALWAYS):
+                changed[name] = {"why": KEPT, "was": why}
+        working.set_reasons(changed)
+
     def sets_mode(self, spec: ToolSpec) -> bool:
         """Whether the thread set an include mode for the tool or for its server."""
         return spec.name in self.tool_modes or server_of(spec) in self.server_modes
@@ -304,7 +333,8 @@ class SessionContext:
         add_free: bool = True,
     ) -> WorkingSet:
         """The thread's visible set: the state's, with the thread's free tools and without
-        its excluded tools (their removal is recorded as a change with reason ``excluded``).
+        its excluded tools (their removal is recorded as a change with reason ``excluded``),
+        its tools' reasons following the context (:meth:`follow_reasons`).
 
         Args:
             state: the graph state.
@@ -325,6 +355,7 @@ class SessionContext:
         gone = self.excluded(catalog)
         if gone:
             working.remove([n for n in working.names if n in gone], reason=REASON_EXCLUDED)
+        self.follow_reasons(catalog, working)
         return working
 
 

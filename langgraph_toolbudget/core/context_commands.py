@@ -7,11 +7,18 @@ The model's context tools, the MCP context server and the CLI all call
 reads the thread's state values, and returns the answer (plain, JSON-ready data)
 and the state update to apply (``None`` for the read operations).
 
+An exclusion is lifted only by the user: the user's faces (the CLI, the MCP context
+server) call it with ``by_user=True``; for the model's tools (the default) an operation
+that would include, or set the mode of, an excluded tool or server is refused
+(:class:`ExcludedError`), so nothing the model calls can undo or get around an exclusion.
+
 Key Components:
     - :data:`COMMANDS`: operation name -> (description, argument names).
     - :func:`run_command`: answer one operation.
     - :func:`apply_update`: a thread's values with an update applied, as the reducers would.
     - :class:`CommandError`: a bad call (unknown name, bad mode), worded for the caller.
+    - :class:`ExcludedError`: the model asked to include (or set the mode of) an excluded
+      tool or server.
 """
 
 from __future__ import annotations
@@ -22,7 +29,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.core.context import CONTEXT_FIELDS, merge_context, server_of
+from langgraph_toolbudget.core.context import (
+    CONTEXT_FIELDS,
+    SERVER_MODES_FIELD,
+    SERVERS_FIELD,
+    TOOL_MODES_FIELD,
+    TOOLS_FIELD,
+    SessionContext,
+    merge_context,
+    server_of,
+)
 from langgraph_toolbudget.core.context_ops import (
     context_summary,
     exclude_tools,
@@ -39,6 +55,9 @@ __all__ = [
     "COMMANDS",
     "CommandError",
     "CommandResult",
+    "EXCLUSION_RULE",
+    "WRITE_COMMANDS",
+    "ExcludedError",
     "apply_update",
     "arguments",
     "run_command",
@@ -77,6 +96,23 @@ COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
 """Operation -> (description, argument names). Required: ``tool``, ``mode`` and, for the
 server operations, ``server``; ``server`` of the tool operations is optional (checked)."""
 
+EXCLUSION_RULE = (
+    "An excluded tool or server stays excluded: you cannot include it or set its mode, only "
+    "the user can include it again."
+)
+"""The rule the model's context tools add to the descriptions of the operations that change
+the context (:data:`WRITE_COMMANDS`)."""
+
+WRITE_COMMANDS: tuple[str, ...] = (
+    "include_tool",
+    "exclude_tool",
+    "set_tool_include_mode",
+    "set_server_include_mode",
+    "include_tool_server",
+    "exclude_tool_server",
+)
+"""The operations that change a thread's context; the others only read it."""
+
 REQUIRED_ARG_ERROR = "{command} needs the argument {arg!r} (a string); got {args}."
 TOO_LONG_ARG_ERROR = (
     "{command}: {arg} {value!r} is longer than any name here, so nothing was done; "
@@ -87,6 +123,15 @@ ARGS_NOT_AN_OBJECT_ERROR = (
     "{command} takes its arguments as a JSON object such as {expected}; got {args}."
 )
 WRONG_SERVER_ERROR = "tool {tool!r} belongs to server {actual!r}, not {server!r}."
+EXCLUDED_TOOL_ERROR = (
+    "{tool!r} is excluded from this conversation{by}, and only the user can include it "
+    "again, so {command} changed nothing. Tell the user if it is needed, or use another tool."
+)
+EXCLUDED_SERVER_ERROR = (
+    "server {server!r} is excluded from this conversation, and only the user can "
+    "include it again, so {command} changed nothing. Tell the user if its tools are needed, "
+    "or use other tools."
+)
 
 
 def arguments(command: str) -> dict[str, bool]:
@@ -99,6 +144,11 @@ def arguments(command: str) -> dict[str, bool]:
 
 class CommandError(ValueError):
     """A tool-context operation that cannot run: the message says what to fix."""
+
+
+class ExcludedError(CommandError):
+    """The model asked to include, or set the mode of, an excluded tool or server: only the
+    user may. The message says what to do instead (never "fix the arguments")."""
 
 
 @dataclass
@@ -121,7 +171,7 @@ def _arg(command: str, args: Mapping[str, Any], name: str, *, required: bool = T
     value = args.get(name)
     if value is None and not required:
         return None
-    if not isinstance(value, str) or not value:
+    if not isinstance(value, str) or not value.strip():
         shown = safe_repr(dict(args))
         raise CommandError(REQUIRED_ARG_ERROR.format(command=command, arg=name, args=shown))
     if len(value) > MAX_NAME_CHARS:  # no tool, server or mode is that long: never echoed whole
@@ -153,8 +203,39 @@ def _write(
     return CommandResult({**data, "context": context_summary(catalog, after)}, update)
 
 
+def _keep_exclusions(
+    catalog: ToolCatalog, values: Mapping[str, Any], command: str, update: Mapping[str, Any]
+) -> None:
+    """Raise :class:`ExcludedError` if ``update`` writes anything but ``exclude`` for an
+    excluded tool or server, or a mode for one: what only the user may do."""
+    before = SessionContext.from_state(values)
+    for field_name in (TOOLS_FIELD, TOOL_MODES_FIELD):
+        for name, value in (update.get(field_name) or {}).items():
+            if field_name == TOOLS_FIELD and value == "exclude":
+                continue
+            spec = catalog.get(name)
+            if before.tools.get(name) == "exclude":
+                by = ""
+            elif spec is not None and before.decision(spec) == "exclude":
+                by = f" (its server {server_of(spec)!r} is excluded)"
+            else:
+                continue
+            raise ExcludedError(EXCLUDED_TOOL_ERROR.format(tool=name, by=by, command=command))
+    for field_name in (SERVERS_FIELD, SERVER_MODES_FIELD):
+        for name, value in (update.get(field_name) or {}).items():
+            if field_name == SERVERS_FIELD and value == "exclude":
+                continue
+            if before.servers.get(name) == "exclude":
+                raise ExcludedError(EXCLUDED_SERVER_ERROR.format(server=name, command=command))
+
+
 def run_command(
-    catalog: ToolCatalog, values: Mapping[str, Any] | None, command: str, args: Any
+    catalog: ToolCatalog,
+    values: Mapping[str, Any] | None,
+    command: str,
+    args: Any,
+    *,
+    by_user: bool = False,
 ) -> CommandResult:
     """Answer one tool-context operation for a thread.
 
@@ -163,6 +244,9 @@ def run_command(
         values: the thread's state values (None or ``{}``: a new thread).
         command: an operation of :data:`COMMANDS`.
         args: its arguments, a mapping (anything else is a :class:`CommandError`).
+        by_user: the user asks (the CLI, the MCP context server): an exclusion may be
+            lifted. False (the model's tools): an operation that would include, or set
+            the mode of, an excluded tool or server is refused.
 
     Returns:
         The answer and, for the write operations, the state update.
@@ -170,6 +254,8 @@ def run_command(
     Raises:
         CommandError: an unknown operation, a missing argument, an unknown tool,
             server or mode (the message names it and the closest real names).
+        ExcludedError: without ``by_user``, an operation on an excluded tool or server
+            other than excluding it.
     """
     values = values or {}
     if command not in COMMANDS:
@@ -183,7 +269,10 @@ def run_command(
             )
         )
     try:
-        return _run(catalog, values, command, args)
+        result = _run(catalog, values, command, args)
+        if result.update and not by_user:
+            _keep_exclusions(catalog, values, command, result.update)
+        return result
     except CommandError:
         raise
     except (TypeError, ValueError) as exc:

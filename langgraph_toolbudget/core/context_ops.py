@@ -133,7 +133,8 @@ def include_tools(
     Included tools are visible from the next model call on, outside the budget
     (a ``manual`` tool becomes usable this way). Including a tool the thread
     excluded undoes the exclusion; a tool of an excluded server stays excluded
-    until the server is included.
+    until the server is included. This is the user's power: the model's
+    ``include_tool`` / ``include_tool_server`` refuse an excluded tool or server.
 
     Args:
         tools: tool names.
@@ -165,7 +166,8 @@ def exclude_tools(
 
     An excluded tool is never visible, searched, selected or run in the
     thread, whatever the budget or the model asks; a call to it gets an error
-    saying it was excluded and how to include it again (:func:`include_tools`).
+    saying it was excluded and that only the user can include it again
+    (:func:`include_tools`, the CLI, the MCP context server: never the model's tools).
 
     Args, Returns, Raises: as :func:`include_tools`.
 

@@ -104,8 +104,8 @@ NOT_ADDED_STATUS = (
 NOT_ADDED_CAP = "not added: the working set is full of pinned tools"
 CLOSEST_TO = "Closest tools to {name!r}: {closest}."
 NOT_ADDED_EXCLUDED = (
-    "excluded from this conversation's tool context; they stay unavailable unless included "
-    "again (include_tool, or by the user)"
+    "excluded from this conversation's tool context; only the user can include them again "
+    "(tell the user if they are needed, or use other tools)"
 )
 
 

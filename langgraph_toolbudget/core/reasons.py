@@ -10,10 +10,15 @@ A reason is a small JSON-ready dict with ``"why"`` one of:
 - ``"relevance"``: chosen by relevance alone (catalogs without categories); ``score``;
 - ``"always"``: include mode ``always`` (or a special category such as ``human``);
 - ``"pinned"``: pinned by the app (``BudgetConfig.pinned``);
-- ``"included"``: included in this thread's tool context;
+- ``"included"``: included in this thread's tool context (by the user, or by the model's
+  ``include_tool`` / ``include_tool_server``);
 - ``"search"``: a hit of the automatic tool search; ``score``;
-- a meta-call or tool-context tool's name (``"add_tool"``, ``"request_more_tools"``,
-  ``"include_tool"``...): loaded by the model.
+- ``"add_tool"``, ``"request_more_tools"``: loaded by the model with that meta-call;
+- ``"kept"``: ``was`` (``"included"`` or ``"always"``) until the thread's context took that
+  back (an inclusion removed, a mode changed); visible from before until something evicts it.
+
+The reasons of the visible tools follow the thread's context at every node
+(:meth:`~langgraph_toolbudget.core.context.SessionContext.follow_reasons`).
 
 Key Components:
     - :func:`free_reasons`, :func:`budget_reasons`, :func:`search_reasons`: the
@@ -30,7 +35,7 @@ import numpy as np
 
 from langgraph_toolbudget.core.budget import per_category_budget
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.core.context import SessionContext
+from langgraph_toolbudget.core.context import ALWAYS, PINNED, SessionContext
 
 __all__ = ["budget_reasons", "free_reasons", "search_reasons"]
 
@@ -53,11 +58,9 @@ def free_reasons(
     for name in free:
         spec = catalog.get(name)
         if name in pinned:
-            out[name] = {"why": "pinned"}
-        elif spec is not None and context.decision(spec) == "include":
-            out[name] = {"why": "included"}
+            out[name] = {"why": PINNED}
         else:
-            out[name] = {"why": "always"}
+            out[name] = {"why": (spec and context.reason(spec)) or ALWAYS}
     return out
 
 

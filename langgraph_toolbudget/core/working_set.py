@@ -183,6 +183,12 @@ class WorkingSet:
             self.reasons[name] = why
         self._reason_changes[name] = why
 
+    def set_reasons(self, reasons: Mapping[str, Any]) -> None:
+        """Say anew why visible tools are visible (name -> reason); other names are ignored."""
+        for name, why in reasons.items():
+            if name in self.names:
+                self._set_reason(name, why)
+
     def add(
         self,
         new: Iterable[str],

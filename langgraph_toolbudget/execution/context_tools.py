@@ -10,6 +10,11 @@ tools) through :func:`~langgraph_toolbudget.core.context_commands.run_command`,
 and their state updates change the thread's context; the visible set follows at
 once (an included tool is callable in the next step, an excluded one is gone).
 
+The model may narrow the context (exclude a tool or a server) but never lift an
+exclusion: an ``include_tool``, ``include_tool_server`` or ``set_*_include_mode`` call on
+an excluded tool or server is refused (only the user can include it again, through
+``update_context``, the CLI or the MCP context server).
+
 Turn them on with ``enabled_builtins``, e.g.
 ``BudgetConfig(enabled_builtins={"allow": ["*"]})`` (every built-in) or a list
 naming the meta-tools and the ones wanted.
@@ -33,7 +38,10 @@ from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.context import INCLUDE_MODES, SessionContext
 from langgraph_toolbudget.core.context_commands import (
     COMMANDS,
+    EXCLUSION_RULE,
+    WRITE_COMMANDS,
     CommandError,
+    ExcludedError,
     arguments,
     run_command,
 )
@@ -51,6 +59,7 @@ CONTEXT_TOOL_NAMES: tuple[str, ...] = tuple(COMMANDS)
 """The family's tool names, in binding order."""
 
 COMMAND_ERROR = "Error: {problem} Fix the arguments and call {tool} again."
+EXCLUDED_ERROR = "Error: {problem}"
 
 _ARG_FIELDS: dict[str, tuple[Any, Any]] = {
     "tool": (str, Field(description="The tool's exact name.")),
@@ -72,11 +81,17 @@ def _schema(name: str) -> type[BaseModel]:
     return model
 
 
+def _description(name: str, description: str) -> str:
+    """The operation's description for the model: the write operations add the rule that
+    an exclusion is the user's to lift."""
+    return f"{description} {EXCLUSION_RULE}" if name in WRITE_COMMANDS else description
+
+
 def _sync_working(
     catalog: ToolCatalog, working: WorkingSet, before: SessionContext, after: SessionContext
 ) -> None:
     """Make the visible set follow a context change: included tools in, excluded ones
-    (and tools just set to ``manual``) out."""
+    (and tools just set to ``manual``) out, and the visible tools' reasons true again."""
     if after == before:
         return
     removed: list[str] = []
@@ -90,6 +105,7 @@ def _sync_working(
             removed.append(spec.name)
     working.remove(removed, reason="tool_context")
     working.add(added, reason="tool_context", details=added)
+    after.follow_reasons(catalog, working)
 
 
 class ContextTools(BuiltinTools):
@@ -106,7 +122,7 @@ class ContextTools(BuiltinTools):
 
     def definitions(self) -> list[BaseTool]:
         return [
-            definition_only(name, description, _schema(name))
+            definition_only(name, _description(name, description), _schema(name))
             for name, (description, _) in COMMANDS.items()
         ]
 
@@ -118,6 +134,8 @@ class ContextTools(BuiltinTools):
         }
         try:
             result = run_command(self.catalog, values, call["name"], call.get("args"))
+        except ExcludedError as exc:
+            return BuiltinResult(EXCLUDED_ERROR.format(problem=exc), error=True)
         except CommandError as exc:
             return BuiltinResult(COMMAND_ERROR.format(problem=exc, tool=call["name"]), error=True)
         update = result.update or {}

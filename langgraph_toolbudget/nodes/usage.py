@@ -107,7 +107,7 @@ SCOPE_LABEL = "scope"
 """The store namespace label (under ``namespace``) above each scope's records."""
 APP_REASONS = frozenset({"budget", "relevance", "search", "always", "pinned"})
 """Why a visible tool is visible, when the app chose it (see ``core/reasons.py``); any other
-reason (``add_tool``, ``request_more_tools``, ``include_tool``...) is the model's or the
+reason (``add_tool``, ``request_more_tools``, ``included``...) is the model's or the
 user's own choice."""
 _PLAIN_LABEL = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
