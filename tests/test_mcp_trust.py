@@ -235,6 +235,66 @@ async def test_a_forced_duplicate_loses_no_server():
         assert catalog.load_errors == {}
 
 
+async def test_a_tool_listed_twice_by_one_server_keeps_its_first_listing_and_loses_no_server():
+    catalog, messages = await load({"x": hostile("duplicate"), "good": hostile("good")})
+    async with catalog:  # raised ValueError: duplicate tool names ['same'], no catalog at all
+        assert {"same", "other", "get_weather"} <= set(catalog.tool_names)
+        assert catalog.tool_names.count("same") == 1
+        assert catalog.get("same").description == "The first same."
+        assert text_of(await catalog.get("same").tool.ainvoke(call("same", 1))) == "first"
+        (warning,) = messages
+        assert warning.startswith("MCP server 'x' lists tools that were left out")
+        assert "'same' (listed again by the server; its first listing is kept)" in warning
+
+
+async def test_annotation_keys_mcp_does_not_define_are_never_the_catalogs_metadata():
+    """Only the annotations MCP defines say anything (``readOnlyHint``: ``is_pure``); a key the
+    server added, named like the catalog's metadata, is kept aside and never read."""
+    catalog, messages = await load({"x": hostile("extra_annotations"), "good": hostile("good")})
+    async with catalog:  # raised TypeError (timeout_s="soon") / ValueError (enabled, status)
+        assert messages == []
+        assert {"lookup", "drafted", "write_row", "read_row", "get_weather"} <= set(
+            catalog.tool_names
+        )
+        for name in ("lookup", "drafted", "write_row"):
+            spec = catalog.get(name)
+            assert (spec.timeout_s, spec.status, spec.is_pure) == (60, "published", False), name
+            assert (spec.include, spec.concurrency_group, spec.max_concurrency) == (
+                "agent",
+                "x",
+                None,
+            ), name
+        assert catalog.get("write_row").output_fields == ()
+        metadata = catalog.get("write_row").tool.metadata
+        assert not {"is_pure", "max_concurrency", "include", "output_schema"} & set(metadata)
+        assert metadata["mcp_annotations"]["is_pure"] is True  # kept, as the server sent it
+        assert metadata["readOnlyHint"] is None
+        assert catalog.get("read_row").is_pure  # the annotation MCP defines still counts
+    catalog, _ = await load(
+        {"x": hostile("extra_annotations")}, server_defaults={"x": {"is_pure": False}}
+    )
+    async with catalog:  # the operator's word wins over the server's hint
+        assert not catalog.get("read_row").is_pure
+
+
+async def test_a_tool_whose_properties_are_no_object_is_left_out_with_a_warning():
+    catalog, messages = await load({"x": hostile("bad_properties"), "good": hostile("good")})
+    async with catalog:  # raised AttributeError: 'list' object has no attribute 'values'
+        assert "props_list" not in catalog.tool_names and "props_null" not in catalog.tool_names
+        assert {"plain", "get_weather"} <= set(catalog.tool_names)
+        assert text_of(await catalog.get("plain").tool.ainvoke(call("plain", 1, text="a"))) == (
+            "echo: a"
+        )
+        (warning,) = messages
+        assert warning.startswith("MCP server 'x' lists tools that were left out")
+        assert "'props_list': its input schema cannot be read (its 'properties' is a list" in (
+            warning
+        )
+        assert "'props_null': its input schema cannot be read (its 'properties' is null" in (
+            warning
+        )
+
+
 async def test_a_server_cannot_pass_allowed_tools_with_another_servers_catalog_name():
     catalog, _ = await load(
         {"evil": hostile("impersonate"), "good": hostile("good"), "other": hostile("other")},
