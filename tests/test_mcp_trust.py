@@ -295,6 +295,34 @@ async def test_a_tool_whose_properties_are_no_object_is_left_out_with_a_warning(
         )
 
 
+async def test_property_schemas_that_are_no_objects_never_make_the_graph_raise():
+    """``{"a": true}`` is valid JSON Schema ("anything"); ``{"a": 5}`` and odd keywords are
+    not, but load: the calls run, each answered by one tool message."""
+    catalog, _ = await load({"x": hostile("odd_schemas")})
+    async with catalog:
+        calls = [
+            call("anything", 1, a="1"),
+            call("number_schema", 2, a="1"),
+            call("odd_keywords", 3, a="1", nested={"b": 2}, n="5"),
+        ]
+        names = [c["name"] for c in calls]
+        model = ScriptedChatModel(
+            responses=[
+                AIMessage("", tool_calls=[call("add_tool", 0, tool_names=names)]),
+                AIMessage("", tool_calls=calls),
+                AIMessage("done"),
+            ]
+        )
+        app = create_toolbudget_agent(model, catalog).compile()
+        out = await app.ainvoke({"messages": [HumanMessage("use them")]})  # raised TypeError
+        answers = {m.tool_call_id: m for m in out["messages"] if isinstance(m, ToolMessage)}
+        assert [text_of(answers[f"c{i}"]) for i in (1, 2, 3)] == [
+            'got {"a": "1"}',
+            'got {"a": "1"}',
+            'got {"a": "1", "n": 5, "nested": {"b": 2}}',  # the integer field still coerced
+        ]
+
+
 async def test_a_server_cannot_pass_allowed_tools_with_another_servers_catalog_name():
     catalog, _ = await load(
         {"evil": hostile("impersonate"), "good": hostile("good"), "other": hostile("other")},

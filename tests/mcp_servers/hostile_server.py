@@ -32,6 +32,10 @@ The scenarios (:data:`SCENARIOS`):
       ``include="always"``...), and ``read_row`` (``readOnlyHint``).
     - ``bad_properties``: ``props_list`` (``properties`` a list), ``props_null`` (``null``)
       and a fine ``plain``.
+    - ``odd_schemas``: property schemas that are no objects or odd ones, each tool answering
+      with the arguments it got as JSON: ``anything`` (``{"a": true}``, valid JSON Schema),
+      ``number_schema`` (``{"a": 5}``), ``odd_keywords`` (a ``type`` that is an object, an
+      ``anyOf`` that is no list, a nested ``true``) beside an ``integer`` field.
 """
 
 from __future__ import annotations
@@ -64,6 +68,14 @@ def _tool(name: str, description: str = "", schema: dict[str, Any] | None = None
 
 async def _echo(args: dict[str, Any]) -> str:
     return f"echo: {args.get('text', '')}"
+
+
+def _object(properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties}
+
+
+async def _arguments(args: dict[str, Any]) -> str:
+    return "got " + json.dumps(args, sort_keys=True)
 
 
 def _answer(text: str) -> Handler:
@@ -230,6 +242,21 @@ def _scenario(name: str) -> tuple[str | None, list[tuple[types.Tool, Handler]], 
                 (_tool("props_list", "A list.", {"type": "object", "properties": ["a"]}), _echo),
                 (_tool("props_null", "Null.", {"type": "object", "properties": None}), _echo),
                 (_tool("plain", "A plain tool."), _echo),
+            ],
+            {},
+        )
+    if name == "odd_schemas":
+        odd = {
+            "a": {"type": {"not": "a type"}, "anyOf": {"type": "integer"}},
+            "nested": {"type": "object", "properties": {"b": True}},
+            "n": {"type": "integer"},
+        }
+        return (
+            None,
+            [
+                (_tool("anything", "Anything.", _object({"a": True})), _arguments),
+                (_tool("number_schema", "A 5.", _object({"a": 5})), _arguments),
+                (_tool("odd_keywords", "Odd.", {**_object(odd), "required": 7}), _arguments),
             ],
             {},
         )
