@@ -532,6 +532,31 @@ async def test_calls_queued_behind_a_stuck_server_fail_fast_while_it_is_checked(
         assert echoed.status == "error" and "is being checked" in echoed.content
 
 
+async def test_a_resource_template_and_a_uri_cannot_freeze_the_catalog():
+    """The URI is checked against the server's templates on the loop that owns every session:
+    twelve adjacent ``{+x}`` and a 40-character URI kept a backtracking regex busy ~20 s here
+    (hours at 64 characters), every server's calls, timeouts and ``aclose`` waiting on it."""
+    catalog, _ = await load({"tpl": resources("templates"), "good": hostile("good")})
+    async with catalog:
+        read = catalog.get("tpl__read_resource").tool
+        start = time.monotonic()
+        refused, weather = await asyncio.gather(
+            read.ainvoke({"uri": "r://" + "x" * 36}),
+            catalog.get("get_weather").tool.ainvoke(call("get_weather", 1, text="Oslo")),
+        )
+        took = time.monotonic() - start
+        assert "nor a URI of one of its resource templates" in refused
+        assert text_of(weather) == "good: sunny"
+        assert took < 5, took
+        named = "r://" + "x" * 5_000 + "/end" + "y" * 3_000  # a URI the template names
+        assert await read.ainvoke({"uri": named}) == f"asked for {named!r}"
+        answer = await read.ainvoke({"uri": "r://" + "x" * 9_000})
+        assert "it is over 8,192 characters, so no resource template was checked" in answer
+        answer = await read.ainvoke({"uri": "long://" + "a" * 2_000 + "/x"})
+        assert "(resource templates not checked: 1, each over 1,000 characters" in answer
+    assert time.monotonic() - start < 10
+
+
 @pytest.mark.slow  # waits out the connect timeout
 async def test_a_server_silent_to_prompts_list_is_left_out_after_connect_timeout_s():
     start = time.monotonic()
