@@ -361,6 +361,36 @@ async def test_read_resource_checks_the_uri_it_sends_and_refuses_one_normalising
         assert "is not a valid URI" in answer and "asked for" not in answer
 
 
+async def test_read_resource_reads_the_uris_of_rfc6570_path_and_query_templates():
+    """GitHub's server lists ``repo://{owner}/{repo}/contents{/path*}``: its files were refused
+    as "not a URI of one of its resource templates", and so was ``search://docs?q=cats``."""
+    catalog, _ = await load({"tpl": resources("templates")})
+    async with catalog:
+        read = catalog.get("tpl__read_resource").tool
+        for uri in (
+            "repo://octocat/hello/contents/README.md",
+            "repo://octocat/hello/contents/src/main.go",
+            "repo://octocat/hello/contents",
+            "search://docs?q=cats",
+            "search://docs",
+            "list:///a/b",
+            "page://site/index.html#top",
+            "api://items?limit=5&q=cats&page=2",
+            "map://;x=1;y",
+        ):
+            assert await read.ainvoke({"uri": uri}) == f"asked for {uri!r}"
+        for uri in (
+            "repo://octocat/hello/contents/../../../secrets",  # sent as repo://octocat/secrets
+            "repo://octocat/hello/src/main.go",
+            "search://docs/private?q=cats",
+            "search://docs?user=admin",
+            "list:///a/b/c",
+        ):
+            answer = await read.ainvoke({"uri": uri})
+            assert "nor a URI of one of its resource templates" in answer, uri
+            assert "asked for" not in answer
+
+
 # --- C6: built-in and local names -----------------------------------------------------------
 
 

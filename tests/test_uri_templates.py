@@ -47,3 +47,61 @@ def test_the_work_of_one_check_is_bounded_and_said():
     assert match_template("t://x/1/y", ["t://" + "x" * 1_000 + "{a}"]).unchecked == 0  # no start
     match = match_template("t://" + "y" * MAX_URI_CHARS, ["t://{+a}"])
     assert match.long_uri and "over 8,192 characters" in match.note
+
+
+# RFC 6570's examples (section 3.2, level 4), each template with the URI it expands to: var =
+# "value", hello = "Hello World!", path = "/foo/bar", list = [red, green, blue], keys = {semi:
+# ";", dot: ".", comma: ","}, dom = [example, com], x = 1024, y = 768, empty = "", undef unset.
+RFC_EXPANSIONS = [
+    ("{var}", "value"),
+    ("{x,y}", "1024,768"),
+    ("{x,hello,y}", "1024,Hello%20World%21,768"),
+    ("{var:3}", "val"),
+    ("{+path}/here", "/foo/bar/here"),
+    ("{#var}", "#value"),
+    ("{#path:6}/here", "#/foo/b/here"),
+    ("X{.var}", "X.value"),
+    ("X{.list*}", "X.red.green.blue"),
+    ("www{.dom*}", "www.example.com"),
+    ("X{.undef}", "X"),
+    ("{/var}", "/value"),
+    ("{/var,x}/here", "/value/1024/here"),
+    ("{/list*,path:4}", "/red/green/blue/%2Ffoo"),
+    ("{/undef}", ""),
+    ("{;x,y}", ";x=1024;y=768"),
+    ("{;x,y,empty}", ";x=1024;y=768;empty"),
+    ("{;list*}", ";list=red;list=green;list=blue"),
+    ("{;keys*}", ";semi=%3B;dot=.;comma=%2C"),
+    ("{?x,y}", "?x=1024&y=768"),
+    ("{?x,y,empty}", "?x=1024&y=768&empty="),
+    ("{?list*}", "?list=red&list=green&list=blue"),
+    ("{?keys*}", "?semi=%3B&dot=.&comma=%2C"),
+    ("{?x,undef}", "?x=1024"),
+    ("{?undef,y}", "?y=768"),
+    ("?fixed=yes{&x}", "?fixed=yes&x=1024"),
+    ("{&x,y,empty}", "&x=1024&y=768&empty="),
+]
+
+
+@pytest.mark.parametrize(("template", "expanded"), RFC_EXPANSIONS)
+def test_every_rfc6570_form_names_the_uris_it_expands_to(template, expanded):
+    assert match_template(f"t://h{expanded}", [f"t://h{template}"]).template == f"t://h{template}"
+
+
+@pytest.mark.parametrize(
+    ("template", "uri"),
+    [
+        ("{/var}", "/a/b"),  # one variable: one segment
+        ("{/var,x}", "/a/b/c"),
+        ("{?x,y}", "?z=1"),  # not a parameter it names
+        ("{?x}", "/x"),
+        ("{?x}", "x=1"),  # no "?"
+        ("{&x}", "?x=1"),
+        ("{;x}", ";z=1"),
+        ("{.x}", "/x"),
+        ("{#x}", "x"),  # no "#"
+        ("{var}", "/value"),
+    ],
+)
+def test_rfc6570_forms_refuse_what_they_do_not_expand_to(template, uri):
+    assert match_template(f"t://h{uri}", [f"t://h{template}"]).template is None

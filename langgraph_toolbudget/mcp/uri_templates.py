@@ -3,6 +3,11 @@
 Its one reason to change: how a URI the model writes is checked against a server's resource
 templates before ``<server>__read_resource`` sends it.
 
+A template names the URIs it expands to under RFC 6570 (level 4): ``{x}`` one path segment,
+``{+x}`` any text, ``{/path*}`` path segments (GitHub's ``repo://{owner}/{repo}/contents{/path*}``),
+``{?q}``/``{&x}`` query parameters, ``{;x}`` path parameters, ``{.x}`` a label, ``{#x}`` a
+fragment (see :func:`template_regex`).
+
 The check runs on the catalog's background loop, which owns every server's session, so it is
 bounded whatever the server lists and the model writes: each template becomes an RE2 pattern
 (``google-re2``, a linear-time engine, as for ``search_tools``), never a backtracking one (a
@@ -43,8 +48,10 @@ MAX_URI_CHARS = 8_192
 """A URI longer than this is checked against no template (a listed resource may be longer)."""
 _MAX_MEM = 2 << 20  # RE2's memory for one template's program: a larger one is not checked
 
-_SEGMENT = "[^/?#]+"
-_ANY = ".+"
+_SEGMENT = "[^/?#]"  # a character of one path segment
+_QUERY_VALUE = "[^#&]*"
+_PARAM_VALUE = "[^/?#;]*"
+_OPERATORS = frozenset("+#./;?&")
 
 
 LONG_URI_NOTE = " (it is over {limit:,} characters, so no resource template was checked)"
@@ -103,10 +110,47 @@ def _parts(template: str) -> list[tuple[str, str | None]]:
         rest = rest[end + 1 :]
 
 
+def _variables(specs: str) -> tuple[list[str], bool]:
+    """An expression's variable names (a prefix ``:3`` dropped) and whether one is exploded
+    (``*``: a list or a map, its items each named or each a segment)."""
+    names, explode = [], False
+    for spec in specs.split(","):
+        explode = explode or spec.endswith("*")
+        names.append(spec.removesuffix("*").split(":", 1)[0])
+    return names, explode
+
+
 def _expression(body: str) -> str:
-    """The pattern of one expression: ``{+x}`` and ``{#x}`` any text, the others one path
-    segment."""
-    return _ANY if body[:1] in ("+", "#") else _SEGMENT
+    """The pattern of the text one expression expands to (RFC 6570, level 4).
+
+    ``{x}`` one path segment and ``{+x}`` any text, neither empty; the others expand to
+    nothing when their variables are undefined:
+    ``{#x}`` ``#`` and any text, ``{.x}`` ``.`` and a label, ``{/x,y}`` a path segment per
+    variable (``{/x*}`` any number), ``{;x}`` ``;x`` or ``;x=value`` parameters, ``{?x}`` and
+    ``{&x}`` query parameters ``x=value``. Named parameters may come in any order, and a
+    variable exploded (a map) names them as it likes.
+    """
+    op = body[:1] if body[:1] in _OPERATORS else ""
+    names, explode = _variables(body[len(op) :])
+    known = [n for n in names if n]
+    if op == "":
+        return _SEGMENT + "+"
+    if op == "+":
+        return ".+"
+    if op == "#":
+        return "(?:#.*)?"
+    if op == ".":
+        return f"(?:\\.{_SEGMENT}*)?"
+    if op == "/":
+        return "(?:/[^?#]*)?" if explode else f"(?:/{_SEGMENT}*){{0,{len(names)}}}"
+    any_name = explode or not known
+    if op == ";":
+        key = "[^/?#;=]+" if any_name else f"(?:{'|'.join(map(_literal, known))})"
+        return f"(?:;{key}(?:={_PARAM_VALUE})?)*"
+    key = "[^#&=]+" if any_name else f"(?:{'|'.join(map(_literal, known))})"
+    item = f"{key}={_QUERY_VALUE}"
+    first = "\\?" if op == "?" else "&"
+    return f"(?:{first}{item}(?:&{item})*)?"
 
 
 def template_regex(template: str) -> str:
