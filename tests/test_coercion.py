@@ -68,6 +68,15 @@ def schema(t) -> dict:
 # --- whole-argument shapes ------------------------------------------------------------------
 
 
+def test_property_schemas_that_are_no_objects_constrain_nothing():
+    schema = {"properties": {"a": True, "b": 5, "n": {"type": "integer"}}, "required": 3}
+    assert coerce_args({"a": "1", "b": "2", "n": "3"}, schema) == {"a": "1", "b": "2", "n": 3}
+    assert coerce_args("7", {"properties": {"a": True}}) == {"a": 7}  # the lone field, as JSON
+    odd = {"properties": {"n": {"type": {"x": 1}, "anyOf": {"type": "integer"}}}}
+    assert coerce_args({"n": "5"}, odd) == {"n": "5"}
+    assert coerce_args({"n": "5"}, True) == {"n": "5"}  # a schema that is no object
+
+
 def test_json_string_of_all_arguments_is_parsed():
     out = coerce_args('{"query": "cats", "max_results": 2}', schema(search_docs))
     assert out == {"query": "cats", "max_results": 2}

@@ -9,7 +9,9 @@ control characters) and duplicate call ids, under ``sequential`` and
 - exactly one ``ToolMessage`` per call, in call order (by id, duplicates included);
 - no tool outside the visible set (after the batch's meta-calls) ever runs;
 - ``selected_tools`` only ever holds catalog names;
-- a catastrophic or 100,000-character ``search_tools`` pattern gets a short answer.
+- a catastrophic or 100,000-character ``search_tools`` pattern gets a short answer;
+- no JSON value as a tool's schema (boolean and odd property schemas, keywords of any
+  shape) makes argument coercion raise, whatever the arguments.
 
 The default run tries a few hundred batches; ``pytest -m fuzz`` runs the same
 properties on over 10,000 (see ``FUZZ_EXAMPLES``).
@@ -35,7 +37,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from langgraph_toolbudget import ToolExecutor, create_toolbudget_agent
-from langgraph_toolbudget.core.coercion import repair_tool_calls
+from langgraph_toolbudget.core.coercion import coerce_args, repair_tool_calls
 from langgraph_toolbudget.core.limits import STATE_INTS
 from langgraph_toolbudget.core.meta import META_TOOL_NAMES
 from langgraph_toolbudget.formats.base import MAX_CALLS, ParsedReply
@@ -217,6 +219,22 @@ def test_any_search_pattern_gets_a_short_answer(pattern):
     state = {"messages": [HumanMessage("find"), _message([call])], "selected_tools": []}
     (message,) = _node("sequential").invoke(state)["messages"]
     assert message.tool_call_id == "s" and len(message.content) < 5_000
+
+
+schema_keys = st.sampled_from(
+    ["type", "properties", "required", "anyOf", "oneOf", "items", "city", "query", "__arg1"]
+) | st.text(max_size=6)
+schema_values = st.recursive(
+    json_scalars | st.sampled_from(["string", "integer", "number", "boolean", "object", "array"]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(schema_keys, inner, max_size=5),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, **SETTINGS)
+@given(schema=schema_values, args=arguments | st.text(max_size=20))
+def test_no_schema_makes_argument_coercion_raise(schema, args):
+    coerce_args(args, schema)  # any JSON value may be a server's schema, or sit inside one
 
 
 # --- replies a model writes: text formats and native invalid calls (issue 25, part A) -------

@@ -235,6 +235,94 @@ async def test_a_forced_duplicate_loses_no_server():
         assert catalog.load_errors == {}
 
 
+async def test_a_tool_listed_twice_by_one_server_keeps_its_first_listing_and_loses_no_server():
+    catalog, messages = await load({"x": hostile("duplicate"), "good": hostile("good")})
+    async with catalog:  # raised ValueError: duplicate tool names ['same'], no catalog at all
+        assert {"same", "other", "get_weather"} <= set(catalog.tool_names)
+        assert catalog.tool_names.count("same") == 1
+        assert catalog.get("same").description == "The first same."
+        assert text_of(await catalog.get("same").tool.ainvoke(call("same", 1))) == "first"
+        (warning,) = messages
+        assert warning.startswith("MCP server 'x' lists tools that were left out")
+        assert "'same' (listed again by the server; its first listing is kept)" in warning
+
+
+async def test_annotation_keys_mcp_does_not_define_are_never_the_catalogs_metadata():
+    """Only the annotations MCP defines say anything (``readOnlyHint``: ``is_pure``); a key the
+    server added, named like the catalog's metadata, is kept aside and never read."""
+    catalog, messages = await load({"x": hostile("extra_annotations"), "good": hostile("good")})
+    async with catalog:  # raised TypeError (timeout_s="soon") / ValueError (enabled, status)
+        assert messages == []
+        assert {"lookup", "drafted", "write_row", "read_row", "get_weather"} <= set(
+            catalog.tool_names
+        )
+        for name in ("lookup", "drafted", "write_row"):
+            spec = catalog.get(name)
+            assert (spec.timeout_s, spec.status, spec.is_pure) == (60, "published", False), name
+            assert (spec.include, spec.concurrency_group, spec.max_concurrency) == (
+                "agent",
+                "x",
+                None,
+            ), name
+        assert catalog.get("write_row").output_fields == ()
+        metadata = catalog.get("write_row").tool.metadata
+        assert not {"is_pure", "max_concurrency", "include", "output_schema"} & set(metadata)
+        assert metadata["mcp_annotations"]["is_pure"] is True  # kept, as the server sent it
+        assert metadata["readOnlyHint"] is None
+        assert catalog.get("read_row").is_pure  # the annotation MCP defines still counts
+    catalog, _ = await load(
+        {"x": hostile("extra_annotations")}, server_defaults={"x": {"is_pure": False}}
+    )
+    async with catalog:  # the operator's word wins over the server's hint
+        assert not catalog.get("read_row").is_pure
+
+
+async def test_a_tool_whose_properties_are_no_object_is_left_out_with_a_warning():
+    catalog, messages = await load({"x": hostile("bad_properties"), "good": hostile("good")})
+    async with catalog:  # raised AttributeError: 'list' object has no attribute 'values'
+        assert "props_list" not in catalog.tool_names and "props_null" not in catalog.tool_names
+        assert {"plain", "get_weather"} <= set(catalog.tool_names)
+        assert text_of(await catalog.get("plain").tool.ainvoke(call("plain", 1, text="a"))) == (
+            "echo: a"
+        )
+        (warning,) = messages
+        assert warning.startswith("MCP server 'x' lists tools that were left out")
+        assert "'props_list': its input schema cannot be read (its 'properties' is a list" in (
+            warning
+        )
+        assert "'props_null': its input schema cannot be read (its 'properties' is null" in (
+            warning
+        )
+
+
+async def test_property_schemas_that_are_no_objects_never_make_the_graph_raise():
+    """``{"a": true}`` is valid JSON Schema ("anything"); ``{"a": 5}`` and odd keywords are
+    not, but load: the calls run, each answered by one tool message."""
+    catalog, _ = await load({"x": hostile("odd_schemas")})
+    async with catalog:
+        calls = [
+            call("anything", 1, a="1"),
+            call("number_schema", 2, a="1"),
+            call("odd_keywords", 3, a="1", nested={"b": 2}, n="5"),
+        ]
+        names = [c["name"] for c in calls]
+        model = ScriptedChatModel(
+            responses=[
+                AIMessage("", tool_calls=[call("add_tool", 0, tool_names=names)]),
+                AIMessage("", tool_calls=calls),
+                AIMessage("done"),
+            ]
+        )
+        app = create_toolbudget_agent(model, catalog).compile()
+        out = await app.ainvoke({"messages": [HumanMessage("use them")]})  # raised TypeError
+        answers = {m.tool_call_id: m for m in out["messages"] if isinstance(m, ToolMessage)}
+        assert [text_of(answers[f"c{i}"]) for i in (1, 2, 3)] == [
+            'got {"a": "1"}',
+            'got {"a": "1"}',
+            'got {"a": "1", "n": 5, "nested": {"b": 2}}',  # the integer field still coerced
+        ]
+
+
 async def test_a_server_cannot_pass_allowed_tools_with_another_servers_catalog_name():
     catalog, _ = await load(
         {"evil": hostile("impersonate"), "good": hostile("good"), "other": hostile("other")},
@@ -271,6 +359,36 @@ async def test_read_resource_checks_the_uri_it_sends_and_refuses_one_normalising
         assert "(it would be sent as 'file:///docs/readme')" in answer
         answer = await read.ainvoke({"uri": "not a uri"})
         assert "is not a valid URI" in answer and "asked for" not in answer
+
+
+async def test_read_resource_reads_the_uris_of_rfc6570_path_and_query_templates():
+    """GitHub's server lists ``repo://{owner}/{repo}/contents{/path*}``: its files were refused
+    as "not a URI of one of its resource templates", and so was ``search://docs?q=cats``."""
+    catalog, _ = await load({"tpl": resources("templates")})
+    async with catalog:
+        read = catalog.get("tpl__read_resource").tool
+        for uri in (
+            "repo://octocat/hello/contents/README.md",
+            "repo://octocat/hello/contents/src/main.go",
+            "repo://octocat/hello/contents",
+            "search://docs?q=cats",
+            "search://docs",
+            "list:///a/b",
+            "page://site/index.html#top",
+            "api://items?limit=5&q=cats&page=2",
+            "map://;x=1;y",
+        ):
+            assert await read.ainvoke({"uri": uri}) == f"asked for {uri!r}"
+        for uri in (
+            "repo://octocat/hello/contents/../../../secrets",  # sent as repo://octocat/secrets
+            "repo://octocat/hello/src/main.go",
+            "search://docs/private?q=cats",
+            "search://docs?user=admin",
+            "list:///a/b/c",
+        ):
+            answer = await read.ainvoke({"uri": uri})
+            assert "nor a URI of one of its resource templates" in answer, uri
+            assert "asked for" not in answer
 
 
 # --- C6: built-in and local names -----------------------------------------------------------
@@ -442,6 +560,31 @@ async def test_calls_queued_behind_a_stuck_server_fail_fast_while_it_is_checked(
         blocked, echoed = out["messages"]
         assert "timed out" in blocked.content
         assert echoed.status == "error" and "is being checked" in echoed.content
+
+
+async def test_a_resource_template_and_a_uri_cannot_freeze_the_catalog():
+    """The URI is checked against the server's templates on the loop that owns every session:
+    twelve adjacent ``{+x}`` and a 40-character URI kept a backtracking regex busy ~20 s here
+    (hours at 64 characters), every server's calls, timeouts and ``aclose`` waiting on it."""
+    catalog, _ = await load({"tpl": resources("templates"), "good": hostile("good")})
+    async with catalog:
+        read = catalog.get("tpl__read_resource").tool
+        start = time.monotonic()
+        refused, weather = await asyncio.gather(
+            read.ainvoke({"uri": "r://" + "x" * 36}),
+            catalog.get("get_weather").tool.ainvoke(call("get_weather", 1, text="Oslo")),
+        )
+        took = time.monotonic() - start
+        assert "nor a URI of one of its resource templates" in refused
+        assert text_of(weather) == "good: sunny"
+        assert took < 5, took
+        named = "r://" + "x" * 5_000 + "/end" + "y" * 3_000  # a URI the template names
+        assert await read.ainvoke({"uri": named}) == f"asked for {named!r}"
+        answer = await read.ainvoke({"uri": "r://" + "x" * 9_000})
+        assert "it is over 8,192 characters, so no resource template was checked" in answer
+        answer = await read.ainvoke({"uri": "long://" + "a" * 2_000 + "/x"})
+        assert "(resource templates not checked: 1, each over 1,000 characters" in answer
+    assert time.monotonic() - start < 10
 
 
 @pytest.mark.slow  # waits out the connect timeout

@@ -168,21 +168,46 @@ def _norm(key: str) -> str:
     return key.replace("-", "_").replace(" ", "_").lower()
 
 
-def _field_type(prop: dict[str, Any]) -> set[str]:
-    types: set[str] = set()
-    if "type" in prop:
-        t = prop["type"]
-        types.update(t if isinstance(t, list) else [t])
-    for option in prop.get("anyOf", []) + prop.get("oneOf", []):
-        if isinstance(option, dict) and "type" in option:
-            t = option["type"]
-            types.update(t if isinstance(t, list) else [t])
+def _type_names(value: Any) -> set[str]:
+    """The type names of a schema's ``type`` (a name or a list of them; anything else: none)."""
+    if isinstance(value, str):
+        return {value}
+    if isinstance(value, list):
+        return {t for t in value if isinstance(t, str)}
+    return set()
+
+
+def _field_type(prop: Any) -> set[str]:
+    """The JSON types a property schema names (its ``type``, its ``anyOf``/``oneOf``
+    options'); none for a boolean schema (``true``: anything) or a shape that is no schema."""
+    if not isinstance(prop, dict):
+        return set()
+    types = _type_names(prop.get("type"))
+    for key in ("anyOf", "oneOf"):
+        options = prop.get(key)
+        for option in options if isinstance(options, list) else ():
+            if isinstance(option, dict):
+                types |= _type_names(option.get("type"))
     return types
 
 
-def _named_field(key: str, props: dict[str, Any], args: dict[str, Any]) -> str | None:
+def _schema_fields(schema: Any) -> tuple[dict[str, Any], list[str]]:
+    """A schema's properties (name -> subschema) and required names, whatever its shape: a
+    schema that is no object, ``properties`` that is none, names that are no strings count
+    as absent (validation, not coercion, answers them)."""
+    if not isinstance(schema, dict):
+        return {}, []
+    properties, required = schema.get("properties"), schema.get("required")
+    props = dict(properties) if isinstance(properties, dict) else {}
+    names = [r for r in required if isinstance(r, str)] if isinstance(required, list) else []
+    return {k: v for k, v in props.items() if isinstance(k, str)}, names
+
+
+def _named_field(key: Any, props: dict[str, Any], args: dict[str, Any]) -> str | None:
     """The field ``key`` names: itself, written another way (``Max-Results``), or an alias
     of a field ``args`` does not give under its own name."""
+    if not isinstance(key, str):
+        return None
     if key in props:
         return key
     field = {_norm(k): k for k in props}.get(_norm(key))
@@ -222,7 +247,7 @@ def _is_one_of(value: Any, types: set[str]) -> bool:
     return any(isinstance(value, _PYTHON_TYPES[t]) for t in types if t in _PYTHON_TYPES)
 
 
-def _coerce_value(value: Any, prop: dict[str, Any]) -> Any:
+def _coerce_value(value: Any, prop: Any) -> Any:
     types = _field_type(prop)
     if not types or not isinstance(value, str):
         if "array" in types and value is not None and not _is_one_of(value, types):
@@ -266,7 +291,9 @@ def coerce_args(args: Any, schema: dict[str, Any]) -> Any:
 
     Args:
         args: the arguments the model sent (usually a dict).
-        schema: the tool's argument JSON schema.
+        schema: the tool's argument JSON schema. Any shape: a property schema that is no
+            object (``true``, valid JSON Schema for "anything", or ``5``) constrains nothing
+            here, and nothing in the schema makes coercion raise.
 
     Returns:
         The repaired arguments; arguments that need no repair come back equal.
@@ -278,8 +305,7 @@ def coerce_args(args: Any, schema: dict[str, Any]) -> Any:
     >>> coerce_args("cats", schema)
     {'query': 'cats'}
     """
-    props: dict[str, Any] = schema.get("properties", {}) or {}
-    required = list(schema.get("required", []) or [])
+    props, required = _schema_fields(schema)
     if isinstance(args, str):
         text = args.strip()
         try:
@@ -303,7 +329,7 @@ def coerce_args(args: Any, schema: dict[str, Any]) -> Any:
     out: dict[str, Any] = {}
     for key, value in args.items():
         field = _named_field(key, props, args)
-        lone = len(args) == 1 and (len(props) == 1 or key.startswith("__arg"))
+        lone = len(args) == 1 and (len(props) == 1 or str(key).startswith("__arg"))
         if field is None and lone and target is not None:
             field = target  # a lone value under an unknown key ({"__arg1": "cats"})
         if field is None or field in out:

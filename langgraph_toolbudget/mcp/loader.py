@@ -67,6 +67,14 @@ DEFAULT_MCP_TIMEOUT_S = 60.0
 """``timeout_s`` of an MCP tool that sets none: a call to a frozen server is answered
 with a timeout error after this long instead of staying pending forever."""
 SERVER_DEFAULT_KEYS = tuple(k for k in TOOL_METADATA_KEYS if k != "server")
+MCP_ANNOTATIONS = tuple(
+    k for k in types.ToolAnnotations.model_fields if k not in TOOL_METADATA_KEYS
+)
+"""The annotations MCP defines (``title``, ``readOnlyHint``, ``destructiveHint``,
+``idempotentHint``, ``openWorldHint``): copied into a tool's ``metadata`` under their names."""
+ANNOTATIONS_KEY = "mcp_annotations"
+"""``tool.metadata`` key of a tool's annotations as the server sent them, keys MCP does not
+define included: kept there, never read as the catalog's metadata."""
 
 MAX_INSTRUCTIONS_CHARS = 1_000
 """A server's ``initialize`` instructions (or title) are cut to this many characters before
@@ -477,10 +485,12 @@ def _build_catalog(
     left_out = {s: list(lines) for s, lines in choice.left_out.items()}
     listed: dict[str, list[tuple[types.Tool, str, str]]] = {}
     for server in runtime.connections:
+        seen: set[str] = set()
         for t in loaded.get(server, []):
             name = choice.names.get((server, t.name))
-            if name is None:
+            if name is None or t.name in seen:  # listed twice: the first listing stands
                 continue
+            seen.add(t.name)
             description = clip(t.description or t.title or "", max_description)
             problem = _schema_problem(name, description, t.inputSchema, token_cap)
             if problem is not None:
@@ -575,12 +585,14 @@ def _build_catalog(
         info_tools: dict[str, str] = {}
         for t, name, description in listed.get(server, []):
             info_tools[name] = t.name
-            annotations = t.annotations.model_dump() if t.annotations is not None else {}
+            annotations = _annotations(t.annotations)
             base: dict[str, Any] = {"include": default_include, "concurrency_group": server}
             if t.annotations is not None and t.annotations.readOnlyHint is not None:
                 base["is_pure"] = t.annotations.readOnlyHint
             meta = metadata[name] = spec_meta(server, name, base)
             tool_meta: dict[str, Any] = {**annotations, "server": server, "mcp_tool_name": t.name}
+            if t.annotations is not None:
+                tool_meta[ANNOTATIONS_KEY] = t.annotations.model_dump()
             if description != (t.description or t.title or ""):
                 tool_meta["mcp_description"] = t.description or t.title or ""
             if t.meta is not None:
@@ -668,6 +680,15 @@ def _build_catalog(
     )
 
 
+def _annotations(annotations: types.ToolAnnotations | None) -> dict[str, Any]:
+    """The MCP annotations a tool's ``metadata`` holds: the fields MCP defines
+    (:data:`MCP_ANNOTATIONS`), never a key the server added (``is_pure``, ``timeout_s``,
+    ``status``...), which the catalog would read as its own metadata."""
+    if annotations is None:
+        return {}
+    return {key: getattr(annotations, key) for key in MCP_ANNOTATIONS}
+
+
 def _timeout_s(meta: Mapping[str, Any]) -> float | None:
     """The ``timeout_s`` of a tool's metadata, for its sync calls (None if it sets none)."""
     timeout = meta.get("timeout_s")
@@ -675,7 +696,13 @@ def _timeout_s(meta: Mapping[str, Any]) -> float | None:
 
 
 def _schema_problem(name: str, description: str, schema: Any, cap: int | None) -> str | None:
-    """Why a tool is left out: its schema cannot be read, or costs over ``cap`` tokens."""
+    """Why a tool is left out: its schema cannot be read (``properties`` that is no JSON
+    object: a list, ``null``), or costs over ``cap`` tokens."""
+    properties = schema.get("properties", {}) if isinstance(schema, Mapping) else None
+    if not isinstance(properties, Mapping):
+        shown = "null" if properties is None else f"a {type(properties).__name__}"
+        reason = f"its 'properties' is {shown}, not an object"
+        return UNREADABLE_SCHEMA.format(name=name, reason=reason)
     try:
         tokens = schema_tokens([{"name": name, "description": description, "parameters": schema}])
     except (ValueError, TypeError, RecursionError) as exc:

@@ -15,7 +15,8 @@ as they are:
   imitates another configured server (``<other>__...``) gets its own server's prefix,
   ``<server>__<name>``; with ``tool_name_prefix=True`` every name does;
 - a name left longer than 64 characters is cut, with a hash of the original so two long
-  names stay apart; a name still taken after all that is left out.
+  names stay apart; a name still taken after all that is left out;
+- a name one server lists twice keeps its first listing; the second is left out.
 
 A server's prefix comes from its own name only (:func:`server_prefix`), so it never changes
 when another server is added; a name with no ASCII letter or digit (``погода``) has a short hash
@@ -190,8 +191,10 @@ def assign_names(
     for server, names in listed.items():
         own = server_prefix(server)
         for mcp_name in names:
-            if (server, mcp_name) in choice.names:
-                continue  # listed twice by one server: the first one stands
+            if (server, mcp_name) in choice.names:  # listed twice: the first one stands
+                line = f"{_shown(mcp_name)} (listed again by the server; its first listing is kept)"
+                choice.left_out.setdefault(server, []).append(line)
+                continue
             base = safe[(server, mcp_name)]
             why = [] if base == mcp_name else ["not a provider-safe name"]
             imitated = next(

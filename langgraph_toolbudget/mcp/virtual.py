@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import warnings
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
@@ -39,6 +38,7 @@ from langgraph_toolbudget.mcp.errors import (
 from langgraph_toolbudget.mcp.names import mcp_tool_name
 from langgraph_toolbudget.mcp.runtime import MCPRuntime
 from langgraph_toolbudget.mcp.session import before_deadline
+from langgraph_toolbudget.mcp.uri_templates import match_template
 
 __all__ = ["ServerFeatures", "VirtualTool", "server_features", "virtual_tools"]
 
@@ -211,17 +211,6 @@ NOT_NORMAL_URI_ERROR = (
 )
 
 
-def template_pattern(template: str) -> re.Pattern[str]:
-    """A resource template (RFC 6570: ``notes://{id}``, ``file:///{+path}``) as a regex
-    of the URIs it names: ``{x}`` one path segment, ``{+x}``/``{#x}`` any text."""
-    parts = []
-    for literal, expression in re.findall(r"([^{]*)(\{[^}]*\}|$)", template):
-        parts.append(re.escape(literal))
-        if expression:
-            parts.append(".+" if expression[1:2] in ("+", "#") else "[^/?#]+")
-    return re.compile("".join(parts))
-
-
 def _refused(message: str) -> McpError:
     return McpError(types.ErrorData(code=types.INVALID_PARAMS, message=message))
 
@@ -237,12 +226,12 @@ async def _read_resource(session: ClientSession, args: dict[str, Any]) -> str:
         raise _refused(INVALID_URI_ERROR.format(uri=uri, reason=reason)) from None
     sent = str(url)
     listed = {str(r.uri) for r in await _listed(session.list_resources, "resources")}
-    templates = await _listed(session.list_resource_templates, "resourceTemplates")
-    if sent not in listed and not any(
-        template_pattern(t.uriTemplate).fullmatch(sent) for t in templates
-    ):
-        written = repr(uri) if sent == uri else f"{uri!r} (normalised: {sent!r})"
-        raise _refused(UNLISTED_URI_ERROR.format(uri=written))
+    if sent not in listed:
+        templates = await _listed(session.list_resource_templates, "resourceTemplates")
+        match = match_template(sent, [t.uriTemplate for t in templates])
+        if match.template is None:
+            written = repr(uri) if sent == uri else f"{uri!r} (normalised: {sent!r})"
+            raise _refused(UNLISTED_URI_ERROR.format(uri=written) + match.note)
     if sent != uri:  # a URI it names, written in another form: the model learns which
         raise _refused(NOT_NORMAL_URI_ERROR.format(uri=uri, sent=sent))
     result = await session.read_resource(url)

@@ -24,6 +24,18 @@ The scenarios (:data:`SCENARIOS`):
       JSON-RPC loop (:func:`serve_raw`) writing the answer with ``json``.
     - ``structured``: a tool answering "ok" with 5 MB of ``structuredContent``.
     - ``hang``: ``hang`` (waits 60 s) and ``echo``.
+    - ``duplicate``: ``same`` listed twice (the first answers "first", as the server calls it)
+      and ``other``.
+    - ``extra_annotations``: annotations with keys MCP does not define, named like the
+      catalog's metadata: ``lookup`` (``timeout_s="soon"``), ``drafted`` (``enabled=False,
+      status="draft"``), ``write_row`` (``is_pure=True``, ``max_concurrency=1000``,
+      ``include="always"``...), and ``read_row`` (``readOnlyHint``).
+    - ``bad_properties``: ``props_list`` (``properties`` a list), ``props_null`` (``null``)
+      and a fine ``plain``.
+    - ``odd_schemas``: property schemas that are no objects or odd ones, each tool answering
+      with the arguments it got as JSON: ``anything`` (``{"a": true}``, valid JSON Schema),
+      ``number_schema`` (``{"a": 5}``), ``odd_keywords`` (a ``type`` that is an object, an
+      ``anyOf`` that is no list, a nested ``true``) beside an ``integer`` field.
 """
 
 from __future__ import annotations
@@ -56,6 +68,14 @@ def _tool(name: str, description: str = "", schema: dict[str, Any] | None = None
 
 async def _echo(args: dict[str, Any]) -> str:
     return f"echo: {args.get('text', '')}"
+
+
+def _object(properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties}
+
+
+async def _arguments(args: dict[str, Any]) -> str:
+    return "got " + json.dumps(args, sort_keys=True)
 
 
 def _answer(text: str) -> Handler:
@@ -183,6 +203,63 @@ def _scenario(name: str) -> tuple[str | None, list[tuple[types.Tool, Handler]], 
             [(_tool("hang", "Wait a minute."), _hang), (_tool("echo", "Echo."), _echo)],
             {},
         )
+    if name == "duplicate":
+        return (
+            None,
+            [
+                (_tool("same", "The first same."), _answer("first")),
+                (_tool("same", "The second same."), _answer("second")),
+                (_tool("other", "Another tool."), _answer("other")),
+            ],
+            {},
+        )
+    if name == "extra_annotations":
+        claims = {
+            "is_pure": True,
+            "max_concurrency": 1000,
+            "concurrency_group": "elsewhere",
+            "include": "always",
+            "output_schema": {"properties": {"secret_field": {"type": "string"}}},
+        }
+        notes = types.ToolAnnotations
+        return (
+            None,
+            [
+                (_tool("lookup", "Look up.", annotations=notes(timeout_s="soon")), _echo),
+                (
+                    _tool("drafted", "A draft?", annotations=notes(enabled=False, status="draft")),
+                    _echo,
+                ),
+                (_tool("write_row", "Write a row.", annotations=notes(**claims)), _echo),
+                (_tool("read_row", "Read a row.", annotations=notes(readOnlyHint=True)), _echo),
+            ],
+            {},
+        )
+    if name == "bad_properties":
+        return (
+            None,
+            [
+                (_tool("props_list", "A list.", {"type": "object", "properties": ["a"]}), _echo),
+                (_tool("props_null", "Null.", {"type": "object", "properties": None}), _echo),
+                (_tool("plain", "A plain tool."), _echo),
+            ],
+            {},
+        )
+    if name == "odd_schemas":
+        odd = {
+            "a": {"type": {"not": "a type"}, "anyOf": {"type": "integer"}},
+            "nested": {"type": "object", "properties": {"b": True}},
+            "n": {"type": "integer"},
+        }
+        return (
+            None,
+            [
+                (_tool("anything", "Anything.", _object({"a": True})), _arguments),
+                (_tool("number_schema", "A 5.", _object({"a": 5})), _arguments),
+                (_tool("odd_keywords", "Odd.", {**_object(odd), "required": 7}), _arguments),
+            ],
+            {},
+        )
     raise SystemExit(f"unknown scenario {name!r}")
 
 
@@ -190,7 +267,9 @@ def build(name: str) -> Server[Any, Any]:
     """The lowlevel server of scenario ``name``."""
     instructions, tools, resources = _scenario(name)
     server: Server[Any, Any] = Server(f"hostile-{name}", instructions=instructions)
-    handlers = {t.name: h for t, h in tools}
+    handlers: dict[str, Handler] = {}
+    for t, h in tools:
+        handlers.setdefault(t.name, h)  # a name listed twice: the server calls its first
 
     @server.list_tools()
     async def list_tools() -> list[types.Tool]:

@@ -12,6 +12,10 @@ The scenarios:
       never answers; the prompt ``review``.
     - ``slow_lists``: answers ``tools/list`` and ``prompts/list`` (the prompt ``review``) each
       after ``seconds`` (default 2).
+    - ``templates``: no resources, the resource templates of :data:`TEMPLATES` (twelve
+      adjacent ``{+x}``, which a backtracking matcher takes hours over; RFC 6570's path and
+      query forms, as GitHub's server lists them; one of 2,000 characters); a read answers
+      with the URI it was asked for.
 """
 
 from __future__ import annotations
@@ -31,6 +35,18 @@ ECHO = types.Tool(
     description="Answer with the text.",
     inputSchema={"type": "object", "properties": {"text": {"type": "string"}}},
 )
+
+
+TEMPLATES = [
+    "r://" + "".join(f"{{+p{i}}}" for i in range(12)) + "/end{x}",
+    "repo://{owner}/{repo}/contents{/path*}",
+    "search://docs{?q}",
+    "list://{/a,b}",
+    "page://site/{name}{.ext}{#section}",
+    "api://items{?q,limit}{&page}",
+    "map://{;x,y}",
+    "long://" + "a" * 2_000 + "/{name}",
+]
 
 
 def build(scenario: str, seconds: float = 2.0) -> Server[Any, Any]:
@@ -86,6 +102,22 @@ def build(scenario: str, seconds: float = 2.0) -> Server[Any, Any]:
                 await asyncio.Event().wait()
             if str(uri) == "docs://a":
                 return "resource a"
+            return f"asked for {str(uri)!r}"
+
+    elif scenario == "templates":
+
+        @server.list_resources()
+        async def no_resources() -> list[types.Resource]:
+            return []  # the handler gives the server the resources capability
+
+        @server.list_resource_templates()
+        async def templates() -> list[types.ResourceTemplate]:
+            return [
+                types.ResourceTemplate(uriTemplate=t, name=f"t{i}") for i, t in enumerate(TEMPLATES)
+            ]
+
+        @server.read_resource()
+        async def read_templated(uri: AnyUrl) -> str:
             return f"asked for {str(uri)!r}"
 
     elif scenario == "slow_lists":
