@@ -677,3 +677,32 @@ def test_opt_out_bools_and_unset_are_honoured():
 
 def test_toolbudget_state_is_unchanged_by_usage():
     assert "usage" not in ToolBudgetState.__annotations__
+
+
+# --- what every store keeps, and a store that fails ---------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_a_message_or_id_a_store_refuses_is_recorded_in_a_form_every_store_keeps(tmp_path, kind):
+    # A NUL (PostgreSQL refuses it: tests/test_usage_postgres.py) and lone surrogates (no store
+    # encodes them; was: UnicodeEncodeError even in memory) in what a client sends: the message
+    # keeps U+FFFD in their place, an id becomes its hash (two ids stay two), all stored.
+    store = InMemoryStore() if kind == "memory" else sqlite_store(tmp_path / "usage.db")
+    usage = ToolUsage(store=store, scope="user")
+    for user in ("ada\x00", "ada\ud800", "ada\ufffd"):
+        config = {"configurable": {"thread_id": "t\x00\udfff", "user_id": user}}
+        usage.record_run("pay the rent\x00 to the landlord \ud83d", ["count_rows"], config)
+    usage.import_([{"tool": "count_rows", "query": "rows\x00", "thread": "\ud800"}])
+    rows = ToolUsage(store=store, scope="user").export()  # read back from the store
+    assert sorted(r["query"] for r in rows) == [
+        "pay the rent\ufffd to the landlord \ufffd",
+        "pay the rent\ufffd to the landlord \ufffd",
+        "pay the rent\ufffd to the landlord \ufffd",
+        "rows\ufffd",
+    ]
+    scopes = sorted(r["scope"] or "" for r in rows)
+    assert scopes[:2] == ["", "ada\ufffd"] and len(set(scopes)) == 4  # ada\x00, ada\ud800 hashed
+    kept = [r.get(field) or "" for r in rows for field in ("query", "thread", "scope", "user")]
+    assert not any(c == "\x00" or "\ud800" <= c <= "\udfff" for text in kept for c in text)
+    record = UsageRecord("count_rows", "a\x00b", thread="t\ud800", sources=("t\ud800",))
+    assert (record.query, record.sources) == ("a\ufffdb", (record.thread,))

@@ -3,7 +3,8 @@
 A fresh database per test on the session's own server (``pg_url``, ``tests/pg.py``).
 Checked: what one store instance records, a second instance (its own connection,
 as another worker or a restart would have) loads and ranks with; ``forget`` deletes
-the rows in the database; the per-thread flood bound holds in the database too.
+the rows in the database; the per-thread flood bound holds in the database too; a message
+holding a NUL is recorded.
 """
 
 from __future__ import annotations
@@ -11,11 +12,19 @@ from __future__ import annotations
 import asyncio
 
 import psycopg
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
 
-from langgraph_toolbudget import SelectTools, ToolUsage
+from langgraph_toolbudget import (
+    SelectTools,
+    ToolCatalog,
+    ToolUsage,
+    create_toolbudget_agent,
+)
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+from langgraph_toolbudget.testing import ScriptedChatModel
 
 NAMESPACE = ("toolbudget", "usage")
 
@@ -87,3 +96,42 @@ def test_usage_records_through_async_postgres_store(pg_url: str) -> None:
 
     assert asyncio.run(record_then_reload()) == ["count_rows"]
     assert _rows(pg_url) == [("count_rows", None)]
+
+
+def _pay_rent() -> tuple[ToolCatalog, ScriptedChatModel, list[int]]:
+    """A catalog of one tool that moves money (it must never run twice), and a model that
+    calls it once, then answers."""
+    runs: list[int] = []
+
+    @tool
+    def transfer_money(amount: int) -> str:
+        """Transfer money to the landlord (pay the rent)."""
+        runs.append(amount)
+        return f"sent {amount}"
+
+    catalog = ToolCatalog.from_tools([transfer_money], categories={"bank": ["transfer_money"]})
+    call = {"name": "transfer_money", "args": {"amount": 100}, "id": "c1", "type": "tool_call"}
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[call]), "done"], cycle=False)
+    return catalog, model, runs
+
+
+def test_a_message_holding_a_nul_is_recorded_and_its_tool_runs_once(pg_url: str) -> None:
+    # PostgresSaver keeps the message; PostgresStore's jsonb refused it in the usage record,
+    # written after the tool ran: every attempt of the thread raised and paid the rent again.
+    catalog, model, runs = _pay_rent()
+    with (
+        PostgresStore.from_conn_string(pg_url) as store,
+        PostgresSaver.from_conn_string(pg_url) as saver,
+    ):
+        store.setup()
+        saver.setup()
+        graph = create_toolbudget_agent(model, catalog, usage=ToolUsage())
+        app = graph.compile(checkpointer=saver, store=store)
+        inputs = {"messages": [("user", "pay the rent to the landlord\x00")]}
+        out = app.invoke(inputs, {"configurable": {"thread_id": "t1", "user_id": "ada\x00"}})
+    assert (out["messages"][-1].content, runs) == ("done", [100])
+    assert _rows(pg_url) == [("transfer_money", "t1")]
+    with PostgresStore.from_conn_string(pg_url) as store:
+        [row] = ToolUsage(store=store).export()
+    assert row["query"] == "pay the rent to the landlord\ufffd"
+    assert row["user"].startswith("h-")  # an id holding a NUL is kept as its hash

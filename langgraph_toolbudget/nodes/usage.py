@@ -292,7 +292,9 @@ class ToolUsage:
     oldest dropped, in memory and in the store), at most
     ``max_queries_per_thread`` of them from one thread (default a tenth), at most
     ``max_records`` per history, and ``max_records`` across the scopes held in memory
-    (the least recently used scope is dropped from memory, never from the store).
+    (the least recently used scope is dropped from memory, never from the store). A NUL
+    or lone surrogate, which some store refuses, is recorded as U+FFFD (in an id: its hash;
+    see :func:`~langgraph_toolbudget.core.usage.storable`).
     Tool names are checked: 1 to 128 printable characters, and with ``catalog=`` a tool of
     that catalog (pass it: then a name nobody's catalog has is refused).
 
