@@ -706,3 +706,78 @@ def test_a_message_or_id_a_store_refuses_is_recorded_in_a_form_every_store_keeps
     assert not any(c == "\x00" or "\ud800" <= c <= "\udfff" for text in kept for c in text)
     record = UsageRecord("count_rows", "a\x00b", thread="t\ud800", sources=("t\ud800",))
     assert (record.query, record.sources) == ("a\ufffdb", (record.thread,))
+
+
+def _closed_store(path, usage_config: dict[str, Any] | None = None, **options: Any) -> ToolUsage:
+    """A ToolUsage on a real SqliteStore whose connection is closed once the history was
+    loaded (``usage_config``: the run whose scope is loaded too): its database went away."""
+    conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+    store = SqliteStore(conn)
+    store.setup()
+    usage = ToolUsage(store=store, **options)
+    usage.record("do I need an umbrella this weekend", ["weather_forecast"])
+    usage.attach(usage_config)
+    conn.close()
+    return usage
+
+
+def _run(app: Any, payload: Any, config: Any, api: str) -> Any:
+    """``app.invoke`` or ``app.ainvoke`` (in its own event loop: a sync run in a running
+    loop would first probe the store for an async one, see ``ToolUsage._probe``)."""
+    return (
+        app.invoke(payload, config)
+        if api == "invoke"
+        else asyncio.run(app.ainvoke(payload, config))
+    )
+
+
+@pytest.mark.parametrize("api", ["invoke", "ainvoke"])
+@pytest.mark.parametrize("kind", ["prebuilt", "ToolAgent"])
+def test_a_usage_store_that_cannot_be_written_ends_no_turn_and_runs_no_tool_twice(
+    tmp_path, kind, api, caplog
+):
+    # Was: the record, written after the tools ran, raised; the turn failed, and resuming the
+    # thread ran the tool again (and failed again).
+    catalog, ran = _counted_catalog()
+    usage = _closed_store(tmp_path / "usage.db", {"configurable": {}})  # "default" loaded
+    model = ScriptedChatModel(responses=_count_script(), cycle=False)
+    if kind == "prebuilt":
+        graph = create_toolbudget_agent(model, catalog, pinned=["count_rows"], usage=usage)
+        app: Any = graph.compile(checkpointer=InMemorySaver())
+    else:
+        app = ToolAgent(model, catalog, pinned=["count_rows"], usage=usage)
+    payload = {"messages": [HumanMessage("how many orders are there?")]}
+    config = {"configurable": {"thread_id": "t"}}
+    out = _run(app, payload, config, api)
+    assert (out["messages"][-1].content, ran) == ("42 rows.", ["orders"])
+    assert "usage history: recording count_rows failed" in caplog.text
+    assert "the store could not be read (" not in caplog.text  # it was loaded before
+    assert len(usage) == 2  # the record is kept in this worker's memory
+    stored = ToolUsage(store=sqlite_store(tmp_path / "usage.db")).export()
+    assert [r["tool"] for r in stored] == ["weather_forecast"]  # count_rows: not in the store
+
+
+@pytest.mark.parametrize("api", ["invoke", "ainvoke"])
+def test_a_usage_store_that_cannot_be_read_ranks_without_usage_and_ends_no_turn(
+    tmp_path, api, caplog
+):
+    ada = {"configurable": {"user_id": "ada", "thread_id": "a"}}
+    usage = _closed_store(tmp_path / "usage.db", ada, scope="user")  # Bob's scope: not loaded
+    catalog = build_example_catalog()
+    state = {"messages": [HumanMessage("Do I need an umbrella in Lima on Saturday?")]}
+    bob = {"configurable": {"user_id": "bob", "thread_id": "b"}}
+    node = ClassifyIntent(catalog, usage=usage)
+    assert _run(node, state, ada, api)["categories"] == ["weather"]  # Ada's: loaded, ranks
+    assert "the store could not be read" not in caplog.text
+    # Bob's history cannot be read: he ranks without usage (was: ProgrammingError)
+    assert _run(node, state, bob, api) == ClassifyIntent(catalog).invoke(state)
+    assert _run(node, state, bob, api)["categories"] == []
+    assert "usage history: the store could not be read" in caplog.text
+
+    counted, ran = _counted_catalog()
+    model = ScriptedChatModel(responses=_count_script(), cycle=False)
+    app = create_toolbudget_agent(model, counted, pinned=["count_rows"], usage=usage).compile()
+    payload = {"messages": [HumanMessage("how many orders are there?")]}
+    out = _run(app, payload, bob, api)
+    assert (out["messages"][-1].content, ran) == ("42 rows.", ["orders"])
+    assert "usage history: recording count_rows failed" in caplog.text

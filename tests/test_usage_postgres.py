@@ -4,7 +4,7 @@ A fresh database per test on the session's own server (``pg_url``, ``tests/pg.py
 Checked: what one store instance records, a second instance (its own connection,
 as another worker or a restart would have) loads and ranks with; ``forget`` deletes
 the rows in the database; the per-thread flood bound holds in the database too; a message
-holding a NUL is recorded.
+holding a NUL is recorded, and a store whose connection is lost ends no turn.
 """
 
 from __future__ import annotations
@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 
 import psycopg
+import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
 
@@ -27,6 +29,7 @@ from langgraph_toolbudget.demo.example_catalog import build_example_catalog
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 NAMESPACE = ("toolbudget", "usage")
+CONFIG = {"configurable": {"thread_id": "t1"}}
 
 
 def _rows(pg_url: str) -> list[tuple[str, str | None]]:
@@ -135,3 +138,24 @@ def test_a_message_holding_a_nul_is_recorded_and_its_tool_runs_once(pg_url: str)
         [row] = ToolUsage(store=store).export()
     assert row["query"] == "pay the rent to the landlord\ufffd"
     assert row["user"].startswith("h-")  # an id holding a NUL is kept as its hash
+
+
+def test_a_lost_store_connection_ends_no_turn_and_runs_no_tool_twice(
+    pg_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The store's database goes away (a failover, a restart) while the checkpointer's stays.
+    # Was: the record raised after the tool ran; the turn failed, its resume paid again.
+    catalog, model, runs = _pay_rent()
+    with PostgresStore.from_conn_string(pg_url) as store:
+        store.setup()
+        usage = ToolUsage(store=store)
+        app = create_toolbudget_agent(model, catalog, usage=usage).compile(
+            checkpointer=InMemorySaver(), store=store
+        )
+        usage.attach({"configurable": {}})  # the history, loaded while the store is up
+        store.conn.close()
+        out = app.invoke({"messages": [("user", "pay the rent to the landlord")]}, CONFIG)
+    assert (out["messages"][-1].content, runs) == ("done", [100])
+    assert "usage history: recording transfer_money failed" in caplog.text
+    assert len(usage) == 1  # kept in this worker's memory, not in the store
+    assert _rows(pg_url) == []

@@ -11,6 +11,8 @@ Key Components:
       ``ToolExecutor`` and ``ToolAgent`` record; :func:`record_call` /
       :func:`arecord_call`: the same for one call, which ``ToolBudgetMiddleware``
       records (the agent's tool node runs each call on its own).
+    - :func:`usage_scores` / :func:`ausage_scores`: the run's history loaded and fused into
+      a ranking node's scores (a store that cannot be read: logged, no usage this turn).
 
 How the ranking nodes rank with it is in :mod:`langgraph_toolbudget.nodes.retrieval`.
 Its one reason to change: what is recorded, where it is kept and how it is read back.
@@ -76,12 +78,14 @@ __all__ = [
     "ToolUsage",
     "arecord_call",
     "arecord_batch",
+    "ausage_scores",
     "record_batch",
     "record_call",
     "records_usage",
     "scope_key",
     "self_loaded",
     "succeeded_tools",
+    "usage_scores",
 ]
 
 logger = logging.getLogger(__name__)
@@ -286,7 +290,10 @@ class ToolUsage:
     With ``store=None`` the running graph's store is used (the one given to
     ``compile(store=...)``, or LangGraph server's), attached on the first node run
     that has one; outside a graph the history lives in memory. A history is loaded
-    from the store once, when first used; :meth:`refresh` reloads them.
+    from the store once, when first used; :meth:`refresh` reloads them. A store that cannot
+    be read or written never ends a run (logged): the ranking nodes rank without usage, and a
+    record that could not be written stays in this worker's memory until its next refresh
+    (see :func:`record_batch`, :func:`usage_scores`); your own calls raise the store's error.
 
     Bounds: at most ``max_queries_per_tool`` distinct messages per tool (the
     oldest dropped, in memory and in the store), at most
@@ -1309,6 +1316,17 @@ def _batch_record(
     return latest_user_text(state_messages(state, messages_key)), names, loaded
 
 
+RECORD_FAILED_LOG = (
+    "usage history: recording %s failed (%s); the turn goes on without it: the store could "
+    "not be read or written (a record made in memory before the write failed ranks in this "
+    "worker until its next refresh(), and is not written again)"
+)
+LOAD_FAILED_LOG = (
+    "usage history: the store could not be read (%s); ranking without usage this turn (it is "
+    "read again at the next run)"
+)
+
+
 def record_batch(
     usage: ToolUsage | None,
     state: Any,
@@ -1318,10 +1336,23 @@ def record_batch(
     catalog: ToolCatalog | None = None,
     messages_key: str = "messages",
 ) -> None:
-    """Record a batch's successful catalog tools against the state's latest user message."""
-    if usage is not None:
-        query, names, loaded = _batch_record(state, calls, outputs, catalog, messages_key)
+    """Record a batch's successful catalog tools against the state's latest user message.
+
+    Called after the batch's tools ran, so a store that cannot be read or written is logged
+    and the run goes on (:data:`RECORD_FAILED_LOG`): the history only reorders candidates,
+    and a raise here would lose the tools' results and run them again on resume.
+    """
+    if usage is None:
+        return
+    query, names, loaded = _batch_record(state, calls, outputs, catalog, messages_key)
+    if not records_usage(config) or not query or not names:  # a bad opt-out value raises
+        return
+    try:
         usage.record_run(query, names, config, loaded=loaded)
+    except asyncio.InvalidStateError:  # a sync call in an async store's loop: a misuse
+        raise
+    except Exception as error:  # noqa: BLE001 - a ranking hint must not end the turn
+        logger.warning(RECORD_FAILED_LOG, clip_names(names), safe_repr(error))
 
 
 async def arecord_batch(
@@ -1334,9 +1365,55 @@ async def arecord_batch(
     messages_key: str = "messages",
 ) -> None:
     """Async :func:`record_batch`."""
-    if usage is not None:
-        query, names, loaded = _batch_record(state, calls, outputs, catalog, messages_key)
+    if usage is None:
+        return
+    query, names, loaded = _batch_record(state, calls, outputs, catalog, messages_key)
+    if not records_usage(config) or not query or not names:  # a bad opt-out value raises
+        return
+    try:
         await usage.arecord_run(query, names, config, loaded=loaded)
+    except asyncio.InvalidStateError:  # a sync call in an async store's loop: a misuse
+        raise
+    except Exception as error:  # noqa: BLE001 - a ranking hint must not end the turn
+        logger.warning(RECORD_FAILED_LOG, clip_names(names), safe_repr(error))
+
+
+def usage_scores(
+    usage: ToolUsage,
+    catalog: ToolCatalog,
+    query: str,
+    base: np.ndarray | None,
+    config: RunnableConfig | None,
+) -> np.ndarray | None:
+    """What a ranking node ranks by: the run's histories loaded (:meth:`ToolUsage.attach`),
+    then ``base`` fused with them (:meth:`ToolUsage.scores`). A store that cannot be read is
+    logged (:data:`LOAD_FAILED_LOG`) and ``base`` returned: the turn ranks without usage."""
+    try:
+        usage.attach(config)
+    except asyncio.InvalidStateError:  # a sync call in an async store's loop: a misuse
+        raise
+    except Exception as error:  # noqa: BLE001 - a ranking hint must not end the turn
+        logger.warning(LOAD_FAILED_LOG, safe_repr(error))
+        return base
+    return usage.scores(catalog, query, base, config=config)
+
+
+async def ausage_scores(
+    usage: ToolUsage,
+    catalog: ToolCatalog,
+    query: str,
+    base: np.ndarray | None,
+    config: RunnableConfig | None,
+) -> np.ndarray | None:
+    """Async :func:`usage_scores` (the histories loaded through the store's async API)."""
+    try:
+        await usage.aattach(config)
+    except asyncio.InvalidStateError:  # a sync call in an async store's loop: a misuse
+        raise
+    except Exception as error:  # noqa: BLE001 - a ranking hint must not end the turn
+        logger.warning(LOAD_FAILED_LOG, safe_repr(error))
+        return base
+    return usage.scores(catalog, query, base, config=config)
 
 
 def record_call(
