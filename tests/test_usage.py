@@ -781,3 +781,26 @@ def test_a_usage_store_that_cannot_be_read_ranks_without_usage_and_ends_no_turn(
     out = _run(app, payload, bob, api)
     assert (out["messages"][-1].content, ran) == ("42 rows.", ["orders"])
     assert "usage history: recording count_rows failed" in caplog.text
+
+
+def test_an_import_the_store_refuses_says_so_and_importing_again_stores_every_row(tmp_path):
+    path = tmp_path / "usage.db"
+    conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=0)
+    store = SqliteStore(conn)
+    store.setup()
+    usage = ToolUsage(store=store)
+    usage.attach()
+    rows = [
+        {"tool": f"tool_{i % 7}", "query": f"question {i} about topic {i}", "ts": float(i + 1)}
+        for i in range(350)
+    ]
+    other_writer = sqlite3.connect(str(path), isolation_level=None)
+    other_writer.execute("BEGIN IMMEDIATE")  # holds the database: every write of ours fails
+    with pytest.raises(RuntimeError, match=r"import_ could not write its rows to the Sqlit") as e:
+        usage.import_(rows)  # was: sqlite3.OperationalError, "database is locked"
+    assert "The 350 rows it added are in this ToolUsage's memory" in str(e.value)
+    assert "Call import_(rows) again once the store works" in str(e.value)
+    other_writer.execute("ROLLBACK")
+    assert (len(usage), len(ToolUsage(store=sqlite_store(path)).export())) == (350, 0)
+    usage.import_(rows)  # again: was nothing written, the rows being in memory already
+    assert len(usage) == len(ToolUsage(store=sqlite_store(path)).export()) == 350

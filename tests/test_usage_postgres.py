@@ -4,7 +4,8 @@ A fresh database per test on the session's own server (``pg_url``, ``tests/pg.py
 Checked: what one store instance records, a second instance (its own connection,
 as another worker or a restart would have) loads and ranks with; ``forget`` deletes
 the rows in the database; the per-thread flood bound holds in the database too; a message
-holding a NUL is recorded, and a store whose connection is lost ends no turn.
+holding a NUL is recorded, a store whose connection is lost ends no turn, and a full
+history (17,000 rows) imports.
 """
 
 from __future__ import annotations
@@ -159,3 +160,18 @@ def test_a_lost_store_connection_ends_no_turn_and_runs_no_tool_twice(
     assert "usage history: recording transfer_money failed" in caplog.text
     assert len(usage) == 1  # kept in this worker's memory, not in the store
     assert _rows(pg_url) == []
+
+
+def test_a_full_history_imports_into_postgres(pg_url: str) -> None:
+    # One history keeps up to 20,000 rows. Was: one INSERT of 4 parameters a row, past
+    # PostgreSQL's 65,535: 17,000 rows in memory, none stored, psycopg's error.
+    rows = [
+        {"tool": f"tool_{i % 400}", "query": f"question {i} about topic {i % 97}", "ts": i + 1.0}
+        for i in range(17_000)
+    ]
+    with PostgresStore.from_conn_string(pg_url) as store:
+        store.setup()
+        usage = ToolUsage(store=store)
+        assert usage.import_(rows) == 17_000
+        assert len(usage) == 17_000
+    assert len(_rows(pg_url)) == 17_000

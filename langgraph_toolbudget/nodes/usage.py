@@ -116,6 +116,10 @@ user's own choice."""
 _PLAIN_LABEL = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 PAGE = 1000
+WRITE_CHUNK = 100
+"""Store ops per ``store.batch`` call, at most: a history of 20,000 rows is written in chunks,
+since a store makes one statement of a batch (``PostgresStore``: 4 parameters a row, 65,535
+at most; ``SqliteStore``: 5 a row, 999 at most before SQLite 3.32)."""
 BAD_STORE_ERROR = (
     "store must be a LangGraph BaseStore (InMemoryStore, SqliteStore, PostgresStore...) or None "
     "(the running graph's store, else memory); got {kind}."
@@ -136,6 +140,12 @@ ASYNC_STORE_ERROR = (
     "async store refuses sync calls there. In async code call `await usage.{amethod}(...)` "
     "(and run graphs with `ainvoke`); from sync code, call {method}() outside that loop (in "
     "another thread)."
+)
+IMPORT_STORE_ERROR = (
+    "import_ could not write its rows to the {store}: {error}. The {count} rows it added are "
+    "in this ToolUsage's memory, but the store holds only those written before the failure "
+    "(which is what other workers, and this one after its next refresh(), rank with). Call "
+    "import_(rows) again once the store works: it writes every row again, none twice."
 )
 UNKNOWN_TOOLS_ERROR = (
     "tool_names holds {names}, which are not tools of this ToolUsage's catalog; record only "
@@ -1073,9 +1083,12 @@ class ToolUsage:
         self, scope: str | None, batch: list[UsageRecord], since: int | None
     ) -> tuple[list[PutOp], int]:
         """Add an import's records to ``scope``'s history in memory; the store ops, and the
-        write's number (``since``: the import's, from its first scope)."""
+        write's number (``since``: the import's, from its first scope). Every record of the
+        import that the history keeps is written, changed or not: an import run again after a
+        failed write stores what the first one could not."""
         now = time.time()
         batch = [replace(r, query=normalize_query(r.query), ts=r.ts or now) for r in batch]
+        imported = {_key(r) for r in batch}
         with self._attach_lock:
             history = self.history if scope is None else self._history(scope)
             before = {_key(r): r for r in history.records()}
@@ -1084,7 +1097,8 @@ class ToolUsage:
             changed = [r for k, r in after.items() if before.get(k) != r]
             self._note(("add", scope, changed))
             added = [self._delete(scope, r) for k, r in before.items() if k not in after]
-            added += [self._put(scope, r) for r in changed]
+            written = [r for k, r in after.items() if k in imported or before.get(k) != r]
+            added += [self._put(scope, r) for r in written]
             # each scope's rows with the forgets made before they were added
             since = self._begin_write(added, since)
             if scope is not None:
@@ -1105,6 +1119,9 @@ class ToolUsage:
         Raises:
             ValueError: a row without a ``tool`` and a ``query`` string, a bad field, or a
                 tool name that is no tool name (or not of ``catalog``): nothing is imported.
+            RuntimeError: the store did not take every row (written :data:`WRITE_CHUNK` a
+                batch, the first ones may be stored): the rows are in memory; calling
+                ``import_(rows)`` again once the store works writes every row again.
             asyncio.InvalidStateError: called in the event loop of an async store
                 (``AsyncSqliteStore``, ``AsyncPostgresStore``): use :meth:`aimport_` there.
         """
@@ -1124,7 +1141,10 @@ class ToolUsage:
                 self._end_write(since, [])
             raise
         if since is not None:
-            self._write(store, ops, since)
+            try:
+                self._write(store, ops, since)
+            except Exception as error:
+                raise _import_failed(store, ops, error) from error
         return read
 
     async def aimport_(self, rows: Iterable[Mapping[str, Any]]) -> int:
@@ -1145,7 +1165,10 @@ class ToolUsage:
                 self._end_write(since, [])
             raise
         if since is not None:
-            await self._awrite(store, ops, since)
+            try:
+                await self._awrite(store, ops, since)
+            except Exception as error:
+                raise _import_failed(store, ops, error) from error
         return read
 
     # --- ranking ------------------------------------------------------------------------------
@@ -1224,14 +1247,35 @@ def _scope_config(scope: Scope, key: str) -> dict[str, str]:
     return {}
 
 
+def _import_failed(store: BaseStore | None, ops: Sequence[PutOp], error: Exception) -> RuntimeError:
+    """The error of an import whose rows the store did not all take."""
+    count = sum(op.value is not None for op in ops)
+    where = "store" if store is None else type(store).__name__
+    return RuntimeError(IMPORT_STORE_ERROR.format(store=where, error=safe_repr(error), count=count))
+
+
+def _chunks(ops: Sequence[Op]) -> list[Sequence[Op]]:
+    """``ops`` in order, at most :data:`WRITE_CHUNK` a piece: of two ops on one row, the
+    later one still wins, as in one batch."""
+    return [ops[i : i + WRITE_CHUNK] for i in range(0, len(ops), WRITE_CHUNK)]
+
+
 def _batch(store: BaseStore | None, ops: Sequence[Op]) -> list[Any]:
-    """``store.batch(ops)``; nothing to do without ops or a store."""
-    return store.batch(ops) if ops and store is not None else []
+    """``store.batch(ops)``, :data:`WRITE_CHUNK` ops a call; nothing to do without ops or a
+    store."""
+    if not ops or store is None:
+        return []
+    return [result for chunk in _chunks(ops) for result in store.batch(chunk)]
 
 
 async def _abatch(store: BaseStore | None, ops: Sequence[Op]) -> list[Any]:
     """Async :func:`_batch` (``abatch``; a sync-only store runs in a thread)."""
-    return await _acall(store, "abatch", "batch", ops) if ops and store is not None else []
+    if not ops or store is None:
+        return []
+    results: list[Any] = []
+    for chunk in _chunks(ops):
+        results += await _acall(store, "abatch", "batch", chunk)
+    return results
 
 
 def _tool_filters(names: set[str] | None) -> list[dict[str, str] | None]:
