@@ -35,7 +35,7 @@ from langgraph_toolbudget import (
 )
 from langgraph_toolbudget.core.usage import UsageIndex, UsageRecord, fuse_usage
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
-from langgraph_toolbudget.nodes.usage import OPT_OUT_KEY, records_usage
+from langgraph_toolbudget.nodes.usage import MAX_SCOPES_HELD, OPT_OUT_KEY, records_usage
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 QUERIES = [
@@ -293,6 +293,56 @@ def test_the_scopes_held_in_memory_stay_within_max_records_as_they_load():
     for user in ("ada", "bob", "cy"):
         reader.attach({"configurable": {"langgraph_auth_user_id": user}})
         assert len(reader) == 10  # was: 20 once a second scope loaded
+
+
+def test_the_scopes_held_in_memory_are_bounded_however_many_users_come(catalog):
+    # A client can send a new user_id with every request (a server without auth). Was: every
+    # scope ever loaded stayed in memory (one history of ~2 KB each, recorded nothing or not),
+    # and each new one summed the records of all held before it.
+    store = InMemoryStore()
+    usage = ToolUsage(store=store, scope="user")
+    for thread in ("t1", "t2", "t3"):  # Ada's corroborated history
+        config = {"configurable": {"thread_id": thread, "langgraph_auth_user_id": "ada"}}
+        usage.record_run("do I need an umbrella this weekend", ["weather_forecast"], config)
+    node = ClassifyIntent(catalog, usage=usage)
+    state = {"messages": [HumanMessage("Do I need an umbrella in Lima on Saturday?")]}
+    for i in range(MAX_SCOPES_HELD + 200):
+        node.invoke(state, {"configurable": {"user_id": f"user-{i}"}})
+    assert len(usage._scopes) == MAX_SCOPES_HELD  # was: 1,201
+    assert not any(len(history) for history in usage._scopes.values())
+    ada = {"configurable": {"langgraph_auth_user_id": "ada"}}
+    assert "ada" not in usage._scopes  # the least recently used: out of memory, not the store
+    assert node.invoke(state, ada)["categories"] == ["weather"]  # read again, and ranks
+    assert len(usage) == 1 and len(usage._scopes) == MAX_SCOPES_HELD
+
+
+def test_the_records_held_across_scopes_are_counted_as_they_change():
+    # The scopes' records are counted as they change (not summed for each new scope): a
+    # forget frees room, a record, an import and a refresh take it.
+    store = InMemoryStore()
+    usage = ToolUsage(store=store, scope="user", max_records=10, max_queries_per_thread=100)
+
+    def user(name: str) -> dict[str, Any]:
+        return {"configurable": {"langgraph_auth_user_id": name, "thread_id": "t"}}
+
+    def counted() -> bool:
+        return usage._held == sum(len(h) for h in usage._scopes.values())
+
+    for i in range(6):
+        usage.record_run(f"request {i} about the weather", ["weather_forecast"], user("ada"))
+    assert usage.forget(["weather_forecast"]) == 6 and counted()
+    for i in range(6):
+        usage.record_run(f"request {i} about the orders", ["count_rows"], user("bob"))
+    assert "ada" in usage._scopes and counted()  # 6 held: the forget freed Ada's room
+    usage.import_([{"tool": "count_rows", "query": "the rows of cy", "scope": "cy"}])
+    for i in range(5):
+        usage.record_run(f"request {i} about the mail", ["send_email"], user("dee"))
+    assert list(usage._scopes) == ["cy", "dee"] and counted()  # 12 > 10: Ada, then Bob left
+    ToolUsage(store=store, scope="user").import_(
+        [{"tool": "send_email", "query": f"mail {i}", "scope": "dee"} for i in range(3)]
+    )
+    usage.refresh()
+    assert len(usage) == 9 and counted()
 
 
 def test_a_usage_shared_by_graphs_of_two_stores_copies_no_record_between_them(catalog):

@@ -120,6 +120,10 @@ WRITE_CHUNK = 100
 """Store ops per ``store.batch`` call, at most: a history of 20,000 rows is written in chunks,
 since a store makes one statement of a batch (``PostgresStore``: 4 parameters a row, 65,535
 at most; ``SqliteStore``: 5 a row, 999 at most before SQLite 3.32)."""
+MAX_SCOPES_HELD = 1000
+"""Scope histories (``scope="user"``/``"assistant"``) held in memory, at most: the least
+recently used one leaves memory (never the store), and is read again at its next use. A client
+may send a new ``user_id`` with every request."""
 BAD_STORE_ERROR = (
     "store must be a LangGraph BaseStore (InMemoryStore, SqliteStore, PostgresStore...) or None "
     "(the running graph's store, else memory); got {kind}."
@@ -308,10 +312,10 @@ class ToolUsage:
     Bounds: at most ``max_queries_per_tool`` distinct messages per tool (the
     oldest dropped, in memory and in the store), at most
     ``max_queries_per_thread`` of them from one thread (default a tenth), at most
-    ``max_records`` per history, and ``max_records`` across the scopes held in memory
-    (the least recently used scope is dropped from memory, never from the store). A NUL
-    or lone surrogate, which some store refuses, is recorded as U+FFFD (in an id: its hash;
-    see :func:`~langgraph_toolbudget.core.usage.storable`).
+    ``max_records`` per history, and ``max_records`` across the scopes held in memory, at
+    most :data:`MAX_SCOPES_HELD` of them (the least recently used scope is dropped from
+    memory, never from the store). A NUL or lone surrogate, which some store refuses, is
+    recorded as U+FFFD (in an id: its hash; see :func:`~langgraph_toolbudget.core.usage.storable`).
     Tool names are checked: 1 to 128 printable characters, and with ``catalog=`` a tool of
     that catalog (pass it: then a name nobody's catalog has is refused).
 
@@ -375,6 +379,10 @@ class ToolUsage:
         self._bounds = (max_queries_per_tool, max_queries_per_thread, min_threads, max_records)
         self.history = self._new_history()  # the operator's records (trusted), shared
         self._scopes: OrderedDict[str, UsageIndex] = OrderedDict()  # in memory, by recent use
+        self._held = 0  # the records of the histories in _scopes (kept as they change)
+        # What every scope that holds no record holds (never changed: _history replaces it),
+        # so a scope loaded empty (a new user) costs a few hundred bytes, not a history's 2 KB.
+        self._empty = self._new_history()
         self._loaded: dict[str, BaseStore] = {}  # scope key -> the store it was loaded from
         self._attached: BaseStore | None = None
         self._attach_lock = threading.RLock()
@@ -517,6 +525,7 @@ class ToolUsage:
             self.history = history
             if switched:
                 self._scopes.clear()
+                self._held = 0
             self._attached = store
             self._loaded.clear()
             return ops
@@ -529,8 +538,8 @@ class ToolUsage:
             if self._attached is not store or self._loaded.get(scope) is store:
                 return []
             memory = self._scopes[scope].records() if scope in self._scopes else []
-            self._scopes[scope], ops = self._merged(memory, scope, stored)
-            self._scopes.move_to_end(scope)
+            history, ops = self._merged(memory, scope, stored)
+            self._set_scope(scope, history)
             self._loaded[scope] = store
             self._evict()
             return ops
@@ -723,7 +732,7 @@ class ToolUsage:
             self.history = history
             for scope, scoped in fresh.items():
                 if scope in self._scopes:  # in place: the least recently used order is kept
-                    self._scopes[scope] = scoped
+                    self._set_scope(scope, scoped, used=False)
             self._evict()
         return ops, read
 
@@ -736,19 +745,36 @@ class ToolUsage:
         """The in-memory history of ``scope`` (made if new; the most recently used one)."""
         with self._attach_lock:
             history = self._scopes.get(scope)
-            if history is None:
+            if history is None or history is self._empty:
                 history = self._scopes[scope] = self._new_history()
             self._scopes.move_to_end(scope)
             self._evict()
             return history
 
+    def _set_scope(self, scope: str, history: UsageIndex, *, used: bool = True) -> None:
+        """Hold ``history`` as ``scope``'s (the most recently used one, if ``used``). Under
+        the lock."""
+        old = self._scopes.get(scope)
+        self._held += len(history) - (0 if old is None else len(old))
+        self._scopes[scope] = history if len(history) else self._empty
+        if used:
+            self._scopes.move_to_end(scope)
+
+    def _changed(self, scope: str | None, history: UsageIndex, before: int) -> None:
+        """Count a change of ``scope``'s history that held ``before`` records. Under the lock."""
+        if scope is not None and self._scopes.get(scope) is history:
+            self._held += len(history) - before
+
     def _evict(self) -> None:
-        """Drop the least recently used scopes from memory (never from the store) while the
-        scopes hold more than ``max_records``; the most recent one stays. Under the lock."""
-        total = sum(len(h) for h in self._scopes.values())
-        while total > self._bounds[3] and len(self._scopes) > 1:
+        """Drop the least recently used scopes from memory (never from the store) while more
+        than :data:`MAX_SCOPES_HELD` are held, or they hold more than ``max_records``; the
+        most recent one stays. Under the lock. O(1) a scope dropped: the records held are
+        counted as they change (:meth:`_set_scope`, :meth:`_changed`)."""
+        while len(self._scopes) > 1 and (
+            len(self._scopes) > MAX_SCOPES_HELD or self._held > self._bounds[3]
+        ):
             dropped, old = self._scopes.popitem(last=False)
-            total -= len(old)
+            self._held -= len(old)
             self._loaded.pop(dropped, None)
 
     # --- recording ----------------------------------------------------------------------------
@@ -767,7 +793,9 @@ class ToolUsage:
         write's number for :meth:`_write`."""
         with self._attach_lock:
             history = self.history if scope is None else self._history(scope)
+            before = len(history)
             added, evicted = history.add(query, tool_names, **record)
+            self._changed(scope, history, before)
             self._note(("add", scope, added))
             ops = [self._delete(scope, r) for r in evicted] + [self._put(scope, r) for r in added]
             since = self._begin_write(ops)
@@ -945,7 +973,11 @@ class ToolUsage:
         (checked) and how many pairs were dropped. A write under way learns of the forget."""
         names = None if tool_names is None else set(check_record_args("", tool_names))
         with self._attach_lock:
-            dropped = sum(len(history.forget(names)) for _, history in self._histories())
+            dropped = 0
+            for scope, history in self._histories():
+                before = len(history)
+                dropped += len(history.forget(names))
+                self._changed(scope, history, before)
             self._note(("forget", names))
             self._forgot += 1
             if self._writing:  # a write of records added before now checks against it
@@ -1093,6 +1125,7 @@ class ToolUsage:
             history = self.history if scope is None else self._history(scope)
             before = {_key(r): r for r in history.records()}
             history.insert(batch)
+            self._changed(scope, history, len(before))
             after = {_key(r): r for r in history.records()}
             changed = [r for k, r in after.items() if before.get(k) != r]
             self._note(("add", scope, changed))
