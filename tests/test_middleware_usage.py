@@ -4,12 +4,14 @@ Only the chat model is fake (``ScriptedChatModel``); the catalog is the built-in
 example's real tools, the agents real ``create_agent`` / prebuilt graphs with a real
 ``InMemoryStore`` and checkpointer. Checked: the same tools are recorded against the
 same user message as the nodes record (successful catalog calls, also one loaded by a
-meta-tool first; not refused or failed ones), the per-run opt-out, and that the
-middleware's selection ranks with the history exactly as the nodes do.
+meta-tool first; not refused or failed ones), the per-run opt-out, that the
+middleware's selection ranks with the history exactly as the nodes do, and that a usage
+store that fails ends no turn.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 import pytest
@@ -17,6 +19,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
+from langgraph.store.sqlite import SqliteStore
 
 from langgraph_toolbudget import ToolBudgetMiddleware, ToolUsage, create_toolbudget_agent
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
@@ -139,3 +142,28 @@ async def test_middleware_selection_ranks_with_usage_as_the_nodes_do(api: str) -
     assert model.bound_tools == node_model.bound_tools
     assert out["categories"] == expected["categories"]
     assert out["selected_tools"] == expected["selected_tools"]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_middleware_goes_on_when_the_usage_store_cannot_be_read_or_written(
+    api: str, tmp_path: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A real SqliteStore whose connection is closed: the selection cannot load Ada's history,
+    # and the records cannot be written after the tools ran. Was: the turn raised after the
+    # tools ran (their results lost, run again when the thread resumed).
+    conn = sqlite3.connect(
+        str(tmp_path / "usage.db"), check_same_thread=False, isolation_level=None
+    )
+    store = SqliteStore(conn)
+    store.setup()
+    usage = ToolUsage(store=store, scope="user")
+    usage.attach()  # the shared history, loaded while the store is up
+    conn.close()
+    agent, _, model, _ = both_ways(usage, ToolUsage(), script, pinned=["read_file"])
+    config = {"configurable": {"thread_id": "t1", "user_id": "ada"}}
+    out = await run(agent, QUERY, api, config)
+    assert out["messages"][-1].content == "Sunny, and there are 3 orders."
+    assert len(model.calls) == 4  # each model turn once: no step ran again
+    assert "usage history: the store could not be read" in caplog.text
+    assert "usage history: recording get_weather failed" in caplog.text
+    assert "usage history: recording count_rows failed" in caplog.text

@@ -35,7 +35,7 @@ from langgraph_toolbudget import (
 )
 from langgraph_toolbudget.core.usage import UsageIndex, UsageRecord, fuse_usage
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
-from langgraph_toolbudget.nodes.usage import OPT_OUT_KEY, records_usage
+from langgraph_toolbudget.nodes.usage import MAX_SCOPES_HELD, OPT_OUT_KEY, records_usage
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 QUERIES = [
@@ -293,6 +293,56 @@ def test_the_scopes_held_in_memory_stay_within_max_records_as_they_load():
     for user in ("ada", "bob", "cy"):
         reader.attach({"configurable": {"langgraph_auth_user_id": user}})
         assert len(reader) == 10  # was: 20 once a second scope loaded
+
+
+def test_the_scopes_held_in_memory_are_bounded_however_many_users_come(catalog):
+    # A client can send a new user_id with every request (a server without auth). Was: every
+    # scope ever loaded stayed in memory (one history of ~2 KB each, recorded nothing or not),
+    # and each new one summed the records of all held before it.
+    store = InMemoryStore()
+    usage = ToolUsage(store=store, scope="user")
+    for thread in ("t1", "t2", "t3"):  # Ada's corroborated history
+        config = {"configurable": {"thread_id": thread, "langgraph_auth_user_id": "ada"}}
+        usage.record_run("do I need an umbrella this weekend", ["weather_forecast"], config)
+    node = ClassifyIntent(catalog, usage=usage)
+    state = {"messages": [HumanMessage("Do I need an umbrella in Lima on Saturday?")]}
+    for i in range(MAX_SCOPES_HELD + 200):
+        node.invoke(state, {"configurable": {"user_id": f"user-{i}"}})
+    assert len(usage._scopes) == MAX_SCOPES_HELD  # was: 1,201
+    assert not any(len(history) for history in usage._scopes.values())
+    ada = {"configurable": {"langgraph_auth_user_id": "ada"}}
+    assert "ada" not in usage._scopes  # the least recently used: out of memory, not the store
+    assert node.invoke(state, ada)["categories"] == ["weather"]  # read again, and ranks
+    assert len(usage) == 1 and len(usage._scopes) == MAX_SCOPES_HELD
+
+
+def test_the_records_held_across_scopes_are_counted_as_they_change():
+    # The scopes' records are counted as they change (not summed for each new scope): a
+    # forget frees room, a record, an import and a refresh take it.
+    store = InMemoryStore()
+    usage = ToolUsage(store=store, scope="user", max_records=10, max_queries_per_thread=100)
+
+    def user(name: str) -> dict[str, Any]:
+        return {"configurable": {"langgraph_auth_user_id": name, "thread_id": "t"}}
+
+    def counted() -> bool:
+        return usage._held == sum(len(h) for h in usage._scopes.values())
+
+    for i in range(6):
+        usage.record_run(f"request {i} about the weather", ["weather_forecast"], user("ada"))
+    assert usage.forget(["weather_forecast"]) == 6 and counted()
+    for i in range(6):
+        usage.record_run(f"request {i} about the orders", ["count_rows"], user("bob"))
+    assert "ada" in usage._scopes and counted()  # 6 held: the forget freed Ada's room
+    usage.import_([{"tool": "count_rows", "query": "the rows of cy", "scope": "cy"}])
+    for i in range(5):
+        usage.record_run(f"request {i} about the mail", ["send_email"], user("dee"))
+    assert list(usage._scopes) == ["cy", "dee"] and counted()  # 12 > 10: Ada, then Bob left
+    ToolUsage(store=store, scope="user").import_(
+        [{"tool": "send_email", "query": f"mail {i}", "scope": "dee"} for i in range(3)]
+    )
+    usage.refresh()
+    assert len(usage) == 9 and counted()
 
 
 def test_a_usage_shared_by_graphs_of_two_stores_copies_no_record_between_them(catalog):
@@ -677,3 +727,130 @@ def test_opt_out_bools_and_unset_are_honoured():
 
 def test_toolbudget_state_is_unchanged_by_usage():
     assert "usage" not in ToolBudgetState.__annotations__
+
+
+# --- what every store keeps, and a store that fails ---------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_a_message_or_id_a_store_refuses_is_recorded_in_a_form_every_store_keeps(tmp_path, kind):
+    # A NUL (PostgreSQL refuses it: tests/test_usage_postgres.py) and lone surrogates (no store
+    # encodes them; was: UnicodeEncodeError even in memory) in what a client sends: the message
+    # keeps U+FFFD in their place, an id becomes its hash (two ids stay two), all stored.
+    store = InMemoryStore() if kind == "memory" else sqlite_store(tmp_path / "usage.db")
+    usage = ToolUsage(store=store, scope="user")
+    for user in ("ada\x00", "ada\ud800", "ada\ufffd"):
+        config = {"configurable": {"thread_id": "t\x00\udfff", "user_id": user}}
+        usage.record_run("pay the rent\x00 to the landlord \ud83d", ["count_rows"], config)
+    usage.import_([{"tool": "count_rows", "query": "rows\x00", "thread": "\ud800"}])
+    rows = ToolUsage(store=store, scope="user").export()  # read back from the store
+    assert sorted(r["query"] for r in rows) == [
+        "pay the rent\ufffd to the landlord \ufffd",
+        "pay the rent\ufffd to the landlord \ufffd",
+        "pay the rent\ufffd to the landlord \ufffd",
+        "rows\ufffd",
+    ]
+    scopes = sorted(r["scope"] or "" for r in rows)
+    assert scopes[:2] == ["", "ada\ufffd"] and len(set(scopes)) == 4  # ada\x00, ada\ud800 hashed
+    kept = [r.get(field) or "" for r in rows for field in ("query", "thread", "scope", "user")]
+    assert not any(c == "\x00" or "\ud800" <= c <= "\udfff" for text in kept for c in text)
+    record = UsageRecord("count_rows", "a\x00b", thread="t\ud800", sources=("t\ud800",))
+    assert (record.query, record.sources) == ("a\ufffdb", (record.thread,))
+
+
+def _closed_store(path, usage_config: dict[str, Any] | None = None, **options: Any) -> ToolUsage:
+    """A ToolUsage on a real SqliteStore whose connection is closed once the history was
+    loaded (``usage_config``: the run whose scope is loaded too): its database went away."""
+    conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+    store = SqliteStore(conn)
+    store.setup()
+    usage = ToolUsage(store=store, **options)
+    usage.record("do I need an umbrella this weekend", ["weather_forecast"])
+    usage.attach(usage_config)
+    conn.close()
+    return usage
+
+
+def _run(app: Any, payload: Any, config: Any, api: str) -> Any:
+    """``app.invoke`` or ``app.ainvoke`` (in its own event loop: a sync run in a running
+    loop would first probe the store for an async one, see ``ToolUsage._probe``)."""
+    return (
+        app.invoke(payload, config)
+        if api == "invoke"
+        else asyncio.run(app.ainvoke(payload, config))
+    )
+
+
+@pytest.mark.parametrize("api", ["invoke", "ainvoke"])
+@pytest.mark.parametrize("kind", ["prebuilt", "ToolAgent"])
+def test_a_usage_store_that_cannot_be_written_ends_no_turn_and_runs_no_tool_twice(
+    tmp_path, kind, api, caplog
+):
+    # Was: the record, written after the tools ran, raised; the turn failed, and resuming the
+    # thread ran the tool again (and failed again).
+    catalog, ran = _counted_catalog()
+    usage = _closed_store(tmp_path / "usage.db", {"configurable": {}})  # "default" loaded
+    model = ScriptedChatModel(responses=_count_script(), cycle=False)
+    if kind == "prebuilt":
+        graph = create_toolbudget_agent(model, catalog, pinned=["count_rows"], usage=usage)
+        app: Any = graph.compile(checkpointer=InMemorySaver())
+    else:
+        app = ToolAgent(model, catalog, pinned=["count_rows"], usage=usage)
+    payload = {"messages": [HumanMessage("how many orders are there?")]}
+    config = {"configurable": {"thread_id": "t"}}
+    out = _run(app, payload, config, api)
+    assert (out["messages"][-1].content, ran) == ("42 rows.", ["orders"])
+    assert "usage history: recording count_rows failed" in caplog.text
+    assert "the store could not be read (" not in caplog.text  # it was loaded before
+    assert len(usage) == 2  # the record is kept in this worker's memory
+    stored = ToolUsage(store=sqlite_store(tmp_path / "usage.db")).export()
+    assert [r["tool"] for r in stored] == ["weather_forecast"]  # count_rows: not in the store
+
+
+@pytest.mark.parametrize("api", ["invoke", "ainvoke"])
+def test_a_usage_store_that_cannot_be_read_ranks_without_usage_and_ends_no_turn(
+    tmp_path, api, caplog
+):
+    ada = {"configurable": {"user_id": "ada", "thread_id": "a"}}
+    usage = _closed_store(tmp_path / "usage.db", ada, scope="user")  # Bob's scope: not loaded
+    catalog = build_example_catalog()
+    state = {"messages": [HumanMessage("Do I need an umbrella in Lima on Saturday?")]}
+    bob = {"configurable": {"user_id": "bob", "thread_id": "b"}}
+    node = ClassifyIntent(catalog, usage=usage)
+    assert _run(node, state, ada, api)["categories"] == ["weather"]  # Ada's: loaded, ranks
+    assert "the store could not be read" not in caplog.text
+    # Bob's history cannot be read: he ranks without usage (was: ProgrammingError)
+    assert _run(node, state, bob, api) == ClassifyIntent(catalog).invoke(state)
+    assert _run(node, state, bob, api)["categories"] == []
+    assert "usage history: the store could not be read" in caplog.text
+
+    counted, ran = _counted_catalog()
+    model = ScriptedChatModel(responses=_count_script(), cycle=False)
+    app = create_toolbudget_agent(model, counted, pinned=["count_rows"], usage=usage).compile()
+    payload = {"messages": [HumanMessage("how many orders are there?")]}
+    out = _run(app, payload, bob, api)
+    assert (out["messages"][-1].content, ran) == ("42 rows.", ["orders"])
+    assert "usage history: recording count_rows failed" in caplog.text
+
+
+def test_an_import_the_store_refuses_says_so_and_importing_again_stores_every_row(tmp_path):
+    path = tmp_path / "usage.db"
+    conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=0)
+    store = SqliteStore(conn)
+    store.setup()
+    usage = ToolUsage(store=store)
+    usage.attach()
+    rows = [
+        {"tool": f"tool_{i % 7}", "query": f"question {i} about topic {i}", "ts": float(i + 1)}
+        for i in range(350)
+    ]
+    other_writer = sqlite3.connect(str(path), isolation_level=None)
+    other_writer.execute("BEGIN IMMEDIATE")  # holds the database: every write of ours fails
+    with pytest.raises(RuntimeError, match=r"import_ could not write its rows to the Sqlit") as e:
+        usage.import_(rows)  # was: sqlite3.OperationalError, "database is locked"
+    assert "The 350 rows it added are in this ToolUsage's memory" in str(e.value)
+    assert "Call import_(rows) again once the store works" in str(e.value)
+    other_writer.execute("ROLLBACK")
+    assert (len(usage), len(ToolUsage(store=sqlite_store(path)).export())) == (350, 0)
+    usage.import_(rows)  # again: was nothing written, the rows being in memory already
+    assert len(usage) == len(ToolUsage(store=sqlite_store(path)).export()) == 350

@@ -23,7 +23,8 @@ Key Components:
     - :func:`promotable`: the tools usage may promote (not manual, draft or destructive).
     - :class:`UsageRecord`: one recorded (tool, message) pair, the export format;
       :func:`normalize_query`, how a message is stored; :func:`check_record_args`,
-      the checks of ``record``; :func:`record_terms`, the terms a record gives its tool.
+      the checks of ``record``; :func:`record_terms`, the terms a record gives its tool;
+      :func:`storable`, a text as every store keeps it.
 
 Its one reason to change: what the usage history keeps and how it ranks tools by it.
 
@@ -80,6 +81,7 @@ __all__ = [
     "normalize_query",
     "promotable",
     "record_terms",
+    "storable",
 ]
 
 MAX_QUERY_CHARS = 2000
@@ -93,6 +95,9 @@ MAX_ID_CHARS = 128
 """A thread or user id is kept as it is up to this many characters, else as a hash of it
 (:func:`bounded_id`): a client may send any id, and a record keeps several."""
 _HASHED = re.compile(r"h-[0-9a-f]{32}")
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+"""What some LangGraph store refuses in a text: NUL (PostgreSQL's ``jsonb`` and ``text``) and
+lone surrogates (no UTF-8 form: orjson, SQLite and psycopg refuse them)."""
 
 BAD_QUERY_ERROR = "query must be the user's message as a string, got {kind}."
 BAD_TOOLS_ERROR = (
@@ -106,8 +111,16 @@ BAD_NAME_ERROR = (
 
 
 def normalize_query(query: str) -> str:
-    """The form a message is stored and de-duplicated in: trimmed, whitespace collapsed, cut."""
+    """The form a message is stored and de-duplicated in: trimmed, whitespace collapsed, cut
+    (and made :func:`storable` by the record that holds it)."""
     return " ".join(query.split())[:MAX_QUERY_CHARS]
+
+
+def storable(text: str) -> str:
+    """``text`` as every LangGraph store can keep it: each NUL and each lone surrogate
+    replaced by U+FFFD. A user's message may hold them (``PostgresSaver`` keeps it), but
+    ``PostgresStore`` refuses a NUL and no store encodes a lone surrogate."""
+    return _UNSTORABLE.sub("\ufffd", text) if _UNSTORABLE.search(text) else text
 
 
 @dataclass(frozen=True)
@@ -141,9 +154,21 @@ class UsageRecord:
 
     def __post_init__(self) -> None:
         # The one check of a record's tool name, whoever makes it (add, a stored or imported
-        # row): a history holds no record whose tool is no tool name.
+        # row): a history holds no record whose tool is no tool name (a tool name holds no
+        # NUL or lone surrogate: they are not printable).
         if not isinstance(self.tool, str) or not is_tool_name(self.tool):
             raise ValueError(BAD_NAME_ERROR.format(names=_shown(self.tool)))
+        # And the one place its texts are made storable, in every store: a NUL or a lone
+        # surrogate in the message becomes U+FFFD, an id holding one its hash (ids stay apart).
+        if isinstance(self.query, str) and _UNSTORABLE.search(self.query):
+            object.__setattr__(self, "query", storable(self.query))
+        for field in ("thread", "user"):
+            value = getattr(self, field)
+            if isinstance(value, str) and _UNSTORABLE.search(value):
+                object.__setattr__(self, field, hashed_id(value))
+        if any(_UNSTORABLE.search(s) for s in self.sources):
+            sources = (hashed_id(s) if _UNSTORABLE.search(s) else s for s in self.sources)
+            object.__setattr__(self, "sources", tuple(dict.fromkeys(sources)))
 
     @property
     def source(self) -> str:
@@ -175,19 +200,24 @@ class UsageRecord:
 
 def bounded_id(value: str) -> str:
     """An id a client sent (a thread's, a user's, a scope's) as kept: itself when it is at
-    most :data:`MAX_ID_CHARS` characters, else ``"h-"`` and 32 hex digits of its SHA-1. An id
-    that already looks like such a hash is hashed too, so no id can pass for another's hash.
-    Only for ids as they arrive: a kept id passes through :func:`kept_id` unchanged."""
-    if len(value) <= MAX_ID_CHARS and not _HASHED.fullmatch(value):
+    most :data:`MAX_ID_CHARS` characters and storable (no NUL, no lone surrogate), else
+    ``"h-"`` and 32 hex digits of its SHA-1. An id that already looks like such a hash is
+    hashed too, so no id can pass for another's hash. Only for ids as they arrive: a kept id
+    passes through :func:`kept_id` unchanged."""
+    if len(value) <= MAX_ID_CHARS and not _HASHED.fullmatch(value) and _kept_as_is(value):
         return value
     return hashed_id(value)
 
 
 def kept_id(value: str) -> str:
     """An id read back (from a store, an export) as kept: itself up to :data:`MAX_ID_CHARS`
-    characters, else its hash. Unlike :func:`bounded_id`, it keeps a hashed id as it is, so
-    a record reloaded any number of times keeps its ids."""
-    return value if len(value) <= MAX_ID_CHARS else hashed_id(value)
+    characters and storable, else its hash. Unlike :func:`bounded_id`, it keeps a hashed id
+    as it is, so a record reloaded any number of times keeps its ids."""
+    return value if len(value) <= MAX_ID_CHARS and _kept_as_is(value) else hashed_id(value)
+
+
+def _kept_as_is(value: str) -> bool:
+    return not _UNSTORABLE.search(value)
 
 
 def hashed_id(value: str) -> str:

@@ -40,7 +40,7 @@ from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.retrieval import fuse_retrieved, retrieved_scores
 from langgraph_toolbudget.core.semantic import HybridScorer
-from langgraph_toolbudget.nodes.usage import ToolUsage, records_usage
+from langgraph_toolbudget.nodes.usage import ToolUsage, ausage_scores, records_usage, usage_scores
 
 __all__ = ["Retriever", "anode_scores", "node_scores"]
 
@@ -108,8 +108,7 @@ def _with_usage(
     records_usage(config)  # a bad opt-out value fails here, before the model or a tool runs
     if not query:
         return scores
-    usage.attach(config)
-    return usage.scores(catalog, query, scores, config=config)
+    return usage_scores(usage, catalog, query, scores, config)  # a store failure: no usage
 
 
 async def _awith_usage(
@@ -125,8 +124,7 @@ async def _awith_usage(
     records_usage(config)  # a bad opt-out value fails here, before the model or a tool runs
     if not query:
         return scores
-    await usage.aattach(config)
-    return usage.scores(catalog, query, scores, config=config)
+    return await ausage_scores(usage, catalog, query, scores, config)
 
 
 def node_scores(

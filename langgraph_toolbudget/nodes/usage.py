@@ -11,6 +11,8 @@ Key Components:
       ``ToolExecutor`` and ``ToolAgent`` record; :func:`record_call` /
       :func:`arecord_call`: the same for one call, which ``ToolBudgetMiddleware``
       records (the agent's tool node runs each call on its own).
+    - :func:`usage_scores` / :func:`ausage_scores`: the run's history loaded and fused into
+      a ranking node's scores (a store that cannot be read: logged, no usage this turn).
 
 How the ranking nodes rank with it is in :mod:`langgraph_toolbudget.nodes.retrieval`.
 Its one reason to change: what is recorded, where it is kept and how it is read back.
@@ -76,12 +78,14 @@ __all__ = [
     "ToolUsage",
     "arecord_call",
     "arecord_batch",
+    "ausage_scores",
     "record_batch",
     "record_call",
     "records_usage",
     "scope_key",
     "self_loaded",
     "succeeded_tools",
+    "usage_scores",
 ]
 
 logger = logging.getLogger(__name__)
@@ -112,6 +116,14 @@ user's own choice."""
 _PLAIN_LABEL = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 PAGE = 1000
+WRITE_CHUNK = 100
+"""Store ops per ``store.batch`` call, at most: a history of 20,000 rows is written in chunks,
+since a store makes one statement of a batch (``PostgresStore``: 4 parameters a row, 65,535
+at most; ``SqliteStore``: 5 a row, 999 at most before SQLite 3.32)."""
+MAX_SCOPES_HELD = 1000
+"""Scope histories (``scope="user"``/``"assistant"``) held in memory, at most: the least
+recently used one leaves memory (never the store), and is read again at its next use. A client
+may send a new ``user_id`` with every request."""
 BAD_STORE_ERROR = (
     "store must be a LangGraph BaseStore (InMemoryStore, SqliteStore, PostgresStore...) or None "
     "(the running graph's store, else memory); got {kind}."
@@ -132,6 +144,12 @@ ASYNC_STORE_ERROR = (
     "async store refuses sync calls there. In async code call `await usage.{amethod}(...)` "
     "(and run graphs with `ainvoke`); from sync code, call {method}() outside that loop (in "
     "another thread)."
+)
+IMPORT_STORE_ERROR = (
+    "import_ could not write its rows to the {store}: {error}. The {count} rows it added are "
+    "in this ToolUsage's memory, but the store holds only those written before the failure "
+    "(which is what other workers, and this one after its next refresh(), rank with). Call "
+    "import_(rows) again once the store works: it writes every row again, none twice."
 )
 UNKNOWN_TOOLS_ERROR = (
     "tool_names holds {names}, which are not tools of this ToolUsage's catalog; record only "
@@ -286,13 +304,18 @@ class ToolUsage:
     With ``store=None`` the running graph's store is used (the one given to
     ``compile(store=...)``, or LangGraph server's), attached on the first node run
     that has one; outside a graph the history lives in memory. A history is loaded
-    from the store once, when first used; :meth:`refresh` reloads them.
+    from the store once, when first used; :meth:`refresh` reloads them. A store that cannot
+    be read or written never ends a run (logged): the ranking nodes rank without usage, and a
+    record that could not be written stays in this worker's memory until its next refresh
+    (see :func:`record_batch`, :func:`usage_scores`); your own calls raise the store's error.
 
     Bounds: at most ``max_queries_per_tool`` distinct messages per tool (the
     oldest dropped, in memory and in the store), at most
     ``max_queries_per_thread`` of them from one thread (default a tenth), at most
-    ``max_records`` per history, and ``max_records`` across the scopes held in memory
-    (the least recently used scope is dropped from memory, never from the store).
+    ``max_records`` per history, and ``max_records`` across the scopes held in memory, at
+    most :data:`MAX_SCOPES_HELD` of them (the least recently used scope is dropped from
+    memory, never from the store). A NUL or lone surrogate, which some store refuses, is
+    recorded as U+FFFD (in an id: its hash; see :func:`~langgraph_toolbudget.core.usage.storable`).
     Tool names are checked: 1 to 128 printable characters, and with ``catalog=`` a tool of
     that catalog (pass it: then a name nobody's catalog has is refused).
 
@@ -356,6 +379,10 @@ class ToolUsage:
         self._bounds = (max_queries_per_tool, max_queries_per_thread, min_threads, max_records)
         self.history = self._new_history()  # the operator's records (trusted), shared
         self._scopes: OrderedDict[str, UsageIndex] = OrderedDict()  # in memory, by recent use
+        self._held = 0  # the records of the histories in _scopes (kept as they change)
+        # What every scope that holds no record holds (never changed: _history replaces it),
+        # so a scope loaded empty (a new user) costs a few hundred bytes, not a history's 2 KB.
+        self._empty = self._new_history()
         self._loaded: dict[str, BaseStore] = {}  # scope key -> the store it was loaded from
         self._attached: BaseStore | None = None
         self._attach_lock = threading.RLock()
@@ -498,6 +525,7 @@ class ToolUsage:
             self.history = history
             if switched:
                 self._scopes.clear()
+                self._held = 0
             self._attached = store
             self._loaded.clear()
             return ops
@@ -510,8 +538,8 @@ class ToolUsage:
             if self._attached is not store or self._loaded.get(scope) is store:
                 return []
             memory = self._scopes[scope].records() if scope in self._scopes else []
-            self._scopes[scope], ops = self._merged(memory, scope, stored)
-            self._scopes.move_to_end(scope)
+            history, ops = self._merged(memory, scope, stored)
+            self._set_scope(scope, history)
             self._loaded[scope] = store
             self._evict()
             return ops
@@ -704,7 +732,7 @@ class ToolUsage:
             self.history = history
             for scope, scoped in fresh.items():
                 if scope in self._scopes:  # in place: the least recently used order is kept
-                    self._scopes[scope] = scoped
+                    self._set_scope(scope, scoped, used=False)
             self._evict()
         return ops, read
 
@@ -717,19 +745,36 @@ class ToolUsage:
         """The in-memory history of ``scope`` (made if new; the most recently used one)."""
         with self._attach_lock:
             history = self._scopes.get(scope)
-            if history is None:
+            if history is None or history is self._empty:
                 history = self._scopes[scope] = self._new_history()
             self._scopes.move_to_end(scope)
             self._evict()
             return history
 
+    def _set_scope(self, scope: str, history: UsageIndex, *, used: bool = True) -> None:
+        """Hold ``history`` as ``scope``'s (the most recently used one, if ``used``). Under
+        the lock."""
+        old = self._scopes.get(scope)
+        self._held += len(history) - (0 if old is None else len(old))
+        self._scopes[scope] = history if len(history) else self._empty
+        if used:
+            self._scopes.move_to_end(scope)
+
+    def _changed(self, scope: str | None, history: UsageIndex, before: int) -> None:
+        """Count a change of ``scope``'s history that held ``before`` records. Under the lock."""
+        if scope is not None and self._scopes.get(scope) is history:
+            self._held += len(history) - before
+
     def _evict(self) -> None:
-        """Drop the least recently used scopes from memory (never from the store) while the
-        scopes hold more than ``max_records``; the most recent one stays. Under the lock."""
-        total = sum(len(h) for h in self._scopes.values())
-        while total > self._bounds[3] and len(self._scopes) > 1:
+        """Drop the least recently used scopes from memory (never from the store) while more
+        than :data:`MAX_SCOPES_HELD` are held, or they hold more than ``max_records``; the
+        most recent one stays. Under the lock. O(1) a scope dropped: the records held are
+        counted as they change (:meth:`_set_scope`, :meth:`_changed`)."""
+        while len(self._scopes) > 1 and (
+            len(self._scopes) > MAX_SCOPES_HELD or self._held > self._bounds[3]
+        ):
             dropped, old = self._scopes.popitem(last=False)
-            total -= len(old)
+            self._held -= len(old)
             self._loaded.pop(dropped, None)
 
     # --- recording ----------------------------------------------------------------------------
@@ -748,7 +793,9 @@ class ToolUsage:
         write's number for :meth:`_write`."""
         with self._attach_lock:
             history = self.history if scope is None else self._history(scope)
+            before = len(history)
             added, evicted = history.add(query, tool_names, **record)
+            self._changed(scope, history, before)
             self._note(("add", scope, added))
             ops = [self._delete(scope, r) for r in evicted] + [self._put(scope, r) for r in added]
             since = self._begin_write(ops)
@@ -926,7 +973,11 @@ class ToolUsage:
         (checked) and how many pairs were dropped. A write under way learns of the forget."""
         names = None if tool_names is None else set(check_record_args("", tool_names))
         with self._attach_lock:
-            dropped = sum(len(history.forget(names)) for _, history in self._histories())
+            dropped = 0
+            for scope, history in self._histories():
+                before = len(history)
+                dropped += len(history.forget(names))
+                self._changed(scope, history, before)
             self._note(("forget", names))
             self._forgot += 1
             if self._writing:  # a write of records added before now checks against it
@@ -1064,18 +1115,23 @@ class ToolUsage:
         self, scope: str | None, batch: list[UsageRecord], since: int | None
     ) -> tuple[list[PutOp], int]:
         """Add an import's records to ``scope``'s history in memory; the store ops, and the
-        write's number (``since``: the import's, from its first scope)."""
+        write's number (``since``: the import's, from its first scope). Every record of the
+        import that the history keeps is written, changed or not: an import run again after a
+        failed write stores what the first one could not."""
         now = time.time()
         batch = [replace(r, query=normalize_query(r.query), ts=r.ts or now) for r in batch]
+        imported = {_key(r) for r in batch}
         with self._attach_lock:
             history = self.history if scope is None else self._history(scope)
             before = {_key(r): r for r in history.records()}
             history.insert(batch)
+            self._changed(scope, history, len(before))
             after = {_key(r): r for r in history.records()}
             changed = [r for k, r in after.items() if before.get(k) != r]
             self._note(("add", scope, changed))
             added = [self._delete(scope, r) for k, r in before.items() if k not in after]
-            added += [self._put(scope, r) for r in changed]
+            written = [r for k, r in after.items() if k in imported or before.get(k) != r]
+            added += [self._put(scope, r) for r in written]
             # each scope's rows with the forgets made before they were added
             since = self._begin_write(added, since)
             if scope is not None:
@@ -1096,6 +1152,9 @@ class ToolUsage:
         Raises:
             ValueError: a row without a ``tool`` and a ``query`` string, a bad field, or a
                 tool name that is no tool name (or not of ``catalog``): nothing is imported.
+            RuntimeError: the store did not take every row (written :data:`WRITE_CHUNK` a
+                batch, the first ones may be stored): the rows are in memory; calling
+                ``import_(rows)`` again once the store works writes every row again.
             asyncio.InvalidStateError: called in the event loop of an async store
                 (``AsyncSqliteStore``, ``AsyncPostgresStore``): use :meth:`aimport_` there.
         """
@@ -1115,7 +1174,10 @@ class ToolUsage:
                 self._end_write(since, [])
             raise
         if since is not None:
-            self._write(store, ops, since)
+            try:
+                self._write(store, ops, since)
+            except Exception as error:
+                raise _import_failed(store, ops, error) from error
         return read
 
     async def aimport_(self, rows: Iterable[Mapping[str, Any]]) -> int:
@@ -1136,7 +1198,10 @@ class ToolUsage:
                 self._end_write(since, [])
             raise
         if since is not None:
-            await self._awrite(store, ops, since)
+            try:
+                await self._awrite(store, ops, since)
+            except Exception as error:
+                raise _import_failed(store, ops, error) from error
         return read
 
     # --- ranking ------------------------------------------------------------------------------
@@ -1215,14 +1280,35 @@ def _scope_config(scope: Scope, key: str) -> dict[str, str]:
     return {}
 
 
+def _import_failed(store: BaseStore | None, ops: Sequence[PutOp], error: Exception) -> RuntimeError:
+    """The error of an import whose rows the store did not all take."""
+    count = sum(op.value is not None for op in ops)
+    where = "store" if store is None else type(store).__name__
+    return RuntimeError(IMPORT_STORE_ERROR.format(store=where, error=safe_repr(error), count=count))
+
+
+def _chunks(ops: Sequence[Op]) -> list[Sequence[Op]]:
+    """``ops`` in order, at most :data:`WRITE_CHUNK` a piece: of two ops on one row, the
+    later one still wins, as in one batch."""
+    return [ops[i : i + WRITE_CHUNK] for i in range(0, len(ops), WRITE_CHUNK)]
+
+
 def _batch(store: BaseStore | None, ops: Sequence[Op]) -> list[Any]:
-    """``store.batch(ops)``; nothing to do without ops or a store."""
-    return store.batch(ops) if ops and store is not None else []
+    """``store.batch(ops)``, :data:`WRITE_CHUNK` ops a call; nothing to do without ops or a
+    store."""
+    if not ops or store is None:
+        return []
+    return [result for chunk in _chunks(ops) for result in store.batch(chunk)]
 
 
 async def _abatch(store: BaseStore | None, ops: Sequence[Op]) -> list[Any]:
     """Async :func:`_batch` (``abatch``; a sync-only store runs in a thread)."""
-    return await _acall(store, "abatch", "batch", ops) if ops and store is not None else []
+    if not ops or store is None:
+        return []
+    results: list[Any] = []
+    for chunk in _chunks(ops):
+        results += await _acall(store, "abatch", "batch", chunk)
+    return results
 
 
 def _tool_filters(names: set[str] | None) -> list[dict[str, str] | None]:
@@ -1307,6 +1393,17 @@ def _batch_record(
     return latest_user_text(state_messages(state, messages_key)), names, loaded
 
 
+RECORD_FAILED_LOG = (
+    "usage history: recording %s failed (%s); the turn goes on without it: the store could "
+    "not be read or written (a record made in memory before the write failed ranks in this "
+    "worker until its next refresh(), and is not written again)"
+)
+LOAD_FAILED_LOG = (
+    "usage history: the store could not be read (%s); ranking without usage this turn (it is "
+    "read again at the next run)"
+)
+
+
 def record_batch(
     usage: ToolUsage | None,
     state: Any,
@@ -1316,10 +1413,23 @@ def record_batch(
     catalog: ToolCatalog | None = None,
     messages_key: str = "messages",
 ) -> None:
-    """Record a batch's successful catalog tools against the state's latest user message."""
-    if usage is not None:
-        query, names, loaded = _batch_record(state, calls, outputs, catalog, messages_key)
+    """Record a batch's successful catalog tools against the state's latest user message.
+
+    Called after the batch's tools ran, so a store that cannot be read or written is logged
+    and the run goes on (:data:`RECORD_FAILED_LOG`): the history only reorders candidates,
+    and a raise here would lose the tools' results and run them again on resume.
+    """
+    if usage is None:
+        return
+    query, names, loaded = _batch_record(state, calls, outputs, catalog, messages_key)
+    if not records_usage(config) or not query or not names:  # a bad opt-out value raises
+        return
+    try:
         usage.record_run(query, names, config, loaded=loaded)
+    except asyncio.InvalidStateError:  # a sync call in an async store's loop: a misuse
+        raise
+    except Exception as error:  # noqa: BLE001 - a ranking hint must not end the turn
+        logger.warning(RECORD_FAILED_LOG, clip_names(names), safe_repr(error))
 
 
 async def arecord_batch(
@@ -1332,9 +1442,55 @@ async def arecord_batch(
     messages_key: str = "messages",
 ) -> None:
     """Async :func:`record_batch`."""
-    if usage is not None:
-        query, names, loaded = _batch_record(state, calls, outputs, catalog, messages_key)
+    if usage is None:
+        return
+    query, names, loaded = _batch_record(state, calls, outputs, catalog, messages_key)
+    if not records_usage(config) or not query or not names:  # a bad opt-out value raises
+        return
+    try:
         await usage.arecord_run(query, names, config, loaded=loaded)
+    except asyncio.InvalidStateError:  # a sync call in an async store's loop: a misuse
+        raise
+    except Exception as error:  # noqa: BLE001 - a ranking hint must not end the turn
+        logger.warning(RECORD_FAILED_LOG, clip_names(names), safe_repr(error))
+
+
+def usage_scores(
+    usage: ToolUsage,
+    catalog: ToolCatalog,
+    query: str,
+    base: np.ndarray | None,
+    config: RunnableConfig | None,
+) -> np.ndarray | None:
+    """What a ranking node ranks by: the run's histories loaded (:meth:`ToolUsage.attach`),
+    then ``base`` fused with them (:meth:`ToolUsage.scores`). A store that cannot be read is
+    logged (:data:`LOAD_FAILED_LOG`) and ``base`` returned: the turn ranks without usage."""
+    try:
+        usage.attach(config)
+    except asyncio.InvalidStateError:  # a sync call in an async store's loop: a misuse
+        raise
+    except Exception as error:  # noqa: BLE001 - a ranking hint must not end the turn
+        logger.warning(LOAD_FAILED_LOG, safe_repr(error))
+        return base
+    return usage.scores(catalog, query, base, config=config)
+
+
+async def ausage_scores(
+    usage: ToolUsage,
+    catalog: ToolCatalog,
+    query: str,
+    base: np.ndarray | None,
+    config: RunnableConfig | None,
+) -> np.ndarray | None:
+    """Async :func:`usage_scores` (the histories loaded through the store's async API)."""
+    try:
+        await usage.aattach(config)
+    except asyncio.InvalidStateError:  # a sync call in an async store's loop: a misuse
+        raise
+    except Exception as error:  # noqa: BLE001 - a ranking hint must not end the turn
+        logger.warning(LOAD_FAILED_LOG, safe_repr(error))
+        return base
+    return usage.scores(catalog, query, base, config=config)
 
 
 def record_call(
