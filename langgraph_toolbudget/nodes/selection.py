@@ -18,7 +18,7 @@ Typical Usage:
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -45,6 +45,16 @@ __all__ = ["SelectTools", "ToolSearch"]
 logger = logging.getLogger(__name__)
 
 Strategy = Literal["auto", "categories", "relevance"]
+
+BUDGET_REASONS = frozenset({"budget", "relevance"})
+"""The ``why`` of a tool ``select_tools`` chose (see ``core/reasons.py``). It removes the tools
+of its earlier choices that a new topic leaves unused and gives a tool it chooses again this
+choice's reason, so a visible tool with one of these is this turn's choice, in use, or the
+previous choice a request without a topic keeps."""
+
+
+def _why(reason: Any) -> Any:
+    return reason.get("why") if isinstance(reason, Mapping) else None
 
 
 class SelectTools(BudgetNode):
@@ -230,7 +240,10 @@ class ToolSearch(BudgetNode):
     ranking as :class:`SelectTools` (BM25 over names, descriptions and argument
     names, fused with embeddings when given; not the regex engine of the
     ``search_tools`` meta-tool) and adds the best ``limit`` hits the visible set
-    lacks. A turn is "first" when no AI message is in the history yet; with
+    lacks. Under the cap (``max_visible``) the hits only take the room left by the tools
+    ``select_tools`` chose, the tools in use and the pinned ones: they evict only other
+    tools (earlier hits, older loads), least recently used first, and the hits that do
+    not fit are not added. A turn is "first" when no AI message is in the history yet; with
     ``every_turn=True`` it searches on every user turn. It does nothing when
     ``enabled_builtins`` turns ``"tool_search"`` off, or when no tool is
     deferred (every tool is visible from the start).
@@ -331,6 +344,10 @@ class ToolSearch(BudgetNode):
         if scores is None:
             scores = self.catalog.index.scores(query)
         details = search_reasons(self.catalog, hits, scores)
-        working.add(hits, reason=self.node_name, details=details)
+        # The hits complete the turn's choice, never displace it: under the cap they take the
+        # room that select_tools' choice and the tools in use leave (pinned tools stay anyway).
+        chosen = [n for n in working.names if _why(working.reasons.get(n)) in BUDGET_REASONS]
+        keep = [*chosen, *tools_in_use(state_messages(state))]
+        working.add(hits, reason=self.node_name, details=details, keep=keep)
         emit_changes(working, self.node_name)
         return working.update()
