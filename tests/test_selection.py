@@ -18,7 +18,12 @@ from langgraph_toolbudget import (
     create_toolbudget_agent,
 )
 from langgraph_toolbudget.core.intent import classify_lexical
-from langgraph_toolbudget.core.selection import distinctive_terms, search_hits, select_tools
+from langgraph_toolbudget.core.selection import (
+    distinctive_terms,
+    search_hits,
+    select_tools,
+    words_match,
+)
 from langgraph_toolbudget.nodes._node import VISIBLE_SET_EVENT
 from langgraph_toolbudget.state import merge_names
 from langgraph_toolbudget.testing import ScriptedChatModel
@@ -621,6 +626,30 @@ async def test_a_later_search_never_evicts_a_tool_select_tools_chose_again(mode)
     assert len(hits) >= 2  # more hits than room
     out = await run(search, state, mode)
     assert out["selected_tools"] == {"add": hits[:1], "remove": []}  # the one slot left
+
+
+def test_words_match_reads_the_tools_the_budget_may_choose_and_the_categories(make_catalog):
+    """The evidence that a request has a topic, whatever similarity adds to its ranking."""
+    catalog = make_catalog()
+    assert words_match(catalog, "what is the weather in Paris")
+    assert not words_match(catalog, "And in Lima?")
+    assert not words_match(catalog, "thanks!")
+    assert not words_match(catalog, "")
+    two = ToolCatalog.from_tools(
+        [
+            _named_tool("get_forecast", "Weather forecast for a city."),
+            _named_tool("drop_table", "Delete a database table."),
+        ],
+        tool_metadata={"drop_table": {"include": "manual"}},
+    )
+    assert words_match(two, "the forecast for Lima")
+    assert not words_match(two, "drop that table")  # only a tool the budget may not choose
+    described = ToolCatalog.from_tools(
+        [_named_tool("get_forecast", "Weather forecast for a city.")],
+        categories={"weather": ["get_forecast"]},
+        category_descriptions={"weather": "Meteorology and climate."},
+    )
+    assert words_match(described, "some climate data")  # the category's description says it
 
 
 def test_selection_nodes_reject_a_cap_below_one(catalog):

@@ -37,7 +37,7 @@ from langgraph_toolbudget.core.semantic import as_hybrid_scorer
 from langgraph_toolbudget.core.token_budget import tool_tokens
 from langgraph_toolbudget.core.working_set import tools_in_use
 from langgraph_toolbudget.nodes._node import BudgetNode, emit_changes
-from langgraph_toolbudget.nodes.retrieval import anode_scores, node_scores
+from langgraph_toolbudget.nodes.retrieval import anode_scores, brings_no_topic, node_scores
 from langgraph_toolbudget.state import state_get, state_messages
 
 __all__ = ["SelectTools", "ToolSearch"]
@@ -207,9 +207,12 @@ class SelectTools(BudgetNode):
             scores = self.catalog.index.scores(query)
         free = context.free(self.catalog, self._free)
         held = any(n not in free for n in working.names)
-        chosen = self.choose(
-            query, categories, scores=scores, context=context, config=config, fallback=not held
-        )
+        if held and brings_no_topic(self.config, self.catalog, self.scorer, query, config):
+            chosen = list(free)  # similarity ranks any request; its words say it has no topic
+        else:
+            chosen = self.choose(
+                query, categories, scores=scores, context=context, config=config, fallback=not held
+            )
         by_budget = self.strategy == "categories" or (self.strategy == "auto" and categories)
         details = {
             **budget_reasons(
@@ -311,6 +314,8 @@ class ToolSearch(BudgetNode):
         if query is None:
             return {}
         scores = node_scores(self.config, self.catalog, self.scorer, query, config)
+        if self._no_topic(state, query, config):
+            return {}
         return self._update(state, query, scores)
 
     async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
@@ -318,7 +323,15 @@ class ToolSearch(BudgetNode):
         if query is None:
             return {}
         scores = await anode_scores(self.config, self.catalog, self.scorer, query, config)
+        if self._no_topic(state, query, config):
+            return {}
         return self._update(state, query, scores)
+
+    def _no_topic(self, state: Any, query: str, config: RunnableConfig) -> bool:
+        """A later turn's request without a topic (see ``brings_no_topic``) adds no hits: the
+        choice of the turns before it holds. A first turn has no choice to keep."""
+        later = any(isinstance(m, AIMessage) for m in state_messages(state))
+        return later and brings_no_topic(self.config, self.catalog, self.scorer, query, config)
 
     def _update(self, state: Any, query: str, scores: np.ndarray | None) -> dict[str, Any]:
         context = SessionContext.from_state(state)
