@@ -159,6 +159,31 @@ def test_a_follow_up_that_matches_no_tool_keeps_the_topic_before_it(with_usage, 
     assert "get_weather" not in new_topic["selected_tools"]
 
 
+@pytest.mark.parametrize("ranking", ["embeddings", "retriever"])
+def test_the_categories_a_classifier_model_names_still_bring_a_topic(ranking):
+    """The words decide only when nothing else names a topic: a chat model classifying
+    "Envía un correo a Ada" as email brings the email tools, under similarity ranking too."""
+    catalog = build_example_catalog()
+
+    def choice(categories: list[str]) -> AIMessage:
+        call = {"name": "CategoryChoice", "args": {"categories": categories}, "id": "c"}
+        return AIMessage("", tool_calls=[call])
+
+    classifier = ScriptedChatModel(responses=[choice(["weather"]), choice(["email"])])
+    model = ScriptedChatModel(responses=[AIMessage("ok")], cycle=True)
+    agent = create_toolbudget_agent(
+        model, catalog, classifier_model=classifier, **_rankings()[ranking]
+    )
+    app = agent.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "correo"}}
+    first = app.invoke({"messages": [HumanMessage("What's the weather like?")]}, config)
+    assert "get_weather" in first["selected_tools"]
+    out = app.invoke({"messages": [HumanMessage("Envía un correo a Ada")]}, config)
+    assert out["categories"] == ["email"]
+    assert "send_email" in out["selected_tools"]
+    assert "get_weather" not in out["selected_tools"]
+
+
 @pytest.mark.parametrize("mode", ["sync", "async"])
 @pytest.mark.parametrize("ranking", ["embeddings", "retriever"])
 async def test_similarity_still_chooses_alone_when_the_thread_holds_no_choice(ranking, mode):

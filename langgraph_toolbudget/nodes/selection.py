@@ -207,8 +207,14 @@ class SelectTools(BudgetNode):
             scores = self.catalog.index.scores(query)
         free = context.free(self.catalog, self._free)
         held = any(n not in free for n in working.names)
-        if held and brings_no_topic(self.config, self.catalog, self.scorer, query, config):
-            chosen = list(free)  # similarity ranks any request; its words say it has no topic
+        # Similarity ranks any request; without categories (a classifier model may name some)
+        # the request's words say whether it has a topic.
+        if (
+            held
+            and not categories
+            and brings_no_topic(self.config, self.catalog, self.scorer, query, config)
+        ):
+            chosen = list(free)
         else:
             chosen = self.choose(
                 query, categories, scores=scores, context=context, config=config, fallback=not held
@@ -328,8 +334,10 @@ class ToolSearch(BudgetNode):
         return self._update(state, query, scores)
 
     def _no_topic(self, state: Any, query: str, config: RunnableConfig) -> bool:
-        """A later turn's request without a topic (see ``brings_no_topic``) adds no hits: the
-        choice of the turns before it holds. A first turn has no choice to keep."""
+        """A later turn's request without a topic (no category, and see ``brings_no_topic``)
+        adds no hits: the choice of the turns before it holds. A first turn has none to keep."""
+        if state_get(state, "categories", None):
+            return False
         later = any(isinstance(m, AIMessage) for m in state_messages(state))
         return later and brings_no_topic(self.config, self.catalog, self.scorer, query, config)
 
