@@ -6,13 +6,24 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
 
-from langgraph_toolbudget import BudgetConfig, CallModel, ToolUsage, create_toolbudget_agent
+from langgraph_toolbudget import (
+    BudgetConfig,
+    CallModel,
+    ClassifyIntent,
+    SelectTools,
+    ToolSearch,
+    ToolUsage,
+    create_toolbudget_agent,
+)
+from langgraph_toolbudget.core.hashing import HashingEmbeddings
 from langgraph_toolbudget.core.meta import meta_tool_definitions
 from langgraph_toolbudget.core.tokens import schema_tokens
 from langgraph_toolbudget.core.working_set import tools_in_use
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
 from langgraph_toolbudget.demo.model import DemoChatModel
+from langgraph_toolbudget.nodes.tool_index import StoreToolIndex
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 # Twenty turns that drift across every category of the example catalog.
@@ -108,22 +119,97 @@ def test_topics_the_conversation_left_leave_the_working_set_unless_used():
     assert shares[-1] <= 0.5, [f"{s:.0%}" for s in shares]
 
 
+def _rankings() -> dict[str, dict]:
+    """The rankings a user may choose: similarity scores are rescaled (embeddings: min-max over
+    the catalog; a retriever: over its best score), so some tool always scores high."""
+    embeddings = HashingEmbeddings(384)
+    store = InMemoryStore(index={"embed": embeddings, "dims": 384, "fields": ["text"]})
+    return {
+        "lexical": {},
+        "embeddings": {"embeddings": HashingEmbeddings(384)},
+        "retriever": {"retriever": StoreToolIndex(store)},  # a vector search: always k answers
+    }
+
+
+@pytest.mark.parametrize("ranking", ["lexical", "embeddings", "retriever"])
 @pytest.mark.parametrize("with_usage", [False, True])
-def test_a_follow_up_that_matches_no_tool_keeps_the_topic_before_it(with_usage):
+def test_a_follow_up_that_matches_no_tool_keeps_the_topic_before_it(with_usage, ranking):
     """ "And in Lima?" names no tool: it is about the request before it, whose tools stay,
     whether or not the model called one, and a usage history's most used tools (the fallback of
-    a first turn that matches nothing) do not replace them. A new topic still replaces them."""
+    a first turn that matches nothing) do not replace them. A new topic still replaces them.
+    With embeddings or a retriever too: they answered "And in Lima?" with database, Slack or
+    email categories and replaced the weather tools with theirs."""
     catalog = build_example_catalog()
     usage = ToolUsage()
     usage.record("how many orders are there", ["count_rows"])
     model = ScriptedChatModel(responses=[AIMessage("Which city?")], cycle=True)
-    agent = create_toolbudget_agent(model, catalog, usage=usage if with_usage else None)
+    options = _rankings()[ranking]
+    agent = create_toolbudget_agent(model, catalog, usage=usage if with_usage else None, **options)
     app = agent.compile(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "lima"}}
     first = app.invoke({"messages": [HumanMessage("What's the weather like?")]}, config)
     assert "get_weather" in first["selected_tools"]
-    follow_up = app.invoke({"messages": [HumanMessage("And in Lima?")]}, config)
-    assert follow_up["selected_tools"] == first["selected_tools"]  # was: ask_human alone
+    for text in ["And in Lima?", "thanks!"]:
+        follow_up = app.invoke({"messages": [HumanMessage(text)]}, config)
+        assert follow_up["selected_tools"] == first["selected_tools"]  # was: ask_human alone
+        assert follow_up["categories"] == []
+        assert model.bound_tools[-1][-len(first["selected_tools"]) :] == first["selected_tools"]
     new_topic = app.invoke({"messages": [HumanMessage("Read the file /notes/todo.md")]}, config)
     assert "read_file" in new_topic["selected_tools"]
     assert "get_weather" not in new_topic["selected_tools"]
+
+
+@pytest.mark.parametrize("ranking", ["embeddings", "retriever"])
+def test_the_categories_a_classifier_model_names_still_bring_a_topic(ranking):
+    """The words decide only when nothing else names a topic: a chat model classifying
+    "Envía un correo a Ada" as email brings the email tools, under similarity ranking too."""
+    catalog = build_example_catalog()
+
+    def choice(categories: list[str]) -> AIMessage:
+        call = {"name": "CategoryChoice", "args": {"categories": categories}, "id": "c"}
+        return AIMessage("", tool_calls=[call])
+
+    classifier = ScriptedChatModel(responses=[choice(["weather"]), choice(["email"])])
+    model = ScriptedChatModel(responses=[AIMessage("ok")], cycle=True)
+    agent = create_toolbudget_agent(
+        model, catalog, classifier_model=classifier, **_rankings()[ranking]
+    )
+    app = agent.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "correo"}}
+    first = app.invoke({"messages": [HumanMessage("What's the weather like?")]}, config)
+    assert "get_weather" in first["selected_tools"]
+    out = app.invoke({"messages": [HumanMessage("Envía un correo a Ada")]}, config)
+    assert out["categories"] == ["email"]
+    assert "send_email" in out["selected_tools"]
+    assert "get_weather" not in out["selected_tools"]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("ranking", ["embeddings", "retriever"])
+async def test_similarity_still_chooses_alone_when_the_thread_holds_no_choice(ranking, mode):
+    """Its words decide only whether a request replaces a choice: the first turn of a request
+    that matches no word (another language than the tool texts) is still ranked by similarity,
+    by every node, and a later turn's search adds nothing for a request without a topic."""
+    catalog = build_example_catalog()
+    options = _rankings()[ranking]
+    state = {"messages": [HumanMessage("And in Lima?")]}
+    classify = ClassifyIntent(catalog, **options)
+    select, search = SelectTools(catalog, **options), ToolSearch(catalog, **options)
+    if mode == "sync":
+        first = classify.invoke(state)
+        chosen = select.invoke({**state, **first})
+        hits = search.invoke(state)
+    else:
+        first = await classify.ainvoke(state)
+        chosen = await select.ainvoke({**state, **first})
+        hits = await search.ainvoke(state)
+    assert first["categories"]  # nothing to keep: similarity decides, as before
+    assert len(chosen["selected_tools"]["add"]) > 1 and hits["selected_tools"]["add"]
+    later = {
+        "messages": [HumanMessage("weather"), AIMessage("Where?"), HumanMessage("And in Lima?")],
+        "selected_tools": ["ask_human", "get_weather"],
+    }
+    every = ToolSearch(catalog, every_turn=True, **options)
+    assert (every.invoke(later) if mode == "sync" else await every.ainvoke(later)) == {}
+    again = classify.invoke(later) if mode == "sync" else await classify.ainvoke(later)
+    assert again == {"categories": [], "category_scores": {}}

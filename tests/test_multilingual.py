@@ -15,6 +15,7 @@ import sys
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
 from multilingual import E5Embeddings
 
 from langgraph_toolbudget import ClassifyIntent, SelectTools, create_toolbudget_agent
@@ -62,6 +63,21 @@ def test_select_tools_picks_the_tool_under_its_category(catalog, scorer, request
     assert state["categories"][0] == category
     selected = SelectTools(catalog, embeddings=scorer).invoke(state)["selected_tools"]
     assert tool in selected["add"]
+
+
+def test_a_follow_up_without_a_topic_keeps_the_tools_before_it(catalog, scorer):
+    """E5 scores some tool high for any text ("Und in Lima?" ranked GitHub and the calendar
+    first): a request none of whose words matches a tool keeps the thread's choice whole."""
+    model = ScriptedChatModel(responses=[AIMessage("ok")], cycle=True)
+    app = create_toolbudget_agent(model, catalog, embeddings=scorer)
+    app = app.compile(checkpointer=InMemorySaver())
+    thread = {"configurable": {"thread_id": "tokio"}}
+    first = app.invoke({"messages": [HumanMessage("Wie ist das Wetter in Tokio?")]}, thread)
+    assert "get_weather" in first["selected_tools"]
+    for text in ["Und in Lima?", "And in Lima?", "danke!"]:
+        out = app.invoke({"messages": [HumanMessage(text)]}, thread)
+        assert out["selected_tools"] == first["selected_tools"], text
+        assert out["categories"] == []
 
 
 def test_without_embeddings_these_requests_find_nothing(catalog):

@@ -18,7 +18,12 @@ from langgraph_toolbudget import (
     create_toolbudget_agent,
 )
 from langgraph_toolbudget.core.intent import classify_lexical
-from langgraph_toolbudget.core.selection import distinctive_terms, search_hits, select_tools
+from langgraph_toolbudget.core.selection import (
+    distinctive_terms,
+    search_hits,
+    select_tools,
+    words_match,
+)
 from langgraph_toolbudget.nodes._node import VISIBLE_SET_EVENT
 from langgraph_toolbudget.state import merge_names
 from langgraph_toolbudget.testing import ScriptedChatModel
@@ -543,6 +548,108 @@ async def test_tool_search_cap_evicts_and_streams_the_removed_tools(catalog, mod
     assert set(final["selected_tools"][-2:]) <= set(catalog.tools_in("weather"))
     (event,) = events
     assert event["event"] == VISIBLE_SET_EVENT and event["removed"] == first[:2]
+
+
+ISSUE_AND_SLACK = "Create a GitHub issue for the login bug and tell the team in Slack"
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("max_visible", [6, 8])
+async def test_tool_search_under_a_cap_fills_the_room_select_tools_left(mode, max_visible):
+    """docs/selection.md's own numbers: the search completes the budget's choice. It used to
+    evict all four budget picks (create_issue, send_message...) for weaker hits at 6, and
+    create_issue at 8."""
+    from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+
+    catalog = build_example_catalog()
+    options = {"max_tools": 4, "max_visible": max_visible}
+    g = StateGraph(ToolBudgetState)
+    g.add_node("classify_intent", ClassifyIntent(catalog, **options))
+    g.add_node("select_tools", SelectTools(catalog, **options))
+    g.add_node("tool_search", ToolSearch(catalog, **options))
+    g.add_edge(START, "classify_intent")
+    g.add_edge("classify_intent", "select_tools")
+    g.add_edge("select_tools", "tool_search")
+    g.add_edge("tool_search", END)
+    app = g.compile()
+    state = ask(ISSUE_AND_SLACK)
+    picked = await visible(
+        SelectTools(catalog, **options), {**state, **ClassifyIntent(catalog).invoke(state)}, mode
+    )
+    assert {"create_issue", "send_message"} <= set(picked) and len(picked) == 5
+    out = app.invoke(state) if mode == "sync" else await app.ainvoke(state)
+    assert out["selected_tools"][:5] == picked  # all of the budget's picks stay, in order
+    hits = search_hits(catalog, ISSUE_AND_SLACK, exclude=picked, focus=out["categories"])
+    assert out["selected_tools"][5:] == hits[: max_visible - 5]  # the best hits, while room is
+    searched = [n for n, r in out["tool_reasons"].items() if r["why"] == "search"]
+    assert searched == hits[: max_visible - 5]
+
+    model = ScriptedChatModel(responses=[AIMessage("ok")])
+    agent = create_toolbudget_agent(model, catalog, **options).compile()
+    if mode == "sync":
+        agent.invoke(ask(ISSUE_AND_SLACK))
+    else:
+        await agent.ainvoke(ask(ISSUE_AND_SLACK))
+    assert set(picked) <= set(model.bound_tools[0])  # what the model is bound on its first call
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_later_search_never_evicts_a_tool_select_tools_chose_again(mode):
+    """weather_forecast came by the search in turn 1; turn 2's budget chooses it again, so an
+    every-turn search under a full cap must not take its slot."""
+    from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+
+    catalog = build_example_catalog()
+    state = {
+        "messages": [
+            HumanMessage("forecast please"),
+            AIMessage("Which city?"),
+            HumanMessage("the weather forecast, air quality and temperature in Lima this week"),
+        ],
+        "categories": ["weather"],
+        "selected_tools": ["ask_human", "weather_forecast"],
+        "tool_last_used": {"ask_human": 1, "weather_forecast": 2},
+        "tool_reasons": {"ask_human": {"why": "always"}, "weather_forecast": {"why": "search"}},
+    }
+    select = SelectTools(catalog, max_tools=2, max_visible=4)
+    chosen = await run(select, state, mode)
+    state = {
+        **state,
+        "selected_tools": merge_names(state["selected_tools"], chosen["selected_tools"]),
+        "tool_reasons": {**state["tool_reasons"], **chosen["tool_reasons"]},
+    }
+    assert state["tool_reasons"]["weather_forecast"]["why"] == "budget"  # this turn's reason
+    assert len(state["selected_tools"]) == 3
+    search = ToolSearch(catalog, max_visible=4, search_limit=3, every_turn=True)
+    query = state["messages"][-1].content
+    hits = search_hits(catalog, query, exclude=state["selected_tools"], focus=["weather"])
+    assert len(hits) >= 2  # more hits than room
+    out = await run(search, state, mode)
+    assert out["selected_tools"] == {"add": hits[:1], "remove": []}  # the one slot left
+
+
+def test_words_match_reads_the_tools_the_budget_may_choose_and_the_categories(make_catalog):
+    """The evidence that a request has a topic, whatever similarity adds to its ranking."""
+    catalog = make_catalog()
+    assert words_match(catalog, "what is the weather in Paris")
+    assert not words_match(catalog, "And in Lima?")
+    assert not words_match(catalog, "thanks!")
+    assert not words_match(catalog, "")
+    two = ToolCatalog.from_tools(
+        [
+            _named_tool("get_forecast", "Weather forecast for a city."),
+            _named_tool("drop_table", "Delete a database table."),
+        ],
+        tool_metadata={"drop_table": {"include": "manual"}},
+    )
+    assert words_match(two, "the forecast for Lima")
+    assert not words_match(two, "drop that table")  # only a tool the budget may not choose
+    described = ToolCatalog.from_tools(
+        [_named_tool("get_forecast", "Weather forecast for a city.")],
+        categories={"weather": ["get_forecast"]},
+        category_descriptions={"weather": "Meteorology and climate."},
+    )
+    assert words_match(described, "some climate data")  # the category's description says it
 
 
 def test_selection_nodes_reject_a_cap_below_one(catalog):

@@ -114,3 +114,21 @@ def test_a_set_above_the_cap_is_brought_down_to_it_when_tools_are_added():
     assert added == ["f"]
     assert evicted == ["b", "c", "d"]
     assert ws.names == ["a", "e", "f"]
+
+
+def test_names_to_keep_are_not_evicted_and_the_new_names_take_the_room_left():
+    ws = WorkingSet(["old", "a", "b"], cap=4)
+    ws.touch("a")
+    ws.touch("b")  # without keep, a (the least recently used after old) would go for z
+    added, evicted = ws.add(["x", "y", "z"], keep=["a", "b"])
+    assert (added, evicted) == (["x", "y"], ["old"])  # z does not fit: a and b stay
+    assert ws.names == ["a", "b", "x", "y"]
+
+
+def test_a_name_chosen_again_takes_the_reason_of_this_choice():
+    ws = WorkingSet.from_state(
+        {"selected_tools": ["a", "b"], "tool_reasons": {"a": {"why": "search"}, "b": {"why": "x"}}}
+    )
+    ws.refresh(["a", "c"], reason="select_tools", details={"a": {"why": "budget"}})
+    assert ws.reasons == {"a": {"why": "budget"}, "b": {"why": "x"}, "c": {"why": "select_tools"}}
+    assert ws.update()["tool_reasons"] == {"a": {"why": "budget"}, "c": {"why": "select_tools"}}

@@ -7,6 +7,8 @@ Key Components:
       by relevance to the query inside each category.
     - :func:`search_hits`: the best free-text hits for a query.
     - :func:`free_tools`: tools visible without spending budget.
+    - :func:`words_match`: does a word of a request match a tool or a category (the lexical
+      evidence that a request brings a topic)?
 
 The nodes over these are in :mod:`langgraph_toolbudget.nodes.selection`.
 """
@@ -25,7 +27,7 @@ from langgraph_toolbudget.core.catalog_checks import closest_names
 from langgraph_toolbudget.core.search import rank_scores
 from langgraph_toolbudget.core.token_budget import allocate_tokens, tool_tokens
 
-__all__ = ["free_tools", "search_hits", "select_tools"]
+__all__ = ["free_tools", "search_hits", "select_tools", "words_match"]
 
 UNKNOWN_PINNED_ERROR = (
     "pinned tools {names} are not tools that run in {mode} mode (unknown, filtered, disabled, "
@@ -210,6 +212,24 @@ def search_hits(
         if len(out) >= limit:
             break
     return out
+
+
+def words_match(catalog: ToolCatalog, query: str) -> bool:
+    """Whether a word of ``query`` is in the text of a tool the budget may choose, or of a
+    category (its name or description), as the catalog's lexical indexes read them.
+
+    That is the evidence that a request brings a topic of its own. Embedding similarity and a
+    retrieval function's answer are relative (min-max rescaled over the catalog, divided by
+    the best score): some tool always scores high, so they rank a request's tools but cannot
+    tell "And in Lima?" or "thanks!" (no topic: the request before it still holds) from a
+    request about something.
+    """
+    if not query:
+        return False
+    index = catalog.index
+    if any(catalog.selectable(index.names[p]) for p in np.flatnonzero(index.scores(query) > 0)):
+        return True
+    return bool(np.any(catalog.category_index.scores(query) > 0))
 
 
 DISTINCTIVE_SHARE = 0.1

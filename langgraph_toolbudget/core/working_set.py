@@ -196,21 +196,24 @@ class WorkingSet:
         reason: str = "",
         args: Any = None,
         details: Mapping[str, Any] | None = None,
+        keep: Iterable[str] = (),
     ) -> tuple[list[str], list[str]]:
         """Append names not yet visible; evict under the cap; record the change.
 
         ``details``: name -> why it is visible (default ``{"why": reason}``).
+        ``keep``: visible names this change must not evict either (besides the pinned
+        ones): the new names then only take the room the others leave.
 
         Returns:
             ``(added, evicted)``. A name evicted to make room is never one of
             the names being added. If the cap cannot be met without evicting
-            pinned tools or the new names themselves, the excess new names are
-            not added.
+            pinned tools, ``keep`` or the new names themselves, the excess new
+            names (the last ones) are not added.
         """
         added: list[str] = []
         evicted: list[str] = []
         incoming = [n for n in dict.fromkeys(new) if n not in self.names]
-        protect = set(incoming)
+        protect = {*incoming, *keep}
         for name in incoming:
             # `while`: a set that starts above the cap is brought down to it.
             while self.cap is not None and len(self.names) >= self.cap:
@@ -257,12 +260,17 @@ class WorkingSet:
         """Make ``names`` visible, marking the ones already visible as just used.
 
         What a node does each turn with the tools it chose: chosen again means
-        recently relevant, so those are evicted last.
+        recently relevant, so those are evicted last, and a tool chosen again is
+        visible for this choice's reason (its ``details`` entry), whatever first
+        brought it.
         """
         names = list(dict.fromkeys(names))
         for name in names:
             if name in self.names:
                 self.touch(name)
+                why = (details or {}).get(name)
+                if why is not None and self.reasons.get(name) != why:
+                    self._set_reason(name, why)
         return self.add(names, reason=reason, details=details)
 
     def _lru_victim(self, protect: set[str]) -> str | None:

@@ -32,7 +32,12 @@ from langgraph_toolbudget.core.intent import classify_lexical, latest_user_text
 from langgraph_toolbudget.core.semantic import as_hybrid_scorer
 from langgraph_toolbudget.nodes._node import BudgetNode
 from langgraph_toolbudget.nodes.models import resolve_chat_model
-from langgraph_toolbudget.nodes.retrieval import anode_scores, node_scores
+from langgraph_toolbudget.nodes.retrieval import (
+    anode_scores,
+    brings_no_topic,
+    holds_choice,
+    node_scores,
+)
 from langgraph_toolbudget.state import state_messages
 
 __all__ = ["CategoryChoice", "ClassifyIntent"]
@@ -76,7 +81,10 @@ class ClassifyIntent(BudgetNode):
     When no category matches (a request in a language the tool texts are not
     written in, say), the node logs it and returns no category: ``select_tools``
     then falls back to the learned tools, and the prompt still lists every
-    category for ``request_more_tools``.
+    category for ``request_more_tools``. With ``embeddings`` or a ``retriever``
+    some tool always scores high, so on a thread that already holds a choice a
+    request none of whose words matches a tool or a category ("And in Lima?")
+    gets no category either: it brings no new topic (see ``brings_no_topic``).
 
     Example:
         ```python
@@ -104,6 +112,8 @@ class ClassifyIntent(BudgetNode):
         self.min_relative_score = min_relative_score
         self._structured = self._structured_model(self.model)
         self.scorer = as_hybrid_scorer(catalog, self.config.embeddings)
+        # visible without budget, as select_tools has them (pinned names unchecked here)
+        self._free = list(dict.fromkeys([*catalog.always_visible, *self.config.pinned]))
 
     @property
     def max_categories(self) -> int:
@@ -171,31 +181,45 @@ class ClassifyIntent(BudgetNode):
             "category_scores": {c: float(n - i) for i, c in enumerate(chosen)},
         }
 
-    def _offline(self, query: str, config: RunnableConfig) -> dict[str, Any]:
+    def _no_topic(self, state: Any, query: str, config: RunnableConfig) -> bool:
+        """A request without a topic of its own on a thread that holds a choice: no category
+        (``brings_no_topic``: similarity scores some tool high for any request)."""
+        if not brings_no_topic(self.config, self.catalog, self.scorer, query, config):
+            return False
+        if not holds_choice(state, self.catalog, self._free):
+            return False  # nothing to keep: the similarity ranking chooses alone
+        logger.info("classify_intent: no word of %r matches a tool; no new topic", query[:200])
+        return True
+
+    def _offline(self, state: Any, query: str, config: RunnableConfig) -> dict[str, Any]:
         scores = node_scores(self.config, self.catalog, self.scorer, query, config)
+        if self._no_topic(state, query, config):
+            return {"categories": [], "category_scores": {}}
         return self._lexical(query, scores)
 
-    async def _aoffline(self, query: str, config: RunnableConfig) -> dict[str, Any]:
+    async def _aoffline(self, state: Any, query: str, config: RunnableConfig) -> dict[str, Any]:
         scores = await anode_scores(self.config, self.catalog, self.scorer, query, config)
+        if self._no_topic(state, query, config):
+            return {"categories": [], "category_scores": {}}
         return self._lexical(query, scores)
 
     def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         query = latest_user_text(state_messages(state))
         if self._structured is None or not query:
-            return self._offline(query, config)
+            return self._offline(state, query, config)
         try:
             return self._validate(self._structured.invoke(self._prompt(query), config), query)
         except Exception as exc:  # noqa: BLE001 - any model failure falls back, and is logged
             logger.warning("classify_intent: model failed (%r); using the lexical classifier", exc)
-            return self._offline(query, config)
+            return self._offline(state, query, config)
 
     async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         query = latest_user_text(state_messages(state))
         if self._structured is None or not query:
-            return await self._aoffline(query, config)
+            return await self._aoffline(state, query, config)
         try:
             answer = await self._structured.ainvoke(self._prompt(query), config)
             return self._validate(answer, query)
         except Exception as exc:  # noqa: BLE001 - any model failure falls back, and is logged
             logger.warning("classify_intent: model failed (%r); using the lexical classifier", exc)
-            return await self._aoffline(query, config)
+            return await self._aoffline(state, query, config)

@@ -15,6 +15,12 @@ may block on I/O. If it raises, the turn ranks without it and a warning is
 logged (as for an embedding failure); an answer of the wrong shape raises
 ``TypeError`` naming the two accepted shapes.
 
+Similarity scores (embeddings, a retrieval function) are relative: some tool always scores
+high, so they do not say whether a request has a topic at all. :func:`brings_no_topic` decides
+that for them on the request's words, as the lexical ranking does: a request of a thread that
+holds a choice (:func:`holds_choice`) and that no tool's words match ("And in Lima?",
+"thanks!") leaves that choice as it is.
+
 Typical Usage:
     ```python
     def my_search(query: str, catalog: ToolCatalog) -> list[str]:
@@ -29,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -38,11 +44,13 @@ from langchain_core.runnables import RunnableConfig
 from langgraph_toolbudget._runner import run_sync
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.retrieval import fuse_retrieved, retrieved_scores
+from langgraph_toolbudget.core.selection import words_match
 from langgraph_toolbudget.core.semantic import HybridScorer
 from langgraph_toolbudget.nodes.usage import ToolUsage, ausage_scores, records_usage, usage_scores
 
-__all__ = ["Retriever", "anode_scores", "node_scores"]
+__all__ = ["Retriever", "anode_scores", "brings_no_topic", "holds_choice", "node_scores"]
 
 logger = logging.getLogger(__name__)
 
@@ -159,3 +167,36 @@ async def anode_scores(
         answer = await _aask(budget.retriever, query, catalog)
         scores = _fused(budget, catalog, query, scores, answer)
     return await _awith_usage(budget.usage, catalog, query, scores, config)
+
+
+def holds_choice(state: Any, catalog: ToolCatalog, free: Iterable[str]) -> bool:
+    """Whether the thread's visible set holds a tool beyond those visible for free (``free``:
+    the node's ``always`` and pinned tools; the thread's tool context is applied)."""
+    context = SessionContext.from_state(state)
+    working = context.working_set(state, catalog, free, add_free=False)
+    thread_free = set(context.free(catalog, free))
+    return any(n not in thread_free for n in working.names)
+
+
+def brings_no_topic(
+    budget: BudgetConfig,
+    catalog: ToolCatalog,
+    scorer: HybridScorer | None,
+    query: str,
+    config: RunnableConfig | None,
+) -> bool:
+    """Whether ``query``, ranked by similarity, is a request without a topic of its own.
+
+    True when the ranking fuses embedding similarity (``scorer``) or a retrieval function's
+    answer, and no word of ``query`` matches a tool or a category
+    (:func:`~langgraph_toolbudget.core.selection.words_match`), nor, with ``usage=``, a
+    recorded request. The lexical ranking alone needs no such check: a request whose words
+    match nothing scores 0 everywhere and chooses nothing. Call it after :func:`node_scores`
+    (which attaches the usage history to the run).
+    """
+    if not query or (scorer is None and budget.retriever is None):
+        return False
+    if words_match(catalog, query):
+        return False
+    usage = budget.usage
+    return usage is None or usage.scores(catalog, query, None, config=config) is None

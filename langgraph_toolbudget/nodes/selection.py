@@ -18,7 +18,7 @@ Typical Usage:
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -37,7 +37,7 @@ from langgraph_toolbudget.core.semantic import as_hybrid_scorer
 from langgraph_toolbudget.core.token_budget import tool_tokens
 from langgraph_toolbudget.core.working_set import tools_in_use
 from langgraph_toolbudget.nodes._node import BudgetNode, emit_changes
-from langgraph_toolbudget.nodes.retrieval import anode_scores, node_scores
+from langgraph_toolbudget.nodes.retrieval import anode_scores, brings_no_topic, node_scores
 from langgraph_toolbudget.state import state_get, state_messages
 
 __all__ = ["SelectTools", "ToolSearch"]
@@ -45,6 +45,16 @@ __all__ = ["SelectTools", "ToolSearch"]
 logger = logging.getLogger(__name__)
 
 Strategy = Literal["auto", "categories", "relevance"]
+
+BUDGET_REASONS = frozenset({"budget", "relevance"})
+"""The ``why`` of a tool ``select_tools`` chose (see ``core/reasons.py``). It removes the tools
+of its earlier choices that a new topic leaves unused and gives a tool it chooses again this
+choice's reason, so a visible tool with one of these is this turn's choice, in use, or the
+previous choice a request without a topic keeps."""
+
+
+def _why(reason: Any) -> Any:
+    return reason.get("why") if isinstance(reason, Mapping) else None
 
 
 class SelectTools(BudgetNode):
@@ -197,9 +207,18 @@ class SelectTools(BudgetNode):
             scores = self.catalog.index.scores(query)
         free = context.free(self.catalog, self._free)
         held = any(n not in free for n in working.names)
-        chosen = self.choose(
-            query, categories, scores=scores, context=context, config=config, fallback=not held
-        )
+        # Similarity ranks any request; without categories (a classifier model may name some)
+        # the request's words say whether it has a topic.
+        if (
+            held
+            and not categories
+            and brings_no_topic(self.config, self.catalog, self.scorer, query, config)
+        ):
+            chosen = list(free)
+        else:
+            chosen = self.choose(
+                query, categories, scores=scores, context=context, config=config, fallback=not held
+            )
         by_budget = self.strategy == "categories" or (self.strategy == "auto" and categories)
         details = {
             **budget_reasons(
@@ -230,7 +249,10 @@ class ToolSearch(BudgetNode):
     ranking as :class:`SelectTools` (BM25 over names, descriptions and argument
     names, fused with embeddings when given; not the regex engine of the
     ``search_tools`` meta-tool) and adds the best ``limit`` hits the visible set
-    lacks. A turn is "first" when no AI message is in the history yet; with
+    lacks. Under the cap (``max_visible``) the hits only take the room left by the tools
+    ``select_tools`` chose, the tools in use and the pinned ones: they evict only other
+    tools (earlier hits, older loads), least recently used first, and the hits that do
+    not fit are not added. A turn is "first" when no AI message is in the history yet; with
     ``every_turn=True`` it searches on every user turn. It does nothing when
     ``enabled_builtins`` turns ``"tool_search"`` off, or when no tool is
     deferred (every tool is visible from the start).
@@ -298,6 +320,8 @@ class ToolSearch(BudgetNode):
         if query is None:
             return {}
         scores = node_scores(self.config, self.catalog, self.scorer, query, config)
+        if self._no_topic(state, query, config):
+            return {}
         return self._update(state, query, scores)
 
     async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
@@ -305,7 +329,17 @@ class ToolSearch(BudgetNode):
         if query is None:
             return {}
         scores = await anode_scores(self.config, self.catalog, self.scorer, query, config)
+        if self._no_topic(state, query, config):
+            return {}
         return self._update(state, query, scores)
+
+    def _no_topic(self, state: Any, query: str, config: RunnableConfig) -> bool:
+        """A later turn's request without a topic (no category, and see ``brings_no_topic``)
+        adds no hits: the choice of the turns before it holds. A first turn has none to keep."""
+        if state_get(state, "categories", None):
+            return False
+        later = any(isinstance(m, AIMessage) for m in state_messages(state))
+        return later and brings_no_topic(self.config, self.catalog, self.scorer, query, config)
 
     def _update(self, state: Any, query: str, scores: np.ndarray | None) -> dict[str, Any]:
         context = SessionContext.from_state(state)
@@ -331,6 +365,10 @@ class ToolSearch(BudgetNode):
         if scores is None:
             scores = self.catalog.index.scores(query)
         details = search_reasons(self.catalog, hits, scores)
-        working.add(hits, reason=self.node_name, details=details)
+        # The hits complete the turn's choice, never displace it: under the cap they take the
+        # room that select_tools' choice and the tools in use leave (pinned tools stay anyway).
+        chosen = [n for n in working.names if _why(working.reasons.get(n)) in BUDGET_REASONS]
+        keep = [*chosen, *tools_in_use(state_messages(state))]
+        working.add(hits, reason=self.node_name, details=details, keep=keep)
         emit_changes(working, self.node_name)
         return working.update()
