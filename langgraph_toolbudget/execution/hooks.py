@@ -30,7 +30,12 @@ def as_hooks(hooks: Any, name: str) -> list[Any]:
     """``hooks`` as a list (one hook or several); ``TypeError`` naming ``name`` if not callables."""
     if hooks is None:
         return []
-    items = [hooks] if callable(hooks) else list(hooks)
+    if callable(hooks):
+        items = [hooks]
+    elif isinstance(hooks, list | tuple):
+        items = list(hooks)
+    else:
+        items = [hooks]  # neither a hook nor a list of them: refused below
     for hook in items:
         if not callable(hook):
             raise TypeError(
