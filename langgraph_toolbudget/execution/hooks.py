@@ -30,12 +30,7 @@ def as_hooks(hooks: Any, name: str) -> list[Any]:
     """``hooks`` as a list (one hook or several); ``TypeError`` naming ``name`` if not callables."""
     if hooks is None:
         return []
-    if callable(hooks):
-        items = [hooks]
-    elif isinstance(hooks, list | tuple):
-        items = list(hooks)
-    else:
-        items = [hooks]  # neither a hook nor a list of them: refused below
+    items = [hooks] if callable(hooks) else list(hooks)
     for hook in items:
         if not callable(hook):
             raise TypeError(
