@@ -222,18 +222,23 @@ def mode(
 @main.command()
 @click.argument("query")
 @click.option("--catalog", help="The ToolCatalog, module:attribute (or $TOOLBUDGET_CATALOG).")
-@click.option("--max-tools", type=int, default=8, show_default=True, help="The budget.")
+@click.option("--max-tools", type=int, help="The budget in tools.  [default: 8]")
 @click.option("--min-per-category", type=int, default=2, show_default=True)
 @click.option("--max-categories", type=int, default=3, show_default=True)
 @click.option("--search-limit", type=int, default=5, show_default=True)
+@click.option("--max-schema-tokens", type=int, help="A budget in schema tokens.")
+@click.option("--max-visible", type=int, help="The cap on the visible set.")
+@click.option("--runtime-mode", type=click.Choice(["production", "debug"]), default="production")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def explain(query: str, catalog: str | None, as_json: bool, **options: Any) -> None:
+def explain(query: str, catalog: str | None, as_json: bool, **given: Any) -> None:
     """Explain the first-turn tool choice for QUERY: categories, tools and why, tokens saved."""
     from langgraph_toolbudget.config import BudgetConfig
     from langgraph_toolbudget.core.meta import meta_tool_definitions
     from langgraph_toolbudget.explain import explain as explain_choice
     from langgraph_toolbudget.threads import ThreadError, load_catalog
 
+    # A flag not given is the agent's default: a token budget alone caps no count.
+    options = {name: value for name, value in given.items() if value is not None}
     for name, value in options.items():  # BudgetConfig's checks, one flag at a time
         try:
             BudgetConfig(**{name: value})

@@ -12,6 +12,9 @@ Key Components:
       Unpack[BudgetOptions]``), so every node, factory and the middleware takes
       ``config=`` plus any option by name, with editor completion and type checks.
     - :meth:`BudgetConfig.override`: a validated copy with some options changed.
+    - :func:`check_node_options`: the rules of the nodes' and factories' own keywords
+      (``min_relative_score``, ``every_turn``, ``strategy``, ``name``...), checked the same way
+      and named the same way in errors.
 
 Typical Usage:
     ```python
@@ -34,8 +37,10 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
+    TypeAdapter,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -55,11 +60,18 @@ __all__ = [
     "BudgetConfig",
     "BudgetOptions",
     "ExecutionMode",
+    "NodeOptions",
     "RuntimeMode",
+    "SelectionStrategy",
+    "check_node_options",
 ]
 
 ExecutionMode = Literal["sequential", "parallel_safe"]
 """``sequential``: one call after another. ``parallel_safe``: concurrently where metadata allows."""
+
+SelectionStrategy = Literal["auto", "categories", "relevance"]
+"""``SelectTools``' ``strategy``: ``auto`` (categories when the state has some, else
+relevance), ``categories`` (per-category budget) or ``relevance`` (the most relevant tools)."""
 
 DEFAULT_MAX_TOOLS = 8
 """The budget when neither ``max_tools`` nor ``model_size`` is given."""
@@ -71,6 +83,9 @@ tools visible for free: this turn's few tools plus what the meta-tools load stil
 OPTION_ERROR = "{owner}: option {name} {problem}, got {value} ({kind})."
 UNKNOWN_OPTION_ERROR = "{owner} has no option {name};{hint} the options are: {known}."
 OWN_AND_SHARED_OPTIONS = "its own {own}; BudgetConfig's {shared}"
+RENAMED_OPTIONS = {"limit": "search_limit"}
+"""Former option names -> today's: an unknown keyword of a former name is pointed to its new
+one even where the spelling is too far for a close match (``ToolSearch(limit=3)``)."""
 """The options an owner with keywords of its own lists (``known`` above)."""
 NOT_A_CONFIG_ERROR = (
     "config must be a BudgetConfig, got {kind}: build one with BudgetConfig(max_tools=..., ...) "
@@ -486,6 +501,138 @@ class BudgetOptions(TypedDict, total=False):
     database_toolbox: Any
 
 
+def _node_text(what: str, *, empty: bool = False) -> Callable[[Any], Any]:
+    def check(value: Any) -> Any:
+        if not isinstance(value, str):
+            raise _type(what)
+        if not value and not empty:
+            raise _value(what)
+        return value
+
+    return check
+
+
+def _fraction(value: Any) -> Any:
+    expected = "a number from 0 to 1 (a share of the best score)"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _type(expected)
+    if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+        raise _value(expected)
+    return float(value)
+
+
+def _flag(value: Any) -> Any:
+    if not isinstance(value, bool):
+        raise _type("True or False")
+    return value
+
+
+def _strategy(value: Any) -> Any:
+    allowed = get_args(SelectionStrategy)
+    *first, last = (repr(c) for c in allowed)
+    expected = f"{', '.join(first)} or {last}"
+    if not isinstance(value, str):
+        raise _type(expected)
+    if value not in allowed:
+        raise _value(expected)
+    return value
+
+
+def _tags(value: Any) -> Any:
+    if value is None:
+        return value
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        example = f" (e.g. [{value!r}])" if isinstance(value, str) else ""
+        raise _type(f"a list of strings{example} or None")
+    if not all(isinstance(v, str) for v in value):
+        raise _type("a list of strings or None")
+    return list(value)
+
+
+def _schema(*, optional: bool) -> Callable[[Any], Any]:
+    what = (
+        "a class or None"
+        if optional
+        else ("a class extending ToolBudgetState (class MyState(ToolBudgetState): ...)")
+    )
+
+    def check(value: Any) -> Any:
+        if (value is None and optional) or isinstance(value, type):
+            return value
+        raise _type(what)
+
+    return check
+
+
+def _hooks(value: Any) -> Any:
+    expected = "a callable (request, execute) -> result, a list of them, or None"
+    if value is None or callable(value):
+        return value
+    if not isinstance(value, list | tuple) or not all(callable(hook) for hook in value):
+        raise _type(expected)
+    return value
+
+
+def _error_type(value: Any) -> bool:
+    return isinstance(value, type) and issubclass(value, Exception)
+
+
+def _handle_tool_errors(value: Any) -> Any:
+    if value is None or isinstance(value, bool | str) or callable(value):
+        return value  # a callable: an exception type, or (exception) -> str, as ToolNode reads it
+    if isinstance(value, tuple) and all(_error_type(v) for v in value):
+        return value
+    raise _type(
+        "None (explained errors), True or False, a message, a callable (exception) -> str, "
+        "an exception type or a tuple of them"
+    )
+
+
+class NodeOptions(TypedDict, total=False):
+    """The keywords of the nodes and factories besides :class:`BudgetConfig`'s options, each
+    with its rule: :func:`check_node_options` checks them as ``BudgetConfig`` checks its own.
+
+    Each is documented on the node that takes it (``docs/configuration.md``, "Nodes").
+    """
+
+    name: Annotated[str, BeforeValidator(_node_text("a non-empty string (the node's name)"))]
+    prefix: Annotated[str, BeforeValidator(_node_text("a string", empty=True))]
+    min_relative_score: Annotated[float, BeforeValidator(_fraction)]
+    every_turn: Annotated[bool, BeforeValidator(_flag)]
+    strategy: Annotated[SelectionStrategy, BeforeValidator(_strategy)]
+    messages_key: Annotated[str, BeforeValidator(_node_text("a non-empty string (a state key)"))]
+    tags: Annotated[list[str] | None, BeforeValidator(_tags)]
+    after: Annotated[str, BeforeValidator(_node_text("a node name (START by default)"))]
+    then: Annotated[str, BeforeValidator(_node_text("a node name (END by default)"))]
+    state_schema: Annotated[type, BeforeValidator(_schema(optional=False))]
+    context_schema: Annotated[type | None, BeforeValidator(_schema(optional=True))]
+    wrap_tool_call: Annotated[Any, BeforeValidator(_hooks)]
+    awrap_tool_call: Annotated[Any, BeforeValidator(_hooks)]
+    handle_tool_errors: Annotated[Any, BeforeValidator(_handle_tool_errors)]
+
+
+_NODE_OPTIONS = TypeAdapter(NodeOptions)
+
+
+def check_node_options(owner: str | Callable[..., Any], **given: Any) -> None:
+    """Check a node's or factory's own keywords by the rules of :class:`NodeOptions`.
+
+    Args:
+        owner: who took them (the class or function, or its name), named in the error.
+        **given: keyword -> value, for keywords :class:`NodeOptions` declares.
+
+    Raises:
+        TypeError: a value of the wrong type, naming ``owner``, the option, the value and what
+            it must be (``ToolSearch: option every_turn must be True or False, got 'no' (str).``).
+        ValueError: a value out of range (``min_relative_score=2.0``, ``strategy="best"``).
+    """
+    try:
+        _NODE_OPTIONS.validate_python(given)
+    except ValidationError as exc:
+        title = owner if isinstance(owner, str) else getattr(owner, "__name__", repr(owner))
+        raise _option_error(exc, title, given) from None
+
+
 def unknown_option_error(
     owner: str | Callable[..., Any], name: str, known: Mapping[str, Any] | Sequence[str]
 ) -> TypeError:
@@ -496,7 +643,11 @@ def unknown_option_error(
     """
     own = _own_keywords(owner)
     shared = sorted(set(known) - set(own))
-    close = get_close_matches(name, [*own, *shared], n=1, cutoff=0.6)
+    renamed = RENAMED_OPTIONS.get(name)
+    if renamed in (*own, *shared):
+        close = [renamed]
+    else:
+        close = get_close_matches(name, [*own, *shared], n=1, cutoff=0.6)
     hint = f" did you mean {close[0]}?" if close else ""
     listed = ", ".join(shared)
     if own:

@@ -2,11 +2,15 @@
 
 Its one reason to change: what the explanation of a first turn's choice holds.
 
-It runs what the prebuilt agent runs on a first turn (the lexical classifier, the budget,
-the automatic tool search) under :class:`~langgraph_toolbudget.config.BudgetConfig`'s
-options, checked there (a budget below 0 or ``max_categories=0`` raises naming the option),
-and returns each chosen tool with its reason (:mod:`langgraph_toolbudget.core.reasons`) and
-the schema tokens saved.
+It runs the prebuilt agent's own first step on a new thread: the
+:class:`~langgraph_toolbudget.nodes.choose.ChooseTools` node (classifier, budget, automatic tool
+search, the very code ``create_toolbudget_agent`` runs), then takes the tools its model call
+binds (:func:`~langgraph_toolbudget.nodes.thread_prompt.tools_to_bind`), under
+:class:`~langgraph_toolbudget.config.BudgetConfig`'s options, checked there (a budget below 0 or
+``max_categories=0`` raises naming the option). So it cannot tell another story than the agent:
+every option the agent's first turn reads (``max_visible``, ``max_schema_tokens``,
+``runtime_mode``, ``pinned``, ``embeddings``...) is read here too. It returns each tool with its
+reason (:mod:`langgraph_toolbudget.core.reasons`) and the schema tokens saved.
 
 Typical Usage:
     ```python
@@ -17,17 +21,20 @@ Typical Usage:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from langchain_core.messages import HumanMessage
 from typing_extensions import Unpack
 
 from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
 from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
-from langgraph_toolbudget.core.intent import classify_lexical
-from langgraph_toolbudget.core.reasons import budget_reasons, free_reasons, search_reasons
-from langgraph_toolbudget.core.selection import free_tools, search_hits, select_tools
+from langgraph_toolbudget.core.reasons import free_reasons
+from langgraph_toolbudget.core.selection import free_tools
 from langgraph_toolbudget.core.tokens import token_savings
+from langgraph_toolbudget.nodes.choose import ChooseTools
+from langgraph_toolbudget.nodes.thread_prompt import tools_to_bind
+from langgraph_toolbudget.state import apply_update
 
 __all__ = ["explain"]
 
@@ -42,15 +49,19 @@ def explain(
 ) -> dict[str, Any]:
     """The offline choice of a first turn for ``query``, explained.
 
-    Classifies the query (lexical), applies the budget, then the automatic tool
-    search, as the prebuilt agent does on a first turn with these options.
+    Runs the prebuilt agent's first step (:class:`~langgraph_toolbudget.nodes.choose.ChooseTools`:
+    the classifier, the budget, the automatic tool search) on a new thread whose first message
+    is ``query``, and lists the tools the agent's first model call is then bound, in its order:
+    what ``create_toolbudget_agent`` with these options shows the model, whatever the options.
 
     Args:
         catalog: the catalog.
         query: the user's text.
-        config: the options (:class:`~langgraph_toolbudget.config.BudgetConfig`); those used
-            here: the budget (``max_tools``, else ``model_size``'s preset),
-            ``min_per_category``, ``max_categories``, ``search_limit``, ``pinned``.
+        config: the options (:class:`~langgraph_toolbudget.config.BudgetConfig`), those the
+            agent would take; every option its first turn reads is read here (the budget,
+            ``max_visible``, ``max_schema_tokens``, ``runtime_mode``, ``pinned``,
+            ``search_limit``, ``enabled_builtins``, the ranking's ``embeddings``, ``usage``
+            and ``retriever``...).
         meta_tools: the built-in tools bound with the chosen ones (their schema
             tokens count as spent; the baseline is every tool alone, see
             :func:`~langgraph_toolbudget.core.tokens.token_savings`).
@@ -66,39 +77,20 @@ def explain(
     """
     config = BudgetConfig.resolve(config, options, owner=explain)
     catalog = require_catalog(catalog, "explain")
-    ranked = classify_lexical(catalog, query, max_categories=config.max_categories)
-    categories = [c for c, _ in ranked]
-    scores = catalog.index.scores(query) if query else None
-    free = free_tools(catalog, config.pinned)
-    chosen = select_tools(
-        catalog,
-        query,
-        categories,
-        max_tools=config.budget,
-        min_per_category=config.min_per_category,
-        exclude=free,
-        scores=scores,
-    )
-    hits = search_hits(
-        catalog, query, limit=config.search_limit, exclude=[*free, *chosen], scores=scores
-    )
-    reasons: Mapping[str, dict[str, Any]] = {
-        **free_reasons(catalog, free, config.pinned),
-        **budget_reasons(
-            catalog,
-            chosen,
-            categories,
-            max_tools=config.budget,
-            min_per_category=config.min_per_category,
-            scores=scores,
-        ),
-        **search_reasons(catalog, hits, scores),
+    start = {"messages": [HumanMessage(query)]}
+    state = apply_update(start, ChooseTools(catalog, config=config).invoke(start))
+    view = catalog.in_runtime_mode(config.runtime_mode)
+    visible = [t.name for t in tools_to_bind(catalog, state, config=config) if t.name in view]
+    # A tool visible for free that a small max_visible kept out of the chosen set is still bound.
+    reasons = {
+        **free_reasons(view, free_tools(view, config.pinned), config.pinned),
+        **state.get("tool_reasons", {}),
     }
-    visible = [*free, *chosen, *hits]
-    every_tool = catalog.tools(catalog.tool_names)
+    ranked = state.get("category_scores", {})
+    every_tool = view.tools(view.tool_names)
     return {
         "query": query,
-        "categories": [{"name": c, "score": round(s, 4)} for c, s in ranked],
+        "categories": [{"name": c, "score": round(float(s), 4)} for c, s in ranked.items()],
         "tools": [{"name": n, **reasons[n]} for n in visible],
-        "schema_tokens": token_savings([*meta_tools, *catalog.tools(visible)], every_tool),
+        "schema_tokens": token_savings([*meta_tools, *view.tools(visible)], every_tool),
     }

@@ -226,6 +226,24 @@ def test_catalog_description_of_unknown_category_raises(tools, categories):
         )
 
 
+def test_a_described_category_without_tools_is_said_to_have_none(tools, categories):
+    given = {**categories, "later": []}
+    assert "later" not in ToolCatalog.from_tools(tools, categories=given).categories
+    with pytest.raises(ValueError) as error:
+        ToolCatalog.from_tools(
+            tools,
+            categories=given,
+            category_descriptions={"later": "coming soon", "astrology": "stars"},
+        )
+    message = str(error.value)
+    assert message.startswith(
+        "category_descriptions describes ['later'], to which categories gives no tools"
+    )
+    assert "categories={'later': ['some_tool', ...]}" in message
+    assert "names ['astrology'], which are not categories of this catalog" in message
+    assert "['later'], which are not" not in message
+
+
 # --- plain functions, as LangGraph's ToolNode takes them ------------------------------
 
 

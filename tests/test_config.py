@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 from typing import Any
 
 import pydantic
@@ -14,6 +15,8 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph_toolbudget import (
     BudgetConfig,
     BudgetOptions,
+    CallModel,
+    ChooseTools,
     ClassifyIntent,
     SelectTools,
     ToolAgent,
@@ -210,11 +213,99 @@ def test_a_misspelt_own_keyword_names_the_keyword_and_the_list_holds_it(catalog,
             "system_promt",
             "system_prompt",
         ),
+        # a former name, too far from today's for a close match
+        (lambda c: ToolSearch(c, limit=3), "limit", "search_limit"),
+        (lambda c: create_toolbudget_agent(_model(), c, limit=3), "limit", "search_limit"),
     ],
 )
 def test_a_misspelt_node_keyword_is_pointed_to_it(catalog, build, typo, meant):
     with pytest.raises(TypeError, match=rf"has no option {typo}; did you mean {meant}\? "):
         build(catalog)
+
+
+def _model() -> ScriptedChatModel:
+    return ScriptedChatModel(responses=[AIMessage("done")])
+
+
+BAD_OWN_KEYWORDS: dict[str, Any] = {
+    "name": 3,
+    "prefix": None,
+    "min_relative_score": "0.5",
+    "every_turn": "no",
+    "strategy": "best",
+    "messages_key": "",
+    "tags": "x",
+    "after": 3,
+    "then": None,
+    "state_schema": 3,
+    "context_schema": "MyContext",
+    "wrap_tool_call": 3,
+    "awrap_tool_call": [print, 3],
+    "handle_tool_errors": 3,
+    "system_prompt": 3,
+    "classifier_model": 3,
+}
+"""A wrong value for every keyword a node or factory takes besides the options: each is
+refused at construction, naming who took it, the keyword and what it must be."""
+NOT_IN_THE_TABLE = {"catalog", "config", "graph", "model"}  # checked by tests of their own
+
+
+@pytest.mark.parametrize("entry", sorted(set(_takes_options()) - {"tools_to_bind"}))
+def test_every_own_keyword_of_a_node_or_factory_is_checked_naming_it(catalog, entry):
+    build = _takes_options()[entry]
+    keywords = [k for k in _own_keywords(entry) if k not in NOT_IN_THE_TABLE]
+    assert set(keywords) <= set(BAD_OWN_KEYWORDS), "a new keyword needs its rule and a bad value"
+    for keyword in keywords:
+        value = BAD_OWN_KEYWORDS[keyword]
+        with pytest.raises((TypeError, ValueError)) as error:
+            build(catalog, {keyword: value})
+        text = str(error.value)
+        assert text.startswith(f"{entry}: option {keyword} must be "), text
+        assert type(value).__name__ in text, text
+
+
+@pytest.mark.parametrize(
+    ("build", "error", "rule"),
+    [
+        (lambda c: ClassifyIntent(c, min_relative_score=2.0), ValueError, "from 0 to 1"),
+        (lambda c: ClassifyIntent(c, min_relative_score=math.nan), ValueError, "from 0 to 1"),
+        (lambda c: ClassifyIntent(c, min_relative_score=True), TypeError, "a number"),
+        (lambda c: ToolSearch(c, min_relative_score=3), ValueError, "from 0 to 1"),
+        (lambda c: ToolSearch(c, min_relative_score=-0.1), ValueError, "from 0 to 1"),
+        (lambda c: ToolSearch(c, every_turn=1), TypeError, "True or False"),
+        (lambda c: SelectTools(c, strategy=3), TypeError, "'auto', 'categories' or 'relevance'"),
+        (lambda c: ToolExecutor(c, handle_tool_errors=(ValueError, "x")), TypeError, "a tuple"),
+        (lambda c: ToolExecutor(c, handle_tool_errors=[KeyError]), TypeError, "a tuple of"),
+        (lambda c: ToolExecutor(c, tags=["a", 1]), TypeError, "a list of strings"),
+        (lambda c: ToolAgent(_model(), c, state_schema=dict), TypeError, "Extend ToolBudgetState"),
+        (lambda c: ClassifyIntent(c, model=""), ValueError, "empty model name"),
+        (lambda c: CallModel(3, c), TypeError, "CallModel: option model must be a LangChain"),
+        (lambda c: ToolAgent(None, c), TypeError, "ToolAgent: option model must be a LangChain"),
+        (
+            lambda c: create_toolbudget_agent(object(), c),
+            TypeError,
+            "create_toolbudget_agent: option model must be a LangChain",
+        ),
+    ],
+)
+def test_a_node_keyword_out_of_its_range_is_refused_at_construction(catalog, build, error, rule):
+    with pytest.raises(error, match=re.escape(rule)):
+        build(catalog)
+
+
+def test_node_keywords_in_their_range_are_taken(catalog):
+    for score in (0, 0.0, 0.5, 1, 1.0):
+        assert ClassifyIntent(catalog, min_relative_score=score).min_relative_score == score
+        assert ToolSearch(catalog, min_relative_score=score).min_relative_score == score
+    assert ToolSearch(catalog, every_turn=True).every_turn is True
+    assert {SelectTools(catalog, strategy=s).strategy for s in ("auto", "relevance")} == {
+        "auto",
+        "relevance",
+    }
+    for handle in (None, True, False, "oops", ValueError, (ValueError, KeyError), str):
+        ToolExecutor(catalog, handle_tool_errors=handle, tags=("a",), messages_key="history")
+    ToolAgent(_model(), catalog, wrap_tool_call=[lambda r, e: e(r)], awrap_tool_call=None)
+    ChooseTools(catalog, prefix="", classifier_model=_model())
 
 
 def public_signatures() -> list[tuple[str, inspect.Signature]]:

@@ -218,6 +218,13 @@ async def test_server_defaults_and_per_tool_overrides() -> None:
         assert catalog.tool_names == ["add", "multiply", "divide", "search"]
 
 
+async def test_a_described_mcp_category_without_tools_is_said_to_have_none() -> None:
+    with pytest.raises(ValueError, match=r"describes \['later'\], to which categories gives no"):
+        await load_mcp_catalog(
+            {"math": MATH}, categories={"later": []}, category_descriptions={"later": "soon"}
+        )
+
+
 async def test_bad_options_raise_clear_errors_and_close_the_sessions() -> None:
     with pytest.raises(ValueError, match=r"server_defaults names \['nope'\]"):
         await load_mcp_catalog({"math": MATH}, server_defaults={"nope": {}})

@@ -57,6 +57,7 @@ from langgraph_toolbudget.core.catalog_checks import (
     check_name_list,
     check_server_defaults,
     closest_names,
+    described_category_error,
 )
 from langgraph_toolbudget.core.derived import DerivedData
 from langgraph_toolbudget.core.search import ToolIndex
@@ -90,12 +91,6 @@ NOT_A_CATALOG_ERROR = (
     "'The catalog'), or for MCP servers catalog = await load_mcp_catalog(connections).{extra}"
 )
 NOT_AWAITED_HINT = " It looks like a coroutine: did you forget to await load_mcp_catalog(...)?"
-
-
-UNKNOWN_DESCRIPTION_ERROR = (
-    "category_descriptions names {names}, which are not categories of this catalog. "
-    "Categories: {known}."
-)
 
 
 class ToolCatalog:
@@ -238,9 +233,7 @@ class ToolCatalog:
         catalog = cls(kept, category_descriptions=descriptions, filtered=filtered)
         extra = sorted(set(descriptions) - {c for s in specs for c in s.categories})
         if extra:
-            raise ValueError(
-                UNKNOWN_DESCRIPTION_ERROR.format(names=extra, known=sorted(catalog.categories))
-            )
+            raise described_category_error(extra, category_map, catalog.categories)
         return catalog
 
     # --- what the catalog holds -------------------------------------------------------------

@@ -16,6 +16,7 @@ Key Components:
     - :func:`check_metadata`: one tool's metadata keys and values (and that
       ``enabled`` and ``status`` agree).
     - :func:`closest_names`: the real names closest to a misspelled one.
+    - :func:`described_category_error`: descriptions of categories the catalog lacks.
     - The error templates (``*_ERROR``), one per mistake.
 """
 
@@ -38,6 +39,7 @@ __all__ = [
     "as_tools",
     "check_categories",
     "check_default_include",
+    "described_category_error",
     "check_descriptions",
     "check_metadata",
     "check_metadata_mapping",
@@ -106,6 +108,15 @@ CATEGORY_MEMBER_TYPE_ERROR = (
     "categories[{category!r}] holds {value}: tool names are strings, e.g. 'create_issue'."
 )
 DESCRIPTION_TYPE_ERROR = "category_descriptions[{category!r}] must be a string, got {value}."
+UNKNOWN_DESCRIPTION_ERROR = (
+    "category_descriptions names {names}, which are not categories of this catalog. "
+    "Categories: {known}."
+)
+EMPTY_DESCRIBED_CATEGORY_ERROR = (
+    "category_descriptions describes {names}, to which categories gives no tools: a category "
+    "is made of its tools, so one without any is left out. Give it its tools "
+    "(categories={{{first!r}: ['some_tool', ...]}}), or describe it once it has some."
+)
 NAME_LIST_ERROR = "{argument} must be a list of {what}, got {value}.{hint}"
 NAME_LIST_ITEM_ERROR = "{argument}[{position}] must be a string ({what}), got {value}."
 DEFAULT_INCLUDE_ERROR = (
@@ -230,6 +241,22 @@ def check_descriptions(descriptions: object) -> dict[str, str]:
         if not isinstance(text, str):
             raise TypeError(DESCRIPTION_TYPE_ERROR.format(category=category, value=describe(text)))
     return dict(mapping)
+
+
+def described_category_error(
+    described: Iterable[str], given: Mapping[str, Iterable[str]], known: Iterable[str]
+) -> ValueError:
+    """The error for ``described`` categories the catalog does not have: those ``categories``
+    (``given``) lists with no tool are said to have none, the others to be unknown (with the
+    ``known`` ones)."""
+    empty = sorted(c for c in described if c in given and not list(given[c]))
+    unknown = sorted(c for c in described if c not in empty)
+    parts = []
+    if empty:
+        parts.append(EMPTY_DESCRIBED_CATEGORY_ERROR.format(names=empty, first=empty[0]))
+    if unknown:
+        parts.append(UNKNOWN_DESCRIPTION_ERROR.format(names=unknown, known=sorted(known)))
+    return ValueError(" ".join(parts))
 
 
 def check_metadata_mapping(argument: str, value: object, key: str) -> dict[str, Mapping[str, Any]]:

@@ -31,7 +31,7 @@ from typing_extensions import TypedDict, Unpack
 
 from langgraph_toolbudget._compat_mcp import _handle_mcp_tool_error
 from langgraph_toolbudget.core.catalog import TOOL_METADATA_KEYS, IncludeMode, ToolCatalog
-from langgraph_toolbudget.core.catalog_checks import as_tools
+from langgraph_toolbudget.core.catalog_checks import as_tools, described_category_error
 from langgraph_toolbudget.core.limits import clip
 from langgraph_toolbudget.core.spec import OUTPUT_SCHEMA_KEY
 from langgraph_toolbudget.core.tokens import schema_tokens
@@ -656,10 +656,7 @@ def _build_catalog(
     descriptions.update({c: d for c, d in category_descriptions.items() if c in member_cats})
     unknown_desc = sorted(set(category_descriptions) - member_cats - server_cats)
     if unknown_desc and not partial:
-        raise ValueError(
-            f"category_descriptions names {unknown_desc}, which are not categories of this "
-            f"catalog. Categories: {sorted(member_cats | server_cats)}."
-        )
+        raise described_category_error(unknown_desc, cats or {}, member_cats | server_cats)
     filtering = allowed_servers is not None or allowed_tools is not None
     # from_tools validates and resolves metadata, categories and filters; the MCP
     # catalog then takes its specs (disabled ones too), descriptions and filtered names.

@@ -24,7 +24,7 @@ from langgraph.prebuilt.tool_node import INVALID_TOOL_NAME_ERROR_TEMPLATE, ToolC
 from langgraph.types import Command
 from typing_extensions import Unpack
 
-from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
+from langgraph_toolbudget.config import BudgetConfig, BudgetOptions, check_node_options
 from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.core.coercion import distinct_call_ids, repair_tool_calls
 from langgraph_toolbudget.core.working_set import WorkingSet, state_get, state_messages
@@ -40,6 +40,7 @@ from langgraph_toolbudget.middleware.state import STILL_CALLABLE, ToolBudgetAgen
 from langgraph_toolbudget.nodes._node import emit_changes
 from langgraph_toolbudget.nodes.agent import ITERATION_LIMIT_MESSAGE
 from langgraph_toolbudget.nodes.choose import ChooseTools
+from langgraph_toolbudget.nodes.models import resolve_chat_model
 from langgraph_toolbudget.nodes.prompt import ai_calls_this_turn
 from langgraph_toolbudget.nodes.thread_prompt import ThreadPrompt
 from langgraph_toolbudget.nodes.usage import arecord_call, record_call
@@ -195,6 +196,10 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         super().__init__()
         catalog = require_catalog(catalog, "ToolBudgetMiddleware")
         self.config = shared = BudgetConfig.resolve(config, options, owner=ToolBudgetMiddleware)
+        check_node_options(ToolBudgetMiddleware, handle_tool_errors=handle_tool_errors)
+        if classifier_model is not None:
+            what = "ToolBudgetMiddleware: option classifier_model"
+            classifier_model = resolve_chat_model(classifier_model, what=what)
         # The agent's own tool node runs the calls, so results are not offloaded here:
         # no output tools to bind (see docs/middleware.md).
         shared = shared.override(offload_over_chars=None, offload_over_tokens=None)

@@ -13,6 +13,7 @@ from langgraph.config import get_stream_writer
 from langgraph.prebuilt import tools_condition
 
 from langgraph_toolbudget._compat import RunnableCallable
+from langgraph_toolbudget.config import check_node_options
 from langgraph_toolbudget.core.working_set import WorkingSet
 
 __all__ = ["VISIBLE_SET_EVENT", "BudgetNode", "emit_changes", "emit_event", "route_tools"]
@@ -28,8 +29,7 @@ class BudgetNode(RunnableCallable):
     """
 
     def __init__(self, name: str) -> None:
-        if not isinstance(name, str) or not name:
-            raise TypeError(f"name must be a non-empty string (the node's name), got {name!r}")
+        check_node_options(type(self).__name__, name=name)
         super().__init__(self._sync, self._async, name=name, trace=False)
         self.node_name: str = name
 

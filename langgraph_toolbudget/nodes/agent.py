@@ -21,7 +21,7 @@ Typical Usage:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, get_type_hints
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
@@ -30,7 +30,7 @@ from langgraph.channels.binop import BinaryOperatorAggregate
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import Unpack
 
-from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
+from langgraph_toolbudget.config import BudgetConfig, BudgetOptions, check_node_options
 from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.selection import free_tools
@@ -39,12 +39,23 @@ from langgraph_toolbudget.execution.builtins import Builtins
 from langgraph_toolbudget.execution.hooks import AsyncToolCallWrapper, ToolCallWrapper
 from langgraph_toolbudget.nodes._node import BudgetNode, route_tools
 from langgraph_toolbudget.nodes.executor import ToolExecutor
-from langgraph_toolbudget.nodes.prompt import ModelCaller, SystemPrompt, ai_calls_this_turn
+from langgraph_toolbudget.nodes.models import resolve_chat_model
+from langgraph_toolbudget.nodes.prompt import (
+    ModelCaller,
+    SystemPrompt,
+    ai_calls_this_turn,
+    check_system_prompt,
+)
 from langgraph_toolbudget.nodes.usage import records_usage
 from langgraph_toolbudget.state import ToolBudgetState, state_update
 
 __all__ = ["ITERATION_LIMIT_MESSAGE", "CallModel", "ToolAgent"]
 
+STATE_SCHEMA_ERROR = (
+    "ToolAgent: option state_schema {schema} has no {missing} field(s): the loop keeps the "
+    "visible set in them. Extend ToolBudgetState: `class MyState(ToolBudgetState): ...` and "
+    "pass state_schema=MyState."
+)
 ITERATION_LIMIT_MESSAGE = (
     "I stopped after {n} model calls in this turn (max_iterations={n}) without finishing. "
     "Here is where things stand; ask me to continue if you want me to go on."
@@ -94,6 +105,8 @@ class CallModel(BudgetNode):
         **options: Unpack[BudgetOptions],
     ) -> None:
         super().__init__(name)
+        model = resolve_chat_model(model, what="CallModel: option model")
+        check_system_prompt(system_prompt, "CallModel")
         self.config = BudgetConfig.resolve(config, options, owner=CallModel)
         catalog = require_catalog(catalog, "CallModel")
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
@@ -185,6 +198,14 @@ class ToolAgent(BudgetNode):
         **options: Unpack[BudgetOptions],
     ) -> None:
         super().__init__(name)
+        model = resolve_chat_model(model, what="ToolAgent: option model")
+        check_system_prompt(system_prompt, "ToolAgent")
+        check_node_options(
+            ToolAgent,
+            state_schema=state_schema,
+            wrap_tool_call=wrap_tool_call,
+            awrap_tool_call=awrap_tool_call,
+        )
         catalog = require_catalog(catalog, "ToolAgent")
         self.config = BudgetConfig.resolve(config, options, owner=ToolAgent)
         self.call_model = CallModel(model, catalog, config=self.config, system_prompt=system_prompt)
@@ -197,6 +218,11 @@ class ToolAgent(BudgetNode):
         )
         """The loop's tools node."""
         loop = StateGraph(state_schema)
+        missing = sorted(set(get_type_hints(ToolBudgetState)) - set(loop.channels))
+        if missing:
+            raise TypeError(
+                STATE_SCHEMA_ERROR.format(schema=state_schema.__name__, missing=", ".join(missing))
+            )
         loop.add_node("agent", self.call_model)
         loop.add_node("tools", self.executor)
         loop.add_edge(START, "agent")

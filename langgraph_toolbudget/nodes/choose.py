@@ -29,10 +29,11 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from typing_extensions import Unpack
 
-from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
+from langgraph_toolbudget.config import BudgetConfig, BudgetOptions, check_node_options
 from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.nodes._node import BudgetNode
 from langgraph_toolbudget.nodes.intent import ClassifyIntent
+from langgraph_toolbudget.nodes.models import resolve_chat_model
 from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
 from langgraph_toolbudget.state import apply_update, state_delta
 
@@ -81,8 +82,12 @@ class ChooseTools(BudgetNode):
         **options: Unpack[BudgetOptions],
     ) -> None:
         super().__init__(name)
+        check_node_options(ChooseTools, prefix=prefix)
         catalog = require_catalog(catalog, "ChooseTools")
         self.config = shared = BudgetConfig.resolve(config, options, owner=ChooseTools)
+        if classifier_model is not None:
+            what = "ChooseTools: option classifier_model"
+            classifier_model = resolve_chat_model(classifier_model, what=what)
         self.steps: tuple[ClassifyIntent, SelectTools, ToolSearch] = (
             ClassifyIntent(
                 catalog, config=shared, model=classifier_model, name=f"{prefix}classify_intent"

@@ -37,7 +37,7 @@ from langgraph.prebuilt import ToolNode
 from typing_extensions import Unpack
 
 from langgraph_toolbudget._compat import DEFAULT_HANDLE_TOOL_ERRORS, toolnode_input
-from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
+from langgraph_toolbudget.config import BudgetConfig, BudgetOptions, check_node_options
 from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.core.coercion import complete_tool_calls
 from langgraph_toolbudget.core.context import SessionContext
@@ -146,8 +146,15 @@ class ToolExecutor(ToolNode):
         **options: Unpack[BudgetOptions],
     ) -> None:
         catalog = require_catalog(catalog, "ToolExecutor", extra=FROM_TOOLS_HINT)
-        if not isinstance(name, str) or not name:
-            raise TypeError(f"name must be a non-empty string (the node's name), got {name!r}")
+        check_node_options(
+            ToolExecutor,
+            name=name,
+            tags=tags,
+            handle_tool_errors=handle_tool_errors,
+            messages_key=messages_key,
+            wrap_tool_call=wrap_tool_call,
+            awrap_tool_call=awrap_tool_call,
+        )
         super().__init__(
             [],
             name=name,

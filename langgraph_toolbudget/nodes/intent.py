@@ -26,7 +26,7 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
 from typing_extensions import Unpack
 
-from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
+from langgraph_toolbudget.config import BudgetConfig, BudgetOptions, check_node_options
 from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.core.intent import classify_lexical, latest_user_text
 from langgraph_toolbudget.core.semantic import as_hybrid_scorer
@@ -105,10 +105,12 @@ class ClassifyIntent(BudgetNode):
         **options: Unpack[BudgetOptions],
     ) -> None:
         super().__init__(name)
+        check_node_options(ClassifyIntent, min_relative_score=min_relative_score)
         self.config = BudgetConfig.resolve(config, options, owner=ClassifyIntent)
         catalog = require_catalog(catalog, "ClassifyIntent")
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
-        self.model = resolve_chat_model(model, what="ClassifyIntent model") if model else None
+        what = "ClassifyIntent: option model"
+        self.model = resolve_chat_model(model, what=what) if model is not None else None
         self.min_relative_score = min_relative_score
         self._structured = self._structured_model(self.model)
         self.scorer = as_hybrid_scorer(catalog, self.config.embeddings)

@@ -35,13 +35,14 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import Unpack
 
-from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
+from langgraph_toolbudget.config import BudgetConfig, BudgetOptions, check_node_options
 from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.nodes._node import route_tools
 from langgraph_toolbudget.nodes.agent import CallModel
 from langgraph_toolbudget.nodes.choose import ChooseTools
 from langgraph_toolbudget.nodes.executor import ToolExecutor
-from langgraph_toolbudget.nodes.prompt import SystemPrompt
+from langgraph_toolbudget.nodes.models import resolve_chat_model
+from langgraph_toolbudget.nodes.prompt import SystemPrompt, check_system_prompt
 from langgraph_toolbudget.state import BUDGET_FIELDS, ToolBudgetState, input_schema_of
 
 __all__ = ["add_toolbudget_nodes", "create_toolbudget_agent"]
@@ -106,6 +107,16 @@ def _check_graph_keywords(owner: str, options: Mapping[str, Any]) -> None:
         raise TypeError(PROMPT_OPTION_ERROR.format(owner=owner))
 
 
+def _models(owner: str, model: Any, classifier_model: Any) -> tuple[Any, Any]:
+    """The agent's and the classifier's chat models, an error naming ``owner`` and the option
+    if either is not one."""
+    model = resolve_chat_model(model, what=f"{owner}: option model")
+    if classifier_model is not None:
+        what = f"{owner}: option classifier_model"
+        classifier_model = resolve_chat_model(classifier_model, what=what)
+    return model, classifier_model
+
+
 def add_toolbudget_nodes(
     graph: StateGraph,
     model: BaseChatModel | str,
@@ -156,6 +167,9 @@ def add_toolbudget_nodes(
     _check_graph_keywords("add_toolbudget_nodes", options)
     if not isinstance(graph, StateGraph):
         raise TypeError(NOT_A_GRAPH_ERROR.format(kind=type(graph).__name__))
+    check_node_options(add_toolbudget_nodes, after=after, then=then, prefix=prefix)
+    model, classifier_model = _models("add_toolbudget_nodes", model, classifier_model)
+    check_system_prompt(system_prompt, "add_toolbudget_nodes")
     missing = [k for k in ("selected_tools", "categories", "messages") if k not in graph.channels]
     if missing:
         raise TypeError(STATE_SCHEMA_ERROR.format(missing=", ".join(missing)))
@@ -221,6 +235,11 @@ def create_toolbudget_agent(
     """
     catalog = require_catalog(catalog, "create_toolbudget_agent")
     _check_graph_keywords("create_toolbudget_agent", options)
+    check_node_options(
+        create_toolbudget_agent, state_schema=state_schema, context_schema=context_schema
+    )
+    model, classifier_model = _models("create_toolbudget_agent", model, classifier_model)
+    check_system_prompt(system_prompt, "create_toolbudget_agent")
     shared = BudgetConfig.resolve(config, options, owner=create_toolbudget_agent)
     graph = StateGraph(
         state_schema, input_schema=input_schema_of(state_schema), context_schema=context_schema

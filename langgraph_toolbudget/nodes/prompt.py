@@ -50,6 +50,7 @@ __all__ = [
     "ModelCaller",
     "SystemPrompt",
     "ai_calls_this_turn",
+    "check_system_prompt",
     "tools_prompt_section",
 ]
 
@@ -64,8 +65,8 @@ SystemPrompt = str | SystemMessage | Callable[..., Any] | Runnable | None
 """A system prompt: text, a ``SystemMessage``, or a callable/runnable of the state."""
 
 BAD_PROMPT_ERROR = (
-    "system_prompt must be a string, a SystemMessage, or a callable (state) -> messages or "
-    "(state, config) -> messages; got {kind}."
+    "{owner}: option system_prompt must be a string, a SystemMessage, or a callable "
+    "(state) -> messages or (state, config) -> messages; got {kind}."
 )
 BAD_PROMPT_RESULT_ERROR = (
     "system_prompt callable must return a string, a SystemMessage or a list of messages; "
@@ -77,10 +78,12 @@ def _text(message: BaseMessage) -> str:
     return message.text if isinstance(message.text, str) else str(message.content)
 
 
-def _check_prompt(prompt: Any) -> SystemPrompt:
+def check_system_prompt(prompt: Any, owner: str) -> SystemPrompt:
+    """``prompt`` if it is a system prompt (:data:`SystemPrompt`), else a ``TypeError`` naming
+    ``owner`` (the node or factory that took it) and what it must be."""
     if prompt is None or isinstance(prompt, str | SystemMessage | Runnable) or callable(prompt):
         return prompt
-    raise TypeError(BAD_PROMPT_ERROR.format(kind=type(prompt).__name__))
+    raise TypeError(BAD_PROMPT_ERROR.format(owner=owner, kind=type(prompt).__name__))
 
 
 def _takes_config(fn: Callable[..., Any]) -> bool:
@@ -133,7 +136,7 @@ class ModelCaller:
         self.config = config or BudgetConfig()
         self.node = node
         self.catalog = catalog
-        self.system_prompt = _check_prompt(system_prompt)
+        self.system_prompt = check_system_prompt(system_prompt, "CallModel")
         self._prompt_takes_config = callable(system_prompt) and _takes_config(system_prompt)
         self.thread_prompt = ThreadPrompt(catalog, builtins)
         self.builtin_tools = self.thread_prompt.tools

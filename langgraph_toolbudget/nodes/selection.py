@@ -19,14 +19,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 from typing_extensions import Unpack
 
-from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
+from langgraph_toolbudget.config import (
+    BudgetConfig,
+    BudgetOptions,
+    SelectionStrategy,
+    check_node_options,
+)
 from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.gating import AUTO_TOOL_SEARCH
@@ -44,7 +49,7 @@ __all__ = ["SelectTools", "ToolSearch"]
 
 logger = logging.getLogger(__name__)
 
-Strategy = Literal["auto", "categories", "relevance"]
+Strategy = SelectionStrategy
 
 BUDGET_REASONS = frozenset({"budget", "relevance"})
 """The ``why`` of a tool ``select_tools`` chose (see ``core/reasons.py``). It removes the tools
@@ -97,11 +102,8 @@ class SelectTools(BudgetNode):
         name: str = "select_tools",
         **options: Unpack[BudgetOptions],
     ) -> None:
-        if strategy not in ("auto", "categories", "relevance"):
-            raise ValueError(
-                f"strategy must be 'auto', 'categories' or 'relevance', got {strategy!r}"
-            )
         super().__init__(name)
+        check_node_options(SelectTools, strategy=strategy)
         self.config = BudgetConfig.resolve(config, options, owner=SelectTools)
         catalog = require_catalog(catalog, "SelectTools")
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
@@ -283,6 +285,7 @@ class ToolSearch(BudgetNode):
         **options: Unpack[BudgetOptions],
     ) -> None:
         super().__init__(name)
+        check_node_options(ToolSearch, every_turn=every_turn, min_relative_score=min_relative_score)
         self.config = BudgetConfig.resolve(config, options, owner=ToolSearch)
         catalog = require_catalog(catalog, "ToolSearch")
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
