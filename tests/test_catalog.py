@@ -901,3 +901,22 @@ def test_every_public_callable_with_a_catalog_parameter_is_checked():
         if "catalog" in inspect.signature(value).parameters
     )
     assert taking and set(taking) <= set(ENTRY_POINTS), set(taking) - set(ENTRY_POINTS)
+
+
+@pytest.mark.parametrize("properties", [["a", "b"], None], ids=["list", "null"])
+def test_a_local_tool_whose_schema_properties_are_no_object_is_named(properties: Any):
+    """Was: AttributeError ('list' object has no attribute 'values') from deep in the spec."""
+    from langchain_core.tools import StructuredTool
+
+    odd = StructuredTool(
+        name="odd",
+        description="Odd tool.",
+        args_schema={"type": "object", "properties": properties},
+        func=lambda **kw: "ok",
+    )
+    kind = "list" if properties else "null"
+    with pytest.raises(
+        ValueError,
+        match=rf"Tool 'odd' has an args schema whose 'properties' is a {kind}, not an object",
+    ):
+        ToolCatalog.from_tools([odd])

@@ -68,6 +68,11 @@ RUNTIME_MODE_ERROR = (
     "(draft tools run too), got {value!r}."
 )
 
+BAD_PROPERTIES_ERROR = (
+    "Tool {name!r} has an args schema whose 'properties' is a {kind}, not an object: give it "
+    "a JSON Schema object ({{'type': 'object', 'properties': {{'arg': {{'type': 'string'}}}}}}) "
+    "or a pydantic model as args_schema."
+)
 SPECIAL_CATEGORIES = frozenset({"human", "structured_output"})
 """Tools in these categories are always visible and pass every filter."""
 
@@ -212,6 +217,9 @@ def _arg_info(tool: BaseTool) -> tuple[tuple[str, ...], tuple[str, ...]]:
         args = tool.args
     except Exception:  # noqa: BLE001 - a tool without a readable schema just has no arg names
         return (), ()
+    if not isinstance(args, Mapping):
+        kind = "null" if args is None else type(args).__name__
+        raise ValueError(BAD_PROPERTIES_ERROR.format(name=tool.name, kind=kind))
     descriptions = tuple(
         d
         for v in args.values()
