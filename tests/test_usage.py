@@ -391,6 +391,22 @@ def test_usage_bad_input_names_the_fix():
         ToolUsage(store={})  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"weight": float("nan")}, r"ToolUsage: weight must be a finite number >= 0, got nan"),
+        ({"weight": float("inf")}, r"weight must be a finite number >= 0, got inf"),
+        ({"weight": True}, r"weight must be a finite number >= 0, got True"),
+        ({"min_threads": 0}, r"ToolUsage: min_threads must be an integer >= 1, got 0"),
+    ],
+)
+def test_usage_weight_and_min_threads_are_checked_by_their_own_names(kwargs, message):
+    """Was: a NaN or infinite weight accepted (every usage score NaN), True taken for 1.0,
+    and a bad min_threads named ``min_sources``, a keyword ToolUsage does not have."""
+    with pytest.raises(ValueError, match=message):
+        ToolUsage(**kwargs)
+
+
 def test_usage_never_stores_arguments_or_results():
     store = InMemoryStore()
     ToolUsage(store=store).record("weather in Oslo", ["get_weather"], thread_id="t")

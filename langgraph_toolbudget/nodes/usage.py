@@ -40,6 +40,7 @@ import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
+from math import inf
 from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 import numpy as np
@@ -365,8 +366,10 @@ class ToolUsage:
             or not all(isinstance(p, str) and p for p in namespace)
         ):
             raise ValueError(BAD_NAMESPACE_ERROR.format(value=namespace))
-        if not isinstance(weight, int | float) or weight < 0:
-            raise ValueError(f"weight must be a number >= 0, got {weight!r}")
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight < inf:
+            raise ValueError(f"ToolUsage: weight must be a finite number >= 0, got {weight!r}")
+        if isinstance(min_threads, bool) or not isinstance(min_threads, int) or min_threads < 1:
+            raise ValueError(f"ToolUsage: min_threads must be an integer >= 1, got {min_threads!r}")
         if scope not in SCOPES:
             raise ValueError(BAD_SCOPE_ERROR.format(value=scope))
         if catalog is not None:
