@@ -27,6 +27,16 @@ def test_adjacent_expressions_and_a_long_uri_are_matched_in_linear_time(length):
     assert time.monotonic() - start < 0.5  # was hours from 64 characters on
 
 
+def test_a_server_listing_a_megabyte_template_costs_one_read_of_it():
+    """The check before the caps cut the template once per expression: a 1.2 MB template of
+    400,000 expressions took minutes on the loop every MCP session shares (review 14b)."""
+    huge = "r://" + "{a}" * 400_000
+    start = time.monotonic()
+    match = match_template("r://xyz", [huge, "r://{name}"])
+    assert match.template == "r://{name}" and match.unchecked == 1
+    assert time.monotonic() - start < 2.0  # a hang guard: about 0.1 s now
+
+
 def test_the_simple_forms_name_what_they_did():
     assert match_template("notes://monday", ["notes://{day}"]).template == "notes://{day}"
     assert match_template("notes://a/b", ["notes://{day}"]).template is None

@@ -99,15 +99,15 @@ def _parts(template: str) -> list[tuple[str, str | None]]:
     """The template as (literal text, expression body or None) pairs; a ``{`` with no ``}``
     after it is literal text."""
     parts: list[tuple[str, str | None]] = []
-    rest = template
+    at = 0  # an index, not slices of what is left: linear in the template's length
     while True:
-        start = rest.find("{")
-        end = rest.find("}", start + 1) if start >= 0 else -1
+        start = template.find("{", at)
+        end = template.find("}", start + 1) if start >= 0 else -1
         if start < 0 or end < 0:
-            parts.append((rest, None))
+            parts.append((template[at:], None))
             return parts
-        parts.append((rest[:start], rest[start + 1 : end]))
-        rest = rest[end + 1 :]
+        parts.append((template[at:start], template[start + 1 : end]))
+        at = end + 1
 
 
 def _variables(specs: str) -> tuple[list[str], bool]:
