@@ -30,6 +30,7 @@ Typical Usage:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
 import inspect
@@ -38,7 +39,7 @@ import re
 import threading
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from math import inf
 from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
@@ -1407,6 +1408,18 @@ LOAD_FAILED_LOG = (
 )
 
 
+@contextlib.contextmanager
+def _record_failure_logged(names: Sequence[str]) -> Iterator[None]:
+    """A store that fails while a batch's record is written is logged, not raised: the
+    batch's tools already ran (a sync call inside an async store's loop is a misuse, raised)."""
+    try:
+        yield
+    except asyncio.InvalidStateError:
+        raise
+    except Exception as error:  # noqa: BLE001 - a ranking hint must not end the turn
+        logger.warning(RECORD_FAILED_LOG, clip_names(names), safe_repr(error))
+
+
 def record_batch(
     usage: ToolUsage | None,
     state: Any,
@@ -1427,12 +1440,8 @@ def record_batch(
     query, names, loaded = _batch_record(state, calls, outputs, catalog, messages_key)
     if not records_usage(config) or not query or not names:  # a bad opt-out value raises
         return
-    try:
+    with _record_failure_logged(names):
         usage.record_run(query, names, config, loaded=loaded)
-    except asyncio.InvalidStateError:  # a sync call in an async store's loop: a misuse
-        raise
-    except Exception as error:  # noqa: BLE001 - a ranking hint must not end the turn
-        logger.warning(RECORD_FAILED_LOG, clip_names(names), safe_repr(error))
 
 
 async def arecord_batch(
@@ -1450,12 +1459,8 @@ async def arecord_batch(
     query, names, loaded = _batch_record(state, calls, outputs, catalog, messages_key)
     if not records_usage(config) or not query or not names:  # a bad opt-out value raises
         return
-    try:
+    with _record_failure_logged(names):
         await usage.arecord_run(query, names, config, loaded=loaded)
-    except asyncio.InvalidStateError:  # a sync call in an async store's loop: a misuse
-        raise
-    except Exception as error:  # noqa: BLE001 - a ranking hint must not end the turn
-        logger.warning(RECORD_FAILED_LOG, clip_names(names), safe_repr(error))
 
 
 def usage_scores(
