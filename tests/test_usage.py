@@ -675,20 +675,25 @@ def _count_script() -> list[AIMessage]:
     return [AIMessage("", tool_calls=[_call("count_rows", {"table": "orders"}, 1)]), "42 rows."]
 
 
+def _count_app(kind: str, usage: ToolUsage) -> tuple[Any, list[str], ScriptedChatModel]:
+    """The prebuilt agent (with a checkpointer) or a ``ToolAgent`` over ``count_rows``, its
+    model scripted to call it once; the list of the tables it ran on; the model."""
+    catalog, ran = _counted_catalog()
+    model = ScriptedChatModel(responses=_count_script(), cycle=False)
+    if kind == "prebuilt":
+        graph = create_toolbudget_agent(model, catalog, pinned=["count_rows"], usage=usage)
+        return graph.compile(checkpointer=InMemorySaver()), ran, model
+    return ToolAgent(model, catalog, pinned=["count_rows"], usage=usage), ran, model
+
+
 @pytest.mark.parametrize("value", BAD_OPT_OUTS)
 @pytest.mark.parametrize("api", ["invoke", "ainvoke"])
 @pytest.mark.parametrize("kind", ["prebuilt", "ToolAgent"])
 async def test_opt_out_that_is_not_a_bool_raises_before_the_model_or_a_tool_runs(
     kind: str, api: str, value: Any
 ):
-    catalog, ran = _counted_catalog()
     usage = ToolUsage()
-    model = ScriptedChatModel(responses=_count_script(), cycle=False)
-    if kind == "prebuilt":
-        graph = create_toolbudget_agent(model, catalog, pinned=["count_rows"], usage=usage)
-        app: Any = graph.compile(checkpointer=InMemorySaver())
-    else:
-        app = ToolAgent(model, catalog, pinned=["count_rows"], usage=usage)
+    app, ran, model = _count_app(kind, usage)
     config = {"configurable": {"thread_id": "t", "toolbudget_record_usage": value}}
     payload = {"messages": [HumanMessage("how many orders are there?")]}
     with pytest.raises(TypeError, match=r"toolbudget_record_usage'\] takes True .* or False"):
@@ -804,14 +809,8 @@ def test_a_usage_store_that_cannot_be_written_ends_no_turn_and_runs_no_tool_twic
 ):
     # Was: the record, written after the tools ran, raised; the turn failed, and resuming the
     # thread ran the tool again (and failed again).
-    catalog, ran = _counted_catalog()
     usage = _closed_store(tmp_path / "usage.db", {"configurable": {}})  # "default" loaded
-    model = ScriptedChatModel(responses=_count_script(), cycle=False)
-    if kind == "prebuilt":
-        graph = create_toolbudget_agent(model, catalog, pinned=["count_rows"], usage=usage)
-        app: Any = graph.compile(checkpointer=InMemorySaver())
-    else:
-        app = ToolAgent(model, catalog, pinned=["count_rows"], usage=usage)
+    app, ran, _ = _count_app(kind, usage)
     payload = {"messages": [HumanMessage("how many orders are there?")]}
     config = {"configurable": {"thread_id": "t"}}
     out = _run(app, payload, config, api)
