@@ -53,6 +53,24 @@ def test_tokenize_of_english_is_unchanged():
     assert tokenize("Send the messages") == ["send", "message"]
 
 
+def test_a_word_ending_in_ie_and_its_plural_are_one_term():
+    for one, many in (("movie", "movies"), ("cookie", "cookies"), ("query", "queries")):
+        assert tokenize(one) == tokenize(many), (one, many)
+    assert tokenize("tie lie pie") == ["tie", "lie", "pie"]  # too short to stem
+
+
+def test_a_request_in_the_plural_finds_a_tool_named_in_the_singular():
+    from langgraph_toolbudget.core.search import ToolIndex
+
+    index = ToolIndex(
+        [
+            ("recommend_movie", "Recommend a movie like another one", ["title"]),
+            ("play_song", "Play a song", ["title"]),
+        ]
+    )
+    assert index.rank_names("any good movies like Inception?", limit=1)[0][0] == "recommend_movie"
+
+
 def test_messages_are_not_kept_by_the_word_cache():
     terms._split_short_words.cache_clear()
     for i in range(100):

@@ -65,6 +65,9 @@ def _stem(word: str) -> str:
         return word[:-3]
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
+    if len(word) > 4 and word.endswith("ie"):
+        # "movie" joins "movies" (stemmed "movy" above), as "query" joins "queries".
+        return word[:-2] + "y"
     if len(word) > 4 and word.endswith("ed"):
         return word[:-2]
     if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
