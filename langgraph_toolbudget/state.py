@@ -23,7 +23,13 @@ from langgraph.graph import MessagesState
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
-from langgraph_toolbudget.core.context import CONTEXT_FIELDS, merge_context
+from langgraph_toolbudget.core.context import (
+    CONTEXT_FIELDS,
+    CONTEXT_REDUCERS,
+    merge_context,
+    merge_decisions,
+    merge_modes,
+)
 from langgraph_toolbudget.core.working_set import WorkingSet, state_get, state_messages
 
 __all__ = [
@@ -127,10 +133,10 @@ class ToolBudgetState(MessagesState):
     selected_tools: Annotated[list[str], merge_names]
     discovered_tools: Annotated[list[str], merge_names]
     tool_last_used: Annotated[dict[str, int], merge_counts]
-    context_tools: Annotated[dict[str, str], merge_context]
-    context_servers: Annotated[dict[str, str], merge_context]
-    context_tool_modes: Annotated[dict[str, str], merge_context]
-    context_server_modes: Annotated[dict[str, str], merge_context]
+    context_tools: Annotated[dict[str, str], merge_decisions]
+    context_servers: Annotated[dict[str, str], merge_decisions]
+    context_tool_modes: Annotated[dict[str, str], merge_modes]
+    context_server_modes: Annotated[dict[str, str], merge_modes]
     tool_reasons: Annotated[dict[str, dict[str, Any]], merge_context]
 
 
@@ -165,9 +171,11 @@ _REDUCERS: dict[str, Callable[[Any, Any], Any]] = {
     "selected_tools": merge_names,
     "discovered_tools": merge_names,
     "tool_last_used": merge_counts,
-    **dict.fromkeys((*CONTEXT_FIELDS, "tool_reasons"), merge_context),
+    **dict(zip(CONTEXT_FIELDS, CONTEXT_REDUCERS, strict=True)),
+    "tool_reasons": merge_context,
 }
 _MISSING = object()
+_MAPPING_REDUCERS = (merge_counts, merge_context, merge_decisions, merge_modes)
 
 
 def apply_update(state: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
@@ -197,9 +205,10 @@ def state_update(
     Per reducer: messages (``add_messages``), those ``before`` lacks by id; tool names
     (:func:`merge_names`), ``{"remove", "add"}``, or ``{"replace": ...}`` when only that gives
     ``after``'s order; counters (:func:`merge_counts`) and the tool context
-    (:func:`~langgraph_toolbudget.core.context.merge_context`), the changed entries (``None``
-    removes a context key); a list under another reducer, the items it gained at its end,
-    else its final value; a field without a reducer, its value.
+    (:func:`~langgraph_toolbudget.core.context.merge_context` and the context fields' own
+    reducers), the changed entries (``None`` removes a context key); a list under another
+    reducer, the items it gained at its end, else its final value; a field without a reducer,
+    its value.
     """
     out: dict[str, Any] = {}
     for key in after if keys is None else keys:
@@ -237,10 +246,10 @@ def _delta(reducer: Callable[..., Any] | None, old: Any, new: Any) -> Any:
         if merge_names(old_names, diff) != names:
             return {"replace": names}
         return diff if diff["add"] or diff["remove"] else _MISSING
-    if reducer in (merge_counts, merge_context):
+    if reducer in _MAPPING_REDUCERS:
         old = old or {}
         changed = {k: v for k, v in new.items() if old.get(k, _MISSING) != v}
-        if reducer is merge_context:
+        if reducer is not merge_counts:
             changed.update((k, None) for k in old if k not in new)
         return changed or _MISSING
     if isinstance(old, list) and isinstance(new, list) and new[: len(old)] == old:

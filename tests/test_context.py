@@ -120,22 +120,51 @@ def test_context_reducer_and_update_shapes() -> None:
         set_include_mode("sometimes", tools=["a"])
 
 
-def test_malformed_context_values_are_ignored_and_the_thread_runs_on() -> None:
-    model = ScriptedChatModel(responses=["sunny", "sunny again"], cycle=False)
+@pytest.mark.parametrize(
+    ("field", "value", "error"),
+    [
+        ("context_tools", {"get_weather": "excluded"}, ValueError),  # a typo
+        ("context_tools", {"get_weather": "manual"}, ValueError),  # another field's value
+        ("context_tools", {"get_weather": ""}, ValueError),
+        ("context_tools", {"get_weather": ["include"]}, TypeError),
+        ("context_servers", {"weather": {"include": True}}, TypeError),
+        ("context_tool_modes", {"get_weather": "include"}, ValueError),
+        ("context_server_modes", {"weather": 3}, TypeError),
+    ],
+)
+def test_a_malformed_context_value_is_refused_and_the_exclusion_stands(field, value, error):
+    model = ScriptedChatModel(
+        responses=[
+            "sunny",
+            AIMessage("", tool_calls=[ToolCall(name="get_weather", args={"city": "L"}, id="w")]),
+            "done",
+        ],
+        cycle=False,
+    )
     app = create_toolbudget_agent(model, build_catalog()).compile(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "t"}}
     app.invoke({"messages": [("user", "what's the weather in Paris?")]}, config)
+    app.update_state(config, exclude_tools(tools=["get_weather"], servers=["weather"]))
+    with pytest.raises(error, match="not one of .* build the update with"):
+        app.update_state(config, {field: value})
+    values = app.get_state(config).values
+    assert SessionContext.from_state(values) == SessionContext(
+        tools={"get_weather": "exclude"}, servers={"weather": "exclude"}
+    )
+    out = app.invoke({"messages": [("user", "what's the weather in Lima?")]}, config)
+    assert "get_weather" not in model.bound_tools[-1]
+    refusal = [m for m in out["messages"] if isinstance(m, ToolMessage)][-1]
+    assert refusal.status == "error" and "excluded" in refusal.content
+
+
+def test_malformed_values_already_in_a_checkpoint_are_ignored() -> None:
     malformed = {
-        "context_tools": {"get_weather": ["exclude"], "read_file": "exclude"},
+        "context_tools": {"get_weather": ["exclude"], "read_file": "exclude", "x": "excluded"},
         "context_servers": {"slack": {"exclude": True}},
         "context_tool_modes": {"weather_forecast": ["manual"]},
         "context_server_modes": {"files": 3},
     }
-    app.update_state(config, malformed)
-    out = app.invoke({"messages": [("user", "what's the weather in Lima?")]}, config)
-    assert out["messages"][-1].content == "sunny again"
-    assert "get_weather" in model.bound_tools[-1], "the malformed exclusion is ignored"
-    assert SessionContext.from_state(out) == SessionContext(tools={"read_file": "exclude"})
+    assert SessionContext.from_state(malformed) == SessionContext(tools={"read_file": "exclude"})
 
 
 def test_summary_counts_grouped_by_server() -> None:

@@ -90,6 +90,22 @@ async def test_sdk_update_state_then_next_turn_sees_the_context(server: str) -> 
     assert set(second["tool_reasons"]) == visible
 
 
+async def test_sdk_misspelt_context_update_is_a_400_and_the_exclusion_stands(
+    server: str,  # noqa: F811
+) -> None:
+    client = get_client(url=server)
+    thread_id = (await client.threads.create())["thread_id"]
+    await _turn(client, thread_id, "What's the weather in Tokyo?")
+    await client.threads.update_state(thread_id, exclude_tools(tools=["get_weather"]))
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        await client.threads.update_state(thread_id, {"context_tools": {"get_weather": "Exclude"}})
+    assert refused.value.response.status_code == 400
+    assert "'Exclude', not one of 'include', 'exclude'" in refused.value.response.text
+    after = await _turn(get_client(url=server), thread_id, "What's the weather in Paris?")
+    assert after["context_tools"] == {"get_weather": "exclude"}
+    assert "get_weather" not in after["selected_tools"]
+
+
 def _call(result: Any) -> Any:
     assert len(result.content) == 1
     return json.loads(result.content[0].text)

@@ -561,6 +561,17 @@ async def test_an_excluded_tool_is_not_bound_and_is_refused_like_the_nodes(catal
     assert_same_as_the_nodes(out, expected, model, node_model)
 
 
+def test_a_misspelt_context_value_is_refused_like_the_nodes(catalog):
+    script = lambda: [AIMessage("Which board?"), AIMessage("Still no.")]  # noqa: E731
+    agent, nodes, _, _ = both_ways(catalog, script, checkpointed=True, max_tools=3)
+    for app in (agent, nodes):
+        app.invoke({"messages": [HumanMessage(APOLLO_QUERY)]}, THREAD)
+        app.update_state(THREAD, exclude_tools(tools=["add_task"]))
+        with pytest.raises(ValueError, match="'excluded', not one of 'include', 'exclude'"):
+            app.update_state(THREAD, {"context_tools": {"add_task": "excluded"}})
+        assert app.get_state(THREAD).values["context_tools"] == {"add_task": "exclude"}
+
+
 def closest_named(answer: ToolMessage, marker: str = "Closest tools: ") -> list[str]:
     """The tools a refusal names as closest (after ``marker``, up to the full stop)."""
     return answer.content.split(marker)[1].split(".")[0].split(", ")

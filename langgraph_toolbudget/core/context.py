@@ -18,12 +18,14 @@ may override it for one tool or a whole server, and may **include** or
   :mod:`~langgraph_toolbudget.core.context_commands`).
 
 The thread's choices live in four state fields (names only, merged by
-:func:`merge_context`): :data:`CONTEXT_FIELDS`.
+:data:`CONTEXT_REDUCERS`): :data:`CONTEXT_FIELDS`.
 
 Key Components:
     - :class:`SessionContext`: a thread's choices, read from the state, with the
       questions the nodes ask (excluded? effective mode? free tools?).
-    - :func:`merge_context`: the reducer of the four fields (right wins, ``None`` removes).
+    - :func:`merge_context`: the reducer of context mappings (right wins, ``None`` removes);
+      :func:`merge_decisions` and :func:`merge_modes`, the four fields' own, also refuse a
+      value out of the field's choices.
     - :func:`server_of`: the server a tool is grouped under.
     - :func:`excluded_error`: the refusal a call to an excluded tool gets.
 
@@ -42,6 +44,8 @@ from langgraph_toolbudget.core.working_set import WorkingSet, state_get
 
 __all__ = [
     "CONTEXT_FIELDS",
+    "CONTEXT_REDUCERS",
+    "DECISIONS",
     "INCLUDE_MODES",
     "NO_CONTEXT",
     "NO_SERVER",
@@ -49,11 +53,18 @@ __all__ = [
     "SessionContext",
     "excluded_error",
     "merge_context",
+    "merge_decisions",
+    "merge_modes",
     "server_of",
 ]
 
 Decision = Literal["include", "exclude"]
+DECISIONS: tuple[str, ...] = ("include", "exclude")
 INCLUDE_MODES: tuple[str, ...] = ("always", "manual", "agent")
+BUILD_IT_WITH = (
+    "build the update with include_tools(...), exclude_tools(...) or set_include_mode(...), "
+    "or apply it with update_context(...)."
+)
 
 TOOLS_FIELD = "context_tools"
 SERVERS_FIELD = "context_servers"
@@ -90,7 +101,7 @@ def merge_context(
     if right is not None and not isinstance(right, Mapping):
         raise TypeError(
             f"a tool-context update must be a mapping of name -> value, got {right!r}; "
-            "build it with include_tools(...), exclude_tools(...) or set_include_mode(...)."
+            f"{BUILD_IT_WITH}"
         )
     out = dict(left or {})
     for key, value in (right or {}).items():
@@ -99,6 +110,50 @@ def merge_context(
         else:
             out[key] = value
     return out
+
+
+def _checked(right: Mapping[str, Any] | None, allowed: tuple[str, ...], what: str) -> None:
+    for key, value in (right or {}).items():
+        if value is None or (isinstance(value, str) and value in allowed):
+            continue
+        choices = ", ".join(repr(a) for a in allowed)
+        problem = f"{what} {key!r} is {value!r}, not one of {choices} (or None to remove it)"
+        if not isinstance(value, str):
+            raise TypeError(f"{problem}; {BUILD_IT_WITH}")
+        raise ValueError(f"{problem}; {BUILD_IT_WITH}")
+
+
+def merge_decisions(
+    left: Mapping[str, Any] | None, right: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """Reducer of ``context_tools`` and ``context_servers``: :func:`merge_context`, and a
+    value other than ``"include"``, ``"exclude"`` or ``None`` is refused (``ValueError``, or
+    ``TypeError`` for a value that is not a string), so a misspelt update cannot silently
+    replace an exclusion.
+
+    >>> merge_decisions({"a": "exclude"}, {"b": "include"})
+    {'a': 'exclude', 'b': 'include'}
+    """
+    if isinstance(right, Mapping):
+        _checked(right, DECISIONS, "the tool-context decision for")
+    return merge_context(left, right)
+
+
+def merge_modes(left: Mapping[str, Any] | None, right: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Reducer of ``context_tool_modes`` and ``context_server_modes``: :func:`merge_context`,
+    and a value other than an include mode (:data:`INCLUDE_MODES`) or ``None`` is refused
+    (``ValueError``, or ``TypeError`` for a value that is not a string).
+
+    >>> merge_modes({"a": "manual"}, {"a": "always"})
+    {'a': 'always'}
+    """
+    if isinstance(right, Mapping):
+        _checked(right, INCLUDE_MODES, "the include mode of")
+    return merge_context(left, right)
+
+
+CONTEXT_REDUCERS = (merge_decisions, merge_decisions, merge_modes, merge_modes)
+"""The reducer of each of :data:`CONTEXT_FIELDS`, in that order."""
 
 
 def server_of(spec: ToolSpec) -> str:
@@ -145,10 +200,9 @@ class SessionContext:
     @classmethod
     def from_state(cls, state: Any) -> SessionContext:
         """The context stored in a state (a dict or an object); unknown values are ignored."""
-        decisions = ("include", "exclude")
         return cls(
-            _clean(state_get(state, TOOLS_FIELD, None), decisions),
-            _clean(state_get(state, SERVERS_FIELD, None), decisions),
+            _clean(state_get(state, TOOLS_FIELD, None), DECISIONS),
+            _clean(state_get(state, SERVERS_FIELD, None), DECISIONS),
             _clean(state_get(state, TOOL_MODES_FIELD, None), INCLUDE_MODES),
             _clean(state_get(state, SERVER_MODES_FIELD, None), INCLUDE_MODES),
         )
@@ -161,8 +215,10 @@ class SessionContext:
     def merged(self, update: Mapping[str, Any]) -> SessionContext:
         """This context with a state update's context fields applied (as the reducers would)."""
         values = {
-            name: merge_context(current, update.get(name))
-            for name, current in self.state_values().items()
+            name: reduce(current, update.get(name))
+            for (name, current), reduce in zip(
+                self.state_values().items(), CONTEXT_REDUCERS, strict=True
+            )
         }
         return SessionContext.from_state(values)
 

@@ -31,12 +31,12 @@ from typing import Any
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.context import (
     CONTEXT_FIELDS,
+    CONTEXT_REDUCERS,
     SERVER_MODES_FIELD,
     SERVERS_FIELD,
     TOOL_MODES_FIELD,
     TOOLS_FIELD,
     SessionContext,
-    merge_context,
     server_of,
 )
 from langgraph_toolbudget.core.context_ops import (
@@ -162,8 +162,9 @@ class CommandResult:
 def apply_update(values: Mapping[str, Any], update: Mapping[str, Any] | None) -> dict[str, Any]:
     """``values`` with a context update applied, as the state's reducers apply it."""
     out = dict(values)
+    reducers = dict(zip(CONTEXT_FIELDS, CONTEXT_REDUCERS, strict=True))
     for key, value in (update or {}).items():
-        out[key] = merge_context(out.get(key), value) if key in CONTEXT_FIELDS else value
+        out[key] = reducers[key](out.get(key), value) if key in reducers else value
     return out
 
 

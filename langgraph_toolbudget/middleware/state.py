@@ -15,7 +15,7 @@ from langchain.agents.middleware import AgentState
 from langchain.agents.middleware.types import OmitFromInput, OmitFromSchema
 from typing_extensions import NotRequired
 
-from langgraph_toolbudget.core.context import merge_context
+from langgraph_toolbudget.core.context import merge_context, merge_decisions, merge_modes
 from langgraph_toolbudget.state import merge_counts, merge_names
 
 __all__ = ["STILL_CALLABLE", "ToolBudgetAgentState"]
@@ -45,10 +45,10 @@ class ToolBudgetAgentState(AgentState[Any]):
     selected_tools: NotRequired[Annotated[list[str], OmitFromInput, merge_names]]
     discovered_tools: NotRequired[Annotated[list[str], OmitFromInput, merge_names]]
     tool_last_used: NotRequired[Annotated[dict[str, int], OmitFromInput, merge_counts]]
-    context_tools: NotRequired[Annotated[dict[str, str], OmitFromInput, merge_context]]
-    context_servers: NotRequired[Annotated[dict[str, str], OmitFromInput, merge_context]]
-    context_tool_modes: NotRequired[Annotated[dict[str, str], OmitFromInput, merge_context]]
-    context_server_modes: NotRequired[Annotated[dict[str, str], OmitFromInput, merge_context]]
+    context_tools: NotRequired[Annotated[dict[str, str], OmitFromInput, merge_decisions]]
+    context_servers: NotRequired[Annotated[dict[str, str], OmitFromInput, merge_decisions]]
+    context_tool_modes: NotRequired[Annotated[dict[str, str], OmitFromInput, merge_modes]]
+    context_server_modes: NotRequired[Annotated[dict[str, str], OmitFromInput, merge_modes]]
     tool_reasons: NotRequired[Annotated[dict[str, dict[str, Any]], OmitFromInput, merge_context]]
     # private (not in the graph's input or output): see STILL_CALLABLE
     toolbudget_still_callable: NotRequired[
