@@ -7,7 +7,7 @@ functions that record every execution, and the graphs are real LangGraph graphs.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from agent_tools import (
@@ -22,8 +22,14 @@ from agent_tools import (
     tool_messages,
     wrong_category_script,
 )
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.tools import tool
+from langchain_core.messages import (
+    AIMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.cache.memory import InMemoryCache
 from langgraph.checkpoint.memory import MemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
@@ -769,3 +775,118 @@ async def test_max_visible_caps_the_working_set_across_turns_of_a_thread(api):
         sizes.append(len(out["selected_tools"]))
         assert model.bound_tools[-1][BUILTINS:] == out["selected_tools"]
     assert max(sizes) <= 6
+
+
+# --- return_direct: the tool's answer ends the turn, as under create_agent -----------------
+
+
+def direct_catalog(calls: list[str]) -> ToolCatalog:
+    @tool(return_direct=True)
+    def order_status(order: int) -> str:
+        """Look up the shipping status of an order."""
+        calls.append("order_status")
+        if order < 0:
+            raise ValueError("no such order")
+        return f"order {order}: shipped"
+
+    @tool
+    def list_orders() -> str:
+        """List the user's orders."""
+        calls.append("list_orders")
+        return "42, 43"
+
+    return ToolCatalog.from_tools(
+        [order_status, list_orders], categories={"orders": ["order_status", "list_orders"]}
+    )
+
+
+def direct_payload() -> dict[str, Any]:
+    # A lone ToolAgent node has no selection step before it: its visible tools come in.
+    visible = ["order_status", "list_orders"]
+    return {"messages": [HumanMessage("where is my order 42?")], "selected_tools": visible}
+
+
+def direct_apps(catalog: ToolCatalog, script: list[Any]) -> dict[str, Any]:
+    """The prebuilt agent, a ToolAgent node and add_toolbudget_nodes with a ``then`` node,
+    each with its own scripted model."""
+    models = {k: ScriptedChatModel(responses=list(script), cycle=False) for k in range(3)}
+    graph = StateGraph(ToolBudgetState, input_schema=ToolBudgetInput)
+    graph.add_node("after", lambda state: {"messages": [AIMessage("after")]})
+    add_toolbudget_nodes(graph, models[2], catalog, then="after")
+    graph.add_edge("after", END)
+    return {
+        "prebuilt": (create_toolbudget_agent(models[0], catalog).compile(), models[0]),
+        "tool_agent": (single_node_app(ToolAgent(models[1], catalog)), models[1]),
+        "nodes": (graph.compile(), models[2]),
+    }
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_return_direct_tools_answer_ends_the_turn(api):
+    calls: list[str] = []
+    script = [ai_calls(call("order_status", "o1", order=42)), AIMessage("never said")]
+    for shape, (app, model) in direct_apps(direct_catalog(calls), script).items():
+        out = await run(app, direct_payload(), api)
+        last = out["messages"][-1] if shape != "nodes" else out["messages"][-2]
+        assert isinstance(last, ToolMessage) and last.content == "order 42: shipped", shape
+        assert len(model.calls) == 1, shape
+        if shape == "nodes":
+            assert out["messages"][-1].content == "after"  # the turn goes on to `then`
+    assert calls == ["order_status"] * 3
+
+
+@pytest.mark.parametrize(
+    "batch",
+    [
+        [call("order_status", "o1", order=-1)],  # it failed: the model reads the error
+        [call("order_status", "o1", order=42), call("list_orders", "o2")],  # not all direct
+        [call("order_status", "o1", order=42), call("search_tools", "s1", query="refund")],
+    ],
+)
+@pytest.mark.parametrize("api", APIS)
+async def test_a_return_direct_tool_goes_back_to_the_model_when_it_failed_or_had_company(
+    batch, api
+):
+    calls: list[str] = []
+    script = [ai_calls(*batch), AIMessage("the model's answer")]
+    for shape, (app, model) in direct_apps(direct_catalog(calls), script).items():
+        out = await run(app, direct_payload(), api)
+        texts = [m.content for m in out["messages"] if isinstance(m, AIMessage)]
+        assert "the model's answer" in texts, shape
+        assert len(model.calls) == 2, shape
+
+
+# --- ToolAgent: the parent's state becomes the loop's final state --------------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_tool_agent_passes_up_a_message_a_tool_replaced_or_removed(api):
+    @tool
+    def redact(message_id: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+        """Redact a message of the conversation."""
+        update = [HumanMessage("my card is [REDACTED]", id=message_id)]
+        update.append(ToolMessage("redacted", tool_call_id=tool_call_id))
+        return Command(update={"messages": update})
+
+    @tool
+    def forget(message_id: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+        """Forget a message of the conversation."""
+        update = [RemoveMessage(id=message_id), ToolMessage("gone", tool_call_id=tool_call_id)]
+        return Command(update={"messages": update})
+
+    catalog = ToolCatalog.from_tools([redact, forget], categories={"privacy": ["redact", "forget"]})
+    for name, expected in (("redact", ["my card is [REDACTED]"]), ("forget", [])):
+        model = ScriptedChatModel(
+            responses=[ai_calls(call(name, "r1", message_id="card")), AIMessage("done")],
+            cycle=False,
+        )
+        app = single_node_app(ToolAgent(model, catalog), checkpointer=MemorySaver())
+        config = {"configurable": {"thread_id": name}}
+        secret = HumanMessage("my card is 4111 1111 1111 1111", id="card")
+        payload = {"messages": [secret], "selected_tools": ["redact", "forget"]}
+        out = await run(app, payload, api, config)
+        humans = [m.content for m in out["messages"] if isinstance(m, HumanMessage)]
+        assert humans == expected, name
+        saved = app.get_state(config).values["messages"]
+        assert not any("4111" in str(m.content) for m in saved), name
+        assert [m.content for m in saved][-1] == "done"

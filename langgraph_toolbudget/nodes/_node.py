@@ -8,15 +8,25 @@ routing edge).
 # annotation at runtime to decide whether to pass the RunnableConfig.
 from typing import Any
 
+from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
+from langgraph.graph import END
 from langgraph.prebuilt import tools_condition
 
 from langgraph_toolbudget._compat import RunnableCallable
 from langgraph_toolbudget.config import check_node_options
-from langgraph_toolbudget.core.working_set import WorkingSet
+from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.working_set import WorkingSet, state_get
 
-__all__ = ["VISIBLE_SET_EVENT", "BudgetNode", "emit_changes", "emit_event", "route_tools"]
+__all__ = [
+    "VISIBLE_SET_EVENT",
+    "BudgetNode",
+    "emit_changes",
+    "emit_event",
+    "route_after_tools",
+    "route_tools",
+]
 
 VISIBLE_SET_EVENT = "toolbudget.visible_tools"
 
@@ -56,6 +66,37 @@ route_tools = RunnableCallable(
 """LangGraph's ``tools_condition`` (to ``"tools"`` when the last AI message has tool calls, else
 ``END``) with an async form: under ``ainvoke`` a sync-only edge runs in a worker thread, a
 thread hop after every model call for a one-line check."""
+
+
+def route_after_tools(catalog: ToolCatalog, *, back: str = "agent") -> RunnableCallable:
+    """The edge after the tools node: ``END`` when every call of the last model reply named a
+    ``return_direct`` tool of ``catalog`` and each of them succeeded (the tool's answer is the
+    turn's answer, as under ``create_agent``), else ``back`` to the model. A failed call goes
+    back, so the model can read its error and try again."""
+
+    def route(state: Any) -> str:
+        messages = state_get(state, "messages", None) or []
+        answers: dict[str, ToolMessage] = {}
+        for message in reversed(messages):
+            if isinstance(message, ToolMessage):
+                answers[message.tool_call_id] = message
+                continue
+            if not isinstance(message, AIMessage) or not message.tool_calls:
+                return back
+            for call in message.tool_calls:
+                tools = catalog.tools([call["name"]])
+                answer = answers.get(call.get("id") or "")
+                if not (tools and tools[0].return_direct and answer is not None):
+                    return back
+                if answer.status == "error":
+                    return back
+            return END
+        return back
+
+    async def aroute(state: Any) -> str:
+        return route(state)
+
+    return RunnableCallable(route, aroute, name="route_after_tools", trace=False)
 
 
 def emit_event(payload: dict[str, Any]) -> None:

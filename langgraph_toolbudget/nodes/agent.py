@@ -37,7 +37,7 @@ from langgraph_toolbudget.core.selection import free_tools
 from langgraph_toolbudget.core.working_set import state_messages
 from langgraph_toolbudget.execution.builtins import Builtins
 from langgraph_toolbudget.execution.hooks import AsyncToolCallWrapper, ToolCallWrapper
-from langgraph_toolbudget.nodes._node import BudgetNode, route_tools
+from langgraph_toolbudget.nodes._node import BudgetNode, route_after_tools, route_tools
 from langgraph_toolbudget.nodes.executor import ToolExecutor
 from langgraph_toolbudget.nodes.models import resolve_chat_model
 from langgraph_toolbudget.nodes.prompt import (
@@ -227,7 +227,9 @@ class ToolAgent(BudgetNode):
         loop.add_node("tools", self.executor)
         loop.add_edge(START, "agent")
         loop.add_conditional_edges("agent", route_tools, {"tools": "tools", END: END})
-        loop.add_edge("tools", "agent")
+        loop.add_conditional_edges(
+            "tools", route_after_tools(catalog), {"agent": "agent", END: END}
+        )
         self.graph = loop.compile(name=name)
         """The loop, compiled without a checkpointer: it runs under your graph's."""
         self._reducers = _reducers(self.graph.channels)

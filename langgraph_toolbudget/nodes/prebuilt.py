@@ -37,7 +37,7 @@ from typing_extensions import Unpack
 
 from langgraph_toolbudget.config import BudgetConfig, BudgetOptions, check_node_options
 from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
-from langgraph_toolbudget.nodes._node import route_tools
+from langgraph_toolbudget.nodes._node import route_after_tools, route_tools
 from langgraph_toolbudget.nodes.agent import CallModel
 from langgraph_toolbudget.nodes.choose import ChooseTools
 from langgraph_toolbudget.nodes.executor import ToolExecutor
@@ -198,7 +198,11 @@ def add_toolbudget_nodes(
     graph.add_edge(after, names["choose_tools"])
     graph.add_edge(names["choose_tools"], names["agent"])
     graph.add_conditional_edges(names["agent"], route_tools, {"tools": names["tools"], END: then})
-    graph.add_edge(names["tools"], names["agent"])
+    graph.add_conditional_edges(
+        names["tools"],
+        route_after_tools(catalog, back=names["agent"]),
+        {names["agent"]: names["agent"], END: then},
+    )
     return names["choose_tools"]
 
 
