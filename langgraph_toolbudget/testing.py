@@ -42,7 +42,8 @@ class ScriptedChatModel(FakeMessagesListChatModel):
 
     Each call returns the next response. A response may be a message or a
     callable ``(messages, bound_tool_names) -> message``, to answer from what
-    the model was shown. After the last response the script repeats it when
+    the model was shown in that call (the tools of the bound model it was called through;
+    none when it was called unbound). After the last response the script repeats it when
     ``cycle`` is true (the default), else raises ``IndexError`` naming the call.
 
     Attributes:
@@ -69,7 +70,7 @@ class ScriptedChatModel(FakeMessagesListChatModel):
         self.tools_schema = schemas
         return self.bind(tools=schemas, **kwargs)
 
-    def _next(self, messages: list[BaseMessage]) -> BaseMessage:
+    def _next(self, messages: list[BaseMessage], tools: Any = None) -> BaseMessage:
         self.calls.append(list(messages))
         if self.i >= len(self.responses):
             if not self.cycle or not self.responses:
@@ -80,9 +81,11 @@ class ScriptedChatModel(FakeMessagesListChatModel):
             self.i = len(self.responses) - 1
         response = self.responses[self.i]
         self.i += 1
-        tools = self.bound_tools[-1] if self.bound_tools else []
         if callable(response) and not isinstance(response, BaseMessage):
-            response = response(list(messages), tools)
+            # The tools of this call (each bound model carries its own), not the latest
+            # bind_tools of any run: concurrent runs bind different sets.
+            shown = [t["function"]["name"] for t in tools] if tools is not None else []
+            response = response(list(messages), shown)
         if isinstance(response, str):
             response = AIMessage(response)
         return response.model_copy(deep=True)
@@ -94,4 +97,5 @@ class ScriptedChatModel(FakeMessagesListChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self._next(messages))])
+        message = self._next(messages, kwargs.get("tools"))
+        return ChatResult(generations=[ChatGeneration(message=message)])

@@ -1,0 +1,51 @@
+"""The scripted chat model the tests and users' own tests rely on (langgraph_toolbudget.testing)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import tool
+
+from langgraph_toolbudget.testing import ScriptedChatModel
+
+
+@tool
+def get_weather(city: str) -> str:
+    """The weather in a city."""
+    return city
+
+
+@tool
+def send_message(text: str) -> str:
+    """Send a message."""
+    return text
+
+
+def echo_tools(messages, tools) -> AIMessage:
+    return AIMessage(",".join(tools))
+
+
+def test_a_callable_sees_the_tools_of_the_model_it_was_called_through():
+    model = ScriptedChatModel(responses=[echo_tools], cycle=True)
+    weather = model.bind_tools([get_weather])
+    messages = model.bind_tools([send_message])
+    assert weather.invoke([HumanMessage("hi")]).content == "get_weather"
+    assert messages.invoke([HumanMessage("hi")]).content == "send_message"
+    assert model.invoke([HumanMessage("hi")]).content == ""  # unbound: shown no tools
+    assert model.bound_tools == [["get_weather"], ["send_message"]]
+
+
+async def test_concurrent_runs_each_see_their_own_tools():
+    model = ScriptedChatModel(responses=[echo_tools], cycle=True)
+    bound = [model.bind_tools([get_weather]), model.bind_tools([send_message])] * 10
+    answers = await asyncio.gather(*(m.ainvoke([HumanMessage("hi")]) for m in bound))
+    assert [a.content for a in answers] == ["get_weather", "send_message"] * 10
+
+
+def test_a_script_without_cycle_names_the_call_that_has_no_response():
+    model = ScriptedChatModel(responses=["one"], cycle=False)
+    assert model.invoke("hi").content == "one"
+    with pytest.raises(IndexError, match="call 2 has none"):
+        model.invoke("hi")
