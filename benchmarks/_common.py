@@ -14,6 +14,7 @@ import os
 import platform
 import random
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -437,9 +438,27 @@ RECORDED_PACKAGES = (
 )
 
 
+def git_rev() -> str:
+    """The commit measured (short hash), ``+dirty`` when the package or benchmarks held
+    uncommitted changes (results JSON aside), ``unknown`` outside a git checkout."""
+
+    def git(*args: str) -> str:
+        cmd = ["git", "-C", str(REPO_ROOT), *args]
+        return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
+
+    try:
+        rev = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!*/results/*")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return f"{rev}+dirty" if dirty else rev
+
+
 def environment() -> dict[str, Any]:
-    """Where the numbers were measured: interpreter, machine, its load, package versions."""
+    """Where the numbers were measured: the commit, interpreter, machine, its load, package
+    versions."""
     env: dict[str, Any] = {
+        "git_rev": git_rev(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),

@@ -53,7 +53,6 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -69,6 +68,7 @@ import _minilm  # noqa: E402
 from _common import (  # noqa: E402
     REPO_ROOT,
     Pipeline,
+    git_rev,
     latency_summary_ms,
     make_tool,
     print_table,
@@ -378,19 +378,6 @@ def _cosine_pick(
 
 
 # --- main ----------------------------------------------------------------------------------------
-
-
-def git_rev() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return out.stdout.strip()
 
 
 def main(argv: list[str] | None = None) -> int:
