@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from difflib import get_close_matches
@@ -64,6 +65,7 @@ __all__ = [
     "RuntimeMode",
     "SelectionStrategy",
     "check_node_options",
+    "default_max_parallel",
 ]
 
 ExecutionMode = Literal["sequential", "parallel_safe"]
@@ -94,6 +96,15 @@ NOT_A_CONFIG_ERROR = (
 
 _Count = Annotated[int, Field(ge=0, strict=True)]
 _Positive = Annotated[int, Field(ge=1, strict=True)]
+
+
+def default_max_parallel() -> int:
+    """16, or the size of the thread pool ``ToolNode`` runs sync tools in when larger (the
+    interpreter's default, ``min(32, CPUs + 4)``): never fewer sync calls at once than
+    ``ToolNode`` runs on the same machine."""
+    return max(16, min(32, (os.cpu_count() or 1) + 4))
+
+
 _Name = Annotated[str, Field(min_length=1, max_length=200, strict=True)]
 
 
@@ -158,9 +169,10 @@ class BudgetConfig(BaseModel):
     """Optional LangChain ``Embeddings`` (or a
     :class:`~langgraph_toolbudget.core.semantic.HybridScorer`) that ``classify_intent``,
     ``select_tools`` and ``tool_search`` fuse with BM25."""
-    max_parallel: _Positive = 16
+    max_parallel: _Positive = Field(default_factory=lambda: default_max_parallel())
     """Size of the executor's own thread pool for sync tools: sync calls at once, at most
-    (async calls all start, as under ``ToolNode``; bound them per group with ``group_limits``)."""
+    (async calls all start, as under ``ToolNode``; bound them per group with ``group_limits``).
+    Default: :func:`default_max_parallel`."""
     group_limits: dict[str, _Positive] = Field(default_factory=dict)
     """Concurrency group -> calls of the group at once (e.g. ``{"github": 4}``), over the
     tools' ``max_concurrency``."""

@@ -77,6 +77,15 @@ def test_budget_config_rejects_bad_options_naming_them(options, error, match):
         BudgetConfig(**options)
 
 
+@pytest.mark.parametrize(("cpus", "expected"), [(None, 16), (2, 16), (12, 16), (20, 24), (64, 32)])
+def test_max_parallel_defaults_to_at_least_toolnodes_pool(monkeypatch, cpus, expected):
+    """ToolNode runs sync tools in the interpreter's default pool, min(32, CPUs + 4) threads:
+    the executor's default pool is never smaller, so a large batch is never slower."""
+    monkeypatch.setattr("os.cpu_count", lambda: cpus)
+    assert BudgetConfig().max_parallel == expected
+    assert BudgetConfig(max_parallel=3).max_parallel == 3
+
+
 def test_budget_config_is_frozen_and_override_validates():
     config = BudgetConfig(max_tools=6, max_visible=9, pinned=["get_weather", "get_weather"])
     assert config.pinned == ("get_weather",)  # de-duplicated, a tuple
