@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Annotated, Any, get_type_hints
 
-from langchain_core.messages import BaseMessage, RemoveMessage
+from langchain_core.messages import BaseMessage
 from langgraph.graph import MessagesState
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
@@ -203,9 +203,9 @@ def state_update(
         keys: the fields to consider (default: every field of ``after``).
 
     Per reducer: messages (``add_messages``), those ``before`` lacks by id or holds changed
-    (``add_messages`` replaces them by id) and a ``RemoveMessage`` for each one ``after``
-    lacks; tool names (:func:`merge_names`), ``{"remove", "add"}``, or ``{"replace": ...}``
-    when only that gives ``after``'s order; counters (:func:`merge_counts`) and the tool context
+    (``add_messages`` replaces them by id; one ``after`` lacks stays); tool names
+    (:func:`merge_names`), ``{"remove", "add"}``, or ``{"replace": ...}`` when only that
+    gives ``after``'s order; counters (:func:`merge_counts`) and the tool context
     (:func:`~langgraph_toolbudget.core.context.merge_context` and the context fields' own
     reducers), the changed entries (``None`` removes a context key); a list under another
     reducer, the items it gained at its end, else its final value; a field without a reducer,
@@ -238,13 +238,14 @@ def _delta(reducer: Callable[..., Any] | None, old: Any, new: Any) -> Any:
     if reducer is None:
         return new
     if reducer is add_messages:
+        # New messages, and those a step replaced by id (``add_messages`` replaces them), as
+        # a loop's final state added as a node does. A message ``after`` lacks is not taken
+        # as removed: the state may have gained it while the loop was interrupted.
         known = {m.id: m for m in old or [] if isinstance(m, BaseMessage) and m.id}
-        now = {m.id for m in new if isinstance(m, BaseMessage) and m.id}
-        gone: list[BaseMessage] = [RemoveMessage(id=i) for i in known if i not in now]
         fresh = [
             m for m in new if not (isinstance(m, BaseMessage) and m.id and known.get(m.id) == m)
         ]
-        return gone + fresh or _MISSING
+        return fresh or _MISSING
     if reducer is merge_names:
         names, old_names = list(new or []), list(old or [])
         diff = WorkingSet(names).diff(old_names)

@@ -45,6 +45,7 @@ from langgraph_toolbudget import (
     create_toolbudget_agent,
     tools_prompt_section,
 )
+from langgraph_toolbudget.core.context import merge_context
 from langgraph_toolbudget.core.meta import META_TOOL_NAMES
 from langgraph_toolbudget.nodes.agent import ITERATION_LIMIT_MESSAGE
 from langgraph_toolbudget.testing import ScriptedChatModel
@@ -795,14 +796,21 @@ def direct_catalog(calls: list[str]) -> ToolCatalog:
         calls.append("list_orders")
         return "42, 43"
 
+    @tool(return_direct=True)
+    def order_history(order: int) -> str:
+        """The full history of an order."""
+        calls.append("order_history")
+        return "".join(f"event {i} of order {order}\n" for i in range(2000))  # offloaded
+
+    names = ["order_status", "list_orders", "order_history"]
     return ToolCatalog.from_tools(
-        [order_status, list_orders], categories={"orders": ["order_status", "list_orders"]}
+        [order_status, list_orders, order_history], categories={"orders": names}
     )
 
 
 def direct_payload() -> dict[str, Any]:
     # A lone ToolAgent node has no selection step before it: its visible tools come in.
-    visible = ["order_status", "list_orders"]
+    visible = ["order_status", "list_orders", "order_history"]
     return {"messages": [HumanMessage("where is my order 42?")], "selected_tools": visible}
 
 
@@ -841,10 +849,12 @@ async def test_a_return_direct_tools_answer_ends_the_turn(api):
         [call("order_status", "o1", order=-1)],  # it failed: the model reads the error
         [call("order_status", "o1", order=42), call("list_orders", "o2")],  # not all direct
         [call("order_status", "o1", order=42), call("search_tools", "s1", query="refund")],
+        [call("order_history", "h1", order=42)],  # offloaded: the model reads it
+        [call("order_status", "o1", order=42), call("order_status", "o1", order=-1)],  # same id
     ],
 )
 @pytest.mark.parametrize("api", APIS)
-async def test_a_return_direct_tool_goes_back_to_the_model_when_it_failed_or_had_company(
+async def test_a_return_direct_tool_goes_back_to_the_model_when_failed_offloaded_or_with_others(
     batch, api
 ):
     calls: list[str] = []
@@ -860,7 +870,11 @@ async def test_a_return_direct_tool_goes_back_to_the_model_when_it_failed_or_had
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_tool_agent_passes_up_a_message_a_tool_replaced_or_removed(api):
+async def test_tool_agent_passes_up_a_message_a_tool_replaced_and_keeps_one_it_removed(api):
+    """A replacement by id reaches your graph (the redacted card number is gone from its
+    checkpoint); a removal stays inside the loop, as with ``create_react_agent`` added as a
+    node: a message the loop lacks may be one your graph gained while the loop waited."""
+
     @tool
     def redact(message_id: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
         """Redact a message of the conversation."""
@@ -875,18 +889,63 @@ async def test_tool_agent_passes_up_a_message_a_tool_replaced_or_removed(api):
         return Command(update={"messages": update})
 
     catalog = ToolCatalog.from_tools([redact, forget], categories={"privacy": ["redact", "forget"]})
-    for name, expected in (("redact", ["my card is [REDACTED]"]), ("forget", [])):
+    secret = "my card is 4111 1111 1111 1111"
+    for name, expected in (("redact", ["my card is [REDACTED]"]), ("forget", [secret])):
         model = ScriptedChatModel(
             responses=[ai_calls(call(name, "r1", message_id="card")), AIMessage("done")],
             cycle=False,
         )
         app = single_node_app(ToolAgent(model, catalog), checkpointer=MemorySaver())
         config = {"configurable": {"thread_id": name}}
-        secret = HumanMessage("my card is 4111 1111 1111 1111", id="card")
-        payload = {"messages": [secret], "selected_tools": ["redact", "forget"]}
-        out = await run(app, payload, api, config)
-        humans = [m.content for m in out["messages"] if isinstance(m, HumanMessage)]
-        assert humans == expected, name
+        payload = {"messages": [HumanMessage(secret, id="card")], "selected_tools": [name]}
+        await run(app, payload, api, config)
         saved = app.get_state(config).values["messages"]
-        assert not any("4111" in str(m.content) for m in saved), name
-        assert [m.content for m in saved][-1] == "done"
+        assert [m.content for m in saved if isinstance(m, HumanMessage)] == expected, name
+        assert saved[-1].content == "done"
+        if name == "forget":  # inside the loop the model no longer saw it
+            assert secret not in str(model.calls[-1])
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_tool_agent_keeps_a_message_your_graph_gained_while_it_was_interrupted(api):
+    @tool
+    def refund(order: int) -> str:
+        """Refund an order (asks a human first)."""
+        return f"refund {order}: {interrupt(f'refund {order}?')}"
+
+    catalog = ToolCatalog.from_tools([refund], categories={"orders": ["refund"]})
+    model = ScriptedChatModel(
+        responses=[ai_calls(call("refund", "r1", order=7)), AIMessage("done")], cycle=False
+    )
+    app = single_node_app(ToolAgent(model, catalog), checkpointer=MemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    payload = {"messages": [HumanMessage("refund order 7")], "selected_tools": ["refund"]}
+    out = await run(app, payload, api, config)
+    assert out["__interrupt__"]
+    note = HumanMessage("approver: approved, ticket #123", id="note")
+    await run(app, Command(resume="approved", update={"messages": [note]}), api, config)
+    saved = [m.content for m in app.get_state(config).values["messages"]]
+    assert note.content in saved and "refund 7: approved" in saved and saved[-1] == "done"
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_tool_agent_runs_on_a_checkpoint_holding_a_malformed_context_value(catalog, api):
+    """A value the context reducers now refuse, kept in a checkpoint from before: the loop
+    ignores it (as the nodes do), and the update removes it from your state."""
+
+    class OldState(ToolBudgetState):  # the context fields with the reducer of old releases
+        context_tools: Annotated[dict[str, str], merge_context]
+
+    saver, config = MemorySaver(), {"configurable": {"thread_id": "old"}}
+    old = single_node_app(
+        ToolAgent(ScriptedChatModel(responses=["hi"]), catalog), saver, state=OldState
+    )
+    old.invoke({"messages": [HumanMessage("hi")]}, config)
+    old.update_state(config, {"context_tools": {"list_projects": "Exclude", "add_task": "exclude"}})
+    model = ScriptedChatModel(responses=[ai_calls(call("list_projects", "p1")), "two"])
+    app = single_node_app(ToolAgent(model, catalog), saver)
+    payload = {"messages": [HumanMessage(APOLLO_QUERY)], "selected_tools": PROJECT_TOOLS}
+    out = await run(app, payload, api, config)
+    assert out["messages"][-1].content == "two"
+    assert by_id(out["messages"])["p1"].status == "success"
+    assert out["context_tools"] == {"add_task": "exclude"}

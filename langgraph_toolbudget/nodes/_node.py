@@ -18,6 +18,7 @@ from langgraph_toolbudget._compat import RunnableCallable
 from langgraph_toolbudget.config import check_node_options
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.working_set import WorkingSet, state_get
+from langgraph_toolbudget.execution.offload import holds_offloaded_output
 
 __all__ = [
     "VISIBLE_SET_EVENT",
@@ -70,27 +71,30 @@ thread hop after every model call for a one-line check."""
 
 def route_after_tools(catalog: ToolCatalog, *, back: str = "agent") -> RunnableCallable:
     """The edge after the tools node: ``END`` when every call of the last model reply named a
-    ``return_direct`` tool of ``catalog`` and each of them succeeded (the tool's answer is the
-    turn's answer, as under ``create_agent``), else ``back`` to the model. A failed call goes
-    back, so the model can read its error and try again."""
+    ``return_direct`` tool of ``catalog`` and each answer succeeded and is whole (the tool's
+    answer is the turn's answer, as under ``create_agent``), else ``back`` to the model. A
+    failed call goes back, so the model can read its error and try again; so does an answer
+    offloaded for its size, which the model reads with its output tools."""
 
     def route(state: Any) -> str:
         messages = state_get(state, "messages", None) or []
-        answers: dict[str, ToolMessage] = {}
+        answers: list[ToolMessage] = []
         for message in reversed(messages):
             if isinstance(message, ToolMessage):
-                answers[message.tool_call_id] = message
+                answers.append(message)
                 continue
             if not isinstance(message, AIMessage) or not message.tool_calls:
                 return back
-            for call in message.tool_calls:
-                tools = catalog.tools([call["name"]])
-                answer = answers.get(call.get("id") or "")
-                if not (tools and tools[0].return_direct and answer is not None):
-                    return back
-                if answer.status == "error":
-                    return back
-            return END
+            calls = message.tool_calls
+            answered = {a.tool_call_id for a in answers}
+            direct = all(
+                (tool := catalog.tools([c["name"]])) and tool[0].return_direct for c in calls
+            )
+            whole = not holds_offloaded_output(answers)
+            whole = whole and all(a.status != "error" for a in answers)
+            if direct and whole and all(c.get("id") in answered for c in calls):
+                return END
+            return back
         return back
 
     async def aroute(state: Any) -> str:

@@ -32,7 +32,7 @@ from typing_extensions import Unpack
 
 from langgraph_toolbudget.config import BudgetConfig, BudgetOptions, check_node_options
 from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
-from langgraph_toolbudget.core.context import SessionContext
+from langgraph_toolbudget.core.context import CONTEXT_FIELDS, SessionContext
 from langgraph_toolbudget.core.selection import free_tools
 from langgraph_toolbudget.core.working_set import state_messages
 from langgraph_toolbudget.execution.builtins import Builtins
@@ -157,11 +157,12 @@ class ToolAgent(BudgetNode):
     ``"custom"``/``"messages"``, ``subgraphs=True`` for its own updates).
 
     Input: ``messages``, ``selected_tools`` (from the selection nodes) and the rest of
-    your state. Output: the update that turns your state into the loop's final state:
-    the new messages, the visible set (tools added and removed), ``discovered_tools``,
-    ``tool_last_used``, the tool context, and any key of your state a tool changed with
-    a ``Command`` (keys with a reducer of their own get the items a list gained, or the
-    final value).
+    your state. Output: the update from your state to the loop's final state: the new
+    messages and those a tool replaced by id (as LangGraph's ``create_react_agent`` added
+    as a node gives; a message a tool removed inside the loop stays in your state), the
+    visible set (tools added and removed), ``discovered_tools``, ``tool_last_used``, the
+    tool context, and any key of your state a tool changed with a ``Command`` (keys with
+    a reducer of their own get the items a list gained, or the final value).
 
     Args:
         model: a chat model (native tool calling or a text format), or a
@@ -245,12 +246,23 @@ class ToolAgent(BudgetNode):
         return {**config, "recursion_limit": max(config.get("recursion_limit", 25), steps)}
 
     def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
-        final = self.graph.invoke(state, self._config(config))
+        final = self.graph.invoke(_loop_input(state), self._config(config))
         return state_update(state if isinstance(state, Mapping) else {}, final, self._reducers)
 
     async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
-        final = await self.graph.ainvoke(state, self._config(config))
+        final = await self.graph.ainvoke(_loop_input(state), self._config(config))
         return state_update(state if isinstance(state, Mapping) else {}, final, self._reducers)
+
+
+def _loop_input(state: Any) -> Any:
+    """``state`` with its tool context as the nodes read it: a malformed value a checkpoint
+    kept from before the context reducers refused them is left out, so the loop's reducers
+    (which refuse it in an update) accept the state as input; the parent's copy is then
+    cleaned by the update."""
+    if not isinstance(state, Mapping) or not any(f in state for f in CONTEXT_FIELDS):
+        return state
+    clean = SessionContext.from_state(state).state_values()
+    return {**state, **{f: clean[f] for f in CONTEXT_FIELDS if f in state}}
 
 
 def _reducers(channels: Mapping[str, Any]) -> dict[str, Callable[..., Any] | None]:
