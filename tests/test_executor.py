@@ -919,3 +919,45 @@ def test_a_catalog_tool_named_like_a_meta_tool_is_rejected_naming_it():
     catalog = ToolCatalog.from_tools([search_tools])
     with pytest.raises(ValueError, match=r"\['search_tools'\].*rename"):
         BatchRunner(catalog, BudgetConfig())
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_json_schema_tool_gets_its_arguments_checked_like_a_pydantic_one(api):
+    """A tool whose args schema is a JSON schema (as MCP tools are) is not validated by
+    langchain: the executor checks it after coercion; a schema it cannot resolve (a remote
+    ``$ref``, never fetched) is left to the tool."""
+    ran: list[dict[str, Any]] = []
+
+    def record(**kwargs: Any) -> str:
+        ran.append(kwargs)
+        return "ok"
+
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
+        "required": ["city"],
+        "additionalProperties": False,
+    }
+    remote = {"type": "object", "properties": {"q": {"$ref": "http://127.0.0.1:9/q.json"}}}
+    tools = [
+        StructuredTool(name="forecast", description="Forecast.", args_schema=schema, func=record),
+        StructuredTool(name="lookup", description="Look up.", args_schema=remote, func=record),
+    ]
+    node = ToolExecutor.from_tools(tools)
+    calls = [
+        call("forecast", "c1", city="Rome", days=0),
+        call("forecast", "c2", days=2),
+        call("forecast", "c3", city="Rome", hours=3),
+        call("forecast", "c4", city="Rome", days="2"),  # coerced, then valid
+        call("lookup", "c5", q=[1, {"x": None}]),
+    ]
+    out = await run_node(node, state_for(calls, ["forecast", "lookup"]), api)
+    answers = {m.tool_call_id: m for m in out["messages"]}
+    assert "days: 0 is less than the minimum of 1" in answers["c1"].content
+    assert "(arguments): 'city' is a required property" in answers["c2"].content
+    assert "'hours' was unexpected" in answers["c3"].content
+    for bad in ("c1", "c2", "c3"):
+        assert answers[bad].status == "error"
+        expected = answers[bad].content.split("Expected arguments (JSON schema): ")[1]
+        assert json.loads(expected.split("\n")[0]).items() >= schema.items()
+    assert ran == [{"city": "Rome", "days": 2}, {"q": [1, {"x": None}]}]

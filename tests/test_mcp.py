@@ -830,3 +830,36 @@ async def test_the_example_servers_run_by_path_from_examples_not_from_the_packag
     async with await load_mcp_catalog({"text": TEXT}, strict=True) as catalog:
         assert catalog.tools_in("text") == ["upper", "word_count"]
         assert text_of(await catalog.get("upper").tool.ainvoke({"text": "ok"})) == "OK"
+
+
+async def test_mcp_arguments_that_do_not_match_the_input_schema_are_refused_before_the_server(
+    catalog: ToolCatalog,
+) -> None:
+    """langchain does not validate a JSON-schema tool (an MCP tool) as it does a pydantic one:
+    the executor checks the arguments against the server's ``inputSchema`` after coercion and
+    answers with the schema, as for a local tool; what coercion repairs still runs."""
+    script = [
+        AIMessage(
+            "",
+            tool_calls=[
+                call("add_tool", {"tool_names": ["multiply"]}, "c0"),
+                call("multiply", {"a": "six", "b": 7}, "c1"),  # not a number
+                call("multiply", {"a": 6}, "c2"),  # b is required
+                call("multiply", {"a": "6", "b": "7"}, "c3"),  # coerced: runs
+            ],
+        ),
+        AIMessage("done"),
+    ]
+    model = ScriptedChatModel(responses=script, cycle=False)
+    graph = create_toolbudget_agent(model, catalog, max_tools=2).compile()
+    out = await graph.ainvoke({"messages": [HumanMessage("multiply")]})
+    answers = {m.tool_call_id: m for m in tool_messages(out)}
+    for call_id, problem in (
+        ("c1", "a: 'six' is not of type 'number'"),
+        ("c2", "(arguments): 'b' is a required"),
+    ):
+        assert answers[call_id].status == "error"
+        content = text_of(answers[call_id])
+        assert content.startswith("Error: invalid arguments for tool 'multiply': " + problem)
+        assert "Expected arguments (JSON schema): {" in content
+    assert answers["c3"].status == "success" and text_of(answers["c3"]) == "42.0"

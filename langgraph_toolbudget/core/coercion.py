@@ -350,11 +350,14 @@ def schema_error_message(tool: BaseTool, error: Exception, args: Any) -> str:
         )
     except (AttributeError, TypeError):
         detail = str(error)
+    return schema_problem_message(tool.name, detail, args, tool_json_schema(tool))
+
+
+def schema_problem_message(tool: str, problem: str, args: Any, schema: dict[str, Any]) -> str:
+    """The error the model gets for arguments that do not match ``schema``: ``problem``,
+    what it sent (bounded) and the schema to follow."""
     return SCHEMA_ERROR.format(
-        tool=tool.name,
-        error=detail,
-        args=_echo(args),
-        schema=json.dumps(tool_json_schema(tool)),
+        tool=tool, error=problem, args=_echo(args), schema=json.dumps(schema)
     )
 
 

@@ -45,7 +45,10 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-TOOL_ERROR = "Error: tool {tool!r} failed: {error}\nFix the arguments or try another tool."
+TOOL_ERROR = "Error: tool {tool!r} failed: {error}\n{advice}"
+TOOL_ERROR_ADVICE = "Fix the arguments or try another tool."
+"""What a failed call's message asks of the model, unless the error carries its own
+``advice`` (an MCP server that may have run the tool)."""
 TIMEOUT_ERROR = (
     "Error: tool {tool!r} timed out after {timeout:g} s and was cancelled. "
     "Try a smaller request, or another tool."
@@ -100,7 +103,12 @@ class OutputNormaliser:
             spec = self.catalog.get(tool.name)
             content = TIMEOUT_ERROR.format(tool=tool.name, timeout=spec.timeout_s if spec else 0)
         else:
-            content = TOOL_ERROR.format(tool=tool.name, error=f"{type(error).__name__}: {error}")
+            advice = getattr(error, "advice", None)  # an MCP server may have run the tool
+            content = TOOL_ERROR.format(
+                tool=tool.name,
+                error=f"{type(error).__name__}: {error}",
+                advice=advice if isinstance(advice, str) and advice else TOOL_ERROR_ADVICE,
+            )
         logger.info("tool %s failed: %r", tool.name, error)
         return content
 

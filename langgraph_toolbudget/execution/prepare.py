@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import jsonschema
+import referencing.exceptions
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.tools import BaseTool
 from pydantic import PydanticUserError
@@ -29,8 +31,10 @@ from langgraph_toolbudget.core.coercion import (
     RAW_ARGUMENTS_KEY,
     FieldKeys,
     coerce_args,
+    schema_problem_message,
     tool_json_schema,
 )
+from langgraph_toolbudget.core.compact import json_schema_problem
 from langgraph_toolbudget.core.limits import MAX_ARG_DEPTH, TOO_DEEP_ERROR, echo, too_deep
 
 __all__ = ["NOT_A_TOOL_ERROR", "RAW_ARGUMENTS_ERROR", "CallCheck", "CallPreparer", "error_message"]
@@ -59,6 +63,9 @@ class _ToolRead:
     schema: dict[str, Any] | None
     inject: Injector | None
     keys: FieldKeys
+    checks_json: bool = False
+    """The tool takes a JSON schema (an MCP tool's ``inputSchema``), which langchain does not
+    validate: its arguments are checked against it here, as a pydantic schema checks them."""
 
 
 class CallPreparer:
@@ -102,9 +109,12 @@ class CallPreparer:
                 tool=tool.name, raw=echo(args[RAW_ARGUMENTS_KEY]), schema=json.dumps(schema)
             )
             return error_message(call, raw)
-        keys = self._tool_read(tool).keys
+        read = self._tool_read(tool)
+        keys = read.keys
         if schema is not None:
             args = coerce_args(keys.by_name(args), schema)
+            if read.checks_json and (problem := _json_problem(schema, args)) is not None:
+                return error_message(call, schema_problem_message(tool.name, problem, args, schema))
         return tool, {**call, "args": keys.for_validation(args)}
 
     def injector(self, tool: BaseTool) -> Injector | None:
@@ -121,7 +131,21 @@ class CallPreparer:
         except (TypeError, ValueError, PydanticUserError):
             schema = None
         inject = injector_for(tool, self.messages_key) if has_injected_args(tool) else None
-        read = _ToolRead(schema, inject, FieldKeys.of(tool))
+        checks_json = (
+            isinstance(tool.args_schema, dict)
+            and schema is not None
+            and _json_problem(schema) is None
+        )
+        read = _ToolRead(schema, inject, FieldKeys.of(tool), checks_json)
         if self.known(tool):
             self._read[tool.name] = read
         return read
+
+
+def _json_problem(schema: dict[str, Any], arguments: Any = None) -> str | None:
+    """:func:`json_schema_problem`, or None when the schema cannot be read (a ``$ref`` that
+    does not resolve: nothing is fetched): then the server checks the arguments itself."""
+    try:
+        return json_schema_problem(schema, arguments)
+    except (jsonschema.exceptions.SchemaError, referencing.exceptions.Unresolvable):
+        return None

@@ -29,6 +29,26 @@ CALL_FAILED_ERROR = (
     "happening, check that the server is running ({where})."
 )
 CALL_REJECTED_ERROR = "MCP server {server!r} could not run tool {tool!r}: {cause}"
+READ_TIMEOUT_ERROR = (
+    "tool {tool!r} of MCP server {server!r} did not answer within the session's read timeout "
+    "({cause}); the server was told to cancel the call"
+)
+BAD_OUTPUT_ERROR = (
+    "MCP server {server!r} ran tool {tool!r}, but its answer does not match the tool's "
+    "declared output schema, so it could not be read: {cause}"
+)
+MAY_HAVE_RUN = (
+    "The call may have taken effect on the server: if the tool changes anything, check "
+    "before calling it again."
+)
+"""What the model is told to do when the server may have run the tool (instead of fixing
+the arguments): a call repeated to retry would run a side effect twice."""
+TIMED_OUT = "Try a smaller request, or another tool."
+"""What the model is told after a call cancelled at its timeout (as the executor's own)."""
+RAN = (
+    "The tool ran on the server: if it changes anything, do not call it again just to "
+    "retry; tell the user what happened."
+)
 OPEN_FAILED_ERROR = (
     "cannot connect to MCP server {server!r} ({where}): {cause}. "
     "Check that the server starts and speaks MCP on this connection; "
@@ -77,12 +97,17 @@ class MCPServerError(ToolException):
     Attributes:
         server: the server's name in the catalog.
         tool: the catalog name of the tool that was called, if any.
+        advice: what the model should do next, when not "fix the arguments or try another
+            tool" (the server may have run the tool: see :data:`MAY_HAVE_RUN`).
     """
 
-    def __init__(self, message: str, *, server: str, tool: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, server: str, tool: str | None = None, advice: str | None = None
+    ) -> None:
         super().__init__(message)
         self.server = server
         self.tool = tool
+        self.advice = advice
 
 
 class MCPLoadError(RuntimeError):
@@ -309,6 +334,22 @@ def _is_connection_closed(exc: BaseException) -> bool:
     watch seeing the server go, whichever of the two notices it first."""
     leaf = _leaf(exc)
     return isinstance(leaf, McpError) and leaf.error.code == CONNECTION_CLOSED
+
+
+def is_read_timeout(exc: BaseException) -> bool:
+    """The MCP session's own read timeout (``read_timeout_seconds``) ran out waiting for the
+    answer: the request went out and the server may be running it still."""
+    leaf = _leaf(exc)
+    return isinstance(leaf, McpError) and leaf.error.code == httpx.codes.REQUEST_TIMEOUT
+
+
+def is_unreadable_output(exc: BaseException) -> bool:
+    """The SDK refused the server's answer after the tool ran (``structuredContent`` that does
+    not match the tool's ``outputSchema``)."""
+    leaf = _leaf(exc)
+    return isinstance(leaf, RuntimeError) and str(leaf).startswith(
+        ("Invalid structured content returned by tool", "Invalid schema for tool")
+    )
 
 
 def _is_transport_error(exc: BaseException) -> bool:

@@ -30,6 +30,7 @@ from langgraph_toolbudget.mcp.errors import (
     CLOSED_ERROR,
     HEADERS_ERROR,
     NESTED_SYNC_ERROR,
+    TIMED_OUT,
     TIMEOUT_ERROR,
     MCPServerError,
     _describe_error,
@@ -372,11 +373,7 @@ class MCPRuntime:
         try:
             return self.run_sync(work(), timeout_s)
         except SyncTimeoutError:
-            raise MCPServerError(
-                TIMEOUT_ERROR.format(tool=tool, server=server, timeout=timeout_s),
-                server=server,
-                tool=tool,
-            ) from None
+            raise _timed_out(server, tool, timeout_s) from None
 
     async def _call(
         self, server: str, tool: str, mcp_name: str, arguments: dict[str, Any]
@@ -426,7 +423,13 @@ class MCPRuntime:
         return self._run_tool(server, tool, work, timeout_s)
 
     async def acall(
-        self, server: str, tool: str, mcp_name: str, arguments: dict[str, Any]
+        self,
+        server: str,
+        tool: str,
+        mcp_name: str,
+        arguments: dict[str, Any],
+        *,
+        timeout_s: float | None = None,
     ) -> tuple[Any, Any]:
         """Call an MCP tool from any event loop without blocking it.
 
@@ -438,16 +441,21 @@ class MCPRuntime:
             tool: the tool's catalog name (for messages).
             mcp_name: the tool's name on the server.
             arguments: the call's arguments.
+            timeout_s: cancel the call after this many seconds (as :meth:`call`).
 
         Returns:
             ``(content, artifact)`` as the adapters convert a ``CallToolResult``.
 
         Raises:
-            MCPServerError: the server is down, died or rejected the call.
+            MCPServerError: the server is down, died, timed out or rejected the call.
             ToolException: the tool itself reported an error (``isError``).
         """
         self._check_open(server, tool)
-        return await self.run_async(self._call(server, tool, mcp_name, arguments))
+        work = self.run_async(self._call(server, tool, mcp_name, arguments))
+        try:
+            return await asyncio.wait_for(work, timeout_s)
+        except asyncio.TimeoutError:
+            raise _timed_out(server, tool, timeout_s) from None
 
     # -- closing --
 
@@ -472,3 +480,9 @@ class MCPRuntime:
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"MCPRuntime({sorted(self.servers)}, {state})"
+
+
+def _timed_out(server: str, tool: str, timeout_s: float | None) -> MCPServerError:
+    """The error of a call cancelled at its ``timeout_s``."""
+    message = TIMEOUT_ERROR.format(tool=tool, server=server, timeout=timeout_s)
+    return MCPServerError(message, server=server, tool=tool, advice=TIMED_OUT)

@@ -19,11 +19,15 @@ from mcp import ClientSession, types
 
 from langgraph_toolbudget._compat_mcp import _MCPCallbacks, next_request_id, transport_closed
 from langgraph_toolbudget.mcp.errors import (
+    BAD_OUTPUT_ERROR,
     CALL_FAILED_ERROR,
     CALL_REJECTED_ERROR,
     CLOSED_ERROR,
     LOAD_TIMEOUT_ERROR,
+    MAY_HAVE_RUN,
     OPEN_FAILED_ERROR,
+    RAN,
+    READ_TIMEOUT_ERROR,
     SESSION_CLOSED_ERROR,
     SINCE_LOAD,
     SINCE_OPEN,
@@ -33,6 +37,8 @@ from langgraph_toolbudget.mcp.errors import (
     _is_session_terminated,
     _is_transport_error,
     _where,
+    is_read_timeout,
+    is_unreadable_output,
 )
 from langgraph_toolbudget.mcp.stdio import open_session, unreadable_reason
 
@@ -353,13 +359,14 @@ class _ServerSession:
         except MCPServerError:
             raise
         except Exception as exc:
-            raise MCPServerError(
-                CALL_REJECTED_ERROR.format(
-                    server=self.name, tool=tool, cause=_describe_error(exc, self.connection)
-                ),
-                server=self.name,
-                tool=tool,
-            ) from exc
+            cause = _describe_error(exc, self.connection)
+            template, advice = CALL_REJECTED_ERROR, None
+            if is_read_timeout(exc):
+                template, advice = READ_TIMEOUT_ERROR, MAY_HAVE_RUN
+            elif is_unreadable_output(exc):
+                template, advice = BAD_OUTPUT_ERROR, RAN
+            message = template.format(server=self.name, tool=tool, cause=cause)
+            raise MCPServerError(message, server=self.name, tool=tool, advice=advice) from exc
 
     async def request(
         self,
@@ -433,6 +440,9 @@ class _ServerSession:
         try:
             return call.result()
         except Exception as exc:
+            sent = request_id[0] if request_id else None
+            if is_read_timeout(exc) and notify_cancel and sent is not None:
+                self._spawn(self._notify_cancelled(session, sent))  # the server may run on
             if _is_transport_error(exc):
                 self._mark_dead(gen)
                 lost = _is_connection_closed(exc)
@@ -444,7 +454,7 @@ class _ServerSession:
         message = CALL_FAILED_ERROR.format(
             server=self.name, tool=tool, cause=cause, where=_where(self.connection)
         )
-        return MCPServerError(message, server=self.name, tool=tool)
+        return MCPServerError(message, server=self.name, tool=tool, advice=MAY_HAVE_RUN)
 
     async def _notify_cancelled(self, session: ClientSession, request_id: int) -> None:
         """Tell the server a request was cancelled, so it stops the tool."""

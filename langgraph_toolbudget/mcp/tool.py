@@ -26,8 +26,8 @@ class MCPCatalogTool(BaseTool):
     Attributes:
         server: the MCP server's name in the catalog.
         mcp_name: the tool's name on the server (what the call uses).
-        timeout_s: bound on a sync call (the sync path cannot be cancelled from
-            outside); async calls are bounded by the executor's timeout.
+        timeout_s: bound on a call, sync or async, wherever it runs (``ToolNode``, a
+            direct ``invoke``); under the executor its own timeout, the same, applies too.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -46,4 +46,6 @@ class MCPCatalogTool(BaseTool):
         )
 
     async def _arun(self, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
-        return await self.mcp_runtime.acall(self.server, self.name, self.mcp_name, kwargs)
+        return await self.mcp_runtime.acall(
+            self.server, self.name, self.mcp_name, kwargs, timeout_s=self.timeout_s
+        )

@@ -30,10 +30,13 @@ def echo(text: str) -> str:
 
 @mcp.tool()
 async def hang(seconds: float, marker: str = "") -> str:
-    """Write ``marker`` (a file path) once started, then wait ``seconds``."""
+    """Write ``marker`` (a file path) once started, then wait ``seconds``; then write
+    ``marker.done`` (absent when the call was cancelled)."""
     if marker:
         Path(marker).write_text(str(os.getpid()))
     await asyncio.sleep(seconds)
+    if marker:
+        Path(marker + ".done").write_text("1")
     return "woke up"
 
 
