@@ -97,10 +97,13 @@ async def test_sdk_misspelt_context_update_is_a_400_and_the_exclusion_stands(
     thread_id = (await client.threads.create())["thread_id"]
     await _turn(client, thread_id, "What's the weather in Tokyo?")
     await client.threads.update_state(thread_id, exclude_tools(tools=["get_weather"]))
-    with pytest.raises(httpx.HTTPStatusError) as refused:
-        await client.threads.update_state(thread_id, {"context_tools": {"get_weather": "Exclude"}})
-    assert refused.value.response.status_code == 400
-    assert "'Exclude', not one of 'include', 'exclude'" in refused.value.response.text
+    for value, said in (("Exclude", "'Exclude', not one of"), (["exclude"], "['exclude'], not")):
+        with pytest.raises(httpx.HTTPStatusError) as refused:
+            await get_client(url=server).threads.update_state(
+                thread_id, {"context_tools": {"get_weather": value}}
+            )
+        assert refused.value.response.status_code == 400, value
+        assert said in refused.value.response.text
     after = await _turn(get_client(url=server), thread_id, "What's the weather in Paris?")
     assert after["context_tools"] == {"get_weather": "exclude"}
     assert "get_weather" not in after["selected_tools"]

@@ -45,6 +45,7 @@ from langgraph_toolbudget.core.working_set import WorkingSet, state_get
 __all__ = [
     "CONTEXT_FIELDS",
     "CONTEXT_REDUCERS",
+    "ContextTypeError",
     "DECISIONS",
     "INCLUDE_MODES",
     "NO_CONTEXT",
@@ -88,6 +89,12 @@ INCLUDED, ALWAYS, PINNED, KEPT = "included", "always", "pinned", "kept"
 (the whole vocabulary: :mod:`langgraph_toolbudget.core.reasons`)."""
 
 
+class ContextTypeError(TypeError, ValueError):
+    """A tool-context update of the wrong type: a ``TypeError``, and a ``ValueError`` too, so
+    LangGraph server answers a client's ``update_state`` with 400 and this message (it turns
+    only ``ValueError`` into a client error; a plain ``TypeError`` is a 500)."""
+
+
 def merge_context(
     left: Mapping[str, Any] | None, right: Mapping[str, Any] | None
 ) -> dict[str, Any]:
@@ -99,7 +106,7 @@ def merge_context(
     {'b': 'manual'}
     """
     if right is not None and not isinstance(right, Mapping):
-        raise TypeError(
+        raise ContextTypeError(
             f"a tool-context update must be a mapping of name -> value, got {right!r}; "
             f"{BUILD_IT_WITH}"
         )
@@ -119,7 +126,7 @@ def _checked(right: Mapping[str, Any] | None, allowed: tuple[str, ...], what: st
         choices = ", ".join(repr(a) for a in allowed)
         problem = f"{what} {key!r} is {value!r}, not one of {choices} (or None to remove it)"
         if not isinstance(value, str):
-            raise TypeError(f"{problem}; {BUILD_IT_WITH}")
+            raise ContextTypeError(f"{problem}; {BUILD_IT_WITH}")
         raise ValueError(f"{problem}; {BUILD_IT_WITH}")
 
 
