@@ -27,6 +27,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import StructuredTool, tool
 from langgraph.graph import START, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.prebuilt.tool_node import ToolInvocationError
 from pydantic import BaseModel, Field
 
 from langgraph_toolbudget import ToolBudgetState, ToolCatalog, ToolExecutor
@@ -943,7 +944,7 @@ async def test_a_json_schema_tool_gets_its_arguments_checked_like_a_pydantic_one
         StructuredTool(name="forecast", description="Forecast.", args_schema=schema, func=record),
         StructuredTool(name="lookup", description="Look up.", args_schema=remote, func=record),
     ]
-    node = ToolExecutor.from_tools(tools)
+    node = ToolExecutor.from_tools(tools, handle_tool_errors=None)  # the explained answers
     calls = [
         call("forecast", "c1", city="Rome", days=0),
         call("forecast", "c2", days=2),
@@ -961,3 +962,20 @@ async def test_a_json_schema_tool_gets_its_arguments_checked_like_a_pydantic_one
         expected = answers[bad].content.split("Expected arguments (JSON schema): ")[1]
         assert json.loads(expected.split("\n")[0]).items() >= schema.items()
     assert ran == [{"city": "Rome", "days": 2}, {"q": [1, {"x": None}]}]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_json_schema_tools_bad_arguments_follow_handle_tool_errors_like_a_pydantic_ones(
+    api,
+):
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    tool = StructuredTool(name="forecast", description="Forecast.", args_schema=schema, func=str)
+    state = state_for([call("forecast", "c1")], ["forecast"])
+
+    def handler(error: ToolInvocationError) -> str:
+        return f"handled: {error.tool_name}"
+
+    out = await run_node(ToolExecutor.from_tools([tool], handle_tool_errors=handler), state, api)
+    assert out["messages"][0].content == "handled: forecast"
+    with pytest.raises(ToolInvocationError, match="'city' is a required property"):
+        await run_node(ToolExecutor.from_tools([tool], handle_tool_errors=False), state, api)

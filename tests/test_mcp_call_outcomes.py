@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import http.server
 import sys
+import threading
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -34,7 +36,8 @@ def stdio(script: Path, **env: str) -> dict[str, Any]:
 
 @asynccontextmanager
 async def faults(transport: str, **connection: Any) -> AsyncIterator[ToolCatalog]:
-    metadata = {"hang": {"timeout_s": 10}}
+    # the resource tool is `manual` by default: visible from the start here
+    metadata = {"hang": {"timeout_s": 10}, "faults__read_resource": {"include": "always"}}
     if transport == "stdio":
         conn = stdio(FAULTS) | connection
         async with await load_mcp_catalog({"faults": conn}, tool_metadata=metadata) as catalog:
@@ -80,16 +83,17 @@ async def test_the_sessions_read_timeout_is_a_timeout_that_cancels_the_call_on_t
         assert text_of(await answer(catalog, "echo", text="still here")) == "still here"
 
 
+@pytest.mark.parametrize("tool", ["stats", "tally"])  # wrong structured content, or none
 async def test_an_answer_the_sdk_refuses_after_the_tool_ran_is_said_to_have_run(
-    tmp_path: Path,
+    tmp_path: Path, tool: str
 ) -> None:
-    marker = tmp_path / "stats"
+    marker = tmp_path / tool
     conn = stdio(RAW, RAW_MARKER=str(marker))
     async with await load_mcp_catalog({"raw": conn}) as catalog:
-        message = await answer(catalog, "stats")
+        message = await answer(catalog, tool)
     text = text_of(message)
     assert marker.read_text() == "ran"
-    assert message.status == "error" and "ran tool 'stats', but its answer does not match" in text
+    assert message.status == "error" and f"ran tool '{tool}', but its answer does not" in text
     assert "do not call it again just to retry" in text and FIX_THE_ARGUMENTS not in text
 
 
@@ -128,3 +132,55 @@ async def test_an_mcp_tools_timeout_bounds_ainvoke_outside_the_executor(tmp_path
         assert asyncio.get_running_loop().time() - started < 2.5
         await asyncio.sleep(2.5)
         assert Path(marker).exists() and not Path(marker + ".done").exists(), "not cancelled"
+
+
+async def test_deeper_values_are_left_to_the_server_and_no_reference_is_fetched(
+    tmp_path: Path,
+) -> None:
+    """Only the top level of a call is checked (there coercion has had its say): "3" in a
+    nested model or a list of integers reaches the server, which reads it as a pydantic tool
+    would; a ``$ref`` to a URL or a file is never followed."""
+    hits: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            hits.append(self.path)
+            body = b'{"type": "string", "enum": ["only-this"]}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/q.json"
+    try:
+        conn = stdio(RAW, RAW_MARKER=str(tmp_path / "unused"), RAW_REF_URL=url)
+        async with await load_mcp_catalog({"raw": conn}) as catalog:
+            nested = await answer(catalog, "order", item={"qty": "3"}, ids=["1", "2"])
+            missing = await answer(catalog, "order", ids=[1])
+            referred = await answer(catalog, "lookup", q="hello", r="x")
+    finally:
+        httpd.shutdown()
+    assert text_of(nested) == 'RAW {"ids": ["1", "2"], "item": {"qty": "3"}}'
+    assert missing.status == "error" and "'item' is a required property" in text_of(missing)
+    assert text_of(referred) == 'RAW {"q": "hello", "r": "x"}'
+    assert hits == []
+
+
+async def test_a_resource_tool_is_bounded_and_reports_the_read_timeout_as_an_mcp_tool() -> None:
+    from langgraph_toolbudget import MCPServerError
+
+    async with faults("stdio") as catalog:
+        reader = catalog.get("faults__read_resource").tool
+        reader.timeout_s = 1
+        with pytest.raises(MCPServerError, match="did not answer within 1 s"):
+            await reader.ainvoke({"uri": "hang://3"})
+    read_timeout = {"session_kwargs": {"read_timeout_seconds": datetime.timedelta(seconds=1)}}
+    async with faults("stdio", **read_timeout) as catalog:
+        text = text_of(await answer(catalog, "faults__read_resource", uri="hang://3"))
+    assert "did not answer within the session's read timeout" in text
+    assert "List the resources" not in text and FIX_THE_ARGUMENTS not in text

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage, convert_to_messages
@@ -132,21 +132,33 @@ def bounded(value: Any, limit: int = MAX_FIELD_CHARS) -> Any:
     return f"{text[:limit]}... [truncated, {len(text)} characters in all]"
 
 
-def json_schema_problem(schema: Mapping[str, Any], arguments: Any = None) -> str | None:
+def json_schema_problem(
+    schema: Mapping[str, Any],
+    arguments: Any = None,
+    *,
+    keep: Callable[[Any], bool] | None = None,
+) -> str | None:
     """What is wrong with ``schema`` (no ``arguments``) or with ``arguments`` under it.
+
+    ``$ref``s resolve within the schema and the bundled metaschemas only: nothing is fetched
+    (a remote or ``file://`` reference is unresolvable, as in the MCP SDK's own checks).
+    ``keep``: which of the arguments' errors count (a ``jsonschema`` ``ValidationError`` ->
+    bool); all of them by default.
 
     >>> json_schema_problem({"type": "object", "required": ["city"]}, {})
     "(arguments): 'city' is a required property"
     """
     import jsonschema  # a dependency of the mcp package
+    from referencing import Registry
 
     validator = jsonschema.validators.validator_for(schema)
     if arguments is None:
-        error = jsonschema.exceptions.best_match(
-            validator(validator.META_SCHEMA).iter_errors(schema)
-        )
+        errors = validator(validator.META_SCHEMA, registry=Registry()).iter_errors(schema)
     else:
-        error = jsonschema.exceptions.best_match(validator(schema).iter_errors(arguments))
+        errors = validator(schema, registry=Registry()).iter_errors(arguments)
+        if keep is not None:
+            errors = (e for e in errors if keep(e))
+    error = jsonschema.exceptions.best_match(errors)
     if error is None:
         return None
     return f"{'.'.join(str(p) for p in error.absolute_path) or '(arguments)'}: {error.message}"

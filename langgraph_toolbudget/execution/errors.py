@@ -29,12 +29,14 @@ from pydantic import ValidationError
 
 from langgraph_toolbudget._compat import (
     DEFAULT_HANDLE_TOOL_ERRORS,
+    ToolInvocationError,
     handled_error_types,
     invocation_error,
     is_invalid_resume,
     toolnode_error_content,
 )
 from langgraph_toolbudget.execution.lingering import ToolTimeoutError
+from langgraph_toolbudget.execution.prepare import ArgumentsError
 
 __all__ = ["TOOLNODE_DEFAULT", "HandleToolErrors", "ToolErrorPolicy"]
 
@@ -83,6 +85,9 @@ class ToolErrorPolicy:
             return _error(call, explain())
         if isinstance(error, ValidationError):
             error = invocation_error(tool, error, call.get("args", {}))
+        elif isinstance(error, ArgumentsError):  # a JSON-schema tool's: as a pydantic tool's
+            problem = [{"loc": (), "msg": error.problem}]
+            error = ToolInvocationError(tool.name, error, error.arguments, problem)  # type: ignore[arg-type]
         if not self.flag or not isinstance(error, self.types):
             raise error
         return _error(call, toolnode_error_content(error, self.flag))

@@ -32,6 +32,7 @@ from langgraph_toolbudget.core.limits import MAX_OUTPUT_DEPTH, cut_deep, too_dee
 from langgraph_toolbudget.execution.errors import ToolErrorPolicy
 from langgraph_toolbudget.execution.lingering import ToolTimeoutError
 from langgraph_toolbudget.execution.policy import add_note, deprecation_note
+from langgraph_toolbudget.execution.prepare import ArgumentsError
 
 __all__ = [
     "DEEP_ARTIFACT",
@@ -99,6 +100,8 @@ class OutputNormaliser:
         args = call.get("args", {})
         if isinstance(error, ValidationError):
             content = schema_error_message(tool, error, args)
+        elif isinstance(error, ArgumentsError):
+            content = error.explained(tool.name)
         elif isinstance(error, ToolTimeoutError):
             spec = self.catalog.get(tool.name)
             content = TIMEOUT_ERROR.format(tool=tool.name, timeout=spec.timeout_s if spec else 0)

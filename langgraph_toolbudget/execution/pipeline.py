@@ -68,7 +68,7 @@ from langgraph_toolbudget.execution.hooks import (
 )
 from langgraph_toolbudget.execution.lingering import LingeringCalls, within
 from langgraph_toolbudget.execution.outputs import OutputNormaliser
-from langgraph_toolbudget.execution.prepare import CallCheck, CallPreparer, error_message
+from langgraph_toolbudget.execution.prepare import CallCheck, CallPreparer, Refused, error_message
 from langgraph_toolbudget.execution.returned import keeping
 from langgraph_toolbudget.execution.scheduler import group_limits_of
 
@@ -393,6 +393,8 @@ class ToolCallPipeline:
         prepared = self.preparer.prepare(request.tool_call, request.tool, check)
         if isinstance(prepared, ToolMessage):
             return prepared
+        if isinstance(prepared, Refused):
+            return self.outputs.failure(prepared.call, prepared.tool, prepared.error)
         tool, call = prepared
         tool_input = self._tool_input(tool, call, request)  # raises as ToolNode does
         invoke = partial(self._invoke, started=started)
@@ -412,6 +414,8 @@ class ToolCallPipeline:
         prepared = self.preparer.prepare(request.tool_call, request.tool, check)
         if isinstance(prepared, ToolMessage):
             return prepared
+        if isinstance(prepared, Refused):
+            return self.outputs.failure(prepared.call, prepared.tool, prepared.error)
         tool, call = prepared
         tool_input = self._tool_input(tool, call, request)  # raises as ToolNode does
         runner = keeping(tool, call.get("id"))
@@ -426,6 +430,8 @@ class ToolCallPipeline:
         prepared = self.preparer.prepare(request.tool_call, request.tool, check)
         if isinstance(prepared, ToolMessage):
             return prepared
+        if isinstance(prepared, Refused):
+            return self.outputs.failure(prepared.call, prepared.tool, prepared.error)
         tool, call = prepared
         return self._invoked(call, tool, request.state, invoke, request.override(tool_call=call))
 
@@ -443,6 +449,8 @@ class ToolCallPipeline:
         prepared = self.preparer.prepare(request.tool_call, request.tool, check)
         if isinstance(prepared, ToolMessage):
             return prepared
+        if isinstance(prepared, Refused):
+            return self.outputs.failure(prepared.call, prepared.tool, prepared.error)
         tool, call = prepared
         request = request.override(tool_call=call)
         spec = self.catalog.get(tool.name)

@@ -17,12 +17,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import jsonschema
 import referencing.exceptions
 from langchain_core.messages import ToolCall, ToolMessage
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, ToolException
 from pydantic import PydanticUserError
 
 from langgraph_toolbudget._compat import has_injected_args, injector_for
@@ -37,7 +38,15 @@ from langgraph_toolbudget.core.coercion import (
 from langgraph_toolbudget.core.compact import json_schema_problem
 from langgraph_toolbudget.core.limits import MAX_ARG_DEPTH, TOO_DEEP_ERROR, echo, too_deep
 
-__all__ = ["NOT_A_TOOL_ERROR", "RAW_ARGUMENTS_ERROR", "CallCheck", "CallPreparer", "error_message"]
+__all__ = [
+    "NOT_A_TOOL_ERROR",
+    "RAW_ARGUMENTS_ERROR",
+    "ArgumentsError",
+    "CallCheck",
+    "CallPreparer",
+    "Refused",
+    "error_message",
+]
 
 CallCheck = Callable[[str], str | None]
 """Policy of the check stage: tool name -> why the call may not run (for the model), or None."""
@@ -54,6 +63,37 @@ NOT_A_TOOL_ERROR = "Error: {tool!r} is not a tool of this app, so it was not run
 def error_message(call: ToolCall, content: str) -> ToolMessage:
     """The error tool message answering ``call``."""
     return ToolMessage(content, name=call["name"], tool_call_id=call["id"], status="error")
+
+
+class ArgumentsError(ToolException):
+    """A call's arguments break its tool's JSON schema (a tool langchain does not validate,
+    as an MCP tool): raised to the error policy as a pydantic tool's ``ValidationError`` is,
+    so ``handle_tool_errors`` decides as it does for one.
+
+    Attributes:
+        problem: what is wrong, and where.
+        arguments: the arguments, after coercion.
+        schema: the tool's JSON schema.
+    """
+
+    def __init__(self, problem: str, arguments: Any, schema: dict[str, Any]) -> None:
+        super().__init__(f"invalid arguments: {problem}")
+        self.problem = problem
+        self.arguments = arguments
+        self.schema = schema
+
+    def explained(self, tool: str) -> str:
+        """The message the model gets under the explained policy (as for a local tool)."""
+        return schema_problem_message(tool, self.problem, self.arguments, self.schema)
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A call the tool's schema refused before it ran: answered by the error policy."""
+
+    call: ToolCall
+    tool: BaseTool
+    error: ArgumentsError
 
 
 @dataclass(frozen=True)
@@ -88,8 +128,9 @@ class CallPreparer:
 
     def prepare(
         self, call: ToolCall, tool: BaseTool | None, check: CallCheck
-    ) -> tuple[BaseTool, ToolCall] | ToolMessage:
-        """Check and coerce: the tool and the call to invoke, or the error to answer with.
+    ) -> tuple[BaseTool, ToolCall] | ToolMessage | Refused:
+        """Check and coerce: the tool and the call to invoke, the error to answer with, or
+        the arguments' refusal for the error policy to answer (:class:`Refused`).
 
         A tool a hook put in the request (``request.override(tool=...)``) is the
         application's choice: it runs unchecked, as under ``ToolNode``.
@@ -114,7 +155,7 @@ class CallPreparer:
         if schema is not None:
             args = coerce_args(keys.by_name(args), schema)
             if read.checks_json and (problem := _json_problem(schema, args)) is not None:
-                return error_message(call, schema_problem_message(tool.name, problem, args, schema))
+                return Refused(call, tool, ArgumentsError(problem, args, schema))
         return tool, {**call, "args": keys.for_validation(args)}
 
     def injector(self, tool: BaseTool) -> Injector | None:
@@ -143,9 +184,32 @@ class CallPreparer:
 
 
 def _json_problem(schema: dict[str, Any], arguments: Any = None) -> str | None:
-    """:func:`json_schema_problem`, or None when the schema cannot be read (a ``$ref`` that
-    does not resolve: nothing is fetched): then the server checks the arguments itself."""
+    """:func:`json_schema_problem` of a call's coerced arguments, or of the schema (no
+    ``arguments``); None when the schema cannot be read (a ``$ref`` that does not resolve:
+    nothing is fetched), and the server checks the arguments itself.
+
+    Only what is wrong at the top level of the call counts (a missing or unexpected
+    argument, an argument that breaks a schema of its own, without ``$ref`` or ``anyOf``):
+    there coercion has had its say. Deeper values ("3" in a list of integers, a field of a
+    nested model) are left to the server, which reads them as leniently as a pydantic tool
+    does (FastMCP coerces them)."""
     try:
-        return json_schema_problem(schema, arguments)
+        if arguments is None:
+            return json_schema_problem(schema)
+        return json_schema_problem(schema, arguments, keep=partial(_at_top_level, schema))
     except (jsonschema.exceptions.SchemaError, referencing.exceptions.Unresolvable):
         return None
+
+
+_INDIRECT = frozenset({"$ref", "$dynamicRef", "anyOf", "oneOf", "allOf", "not", "if"})
+
+
+def _at_top_level(schema: dict[str, Any], error: Any) -> bool:
+    path = list(error.absolute_path)
+    if not path:
+        return True
+    if len(path) > 1:
+        return False
+    properties = schema.get("properties")
+    own = properties.get(path[0]) if isinstance(properties, dict) else None
+    return isinstance(own, dict) and not (_INDIRECT & own.keys())

@@ -31,8 +31,9 @@ CALL_FAILED_ERROR = (
 CALL_REJECTED_ERROR = "MCP server {server!r} could not run tool {tool!r}: {cause}"
 READ_TIMEOUT_ERROR = (
     "tool {tool!r} of MCP server {server!r} did not answer within the session's read timeout "
-    "({cause}); the server was told to cancel the call"
+    "({cause})"
 )
+TOLD_TO_CANCEL = "; the server was told to cancel the call"
 BAD_OUTPUT_ERROR = (
     "MCP server {server!r} ran tool {tool!r}, but its answer does not match the tool's "
     "declared output schema, so it could not be read: {cause}"
@@ -345,11 +346,14 @@ def is_read_timeout(exc: BaseException) -> bool:
 
 def is_unreadable_output(exc: BaseException) -> bool:
     """The SDK refused the server's answer after the tool ran (``structuredContent`` that does
-    not match the tool's ``outputSchema``)."""
+    not match the tool's ``outputSchema``, or none although it declares one)."""
     leaf = _leaf(exc)
-    return isinstance(leaf, RuntimeError) and str(leaf).startswith(
+    if not isinstance(leaf, RuntimeError):
+        return False
+    text = str(leaf)
+    return text.startswith(
         ("Invalid structured content returned by tool", "Invalid schema for tool")
-    )
+    ) or text.endswith("has an output schema but did not return structured content")
 
 
 def _is_transport_error(exc: BaseException) -> bool:

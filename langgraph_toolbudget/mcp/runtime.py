@@ -348,14 +348,20 @@ class MCPRuntime:
         request: Callable[[ClientSession], Awaitable[T]],
         *,
         tool: str | None = None,
+        timeout_s: float | None = None,
     ) -> T:
         """Async :meth:`session_request`: awaits the request on the background loop. With
-        ``tool`` (a prompt/resource tool's call) it is run as :meth:`acall` runs a tool call;
-        without (the loader's requests), it is only sent over the live session."""
+        ``tool`` (a prompt/resource tool's call) it is run as :meth:`acall` runs a tool call,
+        bounded by ``timeout_s``; without (the loader's requests), it is only sent over the
+        live session."""
         if tool is None:
             return await self.run_async(self._with_session(server, request))
         self._check_open(server, tool)
-        return await self.run_async(self._sessions[server].request(tool, request))
+        work = self.run_async(self._sessions[server].request(tool, request))
+        try:
+            return await asyncio.wait_for(work, timeout_s)
+        except asyncio.TimeoutError:
+            raise _timed_out(server, tool, timeout_s) from None
 
     def _check_open(self, server: str, tool: str) -> None:
         if self._closed:

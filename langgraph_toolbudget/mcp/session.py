@@ -31,6 +31,7 @@ from langgraph_toolbudget.mcp.errors import (
     SESSION_CLOSED_ERROR,
     SINCE_LOAD,
     SINCE_OPEN,
+    TOLD_TO_CANCEL,
     MCPServerError,
     _describe_error,
     _is_connection_closed,
@@ -362,7 +363,7 @@ class _ServerSession:
             cause = _describe_error(exc, self.connection)
             template, advice = CALL_REJECTED_ERROR, None
             if is_read_timeout(exc):
-                template, advice = READ_TIMEOUT_ERROR, MAY_HAVE_RUN
+                template, advice = READ_TIMEOUT_ERROR + TOLD_TO_CANCEL, MAY_HAVE_RUN
             elif is_unreadable_output(exc):
                 template, advice = BAD_OUTPUT_ERROR, RAN
             message = template.format(server=self.name, tool=tool, cause=cause)

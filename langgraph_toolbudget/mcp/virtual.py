@@ -31,9 +31,12 @@ from mcp import ClientSession, McpError, types
 from pydantic import AnyUrl, BaseModel, ConfigDict, Field, ValidationError
 
 from langgraph_toolbudget.mcp.errors import (
+    READ_TIMEOUT_ERROR,
+    TIMED_OUT,
     MCPLoadWarning,
     MCPServerError,
     _is_transport_error,
+    is_read_timeout,
 )
 from langgraph_toolbudget.mcp.names import mcp_tool_name
 from langgraph_toolbudget.mcp.runtime import MCPRuntime
@@ -286,8 +289,8 @@ class VirtualTool(BaseTool):
     Attributes:
         server: the server's name in the catalog.
         kind: ``list_prompts``, ``get_prompt``, ``list_resources`` or ``read_resource``.
-        timeout_s: bound on a sync call (the sync path cannot be cancelled from outside);
-            async calls are bounded by the executor's timeout.
+        timeout_s: bound on a call, sync or async, wherever it runs (under the executor
+            its own timeout, the same, applies too).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -306,6 +309,13 @@ class VirtualTool(BaseTool):
             except McpError as exc:
                 if _is_transport_error(exc):  # not the server's answer: the runtime names it
                     raise
+                if is_read_timeout(exc):  # the session's own read timeout, not a refusal
+                    message = READ_TIMEOUT_ERROR.format(
+                        tool=self.name, server=self.server, cause=f"McpError: {exc.error.message}"
+                    )
+                    raise MCPServerError(
+                        message, server=self.server, tool=self.name, advice=TIMED_OUT
+                    ) from None
                 hint = _KINDS[self.kind][3].format(prefix=mcp_tool_name(self.server, ""))
                 what = f"{self.kind} {json.dumps(args, ensure_ascii=False)}"
                 reason = exc.error.message.rstrip(".")
@@ -323,7 +333,9 @@ class VirtualTool(BaseTool):
 
     async def _arun(self, *args: Any, **kwargs: Any) -> str:
         request = self._request(kwargs)
-        return await self.mcp_runtime.asession_request(self.server, request, tool=self.name)
+        return await self.mcp_runtime.asession_request(
+            self.server, request, tool=self.name, timeout_s=self.timeout_s
+        )
 
 
 def virtual_tools(
