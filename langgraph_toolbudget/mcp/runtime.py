@@ -357,11 +357,9 @@ class MCPRuntime:
         if tool is None:
             return await self.run_async(self._with_session(server, request))
         self._check_open(server, tool)
-        work = self.run_async(self._sessions[server].request(tool, request))
-        try:
-            return await asyncio.wait_for(work, timeout_s)
-        except asyncio.TimeoutError:
-            raise _timed_out(server, tool, timeout_s) from None
+        return await self._arun_tool(
+            server, tool, self._sessions[server].request(tool, request), timeout_s
+        )
 
     def _check_open(self, server: str, tool: str) -> None:
         if self._closed:
@@ -379,6 +377,16 @@ class MCPRuntime:
         try:
             return self.run_sync(work(), timeout_s)
         except SyncTimeoutError:
+            raise _timed_out(server, tool, timeout_s) from None
+
+    async def _arun_tool(
+        self, server: str, tool: str, work: Coroutine[Any, Any, T], timeout_s: float | None
+    ) -> T:
+        """``work`` on the background loop for an async caller of ``tool``, bounded by
+        ``timeout_s`` (:meth:`_run_tool`'s async twin)."""
+        try:
+            return await asyncio.wait_for(self.run_async(work), timeout_s)
+        except asyncio.TimeoutError:
             raise _timed_out(server, tool, timeout_s) from None
 
     async def _call(
@@ -457,11 +465,9 @@ class MCPRuntime:
             ToolException: the tool itself reported an error (``isError``).
         """
         self._check_open(server, tool)
-        work = self.run_async(self._call(server, tool, mcp_name, arguments))
-        try:
-            return await asyncio.wait_for(work, timeout_s)
-        except asyncio.TimeoutError:
-            raise _timed_out(server, tool, timeout_s) from None
+        return await self._arun_tool(
+            server, tool, self._call(server, tool, mcp_name, arguments), timeout_s
+        )
 
     # -- closing --
 
