@@ -169,7 +169,8 @@ class BudgetConfig(BaseModel):
     """Optional LangChain ``Embeddings`` (or a
     :class:`~langgraph_toolbudget.core.semantic.HybridScorer`) that ``classify_intent``,
     ``select_tools`` and ``tool_search`` fuse with BM25."""
-    max_parallel: _Positive = Field(default_factory=lambda: default_max_parallel())
+    # Not `_Positive = Field(default_factory=...)`: pydantic 2.11 refuses to merge the two.
+    max_parallel: int = Field(default_factory=lambda: default_max_parallel(), ge=1, strict=True)
     """Size of the executor's own thread pool for sync tools: sync calls at once, at most
     (async calls all start, as under ``ToolNode``; bound them per group with ``group_limits``).
     Default: :func:`default_max_parallel`."""
