@@ -24,7 +24,6 @@ from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
 from langgraph_toolbudget.core.context import (
-    CONTEXT_FIELDS,
     CONTEXT_REDUCERS,
     merge_context,
     merge_decisions,
@@ -171,7 +170,7 @@ _REDUCERS: dict[str, Callable[[Any, Any], Any]] = {
     "selected_tools": merge_names,
     "discovered_tools": merge_names,
     "tool_last_used": merge_counts,
-    **dict(zip(CONTEXT_FIELDS, CONTEXT_REDUCERS, strict=True)),
+    **CONTEXT_REDUCERS,
     "tool_reasons": merge_context,
 }
 _MISSING = object()

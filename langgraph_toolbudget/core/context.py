@@ -34,7 +34,7 @@ Pure logic: no LangGraph import.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
@@ -159,8 +159,13 @@ def merge_modes(left: Mapping[str, Any] | None, right: Mapping[str, Any] | None)
     return merge_context(left, right)
 
 
-CONTEXT_REDUCERS = (merge_decisions, merge_decisions, merge_modes, merge_modes)
-"""The reducer of each of :data:`CONTEXT_FIELDS`, in that order."""
+CONTEXT_REDUCERS: Mapping[str, Callable[[Any, Any], dict[str, Any]]] = {
+    TOOLS_FIELD: merge_decisions,
+    SERVERS_FIELD: merge_decisions,
+    TOOL_MODES_FIELD: merge_modes,
+    SERVER_MODES_FIELD: merge_modes,
+}
+"""Each of :data:`CONTEXT_FIELDS` -> its reducer."""
 
 
 def server_of(spec: ToolSpec) -> str:
@@ -222,10 +227,8 @@ class SessionContext:
     def merged(self, update: Mapping[str, Any]) -> SessionContext:
         """This context with a state update's context fields applied (as the reducers would)."""
         values = {
-            name: reduce(current, update.get(name))
-            for (name, current), reduce in zip(
-                self.state_values().items(), CONTEXT_REDUCERS, strict=True
-            )
+            name: CONTEXT_REDUCERS[name](current, update.get(name))
+            for name, current in self.state_values().items()
         }
         return SessionContext.from_state(values)
 

@@ -30,7 +30,6 @@ from typing import Any
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.context import (
-    CONTEXT_FIELDS,
     CONTEXT_REDUCERS,
     SERVER_MODES_FIELD,
     SERVERS_FIELD,
@@ -162,9 +161,9 @@ class CommandResult:
 def apply_update(values: Mapping[str, Any], update: Mapping[str, Any] | None) -> dict[str, Any]:
     """``values`` with a context update applied, as the state's reducers apply it."""
     out = dict(values)
-    reducers = dict(zip(CONTEXT_FIELDS, CONTEXT_REDUCERS, strict=True))
     for key, value in (update or {}).items():
-        out[key] = reducers[key](out.get(key), value) if key in reducers else value
+        reduce = CONTEXT_REDUCERS.get(key)
+        out[key] = reduce(out.get(key), value) if reduce is not None else value
     return out
 
 
