@@ -420,3 +420,17 @@ def test_calls_that_share_an_id_get_their_own_and_a_reply_without_any_is_the_sam
     assert reply.tool_calls[1]["id"] == "call_0"  # the model's reply is not changed in place
     distinct = AIMessage("", tool_calls=calls[1:3])
     assert distinct_call_ids(distinct) is distinct
+
+
+def test_a_repaired_reply_is_a_message_of_its_own():
+    """A repaired reply gets its own id, so the messages stream sends it after the raw one."""
+    whole = AIMessage("", id="r", tool_calls=[{"name": "t", "args": {}, "id": "c1"}])
+    assert repair_tool_calls(whole) is whole and distinct_call_ids(whole) is whole
+    no_id = AIMessage("", id="r", tool_calls=[{"name": "t", "args": {}, "id": None}])
+    repaired = repair_tool_calls(no_id)
+    assert repaired.id == "r-repaired" and repaired.tool_calls[0]["id"]
+    shared = AIMessage("", id="r", tool_calls=[{"name": "t", "args": {}, "id": "c"}] * 2)
+    renamed = distinct_call_ids(shared)
+    assert renamed.id == "r-repaired" and len({c["id"] for c in renamed.tool_calls}) == 2
+    assert distinct_call_ids(repair_tool_calls(shared)).id == "r-repaired"  # not "-repaired" twice
+    assert repair_tool_calls(AIMessage("", tool_calls=no_id.tool_calls)).id is None

@@ -52,6 +52,7 @@ __all__ = [
     "coerce_args",
     "complete_tool_calls",
     "distinct_call_ids",
+    "repaired_id",
     "repair_tool_calls",
     "schema_error_message",
     "tool_json_schema",
@@ -460,7 +461,20 @@ def repair_tool_calls(message: AIMessage) -> AIMessage:
         call_id = str(bad.get("id") or _new_call_id())
         calls.append({"name": name, "args": args, "id": call_id, "type": "tool_call"})
     update = {"tool_calls": calls, "invalid_tool_calls": [], "content": content}
-    return message.model_copy(update=update)
+    return message.model_copy(update={**update, "id": repaired_id(message)})
+
+
+REPAIRED_ID_SUFFIX = "-repaired"
+"""Added to the id of a reply whose calls were repaired: the repaired reply is a message of
+its own, so LangGraph's ``messages`` stream (which sends each message id once, the model's
+raw reply first) sends it too, and the calls its tool messages answer are seen by id."""
+
+
+def repaired_id(message: AIMessage) -> str | None:
+    """The id of ``message`` repaired (None when it has none: the graph gives one)."""
+    if not message.id or message.id.endswith(REPAIRED_ID_SUFFIX):
+        return message.id
+    return f"{message.id}{REPAIRED_ID_SUFFIX}"
 
 
 def _stored_call(call: ToolCall, args: Any) -> ToolCall:
@@ -515,7 +529,7 @@ def distinct_call_ids(message: AIMessage) -> AIMessage:
             call = {**call, "id": call_id}
         taken.add(str(call_id))
         renamed.append(call)
-    return message.model_copy(update={"tool_calls": renamed})
+    return message.model_copy(update={"tool_calls": renamed, "id": repaired_id(message)})
 
 
 def _new_call_id() -> str:
