@@ -17,6 +17,7 @@ from langchain.agents.middleware import (
     AgentMiddleware,
     HumanInTheLoopMiddleware,
     LLMToolSelectorMiddleware,
+    SummarizationMiddleware,
     ToolCallLimitMiddleware,
     ToolRetryMiddleware,
 )
@@ -358,3 +359,110 @@ async def test_per_call_review_reviews_regular_calls_and_never_builtin_calls(cat
         out = await run(agent, Command(resume={interrupt.id: {"type": "approve"}}), api, config)
         assert sorted(m.tool_call_id for m in tool_messages(out["messages"])) == ["a1", "r1"]
         assert rec.names == ["list_projects"]
+
+
+# --- a batched reviewer listed after the budget: its edits are checked as the model's calls ----
+
+edits_applied = pytest.mark.skipif(
+    "interrupt_mode" not in inspect.signature(HumanInTheLoopMiddleware).parameters,
+    reason="this langchain (1.3) applies a reviewer's edits to the reply in after_model",
+)
+
+
+def _edit(tool_name: str, /, **args: Any) -> dict[str, Any]:
+    return {"type": "edit", "edited_action": {"name": tool_name, "args": args}}
+
+
+@edits_applied
+@pytest.mark.parametrize("api", APIS)
+async def test_a_reviewers_edit_to_a_hidden_tool_is_refused_as_the_models_call_would_be(
+    catalog, rec, api
+):
+    review = HumanInTheLoopMiddleware(interrupt_on={"list_projects": True})  # batched
+    model = ScriptedChatModel(responses=[ai_calls(call("list_projects", "r1")), "done"])
+    budget = ToolBudgetMiddleware(catalog, max_tools=3)
+    agent = create_agent(model, middleware=[budget, review], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    paused = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api, config)
+    assert "merge_pull_request" not in paused["selected_tools"]
+    edit = _edit("merge_pull_request", repo="acme/prod", number=1)
+    out = await run(agent, Command(resume={"decisions": [edit]}), api, config)
+    (answer,) = tool_messages(out["messages"])
+    assert answer.status == "error" and "'merge_pull_request' exists but is not loaded" in (
+        answer.content
+    )
+    assert rec.runs == []
+    # an edit to a visible tool runs it, with the reviewer's notice
+    model = ScriptedChatModel(responses=[ai_calls(call("list_projects", "r1")), "done"])
+    agent = create_agent(model, middleware=[budget, review], checkpointer=InMemorySaver())
+    await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api, config)
+    edit = _edit("add_task", project="apollo", title="Launch blocker")
+    out = await run(agent, Command(resume={"decisions": [edit]}), api, config)
+    (answer,) = tool_messages(out["messages"])
+    assert answer.status == "success" and "replaced this tool call" in answer.content
+    assert rec.names == ["add_task"]
+
+
+@edits_applied
+@pytest.mark.parametrize("api", APIS)
+async def test_a_reviewers_edit_of_a_builtin_call_is_what_the_budget_applies(catalog, rec, api):
+    review = HumanInTheLoopMiddleware(interrupt_on={"add_tool": True})
+    model = ScriptedChatModel(
+        responses=[ai_calls(call("add_tool", "a1", tool_names=["merge_pull_request"])), "done"]
+    )
+    budget = ToolBudgetMiddleware(catalog, max_tools=3)
+    agent = create_agent(model, middleware=[budget, review], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api, config)
+    edit = _edit("add_tool", tool_names=["create_issue"])
+    out = await run(agent, Command(resume={"decisions": [edit]}), api, config)
+    assert "create_issue" in out["selected_tools"]
+    assert "merge_pull_request" not in out["selected_tools"]
+    (answer,) = tool_messages(out["messages"])
+    assert answer.content.startswith("Note: a human reviewer replaced this call before it ran")
+    assert '{"tool_names": ["create_issue"]}' in answer.content
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_max_iterations_ends_the_turn_though_a_summary_replaces_its_messages(catalog, api):
+    """SummarizationMiddleware replaces the turn's messages, its user message included, with
+    a summary (a human message) mid-turn: the turn's model calls are still counted."""
+    model = ScriptedChatModel(
+        responses=[lambda messages, tools: ai_calls(call("list_projects", "r"))], cycle=True
+    )
+    summary = SummarizationMiddleware(
+        model=ScriptedChatModel(responses=["SUMMARY"], cycle=True),
+        trigger=("messages", 6),
+        keep=("messages", 2),
+    )
+    budget = ToolBudgetMiddleware(catalog, max_tools=3, max_iterations=4)
+    agent = create_agent(model, middleware=[summary, budget], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}, "recursion_limit": 60}
+    out = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api, config)
+    assert len(model.calls) == 4
+    assert "max_iterations=4" in out["messages"][-1].content
+    assert any(m.additional_kwargs.get("lc_source") == "summarization" for m in out["messages"])
+    # the next user message starts a new turn with a fresh count
+    out = await run(agent, {"messages": [HumanMessage("and the apollo board?")]}, api, config)
+    assert len(model.calls) == 8
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_reply_with_repaired_call_ids_is_streamed_so_every_answer_pairs_with_a_call(
+    catalog, api
+):
+    model = ScriptedChatModel(
+        responses=[
+            ai_calls(call("list_projects", "call_0"), call("add_tool", "call_0", tool_names=["x"])),
+            "done",
+        ]
+    )
+    agent = create_agent(model, middleware=[ToolBudgetMiddleware(catalog, max_tools=3)])
+    inputs = {"messages": [HumanMessage(APOLLO_QUERY)]}
+    if api == "invoke":
+        chunks = list(agent.stream(inputs, stream_mode="messages"))
+    else:
+        chunks = [c async for c in agent.astream(inputs, stream_mode="messages")]
+    calls = {c["id"] for m, _ in chunks if m.type in ("ai", "AIMessageChunk") for c in m.tool_calls}
+    answers = [m.tool_call_id for m, _ in chunks if m.type == "tool"]
+    assert len(answers) == 2 and set(answers) <= calls and len(set(answers)) == 2

@@ -6,6 +6,7 @@ Key Components:
     - :func:`classify_lexical`: offline scoring of categories against a query
       (category name and description, and the tools inside each category).
     - :func:`latest_user_text`, :func:`message_text`: the text a turn is about.
+    - :func:`starts_turn`: the messages that start a user turn (not a summary).
 
 The node over these is :class:`langgraph_toolbudget.nodes.intent.ClassifyIntent`.
 
@@ -26,7 +27,17 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
 
-__all__ = ["classify_lexical", "content_parts", "latest_user_text", "message_text"]
+__all__ = [
+    "classify_lexical",
+    "content_parts",
+    "latest_user_text",
+    "message_text",
+    "starts_turn",
+]
+
+SUMMARY_SOURCE = "summarization"
+"""``additional_kwargs["lc_source"]`` of the human message in which LangChain's
+``SummarizationMiddleware`` replaces the messages it summarised."""
 
 
 def content_parts(content: str | list[Any], *, keep_other: bool = False) -> list[str]:
@@ -52,10 +63,20 @@ def message_text(message: BaseMessage) -> str:
     return " ".join(content_parts(message.content))
 
 
+def starts_turn(message: Any) -> bool:
+    """Does ``message`` start a user turn: a human message that is not a summary of earlier
+    messages (LangChain's ``SummarizationMiddleware`` writes one mid-turn; counting from it
+    would restart the turn's bounds)."""
+    return (
+        isinstance(message, HumanMessage)
+        and message.additional_kwargs.get("lc_source") != SUMMARY_SOURCE
+    )
+
+
 def latest_user_text(messages: Sequence[Any]) -> str:
-    """Text of the latest human message ("" if there is none)."""
+    """Text of the latest human message that starts a turn ("" if there is none)."""
     for message in reversed(messages):
-        if isinstance(message, HumanMessage):
+        if starts_turn(message):
             return message_text(message)
         if isinstance(message, dict) and message.get("role") in ("user", "human"):
             return str(message.get("content", ""))

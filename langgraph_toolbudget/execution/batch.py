@@ -21,14 +21,14 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
-from langchain_core.messages import HumanMessage, ToolCall, ToolMessage
+from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphBubbleUp
 
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.context import SessionContext
-from langgraph_toolbudget.core.intent import latest_user_text
+from langgraph_toolbudget.core.intent import latest_user_text, starts_turn
 from langgraph_toolbudget.core.limits import clip
 from langgraph_toolbudget.core.meta import META_TOOL_NAMES
 from langgraph_toolbudget.core.selection import free_tools
@@ -80,10 +80,11 @@ arguments itself; the exception is logged), so no exception escapes the batch.""
 
 
 def meta_calls_this_turn(messages: Sequence[Any], names: Sequence[str] = META_TOOL_NAMES) -> int:
-    """Meta-calls (calls to ``names``) answered since the latest human message."""
+    """Meta-calls (calls to ``names``) answered since the latest human message that starts a
+    turn (:func:`~langgraph_toolbudget.core.intent.starts_turn`)."""
     count = 0
     for message in reversed(messages):
-        if isinstance(message, HumanMessage):
+        if starts_turn(message):
             break
         if isinstance(message, ToolMessage) and message.name in names:
             count += 1

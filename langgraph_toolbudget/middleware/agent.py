@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Container, Hashable, Iterator
@@ -12,7 +14,6 @@ from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResp
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
-    HumanMessage,
     SystemMessage,
     ToolCall,
     ToolMessage,
@@ -27,6 +28,7 @@ from typing_extensions import Unpack
 from langgraph_toolbudget.config import BudgetConfig, BudgetOptions, check_node_options
 from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.core.coercion import distinct_call_ids, repair_tool_calls
+from langgraph_toolbudget.core.intent import starts_turn
 from langgraph_toolbudget.core.working_set import WorkingSet, state_get, state_messages
 from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome
 from langgraph_toolbudget.execution.errors import HandleToolErrors
@@ -36,7 +38,7 @@ from langgraph_toolbudget.execution.scheduler import GroupGates
 from langgraph_toolbudget.formats import get_format
 from langgraph_toolbudget.formats.base import ToolCallFormat
 from langgraph_toolbudget.middleware.locks import KeyedLocks, thread_key
-from langgraph_toolbudget.middleware.state import STILL_CALLABLE, ToolBudgetAgentState
+from langgraph_toolbudget.middleware.state import STILL_CALLABLE, TURN, ToolBudgetAgentState
 from langgraph_toolbudget.nodes._node import emit_changes
 from langgraph_toolbudget.nodes.agent import ITERATION_LIMIT_MESSAGE
 from langgraph_toolbudget.nodes.choose import ChooseTools
@@ -230,7 +232,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
                 the turn before) has two answers (see :data:`ANSWERED_TWICE_ERROR`).
         """
         messages = state_messages(state)
-        first = ai_calls_this_turn(messages) == 0
+        first = _calls_this_turn(state) == 0
         _refuse_two_answers(messages, self.runner.builtins, turns=2 if first else 1)
         return dict(state) if first else None
 
@@ -252,7 +254,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
 
     def _limit(self, request: ModelRequest) -> ModelResponse | None:
         n = self.config.max_iterations
-        if ai_calls_this_turn(state_messages(request.state)) >= n:
+        if _calls_this_turn(request.state) >= n:
             return ModelResponse(result=[AIMessage(ITERATION_LIMIT_MESSAGE.format(n=n))])
         return None
 
@@ -341,7 +343,8 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         else:
             return None
         reply, builtins = messages[at], self.runner.builtins
-        calls = [c for c in reply.tool_calls if c["name"] in builtins]
+        edits = _reviewer_edits(state, messages[:at])
+        calls = [c for c in (_edited(c, edits) for c in reply.tool_calls) if c["name"] in builtins]
         if calls and at < len(messages) - 1:  # another after_model answered some (a reviewer)
             answered = {m.tool_call_id for m in messages[at + 1 :] if isinstance(m, ToolMessage)}
             calls = [c for c in calls if c.get("id") not in answered]
@@ -391,30 +394,47 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         """
         pending = self._pending_builtins(state)
         if pending is None:
-            return _noted(state)
+            return {**(_noted(state) or {}), **_counted(state)}
         reply, calls = pending
         working, shown = self._shown(state, reply)
         answers, outcome = self.runner.answer_builtins(calls, state, _current_config(), working)
-        return self._answered(answers, outcome, working, (reply, shown))
+        answers = _edits_noted(answers, calls, reply)
+        return {**self._answered(answers, outcome, working, (reply, shown)), **_counted(state)}
 
     async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         """The async :meth:`after_model` (the answers run off the event loop)."""
         pending = self._pending_builtins(state)
         if pending is None:
-            return _noted(state)
+            return {**(_noted(state) or {}), **_counted(state)}
         reply, calls = pending
         working, shown = self._shown(state, reply)
         config = _current_config()
         answers, outcome = await self.runner.aanswer_builtins(calls, state, config, working)
-        return self._answered(answers, outcome, working, (reply, shown))
+        answers = _edits_noted(answers, calls, reply)
+        return {**self._answered(answers, outcome, working, (reply, shown)), **_counted(state)}
 
     # --- the other tool calls: checked, and run each in its turn ------------------------------
+
+    def _reviewed(self, request: ToolCallRequest) -> ToolCallRequest:
+        """The call as a reviewer edited it to another of our tools (a batched
+        ``HumanInTheLoopMiddleware`` listed after this one swaps the edit in inside this
+        hook), so the edit is checked as the model's own call would be; else ``request``."""
+        call = request.tool_call
+        edited = _edited(call, _reviewer_edits(request.state))
+        name = edited["name"]
+        if name == call["name"] or not (name in self.runner.builtins or self._owns_name(name)):
+            return request
+        spec = self.catalog.get(name)  # None for a name the check refuses (filtered...)
+        tool = None if spec is None else spec.tool
+        return dataclasses.replace(request, tool_call=edited, tool=tool)
 
     def _owns(self, request: ToolCallRequest) -> bool:
         """Is this call ours to judge: a catalog tool in any status (listed, excluded, hidden,
         filtered, disabled, draft...)? Any other name is passed on, so a middleware listed
         after this one may supply its tool (LangChain's tools registered at runtime)."""
-        name = request.tool_call["name"]
+        return self._owns_name(request.tool_call["name"])
+
+    def _owns_name(self, name: str) -> bool:
         catalog = self.catalog
         return name in catalog or catalog.status(name) is not None or catalog.is_filtered(name)
 
@@ -496,6 +516,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
     ) -> ToolMessage | Command:
         """Refuse hidden tools; coerce and run the rest through ``handler``, each in its turn
         (its concurrency group's rules)."""
+        request = self._reviewed(request)
         if request.tool_call["name"] in self.runner.builtins:
             return self._builtin(request)
         if not self._owns(request):
@@ -514,6 +535,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
     ) -> ToolMessage | Command:
         """The async :meth:`wrap_tool_call` (with the tools' ``timeout_s``, counted from the
         call's turn)."""
+        request = self._reviewed(request)
         if request.tool_call["name"] in self.runner.builtins:
             return await self._abuiltin(request)
         if not self._owns(request):
@@ -562,11 +584,96 @@ def _refuse_two_answers(messages: list[Any], builtins: Container[str], turns: in
                     raise RuntimeError(
                         ANSWERED_TWICE_ERROR.format(tool=c["name"], id=call_id, count=count)
                     )
-        elif isinstance(message, HumanMessage):
+        elif starts_turn(message):
             humans += 1
             if humans >= turns:
                 return
         answers.clear()
+
+
+HITL_EDITS = "hitl_edited_tool_calls"
+"""``HumanInTheLoopMiddleware``'s private field (LangChain >= 1.5, batched reviews): the
+reviewer's call (``{"name", "args"}``) for each call id it edited; the reviewer's own
+``wrap_tool_call`` swaps it in for the model's call when the call runs."""
+
+
+def _reviewer_edits(state: Any, earlier: list[Any] | None = None) -> dict[str, Any]:
+    """The reviewer's edits of the latest reply's calls, by call id. ``earlier``: the messages
+    before the reply, when the field may still hold the edits of an earlier reply (read in
+    ``after_model`` before the reviewer's ran); an id an earlier reply also used is left out."""
+    edits = state_get(state, HITL_EDITS)
+    if not isinstance(edits, dict) or not edits:
+        return {}
+    if earlier:
+        used = {c.get("id") for m in earlier if isinstance(m, AIMessage) for c in m.tool_calls}
+        return {k: v for k, v in edits.items() if k not in used}
+    return edits
+
+
+def _edited(call: ToolCall, edits: dict[str, Any]) -> ToolCall:
+    """``call`` with a reviewer's edit of its name and arguments, if there is one."""
+    edit = edits.get(call.get("id") or "")
+    if not isinstance(edit, dict) or not isinstance(edit.get("name"), str):
+        return call
+    args = edit.get("args")
+    return {**call, "name": edit["name"], "args": args if isinstance(args, dict) else {}}
+
+
+EDIT_NOTICE = (
+    "Note: a human reviewer replaced this call before it ran: {name} ran with arguments "
+    "{args}, not the call in your message. This was intentional; do not repeat your call."
+)
+"""Put before the answer of a built-in call a reviewer edited (answered in ``after_model``,
+where the reviewer's own notice is not added)."""
+
+
+def _edits_noted(
+    answers: dict[int, ToolMessage], calls: list[ToolCall], reply: AIMessage
+) -> dict[int, ToolMessage]:
+    """``answers`` (of ``calls``, in order) with :data:`EDIT_NOTICE` before those of calls a
+    reviewer edited (they differ from the reply's call of their id)."""
+    made = {c.get("id"): c for c in reply.tool_calls}
+    for i, call in enumerate(calls):
+        own = made.get(call.get("id"))
+        answer = answers.get(i)
+        if own is None or own is call or answer is None or not isinstance(answer.content, str):
+            continue
+        args = json.dumps(call["args"], default=str)
+        note = EDIT_NOTICE.format(name=call["name"], args=args)
+        answers[i] = answer.model_copy(update={"content": f"{note}\n\n{answer.content}"})
+    return answers
+
+
+def _turn_user(messages: list[Any]) -> str | None:
+    """The id of the message that started the latest turn (None: there is none, a summary
+    replaced it)."""
+    return next((m.id for m in reversed(messages) if starts_turn(m)), None)
+
+
+def _stored_calls(state: Any, user: str | None) -> tuple[str | None, int]:
+    """The turn ``after_model`` last counted (:data:`TURN`) and its model calls, when it is
+    the turn of ``user`` (or ``user`` is None: a summary replaced the turn's start); else
+    ``user``'s turn, with none counted."""
+    stored = state_get(state, TURN)
+    if isinstance(stored, dict) and user in (None, stored.get("user")):
+        calls = stored.get("model_calls")
+        return stored.get("user"), calls if isinstance(calls, int) else 0
+    return user, 0
+
+
+def _calls_this_turn(state: Any) -> int:
+    """The model calls of the current turn: the AI messages since its user message, or the
+    count ``after_model`` kept when larger (a summary replaced some of the turn's messages)."""
+    messages = state_messages(state)
+    _, stored = _stored_calls(state, _turn_user(messages))
+    return max(ai_calls_this_turn(messages), stored)
+
+
+def _counted(state: Any) -> dict[str, Any]:
+    """``after_model``'s update of :data:`TURN`: the reply just made counted in its turn."""
+    messages = state_messages(state)
+    user, stored = _stored_calls(state, _turn_user(messages))
+    return {TURN: {"user": user, "model_calls": max(ai_calls_this_turn(messages), stored + 1)}}
 
 
 def _latest_reply(state: Any) -> AIMessage | None:

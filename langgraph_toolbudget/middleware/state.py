@@ -18,7 +18,7 @@ from typing_extensions import NotRequired
 from langgraph_toolbudget.core.context import merge_context, merge_decisions, merge_modes
 from langgraph_toolbudget.state import merge_counts, merge_names
 
-__all__ = ["STILL_CALLABLE", "ToolBudgetAgentState"]
+__all__ = ["STILL_CALLABLE", "TURN", "ToolBudgetAgentState"]
 
 STILL_CALLABLE = "toolbudget_still_callable"
 """``{"reply": <AI message id>, "tools": [...], "batch": <key>}``, written by ``after_model``
@@ -27,6 +27,13 @@ the model was shown with that reply which the reply's own built-in calls took ou
 visible set; they stay callable in the rest of that reply, as under ``ToolExecutor``.
 ``batch``: a key made for the reply in its run, under which its calls take their turns
 (two runs' replies may share an id; a resumed run reads the same key from its checkpoint)."""
+
+
+TURN = "toolbudget_turn"
+"""``{"user": <id of the message that started the turn>, "model_calls": <n>}``, written by
+``after_model`` after each model call: the turn's model calls, kept beside the messages
+because LangChain's ``SummarizationMiddleware`` may replace a turn's messages (and its user
+message) with a summary mid-turn, and ``max_iterations`` must still end the turn."""
 
 
 class ToolBudgetAgentState(AgentState[Any]):
@@ -50,7 +57,8 @@ class ToolBudgetAgentState(AgentState[Any]):
     context_tool_modes: NotRequired[Annotated[dict[str, str], OmitFromInput, merge_modes]]
     context_server_modes: NotRequired[Annotated[dict[str, str], OmitFromInput, merge_modes]]
     tool_reasons: NotRequired[Annotated[dict[str, dict[str, Any]], OmitFromInput, merge_context]]
-    # private (not in the graph's input or output): see STILL_CALLABLE
+    # private (not in the graph's input or output): see STILL_CALLABLE and TURN
     toolbudget_still_callable: NotRequired[
         Annotated[dict[str, Any], OmitFromSchema(input=True, output=True)]
     ]
+    toolbudget_turn: NotRequired[Annotated[dict[str, Any], OmitFromSchema(input=True, output=True)]]

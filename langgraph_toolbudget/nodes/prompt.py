@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -31,6 +31,7 @@ from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.budget import format_for_model
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.coercion import repair_tool_calls
+from langgraph_toolbudget.core.intent import starts_turn
 from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
 from langgraph_toolbudget.execution.builtins import Builtins
 from langgraph_toolbudget.formats import format_names, get_format
@@ -329,10 +330,10 @@ def _with_messages(state: Any, extra: list[AIMessage]) -> Any:
 
 
 def ai_calls_this_turn(messages: Sequence[BaseMessage]) -> int:
-    """AI messages since the latest human message."""
+    """AI messages since the latest human message that starts a turn (:func:`starts_turn`)."""
     count = 0
     for message in reversed(messages):
-        if isinstance(message, HumanMessage):
+        if starts_turn(message):
             break
         if isinstance(message, AIMessage):
             count += 1
