@@ -41,12 +41,14 @@ __all__ = [
     "MAX_OUTPUT_DEPTH",
     "MAX_PATTERN_CHARS",
     "MAX_STATE_DEPTH",
+    "LONG_INT_ERROR",
     "TOO_DEEP_ERROR",
     "clip",
     "clip_names",
     "containers",
     "cut_deep",
     "echo",
+    "holds_long_int",
     "int_too_long",
     "loads_bounded",
     "safe_repr",
@@ -87,6 +89,12 @@ REPEAT_MARK = "[shown earlier in this value: cut]"
 TOO_DEEP_ERROR = (
     "Error: the arguments of your call to {tool!r} are nested deeper than {depth} levels, "
     "so it was not run. Call it again with flat arguments (a JSON object of plain values)."
+)
+
+LONG_INT_ERROR = (
+    "Error: the arguments of your call to {tool!r} hold an integer of over {digits:,} digits "
+    "({sent}), too long for a tool to read, so it was not run. Call it again with a smaller "
+    "number, or the number as text where the tool takes text."
 )
 
 JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
@@ -269,6 +277,28 @@ def int_too_long(value: Any) -> bool:
         int.__repr__(value)
     except ValueError:
         return True
+    return False
+
+
+def holds_long_int(value: Any, limit: int = MAX_ARG_DEPTH) -> bool:
+    """True when ``value`` or a list, tuple or dict value in it (``limit`` levels deep) is an
+    int Python will not write in decimal (:func:`int_too_long`): a tool's run writes its
+    input out (``str``, callbacks) and would raise.
+
+    >>> holds_long_int({"n": [1, 2**20000]}), holds_long_int({"n": 10**100})
+    (True, False)
+    """
+    level, depth = [value], 0
+    while level and depth <= limit:
+        below: list[Any] = []
+        for item in level:
+            if int_too_long(item):
+                return True
+            if isinstance(item, dict):
+                below.extend(item.values())
+            elif isinstance(item, list | tuple):
+                below.extend(item)
+        level, depth = below, depth + 1
     return False
 
 

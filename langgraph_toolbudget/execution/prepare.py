@@ -15,6 +15,7 @@ Key Components:
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -36,7 +37,14 @@ from langgraph_toolbudget.core.coercion import (
     tool_json_schema,
 )
 from langgraph_toolbudget.core.compact import json_schema_problem
-from langgraph_toolbudget.core.limits import MAX_ARG_DEPTH, TOO_DEEP_ERROR, echo, too_deep
+from langgraph_toolbudget.core.limits import (
+    LONG_INT_ERROR,
+    MAX_ARG_DEPTH,
+    TOO_DEEP_ERROR,
+    echo,
+    holds_long_int,
+    too_deep,
+)
 
 __all__ = [
     "NOT_A_TOOL_ERROR",
@@ -144,6 +152,10 @@ class CallPreparer:
         args = call.get("args", {})
         if too_deep(args):  # json.dumps, repr and validation would recurse
             return error_message(call, TOO_DEEP_ERROR.format(tool=tool.name, depth=MAX_ARG_DEPTH))
+        if holds_long_int(args):
+            digits = sys.get_int_max_str_digits()
+            long_int = LONG_INT_ERROR.format(tool=tool.name, digits=digits, sent=echo(args))
+            return error_message(call, long_int)
         schema = self._tool_read(tool).schema
         if isinstance(args, dict) and RAW_ARGUMENTS_KEY in args:
             raw = RAW_ARGUMENTS_ERROR.format(
