@@ -1,6 +1,6 @@
 """The README's and the docs' Python examples run as written.
 
-Every fenced block of ``README.md`` and ``docs/*.md`` whose info string is
+Every fenced block of ``README.md``, ``docs/*.md`` and the examples' READMEs whose info string is
 exactly ``python`` is executed, each in a fresh namespace, from a scratch
 directory laid out like the repository root (``tests/`` and ``examples/`` linked
 in, for the local MCP servers), so files an example writes never land in the repository.
@@ -40,7 +40,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 DOCS = REPO / "docs"
-PAGES = [README, *sorted(DOCS.glob("*.md"))]
+PAGES = [README, *sorted(DOCS.glob("*.md")), *sorted((REPO / "examples").rglob("*.md"))]
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```\s*$", re.DOTALL | re.MULTILINE)
 RUNNABLE, FRAGMENT, SLOW, SDK = "python", "python no-run", "python slow", "python sdk"
 POSTGRES = "python postgres"
