@@ -24,7 +24,12 @@ The result is what the program printed plus the value of its last expression; an
 is the traceback's last lines (the model fixes its code); each limit reached
 (``codemode_timeout_s``, ``codemode_max_memory_mb``, ``codemode_max_tool_calls``,
 ``codemode_max_output_chars``) is an error message that names it, and the graph goes on.
-A long result is offloaded as a large tool result.
+A long result is offloaded as a large tool result. What crosses out of the sandbox is
+measured before it is written out as text (:func:`written_chars`): a value held many times
+in it (``[x] * 20000``, one object there) is text as long as all its copies, so a last value
+over ``MAX_CAPTURED_CHARS`` is named instead of shown, and a tool call whose arguments are
+longer than the sandbox's memory limit in characters raises ``ValueError`` in the program.
+Under ``ainvoke`` a cancelled run stops its program at its next tool call.
 
 The family is registered only while ``"codemode"`` is among the enabled tool-call
 formats; ``enabled_builtins`` can still turn ``python_execution`` off.
@@ -43,6 +48,7 @@ import inspect
 import json
 import keyword
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -70,8 +76,10 @@ from langgraph_toolbudget.execution.builtin_family import (
 )
 from langgraph_toolbudget.execution.returned import keep_returned
 from langgraph_toolbudget.execution.sandbox import (
+    CANCELLED,
     ProgramRun,
     SandboxLimits,
+    StopProgram,
     require_sandbox,
     run_program,
 )
@@ -84,6 +92,7 @@ __all__ = [
     "as_program_data",
     "as_python_data",
     "codemode_enabled",
+    "written_chars",
 ]
 
 PYTHON_EXECUTION = "python_execution"
@@ -94,7 +103,8 @@ CODEMODE_FORMAT = "codemode"
 MAX_CODE_CHARS = 100_000
 """A longer program is refused (a model that writes this much is not orchestrating)."""
 MAX_CAPTURED_CHARS = 1_000_000
-"""Printed characters kept while offloading is on (the rest counted, not kept)."""
+"""Printed characters kept while offloading is on (the rest counted, not kept); a program's
+last value longer than this written out is named, not shown (:data:`TOO_LONG_VALUE`)."""
 HELD_AS_THEY_ARE = (datetime.date, datetime.time, datetime.timedelta, Decimal)
 """What JSON cannot write but the sandbox holds: dates, datetimes, times, durations, Decimals."""
 _NOTHING = object()
@@ -147,11 +157,18 @@ a list of records (pydantic-monty 1.4: 50,000 five-key records, 5 MB of JSON, ne
 plain string ~1.3 bytes a character). A result taking a tenth of the limit by this count is
 named in the memory-limit error."""
 CRASHED_ERROR = "Error: the sandbox stopped before the program ended ({error}). Run it again."
+CANCELLED_ERROR = "Error: {error}."
 CALL_LIMIT_ERROR = (
     "tool-call limit reached: a program may make {limit} tool calls (codemode_max_tool_calls) "
     "and this was call {n}. Handle fewer items per program, or run the rest in another one."
 )
 NESTED_ERROR = "python_execution cannot be called from inside a program: call the tools directly."
+ARGS_TOO_LONG_ERROR = (
+    "{tool}() was not called: its arguments would be over {limit:,} characters written out (a "
+    "value held several times in them counts each time), and a call's arguments may be as "
+    "long as the program's memory limit, {memory} MB (codemode_max_memory_mb), in characters. "
+    "Pass less per call: a slice, or one item per call."
+)
 SIGNATURE_ERROR = "{tool}() {problem}; its signature is {signature}"
 """A call Python would refuse for the signature the model reads, in Python's words."""
 NO_OUTPUT = (
@@ -161,6 +178,13 @@ NO_OUTPUT = (
 OUTPUT_CUT = "\n[output cut: {dropped:,} more characters not shown; print less, e.g. aggregate]"
 PRINTED_BEFORE = "\nPrinted before the error:\n{output}"
 TOO_DEEP_VALUE = "({kind} nested too deep to show: return or print a part of it, or a count)"
+TOO_LONG_VALUE = (
+    "(the program's last value would be over {limit:,} characters written out (a value held "
+    "several times in it counts each time), too long to show: return a smaller value, e.g. a "
+    "slice, a count or a summary, or print the part you need)"
+)
+WRITTEN_SCALAR_CHARS = 32
+"""What :func:`written_chars` counts for a number (not an int), ``None`` or another object."""
 TOO_LONG_INT_VALUE = (
     "({what} of over {digits:,} digits, too long to show: return or print a part of it, "
     "e.g. n % 10**100 (its last 100 digits) or hex(n))"
@@ -290,6 +314,51 @@ def _json_or_text(text: str) -> Any:
         return text
 
 
+def written_chars(value: Any, bound: int) -> int:
+    """About how many characters ``json.dumps`` (or ``repr``) writes for ``value``, counted
+    no further than just past ``bound`` (compare the result with ``bound``).
+
+    A list, tuple, set or dict counts its brackets and separators, then each item; an item
+    held several times (``[x] * 20000`` is one string in the sandbox) counts each time, as
+    the text repeats it. A string counts its length, bytes four characters a byte, an int
+    its digits, any other value :data:`WRITTEN_SCALAR_CHARS`; an exception its arguments, a
+    sandbox object (Monty's class proxy) its attributes. Iterative and stopping once past
+    ``bound``, so a value costs at most about ``bound`` steps whatever its nesting and
+    sharing (each level counts two characters or more).
+
+    >>> x = "a" * 10
+    >>> written_chars([x] * 3, 100), written_chars([x] * 1000, 100) > 100
+    (44, True)
+    """
+    chars, todo = 0, [value]
+    while todo and chars <= bound:
+        item = todo.pop()
+        if isinstance(item, str):
+            chars += len(item) + 2
+        elif isinstance(item, int) and not isinstance(item, bool):
+            chars += item.bit_length() // 3 + 2  # log10(2) < 1/3: never fewer than its digits
+        elif isinstance(item, list | tuple | set | frozenset):
+            chars += 2 + 2 * len(item)
+            if chars <= bound:
+                todo.extend(item)
+        elif isinstance(item, Mapping):
+            chars += 2 + 4 * len(item)
+            if chars <= bound:
+                todo.extend(item.keys())
+                todo.extend(item.values())
+        elif isinstance(item, bytes | bytearray):
+            chars += 4 * len(item) + 3
+        elif isinstance(item, BaseException):
+            chars += len(type(item).__name__) + 2
+            todo.extend(item.args)
+        elif isinstance(attributes := getattr(item, "attributes", None), Mapping):
+            chars += WRITTEN_SCALAR_CHARS
+            todo.append(attributes)
+        else:
+            chars += WRITTEN_SCALAR_CHARS
+    return chars
+
+
 def _render(value: Any) -> str:
     """A program's value as text: JSON where it is JSON data, else its ``repr``; described
     when neither can write it."""
@@ -306,6 +375,15 @@ def _render(value: Any) -> str:
         kind = type(value).__name__
         what = "an integer" if isinstance(value, int) else f"a {kind} holding an integer"
         return TOO_LONG_INT_VALUE.format(what=what, digits=sys.get_int_max_str_digits())
+
+
+def _render_last_value(value: Any) -> str:
+    """A program's last value as text (:func:`_render`), or named when it would be longer
+    than ``MAX_CAPTURED_CHARS``: measured first, as a value held many times in the sandbox
+    (one object there) would be written out as often as it appears."""
+    if written_chars(value, MAX_CAPTURED_CHARS) > MAX_CAPTURED_CHARS:
+        return TOO_LONG_VALUE.format(limit=MAX_CAPTURED_CHARS)
+    return _render(value)
 
 
 def _is_function_name(name: str) -> bool:
@@ -363,6 +441,12 @@ class _Program:
         limit = self.family.config.codemode_max_tool_calls
         if self.calls > limit:
             raise RuntimeError(CALL_LIMIT_ERROR.format(limit=limit, n=self.calls))
+        # before anything copies them as text: the executor's stages would write out each
+        # time a value held many times in the sandbox (one object there) appears
+        most = self.family.limits.max_memory_bytes
+        if written_chars((args, kwargs), most) > most:
+            memory = self.family.config.codemode_max_memory_mb
+            raise ValueError(ARGS_TOO_LONG_ERROR.format(tool=name, limit=most, memory=memory))
         builtin = next((t for t in self.access.builtins if t.name == name), None)
         answered = builtin is not None and self.access.answer is not None
         if not answered and (problem := self.access.check(name)) is not None:
@@ -537,11 +621,23 @@ class CodeMode(BuiltinTools):
         if access is None:
             return BuiltinResult("Error: python_execution cannot call tools here.", error=True)
         loop = asyncio.get_running_loop()
+        cancelled = threading.Event()
+
+        async def start(tool_call: ToolCall) -> Any:
+            if cancelled.is_set():  # read on this loop, where the cancellation set it
+                raise StopProgram(CANCELLED, kind="cancelled")
+            return await access.acall(tool_call)
 
         def run(tool_call: ToolCall) -> Any:  # from the program's thread, on this loop
-            return asyncio.run_coroutine_threadsafe(access.acall(tool_call), loop).result()
+            return asyncio.run_coroutine_threadsafe(start(tool_call), loop).result()
 
-        return await asyncio.to_thread(self._execute, call, ctx, access, run)
+        try:
+            return await asyncio.to_thread(self._execute, call, ctx, access, run, cancelled)
+        except asyncio.CancelledError:
+            # the program's thread runs on: no tool call starts after this (one running
+            # finishes), and the program is stopped at its next call, lookup or sleep
+            cancelled.set()
+            raise
 
     # --- one program --------------------------------------------------------------------------
 
@@ -551,6 +647,7 @@ class CodeMode(BuiltinTools):
         ctx: BuiltinContext,
         access: ToolAccess,
         run: Callable[[ToolCall], Any],
+        cancelled: threading.Event | None = None,
     ) -> BuiltinResult:
         code = (call.get("args") or {}).get("code")
         if not isinstance(code, str) or not code.strip():
@@ -560,7 +657,12 @@ class CodeMode(BuiltinTools):
         program = _Program(self, access, str(call.get("id") or PYTHON_EXECUTION), run)
         visible = [n for n in ctx.working.names if n in self.catalog]
         outcome = run_program(
-            code, program.functions(visible), program, self.limits, passthrough=(GraphBubbleUp,)
+            code,
+            program.functions(visible),
+            program,
+            self.limits,
+            passthrough=(GraphBubbleUp,),
+            cancel=cancelled,
         )
         facts: dict[str, Any] = {"tool_calls": program.calls, "seconds": round(outcome.seconds, 3)}
         if outcome.error is not None:
@@ -583,7 +685,7 @@ class CodeMode(BuiltinTools):
     def _content(self, outcome: ProgramRun) -> str:
         parts = [outcome.output.rstrip("\n")] if outcome.output.strip() else []
         if outcome.value is not None:
-            parts.append(_render(outcome.value))
+            parts.append(_render_last_value(outcome.value))
         text = "\n".join(parts) if parts else NO_OUTPUT
         limit = self.config.codemode_max_output_chars
         dropped = outcome.dropped_chars
@@ -607,6 +709,8 @@ class CodeMode(BuiltinTools):
             text = SYNTAX_ERROR.format(error=error)
         elif outcome.error_kind == "crashed":
             text = CRASHED_ERROR.format(error=error)
+        elif outcome.error_kind == "cancelled":
+            text = CANCELLED_ERROR.format(error=error)
         else:
             text = RAISED_ERROR.format(error=error)
         printed = outcome.output.strip()

@@ -6,10 +6,11 @@ The program runs in Monty, Pydantic's Python interpreter for untrusted code, in 
 subprocess of a pool made for the run (a few milliseconds) and closed after it: the
 program has no file system, no network, no subprocesses and no environment (``open``,
 ``os.listdir`` and the like raise ``PermissionError``; ``socket``, ``subprocess`` do not
-exist), and its time, memory and sleep are bounded by the worker. The host functions it
+exist), and its time and memory are bounded by the worker. The host functions it
 may call are names answered here, one call at a time: the caller's function gets the
 name and arguments, and what it returns (or raises) is what the call returns (or raises)
-inside the program. Nothing falls back to ``exec``/``eval`` in this process.
+inside the program; so is its ``time.sleep`` / ``asyncio.sleep`` (slept here, within the
+time left). Nothing falls back to ``exec``/``eval`` in this process.
 
 Key Components:
     - :func:`run_program`: run one program; its printed output, the value of its last
@@ -21,6 +22,8 @@ Key Components:
 from __future__ import annotations
 
 import importlib.util
+import math
+import threading
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -46,12 +49,19 @@ LONG_OPERATION = (
     "it was still inside one long operation (e.g. arithmetic on huge numbers) after {seconds:g} "
     "s, so its worker was stopped"
 )
+SLEEP_PAST_LIMIT = (
+    "time limit reached: the program asked to sleep {asked:g} s with {left:.2f} s of its "
+    "{timeout:g} s left"
+)
+CANCELLED = "the run was cancelled, so the program was stopped"
+SLEEPS = frozenset({"time.sleep", "system.sleep", "asyncio.sleep", "system.async_sleep"})
+"""The OS calls Monty hands a ``feed_start`` caller for ``time.sleep`` and ``asyncio.sleep``."""
 TRACEBACK_LINES = 12
 """The last lines of a traceback given back to the model."""
 MAX_LINE_CHARS = 500
 """A traceback line is cut at this many characters (a huge literal in the source)."""
 
-ErrorKind = Literal["error", "syntax", "timeout", "memory", "crashed"]
+ErrorKind = Literal["error", "syntax", "timeout", "memory", "crashed", "cancelled"]
 
 HostCall = Callable[[str, tuple[Any, ...], dict[str, Any]], Any]
 """``(name, positional args, keyword args) -> value``: answers a host function's call.
@@ -73,8 +83,8 @@ class SandboxLimits:
 
     Attributes:
         timeout_s: seconds the program may compute (the sandbox's own clock, which stops
-            while a host function runs), may sleep in total, and may take from start to
-            end (wall clock, checked at each host call).
+            while a host function runs or it sleeps), may sleep in total, and may take from
+            start to end (wall clock, checked at each host call and before each sleep).
         max_memory_bytes: the sandbox's heap.
         max_output_chars: printed characters kept; the rest is counted, not kept.
     """
@@ -93,7 +103,8 @@ class ProgramRun:
         dropped_chars: printed characters past the limit (not kept).
         value: the value of its last expression (None when it has none).
         error: the traceback's last lines, or why it was stopped; None when it finished.
-        error_kind: ``error`` (it raised), ``syntax``, ``timeout``, ``memory``, ``crashed``.
+        error_kind: ``error`` (it raised), ``syntax``, ``timeout``, ``memory``, ``crashed``,
+            ``cancelled`` (the caller set ``cancel``).
         seconds: wall-clock time of the run.
     """
 
@@ -175,14 +186,19 @@ def run_program(
     limits: SandboxLimits,
     *,
     passthrough: tuple[type[BaseException], ...] = (),
+    cancel: threading.Event | None = None,
 ) -> ProgramRun:
     """Run ``code`` in a fresh sandbox worker; ``functions`` are the host functions it sees.
 
     A call to a name in ``functions``, or to any name the program leaves undefined, is
     answered by ``call`` (so an unknown name gets the caller's refusal, not a bare
     ``NameError``); reading an undefined name that is not in ``functions`` raises
-    ``NameError`` as in Python. Blocks until the program ends (run it in a worker thread
-    from async code).
+    ``NameError`` as in Python. A ``time.sleep`` or ``asyncio.sleep`` sleeps here, when it
+    ends within the time left (else the program is stopped at once: it would pass its
+    limit asleep); gathered sleeps run one after another. Blocks until the program ends
+    (run it in a worker thread from async code); once ``cancel`` is set, the program is
+    stopped at its next host call, name lookup or sleep, and a sleep under way is cut short
+    (Monty cannot be interrupted between them: it ends at its time limit at the latest).
 
     Raises:
         ImportError: ``pydantic-monty`` is not installed (the message names the extra).
@@ -200,9 +216,10 @@ def run_program(
     sandbox_limits: Any = {
         "max_feed_duration_secs": limits.timeout_s,
         "max_memory": limits.max_memory_bytes,
-        "max_total_sleep_secs": limits.timeout_s,
     }
-    policy: Any = {"sleep_system_max": limits.timeout_s}
+    # sleeps come here as asked (Monty would cut the length at its cap, or raise past its
+    # total): each one is bounded by the time left (_sleep)
+    policy: Any = {"sleep_system_max": math.inf}
     try:
         with (
             monty.Monty(
@@ -214,10 +231,17 @@ def run_program(
         ):
             snapshot = session.feed_start(code, external_lookup=lookup, print_callback=printed)
             while not isinstance(snapshot, monty.MontyComplete):
+                if cancel is not None and cancel.is_set():
+                    raise StopProgram(CANCELLED, kind="cancelled")
                 if isinstance(snapshot, monty.NameLookupSnapshot):
                     snapshot = snapshot.resume_auto()  # a known function, else NameError
                 elif isinstance(snapshot, monty.FunctionSnapshot) and snapshot.is_os_function:
-                    snapshot = snapshot.resume_not_handled()  # PermissionError in the program
+                    if snapshot.function_name in SLEEPS and _sleep(
+                        snapshot, deadline, limits, cancel
+                    ):
+                        snapshot = snapshot.resume({"return_value": None})
+                    else:
+                        snapshot = snapshot.resume_not_handled()  # PermissionError in it
                 elif isinstance(snapshot, monty.FunctionSnapshot):
                     if time.monotonic() > deadline:
                         raise StopProgram(
@@ -257,6 +281,31 @@ def _killed_on_time(exc: Exception, started: float, limits: SandboxLimits) -> bo
     if isinstance(timed_out, bool):
         return timed_out
     return time.monotonic() - started >= limits.timeout_s
+
+
+def _sleep(
+    snapshot: Any, deadline: float, limits: SandboxLimits, cancel: threading.Event | None
+) -> bool:
+    """Sleep as the program asked, within the time left; False when the request is no
+    length (Monty checks it first: a number, not negative, not NaN), left to Monty.
+
+    Raises:
+        StopProgram: the sleep would end past the program's time limit, or ``cancel`` was
+            set (before or during it).
+    """
+    asked = snapshot.args[0] if len(snapshot.args) == 1 else None
+    if not isinstance(asked, int | float) or not asked >= 0:
+        return False
+    left = deadline - time.monotonic()
+    if asked > left:
+        left = max(math.floor(left * 100) / 100, 0)  # 0.499 is "0.49 s left", not 0.50
+        text = SLEEP_PAST_LIMIT.format(asked=asked, left=left, timeout=limits.timeout_s)
+        raise StopProgram(text)
+    if cancel is None:
+        time.sleep(asked)
+    elif cancel.wait(asked):
+        raise StopProgram(CANCELLED, kind="cancelled")
+    return True
 
 
 def _never_called(*_: Any, **__: Any) -> Any:
