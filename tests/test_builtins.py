@@ -93,6 +93,33 @@ def test_disabled_builtin_is_refused_like_an_unknown_tool() -> None:
     assert "send_email" not in out.get("selected_tools", [])
 
 
+@pytest.mark.parametrize(
+    ("gate", "not_loaded", "unknown"),
+    [
+        (None, "Load it first with add_tool(tool_names=['send_email'])", "call add_tool("),
+        (
+            {"deny": ["add_tool"]},
+            "Load it first with request_more_tools(categories=['email'])",
+            "To load a tool: request_more_tools(categories=[...]) for a whole category.",
+        ),
+        (["search_tools"], "cannot load other tools", "cannot load other tools"),
+    ],
+)
+def test_a_refusal_names_only_the_loading_tools_the_model_has(
+    gate: Any, not_loaded: str, unknown: str
+) -> None:
+    """With add_tool (or every way to load) turned off, a refusal does not send the model to
+    a tool it does not have."""
+    executor = ToolExecutor(_catalog(), config=BudgetConfig(enabled_builtins=gate))
+    calls = [ToolCall(name="send_email", args={"to": "a"}, id="c1")]
+    calls.append(ToolCall(name="send_mail_now", args={}, id="c2"))
+    state = {"messages": [HumanMessage("x"), AIMessage("", tool_calls=calls)]}
+    first, second = executor.invoke({**state, "selected_tools": ["get_weather"]})["messages"]
+    assert not_loaded in first.content and unknown in second.content
+    if gate is not None:
+        assert "add_tool" not in first.content + second.content
+
+
 def test_prompt_section_explains_only_enabled_builtins() -> None:
     model = ScriptedChatModel(responses=["ok"])
     agent = ToolAgent(model, _catalog(), config=BudgetConfig(enabled_builtins=["add_tool"]))

@@ -51,7 +51,7 @@ from langgraph_toolbudget.execution.pipeline import (
     ToolCallPipeline,
     ToolCallWrapper,
 )
-from langgraph_toolbudget.execution.policy import VisibilityPolicy
+from langgraph_toolbudget.execution.policy import LOADERS, VisibilityPolicy
 from langgraph_toolbudget.execution.scheduler import CallScheduler
 
 T = TypeVar("T")
@@ -134,6 +134,7 @@ class BatchRunner:
             catalog,
             enforce_visibility=config.enforce_visibility,
             toolnode_wording=toolnode_wording,
+            loaders=[n for n in LOADERS if n in self.builtins.names],
         )
         self.pipeline = ToolCallPipeline(
             catalog,

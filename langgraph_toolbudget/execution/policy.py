@@ -14,7 +14,7 @@ Key Components:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Container
+from collections.abc import Collection, Container
 from typing import Any
 
 from langchain_core.messages import ToolMessage
@@ -31,6 +31,7 @@ from langgraph_toolbudget.execution.prepare import CallCheck
 __all__ = [
     "DEPRECATED_NOTE",
     "HOW_TO_LOAD",
+    "LOADERS",
     "UNAVAILABLE_TOOL_ERROR",
     "VisibilityPolicy",
     "add_note",
@@ -44,6 +45,17 @@ HOW_TO_LOAD = (
 )
 NOT_LOADED = "exists but is not loaded, so it was not run"
 LOAD_IT_FIRST = "Load it first with add_tool(tool_names=[{tool!r}]), then call it again."
+LOAD_ITS_CATEGORY_FIRST = (
+    "Load it first with request_more_tools(categories=[{category!r}]), then call it again."
+)
+NO_LOADING = "This conversation cannot load other tools: use one of your tools instead."
+LOADERS = ("add_tool", "search_tools", "request_more_tools")
+"""The meta-tools through which the model loads tools; the refusals name the enabled ones."""
+_HOW = {
+    "add_tool": "call add_tool(tool_names=[...]) with its exact name",
+    "search_tools": "search_tools(query=...) to find one",
+    "request_more_tools": "request_more_tools(categories=[...]) for a whole category",
+}
 FILTERED = "is filtered out by this app's configuration and cannot be used"
 DISABLED = "is disabled and cannot be used"
 NOT_IN_MODE = (
@@ -54,6 +66,10 @@ USE_ANOTHER = (
     "Use a published tool instead (search_tools(query=...) finds one, add_tool loads it). "
     "To run this one, run the app with runtime_mode='debug', or publish the tool "
     "(metadata status='published')."
+)
+USE_ANOTHER_ONLY = (
+    "Use a published tool instead. To run this one, run the app with runtime_mode='debug', "
+    "or publish the tool (metadata status='published')."
 )
 DEPRECATED_NOTE = (
     "Note: tool {tool!r} is deprecated and may be removed; prefer another tool for this task "
@@ -106,6 +122,8 @@ class VisibilityPolicy:
         toolnode_wording: word the refusal of an unknown name as ``ToolNode`` does
             (every tool named, no meta-tools: the model of a plain ``ToolNode`` graph
             has none).
+        loaders: the meta-tools of :data:`LOADERS` the model has; a refusal tells it to
+            load a tool through these only (none: to use the tools it has).
     """
 
     def __init__(
@@ -114,10 +132,22 @@ class VisibilityPolicy:
         *,
         enforce_visibility: bool = True,
         toolnode_wording: bool = False,
+        loaders: Collection[str] = LOADERS,
     ) -> None:
         self.catalog = catalog
         self.enforce_visibility = enforce_visibility
         self.toolnode_wording = toolnode_wording
+        self.loaders = frozenset(loaders)
+        # search_tools finds names that only add_tool loads
+        finds = "search_tools" in self.loaders and "add_tool" in self.loaders
+        ways = [_HOW[n] for n in LOADERS if n in self.loaders and (n != "search_tools" or finds)]
+        if not ways:
+            self._how = NO_LOADING
+        elif len(ways) == 1:
+            self._how = f"To load a tool: {ways[0]}."
+        else:
+            self._how = f"To load a tool: {', '.join(ways[:-1])}, or {ways[-1]}."
+        self._use_another = USE_ANOTHER if finds else USE_ANOTHER_ONLY
 
     def check(self, visible: Container[str], shown: set[str], context: SessionContext) -> CallCheck:
         """A regular call's check: excluded in the thread's ``context``, else fine if the
@@ -133,6 +163,15 @@ class VisibilityPolicy:
 
         return check
 
+    def _load_first(self, name: str) -> str:
+        """How the model loads ``name``, a catalog tool it was not shown."""
+        if "add_tool" in self.loaders:
+            return LOAD_IT_FIRST.format(tool=name)
+        spec = self.catalog.get(name)
+        if "request_more_tools" in self.loaders and spec is not None and spec.categories:
+            return LOAD_ITS_CATEGORY_FIRST.format(category=spec.categories[0])
+        return NO_LOADING
+
     def unavailable(
         self, name: str, visible: Container[str], context: SessionContext | None = None
     ) -> str | None:
@@ -147,7 +186,7 @@ class VisibilityPolicy:
             if not self.enforce_visibility or name in visible:
                 return None
             return UNAVAILABLE_TOOL_ERROR.format(
-                tool=name, problem=NOT_LOADED, closest="", how=LOAD_IT_FIRST.format(tool=name)
+                tool=name, problem=NOT_LOADED, closest="", how=self._load_first(name)
             )
         if name == MISSING_NAME:
             return NO_NAME_ERROR
@@ -158,14 +197,14 @@ class VisibilityPolicy:
             return INVALID_TOOL_NAME_ERROR_TEMPLATE.format(
                 requested_tool=name, available_tools=", ".join(available)
             )
-        how = HOW_TO_LOAD
+        how = self._how
         if catalog.is_filtered(name):
             problem = FILTERED
         elif status == "disabled":
             problem = DISABLED
         elif status is not None:  # exists, but its status does not run in this mode (a draft)
             problem = NOT_IN_MODE.format(status=status, mode=catalog.runtime_mode)
-            how = USE_ANOTHER
+            how = self._use_another
         else:
             problem = UNKNOWN
         closest = closest_tools(catalog, name, hidden=context.excluded(catalog))
