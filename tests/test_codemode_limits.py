@@ -10,8 +10,10 @@ Only the chat model is scripted; the tools, the prebuilt agent and the sandbox a
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -74,6 +76,11 @@ def test_written_chars_counts_each_reference_and_stops_past_its_bound():
         deep = [deep, deep]  # 2**5000 references to x: counted until past the bound
     assert written_chars(deep, 10**5) > 10**5
     assert written_chars({"n": 10**50, "b": b"ab", "f": 1.5}, 10**6) < 200
+    # other values count their own text: repr for a Decimal, a float, None, True
+    d = Decimal("1" * 4000)
+    assert written_chars([d] * 300, 10**6) > 10**6  # each one written out in full
+    record = {"id": 1, "price": 1.5, "qty": None, "ok": True}
+    assert written_chars([record] * 8000, 10**6) < len(json.dumps([record] * 8000)) * 1.5
 
 
 @pytest.mark.parametrize("api", APIS)
@@ -96,13 +103,12 @@ async def test_a_tool_call_whose_arguments_are_too_long_written_out_raises_in_th
         "try:\n    save_note(text=[x] * 200)\nexcept ValueError as e:\n    print(e)\n"
         "save_note(text=[x] * 50)"
     )
-    answer = await run_code(code, api, codemode_max_memory_mb=1)  # 1,048,576 characters
+    answer = await run_code(code, api)
     assert answer.status == "success", answer.content
     assert answer.content == (
-        "save_note() was not called: its arguments would be over 1,048,576 characters written "
-        "out (a value held several times in them counts each time), and a call's arguments may "
-        "be as long as the program's memory limit, 1 MB (codemode_max_memory_mb), in characters. "
-        "Pass less per call: a slice, or one item per call.\nsaved"
+        "save_note() was not called: its arguments would be over 1,000,000 characters written "
+        "out (a value held several times in them counts each time), the most a call's arguments "
+        "may be. Pass less per call: a slice, or one item per call.\nsaved"
     )
     assert [len(text) for text in RUNS] == [50]  # only the call within the limit ran
 
@@ -174,6 +180,11 @@ async def test_a_program_sleeps_within_its_time_limit(api):
     answer = await run_code(code, api, codemode_timeout_s=5)
     assert answer.status == "success", answer.content
     assert answer.content == '["awake", ["a", "b"]]'
+
+
+async def test_a_program_may_sleep_more_times_than_monty_allows_host_calls_by_default():
+    answer = await run_code("import time\nfor i in range(1200):\n    time.sleep(0)\n'awake'")
+    assert answer.status == "success" and answer.content == "awake", answer.content
 
 
 @pytest.mark.parametrize("api", APIS)

@@ -28,7 +28,7 @@ A long result is offloaded as a large tool result. What crosses out of the sandb
 measured before it is written out as text (:func:`written_chars`): a value held many times
 in it (``[x] * 20000``, one object there) is text as long as all its copies, so a last value
 over ``MAX_CAPTURED_CHARS`` is named instead of shown, and a tool call whose arguments are
-longer than the sandbox's memory limit in characters raises ``ValueError`` in the program.
+longer than ``MAX_ARGS_CHARS`` written out raises ``ValueError`` in the program.
 Under ``ainvoke`` a cancelled run stops its program at its next tool call.
 
 The family is registered only while ``"codemode"`` is among the enabled tool-call
@@ -165,10 +165,12 @@ CALL_LIMIT_ERROR = (
 NESTED_ERROR = "python_execution cannot be called from inside a program: call the tools directly."
 ARGS_TOO_LONG_ERROR = (
     "{tool}() was not called: its arguments would be over {limit:,} characters written out (a "
-    "value held several times in them counts each time), and a call's arguments may be as "
-    "long as the program's memory limit, {memory} MB (codemode_max_memory_mb), in characters. "
+    "value held several times in them counts each time), the most a call's arguments may be. "
     "Pass less per call: a slice, or one item per call."
 )
+MAX_ARGS_CHARS = MAX_CAPTURED_CHARS
+"""The most a program's tool call's arguments may be, written out: the executor's stages
+copy them as text several times."""
 SIGNATURE_ERROR = "{tool}() {problem}; its signature is {signature}"
 """A call Python would refuse for the signature the model reads, in Python's words."""
 NO_OUTPUT = (
@@ -183,8 +185,9 @@ TOO_LONG_VALUE = (
     "several times in it counts each time), too long to show: return a smaller value, e.g. a "
     "slice, a count or a summary, or print the part you need)"
 )
-WRITTEN_SCALAR_CHARS = 32
-"""What :func:`written_chars` counts for a number (not an int), ``None`` or another object."""
+WRITTEN_NAME_CHARS = 16
+"""What :func:`written_chars` counts for a sandbox object besides its class name and
+attributes (its ``repr``'s wrapping)."""
 TOO_LONG_INT_VALUE = (
     "({what} of over {digits:,} digits, too long to show: return or print a part of it, "
     "e.g. n % 10**100 (its last 100 digits) or hex(n))"
@@ -321,21 +324,25 @@ def written_chars(value: Any, bound: int) -> int:
     A list, tuple, set or dict counts its brackets and separators, then each item; an item
     held several times (``[x] * 20000`` is one string in the sandbox) counts each time, as
     the text repeats it. A string counts its length, bytes four characters a byte, an int
-    its digits, any other value :data:`WRITTEN_SCALAR_CHARS`; an exception its arguments, a
-    sandbox object (Monty's class proxy) its attributes. Iterative and stopping once past
-    ``bound``, so a value costs at most about ``bound`` steps whatever its nesting and
-    sharing (each level counts two characters or more).
+    its digits, ``None``, a bool or a float its own text; an exception its arguments, a
+    sandbox object (Monty's class proxy) its class name and attributes; any other value
+    (a date, a ``Decimal``) the length of its ``repr``, worked out once per object.
+    Iterative and stopping once past ``bound``, so a value costs at most about ``bound``
+    steps whatever its nesting and sharing (each level counts two characters or more).
 
     >>> x = "a" * 10
     >>> written_chars([x] * 3, 100), written_chars([x] * 1000, 100) > 100
     (44, True)
     """
     chars, todo = 0, [value]
+    reprs: dict[int, int] = {}  # by id: the objects are alive, held by ``value``
     while todo and chars <= bound:
         item = todo.pop()
         if isinstance(item, str):
             chars += len(item) + 2
-        elif isinstance(item, int) and not isinstance(item, bool):
+        elif item is None or isinstance(item, bool | float):
+            chars += len(repr(item))
+        elif isinstance(item, int):
             chars += item.bit_length() // 3 + 2  # log10(2) < 1/3: never fewer than its digits
         elif isinstance(item, list | tuple | set | frozenset):
             chars += 2 + 2 * len(item)
@@ -352,10 +359,12 @@ def written_chars(value: Any, bound: int) -> int:
             chars += len(type(item).__name__) + 2
             todo.extend(item.args)
         elif isinstance(attributes := getattr(item, "attributes", None), Mapping):
-            chars += WRITTEN_SCALAR_CHARS
+            chars += len(str(getattr(item, "name", ""))) + WRITTEN_NAME_CHARS
             todo.append(attributes)
         else:
-            chars += WRITTEN_SCALAR_CHARS
+            if (known := reprs.get(id(item))) is None:
+                known = reprs[id(item)] = len(repr(item))
+            chars += known
     return chars
 
 
@@ -443,10 +452,8 @@ class _Program:
             raise RuntimeError(CALL_LIMIT_ERROR.format(limit=limit, n=self.calls))
         # before anything copies them as text: the executor's stages would write out each
         # time a value held many times in the sandbox (one object there) appears
-        most = self.family.limits.max_memory_bytes
-        if written_chars((args, kwargs), most) > most:
-            memory = self.family.config.codemode_max_memory_mb
-            raise ValueError(ARGS_TOO_LONG_ERROR.format(tool=name, limit=most, memory=memory))
+        if written_chars((args, kwargs), MAX_ARGS_CHARS) > MAX_ARGS_CHARS:
+            raise ValueError(ARGS_TOO_LONG_ERROR.format(tool=name, limit=MAX_ARGS_CHARS))
         builtin = next((t for t in self.access.builtins if t.name == name), None)
         answered = builtin is not None and self.access.answer is not None
         if not answered and (problem := self.access.check(name)) is not None:

@@ -56,6 +56,9 @@ SLEEP_PAST_LIMIT = (
 CANCELLED = "the run was cancelled, so the program was stopped"
 SLEEPS = frozenset({"time.sleep", "system.sleep", "asyncio.sleep", "system.async_sleep"})
 """The OS calls Monty hands a ``feed_start`` caller for ``time.sleep`` and ``asyncio.sleep``."""
+MAX_SUSPENSIONS = 1_000_000
+"""Host round trips (calls, name lookups, sleeps) a program may make: Monty's default of
+1,000 ended a program sleeping 1,000 times in a bare error; the time limit bounds them."""
 TRACEBACK_LINES = 12
 """The last lines of a traceback given back to the model."""
 MAX_LINE_CHARS = 500
@@ -216,6 +219,7 @@ def run_program(
     sandbox_limits: Any = {
         "max_feed_duration_secs": limits.timeout_s,
         "max_memory": limits.max_memory_bytes,
+        "max_suspensions": MAX_SUSPENSIONS,
     }
     # sleeps come here as asked (Monty would cut the length at its cap, or raise past its
     # total): each one is bounded by the time left (_sleep)
