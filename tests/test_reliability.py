@@ -182,6 +182,7 @@ async def test_an_integer_python_will_not_write_gets_an_answer_from_every_call(c
         call("search_tools", "s1", query=HUGE),
         call("get_weather", "t1", __raw_arguments__=HUGE),
         call("get_weather", "t2", city=HUGE),
+        call("get_weather", "t3", city={HUGE: "key"}),
         call(str(HUGE % 10**50), "u1", q=HUGE),
     ]
     out = await answer(ToolExecutor(catalog), calls, ["get_weather"], api)
@@ -189,9 +190,10 @@ async def test_an_integer_python_will_not_write_gets_an_answer_from_every_call(c
     assert list(by_id) == [c["id"] for c in calls]
     assert all(m.status == "error" and len(m.content) < SHORT for m in by_id.values())
     assert rec.runs == []
-    for i in ("r1", "r2", "r3", "t1", "t2"):
+    for i in ("r1", "r2", "r3", "t1", "t2", "t3"):
         assert "0x1000000000" in by_id[i].content, by_id[i].content  # what it sent, in hex
-    assert "so it was not run" in by_id["t2"].content  # not "the tool failed": it never ran
+    for i in ("t2", "t3"):
+        assert "so it was not run" in by_id[i].content  # not "the tool failed": it never ran
     assert by_id["r1"].content.startswith(
         "Error: request_more_tools takes 'reason' as text (why you need more tools); got int 0x1"
     )

@@ -281,9 +281,10 @@ def int_too_long(value: Any) -> bool:
 
 
 def holds_long_int(value: Any, limit: int = MAX_ARG_DEPTH) -> bool:
-    """True when ``value`` or a list, tuple or dict value in it (``limit`` levels deep) is an
-    int Python will not write in decimal (:func:`int_too_long`): a tool's run writes its
-    input out (``str``, callbacks) and would raise.
+    """True when ``value``, or an item, key or value of a list, tuple, set or dict in it
+    (``limit`` levels deep), is an int Python will not write in decimal
+    (:func:`int_too_long`): a tool's run writes its input out (``str``, callbacks) and would
+    raise.
 
     >>> holds_long_int({"n": [1, 2**20000]}), holds_long_int({"n": 10**100})
     (True, False)
@@ -295,8 +296,9 @@ def holds_long_int(value: Any, limit: int = MAX_ARG_DEPTH) -> bool:
             if int_too_long(item):
                 return True
             if isinstance(item, dict):
+                below.extend(item.keys())
                 below.extend(item.values())
-            elif isinstance(item, list | tuple):
+            elif isinstance(item, list | tuple | set | frozenset):
                 below.extend(item)
         level, depth = below, depth + 1
     return False
