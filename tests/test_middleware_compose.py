@@ -399,7 +399,7 @@ async def test_a_reviewers_edit_to_a_hidden_tool_is_refused_as_the_models_call_w
     edit = _edit("add_task", project="apollo", title="Launch blocker")
     out = await run(agent, Command(resume={"decisions": [edit]}), api, config)
     (answer,) = tool_messages(out["messages"])
-    assert answer.status == "success" and "replaced this tool call" in answer.content
+    assert answer.status == "success" and "replaced this call" in answer.content
     assert rec.names == ["add_task"]
 
 
@@ -419,8 +419,54 @@ async def test_a_reviewers_edit_of_a_builtin_call_is_what_the_budget_applies(cat
     assert "create_issue" in out["selected_tools"]
     assert "merge_pull_request" not in out["selected_tools"]
     (answer,) = tool_messages(out["messages"])
-    assert answer.content.startswith("Note: a human reviewer replaced this call before it ran")
-    assert '{"tool_names": ["create_issue"]}' in answer.content
+    assert "Note: a human reviewer replaced this call before it ran" in answer.content
+    assert "{'tool_names': ['create_issue']}" in answer.content
+
+
+@edits_applied
+@pytest.mark.parametrize("api", APIS)
+async def test_a_reviewers_edit_applies_though_the_call_id_repeats_an_earlier_replys(
+    catalog, rec, api
+):
+    """Models that number calls per reply ("call_0" every turn): the edit is still this
+    reply's."""
+    review = HumanInTheLoopMiddleware(interrupt_on={"add_tool": True})
+    model = ScriptedChatModel(
+        responses=[
+            ai_calls(call("list_projects", "call_0")),
+            "listed",
+            ai_calls(call("add_tool", "call_0", tool_names=["merge_pull_request"])),
+            "done",
+        ]
+    )
+    budget = ToolBudgetMiddleware(catalog, max_tools=3)
+    agent = create_agent(model, middleware=[budget, review], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api, config)
+    await run(agent, {"messages": [HumanMessage("and the weather?")]}, api, config)
+    edit = _edit("add_tool", tool_names=["create_issue"])
+    out = await run(agent, Command(resume={"decisions": [edit]}), api, config)
+    assert "create_issue" in out["selected_tools"]
+    assert "merge_pull_request" not in out["selected_tools"]
+
+
+@edits_applied
+@pytest.mark.parametrize("api", APIS)
+async def test_a_reviewers_edited_arguments_get_the_checks_the_models_would(catalog, rec, api):
+    review = HumanInTheLoopMiddleware(interrupt_on={"list_projects": True})
+    model = ScriptedChatModel(responses=[ai_calls(call("list_projects", "r1")), "done"])
+    budget = ToolBudgetMiddleware(catalog, max_tools=3)
+    agent = create_agent(model, middleware=[budget, review], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api, config)
+    deep: Any = "apollo"
+    for _ in range(40):
+        deep = [deep]
+    edit = _edit("add_task", project=deep, title="Launch blocker")
+    out = await run(agent, Command(resume={"decisions": [edit]}), api, config)
+    (answer,) = tool_messages(out["messages"])
+    assert "are nested deeper than 32 levels" in answer.content  # the budget's check
+    assert "replaced this call" in answer.content and rec.runs == []
 
 
 @pytest.mark.parametrize("api", APIS)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Container, Hashable, Iterator
@@ -29,10 +28,12 @@ from langgraph_toolbudget.config import BudgetConfig, BudgetOptions, check_node_
 from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.core.coercion import distinct_call_ids, repair_tool_calls
 from langgraph_toolbudget.core.intent import starts_turn
+from langgraph_toolbudget.core.limits import echo
 from langgraph_toolbudget.core.working_set import WorkingSet, state_get, state_messages
 from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome
 from langgraph_toolbudget.execution.errors import HandleToolErrors
 from langgraph_toolbudget.execution.pipeline import CallCheck
+from langgraph_toolbudget.execution.policy import add_note
 from langgraph_toolbudget.execution.prepare import NOT_A_TOOL_ERROR, error_message
 from langgraph_toolbudget.execution.scheduler import GroupGates
 from langgraph_toolbudget.formats import get_format
@@ -343,7 +344,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         else:
             return None
         reply, builtins = messages[at], self.runner.builtins
-        edits = _reviewer_edits(state, messages[:at])
+        edits = _reviewer_edits(state)
         calls = [c for c in (_edited(c, edits) for c in reply.tool_calls) if c["name"] in builtins]
         if calls and at < len(messages) - 1:  # another after_model answered some (a reviewer)
             answered = {m.tool_call_id for m in messages[at + 1 :] if isinstance(m, ToolMessage)}
@@ -415,18 +416,30 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
 
     # --- the other tool calls: checked, and run each in its turn ------------------------------
 
-    def _reviewed(self, request: ToolCallRequest) -> ToolCallRequest:
-        """The call as a reviewer edited it to another of our tools (a batched
-        ``HumanInTheLoopMiddleware`` listed after this one swaps the edit in inside this
-        hook), so the edit is checked as the model's own call would be; else ``request``."""
+    def _reviewed(self, request: ToolCallRequest) -> tuple[ToolCallRequest, str | None]:
+        """The call as a reviewer edited it (a batched ``HumanInTheLoopMiddleware`` listed
+        after this one swaps its edit in inside this hook, unchecked), with the note for its
+        answer; else ``request`` and None.
+
+        The edit, to one of our tools or built-ins, is checked and coerced as the model's
+        own call would be, and taken out of the state handed on, so the reviewer does not
+        swap its raw arguments back in. An edit to a tool that is not ours is left to it.
+        """
         call = request.tool_call
-        edited = _edited(call, _reviewer_edits(request.state))
+        edits = _reviewer_edits(request.state)
+        edited = _edited(call, edits)
         name = edited["name"]
-        if name == call["name"] or not (name in self.runner.builtins or self._owns_name(name)):
-            return request
+        if edited is call or (name == call["name"] and edited["args"] == call["args"]):
+            return request, None
+        if not (name in self.runner.builtins or self._owns_name(name)):
+            return request, None
         spec = self.catalog.get(name)  # None for a name the check refuses (filtered...)
         tool = None if spec is None else spec.tool
-        return dataclasses.replace(request, tool_call=edited, tool=tool)
+        reviewed = dataclasses.replace(request, tool_call=edited, tool=tool)
+        if isinstance(request.state, dict):
+            rest = {k: v for k, v in edits.items() if k != call.get("id")}
+            reviewed = reviewed.override(state={**request.state, HITL_EDITS: rest})
+        return reviewed, _edit_notice(edited)
 
     def _owns(self, request: ToolCallRequest) -> bool:
         """Is this call ours to judge: a catalog tool in any status (listed, excluded, hidden,
@@ -516,7 +529,15 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
     ) -> ToolMessage | Command:
         """Refuse hidden tools; coerce and run the rest through ``handler``, each in its turn
         (its concurrency group's rules)."""
-        request = self._reviewed(request)
+        request, note = self._reviewed(request)
+        out = self._wrapped(request, handler)
+        return out if note is None else add_note(out, request.tool_call.get("id"), note)
+
+    def _wrapped(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command],
+    ) -> ToolMessage | Command:
         if request.tool_call["name"] in self.runner.builtins:
             return self._builtin(request)
         if not self._owns(request):
@@ -535,7 +556,15 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
     ) -> ToolMessage | Command:
         """The async :meth:`wrap_tool_call` (with the tools' ``timeout_s``, counted from the
         call's turn)."""
-        request = self._reviewed(request)
+        request, note = self._reviewed(request)
+        out = await self._awrapped(request, handler)
+        return out if note is None else add_note(out, request.tool_call.get("id"), note)
+
+    async def _awrapped(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command]],
+    ) -> ToolMessage | Command:
         if request.tool_call["name"] in self.runner.builtins:
             return await self._abuiltin(request)
         if not self._owns(request):
@@ -597,17 +626,14 @@ reviewer's call (``{"name", "args"}``) for each call id it edited; the reviewer'
 ``wrap_tool_call`` swaps it in for the model's call when the call runs."""
 
 
-def _reviewer_edits(state: Any, earlier: list[Any] | None = None) -> dict[str, Any]:
-    """The reviewer's edits of the latest reply's calls, by call id. ``earlier``: the messages
-    before the reply, when the field may still hold the edits of an earlier reply (read in
-    ``after_model`` before the reviewer's ran); an id an earlier reply also used is left out."""
+def _reviewer_edits(state: Any) -> dict[str, Any]:
+    """The reviewer's edits, by call id: of the latest reply's calls when the reviewer is
+    listed after the budget (its ``after_model`` runs first and rewrites them, or clears them
+    for a reply it does not review). Listed before the budget, it has not reviewed the reply
+    yet when the budget's ``after_model`` reads them: they are the earlier reply's (see
+    docs/middleware.md)."""
     edits = state_get(state, HITL_EDITS)
-    if not isinstance(edits, dict) or not edits:
-        return {}
-    if earlier:
-        used = {c.get("id") for m in earlier if isinstance(m, AIMessage) for c in m.tool_calls}
-        return {k: v for k, v in edits.items() if k not in used}
-    return edits
+    return edits if isinstance(edits, dict) else {}
 
 
 def _edited(call: ToolCall, edits: dict[str, Any]) -> ToolCall:
@@ -620,27 +646,28 @@ def _edited(call: ToolCall, edits: dict[str, Any]) -> ToolCall:
 
 
 EDIT_NOTICE = (
-    "Note: a human reviewer replaced this call before it ran: {name} ran with arguments "
-    "{args}, not the call in your message. This was intentional; do not repeat your call."
+    "Note: a human reviewer replaced this call before it ran: the call made was {name} with "
+    "arguments {args}, not the call in your message. This was intentional; do not repeat "
+    "your call."
 )
-"""Put before the answer of a built-in call a reviewer edited (answered in ``after_model``,
-where the reviewer's own notice is not added)."""
+"""Put after the answer of a call a reviewer edited, which the budget answered or checked
+itself (the reviewer's own notice is not added then)."""
+
+
+def _edit_notice(call: ToolCall) -> str:
+    return EDIT_NOTICE.format(name=call["name"], args=echo(call["args"]))
 
 
 def _edits_noted(
     answers: dict[int, ToolMessage], calls: list[ToolCall], reply: AIMessage
 ) -> dict[int, ToolMessage]:
-    """``answers`` (of ``calls``, in order) with :data:`EDIT_NOTICE` before those of calls a
+    """``answers`` (of ``calls``, in order) with :data:`EDIT_NOTICE` after those of calls a
     reviewer edited (they differ from the reply's call of their id)."""
     made = {c.get("id"): c for c in reply.tool_calls}
     for i, call in enumerate(calls):
         own = made.get(call.get("id"))
-        answer = answers.get(i)
-        if own is None or own is call or answer is None or not isinstance(answer.content, str):
-            continue
-        args = json.dumps(call["args"], default=str)
-        note = EDIT_NOTICE.format(name=call["name"], args=args)
-        answers[i] = answer.model_copy(update={"content": f"{note}\n\n{answer.content}"})
+        if own is not None and own is not call and i in answers:
+            answers[i] = add_note(answers[i], call.get("id"), _edit_notice(call))
     return answers
 
 
