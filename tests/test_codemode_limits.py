@@ -79,6 +79,8 @@ def test_written_chars_counts_each_reference_and_stops_past_its_bound():
     # other values count their own text: repr for a Decimal, a float, None, True
     d = Decimal("1" * 4000)
     assert written_chars([d] * 300, 10**6) > 10**6  # each one written out in full
+    inf = float("inf")  # JSON writes "Infinity", repr "inf"
+    assert written_chars([inf] * 1000, 10**6) >= len(json.dumps([inf] * 1000))
     record = {"id": 1, "price": 1.5, "qty": None, "ok": True}
     assert written_chars([record] * 8000, 10**6) < len(json.dumps([record] * 8000)) * 1.5
 
@@ -185,6 +187,20 @@ async def test_a_program_sleeps_within_its_time_limit(api):
 async def test_a_program_may_sleep_more_times_than_monty_allows_host_calls_by_default():
     answer = await run_code("import time\nfor i in range(1200):\n    time.sleep(0)\n'awake'")
     assert answer.status == "success" and answer.content == "awake", answer.content
+
+
+def test_a_program_making_host_round_trips_is_stopped_at_its_time_limit():
+    """Monty's clock stops at each round trip (a name lookup, a refused OS call): the wall
+    clock, checked at each, ends the program."""
+    limits = SandboxLimits(timeout_s=1, max_memory_bytes=20 * 2**20, max_output_chars=99)
+    code = (
+        "n = 0\nfor i in range(10**7):\n    try:\n        undefined_name\n"
+        "    except NameError:\n        n += 1\nn"
+    )
+    began = time.monotonic()
+    run = run_program(code, [], lambda *_: None, limits)
+    assert run.error_kind == "timeout" and "time limit reached" in (run.error or "")
+    assert time.monotonic() - began < 4  # not the ~200 s of 10**7 round trips
 
 
 @pytest.mark.parametrize("api", APIS)

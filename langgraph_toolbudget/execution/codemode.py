@@ -185,7 +185,7 @@ TOO_LONG_VALUE = (
     "several times in it counts each time), too long to show: return a smaller value, e.g. a "
     "slice, a count or a summary, or print the part you need)"
 )
-WRITTEN_NAME_CHARS = 16
+WRITTEN_NAME_CHARS = len("MontyClassProxy(name='', attributes=)")
 """What :func:`written_chars` counts for a sandbox object besides its class name and
 attributes (its ``repr``'s wrapping)."""
 TOO_LONG_INT_VALUE = (
@@ -324,9 +324,10 @@ def written_chars(value: Any, bound: int) -> int:
     A list, tuple, set or dict counts its brackets and separators, then each item; an item
     held several times (``[x] * 20000`` is one string in the sandbox) counts each time, as
     the text repeats it. A string counts its length, bytes four characters a byte, an int
-    its digits, ``None``, a bool or a float its own text; an exception its arguments, a
-    sandbox object (Monty's class proxy) its class name and attributes; any other value
-    (a date, a ``Decimal``) the length of its ``repr``, worked out once per object.
+    its digits, ``None``, a bool or a float its own text (a float as JSON writes it); an
+    exception its arguments, a sandbox object (Monty's class proxy) its class name and
+    attributes; any other value (a date, a ``Decimal``) the length of its ``repr``, worked
+    out once per object.
     Iterative and stopping once past ``bound``, so a value costs at most about ``bound``
     steps whatever its nesting and sharing (each level counts two characters or more).
 
@@ -340,8 +341,10 @@ def written_chars(value: Any, bound: int) -> int:
         item = todo.pop()
         if isinstance(item, str):
             chars += len(item) + 2
-        elif item is None or isinstance(item, bool | float):
+        elif item is None or isinstance(item, bool):
             chars += len(repr(item))
+        elif isinstance(item, float):
+            chars += len(json.dumps(item))  # inf is "Infinity"
         elif isinstance(item, int):
             chars += item.bit_length() // 3 + 2  # log10(2) < 1/3: never fewer than its digits
         elif isinstance(item, list | tuple | set | frozenset):

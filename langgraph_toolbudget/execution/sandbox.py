@@ -58,7 +58,8 @@ SLEEPS = frozenset({"time.sleep", "system.sleep", "asyncio.sleep", "system.async
 """The OS calls Monty hands a ``feed_start`` caller for ``time.sleep`` and ``asyncio.sleep``."""
 MAX_SUSPENSIONS = 1_000_000
 """Host round trips (calls, name lookups, sleeps) a program may make: Monty's default of
-1,000 ended a program sleeping 1,000 times in a bare error; the time limit bounds them."""
+1,000 ended a program sleeping 1,000 times in a bare error. The wall-clock deadline, checked
+at each round trip (Monty's own clock stops during them), bounds their time."""
 TRACEBACK_LINES = 12
 """The last lines of a traceback given back to the model."""
 MAX_LINE_CHARS = 500
@@ -237,6 +238,8 @@ def run_program(
             while not isinstance(snapshot, monty.MontyComplete):
                 if cancel is not None and cancel.is_set():
                     raise StopProgram(CANCELLED, kind="cancelled")
+                if time.monotonic() > deadline:  # Monty's clock stops at each round trip
+                    raise StopProgram(_past_deadline(snapshot, limits))
                 if isinstance(snapshot, monty.NameLookupSnapshot):
                     snapshot = snapshot.resume_auto()  # a known function, else NameError
                 elif isinstance(snapshot, monty.FunctionSnapshot) and snapshot.is_os_function:
@@ -247,11 +250,6 @@ def run_program(
                     else:
                         snapshot = snapshot.resume_not_handled()  # PermissionError in it
                 elif isinstance(snapshot, monty.FunctionSnapshot):
-                    if time.monotonic() > deadline:
-                        raise StopProgram(
-                            f"time limit reached: the program ran {limits.timeout_s:g} s "
-                            f"(its calls included) before calling {snapshot.function_name}()"
-                        )
                     snapshot = snapshot.resume(_answer(call, snapshot, passthrough))
                 else:  # a future: the program awaited something no host function returns
                     snapshot = snapshot.resume(
@@ -274,6 +272,15 @@ def run_program(
     run.output, run.dropped_chars = printed.text, printed.dropped
     run.seconds = time.monotonic() - started
     return run
+
+
+def _past_deadline(snapshot: Any, limits: SandboxLimits) -> str:
+    """The time-limit message of a program still running at its deadline."""
+    ran = f"time limit reached: the program ran {limits.timeout_s:g} s (its calls included)"
+    name = getattr(snapshot, "function_name", None)
+    if getattr(snapshot, "is_os_function", True) or not isinstance(name, str):
+        return ran
+    return f"{ran} before calling {name}()"
 
 
 def _killed_on_time(exc: Exception, started: float, limits: SandboxLimits) -> bool:
