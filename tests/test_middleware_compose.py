@@ -512,3 +512,55 @@ async def test_a_reply_with_repaired_call_ids_is_streamed_so_every_answer_pairs_
     calls = {c["id"] for m, _ in chunks if m.type in ("ai", "AIMessageChunk") for c in m.tool_calls}
     answers = [m.tool_call_id for m, _ in chunks if m.type == "tool"]
     assert len(answers) == 2 and set(answers) <= calls and len(set(answers)) == 2
+
+
+@edits_applied
+@pytest.mark.parametrize("api", APIS)
+async def test_a_reviewers_edit_with_arguments_as_json_text_is_read_not_dropped(catalog, rec, api):
+    review = HumanInTheLoopMiddleware(interrupt_on={"weather_forecast": True})
+    model = ScriptedChatModel(
+        responses=[ai_calls(call("weather_forecast", "w1", city="Madrid")), "done"]
+    )
+    budget = ToolBudgetMiddleware(catalog, max_tools=3)
+    agent = create_agent(model, middleware=[budget, review], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    await run(agent, {"messages": [HumanMessage("weather forecast for Madrid")]}, api, config)
+    edit = {
+        "type": "edit",
+        "edited_action": {"name": "weather_forecast", "args": '{"city": "Oslo", "days": 5}'},
+    }
+    await run(agent, Command(resume={"decisions": [edit]}), api, config)
+    assert rec.runs == [("weather_forecast", {"city": "Oslo", "days": 5})]  # never the defaults
+
+
+@tool
+def ping(host: str) -> str:
+    """Ping a host."""
+    return f"pong from {host}"
+
+
+class Network(AgentMiddleware):
+    """Another middleware's tool (registered with the agent, not in the budget's catalog)."""
+
+    tools = [ping]
+
+
+@edits_applied
+@pytest.mark.parametrize("api", APIS)
+async def test_a_reviewers_edit_to_another_middlewares_tool_is_that_middlewares_call(
+    catalog, rec, api
+):
+    review = HumanInTheLoopMiddleware(interrupt_on={"merge_pull_request": True})
+    model = ScriptedChatModel(  # a tool the model never loaded, replaced by the reviewer
+        responses=[ai_calls(call("merge_pull_request", "r1", repo="a", number=1)), "done"]
+    )
+    budget = ToolBudgetMiddleware(catalog, max_tools=3)
+    middleware = [budget, Network(), review]
+    agent = create_agent(model, middleware=middleware, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api, config)
+    edit = _edit("ping", host="db1")
+    out = await run(agent, Command(resume={"decisions": [edit]}), api, config)
+    (answer,) = tool_messages(out["messages"])
+    assert answer.status == "success" and "pong from db1" in answer.content
+    assert rec.runs == []  # the model's call never ran

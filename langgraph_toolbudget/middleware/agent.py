@@ -423,7 +423,8 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
 
         The edit, to one of our tools or built-ins, is checked and coerced as the model's
         own call would be, and taken out of the state handed on, so the reviewer does not
-        swap its raw arguments back in. An edit to a tool that is not ours is left to it.
+        swap its raw arguments back in. An edit to a tool that is not ours (another
+        middleware's) makes the call not ours: handed on as the reviewer's, unchecked.
         """
         call = request.tool_call
         edits = _reviewer_edits(request.state)
@@ -432,7 +433,11 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         if edited is call or (name == call["name"] and edited["args"] == call["args"]):
             return request, None
         if not (name in self.runner.builtins or self._owns_name(name)):
-            return request, None
+            runtime_tools = getattr(request.runtime, "tools", None) or ()
+            theirs = next((t for t in runtime_tools if getattr(t, "name", None) == name), None)
+            if theirs is None:  # nobody supplies it: the reviewer's own error
+                return request, None
+            return dataclasses.replace(request, tool_call=edited, tool=theirs), None
         spec = self.catalog.get(name)  # None for a name the check refuses (filtered...)
         tool = None if spec is None else spec.tool
         reviewed = dataclasses.replace(request, tool_call=edited, tool=tool)
@@ -637,12 +642,13 @@ def _reviewer_edits(state: Any) -> dict[str, Any]:
 
 
 def _edited(call: ToolCall, edits: dict[str, Any]) -> ToolCall:
-    """``call`` with a reviewer's edit of its name and arguments, if there is one."""
+    """``call`` with a reviewer's edit of its name and arguments, if there is one (arguments
+    that are not a dict, e.g. JSON text, are kept for the checks to read or refuse)."""
     edit = edits.get(call.get("id") or "")
     if not isinstance(edit, dict) or not isinstance(edit.get("name"), str):
         return call
     args = edit.get("args")
-    return {**call, "name": edit["name"], "args": args if isinstance(args, dict) else {}}
+    return {**call, "name": edit["name"], "args": {} if args is None else args}
 
 
 EDIT_NOTICE = (
