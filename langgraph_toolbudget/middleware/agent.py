@@ -430,7 +430,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         edits = _reviewer_edits(request.state)
         edited = _edited(call, edits)
         name = edited["name"]
-        if edited is call or (name == call["name"] and edited["args"] == call["args"]):
+        if edited is call:
             return request, None
         if not (name in self.runner.builtins or self._owns_name(name)):
             runtime_tools = getattr(request.runtime, "tools", None) or ()
@@ -647,8 +647,10 @@ def _edited(call: ToolCall, edits: dict[str, Any]) -> ToolCall:
     edit = edits.get(call.get("id") or "")
     if not isinstance(edit, dict) or not isinstance(edit.get("name"), str):
         return call
-    args = edit.get("args")
-    return {**call, "name": edit["name"], "args": {} if args is None else args}
+    name, args = edit["name"], {} if edit.get("args") is None else edit["args"]
+    if name == call["name"] and args == call.get("args"):
+        return call  # approved as it was
+    return {**call, "name": name, "args": args}
 
 
 EDIT_NOTICE = (
