@@ -564,3 +564,21 @@ async def test_a_reviewers_edit_to_another_middlewares_tool_is_that_middlewares_
     (answer,) = tool_messages(out["messages"])
     assert answer.status == "success" and "pong from db1" in answer.content
     assert rec.runs == []  # the model's call never ran
+
+
+@edits_applied
+@pytest.mark.parametrize("api", APIS)
+async def test_a_reviewers_edit_of_a_regular_call_into_a_builtin_call_is_answered_as_one(
+    catalog, rec, api
+):
+    review = HumanInTheLoopMiddleware(interrupt_on={"list_projects": True})
+    model = ScriptedChatModel(responses=[ai_calls(call("list_projects", "r1")), "done"])
+    budget = ToolBudgetMiddleware(catalog, max_tools=3)
+    agent = create_agent(model, middleware=[budget, review], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api, config)
+    edit = _edit("add_tool", tool_names=["create_issue"])
+    out = await run(agent, Command(resume={"decisions": [edit]}), api, config)
+    (answer,) = tool_messages(out["messages"])
+    assert "create_issue" in out["selected_tools"] and rec.runs == []
+    assert answer.content.count("a human reviewer replaced this call") == 1
