@@ -35,14 +35,11 @@ __all__ = [
     "UNAVAILABLE_TOOL_ERROR",
     "VisibilityPolicy",
     "add_note",
+    "how_to_load",
     "deprecation_note",
 ]
 
 UNAVAILABLE_TOOL_ERROR = "Error: {tool!r} {problem}. {closest}{how}"
-HOW_TO_LOAD = (
-    "To load a tool: call add_tool(tool_names=[...]) with its exact name, search_tools(query=...) "
-    "to find one, or request_more_tools(categories=[...]) for a whole category."
-)
 NOT_LOADED = "exists but is not loaded, so it was not run"
 LOAD_IT_FIRST = "Load it first with add_tool(tool_names=[{tool!r}]), then call it again."
 LOAD_ITS_CATEGORY_FIRST = (
@@ -56,6 +53,22 @@ _HOW = {
     "search_tools": "search_tools(query=...) to find one",
     "request_more_tools": "request_more_tools(categories=[...]) for a whole category",
 }
+
+
+def how_to_load(loaders: Collection[str]) -> str:
+    """How the model loads a tool through ``loaders`` (those of :data:`LOADERS` it has):
+    the end of a refusal of a name it may not call."""
+    finds = "search_tools" in loaders and "add_tool" in loaders  # add_tool loads what it finds
+    ways = [_HOW[n] for n in LOADERS if n in loaders and (n != "search_tools" or finds)]
+    if not ways:
+        return NO_LOADING
+    if len(ways) == 1:
+        return f"To load a tool: {ways[0]}."
+    return f"To load a tool: {', '.join(ways[:-1])}, or {ways[-1]}."
+
+
+HOW_TO_LOAD = how_to_load(LOADERS)
+"""The refusal's end when the model has every loading meta-tool."""
 FILTERED = "is filtered out by this app's configuration and cannot be used"
 DISABLED = "is disabled and cannot be used"
 NOT_IN_MODE = (
@@ -138,15 +151,8 @@ class VisibilityPolicy:
         self.enforce_visibility = enforce_visibility
         self.toolnode_wording = toolnode_wording
         self.loaders = frozenset(loaders)
-        # search_tools finds names that only add_tool loads
+        self._how = how_to_load(self.loaders)
         finds = "search_tools" in self.loaders and "add_tool" in self.loaders
-        ways = [_HOW[n] for n in LOADERS if n in self.loaders and (n != "search_tools" or finds)]
-        if not ways:
-            self._how = NO_LOADING
-        elif len(ways) == 1:
-            self._how = f"To load a tool: {ways[0]}."
-        else:
-            self._how = f"To load a tool: {', '.join(ways[:-1])}, or {ways[-1]}."
         self._use_another = USE_ANOTHER if finds else USE_ANOTHER_ONLY
 
     def check(self, visible: Container[str], shown: set[str], context: SessionContext) -> CallCheck:
