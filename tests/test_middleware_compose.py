@@ -373,31 +373,48 @@ def _edit(tool_name: str, /, **args: Any) -> dict[str, Any]:
     return {"type": "edit", "edited_action": {"name": tool_name, "args": args}}
 
 
+async def _edited(
+    catalog: ToolCatalog,
+    api: str,
+    gated: str,
+    replies: list[Any],
+    edit: dict[str, Any],
+    *,
+    turns: tuple[str, ...] = (APOLLO_QUERY,),
+    others: tuple[Any, ...] = (),
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A batched reviewer of ``gated`` listed after the budget (and ``others`` between them):
+    the user's ``turns``, the model's ``replies`` then "done", the reviewer's ``edit``. The
+    state at the pause and the resumed run's output."""
+    review = HumanInTheLoopMiddleware(interrupt_on={gated: True})
+    model = ScriptedChatModel(responses=[*replies, "done"])
+    budget = ToolBudgetMiddleware(catalog, max_tools=3)
+    middleware = [budget, *others, review]
+    agent = create_agent(model, middleware=middleware, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    paused: dict[str, Any] = {}
+    for text in turns:
+        paused = await run(agent, {"messages": [HumanMessage(text)]}, api, config)
+    return paused, await run(agent, Command(resume={"decisions": [edit]}), api, config)
+
+
 @edits_applied
 @pytest.mark.parametrize("api", APIS)
 async def test_a_reviewers_edit_to_a_hidden_tool_is_refused_as_the_models_call_would_be(
     catalog, rec, api
 ):
-    review = HumanInTheLoopMiddleware(interrupt_on={"list_projects": True})  # batched
-    model = ScriptedChatModel(responses=[ai_calls(call("list_projects", "r1")), "done"])
-    budget = ToolBudgetMiddleware(catalog, max_tools=3)
-    agent = create_agent(model, middleware=[budget, review], checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "t"}}
-    paused = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api, config)
-    assert "merge_pull_request" not in paused["selected_tools"]
+    listing = [ai_calls(call("list_projects", "r1"))]
     edit = _edit("merge_pull_request", repo="acme/prod", number=1)
-    out = await run(agent, Command(resume={"decisions": [edit]}), api, config)
+    paused, out = await _edited(catalog, api, "list_projects", listing, edit)
+    assert "merge_pull_request" not in paused["selected_tools"]
     (answer,) = tool_messages(out["messages"])
     assert answer.status == "error" and "'merge_pull_request' exists but is not loaded" in (
         answer.content
     )
     assert rec.runs == []
-    # an edit to a visible tool runs it, with the reviewer's notice
-    model = ScriptedChatModel(responses=[ai_calls(call("list_projects", "r1")), "done"])
-    agent = create_agent(model, middleware=[budget, review], checkpointer=InMemorySaver())
-    await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api, config)
+    # an edit to a visible tool runs it, with the budget's note of the edit
     edit = _edit("add_task", project="apollo", title="Launch blocker")
-    out = await run(agent, Command(resume={"decisions": [edit]}), api, config)
+    _, out = await _edited(catalog, api, "list_projects", listing, edit)
     (answer,) = tool_messages(out["messages"])
     assert answer.status == "success" and "replaced this call" in answer.content
     assert rec.names == ["add_task"]
@@ -406,16 +423,9 @@ async def test_a_reviewers_edit_to_a_hidden_tool_is_refused_as_the_models_call_w
 @edits_applied
 @pytest.mark.parametrize("api", APIS)
 async def test_a_reviewers_edit_of_a_builtin_call_is_what_the_budget_applies(catalog, rec, api):
-    review = HumanInTheLoopMiddleware(interrupt_on={"add_tool": True})
-    model = ScriptedChatModel(
-        responses=[ai_calls(call("add_tool", "a1", tool_names=["merge_pull_request"])), "done"]
-    )
-    budget = ToolBudgetMiddleware(catalog, max_tools=3)
-    agent = create_agent(model, middleware=[budget, review], checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "t"}}
-    await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api, config)
+    adding = [ai_calls(call("add_tool", "a1", tool_names=["merge_pull_request"]))]
     edit = _edit("add_tool", tool_names=["create_issue"])
-    out = await run(agent, Command(resume={"decisions": [edit]}), api, config)
+    _, out = await _edited(catalog, api, "add_tool", adding, edit)
     assert "create_issue" in out["selected_tools"]
     assert "merge_pull_request" not in out["selected_tools"]
     (answer,) = tool_messages(out["messages"])
@@ -430,22 +440,14 @@ async def test_a_reviewers_edit_applies_though_the_call_id_repeats_an_earlier_re
 ):
     """Models that number calls per reply ("call_0" every turn): the edit is still this
     reply's."""
-    review = HumanInTheLoopMiddleware(interrupt_on={"add_tool": True})
-    model = ScriptedChatModel(
-        responses=[
-            ai_calls(call("list_projects", "call_0")),
-            "listed",
-            ai_calls(call("add_tool", "call_0", tool_names=["merge_pull_request"])),
-            "done",
-        ]
-    )
-    budget = ToolBudgetMiddleware(catalog, max_tools=3)
-    agent = create_agent(model, middleware=[budget, review], checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "t"}}
-    await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api, config)
-    await run(agent, {"messages": [HumanMessage("and the weather?")]}, api, config)
+    replies = [
+        ai_calls(call("list_projects", "call_0")),
+        "listed",
+        ai_calls(call("add_tool", "call_0", tool_names=["merge_pull_request"])),
+    ]
     edit = _edit("add_tool", tool_names=["create_issue"])
-    out = await run(agent, Command(resume={"decisions": [edit]}), api, config)
+    turns = (APOLLO_QUERY, "and the weather?")
+    _, out = await _edited(catalog, api, "add_tool", replies, edit, turns=turns)
     assert "create_issue" in out["selected_tools"]
     assert "merge_pull_request" not in out["selected_tools"]
 
@@ -453,17 +455,12 @@ async def test_a_reviewers_edit_applies_though_the_call_id_repeats_an_earlier_re
 @edits_applied
 @pytest.mark.parametrize("api", APIS)
 async def test_a_reviewers_edited_arguments_get_the_checks_the_models_would(catalog, rec, api):
-    review = HumanInTheLoopMiddleware(interrupt_on={"list_projects": True})
-    model = ScriptedChatModel(responses=[ai_calls(call("list_projects", "r1")), "done"])
-    budget = ToolBudgetMiddleware(catalog, max_tools=3)
-    agent = create_agent(model, middleware=[budget, review], checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "t"}}
-    await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api, config)
     deep: Any = "apollo"
     for _ in range(40):
         deep = [deep]
     edit = _edit("add_task", project=deep, title="Launch blocker")
-    out = await run(agent, Command(resume={"decisions": [edit]}), api, config)
+    listing = [ai_calls(call("list_projects", "r1"))]
+    _, out = await _edited(catalog, api, "list_projects", listing, edit)
     (answer,) = tool_messages(out["messages"])
     assert "are nested deeper than 32 levels" in answer.content  # the budget's check
     assert "replaced this call" in answer.content and rec.runs == []
@@ -517,19 +514,11 @@ async def test_a_reply_with_repaired_call_ids_is_streamed_so_every_answer_pairs_
 @edits_applied
 @pytest.mark.parametrize("api", APIS)
 async def test_a_reviewers_edit_with_arguments_as_json_text_is_read_not_dropped(catalog, rec, api):
-    review = HumanInTheLoopMiddleware(interrupt_on={"weather_forecast": True})
-    model = ScriptedChatModel(
-        responses=[ai_calls(call("weather_forecast", "w1", city="Madrid")), "done"]
-    )
-    budget = ToolBudgetMiddleware(catalog, max_tools=3)
-    agent = create_agent(model, middleware=[budget, review], checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "t"}}
-    await run(agent, {"messages": [HumanMessage("weather forecast for Madrid")]}, api, config)
-    edit = {
-        "type": "edit",
-        "edited_action": {"name": "weather_forecast", "args": '{"city": "Oslo", "days": 5}'},
-    }
-    await run(agent, Command(resume={"decisions": [edit]}), api, config)
+    forecast = [ai_calls(call("weather_forecast", "w1", city="Madrid"))]
+    text = {"name": "weather_forecast", "args": '{"city": "Oslo", "days": 5}'}
+    edit = {"type": "edit", "edited_action": text}
+    turns = ("weather forecast for Madrid",)
+    await _edited(catalog, api, "weather_forecast", forecast, edit, turns=turns)
     assert rec.runs == [("weather_forecast", {"city": "Oslo", "days": 5})]  # never the defaults
 
 
@@ -550,17 +539,10 @@ class Network(AgentMiddleware):
 async def test_a_reviewers_edit_to_another_middlewares_tool_is_that_middlewares_call(
     catalog, rec, api
 ):
-    review = HumanInTheLoopMiddleware(interrupt_on={"merge_pull_request": True})
-    model = ScriptedChatModel(  # a tool the model never loaded, replaced by the reviewer
-        responses=[ai_calls(call("merge_pull_request", "r1", repo="a", number=1)), "done"]
-    )
-    budget = ToolBudgetMiddleware(catalog, max_tools=3)
-    middleware = [budget, Network(), review]
-    agent = create_agent(model, middleware=middleware, checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "t"}}
-    await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api, config)
+    # a tool the model never loaded, replaced by the reviewer with another middleware's
+    merging = [ai_calls(call("merge_pull_request", "r1", repo="a", number=1))]
     edit = _edit("ping", host="db1")
-    out = await run(agent, Command(resume={"decisions": [edit]}), api, config)
+    _, out = await _edited(catalog, api, "merge_pull_request", merging, edit, others=(Network(),))
     (answer,) = tool_messages(out["messages"])
     assert answer.status == "success" and "pong from db1" in answer.content
     assert rec.runs == []  # the model's call never ran
@@ -571,14 +553,9 @@ async def test_a_reviewers_edit_to_another_middlewares_tool_is_that_middlewares_
 async def test_a_reviewers_edit_of_a_regular_call_into_a_builtin_call_is_answered_as_one(
     catalog, rec, api
 ):
-    review = HumanInTheLoopMiddleware(interrupt_on={"list_projects": True})
-    model = ScriptedChatModel(responses=[ai_calls(call("list_projects", "r1")), "done"])
-    budget = ToolBudgetMiddleware(catalog, max_tools=3)
-    agent = create_agent(model, middleware=[budget, review], checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "t"}}
-    await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api, config)
+    listing = [ai_calls(call("list_projects", "r1"))]
     edit = _edit("add_tool", tool_names=["create_issue"])
-    out = await run(agent, Command(resume={"decisions": [edit]}), api, config)
+    _, out = await _edited(catalog, api, "list_projects", listing, edit)
     (answer,) = tool_messages(out["messages"])
     assert "create_issue" in out["selected_tools"] and rec.runs == []
     assert answer.content.count("a human reviewer replaced this call") == 1
