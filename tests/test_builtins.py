@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import operator
 import warnings
 from typing import Annotated, Any
@@ -14,6 +15,7 @@ from langgraph.prebuilt import tools_condition
 
 from langgraph_toolbudget import BudgetConfig, CallModel, ToolBudgetState, ToolCatalog, ToolExecutor
 from langgraph_toolbudget.core.gating import BuiltinFilter
+from langgraph_toolbudget.core.working_set import WorkingSet
 from langgraph_toolbudget.execution.batch import BatchRunner
 from langgraph_toolbudget.execution.builtin_family import (
     BuiltinContext,
@@ -118,6 +120,69 @@ def test_a_refusal_names_only_the_loading_tools_the_model_has(
     assert not_loaded in first.content and unknown in second.content
     if gate is not None:
         assert "add_tool" not in first.content + second.content
+
+
+@pytest.mark.parametrize(
+    ("gate", "says", "category"),
+    [
+        (None, "Use 'add_tool' to load the ones you need", None),
+        ({"deny": ["add_tool"]}, "call request_more_tools(categories=[...])", "email"),
+        (["search_tools"], "cannot load other tools", None),
+    ],
+)
+def test_a_search_answer_names_only_the_loading_tools_the_model_has(
+    gate: Any, says: str, category: str | None
+) -> None:
+    """search_tools does not tell a model without add_tool to use add_tool: with
+    request_more_tools it gives each tool's category to load, else it says none loads."""
+    executor = ToolExecutor(_catalog(), config=BudgetConfig(enabled_builtins=gate))
+    call = ToolCall(name="search_tools", args={"query": "email"}, id="c1")
+    state = {"messages": [HumanMessage("x"), AIMessage("", tool_calls=[call])]}
+    (message,) = executor.invoke(state)["messages"]
+    answer = json.loads(message.content)
+    assert says in answer["message"]
+    assert [t["name"] for t in answer["tools"]] == ["send_email"]
+    assert answer["tools"][0].get("category") == category
+    if gate is not None:
+        assert "add_tool" not in answer["message"]
+
+
+def test_meta_tool_descriptions_name_only_enabled_meta_tools() -> None:
+    """The bound descriptions point to no meta-tool the model lacks; with every one on they
+    are as before."""
+    by_name = {
+        t.name: t.description
+        for t in MetaTools(_catalog(), BudgetConfig(enabled_builtins=None)).definitions()
+    }
+    assert by_name["search_tools"].endswith("added with add_tool before you can call them.")
+    assert by_name["add_tool"].endswith("Use this after finding tools with search_tools.")
+    assert by_name["show_all_tools"].endswith(
+        "use search_tools with a name to get its description."
+    )
+    for gate, leaks in [
+        (["search_tools", "request_more_tools"], "add_tool"),
+        (["search_tools"], "request_more_tools"),
+        (["add_tool", "show_all_tools"], "search_tools"),
+    ]:
+        family = MetaTools(_catalog(), BudgetConfig(enabled_builtins=gate))
+        bound = [t for t in family.definitions() if t.name in gate]
+        assert all(leaks not in t.description for t in bound), (gate, bound)
+
+
+def test_add_tool_and_a_cut_listing_do_not_point_to_a_search_the_model_lacks() -> None:
+    handler = MetaTools(_catalog(), BudgetConfig(enabled_builtins=["add_tool"])).handler
+    answer = handler.handle("add_tool", {"tool_names": ["send_mail_now"]}, WorkingSet())
+    assert "check the spelling" in answer.content and "search_tools" not in answer.content
+    many = ToolCatalog.from_tools(
+        [
+            StructuredTool.from_function(get_weather, name=f"weather_tool_{i:05d}")
+            for i in range(1500)
+        ]
+    )
+    handler = MetaTools(many, BudgetConfig(enabled_builtins=["show_all_tools"])).handler
+    listing = json.loads(handler.handle("show_all_tools", {}, WorkingSet()).content)
+    assert "more tools are not listed here" in listing["message"]
+    assert "search_tools" not in listing["message"]
 
 
 def test_prompt_section_explains_only_enabled_builtins() -> None:

@@ -94,8 +94,20 @@ LISTING_CUT_MESSAGE = (
     "{more} more tools are not listed here (the list is cut at {limit:,} characters); find "
     "them with search_tools."
 )
+LISTING_CUT_NO_SEARCH = (
+    "{more} more tools are not listed here (the list is cut at {limit:,} characters)."
+)
+FOUND_LOAD_BY_CATEGORY = (
+    "Found matching tools. To use one, call request_more_tools(categories=[...]) with its "
+    "category (given with each tool) and a reason naming what you need."
+)
+FOUND_CANNOT_LOAD = (
+    "Found matching tools, but this conversation cannot load other tools: use one of your "
+    "tools instead."
+)
 
 NOT_ADDED_UNKNOWN = "not tools of this app (check the spelling or call search_tools)"
+NOT_ADDED_UNKNOWN_NO_SEARCH = "not tools of this app (check the spelling)"
 NOT_ADDED_FILTERED = "filtered out by this app's configuration and cannot be used"
 NOT_ADDED_DISABLED = "disabled"
 NOT_ADDED_STATUS = (
@@ -177,13 +189,25 @@ def definition_only(name: str, description: str, args_schema: type[BaseModel]) -
     )
 
 
-def meta_tool_definitions(categories: Sequence[str]) -> list[BaseTool]:
+def meta_tool_definitions(
+    categories: Sequence[str], *, enabled: Collection[str] = META_TOOL_NAMES
+) -> list[BaseTool]:
     """The four meta-tools, in binding order, with the categories listed (sorted).
 
     Args:
         categories: the catalog's category names.
+        enabled: the meta-tools the model is given; a description names no other one.
     """
     listed = ", ".join(sorted(categories)) or "(none)"
+    if ADD_TOOL in enabled:
+        then = "which must then be added with add_tool before you can call them."
+    elif REQUEST_MORE_TOOLS in enabled:
+        then = "with their categories; load a category with request_more_tools to use them."
+    else:
+        then = "which cannot be loaded in this conversation."
+    searches = SEARCH_TOOLS in enabled
+    after_search = " Use this after finding tools with search_tools." if searches else ""
+    describe = "; use search_tools with a name to get its description" if searches else ""
     specs: list[tuple[str, str, type[BaseModel]]] = [
         (
             REQUEST_MORE_TOOLS,
@@ -193,20 +217,17 @@ def meta_tool_definitions(categories: Sequence[str]) -> list[BaseTool]:
         ),
         (
             SEARCH_TOOLS,
-            "Search for available tools by name or description. Returns matching tools, "
-            "which must then be added with add_tool before you can call them.",
+            f"Search for available tools by name or description. Returns matching tools, {then}",
             _SearchToolsArgs,
         ),
         (
             ADD_TOOL,
-            "Add one or more tools to your available tools. Use this after finding tools "
-            "with search_tools.",
+            f"Add one or more tools to your available tools.{after_search}",
             _AddToolArgs,
         ),
         (
             SHOW_ALL_TOOLS,
-            "List all available tool names. Returns names only; use search_tools with a "
-            "name to get its description.",
+            f"List all available tool names. Returns names only{describe}.",
             _NoArgs,
         ),
     ]
@@ -254,6 +275,7 @@ class MetaToolHandler:
         max_tools: the budget ``request_more_tools`` loads a category with.
         min_per_category: floor of each category's share.
         search_limit: at most this many regex matches in a ``search_tools`` answer.
+        enabled: the meta-tools the model is given; an answer points to no other one.
     """
 
     def __init__(
@@ -263,11 +285,16 @@ class MetaToolHandler:
         max_tools: int = 8,
         min_per_category: int = 2,
         search_limit: int = 20,
+        enabled: Collection[str] = META_TOOL_NAMES,
     ) -> None:
         self.catalog = catalog
         self.max_tools = max_tools
         self.min_per_category = min_per_category
         self.search_limit = search_limit
+        self.enabled = frozenset(enabled)
+        self._unknown = (
+            NOT_ADDED_UNKNOWN if SEARCH_TOOLS in self.enabled else NOT_ADDED_UNKNOWN_NO_SEARCH
+        )
 
     def handle(
         self,
@@ -313,7 +340,8 @@ class MetaToolHandler:
         answer: dict[str, Any] = {"total": len(names), "tools": listed}
         if len(listed) < len(names):
             more = len(names) - len(listed)
-            answer["message"] = LISTING_CUT_MESSAGE.format(more=more, limit=MAX_LISTING_CHARS)
+            cut = LISTING_CUT_MESSAGE if SEARCH_TOOLS in self.enabled else LISTING_CUT_NO_SEARCH
+            answer["message"] = cut.format(more=more, limit=MAX_LISTING_CHARS)
         return MetaOutcome(json.dumps(answer))
 
     def _request_more_tools(
@@ -374,11 +402,26 @@ class MetaToolHandler:
         result = self.catalog.index.regex_search(
             query, limit=self.search_limit, exclude=context.excluded(self.catalog)
         )
+        answer = result.to_dict()
+        if result.tools and ADD_TOOL not in self.enabled:  # its message says to use add_tool
+            answer = self._found_without_add_tool(result.tools, result.found)
         return MetaOutcome(
-            json.dumps(result.to_dict()),
+            json.dumps(answer),
             discovered=[t["name"] for t in result.tools],
             error=result.error is not None,
         )
+
+    def _found_without_add_tool(self, found: list[dict[str, str]], count: int) -> dict[str, Any]:
+        """A ``search_tools`` answer for a model that has no ``add_tool``: each tool with its
+        category when ``request_more_tools`` can load it, else that none can be loaded."""
+        if REQUEST_MORE_TOOLS not in self.enabled:
+            return {"found": count, "tools": found, "message": FOUND_CANNOT_LOAD}
+        tools = []
+        for t in found:
+            spec = self.catalog.get(t["name"])
+            categories = spec.categories if spec is not None else ()
+            tools.append({**t, "category": categories[0] if categories else ""})
+        return {"found": count, "tools": tools, "message": FOUND_LOAD_BY_CATEGORY}
 
     def _add_tool(self, args: Any, working: WorkingSet, context: SessionContext) -> MetaOutcome:
         names = _names_arg(args, "tool_names")
@@ -407,7 +450,7 @@ class MetaToolHandler:
             elif status is not None:  # not listed in this runtime mode: a draft in production
                 problems.setdefault(NOT_ADDED_STATUS.format(status=status), []).append(n)
             else:
-                problems.setdefault(NOT_ADDED_UNKNOWN, []).append(n)
+                problems.setdefault(self._unknown, []).append(n)
         already = [n for n in valid if n in working]
         added, evicted = working.add(valid, reason=ADD_TOOL, args=args)
         skipped = [n for n in valid if n not in added and n not in already]

@@ -15,7 +15,11 @@ from langchain_core.tools import BaseTool
 
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.core.meta import MetaToolHandler, meta_tool_definitions
+from langgraph_toolbudget.core.meta import (
+    META_TOOL_NAMES,
+    MetaToolHandler,
+    meta_tool_definitions,
+)
 from langgraph_toolbudget.core.working_set import LOADED
 from langgraph_toolbudget.execution.builtin_family import (
     BuiltinContext,
@@ -39,12 +43,17 @@ class MetaTools(BuiltinTools):
 
     def __init__(self, catalog: ToolCatalog, config: BudgetConfig) -> None:
         self.catalog = catalog
+        gate = config.builtin_filter
+        self.enabled = [n for n in META_TOOL_NAMES if gate.allows(n, default=self.default_enabled)]
         self.handler = MetaToolHandler(
-            catalog, max_tools=config.budget, min_per_category=config.min_per_category
+            catalog,
+            max_tools=config.budget,
+            min_per_category=config.min_per_category,
+            enabled=self.enabled,
         )
 
     def definitions(self) -> list[BaseTool]:
-        return meta_tool_definitions(self.catalog.categories)
+        return meta_tool_definitions(self.catalog.categories, enabled=self.enabled)
 
     def handle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
         outcome = self.handler.handle(
