@@ -878,6 +878,8 @@ def test_two_apps_with_the_same_thread_id_do_not_share_outputs(shared_store: boo
     refused = _stolen(other.invoke({"messages": [HumanMessage("read it")]}, thread))
     assert refused.status == "error" and "employee" not in refused.content
     assert "no offloaded output" in refused.content
+    # To the model, this is also a redeploy with other tools: it is told why, not only "not yours".
+    assert "an app whose tools changed may no longer reach the outputs" in refused.content
 
 
 def test_the_same_tools_in_another_graph_read_the_threads_outputs() -> None:

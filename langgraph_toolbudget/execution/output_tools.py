@@ -59,8 +59,9 @@ OUTPUT_TOOL_NAMES = (READ, SEARCH, QUERY)
 UNKNOWN_HANDLE_ERROR = (
     "Error: no offloaded output {handle} in this conversation. Use a handle from a "
     "'[Large output offloaded ...]' message of this conversation{known}; an output of "
-    "another conversation cannot be read, and old outputs are evicted when the "
-    "conversation stores too many. Call the tool again if you need its output."
+    "another conversation cannot be read, old outputs are evicted when the conversation "
+    "stores too many, and an app whose tools changed may no longer reach the outputs it "
+    "stored before. Call the tool again if you need its output."
 )
 READ_HEADER = "[{handle}: characters {start:,}-{end:,} of {chars:,}{rest}{cut}]\n"
 READ_CUT_NOTE = " (one read returns at most {max:,} characters)"
