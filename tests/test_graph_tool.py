@@ -11,15 +11,25 @@ from typing import Any, TypedDict
 
 import pytest
 from agent_tools import ai_calls, call
+from langchain.agents import create_agent
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool as make_tool
 from langgraph.checkpoint.memory import MemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command, interrupt
 from pydantic import BaseModel, Field
 
-from langgraph_toolbudget import ToolBudgetState, ToolCatalog, ToolExecutor
+from langgraph_toolbudget import (
+    ToolAgent,
+    ToolBudgetInput,
+    ToolBudgetMiddleware,
+    ToolBudgetState,
+    ToolCatalog,
+    ToolExecutor,
+    create_toolbudget_agent,
+)
 from langgraph_toolbudget.core.coercion import tool_json_schema
 from langgraph_toolbudget.nodes.graph_tool import child_thread_id, graph_tool
 from langgraph_toolbudget.testing import ScriptedChatModel
@@ -171,8 +181,13 @@ async def test_graph_tool_gives_each_call_its_own_child_thread_with_its_checkpoi
     state = await run(parent, second, api, config)
 
     found = results(state)
+    # each thread is named by the parent's thread, the tools task's namespace and the call
+    first_task, second_task = reversed(
+        [s.tasks[0].id for s in parent.get_state_history(config) if s.next == ("tools",)]
+    )
     assert [r["thread_id"] for _, r in found] == [
-        child_thread_id("parent-1", "echo", c) for c in ("c1", "c2", "c3")
+        child_thread_id("parent-1", "echo", c, checkpoint_ns=f"tools:{task}")
+        for c, task in (("c1", first_task), ("c2", first_task), ("c3", second_task))
     ]
     assert len({r["thread_id"] for _, r in found}) == 3
     for (message, result), text in zip(found, ("one", "two", "three"), strict=True):
@@ -393,8 +408,6 @@ async def test_graph_tool_child_interrupt_becomes_status_interrupted(api):
 
 @pytest.mark.parametrize("api", APIS)
 async def test_graph_tool_in_the_prebuilt_agent(api):
-    from langgraph_toolbudget import create_toolbudget_agent
-
     tool = graph_tool(echo_child(), name="echo", description="Repeat a request back.")
     model = ScriptedChatModel(
         responses=[
@@ -408,6 +421,149 @@ async def test_graph_tool_in_the_prebuilt_agent(api):
     assert result["output"] == "echo: hello (topic=None)"
     assert '"status": "success"' in state["messages"][-1].content
     assert "echo" in model.bound_tools[0]
+
+
+# --- time travel: the child thread follows the parent's branch, as a subgraph does ------------
+
+
+def ask_child_then_answer(messages: list[Any], tools: Any) -> AIMessage:
+    """Calls ``ask_child`` (always id ``g1``) with the last user message, then answers."""
+    if isinstance(messages[-1], ToolMessage):
+        return AIMessage("ok")
+    return ai_calls(call("ask_child", "g1", input=messages[-1].text))
+
+
+def agent_app(kind: str, tool: Any) -> Any:
+    """The agent calling ``tool`` as each of the package's three ways builds one."""
+    model = ScriptedChatModel(responses=[ask_child_then_answer])
+    catalog = ToolCatalog.from_tools([tool], default_include="always")
+    if kind == "prebuilt":
+        return create_toolbudget_agent(model, catalog).compile(checkpointer=MemorySaver())
+    if kind == "middleware":  # create_agent: each call its own Send task
+        return create_agent(
+            model, middleware=[ToolBudgetMiddleware(catalog)], checkpointer=MemorySaver()
+        )
+    builder = StateGraph(ToolBudgetState, input_schema=ToolBudgetInput)
+    builder.add_node("agent", ToolAgent(model, catalog))  # the tools step inside a subgraph
+    builder.add_edge(START, "agent")
+    builder.add_edge("agent", END)
+    return builder.compile(checkpointer=MemorySaver())
+
+
+def ai_node(app: Any) -> str:
+    return "agent" if "agent" in app.nodes else "model"
+
+
+def child_turns(child: Any, thread_id: str) -> list[str]:
+    return [
+        m.text
+        for m in child.get_state({"configurable": {"thread_id": thread_id}}).values["messages"]
+    ]
+
+
+@pytest.mark.parametrize("timeout_s", [None, 30])
+@pytest.mark.parametrize("kind", ["prebuilt", "middleware"])
+@pytest.mark.parametrize("api", APIS)
+async def test_graph_tool_an_edited_call_in_a_fork_runs_a_fresh_child(api, kind, timeout_s):
+    # LangGraph's "edit the tool call": fork before the tools step, same message id and call id
+    child = echo_child(MemorySaver())
+    tool = graph_tool(child, name="ask_child", description="Ask.", timeout_s=timeout_s)
+    app = agent_app(kind, tool)
+    config = {"configurable": {"thread_id": "p"}}
+    ((_, first),) = results(
+        await run(app, {"messages": [HumanMessage("branch A secret")]}, api, config)
+    )
+
+    before = next(s for s in app.get_state_history(config) if s.next == ("tools",))
+    ai = before.values["messages"][-1]
+    edited = AIMessage("", id=ai.id, tool_calls=[{**ai.tool_calls[0], "args": {"input": "B"}}])
+    fork = app.update_state(before.config, {"messages": [edited]}, as_node=ai_node(app))
+    *_, (_, second) = results(await run(app, None, api, fork))
+
+    # was: "echo: branch A secret | B": branch B's child read branch A's child history
+    assert second["output"] == "echo: B (topic=None)"
+    assert second["thread_id"] != first["thread_id"]
+    assert child_turns(child, first["thread_id"]) == ["branch A secret", first["output"]]
+
+
+@pytest.mark.parametrize("kind", ["prebuilt", "middleware", "tool_agent"])
+@pytest.mark.parametrize("api", APIS)
+async def test_graph_tool_a_replay_or_a_fork_of_the_parent_runs_a_fresh_child(api, kind):
+    # As LangGraph's own subgraphs (checkpointer=None or True): a replay from a checkpoint
+    # before the call starts the child from what it had then, which for a per-call child is
+    # nothing; the replayed branch's child never reads the first run's child history.
+    child = echo_child(MemorySaver())
+    app = agent_app(kind, graph_tool(child, name="ask_child", description="Ask."))
+    config = {"configurable": {"thread_id": "p"}}
+    ((_, first),) = results(await run(app, {"messages": [HumanMessage("hello")]}, api, config))
+    step = "agent" if kind == "tool_agent" else "tools"
+    before = next(s for s in app.get_state_history(config) if s.next == (step,))
+
+    *_, (_, replayed) = results(await run(app, None, api, before.config))
+    assert replayed["output"] == "echo: hello (topic=None)"  # was "echo: hello | hello"
+    assert replayed["thread_id"] != first["thread_id"]
+
+    # a fork with the user message edited (the scripted model reuses the call id "g1")
+    *_, start = (
+        s
+        for s in app.get_state_history(config)
+        if [m.type for m in s.values.get("messages", [])] == ["human"]
+    )
+    asked = start.values["messages"][-1]
+    fork = app.update_state(start.config, {"messages": [HumanMessage("other", id=asked.id)]})
+    *_, (_, forked) = results(await run(app, None, api, fork))
+    assert forked["output"] == "echo: other (topic=None)"
+    assert len({first["thread_id"], replayed["thread_id"], forked["thread_id"]}) == 3
+    assert child_turns(child, first["thread_id"]) == ["hello", first["output"]]
+
+
+@pytest.mark.parametrize("checkpointer", [MemorySaver, None], ids=["saver", "no_saver"])
+@pytest.mark.parametrize("api", APIS)
+async def test_graph_tool_a_call_id_used_again_in_a_later_turn_gets_a_fresh_child(
+    api, checkpointer
+):
+    # some models number their calls per reply ("call_0"): a later turn is a new task
+    child = echo_child(MemorySaver())
+    saver = checkpointer() if checkpointer else None
+    parent = parent_graph(graph_tool(child, name="echo", description="Echo."), None, saver)
+    config = {"configurable": {"thread_id": "p"}}
+    ((_, one),) = results(await run(parent, turn("echo", ("c1", {"input": "one"})), api, config))
+    *_, (_, two) = results(await run(parent, turn("echo", ("c1", {"input": "two"})), api, config))
+    assert two["output"] == "echo: two (topic=None)"  # was "echo: one | two"
+    assert one["thread_id"] != two["thread_id"]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_graph_tool_a_resumed_parent_task_runs_its_call_on_the_same_child_thread(api):
+    # a reply's calls are one step: when another call interrupts, the resume runs the step
+    # again, and the graph tool's call goes back to the child thread it had
+    @make_tool
+    def ask(question: str) -> str:
+        """Ask the user."""
+        return str(interrupt(question))
+
+    child = echo_child(MemorySaver())
+    tools = [graph_tool(child, name="echo", description="Echo."), ask]
+    builder = StateGraph(ToolBudgetState)
+    builder.add_node("tools", ToolExecutor(ToolCatalog.from_tools(tools)))
+    builder.add_edge(START, "tools")
+    parent = builder.compile(checkpointer=MemorySaver())
+    config = {"configurable": {"thread_id": "p"}}
+    ai = ai_calls(call("echo", "c1", input="one"), call("ask", "c2", question="sure?"))
+    await run(
+        parent,
+        {"messages": [HumanMessage("go"), ai], "selected_tools": ["echo", "ask"]},
+        api,
+        config,
+    )
+    assert parent.get_state(config).next == ("tools",)  # waiting at the interrupt
+    state = await run(parent, Command(resume="yes"), api, config)
+
+    echoed, answer = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    result = json.loads(echoed.content)
+    assert answer.content == "yes" and result["status"] == "success"
+    ran_on = {c.config["configurable"]["thread_id"] for c in child.checkpointer.list(None)}
+    assert ran_on == {result["thread_id"]}
 
 
 # --- construction errors name the argument ------------------------------------------------------

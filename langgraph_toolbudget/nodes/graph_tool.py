@@ -104,16 +104,40 @@ class GraphToolInput(BaseModel):
         return data
 
 
-def child_thread_id(parent_thread_id: str | None, name: str, call_id: str) -> str:
-    """A UUID from the parent's thread, the tool and the call (``RemoteGraph`` servers want
-    UUIDs); a fresh one when the parent has no thread.
+def child_thread_id(
+    parent_thread_id: str | None, name: str, call_id: str, *, checkpoint_ns: str = ""
+) -> str:
+    """A UUID (``RemoteGraph`` servers want UUIDs) from the parent's thread, the checkpoint
+    namespace of the parent task the call runs in, the tool and the call; a fresh one when
+    the parent has no thread.
+
+    The namespace (``configurable["checkpoint_ns"]`` of the node running the tool, e.g.
+    ``"tools:<task id>"``) names the task as LangGraph's own subgraphs are named: a resumed
+    task keeps it, a fork (``update_state``, a replay from a past checkpoint) and a later
+    turn get a new one, so the child follows the parent's branch as a subgraph does. Empty
+    (the tool called outside a graph), the id is the one of thread, tool and call alone.
+
+    Args:
+        parent_thread_id: the parent run's ``thread_id``, or None.
+        name: the graph tool's name.
+        call_id: the tool call's id.
+        checkpoint_ns: the parent task's ``checkpoint_ns``.
+
+    Returns:
+        The child's thread id.
 
     >>> child_thread_id("t1", "research", "call_1") == child_thread_id("t1", "research", "call_1")
     True
+    >>> a = child_thread_id("t1", "research", "call_1", checkpoint_ns="tools:1")
+    >>> a == child_thread_id("t1", "research", "call_1", checkpoint_ns="tools:2")
+    False
     """
     if parent_thread_id is None:
         return str(uuid.uuid4())
-    return str(uuid.uuid5(_NAMESPACE, f"{parent_thread_id}:{name}:{call_id}"))
+    if not checkpoint_ns:
+        return str(uuid.uuid5(_NAMESPACE, f"{parent_thread_id}:{name}:{call_id}"))
+    key = json.dumps([parent_thread_id, checkpoint_ns, name, call_id])
+    return str(uuid.uuid5(_NAMESPACE, key))
 
 
 class GraphTool(BaseTool):
@@ -224,7 +248,11 @@ class GraphTool(BaseTool):
         parent = config.get("configurable") or {}
         parent_thread = parent.get("thread_id")
         run_id = uuid.uuid4()
-        thread_id = child_thread_id(parent_thread, self.name, call_id or str(run_id))
+        # the parent task's namespace: a fork of the parent gets a fresh child, a resume the same
+        namespace = parent.get("checkpoint_ns") or ""
+        thread_id = child_thread_id(
+            parent_thread, self.name, call_id or str(run_id), checkpoint_ns=str(namespace)
+        )
         configurable = {
             k: v for k, v in parent.items() if not k.startswith("__") and k not in _PARENT_ONLY_KEYS
         }
@@ -273,7 +301,9 @@ def graph_tool(
     """Wrap a compiled graph as a tool the model can call.
 
     Each call runs ``graph`` as a child run on its own thread (:func:`child_thread_id`), so
-    a child compiled with a checkpointer keeps its own history. The parent's callbacks,
+    a child compiled with a checkpointer keeps its own history. The thread follows the
+    parent's branch as a LangGraph subgraph does: a resumed parent task runs its calls on
+    the same threads, a fork or a replay of the parent on new ones. The parent's callbacks,
     tags, recursion limit and configurable keys flow through; its thread, checkpoint and
     LangGraph-internal keys do not.
 
