@@ -8,6 +8,11 @@ Key Components:
     - :func:`merge_names`: the reducer of ``selected_tools``: existing names
       first, new ones appended, no duplicates. A node can also send
       ``{"remove": [...]}`` / ``{"replace": [...]}`` to shrink the set.
+    - :func:`merge_counts`, :func:`replace_categories`, :func:`replace_scores`,
+      :func:`merge_reasons`: the reducers of ``tool_last_used``, ``categories``,
+      ``category_scores`` and ``tool_reasons``; like the tool context's,
+      they refuse a value of the wrong shape (:class:`StateFieldError`), since
+      ``graph.update_state`` (client input on LangGraph server, a fork) writes them too.
     - :func:`apply_update`, :func:`state_delta`: a node's update merged the way the graph's
       reducers merge it, and the one update that turns one state into another (for
       several nodes run as one step: ``ChooseTools``, the middleware's ``before_model``).
@@ -16,6 +21,7 @@ Key Components:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from numbers import Real
 from typing import Annotated, Any, get_type_hints
 
 from langchain_core.messages import BaseMessage
@@ -29,16 +35,28 @@ from langgraph_toolbudget.core.context import (
     merge_decisions,
     merge_modes,
 )
-from langgraph_toolbudget.core.working_set import WorkingSet, state_get, state_messages
+from langgraph_toolbudget.core.working_set import (
+    WorkingSet,
+    is_reason,
+    state_get,
+    state_messages,
+    state_names,
+)
 
 __all__ = [
     "BUDGET_FIELDS",
+    "MAX_STEP",
+    "StateFieldError",
     "ToolBudgetInput",
     "ToolBudgetState",
     "apply_update",
+    "clean_budget_fields",
     "input_schema_of",
     "merge_counts",
     "merge_names",
+    "merge_reasons",
+    "replace_categories",
+    "replace_scores",
     "state_delta",
     "state_update",
     "state_get",
@@ -101,34 +119,152 @@ def _names(value: object, where: str) -> list[str]:
     return list(value)
 
 
+class StateFieldError(TypeError, ValueError):
+    """An update of a budget field (``tool_last_used``, ``categories``, ``category_scores``)
+    of the wrong shape: a ``TypeError``, and a ``ValueError`` too, so LangGraph server
+    answers a client's ``update_state`` with 400 and this message (it turns only
+    ``ValueError`` into a client error)."""
+
+
+FIELD_ERROR = (
+    "the state field {field!r} must be {shape}; the update {problem}. Our nodes write this "
+    "field: leave it out of graph.update_state(...), or write {example}"
+)
+MAX_STEP = 2**53
+"""The largest ``tool_last_used`` step (an integer every JSON reader reads exactly)."""
+
+
+def _refuse(field: str, shape: str, problem: str, example: str) -> StateFieldError:
+    return StateFieldError(
+        FIELD_ERROR.format(field=field, shape=shape, problem=problem, example=example)
+    )
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else f"a {type(value).__name__}"
+
+
 def merge_counts(left: Mapping[str, int] | None, right: Mapping[str, int] | None) -> dict[str, int]:
-    """Reducer for name -> counter maps: the right side wins per key."""
-    return {**(left or {}), **(right or {})}
+    """Reducer for name -> counter maps (``tool_last_used``): the right side wins per key.
+
+    ``right`` must map tool names to integers from 0 to :data:`MAX_STEP` (a ``bool`` is no
+    integer here); anything else raises :class:`StateFieldError` naming the field, so a
+    ``graph.update_state`` cannot store a step the next node would push past what a
+    checkpointer stores.
+
+    >>> merge_counts({"a": 1, "b": 2}, {"b": 3})
+    {'a': 1, 'b': 3}
+    """
+    if right is None:
+        return dict(left or {})
+    shape = "a mapping of tool name -> integer step from 0 to 2**53"
+    example = "{'get_weather': 3}"
+    if not isinstance(right, Mapping):
+        raise _refuse("tool_last_used", shape, f"is {_shown(right)}", example)
+    for key, value in right.items():
+        if not isinstance(key, str):
+            raise _refuse("tool_last_used", shape, f"has the key {_shown(key)}", example)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_STEP:
+            problem = f"maps {key!r} to {_shown(value)}"
+            raise _refuse("tool_last_used", shape, problem, example)
+    return {**(left or {}), **right}
+
+
+def replace_categories(left: Sequence[str] | None, right: Sequence[str] | None) -> list[str]:
+    """Reducer of ``categories``: the update replaces the list (``None``: no categories).
+
+    A value that is not a list of category names raises :class:`StateFieldError`.
+
+    >>> replace_categories(["slack"], ["weather", "github"])
+    ['weather', 'github']
+    """
+    if right is None:
+        return []
+    shape, example = "a list of category names", "['weather']"
+    if isinstance(right, str) or not isinstance(right, Sequence):
+        raise _refuse("categories", shape, f"is {_shown(right)}", example)
+    bad = [c for c in right if not isinstance(c, str)]
+    if bad:
+        raise _refuse("categories", shape, f"holds non-names {_shown(bad[:3])}", example)
+    return list(right)
+
+
+def replace_scores(
+    left: Mapping[str, float] | None, right: Mapping[str, float] | None
+) -> dict[str, float]:
+    """Reducer of ``category_scores``: the update replaces the mapping (``None``: empty).
+
+    A value that is not a mapping of category name -> number raises :class:`StateFieldError`.
+
+    >>> replace_scores({"slack": 1.0}, {"weather": 0.5})
+    {'weather': 0.5}
+    """
+    if right is None:
+        return {}
+    shape, example = "a mapping of category name -> score (a number)", "{'weather': 1.0}"
+    if not isinstance(right, Mapping):
+        raise _refuse("category_scores", shape, f"is {_shown(right)}", example)
+    for key, value in right.items():
+        if not isinstance(key, str):
+            raise _refuse("category_scores", shape, f"has the key {_shown(key)}", example)
+        if isinstance(value, bool) or not isinstance(value, Real):
+            problem = f"maps {key!r} to {_shown(value)}"
+            raise _refuse("category_scores", shape, problem, example)
+    return dict(right)
+
+
+def merge_reasons(
+    left: Mapping[str, Any] | None, right: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """Reducer of ``tool_reasons``: :func:`~langgraph_toolbudget.core.context.merge_context`
+    (the right side wins per key, ``None`` removes one), and an entry that is not a reason
+    (a mapping whose ``"why"`` is a string, see :mod:`langgraph_toolbudget.core.reasons`)
+    raises :class:`StateFieldError`.
+
+    >>> merge_reasons({"a": {"why": "budget"}}, {"a": None, "b": {"why": "search"}})
+    {'b': {'why': 'search'}}
+    """
+    shape = "a mapping of tool name -> reason ({'why': <str>, ...}) or None"
+    example = "{'get_weather': {'why': 'pinned'}}"
+    if right is not None and not isinstance(right, Mapping):
+        raise _refuse("tool_reasons", shape, f"is {_shown(right)}", example)
+    for key, value in (right or {}).items():
+        if not isinstance(key, str):
+            raise _refuse("tool_reasons", shape, f"has the key {_shown(key)}", example)
+        if value is not None and not is_reason(value):
+            raise _refuse("tool_reasons", shape, f"maps {key!r} to {_shown(value)}", example)
+    return merge_context(left, right)
 
 
 class ToolBudgetState(MessagesState):
     """Messages state plus the tool budget's fields (all JSON-friendly).
 
     Attributes:
-        categories: the categories chosen for the latest user message, best first.
-        category_scores: category -> relevance score of that choice.
+        categories: the categories chosen for the latest user message, best first (an
+            update replaces it; :func:`replace_categories` refuses one that is not a list
+            of names).
+        category_scores: category -> relevance score of that choice (replaced likewise,
+            :func:`replace_scores`).
         selected_tools: the visible tool set (meta-tools excluded), in the
             order the model sees it.
         discovered_tools: tools that ``search_tools`` found but that are not
             visible yet.
         tool_last_used: tool -> step when it was last added or called; drives
-            eviction under a working-set cap.
+            eviction under a working-set cap (:func:`merge_counts` refuses a step that is
+            not an integer from 0 to :data:`MAX_STEP`).
         context_tools: tool -> ``"include"`` / ``"exclude"`` in this thread
             (see :mod:`langgraph_toolbudget.core.context`).
         context_servers: server -> ``"include"`` / ``"exclude"`` in this thread.
         context_tool_modes: tool -> include mode in this thread.
         context_server_modes: server -> include mode in this thread.
         tool_reasons: visible tool -> why it is visible (``{"why": ...}``, see
-            :mod:`langgraph_toolbudget.core.reasons`).
+            :mod:`langgraph_toolbudget.core.reasons`; :func:`merge_reasons` refuses another
+            shape).
     """
 
-    categories: list[str]
-    category_scores: dict[str, float]
+    categories: Annotated[list[str], replace_categories]
+    category_scores: Annotated[dict[str, float], replace_scores]
     selected_tools: Annotated[list[str], merge_names]
     discovered_tools: Annotated[list[str], merge_names]
     tool_last_used: Annotated[dict[str, int], merge_counts]
@@ -136,7 +272,36 @@ class ToolBudgetState(MessagesState):
     context_servers: Annotated[dict[str, str], merge_decisions]
     context_tool_modes: Annotated[dict[str, str], merge_modes]
     context_server_modes: Annotated[dict[str, str], merge_modes]
-    tool_reasons: Annotated[dict[str, dict[str, Any]], merge_context]
+    tool_reasons: Annotated[dict[str, dict[str, Any]], merge_reasons]
+
+
+def clean_budget_fields(state: Mapping[str, Any]) -> dict[str, Any]:
+    """``state`` with its visible-set and category fields as the nodes read them: what their
+    reducers refuse is left out, and out-of-range steps are renumbered (see
+    :meth:`WorkingSet.from_state`). A checkpoint may hold such values from before the
+    reducers checked (or an ``Overwrite`` put them past the reducer); cleaned, the state is
+    accepted as the input of a graph over the same schema (the tool context has
+    :meth:`~langgraph_toolbudget.core.context.SessionContext.state_values`). Only the
+    fields ``state`` has are set.
+
+    >>> clean_budget_fields({"categories": ["slack", 5], "tool_last_used": {"a": 2**64}})
+    {'categories': ['slack'], 'tool_last_used': {'a': 1}}
+    """
+    working = WorkingSet.from_state(state)
+    scores = state.get("category_scores")
+    clean = {
+        "categories": state_names(state, "categories"),
+        "category_scores": {
+            k: v
+            for k, v in (scores.items() if isinstance(scores, Mapping) else ())
+            if isinstance(k, str) and isinstance(v, Real) and not isinstance(v, bool)
+        },
+        "selected_tools": working.names,
+        "discovered_tools": working.discovered,
+        "tool_last_used": working.last_used,
+        "tool_reasons": working.reasons,
+    }
+    return {**state, **{k: v for k, v in clean.items() if k in state}}
 
 
 BUDGET_FIELDS = frozenset(ToolBudgetState.__annotations__) - {"messages"}
@@ -167,14 +332,17 @@ Example:
 # --- several nodes as one step ------------------------------------------------------------------
 
 _REDUCERS: dict[str, Callable[[Any, Any], Any]] = {
+    "categories": replace_categories,
+    "category_scores": replace_scores,
     "selected_tools": merge_names,
     "discovered_tools": merge_names,
     "tool_last_used": merge_counts,
     **CONTEXT_REDUCERS,
-    "tool_reasons": merge_context,
+    "tool_reasons": merge_reasons,
 }
 _MISSING = object()
-_MAPPING_REDUCERS = (merge_counts, merge_context, merge_decisions, merge_modes)
+_MAPPING_REDUCERS = (merge_counts, merge_context, merge_decisions, merge_modes, merge_reasons)
+_REPLACING_REDUCERS = (replace_categories, replace_scores)
 
 
 def apply_update(state: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
@@ -208,7 +376,7 @@ def state_update(
     (:func:`~langgraph_toolbudget.core.context.merge_context` and the context fields' own
     reducers), the changed entries (``None`` removes a context key); a list under another
     reducer, the items it gained at its end, else its final value; a field without a reducer,
-    its value.
+    or one that replaces it (``categories``, ``category_scores``), its value.
     """
     out: dict[str, Any] = {}
     for key in after if keys is None else keys:
@@ -234,7 +402,7 @@ def state_delta(
 
 
 def _delta(reducer: Callable[..., Any] | None, old: Any, new: Any) -> Any:
-    if reducer is None:
+    if reducer is None or reducer in _REPLACING_REDUCERS:
         return new
     if reducer is add_messages:
         # New messages, and those a step replaced by id (``add_messages`` replaces them), as

@@ -11,7 +11,8 @@ Key Components:
     - :class:`VisibleChange`: one recorded change (what was added or evicted, by
       which node, why), for the custom stream events.
     - :func:`state_get`, :func:`state_messages`: read a state given as a dict,
-      an object or a list of messages.
+      an object or a list of messages; :func:`state_names`, a list-of-names field read
+      defensively (a checkpoint or a client's ``update_state`` may hold anything).
 
 Pure data: no LangGraph import.
 """
@@ -20,9 +21,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
-__all__ = ["LOADED", "VisibleChange", "WorkingSet", "state_get", "state_messages", "tools_in_use"]
+__all__ = [
+    "LOADED",
+    "VisibleChange",
+    "WorkingSet",
+    "is_reason",
+    "state_get",
+    "state_messages",
+    "state_names",
+    "tools_in_use",
+]
 
 
 def state_messages(state: Any, key: str = "messages") -> list[Any]:
@@ -71,6 +81,51 @@ def state_get(state: Any, key: str, default: Any = None) -> Any:
     if type(state) is dict or isinstance(state, Mapping):
         return state.get(key, default)
     return getattr(state, key, default)
+
+
+def state_names(state: Any, key: str) -> list[str]:
+    """The strings of a list field of ``state`` (``categories``, ``selected_tools``...), in
+    order: ``[]`` for a value that is no list, and an item that is no string left out.
+
+    The field's reducer refuses such a value in an update; this is for what got past it (an
+    ``Overwrite``, a checkpoint written before the reducer checked).
+
+    >>> state_names({"categories": ["slack", ["x"], 5]}, "categories")
+    ['slack']
+    >>> state_names({"categories": 5}, "categories")
+    []
+    """
+    value = state_get(state, key, None)
+    if not isinstance(value, list | tuple):
+        return []
+    return [n for n in value if isinstance(n, str)]
+
+
+def is_reason(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    """Whether ``value`` is a visible tool's reason: a mapping whose ``"why"`` is a string."""
+    return isinstance(value, Mapping) and isinstance(value.get("why"), str)
+
+
+STEP_LIMIT = 2**31
+"""Stored steps above this (or below 0) are renumbered 1, 2... in their order on load, so
+:meth:`WorkingSet.touch` never counts past what a checkpointer stores."""
+
+
+def _steps(raw: Any) -> tuple[dict[str, int], dict[str, int]]:
+    """``tool_last_used`` as stored (its str -> int entries) and as the working set uses it:
+    renumbered 1, 2... in their order when a step is out of range (a checkpoint may hold
+    what a client wrote before the reducer checked it)."""
+    if not isinstance(raw, Mapping):
+        return {}, {}
+    stored = {
+        k: v
+        for k, v in raw.items()
+        if isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
+    }
+    if not stored or 0 <= min(stored.values()) <= max(stored.values()) <= STEP_LIMIT:
+        return stored, dict(stored)
+    rank = {step: i for i, step in enumerate(sorted(set(stored.values())), start=1)}
+    return stored, {k: rank[v] for k, v in stored.items()}
 
 
 @dataclass(frozen=True)
@@ -135,32 +190,33 @@ class WorkingSet:
         stored names are checked, since a graph's caller can write any
         ``selected_tools``: names the catalog does not list are dropped, and so
         are ``manual`` tools never added by a node (no ``tool_last_used`` entry).
-        The next update removes them from the state.
+        The next update removes them from the state. A ``tool_last_used`` step out of range
+        (see :data:`STEP_LIMIT`) renumbers them all, in their order, and the next update
+        stores the new steps.
         """
-        raw_names = state_get(state, "selected_tools", None)
-        stored = [n for n in raw_names if isinstance(n, str)] if raw_names else []
-        raw = state_get(state, "tool_last_used", None)
-        last_used = (
-            {k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, int)}
-            if raw and isinstance(raw, Mapping)
-            else {}
-        )
+        stored = state_names(state, "selected_tools")
+        stored_steps, last_used = _steps(state_get(state, "tool_last_used", None))
         kept = stored if catalog is None else catalog.may_stay_visible(stored, last_used)
         names = list(dict.fromkeys([*kept, *base]))
         step = max(last_used.values()) if last_used else 0
-        reasons = state_get(state, "tool_reasons", None)
-        raw_found = state_get(state, "discovered_tools", None)
-        found = list(dict.fromkeys(n for n in raw_found if isinstance(n, str))) if raw_found else []
+        raw_reasons = state_get(state, "tool_reasons", None)
+        reasons = dict(raw_reasons) if isinstance(raw_reasons, Mapping) else {}
+        # What the reducer now refuses, a checkpoint may hold: dropped, and (under a name)
+        # removed from the state by the next update.
+        malformed = {k: None for k, v in reasons.items() if isinstance(k, str) and not is_reason(v)}
+        reasons = {k: v for k, v in reasons.items() if isinstance(k, str) and is_reason(v)}
+        found = list(dict.fromkeys(state_names(state, "discovered_tools")))
         return cls(
             names,
             frozenset(pinned),
             cap,
             last_used,
             step,
-            reasons=dict(reasons) if isinstance(reasons, Mapping) else {},
+            reasons=reasons,
             discovered=found,
+            _reason_changes=malformed,
             _stored_names=tuple(dict.fromkeys(stored)),
-            _stored_last_used=dict(last_used),
+            _stored_last_used=stored_steps,
             _stored_discovered=tuple(found),
         )
 

@@ -15,8 +15,14 @@ from langchain.agents.middleware import AgentState
 from langchain.agents.middleware.types import OmitFromInput, OmitFromSchema
 from typing_extensions import NotRequired
 
-from langgraph_toolbudget.core.context import merge_context, merge_decisions, merge_modes
-from langgraph_toolbudget.state import merge_counts, merge_names
+from langgraph_toolbudget.core.context import merge_decisions, merge_modes
+from langgraph_toolbudget.state import (
+    merge_counts,
+    merge_names,
+    merge_reasons,
+    replace_categories,
+    replace_scores,
+)
 
 __all__ = ["STILL_CALLABLE", "TURN", "ToolBudgetAgentState"]
 
@@ -47,8 +53,8 @@ class ToolBudgetAgentState(AgentState[Any]):
 
     # Written by the middleware and the management operations, never by a run's input (the
     # reducer comes last in Annotated: LangGraph reads the last item as the reducer).
-    categories: NotRequired[Annotated[list[str], OmitFromInput]]
-    category_scores: NotRequired[Annotated[dict[str, float], OmitFromInput]]
+    categories: NotRequired[Annotated[list[str], OmitFromInput, replace_categories]]
+    category_scores: NotRequired[Annotated[dict[str, float], OmitFromInput, replace_scores]]
     selected_tools: NotRequired[Annotated[list[str], OmitFromInput, merge_names]]
     discovered_tools: NotRequired[Annotated[list[str], OmitFromInput, merge_names]]
     tool_last_used: NotRequired[Annotated[dict[str, int], OmitFromInput, merge_counts]]
@@ -56,7 +62,7 @@ class ToolBudgetAgentState(AgentState[Any]):
     context_servers: NotRequired[Annotated[dict[str, str], OmitFromInput, merge_decisions]]
     context_tool_modes: NotRequired[Annotated[dict[str, str], OmitFromInput, merge_modes]]
     context_server_modes: NotRequired[Annotated[dict[str, str], OmitFromInput, merge_modes]]
-    tool_reasons: NotRequired[Annotated[dict[str, dict[str, Any]], OmitFromInput, merge_context]]
+    tool_reasons: NotRequired[Annotated[dict[str, dict[str, Any]], OmitFromInput, merge_reasons]]
     # private (not in the graph's input or output): see STILL_CALLABLE and TURN
     toolbudget_still_callable: NotRequired[
         Annotated[dict[str, Any], OmitFromSchema(input=True, output=True)]

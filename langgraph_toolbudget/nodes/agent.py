@@ -47,7 +47,7 @@ from langgraph_toolbudget.nodes.prompt import (
     check_system_prompt,
 )
 from langgraph_toolbudget.nodes.usage import records_usage
-from langgraph_toolbudget.state import ToolBudgetState, state_update
+from langgraph_toolbudget.state import ToolBudgetState, clean_budget_fields, state_update
 
 __all__ = ["ITERATION_LIMIT_MESSAGE", "CallModel", "ToolAgent"]
 
@@ -259,7 +259,10 @@ def _loop_input(state: Any) -> Any:
     kept from before the context reducers refused them is left out, so the loop's reducers
     (which refuse it in an update) accept the state as input; the parent's copy is then
     cleaned by the update."""
-    if not isinstance(state, Mapping) or not any(f in state for f in CONTEXT_FIELDS):
+    if not isinstance(state, Mapping):
+        return state
+    state = clean_budget_fields(state)
+    if not any(f in state for f in CONTEXT_FIELDS):
         return state
     clean = SessionContext.from_state(state).state_values()
     return {**state, **{f: clean[f] for f in CONTEXT_FIELDS if f in state}}

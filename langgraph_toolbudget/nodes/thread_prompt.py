@@ -41,11 +41,10 @@ from langgraph_toolbudget.core.meta import (
     meta_tool_definitions,
 )
 from langgraph_toolbudget.core.selection import free_tools
-from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
+from langgraph_toolbudget.core.working_set import WorkingSet, state_messages, state_names
 from langgraph_toolbudget.execution.builtins import Builtins
 from langgraph_toolbudget.execution.offload import holds_offloaded_output
 from langgraph_toolbudget.execution.output_tools import OUTPUT_TOOL_NAMES
-from langgraph_toolbudget.state import state_get
 
 __all__ = ["ThreadPrompt", "tools_prompt_section", "tools_to_bind"]
 
@@ -128,8 +127,8 @@ class ThreadPrompt:
         untrusted = self.catalog.untrusted_descriptions
         if not untrusted:
             return ()
-        chosen = set(state_get(state, "categories", None) or ())
-        for name in state_get(state, "selected_tools", None) or ():
+        chosen = set(state_names(state, "categories"))
+        for name in state_names(state, "selected_tools"):
             spec = self.catalog.get(name)
             if spec is not None:
                 chosen.update(spec.categories)

@@ -72,7 +72,12 @@ from langgraph_toolbudget.core.usage import (
     normalize_query,
     promotable,
 )
-from langgraph_toolbudget.core.working_set import state_get, state_messages
+from langgraph_toolbudget.core.working_set import (
+    is_reason,
+    state_get,
+    state_messages,
+    state_names,
+)
 
 __all__ = [
     "OPT_OUT_KEY",
@@ -1368,7 +1373,7 @@ def self_loaded(state: Any, catalog: ToolCatalog, names: Iterable[str]) -> list[
     chosen for the request: not in a category of the state's ``categories``, and visible for
     a reason other than the app's choice (:data:`APP_REASONS`: the budget, the automatic
     search, ``always``, pinned). Their usage is recorded, never promoted."""
-    chosen = set(state_get(state, "categories", None) or ())
+    chosen = set(state_names(state, "categories"))
     reasons = state_get(state, "tool_reasons", None) or {}
     out = []
     for name in names:
@@ -1376,25 +1381,18 @@ def self_loaded(state: Any, catalog: ToolCatalog, names: Iterable[str]) -> list[
         if spec is not None and chosen.intersection(spec.categories):
             continue
         why = reasons.get(name) if isinstance(reasons, Mapping) else None
-        if isinstance(why, Mapping) and why.get("why") in APP_REASONS:
+        if is_reason(why) and why["why"] in APP_REASONS:
             continue
         out.append(name)
     return out
 
 
 def _batch_record(
-    state: Any,
-    calls: Sequence[ToolCall],
-    outputs: Sequence[Any],
-    catalog: ToolCatalog | None,
-    messages_key: str = "messages",
-) -> tuple[str, list[str], list[str]]:
-    """The latest user message, the tools that succeeded and those the model loaded itself."""
-    names = succeeded_tools(calls, outputs, catalog)
-    if not names:
-        return "", [], []
+    state: Any, names: Sequence[str], catalog: ToolCatalog | None, messages_key: str
+) -> tuple[str, list[str]]:
+    """The latest user message, and those of ``names`` the model loaded itself."""
     loaded = self_loaded(state, catalog, names) if catalog is not None else []
-    return latest_user_text(state_messages(state, messages_key)), names, loaded
+    return latest_user_text(state_messages(state, messages_key)), loaded
 
 
 RECORD_FAILED_LOG = (
@@ -1410,8 +1408,10 @@ LOAD_FAILED_LOG = (
 
 @contextlib.contextmanager
 def _record_failure_logged(names: Sequence[str]) -> Iterator[None]:
-    """A store that fails while a batch's record is written is logged, not raised: the
-    batch's tools already ran (a sync call inside an async store's loop is a misuse, raised)."""
+    """A store that fails while a batch's record is made or written is logged, not raised:
+    the batch's tools already ran (a sync call inside an async store's loop is a misuse,
+    raised). The record is made from the state inside it too, so a value the state's readers
+    did not foresee costs the record, never the tools' results."""
     try:
         yield
     except asyncio.InvalidStateError:
@@ -1437,11 +1437,13 @@ def record_batch(
     """
     if usage is None:
         return
-    query, names, loaded = _batch_record(state, calls, outputs, catalog, messages_key)
-    if not records_usage(config) or not query or not names:  # a bad opt-out value raises
+    names = succeeded_tools(calls, outputs, catalog)
+    if not records_usage(config) or not names:  # a bad opt-out value raises
         return
-    with _record_failure_logged(names):
-        usage.record_run(query, names, config, loaded=loaded)
+    with _record_failure_logged(names):  # the state is read in it too: a client may write it
+        query, loaded = _batch_record(state, names, catalog, messages_key)
+        if query:
+            usage.record_run(query, names, config, loaded=loaded)
 
 
 async def arecord_batch(
@@ -1456,11 +1458,13 @@ async def arecord_batch(
     """Async :func:`record_batch`."""
     if usage is None:
         return
-    query, names, loaded = _batch_record(state, calls, outputs, catalog, messages_key)
-    if not records_usage(config) or not query or not names:  # a bad opt-out value raises
+    names = succeeded_tools(calls, outputs, catalog)
+    if not records_usage(config) or not names:  # a bad opt-out value raises
         return
-    with _record_failure_logged(names):
-        await usage.arecord_run(query, names, config, loaded=loaded)
+    with _record_failure_logged(names):  # the state is read in it too: a client may write it
+        query, loaded = _batch_record(state, names, catalog, messages_key)
+        if query:
+            await usage.arecord_run(query, names, config, loaded=loaded)
 
 
 def usage_scores(
