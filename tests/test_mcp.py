@@ -483,6 +483,117 @@ async def test_killed_stdio_server_mid_call_errors_naming_the_server_then_reconn
     assert not pid_alive(pid) and not pid_alive(new_pid)
 
 
+CHANGING_SERVER = """
+import os, sys
+from mcp.server.fastmcp import FastMCP
+
+spec, calls = open(sys.argv[1]).read().split(","), sys.argv[2]
+mcp = FastMCP("notes")
+
+
+def search(query: str) -> str:
+    \"\"\"Search the notes.\"\"\"
+    open(calls, "a").write("search\\n")
+    return "found " + query
+
+
+def search_limit(query: str, limit: int) -> str:
+    \"\"\"Search the notes, at most limit hits.\"\"\"
+    open(calls, "a").write("search\\n")
+    return "found " + query
+
+
+def add_note(text: str) -> str:
+    \"\"\"Add a note.\"\"\"
+    return "added"
+
+
+def server_pid() -> int:
+    \"\"\"This server's process id.\"\"\"
+    return os.getpid()
+
+
+TOOLS = {"search": search, "search_limit": search_limit, "add_note": add_note}
+for item in spec:
+    fn = TOOLS.get(item, server_pid)
+    mcp.add_tool(fn, name="search" if item.startswith("search") else item)
+mcp.run()
+"""
+"""A stdio server whose tools are read at its start from a file (argv[1]): ``search``,
+``search_limit`` (``search`` with a required ``limit``), ``add_note``, ``server_pid``; a call
+of ``search`` is written to argv[2]."""
+
+
+class ChangingServer:
+    """A :data:`CHANGING_SERVER` loaded as ``notes``; :meth:`restart` kills it after choosing
+    the tools the next process lists (the catalog re-opens it at the next call)."""
+
+    def __init__(self, tmp_path: Path, tools: str) -> None:
+        self.spec, self.calls = tmp_path / "spec", tmp_path / "calls"
+        script = tmp_path / "changing_server.py"
+        script.write_text(CHANGING_SERVER)
+        self.spec.write_text(tools)
+        args = [str(script), str(self.spec), str(self.calls)]
+        self.connection = {"transport": "stdio", "command": sys.executable, "args": args}
+
+    async def restart(self, catalog: ToolCatalog, tools: str) -> None:
+        self.spec.write_text(tools)
+        os.kill(int(text_of(await catalog.get("server_pid").tool.ainvoke({}))), signal.SIGKILL)
+        assert await until(lambda: saw_the_server_go(catalog, "notes"))
+
+
+def load_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
+    return [str(w.message) for w in caught if issubclass(w.category, MCPLoadWarning)]
+
+
+async def test_a_tool_a_restarted_server_no_longer_lists_is_refused_naming_the_server(
+    tmp_path: Path,
+) -> None:
+    server = ChangingServer(tmp_path, "search,add_note,server_pid")
+    async with await load_mcp_catalog({"notes": server.connection}) as catalog:
+        await server.restart(catalog, "add_note,server_pid")  # the new version drops search
+        model = ScriptedChatModel(
+            responses=[AIMessage("", tool_calls=[call("search", {"query": "milk"})]), "done"]
+        )
+        app = create_toolbudget_agent(model, catalog, max_tools=4).compile()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = await app.ainvoke({"messages": [HumanMessage("search my notes for milk")]})
+        (answer,) = tool_messages(out)
+        assert answer.status == "error"
+        assert "MCP server 'notes' no longer lists tool 'search'" in text_of(answer)
+        assert "reload its MCP catalog (or be redeployed)" in text_of(answer)
+        assert "Fix the arguments" not in text_of(answer)
+        assert not server.calls.exists()  # never sent to the server
+        (warned,) = load_warnings(caught)  # one warning, for the operator
+        assert "MCP server 'notes' was re-opened" in warned
+        assert "no longer lists 'search'" in warned and "reload it (load_mcp_catalog)" in warned
+        # its other tools run; another restart with the same tools warns no more
+        assert text_of(await catalog.get("add_note").tool.ainvoke({"text": "x"})) == "added"
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            await server.restart(catalog, "add_note,server_pid")
+            assert text_of(await catalog.get("add_note").tool.ainvoke({"text": "y"})) == "added"
+        assert load_warnings(caught) == []
+        assert catalog.mcp.sessions_opened("notes") == 3
+        # the server lists it again: it runs again
+        await server.restart(catalog, "search,add_note,server_pid")
+        assert text_of(await catalog.get("search").tool.ainvoke({"query": "milk"})) == "found milk"
+
+
+async def test_a_tool_whose_schema_changed_on_a_restarted_server_is_warned_of(
+    tmp_path: Path,
+) -> None:
+    server = ChangingServer(tmp_path, "search,server_pid")
+    async with await load_mcp_catalog({"notes": server.connection}) as catalog:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            await server.restart(catalog, "search_limit,server_pid")
+            await catalog.get("server_pid").tool.ainvoke({})  # re-opens the session
+        (warned,) = load_warnings(caught)
+        assert "'search' now take another input schema" in warned and "'notes'" in warned
+
+
 async def test_a_connection_closed_under_a_request_is_the_connection_lost_however_noticed():
     # A server that dies mid-call is noticed by the session's watch ("the connection was
     # lost") or, first, by the SDK failing the request with McpError "Connection closed":

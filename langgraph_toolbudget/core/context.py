@@ -15,7 +15,11 @@ may override it for one tool or a whole server, and may **include** or
   searched, selected or run in the thread, whatever the budget or the model
   asks. Exclusion wins over inclusion, and over pinned tools; only the user
   lifts it (the model's context tools refuse to: see
-  :mod:`~langgraph_toolbudget.core.context_commands`).
+  :mod:`~langgraph_toolbudget.core.context_commands`). A tool is excluded under its
+  name or any of its aliases (:attr:`ToolSpec.aliases`: an MCP tool's name with and
+  without its server's prefix, which comes and goes with the other servers), so an
+  exclusion follows the tool across deployments; an alias that now fits two tools
+  excludes both. An inclusion or a mode applies to the exact name only.
 
 The thread's choices live in four state fields (names only, merged by
 :data:`CONTEXT_REDUCERS`): :data:`CONTEXT_FIELDS`.
@@ -184,10 +188,22 @@ def _clean(value: Any, allowed: Iterable[str]) -> dict[str, str]:
     }
 
 
-def excluded_error(tool: str, server: str, *, by_server: bool) -> str:
+def excluded_error(tool: str, server: str, *, by_server: bool, alias: str | None = None) -> str:
     """The error a call to an excluded tool gets: what happened, and that only the user can
-    include it again (never a tool to call: the model may not lift an exclusion)."""
-    by = f" (its server {server!r} is excluded)" if by_server else ""
+    include it again (never a tool to call: the model may not lift an exclusion).
+
+    Args:
+        tool: the tool called.
+        server: its server (or group).
+        by_server: excluded because its server is.
+        alias: the other name of the tool the thread excluded (see :attr:`ToolSpec.aliases`).
+    """
+    if by_server:
+        by = f" (its server {server!r} is excluded)"
+    elif alias is not None:
+        by = f" (under its other name {alias!r})"
+    else:
+        by = ""
     return EXCLUDED_ERROR.format(tool=tool, by=by)
 
 
@@ -242,18 +258,28 @@ class SessionContext:
         mode = self.tool_modes.get(spec.name) or self.server_modes.get(server_of(spec))
         return cast(IncludeMode, mode or spec.include)
 
+    def excluded_as(self, spec: ToolSpec) -> str | None:
+        """The name under which the thread excluded the tool itself: its name, else one of
+        its aliases (:attr:`ToolSpec.aliases`); None if neither (its server may be)."""
+        if self.tools.get(spec.name) == "exclude":
+            return spec.name
+        if not (self.tools and spec.aliases):
+            return None
+        return next((a for a in spec.aliases if self.tools.get(a) == "exclude"), None)
+
     def decision(self, spec: ToolSpec) -> Decision | None:
-        """``exclude`` if the tool or its server is excluded, else ``include`` if either
-        is included, else None."""
+        """``exclude`` if the tool (by name or alias) or its server is excluded, else
+        ``include`` if the tool (by name only) or its server is included, else None."""
         own, group = self.tools.get(spec.name), self.servers.get(server_of(spec))
-        if "exclude" in (own, group):
+        if group == "exclude" or self.excluded_as(spec) is not None:
             return "exclude"
         if "include" in (own, group):
             return "include"
         return None
 
     def excludes(self, catalog: ToolCatalog, name: str) -> bool:
-        """Is ``name`` excluded in this thread (a tool of the catalog, by name or server)?"""
+        """Is ``name`` excluded in this thread (a tool of the catalog, by name, alias or
+        server)?"""
         if not self:
             return False
         spec = catalog.get(name)
@@ -265,8 +291,9 @@ class SessionContext:
             return None
         spec = catalog.get(name)
         assert spec is not None
-        server = server_of(spec)
-        return excluded_error(name, server, by_server=self.tools.get(name) != "exclude")
+        key = self.excluded_as(spec)
+        alias = key if key is not None and key != name else None
+        return excluded_error(name, server_of(spec), by_server=key is None, alias=alias)
 
     def in_context(self, spec: ToolSpec) -> bool:
         """In the context without the budget: included, or ``always`` (special categories

@@ -104,6 +104,9 @@ class ToolSpec:
             :data:`OUTPUT_SCHEMA_KEY`), each its name and description; ranked
             like the argument descriptions ("the film's title, director and
             plot" asks for the tool that returns them).
+        aliases: the other names a thread's *exclusion* of the tool may use: an MCP tool's
+            name with and without its server's prefix (``notes__search``, ``search``), since
+            which one it gets depends on the other servers loaded. Never an inclusion's.
     """
 
     name: str
@@ -120,6 +123,7 @@ class ToolSpec:
     arg_names: tuple[str, ...] = ()
     arg_descriptions: tuple[str, ...] = field(default=(), repr=False)
     output_fields: tuple[str, ...] = field(default=(), repr=False)
+    aliases: tuple[str, ...] = field(default=(), repr=False)
 
     @property
     def enabled(self) -> bool:

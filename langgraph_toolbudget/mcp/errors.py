@@ -29,6 +29,18 @@ CALL_FAILED_ERROR = (
     "happening, check that the server is running ({where})."
 )
 CALL_REJECTED_ERROR = "MCP server {server!r} could not run tool {tool!r}: {cause}"
+NO_LONGER_LISTED_ERROR = (
+    "MCP server {server!r} no longer lists tool {tool!r} (it restarted without it), so the call "
+    "was not sent. Use the other tools you have, or tell the user: the app must reload its MCP "
+    "catalog (or be redeployed) to follow the server's new tools."
+)
+NOT_LISTED_ADVICE = "Do not call it again in this conversation."
+"""The advice of :data:`NO_LONGER_LISTED_ERROR` (not "fix the arguments": nothing would run)."""
+RELISTED_WARNING = (
+    "MCP server {server!r} was re-opened (it restarted) and its tools changed since the catalog "
+    "was loaded: {changes}. The catalog still has the tools as loaded; reload it "
+    "(load_mcp_catalog) or redeploy the app to follow the server."
+)
 READ_TIMEOUT_ERROR = (
     "tool {tool!r} of MCP server {server!r} did not answer within the session's read timeout "
     "({cause})"
@@ -128,7 +140,8 @@ class MCPLoadError(RuntimeError):
 
 
 class MCPLoadWarning(UserWarning):
-    """Some MCP servers failed to load; the catalog holds the others' tools."""
+    """Some MCP servers failed to load, or a server's tools are not the ones loaded (renamed,
+    left out, or changed by a server that restarted); the catalog holds the others' tools."""
 
 
 def _leaf(exc: BaseException) -> BaseException:

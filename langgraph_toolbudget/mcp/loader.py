@@ -19,6 +19,7 @@ import glob
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.tools import BaseTool
@@ -38,7 +39,12 @@ from langgraph_toolbudget.core.tokens import schema_tokens
 from langgraph_toolbudget.execution.builtins import reserved_tool_names
 from langgraph_toolbudget.mcp.catalog import MCPToolCatalog
 from langgraph_toolbudget.mcp.errors import MCPLoadError, MCPLoadWarning
-from langgraph_toolbudget.mcp.names import assign_names, check_prefixes, server_prefix
+from langgraph_toolbudget.mcp.names import (
+    assign_names,
+    check_prefixes,
+    mcp_tool_name,
+    server_prefix,
+)
 from langgraph_toolbudget.mcp.runtime import (
     DEFAULT_MAX_ARTIFACT_CHARS,
     MCPRuntime,
@@ -97,6 +103,20 @@ TOO_LARGE = (
 )
 UNREADABLE_SCHEMA = "{name!r}: its input schema cannot be read ({reason})"
 
+UNKNOWN_KEY = (
+    "{what} names {key!r}, which is not a tool of this catalog. "
+    "Use a catalog name or 'server:mcp_name'. Known tools include {known}."
+)
+AMBIGUOUS_KEY = (
+    "{what} names {key!r}, which is no tool's catalog name here but the name, with or without "
+    "its server's prefix, of each of {tools}: name one of them as 'server:mcp_name'."
+)
+IGNORED_KEYS_WARNING = (
+    "MCP servers {failed} failed to load, so these keys were ignored, not refused: {problems} "
+    "(a key naming a tool of a server that failed, as 'server:mcp_name' or "
+    "'<server>__<name>', is not reported)."
+)
+
 UNKNOWN_OPTION_ERROR = (
     "{function}() got an unknown option {name!r}; did you mean {closest!r}? "
     "Its options are: {known} (see MCPLoadOptions)."
@@ -119,8 +139,12 @@ class MCPLoadOptions(TypedDict, total=False):
             ``max_concurrency``, ``timeout_s``, ``output_schema``); its prompt/resource
             tools take all but ``include`` (they stay ``manual``).
         tool_metadata: tool -> metadata overrides. A key is a catalog name (a
-            prompt/resource tool's included) or ``server:mcp_name``.
-        categories: category -> tools (catalog names or ``server:mcp_name``);
+            prompt/resource tool's included), ``server:mcp_name``, or an MCP tool's name
+            with or without its server's prefix (``notes__search`` reaches notes' tool
+            also where it is plain ``search``), if exactly one tool has it. A key naming
+            no tool raises ``ValueError``; while a server failed to load, a warning
+            instead (none for a key naming that server: ``server:...`` or its prefix).
+        categories: category -> tools (keys as for ``tool_metadata``);
             a tool in none of them falls in its server's category.
         category_descriptions: descriptions of the extra categories of
             ``categories`` (server categories use ``server_descriptions``).
@@ -145,7 +169,8 @@ class MCPLoadOptions(TypedDict, total=False):
             ``tools/list`` and its prompt and resource lists, one deadline for all of it
             (servers load concurrently, so the load takes about this long at most; default
             30); a server that does not is left out. A session re-opened after the load has
-            this long to start and answer ``initialize``.
+            this long to start and answer ``initialize``, and this long again to list its
+            tools (compared with the load's: see :class:`MCPRuntime`).
         heartbeat_s: ping interval for busy servers, to notice a server that
             died mid-call; ``None`` disables it (default 1).
         default_timeout_s: ``timeout_s`` of every tool that sets none (in
@@ -260,8 +285,9 @@ async def load_mcp_catalog(
             ``my_docs``: rename one) when both give it to tool names (with
             ``tool_name_prefix``, before any server starts; else a prompt/resource tool or
             a prefixed name of each), unknown servers in ``server_defaults`` /
-            ``server_descriptions``, unknown tools in ``tool_metadata`` /
-            ``categories`` (while every server loaded), or an invalid metadata
+            ``server_descriptions``, unknown (or, as an alias, ambiguous) tools in
+            ``tool_metadata`` / ``categories`` (while every server loaded; else an
+            :class:`MCPLoadWarning` names them), or an invalid metadata
             value (as :meth:`ToolCatalog.from_tools`).
     """
     _check_options(options)
@@ -517,19 +543,33 @@ def _build_catalog(
             virtual += tools_of
     final = set(names.values()) | local_names | {t.name for t in virtual}
     partial = bool(runtime.load_errors)
+    aliases = {name: choice.aliases.get(key, ()) for key, name in names.items()}
+    by_alias: dict[str, list[str]] = {}
+    for name, forms in aliases.items():
+        for form in forms:
+            by_alias.setdefault(form, []).append(name)
+    failed_prefixes = tuple(server_prefix(s) for s in runtime.load_errors)
+    ignored: list[str] = []
 
     def resolve(key: str, what: str) -> str | None:
         name, server = _resolve(key, names, final)
         if name is not None:
             return name
-        if server in runtime.load_errors or (server is None and partial):
+        fits = by_alias.get(key, []) if server is None else []
+        if len(fits) == 1:  # the tool's name with (or without) its prefix, in another load
+            return fits[0]
+        if server in runtime.load_errors or (server is None and key.startswith(failed_prefixes)):
             return None  # a tool of a server that failed to load: reported in load_errors
-        if any(key in (n, f"{s}:{n}") for s, n in refused):
+        if any(key in (n, f"{s}:{n}", mcp_tool_name(s, n)) for s, n in refused):
             return None  # a tool left out at load: reported in its server's warning
-        raise ValueError(
-            f"{what} names {key!r}, which is not a tool of this catalog. "
-            f"Use a catalog name or 'server:mcp_name'. Known tools include {sorted(final)[:10]}."
-        )
+        if fits:
+            problem = AMBIGUOUS_KEY.format(what=what, key=key, tools=sorted(fits))
+        else:
+            problem = UNKNOWN_KEY.format(what=what, key=key, known=sorted(final)[:10])
+        if not partial:
+            raise ValueError(problem)
+        ignored.append(problem)  # it may be a failed server's tool: warned, not raised
+        return None
 
     overrides: dict[str, dict[str, Any]] = {}
     for key, override in tool_metadata.items():
@@ -552,6 +592,14 @@ def _build_catalog(
                     f"categories[{cat!r}] must be a list of tool names, got the string {members!r}."
                 )
             cats[cat] = [n for m in members if (n := resolve(m, f"categories[{cat!r}]"))]
+    if ignored:
+        warnings.warn(
+            IGNORED_KEYS_WARNING.format(
+                problems=" ".join(ignored), failed=sorted(runtime.load_errors)
+            ),
+            MCPLoadWarning,
+            stacklevel=4,
+        )
 
     def admits(server: str, name: str, mcp_name: str) -> bool:
         return (allowed_servers is None and allowed_tools is None) or (
@@ -669,7 +717,11 @@ def _build_catalog(
         default_include=default_include,
     )
     return catalog_cls(
-        [spec for t in tools if (spec := plain.get(t.name)) is not None],
+        [
+            replace(spec, aliases=aliases.get(spec.name, ()))
+            for t in tools
+            if (spec := plain.get(t.name)) is not None
+        ],
         runtime=runtime,
         category_descriptions=plain.category_descriptions,
         filtered=[t.name for t in tools if plain.is_filtered(t.name)],

@@ -18,10 +18,17 @@ as they are:
   names stay apart; a name still taken after all that is left out;
 - a name one server lists twice keeps its first listing; the second is left out.
 
-A server's prefix comes from its own name only (:func:`server_prefix`), so it never changes
-when another server is added; a name with no ASCII letter or digit (``погода``) has a short hash
-of itself as its prefix. Two servers whose names map to one prefix (``my.docs``, ``my_docs``)
-are refused (:func:`check_prefixes`) when both would put it on tool names: at load with
+A server's prefix comes from its own name only (:func:`server_prefix`); a name with no ASCII
+letter or digit (``погода``) has a short hash of itself as its prefix. Whether a tool *gets* the
+prefix does depend on the other servers: ``search`` is ``notes__search`` while another loaded
+server lists a ``search`` too, and plain ``search`` in a deployment where that server is down or
+gone. So every tool also answers to its **aliases** (:attr:`NameChoice.aliases`): its name with
+and without its server's prefix (the bare one only when it imitates no other server). A thread's
+exclusion and the loader's ``tool_metadata`` / ``categories`` keys follow a tool through them
+(an inclusion or a filter never does); with ``tool_name_prefix=True`` names never change.
+
+Two servers whose names map to one prefix (``my.docs``, ``my_docs``) are refused
+(:func:`check_prefixes`) when both would put it on tool names: at load with
 ``tool_name_prefix=True``; otherwise once listed, if both have a prompt/resource tool or a
 prefixed name. Two that never prefix a name load together.
 
@@ -81,8 +88,8 @@ def server_prefix(server: str) -> str:
 
     A name with no ASCII letter or digit (``погода``, which would be ``___`` like every other
     such name) is ``_`` and 8 hex digits of its hash instead. Either way the prefix depends on
-    the server's own name only, so it never changes when another server is added (the names
-    in a thread's state and checkpoints stay valid).
+    the server's own name only; whether a tool carries it depends on the other servers loaded
+    (see :func:`assign_names`), so a tool answers to both forms (:attr:`NameChoice.aliases`).
     """
     if _ASCII_ALNUM.search(server) is None:
         digest = hashlib.sha1(server.encode("utf-8", "surrogatepass")).hexdigest()[:8]
@@ -155,11 +162,16 @@ class NameChoice:
             whose catalog name is not their MCP name for a reason other than a plain
             collision between servers (which the naming rule documents).
         left_out: server -> ``"'mcp name' (why)"`` lines, for the tools left out.
+        aliases: (server, MCP name) -> the tool's other names, for every tool kept: its
+            (safe) name with its server's prefix and, unless it imitates another server,
+            without it (whichever of them is not its catalog name). Which one a tool gets
+            depends on the other servers loaded; its aliases do not.
     """
 
     names: dict[tuple[str, str], str] = field(default_factory=dict)
     changes: dict[str, list[str]] = field(default_factory=dict)
     left_out: dict[str, list[str]] = field(default_factory=dict)
+    aliases: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
 
 
 def assign_names(
@@ -219,6 +231,10 @@ def assign_names(
                 continue
             taken.add(name)
             choice.names[(server, mcp_name)] = name
+            forms = [_cut(mcp_tool_name(server, base), original)]
+            if imitated is None:  # an imitating name is prefixed whoever loads: no bare alias
+                forms.append(_cut(base, original))
+            choice.aliases[(server, mcp_name)] = tuple(dict.fromkeys(a for a in forms if a != name))
             if why:
                 line = f"{_shown(mcp_name)} -> {name!r} ({'; '.join(why)})"
                 choice.changes.setdefault(server, []).append(line)

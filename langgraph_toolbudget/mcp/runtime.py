@@ -9,6 +9,7 @@ import asyncio
 import json
 import logging
 import time
+import warnings
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,13 +31,15 @@ from langgraph_toolbudget.mcp.errors import (
     CLOSED_ERROR,
     HEADERS_ERROR,
     NESTED_SYNC_ERROR,
+    RELISTED_WARNING,
     TIMED_OUT,
     TIMEOUT_ERROR,
+    MCPLoadWarning,
     MCPServerError,
     _describe_error,
     _where,
 )
-from langgraph_toolbudget.mcp.session import _ServerSession, before_deadline
+from langgraph_toolbudget.mcp.session import _Generation, _ServerSession, before_deadline
 
 logger = logging.getLogger(__name__)
 
@@ -163,7 +166,9 @@ class MCPRuntime:
                 the background loop.
             connect_timeout_s: at load (:meth:`aload`), seconds a server has to start, answer
                 ``initialize`` and list its tools (one deadline); when a session is re-opened
-                later, seconds to start and answer ``initialize``.
+                later, seconds to start and answer ``initialize``, then as many to list its
+                tools again (a loaded tool it no longer lists is refused before its calls are
+                sent, and an :class:`MCPLoadWarning` names it: see :meth:`_relist`).
             heartbeat_s: while calls are pending, ping each busy server this
                 often so a server that died mid-call is noticed (HTTP transports
                 otherwise wait forever); ``None`` disables it.
@@ -187,6 +192,10 @@ class MCPRuntime:
             )
             for name, conn in self.connections.items()
         }
+        self._loaded_tools: dict[str, dict[str, types.Tool]] = {}
+        self._reported: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {}
+        for name, session in self._sessions.items():
+            session.on_reopen = partial(self._relist, name)
         self._runner = background_loop("mcp")
         self._closed = False
         self._finalizer = weakref.finalize(self, _close_sessions, self._runner, self._sessions)
@@ -287,11 +296,84 @@ class MCPRuntime:
         gen = await server.ensure_open(deadline=deadline)  # the first step
         try:
             listing = gen.answer(_list_all_tools(gen.session))
-            return await before_deadline(listing, deadline, "tools/list", self.connect_timeout_s)
+            tools = await before_deadline(listing, deadline, "tools/list", self.connect_timeout_s)
         except Exception as exc:
             raise MCPServerError(
                 f"MCP server {name!r} failed to list its tools", server=name
             ) from exc
+        self._loaded_tools[name] = {}
+        for tool in tools:  # a name listed twice: its first listing stands, as in the catalog
+            self._loaded_tools[name].setdefault(tool.name, tool)
+        return tools
+
+    async def _relist(self, server: str, gen: _Generation) -> None:
+        """List the tools of a server whose session was re-opened (it restarted) and compare
+        them with the load's: a loaded tool it no longer lists is refused before its calls are
+        sent (:attr:`_ServerSession.gone`), and one :class:`MCPLoadWarning` names the tools
+        gone or whose input schema changed, each time that set changes. Bounded by
+        ``connect_timeout_s``; a listing that fails is logged and changes nothing."""
+        loaded = self._loaded_tools.get(server)
+        if loaded is None:
+            return
+        deadline = time.monotonic() + self.connect_timeout_s
+        try:
+            listing = gen.answer(_list_all_tools(gen.session))
+            since = "the server's re-opening"
+            tools = await before_deadline(
+                listing, deadline, "tools/list", self.connect_timeout_s, since
+            )
+        except Exception as exc:  # noqa: BLE001 - the calls go on with the tools as loaded
+            logger.warning(
+                "MCP server %r was re-opened but did not list its tools again (%s); its tools "
+                "are called as loaded",
+                server,
+                _describe_error(exc, self.connections[server]),
+            )
+            return
+        now: dict[str, types.Tool] = {}
+        for tool in tools:
+            now.setdefault(tool.name, tool)
+        gone = frozenset(n for n in loaded if n not in now)
+        changed = tuple(
+            n for n, t in loaded.items() if n in now and now[n].inputSchema != t.inputSchema
+        )
+        self._sessions[server].gone = gone
+        if self._reported.get(server, (frozenset(), ())) == (gone, changed):
+            return
+        self._reported[server] = (gone, changed)
+        if not (gone or changed):
+            logger.info("MCP server %r lists its loaded tools again", server)
+            return
+        named = self._catalog_names(server)
+        changes = []
+        if gone:
+            tools_gone = ", ".join(named(n) for n in loaded if n in gone)
+            changes.append(
+                f"it no longer lists {tools_gone} (their calls are refused before they are "
+                "sent, with an error naming the server)"
+            )
+        if changed:
+            changes.append(
+                f"{', '.join(named(n) for n in changed)} now take another input schema (they "
+                "are still offered to the model with the one loaded)"
+            )
+        warnings.warn(
+            RELISTED_WARNING.format(server=server, changes="; ".join(changes)),
+            MCPLoadWarning,
+            stacklevel=2,
+        )
+
+    def _catalog_names(self, server: str) -> Callable[[str], str]:
+        """MCP name -> how a warning names the tool: its catalog name, and its MCP name if
+        that differs."""
+        info = self.servers.get(server)
+        catalog = {mcp: name for name, mcp in (info.tools if info else {}).items()}
+
+        def named(mcp_name: str) -> str:
+            name = catalog.get(mcp_name, mcp_name)
+            return repr(name) if name == mcp_name else f"{name!r} (MCP name {mcp_name!r})"
+
+        return named
 
     async def aleave_out(self, server: str, error: BaseException) -> None:
         """Leave a server out of the load: record ``error`` in :attr:`load_errors` and close

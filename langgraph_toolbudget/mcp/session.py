@@ -25,6 +25,8 @@ from langgraph_toolbudget.mcp.errors import (
     CLOSED_ERROR,
     LOAD_TIMEOUT_ERROR,
     MAY_HAVE_RUN,
+    NO_LONGER_LISTED_ERROR,
+    NOT_LISTED_ADVICE,
     OPEN_FAILED_ERROR,
     RAN,
     READ_TIMEOUT_ERROR,
@@ -147,6 +149,12 @@ class _ServerSession:
         self.heartbeat_s = heartbeat_s
         self.init_result: types.InitializeResult | None = None
         self.opened = 0
+        self.on_reopen: Callable[[_Generation], Awaitable[None]] | None = None
+        """Run on every session opened after the first (a restarted server), before any call
+        uses it: the runtime lists the tools again there (:attr:`gone`)."""
+        self.gone: frozenset[str] = frozenset()
+        """The MCP names of loaded tools the server's latest session no longer lists: their
+        calls are refused before they are sent."""
         self._gen: _Generation | None = None
         self._lock: asyncio.Lock | None = None
         self._closed = False
@@ -221,6 +229,12 @@ class _ServerSession:
                     ),
                     server=self.name,
                 ) from exc
+            if self.opened and self.on_reopen is not None:  # before any call may use it
+                try:
+                    await self.on_reopen(gen)
+                except BaseException:  # cancelled: the next call opens (and checks) a new one
+                    self._spawn(self._close_generation(gen))
+                    raise
             if self._closed:  # shut down while it opened: nothing may outlive the shutdown
                 await self._close_generation(gen)
                 raise self._closed_error(tool)
@@ -349,6 +363,9 @@ class _ServerSession:
         """
 
         async def send(session: ClientSession) -> types.CallToolResult:
+            if mcp_name in self.gone:
+                message = NO_LONGER_LISTED_ERROR.format(server=self.name, tool=tool)
+                raise MCPServerError(message, server=self.name, tool=tool, advice=NOT_LISTED_ADVICE)
             return await session.call_tool(
                 mcp_name,
                 arguments,

@@ -1,0 +1,199 @@
+"""An MCP tool's catalog name depends on the other servers loaded (the ``<server>__`` prefix
+comes with a collision and goes with it); the thread's exclusions and the loader's
+``tool_metadata`` / ``categories`` keys follow the tool through both names (its aliases).
+
+Real FastMCP servers over stdio (``examples/mcp_servers``): ``math`` and ``notes`` both list
+``search``, so with both loaded notes' tool is ``notes__search``; with ``math`` down (a server
+that cannot start) it is plain ``search``. Only the chat model is scripted.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from mcp_servers import stdio
+
+from langgraph_toolbudget import (
+    ToolBudgetMiddleware,
+    create_toolbudget_agent,
+    exclude_tools,
+    include_tools,
+    update_context,
+)
+from langgraph_toolbudget.core.context import SessionContext
+from langgraph_toolbudget.mcp import MCPLoadWarning, MCPToolCatalog, load_mcp_catalog_sync
+from langgraph_toolbudget.testing import ScriptedChatModel
+
+MATH, NOTES = stdio("math_server.py"), stdio("notes_server.py")
+DOWN = stdio("no_such_server.py")  # python starts, cannot open the file, exits
+
+
+@contextmanager
+def load(connections: dict[str, Any], **options: Any) -> Iterator[tuple[MCPToolCatalog, list[str]]]:
+    """The catalog of ``connections`` and the texts of its load's MCPLoadWarnings; closed after."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        catalog = load_mcp_catalog_sync(connections, **options)
+    try:
+        yield catalog, [str(w.message) for w in caught if issubclass(w.category, MCPLoadWarning)]
+    finally:
+        catalog.close()
+
+
+@pytest.fixture(scope="module")
+def both() -> Iterator[MCPToolCatalog]:
+    """notes and math: notes' tool is ``notes__search``."""
+    with load({"notes": NOTES, "math": MATH}) as (catalog, _):
+        yield catalog
+
+
+@pytest.fixture(scope="module")
+def math_down() -> Iterator[MCPToolCatalog]:
+    """notes, and math failing to start: notes' tool is plain ``search``."""
+    with load({"notes": NOTES, "math": DOWN}) as (catalog, _):
+        yield catalog
+
+
+def tool_messages(messages: list[Any]) -> dict[str, ToolMessage]:
+    return {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
+
+
+def search_script(name: str) -> list[Any]:
+    return [
+        AIMessage("", tool_calls=[{"name": "add_tool", "args": {"tool_names": [name]}, "id": "a"}]),
+        AIMessage("", tool_calls=[{"name": name, "args": {"query": "milk"}, "id": "s"}]),
+        "done",
+    ]
+
+
+def run_after_restart(
+    before: MCPToolCatalog, excluded: str, after: MCPToolCatalog, name: str, api: str
+) -> tuple[dict[str, Any], ScriptedChatModel]:
+    """Exclude ``excluded`` in a thread run on ``before``; run the thread's next turn on
+    ``after`` (a restart with other servers up), the model loading and calling ``name``."""
+    saver, cfg = InMemorySaver(), {"configurable": {"thread_id": "t"}}
+    model = ScriptedChatModel(responses=search_script(name))
+
+    def app(catalog: MCPToolCatalog, chat: ScriptedChatModel) -> Any:
+        if api == "nodes":
+            return create_toolbudget_agent(chat, catalog).compile(checkpointer=saver)
+        return create_agent(chat, middleware=[ToolBudgetMiddleware(catalog)], checkpointer=saver)
+
+    first = app(before, ScriptedChatModel(responses=["ok"]))
+    update_context(first, cfg, exclude_tools(tools=[excluded]))
+    first.invoke({"messages": [HumanMessage("hello")]}, cfg)
+    out = app(after, model).invoke({"messages": [HumanMessage("search notes for milk")]}, cfg)
+    return out, model
+
+
+@pytest.mark.parametrize("api", ["nodes", "middleware"])
+def test_an_exclusion_follows_the_tool_when_its_prefix_goes_with_a_server_that_is_down(
+    both: MCPToolCatalog, math_down: MCPToolCatalog, api: str
+) -> None:
+    assert "notes__search" in both and "search" in math_down
+    out, model = run_after_restart(both, "notes__search", math_down, "search", api)
+    answer = tool_messages(out["messages"])["s"]
+    assert answer.status == "error"
+    assert "'search' was excluded from this conversation's tool context" in answer.text
+    assert "under its other name 'notes__search'" in answer.text
+    assert all("search" not in bound for bound in model.bound_tools)
+    assert "search" not in out["selected_tools"]
+
+
+def test_an_exclusion_of_a_bare_name_excludes_every_tool_that_now_carries_it(
+    math_down: MCPToolCatalog, both: MCPToolCatalog
+) -> None:
+    out, model = run_after_restart(math_down, "search", both, "notes__search", "nodes")
+    answer = tool_messages(out["messages"])["s"]
+    assert answer.status == "error" and "under its other name 'search'" in answer.text
+    # fail closed: 'search' now fits notes' and math's tool, and excludes both
+    ctx = SessionContext(tools={"search": "exclude"})
+    assert {"notes__search", "math__search"} <= ctx.excluded(both)
+    assert ctx.refusal(both, "math__search") is not None
+    assert all({"notes__search", "math__search"}.isdisjoint(b) for b in model.bound_tools)
+
+
+def test_an_inclusion_and_a_mode_apply_to_the_exact_name_only(
+    both: MCPToolCatalog, math_down: MCPToolCatalog
+) -> None:
+    ctx = SessionContext.from_state(
+        {
+            **include_tools(tools=["notes__search"]),
+            "context_tool_modes": {"notes__search": "always"},
+        }
+    )
+    assert ctx.decision(both.get("notes__search")) == "include"
+    spec = math_down.get("search")
+    assert spec is not None and spec.aliases == ("notes__search",)
+    assert ctx.decision(spec) is None and ctx.mode(spec) == "agent"
+    assert "search" not in ctx.free(math_down, math_down.always_visible)
+
+
+def test_aliases_are_the_name_with_and_without_the_servers_prefix(
+    both: MCPToolCatalog, math_down: MCPToolCatalog
+) -> None:
+    assert both.get("notes__search").aliases == ("search",)
+    assert both.get("math__search").aliases == ("search",)
+    assert both.get("add_note").aliases == ("notes__add_note",)
+    assert math_down.get("search").aliases == ("notes__search",)
+    assert (
+        math_down.get("notes__read_resource") is None
+        or not math_down.get("notes__read_resource").aliases
+    )
+
+
+def test_tool_metadata_keyed_by_the_prefixed_name_applies_while_the_other_server_is_down() -> None:
+    meta = {"notes__search": {"enabled": False}, "list_notes": {"timeout_s": 3}}
+    for connections in ({"notes": NOTES, "math": MATH}, {"notes": NOTES, "math": DOWN}):
+        with load(connections, tool_metadata=meta, categories={"find": ["notes__search"]}) as (
+            catalog,
+            _,
+        ):
+            assert "notes__search" not in catalog and "search" not in catalog
+            assert catalog.is_disabled(
+                "notes__search" if "math" in catalog.categories else "search"
+            )
+            assert catalog.get("list_notes").timeout_s == 3
+
+
+def test_tool_metadata_keys_follow_the_tool_with_or_without_its_prefix() -> None:
+    meta = {"add_note": {"timeout_s": 2}}
+    with load({"notes": NOTES}, tool_metadata=meta, tool_name_prefix=True) as (catalog, _):
+        assert catalog.get("notes__add_note").timeout_s == 2
+    meta = {"notes__add_note": {"timeout_s": 4}}
+    with load({"notes": NOTES}, tool_metadata=meta, categories={"w": ["notes__add_note"]}) as (
+        catalog,
+        _,
+    ):
+        assert catalog.get("add_note").timeout_s == 4
+        assert catalog.tools_in("w") == ["add_note"]
+
+
+def test_a_key_that_fits_two_tools_is_refused_naming_both() -> None:
+    both_search = {"notes": NOTES, "math": MATH}
+    with (
+        pytest.raises(ValueError, match=r"'search'.*\['math__search', 'notes__search'\]"),
+        load(both_search, tool_metadata={"search": {"enabled": False}}),
+    ):
+        pass
+
+
+def test_an_unknown_key_is_warned_of_on_a_partial_load_unless_it_names_the_failed_server() -> None:
+    meta = {"nothing_here": {"enabled": False}, "math__search": {"timeout_s": 1}}
+    with load({"notes": NOTES, "math": DOWN}, tool_metadata=meta) as (_, caught):
+        about_keys = [w for w in caught if "ignored" in w]
+        assert len(about_keys) == 1
+        assert "'nothing_here'" in about_keys[0] and "['math']" in about_keys[0]
+        assert "math__search" not in about_keys[0]  # may be math's: it failed to load
+    with (
+        pytest.raises(ValueError, match="'nothing_here', which is not a tool"),
+        load({"notes": NOTES}, tool_metadata={"nothing_here": {"enabled": False}}),
+    ):
+        pass
