@@ -45,9 +45,10 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 from pydantic_core import PydanticCustomError
-from typing_extensions import TypedDict
+from typing_extensions import TypedDict, Unpack
 
 from langgraph_toolbudget.core.budget import max_tools_for_model
 from langgraph_toolbudget.core.gating import BuiltinFilter, EnabledBuiltins
@@ -89,6 +90,11 @@ RENAMED_OPTIONS = {"limit": "search_limit"}
 """Former option names -> today's: an unknown keyword of a former name is pointed to its new
 one even where the spelling is too far for a close match (``ToolSearch(limit=3)``)."""
 """The options an owner with keywords of its own lists (``known`` above)."""
+PINNED_OVER_CAP_ERROR = (
+    "max_visible={cap} is less than the {n} tools in pinned ({pinned}): pinned tools are "
+    "always visible and never evicted, so max_visible must be at least {n}; raise max_visible "
+    "or pin fewer tools (or leave max_visible=None: the default cap counts the pinned tools)"
+)
 NOT_A_CONFIG_ERROR = (
     "config must be a BudgetConfig, got {kind}: build one with BudgetConfig(max_tools=..., ...) "
     "or pass the options as keywords."
@@ -245,7 +251,7 @@ class BudgetConfig(BaseModel):
     ``search_schemas`` and ``execute_sql`` (read-only SQL) over its sources, offered while
     one of them connects (``docs/database.md``). ``None``: no database tools."""
 
-    def __init__(self, **options: Any) -> None:
+    def __init__(self, **options: Unpack[BudgetOptions]) -> None:
         try:
             super().__init__(**options)
         except ValidationError as exc:
@@ -376,6 +382,18 @@ class BudgetConfig(BaseModel):
             return value
         raise _type("a function (query, catalog) -> tool names or {name: score}, or None")
 
+    @model_validator(mode="after")
+    def _pinned_fit(self) -> BudgetConfig:
+        # Pinned tools are always visible, never evicted: a cap below them cannot hold.
+        if self.max_visible is not None and len(self.pinned) > self.max_visible:
+            raise PydanticCustomError(
+                "option_conflict",
+                PINNED_OVER_CAP_ERROR.format(
+                    n=len(self.pinned), pinned=", ".join(self.pinned), cap=self.max_visible
+                ),
+            )
+        return self
+
     # --- what the options add up to ---------------------------------------------------------
 
     def __hash__(self) -> int:
@@ -424,7 +442,7 @@ class BudgetConfig(BaseModel):
 
     # --- changing options -------------------------------------------------------------------
 
-    def override(self, **changes: Any) -> BudgetConfig:
+    def override(self, **changes: Unpack[BudgetOptions]) -> BudgetConfig:
         """A validated copy with ``changes`` applied (``None`` sets an option to ``None``).
 
         Raises:
@@ -696,7 +714,9 @@ def _option_error(exc: ValidationError, owner: str, given: Mapping[str, Any]) ->
     or a ``ValueError`` (out of range), naming the option and what it must be."""
     error = exc.errors()[0]
     loc = error["loc"]
-    name = str(loc[0]) if loc else "?"
+    if not loc:  # options in conflict: a sentence of our own naming them
+        return ValueError(f"{owner}: {error['msg']}.")
+    name = str(loc[0])
     if error["type"] == "extra_forbidden":
         return unknown_option_error(owner, name, BudgetConfig.model_fields)
     value = given.get(name)

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from numbers import Real
 from typing import Annotated, Any, get_type_hints
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AnyMessage, BaseMessage
 from langgraph.graph import MessagesState
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
@@ -71,7 +71,9 @@ def _dedupe(names: Sequence[str]) -> list[str]:
 
 
 def merge_names(left: Sequence[str] | None, right: NameUpdate) -> list[str]:
-    """Reducer for lists of tool names.
+    """Reducer for lists of tool names (``selected_tools``, ``discovered_tools``).
+
+    An update of another shape raises :class:`StateFieldError` naming the fields.
 
     Args:
         left: the current names.
@@ -90,38 +92,41 @@ def merge_names(left: Sequence[str] | None, right: NameUpdate) -> list[str]:
     if isinstance(right, Mapping):
         unknown = set(right) - {"replace", "remove", "add"}
         if unknown:
-            raise ValueError(
-                f"unknown keys {sorted(unknown)} in a tool-name update; use 'replace', "
-                "'remove' or 'add'"
+            shown = _shown(sorted(unknown, key=repr))
+            raise StateFieldError(
+                NAMES_ERROR.format(where="the mapping", value=f"has the unknown keys {shown}")
             )
         if "replace" in right:
-            current = _dedupe(_names(right["replace"], "'replace'"))
-        removed = set(_names(right.get("remove", ()), "'remove'"))
+            current = _dedupe(_names(right["replace"], "the update's 'replace'"))
+        removed = set(_names(right.get("remove", ()), "the update's 'remove'"))
         current = [n for n in current if n not in removed]
-        return _dedupe([*current, *_names(right.get("add", ()), "'add'")])
+        return _dedupe([*current, *_names(right.get("add", ()), "the update's 'add'")])
     return _dedupe([*current, *_names(right, "the update")])
 
 
 NAMES_ERROR = (
-    "a tool-name update (e.g. selected_tools in a graph's input) must be a list of tool names "
-    "or a mapping of 'replace'/'remove'/'add' to lists of tool names; {where} is {value}"
+    "the state field 'selected_tools' or 'discovered_tools' (a tool-name field) must be a list "
+    "of tool names or a mapping of 'replace'/'remove'/'add' to lists of tool names; {where} "
+    "{value}. Our nodes write these fields: leave them out of graph.update_state(...), or write "
+    "['get_weather'] or {{'remove': ['get_weather']}}"
 )
 
 
 def _names(value: object, where: str) -> list[str]:
-    """``value`` as a list of names; ``TypeError`` naming the problem otherwise."""
+    """``value`` as a list of names; :class:`StateFieldError` naming the problem otherwise."""
     if isinstance(value, str) or not isinstance(value, Sequence | set | frozenset):
-        shown = repr(value) if len(repr(value)) <= 80 else f"{type(value).__name__}"
-        raise TypeError(NAMES_ERROR.format(where=where, value=shown))
+        raise StateFieldError(NAMES_ERROR.format(where=where, value=f"is {_shown(value)}"))
     bad = [v for v in value if not isinstance(v, str)]
     if bad:
-        raise TypeError(NAMES_ERROR.format(where=where, value=f"holds non-names {bad[:3]!r}"))
+        problem = f"holds non-names {_shown(bad[:3])}"
+        raise StateFieldError(NAMES_ERROR.format(where=where, value=problem))
     return list(value)
 
 
 class StateFieldError(TypeError, ValueError):
-    """An update of a budget field (``tool_last_used``, ``categories``, ``category_scores``)
-    of the wrong shape: a ``TypeError``, and a ``ValueError`` too, so LangGraph server
+    """An update of a budget field (``selected_tools``, ``discovered_tools``,
+    ``tool_last_used``, ``categories``, ``category_scores``, ``tool_reasons``) of the wrong
+    shape: a ``TypeError``, and a ``ValueError`` too, so LangGraph server
     answers a client's ``update_state`` with 400 and this message (it turns only
     ``ValueError`` into a client error)."""
 
@@ -319,14 +324,19 @@ def input_schema_of(state_schema: type[Any]) -> type[Any]:
     return TypedDict(f"{state_schema.__name__}Input", fields)  # type: ignore[operator]
 
 
-ToolBudgetInput = input_schema_of(ToolBudgetState)
-"""The input of a graph over :class:`ToolBudgetState`: the messages only.
+class ToolBudgetInput(TypedDict):
+    """The input of a graph over :class:`ToolBudgetState`: the messages only.
 
-Example:
-    ```python
-    graph = StateGraph(ToolBudgetState, input_schema=ToolBudgetInput)
-    ```
-"""
+    What ``input_schema_of(ToolBudgetState)`` builds, declared so that a type checker takes
+    it as a type (``tests/test_state.py`` keeps the two in step).
+
+    Example:
+        ```python
+        graph = StateGraph(ToolBudgetState, input_schema=ToolBudgetInput)
+        ```
+    """
+
+    messages: Annotated[list[AnyMessage], add_messages]
 
 
 # --- several nodes as one step ------------------------------------------------------------------

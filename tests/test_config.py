@@ -101,6 +101,23 @@ def test_budget_config_is_frozen_and_override_validates():
         config.override(max_tool=3)
 
 
+def test_budget_config_refuses_more_pinned_tools_than_max_visible_naming_both(catalog):
+    match = r"max_visible=1 is less than the 2 tools in pinned \(get_weather, send_email\)"
+    with pytest.raises(ValueError, match=match) as caught:
+        BudgetConfig(pinned=["get_weather", "send_email"], max_visible=1)
+    assert "raise max_visible or pin fewer tools" in str(caught.value)
+    with pytest.raises(ValueError, match=match):
+        BudgetConfig(max_visible=1).override(pinned=["get_weather", "send_email"])
+    pinned = [catalog.tool_names[0], catalog.tool_names[1]]
+    model = ScriptedChatModel(responses=[])
+    with pytest.raises(ValueError, match="max_visible=1 is less than the 2 tools in pinned"):
+        create_toolbudget_agent(model, catalog, pinned=pinned, max_visible=1)
+    with pytest.raises(ValueError, match="max_visible=1 is less than the 2 tools in pinned"):
+        SelectTools(catalog, config=BudgetConfig(max_visible=1), pinned=pinned)
+    # as many pinned tools as the cap, and a duplicate counted once, are fine
+    assert BudgetConfig(pinned=["a", "b", "a"], max_visible=2).pinned == ("a", "b")
+
+
 def test_budget_options_declares_exactly_the_config_options():
     fields = BudgetConfig.model_fields
     assert set(BudgetOptions.__annotations__) == set(fields)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from typing import get_type_hints
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
@@ -16,11 +17,18 @@ from langgraph.graph import END, START, StateGraph
 from langgraph_toolbudget import (
     ClassifyIntent,
     SelectTools,
+    ToolBudgetInput,
     ToolBudgetState,
     ToolCatalog,
     ToolSearch,
 )
-from langgraph_toolbudget.state import merge_counts, merge_names, state_get, state_messages
+from langgraph_toolbudget.state import (
+    input_schema_of,
+    merge_counts,
+    merge_names,
+    state_get,
+    state_messages,
+)
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 TURN_1 = "What's the weather in Paris tomorrow?"
@@ -256,3 +264,16 @@ def test_state_tool_search_does_not_run_again_on_the_second_turn(catalog):
     assert "tool_search" in by_node
     assert not by_node["tool_search"]  # no update on a later turn
     assert by_node["select_tools"]["selected_tools"]
+
+
+# --- the input schema ---------------------------------------------------------------------------
+
+
+def test_tool_budget_input_is_a_declared_class_equal_to_input_schema_of_the_state():
+    built = input_schema_of(ToolBudgetState)
+    assert isinstance(ToolBudgetInput, type) and ToolBudgetInput.__name__ == "ToolBudgetInput"
+    assert ToolBudgetInput.__module__ == "langgraph_toolbudget.state"  # declared, not built
+    hints = get_type_hints(ToolBudgetInput, include_extras=True)
+    assert hints == get_type_hints(built, include_extras=True)
+    assert ToolBudgetInput.__required_keys__ == built.__required_keys__
+    assert ToolBudgetInput.__optional_keys__ == built.__optional_keys__

@@ -46,6 +46,7 @@ from langgraph_toolbudget.state import (
     StateFieldError,
     clean_budget_fields,
     merge_counts,
+    merge_names,
     merge_reasons,
     replace_categories,
     replace_scores,
@@ -435,3 +436,100 @@ def test_tool_agent_takes_a_state_holding_what_the_reducers_refuse(held):
     RAN.clear()
     out = app.invoke({"messages": [HumanMessage("weather in Rome")]}, cfg)
     assert RAN == ["get_weather"] and out["messages"][-1].content == "ok"
+
+
+# --- the tool-name fields -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("update", "named"),
+    [
+        ("get_weather", "the update is 'get_weather'"),
+        (5, "the update is 5"),
+        ({"discard": ["get_weather"]}, "the unknown keys ['discard']"),
+        ({"add": [1]}, "'add' holds non-names [1]"),
+        ({"replace": "get_weather"}, "'replace' is 'get_weather'"),
+    ],
+)
+def test_merge_names_refuses_what_is_no_name_update_naming_the_fields(update, named):
+    with pytest.raises(StateFieldError) as caught:
+        merge_names(["send_message"], update)
+    message = str(caught.value)
+    assert "'selected_tools' or 'discovered_tools'" in message and named in message
+    assert "update_state" in message
+    # LangGraph server answers a ValueError with 400 (a plain TypeError is a 500).
+    assert isinstance(caught.value, ValueError) and isinstance(caught.value, TypeError)
+
+
+@pytest.mark.parametrize("face", FACES)
+@pytest.mark.parametrize("field", ["selected_tools", "discovered_tools"])
+def test_update_state_refuses_a_malformed_tool_name_field_with_a_state_field_error(face, field):
+    model = ScriptedChatModel(responses=[AIMessage("hi"), weather_call(), AIMessage("done")])
+    app, as_node = build(face, InMemorySaver(), model, max_tools=2)
+    cfg = config(f"{face}-{field}")
+    app.invoke({"messages": [HumanMessage("weather in Paris")]}, cfg)
+    with pytest.raises(StateFieldError, match=f"'{field}'"):
+        app.update_state(cfg, {field: "get_weather"}, as_node=as_node)
+    RAN.clear()
+    out = app.invoke({"messages": [HumanMessage("weather in Rome")]}, cfg)
+    assert RAN == ["get_weather"] and out["messages"][-1].content == "done"
+
+
+# --- the middleware's private fields ------------------------------------------------------------
+
+
+def _note(reply_id: str | None, **fields: Any) -> dict[str, Any]:
+    return {"reply": reply_id, **fields}
+
+
+@pytest.mark.parametrize("saver_kind", list(SAVERS))
+@pytest.mark.parametrize(
+    "note",
+    [
+        lambda reply: "not a note",
+        lambda reply: ["get_weather"],
+        lambda reply: _note(reply, tools=5),
+        lambda reply: _note(reply, batch=["unhashable"]),
+    ],
+    ids=["a-string", "a-list", "tools-an-int", "batch-unhashable"],
+)
+def test_middleware_ignores_a_client_written_note_of_the_wrong_shape(tmp_path, saver_kind, note):
+    model = ScriptedChatModel(responses=[weather_call(), AIMessage("done")])
+    middleware = ToolBudgetMiddleware(catalog())
+    with SAVERS[saver_kind](tmp_path) as saver, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        app = create_agent(
+            model, middleware=[middleware], checkpointer=saver, interrupt_before=["tools"]
+        )
+        cfg = config(f"private-{saver_kind}")
+        RAN.clear()
+        app.invoke({"messages": [HumanMessage("weather in Rome")]}, cfg)
+        reply = app.get_state(cfg).values["messages"][-1].id
+        app.update_state(cfg, {"toolbudget_still_callable": note(reply)})
+        out = app.invoke(None, cfg)
+    assert RAN == ["get_weather"] and out["messages"][-1].content == "done"
+
+
+@pytest.mark.parametrize("saver_kind", list(SAVERS))
+def test_middleware_turn_count_at_the_64_bit_edge_ends_the_turn_instead_of_overflowing(
+    tmp_path, saver_kind
+):
+    model = ScriptedChatModel(responses=[weather_call(), AIMessage("done")])
+    middleware = ToolBudgetMiddleware(catalog())
+    with SAVERS[saver_kind](tmp_path) as saver, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        app = create_agent(
+            model, middleware=[middleware], checkpointer=saver, interrupt_before=["tools"]
+        )
+        cfg = config(f"edge-{saver_kind}")
+        RAN.clear()
+        app.invoke({"messages": [HumanMessage("weather in Rome")]}, cfg)
+        user = app.get_state(cfg).values["toolbudget_turn"]["user"]
+        app.update_state(cfg, {"toolbudget_turn": {"user": user, "model_calls": 2**64 - 1}})
+        out = app.invoke(None, cfg)  # the count is clamped: its +1 is no 65-bit integer
+        assert RAN == ["get_weather"]
+        assert "max_iterations" in out["messages"][-1].content  # the turn counts as over
+        assert app.get_state(cfg).values["toolbudget_turn"]["model_calls"] <= MAX_STEP + 1
+        model.responses, model.i = [AIMessage("next turn")], 0
+        out = app.invoke({"messages": [HumanMessage("hello")]}, cfg)
+        assert out["messages"][-1].content == "next turn"

@@ -19,9 +19,22 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import StateGraph
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_toolbudget import SelectTools, ToolCatalog, ToolUsage, create_toolbudget_agent
+from langgraph_toolbudget import (
+    SelectTools,
+    ToolAgent,
+    ToolBudgetInput,
+    ToolBudgetMiddleware,
+    ToolBudgetState,
+    ToolCatalog,
+    ToolExecutor,
+    ToolSearch,
+    ToolUsage,
+    add_toolbudget_nodes,
+    create_toolbudget_agent,
+)
 from langgraph_toolbudget.core.usage import (
     MAX_CREDITED_TERMS,
     MAX_ID_CHARS,
@@ -316,6 +329,64 @@ def test_with_a_catalog_record_and_import_accept_only_its_tools():
             usage.record("weather please", [name])
     with pytest.raises(ValueError, match="not tools of"):
         usage.import_([{"tool": "made_up_tool", "query": "a b"}])
+    assert [r["tool"] for r in usage.export()] == ["get_weather"]
+
+
+@tool
+def rotate_logs(service: str) -> str:
+    """Rotate the log files of a service."""
+    return "rotated"
+
+
+def _model() -> ScriptedChatModel:
+    call = {"name": "get_weather", "args": {"city": "Paris"}, "id": "c1"}
+    return ScriptedChatModel(responses=[AIMessage("", tool_calls=[call]), AIMessage("done")])
+
+
+BUILT_WITH_USAGE = {
+    "create_toolbudget_agent": lambda c, u: create_toolbudget_agent(_model(), c, usage=u),
+    "add_toolbudget_nodes": lambda c, u: add_toolbudget_nodes(
+        StateGraph(ToolBudgetState, input_schema=ToolBudgetInput), _model(), c, usage=u
+    ),
+    "ToolAgent": lambda c, u: ToolAgent(_model(), c, usage=u),
+    "ToolExecutor": lambda c, u: ToolExecutor(c, usage=u),
+    "SelectTools": lambda c, u: SelectTools(c, usage=u),
+    "ToolSearch": lambda c, u: ToolSearch(c, usage=u),
+    "ToolBudgetMiddleware": lambda c, u: ToolBudgetMiddleware(c, usage=u),
+}
+
+
+@pytest.mark.parametrize("owner", list(BUILT_WITH_USAGE))
+def test_a_usage_bound_to_another_catalog_is_refused_where_it_is_given(owner: str):
+    usage = ToolUsage(catalog=ToolCatalog.from_tools([rotate_logs]))
+    catalog = build_example_catalog()
+    with pytest.raises(ValueError) as caught:
+        BUILT_WITH_USAGE[owner](catalog, usage)
+    message = str(caught.value)
+    assert message.startswith(f"{owner}: usage= is a ToolUsage built with catalog=")
+    assert "get_weather" in message and "ToolUsage(catalog=catalog, ...)" in message
+    assert len(usage) == 0
+
+
+@pytest.mark.parametrize("owner", list(BUILT_WITH_USAGE))
+def test_a_usage_of_the_same_tools_is_taken_in_another_mode_copy_or_superset(owner: str):
+    catalog = build_example_catalog()
+    larger = ToolCatalog.from_tools([*catalog.tools(catalog.tool_names), rotate_logs])
+    for own in (
+        catalog,
+        catalog.in_runtime_mode("debug"),
+        catalog.with_metadata(get_weather={"status": "draft"}),
+        larger,
+    ):
+        BUILT_WITH_USAGE[owner](catalog, ToolUsage(catalog=own))  # no raise
+        BUILT_WITH_USAGE[owner](catalog.in_runtime_mode("debug"), ToolUsage(catalog=own))
+
+
+def test_the_prebuilt_agent_records_with_a_usage_of_its_catalog():
+    catalog = build_example_catalog()
+    usage = ToolUsage(catalog=catalog.with_metadata(get_weather={"is_pure": True}))
+    app = create_toolbudget_agent(_model(), catalog, usage=usage).compile()
+    app.invoke({"messages": [HumanMessage("weather in Paris")]})
     assert [r["tool"] for r in usage.export()] == ["get_weather"]
 
 

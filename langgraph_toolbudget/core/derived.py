@@ -101,6 +101,11 @@ class DerivedData:
         self._embeddings_lock = threading.RLock()
         self._by_embeddings: OrderedDict[int, tuple[Callable[[], object], Any]] = OrderedDict()
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> DerivedData:
+        """This same object: derived data is shared by design (a deep copy of a catalog, of a
+        node or a graph holding one shares it), and its locks cannot be copied."""
+        return self
+
     def get(self, name: str, build: Callable[[], T]) -> T:
         """The entry ``name``, built by ``build()`` on first use, once.
 

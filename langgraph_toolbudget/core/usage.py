@@ -378,6 +378,11 @@ class UsageIndex:
         self._saturated: tuple[int, np.ndarray, dict[str, np.ndarray]] = (-1, np.zeros(0), {})
         self.version = next(_VERSIONS)
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> UsageIndex:
+        """This same object: a history is shared by its :class:`ToolUsage` by design, and its
+        lock cannot be copied."""
+        return self
+
     def __len__(self) -> int:
         """How many (tool, message) pairs are recorded (ranked or not)."""
         return len(self._order)

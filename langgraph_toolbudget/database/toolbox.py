@@ -296,6 +296,12 @@ class DatabaseToolbox:
         self._lock = threading.Lock()
         self._index: TableIndex | None = None
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> DatabaseToolbox:
+        """This same object: a toolbox is shared by design (a deep copy of a
+        ``BudgetConfig``, a node or a graph queries the same sources), and its lock cannot be
+        copied."""
+        return self
+
     @staticmethod
     def _source(name: str, raw: str, url: Any) -> _Source:
         backend = url.get_backend_name()

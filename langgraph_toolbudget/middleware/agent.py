@@ -46,7 +46,8 @@ from langgraph_toolbudget.nodes.choose import ChooseTools
 from langgraph_toolbudget.nodes.models import resolve_chat_model
 from langgraph_toolbudget.nodes.prompt import ai_calls_this_turn
 from langgraph_toolbudget.nodes.thread_prompt import ThreadPrompt
-from langgraph_toolbudget.nodes.usage import arecord_call, record_call
+from langgraph_toolbudget.nodes.usage import arecord_call, check_usage_catalog, record_call
+from langgraph_toolbudget.state import MAX_STEP
 
 __all__ = ["ToolBudgetMiddleware"]
 
@@ -208,6 +209,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         shared = shared.override(offload_over_chars=None, offload_over_tokens=None)
         self.runner = BatchRunner(catalog, shared, handle_tool_errors=handle_tool_errors)
         self.catalog = catalog = self.runner.catalog  # in the runtime mode
+        check_usage_catalog(shared.usage, catalog, "ToolBudgetMiddleware")
         self.selection = ChooseTools(catalog, config=shared, classifier_model=classifier_model)
         self.thread_prompt = ThreadPrompt(catalog, self.runner.builtins)
         self.codemode = _codemode_primary(shared, self.runner.builtins.names)
@@ -690,10 +692,17 @@ def _stored_calls(state: Any, user: str | None) -> tuple[str | None, int]:
     the turn of ``user`` (or ``user`` is None: a summary replaced the turn's start); else
     ``user``'s turn, with none counted."""
     stored = state_get(state, TURN)
-    if isinstance(stored, dict) and user in (None, stored.get("user")):
-        calls = stored.get("model_calls")
-        return stored.get("user"), calls if isinstance(calls, int) else 0
-    return user, 0
+    if not isinstance(stored, dict):
+        return user, 0
+    # Private, yet a client's update_state may write it: a count that is no integer counts
+    # as 0, one past MAX_STEP as MAX_STEP (its +1 still fits every checkpointer's integers).
+    stored_user = stored.get("user")
+    if user not in (None, stored_user) or not isinstance(stored_user, str | None):
+        return user, 0
+    calls = stored.get("model_calls")
+    if isinstance(calls, bool) or not isinstance(calls, int) or calls < 0:
+        return stored_user, 0
+    return stored_user, min(calls, MAX_STEP)
 
 
 def _calls_this_turn(state: Any) -> int:
@@ -734,8 +743,12 @@ def _noted(state: Any) -> dict[str, Any] | None:
 
 
 def _note_of(state: Any, reply: AIMessage | None) -> dict[str, Any] | None:
+    """The note ``after_model`` wrote for ``reply`` (:data:`STILL_CALLABLE`), else None; a
+    note that is no mapping (a client's ``update_state`` may write the field) is ignored."""
     note = state_get(state, STILL_CALLABLE)
-    return note if note and reply is not None and note.get("reply") == reply.id else None
+    if not isinstance(note, dict) or reply is None or note.get("reply") != reply.id:
+        return None
+    return note
 
 
 def _batch_key(state: Any, config: RunnableConfig) -> Hashable:
@@ -744,8 +757,8 @@ def _batch_key(state: Any, config: RunnableConfig) -> Hashable:
     run; else by its run's thread and the reply's id."""
     reply = _latest_reply(state)
     note = _note_of(state, reply)
-    if note is not None and "batch" in note:
-        return note["batch"]
+    if note is not None and isinstance(note.get("batch"), str):
+        return str(note["batch"])
     return thread_key(config), None if reply is None else reply.id
 
 
@@ -753,4 +766,7 @@ def _still_callable(state: Any) -> list[str]:
     """Tools the model was shown with its latest reply that the reply's own built-in calls
     took out of the visible set (recorded by ``after_model`` for that reply only)."""
     note = _note_of(state, _latest_reply(state))
-    return list(note.get("tools", ())) if note is not None else []
+    tools = note.get("tools") if note is not None else None
+    if isinstance(tools, str) or not isinstance(tools, list | tuple):
+        return []
+    return [t for t in tools if isinstance(t, str)]

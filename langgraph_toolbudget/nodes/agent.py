@@ -46,7 +46,7 @@ from langgraph_toolbudget.nodes.prompt import (
     ai_calls_this_turn,
     check_system_prompt,
 )
-from langgraph_toolbudget.nodes.usage import records_usage
+from langgraph_toolbudget.nodes.usage import check_usage_catalog, records_usage
 from langgraph_toolbudget.state import ToolBudgetState, clean_budget_fields, state_update
 
 __all__ = ["ITERATION_LIMIT_MESSAGE", "CallModel", "ToolAgent"]
@@ -209,6 +209,9 @@ class ToolAgent(BudgetNode):
         )
         catalog = require_catalog(catalog, "ToolAgent")
         self.config = BudgetConfig.resolve(config, options, owner=ToolAgent)
+        check_usage_catalog(
+            self.config.usage, catalog.in_runtime_mode(self.config.runtime_mode), "ToolAgent"
+        )
         self.call_model = CallModel(model, catalog, config=self.config, system_prompt=system_prompt)
         """The loop's model node."""
         self.executor = ToolExecutor(

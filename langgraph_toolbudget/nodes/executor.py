@@ -26,6 +26,7 @@ docs/execution.md ("Differences from ToolNode").
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -47,7 +48,12 @@ from langgraph_toolbudget.execution.errors import HandleToolErrors
 from langgraph_toolbudget.execution.outcome import TurnOutcome, node_output
 from langgraph_toolbudget.execution.pipeline import AsyncToolCallWrapper, ToolCallWrapper
 from langgraph_toolbudget.nodes._node import emit_changes
-from langgraph_toolbudget.nodes.usage import arecord_batch, record_batch, records_usage
+from langgraph_toolbudget.nodes.usage import (
+    arecord_batch,
+    check_usage_catalog,
+    record_batch,
+    records_usage,
+)
 
 __all__ = ["ToolExecutor"]
 
@@ -70,6 +76,8 @@ NO_VISIBLE_SET_ERROR = (
     "ToolExecutor.from_tools(tools) or ToolExecutor(catalog, enforce_visibility=False)."
 )
 _ABSENT = object()
+_SHARED_ON_COPY = frozenset({"config", "runner", "_tools_by_name"})
+"""What a deep copy of a :class:`ToolExecutor` shares or rebuilds instead of copying."""
 
 Hooks = ToolCallWrapper | Sequence[ToolCallWrapper] | None
 AsyncHooks = AsyncToolCallWrapper | Sequence[AsyncToolCallWrapper] | None
@@ -165,19 +173,35 @@ class ToolExecutor(ToolNode):
         )
         self.node_name: str = name
         self.config = BudgetConfig.resolve(config, options, owner=ToolExecutor)
-        self.runner = BatchRunner(
-            catalog,
-            self.config,
-            wrap_tool_call=wrap_tool_call,
-            awrap_tool_call=awrap_tool_call,
-            handle_tool_errors=handle_tool_errors,
-            messages_key=messages_key,
-        )
+        self._runner_options: dict[str, Any] = {
+            "wrap_tool_call": wrap_tool_call,
+            "awrap_tool_call": awrap_tool_call,
+            "handle_tool_errors": handle_tool_errors,
+            "messages_key": messages_key,
+        }
+        self.runner = BatchRunner(catalog, self.config, **self._runner_options)
+        check_usage_catalog(self.config.usage, self.runner.catalog, "ToolExecutor")
         # ToolNode's view of the tools (create_react_agent binds these to the model).
         self._tools_by_name = {spec.name: spec.tool for spec in self.runner.catalog.specs}
         self._wrap_tool_call = wrap_tool_call  # type: ignore[assignment]
         self._awrap_tool_call = awrap_tool_call  # type: ignore[assignment]
         self._track_use = True  # write tool_last_used (the LRU order of the visible set)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ToolExecutor:
+        """A copy with a runner of its own (its thread pool, scheduler and calls in flight),
+        over the same catalog and config: both are immutable, so they are shared, as are the
+        objects they hold (``usage``, ``database_toolbox``, embeddings); the rest (name,
+        tags, hooks) is copied, as ``ToolNode`` copies its own."""
+        clone = copy.copy(self)
+        memo[id(self)] = clone
+        own = {k: v for k, v in vars(self).items() if k not in _SHARED_ON_COPY}
+        vars(clone).update(copy.deepcopy(own, memo))
+        catalog, wording = self.runner.catalog, self.runner.policy.toolnode_wording
+        clone.runner = BatchRunner(
+            catalog, self.config, toolnode_wording=wording, **clone._runner_options
+        )
+        clone._tools_by_name = dict(self._tools_by_name)
+        return clone
 
     @classmethod
     def from_tools(

@@ -43,6 +43,7 @@ from langgraph_toolbudget.nodes.choose import ChooseTools
 from langgraph_toolbudget.nodes.executor import ToolExecutor
 from langgraph_toolbudget.nodes.models import resolve_chat_model
 from langgraph_toolbudget.nodes.prompt import SystemPrompt, check_system_prompt
+from langgraph_toolbudget.nodes.usage import check_usage_catalog
 from langgraph_toolbudget.state import BUDGET_FIELDS, ToolBudgetState, input_schema_of
 
 __all__ = ["add_toolbudget_nodes", "create_toolbudget_agent"]
@@ -179,6 +180,8 @@ def add_toolbudget_nodes(
             OPEN_INPUT_WARNING.format(fields=", ".join(exposed)), UserWarning, stacklevel=2
         )
     shared = BudgetConfig.resolve(config, options, owner=add_toolbudget_nodes)
+    listed = catalog.in_runtime_mode(shared.runtime_mode)
+    check_usage_catalog(shared.usage, listed, "add_toolbudget_nodes")
     names = {k: f"{prefix}{k}" for k in ("choose_tools", "agent", "tools")}
     nodes = {
         "choose_tools": ChooseTools(
@@ -245,6 +248,8 @@ def create_toolbudget_agent(
     model, classifier_model = _models("create_toolbudget_agent", model, classifier_model)
     check_system_prompt(system_prompt, "create_toolbudget_agent")
     shared = BudgetConfig.resolve(config, options, owner=create_toolbudget_agent)
+    listed = catalog.in_runtime_mode(shared.runtime_mode)
+    check_usage_catalog(shared.usage, listed, "create_toolbudget_agent")
     graph = StateGraph(
         state_schema, input_schema=input_schema_of(state_schema), context_schema=context_schema
     )

@@ -43,6 +43,7 @@ from langgraph_toolbudget.core.token_budget import tool_tokens
 from langgraph_toolbudget.core.working_set import tools_in_use
 from langgraph_toolbudget.nodes._node import BudgetNode, emit_changes
 from langgraph_toolbudget.nodes.retrieval import anode_scores, brings_no_topic, node_scores
+from langgraph_toolbudget.nodes.usage import check_usage_catalog
 from langgraph_toolbudget.state import state_get, state_messages
 
 __all__ = ["SelectTools", "ToolSearch"]
@@ -107,6 +108,7 @@ class SelectTools(BudgetNode):
         self.config = BudgetConfig.resolve(config, options, owner=SelectTools)
         catalog = require_catalog(catalog, "SelectTools")
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
+        check_usage_catalog(self.config.usage, catalog, "SelectTools")
         self.strategy = strategy
         self._free = free_tools(catalog, self.config.pinned)
         self.scorer = as_hybrid_scorer(catalog, self.config.embeddings)
@@ -289,6 +291,7 @@ class ToolSearch(BudgetNode):
         self.config = BudgetConfig.resolve(config, options, owner=ToolSearch)
         catalog = require_catalog(catalog, "ToolSearch")
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
+        check_usage_catalog(self.config.usage, catalog, "ToolSearch")
         self.every_turn = every_turn
         self.min_relative_score = min_relative_score
         self.scorer = as_hybrid_scorer(catalog, self.config.embeddings)

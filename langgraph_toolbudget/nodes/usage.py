@@ -86,6 +86,7 @@ __all__ = [
     "arecord_call",
     "arecord_batch",
     "ausage_scores",
+    "check_usage_catalog",
     "record_batch",
     "record_call",
     "records_usage",
@@ -161,6 +162,11 @@ IMPORT_STORE_ERROR = (
 UNKNOWN_TOOLS_ERROR = (
     "tool_names holds {names}, which are not tools of this ToolUsage's catalog; record only "
     "the catalog's tools (or build ToolUsage without catalog=)."
+)
+OTHER_CATALOG_ERROR = (
+    "{owner}: usage= is a ToolUsage built with catalog= a catalog that lacks this one's tools "
+    "{names}: it would hold tools its catalog refuses (record() refuses them). Build the "
+    "ToolUsage with this catalog (ToolUsage(catalog=catalog, ...)), or without catalog=."
 )
 
 
@@ -408,6 +414,12 @@ class ToolUsage:
     def _new_history(self) -> UsageIndex:
         per_tool, per_thread, min_sources, max_records = self._bounds
         return UsageIndex(per_tool, per_thread, min_sources=min_sources, max_records=max_records)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ToolUsage:
+        """This same object: a usage history is shared by design (a deep copy of a
+        ``BudgetConfig``, a node or a graph records into the same history), and its locks
+        and store cannot be copied."""
+        return self
 
     def __repr__(self) -> str:
         where = type(self._attached or self.store).__name__ if self._attached or self.store else ""
@@ -1339,6 +1351,28 @@ async def _acall(store: BaseStore, amethod: str, method: str, *args: Any, **kwar
 
 
 # --- what the nodes record ----------------------------------------------------------------------
+
+
+def check_usage_catalog(usage: Any, catalog: ToolCatalog, owner: str) -> None:
+    """Refuse a ``usage`` bound to another catalog (``ToolUsage(catalog=...)``) for a node over
+    ``catalog``: one whose catalog lacks a tool of ``catalog`` by name. The same catalog in
+    another runtime mode, a ``with_metadata`` copy or a catalog of more tools has them all.
+
+    Args:
+        usage: the node's ``usage`` option (None, or a ``ToolUsage``).
+        catalog: the node's catalog (in its runtime mode: the tools it may record).
+        owner: who took the option, named in the error.
+
+    Raises:
+        ValueError: ``usage.catalog`` lacks some of ``catalog``'s tools (the message names
+            them and the fix).
+    """
+    own = getattr(usage, "catalog", None)
+    if not isinstance(own, ToolCatalog) or own is catalog:
+        return
+    missing = [n for n in catalog.tool_names if own.get(n) is None]
+    if missing:
+        raise ValueError(OTHER_CATALOG_ERROR.format(owner=owner, names=clip_names(missing)))
 
 
 def succeeded_tools(
