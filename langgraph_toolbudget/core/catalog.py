@@ -34,8 +34,10 @@ Typical Usage:
 
 from __future__ import annotations
 
+import fnmatch
 import inspect
 import reprlib
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -45,6 +47,7 @@ from typing_extensions import Self
 
 from langgraph_toolbudget.core.catalog_checks import (
     DUPLICATE_TOOL_ERROR,
+    NO_SERVERS,
     TOOL_METADATA_KEYS,
     UNKNOWN_METADATA_TOOL_ERROR,
     as_tools,
@@ -91,6 +94,23 @@ NOT_A_CATALOG_ERROR = (
     "'The catalog'), or for MCP servers catalog = await load_mcp_catalog(connections).{extra}"
 )
 NOT_AWAITED_HINT = " It looks like a coroutine: did you forget to await load_mcp_catalog(...)?"
+UNKNOWN_ALLOWED_SERVERS_ERROR = (
+    "allowed_servers names {names}, which are not servers of this catalog's tools (a tool's "
+    "server is its 'server' metadata): the filter would keep none of their tools, with no "
+    "error. Closest servers: {closest}."
+)
+UNKNOWN_ALLOWED_TOOLS_ERROR = (
+    "allowed_tools names {names}, which match no tool of this catalog: the filter would drop "
+    "the tool you meant, with no error. Closest tools: {closest} (write 'name', "
+    "'server:name' or a pattern such as 'server:*')."
+)
+UNMATCHED_PATTERNS_WARNING = (
+    "allowed_tools patterns {patterns} match no tool of this catalog, so they let no tool "
+    "through (a typo?). Tools: {known}."
+)
+FILTER_WILDCARDS = frozenset("*?[")
+"""The characters that make an ``allowed_tools`` entry a pattern (``fnmatch``): an entry
+without any names one tool, and naming none is an error, not an empty filter."""
 
 
 class ToolCatalog:
@@ -189,7 +209,9 @@ class ToolCatalog:
             allowed_servers: keep only these servers' tools (with
                 ``allowed_tools``, a tool passes if either admits it).
             allowed_tools: keep only these tools: ``name``, ``server:name`` or
-                ``server:*`` (shell-style wildcards).
+                ``server:*`` (shell-style wildcards in the name). A name without
+                wildcards must name a tool (else ``ValueError``); a pattern that
+                matches none is warned of (``UserWarning``).
             default_include: include mode of a tool that sets none:
                 ``"agent"``, ``"always"`` or ``"manual"``.
 
@@ -204,8 +226,9 @@ class ToolCatalog:
                 the wrong type.
             ValueError: duplicate names; category entries, metadata or
                 descriptions naming unknown tools or categories, and
-                ``server_defaults`` naming a server no tool has (the closest
-                real names are suggested); unknown metadata keys or values;
+                ``server_defaults`` or ``allowed_servers`` naming a server no tool has,
+                an ``allowed_tools`` name without wildcards that names no tool (the
+                closest real names are suggested); unknown metadata keys or values;
                 ``enabled`` and ``status`` disagreeing in one metadata dict; an
                 unknown ``default_include``; a function without a docstring.
         """
@@ -226,6 +249,7 @@ class ToolCatalog:
             for t in tool_list
         ]
         check_server_defaults(defaults, {s.server for s in specs if s.server is not None})
+        check_filters(specs, servers, patterns)
         allowed = set(servers) if servers is not None else None
         kept = [s for s in specs if passes_filters(s, allowed, patterns)]
         kept_names = {s.name for s in kept}
@@ -450,6 +474,46 @@ def _described(value: Any) -> str:
     if value is None:
         return "None"
     return f"a {kind} ({reprlib.repr(value)})"
+
+
+def _admits(spec: ToolSpec, entry: str) -> bool:
+    """Does one ``allowed_tools`` entry name this tool (as ``passes_filters`` reads it)?"""
+    server, sep, name = entry.rpartition(":")
+    if sep and server != (spec.server or ""):
+        return False
+    return fnmatch.fnmatchcase(spec.name, name)
+
+
+def check_filters(
+    specs: Sequence[ToolSpec], servers: Sequence[str] | None, patterns: Sequence[str] | None
+) -> None:
+    """Check that each ``allowed_servers`` / ``allowed_tools`` entry admits a tool of ``specs``.
+
+    A typo in a filter would drop the tool it meant, silently: a server no tool has, or an
+    ``allowed_tools`` entry without wildcards (:data:`FILTER_WILDCARDS`) naming no tool, is
+    refused; a pattern matching no tool is warned of (it may be meant for tools to come).
+
+    Raises:
+        ValueError: an unknown server, or a name that is no tool's (the closest suggested).
+    """
+    known = {s.server for s in specs if s.server is not None}
+    unknown = [s for s in dict.fromkeys(servers or ()) if s not in known]
+    if unknown:
+        closest = closest_names(unknown, known) if known else NO_SERVERS
+        raise ValueError(UNKNOWN_ALLOWED_SERVERS_ERROR.format(names=unknown, closest=closest))
+    unmatched = [p for p in dict.fromkeys(patterns or ()) if not any(_admits(s, p) for s in specs)]
+    names = [p for p in unmatched if not FILTER_WILDCARDS.intersection(p)]
+    if names:
+        forms = [s.name for s in specs] + [f"{s.server}:{s.name}" for s in specs if s.server]
+        closest = closest_names(names, forms)
+        raise ValueError(UNKNOWN_ALLOWED_TOOLS_ERROR.format(names=names, closest=closest))
+    if unmatched:
+        shown = reprlib.repr(sorted(s.name for s in specs))
+        warnings.warn(
+            UNMATCHED_PATTERNS_WARNING.format(patterns=unmatched, known=shown),
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def require_catalog(catalog: Any, where: str, *, extra: str = "") -> ToolCatalog:

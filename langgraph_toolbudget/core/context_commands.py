@@ -214,8 +214,11 @@ def _keep_exclusions(
             if field_name == TOOLS_FIELD and value == "exclude":
                 continue
             spec = catalog.get(name)
+            key = before.excluded_as(spec) if spec is not None else None
             if before.tools.get(name) == "exclude":
                 by = ""
+            elif key is not None:  # under its other name (an MCP tool's alias)
+                by = f" (under its other name {key!r})"
             elif spec is not None and before.decision(spec) == "exclude":
                 by = f" (its server {server_of(spec)!r} is excluded)"
             else:
@@ -269,7 +272,7 @@ def run_command(
             )
         )
     try:
-        result = _run(catalog, values, command, args)
+        result = _run(catalog, values, command, args, by_user=by_user)
         if result.update and not by_user:
             _keep_exclusions(catalog, values, command, result.update)
         return result
@@ -280,7 +283,12 @@ def run_command(
 
 
 def _run(
-    catalog: ToolCatalog, values: Mapping[str, Any], command: str, args: Mapping[str, Any]
+    catalog: ToolCatalog,
+    values: Mapping[str, Any],
+    command: str,
+    args: Mapping[str, Any],
+    *,
+    by_user: bool,
 ) -> CommandResult:
     if command == "list_tools":
         return CommandResult(
@@ -296,8 +304,11 @@ def _run(
         return CommandResult(get_server(catalog, values, _arg(command, args, "server")))
     if command in ("include_tool", "exclude_tool"):
         tool = _tool_arg(catalog, command, args)
-        make = include_tools if command == "include_tool" else exclude_tools
-        return _write(catalog, values, make(tools=[tool], catalog=catalog), tool)
+        if command == "exclude_tool":
+            update = exclude_tools(tools=[tool], catalog=catalog)
+        else:  # the user's include lifts the tool's exclusions under its aliases, checked
+            update = include_tools(tools=[tool], catalog=catalog, state=values if by_user else None)
+        return _write(catalog, values, update, tool)
     if command == "set_tool_include_mode":
         tool = _tool_arg(catalog, command, args)
         mode = _arg(command, args, "mode")

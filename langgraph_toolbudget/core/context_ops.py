@@ -62,6 +62,13 @@ NOTHING_NAMED_ERROR = "{op} needs tools=[...] and/or servers=[...]; nothing was 
 UNKNOWN_TOOLS_ERROR = "{names} are not tools of this catalog. Closest tools: {closest}."
 UNKNOWN_SERVERS_ERROR = "{names} are not servers of this catalog. Servers: {known}."
 BAD_MODE_ERROR = "mode must be one of {modes} (or None to reset), got {mode!r}."
+SHARED_ALIAS_ERROR = (
+    "{tool!r} is excluded in this thread under {alias!r}, its other name, which also fits "
+    "{others} (an exclusion under a name that fits several tools excludes them all), so "
+    "including {tool!r} would include {others} too; nothing was changed. First exclude "
+    "{others} under {their} own name{s} (exclude_tools(tools={other_list})), then include "
+    "{tool!r}; or include them together (include_tools(tools={together}))."
+)
 
 
 def _names(argument: str, value: Any, what: str) -> list[str]:
@@ -101,22 +108,75 @@ def check_names(
         raise ValueError(UNKNOWN_SERVERS_ERROR.format(names=missing, known=sorted(known)))
 
 
+def _lifted_aliases(
+    catalog: ToolCatalog, names: Sequence[str], state: Any = None
+) -> dict[str, None]:
+    """The aliases whose exclusion including ``names`` lifts (each mapped to None, which
+    removes it from the thread's ``context_tools``).
+
+    An exclusion under a tool's alias (:attr:`ToolSpec.aliases`) excludes the tool, so its
+    inclusion lifts it: with ``state``, each alias the thread excluded it under; without,
+    each alias that fits no other tool (an entry there can only be this tool's). An alias
+    that also fits a tool not in ``names`` (its name or one of its aliases) is never lifted
+    silently: with ``state``, its exclusion raises if lifting it would include that tool
+    (excluded by this alias alone); without, it stays.
+
+    Raises:
+        ValueError: with ``state``, a tool excluded under an alias that also fits another
+            tool (the message names both, and how to include one or both).
+    """
+    ctx = SessionContext.from_state(state) if state is not None else None
+    everyone = catalog.in_runtime_mode("debug").specs  # drafts too: an exclusion covers them
+    lifted: dict[str, None] = {}
+    for name in names:
+        spec = catalog.get(name)
+        for alias in spec.aliases if spec is not None else ():
+            if ctx is not None and ctx.tools.get(alias) != "exclude":
+                continue
+            fits = [s for s in everyone if s.name not in names and alias in (s.name, *s.aliases)]
+            if ctx is not None:  # those that lifting it would include: excluded by it alone
+                after = ctx.merged({TOOLS_FIELD: {alias: None}})
+                fits = [s for s in fits if after.decision(s) != "exclude"]
+            others = [s.name for s in fits]
+            if not others:
+                lifted[alias] = None
+            elif ctx is not None:
+                raise ValueError(
+                    SHARED_ALIAS_ERROR.format(
+                        tool=name,
+                        alias=alias,
+                        others=", ".join(map(repr, others)),
+                        together=[*names, *others],
+                        their="their" if len(others) > 1 else "its",
+                        s="s" if len(others) > 1 else "",
+                        other_list=others,
+                    )
+                )
+    return lifted
+
+
 def _decide(
     op: str,
     decision: str,
     tools: Sequence[str] | None,
     servers_: Sequence[str] | None,
     catalog: ToolCatalog | None,
+    state: Any = None,
 ) -> dict[str, Any]:
     names = _names("tools", tools, "tool names")
     groups = _names("servers", servers_, "server names")
     if not names and not groups:
         raise ValueError(NOTHING_NAMED_ERROR.format(op=op))
+    lifted: dict[str, None] = {}
     if catalog is not None:
         check_names(require_catalog(catalog, op), names, groups)
+        if decision == "include":
+            lifted = _lifted_aliases(catalog, names, state)
     update: dict[str, Any] = {}
     if names:
-        update[TOOLS_FIELD] = dict.fromkeys(names, decision)
+        update[TOOLS_FIELD] = {**dict.fromkeys(names, decision)}
+        for alias in lifted:  # a name given wins over an alias of another one
+            update[TOOLS_FIELD].setdefault(alias, None)
     if groups:
         update[SERVERS_FIELD] = dict.fromkeys(groups, decision)
     return update
@@ -127,6 +187,7 @@ def include_tools(
     servers: Sequence[str] | None = None,
     *,
     catalog: ToolCatalog | None = None,
+    state: Any = None,
 ) -> dict[str, Any]:
     """A state update that includes tools and whole servers in the thread's context.
 
@@ -136,24 +197,36 @@ def include_tools(
     until the server is included. This is the user's power: the model's
     ``include_tool`` / ``include_tool_server`` refuse an excluded tool or server.
 
+    With ``catalog``, it also lifts the tool's exclusion under its aliases (an MCP tool's
+    name with or without its server's prefix: ``notes__search`` excluded, then included
+    as ``search``), but never one that would include another tool as well: an alias that
+    also fits another tool (``search`` once two servers list one) is lifted only with
+    ``state``, which says whether the thread excluded under it, and then refused with the
+    way out (include both, or exclude the other by its own name first). Without ``state``
+    such an exclusion stays: the tool stays excluded (``list_tools`` shows it).
+
     Args:
         tools: tool names.
         servers: server names (a tool without a server is grouped under its first category).
         catalog: when given, the names are checked against it.
+        state: the thread's state values (``graph.get_state(config).values``), with
+            ``catalog``: its exclusions under the tools' aliases are checked and lifted.
 
     Returns:
         ``{"context_tools": {...}, "context_servers": {...}}`` for ``graph.update_state``.
 
     Raises:
         TypeError: a name list that is a string or holds non-strings.
-        ValueError: nothing named; with ``catalog``, an unknown tool or server.
+        ValueError: nothing named; with ``catalog``, an unknown tool or server; with
+            ``catalog`` and ``state``, a tool excluded under an alias that also fits a
+            tool not included with it (the message names both).
 
     Example:
         ```python
         graph.update_state(config, include_tools(tools=["read_file"], servers=["github"]))
         ```
     """
-    return _decide("include_tools", "include", tools, servers, catalog)
+    return _decide("include_tools", "include", tools, servers, catalog, state)
 
 
 def exclude_tools(
@@ -169,7 +242,8 @@ def exclude_tools(
     saying it was excluded and that only the user can include it again
     (:func:`include_tools`, the CLI, the MCP context server: never the model's tools).
 
-    Args, Returns, Raises: as :func:`include_tools`.
+    Args, Returns, Raises: as :func:`include_tools` (without ``state``: an exclusion is
+    written under the names given).
 
     Example:
         ```python

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import glob
+import reprlib
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -31,8 +32,20 @@ from rapidfuzz import process
 from typing_extensions import TypedDict, Unpack
 
 from langgraph_toolbudget._compat_mcp import _handle_mcp_tool_error
-from langgraph_toolbudget.core.catalog import TOOL_METADATA_KEYS, IncludeMode, ToolCatalog
-from langgraph_toolbudget.core.catalog_checks import as_tools, described_category_error
+from langgraph_toolbudget.core.catalog import (
+    FILTER_WILDCARDS,
+    TOOL_METADATA_KEYS,
+    UNKNOWN_ALLOWED_TOOLS_ERROR,
+    UNMATCHED_PATTERNS_WARNING,
+    IncludeMode,
+    ToolCatalog,
+)
+from langgraph_toolbudget.core.catalog_checks import (
+    as_tools,
+    check_name_list,
+    closest_names,
+    described_category_error,
+)
 from langgraph_toolbudget.core.limits import clip
 from langgraph_toolbudget.core.spec import OUTPUT_SCHEMA_KEY
 from langgraph_toolbudget.core.tokens import schema_tokens
@@ -150,9 +163,13 @@ class MCPLoadOptions(TypedDict, total=False):
             ``categories`` (server categories use ``server_descriptions``).
         allowed_servers: keep only these servers' tools (with
             ``allowed_tools``, a tool passes if either admits it). Default: no filter.
+            A name that is not a server of the connections raises ``ValueError``.
         allowed_tools: keep only these tools: ``name``, ``server:name`` or
             ``server:*``; ``server:pattern`` matches the catalog or the MCP name of that
-            server's tools, a bare pattern the catalog name only.
+            server's tools, a bare pattern the catalog name only. An entry without
+            wildcards that names no tool raises ``ValueError`` (while a server failed to
+            load, an :class:`MCPLoadWarning` instead, and nothing for ``server:...`` of the
+            failed server or a tool left out at load); a pattern matching none is warned of.
         default_include: include mode of a tool that sets none (default ``"agent"``).
         tool_name_prefix: prefix every tool name with its server
             (``server__name``); by default only colliding names are prefixed.
@@ -285,8 +302,9 @@ async def load_mcp_catalog(
             ``my_docs``: rename one) when both give it to tool names (with
             ``tool_name_prefix``, before any server starts; else a prompt/resource tool or
             a prefixed name of each), unknown servers in ``server_defaults`` /
-            ``server_descriptions``, unknown (or, as an alias, ambiguous) tools in
-            ``tool_metadata`` / ``categories`` (while every server loaded; else an
+            ``server_descriptions`` / ``allowed_servers``, unknown (or, as an alias,
+            ambiguous) tools in ``tool_metadata`` / ``categories``, an ``allowed_tools``
+            entry without wildcards naming no tool (while every server loaded; else an
             :class:`MCPLoadWarning` names them), or an invalid metadata
             value (as :meth:`ToolCatalog.from_tools`).
     """
@@ -308,9 +326,14 @@ async def load_mcp_catalog(
     if prefix:
         check_prefixes(connections)  # every tool name carries its prefix: before any start
     server_defaults = options.get("server_defaults") or {}
+    allowed_servers = check_name_list(
+        "allowed_servers", options.get("allowed_servers"), "server names"
+    )
+    check_name_list("allowed_tools", options.get("allowed_tools"), "tool names or patterns")
     for label, mapping in (
         ("server_defaults", server_defaults),
         ("server_descriptions", options.get("server_descriptions") or {}),
+        ("allowed_servers", dict.fromkeys(allowed_servers or ())),
     ):
         unknown = sorted(set(mapping) - set(connections))
         if unknown:
@@ -583,6 +606,15 @@ def _build_catalog(
             )
         overrides.setdefault(name, {}).update(override)
 
+    _check_filters(
+        allowed_tools,
+        [(s, name, t.name) for s, tools_of in listed.items() for t, name, _ in tools_of]
+        + [("", t.name, t.name) for t in local]
+        + [(t.server, t.name, t.name) for t in virtual],
+        runtime,
+        refused,
+        ignored,
+    )
     cats: dict[str, list[str]] | None = None
     if categories is not None:
         cats = {}
@@ -727,6 +759,58 @@ def _build_catalog(
         filtered=[t.name for t in tools if plain.is_filtered(t.name)],
         untrusted_descriptions=third_party & set(descriptions),
     )
+
+
+def _check_filters(
+    allowed_tools: Sequence[str] | None,
+    candidates: Sequence[tuple[str, str, str]],
+    runtime: MCPRuntime,
+    refused: set[tuple[str, str]],
+    ignored: list[str],
+) -> None:
+    """Refuse an ``allowed_tools`` entry that admits nothing, as ``from_tools`` does
+    (:func:`~langgraph_toolbudget.core.catalog.check_filters`), against the tools the servers
+    listed (``candidates``: server, catalog name, MCP name; a local tool's server is ``""``).
+
+    An entry naming a tool of a server that failed to load, or one left out at load (each
+    warned of already), passes; while a server failed, a bare entry admitting nothing may be
+    its tool: it joins ``ignored`` (warned of, not refused). Otherwise an entry without
+    wildcards admitting nothing raises ``ValueError``, a pattern is warned of.
+    """
+    failed_prefixes = tuple(server_prefix(s) for s in runtime.load_errors)
+    partial = bool(runtime.load_errors)
+    unmatched: list[str] = []
+    for entry in dict.fromkeys(allowed_tools or ()):
+        if any(_matches([entry], server, name, mcp) for server, name, mcp in candidates):
+            continue
+        server, sep, _ = entry.rpartition(":")
+        if (sep and server in runtime.load_errors) or (
+            not sep and entry.startswith(failed_prefixes)
+        ):
+            continue  # a tool of a server that failed to load: reported in load_errors
+        if any(
+            fnmatch.fnmatchcase(form, entry)
+            for s, n in refused
+            for form in (n, f"{s}:{n}", mcp_tool_name(s, n))
+        ):
+            continue  # a tool left out at load: reported in its server's warning
+        if FILTER_WILDCARDS.intersection(entry):
+            unmatched.append(entry)
+            continue
+        forms = [n for _, n, _ in candidates] + [f"{s}:{m}" for s, _, m in candidates if s]
+        problem = UNKNOWN_ALLOWED_TOOLS_ERROR.format(
+            names=[entry], closest=closest_names([entry], forms)
+        )
+        if not partial:
+            raise ValueError(problem)
+        ignored.append(problem)  # it may be a failed server's tool: warned, not raised
+    if unmatched:
+        shown = reprlib.repr(sorted(n for _, n, _ in candidates))
+        warnings.warn(
+            UNMATCHED_PATTERNS_WARNING.format(patterns=unmatched, known=shown),
+            MCPLoadWarning,
+            stacklevel=4,
+        )
 
 
 def _annotations(annotations: types.ToolAnnotations | None) -> dict[str, Any]:
