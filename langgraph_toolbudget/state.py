@@ -235,9 +235,11 @@ def merge_reasons(
     if right is not None and not isinstance(right, Mapping):
         raise _refuse("tool_reasons", shape, f"is {_shown(right)}", example)
     for key, value in (right or {}).items():
+        if value is None:  # a removal, of any key: how a malformed entry is cleaned away
+            continue
         if not isinstance(key, str):
             raise _refuse("tool_reasons", shape, f"has the key {_shown(key)}", example)
-        if value is not None and not is_reason(value):
+        if not is_reason(value):
             raise _refuse("tool_reasons", shape, f"maps {key!r} to {_shown(value)}", example)
     return merge_context(left, right)
 
@@ -425,6 +427,8 @@ def _delta(reducer: Callable[..., Any] | None, old: Any, new: Any) -> Any:
         return fresh or _MISSING
     if reducer is merge_names:
         names, old_names = list(new or []), list(old or [])
+        if not all(isinstance(n, str) for n in old_names):  # a removal of a non-name is refused
+            return {"replace": names}
         diff = WorkingSet(names).diff(old_names)
         if merge_names(old_names, diff) != names:
             return {"replace": names}

@@ -147,6 +147,19 @@ def test_a_search_answer_names_only_the_loading_tools_the_model_has(
         assert "add_tool" not in answer["message"]
 
 
+@pytest.mark.parametrize(("gate", "lists"), [(None, True), ({"deny": ["show_all_tools"]}, False)])
+def test_a_search_that_finds_nothing_names_show_all_tools_only_when_the_model_has_it(
+    gate: Any, lists: bool
+) -> None:
+    executor = ToolExecutor(_catalog(), config=BudgetConfig(enabled_builtins=gate))
+    call = ToolCall(name="search_tools", args={"query": "zzzqqq_nothing"}, id="c1")
+    state = {"messages": [HumanMessage("x"), AIMessage("", tool_calls=[call])]}
+    (message,) = executor.invoke(state)["messages"]
+    answer = json.loads(message.content)
+    assert answer["found"] == 0 and answer["message"].startswith("No tools found")
+    assert ("show_all_tools" in answer["message"]) is lists
+
+
 def test_meta_tool_descriptions_name_only_enabled_meta_tools() -> None:
     """The bound descriptions point to no meta-tool the model lacks; with every one on they
     are as before."""

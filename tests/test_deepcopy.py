@@ -13,10 +13,14 @@ from pathlib import Path
 
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
+from langgraph.graph import END, START, StateGraph
 
 from langgraph_toolbudget import (
     BudgetConfig,
     DatabaseToolbox,
+    ToolAgent,
+    ToolBudgetInput,
+    ToolBudgetState,
     ToolCatalog,
     ToolExecutor,
     ToolUsage,
@@ -103,3 +107,28 @@ def test_deepcopy_of_an_agent_with_usage_records_into_the_same_history():
     app = copy.deepcopy(create_toolbudget_agent(model, catalog(), usage=usage)).compile()
     app.invoke({"messages": [HumanMessage("weather in Rome")]})
     assert [row["tool"] for row in usage.export()] == ["get_weather"]
+
+
+def test_deepcopy_of_a_tool_agent_runs_its_own_loop():
+    """The copy's loop is compiled anew over its own nodes (a compiled loop copied as it is
+    fails at its first run: LangGraph's sentinels are copied with it)."""
+    add = {"name": "add_tool", "args": {"tool_names": ["get_weather"]}, "id": "a1"}
+    script = [AIMessage("", tool_calls=[add]), weather_call(), AIMessage("done")]
+    model = ScriptedChatModel(responses=script)
+    node = ToolAgent(model, catalog(), max_tools=2)
+    for build in (
+        lambda: _in_graph(copy.deepcopy(node)).compile(),
+        lambda: copy.deepcopy(_in_graph(node)).compile(),
+    ):
+        out = build().invoke({"messages": [HumanMessage("weather in Rome")]})
+        assert out["messages"][-1].content == "done"
+        assert out["messages"][-2].content == "sunny in Rome"
+    assert model.i == 0  # the original's scripted model never ran: each copy has its own
+
+
+def _in_graph(node: ToolAgent) -> StateGraph:
+    graph = StateGraph(ToolBudgetState, input_schema=ToolBudgetInput)
+    graph.add_node("agent", node)
+    graph.add_edge(START, "agent")
+    graph.add_edge("agent", END)
+    return graph

@@ -417,8 +417,18 @@ def test_clean_budget_fields_gives_what_the_reducers_accept():
         {"tool_last_used": Overwrite({"get_weather": 2**64 - 1})},
         {"tool_last_used": Overwrite({5: 1})},
         {"categories": Overwrite(5)},
+        {"tool_reasons": Overwrite({5: {"why": "budget"}})},
+        {"selected_tools": Overwrite([5])},
+        {"discovered_tools": Overwrite([5])},
     ],
-    ids=["step-at-64-bit-edge", "non-string-key", "categories-not-a-list"],
+    ids=[
+        "step-at-64-bit-edge",
+        "non-string-key",
+        "categories-not-a-list",
+        "reason-under-a-non-string-key",
+        "a-non-name-visible",
+        "a-non-name-discovered",
+    ],
 )
 def test_tool_agent_takes_a_state_holding_what_the_reducers_refuse(held):
     model = ScriptedChatModel(responses=[AIMessage("hi")])

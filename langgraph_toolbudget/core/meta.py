@@ -48,6 +48,7 @@ from langgraph_toolbudget.core.limits import (
     safe_repr,
     too_deep,
 )
+from langgraph_toolbudget.core.search import NOT_FOUND_MESSAGE
 from langgraph_toolbudget.core.selection import select_tools
 from langgraph_toolbudget.core.working_set import WorkingSet
 
@@ -101,6 +102,7 @@ FOUND_LOAD_BY_CATEGORY = (
     "Found matching tools. To use one, call request_more_tools(categories=[...]) with its "
     "category (given with each tool) and a reason naming what you need."
 )
+NOT_FOUND_NO_LISTING = "No tools found matching the pattern. Try a shorter pattern or another word."
 FOUND_CANNOT_LOAD = (
     "Found matching tools, but this conversation cannot load other tools: use one of your "
     "tools instead."
@@ -405,6 +407,8 @@ class MetaToolHandler:
         answer = result.to_dict()
         if result.tools and ADD_TOOL not in self.enabled:  # its message says to use add_tool
             answer = self._found_without_add_tool(result.tools, result.found)
+        elif result.message == NOT_FOUND_MESSAGE and SHOW_ALL_TOOLS not in self.enabled:
+            answer["message"] = NOT_FOUND_NO_LISTING  # it says to call show_all_tools
         return MetaOutcome(
             json.dumps(answer),
             discovered=[t["name"] for t in result.tools],

@@ -20,6 +20,7 @@ Typical Usage:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, get_type_hints
 
@@ -221,6 +222,11 @@ class ToolAgent(BudgetNode):
             awrap_tool_call=awrap_tool_call,
         )
         """The loop's tools node."""
+        self._loop_args = (state_schema, catalog, name)
+        self._compile_loop()
+
+    def _compile_loop(self) -> None:
+        state_schema, catalog, name = self._loop_args
         loop = StateGraph(state_schema)
         missing = sorted(set(get_type_hints(ToolBudgetState)) - set(loop.channels))
         if missing:
@@ -237,6 +243,16 @@ class ToolAgent(BudgetNode):
         self.graph = loop.compile(name=name)
         """The loop, compiled without a checkpointer: it runs under your graph's."""
         self._reducers = _reducers(self.graph.channels)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ToolAgent:
+        """A copy with its own nodes (their own pools) and its loop compiled anew over them:
+        a compiled graph copied as it is does not run (LangGraph's sentinels are copied)."""
+        clone = copy.copy(self)
+        memo[id(self)] = clone
+        own = {k: v for k, v in vars(self).items() if k not in ("graph", "_reducers")}
+        vars(clone).update(copy.deepcopy(own, memo))
+        clone._compile_loop()
+        return clone
 
     @property
     def max_iterations(self) -> int:
