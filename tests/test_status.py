@@ -297,6 +297,24 @@ def test_deprecated_note_says_what_to_do():
     assert "search_tools" in note
 
 
+@pytest.mark.parametrize("offloaded", [False, True])
+def test_deprecated_note_points_to_search_tools_only_when_the_model_has_it(offloaded):
+    """With search_tools turned off, the note asks for another tool without naming one the
+    model does not have (the offloaded stub's note too)."""
+    options: dict[str, Any] = {"enabled_builtins": {"deny": ["search_tools"]}}
+    if offloaded:
+        options["offload_over_chars"] = 5
+    node = ToolExecutor(make_catalog([]), **options)
+    state = {
+        "messages": [HumanMessage("convert"), ask(call("legacy_convert", "ok", amount=5))],
+        "selected_tools": ["legacy_convert"],
+    }
+    (message,) = node.invoke(state)["messages"]
+    text = message.content if isinstance(message.content, str) else json.dumps(message.content)
+    assert "'legacy_convert' is deprecated and may be removed; prefer another tool" in text
+    assert "search_tools" not in text
+
+
 def test_published_and_draft_results_carry_no_note():
     node = ToolExecutor(make_catalog(), runtime_mode="debug")
     state = {

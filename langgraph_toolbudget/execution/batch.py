@@ -144,6 +144,7 @@ class BatchRunner:
             handle_tool_errors=handle_tool_errors,
             messages_key=messages_key,
             group_limits=config.group_limits,
+            searches="search_tools" in self.builtins.names,
         )
         self.offloader = (
             Offloader(config, self.builtins.names, app=app_key(catalog.tool_names), catalog=catalog)

@@ -98,7 +98,8 @@ class Offloader:
     Args:
         config: the shared options (``offload_over_chars``, ``offload_over_tokens``,
             the cap and TTL).
-        readers: the enabled output tools, named in the stub's "how to read more".
+        readers: the enabled built-in tools: the output tools among them are named in the
+            stub's "how to read more"; a deprecation note points to ``search_tools`` if given.
         app: the app's label in the namespaces (:func:`app_key` of its tool names).
         catalog: the tools whose results are offloaded: the stub of a deprecated
             tool's result ends with the deprecation note, as the result did (None:
@@ -120,6 +121,7 @@ class Offloader:
         self.config = config
         self.app = app
         self.readers = [r for r in HOW_TO_READ if r in readers]
+        self.searches = "search_tools" in readers
         self.catalog = catalog
 
     def stub(self, info: OutputInfo, handle: str, dropped: str = "") -> tuple[str, dict[str, Any]]:
@@ -183,7 +185,11 @@ class Offloader:
             else:
                 artifact["offloaded"]["artifact_dropped_chars"] = size
         stub = message.model_copy(update={"content": content, "artifact": artifact})
-        note = deprecation_note(self.catalog, message.name or "") if self.catalog else None
+        note = (
+            deprecation_note(self.catalog, message.name or "", searches=self.searches)
+            if self.catalog
+            else None
+        )
         return stub if note is None else add_note(stub, stub.tool_call_id, note)
 
     def _found(self, results: dict[int, Any]) -> list[tuple[ToolMessage, str]]:

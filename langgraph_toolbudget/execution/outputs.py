@@ -66,13 +66,20 @@ class OutputNormaliser:
         errors: the error policy (explained messages, or ``handle_tool_errors``).
         messages_key: the state key of the messages (``Command`` updates a tool
             returns are checked for their tool message under this key).
+        searches: the model has ``search_tools`` (a deprecation note points to it).
     """
 
     def __init__(
-        self, catalog: ToolCatalog, errors: ToolErrorPolicy, messages_key: str = "messages"
+        self,
+        catalog: ToolCatalog,
+        errors: ToolErrorPolicy,
+        messages_key: str = "messages",
+        *,
+        searches: bool = True,
     ) -> None:
         self.catalog = catalog
         self.errors = errors
+        self.searches = searches
         self._rules = ToolNode([], messages_key=messages_key)  # ToolNode's output checks
 
     def normalise(self, call: ToolCall, tool: BaseTool, response: Any, state: Any) -> Any:
@@ -88,7 +95,7 @@ class OutputNormaliser:
 
     def noted(self, call: ToolCall, output: Any) -> Any:
         """``output`` with the deprecation note, if the tool is deprecated."""
-        note = deprecation_note(self.catalog, call["name"])
+        note = deprecation_note(self.catalog, call["name"], searches=self.searches)
         return output if note is None else add_note(output, call["id"], note)
 
     def failure(self, call: ToolCall, tool: BaseTool, error: Exception) -> ToolMessage:

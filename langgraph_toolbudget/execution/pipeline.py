@@ -261,6 +261,7 @@ class ToolCallPipeline:
             returns are checked for their tool message under this key).
         group_limits: group -> calls at once, over the tools' ``max_concurrency``:
             a group's abandoned calls that still run count toward its limit.
+        searches: the model has ``search_tools`` (a deprecation note points to it).
 
     Example:
         ```python
@@ -282,6 +283,7 @@ class ToolCallPipeline:
         handle_tool_errors: HandleToolErrors = None,
         messages_key: str = "messages",
         group_limits: Mapping[str, int] | None = None,
+        searches: bool = True,
     ) -> None:
         if max_workers < 1:
             raise ValueError(f"max_workers must be at least 1, got {max_workers}")
@@ -293,7 +295,7 @@ class ToolCallPipeline:
         self.wrappers = as_hooks(wrap_tool_call, "wrap_tool_call")
         self.awrappers = as_hooks(awrap_tool_call, "awrap_tool_call")
         self.preparer = CallPreparer(catalog, messages_key)
-        self.outputs = OutputNormaliser(catalog, self.errors, messages_key)
+        self.outputs = OutputNormaliser(catalog, self.errors, messages_key, searches=searches)
         self._tools = [s.tool for s in catalog.specs]  # ToolRuntime.tools, as ToolNode gives
         self.lingering = LingeringCalls(group_limits_of(catalog, group_limits))
 

@@ -90,9 +90,20 @@ DEPRECATED_NOTE = (
 )
 
 
-def deprecation_note(catalog: ToolCatalog, name: str) -> str | None:
-    """The note a result of ``name`` carries if the tool is deprecated, else None."""
-    return DEPRECATED_NOTE.format(tool=name) if catalog.status(name) == "deprecated" else None
+DEPRECATED_NOTE_NO_SEARCH = (
+    "Note: tool {tool!r} is deprecated and may be removed; prefer another tool for this task "
+    "next time."
+)
+
+
+def deprecation_note(catalog: ToolCatalog, name: str, *, searches: bool = True) -> str | None:
+    """The note a result of ``name`` carries if the tool is deprecated, else None.
+
+    ``searches``: the model has ``search_tools`` (the note then says it finds another tool).
+    """
+    if catalog.status(name) != "deprecated":
+        return None
+    return (DEPRECATED_NOTE if searches else DEPRECATED_NOTE_NO_SEARCH).format(tool=name)
 
 
 def add_note(output: Any, tool_call_id: str | None, note: str) -> Any:
