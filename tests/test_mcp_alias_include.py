@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from mcp_servers import stdio
 
@@ -182,3 +183,28 @@ def test_a_partial_load_warns_of_an_allowed_tool_it_cannot_find_and_accepts_the_
         assert len(about) == 1  # 'add' may be math's: it failed to load
         assert "'add'" in about[0] and "['math']" in about[0]
         assert "math:search" not in about[0] and "math__add" not in about[0]
+
+
+def test_a_local_tools_exclusion_refuses_the_mcp_tools_include_without_a_circular_way_out() -> None:
+    """A local ``search`` makes notes' tool ``notes__search`` (alias ``search``): excluding
+    the local tool excludes notes' too (the bare name cannot tell them apart: it may have been
+    made while notes' tool was plain ``search``). Including ``notes__search`` is refused
+    saying so and how to include it; not "exclude 'search' under its own name first", which
+    is the exclusion already there (review 21a)."""
+
+    @tool
+    def search(query: str) -> str:
+        """Search the web."""
+        return "web " + query
+
+    with load({"notes": NOTES}, local_tools=[search]) as (catalog, _):
+        assert catalog.get("notes__search").aliases == ("search",)
+        values = exclude_tools(tools=["search"])
+        assert {"search", "notes__search"} <= excluded(catalog, values)
+        with pytest.raises(ValueError) as info:
+            include_tools(tools=["notes__search"], catalog=catalog, state=values)
+        message = str(info.value)
+        assert "First exclude" not in message and "the name of another tool" in message
+        assert "include_tools(tools=['notes__search', 'search'])" in message
+        both = include_tools(tools=["notes__search", "search"], catalog=catalog, state=values)
+        assert excluded(catalog, apply_update(values, both)).isdisjoint({"search", "notes__search"})

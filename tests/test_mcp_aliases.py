@@ -9,9 +9,11 @@ that cannot start) it is plain ``search``. Only the chat model is scripted.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,10 +27,12 @@ from langgraph_toolbudget import (
     create_toolbudget_agent,
     exclude_tools,
     include_tools,
+    set_include_mode,
     update_context,
 )
 from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.mcp import MCPLoadWarning, MCPToolCatalog, load_mcp_catalog_sync
+from langgraph_toolbudget.mcp.names import assign_names
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 MATH, NOTES = stdio("math_server.py"), stdio("notes_server.py")
@@ -197,3 +201,88 @@ def test_an_unknown_key_is_warned_of_on_a_partial_load_unless_it_names_the_faile
         load({"notes": NOTES}, tool_metadata={"nothing_here": {"enabled": False}}),
     ):
         pass
+
+
+# --- review 21a: an imitating name, a re-cut name, a restrictive mode -------------------------
+
+HOSTILE = Path(__file__).resolve().parent / "mcp_servers" / "hostile_server.py"
+
+
+def hostile(scenario: str) -> dict[str, Any]:
+    """A stdio connection to ``hostile_server.py <scenario>``."""
+    return {"transport": "stdio", "command": sys.executable, "args": [str(HOSTILE), scenario]}
+
+
+def test_an_exclusion_of_an_imitating_name_follows_it_once_the_imitated_server_is_added() -> None:
+    """``evil`` lists ``good__get_weather``: plain while no ``good`` server is configured, then
+    ``evil__good__get_weather`` once the operator adds ``good``. The thread's exclusion of
+    ``good__get_weather`` still refuses evil's tool (it was lost, and the call was sent), and
+    excludes good's own ``get_weather`` (alias ``good__get_weather``) too: it fails closed."""
+    evil, good = hostile("impersonate"), hostile("good")
+    saver, cfg = InMemorySaver(), {"configurable": {"thread_id": "t"}}
+    with load({"evil": evil}) as (before, _):
+        assert "good__get_weather" in before
+        app = create_toolbudget_agent(ScriptedChatModel(responses=["ok"]), before)
+        app = app.compile(checkpointer=saver)
+        update_context(app, cfg, exclude_tools(tools=["good__get_weather"]))
+        app.invoke({"messages": [HumanMessage("hello")]}, cfg)
+    with load({"evil": evil, "good": good}) as (after, _):
+        name = "evil__good__get_weather"
+        assert after.get(name).aliases == ("good__get_weather",)
+        model = ScriptedChatModel(responses=search_script(name))
+        app = create_toolbudget_agent(model, after).compile(checkpointer=saver)
+        out = app.invoke({"messages": [HumanMessage("the weather?")]}, cfg)
+        answer = tool_messages(out["messages"])["s"]
+        assert answer.status == "error" and "evil: sunny" not in answer.text
+        assert "under its other name 'good__get_weather'" in answer.text
+        assert {name, "get_weather"} <= SessionContext.from_state(out).excluded(after)
+
+
+def test_a_key_never_follows_an_imitating_names_bare_alias() -> None:
+    """The operator's ``good__get_weather`` key is good's tool's alias; evil's imitating tool
+    answers to it for exclusions only, so the key is neither ambiguous nor captured."""
+    meta = {"good__get_weather": {"timeout_s": 7}}
+    with load({"evil": hostile("impersonate"), "good": hostile("good")}, tool_metadata=meta) as (
+        catalog,
+        _,
+    ):
+        assert catalog.get("get_weather").timeout_s == 7
+        assert catalog.get("evil__good__get_weather").timeout_s != 7
+
+
+def test_a_recut_name_depends_on_its_own_servers_list_only() -> None:
+    """``a_b`` and ``a.b`` of one server both map to ``a_b``; the second's name carries a hash
+    of its server and MCP name, never of how many names the other servers took before it."""
+    lists = {"other": ["p", "q", "r"], "notes": ["a_b", "a.b"]}
+    names = set()
+    for listed in (lists, {"notes": lists["notes"]}, {"zzz": ["s"] * 1, **lists}):
+        for prefix in (False, True):
+            choice = assign_names(listed, servers=["other", "notes", "zzz"], prefix=prefix)
+            names.add(choice.names[("notes", "a.b")])
+            assert choice.names[("notes", "a_b")] == "notes__a_b"
+            alias = choice.aliases[("notes", "a.b")]
+            assert all(a.endswith(choice.names[("notes", "a.b")][-9:]) for a in alias)
+    assert len(names) == 1 and names.pop().startswith("notes__a_b_")
+
+
+def test_a_manual_mode_follows_the_tool_through_its_alias(
+    both: MCPToolCatalog, math_down: MCPToolCatalog
+) -> None:
+    """A thread that set notes' tool to ``manual`` as ``notes__search`` keeps it out of the
+    budget's choices once it is plain ``search`` (math down): a restrictive mode follows the
+    tool, as an exclusion does; ``always`` / ``agent`` stay with the exact name."""
+    saver, cfg = InMemorySaver(), {"configurable": {"thread_id": "t"}}
+    app = create_toolbudget_agent(ScriptedChatModel(responses=["ok"]), both)
+    app = app.compile(checkpointer=saver)
+    update_context(app, cfg, set_include_mode("manual", tools=["notes__search"]))
+    app.invoke({"messages": [HumanMessage("hello")]}, cfg)
+    model = ScriptedChatModel(responses=["done"])
+    app = create_toolbudget_agent(model, math_down, max_tools=5).compile(checkpointer=saver)
+    out = app.invoke({"messages": [HumanMessage("search my notes for milk")]}, cfg)
+    assert "search" not in out["selected_tools"]
+    assert all("search" not in bound for bound in model.bound_tools)
+    ctx = SessionContext(tool_modes={"notes__search": "manual"})
+    assert ctx.mode(math_down.get("search")) == "manual"
+    assert "search" in ctx.unselectable(math_down)
+    exact = SessionContext(tool_modes={"notes__search": "manual", "search": "agent"})
+    assert exact.mode(math_down.get("search")) == "agent"  # the exact name's mode wins

@@ -74,6 +74,7 @@ from langgraph_toolbudget.core.spec import (
     changed_spec,
     check_runtime_mode,
     passes_filters,
+    server_of,
 )
 
 __all__ = [
@@ -158,10 +159,18 @@ class ToolCatalog:
         self._unmanual = frozenset(s.name for s in self._active if s.include != "manual")
         self._views: dict[str, ToolCatalog] = {}
         members: dict[str, list[str]] = {}
+        groups: dict[str, list[str]] = {}
+        aliased: dict[str, list[str]] = {}
         for spec in self._active:
             for cat in spec.categories:
                 members.setdefault(cat, []).append(spec.name)
+            groups.setdefault(server_of(spec), []).append(spec.name)
+            for alias in spec.aliases:
+                aliased.setdefault(alias, []).append(spec.name)
         self._members = members
+        self._groups = groups
+        self._aliased = aliased
+        self._position = {s.name: i for i, s in enumerate(self._active)}
         self._given_descriptions = dict(category_descriptions or {})  # of every mode's categories
         self._descriptions = {c: self._given_descriptions.get(c, "") for c in members}
         self._always_visible = tuple(s.name for s in self._active if s.always_visible)
@@ -345,6 +354,22 @@ class ToolCatalog:
     def tools_in(self, category: str) -> list[str]:
         """Listed tools of a category, in catalog order ([] if unknown)."""
         return list(self._members.get(category, ()))
+
+    def tools_of(self, server: str) -> list[str]:
+        """Listed tools grouped under a server (its tools; a tool without a server is grouped
+        under its first category: :func:`~langgraph_toolbudget.core.spec.server_of`), in
+        catalog order ([] if none)."""
+        return list(self._groups.get(server, ()))
+
+    def aliased(self, alias: str) -> list[str]:
+        """Listed tools that answer to ``alias`` (:attr:`ToolSpec.aliases`: an MCP tool's
+        name with or without its server's prefix), in catalog order ([] if none)."""
+        return list(self._aliased.get(alias, ()))
+
+    def in_catalog_order(self, names: Iterable[str]) -> list[str]:
+        """The listed ones of ``names``, once each, in catalog order."""
+        position = self._position
+        return sorted({n for n in names if n in position}, key=position.__getitem__)
 
     def tools(self, names: Iterable[str]) -> list[BaseTool]:
         """The LangChain tools for these names, skipping those not listed (unknown, disabled...)."""

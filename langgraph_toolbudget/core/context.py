@@ -19,7 +19,9 @@ may override it for one tool or a whole server, and may **include** or
   name or any of its aliases (:attr:`ToolSpec.aliases`: an MCP tool's name with and
   without its server's prefix, which comes and goes with the other servers), so an
   exclusion follows the tool across deployments; an alias that now fits two tools
-  excludes both. An inclusion or a mode applies to the exact name only.
+  excludes both. A ``manual`` mode follows the tool through its aliases too (one set
+  under its exact name wins); an inclusion, an ``always`` or ``agent`` mode applies to the
+  exact name only, so a rename never makes a tool visible or selectable.
 
 The thread's choices live in four state fields (names only, merged by
 :data:`CONTEXT_REDUCERS`): :data:`CONTEXT_FIELDS`.
@@ -43,7 +45,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.core.spec import SPECIAL_CATEGORIES, IncludeMode, ToolSpec
+from langgraph_toolbudget.core.spec import (
+    NO_SERVER,
+    SPECIAL_CATEGORIES,
+    IncludeMode,
+    ToolSpec,
+    server_of,
+)
 from langgraph_toolbudget.core.working_set import WorkingSet, state_get
 
 __all__ = [
@@ -78,9 +86,6 @@ SERVER_MODES_FIELD = "context_server_modes"
 CONTEXT_FIELDS = (TOOLS_FIELD, SERVERS_FIELD, TOOL_MODES_FIELD, SERVER_MODES_FIELD)
 """The state fields of a thread's tool context: tool -> include/exclude, server ->
 include/exclude, tool -> include mode, server -> include mode."""
-
-NO_SERVER = "(no server)"
-"""The group of a tool that has neither a server nor a category."""
 
 EXCLUDED_ERROR = (
     "Error: {tool!r} was excluded from this conversation's tool context{by}, so it was not "
@@ -172,13 +177,6 @@ CONTEXT_REDUCERS: Mapping[str, Callable[[Any, Any], dict[str, Any]]] = {
 """Each of :data:`CONTEXT_FIELDS` -> its reducer."""
 
 
-def server_of(spec: ToolSpec) -> str:
-    """The server a tool is grouped under: its server, else its first category."""
-    if spec.server:
-        return spec.server
-    return spec.categories[0] if spec.categories else NO_SERVER
-
-
 def _clean(value: Any, allowed: Iterable[str]) -> dict[str, str]:
     allowed = set(allowed)
     if not isinstance(value, Mapping):
@@ -217,13 +215,19 @@ class SessionContext:
         tool_modes: tool -> include mode for this thread.
         server_modes: server -> include mode for this thread.
 
-    An empty context changes nothing: the catalog's include modes decide.
+    An empty context changes nothing: the catalog's include modes decide. A context is
+    never changed in place, so what it says of a whole catalog (:meth:`excluded`,
+    :meth:`unselectable`, :meth:`selectable`, :meth:`free`) is worked out once per catalog,
+    from the tools its entries name (never a scan of the catalog), and kept with it.
     """
 
     tools: Mapping[str, str] = field(default_factory=dict)
     servers: Mapping[str, str] = field(default_factory=dict)
     tool_modes: Mapping[str, str] = field(default_factory=dict)
     server_modes: Mapping[str, str] = field(default_factory=dict)
+    _known: dict[tuple[int, str], tuple[ToolCatalog, Any]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @classmethod
     def from_state(cls, state: Any) -> SessionContext:
@@ -254,9 +258,22 @@ class SessionContext:
     # --- one tool --------------------------------------------------------------------------
 
     def mode(self, spec: ToolSpec) -> IncludeMode:
-        """The tool's include mode in this thread: thread tool -> thread server -> catalog."""
-        mode = self.tool_modes.get(spec.name) or self.server_modes.get(server_of(spec))
+        """The tool's include mode in this thread: thread tool -> thread server -> catalog.
+
+        The thread's mode for the tool is the one set under its name, else ``manual`` if one
+        of its aliases (:attr:`ToolSpec.aliases`) was set to ``manual``: a restrictive mode
+        follows a renamed MCP tool, as an exclusion does; ``always`` and ``agent`` apply to
+        the exact name only, so a rename never makes a tool visible or selectable.
+        """
+        mode = self._tool_mode(spec) or self.server_modes.get(server_of(spec))
         return cast(IncludeMode, mode or spec.include)
+
+    def _tool_mode(self, spec: ToolSpec) -> str | None:
+        """The mode the thread set for the tool itself (see :meth:`mode`), or None."""
+        mode = self.tool_modes.get(spec.name)
+        if mode is None and any(self.tool_modes.get(a) == "manual" for a in spec.aliases):
+            return "manual"
+        return mode
 
     def excluded_as(self, spec: ToolSpec) -> str | None:
         """The name under which the thread excluded the tool itself: its name, else one of
@@ -340,16 +357,55 @@ class SessionContext:
         working.set_reasons(changed)
 
     def sets_mode(self, spec: ToolSpec) -> bool:
-        """Whether the thread set an include mode for the tool or for its server."""
-        return spec.name in self.tool_modes or server_of(spec) in self.server_modes
+        """Whether the thread set an include mode for the tool (see :meth:`mode`) or for its
+        server."""
+        return self._tool_mode(spec) is not None or server_of(spec) in self.server_modes
 
     # --- the whole catalog -----------------------------------------------------------------
+
+    def _once(self, catalog: ToolCatalog, what: str, work: Callable[[ToolCatalog], Any]) -> Any:
+        """``work(catalog)``, worked out once per catalog (the context never changes)."""
+        key = (id(catalog), what)
+        known = self._known.get(key)
+        if known is not None and known[0] is catalog:
+            return known[1]
+        value = work(catalog)
+        self._known[key] = (catalog, value)
+        return value
+
+    @staticmethod
+    def _named(catalog: ToolCatalog, keys: Iterable[str]) -> set[str]:
+        """The listed tools ``keys`` name: by name, or as one of their aliases."""
+        named: set[str] = set()
+        for key in keys:
+            if key in catalog:
+                named.add(key)
+            named.update(catalog.aliased(key))
+        return named
+
+    @staticmethod
+    def _grouped(catalog: ToolCatalog, servers: Iterable[str]) -> set[str]:
+        """The listed tools of ``servers``."""
+        return {name for server in servers for name in catalog.tools_of(server)}
+
+    def _with_modes(self, catalog: ToolCatalog) -> list[ToolSpec]:
+        """The listed tools the thread may have set a mode for (a superset: see
+        :meth:`sets_mode`)."""
+        return _specs(
+            catalog,
+            self._named(catalog, self.tool_modes) | self._grouped(catalog, self.server_modes),
+        )
 
     def excluded(self, catalog: ToolCatalog) -> set[str]:
         """The catalog's tools excluded in this thread."""
         if not (self.tools or self.servers):
             return set()
-        return {s.name for s in catalog.specs if self.decision(s) == "exclude"}
+        return set(self._once(catalog, "excluded", self._excluded))
+
+    def _excluded(self, catalog: ToolCatalog) -> frozenset[str]:
+        by_name = self._named(catalog, [k for k, v in self.tools.items() if v == "exclude"])
+        by_server = self._grouped(catalog, [k for k, v in self.servers.items() if v == "exclude"])
+        return frozenset(by_name | by_server)
 
     def hidden_categories(self, catalog: ToolCatalog) -> list[str]:
         """The catalog's categories whose every tool is excluded in this thread (sorted).
@@ -359,9 +415,10 @@ class SessionContext:
         gone = self.excluded(catalog)
         if not gone:
             return []
+        touched = {cat for name in gone if (spec := catalog.get(name)) for cat in spec.categories}
         return sorted(
             cat
-            for cat in catalog.categories
+            for cat in touched
             if (members := catalog.tools_in(cat)) and gone.issuperset(members)
         )
 
@@ -370,22 +427,29 @@ class SessionContext:
         ones, and those whose thread mode is not ``agent``."""
         if not self:
             return []
-        return [
+        return list(self._once(catalog, "unselectable", self._unselectable))
+
+    def _unselectable(self, catalog: ToolCatalog) -> list[str]:
+        moded = [
             s.name
-            for s in catalog.specs
-            if self.decision(s) == "exclude" or self.sets_mode(s) and self.mode(s) != "agent"
+            for s in self._with_modes(catalog)
+            if self.sets_mode(s) and self.mode(s) != "agent"
         ]
+        return catalog.in_catalog_order([*self.excluded(catalog), *moded])
 
     def selectable(self, catalog: ToolCatalog) -> list[str]:
         """Tools the budget and the searches may choose in this thread although the catalog
         would not: listed tools of another catalog mode the thread set to ``agent``."""
         if not (self.tool_modes or self.server_modes):
             return []
-        return [
+        return list(self._once(catalog, "selectable", self._selectable))
+
+    def _selectable(self, catalog: ToolCatalog) -> list[str]:
+        return catalog.in_catalog_order(
             s.name
-            for s in catalog.specs
+            for s in self._with_modes(catalog)
             if s.include != "agent" and self.mode(s) == "agent" and self.decision(s) is None
-        ]
+        )
 
     def free(self, catalog: ToolCatalog, base: Iterable[str]) -> list[str]:
         """The tools visible without budget in this thread.
@@ -413,8 +477,22 @@ class SessionContext:
             if spec.always_visible and not self.in_context(spec):
                 continue  # an always (or special-category) tool the thread set to manual/agent
             kept.append(name)
-        extra = [s.name for s in catalog.specs if self.in_context(s)]
+        extra = self._once(catalog, "in_context", self._in_context)
         return list(dict.fromkeys([*kept, *extra]))
+
+    def _in_context(self, catalog: ToolCatalog) -> list[str]:
+        """The listed tools :meth:`in_context`, in catalog order: among the ``always`` ones,
+        those the thread included and those it set a mode for."""
+        maybe = [
+            *_specs(catalog, catalog.always_visible),
+            *_specs(catalog, [k for k, v in self.tools.items() if v == "include"]),
+            *_specs(
+                catalog,
+                self._grouped(catalog, [k for k, v in self.servers.items() if v == "include"]),
+            ),
+            *self._with_modes(catalog),
+        ]
+        return catalog.in_catalog_order(s.name for s in maybe if self.in_context(s))
 
     def working_set(
         self,
@@ -450,6 +528,11 @@ class SessionContext:
             working.remove([n for n in working.names if n in gone], reason=REASON_EXCLUDED)
         self.follow_reasons(catalog, working)
         return working
+
+
+def _specs(catalog: ToolCatalog, names: Iterable[str]) -> list[ToolSpec]:
+    """The specs of the listed ones of ``names``."""
+    return [spec for n in names if n in catalog and (spec := catalog.get(n)) is not None]
 
 
 NO_CONTEXT = SessionContext()

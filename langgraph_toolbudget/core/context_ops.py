@@ -69,6 +69,14 @@ SHARED_ALIAS_ERROR = (
     "{others} under {their} own name{s} (exclude_tools(tools={other_list})), then include "
     "{tool!r}; or include them together (include_tools(tools={together}))."
 )
+NAME_ALIAS_ERROR = (
+    "{tool!r} is excluded in this thread under {alias!r}, which is both the name of another "
+    "tool and this tool's other name (its name where no other tool had it). A thread's "
+    "exclusions are names only, so this one cannot tell the two apart and excludes both; including "
+    "{tool!r} would include {others} too, so nothing was changed. To use {tool!r}, include "
+    "both (include_tools(tools={together})); while {alias!r} is another tool's name, {tool!r} "
+    "cannot be included alone in a thread that excluded {alias!r}."
+)
 
 
 def _names(argument: str, value: Any, what: str) -> list[str]:
@@ -140,6 +148,15 @@ def _lifted_aliases(
             others = [s.name for s in fits]
             if not others:
                 lifted[alias] = None
+            elif ctx is not None and alias in others:  # another tool's own name: no way apart
+                raise ValueError(
+                    NAME_ALIAS_ERROR.format(
+                        tool=name,
+                        alias=alias,
+                        others=", ".join(map(repr, others)),
+                        together=[*names, *others],
+                    )
+                )
             elif ctx is not None:
                 raise ValueError(
                     SHARED_ALIAS_ERROR.format(

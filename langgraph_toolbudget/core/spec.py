@@ -13,6 +13,7 @@ Key Components:
       the status below it; :func:`changed_spec`: a spec with metadata changed.
     - :func:`passes_filters`: the catalog's ``allowed_servers`` /
       ``allowed_tools`` test.
+    - :func:`server_of`: the server (or group) a tool is grouped under.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ __all__ = [
     "RUNNABLE_STATUSES",
     "RUNTIME_MODES",
     "IncludeMode",
+    "NO_SERVER",
     "RuntimeMode",
     "SPECIAL_CATEGORIES",
     "ToolSpec",
@@ -39,6 +41,7 @@ __all__ = [
     "check_runtime_mode",
     "merge_status",
     "passes_filters",
+    "server_of",
 ]
 
 IncludeMode = Literal["always", "manual", "agent"]
@@ -104,9 +107,10 @@ class ToolSpec:
             :data:`OUTPUT_SCHEMA_KEY`), each its name and description; ranked
             like the argument descriptions ("the film's title, director and
             plot" asks for the tool that returns them).
-        aliases: the other names a thread's *exclusion* of the tool may use: an MCP tool's
-            name with and without its server's prefix (``notes__search``, ``search``), since
-            which one it gets depends on the other servers loaded. Never an inclusion's.
+        aliases: the other names a thread's *exclusion* (or ``manual`` mode) of the tool may
+            use: an MCP tool's name with and without its server's prefix (``notes__search``,
+            ``search``), since which one it gets depends on the other servers loaded. Never an
+            inclusion's, nor an ``always`` / ``agent`` mode's.
     """
 
     name: str
@@ -138,6 +142,17 @@ class ToolSpec:
     def always_visible(self) -> bool:
         """Visible without spending budget (include ``always`` or a special category)."""
         return self.include == "always" or bool(SPECIAL_CATEGORIES.intersection(self.categories))
+
+
+NO_SERVER = "(no server)"
+"""The group of a tool that has neither a server nor a category."""
+
+
+def server_of(spec: ToolSpec) -> str:
+    """The server a tool is grouped under: its server, else its first category."""
+    if spec.server:
+        return spec.server
+    return spec.categories[0] if spec.categories else NO_SERVER
 
 
 def check_runtime_mode(value: object) -> str:

@@ -15,7 +15,9 @@ as they are:
   imitates another configured server (``<other>__...``) gets its own server's prefix,
   ``<server>__<name>``; with ``tool_name_prefix=True`` every name does;
 - a name left longer than 64 characters is cut, with a hash of the original so two long
-  names stay apart; a name still taken after all that is left out;
+  names stay apart; a name taken all the same (``a.b`` and ``a_b`` of one server are both
+  ``a_b``) gets that hash too, of its server and MCP name only, so it never changes with the
+  other servers; a name still taken after all that is left out;
 - a name one server lists twice keeps its first listing; the second is left out.
 
 A server's prefix comes from its own name only (:func:`server_prefix`); a name with no ASCII
@@ -23,9 +25,11 @@ letter or digit (``погода``) has a short hash of itself as its prefix. Whe
 prefix does depend on the other servers: ``search`` is ``notes__search`` while another loaded
 server lists a ``search`` too, and plain ``search`` in a deployment where that server is down or
 gone. So every tool also answers to its **aliases** (:attr:`NameChoice.aliases`): its name with
-and without its server's prefix (the bare one only when it imitates no other server). A thread's
-exclusion and the loader's ``tool_metadata`` / ``categories`` keys follow a tool through them
-(an inclusion or a filter never does); with ``tool_name_prefix=True`` names never change.
+and without its server's prefix. A thread's exclusion and the loader's ``tool_metadata`` /
+``categories`` keys follow a tool through them (an inclusion or a filter never does), except
+that a key never follows the bare alias of a name imitating another configured server
+(:attr:`NameChoice.imitations`). A name whose safe form was taken carries a hash of its server
+and MCP name, never of what else was loaded; with ``tool_name_prefix=True`` names never change.
 
 Two servers whose names map to one prefix (``my.docs``, ``my_docs``) are refused
 (:func:`check_prefixes`) when both would put it on tool names: at load with
@@ -76,6 +80,8 @@ PREFIX_TAKEN_ERROR = (
     "(its key in the connections); a name of letters, digits, '_' and '-' is its own prefix."
 )
 _ASCII_ALNUM = re.compile(r"[A-Za-z0-9]")
+_RECUTS = 8
+"""How many salted hashes a name whose safe form was taken tries before it is left out."""
 
 
 def is_safe_name(name: str) -> bool:
@@ -163,15 +169,21 @@ class NameChoice:
             collision between servers (which the naming rule documents).
         left_out: server -> ``"'mcp name' (why)"`` lines, for the tools left out.
         aliases: (server, MCP name) -> the tool's other names, for every tool kept: its
-            (safe) name with its server's prefix and, unless it imitates another server,
-            without it (whichever of them is not its catalog name). Which one a tool gets
-            depends on the other servers loaded; its aliases do not.
+            (safe) name with and without its server's prefix (whichever of them is not its
+            catalog name). Which one a tool gets depends on the other servers loaded; its
+            aliases do not. A thread's exclusion follows a tool through all of them.
+        imitations: (server, MCP name) -> the bare alias of a tool whose name imitates
+            another configured server (``evil``'s ``good__x`` while ``good`` is configured):
+            an alias for a thread's exclusions (the tool was plain ``good__x`` while ``good``
+            was not configured), but not for the operator's ``tool_metadata`` /
+            ``categories`` keys, which a hostile server must not capture or make ambiguous.
     """
 
     names: dict[tuple[str, str], str] = field(default_factory=dict)
     changes: dict[str, list[str]] = field(default_factory=dict)
     left_out: dict[str, list[str]] = field(default_factory=dict)
     aliases: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+    imitations: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
 def assign_names(
@@ -221,9 +233,17 @@ def assign_names(
             if len(full) > MAX_NAME_CHARS:
                 why.append(f"longer than {MAX_NAME_CHARS} characters")
             original = f"{server}\n{mcp_name}"
-            name = _cut(full, original)
+            name, hashed = _cut(full, original), False
             if name in taken:  # e.g. two unsafe names of one server mapped alike
-                name = _cut(full, f"{original}\n{len(taken)}", always=True)
+                # the hash is of the server and the MCP name only (the counter counts this
+                # name's own tries), so the name does not change with the other servers
+                name, salt, hashed = _cut(full, original, always=True), original, True
+                for tries in range(1, _RECUTS + 1):
+                    if name not in taken:
+                        break
+                    salt = f"{original}\n{tries}"
+                    name = _cut(full, salt, always=True)
+                original = salt
                 why.append("its safe name was taken")
             if name in taken:
                 line = f"{_shown(mcp_name)} (its name {name!r} is taken)"
@@ -231,10 +251,15 @@ def assign_names(
                 continue
             taken.add(name)
             choice.names[(server, mcp_name)] = name
-            forms = [_cut(mcp_tool_name(server, base), original)]
-            if imitated is None:  # an imitating name is prefixed whoever loads: no bare alias
-                forms.append(_cut(base, original))
-            choice.aliases[(server, mcp_name)] = tuple(dict.fromkeys(a for a in forms if a != name))
+            prefixed = _cut(mcp_tool_name(server, base), original, always=hashed)
+            bare = _cut(base, original, always=hashed)
+            choice.aliases[(server, mcp_name)] = tuple(
+                dict.fromkeys(a for a in (prefixed, bare) if a != name)
+            )
+            if imitated is not None and bare != name:
+                # prefixed only while the server it imitates is configured: the bare form
+                # stays an alias for a thread's exclusions, never for the operator's keys
+                choice.imitations[(server, mcp_name)] = bare
             if why:
                 line = f"{_shown(mcp_name)} -> {name!r} ({'; '.join(why)})"
                 choice.changes.setdefault(server, []).append(line)
