@@ -19,11 +19,13 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
 from mcp_servers import stdio
 
 from langgraph_toolbudget import (
     ToolBudgetMiddleware,
+    ToolCatalog,
     create_toolbudget_agent,
     exclude_tools,
     include_tools,
@@ -31,6 +33,7 @@ from langgraph_toolbudget import (
     update_context,
 )
 from langgraph_toolbudget.core.context import SessionContext
+from langgraph_toolbudget.core.spec import ToolSpec
 from langgraph_toolbudget.mcp import MCPLoadWarning, MCPToolCatalog, load_mcp_catalog_sync
 from langgraph_toolbudget.mcp.names import assign_names
 from langgraph_toolbudget.testing import ScriptedChatModel
@@ -260,9 +263,38 @@ def test_a_recut_name_depends_on_its_own_servers_list_only() -> None:
             choice = assign_names(listed, servers=["other", "notes", "zzz"], prefix=prefix)
             names.add(choice.names[("notes", "a.b")])
             assert choice.names[("notes", "a_b")] == "notes__a_b"
+            hashed = choice.names[("notes", "a.b")][-9:]
             alias = choice.aliases[("notes", "a.b")]
-            assert all(a.endswith(choice.names[("notes", "a.b")][-9:]) for a in alias)
+            # its hashed forms, and (for exclusions only) its plain ones: without ``a_b``
+            # listed, ``a.b`` was plain ``a_b`` (or ``notes__a_b``)
+            assert {a for a in alias if not a.endswith(hashed)} == {"a_b", "notes__a_b"}
+            assert set(choice.imitations[("notes", "a.b")]) == {"a_b", "notes__a_b"}
     assert len(names) == 1 and names.pop().startswith("notes__a_b_")
+
+
+def _stub(name: str) -> BaseTool:
+    return StructuredTool.from_function(lambda: name, name=name, description=f"tool {name}")
+
+
+def test_an_exclusion_follows_a_tool_recut_when_a_sibling_with_its_safe_form_is_listed() -> None:
+    """Deployment 1 lists only ``a_b`` (plain ``a_b``), which the thread excludes; deployment 2
+    lists ``a.b`` ahead of it, so ``a.b`` takes ``notes__a_b`` and ``a_b`` is recut with a
+    hash. The exclusion still covers ``a_b`` (and ``a.b`` too: fail closed), and the
+    operator's key ``a_b`` never resolves through the recut tool's plain forms."""
+    first = assign_names({"notes": ["a_b"]}, servers=["notes"])
+    assert first.names[("notes", "a_b")] == "a_b"
+    second = assign_names({"notes": ["a.b", "a_b"]}, servers=["notes"])
+    recut = second.names[("notes", "a_b")]
+    assert recut.startswith("notes__a_b_") and second.names[("notes", "a.b")] == "notes__a_b"
+    assert "a_b" in second.aliases[("notes", "a_b")]
+    assert "a_b" in second.imitations[("notes", "a_b")]  # exclusions only, never a key
+    specs = [
+        ToolSpec(name=name, tool=_stub(name), server="notes", aliases=second.aliases[pair])
+        for pair, name in second.names.items()
+    ]
+    catalog = ToolCatalog(specs)
+    context = SessionContext(tools={"a_b": "exclude"})
+    assert context.excluded(catalog) == {recut, "notes__a_b"}
 
 
 def test_a_manual_mode_follows_the_tool_through_its_alias(

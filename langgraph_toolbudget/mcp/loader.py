@@ -567,10 +567,10 @@ def _build_catalog(
     final = set(names.values()) | local_names | {t.name for t in virtual}
     partial = bool(runtime.load_errors)
     aliases = {name: choice.aliases.get(key, ()) for key, name in names.items()}
-    by_alias: dict[str, list[str]] = {}  # the keys' aliases: never an imitating name's bare one
+    by_alias: dict[str, list[str]] = {}  # the keys' aliases: never an exclusion-only one
     for pair, name in names.items():
         for form in aliases[name]:
-            if form != choice.imitations.get(pair):
+            if form not in choice.imitations.get(pair, ()):
                 by_alias.setdefault(form, []).append(name)
     failed_prefixes = tuple(server_prefix(s) for s in runtime.load_errors)
     ignored: list[str] = []

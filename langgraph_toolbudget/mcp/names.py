@@ -172,18 +172,21 @@ class NameChoice:
             (safe) name with and without its server's prefix (whichever of them is not its
             catalog name). Which one a tool gets depends on the other servers loaded; its
             aliases do not. A thread's exclusion follows a tool through all of them.
-        imitations: (server, MCP name) -> the bare alias of a tool whose name imitates
-            another configured server (``evil``'s ``good__x`` while ``good`` is configured):
-            an alias for a thread's exclusions (the tool was plain ``good__x`` while ``good``
-            was not configured), but not for the operator's ``tool_metadata`` /
-            ``categories`` keys, which a hostile server must not capture or make ambiguous.
+        imitations: (server, MCP name) -> the aliases of a tool that count for a thread's
+            exclusions only, never for the operator's ``tool_metadata`` / ``categories`` keys
+            (which a hostile server must not capture, nor a sibling make ambiguous): the bare
+            form of a name imitating another configured server (``evil``'s ``good__x`` while
+            ``good`` is configured: plain ``good__x`` while it was not), and the plain forms of
+            a name whose safe form was taken (``a.b`` beside ``a_b`` is ``notes__a_b_<hash>``;
+            it was plain ``a_b`` in a deployment where ``a_b`` was not listed). They are in
+            :attr:`aliases` too, so an exclusion under one fails closed on both tools.
     """
 
     names: dict[tuple[str, str], str] = field(default_factory=dict)
     changes: dict[str, list[str]] = field(default_factory=dict)
     left_out: dict[str, list[str]] = field(default_factory=dict)
     aliases: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
-    imitations: dict[tuple[str, str], str] = field(default_factory=dict)
+    imitations: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
 
 
 def assign_names(
@@ -253,13 +256,23 @@ def assign_names(
             choice.names[(server, mcp_name)] = name
             prefixed = _cut(mcp_tool_name(server, base), original, always=hashed)
             bare = _cut(base, original, always=hashed)
-            choice.aliases[(server, mcp_name)] = tuple(
-                dict.fromkeys(a for a in (prefixed, bare) if a != name)
-            )
-            if imitated is not None and bare != name:
+            exclusion_only: list[str] = []
+            if imitated is not None:
                 # prefixed only while the server it imitates is configured: the bare form
                 # stays an alias for a thread's exclusions, never for the operator's keys
-                choice.imitations[(server, mcp_name)] = bare
+                exclusion_only.append(bare)
+            if hashed:
+                # hashed only while a sibling with its safe form is listed: its plain forms
+                # were its names without that sibling (an exclusion then fails closed on both)
+                exclusion_only += [
+                    _cut(mcp_tool_name(server, base), original),
+                    _cut(base, original),
+                ]
+            forms = dict.fromkeys(a for a in (prefixed, bare, *exclusion_only) if a != name)
+            choice.aliases[(server, mcp_name)] = tuple(forms)
+            only = tuple(a for a in dict.fromkeys(exclusion_only) if a != name)
+            if only:
+                choice.imitations[(server, mcp_name)] = only
             if why:
                 line = f"{_shown(mcp_name)} -> {name!r} ({'; '.join(why)})"
                 choice.changes.setdefault(server, []).append(line)
