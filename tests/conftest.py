@@ -351,7 +351,6 @@ SLOW_MODULES = {
     "test_multilingual": "a real multilingual embedding model",
     "test_mcp": "real MCP servers over stdio, SSE and HTTP, killed and restarted",
     "test_mcp_aliases": "real MCP servers, one of them down",
-    "test_mcp_alias_include": "real MCP servers, one of them down",
     "test_typing": "mypy --strict over a user's snippet",
     "test_mcp_faults": "MCP servers that hang, crash and time out",
     "test_mcp_offload": "real MCP servers",

@@ -492,6 +492,22 @@ def _note(reply_id: str | None, **fields: Any) -> dict[str, Any]:
     return {"reply": reply_id, **fields}
 
 
+def _paused_before_tools(
+    saver: BaseCheckpointSaver, thread: str
+) -> tuple[Any, Any, ScriptedChatModel]:
+    """``create_agent`` with the budget, run on ``thread`` until before its tools (the model
+    called ``get_weather``): the app, the thread's config and the scripted model."""
+    model = ScriptedChatModel(responses=[weather_call(), AIMessage("done")])
+    middleware = ToolBudgetMiddleware(catalog())
+    app = create_agent(
+        model, middleware=[middleware], checkpointer=saver, interrupt_before=["tools"]
+    )
+    cfg = config(thread)
+    RAN.clear()
+    app.invoke({"messages": [HumanMessage("weather in Rome")]}, cfg)
+    return app, cfg, model
+
+
 @pytest.mark.parametrize("saver_kind", list(SAVERS))
 @pytest.mark.parametrize(
     "note",
@@ -504,16 +520,9 @@ def _note(reply_id: str | None, **fields: Any) -> dict[str, Any]:
     ids=["a-string", "a-list", "tools-an-int", "batch-unhashable"],
 )
 def test_middleware_ignores_a_client_written_note_of_the_wrong_shape(tmp_path, saver_kind, note):
-    model = ScriptedChatModel(responses=[weather_call(), AIMessage("done")])
-    middleware = ToolBudgetMiddleware(catalog())
     with SAVERS[saver_kind](tmp_path) as saver, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        app = create_agent(
-            model, middleware=[middleware], checkpointer=saver, interrupt_before=["tools"]
-        )
-        cfg = config(f"private-{saver_kind}")
-        RAN.clear()
-        app.invoke({"messages": [HumanMessage("weather in Rome")]}, cfg)
+        app, cfg, _ = _paused_before_tools(saver, f"private-{saver_kind}")
         reply = app.get_state(cfg).values["messages"][-1].id
         app.update_state(cfg, {"toolbudget_still_callable": note(reply)})
         out = app.invoke(None, cfg)
@@ -524,16 +533,9 @@ def test_middleware_ignores_a_client_written_note_of_the_wrong_shape(tmp_path, s
 def test_middleware_turn_count_at_the_64_bit_edge_ends_the_turn_instead_of_overflowing(
     tmp_path, saver_kind
 ):
-    model = ScriptedChatModel(responses=[weather_call(), AIMessage("done")])
-    middleware = ToolBudgetMiddleware(catalog())
     with SAVERS[saver_kind](tmp_path) as saver, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        app = create_agent(
-            model, middleware=[middleware], checkpointer=saver, interrupt_before=["tools"]
-        )
-        cfg = config(f"edge-{saver_kind}")
-        RAN.clear()
-        app.invoke({"messages": [HumanMessage("weather in Rome")]}, cfg)
+        app, cfg, model = _paused_before_tools(saver, f"edge-{saver_kind}")
         user = app.get_state(cfg).values["toolbudget_turn"]["user"]
         app.update_state(cfg, {"toolbudget_turn": {"user": user, "model_calls": 2**64 - 1}})
         out = app.invoke(None, cfg)  # the count is clamped: its +1 is no 65-bit integer
