@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from numbers import Real
-from typing import Annotated, Any, get_type_hints
+from typing import Annotated, Any, cast, get_type_hints
 
 from langchain_core.messages import AnyMessage, BaseMessage
 from langgraph.graph import MessagesState
@@ -113,14 +113,27 @@ NAMES_ERROR = (
 
 
 def _names(value: object, where: str) -> list[str]:
-    """``value`` as a list of names; :class:`StateFieldError` naming the problem otherwise."""
-    if isinstance(value, str) or not isinstance(value, Sequence | set | frozenset):
-        raise StateFieldError(NAMES_ERROR.format(where=where, value=f"is {_shown(value)}"))
-    bad = [v for v in value if not isinstance(v, str)]
+    """``value`` (a list or set) as a list of tool names; :class:`StateFieldError` naming
+    the problem otherwise."""
+
+    def refuse(problem: str) -> StateFieldError:
+        return StateFieldError(NAMES_ERROR.format(where=where, value=problem))
+
+    return _strings(value, refuse, Sequence | set | frozenset)
+
+
+def _strings(
+    value: object, refuse: Callable[[str], StateFieldError], kinds: Any = Sequence
+) -> list[str]:
+    """``value`` as a list of strings, if it is one of ``kinds`` (never a string itself) and
+    holds only strings; else ``refuse(problem)`` is raised."""
+    if isinstance(value, str) or not isinstance(value, kinds):
+        raise refuse(f"is {_shown(value)}")
+    items = list(cast("Iterable[object]", value))
+    bad = [v for v in items if not isinstance(v, str)]
     if bad:
-        problem = f"holds non-names {_shown(bad[:3])}"
-        raise StateFieldError(NAMES_ERROR.format(where=where, value=problem))
-    return list(value)
+        raise refuse(f"holds non-names {_shown(bad[:3])}")
+    return cast("list[str]", items)
 
 
 class StateFieldError(TypeError, ValueError):
@@ -187,12 +200,7 @@ def replace_categories(left: Sequence[str] | None, right: Sequence[str] | None) 
     if right is None:
         return []
     shape, example = "a list of category names", "['weather']"
-    if isinstance(right, str) or not isinstance(right, Sequence):
-        raise _refuse("categories", shape, f"is {_shown(right)}", example)
-    bad = [c for c in right if not isinstance(c, str)]
-    if bad:
-        raise _refuse("categories", shape, f"holds non-names {_shown(bad[:3])}", example)
-    return list(right)
+    return _strings(right, lambda problem: _refuse("categories", shape, problem, example))
 
 
 def replace_scores(
