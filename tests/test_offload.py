@@ -624,6 +624,59 @@ async def test_tool_agent_reads_searches_and_queries_in_each_store(
     assert out["messages"][-1].content == "done"
 
 
+def _binary_log() -> str:
+    """A log read from a binary file as text (a NUL, a lone surrogate)."""
+    return "head\x00er \udcff\n" + BIG_TEXT
+
+
+@pytest.mark.parametrize("how", ["invoke", "ainvoke"])
+async def test_an_output_holding_what_a_store_refuses_is_offloaded_with_it_replaced(
+    store: BaseStore, how: str
+) -> None:
+    # SqliteStore refuses a lone surrogate (PostgresStore a NUL too: test_offload_postgres.py):
+    # the turn ended with the store's error after the tool had run.
+    catalog = ToolCatalog.from_tools(
+        [_binary_log], tool_metadata={"_binary_log": {"include": "always"}}
+    )
+    graph = StateGraph(ToolBudgetState)
+    graph.add_node("tools", ToolExecutor(catalog))
+    graph.add_edge(START, "tools")
+    app = graph.compile(store=store)
+    config = {"configurable": {"thread_id": how}}
+    state = _state(_call("_binary_log"))
+    out = app.invoke(state, config) if how == "invoke" else await app.ainvoke(state, config)
+    stub = next(m for m in out["messages"] if isinstance(m, ToolMessage))
+    item = store.get(_ns(how, catalog), _handle(stub))
+    assert item is not None
+    assert item.value["text"] == "head\ufffder \ufffd\n" + BIG_TEXT
+    assert item.value["chars"] == len(_binary_log())
+
+
+@pytest.mark.parametrize("how", ["invoke", "ainvoke"])
+async def test_an_output_the_store_cannot_keep_is_cut_with_a_note_and_the_turn_goes_on(
+    tmp_path: Path, how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A store that fails (here a real SqliteStore whose connection closed) ended the turn
+    # after the tools had run, so a retry ran them again; the model now reads what fits.
+    with SqliteStore.from_conn_string(str(tmp_path / "gone.db")) as gone:
+        gone.setup()
+    app = StateGraph(ToolBudgetState)
+    app.add_node("tools", ToolExecutor(_catalog(), config=BudgetConfig(offload_over_chars=5000)))
+    app.add_edge(START, "tools")
+    graph = app.compile(store=gone)
+    state = _state(_call("server_log", i="a"), _call("small", i="b"))
+    config = {"configurable": {"thread_id": "t"}}
+    out = graph.invoke(state, config) if how == "invoke" else await graph.ainvoke(state, config)
+    cut, tiny = (m for m in out["messages"] if isinstance(m, ToolMessage))
+    assert tiny.content == "tiny"
+    assert cut.status == "success" and cut.content.startswith(BIG_TEXT[:5000] + "\n[Output cut")
+    assert f"the first 5,000 of {len(BIG_TEXT):,} characters are shown" in cut.content
+    assert "ProgrammingError" in cut.content and "call the tool again" in cut.content
+    facts = cut.artifact["not_offloaded"]
+    assert (facts["chars"], facts["shown"]) == (len(BIG_TEXT), 5000)
+    assert "could not offload a" in caplog.text
+
+
 def test_sqlite_store_items_get_the_ttl(tmp_path: Path) -> None:
     path = tmp_path / "ttl.db"
     with SqliteStore.from_conn_string(str(path)) as sqlite_store:

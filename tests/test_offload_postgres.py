@@ -79,3 +79,34 @@ async def test_postgres_stores_offloaded_outputs_with_ttl_and_eviction(pg_url: s
         other = {"configurable": {"thread_id": "someone-else"}}
         refused = _tool_message(await app.ainvoke(_state("query_large_output", query), other))
         assert refused.status == "error" and "another conversation" in refused.content
+
+
+def binary_dump() -> str:
+    """A binary file read as text (a NUL, a lone surrogate)."""
+    return "head\x00er \udcff\n" + BIG
+
+
+async def test_postgres_keeps_an_output_holding_a_nul_or_a_lone_surrogate(pg_url: str) -> None:
+    # PostgresStore refuses both in a text: the run ended with the store's error after the
+    # tool had run. Each is stored as U+FFFD and the turn goes on.
+    from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
+
+    catalog = ToolCatalog.from_tools(
+        [binary_dump], tool_metadata={"binary_dump": {"include": "always"}}
+    )
+    graph = StateGraph(ToolBudgetState)
+    graph.add_node("tools", ToolExecutor(catalog))
+    graph.add_edge(START, "tools")
+    ns = (*NAMESPACE, "tools", app_key(["binary_dump"]), "thread", "bin")
+    thread = {"configurable": {"thread_id": "bin"}}
+    stored = "head\ufffder \ufffd\n" + BIG
+    with PostgresStore.from_conn_string(pg_url) as store:
+        store.setup()
+        stub = _tool_message(graph.compile(store=store).invoke(_state("binary_dump", {}), thread))
+        item = store.get(ns, stub.artifact["offloaded"]["handle"])
+        assert item is not None and item.value["text"] == stored
+    async with AsyncPostgresStore.from_conn_string(pg_url) as astore:
+        app = graph.compile(store=astore)
+        stub = _tool_message(await app.ainvoke(_state("binary_dump", {}), thread))
+        item = await astore.aget(ns, stub.artifact["offloaded"]["handle"])
+        assert item is not None and item.value["text"] == stored

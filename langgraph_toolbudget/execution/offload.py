@@ -22,6 +22,7 @@ Key Components:
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,12 +39,14 @@ from langgraph_toolbudget.core.large_output import (
     output_text,
     read_limit,
 )
-from langgraph_toolbudget.core.limits import cut_deep
+from langgraph_toolbudget.core.limits import clip, cut_deep
 from langgraph_toolbudget.execution.output_store import OffloadStore
 from langgraph_toolbudget.execution.outputs import DEEP_ARTIFACT, rebuilt, tool_messages
 from langgraph_toolbudget.execution.policy import add_note, deprecation_note
 
 __all__ = ["Offloader", "offload_limit"]
+
+logger = logging.getLogger(__name__)
 
 STUB_TEMPLATE = (
     "[Large output offloaded: {chars:,} characters (~{tokens:,} tokens) of {kind_name}, "
@@ -58,6 +61,12 @@ HOW_TO_READ = {
     "{examples}",
 }
 DROPPED_NOTE = " (Its artifact of {chars:,} characters was dropped.)"
+STORE_FAILED_TEMPLATE = (
+    "{cut}\n[Output cut: the first {shown:,} of {chars:,} characters are shown. It was too "
+    "large to show whole, and the output store could not keep it ({error}), so the rest is "
+    "not kept. If you need more of it, call the tool again asking for less.]"
+)
+"""The answer in place of an output the store refused to keep (the store down, or full)."""
 DEEP_DROPPED_NOTE = " (Its artifact was dropped: it is {reason}.)"
 
 
@@ -162,28 +171,62 @@ class Offloader:
         return text if len(text) > self.limit else None
 
     def _replace(self, message: ToolMessage, info: OutputInfo, handle: str) -> ToolMessage:
+        """The message with its stored output's stub for content."""
+        size, dropped = self._artifact_size(message)
+        content, facts = self.stub(info, handle, dropped=dropped)
+        return self._stand_in(message, content, {"offloaded": facts}, size, dropped)
+
+    def _cut(self, message: ToolMessage, text: str, error: BaseException) -> ToolMessage:
+        """The message with its output cut to the limit, when the store refused to keep it
+        (the model reads what fits, and why the rest is gone)."""
+        logger.warning(
+            "could not offload a %d-character output of %s; it is cut to %d characters",
+            len(text),
+            message.name,
+            self.limit,
+            exc_info=error,
+        )
+        size, dropped = self._artifact_size(message)
+        reason = clip(f"{type(error).__name__}: {error}")
+        content = STORE_FAILED_TEMPLATE.format(
+            cut=text[: self.limit], shown=self.limit, chars=len(text), error=reason
+        )
+        facts = {"chars": len(text), "shown": self.limit, "error": reason}
+        return self._stand_in(message, content + dropped, {"not_offloaded": facts}, size, dropped)
+
+    def _artifact_size(self, message: ToolMessage) -> tuple[int | None, str]:
+        """The artifact's size as JSON (None: too deep to write) and the note to add if it
+        is dropped with the output."""
         # The normalise stage dropped an artifact nested too deep (DEEP_ARTIFACT stands in
         # for it); one a hook made may still be too deep to write (size None).
         size = None if message.artifact == DEEP_ARTIFACT else _size(message.artifact)
-        reason = DEEP_ARTIFACT["artifact_dropped"]
         if size is None:
-            dropped = DEEP_DROPPED_NOTE.format(reason=reason)
-        else:
-            dropped = DROPPED_NOTE.format(chars=size) if size > self.limit else ""
-        content: str | list[Any]
-        content, facts = self.stub(info, handle, dropped=dropped)
+            return None, DEEP_DROPPED_NOTE.format(reason=DEEP_ARTIFACT["artifact_dropped"])
+        return size, DROPPED_NOTE.format(chars=size) if size > self.limit else ""
+
+    def _stand_in(
+        self,
+        message: ToolMessage,
+        text: str,
+        artifact: dict[str, Any],
+        size: int | None,
+        dropped: str,
+    ) -> ToolMessage:
+        """``message`` with ``text`` (and its media blocks) for content, and ``artifact``
+        with the tool's own artifact kept unless it is dropped (too deep, or too large)."""
+        facts = next(iter(artifact.values()))
+        content: str | list[Any] = text
         media = media_blocks(message.content)
         if media:  # images and files go to the model as blocks; only the text was offloaded
             content = [{"type": "text", "text": content}, *media]
             facts["media_blocks"] = len(media)
-        artifact: dict[str, Any] = {"offloaded": facts}
         if message.artifact is not None:
             if not dropped:
                 artifact["artifact"] = message.artifact
             elif size is None:
-                artifact["offloaded"]["artifact_dropped"] = reason
+                facts["artifact_dropped"] = DEEP_ARTIFACT["artifact_dropped"]
             else:
-                artifact["offloaded"]["artifact_dropped_chars"] = size
+                facts["artifact_dropped_chars"] = size
         stub = message.model_copy(update={"content": content, "artifact": artifact})
         note = (
             deprecation_note(self.catalog, message.name or "", searches=self.searches)
@@ -211,7 +254,11 @@ class Offloader:
         new: dict[int, ToolMessage] = {}
         for message, text in large:
             info = describe_output(text)
-            handle = store.put(text, info.kind, message.name or "")
+            try:
+                handle = store.put(text, info.kind, message.name or "")
+            except Exception as exc:  # noqa: BLE001 - the store down: the turn goes on
+                new[id(message)] = self._cut(message, text, exc)
+                continue
             new[id(message)] = self._replace(message, info, handle)
         return {i: rebuilt(output, new) for i, output in results.items()}
 
@@ -224,6 +271,10 @@ class Offloader:
         new: dict[int, ToolMessage] = {}
         for message, text in large:
             info = describe_output(text)
-            handle = await store.aput(text, info.kind, message.name or "")
+            try:
+                handle = await store.aput(text, info.kind, message.name or "")
+            except Exception as exc:  # noqa: BLE001 - the store down: the turn goes on
+                new[id(message)] = self._cut(message, text, exc)
+                continue
             new[id(message)] = self._replace(message, info, handle)
         return {i: rebuilt(output, new) for i, output in results.items()}

@@ -38,6 +38,7 @@ from langgraph.store.memory import InMemoryStore
 
 from langgraph_toolbudget._compat import drop_empty_namespace, memory_store_keys, runtime_of
 from langgraph_toolbudget.config import BudgetConfig
+from langgraph_toolbudget.core.usage import storable
 
 __all__ = [
     "FALLBACK_MAX_AGE_S",
@@ -287,6 +288,9 @@ class OffloadStore:
         return list(item.value.get("items", [])) if item is not None else []
 
     def _value(self, text: str, kind: str, tool: str) -> dict[str, Any]:
+        # A tool's text may hold a NUL or a lone surrogate (bytes read as text), which
+        # PostgresStore and SqliteStore refuse: each becomes U+FFFD, one character for one.
+        text = storable(text)
         return {"text": text, "kind": kind, "chars": len(text), "tool": tool, "at": time.time()}
 
     # --- sync ---------------------------------------------------------------------------------
