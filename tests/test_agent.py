@@ -866,6 +866,26 @@ async def test_a_return_direct_tool_goes_back_to_the_model_when_failed_offloaded
         assert len(model.calls) == 2, shape
 
 
+@pytest.mark.parametrize("api", APIS)
+async def test_a_return_direct_answer_cut_because_the_store_failed_goes_back_to_the_model(
+    api, tmp_path
+):
+    # The store cannot keep the large answer: the model gets it cut, with a note addressed
+    # to it, which is not the turn's answer for the user.
+    from langgraph.store.sqlite import SqliteStore
+
+    with SqliteStore.from_conn_string(str(tmp_path / "gone.db")) as gone:
+        gone.setup()  # and closed on leaving: every later call raises
+    calls: list[str] = []
+    script = [ai_calls(call("order_history", "h1", order=42)), AIMessage("the model's answer")]
+    model = ScriptedChatModel(responses=script, cycle=False)
+    app = create_toolbudget_agent(model, direct_catalog(calls)).compile(store=gone)
+    out = await run(app, direct_payload(), api)
+    cut = next(m for m in out["messages"] if isinstance(m, ToolMessage))
+    assert "not_offloaded" in cut.artifact
+    assert out["messages"][-1].content == "the model's answer" and len(model.calls) == 2
+
+
 # --- ToolAgent: the parent's state becomes the loop's final state --------------------------
 
 

@@ -89,6 +89,17 @@ def holds_offloaded_output(messages: Sequence[Any]) -> bool:
     )
 
 
+def holds_shortened_output(messages: Sequence[Any]) -> bool:
+    """Whether a tool message of ``messages`` stands in for an output too large to show: an
+    offloaded one's stub, or an output cut because the store could not keep it."""
+    return any(
+        isinstance(m, ToolMessage)
+        and isinstance(m.artifact, dict)
+        and ("offloaded" in m.artifact or "not_offloaded" in m.artifact)
+        for m in messages
+    )
+
+
 def _size(value: Any) -> int | None:
     """The characters of ``value`` as JSON; None when it is nested too deep to write."""
     if value is None:

@@ -18,7 +18,7 @@ from langgraph_toolbudget._compat import RunnableCallable
 from langgraph_toolbudget.config import check_node_options
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.working_set import WorkingSet, state_get
-from langgraph_toolbudget.execution.offload import holds_offloaded_output
+from langgraph_toolbudget.execution.offload import holds_shortened_output
 
 __all__ = [
     "VISIBLE_SET_EVENT",
@@ -74,7 +74,8 @@ def route_after_tools(catalog: ToolCatalog, *, back: str = "agent") -> RunnableC
     ``return_direct`` tool of ``catalog`` and each answer succeeded and is whole (the tool's
     answer is the turn's answer, as under ``create_agent``), else ``back`` to the model. A
     failed call goes back, so the model can read its error and try again; so does an answer
-    offloaded for its size, which the model reads with its output tools."""
+    offloaded for its size, which the model reads with its output tools, or cut because the
+    store could not keep it."""
 
     def route(state: Any) -> str:
         messages = state_get(state, "messages", None) or []
@@ -90,7 +91,7 @@ def route_after_tools(catalog: ToolCatalog, *, back: str = "agent") -> RunnableC
             direct = all(
                 (tool := catalog.tools([c["name"]])) and tool[0].return_direct for c in calls
             )
-            whole = not holds_offloaded_output(answers)
+            whole = not holds_shortened_output(answers)
             whole = whole and all(a.status != "error" for a in answers)
             if direct and whole and all(c.get("id") in answered for c in calls):
                 return END
