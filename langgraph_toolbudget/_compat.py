@@ -12,7 +12,8 @@ importing the core must not load the MCP SDK, so the MCP part is imported only b
 :mod:`langgraph_toolbudget.mcp`. The two modules are that one place:
 
 - here: LangGraph's ``RunnableCallable``, ``InMemoryStore``'s ``_data`` and ``_vectors``,
-  ``Pregel._infer_as_node`` (the node an update is written as);
+  ``Pregel._infer_as_node`` (the node an update is written as), ``StreamMessagesHandler`` (the
+  ``messages`` stream, kept out of a ``graph_tool`` child's callbacks);
 - ``_compat_mcp``: ``_MCPCallbacks``, ``_build_interceptor_chain``,
   ``_convert_call_tool_result``, ``_handle_mcp_tool_error``, ``_list_all_tools``
   (langchain-mcp-adapters), ``next_request_id`` and ``transport_closed`` (read the
@@ -45,6 +46,7 @@ __all__ = [
     "toolnode_error_content",
     "toolnode_input",
     "toolnode_output",
+    "without_messages_stream",
 ]
 
 
@@ -190,3 +192,31 @@ def inferred_update_node(graph: Any, versions_seen: Any) -> str | None:
     if len(last) == 1 or (last and last[-1][0] != last[-2][0]):
         return str(last[-1][1])
     return None
+
+
+# --- LangGraph's handler of stream_mode="messages": a callback handler that streams every chat
+# model of a run under it, placing it by the run's `langgraph_checkpoint_ns`. A graph called from
+# a tool (`graph_tool`) runs on a thread of its own with the parent's callbacks, so this handler
+# would stream the child's tokens and node outputs as the parent's root graph's. No public way
+# to leave one handler out. Checked: langgraph 1.1.5 (source) - 1.2.24.
+from langgraph.pregel._messages import StreamMessagesHandler  # noqa: E402
+
+
+def without_messages_stream(callbacks: Any) -> Any:
+    """``callbacks`` (a list of handlers or a callback manager) without LangGraph's
+    ``messages``-stream handler; the same object when it holds none."""
+    if callbacks is None:
+        return None
+    if isinstance(callbacks, list):
+        return [h for h in callbacks if not isinstance(h, StreamMessagesHandler)]
+    found = [
+        h
+        for h in (*callbacks.handlers, *callbacks.inheritable_handlers)
+        if isinstance(h, StreamMessagesHandler)
+    ]
+    if not found:
+        return callbacks
+    kept = callbacks.copy()
+    for handler in dict.fromkeys(found):
+        kept.remove_handler(handler)
+    return kept

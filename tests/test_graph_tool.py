@@ -13,6 +13,7 @@ import pytest
 from agent_tools import ai_calls, call
 from langchain.agents import create_agent
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool as make_tool
@@ -421,6 +422,51 @@ async def test_graph_tool_in_the_prebuilt_agent(api):
     assert result["output"] == "echo: hello (topic=None)"
     assert '"status": "success"' in state["messages"][-1].content
     assert "echo" in model.bound_tools[0]
+
+
+def talking_child() -> Any:
+    """A child whose model streams its answer word by word."""
+    model = GenericFakeChatModel(messages=iter([AIMessage("CHILD_WORDS from the child")]))
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", agent)
+    builder.add_edge(START, "agent")
+    return builder.compile(checkpointer=MemorySaver())
+
+
+@pytest.mark.parametrize("subgraphs", [False, True])
+@pytest.mark.parametrize("timeout_s", [None, 30])
+@pytest.mark.parametrize("api", APIS)
+async def test_graph_tool_child_tokens_stay_out_of_the_parents_messages_stream(
+    api, timeout_s, subgraphs
+):
+    # The child runs on a thread of its own: its tokens and messages came into the parent's
+    # `messages` stream as the root graph's own (namespace (), node "agent", the parent's
+    # thread), so a client showed the sub-agent's words as the agent's answer.
+    tool = graph_tool(talking_child(), name="ask", description="Ask.", timeout_s=timeout_s)
+    parent = ScriptedChatModel(
+        responses=[ai_calls(call("ask", "c1", input="hi")), AIMessage("PARENT_ANSWER")]
+    )
+    app = create_toolbudget_agent(parent, ToolCatalog.from_tools([tool]), pinned=["ask"]).compile(
+        checkpointer=MemorySaver()
+    )
+    inputs = {"messages": [HumanMessage("go")]}
+    options: dict[str, Any] = {"stream_mode": "messages", "subgraphs": subgraphs}
+    config = {"configurable": {"thread_id": "parent"}}
+    if api == "invoke":
+        chunks = await asyncio.to_thread(lambda: list(app.stream(inputs, config, **options)))
+    else:
+        chunks = [chunk async for chunk in app.astream(inputs, config, **options)]
+    if subgraphs:
+        chunks = [chunk for _, chunk in chunks]
+    shown = [(m.type, m.text, meta["langgraph_node"]) for m, meta in chunks]
+    assert not [m for m in shown if m[0] != "tool" and "CHILD_WORDS" in m[1]], shown
+    (answer,) = [m for m in shown if m[0] == "tool"]
+    assert "CHILD_WORDS from the child" in answer[1]  # the child's answer, as the tool's
+    assert "PARENT_ANSWER" in "".join(text for _, text, node in shown if node == "agent")
 
 
 # --- time travel: the child thread follows the parent's branch, as a subgraph does ------------

@@ -154,8 +154,8 @@ class ToolAgent(BudgetNode):
     model answers (or ``max_iterations`` model calls were made this turn), exactly as
     the prebuilt graph's ``agent`` and ``tools`` nodes do, because it *is* those two
     nodes: each step is a step of the subgraph, so it is checkpointed (under your
-    graph's checkpointer), can be interrupted and resumed, and streams (``stream_mode``
-    ``"custom"``/``"messages"``, ``subgraphs=True`` for its own updates).
+    graph's checkpointer), can be interrupted and resumed, and streams as a subgraph does
+    (its custom events, tokens and own updates with ``subgraphs=True``).
 
     Input: ``messages``, ``selected_tools`` (from the selection nodes) and the rest of
     your state. Output: the update from your state to the loop's final state: the new

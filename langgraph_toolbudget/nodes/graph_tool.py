@@ -19,6 +19,7 @@ Typical Usage:
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import math
 import uuid
@@ -27,11 +28,13 @@ from typing import Any
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
 from langchain_core.messages import BaseMessage, HumanMessage, convert_to_messages
 from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tools import BaseTool, ToolException
 from langgraph.errors import GraphInterrupt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from langgraph_toolbudget._compat import without_messages_stream
 from langgraph_toolbudget._runner import run_sync
 from langgraph_toolbudget.core.compact import (
     error_result,
@@ -172,7 +175,7 @@ class GraphTool(BaseTool):
         if self.timeout_s is not None:
             return run_sync(self._arun_child(state, child, info))
         try:
-            final = self.graph.invoke(state, child)
+            final = _detached().run(self.graph.invoke, state, child)
         except Exception as exc:  # noqa: BLE001 - the model hears about it in the result
             return _answer(_failed(info, exc))
         return _answer(run_result(info, final))
@@ -188,7 +191,7 @@ class GraphTool(BaseTool):
         return await self._arun_child(state, child, info)
 
     async def _arun_child(self, state: Any, child: RunnableConfig, info: dict[str, Any]) -> str:
-        task = asyncio.ensure_future(self.graph.ainvoke(state, child))
+        task = _detached().run(asyncio.ensure_future, self.graph.ainvoke(state, child))
         try:
             done, _ = await asyncio.wait({task}, timeout=self.timeout_s)
         except BaseException:  # we were cancelled: take the child down with us
@@ -211,6 +214,10 @@ class GraphTool(BaseTool):
         self, arguments: dict[str, Any], call_id: str | None, config: RunnableConfig, manager: Any
     ) -> tuple[Any, RunnableConfig, dict[str, Any]]:
         callbacks = manager.get_child() if manager else config.get("callbacks")
+        # The child runs on a thread of its own, not as a subgraph: LangGraph's `messages`
+        # stream would show its tokens as the parent's root graph's (its `custom` stream
+        # writer is the parent's own, left out with the internal keys).
+        callbacks = without_messages_stream(callbacks)
         return self._child_input(arguments), *self._child_config(config, call_id, callbacks)
 
     def _child_input(self, arguments: dict[str, Any]) -> Any:
@@ -275,6 +282,18 @@ class GraphTool(BaseTool):
                 child[key] = config[key]
         info = {"mode": "graph", "graph": self.name, "run_id": str(run_id), "thread_id": thread_id}
         return child, info
+
+
+def _detached() -> contextvars.Context:
+    """A copy of the current context without the calling run's config, to run the child in.
+
+    LangGraph merges the config of the run a graph is called from (its callbacks, metadata)
+    into the graph's own, as for a subgraph; a child on a thread of its own takes only what
+    :meth:`GraphTool._child_config` gives it: else LangGraph's ``messages`` stream shows the
+    child's tokens as the parent's root graph's."""
+    context = contextvars.copy_context()
+    context.run(var_child_runnable_config.set, None)
+    return context
 
 
 def _failed(info: dict[str, Any], exc: Exception) -> dict[str, Any]:
