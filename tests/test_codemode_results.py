@@ -37,7 +37,7 @@ from langgraph_toolbudget.execution.codemode import PYTHON_EXECUTION, as_program
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 APIS = ["invoke", "ainvoke"]
-WHEN = datetime.datetime(2024, 1, 2, 9, 30, tzinfo=datetime.timezone.utc)
+WHEN = datetime.datetime(2024, 1, 2, 9, 30, tzinfo=datetime.UTC)
 OPTIONS: dict[str, Any] = {
     "enabled_builtins": ["python_execution"],
     "tool_call_formats": {"enabled": ["native", "codemode"], "primary": "codemode"},

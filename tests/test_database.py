@@ -12,7 +12,6 @@ import hashlib
 import json
 import shutil
 import sqlite3
-import sys
 import time
 import tracemalloc
 from pathlib import Path
@@ -342,7 +341,6 @@ def test_a_slow_query_is_stopped_by_the_timeout_on_sqlite(shop: Path):
         toolbox.execute("shop", endless)
 
 
-@pytest.mark.skipif(sys.version_info < (3, 11), reason="sqlite3 setlimit is Python 3.11+")
 def test_one_long_sqlite_function_call_cannot_outrun_the_timeout(shop: Path):
     """The progress handler stops a query between steps, never inside one call, and trim(),
     instr(), LIKE... take time in the square of their arguments' length: with strings of up
@@ -364,7 +362,6 @@ def test_one_long_sqlite_function_call_cannot_outrun_the_timeout(shop: Path):
     assert toolbox.execute("shop", shorter).rows == [{"n": 90000}]
 
 
-@pytest.mark.skipif(sys.version_info < (3, 11), reason="sqlite3 setlimit is Python 3.11+")
 def test_sqlite_blobs_are_capped_like_texts_and_answered_as_their_size(shop: Path):
     """The length cap bounds blobs as it bounds texts: a longer stored blob is not read (its
     length is), and each blob read is answered as its size, one row at a time."""

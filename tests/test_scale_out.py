@@ -125,7 +125,7 @@ class Worker:
             self.proc.stdin.close()
             try:
                 await asyncio.wait_for(self.proc.wait(), 30)
-            except asyncio.TimeoutError:  # TimeoutError itself from Python 3.11 on
+            except TimeoutError:  # TimeoutError itself from Python 3.11 on
                 self.proc.kill()
                 await self.proc.wait()
         self.stderr.close()

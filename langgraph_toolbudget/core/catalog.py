@@ -40,10 +40,9 @@ import reprlib
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Self
 
 from langchain_core.tools import BaseTool
-from typing_extensions import Self
 
 from langgraph_toolbudget.core.catalog_checks import (
     DUPLICATE_TOOL_ERROR,

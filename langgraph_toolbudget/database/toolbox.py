@@ -130,10 +130,7 @@ some calls take time in the square of their arguments' length: ``trim(x, chars)`
 ``instr``, ``replace``, ``json_patch``. At 100,000 bytes the slowest found, ``trim`` of
 100,000 characters by 8,000 (its longest set at this limit), takes about 3 s; at the
 former 10,000,000, ``instr`` alone took hours. A stored value longer than this cannot be
-read (nor a text's ``length()``): the query fails with :data:`SQLITE_TOO_LONG_ERROR`.
-
-Set on Python 3.11+ only (``Connection.setlimit``): on 3.10 SQLite's own limit applies (1 GB),
-and one call can outrun the timeout (``docs/database.md``, "SQLite on Python 3.10")."""
+read (nor a text's ``length()``): the query fails with :data:`SQLITE_TOO_LONG_ERROR`."""
 SQLITE_MAX_LIKE_PATTERN = 10_000
 """SQLite's longest ``LIKE``/``GLOB`` pattern (``SQLITE_LIMIT_LIKE_PATTERN_LENGTH``, 50,000 by
 default): matching takes the text's length times the pattern's, 100,000 x 10,000 about 2 s."""
@@ -694,14 +691,12 @@ def _sqlite_connect(path: Path, deadline: float | None, timeout_s: float) -> sql
         return conn
     conn.set_authorizer(_sqlite_authorizer)
     conn.text_factory = sqlite_text
-    setlimit = getattr(conn, "setlimit", None)  # Python 3.11+; 3.10 keeps SQLite's defaults
-    if setlimit is not None:
-        for limit, value in (
-            ("SQLITE_LIMIT_LENGTH", SQLITE_MAX_LENGTH),
-            ("SQLITE_LIMIT_LIKE_PATTERN_LENGTH", SQLITE_MAX_LIKE_PATTERN),
-            ("SQLITE_LIMIT_ATTACHED", 0),
-        ):
-            setlimit(getattr(sqlite3, limit), value)
+    for limit, value in (
+        (sqlite3.SQLITE_LIMIT_LENGTH, SQLITE_MAX_LENGTH),
+        (sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH, SQLITE_MAX_LIKE_PATTERN),
+        (sqlite3.SQLITE_LIMIT_ATTACHED, 0),
+    ):
+        conn.setlimit(limit, value)
     conn.set_progress_handler(lambda: int(time.monotonic() > deadline), PROGRESS_STEPS)
     return conn
 

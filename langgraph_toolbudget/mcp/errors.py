@@ -6,7 +6,6 @@ Its one reason to change: how MCP failures are named and classified.
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
@@ -16,9 +15,6 @@ import httpx
 from langchain_core.tools import ToolException
 from mcp import types
 from mcp.shared.exceptions import McpError
-
-if sys.version_info < (3, 11):  # pragma: no cover - anyio depends on the backport there
-    from exceptiongroup import BaseExceptionGroup
 
 CONNECTION_CLOSED = types.CONNECTION_CLOSED if hasattr(types, "CONNECTION_CLOSED") else -32000
 """JSON-RPC error code the MCP SDK gives pending requests when the transport closes."""

@@ -468,7 +468,7 @@ class MCPRuntime:
         ``timeout_s`` (:meth:`_run_tool`'s async twin)."""
         try:
             return await asyncio.wait_for(self.run_async(work), timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise _timed_out(server, tool, timeout_s) from None
 
     async def _call(

@@ -9,11 +9,10 @@ Key Components:
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware import AgentState
 from langchain.agents.middleware.types import OmitFromInput, OmitFromSchema
-from typing_extensions import NotRequired
 
 from langgraph_toolbudget.core.context import merge_decisions, merge_modes
 from langgraph_toolbudget.state import (

@@ -128,7 +128,7 @@ class Rig:
         while (left := deadline - time.monotonic()) > 0:
             try:  # a call queued behind a stuck one must not count as recovered late
                 answer = await asyncio.wait_for(self.call("echo", text="back"), left)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 break
             if answer.status != "error" and text_of(answer) == "back":
                 return True, time.monotonic() - since
