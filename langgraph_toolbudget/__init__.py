@@ -37,6 +37,7 @@ needs (the nodes import LangGraph; the catalog only langchain-core).
 """
 
 import importlib
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -139,3 +140,14 @@ __all__ = [
     "ToolUsage",
     "DatabaseToolbox",
 ]
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+if not _installed("langchain"):  # the middleware extra: `import *` gives the rest without it
+    __all__.remove("ToolBudgetMiddleware")

@@ -109,6 +109,10 @@ THREAD_GRAPH_GONE_ERROR = (
 )
 SERVER_ERROR = "the LangGraph server at {url} refused the request: {error}"
 NO_SQLITE_ERROR = "no SQLite file at {path}; check --sqlite"
+NO_SQLITE_SAVER_ERROR = (
+    "a SQLite thread needs langgraph-checkpoint-sqlite (the cli extra): pip install -e "
+    "'.[cli]' in a clone of langgraph-toolbudget (or pip install langgraph-checkpoint-sqlite)"
+)
 NO_GRAPH_ID_ERROR = (
     "thread {thread!r} has never run, so the server does not know its graph: pass --graph-id "
     "with the agent's graph (one of: {graphs}), or run one turn on the thread first"
@@ -774,12 +778,14 @@ class SqliteThread:
         graph: the app's ``StateGraph`` (uncompiled).
 
     Raises:
-        ThreadError: no such file.
+        ThreadError: no such file, or no ``langgraph-checkpoint-sqlite`` installed.
     """
 
     def __init__(self, path: str | Path, thread_id: str, graph: Any) -> None:
-        from langgraph.checkpoint.sqlite import SqliteSaver
-
+        try:
+            from langgraph.checkpoint.sqlite import SqliteSaver
+        except ImportError as exc:
+            raise ThreadError(NO_SQLITE_SAVER_ERROR) from exc
         path = Path(path)
         if not path.is_file():
             raise ThreadError(NO_SQLITE_ERROR.format(path=path))
