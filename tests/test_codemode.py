@@ -786,6 +786,12 @@ async def test_a_deeply_nested_value_is_described_and_the_graph_goes_on(api):
     )
     deep, _, _ = await run_code("x = [1]\nfor i in range(40):\n    x = [x]\nx", api)
     assert deep.content == "[" * 41 + "1" + "]" * 41  # a tree of 40 levels is shown whole
+    # Past 100 levels it is named on every Python: 3.12+ wrote 2,000 levels (the sandbox's
+    # own cut at 1,000) where 3.11 raised RecursionError.
+    for levels in (101, 2000):
+        code = f"x = {{'a': 1}}\nfor i in range({levels}):\n    x = {{'a': x}}\nx"
+        named, _, _ = await run_code(code, api)
+        assert named.content.startswith("(dict nested too deep to show"), named.content[:80]
 
 
 @pytest.mark.parametrize("api", APIS)

@@ -65,7 +65,7 @@ from pydantic_core import to_jsonable_python
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.coercion import FieldKeys, coerce_args, tool_json_schema
-from langgraph_toolbudget.core.limits import MAX_OUTPUT_DEPTH
+from langgraph_toolbudget.core.limits import MAX_OUTPUT_DEPTH, too_deep
 from langgraph_toolbudget.core.meta import definition_only
 from langgraph_toolbudget.execution.builtin_family import (
     BuiltinContext,
@@ -376,12 +376,14 @@ def _render(value: Any) -> str:
     when neither can write it."""
     if isinstance(value, str):
         return value
+    if too_deep(value, MAX_OUTPUT_DEPTH):  # the same on every Python, whatever its limits
+        return TOO_DEEP_VALUE.format(kind=type(value).__name__)
     try:
         try:
             return json.dumps(value, ensure_ascii=False)
         except (TypeError, ValueError):
             return repr(value)
-    except RecursionError:  # nested past Python's recursion limit: both give up
+    except RecursionError:  # nested past Python's recursion limit in another shape
         return TOO_DEEP_VALUE.format(kind=type(value).__name__)
     except ValueError:  # an int Python will not write in decimal (2**20000), in it somewhere
         kind = type(value).__name__
