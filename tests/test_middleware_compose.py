@@ -97,6 +97,73 @@ async def test_llm_tool_selector_listed_before_the_budget_keeps_its_choice(catal
     assert model.bound_tools == [["search_tools", "create_project"]]
 
 
+# --- a tool a middleware listed before the budget rewrote: bound as rewritten ---------------
+
+BOUND: list[list[Any]] = []
+
+
+class ChatAnthropic(ScriptedChatModel):
+    """Named as LangChain infers a provider (ProviderToolSearchMiddleware); records the tools
+    it is bound, provider tools (dicts) included."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        BOUND.append(list(tools))
+        return super().bind_tools([t for t in tools if not isinstance(t, dict)], **kwargs)
+
+
+class Reworded(AgentMiddleware):
+    """Puts its own version of ``add_task`` (another description) in ``request.tools``."""
+
+    @staticmethod
+    def _reworded(request: Any) -> Any:
+        tools = [
+            t.model_copy(update={"description": "Add a task (reworded)."})
+            if not isinstance(t, dict) and t.name == "add_task"
+            else t
+            for t in request.tools
+        ]
+        return request.override(tools=tools)
+
+    def wrap_model_call(self, request, handler):
+        return handler(self._reworded(request))
+
+    async def awrap_model_call(self, request, handler):
+        return await handler(self._reworded(request))
+
+
+def _bound(middleware: list[Any], api: str) -> Any:
+    BOUND.clear()
+    model = ChatAnthropic(responses=[AIMessage("done")], cycle=False)
+    return run(create_agent(model, middleware=middleware), {"messages": [APOLLO_QUERY]}, api)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_tool_a_middleware_listed_before_the_budget_rewrote_is_bound_as_rewritten(
+    catalog, api
+):
+    # The budget bound its own catalog object under the name, dropping the rewrite.
+    await _bound([Reworded(), ToolBudgetMiddleware(catalog, max_tools=3)], api)
+    (tools,) = BOUND
+    (task,) = [t for t in tools if not isinstance(t, dict) and t.name == "add_task"]
+    assert task.description == "Add a task (reworded)."
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_provider_tool_search_listed_before_the_budget_defers_among_the_visible_tools(
+    catalog, api
+):
+    middleware = pytest.importorskip("langchain.agents.middleware")
+    if not hasattr(middleware, "ProviderToolSearchMiddleware"):
+        pytest.skip("ProviderToolSearchMiddleware is LangChain 1.4's")
+    search = middleware.ProviderToolSearchMiddleware(searchable_tools=["add_task"])
+    await _bound([search, ToolBudgetMiddleware(catalog, max_tools=3)], api)
+    (tools,) = BOUND
+    ours = {t.name: t for t in tools if not isinstance(t, dict)}
+    assert (ours["add_task"].extras or {}).get("defer_loading") is True  # it was dropped
+    assert not (ours["list_projects"].extras or {}).get("defer_loading")
+    assert [t for t in tools if isinstance(t, dict)]  # the provider's search tool
+
+
 # --- a tool registered at runtime by a middleware listed after the budget -------------------
 
 

@@ -219,7 +219,9 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         self.tools = [*self.builtin_tools, *(spec.tool for spec in catalog.specs)]
         self._ours = frozenset(t.name for t in self.tools)
         self._own_ids = frozenset(id(t) for t in self.tools)
-        self._seen: tuple[list[Any], int, list[Any], frozenset[str] | None] | None = None
+        self._seen: (
+            tuple[list[Any], int, list[Any], frozenset[str] | None, dict[str, Any]] | None
+        ) = None
         self._locks = KeyedLocks()
         # The executor's group rules (shared by every run of this instance, and with the
         # tool calls of its CodeMode programs): the tool node runs each call as its own task.
@@ -267,11 +269,13 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         The visible set is ``CallModel``'s: the thread's ``SessionContext`` working set.
         """
         visible = self.runner.working_set(request.state).names
-        others, kept = self._split(request.tools)
+        others, kept, versions = self._split(request.tools)
         section, builtins = self.thread_prompt.for_state(request.state)
         ours = [*builtins, *self.catalog.tools(visible)]
         if kept is not None:  # a middleware listed before this one took some of ours out
             ours = [t for t in ours if t.name in kept]
+        if versions:  # ... or rewrote some (ProviderToolSearchMiddleware's deferral): bind theirs
+            ours = [versions.get(t.name, t) for t in ours]
         tools = [*ours, *others]
         if self.codemode is not None:  # tools as functions in the prompt, python_execution bound
             section += "\n\n" + self.codemode.render_tools([self._schema(t) for t in ours])
@@ -288,25 +292,29 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             self._schemas[key] = convert_to_openai_tool(tool)
         return self._schemas[key]
 
-    def _split(self, tools: list[Any]) -> tuple[list[Any], frozenset[str] | None]:
-        """The agent's tools that are not ours (provider tools, other middleware's), and the
+    def _split(self, tools: list[Any]) -> tuple[list[Any], frozenset[str] | None, dict[str, Any]]:
+        """The agent's tools that are not ours (provider tools, other middleware's); the
         names of ours still in ``tools`` (None: all of them; fewer when a middleware listed
-        before this one narrowed the request's tools, a restriction kept when binding)."""
+        before this one narrowed the request's tools, a restriction kept when binding); and
+        the versions of ours such a middleware put in their place (by name), bound instead."""
         # create_agent hands every call the same list: split it once, not 5,000 names a call
         seen = self._seen
         if seen is not None and seen[0] is tools and seen[1] == len(tools):
-            return seen[2], seen[3]
+            return seen[2], seen[3], seen[4]
         own, ours = self._own_ids, self._ours
         others: list[Any] = []
         kept: set[str] = set()
+        versions: dict[str, Any] = {}
         for t in tools:
             if isinstance(t, dict) or (id(t) not in own and t.name not in ours):
                 others.append(t)
-            else:
-                kept.add(t.name)
+                continue
+            kept.add(t.name)
+            if id(t) not in own:
+                versions[t.name] = t
         narrowed = frozenset(kept) if len(kept) < len(ours) else None
-        self._seen = (tools, len(tools), others, narrowed)
-        return others, narrowed
+        self._seen = (tools, len(tools), others, narrowed, versions)
+        return others, narrowed, versions
 
     @staticmethod
     def _repaired(response: Any) -> Any:
