@@ -200,6 +200,32 @@ class RuntimeTools(AgentMiddleware):
         return await handler(self._supplied(request))
 
 
+class Calculating(AgentMiddleware):
+    """A middleware with a tool of its own, registered with the agent (as TodoList's)."""
+
+    tools = [calculator]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_add_tool_tells_the_model_another_middlewares_tool_is_there_to_call(catalog, api):
+    # It answered "not tools of this app" and offered the closest catalog tool instead.
+    model = ScriptedChatModel(
+        responses=[
+            ai_calls(call("add_tool", "a1", tool_names=["calculator", "list_projects"])),
+            AIMessage("done"),
+        ],
+        cycle=False,
+    )
+    budget = ToolBudgetMiddleware(catalog, max_tools=3)
+    out = await run(
+        create_agent(model, middleware=[Calculating(), budget]), {"messages": [APOLLO_QUERY]}, api
+    )
+    (answer,) = tool_messages(out["messages"])
+    assert "already available to you (the agent's own tools): calculator" in answer.content
+    assert "not tools of this app" not in answer.content and answer.status == "success"
+    assert "calculator" in model.bound_tools[1]
+
+
 @pytest.mark.parametrize("api", APIS)
 async def test_a_tool_an_inner_middleware_supplies_runs_and_catalog_refusals_never_reach_it(
     catalog, rec, api

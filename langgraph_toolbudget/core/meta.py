@@ -109,6 +109,10 @@ FOUND_CANNOT_LOAD = (
 )
 
 NOT_ADDED_UNKNOWN = "not tools of this app (check the spelling or call search_tools)"
+ADDED_ELSEWHERE = (
+    "Not loaded through add_tool, but already available to you (the agent's own tools): "
+    "{names}. Call them directly."
+)
 NOT_ADDED_UNKNOWN_NO_SEARCH = "not tools of this app (check the spelling)"
 NOT_ADDED_FILTERED = "filtered out by this app's configuration and cannot be used"
 NOT_ADDED_DISABLED = "disabled"
@@ -306,11 +310,13 @@ class MetaToolHandler:
         query: str = "",
         *,
         context: SessionContext | None = None,
+        others: Collection[str] = (),
     ) -> MetaOutcome:
         """Answer one meta-call. Never raises for bad arguments: the model gets an error.
 
         ``context``: the thread's tool context; its excluded tools are never listed,
-        found, loaded or added.
+        found, loaded or added. ``others``: the names of the agent's tools outside the
+        catalog (another middleware's), bound anyway: ``add_tool`` says so for them.
         """
         context = context or SessionContext()
         if too_deep(args):
@@ -325,7 +331,7 @@ class MetaToolHandler:
         if name == SEARCH_TOOLS:
             return self._search_tools(args, context)
         if name == ADD_TOOL:
-            return self._add_tool(args, working, context)
+            return self._add_tool(args, working, context, others)
         if name == SHOW_ALL_TOOLS:
             return self._show_all_tools(context)
         raise ValueError(f"{name!r} is not a meta-tool; meta-tools are {META_TOOL_NAMES}")
@@ -427,7 +433,13 @@ class MetaToolHandler:
             tools.append({**t, "category": categories[0] if categories else ""})
         return {"found": count, "tools": tools, "message": FOUND_LOAD_BY_CATEGORY}
 
-    def _add_tool(self, args: Any, working: WorkingSet, context: SessionContext) -> MetaOutcome:
+    def _add_tool(
+        self,
+        args: Any,
+        working: WorkingSet,
+        context: SessionContext,
+        others: Collection[str] = (),
+    ) -> MetaOutcome:
         names = _names_arg(args, "tool_names")
         if names is None and isinstance(args, dict) and len(args) == 1:
             names = _names_arg(next(iter(args.values())), "tool_names")
@@ -441,9 +453,11 @@ class MetaToolHandler:
                 error=True,
             )
         problems: dict[str, list[str]] = {}
-        valid = []
+        valid, elsewhere = [], []
         for n in dict.fromkeys(names):
-            if context.excludes(self.catalog, n):
+            if n in others and n not in self.catalog:
+                elsewhere.append(n)
+            elif context.excludes(self.catalog, n):
                 problems.setdefault(NOT_ADDED_EXCLUDED, []).append(n)
             elif n in self.catalog:
                 valid.append(n)
@@ -465,6 +479,8 @@ class MetaToolHandler:
             parts.append(f"Added {len(added)} tools: {', '.join(added)}.")
         if already:
             parts.append(f"Already available: {', '.join(already)}.")
+        if elsewhere:
+            parts.append(ADDED_ELSEWHERE.format(names=clip_names(elsewhere)))
         for why, bad in problems.items():
             parts.append(f"Not added ({why}): {clip_names(bad)}.")
         parts.extend(self._closest_hints(problems, context))

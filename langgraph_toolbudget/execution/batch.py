@@ -211,12 +211,13 @@ class BatchRunner:
         config: RunnableConfig,
         working: WorkingSet,
         context: SessionContext,
+        others: frozenset[str] = frozenset(),
     ) -> tuple[list[tuple[int, ToolCall]], dict[int, ToolMessage], BuiltinContext, TurnOutcome]:
         """The built-in calls to answer, those over the meta-call bound, and the context."""
         messages = state_messages(state, self.messages_key)
         access, holder = self._tool_access(state, config, working)
         query = latest_user_text(messages)
-        ctx = BuiltinContext(state, config, working, query, access, context)
+        ctx = BuiltinContext(state, config, working, query, access, context, others)
         holder.append(ctx)
         outcome = TurnOutcome(context=context)
         used = meta_calls_this_turn(messages, self.meta_names)
@@ -253,17 +254,20 @@ class BatchRunner:
         working: WorkingSet,
         *,
         context: SessionContext | None = None,
+        others: frozenset[str] = frozenset(),
     ) -> tuple[dict[int, ToolMessage], TurnOutcome]:
         """Answer the built-in calls among ``calls`` in order, bounded per turn; index -> message.
 
         ``working`` changes in place; the outcome's ``context`` is the thread's tool context
-        as the answers left it. ``context``: the state's, if the caller already read it. Used
-        by ``ToolBudgetMiddleware`` too.
+        as the answers left it. ``context``: the state's, if the caller already read it.
+        ``others``: the agent's tools outside the catalog (:class:`BuiltinContext`). Used by
+        ``ToolBudgetMiddleware`` too.
         """
         context = self.context_of(state) if context is None else context
         if not any(call["name"] in self.builtins for call in calls):
             return {}, TurnOutcome(context=context)
-        todo, answers, ctx, outcome = self._builtin_calls(calls, state, config, working, context)
+        plan = self._builtin_calls(calls, state, config, working, context, others)
+        todo, answers, ctx, outcome = plan
         large: dict[int, int] = {}
         for i, call in todo:
             try:
@@ -287,12 +291,14 @@ class BatchRunner:
         working: WorkingSet,
         *,
         context: SessionContext | None = None,
+        others: frozenset[str] = frozenset(),
     ) -> tuple[dict[int, ToolMessage], TurnOutcome]:
         """The async :meth:`answer_builtins`."""
         context = self.context_of(state) if context is None else context
         if not any(call["name"] in self.builtins for call in calls):
             return {}, TurnOutcome(context=context)
-        todo, answers, ctx, outcome = self._builtin_calls(calls, state, config, working, context)
+        plan = self._builtin_calls(calls, state, config, working, context, others)
+        todo, answers, ctx, outcome = plan
         large: dict[int, int] = {}
         for i, call in todo:
             try:

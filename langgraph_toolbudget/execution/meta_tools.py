@@ -57,7 +57,12 @@ class MetaTools(BuiltinTools):
 
     def handle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
         outcome = self.handler.handle(
-            call["name"], call.get("args", {}), ctx.working, ctx.query, context=ctx.context
+            call["name"],
+            call.get("args", {}),
+            ctx.working,
+            ctx.query,
+            context=ctx.context,
+            others=ctx.others,
         )
         loaded = {LOADED: list(outcome.added)} if outcome.added else None
         return BuiltinResult(

@@ -52,6 +52,11 @@ from langgraph_toolbudget.state import MAX_STEP
 __all__ = ["ToolBudgetMiddleware"]
 
 
+def _tool_name(tool: Any) -> Any:
+    """A bound tool's name: a ``BaseTool``'s, or a provider tool's (a dict) if it has one."""
+    return tool.get("name") if isinstance(tool, dict) else getattr(tool, "name", None)
+
+
 def _with_section(system: SystemMessage | None, section: str) -> SystemMessage:
     """The agent's system message (kept first) followed by the tools section."""
     if system is None:
@@ -222,6 +227,9 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         self._seen: (
             tuple[list[Any], int, list[Any], frozenset[str] | None, dict[str, Any]] | None
         ) = None
+        # The agent's other tools as the last model call bound them (another middleware's):
+        # add_tool tells the model they are there to call, not unknown.
+        self._others: frozenset[str] = frozenset()
         self._locks = KeyedLocks()
         # The executor's group rules (shared by every run of this instance, and with the
         # tool calls of its CodeMode programs): the tool node runs each call as its own task.
@@ -314,6 +322,9 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
                 versions[t.name] = t
         narrowed = frozenset(kept) if len(kept) < len(ours) else None
         self._seen = (tools, len(tools), others, narrowed, versions)
+        self._others = frozenset(
+            name for t in others if isinstance(name := _tool_name(t), str) and name
+        )
         return others, narrowed, versions
 
     @staticmethod
@@ -408,7 +419,9 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             return {**(_noted(state) or {}), **_counted(state)}
         reply, calls = pending
         working, shown = self._shown(state, reply)
-        answers, outcome = self.runner.answer_builtins(calls, state, _current_config(), working)
+        answers, outcome = self.runner.answer_builtins(
+            calls, state, _current_config(), working, others=self._others
+        )
         answers = _edits_noted(answers, calls, reply)
         return {**self._answered(answers, outcome, working, (reply, shown)), **_counted(state)}
 
@@ -420,7 +433,9 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         reply, calls = pending
         working, shown = self._shown(state, reply)
         config = _current_config()
-        answers, outcome = await self.runner.aanswer_builtins(calls, state, config, working)
+        answers, outcome = await self.runner.aanswer_builtins(
+            calls, state, config, working, others=self._others
+        )
         answers = _edits_noted(answers, calls, reply)
         return {**self._answered(answers, outcome, working, (reply, shown)), **_counted(state)}
 
@@ -502,13 +517,17 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         reply after :meth:`after_model`): answered on its own, on the stored visible set."""
         state, working = request.state, self.runner.working_set(request.state)
         calls = [request.tool_call]
-        answers, outcome = self.runner.answer_builtins(calls, state, _current_config(), working)
+        answers, outcome = self.runner.answer_builtins(
+            calls, state, _current_config(), working, others=self._others
+        )
         return Command(update=self._answered(answers, outcome, working))
 
     async def _abuiltin(self, request: ToolCallRequest) -> Command:
         state, working = request.state, self.runner.working_set(request.state)
         calls, config = [request.tool_call], _current_config()
-        answers, outcome = await self.runner.aanswer_builtins(calls, state, config, working)
+        answers, outcome = await self.runner.aanswer_builtins(
+            calls, state, config, working, others=self._others
+        )
         return Command(update=self._answered(answers, outcome, working))
 
     @contextlib.contextmanager
