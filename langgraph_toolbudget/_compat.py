@@ -12,8 +12,9 @@ importing the core must not load the MCP SDK, so the MCP part is imported only b
 :mod:`langgraph_toolbudget.mcp`. The two modules are that one place:
 
 - here: LangGraph's ``RunnableCallable``, ``InMemoryStore``'s ``_data`` and ``_vectors``,
-  ``Pregel._infer_as_node`` (the node an update is written as), ``StreamMessagesHandler`` (the
-  ``messages`` stream, kept out of a ``graph_tool`` child's callbacks);
+  ``Pregel._infer_as_node`` (the node an update is written as), ``StreamMessagesHandler`` and
+  ``StreamToolCallHandler`` (the ``messages`` and ``tools`` streams, kept out of a
+  ``graph_tool`` child's callbacks);
 - ``_compat_mcp``: ``_MCPCallbacks``, ``_build_interceptor_chain``,
   ``_convert_call_tool_result``, ``_handle_mcp_tool_error``, ``_list_all_tools``
   (langchain-mcp-adapters), ``next_request_id`` and ``transport_closed`` (read the
@@ -46,7 +47,7 @@ __all__ = [
     "toolnode_error_content",
     "toolnode_input",
     "toolnode_output",
-    "without_messages_stream",
+    "without_stream_handlers",
 ]
 
 
@@ -194,25 +195,34 @@ def inferred_update_node(graph: Any, versions_seen: Any) -> str | None:
     return None
 
 
-# --- LangGraph's handler of stream_mode="messages": a callback handler that streams every chat
-# model of a run under it, placing it by the run's `langgraph_checkpoint_ns`. A graph called from
-# a tool (`graph_tool`) runs on a thread of its own with the parent's callbacks, so this handler
-# would stream the child's tokens and node outputs as the parent's root graph's. No public way
-# to leave one handler out. Checked: langgraph 1.1.5 (source) - 1.2.24.
+# --- LangGraph's handlers of stream_mode="messages" and "tools": callback handlers that stream
+# every chat model (every tool) of a run under them, placing it by the run's
+# `langgraph_checkpoint_ns`. A graph called from a tool (`graph_tool`) runs on a thread of its
+# own with the parent's callbacks, so they would stream the child's tokens, messages and tool
+# calls as the parent's root graph's. No public way to leave one handler out. Checked:
+# langgraph 1.1.5 (source; no "tools" mode yet) - 1.2.24.
 from langgraph.pregel._messages import StreamMessagesHandler  # noqa: E402
 
+_STREAM_HANDLERS: tuple[type, ...] = (StreamMessagesHandler,)
+try:
+    from langgraph.pregel._tools import StreamToolCallHandler
+except ImportError:  # pragma: no cover - langgraph before stream_mode="tools"
+    pass
+else:
+    _STREAM_HANDLERS = (StreamMessagesHandler, StreamToolCallHandler)
 
-def without_messages_stream(callbacks: Any) -> Any:
+
+def without_stream_handlers(callbacks: Any) -> Any:
     """``callbacks`` (a list of handlers or a callback manager) without LangGraph's
-    ``messages``-stream handler; the same object when it holds none."""
+    ``messages`` and ``tools`` stream handlers; the same object when it holds none."""
     if callbacks is None:
         return None
     if isinstance(callbacks, list):
-        return [h for h in callbacks if not isinstance(h, StreamMessagesHandler)]
+        return [h for h in callbacks if not isinstance(h, _STREAM_HANDLERS)]
     found = [
         h
         for h in (*callbacks.handlers, *callbacks.inheritable_handlers)
-        if isinstance(h, StreamMessagesHandler)
+        if isinstance(h, _STREAM_HANDLERS)
     ]
     if not found:
         return callbacks

@@ -34,7 +34,7 @@ from langgraph.errors import GraphInterrupt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from langgraph_toolbudget._compat import without_messages_stream
+from langgraph_toolbudget._compat import without_stream_handlers
 from langgraph_toolbudget._runner import run_sync
 from langgraph_toolbudget.core.compact import (
     error_result,
@@ -214,10 +214,10 @@ class GraphTool(BaseTool):
         self, arguments: dict[str, Any], call_id: str | None, config: RunnableConfig, manager: Any
     ) -> tuple[Any, RunnableConfig, dict[str, Any]]:
         callbacks = manager.get_child() if manager else config.get("callbacks")
-        # The child runs on a thread of its own, not as a subgraph: LangGraph's `messages`
-        # stream would show its tokens as the parent's root graph's (its `custom` stream
-        # writer is the parent's own, left out with the internal keys).
-        callbacks = without_messages_stream(callbacks)
+        # The child runs on a thread of its own, not as a subgraph: LangGraph's `messages` and
+        # `tools` streams would show its tokens and tool calls as the parent's root graph's
+        # (its `custom` stream writer is the parent's own, left out with the internal keys).
+        callbacks = without_stream_handlers(callbacks)
         return self._child_input(arguments), *self._child_config(config, call_id, callbacks)
 
     def _child_input(self, arguments: dict[str, Any]) -> Any:
@@ -289,8 +289,8 @@ def _detached() -> contextvars.Context:
 
     LangGraph merges the config of the run a graph is called from (its callbacks, metadata)
     into the graph's own, as for a subgraph; a child on a thread of its own takes only what
-    :meth:`GraphTool._child_config` gives it: else LangGraph's ``messages`` stream shows the
-    child's tokens as the parent's root graph's."""
+    :meth:`GraphTool._child_config` gives it: else LangGraph's ``messages`` and ``tools``
+    streams show the child's tokens and tool calls as the parent's root graph's."""
     context = contextvars.copy_context()
     context.run(var_child_runnable_config.set, None)
     return context
