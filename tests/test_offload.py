@@ -664,17 +664,22 @@ async def test_an_output_the_store_cannot_keep_is_cut_with_a_note_and_the_turn_g
     app.add_node("tools", ToolExecutor(_catalog(), config=BudgetConfig(offload_over_chars=5000)))
     app.add_edge(START, "tools")
     graph = app.compile(store=gone)
-    state = _state(_call("server_log", i="a"), _call("small", i="b"))
+    state = _state(_call("server_log", i="a"), _call("small", i="b"), _call("list_orders", i="c"))
     config = {"configurable": {"thread_id": "t"}}
     out = graph.invoke(state, config) if how == "invoke" else await graph.ainvoke(state, config)
-    cut, tiny = (m for m in out["messages"] if isinstance(m, ToolMessage))
+    cut, tiny, orders = (m for m in out["messages"] if isinstance(m, ToolMessage))
     assert tiny.content == "tiny"
     assert cut.status == "success" and cut.content.startswith(BIG_TEXT[:5000] + "\n[Output cut")
     assert f"the first 5,000 of {len(BIG_TEXT):,} characters are shown" in cut.content
-    assert "ProgrammingError" in cut.content and "call the tool again" in cut.content
+    assert "(ProgrammingError)" in cut.content and "call the tool again" in cut.content
+    assert "closed database" not in cut.content  # the store's own text is the operator's
     facts = cut.artifact["not_offloaded"]
-    assert (facts["chars"], facts["shown"]) == (len(BIG_TEXT), 5000)
-    assert "could not offload a" in caplog.text
+    assert facts == {"chars": len(BIG_TEXT), "shown": 5000, "error": "ProgrammingError"}
+    assert orders.content.startswith(BIG_JSON[:5000] + "\n[Output cut")
+    # The store is asked once a batch: a store that is down costs one of its timeouts.
+    (record,) = [r for r in caplog.records if "could not keep" in r.getMessage()]
+    assert "2 large outputs (of server_log, list_orders)" in record.getMessage()
+    assert "closed database" in str(record.exc_info[1])
 
 
 def test_sqlite_store_items_get_the_ttl(tmp_path: Path) -> None:

@@ -39,7 +39,7 @@ from langgraph_toolbudget.core.large_output import (
     output_text,
     read_limit,
 )
-from langgraph_toolbudget.core.limits import clip, cut_deep
+from langgraph_toolbudget.core.limits import cut_deep
 from langgraph_toolbudget.execution.output_store import OffloadStore
 from langgraph_toolbudget.execution.outputs import DEEP_ARTIFACT, rebuilt, tool_messages
 from langgraph_toolbudget.execution.policy import add_note, deprecation_note
@@ -189,21 +189,33 @@ class Offloader:
 
     def _cut(self, message: ToolMessage, text: str, error: BaseException) -> ToolMessage:
         """The message with its output cut to the limit, when the store refused to keep it
-        (the model reads what fits, and why the rest is gone)."""
-        logger.warning(
-            "could not offload a %d-character output of %s; it is cut to %d characters",
-            len(text),
-            message.name,
-            self.limit,
-            exc_info=error,
-        )
+        (the model reads what fits, and that the rest is gone). The model and the checkpoint
+        get the error's type only: its text may hold the store's queries or its address,
+        which the operator reads in the log (:meth:`_all_cut`)."""
         size, dropped = self._artifact_size(message)
-        reason = clip(f"{type(error).__name__}: {error}")
+        reason = type(error).__name__
         content = STORE_FAILED_TEMPLATE.format(
             cut=text[: self.limit], shown=self.limit, chars=len(text), error=reason
         )
         facts = {"chars": len(text), "shown": self.limit, "error": reason}
         return self._stand_in(message, content + dropped, {"not_offloaded": facts}, size, dropped)
+
+    def _all_cut(
+        self, large: list[tuple[ToolMessage, str]], error: Exception
+    ) -> dict[int, ToolMessage]:
+        """The batch's large outputs left when the store failed, each cut (:meth:`_cut`),
+        by ``id`` of their message; logged once. The store is not asked again in the batch:
+        one that is down costs one of its timeouts, not one an output."""
+        names = ", ".join(dict.fromkeys(m.name or "?" for m, _ in large))
+        logger.warning(
+            "the output store could not keep a large output: %d large outputs (of %s) are "
+            "cut to %d characters instead",
+            len(large),
+            names,
+            self.limit,
+            exc_info=error,
+        )
+        return {id(message): self._cut(message, text, error) for message, text in large}
 
     def _artifact_size(self, message: ToolMessage) -> tuple[int | None, str]:
         """The artifact's size as JSON (None: too deep to write) and the note to add if it
@@ -263,13 +275,13 @@ class Offloader:
             return results
         store = OffloadStore.of(config, self.config, self.app)
         new: dict[int, ToolMessage] = {}
-        for message, text in large:
+        for n, (message, text) in enumerate(large):
             info = describe_output(text)
             try:
                 handle = store.put(text, info.kind, message.name or "")
             except Exception as exc:  # noqa: BLE001 - the store down: the turn goes on
-                new[id(message)] = self._cut(message, text, exc)
-                continue
+                new.update(self._all_cut(large[n:], exc))
+                break
             new[id(message)] = self._replace(message, info, handle)
         return {i: rebuilt(output, new) for i, output in results.items()}
 
@@ -280,12 +292,12 @@ class Offloader:
             return results
         store = OffloadStore.of(config, self.config, self.app)
         new: dict[int, ToolMessage] = {}
-        for message, text in large:
+        for n, (message, text) in enumerate(large):
             info = describe_output(text)
             try:
                 handle = await store.aput(text, info.kind, message.name or "")
             except Exception as exc:  # noqa: BLE001 - the store down: the turn goes on
-                new[id(message)] = self._cut(message, text, exc)
-                continue
+                new.update(self._all_cut(large[n:], exc))
+                break
             new[id(message)] = self._replace(message, info, handle)
         return {i: rebuilt(output, new) for i, output in results.items()}
