@@ -792,6 +792,14 @@ async def test_a_deeply_nested_value_is_described_and_the_graph_goes_on(api):
         code = f"x = {{'a': 1}}\nfor i in range({levels}):\n    x = {{'a': x}}\nx"
         named, _, _ = await run_code(code, api)
         assert named.content.startswith("(dict nested too deep to show"), named.content[:80]
+    # ... held in an object too (its attributes count, as written out): it was written out.
+    box = "from dataclasses import dataclass\n@dataclass\nclass Box:\n    content: object\n"
+    code = box + "x = [1]\nfor i in range(150):\n    x = [x]\nBox(x)"
+    named, _, _ = await run_code(code, api)
+    assert named.content.startswith("(Box nested too deep to show"), named.content[:80]
+    code = box + "x = [1]\nfor i in range(90):\n    x = [x]\nBox(x)"
+    shown, _, _ = await run_code(code, api)
+    assert "[" * 91 + "1" + "]" * 91 in shown.content  # within 100 levels: written out
 
 
 @pytest.mark.parametrize("api", APIS)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 __all__ = [
@@ -104,7 +104,12 @@ _NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
 _AS_PARENTHESES = str.maketrans("[{]}", "(())")
 
 
-def too_deep(value: Any, limit: int = MAX_ARG_DEPTH) -> bool:
+def too_deep(
+    value: Any,
+    limit: int = MAX_ARG_DEPTH,
+    *,
+    parts: Callable[[Any], Iterable[Any] | None] | None = None,
+) -> bool:
     """True when ``value`` has lists, tuples or dicts nested deeper than ``limit``.
 
     Iterative, one level at a time, and it stops at the first level past the limit, so any
@@ -113,21 +118,36 @@ def too_deep(value: Any, limit: int = MAX_ARG_DEPTH) -> bool:
     value may share them) is walked once there, so sharing costs nothing and a value that
     contains itself is too deep.
 
+    Args:
+        value: the value.
+        limit: the levels allowed.
+        parts: the parts of a value of another kind that nests (an object's attributes), or
+            None for one that does not; such a value counts as a level too.
+
     >>> too_deep({"a": [[1]]}, limit=2)
     True
     >>> too_deep({"a": [1]}, limit=2)
     False
     """
     nests = (dict, list, tuple)
-    level = [value] if isinstance(value, nests) else []
+
+    def children(item: Any) -> Iterable[Any] | None:
+        if isinstance(item, dict):
+            return item.values()
+        if isinstance(item, nests):
+            return item
+        return parts(item) if parts is not None else None
+
+    level = [value] if children(value) is not None else []
     depth = 0
     while level:
         if depth >= limit:
             return True
         below: dict[int, Any] = {}
         for item in level:
-            children = item.values() if isinstance(item, dict) else item
-            below.update((id(c), c) for c in children if isinstance(c, nests))
+            for child in children(item) or ():
+                if isinstance(child, nests) or (parts is not None and parts(child) is not None):
+                    below[id(child)] = child
         level, depth = list(below.values()), depth + 1
     return False
 

@@ -49,7 +49,7 @@ import json
 import keyword
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import Enum
@@ -371,20 +371,40 @@ def written_chars(value: Any, bound: int) -> int:
     return chars
 
 
+def _parts(value: Any) -> Iterable[Any] | None:
+    """What a sandbox object (a dataclass instance: its attributes) or an exception (its
+    arguments) holds, as :func:`written_chars` writes them; None for a value that holds
+    nothing."""
+    if isinstance(value, BaseException):
+        return value.args
+    attributes = getattr(value, "attributes", None)
+    return attributes.values() if isinstance(attributes, Mapping) else None
+
+
+def _kind(value: Any) -> str:
+    """What ``value`` is, for the model: a sandbox object's class name (``Box``, not the
+    proxy's), else its type's."""
+    if isinstance(getattr(value, "attributes", None), Mapping):
+        name = getattr(value, "name", None)
+        if isinstance(name, str) and name:
+            return name
+    return type(value).__name__
+
+
 def _render(value: Any) -> str:
     """A program's value as text: JSON where it is JSON data, else its ``repr``; described
     when neither can write it."""
     if isinstance(value, str):
         return value
-    if too_deep(value, MAX_OUTPUT_DEPTH):  # the same on every Python, whatever its limits
-        return TOO_DEEP_VALUE.format(kind=type(value).__name__)
+    if too_deep(value, MAX_OUTPUT_DEPTH, parts=_parts):  # the same on every Python
+        return TOO_DEEP_VALUE.format(kind=_kind(value))
     try:
         try:
             return json.dumps(value, ensure_ascii=False)
         except (TypeError, ValueError):
             return repr(value)
     except RecursionError:  # nested past Python's recursion limit in another shape
-        return TOO_DEEP_VALUE.format(kind=type(value).__name__)
+        return TOO_DEEP_VALUE.format(kind=_kind(value))
     except ValueError:  # an int Python will not write in decimal (2**20000), in it somewhere
         kind = type(value).__name__
         what = "an integer" if isinstance(value, int) else f"a {kind} holding an integer"
