@@ -22,11 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from numbers import Real
-from typing import Annotated, Any, cast, get_type_hints
+from typing import Annotated, Any, cast, get_args, get_type_hints
 
 from langchain_core.messages import AnyMessage, BaseMessage
 from langgraph.graph import MessagesState
 from langgraph.graph.message import add_messages
+from langgraph.managed.base import is_managed_value
 from typing_extensions import TypedDict
 
 from langgraph_toolbudget.core.context import (
@@ -52,6 +53,7 @@ __all__ = [
     "apply_update",
     "clean_budget_fields",
     "input_schema_of",
+    "check_budget_reducers",
     "merge_counts",
     "merge_names",
     "merge_reasons",
@@ -323,15 +325,59 @@ BUDGET_FIELDS = frozenset(ToolBudgetState.__annotations__) - {"messages"}
 """The state fields only our nodes and the management operations write: never a run's input."""
 
 
+REDUCER_ERROR = (
+    "the graph's state declares {fields} without the reducer our nodes write through (their "
+    "updates would be stored as they are: unmerged and unchecked). Declare them as "
+    "ToolBudgetState does (a subclass of it has them; a pydantic or dataclass state declares "
+    "them itself, with defaults): {declarations}"
+)
+
+
+def unmerged_budget_fields(channels: Mapping[str, Any]) -> list[str]:
+    """The budget fields a graph's channels (``StateGraph(...).channels``) hold without their
+    reducer (declared as a plain ``list[str]``...), as the declarations they need.
+
+    >>> from langgraph.graph import StateGraph
+    >>> unmerged_budget_fields(StateGraph(ToolBudgetState).channels)
+    []
+    """
+    hints = get_type_hints(ToolBudgetState, include_extras=True)
+    wrong = []
+    for key, reducer in _REDUCERS.items():
+        channel = channels.get(key)
+        if channel is not None and getattr(channel, "operator", None) is not reducer:
+            kind = repr(get_args(hints[key])[0]).replace("typing.", "")
+            wrong.append(
+                f"{key}: Annotated[{kind}, {reducer.__name__}] (from {reducer.__module__})"
+            )
+    return wrong
+
+
+def check_budget_reducers(channels: Mapping[str, Any]) -> None:
+    """Raise ``TypeError`` naming each budget field of ``channels`` declared without its
+    reducer (:func:`unmerged_budget_fields`) and the declaration it needs."""
+    wrong = unmerged_budget_fields(channels)
+    if wrong:
+        fields = ", ".join(w.split(":")[0] for w in wrong)
+        raise TypeError(REDUCER_ERROR.format(fields=fields, declarations="; ".join(wrong)))
+
+
 def input_schema_of(state_schema: type[Any]) -> type[Any]:
     """``state_schema`` without :data:`BUDGET_FIELDS`: the input schema of a graph over it.
 
     ``StateGraph(MyState, input_schema=input_schema_of(MyState))`` drops those keys from a
-    run's input, so a client cannot make a tool visible or change the tool context.
+    run's input, so a client cannot make a tool visible or change the tool context. Managed
+    values (``RemainingSteps``, ``IsLastStep``) are left out too: LangGraph computes them,
+    and refuses them in an input schema.
     """
     hints = get_type_hints(state_schema, include_extras=True)
-    fields = {k: v for k, v in hints.items() if k not in BUDGET_FIELDS}
+    fields = {k: v for k, v in hints.items() if k not in BUDGET_FIELDS and not _is_managed(v)}
     return TypedDict(f"{state_schema.__name__}Input", fields)  # type: ignore[operator]
+
+
+def _is_managed(annotation: Any) -> bool:
+    """Whether a field's annotation is a LangGraph managed value (``RemainingSteps``...)."""
+    return any(is_managed_value(m) for m in getattr(annotation, "__metadata__", ()))
 
 
 class ToolBudgetInput(TypedDict):

@@ -7,6 +7,7 @@ import asyncio
 import json
 import math
 import uuid
+from dataclasses import dataclass
 from typing import Any, TypedDict
 
 import pytest
@@ -20,6 +21,7 @@ from langchain_core.tools import tool as make_tool
 from langgraph.checkpoint.memory import MemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 from pydantic import BaseModel, Field
 
@@ -509,6 +511,41 @@ async def test_graph_tool_child_tool_calls_stay_out_of_the_parents_tools_stream(
         chunks = [chunk async for chunk in app.astream(inputs, **options)]
     ids = {event.get("tool_call_id") for _, event in chunks}
     assert ids == {"c1"}, chunks
+
+
+@dataclass
+class Account:
+    user_id: str
+
+
+def account_child() -> Any:
+    """A child reading the run's runtime context (its ``context_schema``)."""
+
+    def answer(state: MessagesState, runtime: Runtime[Account]) -> dict[str, Any]:
+        who = runtime.context.user_id if runtime.context else None
+        return {"messages": [AIMessage(f"account of {who}")]}
+
+    builder = StateGraph(MessagesState, context_schema=Account)
+    builder.add_node("answer", answer)
+    builder.add_edge(START, "answer")
+    return builder.compile()
+
+
+@pytest.mark.parametrize("timeout_s", [None, 30])
+@pytest.mark.parametrize("api", APIS)
+async def test_graph_tool_child_gets_the_runs_runtime_context_as_a_subgraph_does(api, timeout_s):
+    # It got none: "account of None", reported as a success.
+    tool = graph_tool(account_child(), name="account", description="Ask.", timeout_s=timeout_s)
+    model = ScriptedChatModel(responses=[ai_calls(call("account", "c1", input="balance")), "ok"])
+    app = create_toolbudget_agent(model, ToolCatalog.from_tools([tool]), pinned=["account"])
+    graph = app.compile()
+    payload = {"messages": [HumanMessage("my balance")]}
+    if api == "invoke":
+        out = await asyncio.to_thread(graph.invoke, payload, context=Account("ada"))
+    else:
+        out = await graph.ainvoke(payload, context=Account("ada"))
+    (_, result) = results(out)[0]
+    assert result["output"] == "account of ada"
 
 
 # --- time travel: the child thread follows the parent's branch, as a subgraph does ------------

@@ -19,6 +19,7 @@ Pure data: no LangGraph import.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
@@ -28,6 +29,7 @@ __all__ = [
     "VisibleChange",
     "WorkingSet",
     "is_reason",
+    "state_fields",
     "state_get",
     "state_messages",
     "state_names",
@@ -81,6 +83,16 @@ def state_get(state: Any, key: str, default: Any = None) -> Any:
     if type(state) is dict or isinstance(state, Mapping):
         return state.get(key, default)
     return getattr(state, key, default)
+
+
+def state_fields(state: Any) -> dict[str, Any]:
+    """A state given as a dict, a pydantic model or a dataclass, as a dict of its fields
+    (shallow: the values are the state's own)."""
+    if isinstance(state, Mapping):
+        return dict(state)
+    if dataclasses.is_dataclass(state) and not isinstance(state, type):
+        return {f.name: getattr(state, f.name) for f in dataclasses.fields(state)}
+    return dict(vars(state)) if hasattr(state, "__dict__") else dict(state)
 
 
 def state_names(state: Any, key: str) -> list[str]:

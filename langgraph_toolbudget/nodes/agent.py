@@ -35,7 +35,7 @@ from langgraph_toolbudget.config import BudgetConfig, BudgetOptions, check_node_
 from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.core.context import CONTEXT_FIELDS, SessionContext
 from langgraph_toolbudget.core.selection import free_tools
-from langgraph_toolbudget.core.working_set import state_messages
+from langgraph_toolbudget.core.working_set import state_fields, state_get, state_messages
 from langgraph_toolbudget.execution.builtins import Builtins
 from langgraph_toolbudget.execution.hooks import AsyncToolCallWrapper, ToolCallWrapper
 from langgraph_toolbudget.nodes._node import BudgetNode, route_after_tools, route_tools
@@ -48,7 +48,12 @@ from langgraph_toolbudget.nodes.prompt import (
     check_system_prompt,
 )
 from langgraph_toolbudget.nodes.usage import check_usage_catalog, records_usage
-from langgraph_toolbudget.state import ToolBudgetState, clean_budget_fields, state_update
+from langgraph_toolbudget.state import (
+    ToolBudgetState,
+    check_budget_reducers,
+    clean_budget_fields,
+    state_update,
+)
 
 __all__ = ["ITERATION_LIMIT_MESSAGE", "CallModel", "ToolAgent"]
 
@@ -57,6 +62,12 @@ STATE_SCHEMA_ERROR = (
     "visible set in them. Extend ToolBudgetState: `class MyState(ToolBudgetState): ...` and "
     "pass state_schema=MyState."
 )
+NO_MESSAGES_ERROR = (
+    "CallModel reads the conversation from the state's 'messages' key, which this state does "
+    "not have (its keys: {keys}): the model would be called without it. Keep the messages "
+    "under 'messages' (MessagesState, ToolBudgetState), as LangGraph's prebuilt agents do."
+)
+_NO = object()
 ITERATION_LIMIT_MESSAGE = (
     "I stopped after {n} model calls in this turn (max_iterations={n}) without finishing. "
     "Here is where things stand; ask me to continue if you want me to go on."
@@ -132,6 +143,8 @@ class CallModel(BudgetNode):
         usage opt-out value, before the model or a tool runs (:func:`records_usage`)."""
         if self.config.usage is not None:
             records_usage(config)
+        if not isinstance(state, list) and state_get(state, "messages", _NO) is _NO:
+            raise ValueError(NO_MESSAGES_ERROR.format(keys=sorted(state_fields(state))))
         return self._limit_hit(state_messages(state))
 
     def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
@@ -233,6 +246,7 @@ class ToolAgent(BudgetNode):
             raise TypeError(
                 STATE_SCHEMA_ERROR.format(schema=state_schema.__name__, missing=", ".join(missing))
             )
+        check_budget_reducers(loop.channels)
         loop.add_node("agent", self.call_model)
         loop.add_node("tools", self.executor)
         loop.add_edge(START, "agent")

@@ -31,6 +31,7 @@ from typing_extensions import Unpack
 
 from langgraph_toolbudget.config import BudgetConfig, BudgetOptions, check_node_options
 from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
+from langgraph_toolbudget.core.working_set import state_fields
 from langgraph_toolbudget.nodes._node import BudgetNode
 from langgraph_toolbudget.nodes.intent import ClassifyIntent
 from langgraph_toolbudget.nodes.models import resolve_chat_model
@@ -97,14 +98,14 @@ class ChooseTools(BudgetNode):
         )
 
     def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
-        start = dict(state)
+        start = state_fields(state)
         chosen = start
         for step in self.steps:
             chosen = apply_update(chosen, step.run(chosen, config))
         return state_delta(start, chosen, CATEGORY_FIELDS)
 
     async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
-        start = dict(state)
+        start = state_fields(state)
         chosen = start
         for step in self.steps:
             chosen = apply_update(chosen, await step.arun(chosen, config))

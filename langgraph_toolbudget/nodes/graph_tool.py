@@ -23,6 +23,7 @@ import contextvars
 import json
 import math
 import uuid
+from functools import partial
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
@@ -31,10 +32,11 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tools import BaseTool, ToolException
 from langgraph.errors import GraphInterrupt
+from langgraph.pregel import Pregel
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from langgraph_toolbudget._compat import without_stream_handlers
+from langgraph_toolbudget._compat import runtime_of, without_stream_handlers
 from langgraph_toolbudget._runner import run_sync
 from langgraph_toolbudget.core.compact import (
     error_result,
@@ -172,10 +174,11 @@ class GraphTool(BaseTool):
         run_manager: CallbackManagerForToolRun | None = None,
     ) -> str:
         state, child, info = self._prepare(arguments, call_id, config, run_manager)
+        options = self._options(config)
         if self.timeout_s is not None:
-            return run_sync(self._arun_child(state, child, info))
+            return run_sync(self._arun_child(state, child, info, options))
         try:
-            final = _detached().run(self.graph.invoke, state, child)
+            final = _detached().run(partial(self.graph.invoke, state, child, **options))
         except Exception as exc:  # noqa: BLE001 - the model hears about it in the result
             return _answer(_failed(info, exc))
         return _answer(run_result(info, final))
@@ -188,10 +191,13 @@ class GraphTool(BaseTool):
         run_manager: AsyncCallbackManagerForToolRun | None = None,
     ) -> str:
         state, child, info = self._prepare(arguments, call_id, config, run_manager)
-        return await self._arun_child(state, child, info)
+        return await self._arun_child(state, child, info, self._options(config))
 
-    async def _arun_child(self, state: Any, child: RunnableConfig, info: dict[str, Any]) -> str:
-        task = _detached().run(asyncio.ensure_future, self.graph.ainvoke(state, child))
+    async def _arun_child(
+        self, state: Any, child: RunnableConfig, info: dict[str, Any], options: dict[str, Any]
+    ) -> str:
+        coroutine = self.graph.ainvoke(state, child, **options)
+        task = _detached().run(asyncio.ensure_future, coroutine)
         try:
             done, _ = await asyncio.wait({task}, timeout=self.timeout_s)
         except BaseException:  # we were cancelled: take the child down with us
@@ -209,6 +215,16 @@ class GraphTool(BaseTool):
         return _answer(run_result(info, final))
 
     # --- the child's input and config ---------------------------------------------------------
+
+    def _options(self, config: RunnableConfig) -> dict[str, Any]:
+        """The child run's keyword arguments: the calling run's runtime context, which a
+        LangGraph subgraph gets too (a ``RemoteGraph`` child gets none: it would go over
+        HTTP, and as a node of your graph it gets none either)."""
+        runtime = runtime_of(config)
+        context = getattr(runtime, "context", None)
+        if context is None or not isinstance(self.graph, Pregel):
+            return {}
+        return {"context": context}
 
     def _prepare(
         self, arguments: dict[str, Any], call_id: str | None, config: RunnableConfig, manager: Any

@@ -44,7 +44,12 @@ from langgraph_toolbudget.nodes.executor import ToolExecutor
 from langgraph_toolbudget.nodes.models import resolve_chat_model
 from langgraph_toolbudget.nodes.prompt import SystemPrompt, check_system_prompt
 from langgraph_toolbudget.nodes.usage import check_usage_catalog
-from langgraph_toolbudget.state import BUDGET_FIELDS, ToolBudgetState, input_schema_of
+from langgraph_toolbudget.state import (
+    BUDGET_FIELDS,
+    ToolBudgetState,
+    check_budget_reducers,
+    input_schema_of,
+)
 
 __all__ = ["add_toolbudget_nodes", "create_toolbudget_agent"]
 
@@ -174,6 +179,7 @@ def add_toolbudget_nodes(
     missing = [k for k in ("selected_tools", "categories", "messages") if k not in graph.channels]
     if missing:
         raise TypeError(STATE_SCHEMA_ERROR.format(missing=", ".join(missing)))
+    check_budget_reducers(graph.channels)
     exposed = sorted(BUDGET_FIELDS & set(get_type_hints(graph.input_schema)))
     if exposed:
         warnings.warn(
