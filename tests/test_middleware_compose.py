@@ -207,8 +207,10 @@ class Calculating(AgentMiddleware):
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_add_tool_tells_the_model_another_middlewares_tool_is_there_to_call(catalog, api):
-    # It answered "not tools of this app" and offered the closest catalog tool instead.
+async def test_add_tool_tells_the_model_another_middlewares_tool_is_called_directly(catalog, api):
+    # It answered "not tools of this app" and offered the closest catalog tool instead. The
+    # answer does not say which tools the thread has (another thread's may differ): only that
+    # a tool given apart from the budget needs no add_tool.
     model = ScriptedChatModel(
         responses=[
             ai_calls(call("add_tool", "a1", tool_names=["calculator", "list_projects"])),
@@ -221,8 +223,10 @@ async def test_add_tool_tells_the_model_another_middlewares_tool_is_there_to_cal
         create_agent(model, middleware=[Calculating(), budget]), {"messages": [APOLLO_QUERY]}, api
     )
     (answer,) = tool_messages(out["messages"])
-    assert "already available to you (the agent's own tools): calculator" in answer.content
-    assert "not tools of this app" not in answer.content and answer.status == "success"
+    assert "Already available: list_projects." in answer.content
+    assert "Not added (not tools that add_tool loads" in answer.content
+    assert "apart from these, such as another middleware's, needs no add_tool" in answer.content
+    assert "not tools of this app" not in answer.content
     assert "calculator" in model.bound_tools[1]
 
 

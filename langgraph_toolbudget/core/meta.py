@@ -109,9 +109,13 @@ FOUND_CANNOT_LOAD = (
 )
 
 NOT_ADDED_UNKNOWN = "not tools of this app (check the spelling or call search_tools)"
-ADDED_ELSEWHERE = (
-    "Not loaded through add_tool, but already available to you (the agent's own tools): "
-    "{names}. Call them directly."
+NOT_ADDED_UNMANAGED = (
+    "not tools that add_tool loads (check the spelling or call search_tools; a tool you were "
+    "given apart from these, such as another middleware's, needs no add_tool: call it directly)"
+)
+NOT_ADDED_UNMANAGED_NO_SEARCH = (
+    "not tools that add_tool loads (check the spelling; a tool you were given apart from "
+    "these, such as another middleware's, needs no add_tool: call it directly)"
 )
 NOT_ADDED_UNKNOWN_NO_SEARCH = "not tools of this app (check the spelling)"
 NOT_ADDED_FILTERED = "filtered out by this app's configuration and cannot be used"
@@ -298,9 +302,9 @@ class MetaToolHandler:
         self.min_per_category = min_per_category
         self.search_limit = search_limit
         self.enabled = frozenset(enabled)
-        self._unknown = (
-            NOT_ADDED_UNKNOWN if SEARCH_TOOLS in self.enabled else NOT_ADDED_UNKNOWN_NO_SEARCH
-        )
+        searches = SEARCH_TOOLS in self.enabled
+        self._unknown = NOT_ADDED_UNKNOWN if searches else NOT_ADDED_UNKNOWN_NO_SEARCH
+        self._unmanaged = NOT_ADDED_UNMANAGED if searches else NOT_ADDED_UNMANAGED_NO_SEARCH
 
     def handle(
         self,
@@ -310,13 +314,14 @@ class MetaToolHandler:
         query: str = "",
         *,
         context: SessionContext | None = None,
-        others: Collection[str] = (),
+        outside_tools: bool = False,
     ) -> MetaOutcome:
         """Answer one meta-call. Never raises for bad arguments: the model gets an error.
 
         ``context``: the thread's tool context; its excluded tools are never listed,
-        found, loaded or added. ``others``: the names of the agent's tools outside the
-        catalog (another middleware's), bound anyway: ``add_tool`` says so for them.
+        found, loaded or added. ``outside_tools``: the agent may have tools outside the
+        catalog (another middleware's, under ``ToolBudgetMiddleware``): ``add_tool``'s
+        answer for a name it does not know says that such a tool is called directly.
         """
         context = context or SessionContext()
         if too_deep(args):
@@ -331,7 +336,7 @@ class MetaToolHandler:
         if name == SEARCH_TOOLS:
             return self._search_tools(args, context)
         if name == ADD_TOOL:
-            return self._add_tool(args, working, context, others)
+            return self._add_tool(args, working, context, outside_tools)
         if name == SHOW_ALL_TOOLS:
             return self._show_all_tools(context)
         raise ValueError(f"{name!r} is not a meta-tool; meta-tools are {META_TOOL_NAMES}")
@@ -438,7 +443,7 @@ class MetaToolHandler:
         args: Any,
         working: WorkingSet,
         context: SessionContext,
-        others: Collection[str] = (),
+        outside_tools: bool = False,
     ) -> MetaOutcome:
         names = _names_arg(args, "tool_names")
         if names is None and isinstance(args, dict) and len(args) == 1:
@@ -453,11 +458,10 @@ class MetaToolHandler:
                 error=True,
             )
         problems: dict[str, list[str]] = {}
-        valid, elsewhere = [], []
+        valid = []
+        unknown = self._unmanaged if outside_tools else self._unknown
         for n in dict.fromkeys(names):
-            if n in others and n not in self.catalog:
-                elsewhere.append(n)
-            elif context.excludes(self.catalog, n):
+            if context.excludes(self.catalog, n):
                 problems.setdefault(NOT_ADDED_EXCLUDED, []).append(n)
             elif n in self.catalog:
                 valid.append(n)
@@ -468,7 +472,7 @@ class MetaToolHandler:
             elif status is not None:  # not listed in this runtime mode: a draft in production
                 problems.setdefault(NOT_ADDED_STATUS.format(status=status), []).append(n)
             else:
-                problems.setdefault(self._unknown, []).append(n)
+                problems.setdefault(unknown, []).append(n)
         already = [n for n in valid if n in working]
         added, evicted = working.add(valid, reason=ADD_TOOL, args=args)
         skipped = [n for n in valid if n not in added and n not in already]
@@ -479,8 +483,6 @@ class MetaToolHandler:
             parts.append(f"Added {len(added)} tools: {', '.join(added)}.")
         if already:
             parts.append(f"Already available: {', '.join(already)}.")
-        if elsewhere:
-            parts.append(ADDED_ELSEWHERE.format(names=clip_names(elsewhere)))
         for why, bad in problems.items():
             parts.append(f"Not added ({why}): {clip_names(bad)}.")
         parts.extend(self._closest_hints(problems, context))

@@ -211,13 +211,13 @@ class BatchRunner:
         config: RunnableConfig,
         working: WorkingSet,
         context: SessionContext,
-        others: frozenset[str] = frozenset(),
+        outside_tools: bool = False,
     ) -> tuple[list[tuple[int, ToolCall]], dict[int, ToolMessage], BuiltinContext, TurnOutcome]:
         """The built-in calls to answer, those over the meta-call bound, and the context."""
         messages = state_messages(state, self.messages_key)
         access, holder = self._tool_access(state, config, working)
         query = latest_user_text(messages)
-        ctx = BuiltinContext(state, config, working, query, access, context, others)
+        ctx = BuiltinContext(state, config, working, query, access, context, outside_tools)
         holder.append(ctx)
         outcome = TurnOutcome(context=context)
         used = meta_calls_this_turn(messages, self.meta_names)
@@ -254,19 +254,20 @@ class BatchRunner:
         working: WorkingSet,
         *,
         context: SessionContext | None = None,
-        others: frozenset[str] = frozenset(),
+        outside_tools: bool = False,
     ) -> tuple[dict[int, ToolMessage], TurnOutcome]:
         """Answer the built-in calls among ``calls`` in order, bounded per turn; index -> message.
 
         ``working`` changes in place; the outcome's ``context`` is the thread's tool context
         as the answers left it. ``context``: the state's, if the caller already read it.
-        ``others``: the agent's tools outside the catalog (:class:`BuiltinContext`). Used by
+        ``outside_tools``: the agent may have tools outside the catalog
+        (:class:`BuiltinContext`). Used by
         ``ToolBudgetMiddleware`` too.
         """
         context = self.context_of(state) if context is None else context
         if not any(call["name"] in self.builtins for call in calls):
             return {}, TurnOutcome(context=context)
-        plan = self._builtin_calls(calls, state, config, working, context, others)
+        plan = self._builtin_calls(calls, state, config, working, context, outside_tools)
         todo, answers, ctx, outcome = plan
         large: dict[int, int] = {}
         for i, call in todo:
@@ -291,13 +292,13 @@ class BatchRunner:
         working: WorkingSet,
         *,
         context: SessionContext | None = None,
-        others: frozenset[str] = frozenset(),
+        outside_tools: bool = False,
     ) -> tuple[dict[int, ToolMessage], TurnOutcome]:
         """The async :meth:`answer_builtins`."""
         context = self.context_of(state) if context is None else context
         if not any(call["name"] in self.builtins for call in calls):
             return {}, TurnOutcome(context=context)
-        plan = self._builtin_calls(calls, state, config, working, context, others)
+        plan = self._builtin_calls(calls, state, config, working, context, outside_tools)
         todo, answers, ctx, outcome = plan
         large: dict[int, int] = {}
         for i, call in todo:

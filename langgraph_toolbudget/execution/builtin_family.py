@@ -99,7 +99,7 @@ class BuiltinContext:
         context: the thread's tool context with the changes of the batch's earlier
             answers applied (:meth:`follow`); read it, not the context fields of
             ``state``, which miss those changes.
-        others: the names of the agent's tools outside the catalog (another middleware's,
+        outside_tools: the agent may have tools outside the catalog (another middleware's,
             under ``ToolBudgetMiddleware``), bound whatever the budget chose.
     """
 
@@ -109,7 +109,7 @@ class BuiltinContext:
     query: str = ""
     tools: ToolAccess | None = None
     context: SessionContext = NO_CONTEXT
-    others: frozenset[str] = frozenset()
+    outside_tools: bool = False
 
     def follow(self, update: Mapping[str, Any]) -> None:
         """Apply an answer's state update to :attr:`context`, for the answers after it."""

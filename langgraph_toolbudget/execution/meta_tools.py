@@ -62,7 +62,7 @@ class MetaTools(BuiltinTools):
             ctx.working,
             ctx.query,
             context=ctx.context,
-            others=ctx.others,
+            outside_tools=ctx.outside_tools,
         )
         loaded = {LOADED: list(outcome.added)} if outcome.added else None
         return BuiltinResult(

@@ -52,11 +52,6 @@ from langgraph_toolbudget.state import MAX_STEP
 __all__ = ["ToolBudgetMiddleware"]
 
 
-def _tool_name(tool: Any) -> Any:
-    """A bound tool's name: a ``BaseTool``'s, or a provider tool's (a dict) if it has one."""
-    return tool.get("name") if isinstance(tool, dict) else getattr(tool, "name", None)
-
-
 def _with_section(system: SystemMessage | None, section: str) -> SystemMessage:
     """The agent's system message (kept first) followed by the tools section."""
     if system is None:
@@ -227,9 +222,6 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         self._seen: (
             tuple[list[Any], int, list[Any], frozenset[str] | None, dict[str, Any]] | None
         ) = None
-        # The agent's other tools as the last model call bound them (another middleware's):
-        # add_tool tells the model they are there to call, not unknown.
-        self._others: frozenset[str] = frozenset()
         self._locks = KeyedLocks()
         # The executor's group rules (shared by every run of this instance, and with the
         # tool calls of its CodeMode programs): the tool node runs each call as its own task.
@@ -322,9 +314,6 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
                 versions[t.name] = t
         narrowed = frozenset(kept) if len(kept) < len(ours) else None
         self._seen = (tools, len(tools), others, narrowed, versions)
-        self._others = frozenset(
-            name for t in others if isinstance(name := _tool_name(t), str) and name
-        )
         return others, narrowed, versions
 
     @staticmethod
@@ -420,7 +409,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         reply, calls = pending
         working, shown = self._shown(state, reply)
         answers, outcome = self.runner.answer_builtins(
-            calls, state, _current_config(), working, others=self._others
+            calls, state, _current_config(), working, outside_tools=True
         )
         answers = _edits_noted(answers, calls, reply)
         return {**self._answered(answers, outcome, working, (reply, shown)), **_counted(state)}
@@ -434,7 +423,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         working, shown = self._shown(state, reply)
         config = _current_config()
         answers, outcome = await self.runner.aanswer_builtins(
-            calls, state, config, working, others=self._others
+            calls, state, config, working, outside_tools=True
         )
         answers = _edits_noted(answers, calls, reply)
         return {**self._answered(answers, outcome, working, (reply, shown)), **_counted(state)}
@@ -518,7 +507,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         state, working = request.state, self.runner.working_set(request.state)
         calls = [request.tool_call]
         answers, outcome = self.runner.answer_builtins(
-            calls, state, _current_config(), working, others=self._others
+            calls, state, _current_config(), working, outside_tools=True
         )
         return Command(update=self._answered(answers, outcome, working))
 
@@ -526,7 +515,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         state, working = request.state, self.runner.working_set(request.state)
         calls, config = [request.tool_call], _current_config()
         answers, outcome = await self.runner.aanswer_builtins(
-            calls, state, config, working, others=self._others
+            calls, state, config, working, outside_tools=True
         )
         return Command(update=self._answered(answers, outcome, working))
 
