@@ -148,6 +148,66 @@ async def test_a_tool_a_middleware_listed_before_the_budget_rewrote_is_bound_as_
     assert task.description == "Add a task (reworded)."
 
 
+@tool("search_tools")
+def app_search(q: str) -> str:
+    """Search the app's documents."""
+    return "never runs"
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_another_tool_under_one_of_the_budgets_names_is_not_bound_in_its_place(catalog, api):
+    # The app's own `search_tools` (other arguments) was bound, while the budget's meta-tool
+    # answered the model's calls of that name.
+    BOUND.clear()
+    model = ChatAnthropic(responses=[AIMessage("done")], cycle=False)
+    budget = ToolBudgetMiddleware(catalog, max_tools=3)
+    agent = create_agent(model, tools=[app_search], middleware=[budget])
+    with pytest.warns(UserWarning, match=r"another tool named 'search_tools' \(other arguments\)"):
+        await run(agent, {"messages": [APOLLO_QUERY]}, api)
+    (bound,) = [t for t in BOUND[0] if not isinstance(t, dict) and t.name == "search_tools"]
+    assert bound is budget.tools[[t.name for t in budget.tools].index("search_tools")]
+
+
+class SwappedInPlace(AgentMiddleware):
+    """Keeps one list and swaps its version of ``add_task`` in it for each call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tools_list: list[Any] | None = None
+        self.calls = 0
+
+    def _swapped(self, request: Any) -> Any:
+        self.calls += 1
+        if self.tools_list is None:
+            self.tools_list = list(request.tools)
+        for i, t in enumerate(self.tools_list):
+            if not isinstance(t, dict) and t.name == "add_task":
+                text = f"Add a task (version {self.calls})."
+                self.tools_list[i] = t.model_copy(update={"description": text})
+        return request.override(tools=self.tools_list)
+
+    def wrap_model_call(self, request, handler):
+        return handler(self._swapped(request))
+
+    async def awrap_model_call(self, request, handler):
+        return await handler(self._swapped(request))
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_version_swapped_in_place_in_the_same_list_is_bound_each_call(catalog, api):
+    # The split of request.tools was cached by the list's identity and length: the second
+    # call bound the first call's version.
+    swapping, budget = SwappedInPlace(), ToolBudgetMiddleware(catalog, max_tools=3)
+    for turn in (1, 2):
+        BOUND.clear()
+        model = ChatAnthropic(responses=[AIMessage("done")], cycle=False)
+        await run(
+            create_agent(model, middleware=[swapping, budget]), {"messages": [APOLLO_QUERY]}, api
+        )
+        (task,) = [t for t in BOUND[0] if not isinstance(t, dict) and t.name == "add_task"]
+        assert task.description == f"Add a task (version {turn}).", turn
+
+
 @pytest.mark.parametrize("api", APIS)
 async def test_provider_tool_search_listed_before_the_budget_defers_among_the_visible_tools(
     catalog, api

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import uuid
+import warnings
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Container, Hashable, Iterator
 from typing import Any
@@ -50,6 +51,12 @@ from langgraph_toolbudget.nodes.usage import arecord_call, check_usage_catalog, 
 from langgraph_toolbudget.state import MAX_STEP
 
 __all__ = ["ToolBudgetMiddleware"]
+
+NAME_CLASH_WARNING = (
+    "ToolBudgetMiddleware: the agent has another tool named {name!r} (other arguments) beside "
+    "the budget's own: the budget's is bound, and answers the model's calls of that name. "
+    "Rename one of them."
+)
 
 
 def _with_section(system: SystemMessage | None, section: str) -> SystemMessage:
@@ -220,8 +227,11 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         self._ours = frozenset(t.name for t in self.tools)
         self._own_ids = frozenset(id(t) for t in self.tools)
         self._seen: (
-            tuple[list[Any], int, list[Any], frozenset[str] | None, dict[str, Any]] | None
+            tuple[list[Any], tuple[int, ...], list[Any], frozenset[str] | None, dict[str, Any]]
+            | None
         ) = None
+        self._by_name = {t.name: t for t in self.tools}
+        self._clashes: set[str] = set()
         self._locks = KeyedLocks()
         # The executor's group rules (shared by every run of this instance, and with the
         # tool calls of its CodeMode programs): the tool node runs each call as its own task.
@@ -296,10 +306,12 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         """The agent's tools that are not ours (provider tools, other middleware's); the
         names of ours still in ``tools`` (None: all of them; fewer when a middleware listed
         before this one narrowed the request's tools, a restriction kept when binding); and
-        the versions of ours such a middleware put in their place (by name), bound instead."""
+        the versions of ours such a middleware put in their place (by name: the same
+        arguments), bound instead."""
         # create_agent hands every call the same list: split it once, not 5,000 names a call
-        seen = self._seen
-        if seen is not None and seen[0] is tools and seen[1] == len(tools):
+        # (the items' ids too: a middleware may swap one in place)
+        seen, ids = self._seen, tuple(map(id, tools))
+        if seen is not None and seen[0] is tools and seen[1] == ids:
             return seen[2], seen[3], seen[4]
         own, ours = self._own_ids, self._ours
         others: list[Any] = []
@@ -310,11 +322,25 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
                 others.append(t)
                 continue
             kept.add(t.name)
-            if id(t) not in own:
+            if id(t) not in own and self._is_version(t):
                 versions[t.name] = t
         narrowed = frozenset(kept) if len(kept) < len(ours) else None
-        self._seen = (tools, len(tools), others, narrowed, versions)
+        self._seen = (tools, ids, others, narrowed, versions)
         return others, narrowed, versions
+
+    def _is_version(self, tool: Any) -> bool:
+        """Whether ``tool``, named as one of ours, is a version of it (the same arguments:
+        another description, provider extras); else another tool under the same name, which
+        the model must not be shown in place of the one that answers its calls (warned of)."""
+        mine = self._by_name[tool.name]
+        try:
+            same = tool.args == mine.args
+        except Exception:  # noqa: BLE001 - a tool whose schema cannot be read is not ours
+            same = False
+        if not same and tool.name not in self._clashes:
+            self._clashes.add(tool.name)
+            warnings.warn(NAME_CLASH_WARNING.format(name=tool.name), UserWarning, stacklevel=2)
+        return same
 
     @staticmethod
     def _repaired(response: Any) -> Any:
