@@ -678,8 +678,38 @@ async def test_an_output_the_store_cannot_keep_is_cut_with_a_note_and_the_turn_g
     assert orders.content.startswith(BIG_JSON[:5000] + "\n[Output cut")
     # The store is asked once a batch: a store that is down costs one of its timeouts.
     (record,) = [r for r in caplog.records if "could not keep" in r.getMessage()]
-    assert "2 large outputs (of server_log, list_orders)" in record.getMessage()
+    assert "(of server_log, list_orders)" in record.getMessage()
     assert "closed database" in str(record.exc_info[1])
+
+
+@pytest.mark.parametrize("how", ["invoke", "ainvoke"])
+async def test_a_failing_store_is_asked_once_a_batch_for_built_in_answers_too(
+    tmp_path: Path, how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Each large built-in answer (python_execution) was offloaded on its own: a store that is
+    # down was asked, and warned of, once per answer, besides the regular outputs' once.
+    with SqliteStore.from_conn_string(str(tmp_path / "gone.db")) as gone:
+        gone.setup()
+
+    def program(i: int) -> dict[str, Any]:
+        return _call("python_execution", {"code": f"print('p{i}' * 10000)"}, f"p{i}")
+
+    model = ScriptedChatModel(
+        responses=[AIMessage("", tool_calls=[program(1), program(2), _call("server_log")]), "ok"],
+        cycle=False,
+    )
+    app = create_toolbudget_agent(
+        model,
+        _catalog(),
+        enabled_builtins=["python_execution"],
+        tool_call_formats=["native", "codemode"],
+        offload_over_chars=5000,
+    ).compile(store=gone)
+    payload = {"messages": [HumanMessage("go")]}
+    out = app.invoke(payload) if how == "invoke" else await app.ainvoke(payload)
+    answers = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert len(answers) == 3 and all("not_offloaded" in m.artifact for m in answers)
+    assert len([r for r in caplog.records if "could not keep" in r.getMessage()]) == 1
 
 
 def test_sqlite_store_items_get_the_ttl(tmp_path: Path) -> None:

@@ -280,8 +280,9 @@ class BatchRunner:
             self._absorb(outcome, result, ctx)
             answers[i] = _message(call, result)
             self._note_large(i, result, large)
-        for i, limit in large.items():
-            answers.update(self._answer_offloader(limit).apply({i: answers[i]}, config))
+        for limit, indexes in _by_limit(large).items():
+            offloader, some = self._answer_offloader(limit), {i: answers[i] for i in indexes}
+            answers.update(offloader.apply(some, config, outcome.store_failed))
         return answers, outcome
 
     async def aanswer_builtins(
@@ -311,8 +312,9 @@ class BatchRunner:
             self._absorb(outcome, result, ctx)
             answers[i] = _message(call, result)
             self._note_large(i, result, large)
-        for i, limit in large.items():
-            answers.update(await self._answer_offloader(limit).aapply({i: answers[i]}, config))
+        for limit, indexes in _by_limit(large).items():
+            offloader, some = self._answer_offloader(limit), {i: answers[i] for i in indexes}
+            answers.update(await offloader.aapply(some, config, outcome.store_failed))
         return answers, outcome
 
     def _note_large(self, i: int, result: BuiltinResult, large: dict[int, int]) -> None:
@@ -394,7 +396,7 @@ class BatchRunner:
         outputs = self.scheduler.run([call for _, call in regular], run_one, arun_one)
         results = dict(zip([i for i, _ in regular], outputs, strict=True))
         if self.offloader is not None:
-            results = self.offloader.apply(results, config)
+            results = self.offloader.apply(results, config, outcome.store_failed)
         done.update(results)
         outcome.outputs = [done[i] for i in range(len(calls))]
         return outcome
@@ -424,7 +426,7 @@ class BatchRunner:
         outputs = await self.scheduler.arun([call for _, call in regular], arun_one)
         results = dict(zip([i for i, _ in regular], outputs, strict=True))
         if self.offloader is not None:
-            results = await self.offloader.aapply(results, config)
+            results = await self.offloader.aapply(results, config, outcome.store_failed)
         done.update(results)
         outcome.outputs = [done[i] for i in range(len(calls))]
         return outcome
@@ -437,6 +439,14 @@ def _on_deadline(
     on by the time the call waited for other runs' calls of its group: that wait is theirs,
     not the batch's."""
     return lambda call, waited: run(call, started=started + waited, **kwargs)
+
+
+def _by_limit(large: dict[int, int]) -> dict[int, list[int]]:
+    """Answer index -> its offload limit, as limit -> the indexes (one offload each)."""
+    grouped: dict[int, list[int]] = {}
+    for i, limit in large.items():
+        grouped.setdefault(limit, []).append(i)
+    return grouped
 
 
 def _failed(call: ToolCall, exc: Exception) -> BuiltinResult:

@@ -201,20 +201,22 @@ class Offloader:
         return self._stand_in(message, content + dropped, {"not_offloaded": facts}, size, dropped)
 
     def _all_cut(
-        self, large: list[tuple[ToolMessage, str]], error: Exception
+        self, large: list[tuple[ToolMessage, str]], error: Exception, failed: list[Exception]
     ) -> dict[int, ToolMessage]:
         """The batch's large outputs left when the store failed, each cut (:meth:`_cut`),
-        by ``id`` of their message; logged once. The store is not asked again in the batch:
-        one that is down costs one of its timeouts, not one an output."""
-        names = ", ".join(dict.fromkeys(m.name or "?" for m, _ in large))
-        logger.warning(
-            "the output store could not keep a large output: %d large outputs (of %s) are "
-            "cut to %d characters instead",
-            len(large),
-            names,
-            self.limit,
-            exc_info=error,
-        )
+        by ``id`` of their message. The store is not asked again in the batch (``failed``
+        keeps its error for the batch's other offloads): one that is down costs one of its
+        timeouts, and one logged warning, not one an output."""
+        if not failed:
+            failed.append(error)
+            names = ", ".join(dict.fromkeys(m.name or "?" for m, _ in large))
+            logger.warning(
+                "the output store could not keep a large output: large outputs of this batch "
+                "(of %s) are cut to %d characters instead",
+                names,
+                self.limit,
+                exc_info=error,
+            )
         return {id(message): self._cut(message, text, error) for message, text in large}
 
     def _artifact_size(self, message: ToolMessage) -> tuple[int | None, str]:
@@ -268,36 +270,60 @@ class Offloader:
                     found.append((message, text))
         return found
 
-    def apply(self, results: dict[int, Any], config: RunnableConfig) -> dict[int, Any]:
-        """``results`` (call index -> output) with large tool messages offloaded (sync)."""
+    def apply(
+        self,
+        results: dict[int, Any],
+        config: RunnableConfig,
+        failed: list[Exception] | None = None,
+    ) -> dict[int, Any]:
+        """``results`` (call index -> output) with large tool messages offloaded (sync).
+
+        ``failed``: the batch's memo of a store failure, shared by its offloads (a new one
+        when not given): once the store failed, the rest is cut without asking it again.
+        """
         large = self._found(results)
         if not large:
             return results
+        failed = [] if failed is None else failed
         store = OffloadStore.of(config, self.config, self.app)
         new: dict[int, ToolMessage] = {}
         for n, (message, text) in enumerate(large):
             info = describe_output(text)
-            try:
-                handle = store.put(text, info.kind, message.name or "")
-            except Exception as exc:  # noqa: BLE001 - the store down: the turn goes on
-                new.update(self._all_cut(large[n:], exc))
+            error = failed[0] if failed else None
+            if error is None:
+                try:
+                    handle = store.put(text, info.kind, message.name or "")
+                except Exception as exc:  # noqa: BLE001 - the store down: the turn goes on
+                    error = exc
+            if error is not None:
+                new.update(self._all_cut(large[n:], error, failed))
                 break
             new[id(message)] = self._replace(message, info, handle)
         return {i: rebuilt(output, new) for i, output in results.items()}
 
-    async def aapply(self, results: dict[int, Any], config: RunnableConfig) -> dict[int, Any]:
+    async def aapply(
+        self,
+        results: dict[int, Any],
+        config: RunnableConfig,
+        failed: list[Exception] | None = None,
+    ) -> dict[int, Any]:
         """Async :meth:`apply`."""
         large = self._found(results)
         if not large:
             return results
+        failed = [] if failed is None else failed
         store = OffloadStore.of(config, self.config, self.app)
         new: dict[int, ToolMessage] = {}
         for n, (message, text) in enumerate(large):
             info = describe_output(text)
-            try:
-                handle = await store.aput(text, info.kind, message.name or "")
-            except Exception as exc:  # noqa: BLE001 - the store down: the turn goes on
-                new.update(self._all_cut(large[n:], exc))
+            error = failed[0] if failed else None
+            if error is None:
+                try:
+                    handle = await store.aput(text, info.kind, message.name or "")
+                except Exception as exc:  # noqa: BLE001 - the store down: the turn goes on
+                    error = exc
+            if error is not None:
+                new.update(self._all_cut(large[n:], error, failed))
                 break
             new[id(message)] = self._replace(message, info, handle)
         return {i: rebuilt(output, new) for i, output in results.items()}

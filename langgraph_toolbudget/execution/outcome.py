@@ -37,6 +37,8 @@ class TurnOutcome:
         meta_calls: how many meta-calls this batch answered.
         update: state updates of built-in answers (other than the budget fields).
         context: the thread's tool context as the built-in answers left it.
+        store_failed: the error of the output store, once it failed to keep a large output
+            in this batch (its other large outputs are then cut without asking it again).
     """
 
     outputs: list[Any] = field(default_factory=list)
@@ -44,6 +46,7 @@ class TurnOutcome:
     meta_calls: int = 0
     update: dict[str, Any] = field(default_factory=dict)
     context: SessionContext = NO_CONTEXT
+    store_failed: list[Exception] = field(default_factory=list)
 
     @property
     def messages(self) -> list[ToolMessage]:
