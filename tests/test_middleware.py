@@ -49,7 +49,7 @@ from langgraph_toolbudget import (
     include_tools,
     tools_prompt_section,
 )
-from langgraph_toolbudget.core.meta import META_TOOL_NAMES
+from langgraph_toolbudget.core.meta import META_TOOL_NAMES, NOT_ADDED_UNKNOWN, NOT_ADDED_UNMANAGED
 from langgraph_toolbudget.nodes.agent import ITERATION_LIMIT_MESSAGE
 from langgraph_toolbudget.testing import ScriptedChatModel
 
@@ -522,9 +522,11 @@ async def context_turns(
 def assert_same_as_the_nodes(out: dict, expected: dict, model: Any, node_model: Any) -> None:
     assert model.bound_tools == node_model.bound_tools
     answers, node_answers = by_id(out["messages"]), by_id(expected["messages"])
-    assert {i: m.content for i, m in answers.items()} == {
-        i: m.content for i, m in node_answers.items()
-    }
+    # One wording differs by design: under the middleware, add_tool's answer for a name it
+    # does not know adds that a tool given apart from the budget is called directly.
+    assert {
+        i: m.content.replace(NOT_ADDED_UNMANAGED, NOT_ADDED_UNKNOWN) for i, m in answers.items()
+    } == {i: m.content for i, m in node_answers.items()}
     for key in ["selected_tools", "tool_reasons", *CONTEXT_FIELDS]:
         assert out.get(key) == expected.get(key), key
 
@@ -596,7 +598,7 @@ async def test_add_tool_of_a_misspelled_name_names_the_closest_tools_like_a_dire
     answers = by_id(out["messages"])
     direct = closest_named(answers["d1"])
     assert direct[0] == "get_weather"
-    assert answers["a1"].status == "error" and "not tools of this app" in answers["a1"].content
+    assert answers["a1"].status == "error" and "not tools that add_tool" in answers["a1"].content
     assert closest_named(answers["a1"], "Closest tools to 'get_wether': ") == direct
     assert closest_named(answers["a2"], "Closest tools to 'Get_Weather': ")[0] == "get_weather"
     assert rec.runs == []
