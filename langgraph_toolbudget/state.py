@@ -53,8 +53,11 @@ __all__ = [
     "apply_update",
     "clean_budget_fields",
     "input_schema_of",
+    "budget_declarations",
     "check_budget_reducers",
     "merge_counts",
+    "merge_decisions",
+    "merge_modes",
     "merge_names",
     "merge_reasons",
     "replace_categories",
@@ -326,40 +329,58 @@ BUDGET_FIELDS = frozenset(ToolBudgetState.__annotations__) - {"messages"}
 
 
 REDUCER_ERROR = (
-    "the graph's state declares {fields} without the reducer our nodes write through (their "
-    "updates would be stored as they are: unmerged and unchecked). Declare them as "
-    "ToolBudgetState does (a subclass of it has them; a pydantic or dataclass state declares "
-    "them itself, with defaults): {declarations}"
+    "the graph's state declares {fields} with another reducer than our nodes write through, "
+    "or none (their updates would be stored as they are: unmerged and unchecked). Declare "
+    "them as ToolBudgetState does (a subclass of it has them; a pydantic or dataclass state "
+    "declares them itself, with empty defaults): {declarations}"
 )
 
 
+def budget_declarations(fields: Iterable[str]) -> str:
+    """How a state declares the budget ``fields``, as ``ToolBudgetState`` does (for error
+    messages): ``selected_tools: Annotated[list[str], merge_names]; ...``."""
+    hints = get_type_hints(ToolBudgetState, include_extras=True)
+    lines = []
+    for key in fields:
+        kind, reducer = get_args(hints[key])[:2]
+        lines.append(f"{key}: Annotated[{repr(kind).replace('typing.', '')}, {reducer.__name__}]")
+    return "; ".join(lines) + " (the reducers are in langgraph_toolbudget.state)"
+
+
+def _accepted(key: str) -> tuple[Any, ...]:
+    """The reducers a state may give budget field ``key``: ours; for the fields our nodes
+    replace whole, none as well; for the context fields, the one they shared before."""
+    if key in ("categories", "category_scores"):
+        return (_REDUCERS[key], None)
+    if key in CONTEXT_REDUCERS:
+        return (_REDUCERS[key], merge_context)
+    return (_REDUCERS[key],)
+
+
 def unmerged_budget_fields(channels: Mapping[str, Any]) -> list[str]:
-    """The budget fields a graph's channels (``StateGraph(...).channels``) hold without their
-    reducer (declared as a plain ``list[str]``...), as the declarations they need.
+    """The budget fields a graph's channels (``StateGraph(...).channels``) hold with another
+    reducer than ours (or none, where the field needs one: ``selected_tools: list[str]``).
 
     >>> from langgraph.graph import StateGraph
     >>> unmerged_budget_fields(StateGraph(ToolBudgetState).channels)
     []
     """
-    hints = get_type_hints(ToolBudgetState, include_extras=True)
-    wrong = []
-    for key, reducer in _REDUCERS.items():
-        channel = channels.get(key)
-        if channel is not None and getattr(channel, "operator", None) is not reducer:
-            kind = repr(get_args(hints[key])[0]).replace("typing.", "")
-            wrong.append(
-                f"{key}: Annotated[{kind}, {reducer.__name__}] (from {reducer.__module__})"
-            )
-    return wrong
+    return [
+        key
+        for key in _REDUCERS
+        if (channel := channels.get(key)) is not None
+        and getattr(channel, "operator", None) not in _accepted(key)
+    ]
 
 
 def check_budget_reducers(channels: Mapping[str, Any]) -> None:
-    """Raise ``TypeError`` naming each budget field of ``channels`` declared without its
-    reducer (:func:`unmerged_budget_fields`) and the declaration it needs."""
+    """Raise ``TypeError`` naming each budget field of ``channels`` declared with another
+    reducer than ours (:func:`unmerged_budget_fields`) and the declaration it needs."""
     wrong = unmerged_budget_fields(channels)
     if wrong:
-        fields = ", ".join(w.split(":")[0] for w in wrong)
-        raise TypeError(REDUCER_ERROR.format(fields=fields, declarations="; ".join(wrong)))
+        raise TypeError(
+            REDUCER_ERROR.format(fields=", ".join(wrong), declarations=budget_declarations(wrong))
+        )
 
 
 def input_schema_of(state_schema: type[Any]) -> type[Any]:

@@ -8,6 +8,7 @@ other middleware LangChain's own (or written as LangChain documents it).
 from __future__ import annotations
 
 import inspect
+import warnings
 from typing import Any
 
 import pytest
@@ -137,6 +138,28 @@ def _bound(middleware: list[Any], api: str) -> Any:
     return run(create_agent(model, middleware=middleware), {"messages": [APOLLO_QUERY]}, api)
 
 
+class DocumentedArguments(AgentMiddleware):
+    """Puts a version of ``add_task`` whose arguments have descriptions in the request."""
+
+    @staticmethod
+    def _documented(request: Any) -> Any:
+        tools = []
+        for t in request.tools:
+            if not isinstance(t, dict) and t.name == "add_task":
+                schema = t.tool_call_schema.model_json_schema()
+                for prop in schema["properties"].values():
+                    prop["description"] = "documented for the model"
+                t = t.model_copy(update={"args_schema": schema})
+            tools.append(t)
+        return request.override(tools=tools)
+
+    def wrap_model_call(self, request, handler):
+        return handler(self._documented(request))
+
+    async def awrap_model_call(self, request, handler):
+        return await handler(self._documented(request))
+
+
 @pytest.mark.parametrize("api", APIS)
 async def test_a_tool_a_middleware_listed_before_the_budget_rewrote_is_bound_as_rewritten(
     catalog, api
@@ -146,6 +169,12 @@ async def test_a_tool_a_middleware_listed_before_the_budget_rewrote_is_bound_as_
     (tools,) = BOUND
     (task,) = [t for t in tools if not isinstance(t, dict) and t.name == "add_task"]
     assert task.description == "Add a task (reworded)."
+    # ... its arguments' wording too (a version: the same names, types and defaults)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "another tool named ..." warning
+        await _bound([DocumentedArguments(), ToolBudgetMiddleware(catalog, max_tools=3)], api)
+    (task,) = [t for t in BOUND[0] if not isinstance(t, dict) and t.name == "add_task"]
+    assert all(p.get("description") == "documented for the model" for p in task.args.values())
 
 
 @tool("search_tools")

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from langgraph_toolbudget import (
     CallModel,
+    SelectTools,
     ToolAgent,
     ToolBudgetState,
     ToolCatalog,
@@ -119,12 +120,12 @@ def test_budget_fields_declared_without_their_reducers_are_refused_at_build() ->
             with pytest.raises(TypeError) as raised:
                 build()
         said = str(raised.value)
-        assert "categories, selected_tools, tool_reasons without the reducer" in said, how
+        assert "declares selected_tools, tool_reasons with another reducer" in said, how
         assert "selected_tools: Annotated[list[str], merge_names]" in said, how
-        assert "(from langgraph_toolbudget.state)" in said, how
+        assert "(the reducers are in langgraph_toolbudget.state)" in said, how
     fields = {**get_type_hints(ToolBudgetState, include_extras=True), "selected_tools": list[str]}
     schema = TypedDict("OneUnmerged", fields)  # type: ignore[operator]
-    with pytest.raises(TypeError, match=r"declares selected_tools without the reducer"):
+    with pytest.raises(TypeError, match=r"declares selected_tools with another reducer"):
         ToolAgent(weather_model(), CATALOG, state_schema=schema)
 
 
@@ -159,3 +160,47 @@ def test_call_model_in_a_state_without_messages_says_so() -> None:
     with pytest.raises(ValueError, match=r"'messages' key, which this state does not have"):
         graph.compile().invoke({"chat": [HumanMessage("hi")]})
     assert model.calls == []  # never billed for an empty call
+
+
+class PlainCategories(ToolBudgetState):
+    """Replaced whole by the nodes, these two may have no reducer."""
+
+    categories: list[str]  # type: ignore[misc]
+    category_scores: dict[str, float]  # type: ignore[misc]
+
+
+def test_categories_without_a_reducer_are_accepted_as_the_nodes_replace_them() -> None:
+    app = create_toolbudget_agent(weather_model(), CATALOG, state_schema=PlainCategories)
+    out = app.compile().invoke({"messages": [HumanMessage("weather in Paris?")]})
+    assert out["messages"][-1].content == "done" and out["categories"] == ["weather"]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_nodes_added_one_by_one_raise_at_their_first_run_on_an_unmerged_field(api):
+    # Nodes added with add_node cannot see the schema: selected_tools became
+    # {'remove': [], 'add': [...]} and the model's call of a tool it had loaded was refused.
+    class Unchecked(ToolBudgetState):
+        selected_tools: list[str]  # type: ignore[misc]
+
+    graph = StateGraph(Unchecked)
+    graph.add_node("select", SelectTools(CATALOG))
+    graph.add_node("again", SelectTools(CATALOG))
+    graph.add_edge(START, "select")
+    graph.add_edge("select", "again")
+    app = graph.compile()
+    payload = {"messages": [HumanMessage("weather in Paris?")]}
+    with pytest.raises(TypeError, match=r"'selected_tools' holds an update no reducer merged"):
+        app.invoke(payload) if api == "invoke" else await app.ainvoke(payload)
+
+
+def test_a_missing_field_error_gives_the_declarations_of_a_pydantic_state() -> None:
+    class Partial(BaseModel):
+        messages: Annotated[list[AnyMessage], add_messages] = Field(default_factory=list)
+        selected_tools: Annotated[list[str], merge_names] = Field(default_factory=list)
+
+    with pytest.raises(TypeError) as raised:
+        ToolAgent(weather_model(), CATALOG, state_schema=Partial)
+    said = str(raised.value)
+    assert "a pydantic or dataclass state declares them itself" in said
+    assert "context_tools: Annotated[dict[str, str], merge_decisions]" in said
+    assert "context_tool_modes: Annotated[dict[str, str], merge_modes]" in said

@@ -95,12 +95,24 @@ def state_fields(state: Any) -> dict[str, Any]:
     return dict(vars(state)) if hasattr(state, "__dict__") else dict(state)
 
 
+UNMERGED_ERROR = (
+    "the state field {key!r} holds an update no reducer merged ({value}): the graph's state "
+    "declares it without its reducer, so the nodes' writes replace it. Declare it as "
+    "ToolBudgetState does: `{key}: Annotated[list[str], merge_names]` (from "
+    "langgraph_toolbudget.state), with an empty default in a pydantic or dataclass state."
+)
+_NAME_UPDATE_KEYS = frozenset({"replace", "remove", "add"})
+
+
 def state_names(state: Any, key: str) -> list[str]:
     """The strings of a list field of ``state`` (``categories``, ``selected_tools``...), in
     order: ``[]`` for a value that is no list, and an item that is no string left out.
 
     The field's reducer refuses such a value in an update; this is for what got past it (an
-    ``Overwrite``, a checkpoint written before the reducer checked).
+    ``Overwrite``, a checkpoint written before the reducer checked). An update no reducer
+    merged (``{"add": [...]}``: the state declares the field without ``merge_names``) raises
+    ``TypeError`` saying so: the graph is built wrong, and every turn would drop the tools it
+    loads.
 
     >>> state_names({"categories": ["slack", ["x"], 5]}, "categories")
     ['slack']
@@ -108,6 +120,8 @@ def state_names(state: Any, key: str) -> list[str]:
     []
     """
     value = state_get(state, key, None)
+    if isinstance(value, Mapping) and value and set(value) <= _NAME_UPDATE_KEYS:
+        raise TypeError(UNMERGED_ERROR.format(key=key, value=repr(value)[:200]))
     if not isinstance(value, list | tuple):
         return []
     return [n for n in value if isinstance(n, str)]

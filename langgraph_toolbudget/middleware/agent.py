@@ -59,6 +59,30 @@ NAME_CLASH_WARNING = (
 )
 
 
+_WORDING = frozenset({"description", "title", "examples"})
+_NAMED = frozenset({"properties", "patternProperties", "$defs", "definitions"})
+
+
+def _arguments(args: Any) -> dict[str, Any]:
+    """A tool's arguments (name -> schema) without their wording: what a call must send,
+    which a version of the tool keeps."""
+    return {name: _shape(schema) for name, schema in dict(args).items()}
+
+
+def _shape(schema: Any) -> Any:
+    """A JSON schema without its wording (descriptions, titles, examples); the names under
+    ``properties`` (an argument may be called ``title``) are kept."""
+    if isinstance(schema, dict):
+        return {
+            k: _arguments(v) if k in _NAMED and isinstance(v, dict) else _shape(v)
+            for k, v in schema.items()
+            if k not in _WORDING
+        }
+    if isinstance(schema, list):
+        return [_shape(v) for v in schema]
+    return schema
+
+
 def _with_section(system: SystemMessage | None, section: str) -> SystemMessage:
     """The agent's system message (kept first) followed by the tools section."""
     if system is None:
@@ -334,7 +358,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         the model must not be shown in place of the one that answers its calls (warned of)."""
         mine = self._by_name[tool.name]
         try:
-            same = tool.args == mine.args
+            same = _arguments(tool.args) == _arguments(mine.args)
         except Exception:  # noqa: BLE001 - a tool whose schema cannot be read is not ours
             same = False
         if not same and tool.name not in self._clashes:

@@ -50,6 +50,7 @@ from langgraph_toolbudget.nodes.prompt import (
 from langgraph_toolbudget.nodes.usage import check_usage_catalog, records_usage
 from langgraph_toolbudget.state import (
     ToolBudgetState,
+    budget_declarations,
     check_budget_reducers,
     clean_budget_fields,
     state_update,
@@ -60,7 +61,8 @@ __all__ = ["ITERATION_LIMIT_MESSAGE", "CallModel", "ToolAgent"]
 STATE_SCHEMA_ERROR = (
     "ToolAgent: option state_schema {schema} has no {missing} field(s): the loop keeps the "
     "visible set in them. Extend ToolBudgetState: `class MyState(ToolBudgetState): ...` and "
-    "pass state_schema=MyState."
+    "pass state_schema=MyState; a pydantic or dataclass state declares them itself, with "
+    "empty defaults: {declarations}"
 )
 NO_MESSAGES_ERROR = (
     "CallModel reads the conversation from the state's 'messages' key, which this state does "
@@ -244,7 +246,11 @@ class ToolAgent(BudgetNode):
         missing = sorted(set(get_type_hints(ToolBudgetState)) - set(loop.channels))
         if missing:
             raise TypeError(
-                STATE_SCHEMA_ERROR.format(schema=state_schema.__name__, missing=", ".join(missing))
+                STATE_SCHEMA_ERROR.format(
+                    schema=state_schema.__name__,
+                    missing=", ".join(missing),
+                    declarations=budget_declarations(m for m in missing if m != "messages"),
+                )
             )
         check_budget_reducers(loop.channels)
         loop.add_node("agent", self.call_model)

@@ -47,6 +47,7 @@ from langgraph_toolbudget.nodes.usage import check_usage_catalog
 from langgraph_toolbudget.state import (
     BUDGET_FIELDS,
     ToolBudgetState,
+    budget_declarations,
     check_budget_reducers,
     input_schema_of,
 )
@@ -55,7 +56,8 @@ __all__ = ["add_toolbudget_nodes", "create_toolbudget_agent"]
 
 STATE_SCHEMA_ERROR = (
     "the graph's state schema has no {missing} field(s). Extend ToolBudgetState: "
-    "`class MyState(ToolBudgetState): ...` and build StateGraph(MyState)."
+    "`class MyState(ToolBudgetState): ...` and build StateGraph(MyState); a pydantic or "
+    "dataclass state declares the budget fields itself, with empty defaults: {declarations}"
 )
 OPEN_INPUT_WARNING = (
     "the graph's input schema takes {fields}: a client's run input could make tools visible "
@@ -178,7 +180,14 @@ def add_toolbudget_nodes(
     check_system_prompt(system_prompt, "add_toolbudget_nodes")
     missing = [k for k in ("selected_tools", "categories", "messages") if k not in graph.channels]
     if missing:
-        raise TypeError(STATE_SCHEMA_ERROR.format(missing=", ".join(missing)))
+        fields = [
+            k for k in get_type_hints(ToolBudgetState) if k in BUDGET_FIELDS - graph.channels.keys()
+        ]
+        raise TypeError(
+            STATE_SCHEMA_ERROR.format(
+                missing=", ".join(missing), declarations=budget_declarations(fields)
+            )
+        )
     check_budget_reducers(graph.channels)
     exposed = sorted(BUDGET_FIELDS & set(get_type_hints(graph.input_schema)))
     if exposed:
