@@ -743,6 +743,8 @@ class CodeMode(BuiltinTools):
             text = CRASHED_ERROR.format(error=error)
         elif outcome.error_kind == "cancelled":
             text = CANCELLED_ERROR.format(error=error)
+        elif outcome.error_kind == "unavailable":  # no program can run here: say only that
+            text = f"Error: {error}"
         else:
             text = RAISED_ERROR.format(error=error)
         printed = outcome.output.strip()

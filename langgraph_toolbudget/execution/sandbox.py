@@ -22,7 +22,9 @@ Key Components:
 from __future__ import annotations
 
 import importlib.util
+import logging
 import math
+import os
 import threading
 import time
 from collections.abc import Callable, Collection
@@ -40,6 +42,8 @@ __all__ = [
     "sandbox_available",
 ]
 
+logger = logging.getLogger(__name__)
+
 SANDBOX_MISSING_ERROR = (
     "python_execution runs code in the pydantic-monty sandbox, which is not installed: "
     "pip install 'langgraph-toolbudget[codemode]' (or pip install pydantic-monty), or turn "
@@ -54,6 +58,14 @@ SLEEP_PAST_LIMIT = (
     "{timeout:g} s left"
 )
 CANCELLED = "the run was cancelled, so the program was stopped"
+FORKED_ERROR = (
+    "python_execution cannot run in this process: it was forked from one that had already run "
+    "a program, and the sandbox (pydantic-monty) does not survive a fork (it would wait for "
+    "ever). Start the worker processes before the first program runs (e.g. gunicorn without "
+    "--preload), or use the spawn or forkserver start method. Go on without it."
+)
+_RAN_IN: list[int] = []
+"""The process that ran this module's first program (a forked copy of it cannot run one)."""
 SLEEPS = frozenset({"time.sleep", "system.sleep", "asyncio.sleep", "system.async_sleep"})
 """The OS calls Monty hands a ``feed_start`` caller for ``time.sleep`` and ``asyncio.sleep``."""
 MAX_SUSPENSIONS = 1_000_000
@@ -65,7 +77,7 @@ TRACEBACK_LINES = 12
 MAX_LINE_CHARS = 500
 """A traceback line is cut at this many characters (a huge literal in the source)."""
 
-ErrorKind = Literal["error", "syntax", "timeout", "memory", "crashed", "cancelled"]
+ErrorKind = Literal["error", "syntax", "timeout", "memory", "crashed", "cancelled", "unavailable"]
 
 HostCall = Callable[[str, tuple[Any, ...], dict[str, Any]], Any]
 """``(name, positional args, keyword args) -> value``: answers a host function's call.
@@ -225,6 +237,11 @@ def run_program(
     # sleeps come here as asked (Monty would cut the length at its cap, or raise past its
     # total): each one is bounded by the time left (_sleep)
     policy: Any = {"sleep_system_max": math.inf}
+    if _RAN_IN and _RAN_IN[0] != os.getpid():
+        logger.warning(FORKED_ERROR)
+        run.error, run.error_kind = FORKED_ERROR, "unavailable"
+        return run
+    _RAN_IN[:] = [os.getpid()]
     try:
         with (
             monty.Monty(

@@ -114,6 +114,13 @@ async def _close_all(servers: Mapping[str, _ServerSession]) -> None:
     await asyncio.gather(*(s.shutdown() for s in servers.values()), return_exceptions=True)
 
 
+async def _relist_weakly(relist: weakref.WeakMethod[Any], server: str, gen: Any) -> None:
+    """``relist(server, gen)``, unless its runtime is gone."""
+    method = relist()
+    if method is not None:
+        await method(server, gen)
+
+
 def _close_sessions(runner: BackgroundLoop, servers: Mapping[str, _ServerSession]) -> None:
     """Close every session (sync; also the finalizer at interpreter exit)."""
     if runner.in_loop_thread():
@@ -194,8 +201,11 @@ class MCPRuntime:
         }
         self._loaded_tools: dict[str, dict[str, types.Tool]] = {}
         self._reported: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {}
+        # Weakly: the session's owner task (on the background loop) holds its callback, and
+        # a strong one would keep a catalog dropped without close() and its servers alive.
+        relist = weakref.WeakMethod(self._relist)
         for name, session in self._sessions.items():
-            session.on_reopen = partial(self._relist, name)
+            session.on_reopen = partial(_relist_weakly, relist, name)
         self._runner = background_loop("mcp")
         self._closed = False
         self._finalizer = weakref.finalize(self, _close_sessions, self._runner, self._sessions)

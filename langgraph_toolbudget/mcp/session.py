@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import anyio
@@ -109,6 +110,8 @@ class _Generation:
     inflight: int = 0
     heartbeat: asyncio.Task[None] | None = None
     probe: asyncio.Task[None] | None = None
+    pid: int = field(default_factory=os.getpid)
+    """The process that opened it: a forked copy has neither its tasks nor its transport."""
 
     async def answer(self, request: Coroutine[Any, Any, T]) -> T:
         """``request``'s result, or at once an error if the transport handed the session an
@@ -172,7 +175,7 @@ class _ServerSession:
     @staticmethod
     def _alive(gen: _Generation | None) -> bool:
         """Is this session usable (owner running, transport open)?"""
-        if gen is None or gen.owner.done() or gen.dead.is_set():
+        if gen is None or gen.pid != os.getpid() or gen.owner.done() or gen.dead.is_set():
             return False
         return not transport_closed(gen.session)
 
@@ -195,6 +198,9 @@ class _ServerSession:
         """
         if self._closed:
             raise self._closed_error(tool)
+        if self._gen is not None and self._gen.pid != os.getpid():
+            # a fork's copy of the parent's session (gunicorn --preload): open our own
+            self._gen, self._lock = None, None
         gen = self._gen
         if gen is not None and gen.probe is not None and not gen.probe.done():
             done, _ = await asyncio.wait({gen.probe}, timeout=PROBE_GRACE_S)  # never cancels it
@@ -329,6 +335,8 @@ class _ServerSession:
     @staticmethod
     async def _close_generation(gen: _Generation) -> None:
         """Close one session and wait, boundedly, for its owner task to exit."""
+        if gen.pid != os.getpid():  # the parent's, copied by a fork: its tasks do not run here
+            return
         if gen.heartbeat is not None:
             gen.heartbeat.cancel()
         gen.closing.set()
