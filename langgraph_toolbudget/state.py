@@ -349,10 +349,11 @@ def budget_declarations(fields: Iterable[str]) -> str:
 
 def _accepted(key: str) -> tuple[Any, ...]:
     """The reducers a state may give budget field ``key``: ours; for the fields our nodes
-    replace whole, none as well; for the context fields, the one they shared before."""
+    replace whole, none as well; for the context fields and ``tool_reasons``, the one they
+    shared before (a state written for an earlier release)."""
     if key in ("categories", "category_scores"):
         return (_REDUCERS[key], None)
-    if key in CONTEXT_REDUCERS:
+    if key in CONTEXT_REDUCERS or key == "tool_reasons":
         return (_REDUCERS[key], merge_context)
     return (_REDUCERS[key],)
 

@@ -6,6 +6,7 @@ a real MCP server over stdio, the real CodeMode sandbox, a scripted chat model."
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -45,6 +46,13 @@ def in_child(work, limit=30.0):
 """
 
 
+def with_this_checkout() -> dict[str, str]:
+    """The environment with this checkout first on the path: the child imports the package
+    under test, whatever is installed."""
+    root = str(Path(__file__).resolve().parents[1])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+
+
 def run_script(body: str) -> dict:
     code = FORKING + textwrap.dedent(body)
     done = subprocess.run(
@@ -53,6 +61,7 @@ def run_script(body: str) -> dict:
         text=True,
         timeout=120,
         cwd=Path(__file__).parent,
+        env=with_this_checkout(),
     )
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.strip().splitlines()[-1])

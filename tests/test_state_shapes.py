@@ -28,6 +28,7 @@ from langgraph_toolbudget import (
 )
 from langgraph_toolbudget.state import (
     input_schema_of,
+    merge_context,
     merge_counts,
     merge_names,
     merge_reasons,
@@ -169,10 +170,20 @@ class PlainCategories(ToolBudgetState):
     category_scores: dict[str, float]  # type: ignore[misc]
 
 
-def test_categories_without_a_reducer_are_accepted_as_the_nodes_replace_them() -> None:
-    app = create_toolbudget_agent(weather_model(), CATALOG, state_schema=PlainCategories)
+class EarlierReasons(ToolBudgetState):
+    """tool_reasons as states written for 0.1.0 declared it (merge_context)."""
+
+    tool_reasons: Annotated[dict[str, dict[str, Any]], merge_context]  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("schema", [PlainCategories, EarlierReasons])
+def test_declarations_that_merge_as_ours_are_accepted(schema: type[Any]) -> None:
+    # Refused by the first reducer check (26a): the nodes replace categories whole, and
+    # merge_context merges tool_reasons as merge_reasons does.
+    app = create_toolbudget_agent(weather_model(), CATALOG, state_schema=schema)
     out = app.compile().invoke({"messages": [HumanMessage("weather in Paris?")]})
     assert out["messages"][-1].content == "done" and out["categories"] == ["weather"]
+    assert out["selected_tools"] == ["get_weather"] and "get_weather" in out["tool_reasons"]
 
 
 @pytest.mark.parametrize("api", APIS)

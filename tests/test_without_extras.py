@@ -3,6 +3,7 @@ if not installed, by a finder that refuses them."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -26,8 +27,15 @@ def run_without(
     hidden: list[str], code: str, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     script = HIDE.format(hidden=hidden) + textwrap.dedent(code)
+    root = str(Path(__file__).resolve().parents[1])  # the package under test, first
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
     return subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=cwd
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env=env,
     )
 
 
