@@ -83,19 +83,21 @@ def offload_limit(config: BudgetConfig) -> int | None:
 def holds_offloaded_output(messages: Sequence[Any]) -> bool:
     """Whether a conversation holds a tool message whose output was offloaded (a stub), so
     the model may need the output tools to read it."""
-    return any(
-        isinstance(m, ToolMessage) and isinstance(m.artifact, dict) and "offloaded" in m.artifact
-        for m in messages
-    )
+    return _holds(messages, {"offloaded"})
 
 
 def holds_shortened_output(messages: Sequence[Any]) -> bool:
     """Whether a tool message of ``messages`` stands in for an output too large to show: an
     offloaded one's stub, or an output cut because the store could not keep it."""
+    return _holds(messages, {"offloaded", "not_offloaded"})
+
+
+def _holds(messages: Sequence[Any], marks: set[str]) -> bool:
+    """Whether a tool message of ``messages`` has an artifact with one of ``marks``."""
     return any(
         isinstance(m, ToolMessage)
         and isinstance(m.artifact, dict)
-        and ("offloaded" in m.artifact or "not_offloaded" in m.artifact)
+        and not marks.isdisjoint(m.artifact)
         for m in messages
     )
 
