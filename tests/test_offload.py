@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
+from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.memory import MemorySaver
@@ -650,6 +651,43 @@ async def test_an_output_holding_what_a_store_refuses_is_offloaded_with_it_repla
     assert item is not None
     assert item.value["text"] == "head\ufffder \ufffd\n" + BIG_TEXT
     assert item.value["chars"] == len(_binary_log())
+
+
+class _CountingEmbeddings(Embeddings):
+    """Counts what a store with a semantic index sends its embedding model."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.texts += texts
+        return [[1.0, 0.0] for _ in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return [1.0, 0.0]
+
+
+@pytest.mark.parametrize("fields", [None, ["text"]])
+@pytest.mark.parametrize("how", ["invoke", "ainvoke"])
+async def test_a_store_with_a_semantic_index_never_embeds_offloaded_outputs(
+    how: str, fields: list[str] | None
+) -> None:
+    # LangGraph server's store with `index` in langgraph.json embeds every put by default: each
+    # offloaded output went to the embedding model whole (a network call, the tool's data to a
+    # provider, over its input limit for a large output).
+    embeddings = _CountingEmbeddings()
+    index: dict[str, Any] = {"embed": embeddings, "dims": 2}
+    if fields is not None:
+        index["fields"] = fields
+    store = InMemoryStore(index=index)  # type: ignore[arg-type]
+    app = create_toolbudget_agent(_agent_script(), _catalog()).compile(store=store)
+    config = {"configurable": {"thread_id": how}}
+    inputs = {"messages": [HumanMessage("orders")]}
+    out = app.invoke(inputs, config) if how == "invoke" else await app.ainvoke(inputs, config)
+    stub, read, *_ = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert store.get(_ns(how), _handle(stub)) is not None
+    assert read.content.endswith(BIG_JSON[2:10])
+    assert embeddings.texts == []
 
 
 @pytest.mark.parametrize("how", ["invoke", "ainvoke"])

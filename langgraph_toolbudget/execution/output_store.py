@@ -298,11 +298,16 @@ class OffloadStore:
     def _writes(
         self, handle: str, value: dict[str, Any], index: list[list[Any]], evicted: list[str]
     ) -> list[PutOp]:
-        """One batch: the output, the deletions of evicted ones, the new index."""
+        """One batch: the output, the deletions of evicted ones, the new index.
+
+        ``index=False``: a store with a semantic index (LangGraph server's ``store.index``)
+        would otherwise embed every output, sending a tool's whole answer to the embedding
+        model, whose input limit a large output breaks (the put fails, the output is lost).
+        """
         return [
-            PutOp(self.namespace, handle, value, ttl=self._ttl),
+            PutOp(self.namespace, handle, value, index=False, ttl=self._ttl),
             *(PutOp(self.namespace, old, None) for old in evicted),
-            PutOp(self.namespace, INDEX_KEY, {"items": index}, ttl=self._ttl),
+            PutOp(self.namespace, INDEX_KEY, {"items": index}, index=False, ttl=self._ttl),
         ]
 
     def put(self, text: str, kind: str, tool: str = "") -> str:
