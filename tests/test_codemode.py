@@ -181,6 +181,16 @@ async def test_a_chain_over_two_tools_prints_what_the_model_needs(api):
     assert model.bound_tools[0] == [PYTHON_EXECUTION]  # codemode primary: only it is bound
 
 
+@pytest.mark.parametrize("code", ["", "   ", None, 42])
+async def test_a_call_without_code_is_answered_with_a_call_that_works(code):
+    answer, _, _ = await run_code(code)
+    assert answer.status == "error"
+    assert answer.content.startswith("Error: python_execution needs 'code'")
+    assert "{{" not in answer.content
+    example = answer.content.split("e.g. ", 1)[1].rstrip(".")
+    assert list(json.loads(example)) == ["code"]
+
+
 @pytest.mark.parametrize("api", APIS)
 async def test_a_loop_of_twenty_calls_and_an_async_only_tool(api):
     code = (

@@ -128,7 +128,7 @@ SHORT_DESCRIPTION = (
 """The description while CodeMode is the primary format: the system prompt explains the rest."""
 NO_CODE_ERROR = (
     "Error: python_execution needs 'code': a Python program as a string, e.g. "
-    '{{"code": "print(get_weather(city=\'Paris\'))"}}.'
+    '{"code": "print(get_weather(city=\'Paris\'))"}.'
 )
 TOO_LONG_ERROR = (
     "Error: the program is {chars:,} characters long; python_execution takes at most "
