@@ -121,9 +121,13 @@ def example_server() -> ModuleType:
 
 
 def served_config(
-    workdir: Path, source: Path = REPO, extra_graphs: Mapping[str, str] | None = None
+    workdir: Path,
+    source: Path = REPO,
+    extra_graphs: Mapping[str, str] | None = None,
+    auth: str | None = None,
 ) -> Path:
-    """``source``'s ``langgraph.json`` (plus ``extra_graphs``), written in ``workdir``.
+    """``source``'s ``langgraph.json`` (plus ``extra_graphs``, and ``auth``: the ``path`` of
+    an ``Auth`` object, ``"./file.py:auth"``), written in ``workdir``.
 
     ``langgraph dev`` reads a graph's file path (``./examples/server.py:example_agent``) and
     the ``dependencies`` from its working directory, the checkout's root when run by hand;
@@ -136,6 +140,8 @@ def served_config(
         if "/" in where:  # a file path, not a module
             graph["path"] = f"{(source / where).resolve()}:{variable}"
     config["graphs"].update(extra_graphs or {})
+    if auth is not None:
+        config["auth"] = {"path": auth}
     path = workdir / "langgraph.json"
     path.write_text(json.dumps(config), encoding="utf-8")
     return path

@@ -1172,3 +1172,88 @@ def test_the_fallback_store_drops_outputs_older_than_its_age_bound(
     assert old.get(stale) is None and old.handles() == []
     assert new.get(kept) is not None and store.stored_bytes == sys.getsizeof("n" * 50_000)
     assert store.list_namespaces(prefix=NAMESPACE) == [(*NAMESPACE, "a", "thread", "2")]
+
+
+# --- the thread's index, as another writer may have left it (review 27a) --------------------
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"items": "zzz"}, {"items": [["h", "x"]]}, {"items": [1, 2]}, {"items": None},
+     {"items": {"a": 1}}, {"items": [["out_a", True], ["out_b", -1], [None, 3]]}, {}],
+    ids=["text", "bad-size", "numbers", "none", "mapping", "bad-entries", "no-items"],
+)  # fmt: skip
+@pytest.mark.parametrize("how", ["invoke", "ainvoke"])
+async def test_a_malformed_index_is_read_as_empty_and_rewritten_at_the_next_put(
+    bad: dict[str, Any], how: str
+) -> None:
+    # Written through LangGraph server's store API, or by any other writer: it made every put
+    # and every unknown-handle answer raise, so the thread's large outputs were cut for good.
+    store = InMemoryStore()
+    store.put(_ns(how), "__index__", bad)
+    graph = StateGraph(ToolBudgetState)
+    graph.add_node("tools", ToolExecutor(_catalog()))
+    graph.add_edge(START, "tools")
+    app = graph.compile(store=store)
+
+    async def run(*calls: dict[str, Any]) -> ToolMessage:
+        config = {"configurable": {"thread_id": how}}
+        state = _state(*calls)
+        out = app.invoke(state, config) if how == "invoke" else await app.ainvoke(state, config)
+        return out["messages"][-1]
+
+    first = _handle(await run(_call("server_log")))
+    unknown = await run(_call("read_large_output", {"handle": "out_" + "0" * 24}))
+    assert unknown.status == "error" and "no offloaded output" in unknown.content
+    assert f"(its latest: {first})" in unknown.content
+    second = _handle(await run(_call("server_log")))
+    listed = store.get(_ns(how), "__index__")
+    assert listed is not None and listed.value["items"] == [
+        [first, len(BIG_TEXT)],
+        [second, len(BIG_TEXT)],
+    ]
+
+
+def test_an_index_is_read_up_to_its_bound_and_kept_there() -> None:
+    from langgraph_toolbudget.execution.output_store import MAX_INDEX_ENTRIES
+
+    store, ns = InMemoryStore(), (*NAMESPACE, "a", "thread", "t")
+    old = [[f"out_{i}", 1] for i in range(3 * MAX_INDEX_ENTRIES)]
+    store.put(ns, "__index__", {"items": [*old, "junk"]})
+    offload = OffloadStore(store, ns, cap_chars=10**9, ttl_minutes=None)
+    handle = offload.put("x" * 100, "text")
+    handles = offload.handles()
+    assert len(handles) == MAX_INDEX_ENTRIES and handles[-1] == handle
+    assert handles[0] == f"out_{3 * MAX_INDEX_ENTRIES - MAX_INDEX_ENTRIES + 1}"  # the newest
+
+
+def test_an_expired_output_is_never_offered_and_leaves_the_index_at_the_next_put(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The index item is renewed at every put, so it outlived the outputs it listed: the
+    # answer for an expired handle offered that very handle ("its latest: out_A, ..."), and
+    # expired outputs stayed in the index (and counted toward the cap) for ever.
+    from langgraph_toolbudget.execution import output_store
+
+    clock = [time.time()]
+    monkeypatch.setattr(output_store, "_wall", lambda: clock[0])
+    conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+    store = SqliteStore(conn, ttl={"refresh_on_read": True})
+    store.setup()
+    executor = ToolExecutor(_catalog(), config=BudgetConfig(offload_ttl_minutes=10))
+    first = _handle(_run(executor, store, "t", _call("server_log"))[0])
+    clock[0] += 300
+    second = _handle(_run(executor, store, "t", _call("server_log"))[0])
+    clock[0] += 301  # the first is past its 10 minutes: the store's sweep deletes it
+    store.delete(_ns("t"), first)
+    (missing,) = _run(executor, store, "t", _call("read_large_output", {"handle": first}))
+    assert missing.status == "error" and f"(its latest: {second})" in missing.content
+    assert "expire" in missing.content
+    third = _handle(_run(executor, store, "t", _call("server_log"))[0])
+    offload = OffloadStore(store, _ns("t"), cap_chars=10**9, ttl_minutes=10)
+    assert offload.handles() == [second, third]
+    clock[0] += 601  # the second is past its TTL too, but a read renewed it: it stays
+    (read,) = _run(executor, store, "t", _call("read_large_output", {"handle": second}))
+    assert read.status == "success"
+    _run(executor, store, "t", _call("server_log"))
+    assert offload.handles()[:2] == [second, third]

@@ -1,13 +1,15 @@
 """The agent deployed on a real ``langgraph dev`` server, driven by a ``langgraph_sdk`` client.
 
-One server (the repository's ``langgraph.json``, plus ``EXTRA_GRAPHS``) is started per module
-on a free 127.0.0.1 port, in its own process group, and always stopped, even when a test
-fails. Only the chat model is fake: the built-in rule-based demo model.
+One server (the repository's ``langgraph.json``, plus ``EXTRA_GRAPHS`` and ``SERVED_AUTH``: custom
+auth with ``examples/server_auth.py``'s store handler) is started per module on a free
+127.0.0.1 port, in its own process group, and always stopped, even when a test fails. Only the
+chat model is fake: the built-in rule-based demo model.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import sys
 from collections.abc import Iterator
@@ -17,6 +19,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph_sdk import get_client
+from langgraph_sdk.errors import PermissionDeniedError
 from langgraph_server import (
     drive,
     example_server,
@@ -37,6 +40,29 @@ VISIBLE_SET_EVENT = "toolbudget.visible_tools"
 STARTUP_TIMEOUT_S = 45
 EXTRA_GRAPHS = {"toolbudget_in_parent": f"{REPO / 'tests' / 'agent_in_parent.py'}:graph"}
 """Served beside langgraph.json's graphs: the agent as a subgraph node of a MessagesState parent."""
+SERVED_AUTH = f"""
+import importlib.util
+
+from langgraph_sdk import Auth
+
+path = {str(REPO / "examples" / "server_auth.py")!r}
+spec = importlib.util.spec_from_file_location("served_auth", path)
+example = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(example)
+
+auth = Auth()
+
+
+@auth.authenticate
+async def authenticate(headers: dict) -> str:
+    return (headers.get(b"x-user") or b"tester").decode()
+
+
+auth.on.store(example.deny_toolbudget_namespaces)
+"""
+"""The served auth: anyone (``x-user``, else ``tester``), with ``examples/server_auth.py``'s store
+handler, as an app adds it to its own authentication (the clients of the other tests send
+nothing)."""
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +88,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     servers_file = workdir / "mcp_servers.json"
     servers_file.write_text(json.dumps(servers), encoding="utf-8")
     env["TOOLBUDGET_MCP_SERVERS"] = str(servers_file)
+    (workdir / "served_auth.py").write_text(SERVED_AUTH, encoding="utf-8")
     try:
-        config = served_config(workdir, extra_graphs=EXTRA_GRAPHS)
+        config = served_config(
+            workdir, extra_graphs=EXTRA_GRAPHS, auth=f"{workdir / 'served_auth.py'}:auth"
+        )
         with langgraph_dev(workdir, env, port, config) as (url, proc):
             yield url
     except RuntimeError as exc:
@@ -438,6 +467,70 @@ async def test_server_under_load_has_no_errors_and_keeps_threads_apart(server: s
             assert "get_weather" in values["selected_tools"]
             assert "send_message" not in values["selected_tools"]
             assert "Tokyo" in answers
+
+
+async def test_server_store_api_keeps_the_agents_namespaces_from_clients(server: str) -> None:
+    # Without an @auth.on.store handler any authenticated user read every thread's offloaded
+    # outputs and wrote trusted-looking usage rows through the store API.
+    client = get_client(url=server, headers={"x-user": "bob"})
+    refused = [
+        lambda: client.store.search_items(["toolbudget", "offload"]),
+        lambda: client.store.search_items([]),  # every namespace
+        lambda: client.store.search_items(["*", "offload"]),
+        lambda: client.store.put_item(["toolbudget", "usage", "shared"], "k", {"trusted": True}),
+        lambda: client.store.get_item(["toolbudget", "tools"], "get_weather"),
+        lambda: client.store.delete_item(["toolbudget", "tools"], "get_weather"),
+        lambda: client.store.list_namespaces(),
+        lambda: client.store.list_namespaces(prefix=["toolbudget"]),
+    ]
+    for call in refused:
+        with pytest.raises(PermissionDeniedError) as denied:
+            await call()
+        assert denied.value.response.status_code == 403
+        assert "the agent's own" in str(denied.value)
+    await client.store.put_item(["memories", "bob"], "k", {"note": "likes rain"})
+    assert (await client.store.get_item(["memories", "bob"], "k"))["value"] == {
+        "note": "likes rain"
+    }
+    # the graphs' own store calls do not pass through auth: a turn still runs
+    thread = await client.threads.create()
+    run = await client.runs.wait(
+        thread["thread_id"],
+        "toolbudget",
+        input={"messages": [{"role": "user", "content": "Weather in Tokyo?"}]},
+    )
+    assert "Tokyo" in str(run["messages"][-1]["content"])
+
+
+def test_the_store_handler_refuses_only_what_may_reach_the_agents_namespaces() -> None:
+    from langgraph_sdk import Auth
+
+    spec = importlib.util.spec_from_file_location(
+        "server_auth", REPO / "examples" / "server_auth.py"
+    )
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+
+    class User:  # an authenticated user, as the server hands a handler
+        identity = display_name = "bob"
+        is_authenticated, permissions = True, ()
+
+    def verdict(action: str, namespace: Any) -> int:
+        ctx = Auth.types.AuthContext(permissions=[], user=User(), resource="store", action=action)
+        try:
+            asyncio.run(example.deny_toolbudget_namespaces(ctx, {"namespace": namespace}))
+        except Auth.exceptions.HTTPException as error:
+            return error.status_code
+        return 200
+
+    assert verdict("search", ("toolbudget", "offload")) == 403
+    assert verdict("put", ("toolbudget", "usage", "shared")) == 403
+    assert verdict("list_namespaces", None) == verdict("search", ()) == 403
+    assert verdict("search", ("*",)) == 403
+    assert verdict("put", ("memories", "bob")) == verdict("list_namespaces", ("prefs",)) == 200
+    assert verdict("get", ("memories", "toolbudget")) == 200  # only the first label counts
+    assert example.auth._handlers == {("store", "*"): [example.deny_toolbudget_namespaces]}
 
 
 @pytest.mark.parametrize("code, where", SDK_RUN, ids=[w for _, w in SDK_RUN])

@@ -17,6 +17,7 @@ the same DB-API with its own SQLite), and without either it fails naming what to
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -185,3 +186,89 @@ def test_sqlite_store_ranks_as_the_scorer_and_a_reopened_file_embeds_nothing(tmp
         assert list(index(QUERIES[1], catalog)) == list(first)
         assert embedded(restarted) == 1  # the query only: the tools were in the file already
         assert index.index(catalog) == 0
+
+
+def _server_store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, inner: Any) -> Any:
+    """``inner`` wrapped as LangGraph server (``langgraph dev``) hands it to a graph: in
+    langgraph_runtime_inmem's ``BatchedStore``, which shows no ``index_config``."""
+    monkeypatch.setenv("LANGGRAPH_DISABLE_FILE_PERSISTENCE", "true")  # no flush thread, no file
+    monkeypatch.chdir(tmp_path)  # the module makes .langgraph_api/ where it is first imported
+    from langgraph_runtime_inmem.store import BatchedStore
+
+    return BatchedStore(inner)
+
+
+async def test_the_store_langgraph_server_hands_a_graph_is_searched(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The server's store is a wrapper without index_config: the retriever refused it every
+    # turn ("no vector index"), though its search ranks by vector.
+    catalog = build_example_catalog()
+    embeddings = Counting()
+    store = _server_store(monkeypatch, tmp_path, InMemoryStore(index=index_config(embeddings)))
+    assert not hasattr(store, "index_config")
+    model = ScriptedChatModel(responses=[AIMessage("Here it is.")], cycle=False)
+    config = BudgetConfig(retriever=StoreToolIndex(), max_tools=3)
+    app = create_toolbudget_agent(model, catalog, config=config).compile(store=store)
+    with caplog.at_level("WARNING"):
+        await app.ainvoke({"messages": [HumanMessage("weather forecast for the weekend")]})
+    assert "retriever StoreToolIndex failed" not in caplog.text
+    assert len(await store.asearch(("toolbudget", "tools"), limit=100)) == len(catalog)
+    assert embeddings.documents == len(catalog)
+    search = StoreToolIndex(store, limit=3)  # another worker: a sync retriever runs in a thread
+    assert (await asyncio.to_thread(search, "weather forecast", catalog))["weather_forecast"] > 0
+
+
+async def test_a_wrapped_store_without_an_index_is_named_by_its_answers(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    store = _server_store(monkeypatch, tmp_path, InMemoryStore())  # langgraph.json: no index
+    index = StoreToolIndex(store)  # it cannot tell yet
+    with pytest.raises(ValueError, match="without similarity scores: it has no vector index"):
+        await asyncio.to_thread(index, "weather forecast", build_example_catalog())
+
+
+class _Down(Embeddings):
+    """An embedding service that is down until ``up`` is set; counts its calls."""
+
+    def __init__(self) -> None:
+        self.inner, self.up, self.calls = HashingEmbeddings(DIMS), False, 0
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.calls += 1
+        if not self.up:
+            raise ConnectionError("embedding service down")
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+def test_a_failed_indexing_is_tried_again_at_the_next_call_then_after_a_growing_wait(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each ranking node of each turn embedded the whole catalog again while it failed.
+    from langgraph_toolbudget.nodes import tool_index
+
+    clock = [1000.0]
+    monkeypatch.setattr(tool_index.time, "monotonic", lambda: clock[0])
+    catalog, embeddings = build_example_catalog(), _Down()
+    index = StoreToolIndex(InMemoryStore(index=index_config(embeddings)))
+
+    def calls_of(query: str) -> int:
+        before = embeddings.calls
+        with pytest.raises((ConnectionError, RuntimeError)):
+            index(query, catalog)
+        return embeddings.calls - before
+
+    # each try: the write's embedding, and one text to see whether the dims are the cause
+    assert [calls_of("weather") for _ in range(2)] == [2, 2]  # a failure, one retry at once
+    with pytest.raises(RuntimeError, match=r"2 failed tries.*ConnectionError.*next try in 30 s"):
+        index("weather", catalog)
+    assert embeddings.calls == 4  # waiting: nothing embedded
+    clock[0] += 31
+    assert [calls_of("weather"), calls_of("weather")] == [2, 0]  # then 60 s
+    clock[0] += 61
+    embeddings.up = True  # the service is back: the next try indexes
+    assert index("weather forecast", catalog)["weather_forecast"] > 0
+    assert index._failures == {}

@@ -11,13 +11,14 @@ the store finds, with one query embedding for the three ranking nodes.
 
 from __future__ import annotations
 
+import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
 from test_tool_index import QUERIES, Counting, assert_ranks_as_the_scorer, embedded, index_config
 
 from langgraph_toolbudget import BudgetConfig, ToolCatalog, create_toolbudget_agent
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
-from langgraph_toolbudget.nodes.tool_index import StoreToolIndex
+from langgraph_toolbudget.nodes.tool_index import DimsMismatchError, StoreToolIndex
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 NAMESPACE = ("toolbudget", "tools")
@@ -67,3 +68,34 @@ async def test_async_postgres_store_inside_the_prebuilt_agent(pgvector_url: str)
         assert "weather_forecast" in model.bound_tools[0]
         # The tools once, and one query text: classify, select and search share one search.
         assert embedded(embeddings) == len(catalog) + 1
+
+
+def test_a_store_whose_dims_do_not_fit_its_model_is_named_once(
+    pgvector_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # pgvector refuses 4-dimension vectors for a store declared with 8: every ranking node of
+    # every turn embedded the whole catalog again, for ever.
+    embedded: list[int] = []
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        embedded.append(len(texts))
+        return [[1.0, 0.0, 0.5, 0.2] for _ in texts]
+
+    catalog = build_example_catalog()
+    index = {"embed": embed, "dims": 8, "fields": ["text"]}
+    with PostgresStore.from_conn_string(pgvector_url, index=index) as store:  # type: ignore[arg-type]
+        store.setup()
+        model = ScriptedChatModel(responses=[AIMessage("done")])
+        budget = BudgetConfig(retriever=StoreToolIndex(), max_tools=3)
+        app = create_toolbudget_agent(model, catalog, config=budget).compile(store=store)
+        per_turn = []
+        with caplog.at_level("WARNING"):
+            for turn in range(3):
+                before = sum(embedded)
+                app.invoke({"messages": [HumanMessage(f"weather forecast in city {turn}")]})
+                per_turn.append(sum(embedded) - before)
+        assert per_turn == [len(catalog) + 1, 0, 0]  # the catalog once, and one text to tell why
+        assert "'dims': 8 but its embedding model returns vectors of 4 dimensions" in caplog.text
+        assert store.search(NAMESPACE, limit=100) == []
+        with pytest.raises(DimsMismatchError, match="create the store with 'dims': 4"):
+            StoreToolIndex(store).index(catalog)

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.base import PutOp, SearchOp
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 from langgraph.store.sqlite.aio import AsyncSqliteStore
@@ -343,6 +344,75 @@ def test_the_records_held_across_scopes_are_counted_as_they_change():
     )
     usage.refresh()
     assert len(usage) == 9 and counted()
+
+
+def _read_counting(kind: str, tmp_path: Any) -> Any:
+    """A real store of ``kind`` that counts the rows its searches return (``.read``)."""
+    base: Any = InMemoryStore if kind == "memory" else SqliteStore
+
+    class ReadCounting(base):  # type: ignore[misc, valid-type]
+        read = 0
+
+        def batch(self, ops: Any) -> list[Any]:
+            ops = list(ops)
+            results = super().batch(ops)
+            found = zip(ops, results, strict=True)
+            self.read += sum(len(r) for op, r in found if isinstance(op, SearchOp))
+            return results
+
+        async def abatch(self, ops: Any) -> list[Any]:
+            return await asyncio.to_thread(self.batch, ops)
+
+    if kind == "memory":
+        return ReadCounting()
+    path = str(tmp_path / "usage.db")
+    store = ReadCounting(sqlite3.connect(path, check_same_thread=False, isolation_level=None))
+    store.setup()
+    return store
+
+
+async def _attach(usage: ToolUsage, api: str, config: Any) -> None:
+    if api == "aattach":
+        await usage.aattach(config)
+    else:
+        await asyncio.to_thread(usage.attach, config)
+
+
+NEWCOMER = {"configurable": {"user_id": "newcomer", "thread_id": "x"}}
+
+
+@pytest.mark.parametrize("api", ["attach", "aattach"])
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+async def test_a_newcomers_first_load_reads_no_other_scopes_rows(kind, api, tmp_path):
+    # The first load looked for rows stored before scopes existed by reading every row under
+    # ("toolbudget", "usage"): every user's, page by page (about 19 s at 60,000 rows).
+    store = _read_counting(kind, tmp_path)
+    store.batch(
+        PutOp(("toolbudget", "usage", "scope", f"u{i // 10}"), f"k{i}",
+              {"tool": "get_weather", "query": f"umbrella weather {i}", "ts": float(i)},
+              index=False)
+        for i in range(3000)
+    )  # fmt: skip
+    store.read = 0
+    usage = ToolUsage(store=store, scope="user")
+    await _attach(usage, api, NEWCOMER)
+    assert store.read == 0 and len(usage) == 0
+
+
+@pytest.mark.parametrize("api", ["attach", "aattach"])
+async def test_rows_stored_before_scopes_are_found_and_moved_once(api, tmp_path):
+    store = _read_counting("sqlite", tmp_path)
+    store.put(("toolbudget", "usage", "scope", "ada"), "k", {"tool": "get_weather", "query": "sun"})
+    store.put(("toolbudget", "usage"), "old", {"tool": "get_weather", "query": "a brolly?"})
+    usage = ToolUsage(store=store, scope="user")
+    await _attach(usage, api, NEWCOMER)
+    assert [r.query for r in usage.history.records()] == ["a brolly?"]
+    assert [i.namespace for i in store.search(("toolbudget", "usage", "shared"))] == [
+        ("toolbudget", "usage", "shared")
+    ]
+    store.read = 0
+    await _attach(ToolUsage(store=store, scope="user"), api, NEWCOMER)
+    assert store.read == 1  # the shared row: nothing is left to move, no scope is read
 
 
 def test_a_usage_shared_by_graphs_of_two_stores_copies_no_record_between_them(catalog):

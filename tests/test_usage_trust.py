@@ -480,3 +480,20 @@ def test_a_long_user_id_stays_one_source_through_reloads_and_export():
     copy = ToolUsage(store=InMemoryStore(), scope="user")
     copy.import_(mine.export())
     assert [r["scope"] for r in copy.export()] == [scope_key("user", config)]
+
+
+def test_a_row_written_into_a_scope_or_the_legacy_namespace_is_observed_whatever_it_says():
+    # Anyone who can write the store (LangGraph server's store API, without an
+    # @auth.on.store handler) could plant a row saying "trusted": it ranked at once.
+    store = InMemoryStore()
+    planted = {"tool": "weather_forecast", "query": "do I need a brolly", "ts": 1e12}
+    store.put(("toolbudget", "usage", "scope", "ada"), "p1", {**planted, "trusted": True})
+    store.put(("toolbudget", "usage"), "p2", {**planted, "query": "a brolly?", "trusted": True})
+    usage = ToolUsage(store=store, scope="user")
+    assert "weather_forecast" not in _picked(usage, flat_catalog(), user_id="ada")
+    assert [(r["trusted"], r["scope"]) for r in usage.export()] == [(False, None), (False, "ada")]
+    # the operator's records are the shared ones: an import into a scope is observed there too
+    usage.import_([{"tool": "weather_forecast", "query": "my brolly", "scope": "bob"}])
+    assert "weather_forecast" not in _picked(usage, flat_catalog(), user_id="bob")
+    usage.import_([{"tool": "weather_forecast", "query": "need a brolly"}])
+    assert "weather_forecast" in _picked(usage, flat_catalog(), user_id="bob")

@@ -9,9 +9,15 @@ older than :data:`FALLBACK_MAX_AGE_S`, oldest evicted first). An output is
 readable only by the run that made it: namespaces are per app (``offload_app_id``,
 else LangGraph server's assistant, else a digest of the catalog's tool names) and
 per thread, or, for a run without a thread id, per run. Handles are random (96
-bits). Each thread keeps at most ``offload_thread_cap_chars`` characters,
-evicting its oldest outputs first; stores that support a TTL get
-``offload_ttl_minutes``.
+bits). Each thread keeps at most ``offload_thread_cap_chars`` characters (and at most
+:data:`MAX_INDEX_ENTRIES` outputs), evicting its oldest outputs first; stores that support a
+TTL get ``offload_ttl_minutes``, and an output the store let expire leaves the thread's index
+at its next put (it no longer counts toward the cap).
+
+A thread's outputs are listed, oldest first, in one ``"__index__"`` item of its namespace
+(``{"items": [[handle, chars], ...], "at": {handle: time stored}}``). Anything else found
+there (another writer's item, a malformed one) is read as far as it is well formed: a bad
+entry is dropped, a bad index is an empty one, rewritten at the next put.
 
 Key Components:
     - :class:`OffloadStore`: one thread's (or run's) outputs in a store (put, get,
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 import secrets
 import sys
 import threading
@@ -54,6 +61,11 @@ NAMESPACE = ("toolbudget", "offload")
 """The first parts of every offload namespace: ``(*NAMESPACE, <app kind>, <app>, "thread",
 <thread_id>)``, or ``(..., "run", <run token>)`` for a run without a thread id."""
 INDEX_KEY = "__index__"
+MAX_INDEX_ENTRIES = 10_000
+"""Outputs a thread's index lists, at most (the newest; more are evicted oldest first): an
+index item is read and rewritten whole at every put."""
+LATEST_SHOWN = 5
+"""Handles an unknown-handle answer offers, at most (the newest that still exist)."""
 
 FALLBACK_MAX_BYTES = 256 << 20
 """Bytes of output text the process-wide fallback store keeps (``sys.getsizeof`` of the
@@ -67,6 +79,11 @@ from this memory while it still runs cannot read its earlier outputs again."""
 
 def _now() -> float:
     return time.monotonic()
+
+
+def _wall() -> float:
+    """Wall-clock seconds, as the stores' TTLs count."""
+    return time.time()
 
 
 class BoundedMemoryStore(InMemoryStore):
@@ -156,7 +173,7 @@ class BoundedMemoryStore(InMemoryStore):
             if INDEX_KEY in keys:
                 present = set(keys)
                 item = super().batch([GetOp(namespace, INDEX_KEY)])[0]
-                index = item.value.get("items", []) if isinstance(item, Item) else []
+                index = _index_entries(item if isinstance(item, Item) else None)
                 kept = [entry for entry in index if entry[0] in present]
                 if not kept:
                     super().batch([PutOp(namespace, INDEX_KEY, None)])
@@ -166,6 +183,41 @@ class BoundedMemoryStore(InMemoryStore):
 
 
 _FALLBACK = BoundedMemoryStore()
+
+
+def _index_entries(item: Any) -> list[list[Any]]:
+    """The well-formed ``[handle, chars]`` entries of an index item, oldest first: at most the
+    last :data:`MAX_INDEX_ENTRIES` of its list are read; anything else is no entry."""
+    value = getattr(item, "value", None)
+    raw = value.get("items") if isinstance(value, dict) else None
+    if not isinstance(raw, list):
+        return []
+    return [
+        [entry[0], entry[1]]
+        for entry in raw[-MAX_INDEX_ENTRIES:]
+        if isinstance(entry, list | tuple)
+        and len(entry) == 2
+        and isinstance(entry[0], str)
+        and entry[0]
+        and entry[0] != INDEX_KEY
+        and type(entry[1]) is int  # not a bool
+        and entry[1] >= 0
+    ]
+
+
+def _stored_times(item: Any, index: list[list[Any]]) -> dict[str, float]:
+    """When each output of ``index`` was stored (wall-clock seconds), as far as the index item
+    says (its ``"at"``)."""
+    value = getattr(item, "value", None)
+    raw = value.get("at") if isinstance(value, dict) else None
+    if not isinstance(raw, dict):
+        return {}
+    times = {h: raw.get(h) for h, _ in index}
+    return {
+        h: float(t)
+        for h, t in times.items()
+        if isinstance(t, int | float) and not isinstance(t, bool) and math.isfinite(t)
+    }
 
 
 def fallback_store() -> BoundedMemoryStore:
@@ -277,7 +329,7 @@ class OffloadStore:
         index = [*index, [handle, chars]]
         total = sum(int(n) for _, n in index)
         evicted: list[str] = []
-        while total > self.cap_chars and len(index) > 1:
+        while (total > self.cap_chars or len(index) > MAX_INDEX_ENTRIES) and len(index) > 1:
             old, n = index.pop(0)
             evicted.append(old)
             total -= int(n)
@@ -285,7 +337,44 @@ class OffloadStore:
 
     @staticmethod
     def _index_of(item: Any) -> list[list[Any]]:
-        return list(item.value.get("items", [])) if item is not None else []
+        return _index_entries(item)
+
+    def _expired(self, index: list[list[Any]], times: dict[str, float], now: float) -> list[GetOp]:
+        """The reads that tell whether the outputs whose TTL has passed since they were stored
+        are gone (a read may have renewed it): none for a store without TTLs."""
+        if self._ttl is None:
+            return []
+        limit = now - self._ttl * 60
+        return [
+            GetOp(self.namespace, h, refresh_ttl=False)
+            for h, _ in index
+            if times.get(h, now) <= limit
+        ]
+
+    @staticmethod
+    def _alive(
+        index: list[list[Any]],
+        times: dict[str, float],
+        gets: list[GetOp],
+        found: list[Any],
+        now: float,
+    ) -> tuple[list[list[Any]], dict[str, float]]:
+        """The index without the outputs ``gets`` found gone, and the store times (an output
+        found alive past its TTL was renewed by a read: it is checked again one TTL from now)."""
+        gone = {g.key for g, item in zip(gets, found, strict=True) if item is None}
+        renewed = {g.key for g in gets} - gone
+        kept = [entry for entry in index if entry[0] not in gone]
+        return kept, {h: now if h in renewed else times.get(h, now) for h, _ in kept}
+
+    def _latest_gets(self, item: Any, exclude: Any) -> list[GetOp]:
+        """The reads of the newest :data:`LATEST_SHOWN` handles of the index but ``exclude``
+        (TTL not renewed: a read to list them is no use of them)."""
+        newest = [h for h, _ in reversed(self._index_of(item)) if h != exclude][:LATEST_SHOWN]
+        return [GetOp(self.namespace, h, refresh_ttl=False) for h in newest]
+
+    @staticmethod
+    def _existing(gets: list[GetOp], found: list[Any]) -> list[str]:
+        return [g.key for g, item in zip(gets, found, strict=True) if item is not None][::-1]
 
     def _value(self, text: str, kind: str, tool: str) -> dict[str, Any]:
         # A tool's text may hold a NUL or a lone surrogate (bytes read as text), which
@@ -296,25 +385,42 @@ class OffloadStore:
     # --- sync ---------------------------------------------------------------------------------
 
     def _writes(
-        self, handle: str, value: dict[str, Any], index: list[list[Any]], evicted: list[str]
+        self,
+        handle: str,
+        value: dict[str, Any],
+        index: list[list[Any]],
+        evicted: list[str],
+        times: dict[str, float],
+        now: float,
     ) -> list[PutOp]:
-        """One batch: the output, the deletions of evicted ones, the new index.
+        """One batch: the output, the deletions of evicted ones, the new index (with when each
+        output was stored, where outputs expire).
 
         ``index=False``: a store with a semantic index (LangGraph server's ``store.index``)
         would otherwise embed every output, sending a tool's whole answer to the embedding
         model, whose input limit a large output breaks (the put fails, the output is lost).
         """
+        listed: dict[str, Any] = {"items": index}
+        if self._ttl is not None:
+            listed["at"] = {h: times.get(h, now) for h, _ in index}
         return [
             PutOp(self.namespace, handle, value, index=False, ttl=self._ttl),
             *(PutOp(self.namespace, old, None) for old in evicted),
-            PutOp(self.namespace, INDEX_KEY, {"items": index}, index=False, ttl=self._ttl),
+            PutOp(self.namespace, INDEX_KEY, listed, index=False, ttl=self._ttl),
         ]
 
     def put(self, text: str, kind: str, tool: str = "") -> str:
-        """Store an output; returns its handle. Evicts the thread's oldest outputs over the cap."""
-        index = self._index_of(self.store.get(self.namespace, INDEX_KEY))
+        """Store an output; returns its handle. Evicts the thread's oldest outputs over the cap,
+        after dropping from the index those the store let expire."""
+        item, now = self.store.get(self.namespace, INDEX_KEY), _wall()
+        index = self._index_of(item)
+        times = _stored_times(item, index)
+        gets = self._expired(index, times, now)
+        if gets:
+            index, times = self._alive(index, times, gets, self.store.batch(gets), now)
         handle, index, evicted = self._plan_put(index, len(text))
-        self.store.batch(self._writes(handle, self._value(text, kind, tool), index, evicted))
+        value = self._value(text, kind, tool)
+        self.store.batch(self._writes(handle, value, index, evicted, times, now))
         return handle
 
     def get(self, handle: Any) -> dict[str, Any] | None:
@@ -325,16 +431,30 @@ class OffloadStore:
         return None if item is None else dict(item.value)
 
     def handles(self) -> list[str]:
-        """The thread's handles, oldest first."""
+        """The thread's handles, oldest first (as its index lists them)."""
         return [h for h, _ in self._index_of(self.store.get(self.namespace, INDEX_KEY))]
+
+    def latest(self, exclude: Any = None) -> list[str]:
+        """The newest :data:`LATEST_SHOWN` handles that still exist, but ``exclude``, oldest
+        first (one batch of reads: an output may have expired while the index lists it)."""
+        gets = self._latest_gets(self.store.get(self.namespace, INDEX_KEY), exclude)
+        return self._existing(gets, self.store.batch(gets)) if gets else []
 
     # --- async --------------------------------------------------------------------------------
 
     async def aput(self, text: str, kind: str, tool: str = "") -> str:
         """Async :meth:`put`."""
         item = await _async_or_thread(self.store, "get", self.namespace, INDEX_KEY)
-        handle, index, evicted = self._plan_put(self._index_of(item), len(text))
-        writes = self._writes(handle, self._value(text, kind, tool), index, evicted)
+        now = _wall()
+        index = self._index_of(item)
+        times = _stored_times(item, index)
+        gets = self._expired(index, times, now)
+        if gets:
+            found = await _async_or_thread(self.store, "batch", gets)
+            index, times = self._alive(index, times, gets, found, now)
+        handle, index, evicted = self._plan_put(index, len(text))
+        value = self._value(text, kind, tool)
+        writes = self._writes(handle, value, index, evicted, times, now)
         await _async_or_thread(self.store, "batch", writes)
         return handle
 
@@ -342,6 +462,14 @@ class OffloadStore:
         """Async :meth:`handles`."""
         item = await _async_or_thread(self.store, "get", self.namespace, INDEX_KEY)
         return [h for h, _ in self._index_of(item)]
+
+    async def alatest(self, exclude: Any = None) -> list[str]:
+        """Async :meth:`latest`."""
+        item = await _async_or_thread(self.store, "get", self.namespace, INDEX_KEY)
+        gets = self._latest_gets(item, exclude)
+        return (
+            self._existing(gets, await _async_or_thread(self.store, "batch", gets)) if gets else []
+        )
 
     async def aget(self, handle: Any) -> dict[str, Any] | None:
         """Async :meth:`get`."""

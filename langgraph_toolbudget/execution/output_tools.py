@@ -12,10 +12,10 @@ where the next one starts; a search shows the matches that fit; a jq result over
 limit is an error asking for a part of it. They are built-in tools (see
 :mod:`langgraph_toolbudget.execution.builtins`): the executor answers them, they never
 count against the budget or the meta-call limit, and they are on while offloading is
-(``enabled_builtins`` can turn each off). Every bad request is an error tool message: an unknown or
-evicted handle, a handle of another thread, run or app (only the caller's own
-handles are named), a bad range, a bad or too long regex, bad jq, jq stopped by
-its time or memory limit.
+(``enabled_builtins`` can turn each off). Every bad request is an error tool message: an
+unknown, expired or evicted handle (naming the conversation's newest handles that still
+exist), a handle of another thread, run or app (only the caller's own handles are named), a
+bad range, a bad or too long regex, bad jq, jq stopped by its time or memory limit.
 
 Key Components:
     - :class:`OutputTools`: the family (definitions and answers, sync and async).
@@ -59,10 +59,12 @@ OUTPUT_TOOL_NAMES = (READ, SEARCH, QUERY)
 UNKNOWN_HANDLE_ERROR = (
     "Error: no offloaded output {handle} in this conversation. Use a handle from a "
     "'[Large output offloaded ...]' message of this conversation{known}; an output of "
-    "another conversation cannot be read, old outputs are evicted when the conversation "
-    "stores too many, and an app whose tools changed may no longer reach the outputs it "
-    "stored before. Call the tool again if you need its output."
+    "another conversation cannot be read, outputs expire some time after they were stored "
+    "(offload_ttl_minutes) and old ones are evicted when the conversation stores too many, "
+    "and an app whose tools changed may no longer reach the outputs it stored before. Call "
+    "the tool again if you need its output."
 )
+"""``known``: the conversation's newest handles that still exist (never the one asked for)."""
 READ_HEADER = "[{handle}: characters {start:,}-{end:,} of {chars:,}{rest}{cut}]\n"
 READ_CUT_NOTE = " (one read returns at most {max:,} characters)"
 
@@ -149,7 +151,6 @@ class OutputTools(BuiltinTools):
 
     @staticmethod
     def _missing(handle: Any, known: list[str]) -> BuiltinResult:
-        known = known[-5:]
         hint = f" (its latest: {', '.join(known)})" if known else ""
         shown = safe_repr(handle)  # what the model sent: any size or shape
         return BuiltinResult(UNKNOWN_HANDLE_ERROR.format(handle=shown, known=hint), error=True)
@@ -196,7 +197,7 @@ class OutputTools(BuiltinTools):
         store = OffloadStore.of(ctx.config, self.config, self.app)
         stored = store.get(args.get("handle"))
         if stored is None:
-            return self._missing(args.get("handle"), store.handles())
+            return self._missing(args.get("handle"), store.latest(exclude=args.get("handle")))
         return self._answer(call["name"], args, stored)
 
     async def ahandle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
@@ -204,6 +205,7 @@ class OutputTools(BuiltinTools):
         store = OffloadStore.of(ctx.config, self.config, self.app)
         stored = await store.aget(args.get("handle"))
         if stored is None:
-            return self._missing(args.get("handle"), await store.ahandles())
+            handle = args.get("handle")
+            return self._missing(handle, await store.alatest(exclude=handle))
         # regex over a large output is CPU work, and jq waits for its worker: off the loop.
         return await asyncio.to_thread(self._answer, call["name"], args, stored)

@@ -12,6 +12,13 @@ store: it writes each tool's text once (re-embedding only tools whose text
 changed, so a restart embeds nothing) and answers a query with the store's
 vector search.
 
+An indexing that fails (the embedding service down, a store that refuses the vectors) is
+not tried again on every turn: the next call tries once more, then the retriever waits
+:data:`RETRY_AFTER_S` (30 s, growing to 10 minutes) between tries, raising the last error
+meanwhile (the ranking nodes log it and rank without the retriever). A store whose
+``index_config["dims"]`` differs from what its embedding model returns is named as such and
+not tried again.
+
 Typical Usage:
     ```python
     store = SqliteStore(conn, index={"embed": embeddings, "dims": 384, "fields": ["text"]})
@@ -22,15 +29,20 @@ Typical Usage:
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
+import time
 from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from langgraph.store.base import BaseStore, PutOp
+from langgraph.store.base import BaseStore, Item, PutOp
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.vectors import tool_text
 
-__all__ = ["StoreToolIndex"]
+__all__ = ["DimsMismatchError", "StoreToolIndex"]
 
 PAGE = 1000
 CACHED_QUERIES = 64
@@ -41,15 +53,76 @@ NO_STORE_ERROR = (
 )
 NO_INDEX_ERROR = (
     "{kind} has no vector index, so it cannot rank tools by a query: create it with one, e.g. "
-    "InMemoryStore(index={{'embed': embeddings, 'dims': 384, 'fields': ['text']}})."
+    "InMemoryStore(index={{'embed': embeddings, 'dims': 384, 'fields': ['text']}}) (under "
+    "LangGraph server: 'store': {{'index': {{...}}}} in langgraph.json)."
+)
+UNSCORED_ERROR = (
+    "{kind} answered a search of {namespace} without similarity scores: it has no vector index "
+    "(create it with one, e.g. InMemoryStore(index={{'embed': embeddings, 'dims': 384, "
+    "'fields': ['text']}}); under LangGraph server: 'store': {{'index': {{...}}}} in "
+    "langgraph.json), or the tool items there were stored without vectors (delete them: the "
+    "next call writes them again)."
+)
+DIMS_ERROR = (
+    "{kind}'s vector index is declared with 'dims': {dims} but its embedding model returns "
+    "vectors of {got} dimensions, so the store refuses the tool vectors; create the store with "
+    "'dims': {got} (or give it the {dims}-dimension model it was made for). Not tried again "
+    "with this store."
+)
+RETRYING_ERROR = (
+    "StoreToolIndex could not index the catalog in {kind} ({failures} failed tries, the last: "
+    "{error}); next try in {wait:.0f} s."
 )
 BAD_STORE_ERROR = "store must be a LangGraph BaseStore or None (the graph's store); got {kind}."
+RETRY_AFTER_S = (0.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+"""Seconds to wait before trying again after the 1st, 2nd... failed indexing (the last one
+for every later failure): a one-off failure is tried again at the next call."""
+
+
+class DimsMismatchError(ValueError):
+    """The store's ``index_config["dims"]`` is not what its embedding model returns."""
 
 
 def _check_index(store: BaseStore) -> BaseStore:
-    if getattr(store, "index_config", None) is None:
+    """``store``, unless it shows an index config that is empty.
+
+    A store that shows none (a wrapper, such as LangGraph server's ``BatchedStore``) passes:
+    its search answers tell (see :meth:`StoreToolIndex.__call__`).
+    """
+    if hasattr(store, "index_config") and not store.index_config:
         raise ValueError(NO_INDEX_ERROR.format(kind=type(store).__name__))
     return store
+
+
+def _dims_mismatch(store: BaseStore, text: str) -> tuple[int, int] | None:
+    """(declared, returned) dims when the store's embedding model does not give the vectors
+    its ``index_config`` declares; None when they agree or it cannot be told."""
+    config, embeddings = getattr(store, "index_config", None), getattr(store, "embeddings", None)
+    dims = config.get("dims") if isinstance(config, Mapping) else None
+    if not isinstance(dims, int) or embeddings is None:
+        return None
+    try:
+        vectors = embeddings.embed_documents([text])
+        got = len(vectors[0])
+    except Exception:  # noqa: BLE001 - the model fails too: the store's own error is the one raised
+        return None
+    return None if got == dims else (dims, got)
+
+
+@dataclass
+class _Failure:
+    """Consecutive failed indexings of one catalog in one store (both held, so their ids are
+    not reused while the failure is remembered)."""
+
+    store: BaseStore
+    catalog: Any
+    count: int
+    retry_at: float
+    error: BaseException
+
+
+def _retry_after(count: int) -> float:
+    return RETRY_AFTER_S[min(count, len(RETRY_AFTER_S)) - 1]
 
 
 def _digest(text: str) -> str:
@@ -78,7 +151,11 @@ class StoreToolIndex:
         ValueError: a store without a vector index; a bad ``namespace`` or ``limit``.
 
     Used as ``retriever=`` with ``store=None`` outside a graph with a store, or
-    with a graph store that has no index, each turn ranks without it and logs why.
+    with a graph store that has no index, each turn ranks without it and logs why. A store
+    that does not show its index config (LangGraph server's ``BatchedStore`` wraps the real
+    one) is told by its answers: a search without similarity scores means no index. A
+    failed indexing is tried again at the next call, then after :data:`RETRY_AFTER_S`;
+    meanwhile each call raises the last error at once (nothing embedded).
 
     Example:
         ```python
@@ -108,6 +185,7 @@ class StoreToolIndex:
         self.store, self.namespace, self.limit = store, namespace, limit
         self.__name__ = "StoreToolIndex"  # for the nodes' log lines
         self._indexed: set[tuple[int, int]] = set()
+        self._failures: dict[tuple[int, int], _Failure] = {}
         self._lock = threading.Lock()
         self._answers: OrderedDict[tuple[int, int, str], dict[str, float]] = OrderedDict()
 
@@ -143,6 +221,8 @@ class StoreToolIndex:
 
         Raises:
             ValueError: the store has no vector index.
+            DimsMismatchError: the store failed to write, and its embedding model does not
+                return the ``dims`` its ``index_config`` declares (a ``ValueError``).
             RuntimeError: no store (none given, and not inside a graph run with one).
         """
         store = _check_index(self._store())
@@ -157,23 +237,64 @@ class StoreToolIndex:
         if prune:
             ops += [PutOp(self.namespace, key, None) for key in stored if key not in texts]
         if ops:
-            store.batch(ops)
+            try:
+                store.batch(ops)
+            except Exception as exc:
+                # pgvector says "expected 8 dimensions, not 4" for every write, for ever.
+                texts_written = [op.value["text"] for op in ops if op.value is not None]
+                mismatch = _dims_mismatch(store, texts_written[0]) if texts_written else None
+                if mismatch is None:
+                    raise
+                kind = type(store).__name__
+                raise DimsMismatchError(
+                    DIMS_ERROR.format(kind=kind, dims=mismatch[0], got=mismatch[1])
+                ) from exc
             self._answers.clear()
         return sum(op.value is not None for op in ops)
+
+    def _index_once(self, store: BaseStore, catalog: ToolCatalog, key: tuple[int, int]) -> None:
+        """Index ``catalog`` unless it was, or a failure asks to wait; under the lock."""
+        if key in self._indexed:
+            return
+        failure = self._failures.get(key)
+        now = time.monotonic()
+        if failure is not None and now < failure.retry_at:
+            if isinstance(failure.error, DimsMismatchError):  # a new one: no traceback piles up
+                raise DimsMismatchError(str(failure.error))
+            raise RuntimeError(
+                RETRYING_ERROR.format(
+                    kind=type(store).__name__,
+                    failures=failure.count,
+                    error=repr(failure.error),
+                    wait=failure.retry_at - now,
+                )
+            ) from failure.error
+        try:
+            self.index(catalog)
+        except Exception as exc:
+            count = 1 if failure is None else failure.count + 1
+            retry_at = math.inf if isinstance(exc, DimsMismatchError) else now + _retry_after(count)
+            self._failures[key] = _Failure(store, catalog.index, count, retry_at, exc)
+            raise
+        self._failures.pop(key, None)
+        self._indexed.add(key)
 
     def __call__(self, query: str, catalog: ToolCatalog) -> dict[str, float]:
         """The tools nearest to ``query`` and their similarity (indexes ``catalog`` once).
 
         Recent answers are kept per store and catalog, so the three ranking nodes
         of a turn embed and search the query once.
+
+        Raises:
+            ValueError: the store has no vector index (its search answers without scores),
+                or its ``dims`` do not fit its embedding model.
+            RuntimeError: no store; or indexing failed and waits before its next try.
         """
         store = self._store()
         catalog_key = (id(store), id(catalog.index))
         if catalog_key not in self._indexed:
             with self._lock:
-                if catalog_key not in self._indexed:
-                    self.index(catalog)
-                    self._indexed.add(catalog_key)
+                self._index_once(store, catalog, catalog_key)
         key = (id(store), id(catalog.index), query)
         with self._lock:
             cached = self._answers.get(key)
@@ -181,12 +302,21 @@ class StoreToolIndex:
                 self._answers.move_to_end(key)
                 return dict(cached)
         items = store.search(self.namespace, query=query, limit=self.limit)
+        self._check_scored(store, items)
         answer = {item.key: max(0.0, float(item.score or 0.0)) for item in items}
         with self._lock:
             self._answers[key] = answer
             while len(self._answers) > CACHED_QUERIES:
                 self._answers.popitem(last=False)
         return dict(answer)
+
+    def _check_scored(self, store: BaseStore, items: Sequence[Item]) -> None:
+        """Raise when a query search answered without any score: a store with no vector
+        index (the check :func:`_check_index` cannot make through a wrapper)."""
+        if items and all(getattr(item, "score", None) is None for item in items):
+            raise ValueError(
+                UNSCORED_ERROR.format(kind=type(store).__name__, namespace=self.namespace)
+            )
 
     def __repr__(self) -> str:
         where = type(self.store).__name__ if self.store is not None else "the graph's store"

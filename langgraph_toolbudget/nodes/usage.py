@@ -181,12 +181,15 @@ def _key(record: UsageRecord) -> str:
     return hashlib.sha1(f"{record.tool}\n{record.query}".encode()).hexdigest()
 
 
-def _row(value: Mapping[str, Any], i: int, trusted: bool) -> UsageRecord:
-    """A stored or imported row as a record; ``trusted``: when the row does not say."""
+def _row(value: Mapping[str, Any], i: int, trusted: bool, *, observed: bool = False) -> UsageRecord:
+    """A stored or imported row as a record; ``trusted``: when the row does not say.
+    ``observed``: a row of a scope's (or the legacy) namespace, which anyone who can write the
+    store may have written: observed whatever its ``trusted`` says."""
     tool, query = value.get("tool"), value.get("query")
     thread, ts = value.get("thread"), value.get("ts", 0.0)
     user, loaded = value.get("user"), value.get("loaded", False)
-    trusted, sources = value.get("trusted", trusted), value.get("sources", [])
+    trusted = False if observed else value.get("trusted", trusted)
+    sources = value.get("sources", [])
     ok = isinstance(tool, str) and isinstance(query, str) and bool(query)  # the name: UsageRecord
     ok = ok and (thread is None or isinstance(thread, str)) and isinstance(ts, int | float)
     ok = ok and (user is None or isinstance(user, str))
@@ -503,9 +506,10 @@ class ToolUsage:
         scope: str | None = None,
     ) -> list[UsageRecord]:
         """The records stored exactly under ``namespace`` (a search also returns the ones
-        below). A row that is no record (another writer's, a tool name no tool has) or, under
-        ``scope``, says it belongs to another scope is skipped and logged: one bad row must not
-        fail every run that loads the history."""
+        below); with ``trusted`` False (a scope's rows, the legacy ones) every record is
+        observed, whatever its row says. A row that is no record (another writer's, a tool
+        name no tool has) or, under ``scope``, says it belongs to another scope is skipped and
+        logged: one bad row must not fail every run that loads the history."""
         records, skipped = [], 0
         for i, item in enumerate(items):
             if tuple(item.namespace) != namespace:
@@ -514,7 +518,7 @@ class ToolUsage:
             try:
                 if scope is not None and value.get("scope", scope) != scope:
                     raise ValueError("a row of another scope")
-                record = _row(value, i, trusted)
+                record = _row(value, i, trusted, observed=not trusted)
             except (ValueError, TypeError, AttributeError):
                 skipped += 1
                 continue
@@ -526,6 +530,26 @@ class ToolUsage:
     def _legacy(self, items: list[Any]) -> list[Any]:
         """The rows of ``items`` stored directly under ``namespace`` (before scopes existed)."""
         return [i for i in items if tuple(i.namespace) == self.namespace]
+
+    def _legacy_check(self) -> dict[str, Any]:
+        """The ``list_namespaces`` arguments that find ``namespace`` itself when rows are stored
+        directly under it, without reading any scope's rows (only namespaces that both begin
+        and end with it match: itself, or an odd one another writer made)."""
+        return {"prefix": self.namespace, "suffix": self.namespace, "limit": PAGE}
+
+    def _legacy_items(self, store: BaseStore) -> list[Any]:
+        """The rows stored directly under ``namespace``: read (with every row below it, as a
+        search reads) only when the store says there are some, so once, before they move."""
+        if self.namespace not in store.list_namespaces(**self._legacy_check()):
+            return []
+        return self._legacy(self._items(store, self.namespace))
+
+    async def _alegacy_items(self, store: BaseStore) -> list[Any]:
+        """Async :meth:`_legacy_items`."""
+        found = await _acall(store, "alist_namespaces", "list_namespaces", **self._legacy_check())
+        if self.namespace not in found:
+            return []
+        return self._legacy(await self._aitems(store, self.namespace))
 
     def _attach_shared(self, store: BaseStore, shared: list[Any], legacy: list[Any]) -> list[PutOp]:
         """Make ``store`` the attached one and its shared rows the shared history; the store
@@ -581,7 +605,7 @@ class ToolUsage:
             return
         if store is not self._attached:
             shared = self._items(store, self._namespace(None))
-            legacy = self._legacy(self._items(store, self.namespace))
+            legacy = self._legacy_items(store)
             ops = self._attach_shared(store, shared, legacy)
             self._bound(store, ops, [*shared, *legacy])
         scope = self._unloaded(store, config)
@@ -596,7 +620,7 @@ class ToolUsage:
             return
         if store is not self._attached:
             shared = await self._aitems(store, self._namespace(None))
-            legacy = self._legacy(await self._aitems(store, self.namespace))
+            legacy = await self._alegacy_items(store)
             ops = self._attach_shared(store, shared, legacy)
             await self._abound(store, ops, [*shared, *legacy])
         scope = self._unloaded(store, config)
@@ -1068,9 +1092,8 @@ class ToolUsage:
                 rows.append((None, _row(item.value, i, True)))
             elif ns[: len(self.namespace) + 1] == (*self.namespace, SCOPE_LABEL):
                 scope = item.value.get("scope")
-                rows.append(
-                    (scope if isinstance(scope, str) else ns[-1], _row(item.value, i, False))
-                )
+                record = _row(item.value, i, False, observed=True)
+                rows.append((scope if isinstance(scope, str) else ns[-1], record))
         rows.sort(key=lambda sr: (sr[1].ts, sr[1].tool, sr[1].query))
         return [{**r.to_dict(), "scope": scope} for scope, r in rows]
 
@@ -1117,7 +1140,8 @@ class ToolUsage:
             scope = row.get("scope") if isinstance(row, Mapping) else None
             if not isinstance(row, Mapping) or not (scope is None or isinstance(scope, str)):
                 raise ValueError(BAD_ROW_ERROR.format(i=i, row=safe_repr(row)))
-            record = _row(row, i, True)
+            # a scope's history holds observed records only (its store rows are read so)
+            record = _row(row, i, True, observed=scope is not None)
             by_scope.setdefault(None if scope is None else kept_id(scope), []).append(record)
             checked.add(record.tool)
         self._checked(checked)
