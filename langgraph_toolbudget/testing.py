@@ -2,21 +2,28 @@
 
 Its one reason to change: what tests need from a fake chat model.
 
-
 langchain-core's fake chat models raise on ``bind_tools``; this one records the
 tools it was bound to and replays a script of answers, so a graph that binds
 tools runs end to end without a provider.
 
 Example:
     ```python
-    from langchain_core.language_models import LanguageModelInput
-from langchain_core.messages import AIMessage
+    from langchain_core.messages import AIMessage
+
+    from langgraph_toolbudget import create_toolbudget_agent
+    from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+    from langgraph_toolbudget.testing import ScriptedChatModel
+
     model = ScriptedChatModel(responses=[
         AIMessage("", tool_calls=[
             {"name": "search_tools", "args": {"query": "weather"}, "id": "1"},
         ]),
         AIMessage("It is sunny."),
     ])
+    graph = create_toolbudget_agent(model, build_example_catalog()).compile()
+    out = graph.invoke({"messages": [("user", "What's the weather in Paris?")]})
+    print(out["messages"][-1].content)  # It is sunny.
+    print("search_tools" in model.bound_tools[0])  # True: the tools it was bound to
     ```
 """
 

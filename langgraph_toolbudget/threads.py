@@ -591,7 +591,7 @@ def _thread_saver(graph: Any, config: Any) -> Any:
 
     configurable = (config or {}).get("configurable") or {}
     if not configurable.get("thread_id"):
-        raise ValueError(NO_THREAD_ID_ERROR)
+        raise ValueError(NO_THREAD_ID_ERROR.format())
     saver = getattr(graph, "checkpointer", None)
     if not isinstance(saver, BaseCheckpointSaver):
         raise ValueError(NO_CHECKPOINTER_ERROR)

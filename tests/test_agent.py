@@ -7,6 +7,7 @@ functions that record every execution, and the graphs are real LangGraph graphs.
 from __future__ import annotations
 
 import asyncio
+import warnings
 from typing import Annotated, Any
 
 import pytest
@@ -29,6 +30,9 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.cache.memory import InMemoryCache
 from langgraph.checkpoint.memory import MemorySaver
@@ -37,6 +41,7 @@ from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command, interrupt
 
 from langgraph_toolbudget import (
+    CallModel,
     ToolAgent,
     ToolBudgetInput,
     ToolBudgetState,
@@ -47,6 +52,7 @@ from langgraph_toolbudget import (
 )
 from langgraph_toolbudget.core.context import merge_context
 from langgraph_toolbudget.core.meta import META_TOOL_NAMES
+from langgraph_toolbudget.demo.text_model import HermesDemoChatModel
 from langgraph_toolbudget.nodes.agent import ITERATION_LIMIT_MESSAGE
 from langgraph_toolbudget.testing import ScriptedChatModel
 
@@ -714,6 +720,30 @@ async def test_invalid_tool_calls_from_the_model_get_an_answer(api):
     assert rec.names == ["get_weather"]
 
 
+@pytest.mark.parametrize("api", ["invoke", "ainvoke"])
+async def test_a_reply_repeating_a_call_id_streams_with_the_ids_its_answers_get(api):
+    # Models that number calls per reply send two calls under one id: the model node gives
+    # the second a new id before the reply is streamed or stored (as the middleware does), so
+    # a client streaming messages pairs each answer with a call it was shown.
+    rec = Recorder()
+    catalog = recording_catalog(rec)
+    twice = ai_calls(call("get_weather", "0", city="Oslo"), call("get_weather", "0", city="Rome"))
+    model = ScriptedChatModel(responses=[twice, AIMessage("done")])
+    app = create_toolbudget_agent(model, catalog, max_tools=8).compile()
+    inputs = {"messages": [HumanMessage("weather in Oslo and Rome")]}
+    streamed: list[Any] = []
+    if api == "invoke":
+        streamed = [m for m, _ in app.stream(inputs, stream_mode="messages")]
+    else:
+        streamed = [m async for m, _ in app.astream(inputs, stream_mode="messages")]
+    reply = [m for m in streamed if getattr(m, "tool_calls", None)][-1]  # the model's, repaired
+    ids = [c["id"] for c in reply.tool_calls]
+    assert ids[0] == "0" and ids[1] != "0"
+    answers = [m.tool_call_id for m in streamed if isinstance(m, ToolMessage)]
+    assert sorted(answers) == sorted(ids)
+    assert sorted(rec.names) == ["get_weather", "get_weather"]
+
+
 BIG = 2**64  # the first int past STATE_INTS: LangGraph's checkpointer stores no such int
 
 
@@ -969,3 +999,111 @@ async def test_tool_agent_runs_on_a_checkpoint_holding_a_malformed_context_value
     assert out["messages"][-1].content == "two"
     assert by_id(out["messages"])["p1"].status == "success"
     assert out["context_tools"] == {"add_task": "exclude"}
+
+
+# --- the model as given: wrappers, classes, runnables that answer no message ----------------
+
+
+def flaky_then(answer: str, seen: list[list[str]]) -> Any:
+    """A scripted response that fails once (a provider's blip) and then answers ``answer``."""
+
+    def respond(messages: list[Any], tools: list[str]) -> AIMessage:
+        seen.append(tools)
+        if len(seen) == 1:
+            raise ConnectionError("provider blip")
+        return AIMessage(answer)
+
+    return respond
+
+
+def retrying(model: Any) -> Any:
+    return model.with_retry(stop_after_attempt=2, wait_exponential_jitter=False)
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        retrying,
+        lambda m: retrying(m).with_config(tags=["t"]),
+        lambda m: retrying(m).with_fallbacks([ScriptedChatModel(responses=["fb"]).with_retry()]),
+    ],
+    ids=["with_retry", "with_retry.with_config", "with_retry.with_fallbacks"],
+)
+async def test_a_with_retry_model_keeps_native_tool_calling_and_its_retry_settings(
+    catalog, api, wrap, recwarn
+):
+    seen: list[list[str]] = []
+    model = ScriptedChatModel(responses=[flaky_then("done", seen)])
+    graph = create_toolbudget_agent(wrap(model), catalog, max_tools=3)
+    out = await run(graph.compile(), {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
+    assert out["messages"][-1].content == "done"  # retried: not the fallback's answer
+    assert len(seen) == 2 and seen[0] == seen[1]
+    assert seen[0][:4] == META and set(out["selected_tools"]) <= set(seen[0])  # bound natively
+    assert not [w for w in recwarn if "bind_tools" in str(w.message)]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_with_retry_model_retries_no_more_than_it_was_told(catalog, api):
+    seen: list[list[str]] = []
+    model = ScriptedChatModel(responses=[flaky_then("done", seen)]).with_retry(stop_after_attempt=1)
+    graph = create_toolbudget_agent(model, catalog, max_tools=3)
+    with pytest.raises(ConnectionError, match="provider blip"):
+        await run(graph.compile(), {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
+    assert len(seen) == 1 and seen[0][:4] == META
+
+
+def test_a_runnable_hiding_a_tool_calling_model_is_warned_of_at_build(catalog):
+    prompt = ChatPromptTemplate.from_messages([MessagesPlaceholder("messages")])
+    chain = prompt | ScriptedChatModel(responses=["hi"])
+    with pytest.warns(UserWarning, match="RunnableSequence around ScriptedChatModel") as caught:
+        node = CallModel(chain, catalog)
+    message = str(caught[0].message)
+    assert "Pass the chat model itself" in message and "model_supports_tools=False" in message
+    assert node.caller.choice.name == "hermes"  # it still runs, through a text format
+    with pytest.warns(UserWarning, match="RunnableSequence around ScriptedChatModel"):
+        create_toolbudget_agent(chain, catalog)
+
+
+def test_a_text_format_chosen_on_purpose_or_a_plain_runnable_is_not_warned_of(catalog):
+    prompt = ChatPromptTemplate.from_messages([MessagesPlaceholder("messages")])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ToolAgent(prompt | ScriptedChatModel(responses=["hi"]), catalog, model_supports_tools=False)
+        hermes = {"enabled": ["native", "hermes"], "primary": "hermes"}
+        ToolAgent(prompt | ScriptedChatModel(responses=["hi"]), catalog, tool_call_formats=hermes)
+        ToolAgent(RunnableLambda(lambda messages: AIMessage("hi")), catalog)
+        ToolAgent(HermesDemoChatModel().with_retry(), catalog)  # no bind_tools inside either
+
+
+@pytest.mark.parametrize(
+    ("make", "needle"),
+    [
+        (lambda: ScriptedChatModel, "the class ScriptedChatModel, not a model: pass an instance"),
+        (
+            lambda: ScriptedChatModel(responses=["x"]).with_structured_output(
+                {"title": "Answer", "type": "object", "properties": {"a": {"type": "string"}}}
+            ),
+            "ending in the output parser JsonOutputKeyToolsParser",
+        ),
+        (
+            lambda: ScriptedChatModel(responses=["x"]) | StrOutputParser(),
+            "ending in the output parser StrOutputParser",
+        ),
+    ],
+    ids=["class", "with_structured_output", "model|StrOutputParser"],
+)
+def test_a_model_that_cannot_answer_a_message_is_refused_at_build(catalog, make, needle):
+    with pytest.raises(TypeError, match=needle) as caught:
+        create_toolbudget_agent(make(), catalog)
+    assert "create_toolbudget_agent: option model" in str(caught.value)
+    with pytest.raises(TypeError, match=needle):
+        ToolAgent(make(), catalog)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_reply_that_is_not_a_message_raises_naming_it_at_the_first_call(catalog, api):
+    model = RunnableLambda(lambda messages: {"answer": "sunny"})
+    graph = create_toolbudget_agent(model, catalog, max_tools=3)
+    with pytest.raises(TypeError, match=r"answered dict \{'answer': 'sunny'\}, not a message"):
+        await run(graph.compile(), {"messages": [HumanMessage(APOLLO_QUERY)]}, api)

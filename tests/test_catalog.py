@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import inspect
 import re
+import textwrap
 import threading
 import time
 import weakref
@@ -920,3 +921,46 @@ def test_a_local_tool_whose_schema_properties_are_no_object_is_named(properties:
         match=rf"Tool 'odd' has an args schema whose 'properties' is a {kind}, not an object",
     ):
         ToolCatalog.from_tools([odd])
+
+
+# --- misuse of the constructor and of the methods taking names ------------------------------
+
+
+@tool
+def ping(host: str) -> str:
+    """Ping a host."""
+    return host
+
+
+@pytest.mark.parametrize(
+    "specs", [[ping], ping, None, ["ping"]], ids=["tools", "tool", "none", "names"]
+)
+def test_the_constructor_given_tools_names_from_tools(specs):
+    with pytest.raises(TypeError, match=r"ToolCatalog\.from_tools\(tools\)") as caught:
+        ToolCatalog(specs)
+    assert "ToolSpec" in str(caught.value)
+
+
+def test_the_constructor_takes_specs_from_any_iterable():
+    specs = ToolCatalog.from_tools([ping]).specs
+    assert ToolCatalog(iter(specs)).tool_names == ["ping"]
+
+
+def test_methods_taking_names_refuse_a_string_naming_the_list(catalog):
+    with pytest.raises(TypeError, match=r"pass \['get_weather'\]"):
+        catalog.tools("get_weather")
+    with pytest.raises(TypeError, match=r"in_catalog_order\(\) takes a list of tool names"):
+        catalog.in_catalog_order("get_weather")
+    with pytest.raises(TypeError, match=r"may_stay_visible\(\) takes a list of tool names"):
+        catalog.may_stay_visible("get_weather", {})
+    assert [t.name for t in catalog.tools(["get_weather"])] == ["get_weather"]
+
+
+def test_the_class_docstring_example_runs_as_shown(capsys):
+    doc = inspect.getdoc(ToolCatalog) or ""
+    block = textwrap.dedent(re.search(r"```python\n(.*?)```", doc, re.S).group(1))
+    namespace: dict[str, Any] = {}
+    exec(compile(block, "<ToolCatalog docstring>", "exec"), namespace)
+    shown = re.findall(r"print\(.*\)  # (.*)", block)
+    assert capsys.readouterr().out.splitlines() == shown == ["['create_issue', 'list_issues']"]
+    assert namespace["catalog"].is_filtered("delete_repo")

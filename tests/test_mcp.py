@@ -246,6 +246,29 @@ async def test_an_unknown_option_names_the_closest_one_before_any_server_starts(
         load_mcp_catalog_sync({"math": BROKEN}, stric=True)  # type: ignore[call-arg]
 
 
+@pytest.mark.parametrize(
+    ("shape", "needle"),
+    [
+        (lambda c: [c], r"got a list of 1 connections\. Give each connection a server name"),
+        (lambda c: (c, c), r"got a tuple of 2 connections\. Give each connection a server name"),
+        (lambda c: None, r"server name -> connection mapping .*got None\. For example: \{'math'"),
+        (lambda c: c, r"server 'transport' must be a mapping.*It looks like one connection"),
+        (lambda c: {"math": "x.py"}, r"connection of server 'math' must be a mapping, got a str"),
+        (lambda c: {1: c}, r"server names must be strings.*got 1 \(int\)"),
+    ],
+    ids=["list", "tuple", "none", "one-connection", "connection-str", "name-int"],
+)
+def test_connections_of_the_wrong_shape_raise_showing_the_mapping_before_any_start(
+    shape: Callable[[dict[str, Any]], Any], needle: str
+) -> None:
+    connections = shape({**MATH, "env": {"API_KEY": "sk-secret-value"}})
+    with pytest.raises(TypeError, match=needle) as caught:
+        asyncio.run(load_mcp_catalog(connections))
+    assert "sk-secret" not in str(caught.value)  # a connection's values are never shown
+    with pytest.raises(TypeError, match=needle):
+        load_mcp_catalog_sync(connections)
+
+
 def test_the_top_level_package_exports_the_loader_lazily() -> None:
     import langgraph_toolbudget
 

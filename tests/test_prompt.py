@@ -14,15 +14,18 @@ from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.tools import StructuredTool
+from langgraph.graph import START, StateGraph
 
 from langgraph_toolbudget import (
     CallModel,
     ClassifyIntent,
     ToolAgent,
+    ToolBudgetState,
     ToolCatalog,
     create_toolbudget_agent,
 )
 from langgraph_toolbudget.nodes.models import ModelUnavailableError
+from langgraph_toolbudget.nodes.prompt import with_section
 from langgraph_toolbudget.nodes.thread_prompt import MAX_VARIANTS
 from langgraph_toolbudget.testing import ScriptedChatModel
 
@@ -124,6 +127,77 @@ async def test_system_prompt_forms(catalog, prompt, expected, api):
     assert system.startswith(expected + "\n\n## Tools")  # our section follows the user's prompt
     sent = model.calls[-1]
     assert [type(m).__name__ for m in sent] == ["SystemMessage", "HumanMessage"]
+
+
+CACHED = {
+    "type": "text",
+    "text": "You are a weather assistant.",
+    "cache_control": {"type": "ephemeral"},
+}
+
+
+class TextOnly(ScriptedChatModel):
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+
+@pytest.mark.parametrize("shape", ["prebuilt", "tool_agent", "text_format", "state_system"])
+@pytest.mark.parametrize("api", APIS)
+async def test_a_system_prompt_of_content_blocks_keeps_them_and_adds_the_section_as_a_block(
+    catalog, shape, api
+):
+    # Anthropic prompt caching rides on cache_control of a system block: flattened into one
+    # string, caching was silently off.
+    model = (TextOnly if shape == "text_format" else ScriptedChatModel)(responses=["ok"])
+    prompt = SystemMessage([CACHED])
+    payload: dict[str, Any] = {"messages": [HumanMessage("hi")]}
+    if shape == "tool_agent":
+        node = ToolAgent(model, catalog, system_prompt=prompt)
+        graph = StateGraph(ToolBudgetState)
+        graph.add_node("agent", node)
+        graph.add_edge(START, "agent")
+        app = graph.compile()
+    else:
+        options = {"tool_call_formats": "hermes"} if shape == "text_format" else {}
+        if shape == "state_system":  # a system message first in the state, a string prompt
+            payload["messages"].insert(0, prompt)
+            options["system_prompt"] = "Answer in French."
+        else:
+            options["system_prompt"] = prompt
+        app = create_toolbudget_agent(model, catalog, **options).compile()
+    await run(app, payload, api)
+    system, *rest = model.calls[-1]
+    assert isinstance(system, SystemMessage) and [type(m) for m in rest] == [HumanMessage]
+    blocks = system.content
+    assert isinstance(blocks, list)  # was one string: cache_control lost
+    if shape == "state_system":  # the prompt first, then the state's system message
+        assert blocks[:2] == [{"type": "text", "text": "Answer in French."}, CACHED]
+    else:
+        assert blocks[0] == CACHED
+    assert blocks[-1]["type"] == "text" and "## Tools" in blocks[-1]["text"]
+    assert ("<tool_call>" in blocks[-1]["text"]) == (shape == "text_format")
+
+
+@pytest.mark.parametrize(
+    ("system", "content"),
+    [
+        ([], "## Tools ..."),
+        ([SystemMessage("Be brief.")], "Be brief.\n\n## Tools ..."),
+        ([SystemMessage("")], "## Tools ..."),
+        ([SystemMessage("A."), SystemMessage("B.")], "A.\n\nB.\n\n## Tools ..."),
+        ([SystemMessage([CACHED])], [CACHED, {"type": "text", "text": "## Tools ..."}]),
+        ([SystemMessage([])], [{"type": "text", "text": "## Tools ..."}]),
+        (
+            [SystemMessage("A."), SystemMessage([CACHED])],
+            [{"type": "text", "text": "A."}, CACHED, {"type": "text", "text": "## Tools ..."}],
+        ),
+    ],
+    ids=["none", "text", "empty", "two-texts", "blocks", "no-blocks", "text-and-blocks"],
+)
+def test_the_section_follows_the_system_prompt_as_text_or_as_one_more_block(system, content):
+    # One helper for the agent nodes and ToolBudgetMiddleware (which passes create_agent's one
+    # system message, or none).
+    assert with_section(system, "## Tools ...").content == content
 
 
 def test_system_prompt_of_a_bad_type_is_refused(catalog):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import re
+import textwrap
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
@@ -49,3 +51,12 @@ def test_a_script_without_cycle_names_the_call_that_has_no_response():
     assert model.invoke("hi").content == "one"
     with pytest.raises(IndexError, match="call 2 has none"):
         model.invoke("hi")
+
+
+def test_the_module_docstring_example_runs_as_written(capsys):
+    import langgraph_toolbudget.testing
+
+    doc = langgraph_toolbudget.testing.__doc__ or ""
+    block = textwrap.dedent(re.search(r"```python\n(.*?)```", doc, re.S).group(1))
+    exec(compile(block, "<testing docstring>", "exec"), {})
+    assert capsys.readouterr().out.splitlines() == ["It is sunny.", "True"]  # as its comments say

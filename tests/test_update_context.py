@@ -253,8 +253,9 @@ def test_a_graph_without_checkpointer_or_a_config_without_thread_is_refused() ->
     graph = create_toolbudget_agent(weather_script(ran=False), catalog())
     with pytest.raises(ValueError, match=r"compiled with a checkpointer"):
         update_context(graph.compile(), CONFIG, exclude_tools(tools=["get_weather"]))
-    with pytest.raises(ValueError, match=r"'thread_id'"):
+    with pytest.raises(ValueError, match=r"'thread_id'") as caught:
         update_context(graph.compile(checkpointer=InMemorySaver()), {}, exclude_tools(tools=["a"]))
+    assert "pass {'configurable': {'thread_id': ...}}, as for graph.invoke" in str(caught.value)
 
 
 def _two_way_graph(conditional: bool) -> Any:

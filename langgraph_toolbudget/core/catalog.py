@@ -94,6 +94,15 @@ NOT_A_CATALOG_ERROR = (
     "'The catalog'), or for MCP servers catalog = await load_mcp_catalog(connections).{extra}"
 )
 NOT_AWAITED_HINT = " It looks like a coroutine: did you forget to await load_mcp_catalog(...)?"
+NOT_SPECS_ERROR = (
+    "ToolCatalog(specs) takes the catalog's own ToolSpec records, got {got}. Build a catalog "
+    "from your tools with ToolCatalog.from_tools(tools) (options: categories=, tool_metadata=, "
+    "allowed_tools=...; docs/configuration.md, 'The catalog')."
+)
+NAMES_NOT_A_STRING_ERROR = (
+    "catalog.{method}() takes a list of tool names, got the string {value!r}, which would be "
+    "read as its characters: pass [{value!r}]."
+)
 UNKNOWN_ALLOWED_SERVERS_ERROR = (
     "allowed_servers names {names}, which are not servers of this catalog's tools (a tool's "
     "server is its 'server' metadata): the filter would keep none of their tools, with no "
@@ -128,13 +137,37 @@ class ToolCatalog:
 
     Example:
         ```python
+        from langchain_core.tools import tool
+
+        from langgraph_toolbudget import ToolCatalog
+
+
+        @tool
+        def create_issue(title: str) -> str:
+            '''Open a GitHub issue.'''
+            return title
+
+
+        @tool
+        def list_issues() -> str:
+            '''List the open GitHub issues.'''
+            return "#1 crash on start"
+
+
+        @tool
+        def delete_repo(name: str) -> str:
+            '''Delete a GitHub repository.'''
+            return name
+
+
         catalog = ToolCatalog.from_tools(
-            tools,
-            categories={"github": ["create_issue", "list_issues"]},
+            [create_issue, list_issues, delete_repo],
+            categories={"github": ["create_issue", "list_issues", "delete_repo"]},
             category_descriptions={"github": "Issues and pull requests"},
             tool_metadata={"create_issue": {"timeout_s": 10}},
-            allowed_tools=["github:*"],
+            allowed_tools=["create_issue", "list_*"],  # delete_repo is never shown or run
         )
+        print(catalog.tool_names)  # ['create_issue', 'list_issues']
         ```
     """
 
@@ -146,6 +179,7 @@ class ToolCatalog:
         filtered: Iterable[str] = (),
         runtime_mode: RuntimeMode = "production",
     ) -> None:
+        specs = _specs(specs)
         names = [s.name for s in specs]
         dupes = sorted(n for n, k in Counter(names).items() if k > 1)
         if dupes:
@@ -298,7 +332,12 @@ class ToolCatalog:
 
     def may_stay_visible(self, names: Iterable[str], last_used: Mapping[str, int]) -> list[str]:
         """The ``names`` (stored as visible) that may stay visible: listed, and not a
-        ``manual`` tool that no node added (no ``last_used`` entry)."""
+        ``manual`` tool that no node added (no ``last_used`` entry).
+
+        Raises:
+            TypeError: ``names`` is a string (a list of names is expected).
+        """
+        _names_not_a_string(names, "may_stay_visible")
         return [n for n in names if n in self._unmanual or (n in self._listed and n in last_used)]
 
     def get(self, name: str) -> ToolSpec | None:
@@ -366,12 +405,22 @@ class ToolCatalog:
         return list(self._aliased.get(alias, ()))
 
     def in_catalog_order(self, names: Iterable[str]) -> list[str]:
-        """The listed ones of ``names``, once each, in catalog order."""
+        """The listed ones of ``names``, once each, in catalog order.
+
+        Raises:
+            TypeError: ``names`` is a string (a list of names is expected).
+        """
+        _names_not_a_string(names, "in_catalog_order")
         position = self._position
         return sorted({n for n in names if n in position}, key=position.__getitem__)
 
     def tools(self, names: Iterable[str]) -> list[BaseTool]:
-        """The LangChain tools for these names, skipping those not listed (unknown, disabled...)."""
+        """The LangChain tools for these names, skipping those not listed (unknown, disabled...).
+
+        Raises:
+            TypeError: ``names`` is a string: pass ``["get_weather"]`` for one tool.
+        """
+        _names_not_a_string(names, "tools")
         return [self._specs[n].tool for n in names if n in self]
 
     @property
@@ -487,6 +536,22 @@ class ToolCatalog:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+def _specs(specs: Any) -> list[ToolSpec]:
+    """``specs`` as a list of :class:`ToolSpec`, else a ``TypeError`` naming ``from_tools``
+    (``ToolCatalog([tool])`` for ``ToolCatalog.from_tools([tool])``)."""
+    if isinstance(specs, Iterable) and not isinstance(specs, str | bytes | Mapping):
+        listed = list(specs)
+        if all(isinstance(s, ToolSpec) for s in listed):
+            return listed
+    raise TypeError(NOT_SPECS_ERROR.format(got=_described(specs)))
+
+
+def _names_not_a_string(names: Any, method: str) -> None:
+    """Refuse a string where a list of names is expected (it would be read as characters)."""
+    if isinstance(names, str):
+        raise TypeError(NAMES_NOT_A_STRING_ERROR.format(method=method, value=names))
 
 
 def _described(value: Any) -> str:

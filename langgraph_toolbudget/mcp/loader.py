@@ -130,6 +130,27 @@ IGNORED_KEYS_WARNING = (
     "'<server>__<name>', is not reported)."
 )
 
+CONNECTIONS_EXAMPLE = (
+    "{'math': {'transport': 'stdio', 'command': 'python', 'args': ['math_server.py']}, "
+    "'docs': {'transport': 'streamable_http', 'url': 'http://localhost:8000/mcp'}}"
+)
+CONNECTIONS_TYPE_ERROR = (
+    "load_mcp_catalog takes a mapping of server name -> connection mapping (or a "
+    "MultiServerMCPClient), got {got}.{hint} For example: {example}."
+)
+CONNECTION_TYPE_ERROR = (
+    "load_mcp_catalog: the connection of server {server!r} must be a mapping, got {got}.{hint} "
+    "For example: {example}."
+)
+SERVER_NAME_TYPE_ERROR = (
+    "load_mcp_catalog: server names must be strings (each names the server's tools' server and "
+    "category), got {got}. For example: {example}."
+)
+NAME_EACH_HINT = (
+    " Give each connection a server name: {'server_a': connections[0], ...} (the name is the "
+    "server of its tools and their category)."
+)
+ONE_CONNECTION_HINT = " It looks like one connection: give it a server name, {'my_server': {...}}."
 UNKNOWN_OPTION_ERROR = (
     "{function}() got an unknown option {name!r}; did you mean {closest!r}? "
     "Its options are: {known} (see MCPLoadOptions)."
@@ -252,6 +273,44 @@ DEFAULTS: MCPLoadOptions = {
 OPTION_NAMES = tuple(MCPLoadOptions.__annotations__)
 
 
+def _check_connections(connections: object) -> dict[str, Connection]:
+    """The connections as a dict of server name -> connection mapping, checked.
+
+    Raises:
+        TypeError: not a mapping (a list of connections: each needs a server name), a
+            server name that is not a string, or a connection that is not a mapping; the
+            message shows the expected shape.
+    """
+    if not isinstance(connections, Mapping):
+        listed = isinstance(connections, list | tuple) and all(
+            isinstance(c, Mapping) for c in connections
+        )
+        # its type, never its values: a connection may hold secrets (env, headers)
+        got = "None" if connections is None else f"a {type(connections).__name__}"
+        if isinstance(connections, list | tuple):
+            got += f" of {len(connections)} {'connections' if listed else 'items'}"
+        raise TypeError(
+            CONNECTIONS_TYPE_ERROR.format(
+                got=got,
+                hint=NAME_EACH_HINT if listed and connections else "",
+                example=CONNECTIONS_EXAMPLE,
+            )
+        )
+    for server, connection in connections.items():
+        if not isinstance(server, str):
+            got = f"{reprlib.repr(server)} ({type(server).__name__})"
+            raise TypeError(SERVER_NAME_TYPE_ERROR.format(got=got, example=CONNECTIONS_EXAMPLE))
+        if not isinstance(connection, Mapping):
+            hint = ONE_CONNECTION_HINT if "transport" in connections else ""
+            got = f"a {type(connection).__name__}"
+            raise TypeError(
+                CONNECTION_TYPE_ERROR.format(
+                    server=server, got=got, hint=hint, example=CONNECTIONS_EXAMPLE
+                )
+            )
+    return dict(connections)
+
+
 def _check_options(options: Mapping[str, Any], function: str = "load_mcp_catalog") -> None:
     """Refuse option names :class:`MCPLoadOptions` does not declare.
 
@@ -296,7 +355,9 @@ async def load_mcp_catalog(
 
     Raises:
         TypeError: an option :class:`MCPLoadOptions` does not declare (the message
-            names the closest one).
+            names the closest one); connections that are not a mapping of server name
+            -> connection mapping (a list of connections, a single connection), before
+            any server starts.
         MCPLoadError: ``strict`` and a server failed; names the servers.
         ValueError: two servers whose names give one tool-name prefix (``my.docs`` and
             ``my_docs``: rename one) when both give it to tool names (with
@@ -314,13 +375,13 @@ async def load_mcp_catalog(
     handle_tool_errors = options.get("handle_tool_errors")
     if isinstance(connections_or_client, MultiServerMCPClient):
         client = connections_or_client
-        connections: Mapping[str, Connection] = client.connections
+        connections: Mapping[str, Connection] = _check_connections(client.connections)
         callbacks: Callbacks | None = client.callbacks
         interceptors = client.tool_interceptors
         prefix = client.tool_name_prefix if tool_name_prefix is None else tool_name_prefix
         handle = client.handle_tool_errors if handle_tool_errors is None else handle_tool_errors
     else:
-        connections, callbacks, interceptors = dict(connections_or_client), None, []
+        connections, callbacks, interceptors = _check_connections(connections_or_client), None, []
         prefix = bool(tool_name_prefix)
         handle = True if handle_tool_errors is None else handle_tool_errors
     if prefix:

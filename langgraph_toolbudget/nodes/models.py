@@ -5,24 +5,43 @@ Its one reason to change: how a chat model is given to a node.
 Key Components:
     - :func:`resolve_chat_model`: a chat model from what the user passed (a
       ``BaseChatModel``, or a ``"provider:model"`` string through LangChain's
-      ``init_chat_model``, imported only then), or an error naming the fix.
+      ``init_chat_model``, imported only then), or an error naming the fix (a
+      class, a runnable ending in an output parser). A ``with_retry()`` wrapper
+      of a tool-calling model is given ``bind_tools``.
     - :func:`supports_tool_calling`: does the model implement native tool
       calling (``bind_tools``)?
     - :func:`native_tool_calling`: the same with the ``model_supports_tools``
-      override, and why, for the choice of a tool-call format.
+      override, and why, for the choice of a tool-call format (warning of a
+      wrapper that hides a tool-calling model).
+    - :func:`not_a_message_error`: the error for a model whose reply is not a message.
     - :func:`model_name`: the model's name (for the format presets).
 """
 
 from __future__ import annotations
 
+import reprlib
+import warnings
+from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import BaseMessage
+from langchain_core.output_parsers import BaseLLMOutputParser
+from langchain_core.runnables import (
+    Runnable,
+    RunnableBinding,
+    RunnableSequence,
+    RunnableWithFallbacks,
+)
+from langchain_core.runnables.base import RunnableBindingBase
+from langchain_core.runnables.configurable import DynamicRunnable
+from langchain_core.runnables.retry import RunnableRetry
 
 __all__ = [
     "ModelUnavailableError",
     "model_name",
     "native_tool_calling",
+    "not_a_message_error",
     "require_tool_calling",
     "resolve_chat_model",
     "supports_tool_calling",
@@ -47,6 +66,31 @@ BAD_MODEL_ERROR = (
     "{what} {spec!r} is not a model init_chat_model knows ({error}). Use 'provider:model', "
     "e.g. 'openai:gpt-4o-mini' or 'ollama:qwen3:8b', or pass a chat model object."
 )
+MODEL_CLASS_ERROR = (
+    "{what} is the class {name}, not a model: pass an instance, e.g. {name}(...), or a "
+    "'provider:model' string."
+)
+NOT_A_MESSAGE_MODEL_ERROR = (
+    "{what} is a {kind} ending in the output parser {parser}, so it answers parsed output, "
+    "not a message; the agent binds its tools to the chat model and reads the AIMessage it "
+    "answers (its tool calls). Pass the chat model itself, not "
+    "model.with_structured_output(...) or model | parser; for a structured final answer, "
+    "parse the agent's last message in a node of your own."
+)
+NOT_A_MESSAGE_REPLY_ERROR = (
+    "the model ({kind}) answered {reply}, not a message: the agent binds its tools to a chat "
+    "model and reads the AIMessage it answers (its tool calls). Pass the chat model itself, "
+    "not model.with_structured_output(...) or a runnable ending in an output parser."
+)
+HIDDEN_TOOL_CALLER_WARNING = (
+    "The model is a {wrapper} around {inner}, which calls tools natively, but a {wrapper} "
+    "cannot bind tools (it has no bind_tools): the agent will write the tools into the system "
+    "prompt and read the calls from the model's text (a text tool-call format) instead of "
+    "binding them. Pass the chat model itself (wrappers made by .bind(), .with_config(), "
+    ".with_retry() and .with_fallbacks() keep native tool calling), or pass "
+    "model_supports_tools=False (or a text format as tool_call_formats' primary) to use a "
+    "text tool-call format on purpose (docs/formats.md)."
+)
 NO_TOOL_CALLING_ERROR = (
     "{what} {name} does not implement native tool calling (its bind_tools is missing or raises "
     "NotImplementedError), and the agent binds tools to the model every turn. Use a chat model "
@@ -66,22 +110,39 @@ class ModelUnavailableError(ImportError, RuntimeError):
 def resolve_chat_model(model: Any, *, what: str = "model") -> Any:
     """The chat model for ``model``: a chat model object as is, or a ``"provider:model"`` string.
 
+    A ``model.with_retry()`` over a model with native tool calling (also inside
+    ``.bind()``, ``.with_config()`` or ``.with_fallbacks()``) comes back as a
+    ``RunnableRetry`` with the same settings that also has ``bind_tools``: the
+    tools are bound to the model it retries.
+
     Args:
         model: a ``BaseChatModel`` (or any runnable with ``invoke``), or a string
             for LangChain's ``init_chat_model``.
         what: the argument's name, for error messages.
 
     Raises:
-        TypeError: ``model`` is neither (``None``, a number, any other object).
+        TypeError: ``model`` is neither (``None``, a number, any other object), is a
+            class rather than an instance, or is a runnable ending in an output parser
+            (``model.with_structured_output(...)``, ``model | StrOutputParser()``),
+            which answers no message.
         ModelUnavailableError: a string model whose packages are not installed.
         ValueError: a string that ``init_chat_model`` does not know.
     """
     if isinstance(model, str):
         return _init_chat_model(model, what)
+    if isinstance(model, type):
+        raise TypeError(MODEL_CLASS_ERROR.format(what=what, name=model.__name__))
     if isinstance(model, BaseChatModel) or (
         model is not None and callable(getattr(model, "invoke", None))
     ):
-        return model
+        parser = _output_parser(model)
+        if parser is not None:
+            raise TypeError(
+                NOT_A_MESSAGE_MODEL_ERROR.format(
+                    what=what, kind=type(model).__name__, parser=type(parser).__name__
+                )
+            )
+        return _bindable_retries(model)
     raise TypeError(NOT_A_MODEL_ERROR.format(what=what, kind=type(model).__name__, value=model))
 
 
@@ -117,26 +178,160 @@ def require_tool_calling(model: Any, *, what: str = "model") -> None:
         raise ValueError(NO_TOOL_CALLING_ERROR.format(what=what, name=name))
 
 
-def native_tool_calling(model: Any, override: bool | None = None) -> tuple[bool, str]:
+def native_tool_calling(
+    model: Any, override: bool | None = None, *, text_on_purpose: bool = False
+) -> tuple[bool, str]:
     """Whether the model calls tools natively, and why (for the format choice's reason).
 
     ``override`` (``model_supports_tools``) wins; otherwise a model whose
     ``bind_tools`` is missing (or is ``BaseChatModel``'s, which raises
     ``NotImplementedError``) does not. A ``bind_tools`` that raises
     ``NotImplementedError`` when called is found at the first model call.
+
+    Warns (``UserWarning``) when, without ``override``, the model is a wrapper
+    that cannot bind tools around one that can (``prompt | model``): the tools
+    would silently go through a text format. ``text_on_purpose`` (the user chose a
+    text format as the primary one) silences it.
     """
     name = type(model).__name__
     if override is not None:
         return override, f"model_supports_tools={override}"
+    if isinstance(model, _ToolBindingRetry):
+        return True, f"RunnableRetry over {_describe(model.bound)}, which implements bind_tools"
     if supports_tool_calling(model):
         return True, f"{name} implements bind_tools"
+    inner = _hidden_tool_caller(model)
+    if inner is not None:
+        shown = _describe(inner)
+        if not text_on_purpose:
+            warnings.warn(
+                HIDDEN_TOOL_CALLER_WARNING.format(wrapper=name, inner=shown),
+                UserWarning,
+                stacklevel=2,
+            )
+        return False, f"{name} has no bind_tools of its own (it wraps {shown}, which has)"
     return False, f"{name} has no bind_tools of its own"
 
 
+def not_a_message_error(model: Any, reply: Any) -> TypeError:
+    """The error for a model call that answered ``reply``, which is not a message."""
+    shown = f"{type(reply).__name__} {reprlib.repr(reply)}"
+    return TypeError(NOT_A_MESSAGE_REPLY_ERROR.format(kind=type(model).__name__, reply=shown))
+
+
 def model_name(model: Any) -> str | None:
-    """The model's name as its provider knows it (``model_name``, ``model``...), else None."""
+    """The model's name as its provider knows it (``model_name``, ``model``...), else None.
+
+    Read through the wrappers that delegate to one model (``.with_retry()``,
+    ``.with_fallbacks()``: its first model, a ``RunnableSequence``: its steps).
+    """
     for attr in ("model_name", "model", "model_id", "repo_id"):
         value = getattr(model, attr, None)
         if isinstance(value, str) and value:
             return value
+    for inner in _wrapped(model):
+        found = model_name(inner)
+        if found is not None:
+            return found
     return None
+
+
+class _ToolBindingRetry(RunnableRetry):
+    """A ``model.with_retry()`` that binds tools: to the model it retries, keeping its settings.
+
+    ``RunnableRetry`` has no ``bind_tools``, so the agent would drive the model
+    through a text format; ``create_react_agent`` raises on it instead.
+    """
+
+    @classmethod
+    def lc_id(cls) -> list[str]:
+        """Serialized as the ``RunnableRetry`` it is."""
+        return RunnableRetry.lc_id()
+
+    def __repr_name__(self) -> str:
+        return "RunnableRetry"
+
+    def bind_tools(
+        self, tools: Sequence[Any], **kwargs: Any
+    ) -> Runnable[LanguageModelInput, BaseMessage]:
+        """This retry over ``self.bound.bind_tools(tools, **kwargs)``, with the same settings."""
+        model: Any = self.bound  # a tool-calling model: see _bindable_retries
+        return self.model_copy(update={"bound": model.bind_tools(tools, **kwargs)})
+
+
+def _bindable_retries(model: Any) -> Any:
+    """``model`` with each ``with_retry()`` over a tool-calling model made a
+    :class:`_ToolBindingRetry`, through ``.bind()``/``.with_config()`` bindings and
+    ``.with_fallbacks()`` (whose own proxies then reach its ``bind_tools``)."""
+    if type(model) is RunnableRetry:
+        bound = _bindable_retries(model.bound)
+        if not supports_tool_calling(bound):
+            return model
+        fields = {field: getattr(model, field) for field in type(model).model_fields}
+        return _ToolBindingRetry(**{**fields, "bound": bound})
+    if isinstance(model, RunnableBinding):
+        bound = _bindable_retries(model.bound)
+        return model if bound is model.bound else model.model_copy(update={"bound": bound})
+    if isinstance(model, RunnableWithFallbacks):
+        runnable = _bindable_retries(model.runnable)
+        fallbacks = [_bindable_retries(f) for f in model.fallbacks]
+        if runnable is model.runnable and all(
+            new is old for new, old in zip(fallbacks, model.fallbacks, strict=True)
+        ):
+            return model
+        return model.model_copy(update={"runnable": runnable, "fallbacks": fallbacks})
+    return model
+
+
+def _wrapped(model: Any) -> list[Any]:
+    """The runnables a LangChain wrapper delegates to ([] for anything else)."""
+    if isinstance(model, RunnableBindingBase):  # .bind(), .with_config(), .with_retry()
+        return [model.bound]
+    if isinstance(model, RunnableWithFallbacks):
+        return [model.runnable, *model.fallbacks]
+    if isinstance(model, RunnableSequence):  # prompt | model
+        return list(model.steps)
+    if isinstance(model, DynamicRunnable):  # configurable_fields / configurable_alternatives
+        return [model.default]
+    return []
+
+
+def _hidden_tool_caller(model: Any) -> Any | None:
+    """A runnable inside the wrapper ``model`` that can bind tools, or None."""
+    for inner in _wrapped(model):
+        if supports_tool_calling(inner):
+            return inner
+        found = _hidden_tool_caller(inner)
+        if found is not None:
+            return found
+    return None
+
+
+def _describe(model: Any) -> str:
+    """A chat model in a few words: its class and name (through bindings)."""
+    while isinstance(model, RunnableBindingBase):
+        model = model.bound
+    name = model_name(model)
+    return type(model).__name__ + (f" ({name})" if name else "")
+
+
+def _output_parser(model: Any) -> Any | None:
+    """The output parser a runnable's output ends in, when it makes no message, else None
+    (``model.with_structured_output(...)``, ``model | StrOutputParser()``)."""
+    end = model
+    while True:
+        if isinstance(end, RunnableBindingBase):
+            end = end.bound
+        elif isinstance(end, RunnableWithFallbacks):
+            end = end.runnable
+        elif isinstance(end, RunnableSequence):
+            end = end.last
+        else:
+            break
+    if not isinstance(end, BaseLLMOutputParser):
+        return None
+    try:  # a parser made to answer messages may stay
+        output = end.OutputType if isinstance(end, Runnable) else None
+    except (TypeError, ValueError, NotImplementedError):
+        return end
+    return None if isinstance(output, type) and issubclass(output, BaseMessage) else end

@@ -30,7 +30,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.budget import format_for_model
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.core.coercion import repair_tool_calls
+from langgraph_toolbudget.core.coercion import distinct_call_ids, repair_tool_calls
 from langgraph_toolbudget.core.intent import starts_turn
 from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
 from langgraph_toolbudget.execution.builtins import Builtins
@@ -39,7 +39,12 @@ from langgraph_toolbudget.formats.base import ParsedReply, ToolCallFormat, reply
 from langgraph_toolbudget.formats.history import parse_error_of, render_history
 from langgraph_toolbudget.formats.settings import FormatChoice, ToolCallFormats, choose_format
 from langgraph_toolbudget.nodes._node import emit_event
-from langgraph_toolbudget.nodes.models import model_name, native_tool_calling, resolve_chat_model
+from langgraph_toolbudget.nodes.models import (
+    model_name,
+    native_tool_calling,
+    not_a_message_error,
+    resolve_chat_model,
+)
 from langgraph_toolbudget.nodes.thread_prompt import (
     MAX_VARIANTS,
     ThreadPrompt,
@@ -53,6 +58,7 @@ __all__ = [
     "ai_calls_this_turn",
     "check_system_prompt",
     "tools_prompt_section",
+    "with_section",
 ]
 
 logger = logging.getLogger(__name__)
@@ -75,8 +81,31 @@ BAD_PROMPT_RESULT_ERROR = (
 )
 
 
-def _text(message: BaseMessage) -> str:
-    return message.text if isinstance(message.text, str) else str(message.content)
+def with_section(system: Sequence[SystemMessage], section: str) -> SystemMessage:
+    """One system message: the content of the ``system`` messages, then ``section``.
+
+    Text is joined with blank lines (empty parts left out). When one of them has content
+    blocks, the blocks are kept as they are (an Anthropic ``cache_control`` on a block keeps
+    prompt caching on), a text content becomes one text block beside them, and ``section``
+    is one more text block after them all. For one message (or none) it is what
+    ``ToolBudgetMiddleware`` sends: ``create_agent``'s system message, then its section.
+
+    >>> with_section([SystemMessage("Be brief.")], "Tools: ...").content
+    'Be brief.\\n\\nTools: ...'
+    >>> cached = {"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}
+    >>> with_section([SystemMessage([cached])], "Tools: ...").content[1]
+    {'type': 'text', 'text': 'Tools: ...'}
+    """
+    texts = [m.content for m in system if isinstance(m.content, str)]
+    if len(texts) == len(system):
+        return SystemMessage("\n\n".join(p for p in (*texts, section) if p))
+    blocks: list[Any] = []
+    for message in system:
+        if isinstance(message.content, str):
+            blocks += [{"type": "text", "text": message.content}] if message.content else []
+        else:
+            blocks += message.content
+    return SystemMessage([*blocks, {"type": "text", "text": section}])
 
 
 def check_system_prompt(prompt: Any, owner: str) -> SystemPrompt:
@@ -146,8 +175,12 @@ class ModelCaller:
         # Room for every catalog tool and the built-ins of each variant ThreadPrompt keeps
         # (their descriptions differ per thread context): emptied when full, as those are.
         self._max_schemas = len(catalog) + len(self.builtin_tools) * (MAX_VARIANTS + 1)
+        formats = self.config.tool_call_formats
+        on_purpose = isinstance(formats, ToolCallFormats) and formats.primary != "native"
         self.choice = self._choose(
-            *native_tool_calling(self.model, self.config.model_supports_tools)
+            *native_tool_calling(
+                self.model, self.config.model_supports_tools, text_on_purpose=on_purpose
+            )
         )
 
     def _choose(self, native: bool, why: str) -> FormatChoice:
@@ -236,17 +269,19 @@ class ModelCaller:
         self, state: Any, config: RunnableConfig, working: WorkingSet | None = None
     ) -> list[BaseMessage]:
         """Messages with one system message first: the leading system messages, then our
-        section (and, for a text format, the tools written in it; the history rewritten)."""
+        section (and, for a text format, the tools written in it; the history rewritten), as
+        :func:`with_section` joins them (content blocks kept)."""
         messages = self._own_messages(state, config)
-        own: list[str] = []
-        while messages and isinstance(messages[0], SystemMessage):
-            own.append(_text(messages.pop(0)))
-        sections = [*own, self.thread_prompt.for_state(state)[0]]
+        own: list[SystemMessage] = []
+        while messages and isinstance(first := messages[0], SystemMessage):
+            own.append(first)
+            messages.pop(0)
+        sections = [self.thread_prompt.for_state(state)[0]]
         if not self.format.native:
             schemas = self.tool_schemas(working or WorkingSet(), state)
             sections.append(self.format.render_tools(schemas))
             messages = render_history(messages, self.format)
-        return [SystemMessage("\n\n".join(sections)), *messages]
+        return [with_section(own, "\n\n".join(sections)), *messages]
 
     def bound(self, working: WorkingSet, state: Any = None) -> Any:
         """The runnable to call: the model with the tools bound (native), or the model."""
@@ -272,9 +307,13 @@ class ModelCaller:
 
     def _read(self, reply: BaseMessage, attempt: int) -> AIMessage:
         if not isinstance(reply, AIMessage):
+            if not isinstance(reply, BaseMessage):  # with_structured_output, a parser...
+                raise not_a_message_error(self.model, reply)
             reply = AIMessage(content=reply.content)
         if self.format.native or (self.format.binds and reply.tool_calls):
-            return repair_tool_calls(reply)  # a native call (CodeMode's python_execution too)
+            # a native call (CodeMode's python_execution too); ids made distinct here, so the
+            # streamed reply already has the ids its answers get (as under the middleware)
+            return distinct_call_ids(repair_tool_calls(reply))
         text = reply.text if isinstance(reply.text, str) else str(reply.content)
         try:
             parsed = self.format.parse(text)
