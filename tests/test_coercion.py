@@ -12,12 +12,15 @@ from langgraph.prebuilt import InjectedState
 from pydantic import ValidationError
 
 from langgraph_toolbudget.core.coercion import (
+    MISSING_NAME,
     RAW_ARGUMENTS_KEY,
     coerce_args,
+    complete_tool_calls,
     distinct_call_ids,
     repair_tool_calls,
     schema_error_message,
     tool_json_schema,
+    unrun_calls,
 )
 
 
@@ -434,3 +437,35 @@ def test_a_repaired_reply_is_a_message_of_its_own():
     assert renamed.id == "r-repaired" and len({c["id"] for c in renamed.tool_calls}) == 2
     assert distinct_call_ids(repair_tool_calls(shared)).id == "r-repaired"  # not "-repaired" twice
     assert repair_tool_calls(AIMessage("", tool_calls=no_id.tool_calls)).id is None
+
+
+def test_complete_tool_calls_keeps_an_empty_id_and_makes_up_only_what_is_missing():
+    """``""`` is an id (ToolNode answers under it); None gets a new one; a shared id only with
+    ``distinct`` (the executor then writes the new ids back into the reply)."""
+    calls: list[Any] = [
+        {"name": "t", "args": {}, "id": ""},
+        {"name": "t", "args": {}, "id": None},
+        {"name": None, "args": {}, "id": "c"},
+        {"name": "t", "args": {}, "id": "c"},
+    ]
+    done = complete_tool_calls(calls)
+    assert done[0] is calls[0]  # was answered under "missing_id_0"
+    assert done[1]["id"].startswith("call_") and done[2] == {**calls[2], "name": MISSING_NAME}
+    assert [c["id"] for c in done[2:]] == ["c", "c"]
+    distinct = complete_tool_calls(calls, distinct=True)
+    assert distinct[:3] == [done[0], {**calls[1], "id": distinct[1]["id"]}, done[2]]
+    assert len({c["id"] for c in distinct}) == 4 and distinct[3]["id"].startswith("call_")
+    assert calls[1]["id"] is None  # the model's calls are not changed in place
+
+
+def test_unrun_calls_carry_the_raw_arguments_so_they_get_the_not_valid_json_error():
+    invalid: list[Any] = [
+        {"name": "lookup", "args": "{'query': 'x'}", "id": "b1", "error": None},  # a literal
+        {"name": None, "args": None, "id": None, "error": None},
+    ]
+    assert unrun_calls(invalid) == [
+        {"name": "lookup", "args": {RAW_ARGUMENTS_KEY: "{'query': 'x'}"}, "id": "b1",
+         "type": "tool_call"},
+        {"name": MISSING_NAME, "args": {RAW_ARGUMENTS_KEY: "None"}, "id": None,
+         "type": "tool_call"},
+    ]  # fmt: skip

@@ -979,3 +979,231 @@ async def test_a_json_schema_tools_bad_arguments_follow_handle_tool_errors_like_
     assert out["messages"][0].content == "handled: forecast"
     with pytest.raises(ToolInvocationError, match="'city' is a required property"):
         await run_node(ToolExecutor.from_tools([tool], handle_tool_errors=False), state, api)
+
+
+# --- call ids and invalid calls as providers send them ---------------------------------------
+
+
+def messages_app(node: Any, key: str = "messages") -> Any:
+    """``node`` as the one node of a graph whose messages (under ``key``) use add_messages."""
+    from typing import Annotated
+
+    from langgraph.graph.message import add_messages
+    from typing_extensions import TypedDict
+
+    state = TypedDict("KeyedMessages", {key: Annotated[list, add_messages]})  # type: ignore[misc]
+    graph = StateGraph(state)
+    graph.add_node("tools", node)
+    graph.add_edge(START, "tools")
+    return graph.compile()
+
+
+async def run_app(app: Any, payload: Any, api: str) -> Any:
+    return await (
+        asyncio.to_thread(app.invoke, payload) if api == "invoke" else app.ainvoke(payload)
+    )
+
+
+def answers_pair_with_calls(messages: list[Any]) -> bool:
+    """Every call (valid or invalid) of each AI message answered once, right after it, by id:
+    what OpenAI and Anthropic require of the next request."""
+    for i, message in enumerate(messages):
+        if not isinstance(message, AIMessage):
+            continue
+        ids = [c["id"] for c in (*message.tool_calls, *message.invalid_tool_calls)]
+        after = []
+        for later in messages[i + 1 :]:
+            if not isinstance(later, ToolMessage):
+                break
+            after.append(later.tool_call_id)
+        if sorted(map(str, ids)) != sorted(map(str, after)):
+            return False
+    return True
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_an_empty_call_id_is_answered_under_it_as_toolnode_answers_it(catalog, rec, api):
+    # OpenAI-compatible servers (Gemini's, LM Studio) send "id": ""; langchain-openai keeps it.
+    reply = AIMessage("", id="r1", tool_calls=[call("get_weather", "", city="Paris")])
+    payload = {"messages": [HumanMessage("weather?"), reply]}
+    answered = {}
+    for node in (ToolNode(recording_tools(rec)), ToolExecutor(catalog, enforce_visibility=False)):
+        out = await run_app(messages_app(node), payload, api)
+        assert out["messages"][1] == reply  # the reply in the state is left as it is
+        answered[type(node).__name__] = [m.tool_call_id for m in tool_messages(out["messages"])]
+    assert answered == {"ToolNode": [""], "ToolExecutor": [""]}  # was 'missing_id_0'
+    # The drop-in swap under create_react_agent finishes, as with ToolNode (it raised).
+    from langgraph.prebuilt import create_react_agent
+
+    for tools in ([recording_tools(rec)[6]], ToolExecutor.from_tools([recording_tools(rec)[6]])):
+        model = ScriptedChatModel(responses=[reply, AIMessage("Sunny.")], cycle=False)
+        out = await run_app(
+            create_react_agent(model, tools), {"messages": [HumanMessage("w?")]}, api
+        )
+        assert out["messages"][-1].content == "Sunny." and answers_pair_with_calls(out["messages"])
+
+
+@pytest.mark.parametrize("key", ["messages", "history"])
+@pytest.mark.parametrize("api", APIS)
+async def test_made_up_call_ids_are_written_back_into_the_reply_in_the_state(
+    catalog, rec, key, api
+):
+    # A call without an id, and an id two calls share: the answers need ids of their own, so
+    # the reply in the state gets them too (same message id: replaced where it stands).
+    reply = AIMessage(
+        "Checking.",
+        id="r1",
+        tool_calls=[
+            call("get_weather", "", city="Paris"),
+            {"name": "get_weather", "args": {"city": "Rome"}, "id": None, "type": "tool_call"},
+            call("get_weather", "c1", city="Oslo"),
+            call("get_weather", "c1", city="Lima"),
+            call("get_weather", "", city="Kyiv"),
+        ],
+        additional_kwargs={"reasoning_content": "four cities"},
+    )
+    node = ToolExecutor(catalog, enforce_visibility=False, messages_key=key)
+    out = await run_app(messages_app(node, key), {key: [HumanMessage("weather?"), reply]}, api)
+    human, stored, *answers = out[key]
+    assert stored.id == "r1" and stored.content == "Checking." and len(answers) == 5
+    assert stored.additional_kwargs == reply.additional_kwargs
+    ids = [c["id"] for c in stored.tool_calls]
+    assert ids[0] == "" and ids[2] == "c1"  # the first of each id is kept
+    assert len(set(ids)) == 5 and all(isinstance(i, str) for i in ids)
+    assert [m.tool_call_id for m in answers] == ids
+    assert [m.content.split(":")[0] for m in answers] == ["Paris", "Rome", "Oslo", "Lima", "Kyiv"]
+    assert answers_pair_with_calls(out[key])
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_reply_with_ids_that_need_nothing_is_not_written_back(catalog, api):
+    reply = AIMessage("", id="r1", tool_calls=[call("get_weather", "", city="Paris")])
+    state = {"messages": [HumanMessage("w?"), reply], "selected_tools": ["get_weather"]}
+    out = await run_node(ToolExecutor(catalog), state, api)
+    assert all(isinstance(m, ToolMessage) for m in out["messages"])
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_list_or_tool_call_input_keeps_the_ids_it_was_given(catalog, api):
+    # No state holds the reply: nothing to write back, the answers alone come out; shared
+    # ids are answered under the id they share (as ToolNode answers them), a missing one gets
+    # a made-up id (ToolNode raises).
+    calls = [
+        call("get_weather", "c1", city="Oslo"),
+        call("get_weather", "c1", city="Lima"),
+        {"name": "get_weather", "args": {"city": "Rome"}, "id": None, "type": "tool_call"},
+    ]
+    node = ToolExecutor(catalog, enforce_visibility=False)
+    as_list = await run_node(
+        node, [HumanMessage("w?"), AIMessage("", id="r1", tool_calls=calls)], api
+    )
+    as_calls = (await run_node(node, calls, api))["messages"]
+    for answers in (as_list, as_calls):
+        assert all(isinstance(m, ToolMessage) for m in answers)
+        assert [m.tool_call_id for m in answers][:2] == ["c1", "c1"]
+        assert answers[2].tool_call_id.startswith("call_")
+
+
+def invalid_reply() -> AIMessage:
+    """A reply as langchain-openai reads one valid call and two whose arguments are not JSON
+    (one of them a Python literal, which repair_tool_calls would run)."""
+    return AIMessage(
+        "",
+        id="r1",
+        tool_calls=[call("get_weather", "ok", city="Paris")],
+        invalid_tool_calls=[
+            {"name": "get_weather", "args": '{"city": ', "id": "bad1", "error": None,
+             "type": "invalid_tool_call"},
+            {"name": "get_weather", "args": "{'city': 'Rome'}", "id": "bad2", "error": None,
+             "type": "invalid_tool_call"},
+        ],
+        response_metadata={"model_provider": "openai"},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_invalid_tool_calls_under_your_own_model_node_are_answered_never_run(
+    catalog, rec, api
+):
+    # The README's own-model-node recipe: tools_condition sends the reply to the executor,
+    # which answered the valid call only; the provider then refused the next request.
+    model = ScriptedChatModel(responses=[invalid_reply(), AIMessage("Sunny.")], cycle=False)
+
+    def agent(state: ToolBudgetState) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    graph = StateGraph(ToolBudgetState)
+    graph.add_node("agent", agent)
+    graph.add_node("tools", ToolExecutor(catalog, pinned=["get_weather"]))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    out = await run_app(graph.compile(), {"messages": [HumanMessage("w?")]}, api)
+    answers = {m.tool_call_id: m for m in tool_messages(out["messages"])}
+    assert list(answers) == ["ok", "bad1", "bad2"]
+    assert rec.runs == [("get_weather", {"city": "Paris"})]  # never the invalid ones
+    for bad in ("bad1", "bad2"):
+        assert answers[bad].status == "error" and "not valid JSON" in answers[bad].content
+    assert answers_pair_with_calls(out["messages"]) and out["messages"][-1].content == "Sunny."
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_an_invalid_call_already_repaired_or_answered_is_not_answered_again(catalog, api):
+    from langgraph_toolbudget.core.coercion import repair_tool_calls
+
+    node = ToolExecutor(catalog, pinned=["get_weather"])
+    repaired = repair_tool_calls(invalid_reply())  # the user repaired it: one answer per call
+    out = await run_node(node, {"messages": [HumanMessage("w?"), repaired]}, api)
+    assert [m.tool_call_id for m in out["messages"]] == ["ok", "bad1", "bad2"]
+    # bad2 answered already (as create_agent answers invalid calls), bad1 moved to tool_calls
+    reply = invalid_reply()
+    answered = ToolMessage("Error: not run", tool_call_id="bad2", status="error")
+    moved = reply.model_copy(
+        update={"tool_calls": [*reply.tool_calls, call("get_weather", "bad1")]}
+    )
+    for message, later, expected in (
+        (reply, [answered], ["ok", "bad1"]),
+        (moved, [], ["ok", "bad1", "bad2"]),  # bad1 answered once, as the tool call it became
+    ):
+        state = {"messages": [HumanMessage("w?"), message, *later]}
+        out = await run_node(node, state, api)
+        assert [m.tool_call_id for m in out["messages"]] == expected
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_an_invalid_call_without_an_id_gets_one_in_the_state_too(catalog, rec, api):
+    reply = invalid_reply()
+    bads = [{**reply.invalid_tool_calls[0], "id": None}, reply.invalid_tool_calls[1]]
+    reply = reply.model_copy(update={"invalid_tool_calls": bads})
+    node = ToolExecutor(catalog, enforce_visibility=False)
+    out = await run_app(messages_app(node), {"messages": [HumanMessage("w?"), reply]}, api)
+    stored = out["messages"][1]
+    assert stored.id == "r1" and stored.invalid_tool_calls[0]["id"].startswith("call_")
+    assert stored.invalid_tool_calls[0]["args"] == '{"city": '
+    assert answers_pair_with_calls(out["messages"]) and rec.names == ["get_weather"]
+
+
+# --- from_tools given a catalog; a short repr -----------------------------------------------
+
+
+def test_from_tools_given_a_catalog_names_toolexecutor_catalog(catalog):
+    with pytest.raises(TypeError, match=r"ToolExecutor\(catalog\)") as err:
+        ToolExecutor.from_tools(catalog)  # was: 'ToolCatalog' object is not iterable
+    assert "list of tools" in str(err.value)
+    with pytest.raises(TypeError, match="takes a list of tools"):
+        ToolExecutor.from_tools(None)  # type: ignore[arg-type]
+
+
+def test_the_repr_of_an_executor_or_agent_over_many_tools_is_one_short_line():
+    from langgraph_toolbudget import ToolAgent
+
+    def make(i: int) -> StructuredTool:
+        return StructuredTool.from_function(lambda x: x, name=f"t{i}", description=f"Tool {i}.")
+
+    big = ToolCatalog.from_tools([make(i) for i in range(2000)])
+    executor = ToolExecutor(big, mode="sequential")
+    agent = ToolAgent(ScriptedChatModel(responses=["x"]), big)
+    assert repr(executor) == f"ToolExecutor({big!r}, name='tools', mode='sequential')"
+    assert repr(agent) == f"ToolAgent(ScriptedChatModel, {big!r}, name='agent')"
+    assert len(repr(big)) < 50  # was ~370 KB each: ToolNode's repr lists every tool
+    assert "enforce_visibility=False" in repr(ToolExecutor.from_tools([make(0)]))

@@ -156,6 +156,55 @@ def test_a_parsed_reply_becomes_a_standard_ai_message_with_generated_ids():
     assert parse_error_of(rejected) and parse_error_of(message) is None
 
 
+REASONING = "The user wants Paris; call add."
+HERMES_CALL = '<tool_call>{"name": "add", "arguments": {"a": 1}}</tool_call>'
+REASONING_REPLIES = {
+    # output_version="v1" (ChatOllama(reasoning=True), the Responses API): a reasoning block
+    "v1-reasoning": [{"type": "reasoning", "reasoning": REASONING, "id": "rs_1"}],
+    # Anthropic (or Bedrock) extended thinking: a thinking block with its signature
+    "anthropic-thinking": [{"type": "thinking", "thinking": REASONING, "signature": "sig=="}],
+    # ChatDeepSeek, ChatOllama without v1: only additional_kwargs["reasoning_content"]
+    "kwargs-only": [],
+}
+
+
+@pytest.mark.parametrize("shape", list(REASONING_REPLIES))
+def test_a_parsed_reply_keeps_what_the_model_sent_beside_its_text(shape):
+    f = get_format("hermes")
+    before = REASONING_REPLIES[shape]
+    text = {"type": "text", "text": f"Checking.\n{HERMES_CALL}"}
+    reply = AIMessage(
+        [*before, text, {"type": "text", "text": " More."}] if before else f"{text['text']} More.",
+        id="r1",
+        additional_kwargs={"reasoning_content": REASONING},
+        response_metadata={"model_provider": "ollama", "model_name": "qwen3"},
+        usage_metadata={"input_tokens": 10, "output_tokens": 5, "total_tokens": 15},
+    )
+    message = reply_message(reply, f.parse(reply.text), f)
+    assert [c["name"] for c in message.tool_calls] == ["add"]
+    # only the text changed: its blocks became the text left, where the first one was
+    left = f.parse(reply.text).text
+    assert left.startswith("Checking.") and left.endswith("More.") and "tool_call" not in left
+    expected = [*before, {"type": "text", "text": left}] if before else left
+    assert message.content == expected  # was "Checking." alone: the reasoning block dropped
+    assert message.additional_kwargs == {"reasoning_content": REASONING}  # was {}
+    assert message.usage_metadata == reply.usage_metadata and message.id == "r1-parsed"
+    assert message.response_metadata == {
+        **reply.response_metadata,
+        "toolbudget_format": "hermes",
+        "toolbudget_raw": reply.text,
+    }
+    # a reply of calls alone keeps no empty text block (a provider refuses one)
+    alone = reply.model_copy(update={"content": [*before, {"type": "text", "text": HERMES_CALL}]})
+    assert reply_message(alone, f.parse(alone.text), f).content == (before or "")
+    # a reply that could not be read keeps all it had too, with no call
+    bad = reply.model_copy(update={"content": [*before, {"type": "text", "text": "<tool_call>x"}]})
+    rejected = reply_message(bad, f.parse(bad.text), f)
+    assert rejected.content == bad.content and rejected.tool_calls == []
+    assert rejected.additional_kwargs == bad.additional_kwargs and rejected.id == "r1"
+    assert parse_error_of(rejected) and rejected.usage_metadata == bad.usage_metadata
+
+
 def test_mistral_ids_are_nine_letters_and_digits():
     ids = {get_format("mistral").new_id() for _ in range(50)}
     assert all(len(i) == 9 and i.isalnum() for i in ids) and len(ids) == 50

@@ -497,3 +497,47 @@ def test_an_image_a_tool_returns_is_a_short_note_in_a_text_formats_prompt(fmt):
     assert SCREENSHOT[:40] not in prompt and len(prompt) < 10_000
     assert "screenshot of https://example.com" in prompt
     assert "[image/png image, 60," in prompt and "not shown" in prompt
+
+
+# --- what the model sends beside its text (review 27c) ---------------------------------------
+
+THOUGHT = 'Maybe first: <tool_call>{"name": "explode", "arguments": {"reason": "x"}}</tool_call>'
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        [{"type": "reasoning", "reasoning": THOUGHT}],  # output_version="v1"
+        [{"type": "thinking", "thinking": THOUGHT, "signature": "sig=="}],  # Anthropic
+        [],  # additional_kwargs["reasoning_content"] alone (ChatDeepSeek, ChatOllama)
+    ],
+    ids=["v1-reasoning", "anthropic-thinking", "kwargs-only"],
+)
+@pytest.mark.parametrize("api", APIS)
+async def test_a_text_format_reply_with_calls_keeps_its_reasoning_in_the_state(
+    catalog, rec, before, api
+):
+    call = get_format("hermes").render_calls(
+        [{"name": "get_weather", "args": {"city": "Paris"}, "id": "x"}]
+    )
+    text = {"type": "text", "text": f"Checking.\n{call}"}
+    reply = AIMessage(
+        [*before, text] if before else text["text"],
+        id="run-1",
+        additional_kwargs={"reasoning_content": THOUGHT},
+        response_metadata={"model_provider": "ollama"},
+    )
+    model = TextOnlyModel(responses=[reply, AIMessage("18C in Paris.")], cycle=False)
+    app = create_toolbudget_agent(
+        model, catalog, pinned=["get_weather", "explode"], tool_call_formats="hermes"
+    ).compile(checkpointer=MemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    await run(app, {"messages": [HumanMessage("weather in Paris?")]}, api, config)
+    messages = app.get_state(config).values["messages"]
+    stored = next(m for m in messages if isinstance(m, AIMessage) and m.tool_calls)
+    assert stored.id == "run-1-parsed" and [c["name"] for c in stored.tool_calls] == ["get_weather"]
+    assert stored.additional_kwargs == {"reasoning_content": THOUGHT}  # was {}
+    assert stored.content == (
+        [*before, {"type": "text", "text": "Checking."}] if before else "Checking."
+    )
+    assert rec.names == ["get_weather"]  # the call drafted in the reasoning never runs

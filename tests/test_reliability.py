@@ -675,8 +675,10 @@ async def test_invalid_calls_without_id_or_name_are_answered(catalog, api):
     assert nameless.name == MISSING_NAME and "no tool name" in nameless.content
     # Calls that never went through repair_tool_calls (another agent node) are answered too.
     raw = {"messages": [HumanMessage("x"), bad], "selected_tools": ["get_weather"]}
-    (message,) = ToolExecutor(catalog).invoke(raw)["messages"]
-    assert message.tool_call_id == "missing_id_0" and message.content.startswith("Lima")
+    lima, nameless, unread = ToolExecutor(catalog).invoke(raw)["messages"]
+    assert lima.tool_call_id.startswith("call_") and lima.content.startswith("Lima")
+    assert nameless.tool_call_id == "n1" and "no tool name" in nameless.content
+    assert unread.tool_call_id.startswith("call_") and "not valid JSON" in unread.content
 
 
 def test_add_tool_with_non_json_arguments_says_not_valid_json(catalog):

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import AIMessage, ToolCall
+from langchain_core.messages import AIMessage, InvalidToolCall, ToolCall
 from langchain_core.tools import BaseTool
 from pydantic import AliasChoices, BaseModel
 
@@ -56,6 +56,7 @@ __all__ = [
     "repair_tool_calls",
     "schema_error_message",
     "tool_json_schema",
+    "unrun_calls",
 ]
 
 MISSING_NAME = "missing_tool_name"
@@ -485,21 +486,63 @@ def _stored_call(call: ToolCall, args: Any) -> ToolCall:
     return {**call, "args": args, "id": call.get("id") or _new_call_id()}
 
 
-def complete_tool_calls(calls: Sequence[ToolCall]) -> list[ToolCall]:
+def complete_tool_calls(calls: Sequence[ToolCall], *, distinct: bool = False) -> list[ToolCall]:
     """The calls, each with an id and a name, so each can be answered with a ``ToolMessage``.
 
-    For calls that did not go through :func:`repair_tool_calls` (another agent
-    node): a missing id becomes ``missing_id_<position>``, a missing name
-    :data:`MISSING_NAME`.
+    For calls that did not go through :func:`repair_tool_calls` (another agent node): a
+    call without an id (``None``) gets a new one, as :func:`repair_tool_calls` gives it, and
+    a call without a name :data:`MISSING_NAME`. An empty id (``""``, which some
+    OpenAI-compatible servers send) is the call's id: its answer carries it, as
+    ``ToolNode``'s does, so call and answer still pair in the history.
+
+    Args:
+        calls: the calls of one reply, in order.
+        distinct: also give a new id to a call whose id an earlier call of ``calls`` has
+            (for a caller that writes the new ids back into the reply, as ``ToolExecutor``
+            does; without it such calls are answered under their shared id, as by
+            ``ToolNode``).
+
+    Returns:
+        The calls in order; the same dict for a call that needs nothing.
     """
     out: list[ToolCall] = []
-    for i, call in enumerate(calls):
-        if call.get("id") and call.get("name"):
+    seen: set[str] = set()
+    for call in calls:
+        call_id, name = call.get("id"), call.get("name")
+        if call_id is not None and not isinstance(call_id, str):
+            call_id = str(call_id)
+        if call_id is None or (distinct and call_id in seen):
+            call_id = _new_call_id()
+        seen.add(call_id)
+        if call_id == call.get("id") and name:
             out.append(call)
         else:
-            name, call_id = call.get("name") or MISSING_NAME, call.get("id") or f"missing_id_{i}"
-            out.append({**call, "name": name, "id": call_id})
+            out.append({**call, "name": name or MISSING_NAME, "id": call_id})
     return out
+
+
+def unrun_calls(invalid: Sequence[InvalidToolCall]) -> list[ToolCall]:
+    """A reply's ``invalid_tool_calls`` as calls the executor answers, never runs: the raw
+    arguments go under :data:`RAW_ARGUMENTS_KEY`, which gets the "not valid JSON" error (as
+    from :func:`repair_tool_calls` for text it cannot read), names and ids as the model sent
+    them (:func:`complete_tool_calls` gives the missing ones).
+
+    For a reply that did not go through :func:`repair_tool_calls` (the user's own model
+    node): a provider integration sends such calls back with the next request
+    (``langchain-openai`` as ``tool_calls``, ``langchain-anthropic`` as the reply's
+    ``tool_use`` blocks), and the provider refuses a call with no answer. Unlike
+    :func:`repair_tool_calls`, arguments written as a Python literal are not read either:
+    the reply in the state still shows the call as invalid, so it is not run.
+    """
+    return [
+        {
+            "name": bad.get("name") or MISSING_NAME,
+            "args": {RAW_ARGUMENTS_KEY: str(bad.get("args"))},
+            "id": bad.get("id"),
+            "type": "tool_call",
+        }
+        for bad in invalid
+    ]
 
 
 def distinct_call_ids(message: AIMessage) -> AIMessage:

@@ -181,35 +181,58 @@ def result_text(message: ToolMessage) -> str:
 def reply_message(reply: AIMessage, parsed: ParsedReply, fmt: ToolCallFormat) -> AIMessage:
     """The standard ``AIMessage`` of a text reply: parsed calls as ``tool_calls``.
 
-    The raw reply is kept in ``response_metadata["toolbudget_raw"]`` when calls
-    were taken out of it (nothing the model wrote is lost), and the message gets its own
-    id (:func:`parsed_id`), so LangGraph's messages stream sends it. A reply that failed
-    to parse keeps its text, no calls, and the error in
-    ``response_metadata["toolbudget_parse_error"]`` (metadata, so a provider
-    given this history later never sees a call to answer).
+    Only the reply's text changes: its text blocks become the text left once the calls are
+    taken out (one block, where the first one was; a reply of text alone keeps a string), and
+    the calls are set. Everything else the model sent is kept as it came: its other content
+    blocks (``reasoning``, ``thinking``...), ``additional_kwargs`` (where ChatOllama and
+    ChatDeepSeek put ``reasoning_content``), ``response_metadata`` and ``usage_metadata``. The
+    raw text is kept in ``response_metadata["toolbudget_raw"]`` when calls were taken out of
+    it (nothing the model wrote is lost), and the message gets its own id (:func:`parsed_id`),
+    so LangGraph's messages stream sends it. A reply that failed to parse keeps its content,
+    no calls, and the error in ``response_metadata["toolbudget_parse_error"]`` (metadata, so
+    a provider given this history later never sees a call to answer).
     """
-    raw = reply.text if isinstance(reply.text, str) else str(reply.content)
     meta = {**reply.response_metadata, "toolbudget_format": fmt.name}
     if parsed.error is not None:
-        return AIMessage(
-            content=raw,
-            response_metadata={**meta, PARSE_ERROR_KEY: parsed.error},
-            id=reply.id,
-            usage_metadata=reply.usage_metadata,
-        )
+        meta[PARSE_ERROR_KEY] = parsed.error
+        update: dict[str, Any] = {"tool_calls": [], "invalid_tool_calls": []}
+        return reply.model_copy(update={**update, "response_metadata": meta})
     if not parsed.calls:
         return reply.model_copy(update={"response_metadata": meta})
     calls: list[ToolCall] = [
         {"name": c["name"], "args": c["args"], "id": fmt.new_id(), "type": "tool_call"}
         for c in parsed.calls
     ]
-    return AIMessage(
-        content=parsed.text,
-        tool_calls=calls,
-        response_metadata={**meta, "toolbudget_raw": raw},
-        id=parsed_id(reply.id),
-        usage_metadata=reply.usage_metadata,
+    raw = reply.text if isinstance(reply.text, str) else str(reply.content)
+    return reply.model_copy(
+        update={
+            "content": _with_text(reply.content, parsed.text),
+            "tool_calls": calls,
+            "invalid_tool_calls": [],
+            "response_metadata": {**meta, "toolbudget_raw": raw},
+            "id": parsed_id(reply.id),
+        }
     )
+
+
+def _with_text(content: str | list[Any], text: str) -> str | list[Any]:
+    """``content`` with its text replaced by ``text``: a string (also when every block is
+    text), or the blocks that are not text, ``text`` as one block where the first text block
+    was (none when it is empty: a provider refuses an empty text block)."""
+    if isinstance(content, str):
+        return text
+    blocks: list[Any] = []
+    placed = False
+    for block in content:
+        if not (isinstance(block, str) or block.get("type") == "text"):
+            blocks.append(block)
+        elif not placed:
+            placed = True
+            if text:
+                blocks.append({"type": "text", "text": text})
+    if all(isinstance(b, dict) and b.get("type") == "text" for b in blocks):
+        return text
+    return blocks
 
 
 PARSED_ID_SUFFIX = "-parsed"

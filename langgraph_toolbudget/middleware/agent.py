@@ -14,7 +14,6 @@ from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResp
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
-    SystemMessage,
     ToolCall,
     ToolMessage,
 )
@@ -45,7 +44,7 @@ from langgraph_toolbudget.nodes._node import emit_changes
 from langgraph_toolbudget.nodes.agent import ITERATION_LIMIT_MESSAGE
 from langgraph_toolbudget.nodes.choose import ChooseTools
 from langgraph_toolbudget.nodes.models import resolve_chat_model
-from langgraph_toolbudget.nodes.prompt import ai_calls_this_turn
+from langgraph_toolbudget.nodes.prompt import ai_calls_this_turn, with_section
 from langgraph_toolbudget.nodes.thread_prompt import ThreadPrompt
 from langgraph_toolbudget.nodes.usage import arecord_call, check_usage_catalog, record_call
 from langgraph_toolbudget.state import MAX_STEP
@@ -81,15 +80,6 @@ def _shape(schema: Any) -> Any:
     if isinstance(schema, list):
         return [_shape(v) for v in schema]
     return schema
-
-
-def _with_section(system: SystemMessage | None, section: str) -> SystemMessage:
-    """The agent's system message (kept first) followed by the tools section."""
-    if system is None:
-        return SystemMessage(section)
-    if isinstance(system.content, str):
-        return SystemMessage("\n\n".join(p for p in (system.content, section) if p))
-    return SystemMessage([*system.content, {"type": "text", "text": section}])
 
 
 def _in_call_order(messages: list[Any], builtins: Container[str]) -> list[Any]:
@@ -316,7 +306,9 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             tools = [*(t for t in ours if t.name in self.codemode.binds), *others]
         return request.override(
             tools=tools,
-            system_message=_with_section(request.system_message, section),
+            system_message=with_section(
+                [request.system_message] if request.system_message else [], section
+            ),
             messages=_in_call_order(request.messages, self.runner.builtins),
         )
 

@@ -274,6 +274,12 @@ class ToolAgent(BudgetNode):
         clone._compile_loop()
         return clone
 
+    def __repr__(self) -> str:
+        """A line, as the catalog's (the loop's nodes and graph would list every tool)."""
+        model = type(self.call_model.caller.model).__name__
+        catalog = self.executor.runner.catalog
+        return f"ToolAgent({model}, {catalog!r}, name={self.node_name!r})"
+
     @property
     def max_iterations(self) -> int:
         """Model calls per user turn."""

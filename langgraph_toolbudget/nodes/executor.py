@@ -27,10 +27,10 @@ docs/execution.md ("Differences from ToolNode").
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from langchain_core.messages import ToolCall
+from langchain_core.messages import AIMessage, BaseMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as create_tool
@@ -40,7 +40,7 @@ from typing_extensions import Unpack
 from langgraph_toolbudget._compat import DEFAULT_HANDLE_TOOL_ERRORS, toolnode_input
 from langgraph_toolbudget.config import BudgetConfig, BudgetOptions, check_node_options
 from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
-from langgraph_toolbudget.core.coercion import complete_tool_calls
+from langgraph_toolbudget.core.coercion import complete_tool_calls, unrun_calls
 from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.working_set import WorkingSet, state_get
 from langgraph_toolbudget.execution.batch import BatchRunner
@@ -75,6 +75,15 @@ NO_VISIBLE_SET_ERROR = (
     "model is given every tool (create_react_agent, a ToolNode graph), build this node with "
     "ToolExecutor.from_tools(tools) or ToolExecutor(catalog, enforce_visibility=False)."
 )
+FROM_TOOLS_CATALOG_ERROR = (
+    "ToolExecutor.from_tools takes a list of tools (BaseTools or functions), as ToolNode(tools) "
+    "does; got a {kind}. For a ToolCatalog use ToolExecutor(catalog) (add "
+    "enforce_visibility=False where the model is given every tool, as in create_react_agent)."
+)
+FROM_TOOLS_TYPE_ERROR = (
+    "ToolExecutor.from_tools takes a list of tools (BaseTools or functions), as ToolNode(tools) "
+    "does; got {kind}."
+)
 _ABSENT = object()
 _SHARED_ON_COPY = frozenset({"config", "runner", "_tools_by_name"})
 """What a deep copy of a :class:`ToolExecutor` shares or rebuilds instead of copying."""
@@ -93,9 +102,13 @@ class ToolExecutor(ToolNode):
     messages for a list-of-messages input), or a list of updates and ``Command``s
     when tools return ``Command``s; plus the budget fields ``selected_tools``,
     ``discovered_tools`` and ``tool_last_used`` when they change. One tool message
-    per call, in call order; meta-calls change the visible set; calls to tools
-    that are unknown, filtered, disabled, drafts outside debug mode or not visible
-    are refused with an error message naming the closest tools and what to do;
+    per call, in call order, then one per entry of the reply's ``invalid_tool_calls`` (the
+    "not valid JSON" error: never run); an empty call id is answered under itself, as by
+    ``ToolNode``, and when a call has no id or repeats an earlier call's id, the new id it
+    gets is written into the state's reply too (the reply comes first in the update, under
+    its own message id, so ``add_messages`` replaces it); meta-calls change the visible
+    set; calls to tools that are unknown, filtered, disabled, drafts outside debug mode or
+    not visible are refused with an error message naming the closest tools and what to do;
     results of deprecated tools carry a note saying so.
 
     Args:
@@ -203,6 +216,13 @@ class ToolExecutor(ToolNode):
         clone._tools_by_name = dict(self._tools_by_name)
         return clone
 
+    def __repr__(self) -> str:
+        """A line, as the catalog's (``ToolNode``'s lists every tool: ~1 MB for 5,000)."""
+        options = f"name={self.node_name!r}, mode={self.config.mode!r}"
+        if not self.config.enforce_visibility:
+            options += ", enforce_visibility=False"
+        return f"ToolExecutor({self.runner.catalog!r}, {options})"
+
     @classmethod
     def from_tools(
         cls,
@@ -275,6 +295,10 @@ class ToolExecutor(ToolNode):
         **options: Any,
     ) -> None:
         """Initialise as :meth:`from_tools` describes (for subclasses taking ``tools``)."""
+        if isinstance(tools, ToolCatalog):
+            raise TypeError(FROM_TOOLS_CATALOG_ERROR.format(kind=type(tools).__name__))
+        if isinstance(tools, str | bytes) or not isinstance(tools, Iterable):
+            raise TypeError(FROM_TOOLS_TYPE_ERROR.format(kind=repr(tools)[:80]))
         as_tools = [t if isinstance(t, BaseTool) else create_tool(t) for t in tools]
         ToolExecutor.__init__(
             self,
@@ -287,12 +311,29 @@ class ToolExecutor(ToolNode):
 
     # --- ToolNode's entry points ------------------------------------------------------------
 
-    def _read(self, value: Any, config: RunnableConfig) -> tuple[list[ToolCall], str, Any]:
+    def _read(
+        self, value: Any, config: RunnableConfig
+    ) -> tuple[list[ToolCall], str, Any, AIMessage | None]:
+        """The calls to answer, ``ToolNode``'s input type, the state, and the reply with the
+        call ids made up here when the state's copy must be replaced (else None).
+
+        The calls are the reply's, then its ``invalid_tool_calls`` that nothing answers yet
+        (answered with an error, never run). Only a state's reply can be replaced (by its
+        id): a list of messages or of tool calls (a ``Send``) keeps its ids as given.
+        """
         try:
             calls, input_type, state = toolnode_input(self, value, config)
         except ValueError as exc:
             raise ValueError(f"{exc}: {NO_AI_MESSAGE_ERROR}") from None
-        return complete_tool_calls(calls), input_type, state
+        reply, later = _reply(value, input_type, self._messages_key)
+        if reply is None:
+            return complete_tool_calls(calls), input_type, state, None
+        pending = _unanswered(reply, later)
+        invalid = unrun_calls([reply.invalid_tool_calls[i] for i in pending])
+        replaceable = input_type == "dict" and bool(reply.id)
+        done = complete_tool_calls([*calls, *invalid], distinct=replaceable)
+        replaced = _with_ids(reply, done, pending) if replaceable else None
+        return done, input_type, state, replaced
 
     def _working(self, state: Any, calls: Sequence[ToolCall]) -> tuple[WorkingSet, SessionContext]:
         # A list of messages, or of tool calls outside a graph ({}), carries no state to check.
@@ -327,19 +368,27 @@ class ToolExecutor(ToolNode):
         if hidden:
             raise ValueError(NO_VISIBLE_SET_ERROR.format(tools=", ".join(dict.fromkeys(hidden))))
 
-    def _output(self, outcome: TurnOutcome, working: WorkingSet, input_type: str) -> Any:
+    def _output(
+        self,
+        outcome: TurnOutcome,
+        working: WorkingSet,
+        input_type: str,
+        replaced: AIMessage | None,
+    ) -> Any:
         if working.changes:
             emit_changes(working, self.node_name)
         working.discover(outcome.discovered)
         update = {**outcome.update, **working.update()}
         if not self._track_use:
             update.pop("tool_last_used", None)
+        # The reply with the ids its answers carry first: add_messages replaces it in place.
+        outputs = outcome.outputs if replaced is None else [replaced, *outcome.outputs]
         return node_output(
-            outcome.outputs, update, messages_key=self._messages_key, as_list=input_type == "list"
+            outputs, update, messages_key=self._messages_key, as_list=input_type == "list"
         )
 
     def _func(self, input: Any, config: RunnableConfig) -> Any:  # type: ignore[override]  # noqa: A002
-        calls, input_type, state = self._read(input, config)
+        calls, input_type, state, replaced = self._read(input, config)
         if self.config.usage is not None:
             records_usage(config)  # a bad opt-out value raises before any call runs
         working, context = self._working(state, calls)
@@ -348,10 +397,10 @@ class ToolExecutor(ToolNode):
         record_batch(
             self.config.usage, state, calls, outcome.outputs, config, self.runner.catalog, key
         )
-        return self._output(outcome, working, input_type)
+        return self._output(outcome, working, input_type, replaced)
 
     async def _afunc(self, input: Any, config: RunnableConfig) -> Any:  # type: ignore[override]  # noqa: A002
-        calls, input_type, state = self._read(input, config)
+        calls, input_type, state, replaced = self._read(input, config)
         if self.config.usage is not None:
             records_usage(config)  # a bad opt-out value raises before any call runs
         working, context = self._working(state, calls)
@@ -360,4 +409,47 @@ class ToolExecutor(ToolNode):
         await arecord_batch(
             self.config.usage, state, calls, outcome.outputs, config, self.runner.catalog, key
         )
-        return self._output(outcome, working, input_type)
+        return self._output(outcome, working, input_type, replaced)
+
+
+def _reply(value: Any, input_type: str, key: str) -> tuple[AIMessage | None, list[BaseMessage]]:
+    """The AI message whose calls ``ToolNode`` reads from ``value`` (its latest) and the
+    messages after it; None for a list of tool calls or a ``Send`` payload, which carry
+    the calls alone."""
+    if input_type == "tool_calls":
+        return None, []
+    messages = value if input_type == "list" else state_get(value, key, None) or []
+    for i in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[i], AIMessage):
+            return messages[i], list(messages[i + 1 :])
+    return None, []
+
+
+def _unanswered(reply: AIMessage, later: Sequence[BaseMessage]) -> list[int]:
+    """The positions of the ``invalid_tool_calls`` of ``reply`` to answer: those whose id
+    neither a tool message after it (answered already) nor one of its tool calls has (the
+    user repaired the reply)."""
+    taken = {c.get("id") for c in reply.tool_calls}
+    taken |= {m.tool_call_id for m in later if isinstance(m, ToolMessage)}
+    return [
+        i
+        for i, bad in enumerate(reply.invalid_tool_calls)
+        if not bad.get("id") or bad["id"] not in taken
+    ]
+
+
+def _with_ids(
+    reply: AIMessage, done: Sequence[ToolCall], pending: Sequence[int]
+) -> AIMessage | None:
+    """``reply`` with the ids of ``done`` (its tool calls, then its invalid calls at
+    ``pending``, in order) where they differ from its own; None when none does."""
+    n = len(reply.tool_calls)
+    if len(done) != n + len(pending):  # not the calls of this reply: nothing to write back
+        return None
+    given = dict(zip(pending, (d["id"] for d in done[n:]), strict=True))
+    calls = [{**c, "id": d["id"]} for c, d in zip(reply.tool_calls, done, strict=False)]
+    bads = [{**b, "id": given.get(i, b.get("id"))} for i, b in enumerate(reply.invalid_tool_calls)]
+    before = [c.get("id") for c in (*reply.tool_calls, *reply.invalid_tool_calls)]
+    if [c["id"] for c in (*calls, *bads)] == before:
+        return None
+    return reply.model_copy(update={"tool_calls": calls, "invalid_tool_calls": bads})
