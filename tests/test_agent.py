@@ -39,6 +39,7 @@ from langgraph.checkpoint.memory import MemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command, interrupt
+from pydantic import BaseModel
 
 from langgraph_toolbudget import (
     CallModel,
@@ -1074,6 +1075,21 @@ def test_a_text_format_chosen_on_purpose_or_a_plain_runnable_is_not_warned_of(ca
         ToolAgent(prompt | ScriptedChatModel(responses=["hi"]), catalog, tool_call_formats=hermes)
         ToolAgent(RunnableLambda(lambda messages: AIMessage("hi")), catalog)
         ToolAgent(HermesDemoChatModel().with_retry(), catalog)  # no bind_tools inside either
+        typed = RunnableLambda(lambda messages: AIMessage("hi")).with_types(output_type=AIMessage)
+        ToolAgent(typed, catalog)  # a router typed to answer a message is accepted
+
+
+class Answer(BaseModel):
+    city: str
+
+
+def json_schema_structured_output() -> Any:
+    """``ChatOpenAI(...).with_structured_output(Answer)`` as langchain-openai builds it (its
+    default method, ``json_schema``): the model bound a response format, then a lambda typed
+    with the schema, not an output parser."""
+    chat = ScriptedChatModel(responses=[AIMessage('{"city": "Paris"}')])
+    parse = RunnableLambda(lambda m: Answer.model_validate_json(m.content))
+    return chat.bind(response_format={"type": "json_schema"}) | parse.with_types(output_type=Answer)
 
 
 @pytest.mark.parametrize(
@@ -1090,15 +1106,24 @@ def test_a_text_format_chosen_on_purpose_or_a_plain_runnable_is_not_warned_of(ca
             lambda: ScriptedChatModel(responses=["x"]) | StrOutputParser(),
             "ending in the output parser StrOutputParser",
         ),
+        (lambda: json_schema_structured_output(), "RunnableSequence that answers Answer, not a"),
+        (
+            lambda: ScriptedChatModel(responses=["x"]).with_structured_output(
+                Answer, include_raw=True
+            ),
+            "RunnableSequence that answers dict, not a message",
+        ),
     ],
-    ids=["class", "with_structured_output", "model|StrOutputParser"],
+    ids=["class", "with_structured_output", "model|StrOutputParser", "json_schema", "raw"],
 )
 def test_a_model_that_cannot_answer_a_message_is_refused_at_build(catalog, make, needle):
-    with pytest.raises(TypeError, match=needle) as caught:
-        create_toolbudget_agent(make(), catalog)
-    assert "create_toolbudget_agent: option model" in str(caught.value)
-    with pytest.raises(TypeError, match=needle):
-        ToolAgent(make(), catalog)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # refused before the hidden-caller warning
+        with pytest.raises(TypeError, match=needle) as caught:
+            create_toolbudget_agent(make(), catalog)
+        assert "create_toolbudget_agent: option model" in str(caught.value)
+        with pytest.raises(TypeError, match=needle):
+            ToolAgent(make(), catalog)
 
 
 @pytest.mark.parametrize("api", APIS)

@@ -440,21 +440,19 @@ def test_a_repaired_reply_is_a_message_of_its_own():
 
 
 def test_complete_tool_calls_keeps_an_empty_id_and_makes_up_only_what_is_missing():
-    """``""`` is an id (ToolNode answers under it); None gets a new one; a shared id only with
-    ``distinct`` (the executor then writes the new ids back into the reply)."""
+    """``""`` and a shared id are ids (ToolNode answers under them); None gets a new one."""
     calls: list[Any] = [
         {"name": "t", "args": {}, "id": ""},
         {"name": "t", "args": {}, "id": None},
         {"name": None, "args": {}, "id": "c"},
         {"name": "t", "args": {}, "id": "c"},
+        {"name": "t", "args": {}, "id": ""},
     ]
     done = complete_tool_calls(calls)
-    assert done[0] is calls[0]  # was answered under "missing_id_0"
-    assert done[1]["id"].startswith("call_") and done[2] == {**calls[2], "name": MISSING_NAME}
-    assert [c["id"] for c in done[2:]] == ["c", "c"]
-    distinct = complete_tool_calls(calls, distinct=True)
-    assert distinct[:3] == [done[0], {**calls[1], "id": distinct[1]["id"]}, done[2]]
-    assert len({c["id"] for c in distinct}) == 4 and distinct[3]["id"].startswith("call_")
+    assert done[0] is calls[0] and done[3] is calls[3] and done[4] is calls[4]  # was missing_id_0
+    assert done[1] == {**calls[1], "id": done[1]["id"]} and done[1]["id"].startswith("call_")
+    assert done[2] == {**calls[2], "name": MISSING_NAME}
+    assert [c["id"] for c in done] == ["", done[1]["id"], "c", "c", ""]
     assert calls[1]["id"] is None  # the model's calls are not changed in place
 
 

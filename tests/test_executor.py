@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import operator
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from agent_tools import (
@@ -29,6 +30,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.prebuilt.tool_node import ToolInvocationError
 from pydantic import BaseModel, Field
+from typing_extensions import TypedDict
 
 from langgraph_toolbudget import ToolBudgetState, ToolCatalog, ToolExecutor
 from langgraph_toolbudget.config import BudgetConfig
@@ -1043,13 +1045,75 @@ async def test_an_empty_call_id_is_answered_under_it_as_toolnode_answers_it(cata
         assert out["messages"][-1].content == "Sunny." and answers_pair_with_calls(out["messages"])
 
 
+class AddedMessages(TypedDict):
+    """Messages under ``operator.add`` (LangGraph's older tutorials; ``ToolNode`` works
+    there): a message with an id already in the state is appended again, never replaced."""
+
+    messages: Annotated[list, operator.add]
+
+
+def operator_add_app(node: Any) -> Any:
+    """``node`` as the one node of a graph whose messages use ``operator.add``."""
+    graph = StateGraph(AddedMessages)
+    graph.add_node("tools", node)
+    graph.add_edge(START, "tools")
+    return graph.compile()
+
+
+def shapes(messages: list[Any]) -> list[tuple[str, Any]]:
+    """Each message's type with its call ids (an AI message) or the id it answers."""
+    return [
+        (type(m).__name__, [c["id"] for c in m.tool_calls] if isinstance(m, AIMessage) else None)
+        if not isinstance(m, ToolMessage)
+        else ("ToolMessage", m.tool_call_id)
+        for m in messages
+    ]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_state_whose_messages_reducer_is_operator_add_holds_the_reply_once(
+    catalog, rec, api
+):
+    # The node cannot see its graph's reducer: a reply rewritten with new call ids in its
+    # update was appended a second time, leaving the first reply's calls without answers.
+    empty = AIMessage(
+        "",
+        id="r1",
+        tool_calls=[call("get_weather", "", city="Paris"), call("get_weather", "", city="Oslo")],
+    )
+    payload = {"messages": [HumanMessage("weather?"), empty]}
+    ours = await run_app(
+        operator_add_app(ToolExecutor.from_tools(recording_tools(rec))), payload, api
+    )
+    theirs = await run_app(operator_add_app(ToolNode(recording_tools(rec))), payload, api)
+    assert (
+        shapes(ours["messages"])
+        == shapes(theirs["messages"])
+        == [
+            ("HumanMessage", None),
+            ("AIMessage", ["", ""]),
+            ("ToolMessage", ""),
+            ("ToolMessage", ""),
+        ]
+    )
+    # A call without an id (ToolNode cannot answer it) gets a made-up id for its answer.
+    calls = [*empty.tool_calls, {**call("get_weather", "", city="Rome"), "id": None}]
+    missing = empty.model_copy(update={"tool_calls": calls})
+    node = ToolExecutor(catalog, enforce_visibility=False)
+    out = await run_app(operator_add_app(node), {"messages": [HumanMessage("w?"), missing]}, api)
+    human, stored, *answers = out["messages"]
+    assert stored == missing and all(isinstance(m, ToolMessage) for m in answers)
+    assert [m.tool_call_id for m in answers][:2] == ["", ""]
+    assert answers[2].tool_call_id.startswith("call_") and answers[2].content.startswith("Rome")
+
+
 @pytest.mark.parametrize("key", ["messages", "history"])
 @pytest.mark.parametrize("api", APIS)
-async def test_made_up_call_ids_are_written_back_into_the_reply_in_the_state(
-    catalog, rec, key, api
+async def test_calls_are_answered_under_their_own_ids_and_the_reply_is_left_as_it_is(
+    catalog, key, api
 ):
-    # A call without an id, and an id two calls share: the answers need ids of their own, so
-    # the reply in the state gets them too (same message id: replaced where it stands).
+    # "" and shared ids as ToolNode answers them; a missing id under a made-up one. The
+    # update holds the answers only, so it is the same under any messages reducer.
     reply = AIMessage(
         "Checking.",
         id="r1",
@@ -1060,34 +1124,54 @@ async def test_made_up_call_ids_are_written_back_into_the_reply_in_the_state(
             call("get_weather", "c1", city="Lima"),
             call("get_weather", "", city="Kyiv"),
         ],
-        additional_kwargs={"reasoning_content": "four cities"},
     )
     node = ToolExecutor(catalog, enforce_visibility=False, messages_key=key)
+    update = await run_node(node, {key: [HumanMessage("weather?"), reply]}, api)
+    assert all(isinstance(m, ToolMessage) for m in update[key])  # never the reply
     out = await run_app(messages_app(node, key), {key: [HumanMessage("weather?"), reply]}, api)
     human, stored, *answers = out[key]
-    assert stored.id == "r1" and stored.content == "Checking." and len(answers) == 5
-    assert stored.additional_kwargs == reply.additional_kwargs
-    ids = [c["id"] for c in stored.tool_calls]
-    assert ids[0] == "" and ids[2] == "c1"  # the first of each id is kept
-    assert len(set(ids)) == 5 and all(isinstance(i, str) for i in ids)
-    assert [m.tool_call_id for m in answers] == ids
+    assert stored == reply and len(answers) == 5
+    ids = [m.tool_call_id for m in answers]
+    assert ids[0] == "" and ids[2:] == ["c1", "c1", ""] and ids[1].startswith("call_")
     assert [m.content.split(":")[0] for m in answers] == ["Paris", "Rome", "Oslo", "Lima", "Kyiv"]
-    assert answers_pair_with_calls(out[key])
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_a_reply_with_ids_that_need_nothing_is_not_written_back(catalog, api):
-    reply = AIMessage("", id="r1", tool_calls=[call("get_weather", "", city="Paris")])
-    state = {"messages": [HumanMessage("w?"), reply], "selected_tools": ["get_weather"]}
-    out = await run_node(ToolExecutor(catalog), state, api)
-    assert all(isinstance(m, ToolMessage) for m in out["messages"])
+async def test_your_own_model_node_gets_distinct_ids_with_the_coercion_helpers(catalog, api):
+    # docs/execution.md's recipe: repair_tool_calls and distinct_call_ids on the model's reply
+    # put distinct ids into the state, so every call pairs with its answer by id.
+    from langgraph_toolbudget.core.coercion import distinct_call_ids, repair_tool_calls
+
+    reply = AIMessage(
+        "",
+        id="r1",
+        tool_calls=[
+            call("get_weather", "", city="Paris"),
+            call("get_weather", "", city="Oslo"),
+            {"name": "get_weather", "args": {"city": "Rome"}, "id": None, "type": "tool_call"},
+        ],
+    )
+    model = ScriptedChatModel(responses=[reply, AIMessage("Sunny.")], cycle=False)
+
+    def agent(state: ToolBudgetState) -> dict[str, Any]:
+        return {"messages": [distinct_call_ids(repair_tool_calls(model.invoke(state["messages"])))]}
+
+    graph = StateGraph(ToolBudgetState)
+    graph.add_node("agent", agent)
+    graph.add_node("tools", ToolExecutor(catalog, pinned=["get_weather"]))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    out = await run_app(graph.compile(), {"messages": [HumanMessage("w?")]}, api)
+    stored = out["messages"][1]
+    assert len({c["id"] for c in stored.tool_calls}) == 3
+    assert answers_pair_with_calls(out["messages"]) and out["messages"][-1].content == "Sunny."
 
 
 @pytest.mark.parametrize("api", APIS)
 async def test_a_list_or_tool_call_input_keeps_the_ids_it_was_given(catalog, api):
-    # No state holds the reply: nothing to write back, the answers alone come out; shared
-    # ids are answered under the id they share (as ToolNode answers them), a missing one gets
-    # a made-up id (ToolNode raises).
+    # Shared ids are answered under the id they share (as ToolNode answers them), a missing
+    # one gets a made-up id (ToolNode raises), whatever holds the reply.
     calls = [
         call("get_weather", "c1", city="Oslo"),
         call("get_weather", "c1", city="Lima"),
@@ -1171,16 +1255,18 @@ async def test_an_invalid_call_already_repaired_or_answered_is_not_answered_agai
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_an_invalid_call_without_an_id_gets_one_in_the_state_too(catalog, rec, api):
+async def test_an_invalid_call_without_an_id_is_answered_under_a_new_id(catalog, rec, api):
     reply = invalid_reply()
     bads = [{**reply.invalid_tool_calls[0], "id": None}, reply.invalid_tool_calls[1]]
     reply = reply.model_copy(update={"invalid_tool_calls": bads})
     node = ToolExecutor(catalog, enforce_visibility=False)
-    out = await run_app(messages_app(node), {"messages": [HumanMessage("w?"), reply]}, api)
-    stored = out["messages"][1]
-    assert stored.id == "r1" and stored.invalid_tool_calls[0]["id"].startswith("call_")
-    assert stored.invalid_tool_calls[0]["args"] == '{"city": '
-    assert answers_pair_with_calls(out["messages"]) and rec.names == ["get_weather"]
+    out = await run_app(operator_add_app(node), {"messages": [HumanMessage("w?"), reply]}, api)
+    human, stored, *answers = out["messages"]
+    assert stored == reply and all(isinstance(m, ToolMessage) for m in answers)
+    ok, unread, literal = answers
+    assert (ok.tool_call_id, literal.tool_call_id) == ("ok", "bad2")
+    assert unread.tool_call_id.startswith("call_") and "not valid JSON" in unread.content
+    assert rec.names == ["get_weather"]
 
 
 # --- from_tools given a catalog; a short repr -----------------------------------------------

@@ -673,10 +673,13 @@ async def test_invalid_calls_without_id_or_name_are_answered(catalog, api):
     assert [m.tool_call_id for m in out["messages"]] == ids
     nameless = out["messages"][1]
     assert nameless.name == MISSING_NAME and "no tool name" in nameless.content
-    # Calls that never went through repair_tool_calls (another agent node) are answered too.
-    raw = {"messages": [HumanMessage("x"), bad], "selected_tools": ["get_weather"]}
+    # Calls that never went through repair_tool_calls (another agent node) are answered too,
+    # under new ids for the answers alone: the reply in the state is never rewritten.
+    reply = bad.model_copy(update={"id": "r1"})
+    raw = {"messages": [HumanMessage("x"), reply], "selected_tools": ["get_weather"]}
     lima, nameless, unread = ToolExecutor(catalog).invoke(raw)["messages"]
     assert lima.tool_call_id.startswith("call_") and lima.content.startswith("Lima")
+    assert unread.tool_call_id not in (lima.tool_call_id, None)
     assert nameless.tool_call_id == "n1" and "no tool name" in nameless.content
     assert unread.tool_call_id.startswith("call_") and "not valid JSON" in unread.content
 

@@ -502,22 +502,35 @@ async def test_server_store_api_keeps_the_agents_namespaces_from_clients(server:
     assert "Tokyo" in str(run["messages"][-1]["content"])
 
 
-def test_the_store_handler_refuses_only_what_may_reach_the_agents_namespaces() -> None:
-    from langgraph_sdk import Auth
-
+def _server_auth() -> Any:
+    """``examples/server_auth.py``, loaded by path as the docs show."""
     spec = importlib.util.spec_from_file_location(
         "server_auth", REPO / "examples" / "server_auth.py"
     )
     assert spec is not None and spec.loader is not None
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
+    return example
 
-    class User:  # an authenticated user, as the server hands a handler
-        identity = display_name = "bob"
-        is_authenticated, permissions = True, ()
+
+class _User:  # an authenticated user, as the server hands a handler
+    identity = display_name = "bob"
+    is_authenticated, permissions = True, ()
+
+
+def _store_ctx(action: str) -> Any:
+    from langgraph_sdk import Auth
+
+    return Auth.types.AuthContext(permissions=[], user=_User(), resource="store", action=action)
+
+
+def test_the_store_handler_refuses_only_what_may_reach_the_agents_namespaces() -> None:
+    from langgraph_sdk import Auth
+
+    example = _server_auth()
 
     def verdict(action: str, namespace: Any) -> int:
-        ctx = Auth.types.AuthContext(permissions=[], user=User(), resource="store", action=action)
+        ctx = _store_ctx(action)
         try:
             asyncio.run(example.deny_toolbudget_namespaces(ctx, {"namespace": namespace}))
         except Auth.exceptions.HTTPException as error:
@@ -531,6 +544,52 @@ def test_the_store_handler_refuses_only_what_may_reach_the_agents_namespaces() -
     assert verdict("put", ("memories", "bob")) == verdict("list_namespaces", ("prefs",)) == 200
     assert verdict("get", ("memories", "toolbudget")) == 200  # only the first label counts
     assert example.auth._handlers == {("store", "*"): [example.deny_toolbudget_namespaces]}
+
+
+def test_an_apps_global_handler_keeps_filtering_the_store_through_the_wrapped_handler() -> None:
+    # LangGraph server runs only the most specific handler of a request (langgraph_api's
+    # _get_handler: (store, action), (store, *), (*, action), then the global one): the docs'
+    # auth.on.store(deny_toolbudget_namespaces) silently dropped an app's global owner filter
+    # from every store request, so bob's store search found alice's items.
+    from langgraph_sdk import Auth
+
+    example = _server_auth()
+    auth = Auth()
+
+    @auth.on
+    async def add_owner(ctx: Auth.types.AuthContext, value: dict) -> dict:
+        value.setdefault("metadata", {})["owner"] = ctx.user.identity
+        return {"owner": ctx.user.identity}
+
+    async def own_namespace(ctx: Auth.types.AuthContext, value: dict) -> None:
+        value["namespace"] = (ctx.user.identity, *value["namespace"])  # the app's put handler
+
+    auth.on.store(example.with_toolbudget_namespaces_denied(add_owner))
+    auth.on.store.put(example.with_toolbudget_namespaces_denied(own_namespace))
+    (search,) = auth._handlers[("store", "*")]  # what the server runs for a store search
+    (put,) = auth._handlers[("store", "put")]  # and for a put: the action's wins
+
+    def run(handler: Any, action: str, value: dict) -> Any:
+        try:
+            return asyncio.run(handler(ctx=_store_ctx(action), value=value))
+        except Auth.exceptions.HTTPException as error:
+            return error.status_code
+
+    assert run(search, "search", {"namespace": ("memories",)}) == {"owner": "bob"}
+    assert run(search, "search", {"namespace": ("toolbudget", "usage")}) == 403
+    assert run(search, "list_namespaces", {"namespace": None}) == 403
+    # the put handler keeps its rewrite, and the namespace checked is the one it rewrote
+    value = {"namespace": ("toolbudget", "usage")}
+    assert run(put, "put", value) is None and value["namespace"] == ("bob", "toolbudget", "usage")
+
+    class Toolbudget(_User):
+        identity = "toolbudget"
+
+    ctx = Auth.types.AuthContext(permissions=[], user=Toolbudget(), resource="store", action="put")
+    with pytest.raises(Auth.exceptions.HTTPException):
+        asyncio.run(put(ctx=ctx, value={"namespace": ("notes",)}))
+    with pytest.raises(TypeError, match="an async function with 'ctx' and 'value'"):
+        example.with_toolbudget_namespaces_denied(lambda ctx, value: None)
 
 
 @pytest.mark.parametrize("code, where", SDK_RUN, ids=[w for _, w in SDK_RUN])

@@ -20,12 +20,13 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.graph import StateGraph
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
@@ -59,6 +60,10 @@ class Counting(Embeddings):
 def embedded(embeddings: Counting) -> int:
     """Texts embedded (SqliteStore and PostgresStore embed queries with ``embed_documents``)."""
     return embeddings.documents + embeddings.queries
+
+
+class _Ranked(TypedDict):
+    out: dict[str, float]
 
 
 def index_config(embeddings: Embeddings) -> dict[str, Any]:
@@ -261,14 +266,112 @@ def test_a_failed_indexing_is_tried_again_at_the_next_call_then_after_a_growing_
             index(query, catalog)
         return embeddings.calls - before
 
-    # each try: the write's embedding, and one text to see whether the dims are the cause
-    assert [calls_of("weather") for _ in range(2)] == [2, 2]  # a failure, one retry at once
+    # each try: the write's embedding only (the error is not about dimensions)
+    assert [calls_of("weather") for _ in range(2)] == [1, 1]  # a failure, one retry at once
     with pytest.raises(RuntimeError, match=r"2 failed tries.*ConnectionError.*next try in 30 s"):
         index("weather", catalog)
-    assert embeddings.calls == 4  # waiting: nothing embedded
+    assert embeddings.calls == 2  # waiting: nothing embedded
     clock[0] += 31
-    assert [calls_of("weather"), calls_of("weather")] == [2, 0]  # then 60 s
+    assert [calls_of("weather"), calls_of("weather")] == [1, 0]  # then 60 s
     clock[0] += 61
     embeddings.up = True  # the service is back: the next try indexes
     assert index("weather forecast", catalog)["weather_forecast"] > 0
     assert index._failures == {}
+
+
+def test_a_transient_failure_on_a_store_that_never_checks_dims_is_not_a_dims_mismatch() -> None:
+    # InMemoryStore never checks its declared dims: one 429 of the embedding service, with a
+    # mis-declared dims, was named a DimsMismatchError and the retriever was off for good.
+    class Throttled(_Down):  # the catalog's batch is refused once; then it works
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            self.up = self.calls > 0
+            return super().embed_documents(texts)
+
+    store = InMemoryStore(index={"embed": Throttled(), "dims": DIMS + 8, "fields": ["text"]})
+    index, catalog = StoreToolIndex(store), build_example_catalog()
+    with pytest.raises(ConnectionError):
+        index("weather forecast", catalog)
+    assert index("weather forecast", catalog)["weather_forecast"] > 0  # tried again at once
+
+
+def test_tool_items_stored_without_vectors_are_written_again_once_deleted() -> None:
+    # The unscored error says "delete them: the next call writes them again"; the pair was
+    # marked indexed, so the next calls only searched, answering nothing, until a restart.
+    from langgraph_toolbudget.core.vectors import tool_text
+    from langgraph_toolbudget.nodes.tool_index import _digest
+
+    catalog, embeddings = build_example_catalog(), Counting()
+    store = InMemoryStore(index=index_config(embeddings))
+    for name, description in zip(catalog.index.names, catalog.index.descriptions, strict=True):
+        text = tool_text(name, description)  # written while the store had no index
+        store.put(("toolbudget", "tools"), name, {"text": text, "hash": _digest(text)}, index=False)
+    index = StoreToolIndex(store)
+    with pytest.raises(ValueError, match="stored without vectors .*delete them"):
+        index("weather forecast", catalog)
+    for name in catalog.index.names:
+        store.delete(("toolbudget", "tools"), name)
+    assert index("weather forecast", catalog)["weather_forecast"] > 0
+    assert embeddings.documents == len(catalog)  # written again, embedded
+
+
+def test_failed_and_indexed_stores_are_remembered_bounded_and_weakly() -> None:
+    # An app that opens a store per request left one failure per store, each holding the store
+    # and the exception's traceback (every tool text of the batch), for good.
+    import gc
+
+    from langgraph_toolbudget.nodes.tool_index import MAX_PAIRS
+
+    catalog, index = build_example_catalog(), StoreToolIndex()
+
+    def run(store: Any) -> dict[str, float]:
+        def rank(state: dict) -> dict:
+            return {"out": index("weather forecast", catalog)}
+
+        graph = StateGraph(_Ranked)
+        graph.add_node("rank", rank)
+        graph.set_entry_point("rank")
+        return graph.compile(store=store).invoke({"out": {}})["out"]
+
+    stores = [InMemoryStore(index=index_config(_Down())) for _ in range(MAX_PAIRS + 10)]
+    for store in stores:
+        with pytest.raises(ConnectionError):
+            run(store)
+    assert len(index._failures) == MAX_PAIRS
+    assert all(isinstance(f.error, str) for f in index._failures.values())
+    del stores, store
+    gc.collect()
+    assert all(f.store() is None for f in index._failures.values())  # the stores are freed
+
+    # A new store may get a dead one's id: it was taken as indexed, and answered nothing.
+    ids: set[int] = set()
+    for _ in range(200):
+        store = InMemoryStore(index=index_config(HashingEmbeddings(DIMS)))
+        reused = id(store) in ids
+        ids.add(id(store))
+        assert run(store)["weather_forecast"] > 0
+        del store
+        gc.collect()
+        if reused:
+            break
+    else:
+        pytest.skip("no store got a dead one's id in 200 tries")
+    assert len(index._indexed) <= MAX_PAIRS
+
+
+def test_sqlite_vecs_own_dimension_error_is_told_from_other_failures(tmp_path: Path) -> None:
+    # Only a store error about dimensions is checked against the model's dims (one more text
+    # embedded); sqlite-vec's real wording, from a search after the model changed size.
+    from langgraph_toolbudget.nodes.tool_index import _about_dims
+
+    with sqlite_connect(tmp_path / "dims.sqlite") as conn:
+        store = SqliteStore(conn, index=index_config(HashingEmbeddings(DIMS)))
+        store.setup()
+        store.put(("notes",), "k", {"text": "weather forecast"})
+        resized = SqliteStore(conn, index=index_config(HashingEmbeddings(DIMS // 2)))
+        with pytest.raises(Exception, match="dimension") as refused:
+            resized.search(("notes",), query="weather")
+    assert _about_dims(refused.value)
+    assert not _about_dims(ConnectionError("429 Too Many Requests"))
+    wrapped = RuntimeError("the batch failed")  # a wrapper's error, raised from the store's
+    wrapped.__cause__ = refused.value
+    assert _about_dims(wrapped)

@@ -409,10 +409,44 @@ async def test_rows_stored_before_scopes_are_found_and_moved_once(api, tmp_path)
     assert [r.query for r in usage.history.records()] == ["a brolly?"]
     assert [i.namespace for i in store.search(("toolbudget", "usage", "shared"))] == [
         ("toolbudget", "usage", "shared")
-    ]
+    ] * 2  # the row, and the item that says it moved
     store.read = 0
     await _attach(ToolUsage(store=store, scope="user"), api, NEWCOMER)
-    assert store.read == 1  # the shared row: nothing is left to move, no scope is read
+    assert store.read == 2  # the shared ones: nothing is left to move, no scope is read
+
+
+@pytest.mark.parametrize("api", ["attach", "aattach"])
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+async def test_once_the_rows_before_scopes_moved_no_first_load_reads_other_scopes(
+    kind, api, tmp_path
+):
+    # InMemoryStore (and langgraph dev's store) keeps listing a namespace whose rows were
+    # deleted: every first load after the move read every scope's rows again.
+    store = _read_counting(kind, tmp_path)
+    store.batch(
+        PutOp(("toolbudget", "usage", "scope", f"u{i // 10}"), f"k{i}",
+              {"tool": "get_weather", "query": f"umbrella weather {i}", "ts": float(i)},
+              index=False)
+        for i in range(300)
+    )  # fmt: skip
+    store.put(("toolbudget", "usage"), "old", {"tool": "get_weather", "query": "a brolly?"})
+    await _attach(ToolUsage(store=store, scope="user"), api, NEWCOMER)  # moves it
+    store.read = 0
+    later = ToolUsage(store=store, scope="user")
+    await _attach(later, api, {"configurable": {"user_id": "other", "thread_id": "y"}})
+    assert store.read == 2  # the shared ones only: the moved row, and the item saying so
+    rows = later.export()  # the marker is no row
+    assert len(rows) == 301 and [r["query"] for r in rows if r["scope"] is None] == ["a brolly?"]
+    later.forget()  # every record, not the marker
+    store.read = 0
+    await _attach(ToolUsage(store=store, scope="user"), api, NEWCOMER)
+    assert store.read == 1  # the item saying the rows moved
+    # a row a 0.1.0 worker writes after the move waits until that item is deleted
+    store.put(("toolbudget", "usage"), "late", {"tool": "get_weather", "query": "rain?"})
+    store.delete(("toolbudget", "usage", "shared"), "legacy_rows_moved")
+    moved = ToolUsage(store=store, scope="user")
+    await _attach(moved, api, NEWCOMER)
+    assert [r.query for r in moved.history.records()] == ["rain?"]
 
 
 def test_a_usage_shared_by_graphs_of_two_stores_copies_no_record_between_them(catalog):

@@ -425,8 +425,10 @@ def test_rows_stored_before_scopes_are_moved_to_the_shared_history_as_observed()
     usage = ToolUsage(store=store)
     (exported,) = usage.export()
     assert exported["trusted"] is False and exported["scope"] is None  # counts once corroborated
-    assert store.search(("toolbudget", "usage"))[0].namespace == ("toolbudget", "usage", "shared")
-    assert len(store.search(("toolbudget", "usage"))) == 1  # moved, not copied
+    # moved, not copied; and an item says so (no record: export gave only the moved row)
+    stored = store.search(("toolbudget", "usage"))
+    assert {i.namespace for i in stored} == {("toolbudget", "usage", "shared")}
+    assert len(stored) == 2 and "legacy_rows_moved" in {i.key for i in stored}
     assert "weather_forecast" not in _picked(usage, flat_catalog())
 
 

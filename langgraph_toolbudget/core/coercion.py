@@ -486,34 +486,30 @@ def _stored_call(call: ToolCall, args: Any) -> ToolCall:
     return {**call, "args": args, "id": call.get("id") or _new_call_id()}
 
 
-def complete_tool_calls(calls: Sequence[ToolCall], *, distinct: bool = False) -> list[ToolCall]:
+def complete_tool_calls(calls: Sequence[ToolCall]) -> list[ToolCall]:
     """The calls, each with an id and a name, so each can be answered with a ``ToolMessage``.
 
     For calls that did not go through :func:`repair_tool_calls` (another agent node): a
     call without an id (``None``) gets a new one, as :func:`repair_tool_calls` gives it, and
     a call without a name :data:`MISSING_NAME`. An empty id (``""``, which some
-    OpenAI-compatible servers send) is the call's id: its answer carries it, as
-    ``ToolNode``'s does, so call and answer still pair in the history.
+    OpenAI-compatible servers send) is the call's id, and calls sharing an id keep it: their
+    answers carry it, as ``ToolNode``'s do, so each answer pairs with a call of the reply in
+    the state (which a node cannot rewrite whatever the graph's reducer: distinct ids are
+    given at the model call, by :func:`distinct_call_ids`).
 
     Args:
         calls: the calls of one reply, in order.
-        distinct: also give a new id to a call whose id an earlier call of ``calls`` has
-            (for a caller that writes the new ids back into the reply, as ``ToolExecutor``
-            does; without it such calls are answered under their shared id, as by
-            ``ToolNode``).
 
     Returns:
         The calls in order; the same dict for a call that needs nothing.
     """
     out: list[ToolCall] = []
-    seen: set[str] = set()
     for call in calls:
         call_id, name = call.get("id"), call.get("name")
-        if call_id is not None and not isinstance(call_id, str):
-            call_id = str(call_id)
-        if call_id is None or (distinct and call_id in seen):
+        if call_id is None:
             call_id = _new_call_id()
-        seen.add(call_id)
+        elif not isinstance(call_id, str):
+            call_id = str(call_id)
         if call_id == call.get("id") and name:
             out.append(call)
         else:
@@ -553,7 +549,9 @@ def distinct_call_ids(message: AIMessage) -> AIMessage:
     For an agent that answers calls by id, not by position: ``create_agent`` runs only the
     calls of a reply that no tool message answers yet, so a call sharing its id with one
     answered before it (models and servers that number calls per reply or reuse ids) would
-    get no answer. ``ToolExecutor`` answers calls by position and needs none of this.
+    get no answer. ``ToolExecutor`` answers calls by position, so it runs each call without
+    this, under the id it has; a provider may still refuse a reply repeating an id (Anthropic
+    does), so a model node of your own should apply it (after :func:`repair_tool_calls`).
     """
     calls = message.tool_calls
     seen: set[str] = set()

@@ -30,7 +30,13 @@ import copy
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolCall, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    InvalidToolCall,
+    ToolCall,
+    ToolMessage,
+)
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as create_tool
@@ -102,14 +108,15 @@ class ToolExecutor(ToolNode):
     messages for a list-of-messages input), or a list of updates and ``Command``s
     when tools return ``Command``s; plus the budget fields ``selected_tools``,
     ``discovered_tools`` and ``tool_last_used`` when they change. One tool message
-    per call, in call order, then one per entry of the reply's ``invalid_tool_calls`` (the
-    "not valid JSON" error: never run); an empty call id is answered under itself, as by
-    ``ToolNode``, and when a call has no id or repeats an earlier call's id, the new id it
-    gets is written into the state's reply too (the reply comes first in the update, under
-    its own message id, so ``add_messages`` replaces it); meta-calls change the visible
-    set; calls to tools that are unknown, filtered, disabled, drafts outside debug mode or
-    not visible are refused with an error message naming the closest tools and what to do;
-    results of deprecated tools carry a note saying so.
+    per call, in call order, then one per entry of the reply's ``invalid_tool_calls`` that
+    nothing answers yet (the "not valid JSON" error: never run); each answered under its
+    call's id as ``ToolNode`` answers it (``""`` included, calls sharing an id each under
+    it), a call without an id under a new ``call_...`` id; the node never rewrites the
+    reply (it cannot know the graph's messages reducer; give calls distinct ids in your
+    model node, see docs/execution.md); meta-calls change the visible set; calls to tools
+    that are unknown, filtered, disabled, drafts outside debug mode or not visible are
+    refused with an error message naming the closest tools and what to do; results of
+    deprecated tools carry a note saying so.
 
     Args:
         catalog: the tool catalog.
@@ -311,29 +318,21 @@ class ToolExecutor(ToolNode):
 
     # --- ToolNode's entry points ------------------------------------------------------------
 
-    def _read(
-        self, value: Any, config: RunnableConfig
-    ) -> tuple[list[ToolCall], str, Any, AIMessage | None]:
-        """The calls to answer, ``ToolNode``'s input type, the state, and the reply with the
-        call ids made up here when the state's copy must be replaced (else None).
+    def _read(self, value: Any, config: RunnableConfig) -> tuple[list[ToolCall], str, Any]:
+        """The calls to answer, ``ToolNode``'s input type and the state.
 
         The calls are the reply's, then its ``invalid_tool_calls`` that nothing answers yet
-        (answered with an error, never run). Only a state's reply can be replaced (by its
-        id): a list of messages or of tool calls (a ``Send``) keeps its ids as given.
+        (answered with an error, never run). The reply itself is never changed: under
+        ``operator.add`` a rewritten copy would be appended, not replaced.
         """
         try:
             calls, input_type, state = toolnode_input(self, value, config)
         except ValueError as exc:
             raise ValueError(f"{exc}: {NO_AI_MESSAGE_ERROR}") from None
         reply, later = _reply(value, input_type, self._messages_key)
-        if reply is None:
-            return complete_tool_calls(calls), input_type, state, None
-        pending = _unanswered(reply, later)
-        invalid = unrun_calls([reply.invalid_tool_calls[i] for i in pending])
-        replaceable = input_type == "dict" and bool(reply.id)
-        done = complete_tool_calls([*calls, *invalid], distinct=replaceable)
-        replaced = _with_ids(reply, done, pending) if replaceable else None
-        return done, input_type, state, replaced
+        if reply is not None and reply.invalid_tool_calls:
+            calls = [*calls, *unrun_calls(_unanswered(reply, later))]
+        return complete_tool_calls(calls), input_type, state
 
     def _working(self, state: Any, calls: Sequence[ToolCall]) -> tuple[WorkingSet, SessionContext]:
         # A list of messages, or of tool calls outside a graph ({}), carries no state to check.
@@ -368,27 +367,19 @@ class ToolExecutor(ToolNode):
         if hidden:
             raise ValueError(NO_VISIBLE_SET_ERROR.format(tools=", ".join(dict.fromkeys(hidden))))
 
-    def _output(
-        self,
-        outcome: TurnOutcome,
-        working: WorkingSet,
-        input_type: str,
-        replaced: AIMessage | None,
-    ) -> Any:
+    def _output(self, outcome: TurnOutcome, working: WorkingSet, input_type: str) -> Any:
         if working.changes:
             emit_changes(working, self.node_name)
         working.discover(outcome.discovered)
         update = {**outcome.update, **working.update()}
         if not self._track_use:
             update.pop("tool_last_used", None)
-        # The reply with the ids its answers carry first: add_messages replaces it in place.
-        outputs = outcome.outputs if replaced is None else [replaced, *outcome.outputs]
         return node_output(
-            outputs, update, messages_key=self._messages_key, as_list=input_type == "list"
+            outcome.outputs, update, messages_key=self._messages_key, as_list=input_type == "list"
         )
 
     def _func(self, input: Any, config: RunnableConfig) -> Any:  # type: ignore[override]  # noqa: A002
-        calls, input_type, state, replaced = self._read(input, config)
+        calls, input_type, state = self._read(input, config)
         if self.config.usage is not None:
             records_usage(config)  # a bad opt-out value raises before any call runs
         working, context = self._working(state, calls)
@@ -397,10 +388,10 @@ class ToolExecutor(ToolNode):
         record_batch(
             self.config.usage, state, calls, outcome.outputs, config, self.runner.catalog, key
         )
-        return self._output(outcome, working, input_type, replaced)
+        return self._output(outcome, working, input_type)
 
     async def _afunc(self, input: Any, config: RunnableConfig) -> Any:  # type: ignore[override]  # noqa: A002
-        calls, input_type, state, replaced = self._read(input, config)
+        calls, input_type, state = self._read(input, config)
         if self.config.usage is not None:
             records_usage(config)  # a bad opt-out value raises before any call runs
         working, context = self._working(state, calls)
@@ -409,7 +400,7 @@ class ToolExecutor(ToolNode):
         await arecord_batch(
             self.config.usage, state, calls, outcome.outputs, config, self.runner.catalog, key
         )
-        return self._output(outcome, working, input_type, replaced)
+        return self._output(outcome, working, input_type)
 
 
 def _reply(value: Any, input_type: str, key: str) -> tuple[AIMessage | None, list[BaseMessage]]:
@@ -425,31 +416,10 @@ def _reply(value: Any, input_type: str, key: str) -> tuple[AIMessage | None, lis
     return None, []
 
 
-def _unanswered(reply: AIMessage, later: Sequence[BaseMessage]) -> list[int]:
-    """The positions of the ``invalid_tool_calls`` of ``reply`` to answer: those whose id
-    neither a tool message after it (answered already) nor one of its tool calls has (the
-    user repaired the reply)."""
+def _unanswered(reply: AIMessage, later: Sequence[BaseMessage]) -> list[InvalidToolCall]:
+    """The ``invalid_tool_calls`` of ``reply`` to answer: those whose id neither a tool
+    message after it (answered already) nor one of its tool calls has (the user repaired
+    the reply)."""
     taken = {c.get("id") for c in reply.tool_calls}
     taken |= {m.tool_call_id for m in later if isinstance(m, ToolMessage)}
-    return [
-        i
-        for i, bad in enumerate(reply.invalid_tool_calls)
-        if not bad.get("id") or bad["id"] not in taken
-    ]
-
-
-def _with_ids(
-    reply: AIMessage, done: Sequence[ToolCall], pending: Sequence[int]
-) -> AIMessage | None:
-    """``reply`` with the ids of ``done`` (its tool calls, then its invalid calls at
-    ``pending``, in order) where they differ from its own; None when none does."""
-    n = len(reply.tool_calls)
-    if len(done) != n + len(pending):  # not the calls of this reply: nothing to write back
-        return None
-    given = dict(zip(pending, (d["id"] for d in done[n:]), strict=True))
-    calls = [{**c, "id": d["id"]} for c, d in zip(reply.tool_calls, done, strict=False)]
-    bads = [{**b, "id": given.get(i, b.get("id"))} for i, b in enumerate(reply.invalid_tool_calls)]
-    before = [c.get("id") for c in (*reply.tool_calls, *reply.invalid_tool_calls)]
-    if [c["id"] for c in (*calls, *bads)] == before:
-        return None
-    return reply.model_copy(update={"tool_calls": calls, "invalid_tool_calls": bads})
+    return [bad for bad in reply.invalid_tool_calls if not bad.get("id") or bad["id"] not in taken]

@@ -6,7 +6,7 @@ Key Components:
     - :func:`resolve_chat_model`: a chat model from what the user passed (a
       ``BaseChatModel``, or a ``"provider:model"`` string through LangChain's
       ``init_chat_model``, imported only then), or an error naming the fix (a
-      class, a runnable ending in an output parser). A ``with_retry()`` wrapper
+      class, a runnable that answers no message). A ``with_retry()`` wrapper
       of a tool-calling model is given ``bind_tools``.
     - :func:`supports_tool_calling`: does the model implement native tool
       calling (``bind_tools``)?
@@ -22,7 +22,7 @@ from __future__ import annotations
 import reprlib
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any, get_args, get_origin
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import BaseMessage
@@ -77,6 +77,13 @@ NOT_A_MESSAGE_MODEL_ERROR = (
     "model.with_structured_output(...) or model | parser; for a structured final answer, "
     "parse the agent's last message in a node of your own."
 )
+NOT_A_MESSAGE_OUTPUT_ERROR = (
+    "{what} is a {kind} that answers {output}, not a message (as "
+    "model.with_structured_output(...) does: its last step parses the reply); the agent binds "
+    "its tools to the chat model and reads the AIMessage it answers (its tool calls). Pass "
+    "the chat model itself; for a structured final answer, parse the agent's last message in "
+    "a node of your own."
+)
 NOT_A_MESSAGE_REPLY_ERROR = (
     "the model ({kind}) answered {reply}, not a message: the agent binds its tools to a chat "
     "model and reads the AIMessage it answers (its tool calls). Pass the chat model itself, "
@@ -122,9 +129,10 @@ def resolve_chat_model(model: Any, *, what: str = "model") -> Any:
 
     Raises:
         TypeError: ``model`` is neither (``None``, a number, any other object), is a
-            class rather than an instance, or is a runnable ending in an output parser
-            (``model.with_structured_output(...)``, ``model | StrOutputParser()``),
-            which answers no message.
+            class rather than an instance, or is a runnable that answers no message: one
+            ending in an output parser (``model | StrOutputParser()``), or whose
+            ``OutputType`` is a class other than a message
+            (``model.with_structured_output(Schema)``, whatever its method).
         ModelUnavailableError: a string model whose packages are not installed.
         ValueError: a string that ``init_chat_model`` does not know.
     """
@@ -135,12 +143,16 @@ def resolve_chat_model(model: Any, *, what: str = "model") -> Any:
     if isinstance(model, BaseChatModel) or (
         model is not None and callable(getattr(model, "invoke", None))
     ):
+        kind = type(model).__name__
         parser = _output_parser(model)
         if parser is not None:
             raise TypeError(
-                NOT_A_MESSAGE_MODEL_ERROR.format(
-                    what=what, kind=type(model).__name__, parser=type(parser).__name__
-                )
+                NOT_A_MESSAGE_MODEL_ERROR.format(what=what, kind=kind, parser=type(parser).__name__)
+            )
+        output = _declared_output(model)
+        if output is not None and not issubclass(output, BaseMessage):
+            raise TypeError(
+                NOT_A_MESSAGE_OUTPUT_ERROR.format(what=what, kind=kind, output=output.__name__)
             )
         return _bindable_retries(model)
     raise TypeError(NOT_A_MODEL_ERROR.format(what=what, kind=type(model).__name__, value=model))
@@ -335,3 +347,25 @@ def _output_parser(model: Any) -> Any | None:
     except (TypeError, ValueError, NotImplementedError):
         return end
     return None if isinstance(output, type) and issubclass(output, BaseMessage) else end
+
+
+def _declared_output(model: Any) -> type | None:
+    """The class a runnable says it answers (its ``OutputType``), or None when it says none.
+
+    Chat models answer a union of messages (not a class); an untyped ``RunnableLambda``
+    answers ``Any`` and a ``Runnable`` subclass may not say: neither is refused. A generic
+    type counts as its class (``dict[str, Any]``: ``with_structured_output(...,
+    include_raw=True)``). ``langchain-openai``'s ``with_structured_output`` (method
+    ``json_schema``) ends in a lambda typed with the schema, not an output parser: this is
+    what shows it.
+    """
+    try:
+        output = getattr(model, "OutputType", None)
+    except (TypeError, ValueError, NotImplementedError):  # a Runnable that cannot infer it
+        return None
+    if get_origin(output) is Annotated:  # a chat model's AnyMessage: Annotated[Union[...]]
+        output = get_args(output)[0]
+    output = get_origin(output) or output
+    if not isinstance(output, type) or output is Any or output is object:
+        return None
+    return output

@@ -15,9 +15,10 @@ vector search.
 An indexing that fails (the embedding service down, a store that refuses the vectors) is
 not tried again on every turn: the next call tries once more, then the retriever waits
 :data:`RETRY_AFTER_S` (30 s, growing to 10 minutes) between tries, raising the last error
-meanwhile (the ranking nodes log it and rank without the retriever). A store whose
-``index_config["dims"]`` differs from what its embedding model returns is named as such and
-not tried again.
+meanwhile (the ranking nodes log it and rank without the retriever). A store that refuses the
+vectors for their dimensions (pgvector) while its ``index_config["dims"]`` differs from what
+its embedding model returns is named as such and not tried again. What the retriever knows of
+each (store, catalog) pair is bounded (:data:`MAX_PAIRS`) and holds them weakly.
 
 Typical Usage:
     ```python
@@ -30,16 +31,19 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import threading
 import time
+import weakref
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from langgraph.store.base import BaseStore, Item, PutOp
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.limits import clip
 from langgraph_toolbudget.core.vectors import tool_text
 
 __all__ = ["DimsMismatchError", "StoreToolIndex"]
@@ -47,6 +51,16 @@ __all__ = ["DimsMismatchError", "StoreToolIndex"]
 PAGE = 1000
 CACHED_QUERIES = 64
 """Recent answers kept: the three ranking nodes of a turn ask the same query once."""
+MAX_PAIRS = 64
+"""(store, catalog) pairs known to be indexed, and pairs whose indexing failed, kept at most
+(each; the least recently used forgotten first): an app that opens a store per request meets a
+new one every run. A forgotten indexed pair reads its stored hashes again (writing nothing); a
+forgotten failure is tried again at the next call."""
+MAX_ERROR_CHARS = 1000
+"""Of a failed indexing's error, the message kept (to raise while waiting) is cut to this."""
+_DIMS_WORDING = re.compile(r"expected \d+ dimensions|dimension mis\w*match", re.IGNORECASE)
+"""A store's own error about vector dimensions: pgvector's "expected 8 dimensions, not 4",
+sqlite-vec's "Dimension mismatch for inserted vector ..." and "Vector dimension mistmatch"."""
 NO_STORE_ERROR = (
     "StoreToolIndex has no store: pass StoreToolIndex(store) or run it inside a graph compiled "
     "with a store (graph.compile(store=...), or LangGraph server's)."
@@ -60,8 +74,8 @@ UNSCORED_ERROR = (
     "{kind} answered a search of {namespace} without similarity scores: it has no vector index "
     "(create it with one, e.g. InMemoryStore(index={{'embed': embeddings, 'dims': 384, "
     "'fields': ['text']}}); under LangGraph server: 'store': {{'index': {{...}}}} in "
-    "langgraph.json), or the tool items there were stored without vectors (delete them: the "
-    "next call writes them again)."
+    "langgraph.json), or the tool items there were stored without vectors (e.g. written before "
+    "the store had its index: delete them, and the next call writes them again, embedded)."
 )
 DIMS_ERROR = (
     "{kind}'s vector index is declared with 'dims': {dims} but its embedding model returns "
@@ -94,9 +108,22 @@ def _check_index(store: BaseStore) -> BaseStore:
     return store
 
 
+def _about_dims(error: BaseException) -> bool:
+    """Whether the store's error (or one it was raised from) is about vector dimensions."""
+    seen: list[BaseException] = []
+    cause: BaseException | None = error
+    while cause is not None and len(seen) < 5 and all(cause is not e for e in seen):
+        if _DIMS_WORDING.search(str(cause)):
+            return True
+        seen.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
 def _dims_mismatch(store: BaseStore, text: str) -> tuple[int, int] | None:
     """(declared, returned) dims when the store's embedding model does not give the vectors
-    its ``index_config`` declares; None when they agree or it cannot be told."""
+    its ``index_config`` declares; None when they agree or it cannot be told. Embeds ``text``:
+    asked only when the store's error is about dimensions (:func:`_about_dims`)."""
     config, embeddings = getattr(store, "index_config", None), getattr(store, "embeddings", None)
     dims = config.get("dims") if isinstance(config, Mapping) else None
     if not isinstance(dims, int) or embeddings is None:
@@ -109,16 +136,44 @@ def _dims_mismatch(store: BaseStore, text: str) -> tuple[int, int] | None:
     return None if got == dims else (dims, got)
 
 
-@dataclass
-class _Failure:
-    """Consecutive failed indexings of one catalog in one store (both held, so their ids are
-    not reused while the failure is remembered)."""
+_Ref = Callable[[], object]
 
-    store: BaseStore
-    catalog: Any
+
+def _ref(obj: object) -> _Ref:
+    """A weak reference to ``obj``; a strong one when it takes none (bounded by MAX_PAIRS)."""
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return lambda: obj
+
+
+@dataclass
+class _Pair:
+    """A (store, catalog index) pair, held weakly: an entry keyed by their ids is theirs only
+    while both live (a new object may get a dead one's id)."""
+
+    store: _Ref
+    catalog: _Ref
+
+    def of(self, store: BaseStore, catalog: Any) -> bool:
+        return self.store() is store and self.catalog() is catalog
+
+
+@dataclass
+class _Failure(_Pair):
+    """Consecutive failed indexings of one pair: the last error's type and message only (the
+    exception's traceback would keep its frames, and every tool text of the batch)."""
+
     count: int
     retry_at: float
-    error: BaseException
+    error: str
+    dims: bool
+
+
+def _unscored(items: Sequence[Item]) -> bool:
+    """Whether a query search answered without any score: a store with no vector index (the
+    check :func:`_check_index` cannot make through a wrapper), or items stored unembedded."""
+    return bool(items) and all(getattr(item, "score", None) is None for item in items)
 
 
 def _retry_after(count: int) -> float:
@@ -153,9 +208,11 @@ class StoreToolIndex:
     Used as ``retriever=`` with ``store=None`` outside a graph with a store, or
     with a graph store that has no index, each turn ranks without it and logs why. A store
     that does not show its index config (LangGraph server's ``BatchedStore`` wraps the real
-    one) is told by its answers: a search without similarity scores means no index. A
-    failed indexing is tried again at the next call, then after :data:`RETRY_AFTER_S`;
-    meanwhile each call raises the last error at once (nothing embedded).
+    one) is told by its answers: a search without similarity scores means no index, or tool
+    items stored without vectors (the next call checks the items again: deleted ones are
+    written again, embedded). A failed indexing is tried again at the next call, then after
+    :data:`RETRY_AFTER_S`; meanwhile each call raises the last error at once (nothing
+    embedded).
 
     Example:
         ```python
@@ -184,8 +241,8 @@ class StoreToolIndex:
             raise ValueError(f"limit must be an integer >= 1, got {limit!r}")
         self.store, self.namespace, self.limit = store, namespace, limit
         self.__name__ = "StoreToolIndex"  # for the nodes' log lines
-        self._indexed: set[tuple[int, int]] = set()
-        self._failures: dict[tuple[int, int], _Failure] = {}
+        self._indexed: OrderedDict[tuple[int, int], _Pair] = OrderedDict()
+        self._failures: OrderedDict[tuple[int, int], _Failure] = OrderedDict()
         self._lock = threading.Lock()
         self._answers: OrderedDict[tuple[int, int, str], dict[str, float]] = OrderedDict()
 
@@ -221,8 +278,9 @@ class StoreToolIndex:
 
         Raises:
             ValueError: the store has no vector index.
-            DimsMismatchError: the store failed to write, and its embedding model does not
-                return the ``dims`` its ``index_config`` declares (a ``ValueError``).
+            DimsMismatchError: the store refused to write for the vectors' dimensions, and its
+                embedding model does not return the ``dims`` its ``index_config`` declares (a
+                ``ValueError``). Any other error of the store is raised as it is.
             RuntimeError: no store (none given, and not inside a graph run with one).
         """
         store = _check_index(self._store())
@@ -240,9 +298,12 @@ class StoreToolIndex:
             try:
                 store.batch(ops)
             except Exception as exc:
-                # pgvector says "expected 8 dimensions, not 4" for every write, for ever.
+                # pgvector says "expected 8 dimensions, not 4" for every write, for ever; any
+                # other failure (a 429 of the embedding service...) may pass.
                 texts_written = [op.value["text"] for op in ops if op.value is not None]
-                mismatch = _dims_mismatch(store, texts_written[0]) if texts_written else None
+                if not texts_written or not _about_dims(exc):
+                    raise
+                mismatch = _dims_mismatch(store, texts_written[0])
                 if mismatch is None:
                     raise
                 kind = type(store).__name__
@@ -252,32 +313,55 @@ class StoreToolIndex:
             self._answers.clear()
         return sum(op.value is not None for op in ops)
 
+    def _is_indexed(self, store: BaseStore, catalog: ToolCatalog, key: tuple[int, int]) -> bool:
+        pair = self._indexed.get(key)
+        return pair is not None and pair.of(store, catalog.index)
+
     def _index_once(self, store: BaseStore, catalog: ToolCatalog, key: tuple[int, int]) -> None:
         """Index ``catalog`` unless it was, or a failure asks to wait; under the lock."""
-        if key in self._indexed:
+        if self._is_indexed(store, catalog, key):
             return
+        self._forget(key)  # a dead pair's answers, whose ids these objects now have
         failure = self._failures.get(key)
+        if failure is not None and not failure.of(store, catalog.index):
+            del self._failures[key]  # a dead pair's, whose ids these objects now have
+            failure = None
         now = time.monotonic()
         if failure is not None and now < failure.retry_at:
-            if isinstance(failure.error, DimsMismatchError):  # a new one: no traceback piles up
-                raise DimsMismatchError(str(failure.error))
+            self._failures.move_to_end(key)
+            if failure.dims:
+                raise DimsMismatchError(failure.error)
             raise RuntimeError(
                 RETRYING_ERROR.format(
                     kind=type(store).__name__,
                     failures=failure.count,
-                    error=repr(failure.error),
+                    error=failure.error,
                     wait=failure.retry_at - now,
                 )
-            ) from failure.error
+            )
         try:
             self.index(catalog)
         except Exception as exc:
             count = 1 if failure is None else failure.count + 1
-            retry_at = math.inf if isinstance(exc, DimsMismatchError) else now + _retry_after(count)
-            self._failures[key] = _Failure(store, catalog.index, count, retry_at, exc)
+            dims = isinstance(exc, DimsMismatchError)
+            retry_at = math.inf if dims else now + _retry_after(count)
+            error = clip(str(exc) if dims else f"{type(exc).__name__}: {exc}", MAX_ERROR_CHARS)
+            pair = _ref(store), _ref(catalog.index)
+            self._failures[key] = _Failure(*pair, count, retry_at, error, dims)
+            self._failures.move_to_end(key)
+            while len(self._failures) > MAX_PAIRS:
+                self._failures.popitem(last=False)
             raise
         self._failures.pop(key, None)
-        self._indexed.add(key)
+        self._indexed[key] = _Pair(_ref(store), _ref(catalog.index))
+        while len(self._indexed) > MAX_PAIRS:
+            self._indexed.popitem(last=False)
+
+    def _forget(self, key: tuple[int, int]) -> None:
+        """Forget that the pair ``key`` is indexed, and its answers kept. Under the lock."""
+        self._indexed.pop(key, None)
+        for cached in [k for k in self._answers if k[:2] == key]:
+            del self._answers[cached]
 
     def __call__(self, query: str, catalog: ToolCatalog) -> dict[str, float]:
         """The tools nearest to ``query`` and their similarity (indexes ``catalog`` once).
@@ -292,31 +376,30 @@ class StoreToolIndex:
         """
         store = self._store()
         catalog_key = (id(store), id(catalog.index))
-        if catalog_key not in self._indexed:
+        if not self._is_indexed(store, catalog, catalog_key):
             with self._lock:
                 self._index_once(store, catalog, catalog_key)
         key = (id(store), id(catalog.index), query)
         with self._lock:
+            if catalog_key in self._indexed:
+                self._indexed.move_to_end(catalog_key)
             cached = self._answers.get(key)
             if cached is not None:
                 self._answers.move_to_end(key)
                 return dict(cached)
         items = store.search(self.namespace, query=query, limit=self.limit)
-        self._check_scored(store, items)
+        if _unscored(items):
+            with self._lock:  # the next call checks the items again, and writes the missing
+                self._forget(catalog_key)
+            raise ValueError(
+                UNSCORED_ERROR.format(kind=type(store).__name__, namespace=self.namespace)
+            )
         answer = {item.key: max(0.0, float(item.score or 0.0)) for item in items}
         with self._lock:
             self._answers[key] = answer
             while len(self._answers) > CACHED_QUERIES:
                 self._answers.popitem(last=False)
         return dict(answer)
-
-    def _check_scored(self, store: BaseStore, items: Sequence[Item]) -> None:
-        """Raise when a query search answered without any score: a store with no vector
-        index (the check :func:`_check_index` cannot make through a wrapper)."""
-        if items and all(getattr(item, "score", None) is None for item in items):
-            raise ValueError(
-                UNSCORED_ERROR.format(kind=type(store).__name__, namespace=self.namespace)
-            )
 
     def __repr__(self) -> str:
         where = type(self.store).__name__ if self.store is not None else "the graph's store"

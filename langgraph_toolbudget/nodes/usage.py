@@ -117,6 +117,10 @@ SHARED_LABEL = "shared"
 """The store namespace label (under ``namespace``) of the operator's records."""
 SCOPE_LABEL = "scope"
 """The store namespace label (under ``namespace``) above each scope's records."""
+LEGACY_MOVED_KEY = "legacy_rows_moved"
+"""The key of the item among the shared rows (no record) that says the rows stored before
+scopes existed (directly under ``namespace``) were moved: read with the shared rows, so a
+first load that finds it asks the store nothing more."""
 APP_REASONS = frozenset({"budget", "relevance", "search", "always", "pinned"})
 """Why a visible tool is visible, when the app chose it (see ``core/reasons.py``); any other
 reason (``add_tool``, ``request_more_tools``, ``included``...) is the model's or the
@@ -512,7 +516,7 @@ class ToolUsage:
         logged: one bad row must not fail every run that loads the history."""
         records, skipped = [], 0
         for i, item in enumerate(items):
-            if tuple(item.namespace) != namespace:
+            if tuple(item.namespace) != namespace or self._is_marker(item):
                 continue
             value = item.value
             try:
@@ -537,36 +541,58 @@ class ToolUsage:
         and end with it match: itself, or an odd one another writer made)."""
         return {"prefix": self.namespace, "suffix": self.namespace, "limit": PAGE}
 
-    def _legacy_items(self, store: BaseStore) -> list[Any]:
+    def _is_marker(self, item: Any) -> bool:
+        """Whether a stored item is the one that says the legacy rows were moved."""
+        return item.key == LEGACY_MOVED_KEY and tuple(item.namespace) == self._namespace(None)
+
+    def _moved(self) -> PutOp:
+        """The op that writes the item saying the legacy rows were moved."""
+        value = {"moved_at": time.time()}
+        return PutOp(self._namespace(None), LEGACY_MOVED_KEY, value, index=False)
+
+    def _legacy_items(self, store: BaseStore, shared: list[Any]) -> list[Any] | None:
         """The rows stored directly under ``namespace``: read (with every row below it, as a
-        search reads) only when the store says there are some, so once, before they move."""
+        search reads) only when the ``shared`` rows hold no item saying they were moved and
+        the store lists that namespace; None when nothing was read. ``InMemoryStore`` keeps
+        listing a namespace whose rows were deleted (or merely read), so that item, written
+        when they move, is what ends the reads."""
+        if any(self._is_marker(item) for item in shared):
+            return None
         if self.namespace not in store.list_namespaces(**self._legacy_check()):
-            return []
+            return None
         return self._legacy(self._items(store, self.namespace))
 
-    async def _alegacy_items(self, store: BaseStore) -> list[Any]:
+    async def _alegacy_items(self, store: BaseStore, shared: list[Any]) -> list[Any] | None:
         """Async :meth:`_legacy_items`."""
+        if any(self._is_marker(item) for item in shared):
+            return None
         found = await _acall(store, "alist_namespaces", "list_namespaces", **self._legacy_check())
         if self.namespace not in found:
-            return []
+            return None
         return self._legacy(await self._aitems(store, self.namespace))
 
-    def _attach_shared(self, store: BaseStore, shared: list[Any], legacy: list[Any]) -> list[PutOp]:
+    def _attach_shared(
+        self, store: BaseStore, shared: list[Any], legacy: list[Any] | None
+    ) -> list[PutOp]:
         """Make ``store`` the attached one and its shared rows the shared history; the store
         ops. Records made before any store was known join it, and rows stored before scopes
         existed (directly under ``namespace``, all observed: they rank once corroborated) move
-        among them. After another store, the histories start afresh: theirs are that store's."""
+        among them, then the marker that says so is written (``legacy``: None when they were
+        not looked for). After another store, the histories start afresh: theirs are that
+        store's."""
         with self._attach_lock:
             if store is self._attached:
                 return []
             switched = self._attached is not None
             rows = self._records(shared, self._namespace(None), True)
-            old = self._records(legacy, self.namespace, False)
+            old = self._records(legacy or [], self.namespace, False)
             memory = [] if switched else self.history.records()
             history, ops = self._merged(memory, None, rows + old)
             kept = {_key(r) for r in history.records()}
             ops += [self._put(None, r) for r in old if _key(r) in kept]
-            ops += [PutOp(self.namespace, item.key, None) for item in legacy]
+            ops += [PutOp(self.namespace, item.key, None) for item in legacy or []]
+            if legacy is not None:  # after the moves: a failed write leaves no marker
+                ops.append(self._moved())
             self.history = history
             if switched:
                 self._scopes.clear()
@@ -605,9 +631,9 @@ class ToolUsage:
             return
         if store is not self._attached:
             shared = self._items(store, self._namespace(None))
-            legacy = self._legacy_items(store)
+            legacy = self._legacy_items(store, shared)
             ops = self._attach_shared(store, shared, legacy)
-            self._bound(store, ops, [*shared, *legacy])
+            self._bound(store, ops, [*shared, *(legacy or [])])
         scope = self._unloaded(store, config)
         if scope is not None:
             items = self._items(store, self._namespace(scope))
@@ -620,9 +646,9 @@ class ToolUsage:
             return
         if store is not self._attached:
             shared = await self._aitems(store, self._namespace(None))
-            legacy = await self._alegacy_items(store)
+            legacy = await self._alegacy_items(store, shared)
             ops = self._attach_shared(store, shared, legacy)
-            await self._abound(store, ops, [*shared, *legacy])
+            await self._abound(store, ops, [*shared, *(legacy or [])])
         scope = self._unloaded(store, config)
         if scope is not None:
             items = await self._aitems(store, self._namespace(scope))
@@ -1054,7 +1080,7 @@ class ToolUsage:
                 # by offset skipped rows that other workers' deletes moved up meanwhile.
                 while True:
                     page = store.search(self.namespace, filter=where, limit=PAGE)
-                    _batch(store, _deletes(page))
+                    _batch(store, [op for op in _deletes(page) if not self._is_marker(op)])
                     if len(page) < PAGE:
                         break
         return dropped
@@ -1075,7 +1101,7 @@ class ToolUsage:
                     page = await _acall(
                         store, "asearch", "search", self.namespace, filter=where, limit=PAGE
                     )
-                    await _abatch(store, _deletes(page))
+                    await _abatch(store, [op for op in _deletes(page) if not self._is_marker(op)])
                     if len(page) < PAGE:
                         break
         return dropped
@@ -1088,6 +1114,8 @@ class ToolUsage:
             rows = [(scope, r) for scope, h in self._histories() for r in h.records()]
         for i, item in enumerate(items or ()):
             ns = tuple(item.namespace)
+            if self._is_marker(item):
+                continue
             if ns == self._namespace(None):
                 rows.append((None, _row(item.value, i, True)))
             elif ns[: len(self.namespace) + 1] == (*self.namespace, SCOPE_LABEL):
@@ -1188,8 +1216,10 @@ class ToolUsage:
         """Add exported rows (from :meth:`export`), oldest first, under this history's bounds;
         :meth:`aimport_` in async code.
 
-        A row without ``trusted`` is yours, so trusted; its ``scope`` (None: shared) says
-        which history it joins.
+        A row's ``scope`` says which history it joins. A row without one (None) joins the
+        shared history as yours: trusted, unless it says ``"trusted": false``. A row with a
+        scope joins that scope's history as observed, whatever its ``trusted`` says (a scope
+        holds observed records only): import it without its ``scope`` to vouch for it.
 
         Returns:
             How many rows were read.
