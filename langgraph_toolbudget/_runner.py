@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import contextvars
 import logging
 import threading
 from collections.abc import Coroutine
@@ -81,6 +82,13 @@ def _run_forever(loop: asyncio.AbstractEventLoop) -> None:
             loop.close()
 
 
+def _start_loop(name: str) -> tuple[asyncio.AbstractEventLoop, threading.Thread]:
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=_run_forever, args=(loop,), name=name, daemon=True)
+    thread.start()
+    return loop, thread
+
+
 class BackgroundLoop:
     """An event loop that runs forever on its own daemon thread, started on first use.
 
@@ -108,12 +116,12 @@ class BackgroundLoop:
         """The event loop, started (or restarted after :meth:`stop` or a fork) if needed."""
         with self._lock:
             if self._loop is None or self._thread is None or not self._thread.is_alive():
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(
-                    target=_run_forever, args=(loop,), name=self.name, daemon=True
-                )
-                thread.start()
-                self._loop, self._thread = loop, thread
+                # In an empty context: the loop's own handles (its self-pipe reader) keep a
+                # copy of the context it is made in for the life of the process, and the first
+                # use is often inside a graph run, whose context reaches the run's graph and
+                # every catalog it uses (a catalog dropped after the run would never be
+                # collected). A thread may copy it too (Python 3.14's thread_inherit_context).
+                self._loop, self._thread = contextvars.Context().run(_start_loop, self.name)
             return self._loop
 
     def in_loop_thread(self) -> bool:

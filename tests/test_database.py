@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import signal
 import sqlite3
+import sys
+import threading
 import time
 import tracemalloc
 from pathlib import Path
@@ -39,7 +43,7 @@ from langgraph_toolbudget import (
 from langgraph_toolbudget.core.hashing import HashingEmbeddings
 from langgraph_toolbudget.database import ReadOnlyCheck, SqlError, check_read_only
 from langgraph_toolbudget.database import toolbox as toolbox_module
-from langgraph_toolbudget.database.toolbox import _sqlite_connect
+from langgraph_toolbudget.database.toolbox import _sqlite_connect, _SqliteProgress
 from langgraph_toolbudget.execution.builtins import Builtins
 from langgraph_toolbudget.testing import ScriptedChatModel
 
@@ -314,7 +318,7 @@ def test_the_sqlite_connection_refuses_writes_on_its_own(shop: Path, sql: str):
     """The second wall: the model's connection (read-only, with the authorizer) refuses
     what the check would have refused, if a statement ever got past the check."""
     before = digest(shop)
-    conn = _sqlite_connect(shop, deadline=float("inf"), timeout_s=1)
+    conn = _sqlite_connect(shop, _SqliteProgress(float("inf")), timeout_s=1)
     try:
         with pytest.raises(sqlite3.DatabaseError, match="not authorized|readonly|prohibited"):
             conn.execute(sql.format(dir=shop.parent))
@@ -339,6 +343,41 @@ def test_a_slow_query_is_stopped_by_the_timeout_on_sqlite(shop: Path):
     )
     with pytest.raises(SqlError, match=r"ran longer than 0.5 s and was stopped"):
         toolbox.execute("shop", endless)
+
+
+def _interrupt_main_thread_in_sqlite_query() -> None:
+    """Ctrl-C (SIGINT) once the main thread is in the toolbox's SQLite query (within 8 s)."""
+    main, query = threading.main_thread().ident, DatabaseToolbox._sqlite.__code__
+    deadline = time.monotonic() + 8
+    while time.monotonic() < deadline:
+        frame = sys._current_frames().get(main)
+        if frame is not None and frame.f_code is query:
+            time.sleep(0.2)  # well into the query (it runs for ever)
+            os.kill(os.getpid(), signal.SIGINT)
+            return
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("stopped_in", ["query", "count"])
+def test_ctrl_c_during_an_sqlite_query_raises_keyboard_interrupt_out_of_invoke(
+    shop: Path, stopped_in: str
+):
+    """SQLite discards an exception raised in its progress handler: Ctrl-C was reported to the
+    model as the timeout (or, while counting the rows, as a total not counted in time), and
+    the run went on to call the model again."""
+    endless = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT "
+    # Counting, a row every 100,000 steps: Ctrl-C lands in the progress handler, not between rows
+    rare = "x FROM n WHERE x % 100000 = 0"
+    sql = endless + ("count(*) FROM n" if stopped_in == "query" else rare)
+    call = {"name": "execute_sql", "args": {"source": "shop", "sql": sql}, "id": "q1"}
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[call]), AIMessage("again")])
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"}, timeout_s=10, max_rows=1)
+    graph = create_toolbudget_agent(model, CATALOG, database_toolbox=toolbox).compile()
+    threading.Thread(target=_interrupt_main_thread_in_sqlite_query, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        graph.invoke({"messages": [HumanMessage("count")]})
+    assert len(model.calls) == 1  # not called again with a made-up timeout
+    assert toolbox.execute("shop", "SELECT count(*) AS n FROM orders").rows == [{"n": 500}]
 
 
 def test_one_long_sqlite_function_call_cannot_outrun_the_timeout(shop: Path):

@@ -7,20 +7,25 @@ is in ``tests/test_mcp_faults.py``.
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
 import os
 import sys
 import time
+import weakref
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, HumanMessage
 from mcp_servers.faults import SERVER
 
-from langgraph_toolbudget import load_mcp_catalog
-from langgraph_toolbudget.mcp import MCPLoadWarning
+from langgraph_toolbudget import create_toolbudget_agent, load_mcp_catalog
+from langgraph_toolbudget.mcp import MCPLoadWarning, load_mcp_catalog_sync
 from langgraph_toolbudget.mcp.stdio import LineSplitter, _unreadable, stdio_parameters
+from langgraph_toolbudget.testing import ScriptedChatModel
 
 HOSTILE = Path(__file__).resolve().parent / "mcp_servers" / "hostile_server.py"
 
@@ -91,6 +96,40 @@ async def test_a_stray_line_on_stdout_does_not_break_the_session(caplog):
         assert catalog.mcp.sessions_opened("faults") == 1
     assert (first, second) == ("still here", "and here")
     assert "not a JSON-RPC message" in caplog.text
+
+
+def _running(pid: int) -> bool:
+    """Is ``pid`` a live process (not a zombie waiting to be reaped)?"""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_catalog_dropped_after_graph_runs_is_collected_and_its_server_stopped():
+    # A run's heartbeat task (kept on the session's generation, which the server's owner task
+    # holds) kept a copy of the run's context: LangGraph's config, so the graph and the
+    # catalog. A notebook cell run again piled up servers (docs/mcp.md promises otherwise).
+    connection = {"transport": "stdio", "command": sys.executable, "args": [str(SERVER)]}
+    catalog = load_mcp_catalog_sync(
+        {"faults": connection}, server_defaults={"faults": {"include": "always"}}
+    )
+    call = AIMessage("", tool_calls=[{"name": "server_pid", "args": {}, "id": "c1"}])
+    model = ScriptedChatModel(responses=[call, AIMessage("done")] * 2, cycle=False)
+    graph = create_toolbudget_agent(model, catalog).compile()
+    ran = graph.invoke({"messages": [HumanMessage("pid?")]})
+    ran_async = asyncio.run(graph.ainvoke({"messages": [HumanMessage("pid?")]}))
+    pids = {int(_text(out["messages"][2].content)) for out in (ran, ran_async)}
+    assert len(pids) == 1, pids  # one server, called under invoke and ainvoke
+    (pid,) = pids
+    collected = weakref.ref(catalog)
+    del catalog, model, graph, ran, ran_async
+    deadline = time.monotonic() + 10  # its finalizer closes the session: the server exits
+    while (collected() is not None or _running(pid)) and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.05)
+    assert collected() is None
+    assert not _running(pid)
 
 
 def _deep(depth: int) -> str:

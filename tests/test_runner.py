@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
 import threading
 import time
+import weakref
 
 import pytest
 
@@ -132,6 +134,33 @@ def test_a_stopped_loop_starts_again_on_next_use():
     second = runner.run_sync(current_loop())
     assert second is not first and not second.is_closed()
     runner.stop()
+
+
+def test_a_loop_first_used_inside_a_run_keeps_nothing_of_the_runs_context():
+    # The loop's self-pipe handle kept a copy of the context it was made in for the life of
+    # the process: made in a graph run, that held the run's graph and its catalog forever.
+    class RunConfig:
+        pass
+
+    run_config: contextvars.ContextVar[RunConfig] = contextvars.ContextVar("run_config")
+    config = RunConfig()
+    collected = weakref.ref(config)
+    runner = BackgroundLoop("toolbudget-test")
+
+    def first_use_in_a_run(config: RunConfig) -> None:
+        run_config.set(config)
+        assert runner.run_sync(asyncio.sleep(0, "ran"), timeout=5) == "ran"
+
+    contextvars.copy_context().run(first_use_in_a_run, config)
+    try:
+        del config
+        deadline = time.monotonic() + 5  # the loop's last callback may still hold it a moment
+        while collected() is not None and time.monotonic() < deadline:
+            gc.collect()
+            time.sleep(0.01)
+        assert collected() is None
+    finally:
+        runner.stop()
 
 
 def test_mcp_runtime_sessions_live_on_the_mcp_loop_and_refuse_nested_sync_calls():

@@ -34,7 +34,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -495,9 +495,9 @@ class DatabaseToolbox:
 
     def _sqlite(self, src: _Source, sql: str, check: ReadOnlyCheck) -> QueryResult:
         assert src.path is not None
-        deadline = time.monotonic() + self.timeout_s
+        progress = _SqliteProgress(time.monotonic() + self.timeout_s)
         try:
-            conn = _sqlite_connect(src.path, deadline, self.timeout_s)
+            conn = _sqlite_connect(src.path, progress, self.timeout_s)
         except sqlite3.Error as exc:
             raise self._down(src, exc) from None
         try:
@@ -505,6 +505,7 @@ class DatabaseToolbox:
                 try:
                     conn.execute("EXPLAIN " + sql)
                 except sqlite3.Error as exc:
+                    progress.raise_caught()
                     raise self._sqlite_error(src, exc) from None
                 raise SqlError(UNCHECKABLE_ERROR.format(reason=check.reason), refused=True)
             try:
@@ -520,8 +521,10 @@ class DatabaseToolbox:
                         for _ in cursor:
                             total = (total or 0) + 1
                     except sqlite3.OperationalError:  # out of time while counting
+                        progress.raise_caught()
                         total = None
             except sqlite3.Error as exc:
+                progress.raise_caught()
                 raise self._sqlite_error(src, exc) from None
             return QueryResult(src.name, answer.columns, answer.rows, total, self.max_rows)
         finally:
@@ -680,14 +683,54 @@ class DatabaseToolbox:
         raise SqlError(UNCHECKABLE_ERROR.format(reason=check.reason), refused=True)
 
 
-def _sqlite_connect(path: Path, deadline: float | None, timeout_s: float) -> sqlite3.Connection:
-    """A read-only connection to ``path`` (``mode=ro``); with a ``deadline``, the model's
-    connection: the read-only authorizer, texts cut as they are read, length limits and the
-    progress handler."""
+class _SqliteProgress:
+    """SQLite's progress handler for one query (:attr:`check`): it stops the query at
+    ``deadline``, or at once when a signal handler raised in it (Ctrl-C's
+    ``KeyboardInterrupt``), whose exception :meth:`raise_caught` raises once the query stopped.
+
+    sqlite3 discards an exception raised in its progress handler and fails the query with
+    ``OperationalError('interrupted')``, which would read as the timeout: the model was told
+    the query ran too long and the run went on. A function cannot catch it either, as a
+    signal handler runs as the function starts, before its ``try``; a generator resumed at a
+    ``yield`` inside its ``try`` can, so the handler is a generator's ``__next__``.
+
+    Args:
+        deadline: when the query is stopped, a ``time.monotonic()``.
+    """
+
+    def __init__(self, deadline: float) -> None:
+        self.caught: BaseException | None = None
+        checks = self._checks(deadline)
+        next(checks)  # up to the first yield, inside the try
+        self.check = checks.__next__
+
+    def _checks(self, deadline: float) -> Iterator[int]:
+        try:
+            while True:
+                yield int(time.monotonic() > deadline)
+        except GeneratorExit:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - raised again by raise_caught
+            self.caught = exc
+        while True:  # a second signal ends the generator: its StopIteration stops SQLite too
+            yield 1
+
+    def raise_caught(self) -> None:
+        """Raise the exception the handler caught, if any (the query it stopped failed)."""
+        if self.caught is not None:
+            raise self.caught from None  # not "during handling of OperationalError"
+
+
+def _sqlite_connect(
+    path: Path, progress: _SqliteProgress | None, timeout_s: float
+) -> sqlite3.Connection:
+    """A read-only connection to ``path`` (``mode=ro``); with a ``progress`` handler, the
+    model's connection: the read-only authorizer, texts cut as they are read, length limits
+    and the progress handler."""
     if not path.is_file():
         raise sqlite3.OperationalError(f"unable to open database file {str(path)!r} (no such file)")
     conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=timeout_s)
-    if deadline is None:
+    if progress is None:
         return conn
     conn.set_authorizer(_sqlite_authorizer)
     conn.text_factory = sqlite_text
@@ -697,7 +740,7 @@ def _sqlite_connect(path: Path, deadline: float | None, timeout_s: float) -> sql
         (sqlite3.SQLITE_LIMIT_ATTACHED, 0),
     ):
         conn.setlimit(limit, value)
-    conn.set_progress_handler(lambda: int(time.monotonic() > deadline), PROGRESS_STEPS)
+    conn.set_progress_handler(progress.check, PROGRESS_STEPS)
     return conn
 
 

@@ -6,6 +6,7 @@ Its one reason to change: how one server's session is kept alive.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import os
 import time
@@ -96,6 +97,32 @@ def _retrieve(fut: asyncio.Future[Any]) -> None:
         fut.exception()
 
 
+def _background_task(
+    coro: Coroutine[Any, Any, T],
+    *,
+    name: str | None = None,
+    on_done: tuple[Callable[[asyncio.Task[T]], object], ...] = (),
+) -> asyncio.Task[T]:
+    """A task on the running loop that may outlive the call starting it, in an empty context.
+
+    A task runs in a copy of the context it is created in, and a done callback in a copy of
+    the one it is added in, which the task keeps (the callback's until it is done). Made in
+    a graph run, that copy holds LangGraph's run config, so the run's graph and every tool
+    and catalog it reaches: a session's owner task runs as long as its server, and kept a
+    catalog dropped after the run (a notebook cell run again) from being collected and its
+    servers from being stopped.
+
+    Args:
+        coro: the task's coroutine.
+        name: the task's name.
+        on_done: callbacks called with the task once it is done.
+    """
+    task = asyncio.get_running_loop().create_task(coro, name=name, context=contextvars.Context())
+    for callback in on_done:
+        task.add_done_callback(callback, context=contextvars.Context())
+    return task
+
+
 @dataclass(eq=False)
 class _Generation:
     """One opened session of a server: the session, its owner task and its events."""
@@ -112,6 +139,13 @@ class _Generation:
     probe: asyncio.Task[None] | None = None
     pid: int = field(default_factory=os.getpid)
     """The process that opened it: a forked copy has neither its tasks nor its transport."""
+
+    def forget(self, task: asyncio.Task[None]) -> None:
+        """Drop a finished heartbeat or probe task: the generation keeps no finished task."""
+        if self.heartbeat is task:
+            self.heartbeat = None
+        if self.probe is task:
+            self.probe = None
 
     async def answer(self, request: Coroutine[Any, Any, T]) -> T:
         """``request``'s result, or at once an error if the transport handed the session an
@@ -268,7 +302,7 @@ class _ServerSession:
                 ready.set_exception(ConnectionError(unreadable_reason(exc)))
 
         closing, dead = asyncio.Event(), asyncio.Event()
-        owner = loop.create_task(
+        owner = _background_task(
             self._own(ready, closing, dead, report), name=f"mcp-session-{self.name}"
         )
         since = SINCE_LOAD if deadline is not None else SINCE_OPEN
@@ -353,10 +387,8 @@ class _ServerSession:
         self._spawn(self._close_generation(gen))
 
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
+        task = _background_task(coro, on_done=(self._background.discard, _retrieve))
         self._background.add(task)
-        task.add_done_callback(self._background.discard)
-        task.add_done_callback(_retrieve)
 
     # -- calls --
 
@@ -443,7 +475,8 @@ class _ServerSession:
         watch = loop.create_task(gen.dead.wait())
         gen.inflight += 1
         if self.heartbeat_s and (gen.heartbeat is None or gen.heartbeat.done()):
-            gen.heartbeat = loop.create_task(self._beat(gen, self.heartbeat_s))
+            beat = self._beat(gen, self.heartbeat_s)
+            gen.heartbeat = _background_task(beat, on_done=(gen.forget,))
         try:
             await asyncio.wait({call, watch}, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
@@ -452,8 +485,7 @@ class _ServerSession:
             if notify_cancel and sent is not None and not gen.dead.is_set():
                 self._spawn(self._notify_cancelled(session, sent))
             if not gen.dead.is_set() and (gen.probe is None or gen.probe.done()):
-                gen.probe = loop.create_task(self._probe(gen))
-                gen.probe.add_done_callback(_retrieve)
+                gen.probe = _background_task(self._probe(gen), on_done=(_retrieve, gen.forget))
             raise
         finally:
             watch.cancel()
