@@ -196,8 +196,9 @@ def test_sqlite_store_ranks_as_the_scorer_and_a_reopened_file_embeds_nothing(tmp
 def _server_store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, inner: Any) -> Any:
     """``inner`` wrapped as LangGraph server (``langgraph dev``) hands it to a graph: in
     langgraph_runtime_inmem's ``BatchedStore``, which shows no ``index_config``."""
-    monkeypatch.setenv("LANGGRAPH_DISABLE_FILE_PERSISTENCE", "true")  # no flush thread, no file
-    monkeypatch.chdir(tmp_path)  # the module makes .langgraph_api/ where it is first imported
+    # The module makes .langgraph_api/ where it is first imported. (Not
+    # LANGGRAPH_DISABLE_FILE_PERSISTENCE: langgraph-runtime-inmem 0.14 fails to import with it.)
+    monkeypatch.chdir(tmp_path)
     from langgraph_runtime_inmem.store import BatchedStore
 
     return BatchedStore(inner)
@@ -342,7 +343,8 @@ def test_failed_and_indexed_stores_are_remembered_bounded_and_weakly() -> None:
     gc.collect()
     assert all(f.store() is None for f in index._failures.values())  # the stores are freed
 
-    # A new store may get a dead one's id: it was taken as indexed, and answered nothing.
+    # A new store may get a dead one's id (CPython reuses the freed address, mostly at once):
+    # it was taken as indexed, and answered nothing. Every new store must answer.
     ids: set[int] = set()
     for _ in range(200):
         store = InMemoryStore(index=index_config(HashingEmbeddings(DIMS)))
@@ -353,8 +355,6 @@ def test_failed_and_indexed_stores_are_remembered_bounded_and_weakly() -> None:
         gc.collect()
         if reused:
             break
-    else:
-        pytest.skip("no store got a dead one's id in 200 tries")
     assert len(index._indexed) <= MAX_PAIRS
 
 
