@@ -8,6 +8,7 @@ SQLite file byte for byte (and no file created beside it), the PostgreSQL rows a
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -41,7 +42,7 @@ from langgraph_toolbudget import (
     create_toolbudget_agent,
 )
 from langgraph_toolbudget.core.hashing import HashingEmbeddings
-from langgraph_toolbudget.database import ReadOnlyCheck, SqlError, check_read_only
+from langgraph_toolbudget.database import QueryStop, ReadOnlyCheck, SqlError, check_read_only
 from langgraph_toolbudget.database import toolbox as toolbox_module
 from langgraph_toolbudget.database.toolbox import _sqlite_connect, _SqliteProgress
 from langgraph_toolbudget.execution.builtins import Builtins
@@ -377,6 +378,71 @@ def test_ctrl_c_during_an_sqlite_query_raises_keyboard_interrupt_out_of_invoke(
     with pytest.raises(KeyboardInterrupt):
         graph.invoke({"messages": [HumanMessage("count")]})
     assert len(model.calls) == 1  # not called again with a made-up timeout
+    assert toolbox.execute("shop", "SELECT count(*) AS n FROM orders").rows == [{"n": 500}]
+
+
+class _TimedToolbox(DatabaseToolbox):
+    """A toolbox that notes when each query started and ended (in any thread)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.started, self.ended = threading.Event(), threading.Event()
+
+    def execute(self, source: str, sql: str, *, stop: QueryStop | None = None) -> Any:
+        self.started.set()
+        try:
+            return super().execute(source, sql, stop=stop)
+        finally:
+            self.ended.set()
+
+
+async def _cancel_a_query_under_ainvoke(toolbox: _TimedToolbox, sql: str) -> float:
+    """Cancel an `ainvoke` while its `execute_sql` runs; the seconds the query then ran on."""
+    call = {"name": "execute_sql", "args": {"source": next(iter(toolbox.source_names)), "sql": sql}}
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[{**call, "id": "q1"}])])
+    graph = create_toolbudget_agent(model, CATALOG, database_toolbox=toolbox).compile()
+    run = asyncio.create_task(graph.ainvoke({"messages": [HumanMessage("count")]}))
+    assert await asyncio.to_thread(toolbox.started.wait, 10)
+    await asyncio.sleep(0.3)  # well into the query
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    cancelled = time.monotonic()
+    assert await asyncio.to_thread(toolbox.ended.wait, 15)
+    return time.monotonic() - cancelled
+
+
+async def test_a_cancelled_async_run_stops_its_sqlite_query(shop: Path):
+    """Under `ainvoke` the query runs in a worker thread, which the cancellation does not
+    stop: it ran on until `timeout_s`, holding a thread and the file."""
+    toolbox = _TimedToolbox({"shop": f"sqlite:///{shop}"}, timeout_s=12)
+    endless = (
+        "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n"
+    )
+    assert await _cancel_a_query_under_ainvoke(toolbox, endless) < 2
+
+
+async def test_a_cancelled_async_run_stops_its_postgres_query(crm: str):
+    toolbox = _TimedToolbox({"crm": crm}, timeout_s=12)
+    assert await _cancel_a_query_under_ainvoke(toolbox, "SELECT pg_sleep(11)") < 2
+    with psycopg.connect(crm) as conn:  # the server cancelled it too
+        running = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(11)%' "
+            "AND state = 'active' AND pid <> pg_backend_pid()"
+        ).fetchone()
+    assert running == (0,)
+    assert toolbox.execute("crm", "SELECT 1 AS one").rows == [{"one": 1}]  # the pool is fine
+
+
+def test_a_query_stop_set_before_the_query_stops_it_at_once(shop: Path):
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"}, timeout_s=12)
+    stop = QueryStop()
+    stop.set()
+    endless = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) "
+    start = time.monotonic()
+    with pytest.raises(SqlError, match=r"the query was stopped \(its run was cancelled\)"):
+        toolbox.execute("shop", endless + "FROM n", stop=stop)
+    assert time.monotonic() - start < 2
     assert toolbox.execute("shop", "SELECT count(*) AS n FROM orders").rows == [{"n": 500}]
 
 

@@ -9,6 +9,13 @@ Needs the ``database`` extra (SQLAlchemy, sqlglot); see ``docs/database.md``.
 """
 
 from langgraph_toolbudget.database.guard import ReadOnlyCheck, check_read_only
-from langgraph_toolbudget.database.toolbox import DatabaseToolbox, QueryResult, SqlError
+from langgraph_toolbudget.database.toolbox import DatabaseToolbox, QueryResult, QueryStop, SqlError
 
-__all__ = ["DatabaseToolbox", "QueryResult", "ReadOnlyCheck", "SqlError", "check_read_only"]
+__all__ = [
+    "DatabaseToolbox",
+    "QueryResult",
+    "QueryStop",
+    "ReadOnlyCheck",
+    "SqlError",
+    "check_read_only",
+]

@@ -22,6 +22,7 @@ Key Components:
     - :class:`DatabaseToolbox`: the sources, their schemas, ``search`` and ``execute``.
     - :class:`QueryResult`: a query's columns, rows (capped) and total.
     - :class:`SqlError`: a refused or failed query (its message is for the model).
+    - :class:`QueryStop`: stops a query running in another thread (a cancelled async run).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,7 @@ __all__ = [
     "DATABASE_MISSING_ERROR",
     "DatabaseToolbox",
     "QueryResult",
+    "QueryStop",
     "SqlError",
 ]
 
@@ -101,6 +103,7 @@ TIMEOUT_ERROR = (
     "Error: the query ran longer than {timeout:g} s and was stopped (DatabaseToolbox "
     "timeout_s). Make it cheaper: filter with WHERE, aggregate, or add a LIMIT."
 )
+STOPPED_ERROR = "Error: the query was stopped (its run was cancelled)."
 DATABASE_ERROR = (
     "Error: the database ({dialect}) rejected the query: {message}\nFix the SQL and call "
     "execute_sql again (search_schemas shows the tables and columns)."
@@ -462,8 +465,15 @@ class DatabaseToolbox:
 
     # --- queries ------------------------------------------------------------------------------
 
-    def execute(self, source: str, sql: str) -> QueryResult:
+    def execute(self, source: str, sql: str, *, stop: QueryStop | None = None) -> QueryResult:
         """Run one read-only statement on ``source``.
+
+        Args:
+            source: the source's name.
+            sql: one statement that only reads.
+            stop: set from another thread, it stops the query at once (the database
+                cancels it); the async ``execute_sql`` sets it when its run is cancelled,
+                so the query does not run on in its thread until the timeout.
 
         Raises:
             SqlError: an unknown source, a statement that does not only read (``refused``),
@@ -482,9 +492,14 @@ class DatabaseToolbox:
         check = check_read_only(sql, src.dialect)
         if not check.ok and not check.ask_database:
             raise SqlError(check.reason, refused=True)
-        if src.dialect == "sqlite":
-            return self._sqlite(src, sql, check)
-        return self._postgres(src, sql, check)
+        try:
+            if src.dialect == "sqlite":
+                return self._sqlite(src, sql, check, stop)
+            return self._postgres(src, sql, check, stop)
+        except SqlError:
+            if stop is not None and stop.is_set():  # not the timeout, nor the SQL's fault
+                raise SqlError(STOPPED_ERROR) from None
+            raise
 
     def _down(self, src: _Source, exc: BaseException) -> SqlError:
         others = self.quoted_names(but=src.name) or "none"
@@ -493,14 +508,16 @@ class DatabaseToolbox:
     def _timeout(self) -> SqlError:
         return SqlError(TIMEOUT_ERROR.format(timeout=self.timeout_s))
 
-    def _sqlite(self, src: _Source, sql: str, check: ReadOnlyCheck) -> QueryResult:
+    def _sqlite(
+        self, src: _Source, sql: str, check: ReadOnlyCheck, stop: QueryStop | None = None
+    ) -> QueryResult:
         assert src.path is not None
-        progress = _SqliteProgress(time.monotonic() + self.timeout_s)
+        progress = _SqliteProgress(time.monotonic() + self.timeout_s, stop)
         try:
             conn = _sqlite_connect(src.path, progress, self.timeout_s)
         except sqlite3.Error as exc:
             raise self._down(src, exc) from None
-        try:
+        with contextlib.closing(conn):
             if check.ask_database:  # compile it only (EXPLAIN runs nothing): the database's error
                 try:
                     conn.execute("EXPLAIN " + sql)
@@ -527,8 +544,6 @@ class DatabaseToolbox:
                 progress.raise_caught()
                 raise self._sqlite_error(src, exc) from None
             return QueryResult(src.name, answer.columns, answer.rows, total, self.max_rows)
-        finally:
-            conn.close()
 
     def _busy(self, src: _Source, exc: BaseException) -> SqlError:
         return SqlError(BUSY_ERROR.format(source=src.name, error=_short_error(exc)))
@@ -554,9 +569,10 @@ class DatabaseToolbox:
         shown = clip(message, MESSAGE_CHARS)
         return SqlError(DATABASE_ERROR.format(dialect="SQLite", message=shown))
 
-    def _postgres(self, src: _Source, sql: str, check: ReadOnlyCheck) -> QueryResult:
+    def _postgres(
+        self, src: _Source, sql: str, check: ReadOnlyCheck, stop: QueryStop | None = None
+    ) -> QueryResult:
         import psycopg
-        from psycopg import sql as pgsql
         from sqlalchemy.exc import SQLAlchemyError
 
         try:
@@ -566,51 +582,8 @@ class DatabaseToolbox:
         deadline = time.monotonic() + self.timeout_s  # one for every statement of the query
         try:
             conn: Any = raw.driver_connection
-            conn.rollback()
-            with conn.cursor() as cursor:
-                cursor.execute("SET TRANSACTION READ ONLY")
-                if not _postgres_time_left(cursor, deadline):  # a timeout_s under 1 ms
-                    raise self._timeout()
-            if check.ask_database:
-                self._postgres_parse(conn, sql, check)
-            if check.explain:
-                if not sql.lstrip()[:7].upper() == "EXPLAIN":  # the plan of one statement only
-                    raise SqlError(UNCHECKABLE_ERROR.format(reason="not an EXPLAIN"), refused=True)
-                with conn.cursor() as cursor:
-                    _load_cut(cursor)
-                    cursor.execute(sql, prepare=True)  # extended protocol: one statement
-                    answer = AnswerRows([d.name for d in cursor.description or ()], self.max_rows)
-                    for row in cursor:  # a plan: a few rows
-                        answer.add(row)
-                total: int | None = answer.seen
-                return QueryResult(src.name, answer.columns, answer.rows, total, self.max_rows)
-            name = "toolbudget_" + uuid.uuid4().hex[:12]
-            fetch = pgsql.SQL("FETCH FORWARD {} FROM {}").format(
-                self.max_rows + 1, pgsql.Identifier(name)
-            )
-            with conn.cursor(name=name) as cursor, conn.cursor() as fetcher:
-                cursor.execute(sql)  # DECLARE ... CURSOR FOR, extended protocol (planned here)
-                answer = AnswerRows([d.name for d in cursor.description or ()], self.max_rows)
-                _load_cut(fetcher)
-                if not _postgres_time_left(fetcher, deadline):
-                    raise self._timeout()
-                rows = fetcher.stream(fetch)  # one row in memory at a time, one round trip
-                with contextlib.closing(rows):  # the stream holds the connection's lock
-                    for row in rows:
-                        answer.add(row)
-                        if time.monotonic() > deadline:
-                            # A FETCH's rows are gathered, then sent whatever statement_timeout
-                            # says (201 rows of 10 MB: 13 s at timeout_s=5); only closing the
-                            # connection stops the server.
-                            conn.close()
-                            break
-                total = answer.seen
-                if conn.closed and not answer.full:
-                    raise self._timeout()
-                if answer.full:
-                    rest = None if conn.closed else self._postgres_count_rest(conn, name, deadline)
-                    total = None if rest is None else total + rest
-            return QueryResult(src.name, answer.columns, answer.rows, total, self.max_rows)
+            with _cancelled_by(stop, conn.cancel_safe):
+                return self._postgres_query(src, conn, sql, check, deadline)
         except psycopg.errors.QueryCanceled:
             raise self._timeout() from None
         except (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege) as exc:
@@ -624,6 +597,59 @@ class DatabaseToolbox:
             except Exception:  # noqa: BLE001 - a broken connection: the pool drops it
                 raw.invalidate()
             raw.close()
+
+    def _postgres_query(
+        self, src: _Source, conn: Any, sql: str, check: ReadOnlyCheck, deadline: float
+    ) -> QueryResult:
+        """Run ``sql`` on ``conn`` in a read-only transaction (rolled back by the caller),
+        every statement within ``deadline``."""
+        from psycopg import sql as pgsql
+
+        conn.rollback()
+        with conn.cursor() as cursor:
+            cursor.execute("SET TRANSACTION READ ONLY")
+            if not _postgres_time_left(cursor, deadline):  # a timeout_s under 1 ms
+                raise self._timeout()
+        if check.ask_database:
+            self._postgres_parse(conn, sql, check)
+        if check.explain:
+            if not sql.lstrip()[:7].upper() == "EXPLAIN":  # the plan of one statement only
+                raise SqlError(UNCHECKABLE_ERROR.format(reason="not an EXPLAIN"), refused=True)
+            with conn.cursor() as cursor:
+                _load_cut(cursor)
+                cursor.execute(sql, prepare=True)  # extended protocol: one statement
+                answer = AnswerRows([d.name for d in cursor.description or ()], self.max_rows)
+                for row in cursor:  # a plan: a few rows
+                    answer.add(row)
+            total: int | None = answer.seen
+            return QueryResult(src.name, answer.columns, answer.rows, total, self.max_rows)
+        name = "toolbudget_" + uuid.uuid4().hex[:12]
+        fetch = pgsql.SQL("FETCH FORWARD {} FROM {}").format(
+            self.max_rows + 1, pgsql.Identifier(name)
+        )
+        with conn.cursor(name=name) as cursor, conn.cursor() as fetcher:
+            cursor.execute(sql)  # DECLARE ... CURSOR FOR, extended protocol (planned here)
+            answer = AnswerRows([d.name for d in cursor.description or ()], self.max_rows)
+            _load_cut(fetcher)
+            if not _postgres_time_left(fetcher, deadline):
+                raise self._timeout()
+            rows = fetcher.stream(fetch)  # one row in memory at a time, one round trip
+            with contextlib.closing(rows):  # the stream holds the connection's lock
+                for row in rows:
+                    answer.add(row)
+                    if time.monotonic() > deadline:
+                        # A FETCH's rows are gathered, then sent whatever statement_timeout
+                        # says (201 rows of 10 MB: 13 s at timeout_s=5); only closing the
+                        # connection stops the server.
+                        conn.close()
+                        break
+            total = answer.seen
+            if conn.closed and not answer.full:
+                raise self._timeout()
+            if answer.full:
+                rest = None if conn.closed else self._postgres_count_rest(conn, name, deadline)
+                total = None if rest is None else total + rest
+        return QueryResult(src.name, answer.columns, answer.rows, total, self.max_rows)
 
     def _postgres_error(self, src: _Source, exc: Any, conn: Any) -> SqlError:
         """The model's message for a psycopg error: what happened, by its SQLSTATE and the
@@ -683,6 +709,61 @@ class DatabaseToolbox:
         raise SqlError(UNCHECKABLE_ERROR.format(reason=check.reason), refused=True)
 
 
+class QueryStop:
+    """Stops a query that runs in another thread, at once (SQLite stops it at its next
+    steps; PostgreSQL is sent a cancel request).
+
+    The async ``execute_sql`` runs its query in a worker thread, which a cancelled run does
+    not stop: it sets its ``QueryStop`` so the query ends now, not at ``timeout_s``.
+
+    Example:
+        >>> stop = QueryStop()
+        >>> stop.set()  # before or while DatabaseToolbox.execute(..., stop=stop) runs
+        >>> stop.is_set()
+        True
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._set = False
+        self._cancel: Callable[[], object] | None = None
+
+    def is_set(self) -> bool:
+        """Whether :meth:`set` was called."""
+        return self._set
+
+    def set(self) -> None:
+        """Stop the query now, or as soon as it starts."""
+        with self._lock:  # the connection stays open while its cancel runs
+            self._set = True
+            if self._cancel is not None:
+                _cancel_query(self._cancel)
+
+    @contextlib.contextmanager
+    def _cancels(self, cancel: Callable[[], object]) -> Iterator[None]:
+        with self._lock:
+            if self._set:  # a cancel before the query starts would cancel nothing
+                raise SqlError(STOPPED_ERROR)
+            self._cancel = cancel
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._cancel = None
+
+
+def _cancelled_by(stop: QueryStop | None, cancel: Callable[[], object]) -> Any:
+    """A context in which ``stop`` cancels the query with ``cancel`` (nothing without one)."""
+    return contextlib.nullcontext() if stop is None else stop._cancels(cancel)
+
+
+def _cancel_query(cancel: Callable[[], object]) -> None:
+    try:
+        cancel()
+    except Exception:  # noqa: BLE001 - a connection already closed: its query ended
+        logger.debug("cancelling a query raised", exc_info=True)
+
+
 class _SqliteProgress:
     """SQLite's progress handler for one query (:attr:`check`): it stops the query at
     ``deadline``, or at once when a signal handler raised in it (Ctrl-C's
@@ -696,18 +777,19 @@ class _SqliteProgress:
 
     Args:
         deadline: when the query is stopped, a ``time.monotonic()``.
+        stop: stops the query once set.
     """
 
-    def __init__(self, deadline: float) -> None:
+    def __init__(self, deadline: float, stop: QueryStop | None = None) -> None:
         self.caught: BaseException | None = None
-        checks = self._checks(deadline)
+        checks = self._checks(deadline, stop or QueryStop())
         next(checks)  # up to the first yield, inside the try
         self.check = checks.__next__
 
-    def _checks(self, deadline: float) -> Iterator[int]:
+    def _checks(self, deadline: float, stop: QueryStop) -> Iterator[int]:
         try:
             while True:
-                yield int(time.monotonic() > deadline)
+                yield int(time.monotonic() > deadline or stop.is_set())
         except GeneratorExit:
             raise
         except BaseException as exc:  # noqa: BLE001 - raised again by raise_caught

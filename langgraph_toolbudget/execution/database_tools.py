@@ -22,6 +22,7 @@ Key Components:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -34,7 +35,7 @@ from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.limits import clip, safe_repr
 from langgraph_toolbudget.core.meta import definition_only
 from langgraph_toolbudget.core.semantic import HybridScorer
-from langgraph_toolbudget.database.toolbox import DatabaseToolbox, SqlError
+from langgraph_toolbudget.database.toolbox import DatabaseToolbox, QueryStop, SqlError
 from langgraph_toolbudget.execution.builtin_family import (
     BuiltinContext,
     BuiltinResult,
@@ -133,6 +134,16 @@ class DatabaseTools(BuiltinTools):
             return self._search(args)
         return self._execute(args)
 
+    async def ahandle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
+        if call["name"] == SEARCH_SCHEMAS:
+            return await super().ahandle(call, ctx)
+        stop = QueryStop()  # a cancelled run's query would run on in its thread to timeout_s
+        try:
+            return await asyncio.to_thread(self._execute, call.get("args") or {}, stop)
+        except asyncio.CancelledError:
+            stop.set()
+            raise
+
     def _search(self, args: dict[str, Any]) -> BuiltinResult:
         query, source = args.get("query"), args.get("source")
         if not isinstance(query, str) or not query.strip():
@@ -166,12 +177,13 @@ class DatabaseTools(BuiltinTools):
         answer["next"] = "query them with execute_sql(source=..., sql='SELECT ...')"
         return BuiltinResult(json.dumps(answer, ensure_ascii=False), artifact=answer)
 
-    def _execute(self, args: dict[str, Any]) -> BuiltinResult:
+    def _execute(self, args: dict[str, Any], stop: QueryStop | None = None) -> BuiltinResult:
         source, sql = args.get("source"), args.get("sql")
         if not isinstance(source, str) or not isinstance(sql, str):
             return BuiltinResult(BAD_SQL.format(known=self.toolbox.quoted_names()), error=True)
         try:
-            content = json.dumps(self.toolbox.execute(source, sql).as_dict(), ensure_ascii=False)
+            result = self.toolbox.execute(source, sql, stop=stop)
+            content = json.dumps(result.as_dict(), ensure_ascii=False)
         except SqlError as exc:
             return BuiltinResult(str(exc), error=True, artifact={"refused": exc.refused})
         except Exception as exc:  # noqa: BLE001 - a value nobody foresaw must not end the run
