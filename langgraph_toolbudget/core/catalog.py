@@ -59,6 +59,7 @@ from langgraph_toolbudget.core.catalog_checks import (
     check_name_list,
     check_server_defaults,
     closest_names,
+    describe_kind,
     described_category_error,
 )
 from langgraph_toolbudget.core.derived import DerivedData
@@ -556,13 +557,10 @@ def _names_not_a_string(names: Any, method: str) -> None:
 
 def _described(value: Any) -> str:
     """What was passed where a catalog belongs, in a few words."""
-    kind = type(value).__name__
-    if isinstance(value, list | tuple | set | frozenset):
-        tools = all(isinstance(item, BaseTool) or callable(item) for item in value)
-        return f"a {kind} of {len(value)} {'tools' if tools and value else 'items'}"
-    if value is None:
-        return "None"
-    return f"a {kind} ({reprlib.repr(value)})"
+    kind = describe_kind(value, "tools", lambda item: isinstance(item, BaseTool) or callable(item))
+    if value is None or isinstance(value, list | tuple | set | frozenset):
+        return kind
+    return f"{kind} ({reprlib.repr(value)})"
 
 
 def _admits(spec: ToolSpec, entry: str) -> bool:

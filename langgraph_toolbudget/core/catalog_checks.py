@@ -145,6 +145,19 @@ def describe(value: object) -> str:
     return f"{reprlib.repr(value)} ({type(value).__name__})"
 
 
+def describe_kind(value: object, items: str, fits: Callable[[object], bool]) -> str:
+    """What was passed, by its type and never its values (they may hold secrets): ``None``,
+    ``a dict``, or for a list, tuple or set ``a list of 3 <items>`` when every item
+    ``fits``, else ``a list of 3 items``."""
+    if value is None:
+        return "None"
+    kind = f"a {type(value).__name__}"
+    if isinstance(value, list | tuple | set | frozenset):
+        named = items if value and all(fits(item) for item in value) else "items"
+        kind += f" of {len(value)} {named}"
+    return kind
+
+
 def _string_hint(value: object) -> str:
     return f" Pass [{value!r}] for one." if isinstance(value, str) else ""
 

@@ -44,6 +44,7 @@ from langgraph_toolbudget.core.catalog_checks import (
     as_tools,
     check_name_list,
     closest_names,
+    describe_kind,
     described_category_error,
 )
 from langgraph_toolbudget.core.limits import clip
@@ -285,10 +286,7 @@ def _check_connections(connections: object) -> dict[str, Connection]:
         listed = isinstance(connections, list | tuple) and all(
             isinstance(c, Mapping) for c in connections
         )
-        # its type, never its values: a connection may hold secrets (env, headers)
-        got = "None" if connections is None else f"a {type(connections).__name__}"
-        if isinstance(connections, list | tuple):
-            got += f" of {len(connections)} {'connections' if listed else 'items'}"
+        got = describe_kind(connections, "connections", lambda c: isinstance(c, Mapping))
         raise TypeError(
             CONNECTIONS_TYPE_ERROR.format(
                 got=got,
