@@ -380,3 +380,33 @@ def test_a_forked_child_runs_sync_tools_in_fresh_threads(api):
         os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_raising_call_is_raised_once_every_call_of_its_batch_ended(api):
+    """Under `handle_tool_errors=False` a raising call ended the node at once while the batch's
+    other calls ran on: a `RetryPolicy` on the node then ran an impure call again beside its
+    first run, and the caller got the error while a tool was still writing. As `ToolNode`, the
+    node waits for the batch, then raises the first error in call order."""
+    failed, written = threading.Event(), threading.Event()
+
+    def write_row(x: int = 0) -> str:
+        failed.wait(BARRIER_TIMEOUT_S)
+        threading.Event().wait(0.2)  # still writing when the other call has failed
+        written.set()
+        return "written"
+
+    def fetch(x: int = 0) -> str:
+        failed.set()
+        raise ConnectionError("fetch failed")
+
+    tools = [
+        StructuredTool.from_function(func=write_row, name="write_row", description="Write."),
+        StructuredTool.from_function(func=fetch, name="fetch", description="Fetch."),
+    ]
+    meta = {"write_row": {"concurrency_group": "db"}, "fetch": {"concurrency_group": "net"}}
+    catalog = ToolCatalog.from_tools(tools, tool_metadata=meta)
+    node = ToolExecutor(catalog, handle_tool_errors=False, mode="parallel_safe")
+    with pytest.raises(ConnectionError, match="fetch failed"):
+        await run_node(node, ["write_row", "fetch"], api)
+    assert written.is_set()

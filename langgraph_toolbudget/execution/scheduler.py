@@ -403,7 +403,9 @@ class CallScheduler:
 
     async def _gather(self, calls: Sequence[ToolCall], arun_one: ARunOne) -> list[Any]:
         """Every call at once, each behind its group's gate with its ticket (its place
-        in the group)."""
+        in the group). A call that raises is raised (the first in call order) once every
+        call ended, as ``ToolNode`` does: a retry of the node never runs beside the calls
+        of the attempt it retries."""
         gates: dict[str, _GroupGate] = {}
         tickets: dict[str, int] = {}
         gated: list[Awaitable[Any]] = []
@@ -415,7 +417,11 @@ class CallScheduler:
             ticket = tickets[group] = tickets.get(group, -1) + 1
             pure = spec is not None and spec.is_pure
             gated.append(_behind(gates[group], ticket, pure, arun_one, call))
-        return list(await asyncio.gather(*gated))
+        results = await asyncio.gather(*gated, return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return list(results)
 
 
 async def _behind(
