@@ -12,7 +12,8 @@ importing the core must not load the MCP SDK, so the MCP part is imported only b
 :mod:`langgraph_toolbudget.mcp`. The two modules are that one place:
 
 - here: LangGraph's ``RunnableCallable``, ``InMemoryStore``'s ``_data`` and ``_vectors``,
-  ``Pregel._infer_as_node`` (the node an update is written as), ``StreamMessagesHandler`` and
+  ``Pregel._infer_as_node`` (the node an update is written as), the task scratchpad's ``step``
+  and ``stop`` (the steps a run has left), ``StreamMessagesHandler`` and
   ``StreamToolCallHandler`` (the ``messages`` and ``tools`` streams, kept out of a
   ``graph_tool`` child's callbacks);
 - ``_compat_mcp``: ``_MCPCallbacks``, ``_build_interceptor_chain``,
@@ -44,6 +45,7 @@ __all__ = [
     "is_invalid_resume",
     "memory_store_keys",
     "runtime_of",
+    "steps_left",
     "toolnode_error_content",
     "toolnode_input",
     "toolnode_output",
@@ -83,6 +85,27 @@ def injector_for(tool: Any, messages_key: str = "messages") -> Callable[[Any, An
 def runtime_of(config: Any) -> Any:
     """LangGraph's ``Runtime`` of the running graph (context, store, stream writer), or None."""
     return (config or {}).get(CONF, {}).get(CONFIG_KEY_RUNTIME)
+
+
+# --- LangGraph's task scratchpad (CONFIG_KEY_SCRATCHPAD): `step` and `stop` of the running
+# graph, from which LangGraph's `RemainingSteps` managed value counts the steps left. No public
+# name gives a node the steps left without a state field. Checked: langgraph 1.2.0 - 1.2.24.
+from langgraph._internal._constants import CONFIG_KEY_SCRATCHPAD  # noqa: E402
+
+
+def steps_left(config: Any) -> int | None:
+    """The graph steps the running graph may still take after this one, as LangGraph's
+    ``RemainingSteps`` counts them (``stop - step``: a step past ``stop`` raises
+    ``GraphRecursionError``); None outside a graph run.
+
+    ``config["metadata"]["langgraph_step"]`` alone does not tell it: it counts the thread's
+    steps since its first run, while ``recursion_limit`` counts this run's.
+    """
+    scratchpad = (config or {}).get(CONF, {}).get(CONFIG_KEY_SCRATCHPAD)
+    step, stop = getattr(scratchpad, "step", None), getattr(scratchpad, "stop", None)
+    if not isinstance(step, int) or not isinstance(stop, int):
+        return None
+    return stop - step
 
 
 # --- LangGraph's InMemoryStore keeps its items in `_data` (namespace -> key -> Item) and

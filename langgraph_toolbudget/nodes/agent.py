@@ -21,7 +21,7 @@ Typical Usage:
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, get_type_hints
 
 from langchain_core.language_models import BaseChatModel
@@ -29,8 +29,10 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.channels.binop import BinaryOperatorAggregate
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import Unpack
 
+from langgraph_toolbudget._compat import steps_left
 from langgraph_toolbudget.config import BudgetConfig, BudgetOptions, check_node_options
 from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.core.context import CONTEXT_FIELDS, SessionContext
@@ -56,7 +58,7 @@ from langgraph_toolbudget.state import (
     state_update,
 )
 
-__all__ = ["ITERATION_LIMIT_MESSAGE", "CallModel", "ToolAgent"]
+__all__ = ["ITERATION_LIMIT_MESSAGE", "RECURSION_LIMIT_MESSAGE", "CallModel", "ToolAgent"]
 
 STATE_SCHEMA_ERROR = (
     "ToolAgent: option state_schema {schema} has no {missing} field(s): the loop keeps the "
@@ -74,6 +76,16 @@ ITERATION_LIMIT_MESSAGE = (
     "I stopped after {n} model calls in this turn (max_iterations={n}) without finishing. "
     "Here is where things stand; ask me to continue if you want me to go on."
 )
+RECURSION_LIMIT_MESSAGE = (
+    "I stopped before my next tool call: this run's recursion_limit={limit} leaves too few "
+    "graph steps to make it and answer after it. Here is where things stand; ask me to "
+    "continue if you want me to go on."
+)
+_LOOP_STEPS = 3
+"""Graph steps a reply calling tools needs left after its own: the tools step, the model step
+that reads the answers, and one more, as LangGraph raises ``GraphRecursionError`` after a step
+taken with none left even when the graph is done (``create_react_agent`` asks for 2, so it
+still raises at some limits)."""
 
 
 class CallModel(BudgetNode):
@@ -85,7 +97,11 @@ class CallModel(BudgetNode):
     system message already at the start of ``messages``) is kept, ahead of it.
 
     After ``max_iterations`` model calls in one user turn the node answers with
-    a final message instead of calling the model again.
+    a final message instead of calling the model again. A reply calling tools when the
+    run's ``recursion_limit`` leaves too few graph steps to run them and call the model
+    again is replaced by a final message too, so the run ends with every tool call
+    answered, not on a ``GraphRecursionError`` mid-loop (as ``create_react_agent`` with
+    its ``remaining_steps``).
 
     Args:
         model: a chat model (native tool calling or a text format, see
@@ -153,13 +169,14 @@ class CallModel(BudgetNode):
         if (stop := self._stop(state, config)) is not None:
             return stop
         working = SessionContext.from_state(state).working_set(state, self.catalog, self.free)
-        return {"messages": self.caller.invoke(state, working, config)}
+        return {"messages": _within_steps(self.caller.invoke(state, working, config), config)}
 
     async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         if (stop := self._stop(state, config)) is not None:
             return stop
         working = SessionContext.from_state(state).working_set(state, self.catalog, self.free)
-        return {"messages": await self.caller.ainvoke(state, working, config)}
+        replies = await self.caller.ainvoke(state, working, config)
+        return {"messages": _within_steps(replies, config)}
 
 
 class ToolAgent(BudgetNode):
@@ -170,7 +187,9 @@ class ToolAgent(BudgetNode):
     the prebuilt graph's ``agent`` and ``tools`` nodes do, because it *is* those two
     nodes: each step is a step of the subgraph, so it is checkpointed (under your
     graph's checkpointer), can be interrupted and resumed, and streams as a subgraph does
-    (its custom events, tokens and own updates with ``subgraphs=True``).
+    (its custom events, tokens and own updates with ``subgraphs=True``). LangGraph sees
+    it as a subgraph: ``get_state(config, subgraphs=True)`` shows the loop's pending call,
+    ``update_state(task.state.config, ...)`` edits it, ``get_graph(xray=True)`` draws it.
 
     Input: ``messages``, ``selected_tools`` (from the selection nodes) and the rest of
     your state. Output: the update from your state to the loop's final state: the new
@@ -263,13 +282,19 @@ class ToolAgent(BudgetNode):
         self.graph = loop.compile(name=name)
         """The loop, compiled without a checkpointer: it runs under your graph's."""
         self._reducers = _reducers(self.graph.channels)
+        # LangGraph finds a node's subgraph among the values the node's function closes over
+        # (find_subgraph_pregel), never behind `self`: the node runs through functions closing
+        # over the loop, so that get_state(subgraphs=True), update_state on the loop's
+        # namespace and get_graph(xray=True) see it, as for a compiled graph added as a node.
+        self._run_loop, self._arun_loop = _loop_runners(self.graph, self._reducers, self._steps())
+        self.func, self.afunc = self._run_loop, self._arun_loop
 
     def __deepcopy__(self, memo: dict[int, Any]) -> ToolAgent:
         """A copy with its own nodes (their own pools) and its loop compiled anew over them:
         a compiled graph copied as it is does not run (LangGraph's sentinels are copied)."""
         clone = copy.copy(self)
         memo[id(self)] = clone
-        own = {k: v for k, v in vars(self).items() if k not in ("graph", "_reducers")}
+        own = {k: v for k, v in vars(self).items() if k not in _COMPILED}
         vars(clone).update(copy.deepcopy(own, memo))
         clone._compile_loop()
         return clone
@@ -285,18 +310,59 @@ class ToolAgent(BudgetNode):
         """Model calls per user turn."""
         return self.config.max_iterations
 
-    def _config(self, config: RunnableConfig) -> RunnableConfig:
-        # A model call and a tool batch per iteration, plus the final answer.
-        steps = 2 * self.max_iterations + 2
-        return {**config, "recursion_limit": max(config.get("recursion_limit", 25), steps)}
+    def _steps(self) -> int:
+        """The loop's own recursion limit at least: a model call and a tool batch per
+        iteration, plus the final answer."""
+        return 2 * self.max_iterations + 2
 
     def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
-        final = self.graph.invoke(_loop_input(state), self._config(config))
-        return state_update(state if isinstance(state, Mapping) else {}, final, self._reducers)
+        return self._run_loop(state, config)
 
     async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
-        final = await self.graph.ainvoke(_loop_input(state), self._config(config))
-        return state_update(state if isinstance(state, Mapping) else {}, final, self._reducers)
+        return await self._arun_loop(state, config)
+
+
+_COMPILED = ("graph", "_reducers", "_run_loop", "_arun_loop", "func", "afunc")
+"""A ``ToolAgent``'s attributes built by ``_compile_loop``: a copy builds its own."""
+
+
+def _loop_runners(
+    graph: CompiledStateGraph[Any, Any, Any, Any],
+    reducers: Mapping[str, Callable[..., Any] | None],
+    steps: int,
+) -> tuple[
+    Callable[[Any, RunnableConfig], dict[str, Any]],
+    Callable[[Any, RunnableConfig], Awaitable[dict[str, Any]]],
+]:
+    """A ``ToolAgent``'s node functions (sync, async): run ``graph`` on the state, return the
+    update to the state. They close over ``graph`` (where LangGraph looks for a subgraph) and
+    not over the ``ToolAgent``, which LangGraph would walk again."""
+
+    def loop_config(config: RunnableConfig) -> RunnableConfig:
+        return {**config, "recursion_limit": max(config.get("recursion_limit", 25), steps)}
+
+    def update(state: Any, final: Any) -> dict[str, Any]:
+        return state_update(state if isinstance(state, Mapping) else {}, final, reducers)
+
+    def run_loop(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        return update(state, graph.invoke(_loop_input(state), loop_config(config)))
+
+    async def arun_loop(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        return update(state, await graph.ainvoke(_loop_input(state), loop_config(config)))
+
+    return run_loop, arun_loop
+
+
+def _within_steps(replies: list[AIMessage], config: RunnableConfig) -> list[BaseMessage]:
+    """``replies`` (the last one the answer), or with the answer replaced by the final message
+    when it calls tools and the run's ``recursion_limit`` leaves too few steps to run them and
+    read their answers: the turn ends with every call answered, never on a
+    ``GraphRecursionError`` with the calls left unanswered in the thread."""
+    left = steps_left(config) if replies and replies[-1].tool_calls else None
+    if left is None or left >= _LOOP_STEPS:
+        return list(replies)
+    final = RECURSION_LIMIT_MESSAGE.format(limit=config.get("recursion_limit"))
+    return [*replies[:-1], AIMessage(final)]
 
 
 def _loop_input(state: Any) -> Any:
