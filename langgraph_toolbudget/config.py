@@ -95,6 +95,13 @@ PINNED_OVER_CAP_ERROR = (
     "always visible and never evicted, so max_visible must be at least {n}; raise max_visible "
     "or pin fewer tools (or leave max_visible=None: the default cap counts the pinned tools)"
 )
+FREE_OVER_CAP_ERROR = (
+    "max_visible={cap} is less than the {n} tools this catalog makes visible without budget "
+    "({names}): tools with include='always', in the categories 'human' or "
+    "'structured_output', or pinned are never evicted, so max_visible must be at least {n}; "
+    "raise max_visible, give fewer tools include='always' (tool_metadata={{name: "
+    "{{'include': 'agent'}}}}), or leave max_visible=None (the default cap counts them)"
+)
 NOT_A_CONFIG_ERROR = (
     "config must be a BudgetConfig, got {kind}: build one with BudgetConfig(max_tools=..., ...) "
     "or pass the options as keywords."

@@ -54,6 +54,7 @@ from langgraph_toolbudget.core.working_set import WorkingSet
 
 __all__ = [
     "ADD_TOOL",
+    "MAX_REASON_CHARS",
     "META_TOOL_NAMES",
     "MetaOutcome",
     "MetaToolHandler",
@@ -79,6 +80,11 @@ _EXPECTED = {
 BAD_META_ARGS_ERROR = (
     "Error: {tool} expects {expected}; got {args}. Call it again with arguments of that shape."
 )
+MAX_REASON_CHARS = 1000
+"""``request_more_tools`` ranks the categories' tools for the request and the first this many
+characters of the model's ``reason`` (a sentence saying what the tools are for), so a model
+that writes a whole document as its reason cannot make the ranking's work grow with it."""
+
 BAD_REASON_ERROR = (
     "Error: request_more_tools takes 'reason' as text (why you need more tools); got {got}. "
     'Call it again with a reason in words, e.g. {{"categories": ["<category>"], '
@@ -378,7 +384,7 @@ class MetaToolHandler:
         unknown = [c for c in categories if c not in known]
         chosen = select_tools(
             self.catalog,
-            f"{query} {reason or ''}".strip(),
+            f"{query} {(reason or '')[:MAX_REASON_CHARS]}".strip(),
             categories,
             max_tools=self.max_tools,
             min_per_category=self.min_per_category,

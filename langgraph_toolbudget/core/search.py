@@ -23,6 +23,7 @@ Typical Usage:
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections import Counter
@@ -39,7 +40,9 @@ from langgraph_toolbudget.core.limits import MAX_PATTERN_CHARS, clip
 from langgraph_toolbudget.core.terms import MAX_CACHED_TEXT, clauses, tokenize
 
 __all__ = [
+    "MAX_EXPANDED_TERMS",
     "MAX_FUZZY_RESULTS",
+    "MAX_RANKED_CLAUSES",
     "MAX_SEARCH_DESCRIPTION_CHARS",
     "SearchResult",
     "ToolIndex",
@@ -105,6 +108,25 @@ EXPAND_CACHE_SIZE = 1024
 words; terms over :data:`MAX_CACHED_TEXT` characters are not cached). Terms of the
 index's vocabulary need no cache. The cache serves the repeats of a turn (three nodes,
 each clause) and of common misspellings; new words fill it, so it is kept small."""
+
+MIN_EXPANDED_TERM_CHARS = 4
+"""Unknown query terms shorter than this get no close spellings (too many words are 80%
+alike a three-letter word)."""
+
+MAX_EXPANDED_TERMS = 256
+"""A query (its whole text and its clauses together) looks up close spellings for at most
+this many distinct terms the index does not hold, the first ones in the text; later unknown
+terms count only when spelled as in the catalog. Each lookup compares the term with the
+whole vocabulary (~1 ms for 13,000 words), so a pasted log or document of 100,000
+characters, thousands of unknown words, took seconds a turn in the event loop. Requests of
+the benchmarks hold at most 120 unknown terms (MCP-Bench's 2,200-character tasks, against
+the category index; 64 against the tool index): they rank as without the cap."""
+
+MAX_RANKED_CLAUSES = 100
+"""A request is ranked clause by clause (:meth:`ToolIndex.scores`) on at most this many of
+its first clauses; the whole text is ranked too. Each clause costs a pass over the catalog,
+and a pasted document of 100,000 characters holds thousands of sentences, none a task of its
+own. Requests of the benchmarks hold at most 19 clauses (MCP-Bench's tasks)."""
 
 
 @dataclass(frozen=True)
@@ -278,6 +300,11 @@ class ToolIndex:
         tools matching a little of every clause) taking all the top places. The
         last query's scores are cached, since the three nodes of a turn score the
         same message.
+
+        The work is bounded whatever the text's length: close spellings are looked up
+        for at most :data:`MAX_EXPANDED_TERMS` unknown terms (the whole text's and its
+        clauses' together) and at most :data:`MAX_RANKED_CLAUSES` clauses are ranked
+        on their own.
         """
         return self._scored(query)[0]
 
@@ -292,11 +319,14 @@ class ToolIndex:
         last = self._last
         if last is not None and last[0] == query:
             return last[1], last[2]
-        out = self.bm25_scores(query)
-        parts = clauses(query) if self.split_clauses and out.size else []
+        terms = Counter(tokenize(query))
+        fuzzy = self._expandable(terms)
+        out = self._bm25(terms, fuzzy)
+        parts = clauses(query)[:MAX_RANKED_CLAUSES] if self.split_clauses and out.size else []
         leaders = None
         if len(parts) > 1:
-            scored = [self.bm25_scores(part) for part in parts]
+            # A clause's terms are the whole query's: it expands no term the query did not.
+            scored = [self._bm25(Counter(tokenize(part)), fuzzy) for part in parts]
             tops = [float(s.max()) for s in scored]
             leaders = frozenset(
                 int(i)
@@ -328,12 +358,30 @@ class ToolIndex:
     def term_docs(self, query: str) -> dict[str, np.ndarray]:
         """The positions of the tools holding each term of ``query``, spelled as written
         (a close spelling the ranking tolerates is no evidence of what the query is about)."""
-        return {t: self._postings[t][0] for t in set(tokenize(query)) if t in self._postings}
+        terms = dict.fromkeys(tokenize(query))
+        return {t: self._postings[t][0] for t in terms if t in self._postings}
 
     def bm25_scores(self, query: str) -> np.ndarray:
-        """Plain BM25 score of every tool for the whole query (typos tolerated)."""
+        """Plain BM25 score of every tool for the whole query (typos tolerated: close
+        spellings of its first :data:`MAX_EXPANDED_TERMS` unknown terms count too)."""
+        terms = Counter(tokenize(query))
+        return self._bm25(terms, self._expandable(terms))
+
+    def _expandable(self, terms: Iterable[str]) -> frozenset[str]:
+        """The terms, not in the index, whose close spellings are looked up: the first
+        :data:`MAX_EXPANDED_TERMS` long enough to have any."""
+        unknown = (
+            t for t in terms if t not in self._postings and len(t) >= MIN_EXPANDED_TERM_CHARS
+        )
+        return frozenset(itertools.islice(unknown, MAX_EXPANDED_TERMS))
+
+    def _bm25(self, terms: Counter[str], expandable: Collection[str]) -> np.ndarray:
+        """BM25 of every tool for query terms (term -> count); only the ``expandable``
+        unknown terms are matched by close spellings."""
         out = np.zeros(self._size, dtype=np.float64)
-        for term, qtf in Counter(tokenize(query)).items():
+        for term, qtf in terms.items():
+            if term not in self._postings and term not in expandable:
+                continue
             for word, weight in self._expand(term):
                 ids, contrib = self._postings[word]
                 out[ids] += contrib * (weight * qtf)
@@ -459,7 +507,7 @@ def _document(
     terms.update(tokenize(lead))
     terms.update(tokenize(" ".join(doc[2])))
     support = " ".join([rest, *(doc[3] if len(doc) > 3 else ())])
-    for term in set(tokenize(support)):
+    for term in dict.fromkeys(tokenize(support)):  # text order, not hash order
         terms[term] += ARG_TEXT_WEIGHT  # type: ignore[assignment]
     return terms
 
@@ -484,10 +532,14 @@ def lead_sentence(description: str) -> tuple[str, str]:
 def _expand_term(
     postings: Mapping[str, object], vocab: list[str], term: str
 ) -> tuple[tuple[str, float], ...]:
-    """Vocabulary terms for a query term: itself, else up to two spellings 80% alike."""
+    """Vocabulary terms for a query term: itself, else up to two spellings 80% alike.
+
+    Of equally close spellings the first in the vocabulary are kept; its order is the
+    catalog's (its terms as they come in the tools' texts, never a set's hash order), so the
+    choice is the same in every process."""
     if term in postings:
         return ((term, 1.0),)
-    if len(term) < 4:
+    if len(term) < MIN_EXPANDED_TERM_CHARS:
         return ()
     hits = process.extract(term, vocab, scorer=fuzz.ratio, score_cutoff=80, limit=2)
     return tuple((word, score / 100.0) for word, score, _ in hits)

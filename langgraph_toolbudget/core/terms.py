@@ -46,6 +46,16 @@ _SPACELESS = (  # scripts written without spaces between words: Thai, Lao, Myanm
     "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf"
     "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 )
+# Unicode's format characters (category Cf): invisible, and inside a word ("fore\u00adcast"
+# with a soft hyphen from a hyphenated web page, a zero-width space, a word joiner, a BOM) they
+# would split it in two. All of them up to Unicode 15.1 but the zero-width joiner and
+# non-joiner (U+200D, U+200C), which some scripts (Persian, Indic, emoji sequences) need.
+_FORMAT_CHARS = re.compile(
+    "[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b\u200e\u200f"
+    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    "\U000e0020-\U000e007f]+"
+)
 _WORD_ANY = re.compile(f"(?:[^\\W_]|[{_MARKS}{_SPACELESS}])+")
 # A run of those is one "word" to ``\w``: it is split into overlapping character pairs instead.
 _SPACELESS_RUN = re.compile(f"([{_SPACELESS}]+)")
@@ -87,6 +97,8 @@ stay in the cache until 8,192 newer ones pushed it out."""
 
 
 def _split_words_uncached(text: str) -> tuple[str, ...]:
+    if not text.isascii():
+        text = _FORMAT_CHARS.sub("", text)
     text = _CAMEL.sub(r"\1\2 ", text)
     if text.isascii():
         return tuple(_WORD.findall(text.lower()))

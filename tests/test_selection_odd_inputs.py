@@ -1,0 +1,289 @@
+"""Selection on odd inputs: its determinism across processes, its work on very long texts,
+invisible characters inside words, and caps below the tools that are never evicted."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import string
+import subprocess
+import sys
+import textwrap
+import unicodedata
+
+import pytest
+from langchain_core.messages import AIMessage
+from langchain_core.tools import StructuredTool
+
+from langgraph_toolbudget import ToolCatalog, create_toolbudget_agent
+from langgraph_toolbudget.core.meta import MAX_REASON_CHARS, MetaToolHandler
+from langgraph_toolbudget.core.search import MAX_EXPANDED_TERMS, MAX_RANKED_CLAUSES, ToolIndex
+from langgraph_toolbudget.core.terms import tokenize
+from langgraph_toolbudget.core.working_set import WorkingSet
+from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+from langgraph_toolbudget.explain import explain
+from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
+from langgraph_toolbudget.testing import ScriptedChatModel
+
+
+def _tool(name: str, description: str) -> StructuredTool:
+    def run(x: str) -> str:
+        return x
+
+    return StructuredTool.from_function(run, name=name, description=description)
+
+
+def _words(n: int, seed: int = 0) -> list[str]:
+    """``n`` distinct made-up lower-case words of 6 to 10 letters, each its own search term
+    (no stem to strip), that no catalog holds."""
+    rng = random.Random(seed)
+    out: dict[str, None] = {}
+    while len(out) < n:
+        word = "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(6, 10)))
+        if tokenize(word) == [word]:
+            out[word] = None
+    return list(out)
+
+
+# --- the same tools in every process --------------------------------------------------------
+
+# "stats" is spelled as no tool spells it: its close spellings "start", "state" and "statu"
+# ("status", stemmed) are equally close, and they sit in a description's later sentences,
+# whose terms were once added in hash order (so the vocabulary's order, which broke the tie,
+# changed with PYTHONHASHSEED).
+_SEED_WORKER = textwrap.dedent(
+    """
+    import json
+    from langchain_core.tools import StructuredTool
+    from langgraph_toolbudget import ToolCatalog
+    from langgraph_toolbudget.core.selection import select_tools
+
+    def tool(name, description):
+        def run(x: str) -> str:
+            return x
+        return StructuredTool.from_function(run, name=name, description=description)
+
+    catalog = ToolCatalog.from_tools(
+        [
+            tool("server_admin", "Administer the deployment server. Accepts an action such as "
+                 "start, state, status, restart or stop."),
+            tool("start_job", "Start a job."),
+            tool("job_state", "Read the state of a job."),
+            tool("build_status", "Report the status of a build."),
+        ],
+        categories={"ops": ["server_admin", "start_job", "job_state", "build_status"]},
+    )
+    query = "show me the stats"
+    print(json.dumps({
+        "ranked": catalog.index.rank_names(query),
+        "chosen": select_tools(catalog, query, ["ops"], max_tools=2),
+    }))
+    """
+)
+
+
+def test_a_misspelled_request_chooses_the_same_tools_under_every_hash_seed():
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _SEED_WORKER],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for seed in (0, 1, 4, 6)
+    ]
+    results = []
+    for run in runs:
+        out, err = run.communicate(timeout=120)
+        assert run.returncode == 0, err[-2000:]
+        results.append(out.strip().splitlines()[-1])
+    assert len(set(results)) == 1, results
+    assert json.loads(results[0])["chosen"], "the typo must find tools, or the test proves nothing"
+
+
+def test_equally_close_spellings_go_to_the_first_in_the_catalogs_text_under_every_seed():
+    """Of spellings as close as each other to a word the catalog spells otherwise, the first in
+    the catalog's own texts count (the vocabulary's order, never a set's hash order)."""
+    docs = [
+        ("start_job", "Start a job.", []),
+        ("job_state", "Read the state of a job.", []),
+        ("build_status", "Report the status of a build.", []),
+    ]
+    script = (
+        "from langgraph_toolbudget.core.search import ToolIndex\n"
+        f"docs = {docs!r}\n"
+        "print([w for w, _ in ToolIndex(docs)._expand('stat')],"
+        " [w for w, _ in ToolIndex(docs[::-1])._expand('stat')])\n"
+    )
+    seen = set()
+    for seed in ("0", "1", "7"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        out = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True
+        )
+        assert out.returncode == 0, out.stderr
+        seen.add(out.stdout.strip())
+    assert seen == {"['start', 'state'] ['statu', 'state']"}
+
+
+# --- bounded work on long texts ---------------------------------------------------------------
+
+
+_DOCS = [
+    ("get_weather", "Get the current weather for a city.", ["city"]),
+    ("create_issue", "Open an issue in a GitHub repository.", ["repo", "title"]),
+    ("send_message", "Send a message to a Slack channel.", ["channel", "text"]),
+]
+
+
+def _catalog_index() -> ToolIndex:
+    return ToolIndex(_DOCS)
+
+
+def test_a_pasted_text_of_thousands_of_unknown_words_looks_up_a_bounded_number_of_spellings():
+    lookups = []
+    for n_words in (2_000, 4_000):
+        index = _catalog_index()
+        unknown = _words(n_words)
+        # a typo first, then a long paste in sentences of a few words (hundreds of clauses)
+        text = "wether in Paris. " + " ".join(
+            f"{' '.join(unknown[i : i + 3])}." for i in range(0, len(unknown), 3)
+        )
+        scores = index.scores(text)
+        lookups.append(index._expand_cached.cache_info().misses)
+        assert index.names[int(scores.argmax())] == "get_weather"  # the first terms still expand
+    assert lookups == [MAX_EXPANDED_TERMS, MAX_EXPANDED_TERMS]  # the same, whatever the length
+
+
+def test_a_request_of_thousands_of_clauses_ranks_a_bounded_number_of_them():
+    passes: list[int] = []
+
+    class Counting(ToolIndex):
+        def _bm25(self, terms, expandable):  # type: ignore[no-untyped-def]
+            passes.append(len(terms))
+            return super()._bm25(terms, expandable)
+
+    index = Counting(_DOCS)
+    text = " ".join(f"Send the message {i}. Then open an issue {i}." for i in range(2000))
+    index.scores(text)
+    assert len(passes) == 1 + MAX_RANKED_CLAUSES  # the whole text, then its first clauses
+
+
+def test_a_request_under_the_caps_expands_every_unknown_term_of_every_clause():
+    index = _catalog_index()
+    words = _words(40, seed=1)
+    text = "What is the wether in Paris? Then sned a mesage to the team. " + " ".join(words)
+    index.scores(text)
+    unknown = {t for t in tokenize(text) if t not in index._postings and len(t) >= 4}
+    assert {"wether", "sned", "mesage", *words} <= unknown
+    # each looked up once (the cache serves the clauses' repeats): none left out
+    assert index._expand_cached.cache_info().misses == len(unknown)
+    assert index.rank_names("sned a mesage")[0][0] == "send_message"
+
+
+def test_request_more_tools_ranks_a_bounded_part_of_a_long_reason():
+    catalog = build_example_catalog()
+    handler = MetaToolHandler(catalog, max_tools=2)
+    query = "check the weather"
+    ranked = []
+    for n_words in (10_000, 20_000):  # reasons of ~90,000 and ~180,000 characters
+        out = handler.handle(
+            "request_more_tools",
+            {"categories": ["weather"], "reason": " ".join(_words(n_words))},
+            WorkingSet([]),
+            query,
+        )
+        assert out.added and not out.error
+        ranked.append(catalog.index._last[0])  # the text the budget ranked last
+    assert all(text.startswith(query) for text in ranked)
+    assert len(ranked[0]) == len(ranked[1]) == len(query) + 1 + MAX_REASON_CHARS
+
+
+# --- invisible characters ---------------------------------------------------------------------
+
+_INVISIBLE = {
+    "soft hyphen": "\u00ad",
+    "zero-width space": "\u200b",
+    "word joiner": "\u2060",
+    "byte order mark": "\ufeff",
+    "left-to-right mark": "\u200e",
+}
+
+
+@pytest.mark.parametrize("char", _INVISIBLE.values(), ids=_INVISIBLE.keys())
+def test_an_invisible_format_character_inside_a_word_does_not_split_it(char):
+    plain = "What is the weather forecast for Berlin? Wettervorhersage für München"
+
+    def hide(word: str) -> str:
+        return word[: len(word) // 2] + char + word[len(word) // 2 :] if len(word) > 5 else word
+
+    text = " ".join(hide(w) for w in plain.split())
+    assert text != plain
+    assert tokenize(text) == tokenize(plain)
+    catalog = build_example_catalog()
+    tools = [t["name"] for t in explain(catalog, plain)["tools"]]
+    assert [t["name"] for t in explain(catalog, text)["tools"]] == tools
+    assert "weather_forecast" in tools
+
+
+def test_every_format_character_is_dropped_but_the_joiners_scripts_need():
+    format_chars = [
+        chr(c)
+        for c in range(0x110000)
+        if unicodedata.category(chr(c)) == "Cf" and c not in (0x200C, 0x200D)
+    ]
+    kept = [c for c in format_chars if tokenize(f"fore{c}cast") != ["forecast"]]
+    assert not kept, [f"U+{ord(c):04X}" for c in kept]
+    # the zero-width joiners are no format to drop: Persian writes "mi-khaham" with one
+    for joiner in ("\u200c", "\u200d"):
+        assert tokenize(f"fore{joiner}cast") != ["forecast"]
+    assert tokenize("\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645") == [
+        "\u0645\u06cc",
+        "\u062e\u0648\u0627\u0647\u0645",
+    ]
+
+
+# --- a cap below the tools that are never evicted ---------------------------------------------
+
+
+def _always_catalog(n_always: int) -> ToolCatalog:
+    audit = [_tool(f"audit_{i}", f"Audit log helper {i}.") for i in range(n_always)]
+    weather = [_tool(f"weather_{i}", f"Weather report {i}.") for i in range(5)]
+    return ToolCatalog.from_tools(
+        [*audit, *weather],
+        categories={"audit": [t.name for t in audit], "weather": [t.name for t in weather]},
+        tool_metadata={t.name: {"include": "always"} for t in audit},
+    )
+
+
+def test_a_max_visible_below_the_always_tools_is_refused_naming_them_and_the_fix():
+    catalog = _always_catalog(10)
+    model = ScriptedChatModel(responses=[AIMessage("ok")])
+    with pytest.raises(ValueError, match=r"max_visible=4 is less than the 10 tools") as caught:
+        create_toolbudget_agent(model, catalog, max_tools=2, max_visible=4)
+    message = str(caught.value)
+    assert "audit_0" in message and "include='always'" in message
+    assert "raise max_visible" in message and "max_visible=None" in message
+    for node in (SelectTools, ToolSearch):
+        with pytest.raises(ValueError, match="max_visible=4 is less than the 10 tools"):
+            node(catalog, max_visible=4)
+
+
+def test_always_and_pinned_tools_together_must_fit_max_visible():
+    catalog = _always_catalog(3)
+    with pytest.raises(ValueError, match=r"max_visible=4 is less than the 5 tools .*weather_0"):
+        SelectTools(catalog, max_visible=4, pinned=["weather_0", "weather_1"])
+    SelectTools(catalog, max_visible=5, pinned=["weather_0", "weather_1"])
+
+
+def test_a_max_visible_that_holds_the_always_tools_keeps_room_for_the_request():
+    catalog = _always_catalog(3)
+    model = ScriptedChatModel(responses=[AIMessage("ok")])
+    graph = create_toolbudget_agent(model, catalog, max_tools=2, max_visible=5).compile()
+    graph.invoke({"messages": [("user", "weather report")]})
+    bound = [n for n in model.bound_tools[0] if n in catalog]
+    assert len(bound) <= 5
+    assert {"audit_0", "audit_1", "audit_2"} <= set(bound)
+    assert any(n.startswith("weather_") for n in bound)
