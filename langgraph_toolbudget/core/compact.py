@@ -9,7 +9,9 @@ Key Components:
       failed, or stopped at an interrupt.
     - :func:`bounded`: any value made JSON-safe, cut to a length.
     - :func:`json_schema_problem`: what is wrong with a JSON schema, or with
-      arguments under it, in one line.
+      arguments under it, in one line; its regular expressions (``pattern``,
+      ``patternProperties``) run on RE2, a linear-time engine, never on Python's
+      backtracking ``re``.
 
 Pure data: no LangGraph import (interrupts are read by their ``value``).
 """
@@ -17,15 +19,19 @@ Pure data: no LangGraph import (interrupts are read by their ``value``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+import re2
 from langchain_core.messages import BaseMessage, convert_to_messages
 from pydantic import BaseModel
 
 __all__ = [
     "MAX_FIELD_CHARS",
+    "MAX_SCHEMA_PATTERN_CHARS",
+    "MAX_SCHEMA_TEXT_CHARS",
     "bounded",
     "error_result",
     "interrupted_result",
@@ -36,6 +42,12 @@ __all__ = [
 
 MAX_FIELD_CHARS = 4000
 """Bound on the JSON text of one result field (``output``, ``context``...)."""
+MAX_SCHEMA_PATTERN_CHARS = 1000
+"""A schema's regular expression longer than this is not checked here (left to the server)."""
+MAX_SCHEMA_TEXT_CHARS = 100_000
+"""A string (a value, or a property name) longer than this is not matched against a schema's
+regular expressions here (left to the server): RE2 is linear, but holds the GIL meanwhile."""
+_SCHEMA_REGEX_MAX_MEM = 2 << 20  # RE2's memory for one compiled pattern (as search_tools')
 INTERRUPTED = (
     "the graph stopped at an interrupt and waits for input this tool cannot give; "
     "its questions are in `interrupts`, its thread is {thread_id!r}"
@@ -145,16 +157,29 @@ def json_schema_problem(
     ``keep``: which of the arguments' errors count (a ``jsonschema`` ``ValidationError`` ->
     bool); all of them by default.
 
+    The schema's regular expressions (``pattern``, ``patternProperties``, and the
+    ``additionalProperties`` that depend on them) are matched by RE2 in linear time:
+    ``jsonschema`` would run them on Python's ``re``, where ``^([a-z]+)+$`` against 40
+    characters backtracks for hours holding the GIL. A pattern RE2 refuses (a back-reference,
+    a look-around), one over :data:`MAX_SCHEMA_PATTERN_CHARS`, or a string over
+    :data:`MAX_SCHEMA_TEXT_CHARS` is not checked: the server checks it. So is
+    ``unevaluatedProperties`` in a schema with ``patternProperties`` (``jsonschema`` matches
+    those with ``re`` on its own there).
+
     >>> json_schema_problem({"type": "object", "required": ["city"]}, {})
     "(arguments): 'city' is a required property"
+    >>> json_schema_problem({"type": "string", "pattern": "^([a-z]+)+$"}, "a" * 40 + "!")
+    "(arguments): 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!' does not match '^([a-z]+)+$'"
     """
     import jsonschema  # a dependency of the mcp package
     from referencing import Registry
 
-    validator = jsonschema.validators.validator_for(schema)
+    base = jsonschema.validators.validator_for(schema)
     if arguments is None:
-        errors = validator(validator.META_SCHEMA, registry=Registry()).iter_errors(schema)
+        validator = _linear_validator(base, unevaluated=True)
+        errors = validator(base.META_SCHEMA, registry=Registry()).iter_errors(schema)
     else:
+        validator = _linear_validator(base, unevaluated=not _mentions(schema, "patternProperties"))
         errors = validator(schema, registry=Registry()).iter_errors(arguments)
         if keep is not None:
             errors = (e for e in errors if keep(e))
@@ -162,3 +187,110 @@ def json_schema_problem(
     if error is None:
         return None
     return f"{'.'.join(str(p) for p in error.absolute_path) or '(arguments)'}: {error.message}"
+
+
+@functools.lru_cache(maxsize=1024)
+def _schema_regex(pattern: str) -> Any:
+    """``pattern`` compiled by RE2; None if RE2 refuses it or it is too long to check."""
+    if len(pattern) > MAX_SCHEMA_PATTERN_CHARS:
+        return None
+    options = re2.Options()
+    options.log_errors = False
+    options.max_mem = _SCHEMA_REGEX_MAX_MEM
+    try:
+        return re2.compile(pattern, options=options)
+    except re2.error:
+        return None
+
+
+def _matches(pattern: Any, text: str) -> bool | None:
+    """Does ``pattern`` match somewhere in ``text`` (as ECMA-262's ``test``)? None when that
+    is not checked here: RE2 refuses the pattern, or one of them is too long."""
+    if not isinstance(pattern, str) or len(text) > MAX_SCHEMA_TEXT_CHARS:
+        return None
+    compiled = _schema_regex(pattern)
+    return None if compiled is None else compiled.search(text) is not None
+
+
+def _pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    from jsonschema.exceptions import ValidationError
+
+    if validator.is_type(instance, "string") and _matches(pattern, instance) is False:
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for key, value in instance.items():
+            if _matches(pattern, key):  # a key whose match is unknown is not checked
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _additional_properties(validator: Any, extra: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    """``additionalProperties`` as ``jsonschema``'s, counting as additional only the keys that
+    surely match none of the ``patternProperties`` (an unknown match is not additional)."""
+    from jsonschema.exceptions import ValidationError
+
+    if not validator.is_type(instance, "object"):
+        return
+    properties = schema.get("properties", {})
+    patterns = schema.get("patternProperties", {})
+    extras = [
+        key
+        for key in instance
+        if key not in properties and all(_matches(p, key) is False for p in patterns)
+    ]
+    if validator.is_type(extra, "object"):
+        for key in extras:
+            yield from validator.descend(instance[key], extra, path=key)
+    elif not extra and extras:
+        extras.sort(key=str)
+        if patterns:
+            verb = "does" if len(extras) == 1 else "do"
+            joined = ", ".join(repr(key) for key in extras)
+            regexes = ", ".join(repr(p) for p in sorted(patterns))
+            yield ValidationError(f"{joined} {verb} not match any of the regexes: {regexes}")
+        else:
+            verb = "was" if len(extras) == 1 else "were"
+            listed = ", ".join(repr(key) for key in extras)
+            yield ValidationError(
+                f"Additional properties are not allowed ({listed} {verb} unexpected)"
+            )
+
+
+def _left_to_the_server(validator: Any, value: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    return iter(())
+
+
+@functools.lru_cache(maxsize=32)
+def _linear_validator(base: Any, *, unevaluated: bool) -> Any:
+    """``base`` (a ``jsonschema`` validator class) with the keywords that run a schema's
+    regular expressions replaced by RE2 ones; ``unevaluatedProperties`` kept only when
+    ``unevaluated`` (its ``jsonschema`` code matches ``patternProperties`` with ``re``)."""
+    import jsonschema
+
+    own = {
+        "pattern": _pattern,
+        "patternProperties": _pattern_properties,
+        "additionalProperties": _additional_properties,
+    }
+    keywords: dict[str, Any] = {k: v for k, v in own.items() if k in base.VALIDATORS}
+    if not unevaluated and "unevaluatedProperties" in base.VALIDATORS:
+        keywords["unevaluatedProperties"] = _left_to_the_server
+    return jsonschema.validators.extend(base, keywords)
+
+
+def _mentions(schema: Any, keyword: str) -> bool:
+    """Does ``keyword`` appear as a key anywhere in ``schema`` (walked without recursion)?"""
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            if keyword in node:
+                return True
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False

@@ -46,6 +46,12 @@ BAD_OUTPUT_ERROR = (
     "MCP server {server!r} ran tool {tool!r}, but its answer does not match the tool's "
     "declared output schema, so it could not be read: {cause}"
 )
+UNREADABLE_ANSWER = "the server's answer could not be read: {reason}"
+"""The error message of a request whose answer the SDK cannot read (made over stdio)."""
+UNREADABLE_RESULT_CODE = -32099
+"""JSON-RPC error code of the error answer the stdio transport puts in place of a result it
+cannot read (:func:`is_unreadable_result`): the request was answered, so a tool call ran."""
+UNREADABLE_RESULT_ERROR = "MCP server {server!r} ran tool {tool!r}, but {cause}"
 MAY_HAVE_RUN = (
     "The call may have taken effect on the server: if the tool changes anything, check "
     "before calling it again."
@@ -351,6 +357,17 @@ def is_read_timeout(exc: BaseException) -> bool:
     answer: the request went out and the server may be running it still."""
     leaf = _leaf(exc)
     return isinstance(leaf, McpError) and leaf.error.code == httpx.codes.REQUEST_TIMEOUT
+
+
+def is_unreadable_result(exc: BaseException) -> bool:
+    """The stdio transport could not read a result the server sent (a lone surrogate escape,
+    bytes that are not UTF-8, the wrong shape): the request was answered, so the tool ran."""
+    leaf = _leaf(exc)
+    return (
+        isinstance(leaf, McpError)
+        and leaf.error.code == UNREADABLE_RESULT_CODE
+        and leaf.error.message.startswith(UNREADABLE_ANSWER.partition("{")[0])
+    )
 
 
 def is_unreadable_output(exc: BaseException) -> bool:

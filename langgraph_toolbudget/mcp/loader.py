@@ -47,7 +47,7 @@ from langgraph_toolbudget.core.catalog_checks import (
     describe_kind,
     described_category_error,
 )
-from langgraph_toolbudget.core.limits import clip
+from langgraph_toolbudget.core.limits import clip, safe_repr
 from langgraph_toolbudget.core.spec import OUTPUT_SCHEMA_KEY
 from langgraph_toolbudget.core.tokens import schema_tokens
 from langgraph_toolbudget.execution.builtins import reserved_tool_names
@@ -889,8 +889,15 @@ def _timeout_s(meta: Mapping[str, Any]) -> float | None:
 
 
 def _schema_problem(name: str, description: str, schema: Any, cap: int | None) -> str | None:
-    """Why a tool is left out: its schema cannot be read (``properties`` that is no JSON
-    object: a list, ``null``), or costs over ``cap`` tokens."""
+    """Why a tool is left out: its schema cannot be read (a root that is no object schema,
+    ``{"type": "string"}``: arguments are a JSON object, and providers refuse such function
+    parameters for the whole request; ``properties`` that is no JSON object: a list,
+    ``null``), or costs over ``cap`` tokens."""
+    root = schema.get("type", "object") if isinstance(schema, Mapping) else None
+    if root != "object" and not (isinstance(root, list) and "object" in root):
+        shown = safe_repr(root, 80)
+        reason = f"its root 'type' is {shown}, not 'object': tool arguments are a JSON object"
+        return UNREADABLE_SCHEMA.format(name=name, reason=reason)
     properties = schema.get("properties", {}) if isinstance(schema, Mapping) else None
     if not isinstance(properties, Mapping):
         shown = "null" if properties is None else f"a {type(properties).__name__}"

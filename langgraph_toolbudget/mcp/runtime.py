@@ -31,9 +31,11 @@ from langgraph_toolbudget.mcp.errors import (
     CLOSED_ERROR,
     HEADERS_ERROR,
     NESTED_SYNC_ERROR,
+    RAN,
     RELISTED_WARNING,
     TIMED_OUT,
     TIMEOUT_ERROR,
+    UNREADABLE_RESULT_ERROR,
     MCPLoadWarning,
     MCPServerError,
     _describe_error,
@@ -50,6 +52,36 @@ DEFAULT_MAX_ARTIFACT_CHARS = 20_000
 """A call's ``structuredContent`` longer than this (as JSON) is not kept in the tool message's
 artifact: the same bound as ``offload_over_chars``' default for text."""
 DROPPED_KEY = "structured_content_dropped_chars"
+
+
+AUDIO_NOTE = "[audio answer, {mime}, not shown]"
+"""What stands for an audio item of a call's answer, in its place among the other blocks."""
+
+
+def converted_result(result: Any) -> tuple[Any, Any]:
+    """A call result as the adapters convert it (content blocks, artifact), audio included.
+
+    langchain-mcp-adapters (0.3) raise ``NotImplementedError`` on ``AudioContent``, after
+    the tool ran. LangChain's ``audio`` block is no tool message content LangGraph keeps
+    (``ToolNode``'s ``msg_content_output`` would turn the whole answer into JSON text,
+    base64 included), so an audio item becomes the note :data:`AUDIO_NOTE` instead, and the
+    other blocks stay as they are.
+
+    Raises:
+        ToolException: an ``isError`` answer, as the adapters raise it.
+    """
+    items = getattr(result, "content", None)
+    if not isinstance(result, types.CallToolResult) or not any(
+        isinstance(item, types.AudioContent) for item in items or ()
+    ):
+        return _convert_call_tool_result(result)
+    noted = [
+        types.TextContent(type="text", text=AUDIO_NOTE.format(mime=item.mimeType))
+        if isinstance(item, types.AudioContent)
+        else item
+        for item in result.content
+    ]
+    return _convert_call_tool_result(result.model_copy(update={"content": noted}))
 
 
 def bounded_result(
@@ -497,7 +529,12 @@ class MCPRuntime:
         result = await handler(
             MCPToolCallRequest(name=mcp_name, args=arguments, server_name=server)
         )
-        content, artifact = _convert_call_tool_result(result)
+        try:
+            content, artifact = converted_result(result)
+        except (NotImplementedError, ValueError) as exc:  # content the adapters cannot convert
+            cause = _describe_error(exc)
+            message = UNREADABLE_RESULT_ERROR.format(server=server, tool=tool, cause=cause)
+            raise MCPServerError(message, server=server, tool=tool, advice=RAN) from exc
         return bounded_result(content, artifact, self.max_artifact_chars, server, tool)
 
     def call(

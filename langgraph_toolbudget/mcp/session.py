@@ -36,6 +36,7 @@ from langgraph_toolbudget.mcp.errors import (
     SINCE_LOAD,
     SINCE_OPEN,
     TOLD_TO_CANCEL,
+    UNREADABLE_RESULT_ERROR,
     MCPServerError,
     _describe_error,
     _is_connection_closed,
@@ -44,6 +45,7 @@ from langgraph_toolbudget.mcp.errors import (
     _where,
     is_read_timeout,
     is_unreadable_output,
+    is_unreadable_result,
 )
 from langgraph_toolbudget.mcp.stdio import open_session, unreadable_reason
 
@@ -423,6 +425,9 @@ class _ServerSession:
                 template, advice = READ_TIMEOUT_ERROR + TOLD_TO_CANCEL, MAY_HAVE_RUN
             elif is_unreadable_output(exc):
                 template, advice = BAD_OUTPUT_ERROR, RAN
+            elif is_unreadable_result(exc):
+                template, advice = UNREADABLE_RESULT_ERROR, RAN
+                cause = cause.removeprefix("McpError: ")
             message = template.format(server=self.name, tool=tool, cause=cause)
             raise MCPServerError(message, server=self.name, tool=tool, advice=advice) from exc
 

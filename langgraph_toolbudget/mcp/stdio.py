@@ -16,12 +16,13 @@ the JSON parsing.
 It keeps the SDK's behaviour otherwise: the server starts in its own process
 group with the SDK's default environment plus ``env``; its stderr goes to ours;
 a line that is not a JSON-RPC message is handed to the session as an exception,
-except an answer the SDK cannot read (nested deeper than its parser allows, or of the
-wrong shape), which becomes an error answer to its request, so the request fails at once
-with the reason instead of waiting out its timeout;
+except an answer the SDK cannot read (nested deeper than its parser allows, of the
+wrong shape, a lone surrogate escape, bytes that are not UTF-8), which becomes an error
+answer to its request, so the request fails at once with the reason instead of waiting
+out its timeout;
 on exit stdin is closed, the server gets 2 s to exit, then its process group is
 terminated. Messages are UTF-8, as the MCP spec says (a line of invalid
-UTF-8 is an error unless ``encoding_error_handler`` is ``replace`` or ``ignore``);
+UTF-8 is an error, as above, unless ``encoding_error_handler`` is ``replace`` or ``ignore``);
 on Windows, or for another ``encoding``, the SDK's own ``stdio_client`` is used.
 
 :func:`open_session` opens a ``ClientSession`` from a connection dict as the
@@ -51,6 +52,7 @@ from mcp.shared.message import SessionMessage
 
 from langgraph_toolbudget._compat_mcp import _expand_env_vars, _MCPCallbacks
 from langgraph_toolbudget.core.limits import JSON_STRING
+from langgraph_toolbudget.mcp.errors import UNREADABLE_ANSWER, UNREADABLE_RESULT_CODE
 
 logger = logging.getLogger(__name__)
 
@@ -93,9 +95,6 @@ class LineSplitter:
         return lines
 
 
-UNREADABLE_ANSWER = "the server's answer could not be read: {reason}"
-
-
 def _parse(line: bytes | bytearray, errors: str) -> SessionMessage | Exception:
     try:
         data = line if errors == "strict" else bytes(line).decode("utf-8", errors)
@@ -124,7 +123,7 @@ def _top_level_members(text: str, keys: Collection[str]) -> dict[str, Any]:
 
     ``json.loads`` reads every nested value and raises ``RecursionError`` past Python's
     recursion limit; this skips them (counting brackets outside strings), so the ``id`` of an
-    answer nested too deep is still found.
+    answer nested too deep is still found. A member whose value cannot be read is None.
     """
     members: dict[str, Any] = {}
     if not text.lstrip().startswith("{"):
@@ -140,21 +139,28 @@ def _top_level_members(text: str, keys: Collection[str]) -> dict[str, Any]:
         elif depth == 1 and (key_end := _KEY_END.match(text, token.end())):
             try:
                 key = json.loads(lexeme)
-                if key in keys:
-                    members[key] = decoder.raw_decode(text, key_end.end())[0]
-            except (ValueError, RecursionError):
+            except ValueError:
                 continue
+            if key in keys:
+                try:
+                    members[key] = decoder.raw_decode(text, key_end.end())[0]
+                except (ValueError, RecursionError):
+                    members[key] = None  # there, but not readable either
     return members
 
 
 def _unreadable(line: bytes | bytearray, exc: Exception) -> SessionMessage | Exception:
     """An answer the SDK cannot read (nested past its parser's limit, a result of the wrong
-    shape) as an error answer to the request it answers, so that request fails at once with
-    the reason instead of waiting out its timeout; anything else as the exception."""
+    shape, a lone surrogate escape, bytes that are not UTF-8) as an error answer to the
+    request it answers, so that request fails at once with the reason instead of waiting out
+    its timeout; anything else as the exception. A result (the request ran) gets the code
+    :data:`UNREADABLE_RESULT_CODE`, so the caller is told so."""
+    # Invalid UTF-8 is read as U+FFFD here only to find the id: the SDK refused the line.
+    text = bytes(line).decode("utf-8", "replace")
     try:
-        value = json.loads(line)
+        value = json.loads(text)
     except RecursionError:
-        value = _top_level_members(bytes(line).decode("utf-8", "replace"), ("id", "method"))
+        value = _top_level_members(text, ("id", "method", "result"))
     except ValueError:
         return exc
     if not isinstance(value, dict) or "method" in value:
@@ -162,7 +168,8 @@ def _unreadable(line: bytes | bytearray, exc: Exception) -> SessionMessage | Exc
     request_id = value.get("id")
     if isinstance(request_id, bool) or not isinstance(request_id, int | str):
         return exc
-    error = types.ErrorData(code=types.INTERNAL_ERROR, message=unreadable_reason(exc))
+    code = UNREADABLE_RESULT_CODE if "result" in value else types.INTERNAL_ERROR
+    error = types.ErrorData(code=code, message=unreadable_reason(exc))
     answer = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
     return SessionMessage(types.JSONRPCMessage(answer))
 
