@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
 from dataclasses import dataclass
 
+import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from pydantic import BaseModel
 
@@ -100,3 +104,63 @@ def test_json_schema_problem_names_the_field():
     assert json_schema_problem(schema, {"days": "many"}) == "days: 'many' is not of type 'integer'"
     assert "required" in (json_schema_problem(schema, {}) or "")
     assert json_schema_problem({"type": 5}) is not None  # not a valid schema
+
+
+EVIL, EVIL_TEXT = r"^([a-z]+)+$", "a" * 40 + "!"  # Python's `re`: hours, holding the GIL
+
+
+def _in_a_child(code: str) -> list[str]:
+    """The lines ``code`` prints in a child interpreter, which is killed if frozen after 60 s."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("the child was frozen for 60 s (a backtracking regex)")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.splitlines()
+
+
+def test_a_subschema_naming_its_dialect_is_still_matched_in_linear_time():
+    """jsonschema gives a subschema with its own `$schema` (and a `$ref` back to a root naming
+    one, as zod-to-json-schema writes) its stock validator class, whose `pattern` runs on
+    Python's `re`: a FastMCP `Field(pattern=..., json_schema_extra={"$schema": ...})` froze
+    the process again."""
+    code = f"""
+    from langgraph_toolbudget.core.compact import json_schema_problem as problem
+    draft7 = "http://json-schema.org/draft-07/schema#"
+    evil, text = {EVIL!r}, {EVIL_TEXT!r}
+    nested = {{"type": "object", "properties": {{"code": {{
+        "$schema": draft7, "type": "string", "pattern": evil}}}}}}
+    print(problem(nested, {{"code": text}}))
+    looped = {{"$schema": draft7, "type": "object", "properties": {{
+        "code": {{"type": "string", "pattern": evil}}, "next": {{"$ref": "#"}}}}}}
+    print(problem(looped, {{"next": {{"code": text}}}}))
+    named = {{"type": "object", "properties": {{"$schema": {{"type": "integer"}}}},
+              "additionalProperties": False}}
+    print(problem(named, {{"$schema": 1}}))
+    """
+    assert _in_a_child(code) == [
+        f"code: {EVIL_TEXT!r} does not match {EVIL!r}",
+        f"next.code: {EVIL_TEXT!r} does not match {EVIL!r}",
+        "None",  # a property named "$schema" is a property, not a dialect
+    ]
+
+
+def test_a_pattern_with_unicode_classes_accepts_what_the_server_accepts():
+    """RE2 reads `\\w`, `\\d`, `\\s`, `\\b` as ASCII; pydantic on the server (and Python's `re`)
+    as Unicode: "São Paulo" was refused as not matching `^[\\w\\s-]+$` and the tool never ran."""
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string", "pattern": r"^[\w\s-]+$"}},
+    }
+    for city in ("São Paulo", "München", "東京", "Saint-Denis"):
+        assert json_schema_problem(schema, {"city": city}) is None
+    assert json_schema_problem(schema, {"city": "Paris!"}) == (
+        r"city: 'Paris!' does not match '^[\\w\\s-]+$'"
+    )
+    ascii_only = {"type": "string", "pattern": "^[a-z]+$"}  # no such class: RE2 decides
+    assert json_schema_problem(ascii_only, "münchen") is not None

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -48,6 +49,7 @@ MAX_SCHEMA_TEXT_CHARS = 100_000
 """A string (a value, or a property name) longer than this is not matched against a schema's
 regular expressions here (left to the server): RE2 is linear, but holds the GIL meanwhile."""
 _SCHEMA_REGEX_MAX_MEM = 2 << 20  # RE2's memory for one compiled pattern (as search_tools')
+_ASCII_CLASSES = re.compile(r"\\[wWdDsSbB]")  # the classes RE2 reads as ASCII only
 INTERRUPTED = (
     "the graph stopped at an interrupt and waits for input this tool cannot give; "
     "its questions are in `interrupts`, its thread is {thread_id!r}"
@@ -163,8 +165,10 @@ def json_schema_problem(
     characters backtracks for hours holding the GIL. A pattern RE2 refuses (a back-reference,
     a look-around), one over :data:`MAX_SCHEMA_PATTERN_CHARS`, or a string over
     :data:`MAX_SCHEMA_TEXT_CHARS` is not checked: the server checks it. So is
-    ``unevaluatedProperties`` in a schema with ``patternProperties`` (``jsonschema`` matches
-    those with ``re`` on its own there).
+    ``unevaluatedProperties`` in a schema with ``patternProperties`` anywhere (``jsonschema``
+    matches those with ``re`` on its own there), and a text that is not ASCII which a pattern
+    using ``\\w``, ``\\d``, ``\\s`` or ``\\b`` (ASCII-only in RE2, Unicode on the server) did not
+    match.
 
     >>> json_schema_problem({"type": "object", "required": ["city"]}, {})
     "(arguments): 'city' is a required property"
@@ -179,7 +183,12 @@ def json_schema_problem(
         validator = _linear_validator(base, unevaluated=True)
         errors = validator(base.META_SCHEMA, registry=Registry()).iter_errors(schema)
     else:
-        validator = _linear_validator(base, unevaluated=not _mentions(schema, "patternProperties"))
+        keys = _keys(schema)
+        validator = _linear_validator(base, unevaluated="patternProperties" not in keys)
+        if "$schema" in keys:
+            # jsonschema's evolve() gives a subschema naming its dialect (or a `$ref` to a root
+            # naming it) the stock validator class, whose `pattern` runs on Python's `re`.
+            schema = _without_dialects(schema)
         errors = validator(schema, registry=Registry()).iter_errors(arguments)
         if keep is not None:
             errors = (e for e in errors if keep(e))
@@ -205,11 +214,17 @@ def _schema_regex(pattern: str) -> Any:
 
 def _matches(pattern: Any, text: str) -> bool | None:
     """Does ``pattern`` match somewhere in ``text`` (as ECMA-262's ``test``)? None when that
-    is not checked here: RE2 refuses the pattern, or one of them is too long."""
+    is not checked here: RE2 refuses the pattern, one of them is too long, or RE2's
+    ASCII-only ``\\w``, ``\\d``, ``\\s``, ``\\b`` decided a text that is not ASCII (pydantic and
+    Python's ``re`` read them as Unicode: "São Paulo" matches ``^[\\w\\s-]+$`` on the server)."""
     if not isinstance(pattern, str) or len(text) > MAX_SCHEMA_TEXT_CHARS:
         return None
     compiled = _schema_regex(pattern)
-    return None if compiled is None else compiled.search(text) is not None
+    if compiled is None:
+        return None
+    if compiled.search(text) is not None:
+        return True
+    return None if not text.isascii() and _ASCII_CLASSES.search(pattern) else False
 
 
 def _pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Iterator[Any]:
@@ -282,15 +297,43 @@ def _linear_validator(base: Any, *, unevaluated: bool) -> Any:
     return jsonschema.validators.extend(base, keywords)
 
 
-def _mentions(schema: Any, keyword: str) -> bool:
-    """Does ``keyword`` appear as a key anywhere in ``schema`` (walked without recursion)?"""
+def _keys(schema: Any) -> set[str]:
+    """Every key anywhere in ``schema`` (walked without recursion)."""
+    keys: set[str] = set()
     stack = [schema]
     while stack:
         node = stack.pop()
         if isinstance(node, Mapping):
-            if keyword in node:
-                return True
+            keys.update(k for k in node if isinstance(k, str))
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
-    return False
+    return keys
+
+
+def _without_dialects(schema: Any) -> Any:
+    """A copy of ``schema`` without its ``$schema`` keywords (a string's; a property named
+    ``$schema`` holds a schema and stays), made without recursion; the validator class is
+    chosen from the original, so the root's dialect still rules."""
+
+    def shell(node: Any) -> Any:
+        return {} if isinstance(node, Mapping) else []
+
+    if not isinstance(schema, Mapping | list):
+        return schema
+    copy = shell(schema)
+    stack = [(schema, copy)]
+    while stack:
+        source, target = stack.pop()
+        items = source.items() if isinstance(source, Mapping) else enumerate(source)
+        for key, value in items:
+            if isinstance(source, Mapping) and key == "$schema" and isinstance(value, str):
+                continue
+            child = shell(value) if isinstance(value, Mapping | list) else value
+            if child is not value:
+                stack.append((value, child))
+            if isinstance(target, dict):
+                target[key] = child
+            else:
+                target.append(child)
+    return copy
