@@ -646,10 +646,20 @@ def _context_fix(graph: Any, prefix: str, thread: Any, fields: list[str]) -> str
     state has them (the agent compiled as a node), else the fields to give the state."""
     for ns, subgraph in graph.get_subgraphs(recurse=True):
         if all(field in getattr(subgraph, "channels", {}) for field in fields):
-            persistent = getattr(subgraph, "checkpointer", None) is True
-            fix = CONTEXT_IN_SUBGRAPH_FIX if persistent else STATELESS_SUBGRAPH_FIX
-            return fix.format(ns=prefix + ns, thread=thread)
+            if getattr(subgraph, "checkpointer", None) is True:
+                return CONTEXT_IN_SUBGRAPH_FIX.format(ns=prefix + ns, thread=thread)
+            if not _compiled_inside_a_node(graph, subgraph):  # a ToolAgent's loop cannot be
+                return STATELESS_SUBGRAPH_FIX.format(ns=prefix + ns, thread=thread)
     return ADD_CONTEXT_FIELDS_FIX
+
+
+def _compiled_inside_a_node(graph: Any, subgraph: Any) -> bool:
+    """Is ``subgraph`` the loop a node of ``graph`` compiles itself (``ToolAgent``'s), which
+    no option compiles with ``checkpointer=True``?"""
+    return any(
+        getattr(getattr(node, "bound", None), "graph", None) is subgraph
+        for node in getattr(graph, "nodes", {}).values()
+    )
 
 
 def _first_writer(graph: Any, config: Any, saved: Any, as_node: str | None) -> str | None:

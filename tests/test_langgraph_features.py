@@ -17,7 +17,7 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command, interrupt
 
 from langgraph_toolbudget import (
@@ -27,9 +27,11 @@ from langgraph_toolbudget import (
     ToolCatalog,
     add_toolbudget_nodes,
     create_toolbudget_agent,
+    exclude_tools,
 )
 from langgraph_toolbudget.nodes.agent import ITERATION_LIMIT_MESSAGE, RECURSION_LIMIT_MESSAGE
 from langgraph_toolbudget.testing import ScriptedChatModel
+from langgraph_toolbudget.threads import catalog_of, update_context
 
 APIS = ["invoke", "ainvoke"]
 
@@ -234,3 +236,87 @@ async def test_tool_agent_under_a_low_recursion_limit_ends_at_max_iterations(api
     out = await run(app, {"messages": [HumanMessage("thanks")]}, api, config)
     assert out["messages"][-1].content == "you're welcome"
     assert not unanswered(model.calls[-1])
+
+
+def test_the_stand_in_keeps_the_replys_id_text_and_usage():
+    """The reply a client already streamed is replaced under its id (a client merging by id
+    keeps no call hanging), with what the model wrote and its usage; its calls, the provider's
+    raw ones included, are dropped."""
+    raw = [{"id": "w1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]
+    reply = AIMessage(
+        "Paris is sunny. Let me also check Rome.",
+        id="run-1",
+        tool_calls=[{"name": "get_weather", "args": {"city": "Rome"}, "id": "w1"}],
+        usage_metadata={"input_tokens": 12, "output_tokens": 7, "total_tokens": 19},
+        additional_kwargs={"tool_calls": raw, "refusal": None},
+    )
+    app = prebuilt_graph(ScriptedChatModel(responses=[reply])).compile()
+    out = app.invoke({"messages": [HumanMessage("weather?")]}, {"recursion_limit": 4})
+    final = out["messages"][-1]
+    assert final.id == "run-1"
+    assert (
+        final.content
+        == f"Paris is sunny. Let me also check Rome.\n\n{RECURSION_LIMIT_MESSAGE.format(limit=4)}"
+    )
+    assert final.usage_metadata == reply.usage_metadata
+    assert not final.tool_calls and final.additional_kwargs == {"refusal": None}
+    assert [m.id for m in out["messages"] if isinstance(m, AIMessage)] == ["run-1"]
+
+
+@pytest.mark.parametrize("limit", [5, 6, 7, 8])
+def test_a_node_of_yours_after_the_agent_gets_its_step(limit):
+    """``add_toolbudget_nodes(then=...)``: the step of your node after the agent is kept free
+    too, so the run ends in it, not on ``GraphRecursionError`` after the turn finished."""
+    summaries = []
+    graph = StateGraph(ToolBudgetState, input_schema=ToolBudgetInput)
+    graph.add_node("prepare", lambda state: {})
+    graph.add_node("summarize", lambda state: summaries.append(len(state["messages"])) or {})
+    graph.add_edge(START, "prepare")
+    graph.add_edge("summarize", END)
+    catalog = weather_catalog()
+    add_toolbudget_nodes(graph, always_calling_model(), catalog, after="prepare", then="summarize")
+    app = graph.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "then"}, "recursion_limit": limit}
+    out = app.invoke({"messages": [HumanMessage("weather in Paris?")]}, config)
+    assert summaries and not unanswered(out["messages"]) and not app.get_state(config).next
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_tool_agent_subclass_runs_its_own_run_and_stays_a_subgraph(api):
+    seen = []
+
+    class Logged(ToolAgent):
+        def run(self, state: Any, config: Any) -> dict[str, Any]:
+            seen.append("run")
+            return super().run(state, config)
+
+        async def arun(self, state: Any, config: Any) -> dict[str, Any]:
+            seen.append("arun")
+            return await super().arun(state, config)
+
+    deployed.clear()
+    model = ScriptedChatModel(responses=[deploy_call("prod"), AIMessage("done")])
+    catalog = ToolCatalog.from_tools([deploy], default_include="always")
+    app = in_graph(Logged(model, catalog)).compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "sub"}}
+    await run(app, {"messages": [HumanMessage("deploy")]}, api, config)
+    assert seen == ["run" if api == "invoke" else "arun"]
+    (task,) = app.get_state(config, subgraphs=True).tasks
+    assert task.state is not None and task.state.next == ("tools",)
+
+
+def test_update_context_on_a_tool_agent_in_a_plain_state_names_the_fix_that_works():
+    """With the loop now visible, the error advised compiling it with `checkpointer=True`,
+    which no ToolAgent option does: it names the state fields to add, as before."""
+    agent = ToolAgent(ScriptedChatModel(responses=[AIMessage("hi")]), weather_catalog())
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_edge(START, "agent")
+    graph.add_edge("agent", END)
+    app = graph.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "ctx"}}
+    app.invoke({"messages": [HumanMessage("x")]}, config)
+    with pytest.raises(ValueError, match="give the graph's state the tool-context fields") as err:
+        update_context(app, config, exclude_tools(tools=["get_weather"]))
+    assert "checkpointer=True" not in str(err.value)
+    assert catalog_of(app) is agent.catalog  # the threads CLI finds the ToolAgent's catalog

@@ -81,6 +81,9 @@ RECURSION_LIMIT_MESSAGE = (
     "graph steps to make it and answer after it. Here is where things stand; ask me to "
     "continue if you want me to go on."
 )
+_RAW_CALL_KEYS = ("tool_calls", "function_call")
+"""A reply's provider-shaped calls in ``additional_kwargs``, which some integrations send back
+when the message has no ``tool_calls``."""
 _LOOP_STEPS = 3
 """Graph steps a reply calling tools needs left after its own: the tools step, the model step
 that reads the answers, and one more, as LangGraph raises ``GraphRecursionError`` after a step
@@ -144,6 +147,10 @@ class CallModel(BudgetNode):
             model, catalog, system_prompt, Builtins(catalog, self.config), self.config, name
         )
         self.free = free_tools(catalog, self.config.pinned)
+        self.steps_after = 0
+        """Graph steps your graph takes after this node answers (a node of yours after the
+        agent): kept free, with the loop's own, when the run's ``recursion_limit`` is near
+        (``add_toolbudget_nodes(then=...)`` sets 1)."""
 
     @property
     def max_iterations(self) -> int:
@@ -169,14 +176,15 @@ class CallModel(BudgetNode):
         if (stop := self._stop(state, config)) is not None:
             return stop
         working = SessionContext.from_state(state).working_set(state, self.catalog, self.free)
-        return {"messages": _within_steps(self.caller.invoke(state, working, config), config)}
+        replies = self.caller.invoke(state, working, config)
+        return {"messages": _within_steps(replies, config, _LOOP_STEPS + self.steps_after)}
 
     async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         if (stop := self._stop(state, config)) is not None:
             return stop
         working = SessionContext.from_state(state).working_set(state, self.catalog, self.free)
         replies = await self.caller.ainvoke(state, working, config)
-        return {"messages": _within_steps(replies, config)}
+        return {"messages": _within_steps(replies, config, _LOOP_STEPS + self.steps_after)}
 
 
 class ToolAgent(BudgetNode):
@@ -256,6 +264,8 @@ class ToolAgent(BudgetNode):
             awrap_tool_call=awrap_tool_call,
         )
         """The loop's tools node."""
+        self.catalog = catalog
+        """The catalog (as ``SelectTools``' and ``CallModel``'s: the threads CLI finds it)."""
         self._loop_args = (state_schema, catalog, name)
         self._compile_loop()
 
@@ -287,7 +297,10 @@ class ToolAgent(BudgetNode):
         # over the loop, so that get_state(subgraphs=True), update_state on the loop's
         # namespace and get_graph(xray=True) see it, as for a compiled graph added as a node.
         self._run_loop, self._arun_loop = _loop_runners(self.graph, self._reducers, self._steps())
-        self.func, self.afunc = self._run_loop, self._arun_loop
+        if type(self).run is ToolAgent.run and type(self).arun is ToolAgent.arun:
+            self.func, self.afunc = self._run_loop, self._arun_loop
+        else:  # a subclass's own run/arun, still through functions that show the loop
+            self.func, self.afunc = _own_runners(self.graph, self)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> ToolAgent:
         """A copy with its own nodes (their own pools) and its loop compiled anew over them:
@@ -353,16 +366,51 @@ def _loop_runners(
     return run_loop, arun_loop
 
 
-def _within_steps(replies: list[AIMessage], config: RunnableConfig) -> list[BaseMessage]:
-    """``replies`` (the last one the answer), or with the answer replaced by the final message
-    when it calls tools and the run's ``recursion_limit`` leaves too few steps to run them and
-    read their answers: the turn ends with every call answered, never on a
+def _own_runners(
+    graph: CompiledStateGraph[Any, Any, Any, Any], agent: ToolAgent
+) -> tuple[
+    Callable[[Any, RunnableConfig], dict[str, Any]],
+    Callable[[Any, RunnableConfig], Awaitable[dict[str, Any]]],
+]:
+    """Node functions running a ``ToolAgent`` subclass's own ``run``/``arun``; they name the
+    loop too, so LangGraph finds it among their values before it walks ``agent`` again."""
+
+    def run_own(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        _ = graph
+        return agent.run(state, config)
+
+    async def arun_own(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        _ = graph
+        return await agent.arun(state, config)
+
+    return run_own, arun_own
+
+
+def _within_steps(
+    replies: list[AIMessage], config: RunnableConfig, reserve: int = _LOOP_STEPS
+) -> list[BaseMessage]:
+    """``replies`` (the last one the answer), or with the answer's calls replaced by the final
+    message when the run's ``recursion_limit`` leaves fewer than ``reserve`` steps to run them
+    and read their answers: the turn ends with every call answered, never on a
     ``GraphRecursionError`` with the calls left unanswered in the thread."""
     left = steps_left(config) if replies and replies[-1].tool_calls else None
-    if left is None or left >= _LOOP_STEPS:
+    if left is None or left >= reserve:
         return list(replies)
-    final = RECURSION_LIMIT_MESSAGE.format(limit=config.get("recursion_limit"))
-    return [*replies[:-1], AIMessage(final)]
+    reply = replies[-1]
+    note = RECURSION_LIMIT_MESSAGE.format(limit=config.get("recursion_limit"))
+    text = str(reply.text).strip()
+    kept = {k: v for k, v in reply.additional_kwargs.items() if k not in _RAW_CALL_KEYS}
+    # The reply under its own id (a client merging the streamed reply by id sees it replaced,
+    # no call left hanging), with what the model wrote and its usage; its calls dropped.
+    final = reply.model_copy(
+        update={
+            "content": f"{text}\n\n{note}" if text else note,
+            "tool_calls": [],
+            "invalid_tool_calls": [],
+            "additional_kwargs": kept,
+        }
+    )
+    return [*replies[:-1], final]
 
 
 def _loop_input(state: Any) -> Any:

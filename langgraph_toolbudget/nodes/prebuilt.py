@@ -198,6 +198,10 @@ def add_toolbudget_nodes(
     listed = catalog.in_runtime_mode(shared.runtime_mode)
     check_usage_catalog(shared.usage, listed, "add_toolbudget_nodes")
     names = {k: f"{prefix}{k}" for k in ("choose_tools", "agent", "tools")}
+    agent = CallModel(
+        model, catalog, config=shared, system_prompt=system_prompt, name=names["agent"]
+    )
+    agent.steps_after = 0 if then == END else 1  # your node after the agent answers
     nodes = {
         "choose_tools": ChooseTools(
             catalog,
@@ -206,9 +210,7 @@ def add_toolbudget_nodes(
             name=names["choose_tools"],
             prefix=prefix,
         ),
-        "agent": CallModel(
-            model, catalog, config=shared, system_prompt=system_prompt, name=names["agent"]
-        ),
+        "agent": agent,
         "tools": ToolExecutor(catalog, config=shared, name=names["tools"]),
     }
     for key, node in nodes.items():
