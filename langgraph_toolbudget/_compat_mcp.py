@@ -7,10 +7,19 @@ Split off from ``_compat.py`` only because importing these loads the MCP SDK, an
 :mod:`langgraph_toolbudget.mcp` imports this module. Together the two modules
 are the one place where the package touches private upstream names.
 
-Each entry says what it replaces and the versions it was checked against.
+Each entry says what it replaces and the versions it was checked against: the adapters'
+helpers below, and of the SDK's ``ClientSession`` the request counter
+(:func:`next_request_id`), the read stream (:func:`transport_closed`) and the output-schema
+check of ``call_tool`` (:func:`check_output_in_linear_time`).
 """
 
 from __future__ import annotations
+
+import logging
+from typing import Any
+
+import jsonschema
+import referencing.exceptions
 
 # langchain-mcp-adapters keeps these helpers private: its public API converts MCP tools
 # into StructuredTools that open a session per call (or use one session the caller
@@ -37,7 +46,11 @@ from langchain_mcp_adapters.tools import (
     # tools/list with pagination (the public `load_mcp_tools` also wraps them as tools).
     _list_all_tools,
 )
-from mcp import ClientSession
+from mcp import ClientSession, types
+
+from langgraph_toolbudget.core.compact import json_schema_problem
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "_MCPCallbacks",
@@ -46,6 +59,7 @@ __all__ = [
     "_expand_env_vars",
     "_handle_mcp_tool_error",
     "_list_all_tools",
+    "check_output_in_linear_time",
     "next_request_id",
     "transport_closed",
 ]
@@ -75,3 +89,49 @@ def transport_closed(session: ClientSession) -> bool:
     """
     stats = getattr(getattr(session, "_read_stream", None), "statistics", None)
     return callable(stats) and getattr(stats(), "open_send_streams", None) == 0
+
+
+def check_output_in_linear_time(session: ClientSession) -> None:
+    """Make ``session.call_tool`` check a result against the tool's output schema in linear time.
+
+    Replaces: the SDK's ``ClientSession._validate_tool_result``, which ``call_tool`` awaits on
+    every result that is not ``isError`` and which checks ``structuredContent`` against the
+    tool's ``outputSchema`` with ``jsonschema.validate``: Python's ``re`` on the schema's
+    ``pattern``s, so a server declaring ``^([a-z]+)+$`` and answering 40 letters and a ``!``
+    froze the process, holding the GIL (no timeout fires). This one does what the SDK's does
+    (the schemas ``tools/list`` cached in the private ``_tool_output_schemas``, listed again
+    for a tool not in it; the same ``RuntimeError`` texts, which
+    :func:`langgraph_toolbudget.mcp.errors.is_unreadable_output` recognises) with
+    :func:`~langgraph_toolbudget.core.compact.json_schema_problem`, which matches the
+    patterns with RE2. Checked: mcp 1.26.0 - 1.30.0 (the same method and texts; 1.30 also
+    turns an unresolvable ``$ref`` into "Invalid schema for tool", as this does).
+    """
+
+    async def validate_tool_result(name: str, result: types.CallToolResult) -> None:
+        if name not in session._tool_output_schemas:
+            await session.list_tools()  # refreshes the cache, as the SDK's does
+        schemas: dict[str, dict[str, Any] | None] = session._tool_output_schemas
+        if name not in schemas:
+            logger.warning(
+                "Tool %s not listed by server, cannot validate its structured content", name
+            )
+            return
+        schema = schemas[name]
+        if schema is None:
+            return
+        if result.structuredContent is None:
+            raise RuntimeError(
+                f"Tool {name} has an output schema but did not return structured content"
+            )
+        try:
+            problem = json_schema_problem(schema)
+            if problem is not None:
+                raise RuntimeError(f"Invalid schema for tool {name}: {problem}")
+            problem = json_schema_problem(schema, result.structuredContent)
+        except (jsonschema.exceptions.SchemaError, referencing.exceptions.Unresolvable) as exc:
+            raise RuntimeError(f"Invalid schema for tool {name}: {exc}") from exc
+        if problem is not None:
+            problem = problem.removeprefix("(arguments): ")
+            raise RuntimeError(f"Invalid structured content returned by tool {name}: {problem}")
+
+    session._validate_tool_result = validate_tool_result  # type: ignore[method-assign]

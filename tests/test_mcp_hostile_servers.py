@@ -26,6 +26,7 @@ from mcp import types
 from langgraph_toolbudget import ToolCatalog, ToolExecutor, load_mcp_catalog
 from langgraph_toolbudget.core.compact import MAX_SCHEMA_TEXT_CHARS, json_schema_problem
 from langgraph_toolbudget.mcp import MCPLoadError, MCPLoadWarning
+from langgraph_toolbudget.mcp.loader import _schema_problem
 from langgraph_toolbudget.mcp.runtime import converted_result
 from langgraph_toolbudget.nodes.intent import ClassifyIntent
 from langgraph_toolbudget.testing import ScriptedChatModel
@@ -152,6 +153,35 @@ def test_a_fastmcp_tools_pattern_is_checked_without_freezing_the_process():
     assert found == ("success", "code abc found")
 
 
+def test_an_output_schemas_pattern_is_checked_without_freezing_the_process():
+    # The SDK's call_tool checked structuredContent with jsonschema, on Python's `re`: the
+    # call froze for hours, its timeout_s (2 s) included.
+    connection = broken("answers")
+    code = f"""
+    import asyncio, json
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph_toolbudget import ToolExecutor, load_mcp_catalog
+
+    async def main():
+        async with await load_mcp_catalog({{"bad": {connection!r}}}, default_timeout_s=2) as cat:
+            names = ("evil_output", "good_output", "no_output")
+            calls = [{{"name": n, "args": {{}}, "id": n, "type": "tool_call"}} for n in names]
+            state = {{"messages": [HumanMessage("go"), AIMessage("", tool_calls=calls)]}}
+            out = await ToolExecutor(cat, enforce_visibility=False).ainvoke(state)
+            for m in out["messages"]:
+                print(json.dumps([m.status, m.text]))
+
+    asyncio.run(main())
+    """
+    evil, good, missing = (tuple(json.loads(line)) for line in run_child(code).splitlines())
+    assert evil[0] == "error" and RAN_ADVICE in evil[1] and FIX_THE_ARGUMENTS not in evil[1]
+    assert "ran tool 'evil_output', but its answer does not match the tool's declared" in evil[1]
+    assert f"returned by tool evil_output: code: {EVIL_TEXT!r} does not match {EVIL!r}" in evil[1]
+    assert good == ("success", "done")
+    assert missing[0] == "error" and RAN_ADVICE in missing[1]
+    assert "no_output has an output schema but did not return structured content" in missing[1]
+
+
 # -- answers the SDK cannot read, or the adapters cannot convert --
 
 
@@ -166,6 +196,34 @@ async def test_an_answer_that_cannot_be_read_says_the_tool_ran_at_once(tool: str
     assert message.status == "error"
     assert f"MCP server 'bad' ran tool '{tool}', but the server's answer could not be read" in text
     assert RAN_ADVICE in text and FIX_THE_ARGUMENTS not in text and "timed out" not in text
+    assert text_of(after) == 'echo {"x": "still here"}'
+
+
+@pytest.mark.parametrize(
+    ("tool", "said", "ran"),
+    [
+        # was "could not run ... ValidationError: 1 validation error for CallToolResult ...
+        # Fix the arguments", though the server answered
+        ("wrong_shape", "ran tool 'wrong_shape', but the server's answer could not be read: "
+         "content: Input should be a valid list", True),
+        # the reasons were pydantic's first, the request branch's "Field required"
+        ("result_5", "ran tool 'result_5', but the server's answer could not be read: "
+         "result: Input should be an object", True),
+        ("error_code_text", "could not run tool 'error_code_text': McpError: the server's answer "
+         "could not be read: error.code: Input should be a valid integer", False),
+    ],
+)  # fmt: skip
+async def test_an_answer_of_the_wrong_shape_says_what_is_wrong_where(
+    tool: str, said: str, ran: bool
+) -> None:
+    # An error answer (error_code_text) is the server refusing the call: no RAN advice.
+    async with await load_mcp_catalog({"bad": broken("answers")}, default_timeout_s=30) as cat:
+        message = await answer(cat, tool)
+        after = await answer(cat, "echo", x="still here")
+    text = text_of(message)
+    assert message.status == "error" and f"MCP server 'bad' {said}" in text
+    assert "Field required" not in text and "pydantic.dev" not in text
+    assert (RAN_ADVICE in text) is ran and (FIX_THE_ARGUMENTS in text) is not ran
     assert text_of(after) == 'echo {"x": "still here"}'
 
 
@@ -205,14 +263,40 @@ async def test_a_tool_whose_input_schema_is_no_object_is_left_out_with_a_warning
     with pytest.warns(MCPLoadWarning) as caught:
         async with await load_mcp_catalog({"bad": broken("schemas")}) as cat:
             names = set(cat.tool_names)
-    assert names == {"plain"}
+    assert names == {"plain", "empty_root", "ref_to_object"}  # they may accept an object
     (warning,) = [str(w.message) for w in caught if "left out" in str(w.message)]
     assert "MCP server 'bad'" in warning
     assert "'root_string': its input schema cannot be read (its root 'type' is 'string'" in warning
     assert "'root_array'" in warning and "'plain'" not in warning
+    # roots with no `type` that accept no object were loaded, and every call refused
+    no_object = "its input schema cannot be read (its root accepts no JSON object"
+    assert f"'ref_to_string': {no_object} ('$ref' '#/$defs/S': 'type' 'string')" in warning
+    assert f"'anyof_scalars': {no_object} (no branch of its 'anyOf' accepts one)" in warning
+    assert f"'not_object': {no_object} (its 'not' refuses every object)" in warning
+    assert "'empty_root'" not in warning and "'ref_to_object'" not in warning
     with warnings.catch_warnings(), pytest.raises(MCPLoadError, match="root_string"):
         warnings.simplefilter("ignore", MCPLoadWarning)
         await load_mcp_catalog({"bad": broken("schemas")}, strict=True)
+
+
+@pytest.mark.parametrize(
+    ("schema", "left_out"),
+    [
+        ({"allOf": [{"type": "object"}, {"$ref": "#/$defs/a~1b"}], "$defs": {"a/b": {"enum": [1]}}},
+         True),
+        ({"oneOf": [{"anyOf": [False, {"type": "null"}]}, {"const": "x"}]}, True),
+        ({"anyOf": [{"type": "string"}, {"$ref": "https://example.com/object.json"}]}, False),
+        ({"not": {"type": "object", "required": ["a"]}}, False),
+        ({"enum": [{"a": 1}, 2]}, False),
+        ({"$ref": "#"}, False),  # a loop: nothing says it refuses objects
+        ({"allOf": [{"$ref": "#"}] * 50, "anyOf": [{"$ref": "#"}, {"type": "string"}] * 50},
+         False),  # read in bounded time, not 50 ** 16 steps
+    ],
+)  # fmt: skip
+def test_only_a_root_that_surely_accepts_no_object_is_left_out(schema: Any, left_out: bool):
+    problem = _schema_problem("t", "T.", schema, None)
+    assert (problem is not None) == left_out, problem
+    assert problem is None or "its root accepts no JSON object" in problem
 
 
 async def test_the_classifier_quotes_a_servers_instructions_as_data_not_as_instructions() -> None:

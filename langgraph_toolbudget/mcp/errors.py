@@ -15,6 +15,7 @@ import httpx
 from langchain_core.tools import ToolException
 from mcp import types
 from mcp.shared.exceptions import McpError
+from pydantic import ValidationError
 
 CONNECTION_CLOSED = types.CONNECTION_CLOSED if hasattr(types, "CONNECTION_CLOSED") else -32000
 """JSON-RPC error code the MCP SDK gives pending requests when the transport closes."""
@@ -368,6 +369,14 @@ def is_unreadable_result(exc: BaseException) -> bool:
         and leaf.error.code == UNREADABLE_RESULT_CODE
         and leaf.error.message.startswith(UNREADABLE_ANSWER.partition("{")[0])
     )
+
+
+def is_wrong_shape_result(exc: BaseException) -> bool:
+    """The server's result is JSON but no ``CallToolResult`` (``{"content": "not a list"}``):
+    the SDK's ``call_tool`` raises pydantic's ``ValidationError`` after the server answered,
+    so the tool ran."""
+    leaf = _leaf(exc)
+    return isinstance(leaf, ValidationError) and leaf.title == types.CallToolResult.__name__
 
 
 def is_unreadable_output(exc: BaseException) -> bool:

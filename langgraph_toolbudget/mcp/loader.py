@@ -22,6 +22,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
+from urllib.parse import unquote
 
 from langchain_core.tools import BaseTool
 from langchain_mcp_adapters.callbacks import Callbacks
@@ -898,6 +899,10 @@ def _schema_problem(name: str, description: str, schema: Any, cap: int | None) -
         shown = safe_repr(root, 80)
         reason = f"its root 'type' is {shown}, not 'object': tool arguments are a JSON object"
         return UNREADABLE_SCHEMA.format(name=name, reason=reason)
+    assert isinstance(schema, Mapping)
+    if (why := _refuses_objects(schema)) is not None:
+        reason = f"its root accepts no JSON object ({why}): tool arguments are a JSON object"
+        return UNREADABLE_SCHEMA.format(name=name, reason=reason)
     properties = schema.get("properties", {}) if isinstance(schema, Mapping) else None
     if not isinstance(properties, Mapping):
         shown = "null" if properties is None else f"a {type(properties).__name__}"
@@ -910,6 +915,84 @@ def _schema_problem(name: str, description: str, schema: Any, cap: int | None) -
     if cap is not None and tokens > cap:
         return TOO_LARGE.format(name=name, tokens=tokens, cap=cap)
     return None
+
+
+_MAX_DEPTH = 16
+"""Schemas (``$ref``s followed, branches entered) read below a root, at most, before it is taken
+as one that may accept an object."""
+_MAX_VISITS = 1000
+"""Schemas read for one root, at most (``allOf`` branches that each ``$ref`` the root again
+would otherwise cost their number to the power of the depth)."""
+_ANNOTATIONS = frozenset({"title", "description", "$comment", "examples", "default"})
+
+
+def _refuses_objects(root: Mapping[str, Any]) -> str | None:
+    """Why the schema ``root`` surely accepts no JSON object, or None if it may accept one: a
+    ``type`` without ``object``, a local ``$ref`` to such a schema, ``anyOf`` or ``oneOf`` whose
+    every branch is one, ``allOf`` with one, ``not`` of a schema every object passes, a
+    ``const`` or ``enum`` holding no object, ``false``. Anything else (a remote ``$ref``, a
+    keyword not read here, a schema past :data:`_MAX_DEPTH` or :data:`_MAX_VISITS`) may."""
+    visits = 0
+
+    def refuses(schema: Any, depth: int) -> str | None:
+        nonlocal visits
+        visits += 1
+        if schema is False:
+            return "it is false"
+        if not isinstance(schema, Mapping) or depth > _MAX_DEPTH or visits > _MAX_VISITS:
+            return None
+        kind = schema.get("type", "object")
+        if kind != "object" and not (isinstance(kind, list) and "object" in kind):
+            return f"'type' {safe_repr(kind, 40)}"
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and (why := refuses(_local(ref, root), depth + 1)):
+            return f"'$ref' {safe_repr(ref, 60)}: {why}"
+        for key in ("anyOf", "oneOf"):
+            branches = schema.get(key)
+            if isinstance(branches, list) and all(refuses(b, depth + 1) for b in branches):
+                return f"no branch of its {key!r} accepts one"
+        branches = schema.get("allOf")
+        if isinstance(branches, list) and any(refuses(b, depth + 1) for b in branches):
+            return "a branch of its 'allOf' accepts none"
+        if _passes_every_object(schema.get("not", False)):
+            return "its 'not' refuses every object"
+        if "const" in schema and not isinstance(schema["const"], Mapping):
+            return "its 'const' is no object"
+        enum = schema.get("enum")
+        if isinstance(enum, list) and not any(isinstance(v, Mapping) for v in enum):
+            return "its 'enum' holds no object"
+        return None
+
+    return refuses(root, 0)
+
+
+def _passes_every_object(schema: Any) -> bool:
+    """Does every JSON object pass ``schema`` (``true``, ``{}``, ``{"type": "object"}``)?"""
+    if schema is True:
+        return True
+    if not isinstance(schema, Mapping) or not set(schema) <= _ANNOTATIONS | {"type"}:
+        return False
+    kind = schema.get("type", "object")
+    return kind == "object" or (isinstance(kind, list) and "object" in kind)
+
+
+def _local(ref: str, root: Mapping[str, Any]) -> Any:
+    """The schema the local ``$ref`` (``#``, ``#/$defs/S``) points to in ``root``; None if it
+    is not local or points nowhere."""
+    if ref == "#":
+        return root
+    if not ref.startswith("#/"):
+        return None
+    node: Any = root
+    for part in ref[2:].split("/"):
+        key = unquote(part).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping):
+            node = node.get(key)
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            return None
+    return node
 
 
 def _warn_names(

@@ -42,10 +42,12 @@ from langgraph_toolbudget.mcp.errors import (
     _is_connection_closed,
     _is_session_terminated,
     _is_transport_error,
+    _leaf,
     _where,
     is_read_timeout,
     is_unreadable_output,
     is_unreadable_result,
+    is_wrong_shape_result,
 )
 from langgraph_toolbudget.mcp.stdio import open_session, unreadable_reason
 
@@ -428,6 +430,9 @@ class _ServerSession:
             elif is_unreadable_result(exc):
                 template, advice = UNREADABLE_RESULT_ERROR, RAN
                 cause = cause.removeprefix("McpError: ")
+            elif is_wrong_shape_result(exc):
+                template, advice = UNREADABLE_RESULT_ERROR, RAN
+                cause = unreadable_reason(_leaf(exc))
             message = template.format(server=self.name, tool=tool, cause=cause)
             raise MCPServerError(message, server=self.name, tool=tool, advice=advice) from exc
 

@@ -50,7 +50,11 @@ from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
 
-from langgraph_toolbudget._compat_mcp import _expand_env_vars, _MCPCallbacks
+from langgraph_toolbudget._compat_mcp import (
+    _expand_env_vars,
+    _MCPCallbacks,
+    check_output_in_linear_time,
+)
 from langgraph_toolbudget.core.limits import JSON_STRING
 from langgraph_toolbudget.mcp.errors import UNREADABLE_ANSWER, UNREADABLE_RESULT_CODE
 
@@ -104,14 +108,39 @@ def _parse(line: bytes | bytearray, errors: str) -> SessionMessage | Exception:
         return _unreadable(line, exc)
 
 
-def _reason(exc: Exception) -> str:
+_BRANCHES = (
+    ("JSONRPCResponse", "result"),
+    ("JSONRPCError", "error"),
+    ("JSONRPCRequest", "method"),
+    ("JSONRPCNotification", "method"),
+)
+"""The kinds of JSON-RPC message pydantic tries a line as, and the member each one needs."""
+
+
+def _reason(exc: BaseException) -> str:
+    """What is wrong with an answer, from pydantic's errors: of the kind of message it is (a
+    ``result`` is read as a response, an ``error`` as an error answer, not as a request that
+    lacks its ``method``), with where (``error.code: Input should be a valid integer``)."""
     errors = getattr(exc, "errors", None)
-    if callable(errors):
-        try:
-            return str(errors()[0]["msg"])
-        except Exception:  # noqa: BLE001 - any other shape: the exception's own text
-            pass
-    return str(exc)[:500]
+    if not callable(errors):
+        return str(exc)[:500]
+    try:
+        found = errors()
+        missing = {e["loc"][:2] for e in found if e["type"] == "missing"}
+        kinds = [kind for kind, member in _BRANCHES if (kind, member) not in missing]
+        ordered = sorted(found, key=lambda e: _rank(e["loc"], kinds))
+        first = ordered[0]
+        loc = [str(part) for part in first["loc"]]
+        if loc and loc[0] in dict(_BRANCHES):
+            loc = loc[1:]  # the kind of message: said by the members it has
+        return f"{'.'.join(loc)}: {first['msg']}" if loc else str(first["msg"])
+    except (TypeError, KeyError, IndexError):  # not pydantic's shape: the exception's own text
+        return str(exc)[:500]
+
+
+def _rank(loc: tuple[Any, ...], kinds: list[str]) -> int:
+    """Errors of the first kind of message the answer has the member of come first."""
+    return kinds.index(loc[0]) if loc and loc[0] in kinds else len(kinds)
 
 
 _STRING_OR_BRACKET = re.compile(JSON_STRING.pattern + r"|[\[\]{}]", re.DOTALL)
@@ -293,7 +322,7 @@ def _reporting_unreadable(
     return cast(Connection, {**connection, "session_kwargs": kwargs})
 
 
-def unreadable_reason(exc: Exception) -> str:
+def unreadable_reason(exc: BaseException) -> str:
     """The error text of an answer that could not be read (:data:`UNREADABLE_ANSWER`)."""
     return UNREADABLE_ANSWER.format(reason=_reason(exc))
 
@@ -343,6 +372,10 @@ async def open_session(
             request, which then waits out its timeout; :func:`stdio_transport` answers the
             request with the reason itself.
 
+    Its ``call_tool`` checks a result against the tool's output schema in linear time
+    (:func:`~langgraph_toolbudget._compat_mcp.check_output_in_linear_time`): the SDK's own
+    check runs the schema's patterns on Python's ``re``.
+
     Yields:
         The session, open until the context exits.
     """
@@ -350,6 +383,7 @@ async def open_session(
         if on_unreadable is not None:
             connection = _reporting_unreadable(connection, on_unreadable)
         async with create_session(connection, mcp_callbacks=callbacks) as session:
+            check_output_in_linear_time(session)
             yield session
         return
     kwargs = _session_kwargs(connection, callbacks)
@@ -357,4 +391,5 @@ async def open_session(
         stdio_transport(stdio_parameters(connection)) as (read, write),
         ClientSession(read, write, **kwargs) as session,
     ):
+        check_output_in_linear_time(session)
         yield session
