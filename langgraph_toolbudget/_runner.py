@@ -143,13 +143,18 @@ class BackgroundLoop:
 
         def settle(task: asyncio.Task[T]) -> None:
             finished.set()
-            exc = None if task.cancelled() else task.exception()  # retrieved, in every case
+            try:
+                exc = task.exception()  # retrieved, in every case
+            except asyncio.CancelledError as cancelled:
+                # Unless the caller cancelled it (the return below), the coroutine raised
+                # CancelledError itself (a library's inner task cancelled). Passed on as an
+                # error, as awaiting the task raises it: result.cancel() would wake no
+                # concurrent.futures.wait, and run_sync would wait forever.
+                exc = cancelled
             if result.cancelled():
                 return
             try:
-                if task.cancelled():
-                    result.cancel()
-                elif exc is not None:
+                if exc is not None:
                     result.set_exception(exc)
                 else:
                     result.set_result(task.result())

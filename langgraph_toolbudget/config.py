@@ -51,8 +51,11 @@ from pydantic_core import PydanticCustomError
 from typing_extensions import TypedDict, Unpack
 
 from langgraph_toolbudget.core.budget import max_tools_for_model
+from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.gating import BuiltinFilter, EnabledBuiltins
+from langgraph_toolbudget.core.limits import clip_names
 from langgraph_toolbudget.core.retrieval import DEFAULT_RETRIEVER_WEIGHT
+from langgraph_toolbudget.core.selection import free_tools
 from langgraph_toolbudget.core.semantic import HybridScorer
 from langgraph_toolbudget.core.spec import RuntimeMode
 from langgraph_toolbudget.formats.settings import ToolCallFormats, ToolCallFormatsSpec
@@ -446,6 +449,29 @@ class BudgetConfig(BaseModel):
         if self.max_visible is not None:
             return self.max_visible
         return max(MIN_DEFAULT_VISIBLE, 2 * self.budget + self.search_limit) + free
+
+    def free_tools_within_cap(self, catalog: ToolCatalog) -> list[str]:
+        """The tools ``catalog`` makes visible without budget (``always``, the ``human`` and
+        ``structured_output`` categories, ``pinned``), refused when ``max_visible`` is below
+        their number: they are never evicted, so such a cap could not hold, and the model
+        could load no tool. Every node that caps the visible set checks it when built.
+
+        Args:
+            catalog: the catalog, in the runtime mode the node uses.
+
+        Returns:
+            Those tools (:func:`~langgraph_toolbudget.core.selection.free_tools`).
+
+        Raises:
+            ValueError: ``max_visible`` is below their number (:data:`FREE_OVER_CAP_ERROR`).
+        """
+        free = free_tools(catalog, self.pinned)
+        cap = self.max_visible
+        if cap is not None and len(free) > cap:
+            raise ValueError(
+                FREE_OVER_CAP_ERROR.format(cap=cap, n=len(free), names=clip_names(free))
+            )
+        return free
 
     # --- changing options -------------------------------------------------------------------
 

@@ -211,6 +211,41 @@ async def test_a_timeout_bounds_a_call_under_sync_hooks_too(api):
         release.set()
 
 
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("timeout_s", [None, 30.0], ids=["untimed", "timed"])
+async def test_a_tools_own_cancelled_error_is_raised_under_both_apis(api, timeout_s):
+    """An async tool raising its own ``CancelledError`` (a library's inner task cancelled)
+    under sync ``invoke`` ended the call's task on the background loop as cancelled, which
+    never woke the waiting thread: ``invoke`` hung. Both APIs raise it, with its message."""
+
+    async def flaky(x: int = 0) -> str:
+        raise asyncio.CancelledError("the client's task was cancelled")
+
+    catalog = ToolCatalog.from_tools(
+        [_tool("flaky", coroutine=flaky)], tool_metadata={"flaky": {"timeout_s": timeout_s}}
+    )
+    node = ToolExecutor(catalog, enforce_visibility=False)
+    state = state_for([call("flaky", "c1")], [])
+    outcome: list[BaseException] = []
+
+    def invoke() -> None:
+        try:
+            node.invoke(state)
+        except asyncio.CancelledError as exc:
+            outcome.append(exc)
+
+    if api == "invoke":
+        thread = threading.Thread(target=invoke, daemon=True)  # a hang leaves it behind
+        thread.start()
+        thread.join(10)
+        assert outcome, "invoke still running after 10 s"
+    else:
+        with pytest.raises(asyncio.CancelledError) as raised:
+            await node.ainvoke(state)
+        outcome.append(raised.value)
+    assert "the client's task was cancelled" in str(outcome[0])
+
+
 @pytest.mark.parametrize("hooks", [None, _passthrough], ids=["no-hook", "sync-hook"])
 def test_an_async_only_tool_runs_under_invoke(hooks):
     async def fetch(x: int = 0) -> str:

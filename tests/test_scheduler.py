@@ -410,3 +410,55 @@ async def test_a_raising_call_is_raised_once_every_call_of_its_batch_ended(api):
     with pytest.raises(ConnectionError, match="fetch failed"):
         await run_node(node, ["write_row", "fetch"], api)
     assert written.is_set()
+
+
+def outcome_within(run: Any, seconds: float = 10.0) -> Any:
+    """``run()`` in a daemon thread: what it returned or raised; fails the test if it has not
+    ended in ``seconds`` (a hang: the thread is left behind, without blocking the exit)."""
+    outcome: list[Any] = []
+
+    def target() -> None:
+        try:
+            outcome.append(run())
+        except BaseException as exc:  # noqa: BLE001 - the outcome under test, CancelledError too
+            outcome.append(exc)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert outcome, f"still running after {seconds} s"
+    return outcome[0]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_tools_own_cancelled_error_in_a_gathered_batch_is_raised_under_both_apis(api):
+    """An async tool raising its own ``CancelledError`` (a library's inner task cancelled)
+    ended the batch's task on the background loop as cancelled, which never woke sync
+    ``invoke``: it hung. Both APIs now raise it, once the batch's other call ended."""
+    ended = threading.Event()
+
+    async def flaky(x: int = 0) -> str:
+        raise asyncio.CancelledError("the client's task was cancelled")
+
+    async def other(x: int = 0) -> str:
+        await asyncio.sleep(0.1)
+        ended.set()
+        return "ok"
+
+    tools = [
+        StructuredTool.from_function(coroutine=flaky, name="flaky", description="Flaky fetch."),
+        StructuredTool.from_function(coroutine=other, name="other", description="Other."),
+    ]
+    meta = {"flaky": {"concurrency_group": "a"}, "other": {"concurrency_group": "b"}}
+    node = ToolExecutor(ToolCatalog.from_tools(tools, tool_metadata=meta), mode="parallel_safe")
+    calls = [call("flaky", "c0"), call("other", "c1")]
+    state = {
+        "messages": [HumanMessage("go"), ai_calls(*calls)],
+        "selected_tools": ["flaky", "other"],
+    }
+    if api == "invoke":
+        assert isinstance(outcome_within(lambda: node.invoke(state)), asyncio.CancelledError)
+    else:
+        with pytest.raises(asyncio.CancelledError):
+            await node.ainvoke(state)
+    assert ended.is_set()

@@ -3,6 +3,7 @@ invisible characters inside words, and caps below the tools that are never evict
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import random
@@ -16,9 +17,11 @@ import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.tools import StructuredTool
 
-from langgraph_toolbudget import ToolCatalog, create_toolbudget_agent
+from langgraph_toolbudget import ToolAgent, ToolCatalog, ToolExecutor, create_toolbudget_agent
+from langgraph_toolbudget.core.hashing import HashingEmbeddings
 from langgraph_toolbudget.core.meta import MAX_REASON_CHARS, MetaToolHandler
 from langgraph_toolbudget.core.search import MAX_EXPANDED_TERMS, MAX_RANKED_CLAUSES, ToolIndex
+from langgraph_toolbudget.core.semantic import HybridScorer
 from langgraph_toolbudget.core.terms import tokenize
 from langgraph_toolbudget.core.working_set import WorkingSet
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
@@ -171,6 +174,27 @@ def test_a_request_of_thousands_of_clauses_ranks_a_bounded_number_of_them():
     assert len(passes) == 1 + MAX_RANKED_CLAUSES  # the whole text, then its first clauses
 
 
+@pytest.mark.parametrize("api", ["sync", "async"])
+def test_a_request_of_thousands_of_clauses_embeds_a_bounded_number_of_them(api):
+    embedded: list[str] = []
+
+    class Counting(HashingEmbeddings):
+        def embed_query(self, text: str) -> list[float]:
+            embedded.append(text)
+            return super().embed_query(text)
+
+        async def aembed_query(self, text: str) -> list[float]:
+            return self.embed_query(text)
+
+    scorer = HybridScorer(build_example_catalog(), Counting())
+    text = " ".join(f"Send the message {i}. Then open an issue {i}." for i in range(2000))
+    if api == "sync":
+        scorer.scores(text)
+    else:
+        asyncio.run(scorer.ascores(text))
+    assert embedded[0] == text and len(embedded) == 1 + MAX_RANKED_CLAUSES  # as BM25 ranks them
+
+
 def test_a_request_under_the_caps_expands_every_unknown_term_of_every_clause():
     index = _catalog_index()
     words = _words(40, seed=1)
@@ -266,9 +290,24 @@ def test_a_max_visible_below_the_always_tools_is_refused_naming_them_and_the_fix
     message = str(caught.value)
     assert "audit_0" in message and "include='always'" in message
     assert "raise max_visible" in message and "max_visible=None" in message
-    for node in (SelectTools, ToolSearch):
+    for node in (SelectTools, ToolSearch, ToolExecutor):
         with pytest.raises(ValueError, match="max_visible=4 is less than the 10 tools"):
             node(catalog, max_visible=4)
+
+
+def test_the_executor_and_tool_agent_refuse_a_max_visible_below_the_free_tools_too():
+    """They cap the set the meta-tools load into: built, the model's every ``add_tool`` got
+    "the working set is full of pinned tools", a loop it could not leave."""
+    catalog = _always_catalog(3)
+    model = ScriptedChatModel(responses=[AIMessage("ok")])
+    message = r"max_visible=4 is less than the 5 tools .*weather_0"
+    with pytest.raises(ValueError, match=message):
+        ToolExecutor(catalog, max_visible=4, pinned=["weather_0", "weather_1"])
+    with pytest.raises(ValueError, match=message):
+        ToolAgent(model, catalog, max_visible=4, pinned=["weather_0", "weather_1"])
+    # as many as the free tools builds: the cap holds them (and nothing else)
+    ToolExecutor(catalog, max_visible=5, pinned=["weather_0", "weather_1"])
+    ToolAgent(model, catalog, max_visible=5, pinned=["weather_0", "weather_1"])
 
 
 def test_always_and_pinned_tools_together_must_fit_max_visible():

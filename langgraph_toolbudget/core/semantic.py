@@ -46,7 +46,7 @@ from langchain_core.embeddings import Embeddings
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.hashing import HashingEmbeddings
-from langgraph_toolbudget.core.search import FULL_QUERY_WEIGHT, clauses
+from langgraph_toolbudget.core.search import FULL_QUERY_WEIGHT, MAX_RANKED_CLAUSES, clauses
 from langgraph_toolbudget.core.vectors import QUERY_CACHE_SIZE, tool_text, tool_vectors
 
 __all__ = [
@@ -215,9 +215,11 @@ class HybridScorer:
         """The texts embedded for a query: itself, then its clauses if it asks for several things.
 
         The clauses are those of :func:`~langgraph_toolbudget.core.search.clauses`
-        (sentence ends, "then", "also"...), as the BM25 ranking splits them.
+        (sentence ends, "then", "also"...), as the BM25 ranking splits them, and at most its
+        first :data:`~langgraph_toolbudget.core.search.MAX_RANKED_CLAUSES`, as it ranks them:
+        a pasted log of thousands of sentences costs at most that many ``embed_query`` calls.
         """
-        parts = clauses(query) if self.split_clauses else []
+        parts = clauses(query)[:MAX_RANKED_CLAUSES] if self.split_clauses else []
         return [query, *parts] if len(parts) >= 2 else [query]
 
     def _combine(self, query: str, tools: np.ndarray, vectors: list[np.ndarray]) -> np.ndarray:

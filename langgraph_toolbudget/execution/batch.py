@@ -31,7 +31,6 @@ from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.intent import latest_user_text, starts_turn
 from langgraph_toolbudget.core.limits import clip
 from langgraph_toolbudget.core.meta import META_TOOL_NAMES
-from langgraph_toolbudget.core.selection import free_tools
 from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
 from langgraph_toolbudget.execution.builtin_family import (
     BuiltinContext,
@@ -127,7 +126,7 @@ class BatchRunner:
         self.config = config
         self.builtins = Builtins(catalog, config, builtins)
         self.meta_names = tuple(n for n in self.builtins.names if self.builtins.counts_as_meta(n))
-        self.free = free_tools(catalog, config.pinned)
+        self.free = config.free_tools_within_cap(catalog)  # refuses a max_visible below them
         self._cap = config.visible_cap(len(self.free))
         self.messages_key = messages_key
         self.policy = VisibilityPolicy(

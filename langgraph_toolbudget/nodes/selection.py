@@ -27,7 +27,6 @@ from langchain_core.runnables import RunnableConfig
 from typing_extensions import Unpack
 
 from langgraph_toolbudget.config import (
-    FREE_OVER_CAP_ERROR,
     BudgetConfig,
     BudgetOptions,
     SelectionStrategy,
@@ -37,9 +36,8 @@ from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.gating import AUTO_TOOL_SEARCH
 from langgraph_toolbudget.core.intent import latest_user_text
-from langgraph_toolbudget.core.limits import clip_names
 from langgraph_toolbudget.core.reasons import budget_reasons, free_reasons, search_reasons
-from langgraph_toolbudget.core.selection import free_tools, search_hits, select_tools
+from langgraph_toolbudget.core.selection import search_hits, select_tools
 from langgraph_toolbudget.core.semantic import as_hybrid_scorer
 from langgraph_toolbudget.core.token_budget import tool_tokens
 from langgraph_toolbudget.core.working_set import tools_in_use
@@ -63,18 +61,6 @@ previous choice a request without a topic keeps."""
 
 def _why(reason: Any) -> Any:
     return reason.get("why") if isinstance(reason, Mapping) else None
-
-
-def _free_within_cap(catalog: ToolCatalog, config: BudgetConfig) -> list[str]:
-    """The tools visible without budget (:func:`free_tools`), refused when ``max_visible`` is
-    below their number: they are never evicted, so such a cap could not hold. The options
-    alone refuse too many ``pinned`` tools; the ``always`` ones are the catalog's."""
-    free = free_tools(catalog, config.pinned)
-    if config.max_visible is not None and len(free) > config.max_visible:
-        raise ValueError(
-            FREE_OVER_CAP_ERROR.format(cap=config.max_visible, n=len(free), names=clip_names(free))
-        )
-    return free
 
 
 class SelectTools(BudgetNode):
@@ -124,7 +110,7 @@ class SelectTools(BudgetNode):
         self.catalog = catalog = catalog.in_runtime_mode(self.config.runtime_mode)
         check_usage_catalog(self.config.usage, catalog, "SelectTools")
         self.strategy = strategy
-        self._free = _free_within_cap(catalog, self.config)
+        self._free = self.config.free_tools_within_cap(catalog)
         self.scorer = as_hybrid_scorer(catalog, self.config.embeddings)
 
     @property
@@ -309,7 +295,7 @@ class ToolSearch(BudgetNode):
         self.every_turn = every_turn
         self.min_relative_score = min_relative_score
         self.scorer = as_hybrid_scorer(catalog, self.config.embeddings)
-        self.pinned = _free_within_cap(catalog, self.config)
+        self.pinned = self.config.free_tools_within_cap(catalog)
         # The search runs only when it is enabled and some tool is deferred
         # (not visible from the start), so there is something to find; a thread that set
         # a tool to ``agent`` may defer one the catalog does not (see ``_query``).
