@@ -9,11 +9,13 @@ SQLite file byte for byte (and no file created beside it), the PostgreSQL rows a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
 import shutil
 import signal
+import socket
 import sqlite3
 import sys
 import threading
@@ -425,12 +427,7 @@ async def test_a_cancelled_async_run_stops_its_sqlite_query(shop: Path):
 async def test_a_cancelled_async_run_stops_its_postgres_query(crm: str):
     toolbox = _TimedToolbox({"crm": crm}, timeout_s=12)
     assert await _cancel_a_query_under_ainvoke(toolbox, "SELECT pg_sleep(11)") < 2
-    with psycopg.connect(crm) as conn:  # the server cancelled it too
-        running = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(11)%' "
-            "AND state = 'active' AND pid <> pg_backend_pid()"
-        ).fetchone()
-    assert running == (0,)
+    assert _sleeping_queries(crm) == 0  # the server cancelled it too
     assert toolbox.execute("crm", "SELECT 1 AS one").rows == [{"one": 1}]  # the pool is fine
 
 
@@ -444,6 +441,153 @@ def test_a_query_stop_set_before_the_query_stops_it_at_once(shop: Path):
         toolbox.execute("shop", endless + "FROM n", stop=stop)
     assert time.monotonic() - start < 2
     assert toolbox.execute("shop", "SELECT count(*) AS n FROM orders").rows == [{"n": 500}]
+
+
+STOPPED = r"the query was stopped \(its run was cancelled\)"
+
+
+def _sleeping_queries(url: str) -> int:
+    """How many queries of ``url``'s database sleep in ``pg_sleep`` now (the text the server
+    shows is the FETCH, not the query of the cursor it runs)."""
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' "
+            "AND datname = current_database()"
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _wait_for_sleeping_queries(url: str, count: int) -> None:
+    for _ in range(250):
+        if _sleeping_queries(url) >= count:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"{count} queries never started")
+
+
+class _SlowToReach:
+    """A TCP relay to a PostgreSQL server that, once :attr:`slow` is set, holds each new
+    connection ``delay`` seconds before it reaches the server (a remote database, a network
+    that has just failed); connections made before go on unhindered."""
+
+    def __init__(self, url: str, delay: float) -> None:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        self.upstream = (parts.hostname or "127.0.0.1", parts.port or 5432)
+        self.delay, self.slow = delay, threading.Event()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = url.replace(f":{parts.port}/", f":{self.listener.getsockname()[1]}/")
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:  # closed
+                return
+            threading.Thread(target=self._relay, args=(client,), daemon=True).start()
+
+    def _relay(self, client: socket.socket) -> None:
+        if self.slow.is_set():
+            time.sleep(self.delay)
+        server = socket.create_connection(self.upstream)
+        for a, b in ((client, server), (server, client)):
+            threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(a: socket.socket, b: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := a.recv(65536):
+                b.sendall(data)
+        for s in (a, b):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
+
+async def test_a_postgres_cancel_request_never_holds_the_event_loop(crm: str):
+    """The cancel request is a new connection to the server (psycopg waited up to 30 s for
+    it): sent from the event loop's thread, a slow network froze every run on the loop."""
+    relay = _SlowToReach(crm, delay=1.0)
+    toolbox = DatabaseToolbox({"crm": relay.url}, timeout_s=12)
+    stop = QueryStop()
+    query = asyncio.create_task(
+        asyncio.to_thread(toolbox.execute, "crm", "SELECT pg_sleep(10.5)", stop=stop)
+    )
+    await asyncio.to_thread(_wait_for_sleeping_queries, crm, 1)
+    relay.slow.set()
+    start = time.monotonic()
+    stop.set()
+    assert time.monotonic() - start < 0.5  # the request went to a thread of its own
+    with pytest.raises(SqlError, match=STOPPED):  # ... and still stopped the query
+        await asyncio.wait_for(query, 8)
+    relay.listener.close()
+
+
+@pytest.mark.parametrize("between", ["declare_and_fetch", "fetch_and_count"])
+def test_a_postgres_stop_between_two_statements_stops_the_next_one(
+    crm: str, between: str, monkeypatch: pytest.MonkeyPatch
+):
+    """A cancel request reaching the server between two statements is ignored (the session
+    is idle): the next statement (the FETCH, or the MOVE counting the rest) ran to its end
+    and the stopped query returned its rows."""
+    toolbox = DatabaseToolbox({"crm": crm}, timeout_s=12, max_rows=2)
+    stop = QueryStop()
+    if between == "declare_and_fetch":
+        load_cut = toolbox_module._load_cut
+
+        def stop_then_load_cut(cursor: Any) -> None:
+            threading.Thread(target=stop.set).start()
+            time.sleep(0.2)  # the cancel request reached the idle session
+            load_cut(cursor)
+
+        monkeypatch.setattr(toolbox_module, "_load_cut", stop_then_load_cut)
+        sql = "SELECT pg_sleep(10) AS slept"
+    else:
+        count_rest = DatabaseToolbox._postgres_count_rest
+
+        def stop_then_count(*args: Any) -> int | None:
+            threading.Thread(target=stop.set).start()
+            time.sleep(0.2)
+            return count_rest(*args)
+
+        monkeypatch.setattr(DatabaseToolbox, "_postgres_count_rest", staticmethod(stop_then_count))
+        sql = "SELECT g, pg_sleep(CASE WHEN g > 3 THEN 1 ELSE 0 END) FROM generate_series(1, 20) g"
+    start = time.monotonic()
+    with pytest.raises(SqlError, match=STOPPED):
+        toolbox.execute("crm", sql, stop=stop)
+    assert time.monotonic() - start < 3
+    assert _sleeping_queries(crm) == 0
+    monkeypatch.undo()
+    assert toolbox.execute("crm", "SELECT 1 AS one").rows == [{"one": 1}]  # the pool is fine
+
+
+def test_one_query_stop_stops_every_postgres_query_it_was_given(crm: str):
+    """Like a threading.Event, one stop may be passed to several queries at once: it kept
+    one query's cancel, and the others ran on to their end."""
+    toolbox = DatabaseToolbox({"crm": crm}, timeout_s=12)
+    stop = QueryStop()
+    outcomes: dict[int, str] = {}
+
+    def run(i: int) -> None:
+        try:
+            outcomes[i] = repr(toolbox.execute("crm", f"SELECT pg_sleep(10) AS q{i}", stop=stop))
+        except SqlError as exc:
+            outcomes[i] = str(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    _wait_for_sleeping_queries(crm, 3)
+    start = time.monotonic()
+    stop.set()
+    for thread in threads:
+        thread.join(8)
+    assert time.monotonic() - start < 3
+    assert outcomes == dict.fromkeys(
+        range(3), "Error: the query was stopped (its run was cancelled)."
+    )
+    assert _sleeping_queries(crm) == 0
 
 
 def test_one_long_sqlite_function_call_cannot_outrun_the_timeout(shop: Path):

@@ -104,6 +104,10 @@ TIMEOUT_ERROR = (
     "timeout_s). Make it cheaper: filter with WHERE, aggregate, or add a LIMIT."
 )
 STOPPED_ERROR = "Error: the query was stopped (its run was cancelled)."
+CANCEL_TIMEOUT_S = 5.0
+"""Seconds a PostgreSQL cancel request may take to reach the server (psycopg's default: 30)."""
+CANCEL_AGAIN_S = 0.25
+"""Seconds between a stopped query's cancel requests, sent until the query ends."""
 DATABASE_ERROR = (
     "Error: the database ({dialect}) rejected the query: {message}\nFix the SQL and call "
     "execute_sql again (search_schemas shows the tables and columns)."
@@ -582,8 +586,14 @@ class DatabaseToolbox:
         deadline = time.monotonic() + self.timeout_s  # one for every statement of the query
         try:
             conn: Any = raw.driver_connection
-            with _cancelled_by(stop, conn.cancel_safe):
-                return self._postgres_query(src, conn, sql, check, deadline)
+            cancel = functools.partial(conn.cancel_safe, timeout=CANCEL_TIMEOUT_S)
+            with _cancelled_by(stop, cancel):
+                result = self._postgres_query(src, conn, sql, check, deadline)
+            if stop is not None and stop.is_set():
+                # A statement its cancel request stopped may read as an answer: a count out
+                # of time (MOVE) is left out, psycopg's stream drops an error after rows.
+                raise SqlError(STOPPED_ERROR)
+            return result
         except psycopg.errors.QueryCanceled:
             raise self._timeout() from None
         except (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege) as exc:
@@ -710,11 +720,13 @@ class DatabaseToolbox:
 
 
 class QueryStop:
-    """Stops a query that runs in another thread, at once (SQLite stops it at its next
-    steps; PostgreSQL is sent a cancel request).
+    """Stops the queries that run in other threads with it, at once (SQLite stops them at
+    their next steps; PostgreSQL is sent cancel requests).
 
     The async ``execute_sql`` runs its query in a worker thread, which a cancelled run does
-    not stop: it sets its ``QueryStop`` so the query ends now, not at ``timeout_s``.
+    not stop: it sets its ``QueryStop`` so the query ends now, not at ``timeout_s``. Like a
+    ``threading.Event``, one stop may be passed to several queries at once; :meth:`set`
+    stops them all.
 
     Example:
         >>> stop = QueryStop()
@@ -726,30 +738,69 @@ class QueryStop:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._set = False
-        self._cancel: Callable[[], object] | None = None
+        self._running: set[_RunningQuery] = set()
 
     def is_set(self) -> bool:
         """Whether :meth:`set` was called."""
         return self._set
 
     def set(self) -> None:
-        """Stop the query now, or as soon as it starts."""
-        with self._lock:  # the connection stays open while its cancel runs
+        """Stop the queries now, or as soon as they start.
+
+        Returns at once, also on an event loop: each cancel request (a new connection to
+        the server, which a slow network makes slow) is sent from a thread of its own.
+        """
+        with self._lock:
+            if self._set:
+                return
             self._set = True
-            if self._cancel is not None:
-                _cancel_query(self._cancel)
+            running = list(self._running)
+        for query in running:
+            threading.Thread(
+                target=query.cancel_until_ended, name="toolbudget-query-stop", daemon=True
+            ).start()
 
     @contextlib.contextmanager
     def _cancels(self, cancel: Callable[[], object]) -> Iterator[None]:
         with self._lock:
             if self._set:  # a cancel before the query starts would cancel nothing
                 raise SqlError(STOPPED_ERROR)
-            self._cancel = cancel
+            query = _RunningQuery(cancel)
+            self._running.add(query)
         try:
             yield
         finally:
             with self._lock:
-                self._cancel = None
+                self._running.discard(query)
+            query.end()
+
+
+class _RunningQuery:
+    """One query a :class:`QueryStop` may cancel, with ``cancel`` (a PostgreSQL cancel
+    request for its connection)."""
+
+    def __init__(self, cancel: Callable[[], object]) -> None:
+        self._cancel = cancel
+        self._sending = threading.Lock()
+        self._ended = threading.Event()
+
+    def cancel_until_ended(self) -> None:
+        """Send cancel requests until the query ends: one that reaches the server between
+        two statements of the query is ignored (the session is idle), so the next statement
+        would run on; the next request cancels it."""
+        while True:
+            with self._sending:
+                if self._ended.is_set():
+                    return
+                _cancel_query(self._cancel)
+            if self._ended.wait(CANCEL_AGAIN_S):
+                return
+
+    def end(self) -> None:
+        """The query ended: no request is sent after this returns (the connection goes back
+        to the pool, a later request would cancel another query)."""
+        with self._sending:  # waits for a request under way
+            self._ended.set()
 
 
 def _cancelled_by(stop: QueryStop | None, cancel: Callable[[], object]) -> Any:
@@ -760,7 +811,7 @@ def _cancelled_by(stop: QueryStop | None, cancel: Callable[[], object]) -> Any:
 def _cancel_query(cancel: Callable[[], object]) -> None:
     try:
         cancel()
-    except Exception:  # noqa: BLE001 - a connection already closed: its query ended
+    except Exception:  # noqa: BLE001 - a connection closed (its query ended), a slow network
         logger.debug("cancelling a query raised", exc_info=True)
 
 

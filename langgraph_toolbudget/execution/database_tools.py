@@ -141,7 +141,7 @@ class DatabaseTools(BuiltinTools):
         try:
             return await asyncio.to_thread(self._execute, call.get("args") or {}, stop)
         except asyncio.CancelledError:
-            stop.set()
+            stop.set()  # at once: its cancel requests go from a thread, not the event loop's
             raise
 
     def _search(self, args: dict[str, Any]) -> BuiltinResult:
