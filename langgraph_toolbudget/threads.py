@@ -654,11 +654,13 @@ def _context_fix(graph: Any, prefix: str, thread: Any, fields: list[str]) -> str
 
 
 def _compiled_inside_a_node(graph: Any, subgraph: Any) -> bool:
-    """Is ``subgraph`` the loop a node of ``graph`` compiles itself (``ToolAgent``'s), which
-    no option compiles with ``checkpointer=True``?"""
+    """Is ``subgraph`` the loop a node of ``graph`` or of one of its subgraphs compiles itself
+    (``ToolAgent``'s), which no option compiles with ``checkpointer=True``?"""
+    graphs = [graph, *(inner for _, inner in graph.get_subgraphs(recurse=True))]
     return any(
         getattr(getattr(node, "bound", None), "graph", None) is subgraph
-        for node in getattr(graph, "nodes", {}).values()
+        for inner in graphs
+        for node in getattr(inner, "nodes", {}).values()
     )
 
 

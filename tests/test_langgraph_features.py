@@ -320,3 +320,53 @@ def test_update_context_on_a_tool_agent_in_a_plain_state_names_the_fix_that_work
         update_context(app, config, exclude_tools(tools=["get_weather"]))
     assert "checkpointer=True" not in str(err.value)
     assert catalog_of(app) is agent.catalog  # the threads CLI finds the ToolAgent's catalog
+
+
+def test_a_messages_stream_client_gets_the_stand_in_under_the_replys_id():
+    """The messages stream sends an id once: the stand-in under the streamed reply's id was
+    dropped, and the client kept the reply's call, never answered."""
+    reply = AIMessage(
+        "Checking Rome.",
+        id="run-7",
+        tool_calls=[{"name": "get_weather", "args": {"city": "Rome"}, "id": "w7"}],
+    )
+    app = prebuilt_graph(ScriptedChatModel(responses=[reply])).compile()
+    seen: dict[str, Any] = {}
+    for message, _ in app.stream(
+        {"messages": [HumanMessage("weather?")]}, {"recursion_limit": 4}, stream_mode="messages"
+    ):
+        if message.id:
+            seen[message.id] = message  # a client merging by id keeps the last one
+    assert not seen["run-7"].tool_calls
+    assert seen["run-7"].content.endswith(RECURSION_LIMIT_MESSAGE.format(limit=4))
+
+
+def test_update_context_on_a_tool_agent_in_a_subgraph_names_the_fix_that_works():
+    team = StateGraph(MessagesState)
+    team.add_node(
+        "agent", ToolAgent(ScriptedChatModel(responses=[AIMessage("hi")]), weather_catalog())
+    )
+    team.add_edge(START, "agent")
+    team.add_edge("agent", END)
+    graph = StateGraph(MessagesState)
+    graph.add_node("team", team.compile())
+    graph.add_edge(START, "team")
+    graph.add_edge("team", END)
+    app = graph.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "nested"}}
+    app.invoke({"messages": [HumanMessage("x")]}, config)
+    with pytest.raises(ValueError, match="give the graph's state the tool-context fields") as err:
+        update_context(app, config, exclude_tools(tools=["get_weather"]))
+    assert "checkpointer=True" not in str(err.value)
+
+
+def test_a_tool_agents_catalog_is_the_one_it_runs_in_its_runtime_mode():
+    def beta(city: str) -> str:
+        """A weather tool still in draft."""
+        return city
+
+    catalog = ToolCatalog.from_tools(
+        [get_weather, beta], tool_metadata={"beta": {"status": "draft"}}
+    )
+    agent = ToolAgent(ScriptedChatModel(responses=[AIMessage("hi")]), catalog, runtime_mode="debug")
+    assert sorted(catalog_of(in_graph(agent).compile()).tool_names) == ["beta", "get_weather"]

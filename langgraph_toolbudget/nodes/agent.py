@@ -24,11 +24,14 @@ import copy
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, get_type_hints
 
+from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.channels.binop import BinaryOperatorAggregate
+from langgraph.config import get_config
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import push_message
 from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import Unpack
 
@@ -264,8 +267,8 @@ class ToolAgent(BudgetNode):
             awrap_tool_call=awrap_tool_call,
         )
         """The loop's tools node."""
-        self.catalog = catalog
-        """The catalog (as ``SelectTools``' and ``CallModel``'s: the threads CLI finds it)."""
+        self.catalog = catalog.in_runtime_mode(self.config.runtime_mode)
+        """The catalog in the runtime mode (as ``CallModel``'s: the threads CLI finds it)."""
         self._loop_args = (state_schema, catalog, name)
         self._compile_loop()
 
@@ -410,7 +413,20 @@ def _within_steps(
             "additional_kwargs": kept,
         }
     )
+    _stream_in_place(final)
     return [*replies[:-1], final]
+
+
+def _stream_in_place(message: AIMessage) -> None:
+    """Send ``message`` to the run's ``messages`` stream, where the reply it replaces went
+    under the same id: the stream sends an id once, so a client would keep the streamed reply
+    and its call, never answered."""
+    try:
+        callbacks = get_config().get("callbacks")
+    except RuntimeError:  # not inside a run: there is no stream
+        return
+    if isinstance(callbacks, BaseCallbackManager | list):  # push_message reads no other shape
+        push_message(message, state_key=None)
 
 
 def _loop_input(state: Any) -> Any:
