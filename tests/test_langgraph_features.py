@@ -309,17 +309,26 @@ def test_update_context_on_a_tool_agent_in_a_plain_state_names_the_fix_that_work
     """With the loop now visible, the error advised compiling it with `checkpointer=True`,
     which no ToolAgent option does: it names the state fields to add, as before."""
     agent = ToolAgent(ScriptedChatModel(responses=[AIMessage("hi")]), weather_catalog())
+    app = plain_graph("agent", agent).compile(checkpointer=InMemorySaver())
+    assert_context_advice_names_the_state_fields(app)
+    assert catalog_of(app) is agent.catalog  # the threads CLI finds the ToolAgent's catalog
+
+
+def plain_graph(name: str, node: Any) -> StateGraph:
+    """``node`` alone in a ``MessagesState`` graph: a state without the tool-context fields."""
     graph = StateGraph(MessagesState)
-    graph.add_node("agent", agent)
-    graph.add_edge(START, "agent")
-    graph.add_edge("agent", END)
-    app = graph.compile(checkpointer=InMemorySaver())
+    graph.add_node(name, node)
+    graph.add_edge(START, name)
+    graph.add_edge(name, END)
+    return graph
+
+
+def assert_context_advice_names_the_state_fields(app: Any) -> None:
     config = {"configurable": {"thread_id": "ctx"}}
     app.invoke({"messages": [HumanMessage("x")]}, config)
     with pytest.raises(ValueError, match="give the graph's state the tool-context fields") as err:
         update_context(app, config, exclude_tools(tools=["get_weather"]))
     assert "checkpointer=True" not in str(err.value)
-    assert catalog_of(app) is agent.catalog  # the threads CLI finds the ToolAgent's catalog
 
 
 def test_a_messages_stream_client_gets_the_stand_in_under_the_replys_id():
@@ -342,22 +351,11 @@ def test_a_messages_stream_client_gets_the_stand_in_under_the_replys_id():
 
 
 def test_update_context_on_a_tool_agent_in_a_subgraph_names_the_fix_that_works():
-    team = StateGraph(MessagesState)
-    team.add_node(
-        "agent", ToolAgent(ScriptedChatModel(responses=[AIMessage("hi")]), weather_catalog())
+    agent = ToolAgent(ScriptedChatModel(responses=[AIMessage("hi")]), weather_catalog())
+    team = plain_graph("agent", agent).compile()
+    assert_context_advice_names_the_state_fields(
+        plain_graph("team", team).compile(checkpointer=InMemorySaver())
     )
-    team.add_edge(START, "agent")
-    team.add_edge("agent", END)
-    graph = StateGraph(MessagesState)
-    graph.add_node("team", team.compile())
-    graph.add_edge(START, "team")
-    graph.add_edge("team", END)
-    app = graph.compile(checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "nested"}}
-    app.invoke({"messages": [HumanMessage("x")]}, config)
-    with pytest.raises(ValueError, match="give the graph's state the tool-context fields") as err:
-        update_context(app, config, exclude_tools(tools=["get_weather"]))
-    assert "checkpointer=True" not in str(err.value)
 
 
 def test_a_tool_agents_catalog_is_the_one_it_runs_in_its_runtime_mode():
