@@ -130,6 +130,8 @@ def check_output_in_linear_time(session: ClientSession) -> None:
             problem = json_schema_problem(schema, result.structuredContent)
         except (jsonschema.exceptions.SchemaError, referencing.exceptions.Unresolvable) as exc:
             raise RuntimeError(f"Invalid schema for tool {name}: {exc}") from exc
+        except RecursionError:  # the tool ran: its answer is not told as a call that did not
+            raise RuntimeError(f"Invalid schema for tool {name}: a $ref loops on itself") from None
         if problem is not None:
             problem = problem.removeprefix("(arguments): ")
             raise RuntimeError(f"Invalid structured content returned by tool {name}: {problem}")

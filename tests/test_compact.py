@@ -164,3 +164,40 @@ def test_a_pattern_with_unicode_classes_accepts_what_the_server_accepts():
     )
     ascii_only = {"type": "string", "pattern": "^[a-z]+$"}  # no such class: RE2 decides
     assert json_schema_problem(ascii_only, "münchen") is not None
+
+
+def test_a_pattern_reached_through_a_metaschemas_dynamic_ref_is_matched_in_linear_time():
+    """A schema with `$dynamicAnchor: meta` that `$ref`s its dialect's metaschema is reached
+    back by the metaschema's `$dynamicRef`, under the metaschema's stock validator class: its
+    `pattern` ran on Python's `re` (review 31a)."""
+    code = f"""
+    from langgraph_toolbudget.core.compact import json_schema_problem as problem
+    evil, text = {EVIL!r}, {EVIL_TEXT!r}
+    schema = {{"$id": "urn:t", "$dynamicAnchor": "meta", "type": ["object", "string"],
+               "pattern": evil,
+               "properties": {{"x": {{"$ref": "https://json-schema.org/draft/2020-12/schema"}}}}}}
+    print(problem(schema, {{"x": {{"properties": {{"y": text}}}}}}))
+    """
+    (line,) = _in_a_child(code)
+    assert line.endswith(f"{EVIL_TEXT!r} does not match {EVIL!r}")
+
+
+def test_a_schema_naming_dialects_keeps_its_data_whole():
+    """`$schema` strings inside `const`, `enum` or `default` values are data, not dialects."""
+    doc = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}
+    schema = {
+        "type": "object",
+        "properties": {
+            "doc": {"const": doc},
+            "kind": {"enum": [doc, {"$schema": "x"}]},
+            "inner": {"$schema": "http://json-schema.org/draft-07/schema#", "type": "string"},
+        },
+    }
+    assert json_schema_problem(schema, {"doc": doc, "kind": {"$schema": "x"}, "inner": "a"}) is None
+    assert json_schema_problem(schema, {"inner": 3}) == "inner: 3 is not of type 'string'"
+
+
+def test_a_ref_that_loops_on_itself_raises_recursion_error_for_the_callers_to_catch():
+    looped = {"$defs": {"a": {"$ref": "#/$defs/a"}}, "properties": {"x": {"$ref": "#/$defs/a"}}}
+    with pytest.raises(RecursionError):
+        json_schema_problem(looped, {"x": 1})

@@ -925,6 +925,26 @@ def test_a_catalog_tool_named_like_a_meta_tool_is_rejected_naming_it():
 
 
 @pytest.mark.parametrize("api", APIS)
+async def test_a_json_schema_whose_ref_loops_leaves_the_check_to_the_tool(api):
+    """A `$ref` that loops on itself raised `RecursionError` out of the node: the run ended
+    and the batch's other calls went unanswered (review 31a). The check is left to the
+    tool, as for a schema it cannot resolve."""
+    looped = {"$defs": {"a": {"$ref": "#/$defs/a"}}, "properties": {"x": {"$ref": "#/$defs/a"}}}
+    tools = [
+        StructuredTool(
+            name="loop", description="Loop.", args_schema=looped, func=lambda **kw: "ran"
+        ),
+        StructuredTool(
+            name="echo", description="Echo.", args_schema={"type": "object"}, func=lambda **kw: "ok"
+        ),
+    ]
+    node = ToolExecutor.from_tools(tools, handle_tool_errors=None)
+    calls = [call("loop", "c1", x=1), call("echo", "c2")]
+    out = await run_node(node, state_for(calls, ["loop", "echo"]), api)
+    assert [(m.tool_call_id, m.content) for m in out["messages"]] == [("c1", "ran"), ("c2", "ok")]
+
+
+@pytest.mark.parametrize("api", APIS)
 async def test_a_json_schema_tool_gets_its_arguments_checked_like_a_pydantic_one(api):
     """A tool whose args schema is a JSON schema (as MCP tools are) is not validated by
     langchain: the executor checks it after coercion; a schema it cannot resolve (a remote

@@ -182,6 +182,15 @@ def test_an_output_schemas_pattern_is_checked_without_freezing_the_process():
     assert "no_output has an output schema but did not return structured content" in missing[1]
 
 
+async def test_an_output_schema_whose_ref_loops_says_the_tool_ran() -> None:
+    # The check's RecursionError read as a call that did not run: "Fix the arguments".
+    async with await load_mcp_catalog({"bad": broken("answers")}, default_timeout_s=30) as cat:
+        message = await answer(cat, "loop_output")
+    text = text_of(message)
+    assert message.status == "error" and RAN_ADVICE in text and FIX_THE_ARGUMENTS not in text
+    assert "Invalid schema for tool loop_output: a $ref loops on itself" in text
+
+
 # -- answers the SDK cannot read, or the adapters cannot convert --
 
 
@@ -225,6 +234,15 @@ async def test_an_answer_of_the_wrong_shape_says_what_is_wrong_where(
     assert "Field required" not in text and "pydantic.dev" not in text
     assert (RAN_ADVICE in text) is ran and (FIX_THE_ARGUMENTS in text) is not ran
     assert text_of(after) == 'echo {"x": "still here"}'
+
+
+async def test_an_error_answer_without_its_message_is_named_so() -> None:
+    # A member missing inside `error` read as the answer lacking `error`: "method: Field required".
+    async with await load_mcp_catalog({"bad": broken("answers")}, default_timeout_s=30) as cat:
+        message = await answer(cat, "error_no_message")
+    assert "the server's answer could not be read: error.message: Field required" in text_of(
+        message
+    )
 
 
 async def test_an_audio_answer_reaches_the_model_as_a_note_beside_the_other_blocks() -> None:

@@ -183,12 +183,7 @@ def json_schema_problem(
         validator = _linear_validator(base, unevaluated=True)
         errors = validator(base.META_SCHEMA, registry=Registry()).iter_errors(schema)
     else:
-        keys = _keys(schema)
-        validator = _linear_validator(base, unevaluated="patternProperties" not in keys)
-        if "$schema" in keys:
-            # jsonschema's evolve() gives a subschema naming its dialect (or a `$ref` to a root
-            # naming it) the stock validator class, whose `pattern` runs on Python's `re`.
-            schema = _without_dialects(schema)
+        validator = _linear_validator(base, unevaluated="patternProperties" not in _keys(schema))
         errors = validator(schema, registry=Registry()).iter_errors(arguments)
         if keep is not None:
             errors = (e for e in errors if keep(e))
@@ -284,6 +279,7 @@ def _linear_validator(base: Any, *, unevaluated: bool) -> Any:
     """``base`` (a ``jsonschema`` validator class) with the keywords that run a schema's
     regular expressions replaced by RE2 ones; ``unevaluatedProperties`` kept only when
     ``unevaluated`` (its ``jsonschema`` code matches ``patternProperties`` with ``re``)."""
+    import attrs  # a dependency of jsonschema
     import jsonschema
 
     own = {
@@ -294,7 +290,24 @@ def _linear_validator(base: Any, *, unevaluated: bool) -> Any:
     keywords: dict[str, Any] = {k: v for k, v in own.items() if k in base.VALIDATORS}
     if not unevaluated and "unevaluatedProperties" in base.VALIDATORS:
         keywords["unevaluatedProperties"] = _left_to_the_server
-    return jsonschema.validators.extend(base, keywords)
+    linear = jsonschema.validators.extend(base, keywords)
+    stock_evolve = linear.evolve
+
+    def evolve(self: Any, **changes: Any) -> Any:
+        # jsonschema gives a subschema naming its dialect (`$schema`: its own, a `$ref`'d
+        # root's, a metaschema's reached by `$dynamicRef`) that dialect's stock class, whose
+        # `pattern` runs on Python's `re`: it is made linear too.
+        new = stock_evolve(self, **changes)
+        stock: Any = type(new)
+        if getattr(stock, "_linear", False):
+            return new
+        kind = _linear_validator(stock, unevaluated=unevaluated)
+        fields = attrs.fields(stock)
+        return kind(**{f.alias: getattr(new, f.name) for f in fields if f.init})
+
+    linear.evolve = evolve
+    linear._linear = True
+    return linear
 
 
 def _keys(schema: Any) -> set[str]:
@@ -309,31 +322,3 @@ def _keys(schema: Any) -> set[str]:
         elif isinstance(node, list):
             stack.extend(node)
     return keys
-
-
-def _without_dialects(schema: Any) -> Any:
-    """A copy of ``schema`` without its ``$schema`` keywords (a string's; a property named
-    ``$schema`` holds a schema and stays), made without recursion; the validator class is
-    chosen from the original, so the root's dialect still rules."""
-
-    def shell(node: Any) -> Any:
-        return {} if isinstance(node, Mapping) else []
-
-    if not isinstance(schema, Mapping | list):
-        return schema
-    copy = shell(schema)
-    stack = [(schema, copy)]
-    while stack:
-        source, target = stack.pop()
-        items = source.items() if isinstance(source, Mapping) else enumerate(source)
-        for key, value in items:
-            if isinstance(source, Mapping) and key == "$schema" and isinstance(value, str):
-                continue
-            child = shell(value) if isinstance(value, Mapping | list) else value
-            if child is not value:
-                stack.append((value, child))
-            if isinstance(target, dict):
-                target[key] = child
-            else:
-                target.append(child)
-    return copy

@@ -198,7 +198,7 @@ class CallPreparer:
 def _json_problem(schema: dict[str, Any], arguments: Any = None) -> str | None:
     """:func:`json_schema_problem` of a call's coerced arguments, or of the schema (no
     ``arguments``); None when the schema cannot be read (a ``$ref`` that does not resolve:
-    nothing is fetched), and the server checks the arguments itself.
+    nothing is fetched; one that loops on itself), and the server checks the arguments itself.
 
     Only what is wrong at the top level of the call counts (a missing or unexpected
     argument, an argument that breaks a schema of its own, without ``$ref`` or ``anyOf``):
@@ -210,6 +210,8 @@ def _json_problem(schema: dict[str, Any], arguments: Any = None) -> str | None:
             return json_schema_problem(schema)
         return json_schema_problem(schema, arguments, keep=partial(_at_top_level, schema))
     except (jsonschema.exceptions.SchemaError, referencing.exceptions.Unresolvable):
+        return None
+    except RecursionError:  # a `$ref` that loops on itself: the server checks its own
         return None
 
 

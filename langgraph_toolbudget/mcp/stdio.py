@@ -126,7 +126,7 @@ def _reason(exc: BaseException) -> str:
         return str(exc)[:500]
     try:
         found = errors()
-        missing = {e["loc"][:2] for e in found if e["type"] == "missing"}
+        missing = {e["loc"] for e in found if e["type"] == "missing" and len(e["loc"]) == 2}
         kinds = [kind for kind, member in _BRANCHES if (kind, member) not in missing]
         ordered = sorted(found, key=lambda e: _rank(e["loc"], kinds))
         first = ordered[0]

@@ -14,7 +14,8 @@ The scenarios:
       ``audio`` (text, audio, text), ``audio_error`` (an ``isError`` answer with audio),
       ``echo``; ``wrong_shape`` (a result that is no ``CallToolResult``: ``"content"`` a
       string), ``result_5`` (a result that is no object), ``error_code_text`` (an error
-      answer whose ``code`` is a string); ``evil_output`` (an ``outputSchema`` with
+      answer whose ``code`` is a string); ``loop_output`` (an ``outputSchema`` whose ``$ref``
+      loops on itself); ``evil_output`` (an ``outputSchema`` with
       :data:`EVIL_PATTERN`, answered with ``"a" * 40 + "!"``), ``good_output`` (the same
       schema, answered ``"abc"``), ``no_output`` (the schema, answered without
       ``structuredContent``). The hand-written answers are the only answers: the call then
@@ -74,13 +75,26 @@ async def list_tools() -> list[types.Tool]:
     else:
         names = (
             *("surrogate", "bad_utf8", "audio", "audio_error", "echo"),
-            *("wrong_shape", "result_5", "error_code_text"),
+            *("wrong_shape", "result_5", "error_code_text", "error_no_message"),
         )
         schemas = dict.fromkeys(names, OBJECT)
         outputs = [
             types.Tool(name=n, description=f"{n}.", inputSchema=OBJECT, outputSchema=CODE)
             for n in ("evil_output", "good_output", "no_output")
         ]
+        looped = {
+            "type": "object",
+            "$defs": {"a": {"$ref": "#/$defs/a"}},
+            "properties": {"code": {"$ref": "#/$defs/a"}},
+        }
+        outputs.append(
+            types.Tool(
+                name="loop_output",
+                description="loop_output.",
+                inputSchema=OBJECT,
+                outputSchema=looped,
+            )
+        )
     tools = [types.Tool(name=n, description=f"{n}.", inputSchema=s) for n, s in schemas.items()]
     return tools + outputs
 
@@ -103,12 +117,16 @@ async def call_tool(name: str, arguments: dict[str, Any]) -> Any:
         "wrong_shape": b'"result":{"content":"not a list"}',
         "result_5": b'"result":5',
         "error_code_text": b'"error":{"code":"oops","message":"m"}',
+        "error_no_message": b'"error":{"code":1}',
     }
     if name in hand_written:
         head = b'{"jsonrpc":"2.0","id":' + json.dumps(request_id).encode() + b","
         os.write(1, head + hand_written[name] + b"}\n")
         await anyio.sleep(3600)
     # Returning a CallToolResult skips the lowlevel server's own output-schema check.
+    if name == "loop_output":
+        done = [text(type="text", text="done")]
+        return types.CallToolResult(content=done, structuredContent={"code": "abc"})
     if name in ("evil_output", "good_output"):
         code = "a" * 40 + "!" if name == "evil_output" else "abc"
         done = [text(type="text", text="done")]
