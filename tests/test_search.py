@@ -456,6 +456,45 @@ def test_the_framing_of_a_request_is_no_search_term():
     ]
 
 
+_TOLD_APART_BY_STOP_WORDS = [
+    ("browser_zoom_in", "Zoom in on the page.", ()),
+    ("browser_zoom_out", "Zoom out of the page.", ()),
+    ("sign_in", "Sign in to the account.", ()),
+    ("sign_out", "Sign out of the account.", ()),
+    ("get_weather", "Current weather for a city.", ["city"]),
+    ("fetch_forecast", "The weather forecast for the days ahead.", ["city"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("request_text", "wanted"),
+    [
+        ("zoom out", "browser_zoom_out"),
+        ("please zoom in a bit", "browser_zoom_in"),
+        ("browser_zoom_out", "browser_zoom_out"),
+        ("zoomIn", "browser_zoom_in"),
+        ("Sign out of my account", "sign_out"),
+        ("I want to sign in to my account", "sign_in"),
+    ],
+)
+def test_tools_whose_names_differ_only_in_a_stop_word_are_told_apart(request_text, wanted):
+    """``tokenize`` drops "in", "out", "up"...: ``zoom_in`` and ``zoom_out`` indexed alike,
+    so "zoom out" tied them and catalog order picked ``zoom_in``."""
+    index = ToolIndex(_TOLD_APART_BY_STOP_WORDS)
+    ranked = index.rank_names(request_text)
+    assert ranked[0][0] == wanted
+    assert ranked[0][1] > ranked[1][1]
+
+
+def test_stop_words_still_say_nothing_about_names_that_differ_in_more():
+    """Only names that differ in nothing but stop words get the pairs: "get weather" credits
+    no ``get_*`` tool more than "weather" does."""
+    index = ToolIndex(_TOLD_APART_BY_STOP_WORDS)
+    assert index.scores("get weather").tolist() == index.scores("weather").tolist()
+    plain = ToolIndex([d for d in _TOLD_APART_BY_STOP_WORDS if "_in" not in d[0]])
+    assert plain.scores("zoom out now").tolist() == plain.scores("zoom now").tolist()
+
+
 def test_rank_of_a_one_task_query_is_its_plain_bm25():
     index = ToolIndex(_SPACE_TOOLS)
     query = "current altitude of aircraft A1234"

@@ -1,5 +1,6 @@
 """Selection on odd inputs: its determinism across processes, its work on very long texts,
-invisible characters inside words, and caps below the tools that are never evicted."""
+invisible characters inside words, names that differ only in a stop word, and caps below
+the tools that are never evicted."""
 
 from __future__ import annotations
 
@@ -280,6 +281,30 @@ def _always_catalog(n_always: int) -> ToolCatalog:
         categories={"audit": [t.name for t in audit], "weather": [t.name for t in weather]},
         tool_metadata={t.name: {"include": "always"} for t in audit},
     )
+
+
+@pytest.mark.parametrize(
+    ("request_text", "wanted"),
+    [("zoom out", "zoom_out"), ("zoom_out", "zoom_out"), ("Sign out of my account", "sign_out")],
+)
+def test_a_request_in_a_tools_name_words_binds_it_when_the_names_differ_by_a_stop_word(
+    request_text, wanted
+):
+    """With one tool to bind, "zoom out" bound ``zoom_in``: both indexed as "zoom" (the stop
+    list drops "in" and "out"), and catalog order broke the tie."""
+    catalog = ToolCatalog.from_tools(
+        [
+            _tool("zoom_in", "Zoom in on the map."),
+            _tool("zoom_out", "Zoom out of the map."),
+            _tool("sign_in", "Sign in to the account."),
+            _tool("sign_out", "Sign out of the account."),
+        ],
+        categories={"map": ["zoom_in", "zoom_out"], "account": ["sign_in", "sign_out"]},
+    )
+    model = ScriptedChatModel(responses=[AIMessage("ok")])
+    graph = create_toolbudget_agent(model, catalog, max_tools=1, search_limit=0).compile()
+    graph.invoke({"messages": [("user", request_text)]})
+    assert [n for n in model.bound_tools[0] if n in catalog] == [wanted]
 
 
 def test_a_max_visible_below_the_always_tools_is_refused_naming_them_and_the_fix():

@@ -37,7 +37,7 @@ from rapidfuzz import fuzz, process
 
 from langgraph_toolbudget.core.fuzzy import FuzzyMatcher
 from langgraph_toolbudget.core.limits import MAX_PATTERN_CHARS, clip
-from langgraph_toolbudget.core.terms import MAX_CACHED_TEXT, clauses, tokenize
+from langgraph_toolbudget.core.terms import MAX_CACHED_TEXT, clauses, stop_word_pairs, tokenize
 
 __all__ = [
     "MAX_EXPANDED_TERMS",
@@ -249,11 +249,20 @@ class ToolIndex:
         self.descriptions = [d[1] for d in docs]
         self._position = {name: i for i, name in enumerate(self.names)}
         self._texts = [f"{d[0]}\n{d[1]}\n{' '.join(d[2])}" for d in docs]
-        self._build_bm25([_document(d, name_weight) for d in docs], k1, b)
+        documents = [_document(d, name_weight) for d in docs]
+        lengths = [sum(terms.values()) for terms in documents]
+        told_apart = _names_told_apart(self.names)
+        for position, pairs in told_apart.items():
+            # The pairs are no more words: the tool's length, and so every score, stays put.
+            documents[position].update(pairs * name_weight)
+        self._pair_terms = frozenset(p for pairs in told_apart.values() for p in pairs)
+        self._build_bm25(documents, lengths, k1, b)
 
-    def _build_bm25(self, documents: list[Counter[str]], k1: float, b: float) -> None:
+    def _build_bm25(
+        self, documents: list[Counter[str]], doc_lengths: Sequence[float], k1: float, b: float
+    ) -> None:
         n = len(documents)
-        lengths = np.array([sum(t.values()) for t in documents], dtype=np.float64)
+        lengths = np.array(doc_lengths, dtype=np.float64)
         avg = float(lengths.mean()) if n else 0.0
         postings: dict[str, tuple[list[int], list[float]]] = {}
         for doc_id, terms in enumerate(documents):
@@ -319,14 +328,14 @@ class ToolIndex:
         last = self._last
         if last is not None and last[0] == query:
             return last[1], last[2]
-        terms = Counter(tokenize(query))
+        terms = self._query_terms(query)
         fuzzy = self._expandable(terms)
         out = self._bm25(terms, fuzzy)
         parts = clauses(query)[:MAX_RANKED_CLAUSES] if self.split_clauses and out.size else []
         leaders = None
         if len(parts) > 1:
             # A clause's terms are the whole query's: it expands no term the query did not.
-            scored = [self._bm25(Counter(tokenize(part)), fuzzy) for part in parts]
+            scored = [self._bm25(self._query_terms(part), fuzzy) for part in parts]
             tops = [float(s.max()) for s in scored]
             leaders = frozenset(
                 int(i)
@@ -364,8 +373,16 @@ class ToolIndex:
     def bm25_scores(self, query: str) -> np.ndarray:
         """Plain BM25 score of every tool for the whole query (typos tolerated: close
         spellings of its first :data:`MAX_EXPANDED_TERMS` unknown terms count too)."""
-        terms = Counter(tokenize(query))
+        terms = self._query_terms(query)
         return self._bm25(terms, self._expandable(terms))
+
+    def _query_terms(self, query: str) -> Counter[str]:
+        """A query's search terms (term -> count), with the pairs around its stop words that
+        tell apart tools whose names differ only in them ("zoom out", :func:`_names_told_apart`)."""
+        terms = Counter(tokenize(query))
+        if self._pair_terms:
+            terms.update(p for p in stop_word_pairs(query) if p in self._pair_terms)
+        return terms
 
     def _expandable(self, terms: Iterable[str]) -> frozenset[str]:
         """The terms, not in the index, whose close spellings are looked up: the first
@@ -510,6 +527,24 @@ def _document(
     for term in dict.fromkeys(tokenize(support)):  # text order, not hash order
         terms[term] += ARG_TEXT_WEIGHT  # type: ignore[assignment]
     return terms
+
+
+def _names_told_apart(names: Sequence[str]) -> dict[int, list[str]]:
+    """The stop-word pairs (:func:`stop_word_pairs`) of the tools whose names differ only in
+    stop words, by position: ``zoom_in`` and ``zoom_out`` both index as "zoom", so a request
+    to "zoom out" would tie them, and ``sign_in``/``sign_out``, ``scroll_up``/``scroll``
+    alike. Other names get none: "get weather" would credit every ``get_*`` tool a little for
+    each "get" in a request, and the stop list is there because such words say little."""
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for position, name in enumerate(names):
+        groups.setdefault(tuple(tokenize(name)), []).append(position)
+    return {
+        position: pairs
+        for positions in groups.values()
+        if len(positions) > 1
+        for position in positions
+        if (pairs := stop_word_pairs(names[position]))
+    }
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")

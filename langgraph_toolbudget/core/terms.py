@@ -5,6 +5,8 @@ Its one reason to change: how text is split into search terms.
 Key Components:
     - :func:`tokenize`: text -> stemmed, lower-case search terms, stop words dropped.
     - :func:`clauses`: a request -> the parts that ask for separate things.
+    - :func:`stop_word_pairs`: the word pairs a stop word stands in, which tell
+      ``zoom_in`` from ``zoom_out``.
 
 Both the BM25 index (:mod:`langgraph_toolbudget.core.search`) and the hashing
 embedding read text through these, so a word means the same to both.
@@ -16,7 +18,14 @@ import re
 import unicodedata
 from functools import lru_cache
 
-__all__ = ["MAX_CACHED_TEXT", "MIN_CLAUSE_TERMS", "SPLIT_CACHE_SIZE", "clauses", "tokenize"]
+__all__ = [
+    "MAX_CACHED_TEXT",
+    "MIN_CLAUSE_TERMS",
+    "SPLIT_CACHE_SIZE",
+    "clauses",
+    "stop_word_pairs",
+    "tokenize",
+]
 
 _STOPWORDS_TEXT = """
 a an and are as at be by can could do does for from get give has have how i in is it its me my
@@ -172,3 +181,23 @@ def tokenize(text: str) -> list[str]:
     dropped, so ``getWeather`` and ``get_weather`` both give ``["weather"]``.
     """
     return [_stem(w) for w in _split_words(text) if w not in _STOPWORDS]
+
+
+def stop_word_pairs(text: str) -> list[str]:
+    """The pairs of adjacent words of a text in which a stop word stands, each one term.
+
+    :func:`tokenize` drops stop words, so ``zoom_in`` and ``zoom_out`` both give
+    ``["zoom"]``; their pairs tell them apart. The index adds them only to tools whose
+    names differ in nothing else (:class:`~langgraph_toolbudget.core.search.ToolIndex`).
+
+    >>> stop_word_pairs("browser_zoom_out")
+    ['zoom out']
+    >>> stop_word_pairs("Please zoom out of the map")
+    ['please zoom', 'zoom out', 'out of', 'of the', 'the map']
+    """
+    words = _split_words(text)
+    return [
+        f"{_stem(a)} {_stem(b)}"
+        for a, b in zip(words, words[1:], strict=False)
+        if a in _STOPWORDS or b in _STOPWORDS
+    ]
