@@ -18,12 +18,14 @@ import numpy as np
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, StateGraph
 from langgraph.store.base import PutOp, SearchOp
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 from langgraph.store.sqlite.aio import AsyncSqliteStore
 
 from langgraph_toolbudget import (
+    ChooseTools,
     ClassifyIntent,
     SelectTools,
     ToolAgent,
@@ -95,6 +97,26 @@ def test_usage_deduplicates_and_keeps_recent_queries_per_tool():
     usage.record("  query   number 4 about invoices ", ["read_email"])  # same after normalising
     queries = [r["query"] for r in usage.export()]
     assert queries == [f"query number {i} about invoices" for i in (2, 3, 4)]
+
+
+@pytest.mark.parametrize("reply", ["ok", "Okay!", "yes", "yeah, thanks", "?"])
+def test_a_reply_without_a_search_term_is_not_recorded_nor_moves_a_later_one(catalog, reply):
+    """ "ok" was a search term: recorded with the tools its turn ran, it moved the next "ok" of
+    any thread (a weather one) to those tools (Slack's)."""
+    usage = ToolUsage()
+    usage.record(reply, ["send_message"])
+    assert usage.export() == []
+    graph = StateGraph(ToolBudgetState)
+    graph.add_node("choose", ChooseTools(catalog, usage=usage))
+    graph.add_edge(START, "choose")
+    app = graph.compile(checkpointer=InMemorySaver())
+    thread = {"configurable": {"thread_id": "t"}}
+    before = app.invoke({"messages": [HumanMessage("weather forecast for Paris")]}, thread)
+    after = app.invoke(
+        {"messages": [AIMessage("Sunny. Anything else?"), HumanMessage(reply)]}, thread
+    )
+    assert before["categories"] == ["weather"]
+    assert after["selected_tools"] == before["selected_tools"]  # the turn keeps its tools
 
 
 def test_usage_flood_from_one_thread_is_bounded_by_its_share():

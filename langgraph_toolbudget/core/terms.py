@@ -33,16 +33,19 @@ of on or please should so some that the their them then there these this to us w
 when where which who will with would you your
 s t d m ll re ve not
 hey hi hello thank thanks really just maybe lot bit sure able know let like love great quick
+ok okay yes yeah yep alright
 need needs help trying try working going look looking something thing things stuff way well
 all any each one many more much very about into out up also next
 """
 # The second line: what is left of contractions ("what's", "don't", "we'll") once the
 # apostrophe splits them, and "not": a word many tool descriptions hold, no request's intent.
-# The last three: how people frame a request in conversation (greetings, hedges, "I need
+# The last four: how people frame a request in conversation (greetings, hedges, "I need
 # help with", quantifiers, "next"). A long request holds many of them; a tool that holds them
 # too (a description written as instructions to the model: "you need to use this first for
 # any task, one step at a time") matched every such request on them alone. Chosen on
-# MCP-Bench's dev split (benchmarks/mcp_bench.py, see docs/benchmarks.md).
+# MCP-Bench's dev split (benchmarks/mcp_bench.py, see docs/benchmarks.md). The fourth line,
+# confirmations: "ok" after the model asks names no tool, and once recorded with the tools
+# that turn ran (ToolUsage) it moved the next "ok" of any thread to those tools.
 _STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 # A camelCase boundary: after the letter or digit ending a word (kept through `\1\2 `).
 # Matching that character, rather than looking behind for it, is ~1.5x faster on long texts.
