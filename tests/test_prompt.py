@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from agent_tools import Recorder, recording_catalog
 from langchain_core.language_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.tools import StructuredTool
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 
 from langgraph_toolbudget import (
@@ -24,6 +25,7 @@ from langgraph_toolbudget import (
     ToolCatalog,
     create_toolbudget_agent,
 )
+from langgraph_toolbudget.demo.example_catalog import build_example_catalog
 from langgraph_toolbudget.nodes.models import ModelUnavailableError
 from langgraph_toolbudget.nodes.prompt import with_section
 from langgraph_toolbudget.nodes.thread_prompt import MAX_VARIANTS
@@ -249,3 +251,49 @@ def test_the_tool_schemas_of_a_text_format_are_cached_within_a_bound():
     node.invoke({"messages": [HumanMessage("hi")]})
     system = str(model.calls[-1][0].content)
     assert all(f'"name": "tool_{n}"' in system for n in range(12))
+
+
+def _strict_reply(messages: list[Any], _tools: list[str]) -> AIMessage:
+    """Refuse, as OpenAI and Anthropic do, a history with a tool call not answered right
+    after its message; else say hello."""
+    for i, message in enumerate(messages):
+        calls = [c["id"] for c in getattr(message, "tool_calls", None) or []]
+        after = list(itertools.takewhile(lambda m: m.type == "tool", messages[i + 1 :]))
+        if sorted(calls) != sorted(m.tool_call_id for m in after) and calls:
+            raise ValueError(f"400: tool_call_ids {calls} have no response messages")
+    return AIMessage("Hello!")
+
+
+@pytest.mark.parametrize("answered", [0, 1])
+def test_a_call_a_stopped_run_left_unanswered_gets_an_error_answer_in_the_prompt(answered):
+    """A run interrupted while its tools ran (a second message with LangGraph server's
+    multitask_strategy="interrupt") left its reply's calls unanswered in the thread, and
+    every later model call was refused by the provider."""
+    calls = [
+        {"name": "send_message", "args": {"channel": "ops", "text": "hi"}, "id": "c1"},
+        {"name": "get_weather", "args": {"city": "Lima"}, "id": "c2"},
+    ]
+    history = [
+        HumanMessage("tell ops hi, and the weather in Lima"),
+        AIMessage("", tool_calls=calls),
+    ]
+    history += [ToolMessage("sent", tool_call_id="c1", name="send_message")][:answered]
+    history.append(HumanMessage("hello?"))
+    model = ScriptedChatModel(responses=[_strict_reply])
+    catalog = build_example_catalog()
+    graph = create_toolbudget_agent(model, catalog).compile(checkpointer=InMemorySaver())
+    thread = {"configurable": {"thread_id": "t"}}
+    out = graph.invoke({"messages": history}, thread)
+    assert out["messages"][-1].content == "Hello!"
+    sent = model.calls[0]
+    at = next(i for i, m in enumerate(sent) if getattr(m, "tool_calls", None))
+    answers = sent[at + 1 : at + 3]
+    assert [(m.type, m.tool_call_id) for m in answers] == [("tool", "c1"), ("tool", "c2")]
+    stopped = answers[answered:]
+    assert all(
+        m.status == "error" and "may or may not have taken effect" in m.text for m in stopped
+    )
+    assert "'get_weather' got no answer" in answers[1].text
+    # The thread keeps its history as it was: nothing was answered there.
+    kept = graph.get_state(thread).values["messages"]
+    assert [m.type for m in kept[: len(history)]] == [m.type for m in history]

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -53,9 +53,11 @@ from langgraph_toolbudget.nodes.thread_prompt import (
 
 __all__ = [
     "FORMAT_EVENT",
+    "UNANSWERED_CALL_ERROR",
     "ModelCaller",
     "SystemPrompt",
     "ai_calls_this_turn",
+    "answer_unanswered_calls",
     "check_system_prompt",
     "tools_prompt_section",
     "with_section",
@@ -64,6 +66,12 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 FORMAT_EVENT = "toolbudget.tool_call_format"
+UNANSWERED_CALL_ERROR = (
+    "Error: tool '{name}' got no answer: the run that called it was stopped (interrupted by "
+    "a new message, cancelled, or failed) before it answered. It may or may not have taken "
+    "effect: check before calling it again."
+)
+"""What the model is sent in place of a call's missing answer (:func:`answer_unanswered_calls`)."""
 """Custom stream event of each model call: the tool-call format used and why
 (``format``, ``reason``, ``native_available``; ``parse_error`` and ``attempt``
 when a text reply could not be read)."""
@@ -271,7 +279,7 @@ class ModelCaller:
         """Messages with one system message first: the leading system messages, then our
         section (and, for a text format, the tools written in it; the history rewritten), as
         :func:`with_section` joins them (content blocks kept)."""
-        messages = self._own_messages(state, config)
+        messages = answer_unanswered_calls(self._own_messages(state, config))
         own: list[SystemMessage] = []
         while messages and isinstance(first := messages[0], SystemMessage):
             own.append(first)
@@ -377,3 +385,34 @@ def ai_calls_this_turn(messages: Sequence[BaseMessage]) -> int:
         if isinstance(message, AIMessage):
             count += 1
     return count
+
+
+def answer_unanswered_calls(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """``messages`` with an error answer (:data:`UNANSWERED_CALL_ERROR`) after each tool call
+    that has none, placed after the call's answered siblings.
+
+    A run stopped while its tools ran (LangGraph server's ``multitask_strategy="interrupt"``
+    when the user sends another message, a cancelled run, a crash) leaves its reply's calls
+    unanswered in the thread, and providers refuse every later request holding such a call.
+    Only what the model is sent changes: the thread keeps its history as it was.
+    """
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    out: list[BaseMessage] = []
+    missing: list[ToolMessage] = []
+    for message in messages:
+        if missing and not isinstance(message, ToolMessage):
+            out += missing
+            missing = []
+        out.append(message)
+        if isinstance(message, AIMessage):
+            missing += [
+                ToolMessage(
+                    UNANSWERED_CALL_ERROR.format(name=call["name"]),
+                    tool_call_id=call["id"],
+                    name=call["name"],
+                    status="error",
+                )
+                for call in message.tool_calls
+                if call.get("id") and call["id"] not in answered
+            ]
+    return out + missing
