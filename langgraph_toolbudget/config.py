@@ -58,6 +58,7 @@ from langgraph_toolbudget.core.retrieval import DEFAULT_RETRIEVER_WEIGHT
 from langgraph_toolbudget.core.selection import free_tools
 from langgraph_toolbudget.core.semantic import HybridScorer
 from langgraph_toolbudget.core.spec import RuntimeMode
+from langgraph_toolbudget.core.token_budget import MIN_TOOL_TOKENS
 from langgraph_toolbudget.formats.settings import ToolCallFormats, ToolCallFormatsSpec
 
 __all__ = [
@@ -172,7 +173,8 @@ class BudgetConfig(BaseModel):
     max_visible: _Positive | None = None
     """Hard cap on the visible set across turns; adding beyond it evicts the least recently
     used unpinned tools. ``None``: ``2 * budget + search_limit`` (at least
-    :data:`MIN_DEFAULT_VISIBLE`) plus the tools visible for free (:meth:`visible_cap`)."""
+    :data:`MIN_DEFAULT_VISIBLE`) plus the tools visible for free (:meth:`visible_cap`; under
+    ``max_schema_tokens`` alone, ``budget`` there is ``max_schema_tokens // MIN_TOOL_TOKENS``)."""
     mode: ExecutionMode = "parallel_safe"
     """``sequential`` or ``parallel_safe`` execution of tool calls (see ``docs/execution.md``)."""
     max_iterations: _Positive = 5
@@ -440,7 +442,10 @@ class BudgetConfig(BaseModel):
         """The cap on the visible set: ``max_visible``, else ``2 * budget + search_limit + free``.
 
         The derived cap is at least :data:`MIN_DEFAULT_VISIBLE` (before ``free``), so a tiny
-        budget still leaves room for what the meta-tools load.
+        budget still leaves room for what the meta-tools load. Under a token budget alone
+        (:attr:`tool_cap` is None) ``budget`` there is the most tools ``max_schema_tokens``
+        can buy, ``max_schema_tokens // MIN_TOOL_TOKENS``: the cap never cuts what the
+        token budget chose.
 
         Args:
             free: how many tools are visible without budget (``always``, pinned,
@@ -448,7 +453,10 @@ class BudgetConfig(BaseModel):
         """
         if self.max_visible is not None:
             return self.max_visible
-        return max(MIN_DEFAULT_VISIBLE, 2 * self.budget + self.search_limit) + free
+        budget = self.budget
+        if self.tool_cap is None and self.max_schema_tokens is not None:
+            budget = self.max_schema_tokens // MIN_TOOL_TOKENS
+        return max(MIN_DEFAULT_VISIBLE, 2 * budget + self.search_limit) + free
 
     def free_tools_within_cap(self, catalog: ToolCatalog) -> list[str]:
         """The tools ``catalog`` makes visible without budget (``always``, the ``human`` and

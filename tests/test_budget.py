@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import pytest
+from langchain_core.messages import HumanMessage
 
+from langgraph_toolbudget import SelectTools
 from langgraph_toolbudget.core.budget import (
     MODEL_SIZE_PRESETS,
     allocate,
+    cut_evenly,
     max_tools_for_model,
     model_size_billions,
     per_category_budget,
 )
+from langgraph_toolbudget.demo.example_catalog import build_example_catalog
 
 # --- per_cat = max(min_per_category, max_tools // n) -------------------------------------
 
@@ -98,6 +102,33 @@ def test_allocate_is_deterministic_with_tied_scores():
     first = allocate(ranked, max_tools=4, min_per_category=1)
     assert first == allocate(ranked, max_tools=4, min_per_category=1)
     assert len(first) == len(set(first)) == 4
+
+
+# --- a cap below the budget's choice -----------------------------------------------------
+
+
+def test_cut_evenly_keeps_each_categorys_best_in_the_picks_order():
+    picks = ["a0", "a1", "a2", "a3", "b0", "b1", "c0", "x"]
+    category_of = {n: n[0] for n in picks if n != "x"}  # x: chosen without a category
+    assert cut_evenly(picks, category_of, 5) == ["a0", "a1", "b0", "c0", "x"]
+    assert cut_evenly(picks, category_of, 3) == ["a0", "b0", "c0"]
+    assert cut_evenly(picks, category_of, 0) == []
+    assert cut_evenly(picks, category_of, 8) == picks
+
+
+def test_a_max_visible_below_the_budget_keeps_each_categorys_best_tools():
+    # max_visible=5 below the budget's 8 picks (and ask_human): cutting the picks' list at the
+    # cap showed only GitHub tools. Each category keeps its best instead.
+    catalog = build_example_catalog()
+    node = SelectTools(catalog, max_tools=8, max_visible=5)
+    query = "Create a GitHub issue for the login bug and tell the team in Slack"
+    categories = ["github", "slack"]
+    chosen = node.choose(query, categories)
+    github = [n for n in chosen if n in catalog.tools_in("github")]
+    slack = [n for n in chosen if n in catalog.tools_in("slack")]
+    assert len(github) == len(slack) == 4
+    update = node.invoke({"messages": [HumanMessage(query)], "categories": categories})
+    assert update["selected_tools"]["add"] == ["ask_human", *github[:2], *slack[:2]]
 
 
 # --- model-size presets ------------------------------------------------------------------

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 from langchain_core.messages import HumanMessage
+from langchain_core.tools import StructuredTool
 
-from langgraph_toolbudget import BudgetConfig, SelectTools, create_toolbudget_agent
-from langgraph_toolbudget.core.token_budget import allocate_tokens, tool_tokens
+from langgraph_toolbudget import BudgetConfig, SelectTools, ToolCatalog, create_toolbudget_agent
+from langgraph_toolbudget.core.token_budget import MIN_TOOL_TOKENS, allocate_tokens, tool_tokens
 from langgraph_toolbudget.core.tokens import schema_tokens
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
 from langgraph_toolbudget.demo.model import DemoChatModel
@@ -52,6 +53,58 @@ def test_tokens_alone_are_not_capped_by_the_default_tool_count():
     assert len(both) == 4 + 1
     assert BudgetConfig(max_schema_tokens=10).tool_cap is None
     assert BudgetConfig(max_schema_tokens=10, model_size="qwen3:8b").tool_cap == 5
+
+
+def _small_tools_catalog(per_category: int = 15) -> ToolCatalog:
+    """Three categories of one-argument tools (44 schema tokens each)."""
+
+    def make(name: str) -> StructuredTool:
+        def run(x: str) -> str:
+            return x
+
+        return StructuredTool.from_function(run, name=name, description=f"Run the {name} step.")
+
+    categories = {f"srv{c}": [f"srv{c}_op{i}" for i in range(per_category)] for c in range(3)}
+    tools = [make(n) for names in categories.values() for n in names]
+    return ToolCatalog.from_tools(tools, categories=categories)
+
+
+def test_a_token_budget_alone_makes_its_whole_choice_visible():
+    # The 3000 tokens buy all 45 tools (1980 tokens); the default visible cap, derived from
+    # the tool budget of 8 the user never set, made only 21 visible: 15, 6 and 0 a category.
+    catalog = _small_tools_catalog()
+    categories = list(catalog.categories)
+    node = SelectTools(catalog, max_schema_tokens=3000)
+    query = "run the srv0 srv1 srv2 op steps"
+    chosen = node.choose(query, categories)
+    assert len(chosen) == 45
+    update = node.invoke({"messages": [HumanMessage(query)], "categories": categories})
+    assert update["selected_tools"]["add"] == chosen
+
+
+def test_the_default_visible_cap_under_a_token_budget_alone_counts_what_tokens_buy():
+    assert BudgetConfig(max_schema_tokens=3000).visible_cap(1) == 2 * (3000 // 20) + 5 + 1
+    assert BudgetConfig(max_schema_tokens=60).visible_cap(0) == 12  # 2 * 3 + 5, under the floor
+    # with a tool budget too, or max_visible, the cap is theirs
+    assert BudgetConfig(max_schema_tokens=3000, max_tools=8).visible_cap(1) == 2 * 8 + 5 + 1
+    assert BudgetConfig(max_schema_tokens=3000, max_visible=7).visible_cap(1) == 7
+    # the floor is below what any tool's schema costs: the cap can never cut the choice
+    catalog = _small_tools_catalog(1)
+    spec_cost = tool_tokens(catalog)
+    assert all(spec_cost(n) > MIN_TOOL_TOKENS for n in catalog.tool_names)
+
+
+def test_a_max_visible_below_the_token_budgets_choice_keeps_each_categorys_best():
+    catalog = _small_tools_catalog()
+    categories = list(catalog.categories)
+    node = SelectTools(catalog, max_schema_tokens=3000, max_visible=21)
+    query = "run the srv0 srv1 srv2 op steps"
+    chosen = node.choose(query, categories)
+    update = node.invoke({"messages": [HumanMessage(query)], "categories": categories})
+    visible = update["selected_tools"]["add"]
+    for category in categories:
+        best = [n for n in chosen if n in catalog.tools_in(category)][:7]
+        assert [n for n in visible if n in catalog.tools_in(category)] == best
 
 
 def test_prebuilt_agent_takes_max_schema_tokens():

@@ -6,6 +6,7 @@ Key Components:
     - :func:`per_category_budget`: ``max(min_per_category, max_tools // n)``.
     - :func:`allocate`: proportional selection over ranked categories, with
       leftover slots redistributed by relevance.
+    - :func:`cut_evenly`: a budget's picks cut to fewer, each category keeping its best.
     - :func:`max_tools_for_model`: budget presets from a model's size.
     - :func:`format_for_model`: the text tool-call format a model's name makes
       clear (Qwen/Hermes: Hermes; Mistral: Mistral; Llama 3.2+: Pythonic).
@@ -19,12 +20,13 @@ Typical Usage:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 __all__ = [
     "FORMAT_PRESETS",
     "MODEL_SIZE_PRESETS",
     "allocate",
+    "cut_evenly",
     "format_for_model",
     "max_tools_for_model",
     "model_size_billions",
@@ -108,6 +110,43 @@ def allocate(
             chosen.append(name)
             seen.add(name)
     return chosen
+
+
+def cut_evenly(
+    picks: Sequence[str], category_of: Mapping[str, str | None], limit: int
+) -> list[str]:
+    """At most ``limit`` of a budget's ``picks``, each category keeping its best, in their order.
+
+    What a cap on the visible set smaller than the budget's choice keeps: the picks are taken
+    round-robin across their categories (each category's first, then each one's second...),
+    so every category keeps its best tools rather than the last categories losing all of
+    theirs. Picks without a category (``None``) form one group of their own.
+
+    Args:
+        picks: the chosen tools, each category's best first (as :func:`allocate` and
+            ``allocate_tokens`` return them).
+        category_of: tool -> the category it was chosen for (missing: ``None``).
+        limit: how many to keep.
+
+    Returns:
+        The kept picks, in the order of ``picks``.
+
+    >>> cut_evenly(["a1", "a2", "a3", "b1", "b2", "c1"], {"a1": "a", "a2": "a", "a3": "a",
+    ...            "b1": "b", "b2": "b", "c1": "c"}, 4)
+    ['a1', 'a2', 'b1', 'c1']
+    """
+    if len(picks) <= limit:
+        return list(picks)
+    rank: dict[str | None, int] = {}
+    order: list[tuple[int, int, str]] = []
+    groups: dict[str | None, int] = {}
+    for name in picks:
+        group = category_of.get(name)
+        groups.setdefault(group, len(groups))
+        rank[group] = rank.get(group, -1) + 1
+        order.append((rank[group], groups[group], name))
+    kept = {name for _, _, name in sorted(order)[: max(limit, 0)]}
+    return [n for n in picks if n in kept]
 
 
 def model_size_billions(model: str | float | int) -> float | None:

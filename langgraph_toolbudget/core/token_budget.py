@@ -13,6 +13,7 @@ Key Components:
       with the unused tokens redistributed to the most relevant remaining tools.
     - :func:`tool_tokens`: the schema tokens of each tool of a catalog (counted
       on first use, kept by the catalog).
+    - :data:`MIN_TOOL_TOKENS`: a floor of one tool's schema tokens.
 """
 
 from __future__ import annotations
@@ -22,7 +23,13 @@ from collections.abc import Callable, Sequence
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.tokens import schema_tokens
 
-__all__ = ["allocate_tokens", "tool_tokens"]
+__all__ = ["MIN_TOOL_TOKENS", "allocate_tokens", "tool_tokens"]
+
+MIN_TOOL_TOKENS = 20
+"""Fewer schema tokens than any tool costs (a tool named ``a`` with no description and no
+argument costs 27): a token budget of ``N`` never chooses more than ``N // MIN_TOOL_TOKENS``
+tools, the count the default visible-set cap allows for under a token budget alone
+(:meth:`~langgraph_toolbudget.config.BudgetConfig.visible_cap`)."""
 
 
 def tool_tokens(catalog: ToolCatalog) -> Callable[[str], int]:

@@ -32,6 +32,7 @@ from langgraph_toolbudget.config import (
     SelectionStrategy,
     check_node_options,
 )
+from langgraph_toolbudget.core.budget import cut_evenly
 from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.gating import AUTO_TOOL_SEARCH
@@ -40,7 +41,7 @@ from langgraph_toolbudget.core.reasons import budget_reasons, free_reasons, sear
 from langgraph_toolbudget.core.selection import search_hits, select_tools
 from langgraph_toolbudget.core.semantic import as_hybrid_scorer
 from langgraph_toolbudget.core.token_budget import tool_tokens
-from langgraph_toolbudget.core.working_set import tools_in_use
+from langgraph_toolbudget.core.working_set import WorkingSet, tools_in_use
 from langgraph_toolbudget.nodes._node import BudgetNode, emit_changes
 from langgraph_toolbudget.nodes.retrieval import anode_scores, brings_no_topic, node_scores
 from langgraph_toolbudget.nodes.usage import check_usage_catalog
@@ -241,9 +242,28 @@ class SelectTools(BudgetNode):
         if len(chosen) > len(free):
             keep = {*chosen, *tools_in_use(state_messages(state)), *working.pinned}
             working.remove([n for n in working.names if n not in keep], reason=self.node_name)
+        chosen = self._within_cap(chosen, len(free), working, details)
         working.refresh(chosen, reason=self.node_name, details=details)
         emit_changes(working, self.node_name)
         return working.update()
+
+    @staticmethod
+    def _within_cap(
+        chosen: list[str], n_free: int, working: WorkingSet, details: Mapping[str, Any]
+    ) -> list[str]:
+        """``chosen`` (its first ``n_free`` visible for free) cut to the room the cap leaves
+        beside the tools never evicted, each category keeping its best tools: the working set
+        would otherwise drop the last picks, whole categories (``max_visible`` below the
+        budget)."""
+        if working.cap is None:
+            return chosen
+        fixed = {*chosen[:n_free], *(n for n in working.names if n in working.pinned)}
+        picks = chosen[n_free:]
+        room = working.cap - len(fixed)
+        if len(picks) <= room:
+            return chosen
+        category_of = {n: details.get(n, {}).get("category") for n in picks}
+        return [*chosen[:n_free], *cut_evenly(picks, category_of, room)]
 
 
 class ToolSearch(BudgetNode):
