@@ -13,7 +13,14 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.graph import START, StateGraph
 from langgraph.prebuilt import tools_condition
 
-from langgraph_toolbudget import BudgetConfig, CallModel, ToolBudgetState, ToolCatalog, ToolExecutor
+from langgraph_toolbudget import (
+    BudgetConfig,
+    CallModel,
+    ChooseTools,
+    ToolBudgetState,
+    ToolCatalog,
+    ToolExecutor,
+)
 from langgraph_toolbudget.core.gating import BuiltinFilter
 from langgraph_toolbudget.core.working_set import WorkingSet
 from langgraph_toolbudget.execution.batch import BatchRunner
@@ -346,6 +353,17 @@ def test_merge_update_rules() -> None:
 def test_a_misspelt_built_in_name_is_warned_of(value: Any) -> None:
     with pytest.warns(UserWarning, match="did you mean"):
         ToolExecutor(_catalog(), config=BudgetConfig(enabled_builtins=value))
+
+
+@pytest.mark.parametrize("node", [ToolSearch, ChooseTools])
+def test_a_misspelt_built_in_name_is_warned_of_by_the_selection_nodes(node: Any) -> None:
+    """A graph of the selection nodes alone (the README's first) binds no built-in: "tool_serch"
+    turned the automatic search off without a word."""
+    with pytest.warns(UserWarning, match="'tool_serch' -> 'tool_search'"):
+        node(_catalog(), enabled_builtins=["search_tools", "tool_serch"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        node(_catalog(), enabled_builtins={"deny": ["tool_search"]})
 
 
 @pytest.mark.parametrize("value", [["note"], ["search_*"], {"deny": ["tool_search"]}, None])

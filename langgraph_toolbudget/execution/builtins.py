@@ -19,7 +19,7 @@ Key Components:
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from langchain_core.tools import BaseTool
 from rapidfuzz import fuzz
@@ -39,7 +39,13 @@ from langgraph_toolbudget.execution.meta_tools import MetaTools
 from langgraph_toolbudget.execution.output_store import app_key
 from langgraph_toolbudget.execution.output_tools import OutputTools
 
-__all__ = ["BUILTIN_NAME_ERROR", "Builtins", "builtin_families", "reserved_tool_names"]
+__all__ = [
+    "BUILTIN_NAME_ERROR",
+    "Builtins",
+    "builtin_families",
+    "reserved_tool_names",
+    "warn_of_builtin_typos",
+]
 
 BUILTIN_TYPO_WARNING = (
     "enabled_builtins names {names}, which no built-in tool has; did you mean {closest}? A "
@@ -78,10 +84,16 @@ def reserved_tool_names() -> frozenset[str]:
     return frozenset({*always, PYTHON_EXECUTION, SEARCH_SCHEMAS, EXECUTE_SQL})
 
 
-def _warn_typos(gate: BuiltinFilter, names: set[str]) -> None:
+def warn_of_builtin_typos(gate: BuiltinFilter, names: Iterable[str] = ()) -> None:
     """Warn of an ``enabled_builtins`` name that is a misspelt built-in ("serch_tools"): it
     would quietly turn nothing on. A name unlike every built-in's may be a family of your own
-    (registered on a ``BatchRunner``), so only near misses are reported."""
+    (registered on a ``BatchRunner``), so only near misses are reported.
+
+    Args:
+        gate: the ``enabled_builtins`` filter.
+        names: the built-in names the caller binds, beyond every family's
+            (:func:`reserved_tool_names`): its own families' names are no typos.
+    """
     known = {*names, *reserved_tool_names(), AUTO_TOOL_SEARCH}
     typos = {
         name: near
@@ -94,7 +106,7 @@ def _warn_typos(gate: BuiltinFilter, names: set[str]) -> None:
         warnings.warn(
             BUILTIN_TYPO_WARNING.format(names=sorted(typos), closest=closest),
             UserWarning,
-            stacklevel=2,  # one place: shown once however many nodes share the options
+            stacklevel=1,  # one place: shown once however many nodes share the options
         )
 
 
@@ -134,7 +146,7 @@ class Builtins:
         clash = sorted(n for n in self._family if catalog.get(n) is not None)
         if clash:
             raise ValueError(BUILTIN_NAME_ERROR.format(names=clash))
-        _warn_typos(gate, {t.name for family in families for t in family.definitions()})
+        warn_of_builtin_typos(gate, (t.name for family in families for t in family.definitions()))
 
     @property
     def names(self) -> tuple[str, ...]:
