@@ -28,6 +28,7 @@ from langgraph_toolbudget.core.limits import MAX_ARG_DEPTH, MAX_PATTERN_CHARS
 from langgraph_toolbudget.core.search import ToolIndex
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog, example_tools
 from langgraph_toolbudget.demo.workspace import KEEP, Workspace
+from langgraph_toolbudget.execution import policy as policy_module
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 MODES = ["sequential", "parallel_safe"]
@@ -164,6 +165,21 @@ async def test_meta_calls_run_off_the_event_loop_under_ainvoke(catalog, monkeypa
 
     monkeypatch.setattr(meta_module.MetaToolHandler, "handle", recording_handle)
     await answer(ToolExecutor(catalog), [call("search_tools", "s", query="weather")], [], "ainvoke")
+    assert threads and threading.current_thread() not in threads
+
+
+async def test_unknown_names_are_matched_off_the_event_loop_under_ainvoke(catalog, monkeypatch):
+    """The closest names to a call's unknown tool name: fuzzy matching, in a worker thread."""
+    threads: list[threading.Thread] = []
+    closest = policy_module.closest_tools
+
+    def recording_closest(*args: Any, **kwargs: Any) -> Any:
+        threads.append(threading.current_thread())
+        return closest(*args, **kwargs)
+
+    monkeypatch.setattr(policy_module, "closest_tools", recording_closest)
+    out = await answer(ToolExecutor(catalog), [call("get_wether", "u", city="Lima")], [], "ainvoke")
+    assert "Closest tools: get_weather" in out["messages"][0].content
     assert threads and threading.current_thread() not in threads
 
 
@@ -561,6 +577,96 @@ async def test_a_call_waiting_for_room_in_its_group_starts_when_an_abandoned_cal
         release.set()
     assert [m.content for m in out["messages"][1:]] == ["long", "fetched"]
     assert order == ["fetch started", "long_fetch ended"]
+
+
+class _Sends:
+    """Impure tools ``send_<i>``, each in a concurrency group of its own (they may run side
+    by side), that record each start; a call with ``hold=True`` waits for ``release``."""
+
+    def __init__(self, timeouts: dict[str, float]) -> None:
+        self.release = threading.Event()
+        self.started: list[str] = []
+        self.lock = threading.Lock()
+        self.names = list(timeouts)
+        tools = [self._tool(name) for name in self.names]
+        metadata = {n: {"concurrency_group": n, "timeout_s": t} for n, t in timeouts.items()}
+        self.catalog = ToolCatalog.from_tools(tools, tool_metadata=metadata)
+
+    def _tool(self, name: str) -> StructuredTool:
+        def send(text: str, hold: bool = True) -> str:
+            with self.lock:
+                self.started.append(name)
+            if hold:
+                self.release.wait(10)
+            return "sent"
+
+        return StructuredTool.from_function(
+            func=send, name=name, description="Send (a side effect)."
+        )
+
+    def ran(self) -> list[str]:
+        with self.lock:
+            return list(self.started)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_call_whose_time_ran_out_waiting_for_a_pool_place_never_runs(api):
+    """Review 32c: calls 0 and 1 hang in the two places of the pool, calls 2 and 3 wait for
+    one. At the deadline the places of the abandoned calls are given back: the waiting calls
+    must not start then (their callers are answered at that deadline), and their answer says
+    they were not run, not "timed out and was cancelled" (an invitation to retry a side
+    effect that may then run twice)."""
+    sends = _Sends({f"send_{i}": 0.5 for i in range(4)})
+    node = ToolExecutor(sends.catalog, max_parallel=2)
+    calls = [call(name, str(i), text="hi") for i, name in enumerate(sends.names)]
+    try:
+        out = await answer(node, calls, sends.names, api)
+        await asyncio.sleep(1.0)  # well past the deadline: a late start would show by now
+        ran = sends.ran()
+        messages = {m.tool_call_id: m for m in out["messages"]}
+        assert len(ran) <= 2, f"calls started after their deadline: {ran}"
+        for i, name in enumerate(sends.names):
+            message = messages[str(i)]
+            assert message.status == "error"
+            if name in ran:
+                assert "timed out" in message.content
+            else:
+                assert f"Error: tool {name!r} was not run" in message.content, message.content
+        # A call that never ran does not hold its group: the same tool runs again at once,
+        # while the abandoned calls still run.
+        not_run = next(name for name in sends.names if name not in ran)
+        again = await answer(node, [call(not_run, "again", text="hi", hold=False)], [not_run], api)
+        assert again["messages"][0].content == "sent"
+    finally:
+        sends.release.set()
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_call_waiting_for_a_place_held_by_another_run_is_not_run_past_its_time(api):
+    """Two runs share the executor's pool: one run's calls hold both places (they answer in
+    time); the other run's calls run out of time waiting, are answered as not run, and never
+    start once the places are free."""
+    sends = _Sends({"hold_0": 30.0, "hold_1": 30.0, "send_2": 0.5, "send_3": 0.5})
+    node = ToolExecutor(sends.catalog, max_parallel=2)
+    holding = [call(name, name, text="hi") for name in ("hold_0", "hold_1")]
+    first = asyncio.ensure_future(answer(node, holding, sends.names, api))
+    try:
+        for _ in range(200):  # both places taken
+            if len(sends.ran()) == 2:
+                break
+            await asyncio.sleep(0.05)
+        assert sorted(sends.ran()) == ["hold_0", "hold_1"]
+        waiting = [call(name, name, text="hi") for name in ("send_2", "send_3")]
+        out = await answer(node, waiting, sends.names, api)
+        for message in out["messages"]:
+            assert message.status == "error"
+            assert f"Error: tool {message.name!r} was not run" in message.content, message.content
+    finally:
+        sends.release.set()
+    held = await first
+    assert [m.content for m in held["messages"]] == ["sent", "sent"]
+    await asyncio.sleep(0.5)  # the places are free now: a waiting call left behind would start
+    assert sorted(sends.ran()) == ["hold_0", "hold_1"]
 
 
 # --- 6. selected_tools from a graph's input -------------------------------------------------

@@ -66,7 +66,7 @@ from langgraph_toolbudget.execution.hooks import (
     as_hooks,
     chain,
 )
-from langgraph_toolbudget.execution.lingering import LingeringCalls, within
+from langgraph_toolbudget.execution.lingering import LingeringCalls, ToolTimeoutError, within
 from langgraph_toolbudget.execution.outputs import OutputNormaliser
 from langgraph_toolbudget.execution.prepare import CallCheck, CallPreparer, Refused, error_message
 from langgraph_toolbudget.execution.returned import keeping
@@ -114,6 +114,7 @@ class _InPool:
         self.tool = tool
         self.threads = threads
         self.futures: list[Future[Any]] = []
+        self.deadline: float | None = None  # set with the call's timeout, before it starts
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name == "tool":  # copy/pickle protocols; before __init__
@@ -122,13 +123,19 @@ class _InPool:
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         """``tool.invoke(input, config, **kwargs)`` in the pool, awaited."""
-        future = self.threads.submit(partial(self.tool.invoke, input, config, **kwargs))
+        invoke = partial(self.tool.invoke, input, config, **kwargs)
+        future = self.threads.submit(invoke, deadline=self.deadline)
         self.futures.append(future)
         return await asyncio.wrap_future(future)
 
     def running(self) -> list[Future[Any]]:
         """The futures of the threads still running (or waiting for a place)."""
         return [f for f in self.futures if not f.done()]
+
+    def never_ran(self) -> bool:
+        """The tool was called, and no call of it started: each was cancelled while it
+        waited for a place in the pool."""
+        return bool(self.futures) and all(f.cancelled() for f in self.futures)
 
 
 class ToolThreads:
@@ -137,7 +144,9 @@ class ToolThreads:
     there).
 
     A call abandoned at its timeout gives its place to the next call (:meth:`release`) while
-    its thread runs on (Python cannot stop it). The pool has ``size`` spare threads for such
+    its thread runs on (Python cannot stop it). A call whose ``deadline`` passed while it
+    waited for a place never starts: its future is cancelled (as is the future of a call
+    its caller cancels while it waits). The pool has ``size`` spare threads for such
     calls: at most ``2 * size`` threads are alive, and only abandoned calls beyond ``size``
     still running take places from later calls.
 
@@ -158,21 +167,27 @@ class ToolThreads:
         self._lock = threading.Lock()
         self._pid = 0
 
-    def submit(self, func: Callable[..., T], /, *args: Any) -> Future[T]:
-        """Start ``func(*args)`` in the pool once one of the ``size`` places is free."""
+    def submit(
+        self, func: Callable[..., T], /, *args: Any, deadline: float | None = None
+    ) -> Future[T]:
+        """Start ``func(*args)`` in the pool once one of the ``size`` places is free, unless
+        ``deadline`` (a ``time.monotonic()`` time) has passed by then: the future is then
+        cancelled, and ``func`` never runs."""
         if self._pool is None or self._pid != os.getpid():
             self._pool = ThreadPoolExecutor(2 * self.size, thread_name_prefix=self.name)
             self._places = threading.Semaphore(self.size)
             self._running, self._lock = {}, threading.Lock()
             self._pid = os.getpid()
         future: Future[T] = Future()
-        self._pool.submit(copy_context().run, self._run, self._places, future, func, *args)
+        run = partial(self._run, self._places, future, deadline)
+        self._pool.submit(copy_context().run, run, func, *args)
         return future
 
     def _run(
         self,
         places: threading.Semaphore,
         future: Future[T],
+        deadline: float | None,
         func: Callable[..., T],
         *args: Any,
     ) -> None:
@@ -180,6 +195,10 @@ class ToolThreads:
         with self._lock:
             self._running[future] = places
         try:
+            # The place may come from a call abandoned at the same deadline, before the
+            # caller's own timeout has cancelled this future: it must not start then.
+            if deadline is not None and time.monotonic() >= deadline:
+                future.cancel()
             if future.set_running_or_notify_cancel():  # False: cancelled while it waited
                 try:
                     result = _no_stop_iteration(func, *args)
@@ -214,6 +233,19 @@ each other (impure calls of one group, say one MCP server) takes at most its lon
 ``timeout_s``, not the sum of them (6 calls to a hanging tool at 2 s took 12 s)."""
 
 
+POOL_TIME_ERROR = (
+    "Error: tool {tool!r} was not run: its timeout_s ({timeout:g} s) ran out while it waited "
+    "for one of the {size} places where tools run at once (other calls held them all). Call "
+    "it again, in a batch of its own or with fewer calls."
+)
+"""A call whose time ran out before a thread of the pool was free for it: it never started
+(see :class:`ToolThreads`)."""
+
+
+class _NotRun(Exception):
+    """The refusal of a call that never started (its message is the answer to the model)."""
+
+
 def time_left(spec: ToolSpec | None, started: float | None) -> float | None:
     """The seconds ``spec``'s ``timeout_s`` leaves a call of a batch that began at ``started``
     (``None``: no timeout; the whole ``timeout_s`` without a batch start)."""
@@ -224,6 +256,15 @@ def time_left(spec: ToolSpec | None, started: float | None) -> float | None:
     return spec.timeout_s - (time.monotonic() - started)
 
 
+def deadline_of(spec: ToolSpec | None, started: float | None) -> float | None:
+    """The ``time.monotonic()`` time ``spec``'s ``timeout_s`` ends for a call of a batch that
+    began at ``started`` (``None``: no timeout; the whole ``timeout_s`` from now without a
+    batch start): never later than the deadline the call's caller is answered at."""
+    if spec is None or not spec.timeout_s:
+        return None
+    return (time.monotonic() if started is None else started) + spec.timeout_s
+
+
 def _out_of_time(spec: ToolSpec, started: float | None) -> str | None:
     """The refusal of a call whose batch used up its ``timeout_s`` before its turn came."""
     left = time_left(spec, started)
@@ -232,6 +273,12 @@ def _out_of_time(spec: ToolSpec, started: float | None) -> str | None:
     return BATCH_TIME_ERROR.format(
         tool=spec.name, timeout=spec.timeout_s, group=spec.concurrency_group
     )
+
+
+def _cancelling() -> bool:
+    """The current task is being cancelled (by its caller, not by the work it awaited)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _no_stop_iteration(func: Callable[..., T], *args: Any) -> T:
@@ -421,8 +468,9 @@ class ToolCallPipeline:
         tool, call = prepared
         tool_input = self._tool_input(tool, call, request)  # raises as ToolNode does
         runner = keeping(tool, call.get("id"))
+        start = partial(self._start, started=started)
         return await self._ainvoked(
-            call, tool, request.state, self._start, runner, tool_input, config, started=started
+            call, tool, request.state, start, runner, tool_input, config, started=started
         )
 
     def delegate(
@@ -481,6 +529,8 @@ class ToolCallPipeline:
             output = self.outputs.normalise(call, tool, invoke(*args), state)
         except GraphBubbleUp:
             raise
+        except _NotRun as refusal:
+            return error_message(call, str(refusal))
         except Exception as exc:  # noqa: BLE001 - the error policy answers or re-raises it
             output = self.outputs.failure(call, tool, exc)
         return self.outputs.noted(call, output)
@@ -506,6 +556,8 @@ class ToolCallPipeline:
             output = self.outputs.normalise(call, tool, response, state)
         except GraphBubbleUp:
             raise
+        except _NotRun as refusal:
+            return error_message(call, str(refusal))
         except Exception as exc:  # noqa: BLE001 - the error policy answers or re-raises it
             output = self.outputs.failure(call, tool, exc)
         return self.outputs.noted(call, output)
@@ -537,15 +589,21 @@ class ToolCallPipeline:
         spec = self.catalog.get(tool.name)
         if (spec is None or not spec.timeout_s) and not is_async_only(tool):
             return tool.invoke(tool_input, config)
-        return run_sync(self._timed(tool, self._start(tool, tool_input, config), started))
+        work = self._start(tool, tool_input, config, started)
+        return run_sync(self._timed(tool, work, started))
 
     def _start(
-        self, tool: BaseTool, tool_input: Any, config: RunnableConfig
+        self,
+        tool: BaseTool,
+        tool_input: Any,
+        config: RunnableConfig,
+        started: float | None = None,
     ) -> Awaitable[Any] | Future[Any]:
-        """Start the tool: a sync one in the pool (its thread's future), an async one as a
-        coroutine."""
+        """Start the tool: a sync one in the pool (its thread's future; it never starts once
+        the time its ``timeout_s`` leaves it has run out), an async one as a coroutine."""
         if runs_in_thread(tool):  # as BaseTool.ainvoke would, but in our own pool
-            return self.threads.submit(tool.invoke, tool_input, config)
+            deadline = deadline_of(self.catalog.get(tool.name), started)
+            return self.threads.submit(tool.invoke, tool_input, config, deadline=deadline)
         return tool.ainvoke(tool_input, config)
 
     async def _timed(
@@ -561,7 +619,11 @@ class ToolCallPipeline:
         thread's work as much as a task's) keeping its group busy until it really ends. The
         work of a cancelled caller is abandoned too: it counts toward its group's limit
         until it ends. ``pooled``: the threads a coroutine's tool runs in, abandoned in its
-        stead (the coroutine itself ends at once)."""
+        stead (the coroutine itself ends at once).
+
+        A thread's work whose time ran out while it waited for a place in the pool never
+        starts: raise :class:`_NotRun` (:data:`POOL_TIME_ERROR`) instead, and nothing lingers.
+        """
         spec = self.catalog.get(tool.name)
         timeout = time_left(spec, started)
         lingers: Any  # a thread's work lingers until the thread ends, a task's until the task
@@ -575,12 +637,36 @@ class ToolCallPipeline:
             return await work
         limit = None if timeout is None else max(timeout, 0.0)
         if pooled is not None:
-            return await within(work, limit, partial(self._abandon_pooled, spec, work, pooled))
-        return await within(work, limit, partial(self._abandon, spec, lingers))
+            pooled.deadline = deadline_of(spec, started)
+            abandon = partial(self._abandon_pooled, spec, work, pooled)
+        else:
+            abandon = partial(self._abandon, spec, lingers)
+        try:
+            return await within(work, limit, abandon)
+        except (ToolTimeoutError, asyncio.CancelledError):
+            # A thread's work cancelled while it waited for a place never ran: say so (unless
+            # the caller itself was cancelled: that goes on up).
+            if pooled is not None:
+                never_ran = pooled.never_ran()
+            else:
+                never_ran = isinstance(lingers, Future) and lingers.cancelled()
+            if not never_ran or _cancelling():
+                raise
+            raise _NotRun(
+                POOL_TIME_ERROR.format(
+                    tool=spec.name, timeout=spec.timeout_s, size=self.threads.size
+                )
+            ) from None
 
     def _abandon(self, spec: ToolSpec, lingers: Any, cancelled: bool) -> None:
         """Count abandoned work (timed out, or its run ``cancelled``) against its group until
-        it ends; a thread's gives its place in the pool to the next call meanwhile."""
+        it ends; a thread's gives its place in the pool to the next call meanwhile. A thread's
+        work still waiting for a place is cancelled instead: it never starts, nothing lingers.
+        """
+        # At once: the cancel of its asyncio wrapper reaches it only a loop iteration later,
+        # when the place given back below may already have started it.
+        if isinstance(lingers, Future) and lingers.cancel():
+            return
         self.lingering.add(spec, lingers, cancelled=cancelled)
         if isinstance(lingers, Future):
             self.threads.release(lingers)
