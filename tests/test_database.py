@@ -12,11 +12,10 @@ import asyncio
 import contextlib
 import hashlib
 import json
-import os
 import shutil
-import signal
 import socket
 import sqlite3
+import subprocess
 import sys
 import threading
 import time
@@ -348,10 +347,26 @@ def test_a_slow_query_is_stopped_by_the_timeout_on_sqlite(shop: Path):
         toolbox.execute("shop", endless)
 
 
-def _interrupt_main_thread_in_sqlite_query() -> None:
-    """Ctrl-C (SIGINT) once the main thread is in the toolbox's SQLite query (within 8 s)."""
+_CTRL_C_RUN = """
+import json, os, signal, sys, threading, time
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import tool
+from langgraph_toolbudget import DatabaseToolbox, ToolCatalog, create_toolbudget_agent
+from langgraph_toolbudget.testing import ScriptedChatModel
+
+shop, sql = sys.argv[1], sys.argv[2]
+
+
+@tool
+def get_weather(city: str) -> str:
+    '''Current weather for a city.'''
+    return "sunny"
+
+
+def interrupt_in_query():
+    # Ctrl-C (SIGINT) once the main thread is in the toolbox's SQLite query (within 20 s).
     main, query = threading.main_thread().ident, DatabaseToolbox._sqlite.__code__
-    deadline = time.monotonic() + 8
+    deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         frame = sys._current_frames().get(main)
         if frame is not None and frame.f_code is query:
@@ -361,26 +376,45 @@ def _interrupt_main_thread_in_sqlite_query() -> None:
         time.sleep(0.01)
 
 
+call = {"name": "execute_sql", "args": {"source": "shop", "sql": sql}, "id": "q1"}
+model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[call]), AIMessage("again")])
+toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"}, timeout_s=30, max_rows=1)
+catalog = ToolCatalog.from_tools([get_weather])
+graph = create_toolbudget_agent(model, catalog, database_toolbox=toolbox).compile()
+threading.Thread(target=interrupt_in_query, daemon=True).start()
+try:
+    graph.invoke({"messages": [HumanMessage("count")]})
+    raised = None
+except KeyboardInterrupt:
+    raised = "KeyboardInterrupt"
+after = toolbox.execute("shop", "SELECT count(*) AS n FROM orders").rows
+print(json.dumps({"raised": raised, "model_calls": len(model.calls), "after": after}))
+"""
+
+
 @pytest.mark.parametrize("stopped_in", ["query", "count"])
 def test_ctrl_c_during_an_sqlite_query_raises_keyboard_interrupt_out_of_invoke(
     shop: Path, stopped_in: str
 ):
     """SQLite discards an exception raised in its progress handler: Ctrl-C was reported to the
     model as the timeout (or, while counting the rows, as a total not counted in time), and
-    the run went on to call the model again."""
+    the run went on to call the model again. (In a process of its own: the test sends SIGINT
+    to the process it runs in.)"""
     endless = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT "
     # Counting, a row every 100,000 steps: Ctrl-C lands in the progress handler, not between rows
     rare = "x FROM n WHERE x % 100000 = 0"
     sql = endless + ("count(*) FROM n" if stopped_in == "query" else rare)
-    call = {"name": "execute_sql", "args": {"source": "shop", "sql": sql}, "id": "q1"}
-    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[call]), AIMessage("again")])
-    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"}, timeout_s=10, max_rows=1)
-    graph = create_toolbudget_agent(model, CATALOG, database_toolbox=toolbox).compile()
-    threading.Thread(target=_interrupt_main_thread_in_sqlite_query, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
-        graph.invoke({"messages": [HumanMessage("count")]})
-    assert len(model.calls) == 1  # not called again with a made-up timeout
-    assert toolbox.execute("shop", "SELECT count(*) AS n FROM orders").rows == [{"n": 500}]
+    done = subprocess.run(
+        [sys.executable, "-c", _CTRL_C_RUN, str(shop), sql],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["raised"] == "KeyboardInterrupt"
+    assert result["model_calls"] == 1  # not called again with a made-up timeout
+    assert result["after"] == [{"n": 500}]
 
 
 class _TimedToolbox(DatabaseToolbox):
