@@ -114,6 +114,7 @@ def test_cut_evenly_keeps_each_categorys_best_in_the_picks_order():
     assert cut_evenly(picks, category_of, 3) == ["a0", "b0", "c0"]
     assert cut_evenly(picks, category_of, 0) == []
     assert cut_evenly(picks, category_of, 8) == picks
+    assert cut_evenly(["a0", "a0", "b0"], category_of, 2) == ["a0", "b0"]  # at most limit
 
 
 def test_a_max_visible_below_the_budget_keeps_each_categorys_best_tools():

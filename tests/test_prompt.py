@@ -297,3 +297,25 @@ def test_a_call_a_stopped_run_left_unanswered_gets_an_error_answer_in_the_prompt
     # The thread keeps its history as it was: nothing was answered there.
     kept = graph.get_state(thread).values["messages"]
     assert [m.type for m in kept[: len(history)]] == [m.type for m in history]
+
+
+def test_an_unanswered_call_is_found_by_its_place_not_its_id():
+    """Models that number calls per reply reuse ids: a stopped run's ``call_0`` counted as
+    answered because an earlier reply's ``call_0`` was, and the provider refused the turn."""
+    weather = {"name": "get_weather", "args": {"city": "Lima"}, "id": "call_0"}
+    send = {"name": "send_message", "args": {"channel": "ops", "text": "hi"}, "id": "call_0"}
+    history = [
+        HumanMessage("weather in Lima?"),
+        AIMessage("", tool_calls=[weather]),
+        ToolMessage("sunny", tool_call_id="call_0", name="get_weather"),
+        AIMessage("Sunny."),
+        HumanMessage("tell ops hi"),
+        AIMessage("", tool_calls=[send]),
+        HumanMessage("hello?"),
+    ]
+    model = ScriptedChatModel(responses=[_strict_reply])
+    graph = create_toolbudget_agent(model, build_example_catalog()).compile()
+    assert graph.invoke({"messages": history})["messages"][-1].content == "Hello!"
+    sent = model.calls[0]
+    at = max(i for i, m in enumerate(sent) if getattr(m, "tool_calls", None))
+    assert sent[at + 1].type == "tool" and "'send_message' got no answer" in sent[at + 1].text

@@ -641,6 +641,34 @@ async def test_a_call_whose_time_ran_out_waiting_for_a_pool_place_never_runs(api
         sends.release.set()
 
 
+async def test_a_cancelled_runs_calls_waiting_for_a_place_never_start():
+    """Review 34a: a run stopped (its task cancelled, as LangGraph server's stop does) while
+    6 of its 8 calls waited for the pool's 2 places: the running calls gave their places back
+    as they took the cancel, before the waiting calls' own tasks had cancelled them, and a
+    waiting call of the stopped run started."""
+    sends = _Sends({f"send_{i}": 5.0 for i in range(8)})
+    node = ToolExecutor(sends.catalog, max_parallel=2)
+    calls = [call(name, str(i), text="hi") for i, name in enumerate(sends.names)]
+    try:
+        for _ in range(5):
+            sends.release.clear()
+            sends.started.clear()
+            run = asyncio.ensure_future(answer(node, calls, sends.names, "ainvoke"))
+            for _ in range(100):  # both places taken
+                if len(sends.ran()) == 2:
+                    break
+                await asyncio.sleep(0.02)
+            run.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await run
+            await asyncio.sleep(0.3)  # a late start would show by now
+            assert len(sends.ran()) == 2, f"calls of a cancelled run started: {sends.ran()}"
+            sends.release.set()
+            await asyncio.sleep(0.3)  # the abandoned calls end: their places come back
+    finally:
+        sends.release.set()
+
+
 @pytest.mark.parametrize("api", APIS)
 async def test_a_call_waiting_for_a_place_held_by_another_run_is_not_run_past_its_time(api):
     """Two runs share the executor's pool: one run's calls hold both places (they answer in

@@ -475,6 +475,8 @@ _TOLD_APART_BY_STOP_WORDS = [
         ("zoomIn", "browser_zoom_in"),
         ("Sign out of my account", "sign_out"),
         ("I want to sign in to my account", "sign_in"),
+        ("please sign me out", "sign_out"),
+        ("zoom the page out", "browser_zoom_out"),
     ],
 )
 def test_tools_whose_names_differ_only_in_a_stop_word_are_told_apart(request_text, wanted):
@@ -493,6 +495,22 @@ def test_stop_words_still_say_nothing_about_names_that_differ_in_more():
     assert index.scores("get weather").tolist() == index.scores("weather").tolist()
     plain = ToolIndex([d for d in _TOLD_APART_BY_STOP_WORDS if "_in" not in d[0]])
     assert plain.scores("zoom out now").tolist() == plain.scores("zoom now").tolist()
+
+
+def test_two_stop_words_make_no_pair():
+    """``crm_look_up_user`` and ``crm_get_user`` differ only in stop words, but "look up" is
+    framing the stop list leaves out: it must not lift the CRM tool above the weather one."""
+    index = ToolIndex(
+        [
+            ("crm_get_user", "A CRM user record.", ["user_id"]),
+            ("crm_look_up_user", "Find a CRM user record.", ["user_id"]),
+            ("get_weather", "Current weather forecast for a city.", ["city"]),
+        ]
+    )
+    assert index.rank_names("Can you look up the weather forecast for Paris")[0][0] == (
+        "get_weather"
+    )
+    assert index.scores("look up the weather").tolist() == index.scores("the weather").tolist()
 
 
 def test_rank_of_a_one_task_query_is_its_plain_bm25():

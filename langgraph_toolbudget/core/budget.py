@@ -129,14 +129,15 @@ def cut_evenly(
         limit: how many to keep.
 
     Returns:
-        The kept picks, in the order of ``picks``.
+        The kept picks, in the order of ``picks`` (a name listed twice kept once).
 
     >>> cut_evenly(["a1", "a2", "a3", "b1", "b2", "c1"], {"a1": "a", "a2": "a", "a3": "a",
     ...            "b1": "b", "b2": "b", "c1": "c"}, 4)
     ['a1', 'a2', 'b1', 'c1']
     """
+    picks = list(dict.fromkeys(picks))
     if len(picks) <= limit:
-        return list(picks)
+        return picks
     rank: dict[str | None, int] = {}
     order: list[tuple[int, int, str]] = []
     groups: dict[str | None, int] = {}

@@ -51,6 +51,11 @@ __all__ = [
     "tokenize",
 ]
 
+QUERY_PAIR_REACH = 3
+"""How many words apart a request's stop word and another word may stand to make a pair
+that tells apart tools whose names differ only in that stop word ("log me out" finds
+``log_out``, "zoom the map out" ``zoom_out``; :func:`~langgraph_toolbudget.core.terms.stop_word_pairs`)."""
+
 MAX_FUZZY_RESULTS = 5
 """The fuzzy fallback of ``search_tools`` returns at most this many tools."""
 
@@ -381,7 +386,8 @@ class ToolIndex:
         tell apart tools whose names differ only in them ("zoom out", :func:`_names_told_apart`)."""
         terms = Counter(tokenize(query))
         if self._pair_terms:
-            terms.update(p for p in stop_word_pairs(query) if p in self._pair_terms)
+            pairs = stop_word_pairs(query, reach=QUERY_PAIR_REACH)
+            terms.update(p for p in pairs if p in self._pair_terms)
         return terms
 
     def _expandable(self, terms: Iterable[str]) -> frozenset[str]:

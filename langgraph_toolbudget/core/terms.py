@@ -186,21 +186,29 @@ def tokenize(text: str) -> list[str]:
     return [_stem(w) for w in _split_words(text) if w not in _STOPWORDS]
 
 
-def stop_word_pairs(text: str) -> list[str]:
-    """The pairs of adjacent words of a text in which a stop word stands, each one term.
+def stop_word_pairs(text: str, *, reach: int = 1) -> list[str]:
+    """The pairs of a stop word and a word that is not one, at most ``reach`` words apart in
+    a text, each one term (the two words in text order).
 
     :func:`tokenize` drops stop words, so ``zoom_in`` and ``zoom_out`` both give
     ``["zoom"]``; their pairs tell them apart. The index adds them only to tools whose
-    names differ in nothing else (:class:`~langgraph_toolbudget.core.search.ToolIndex`).
+    names differ in nothing else (:class:`~langgraph_toolbudget.core.search.ToolIndex`), with
+    ``reach`` 1; a request is read with a longer one, since words may come between a verb
+    and its particle ("log me out", "zoom the map out"). Two stop words make no pair: "look
+    up" or "get help" would bring back the framing the stop list leaves out.
 
     >>> stop_word_pairs("browser_zoom_out")
     ['zoom out']
     >>> stop_word_pairs("Please zoom out of the map")
-    ['please zoom', 'zoom out', 'out of', 'of the', 'the map']
+    ['please zoom', 'zoom out', 'the map']
+    >>> stop_word_pairs("log me out", reach=3)
+    ['log me', 'log out']
     """
     words = _split_words(text)
+    stop = [w in _STOPWORDS for w in words]
     return [
-        f"{_stem(a)} {_stem(b)}"
-        for a, b in zip(words, words[1:], strict=False)
-        if a in _STOPWORDS or b in _STOPWORDS
+        f"{_stem(word)} {_stem(words[j])}"
+        for i, word in enumerate(words)
+        for j in range(i + 1, min(len(words), i + reach + 1))
+        if stop[i] != stop[j]
     ]

@@ -669,7 +669,13 @@ class ToolCallPipeline:
             return
         self.lingering.add(spec, lingers, cancelled=cancelled)
         if isinstance(lingers, Future):
-            self.threads.release(lingers)
+            if cancelled:
+                # A cancelled run cancels its calls' tasks one after another, all in this loop
+                # step: its calls still waiting for a place must be cancelled (above, in
+                # their own tasks) before this place frees, or one of them would start.
+                asyncio.get_running_loop().call_soon(self.threads.release, lingers)
+            else:
+                self.threads.release(lingers)
 
     def _abandon_pooled(
         self, spec: ToolSpec, task: asyncio.Future[Any], pooled: _InPool, cancelled: bool

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolCall, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -66,15 +66,16 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 FORMAT_EVENT = "toolbudget.tool_call_format"
+"""Custom stream event of each model call: the tool-call format used and why
+(``format``, ``reason``, ``native_available``; ``parse_error`` and ``attempt``
+when a text reply could not be read)."""
+
 UNANSWERED_CALL_ERROR = (
     "Error: tool '{name}' got no answer: the run that called it was stopped (interrupted by "
     "a new message, cancelled, or failed) before it answered. It may or may not have taken "
     "effect: check before calling it again."
 )
 """What the model is sent in place of a call's missing answer (:func:`answer_unanswered_calls`)."""
-"""Custom stream event of each model call: the tool-call format used and why
-(``format``, ``reason``, ``native_available``; ``parse_error`` and ``attempt``
-when a text reply could not be read)."""
 
 SystemPrompt = str | SystemMessage | Callable[..., Any] | Runnable | None
 """A system prompt: text, a ``SystemMessage``, or a callable/runnable of the state."""
@@ -389,30 +390,37 @@ def ai_calls_this_turn(messages: Sequence[BaseMessage]) -> int:
 
 def answer_unanswered_calls(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     """``messages`` with an error answer (:data:`UNANSWERED_CALL_ERROR`) after each tool call
-    that has none, placed after the call's answered siblings.
+    that the tool messages right after its AI message do not answer, placed after them.
 
     A run stopped while its tools ran (LangGraph server's ``multitask_strategy="interrupt"``
     when the user sends another message, a cancelled run, a crash) leaves its reply's calls
     unanswered in the thread, and providers refuse every later request holding such a call.
     Only what the model is sent changes: the thread keeps its history as it was.
     """
-    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
     out: list[BaseMessage] = []
-    missing: list[ToolMessage] = []
+    pending: dict[str, ToolCall] = {}  # the latest AI message's calls not answered after it
+
+    def answer_pending() -> None:
+        out.extend(
+            ToolMessage(
+                UNANSWERED_CALL_ERROR.format(name=call["name"]),
+                tool_call_id=call_id,
+                name=call["name"],
+                status="error",
+            )
+            for call_id, call in pending.items()
+        )
+        pending.clear()
+
     for message in messages:
-        if missing and not isinstance(message, ToolMessage):
-            out += missing
-            missing = []
+        if isinstance(message, ToolMessage):
+            pending.pop(message.tool_call_id, None)
+        else:
+            answer_pending()
         out.append(message)
         if isinstance(message, AIMessage):
-            missing += [
-                ToolMessage(
-                    UNANSWERED_CALL_ERROR.format(name=call["name"]),
-                    tool_call_id=call["id"],
-                    name=call["name"],
-                    status="error",
-                )
-                for call in message.tool_calls
-                if call.get("id") and call["id"] not in answered
-            ]
-    return out + missing
+            # Answered by the tool messages right after it, as providers require: an id is
+            # not enough (models that number calls per reply reuse them across replies).
+            pending = {i: c for c in message.tool_calls if (i := c.get("id"))}
+    answer_pending()
+    return out
