@@ -54,7 +54,8 @@ __all__ = [
 QUERY_PAIR_REACH = 3
 """How many words apart a request's stop word and another word may stand to make a pair
 that tells apart tools whose names differ only in that stop word ("log me out" finds
-``log_out``, "zoom the map out" ``zoom_out``; :func:`~langgraph_toolbudget.core.terms.stop_word_pairs`)."""
+``log_out``, "zoom the map out" ``zoom_out``;
+:func:`~langgraph_toolbudget.core.terms.stop_word_pairs`)."""
 
 MAX_FUZZY_RESULTS = 5
 """The fuzzy fallback of ``search_tools`` returns at most this many tools."""
