@@ -6,7 +6,9 @@ import json
 
 import pytest
 from agent_tools import recording_catalog, recording_fixtures
+from langchain_core.messages import AIMessage, HumanMessage
 
+from langgraph_toolbudget import ToolExecutor
 from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.limits import MAX_ECHO_ITEMS
 from langgraph_toolbudget.core.meta import (
@@ -16,6 +18,7 @@ from langgraph_toolbudget.core.meta import (
     meta_tool_definitions,
 )
 from langgraph_toolbudget.core.working_set import WorkingSet
+from langgraph_toolbudget.demo.example_catalog import build_example_catalog
 
 rec, catalog = recording_fixtures()
 
@@ -343,3 +346,19 @@ def test_show_all_tools_lists_names_only(handler, catalog):
     assert all(isinstance(n, str) for n in body["tools"])
     assert "admin_shutdown" not in body["tools"]
     assert "purge_database" not in body["tools"]
+
+
+def test_request_more_tools_under_a_cap_below_its_picks_keeps_each_categorys_best():
+    """With max_visible=5 and a budget of 8, asking for GitHub and Slack loaded 4 GitHub tools
+    and no Slack one: the picks came category by category and the cap cut the last."""
+    catalog = build_example_catalog()
+    node = ToolExecutor(catalog, max_tools=8, max_visible=5)
+    args = {"categories": ["github", "slack"], "reason": "issues and messages"}
+    call = {"name": "request_more_tools", "args": args, "id": "r1"}
+    messages = [HumanMessage("open an issue and tell the team"), AIMessage("", tool_calls=[call])]
+    out = node.invoke({"messages": messages, "selected_tools": []})
+    visible = out["selected_tools"]["add"]
+    assert len(visible) <= 5
+    loaded = [n for n in visible if n != "ask_human"]
+    assert len(loaded) == 4
+    assert {*loaded} & {*catalog.tools_in("github")} and {*loaded} & {*catalog.tools_in("slack")}

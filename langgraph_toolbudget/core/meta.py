@@ -33,6 +33,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 from rapidfuzz import fuzz, process
 
+from langgraph_toolbudget.core.budget import cut_evenly
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.coercion import RAW_ARGUMENTS_KEY
 from langgraph_toolbudget.core.context import SessionContext
@@ -391,6 +392,14 @@ class MetaToolHandler:
             exclude=[*working.names, *context.unselectable(self.catalog)],
             also_selectable=context.selectable(self.catalog),
         )
+        room = working.room()
+        if room is not None and len(chosen) > room:
+            # Each category keeps its best: the working set would drop the last categories.
+            category_of: dict[str, str | None] = {}
+            for category in (c for c in categories if c in known):
+                for name in self.catalog.tools_in(category):
+                    category_of.setdefault(name, category)
+            chosen = cut_evenly(chosen, category_of, room)
         added, evicted = working.add(chosen, reason=REQUEST_MORE_TOOLS, args=args)
         note = ""
         if unknown:

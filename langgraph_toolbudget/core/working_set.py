@@ -355,6 +355,14 @@ class WorkingSet:
                     self._set_reason(name, why)
         return self.add(names, reason=reason, details=details)
 
+    def room(self, fixed: Iterable[str] = ()) -> int | None:
+        """How many names the cap leaves beside the visible pinned tools and ``fixed`` (names
+        that will be visible whatever comes): what new names may take by evicting the others.
+        ``None``: no cap."""
+        if self.cap is None:
+            return None
+        return self.cap - len({*fixed, *(n for n in self.names if n in self.pinned)})
+
     def _lru_victim(self, protect: set[str]) -> str | None:
         candidates = [n for n in self.names if n not in self.pinned and n not in protect]
         if not candidates:

@@ -256,12 +256,8 @@ class SelectTools(BudgetNode):
         beside the tools never evicted, each category keeping its best tools: the working set
         would otherwise drop the last picks, whole categories (``max_visible`` below the
         budget)."""
-        if working.cap is None:
-            return chosen
-        fixed = {*chosen[:n_free], *(n for n in working.names if n in working.pinned)}
-        picks = chosen[n_free:]
-        room = working.cap - len(fixed)
-        if len(picks) <= room:
+        picks, room = chosen[n_free:], working.room(chosen[:n_free])
+        if room is None or len(picks) <= room:
             return chosen
         category_of = {n: details.get(n, {}).get("category") for n in picks}
         return [*chosen[:n_free], *cut_evenly(picks, category_of, room)]
