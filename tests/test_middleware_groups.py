@@ -333,6 +333,11 @@ class SlowCall:
     async def end(self, budget: ToolBudgetMiddleware, group: str) -> None:
         """Let the slow call go and wait until the middleware saw its thread end."""
         self.let_go.set()
+        await self.wait_lingering(budget, group)
+
+    @staticmethod
+    async def wait_lingering(budget: ToolBudgetMiddleware, group: str) -> None:
+        """Wait until the middleware saw the abandoned calls of ``group`` end."""
         lingering = budget.runner.pipeline.lingering
         deadline = time.monotonic() + HANG
         while lingering.running(group) != (0, 0):
@@ -409,6 +414,74 @@ async def test_a_sync_call_with_a_timeout_keeps_its_place_after_its_run_is_cance
     calls.let_go.set()
     assert contents(await second) == {"f0": "fetch 0"}
     assert calls.beside == [False]
+
+
+async def test_a_call_whose_time_ran_out_waiting_for_a_pool_thread_never_starts():
+    """Review 34a: 4 impure sync calls in 4 groups, equal ``timeout_s``, 2 pool threads
+    (``max_parallel=2``). The tool node hands the middleware one call at a time, a little
+    apart: counted from each call's own arrival, a waiting call's deadline came a moment
+    after those of the calls holding the threads, so it started in the place they gave back
+    at their deadline and was answered "timed out" while it ran. The calls of one reply
+    share one start now: a waiting call never starts, and its answer says it was not run."""
+    started: list[str] = []
+    let_go = threading.Event()
+
+    def sender(name: str) -> BaseTool:
+        def body(x: int = 0) -> str:
+            started.append(f"{name} {x}")
+            let_go.wait(HANG)
+            return "sent"
+
+        return StructuredTool.from_function(func=body, name=name, description="Send.")
+
+    names = [f"send_{i}" for i in range(4)]
+    tools = [sender(n) for n in names]
+    metadata = {n: {"concurrency_group": n, "is_pure": False, "timeout_s": 0.3} for n in names}
+    rounds = 8  # the late start needs the calls' arrivals to be apart: most rounds showed it
+    replies = {
+        f"r{r}": AIMessage("", tool_calls=[call(n, f"r{r}-{i}", x=r) for i, n in enumerate(names)])
+        for r in range(rounds)
+    }
+    agent, _, budget = agent_of(tools, metadata, replies, max_parallel=2)
+    try:
+        for r in range(rounds):
+            answers = contents(await run(agent, f"r{r}", "ainvoke", f"t{r}"))
+            await asyncio.sleep(SETTLE)  # room for a late start to show
+            mine = [s for s in started if s.endswith(f" {r}")]
+            assert len(mine) == 2, f"round {r}: calls started after their time ran out: {mine}"
+            for i, name in enumerate(names):
+                expected = "timed out" if f"{name} {r}" in mine else f"tool {name!r} was not run"
+                assert expected in answers[f"r{r}-{i}"], answers[f"r{r}-{i}"]
+            let_go.set()
+            for name in names:  # the abandoned threads end: their groups are free again
+                await SlowCall.wait_lingering(budget, name)
+            let_go.clear()
+    finally:
+        let_go.set()
+
+
+async def test_a_call_held_back_by_the_runs_max_concurrency_keeps_its_whole_timeout():
+    """Under the run's ``max_concurrency=2`` the tool node starts the reply's third call only
+    when the first has ended (0.6 s in), while the second still runs: that wait is not the
+    third call's, so its ``timeout_s`` counts from its own start (a start shared with the
+    first call would leave it 0.4 s of its 1 s)."""
+
+    def worker(name: str, seconds: float) -> BaseTool:
+        def body(x: int = 0) -> str:
+            time.sleep(seconds)
+            return f"{name} {x}"
+
+        return StructuredTool.from_function(func=body, name=name, description="Work.")
+
+    tools = [worker("first", 0.6), worker("second", 1.3), worker("third", 0.6)]
+    timeouts = {"first": 1.0, "second": 3.0, "third": 1.0}
+    metadata = {n: {"concurrency_group": n, "timeout_s": t} for n, t in timeouts.items()}
+    reply = AIMessage("", tool_calls=[call("first", "a"), call("second", "b"), call("third", "c")])
+    agent, *_ = agent_of(tools, metadata, {"go": reply})
+    config = {"configurable": {"thread_id": "t"}, "max_concurrency": 2}
+    payload = {"messages": [HumanMessage("go")]}
+    out = await asyncio.wait_for(agent.ainvoke(payload, config), HANG)
+    assert contents(out) == {"a": "first 0", "b": "second 0", "c": "third 0"}
 
 
 async def test_under_invoke_a_sync_call_runs_to_its_end_in_its_turn():

@@ -486,9 +486,15 @@ class ToolCallPipeline:
         return self._invoked(call, tool, request.state, invoke, request.override(tool_call=call))
 
     async def adelegate(
-        self, request: ToolCallRequest, check: CallCheck, ainvoke: Callable[[Any], Awaitable[Any]]
+        self,
+        request: ToolCallRequest,
+        check: CallCheck,
+        ainvoke: Callable[[Any], Awaitable[Any]],
+        lag: float = 0.0,
     ) -> Any:
-        """The async :meth:`delegate`, bounded by the tool's ``timeout_s``.
+        """The async :meth:`delegate`, bounded by the tool's ``timeout_s``: counted from the
+        moment the call is started, less ``lag`` (how long after its reply's first call it
+        arrived: calls that arrive together share one start).
 
         A sync tool with a timeout runs in the pipeline's pool (the tool node is handed it
         through :class:`_InPool`), so a call abandoned at its timeout, or with its cancelled
@@ -505,10 +511,12 @@ class ToolCallPipeline:
         request = request.override(tool_call=call)
         spec = self.catalog.get(tool.name)
         if spec is None or not spec.timeout_s or not runs_in_thread(tool):
-            return await self._ainvoked(call, tool, request.state, ainvoke, request)
+            return await self._ainvoked(call, tool, request.state, ainvoke, request, lag=lag)
         pooled = _InPool(tool, self.threads)
         request = request.override(tool=cast("BaseTool", pooled))
-        return await self._ainvoked(call, tool, request.state, ainvoke, request, pooled=pooled)
+        return await self._ainvoked(
+            call, tool, request.state, ainvoke, request, pooled=pooled, lag=lag
+        )
 
     def _invoked(
         self,
@@ -544,14 +552,17 @@ class ToolCallPipeline:
         *args: Any,
         started: float | None = None,
         pooled: _InPool | None = None,
+        lag: float = 0.0,
     ) -> Any:
         """The async :meth:`_invoked`; ``start(*args)`` starts the work (a coroutine, or a
         thread's future), which gets the time its ``timeout_s`` leaves it (``pooled``: the
-        threads the coroutine runs the tool in)."""
+        threads the coroutine runs the tool in; ``lag``: see :meth:`adelegate`)."""
         spec = self.catalog.get(tool.name)
         if spec is not None and (refusal := await self._arefusal(spec, started)):
             return error_message(call, refusal)
         try:
+            if started is None and lag:
+                started = time.monotonic() - lag  # after the waits that do not count
             response = await self._timed(tool, start(*args), started, pooled)
             output = self.outputs.normalise(call, tool, response, state)
         except GraphBubbleUp:

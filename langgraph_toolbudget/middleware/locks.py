@@ -1,4 +1,4 @@
-"""Per-thread locks for the middleware's ``sequential`` mode.
+"""Per-thread locks for the middleware's ``sequential`` mode, and its replies' shared starts.
 
 One middleware instance usually serves every thread of a compiled ``create_agent``
 graph (a module-level graph on LangGraph server, say). A lock per instance would run
@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Hashable, Iterator
 from typing import Any, TypeVar
 
@@ -70,3 +71,40 @@ class KeyedLocks:
             users[0] -= 1
             if not users[0]:
                 del table[key]
+
+
+class ReplyStarts:
+    """When the calls of each reply (batch) began to arrive, so calls that arrive together
+    share one start and their equal timeouts end together.
+
+    ``create_agent``'s tool node hands the middleware one call at a time, a few loop steps
+    apart; counted from each call's own arrival, a call waiting for a pool thread would get
+    the place an equal-timeout sibling gives back at its deadline, and start a moment before
+    its own. Under a run's ``max_concurrency`` a call may be held back until another call
+    of its reply ends: one arriving after a call of its reply ended keeps its own start
+    then, as that wait must not shorten its timeout.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        # batch -> [its first arrival, calls inside, whether one has ended]
+        self._batches: dict[Hashable, list[Any]] = {}
+
+    @contextlib.contextmanager
+    def arrived(self, batch: Hashable, *, held_back: bool) -> Iterator[float]:
+        """A call of ``batch`` inside; yields how many seconds earlier its reply's shared
+        start was: 0.0 for the first call, and for one the run may have ``held_back``
+        (its ``max_concurrency`` is set) that arrives after another call of its reply ended."""
+        now = time.monotonic()
+        with self._lock:
+            entry = self._batches.setdefault(batch, [now, 0, False])
+            entry[1] += 1
+            lag = 0.0 if held_back and entry[2] else now - entry[0]
+        try:
+            yield lag
+        finally:
+            with self._lock:
+                entry[1] -= 1
+                entry[2] = True
+                if not entry[1]:
+                    del self._batches[batch]
