@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from agent_tools import call, tool_messages
 from langchain.agents import create_agent
+from langchain.agents.middleware import ToolRetryMiddleware
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -482,6 +483,43 @@ async def test_a_call_held_back_by_the_runs_max_concurrency_keeps_its_whole_time
     payload = {"messages": [HumanMessage("go")]}
     out = await asyncio.wait_for(agent.ainvoke(payload, config), HANG)
     assert contents(out) == {"a": "first 0", "b": "second 0", "c": "third 0"}
+
+
+async def test_a_call_retried_by_an_outer_middleware_gets_its_whole_timeout_again():
+    """``ToolRetryMiddleware`` listed before the budget retries a failed call while another
+    call of its reply still runs: the retry reaches the middleware 0.7 s after the reply's
+    first call, and its ``timeout_s`` (1 s) counts from that arrival, not from the reply's."""
+    attempts: list[float] = []
+
+    def flaky(x: int = 0) -> str:
+        attempts.append(time.monotonic())
+        time.sleep(0.6)
+        if len(attempts) == 1:
+            raise ConnectionError("dropped")
+        return f"flaky {x}"
+
+    def long(x: int = 0) -> str:
+        time.sleep(1.5)
+        return f"long {x}"
+
+    tools = [
+        StructuredTool.from_function(func=flaky, name="flaky", description="Flaky."),
+        StructuredTool.from_function(func=long, name="long", description="Long."),
+    ]
+    metadata = {
+        "flaky": {"concurrency_group": "flaky", "timeout_s": 1.0},
+        "long": {"concurrency_group": "long", "timeout_s": 5.0},
+    }
+    names = [t.name for t in tools]
+    catalog = ToolCatalog.from_tools(tools, categories={"work": names}, tool_metadata=metadata)
+    reply = AIMessage("", tool_calls=[call("flaky", "f"), call("long", "l")])
+    model = ScriptedChatModel(responses=[answer_by_turn({"go": reply})], cycle=True)
+    retry = ToolRetryMiddleware(max_retries=1, initial_delay=0.1, jitter=False)
+    budget = ToolBudgetMiddleware(catalog, pinned=names, handle_tool_errors=False)
+    agent = create_agent(model, middleware=[retry, budget])
+    out = await asyncio.wait_for(agent.ainvoke({"messages": [HumanMessage("go")]}), HANG)
+    assert len(attempts) == 2
+    assert contents(out) == {"f": "flaky 0", "l": "long 0"}
 
 
 async def test_under_invoke_a_sync_call_runs_to_its_end_in_its_turn():

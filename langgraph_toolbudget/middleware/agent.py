@@ -640,8 +640,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             # the closest names to an unknown one: fuzzy matching, off the event loop
             return await self.runner.pipeline.hook_threads.run(self._unknown, request)
         check, config = self._check(request.state), _current_config()
-        batch, held_back = _batch_key(request.state, config), bool(config.get("max_concurrency"))
-        with self._starts.arrived(batch, held_back=held_back) as lag:
+        with self._starts.arrived(_batch_key(request.state, config)) as lag:
             async with self._aturn(request, config):
                 out = await self.runner.pipeline.adelegate(request, check, handler, lag=lag)
         await arecord_call(

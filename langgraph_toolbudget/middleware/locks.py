@@ -77,29 +77,29 @@ class ReplyStarts:
     """When the calls of each reply (batch) began to arrive, so calls that arrive together
     share one start and their equal timeouts end together.
 
-    ``create_agent``'s tool node hands the middleware one call at a time, a few loop steps
-    apart; counted from each call's own arrival, a call waiting for a pool thread would get
-    the place an equal-timeout sibling gives back at its deadline, and start a moment before
-    its own. Under a run's ``max_concurrency`` a call may be held back until another call
-    of its reply ends: one arriving after a call of its reply ended keeps its own start
-    then, as that wait must not shorten its timeout.
+    ``create_agent``'s tool node hands the middleware a reply's calls one at a time, a few
+    loop steps apart; counted from each call's own arrival, a call waiting for a pool thread
+    would get the place an equal-timeout sibling gives back at its deadline, and start a
+    moment before its own. Only calls that arrive before any call of their reply has ended
+    share its start: a later one may have waited for that end (the run's
+    ``max_concurrency``), or be an outer middleware's retry, and such a wait must not
+    shorten its timeout.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        # batch -> [its first arrival, calls inside, whether one has ended]
+        # batch -> [its first arrival, calls inside, whether one of them has ended]
         self._batches: dict[Hashable, list[Any]] = {}
 
     @contextlib.contextmanager
-    def arrived(self, batch: Hashable, *, held_back: bool) -> Iterator[float]:
+    def arrived(self, batch: Hashable) -> Iterator[float]:
         """A call of ``batch`` inside; yields how many seconds earlier its reply's shared
-        start was: 0.0 for the first call, and for one the run may have ``held_back``
-        (its ``max_concurrency`` is set) that arrives after another call of its reply ended."""
+        start was: 0.0 for the first call, and for one arriving after a call ended."""
         now = time.monotonic()
         with self._lock:
             entry = self._batches.setdefault(batch, [now, 0, False])
             entry[1] += 1
-            lag = 0.0 if held_back and entry[2] else now - entry[0]
+            lag = 0.0 if entry[2] else now - entry[0]
         try:
             yield lag
         finally:
