@@ -7,7 +7,12 @@ Reports:
   selectable members per category),
   i.e. everything between having the LangChain tools and answering a query;
 - turn: p50 / p95 / mean of one classify_intent + select_tools + tool_search
-  turn (each node's ``invoke``, as in a graph), over generated queries.
+  turn (each node's ``invoke``, as in a graph), over generated queries: the first
+  pass over the queries is the turn; beside it each query's best over
+  ``BEST_OF`` separate passes of the whole list. A query is never timed right
+  after itself: ``ToolIndex`` keeps the last query's scores (and ``ToolUsage``
+  its last fusion), so a back-to-back repeat would skip the scoring a user's new
+  message always pays.
 
 Run:  python benchmarks/selection_latency.py [--tools 10000] [--categories 100] [--queries 500]
 """
@@ -34,10 +39,12 @@ from langgraph_toolbudget import ToolCatalog  # noqa: E402
 from langgraph_toolbudget.core.intent import _scorer  # noqa: E402
 from langgraph_toolbudget.core.selection import _selectable_members  # noqa: E402
 
-TARGETS = {"build_s": 2.0, "turn_p50_ms": 1.0}
+TARGETS = {"build_s": 2.0, "turn_p50_ms": 1.0, "turn_p50_ms_issue27": 2.0}
 BEST_OF = 5
-"""Each query's turn is run this many times: the first run is reported as the turn, and the
-best run beside it (a shared machine's load inflates single runs by several times)."""
+"""Passes over the whole query list: the first pass is reported as the turn, and each query's
+best over the passes beside it (a shared machine's load inflates single runs by several
+times). Passes, not repeats of one query in a row: a repeat of the text just run would be
+served from the last-query caches of ``ToolIndex`` and ``ToolUsage``, not scored."""
 
 
 def build(tools, categories) -> tuple[ToolCatalog, dict[str, float]]:
@@ -77,18 +84,19 @@ def main(argv: list[str] | None = None) -> int:
 
     pipe = Pipeline.build(catalog)
     queries = [q["query"] for q in world.queries]
-    pipe.run(queries[0])  # warm-up: first-call costs are part of build, not of a turn
-    turn_times, best_times = [], []
-    for text in queries:
-        runs = []
-        for _ in range(BEST_OF):  # the first run is the turn; the best of all, the load removed
+    # Warm-up: first-call costs are part of build, not of a turn. Not on queries[0], which the
+    # first pass opens with: it would be timed from the last-query cache.
+    pipe.run("warm-up request, not one of the timed queries")
+    passes = []
+    for _ in range(BEST_OF):
+        times = []
+        for text in queries:
             t0 = time.perf_counter()
             pipe.run(text)
-            runs.append(time.perf_counter() - t0)
-        turn_times.append(runs[0])
-        best_times.append(min(runs))
-    turn = latency_summary_ms(turn_times)
-    best = latency_summary_ms(best_times)
+            times.append(time.perf_counter() - t0)
+        passes.append(times)
+    turn = latency_summary_ms(passes[0])
+    best = latency_summary_ms([min(runs) for runs in zip(*passes, strict=True)])
 
     print(
         f"synthetic catalog: {len(catalog)} tools, {len(catalog.categories)} categories, "
@@ -96,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     ok_build = timings["build_s"] <= TARGETS["build_s"]
     ok_p50 = turn["p50_ms"] <= TARGETS["turn_p50_ms"]
+    ok_p50_issue27 = turn["p50_ms"] <= TARGETS["turn_p50_ms_issue27"]
+    ok_best_p50 = best["p50_ms"] <= TARGETS["turn_p50_ms"]
     print_table(
         ["measure", "value", "target", ""],
         [
@@ -104,10 +114,21 @@ def main(argv: list[str] | None = None) -> int:
             ["category precomputation (s)", timings["category_precompute_s"], "", ""],
             ["build total (s)", timings["build_s"], "<= 2.0", "meets" if ok_build else "MISSES"],
             ["turn p50 (ms)", turn["p50_ms"], "<= 1.0", "meets" if ok_p50 else "MISSES"],
+            [
+                "turn p50, issue 27's target (ms)",
+                turn["p50_ms"],
+                "<= 2.0",
+                "meets" if ok_p50_issue27 else "MISSES",
+            ],
             ["turn p95 (ms)", turn["p95_ms"], "", ""],
             ["turn mean (ms)", turn["mean_ms"], "", ""],
-            [f"turn p50, best of {BEST_OF} (ms)", best["p50_ms"], "", ""],
-            [f"turn p95, best of {BEST_OF} (ms)", best["p95_ms"], "", ""],
+            [
+                f"turn p50, best of {BEST_OF} passes (ms)",
+                best["p50_ms"],
+                "<= 1.0",
+                "meets" if ok_best_p50 else "MISSES",
+            ],
+            [f"turn p95, best of {BEST_OF} passes (ms)", best["p95_ms"], "", ""],
         ],
     )
     if not args.no_write:
@@ -121,9 +142,14 @@ def main(argv: list[str] | None = None) -> int:
                 "build_repeats": args.repeats,
                 "build": timings,
                 "turn": turn,
-                "turn_best_of": {"runs": BEST_OF, **best},
+                "turn_best_of": {"passes": BEST_OF, **best},
                 "targets": TARGETS,
-                "meets": {"build_s": ok_build, "turn_p50_ms": ok_p50},
+                "meets": {
+                    "build_s": ok_build,
+                    "turn_p50_ms": ok_p50,
+                    "turn_p50_ms_issue27": ok_p50_issue27,
+                    "turn_best_of_p50_ms": ok_best_p50,
+                },
             },
         )
         print(f"\nwrote {path}")
