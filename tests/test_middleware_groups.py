@@ -417,19 +417,21 @@ async def test_a_sync_call_with_a_timeout_keeps_its_place_after_its_run_is_cance
     assert calls.beside == [False]
 
 
-async def test_a_call_whose_time_ran_out_waiting_for_a_pool_thread_never_starts():
+async def test_a_call_that_waited_for_a_pool_thread_gets_its_whole_timeout_once_started():
     """Review 34a: 4 impure sync calls in 4 groups, equal ``timeout_s``, 2 pool threads
     (``max_parallel=2``). The tool node hands the middleware one call at a time, a little
-    apart: counted from each call's own arrival, a waiting call's deadline came a moment
-    after those of the calls holding the threads, so it started in the place they gave back
-    at their deadline and was answered "timed out" while it ran. The calls of one reply
-    share one start now: a waiting call never starts, and its answer says it was not run."""
-    started: list[str] = []
+    apart, and each call's timeout counted from its own arrival: a waiting call started in
+    the place the calls holding the threads gave back at their deadline, with a moment of
+    its own left, and was answered "timed out" while it ran. Under the middleware a call's
+    ``timeout_s`` now counts from its thread's start: a call that starts gets all of it (it
+    is answered no sooner), and one that gets no thread within it is not run."""
+    started: dict[str, float] = {}
     let_go = threading.Event()
+    timeout = 0.3
 
     def sender(name: str) -> BaseTool:
         def body(x: int = 0) -> str:
-            started.append(f"{name} {x}")
+            started[f"{name} {x}"] = time.monotonic()
             let_go.wait(HANG)
             return "sent"
 
@@ -437,8 +439,9 @@ async def test_a_call_whose_time_ran_out_waiting_for_a_pool_thread_never_starts(
 
     names = [f"send_{i}" for i in range(4)]
     tools = [sender(n) for n in names]
-    metadata = {n: {"concurrency_group": n, "is_pure": False, "timeout_s": 0.3} for n in names}
-    rounds = 8  # the late start needs the calls' arrivals to be apart: most rounds showed it
+    impure = {"concurrency_group": "", "is_pure": False, "timeout_s": timeout}
+    metadata = {n: {**impure, "concurrency_group": n} for n in names}
+    rounds = 4  # the late start needed the calls' arrivals to be apart: most rounds showed it
     replies = {
         f"r{r}": AIMessage("", tool_calls=[call(n, f"r{r}-{i}", x=r) for i, n in enumerate(names)])
         for r in range(rounds)
@@ -447,11 +450,13 @@ async def test_a_call_whose_time_ran_out_waiting_for_a_pool_thread_never_starts(
     try:
         for r in range(rounds):
             answers = contents(await run(agent, f"r{r}", "ainvoke", f"t{r}"))
-            await asyncio.sleep(SETTLE)  # room for a late start to show
-            mine = [s for s in started if s.endswith(f" {r}")]
-            assert len(mine) == 2, f"round {r}: calls started after their time ran out: {mine}"
+            answered = time.monotonic()
+            mine = {k.split()[0]: t for k, t in started.items() if k.endswith(f" {r}")}
+            assert len(mine) >= 2, mine
+            for name, start in mine.items():  # each answered at its own deadline, or later
+                assert answered - start >= 0.8 * timeout, f"round {r}: {name} was cut early"
             for i, name in enumerate(names):
-                expected = "timed out" if f"{name} {r}" in mine else f"tool {name!r} was not run"
+                expected = "timed out after 0.3 s" if name in mine else f"{name!r} was not run"
                 assert expected in answers[f"r{r}-{i}"], answers[f"r{r}-{i}"]
             let_go.set()
             for name in names:  # the abandoned threads end: their groups are free again
@@ -459,6 +464,33 @@ async def test_a_call_whose_time_ran_out_waiting_for_a_pool_thread_never_starts(
             let_go.clear()
     finally:
         let_go.set()
+
+
+async def test_a_call_that_gets_no_pool_thread_within_its_timeout_is_not_run():
+    """Run A's call holds the only thread (``max_parallel=1``; ``timeout_s`` 20 s); run B's
+    call, ``timeout_s`` 0.3 s, waits for it: B is answered that it was not run, and never
+    starts, even once A's thread is free."""
+    calls = SlowCall()
+    tools = [calls.slow(), calls.other("fetch")]
+    metadata = {
+        "slow": {"concurrency_group": "slow", "timeout_s": HANG},
+        "fetch": {"concurrency_group": "fetch", "timeout_s": 0.3},
+    }
+    replies = {
+        "slow": AIMessage("", tool_calls=[call("slow", "s0")]),
+        "fetch": AIMessage("", tool_calls=[call("fetch", "f0")]),
+    }
+    agent, *_ = agent_of(tools, metadata, replies, max_parallel=1)
+    first = asyncio.create_task(run(agent, "slow", "ainvoke", "a"))
+    try:
+        assert await asyncio.to_thread(calls.running.wait, HANG)
+        refused = contents(await run(agent, "fetch", "ainvoke", "b"))["f0"]
+        assert "Error: tool 'fetch' was not run: its timeout_s (0.3 s) ran out" in refused
+    finally:
+        calls.let_go.set()
+    assert contents(await first) == {"s0": "slow 0"}
+    await asyncio.sleep(SETTLE)  # the thread is free: a call left waiting would start now
+    assert calls.beside == []
 
 
 async def test_a_call_held_back_by_the_runs_max_concurrency_keeps_its_whole_timeout():

@@ -29,6 +29,7 @@ from langgraph_toolbudget.core.search import ToolIndex
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog, example_tools
 from langgraph_toolbudget.demo.workspace import KEEP, Workspace
 from langgraph_toolbudget.execution import policy as policy_module
+from langgraph_toolbudget.execution.pipeline import ToolThreads
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 MODES = ["sequential", "parallel_safe"]
@@ -695,6 +696,34 @@ async def test_a_call_waiting_for_a_place_held_by_another_run_is_not_run_past_it
     assert [m.content for m in held["messages"]] == ["sent", "sent"]
     await asyncio.sleep(0.5)  # the places are free now: a waiting call left behind would start
     assert sorted(sends.ran()) == ["hold_0", "hold_1"]
+
+
+def test_the_pools_threads_go_to_calls_in_the_order_they_asked():
+    """Review 35a: the pool's places were a ``threading.Semaphore``, so the thread that gave
+    one back took it again for the next queued call before a waiting thread woke: a call
+    that asked first waited past its deadline while calls submitted after it ran. Here B
+    asks right after A; 1.5 s of short calls are submitted after B."""
+    pool = ToolThreads(1, "order")
+    order: list[str] = []
+
+    def work(name: str, seconds: float) -> str:
+        order.append(name)
+        time.sleep(seconds)
+        return name
+
+    first = pool.submit(work, "A", 0.1)
+    time.sleep(0.02)
+    second = pool.submit(work, "B", 0.0, deadline=time.monotonic() + 1.0)
+    later = []
+    stop = time.monotonic() + 1.5
+    while time.monotonic() < stop:
+        later.append(pool.submit(work, f"C{len(later)}", 0.02))
+        time.sleep(0.005)
+    assert first.result(20) == "A"
+    assert second.result(20) == "B"  # not cancelled at its deadline
+    for future in later:
+        future.result(20)
+    assert order.index("B") == 1, order[:5]
 
 
 # --- 6. selected_tools from a graph's input -------------------------------------------------

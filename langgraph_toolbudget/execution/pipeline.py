@@ -39,11 +39,13 @@ interrupt), a missing store for ``InjectedStore`` and a missing state key for
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from contextvars import copy_context
 from functools import partial
 from typing import Any, TypeVar, cast
@@ -66,7 +68,12 @@ from langgraph_toolbudget.execution.hooks import (
     as_hooks,
     chain,
 )
-from langgraph_toolbudget.execution.lingering import LingeringCalls, ToolTimeoutError, within
+from langgraph_toolbudget.execution.lingering import (
+    LingeringCalls,
+    ToolTimeoutError,
+    within,
+    within_once_started,
+)
 from langgraph_toolbudget.execution.outputs import OutputNormaliser
 from langgraph_toolbudget.execution.prepare import CallCheck, CallPreparer, Refused, error_message
 from langgraph_toolbudget.execution.returned import keeping
@@ -115,6 +122,7 @@ class _InPool:
         self.threads = threads
         self.futures: list[Future[Any]] = []
         self.deadline: float | None = None  # set with the call's timeout, before it starts
+        self.began: Future[float] = Future()  # when its first thread started (monotonic)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name == "tool":  # copy/pickle protocols; before __init__
@@ -124,9 +132,13 @@ class _InPool:
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         """``tool.invoke(input, config, **kwargs)`` in the pool, awaited."""
         invoke = partial(self.tool.invoke, input, config, **kwargs)
-        future = self.threads.submit(invoke, deadline=self.deadline)
+        future = self.threads.submit(invoke, deadline=self.deadline, on_start=self._started)
         self.futures.append(future)
         return await asyncio.wrap_future(future)
+
+    def _started(self) -> None:
+        with contextlib.suppress(InvalidStateError):  # a later thread, or the wait ended
+            self.began.set_result(time.monotonic())
 
     def running(self) -> list[Future[Any]]:
         """The futures of the threads still running (or waiting for a place)."""
@@ -138,13 +150,41 @@ class _InPool:
         return bool(self.futures) and all(f.cancelled() for f in self.futures)
 
 
+class _Places:
+    """``size`` places, given first come, first served: a ``threading.Semaphore`` lets the
+    thread that just gave a place back take it again, for its next call, before a thread
+    that waits for one wakes, so a call could wait past its deadline while later ones ran."""
+
+    def __init__(self, size: int) -> None:
+        self._lock = threading.Lock()
+        self._free = size
+        self._waiting: deque[threading.Event] = deque()
+
+    def acquire(self) -> None:
+        with self._lock:
+            if self._free and not self._waiting:
+                self._free -= 1
+                return
+            turn = threading.Event()
+            self._waiting.append(turn)
+        turn.wait()  # the place is handed over by release()
+
+    def release(self) -> None:
+        with self._lock:
+            if self._waiting:
+                self._waiting.popleft().set()
+            else:
+                self._free += 1
+
+
 class ToolThreads:
     """A standard ``ThreadPoolExecutor`` that runs at most ``size`` calls at once and carries
     the caller's context variables into each call (LangGraph's config and stream writer live
     there).
 
     A call abandoned at its timeout gives its place to the next call (:meth:`release`) while
-    its thread runs on (Python cannot stop it). A call whose ``deadline`` passed while it
+    its thread runs on (Python cannot stop it). Places go to the calls in the order they
+    asked for one. A call whose ``deadline`` passed while it
     waited for a place never starts: its future is cancelled (as is the future of a call
     its caller cancels while it waits). The pool has ``size`` spare threads for such
     calls: at most ``2 * size`` threads are alive, and only abandoned calls beyond ``size``
@@ -162,32 +202,39 @@ class ToolThreads:
         self.size = size
         self.name = name
         self._pool: ThreadPoolExecutor | None = None
-        self._places = threading.Semaphore(size)
-        self._running: dict[Future[Any], threading.Semaphore] = {}  # calls holding a place
+        self._places = _Places(size)
+        self._running: dict[Future[Any], _Places] = {}  # calls holding a place
         self._lock = threading.Lock()
         self._pid = 0
 
     def submit(
-        self, func: Callable[..., T], /, *args: Any, deadline: float | None = None
+        self,
+        func: Callable[..., T],
+        /,
+        *args: Any,
+        deadline: float | None = None,
+        on_start: Callable[[], None] | None = None,
     ) -> Future[T]:
         """Start ``func(*args)`` in the pool once one of the ``size`` places is free, unless
         ``deadline`` (a ``time.monotonic()`` time) has passed by then: the future is then
-        cancelled, and ``func`` never runs."""
+        cancelled, and ``func`` never runs. ``on_start()`` is called in the pool's thread
+        just before ``func`` starts."""
         if self._pool is None or self._pid != os.getpid():
             self._pool = ThreadPoolExecutor(2 * self.size, thread_name_prefix=self.name)
-            self._places = threading.Semaphore(self.size)
+            self._places = _Places(self.size)
             self._running, self._lock = {}, threading.Lock()
             self._pid = os.getpid()
         future: Future[T] = Future()
-        run = partial(self._run, self._places, future, deadline)
+        run = partial(self._run, self._places, future, deadline, on_start)
         self._pool.submit(copy_context().run, run, func, *args)
         return future
 
     def _run(
         self,
-        places: threading.Semaphore,
+        places: _Places,
         future: Future[T],
         deadline: float | None,
+        on_start: Callable[[], None] | None,
         func: Callable[..., T],
         *args: Any,
     ) -> None:
@@ -200,6 +247,8 @@ class ToolThreads:
             if deadline is not None and time.monotonic() >= deadline:
                 future.cancel()
             if future.set_running_or_notify_cancel():  # False: cancelled while it waited
+                if on_start is not None:
+                    on_start()
                 try:
                     result = _no_stop_iteration(func, *args)
                 except BaseException as exc:  # noqa: BLE001 - the caller gets it, as from the pool
@@ -486,15 +535,9 @@ class ToolCallPipeline:
         return self._invoked(call, tool, request.state, invoke, request.override(tool_call=call))
 
     async def adelegate(
-        self,
-        request: ToolCallRequest,
-        check: CallCheck,
-        ainvoke: Callable[[Any], Awaitable[Any]],
-        lag: float = 0.0,
+        self, request: ToolCallRequest, check: CallCheck, ainvoke: Callable[[Any], Awaitable[Any]]
     ) -> Any:
-        """The async :meth:`delegate`, bounded by the tool's ``timeout_s``: counted from the
-        moment the call is started, less ``lag`` (how long after its reply's first call it
-        arrived: calls that arrive together share one start).
+        """The async :meth:`delegate`, bounded by the tool's ``timeout_s``.
 
         A sync tool with a timeout runs in the pipeline's pool (the tool node is handed it
         through :class:`_InPool`), so a call abandoned at its timeout, or with its cancelled
@@ -511,12 +554,10 @@ class ToolCallPipeline:
         request = request.override(tool_call=call)
         spec = self.catalog.get(tool.name)
         if spec is None or not spec.timeout_s or not runs_in_thread(tool):
-            return await self._ainvoked(call, tool, request.state, ainvoke, request, lag=lag)
+            return await self._ainvoked(call, tool, request.state, ainvoke, request)
         pooled = _InPool(tool, self.threads)
         request = request.override(tool=cast("BaseTool", pooled))
-        return await self._ainvoked(
-            call, tool, request.state, ainvoke, request, pooled=pooled, lag=lag
-        )
+        return await self._ainvoked(call, tool, request.state, ainvoke, request, pooled=pooled)
 
     def _invoked(
         self,
@@ -552,17 +593,14 @@ class ToolCallPipeline:
         *args: Any,
         started: float | None = None,
         pooled: _InPool | None = None,
-        lag: float = 0.0,
     ) -> Any:
         """The async :meth:`_invoked`; ``start(*args)`` starts the work (a coroutine, or a
         thread's future), which gets the time its ``timeout_s`` leaves it (``pooled``: the
-        threads the coroutine runs the tool in; ``lag``: see :meth:`adelegate`)."""
+        threads the coroutine runs the tool in)."""
         spec = self.catalog.get(tool.name)
         if spec is not None and (refusal := await self._arefusal(spec, started)):
             return error_message(call, refusal)
         try:
-            if started is None and lag:
-                started = time.monotonic() - lag  # after the waits that do not count
             response = await self._timed(tool, start(*args), started, pooled)
             output = self.outputs.normalise(call, tool, response, state)
         except GraphBubbleUp:
@@ -647,13 +685,10 @@ class ToolCallPipeline:
         if spec is None:  # a tool outside the catalog (a hook's own): nothing to count
             return await work
         limit = None if timeout is None else max(timeout, 0.0)
-        if pooled is not None:
-            pooled.deadline = deadline_of(spec, started)
-            abandon = partial(self._abandon_pooled, spec, work, pooled)
-        else:
-            abandon = partial(self._abandon, spec, lingers)
         try:
-            return await within(work, limit, abandon)
+            if pooled is not None and limit is not None:
+                return await self._within_pooled(spec, work, pooled, limit)
+            return await within(work, limit, partial(self._abandon, spec, lingers))
         except (ToolTimeoutError, asyncio.CancelledError):
             # A thread's work cancelled while it waited for a place never ran: say so (unless
             # the caller itself was cancelled: that goes on up).
@@ -668,6 +703,17 @@ class ToolCallPipeline:
                     tool=spec.name, timeout=spec.timeout_s, size=self.threads.size
                 )
             ) from None
+
+    async def _within_pooled(
+        self, spec: ToolSpec, task: asyncio.Future[Any], pooled: _InPool, limit: float
+    ) -> Any:
+        """The result of another tool node's call of a sync tool run in the pool
+        (``ToolBudgetMiddleware``'s): its time, ``limit``, counts from the moment its thread
+        starts, as its wait for its group's turn does not shorten it either; it waits at
+        most ``limit`` for a thread, and then never starts."""
+        pooled.deadline = time.monotonic() + limit
+        abandon = partial(self._abandon_pooled, spec, task, pooled)
+        return await within_once_started(task, asyncio.wrap_future(pooled.began), limit, abandon)
 
     def _abandon(self, spec: ToolSpec, lingers: Any, cancelled: bool) -> None:
         """Count abandoned work (timed out, or its run ``cancelled``) against its group until

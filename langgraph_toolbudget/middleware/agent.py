@@ -38,7 +38,7 @@ from langgraph_toolbudget.execution.prepare import NOT_A_TOOL_ERROR, error_messa
 from langgraph_toolbudget.execution.scheduler import GroupGates
 from langgraph_toolbudget.formats import get_format
 from langgraph_toolbudget.formats.base import ToolCallFormat
-from langgraph_toolbudget.middleware.locks import KeyedLocks, ReplyStarts, thread_key
+from langgraph_toolbudget.middleware.locks import KeyedLocks, thread_key
 from langgraph_toolbudget.middleware.state import STILL_CALLABLE, TURN, ToolBudgetAgentState
 from langgraph_toolbudget.nodes._node import emit_changes
 from langgraph_toolbudget.nodes.agent import ITERATION_LIMIT_MESSAGE
@@ -250,7 +250,6 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         # The executor's group rules (shared by every run of this instance, and with the
         # tool calls of its CodeMode programs): the tool node runs each call as its own task.
         self._gates = GroupGates(self.runner.scheduler.slots)
-        self._starts = ReplyStarts()  # the timeouts' shared start of each reply's calls
 
     # --- the turn's selection ----------------------------------------------------------------
 
@@ -621,7 +620,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command]],
     ) -> ToolMessage | Command:
         """The async :meth:`wrap_tool_call` (with the tools' ``timeout_s``, counted from the
-        call's turn)."""
+        call's turn; a sync tool's from the start of its thread in the pool)."""
         request, note = self._reviewed(request)
         out = await self._awrapped(request, handler)
         return out if note is None else add_note(out, request.tool_call.get("id"), note)
@@ -640,9 +639,8 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             # the closest names to an unknown one: fuzzy matching, off the event loop
             return await self.runner.pipeline.hook_threads.run(self._unknown, request)
         check, config = self._check(request.state), _current_config()
-        with self._starts.arrived(_batch_key(request.state, config)) as lag:
-            async with self._aturn(request, config):
-                out = await self.runner.pipeline.adelegate(request, check, handler, lag=lag)
+        async with self._aturn(request, config):
+            out = await self.runner.pipeline.adelegate(request, check, handler)
         await arecord_call(
             self.config.usage, request.state, request.tool_call, out, config, self.catalog
         )

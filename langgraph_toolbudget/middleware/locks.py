@@ -1,4 +1,4 @@
-"""Per-thread locks for the middleware's ``sequential`` mode, and its replies' shared starts.
+"""Per-thread locks for the middleware's ``sequential`` mode.
 
 One middleware instance usually serves every thread of a compiled ``create_agent``
 graph (a module-level graph on LangGraph server, say). A lock per instance would run
@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-import time
 from collections.abc import AsyncIterator, Callable, Hashable, Iterator
 from typing import Any, TypeVar
 
@@ -71,40 +70,3 @@ class KeyedLocks:
             users[0] -= 1
             if not users[0]:
                 del table[key]
-
-
-class ReplyStarts:
-    """When the calls of each reply (batch) began to arrive, so calls that arrive together
-    share one start and their equal timeouts end together.
-
-    ``create_agent``'s tool node hands the middleware a reply's calls one at a time, a few
-    loop steps apart; counted from each call's own arrival, a call waiting for a pool thread
-    would get the place an equal-timeout sibling gives back at its deadline, and start a
-    moment before its own. Only calls that arrive before any call of their reply has ended
-    share its start: a later one may have waited for that end (the run's
-    ``max_concurrency``), or be an outer middleware's retry, and such a wait must not
-    shorten its timeout.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        # batch -> [its first arrival, calls inside, whether one of them has ended]
-        self._batches: dict[Hashable, list[Any]] = {}
-
-    @contextlib.contextmanager
-    def arrived(self, batch: Hashable) -> Iterator[float]:
-        """A call of ``batch`` inside; yields how many seconds earlier its reply's shared
-        start was: 0.0 for the first call, and for one arriving after a call ended."""
-        now = time.monotonic()
-        with self._lock:
-            entry = self._batches.setdefault(batch, [now, 0, False])
-            entry[1] += 1
-            lag = 0.0 if entry[2] else now - entry[0]
-        try:
-            yield lag
-        finally:
-            with self._lock:
-                entry[1] -= 1
-                entry[2] = True
-                if not entry[1]:
-                    del self._batches[batch]
