@@ -51,7 +51,8 @@ ENTRY_NAMES = frozenset(
 ``category_index`` (one document per category), ``selectable_members``
 (category -> index positions the budget may choose) and ``category_scorer``
 (the intent classifier's membership arrays), ``tool_categories`` (each tool's categories as
-flat arrays, for the search's distinctive terms), ``tool_tokens`` (the schema tokens of the
+flat arrays, for the search's distinctive terms, and how many categories each index term read
+so far spans: one int per term at most), ``tool_tokens`` (the schema tokens of the
 tools counted so far, one int per tool at most) and ``usage_promotable`` (one boolean per
 tool: may usage promote it). One value each."""
 

@@ -190,28 +190,25 @@ def search_hits(
     out: list[str] = []
     best = None
     # Enough candidates for ``limit`` hits unless many are skipped or off topic; then a
-    # window four times as long, until it holds ``limit`` hits or every candidate.
-    window = limit + len(skip) + 16
+    # window four times as long (whose first candidates are the same, in the same order),
+    # until it holds ``limit`` hits or every candidate.
+    window, read = limit + len(skip) + 16, 0
     while True:
         ranked = rank(limit=window)
+        for pos, score in ranked[read:]:
+            if best is None:
+                best = score
+            if score < best * min_relative_score:
+                return out
+            name = catalog.index.names[pos]
+            if name in skip or not ok(pos):
+                continue
+            out.append(name)
+            if len(out) >= limit:
+                return out
         if len(ranked) < window:
-            break
-        n_ok = sum(1 for pos, _ in ranked if catalog.index.names[pos] not in skip and ok(pos))
-        if n_ok >= limit:
-            break
-        window *= 4
-    for pos, score in ranked:
-        name = catalog.index.names[pos]
-        if best is None:
-            best = score
-        if score < best * min_relative_score:
-            break
-        if name in skip or not ok(pos):
-            continue
-        out.append(name)
-        if len(out) >= limit:
-            break
-    return out
+            return out
+        read, window = len(ranked), window * 4
 
 
 def words_match(catalog: ToolCatalog, query: str) -> bool:
@@ -253,7 +250,7 @@ def distinctive_terms(catalog: ToolCatalog, query: str) -> dict[str, np.ndarray]
     return {
         term: docs
         for term, docs in catalog.index.term_docs(query).items()
-        if spread.count(docs) <= limit
+        if spread.of_term(term, docs) <= limit
     }
 
 
@@ -271,6 +268,14 @@ class _ToolCategories:
         self.flat = np.fromiter(
             (c for cats in per_tool for c in cats), dtype=np.int64, count=int(self.lengths.sum())
         )
+        self._terms: dict[str, int] = {}  # at most one entry per term of the index
+
+    def of_term(self, term: str, positions: np.ndarray) -> int:
+        """:meth:`count` for the tools holding an index term (``positions``), kept per term."""
+        found = self._terms.get(term)
+        if found is None:
+            found = self._terms[term] = self.count(positions)
+        return found
 
     def count(self, positions: np.ndarray) -> int:
         """How many distinct categories the tools at ``positions`` sit in."""
