@@ -97,17 +97,21 @@ _EXPORTS = {
 """Public name -> the submodule (below ``langgraph_toolbudget``) that defines it."""
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'langgraph_toolbudget' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"langgraph_toolbudget.{module}"), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
+# Hidden from type checkers, which read the names from the imports above: a module
+# __getattr__ they could see would type any name imported from the package, misspelt ones
+# too, as Any.
+if not TYPE_CHECKING:
 
+    def __getattr__(name: str) -> Any:
+        module = _EXPORTS.get(name)
+        if module is None:
+            raise AttributeError(f"module 'langgraph_toolbudget' has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"langgraph_toolbudget.{module}"), name)
+        globals()[name] = value  # later lookups skip __getattr__
+        return value
 
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *_EXPORTS})
 
 
 __all__ = [
@@ -149,5 +153,8 @@ def _installed(module: str) -> bool:
         return False
 
 
-if not _installed("langchain"):  # the middleware extra: `import *` gives the rest without it
+# The middleware extra: `import *` gives the rest without it. Not for type checkers, which
+# would apply the removal whatever is installed and refuse the documented
+# `from langgraph_toolbudget import ToolBudgetMiddleware` under --strict (no implicit re-export).
+if not TYPE_CHECKING and not _installed("langchain"):
     __all__.remove("ToolBudgetMiddleware")

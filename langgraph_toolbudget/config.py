@@ -32,10 +32,11 @@ import inspect
 import math
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from difflib import get_close_matches
-from typing import Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
+from langchain_core.embeddings import Embeddings
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -61,12 +62,23 @@ from langgraph_toolbudget.core.spec import RuntimeMode
 from langgraph_toolbudget.core.token_budget import MIN_TOOL_TOKENS
 from langgraph_toolbudget.formats.settings import ToolCallFormats, ToolCallFormatsSpec
 
+if TYPE_CHECKING:
+    from langgraph_toolbudget.database import DatabaseToolbox
+    from langgraph_toolbudget.nodes.usage import ToolUsage
+else:
+    # The two classes are imported for type checkers only, so that importing the options
+    # loads neither LangGraph (nodes.usage) nor the SQL toolbox. At run time the names stand
+    # for any value, so typing.get_type_hints(BudgetOptions) still resolves; BudgetConfig's
+    # validators check what is passed.
+    DatabaseToolbox = ToolUsage = Any
+
 __all__ = [
     "DEFAULT_MAX_TOOLS",
     "BudgetConfig",
     "BudgetOptions",
     "ExecutionMode",
     "NodeOptions",
+    "RetrievalFunction",
     "RuntimeMode",
     "SelectionStrategy",
     "check_node_options",
@@ -79,6 +91,13 @@ ExecutionMode = Literal["sequential", "parallel_safe"]
 SelectionStrategy = Literal["auto", "categories", "relevance"]
 """``SelectTools``' ``strategy``: ``auto`` (categories when the state has some, else
 relevance), ``categories`` (per-category budget) or ``relevance`` (the most relevant tools)."""
+
+RetrievalFunction = Callable[
+    [str, ToolCatalog],
+    Sequence[str] | Mapping[str, float] | Awaitable[Sequence[str] | Mapping[str, float]],
+]
+"""``retriever=``: a function ``(query, catalog)``, sync or async, returning the tool names it
+finds, best first, or ``{tool name: score}`` (``docs/selection.md``)."""
 
 DEFAULT_MAX_TOOLS = 8
 """The budget when neither ``max_tools`` nor ``model_size`` is given."""
@@ -548,7 +567,7 @@ class BudgetOptions(TypedDict, total=False):
     max_iterations: int
     max_meta_calls: int
     enforce_visibility: bool
-    embeddings: Any
+    embeddings: Embeddings | HybridScorer | None
     max_parallel: int
     group_limits: Mapping[str, int]
     runtime_mode: RuntimeMode
@@ -562,15 +581,15 @@ class BudgetOptions(TypedDict, total=False):
     offload_app_id: str | None
     jq_timeout_s: float
     jq_memory_mb: int
-    usage: Any
+    usage: ToolUsage | None
     max_schema_tokens: int | None
-    retriever: Any
+    retriever: RetrievalFunction | None
     retriever_weight: float
     codemode_timeout_s: float
     codemode_max_memory_mb: int
     codemode_max_tool_calls: int
     codemode_max_output_chars: int
-    database_toolbox: Any
+    database_toolbox: DatabaseToolbox | None
 
 
 def _node_text(what: str, *, empty: bool = False) -> Callable[[Any], Any]:

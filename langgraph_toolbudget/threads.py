@@ -701,7 +701,7 @@ def _updates(values: dict[str, Any], writer: str | None, as_node: str | None) ->
 
 
 def update_context(
-    graph: Pregel,
+    graph: Pregel[Any, Any, Any, Any],
     config: RunnableConfig,
     update: Mapping[str, Any],
     *,
@@ -763,7 +763,7 @@ def update_context(
 
 
 async def aupdate_context(
-    graph: Pregel,
+    graph: Pregel[Any, Any, Any, Any],
     config: RunnableConfig,
     update: Mapping[str, Any],
     *,

@@ -25,9 +25,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, get_type_hints
 
 from langchain_core.callbacks import BaseCallbackManager
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.channels.binop import BinaryOperatorAggregate
 from langgraph.config import get_config
 from langgraph.graph import END, START, StateGraph
@@ -111,7 +111,8 @@ class CallModel(BudgetNode):
 
     Args:
         model: a chat model (native tool calling or a text format, see
-            ``tool_call_formats``), or a ``"provider:model"`` string for
+            ``tool_call_formats``), also wrapped by ``.bind()``, ``.with_config()``,
+            ``.with_retry()`` or ``.with_fallbacks()``, or a ``"provider:model"`` string for
             LangChain's ``init_chat_model``.
         catalog: the tool catalog.
         config: the shared options (:class:`~langgraph_toolbudget.config.BudgetConfig`).
@@ -132,7 +133,7 @@ class CallModel(BudgetNode):
 
     def __init__(
         self,
-        model: BaseChatModel | str,
+        model: BaseChatModel | Runnable[LanguageModelInput, BaseMessage] | str,
         catalog: ToolCatalog,
         *,
         config: BudgetConfig | None = None,
@@ -211,8 +212,8 @@ class ToolAgent(BudgetNode):
     a reducer of their own get the items a list gained, or the final value).
 
     Args:
-        model: a chat model (native tool calling or a text format), or a
-            ``"provider:model"`` string.
+        model: a chat model (native tool calling or a text format), also wrapped (as
+            :class:`CallModel` takes it), or a ``"provider:model"`` string.
         catalog: the tool catalog.
         config: the shared options (:class:`~langgraph_toolbudget.config.BudgetConfig`).
         system_prompt: a string, a ``SystemMessage``, or a callable of the state.
@@ -233,7 +234,7 @@ class ToolAgent(BudgetNode):
 
     def __init__(
         self,
-        model: BaseChatModel | str,
+        model: BaseChatModel | Runnable[LanguageModelInput, BaseMessage] | str,
         catalog: ToolCatalog,
         *,
         config: BudgetConfig | None = None,

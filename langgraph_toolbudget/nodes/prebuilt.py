@@ -31,7 +31,9 @@ import warnings
 from collections.abc import Mapping
 from typing import Any, get_type_hints
 
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import Unpack
 
@@ -126,8 +128,8 @@ def _models(owner: str, model: Any, classifier_model: Any) -> tuple[Any, Any]:
 
 
 def add_toolbudget_nodes(
-    graph: StateGraph,
-    model: BaseChatModel | str,
+    graph: StateGraph[Any, Any, Any, Any],
+    model: BaseChatModel | Runnable[LanguageModelInput, BaseMessage] | str,
     catalog: ToolCatalog,
     *,
     config: BudgetConfig | None = None,
@@ -148,14 +150,16 @@ def add_toolbudget_nodes(
     Args:
         graph: a ``StateGraph`` whose state extends :class:`ToolBudgetState`.
         model: the chat model of the agent (native tool calling or not, see the
-            ``tool_call_formats`` option), or a ``"provider:model"`` string for
+            ``tool_call_formats`` option), also wrapped by ``.bind()``, ``.with_config()``,
+            ``.with_retry()`` or ``.with_fallbacks()``, or a ``"provider:model"`` string for
             LangChain's ``init_chat_model``.
         catalog: the tool catalog.
         config: the shared options (:class:`~langgraph_toolbudget.config.BudgetConfig`).
         after: the node the pipeline starts after (``START`` by default).
         then: where the agent goes when it answers (``END`` by default).
         prefix: prepended to every node name, to add the nodes twice.
-        classifier_model: optional chat model for classify_intent.
+        classifier_model: optional chat model for classify_intent, asked for structured
+            output (``with_structured_output``): a chat model itself, or a model string.
         system_prompt: a string, a ``SystemMessage``, or a callable of the state.
         **options: any :class:`~langgraph_toolbudget.config.BudgetConfig` option
             (``max_tools=8``, ``mode="sequential"``, ``offload_over_chars=None``...),
@@ -227,7 +231,7 @@ def add_toolbudget_nodes(
 
 
 def create_toolbudget_agent(
-    model: BaseChatModel | str,
+    model: BaseChatModel | Runnable[LanguageModelInput, BaseMessage] | str,
     catalog: ToolCatalog,
     *,
     config: BudgetConfig | None = None,
@@ -236,7 +240,7 @@ def create_toolbudget_agent(
     classifier_model: BaseChatModel | str | None = None,
     system_prompt: SystemPrompt = None,
     **options: Unpack[BudgetOptions],
-) -> StateGraph:
+) -> StateGraph[Any, Any, Any, Any]:
     """Build the whole agent graph, uncompiled, so you choose checkpointer and store.
 
     ``choose_tools -> agent <-> tools`` (``choose_tools``: classify_intent,
