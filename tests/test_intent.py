@@ -166,6 +166,30 @@ async def test_classify_intent_model_good_answer_is_used(catalog, mode, caplog):
     assert user.content == "post the weather to the team"
 
 
+@pytest.mark.parametrize("wrap", ["with_retry", "with_fallbacks"])
+@pytest.mark.parametrize("mode", MODES)
+async def test_classify_intent_takes_a_model_wrapped_with_retries_or_fallbacks(
+    catalog, mode, wrap, caplog
+):
+    """Review 35c: ``model.with_fallbacks([...])`` as the classifier crashed at construction
+    (``NameError`` inside langchain-core looking ``with_structured_output`` up) and
+    ``model.with_retry()`` silently fell back to the lexical classifier. Both now ask the
+    chat model for structured output, with the retries or fallbacks around it."""
+    model = ScriptedChatModel(responses=[_raise_timeout, choice(["slack"])])
+    backup = ScriptedChatModel(responses=[choice(["github"])])
+    if wrap == "with_retry":
+        wrapped = model.with_retry(stop_after_attempt=2, wait_exponential_jitter=False)
+        expected = ["slack"]  # the second attempt answers
+    else:
+        wrapped = model.with_fallbacks([backup])
+        expected = ["github"]  # the first model raises: the fallback answers
+    with caplog.at_level(logging.WARNING, logger=INTENT_LOGGER):
+        out = await run(ClassifyIntent(catalog, model=wrapped), ask("post to the team"), mode)
+    assert out["categories"] == expected
+    assert not caplog.records
+    assert model.bound_tools[0] == ["CategoryChoice"]
+
+
 @pytest.mark.parametrize("mode", MODES)
 async def test_classify_intent_model_unknown_category_is_dropped_and_logged(catalog, mode, caplog):
     model = ScriptedChatModel(responses=[choice(["astrology", "weather", "weather"])])

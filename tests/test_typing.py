@@ -115,6 +115,9 @@ CallModel(DemoChatModel().with_config(tags=["agent"]), catalog)
 ToolAgent(DemoChatModel().with_fallbacks([DemoChatModel()]), catalog)
 graph = StateGraph(ToolBudgetState, input_schema=ToolBudgetInput)
 add_toolbudget_nodes(graph, DemoChatModel().bind(stop=["Observation:"]), catalog)
+create_toolbudget_agent(
+    DemoChatModel(), catalog, classifier_model=DemoChatModel().with_fallbacks([DemoChatModel()])
+)
 CallModel(42, catalog)  # E: Argument 1 to "CallModel" has incompatible type "int"
 """
 """The wrapped chat models the docs promise work: they were refused (``BaseChatModel | str``)."""

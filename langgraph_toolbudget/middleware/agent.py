@@ -11,7 +11,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Container, Hasha
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
     ToolCall,
@@ -43,7 +42,7 @@ from langgraph_toolbudget.middleware.state import STILL_CALLABLE, TURN, ToolBudg
 from langgraph_toolbudget.nodes._node import emit_changes
 from langgraph_toolbudget.nodes.agent import ITERATION_LIMIT_MESSAGE
 from langgraph_toolbudget.nodes.choose import ChooseTools
-from langgraph_toolbudget.nodes.models import resolve_chat_model
+from langgraph_toolbudget.nodes.models import ChatModelSpec, resolve_chat_model
 from langgraph_toolbudget.nodes.prompt import ai_calls_this_turn, with_section
 from langgraph_toolbudget.nodes.thread_prompt import ThreadPrompt
 from langgraph_toolbudget.nodes.usage import arecord_call, check_usage_catalog, record_call
@@ -214,7 +213,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         catalog: ToolCatalog,
         *,
         config: BudgetConfig | None = None,
-        classifier_model: BaseChatModel | str | None = None,
+        classifier_model: ChatModelSpec | None = None,
         handle_tool_errors: HandleToolErrors = None,
         **options: Unpack[BudgetOptions],
     ) -> None:

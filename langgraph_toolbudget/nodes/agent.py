@@ -25,9 +25,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, get_type_hints
 
 from langchain_core.callbacks import BaseCallbackManager
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables import RunnableConfig
 from langgraph.channels.binop import BinaryOperatorAggregate
 from langgraph.config import get_config
 from langgraph.graph import END, START, StateGraph
@@ -45,7 +44,7 @@ from langgraph_toolbudget.execution.builtins import Builtins
 from langgraph_toolbudget.execution.hooks import AsyncToolCallWrapper, ToolCallWrapper
 from langgraph_toolbudget.nodes._node import BudgetNode, route_after_tools, route_tools
 from langgraph_toolbudget.nodes.executor import ToolExecutor
-from langgraph_toolbudget.nodes.models import resolve_chat_model
+from langgraph_toolbudget.nodes.models import ChatModelSpec, resolve_chat_model
 from langgraph_toolbudget.nodes.prompt import (
     ModelCaller,
     SystemPrompt,
@@ -133,7 +132,7 @@ class CallModel(BudgetNode):
 
     def __init__(
         self,
-        model: BaseChatModel | Runnable[LanguageModelInput, BaseMessage] | str,
+        model: ChatModelSpec,
         catalog: ToolCatalog,
         *,
         config: BudgetConfig | None = None,
@@ -234,7 +233,7 @@ class ToolAgent(BudgetNode):
 
     def __init__(
         self,
-        model: BaseChatModel | Runnable[LanguageModelInput, BaseMessage] | str,
+        model: ChatModelSpec,
         catalog: ToolCatalog,
         *,
         config: BudgetConfig | None = None,

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from typing_extensions import Unpack
 
@@ -34,7 +33,7 @@ from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.core.working_set import state_fields
 from langgraph_toolbudget.nodes._node import BudgetNode
 from langgraph_toolbudget.nodes.intent import ClassifyIntent
-from langgraph_toolbudget.nodes.models import resolve_chat_model
+from langgraph_toolbudget.nodes.models import ChatModelSpec, resolve_chat_model
 from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
 from langgraph_toolbudget.state import apply_update, state_delta
 
@@ -77,7 +76,7 @@ class ChooseTools(BudgetNode):
         catalog: ToolCatalog,
         *,
         config: BudgetConfig | None = None,
-        classifier_model: BaseChatModel | str | None = None,
+        classifier_model: ChatModelSpec | None = None,
         name: str = "choose_tools",
         prefix: str = "",
         **options: Unpack[BudgetOptions],

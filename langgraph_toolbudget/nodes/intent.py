@@ -21,9 +21,9 @@ import logging
 from typing import Any
 
 import numpy as np
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import RunnableConfig, RunnableWithFallbacks
+from langchain_core.runnables.retry import RunnableRetry
 from pydantic import BaseModel, Field
 from typing_extensions import Unpack
 
@@ -32,7 +32,7 @@ from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.core.intent import classify_lexical, latest_user_text
 from langgraph_toolbudget.core.semantic import as_hybrid_scorer
 from langgraph_toolbudget.nodes._node import BudgetNode
-from langgraph_toolbudget.nodes.models import resolve_chat_model
+from langgraph_toolbudget.nodes.models import ChatModelSpec, resolve_chat_model
 from langgraph_toolbudget.nodes.retrieval import (
     anode_scores,
     brings_no_topic,
@@ -113,7 +113,7 @@ class ClassifyIntent(BudgetNode):
         catalog: ToolCatalog,
         *,
         config: BudgetConfig | None = None,
-        model: BaseChatModel | str | None = None,
+        model: ChatModelSpec | None = None,
         min_relative_score: float = 0.5,
         name: str = "classify_intent",
         **options: Unpack[BudgetOptions],
@@ -142,7 +142,7 @@ class ClassifyIntent(BudgetNode):
         if model is None:
             return None
         try:
-            return model.with_structured_output(CategoryChoice)
+            return _with_structured_output(model, CategoryChoice)
         except (NotImplementedError, AttributeError) as exc:
             logger.warning(
                 "classify_intent: %s has no structured output (%r); using the lexical classifier",
@@ -246,3 +246,24 @@ class ClassifyIntent(BudgetNode):
         except Exception as exc:  # noqa: BLE001 - any model failure falls back, and is logged
             logger.warning("classify_intent: model failed (%r); using the lexical classifier", exc)
             return await self._aoffline(state, query, config)
+
+
+def _with_structured_output(model: Any, schema: type[BaseModel]) -> Any:
+    """``model.with_structured_output(schema)``, through the wrappers a chat model is given
+    for its calls: ``with_fallbacks`` (each fallback asked too) and ``with_retry`` (the same
+    retries around the structured model), which cannot give it themselves (a
+    ``RunnableWithFallbacks`` fails inside langchain-core looking the method up)."""
+    if isinstance(model, RunnableWithFallbacks):
+        return _with_structured_output(model.runnable, schema).with_fallbacks(
+            [_with_structured_output(f, schema) for f in model.fallbacks],
+            exceptions_to_handle=model.exceptions_to_handle,
+            exception_key=model.exception_key,
+        )
+    if isinstance(model, RunnableRetry):
+        return _with_structured_output(model.bound, schema).with_retry(
+            retry_if_exception_type=model.retry_exception_types,
+            wait_exponential_jitter=model.wait_exponential_jitter,
+            exponential_jitter_params=model.exponential_jitter_params,
+            stop_after_attempt=model.max_attempt_number,
+        )
+    return model.with_structured_output(schema)

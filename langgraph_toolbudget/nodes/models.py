@@ -38,6 +38,7 @@ from langchain_core.runnables.configurable import DynamicRunnable
 from langchain_core.runnables.retry import RunnableRetry
 
 __all__ = [
+    "ChatModelSpec",
     "ModelUnavailableError",
     "model_name",
     "native_tool_calling",
@@ -46,6 +47,11 @@ __all__ = [
     "resolve_chat_model",
     "supports_tool_calling",
 ]
+
+ChatModelSpec = BaseChatModel | Runnable[LanguageModelInput, BaseMessage] | str
+"""What a ``model=`` option takes: a chat model, one wrapped for its calls (``.bind()``,
+``.with_config()``, ``.with_retry()``, ``.with_fallbacks()``), or a ``"provider:model"`` name
+(see :func:`resolve_chat_model`)."""
 
 NOT_A_MODEL_ERROR = (
     "{what} must be a LangChain chat model (e.g. ChatOpenAI(...), ChatOllama(...)) or a "

@@ -31,9 +31,6 @@ import warnings
 from collections.abc import Mapping
 from typing import Any, get_type_hints
 
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import BaseMessage
-from langchain_core.runnables import Runnable
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import Unpack
 
@@ -43,7 +40,7 @@ from langgraph_toolbudget.nodes._node import route_after_tools, route_tools
 from langgraph_toolbudget.nodes.agent import CallModel
 from langgraph_toolbudget.nodes.choose import ChooseTools
 from langgraph_toolbudget.nodes.executor import ToolExecutor
-from langgraph_toolbudget.nodes.models import resolve_chat_model
+from langgraph_toolbudget.nodes.models import ChatModelSpec, resolve_chat_model
 from langgraph_toolbudget.nodes.prompt import SystemPrompt, check_system_prompt
 from langgraph_toolbudget.nodes.usage import check_usage_catalog
 from langgraph_toolbudget.state import (
@@ -129,14 +126,14 @@ def _models(owner: str, model: Any, classifier_model: Any) -> tuple[Any, Any]:
 
 def add_toolbudget_nodes(
     graph: StateGraph[Any, Any, Any, Any],
-    model: BaseChatModel | Runnable[LanguageModelInput, BaseMessage] | str,
+    model: ChatModelSpec,
     catalog: ToolCatalog,
     *,
     config: BudgetConfig | None = None,
     after: str = START,
     then: str = END,
     prefix: str = "",
-    classifier_model: BaseChatModel | str | None = None,
+    classifier_model: ChatModelSpec | None = None,
     system_prompt: SystemPrompt = None,
     **options: Unpack[BudgetOptions],
 ) -> str:
@@ -231,13 +228,13 @@ def add_toolbudget_nodes(
 
 
 def create_toolbudget_agent(
-    model: BaseChatModel | Runnable[LanguageModelInput, BaseMessage] | str,
+    model: ChatModelSpec,
     catalog: ToolCatalog,
     *,
     config: BudgetConfig | None = None,
     state_schema: type[Any] = ToolBudgetState,
     context_schema: type[Any] | None = None,
-    classifier_model: BaseChatModel | str | None = None,
+    classifier_model: ChatModelSpec | None = None,
     system_prompt: SystemPrompt = None,
     **options: Unpack[BudgetOptions],
 ) -> StateGraph[Any, Any, Any, Any]:
