@@ -2,8 +2,6 @@
 
 Its one reason to change: how the agent calls the model and loops over the tools.
 
-Its one reason to change: how the agent loop calls the model and runs its calls.
-
 Key Components:
     - :class:`CallModel`: calls the model once (graph-level loop with
       :class:`~langgraph_toolbudget.nodes.executor.ToolExecutor`).
