@@ -554,6 +554,45 @@ async def test_a_call_retried_by_an_outer_middleware_gets_its_whole_timeout_agai
     assert contents(out) == {"f": "flaky 0", "l": "long 0"}
 
 
+async def test_an_inner_middlewares_retry_of_a_call_that_waited_for_a_thread_runs():
+    """Review 36a: ``ToolRetryMiddleware`` listed after the budget retries a sync call that
+    had waited 0.5 s for the only pool thread (``max_parallel=1``). The retry's thread was
+    still held to the call's arrival plus ``timeout_s``: cancelled by the pool, it raised
+    ``CancelledError`` inside the tool node and the whole run failed. The retry runs within
+    the time the call's start left it (0.4 s of 1 s)."""
+    attempts: list[float] = []
+
+    def hold(x: int = 0) -> str:
+        time.sleep(0.5)
+        return "held"
+
+    def flaky(x: int = 0) -> str:
+        attempts.append(time.monotonic())
+        if len(attempts) == 1:
+            time.sleep(0.6)
+            raise ConnectionError("dropped")
+        return "ok"
+
+    tools = [
+        StructuredTool.from_function(func=hold, name="hold", description="Hold."),
+        StructuredTool.from_function(func=flaky, name="flaky", description="Flaky."),
+    ]
+    metadata = {
+        "hold": {"concurrency_group": "hold", "timeout_s": 5.0},
+        "flaky": {"concurrency_group": "flaky", "timeout_s": 1.0},
+    }
+    names = [t.name for t in tools]
+    catalog = ToolCatalog.from_tools(tools, categories={"work": names}, tool_metadata=metadata)
+    reply = AIMessage("", tool_calls=[call("hold", "h"), call("flaky", "f")])
+    model = ScriptedChatModel(responses=[answer_by_turn({"go": reply})], cycle=True)
+    budget = ToolBudgetMiddleware(catalog, pinned=names, max_parallel=1)
+    retry = ToolRetryMiddleware(max_retries=1, initial_delay=0.0, backoff_factor=0.0, jitter=False)
+    agent = create_agent(model, middleware=[budget, retry])
+    out = await asyncio.wait_for(agent.ainvoke({"messages": [HumanMessage("go")]}), HANG)
+    assert contents(out) == {"h": "held", "f": "ok"}
+    assert len(attempts) == 2
+
+
 async def test_under_invoke_a_sync_call_runs_to_its_end_in_its_turn():
     """Under ``invoke`` the middleware does not cut a sync call at its ``timeout_s`` (the
     tool node runs it in the run's thread): it answers when it ends, holding its turn

@@ -8,6 +8,7 @@ shown by what the answer is (short, an error, given while the tool still runs).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import gc
 import threading
 import time
@@ -29,7 +30,7 @@ from langgraph_toolbudget.core.search import ToolIndex
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog, example_tools
 from langgraph_toolbudget.demo.workspace import KEEP, Workspace
 from langgraph_toolbudget.execution import policy as policy_module
-from langgraph_toolbudget.execution.pipeline import ToolThreads
+from langgraph_toolbudget.execution.pipeline import ToolThreads, _InPool
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 MODES = ["sequential", "parallel_safe"]
@@ -724,6 +725,38 @@ def test_the_pools_threads_go_to_calls_in_the_order_they_asked():
     for future in later:
         future.result(20)
     assert order.index("B") == 1, order[:5]
+
+
+def test_a_pooled_call_starts_only_if_its_wait_has_not_ended():
+    """Review 36a: the thread's start and the end of the call's wait for a thread were two
+    decisions (the thread started, then told the event loop, which meanwhile had answered
+    "timed out" for a call that then ran with none of its time). One lock decides now:
+    once the wait has ended without a thread, none starts; once a thread started, the wait's
+    end reads its start time."""
+    threads = ToolThreads(1, "claim")
+    let_go = threading.Event()
+    ran: list[str] = []
+    holder = threads.submit(let_go.wait, 20)
+    try:
+        late = _InPool(
+            StructuredTool.from_function(lambda: "late", name="late", description="Late."), threads
+        )
+        future = threads.submit(lambda: ran.append("late"), on_start=late._start)
+        assert late.stop_waiting() is None  # the wait ends while the only place is taken
+    finally:
+        let_go.set()
+    holder.result(20)
+    with pytest.raises(concurrent.futures.CancelledError):
+        future.result(20)
+    assert ran == []
+
+    prompt = _InPool(
+        StructuredTool.from_function(lambda: "prompt", name="prompt", description="Prompt."),
+        threads,
+    )
+    assert threads.submit(lambda: "ran", on_start=prompt._start).result(20) == "ran"
+    started = prompt.stop_waiting()
+    assert started is not None and started == prompt.began.result(0)
 
 
 # --- 6. selected_tools from a graph's input -------------------------------------------------

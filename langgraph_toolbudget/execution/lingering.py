@@ -94,42 +94,6 @@ async def within(
     return work.result()
 
 
-async def within_once_started(
-    work: asyncio.Future[Any],
-    began: asyncio.Future[float],
-    timeout: float,
-    abandon: Callable[[bool], None],
-) -> Any:
-    """:func:`within`, with ``timeout`` counted from ``began``'s result: the
-    ``time.monotonic()`` time the work really started, after waiting for a place to run. It
-    waits for that place at most ``timeout`` seconds too.
-
-    Raises:
-        ToolTimeoutError: no start within ``timeout``, or no result ``timeout`` seconds
-            after it; ``work`` was cancelled and ``abandon(False)`` called.
-        asyncio.CancelledError: as :func:`within`.
-    """
-    try:
-        done, _ = await asyncio.wait(
-            {work, began}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-        )
-    except asyncio.CancelledError:
-        work.cancel()
-        abandon(True)
-        raise
-    finally:
-        if not began.done():
-            began.cancel()
-    if work.done():
-        return work.result()
-    if not done:
-        work.cancel()
-        abandon(False)
-        raise ToolTimeoutError(f"not started within {timeout:g} s")
-    left = began.result() + timeout - time.monotonic()
-    return await within(work, max(left, 0.0), abandon)
-
-
 @dataclass
 class _Abandoned:
     tool: str

@@ -68,12 +68,7 @@ from langgraph_toolbudget.execution.hooks import (
     as_hooks,
     chain,
 )
-from langgraph_toolbudget.execution.lingering import (
-    LingeringCalls,
-    ToolTimeoutError,
-    within,
-    within_once_started,
-)
+from langgraph_toolbudget.execution.lingering import LingeringCalls, ToolTimeoutError, within
 from langgraph_toolbudget.execution.outputs import OutputNormaliser
 from langgraph_toolbudget.execution.prepare import CallCheck, CallPreparer, Refused, error_message
 from langgraph_toolbudget.execution.returned import keeping
@@ -121,8 +116,10 @@ class _InPool:
         self.tool = tool
         self.threads = threads
         self.futures: list[Future[Any]] = []
-        self.deadline: float | None = None  # set with the call's timeout, before it starts
-        self.began: Future[float] = Future()  # when its first thread started (monotonic)
+        self.began: Future[float] = Future()  # set when its first thread starts (monotonic)
+        self._lock = threading.Lock()
+        self._started_at: float | None = None
+        self._refused = False  # no thread started while the call waited: none may now
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name == "tool":  # copy/pickle protocols; before __init__
@@ -132,13 +129,29 @@ class _InPool:
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         """``tool.invoke(input, config, **kwargs)`` in the pool, awaited."""
         invoke = partial(self.tool.invoke, input, config, **kwargs)
-        future = self.threads.submit(invoke, deadline=self.deadline, on_start=self._started)
+        future = self.threads.submit(invoke, on_start=self._start)
         self.futures.append(future)
         return await asyncio.wrap_future(future)
 
-    def _started(self) -> None:
-        with contextlib.suppress(InvalidStateError):  # a later thread, or the wait ended
-            self.began.set_result(time.monotonic())
+    def _start(self) -> bool:
+        """In the pool's thread, before the tool runs: may it start? Not once the call's wait
+        for a thread has ended without one (:meth:`stop_waiting`)."""
+        with self._lock:
+            if self._refused:
+                return False
+            if self._started_at is None:
+                self._started_at = time.monotonic()
+                with contextlib.suppress(InvalidStateError):  # the waiter is gone
+                    self.began.set_result(self._started_at)
+            return True
+
+    def stop_waiting(self) -> float | None:
+        """The call's wait for a thread has ended: when its first thread started, else None,
+        and then no thread of it will start."""
+        with self._lock:
+            if self._started_at is None:
+                self._refused = True
+            return self._started_at
 
     def running(self) -> list[Future[Any]]:
         """The futures of the threads still running (or waiting for a place)."""
@@ -213,12 +226,12 @@ class ToolThreads:
         /,
         *args: Any,
         deadline: float | None = None,
-        on_start: Callable[[], None] | None = None,
+        on_start: Callable[[], bool] | None = None,
     ) -> Future[T]:
         """Start ``func(*args)`` in the pool once one of the ``size`` places is free, unless
-        ``deadline`` (a ``time.monotonic()`` time) has passed by then: the future is then
-        cancelled, and ``func`` never runs. ``on_start()`` is called in the pool's thread
-        just before ``func`` starts."""
+        ``deadline`` (a ``time.monotonic()`` time) has passed by then, or ``on_start()``,
+        asked in the pool's thread at that moment, says no: the future is then cancelled,
+        and ``func`` never runs."""
         if self._pool is None or self._pid != os.getpid():
             self._pool = ThreadPoolExecutor(2 * self.size, thread_name_prefix=self.name)
             self._places = _Places(self.size)
@@ -234,7 +247,7 @@ class ToolThreads:
         places: _Places,
         future: Future[T],
         deadline: float | None,
-        on_start: Callable[[], None] | None,
+        on_start: Callable[[], bool] | None,
         func: Callable[..., T],
         *args: Any,
     ) -> None:
@@ -244,11 +257,11 @@ class ToolThreads:
         try:
             # The place may come from a call abandoned at the same deadline, before the
             # caller's own timeout has cancelled this future: it must not start then.
-            if deadline is not None and time.monotonic() >= deadline:
+            late = deadline is not None and time.monotonic() >= deadline
+            # on_start is asked only when nothing else stops the call: its yes claims the start
+            if late or (on_start is not None and not future.cancelled() and not on_start()):
                 future.cancel()
             if future.set_running_or_notify_cancel():  # False: cancelled while it waited
-                if on_start is not None:
-                    on_start()
                 try:
                     result = _no_stop_iteration(func, *args)
                 except BaseException as exc:  # noqa: BLE001 - the caller gets it, as from the pool
@@ -710,10 +723,27 @@ class ToolCallPipeline:
         """The result of another tool node's call of a sync tool run in the pool
         (``ToolBudgetMiddleware``'s): its time, ``limit``, counts from the moment its thread
         starts, as its wait for its group's turn does not shorten it either; it waits at
-        most ``limit`` for a thread, and then never starts."""
-        pooled.deadline = time.monotonic() + limit
+        most ``limit`` for a thread, and then never starts (:meth:`_InPool.stop_waiting`
+        decides, under the lock the thread takes to start). A second thread of the call (an
+        inner middleware's retry) waits for a place within the call's time."""
         abandon = partial(self._abandon_pooled, spec, task, pooled)
-        return await within_once_started(task, asyncio.wrap_future(pooled.began), limit, abandon)
+        began = asyncio.wrap_future(pooled.began)
+        try:
+            await asyncio.wait({task, began}, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            abandon(True)
+            raise
+        finally:
+            began.cancel()  # done, or no longer awaited
+        if task.done():
+            return task.result()
+        started_at = pooled.stop_waiting()
+        if started_at is None:
+            task.cancel()
+            abandon(False)
+            raise ToolTimeoutError(f"no thread within {limit:g} s")
+        return await within(task, max(started_at + limit - time.monotonic(), 0.0), abandon)
 
     def _abandon(self, spec: ToolSpec, lingers: Any, cancelled: bool) -> None:
         """Count abandoned work (timed out, or its run ``cancelled``) against its group until
