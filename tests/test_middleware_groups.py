@@ -362,6 +362,7 @@ async def test_a_sync_call_past_its_timeout_keeps_its_group_until_its_thread_end
     agent, _, budget = agent_of(tools, metadata, replies)
     answers = contents(await run(agent, "go", "ainvoke", "t"))
     assert "timed out after 0.2 s" in answers["s0"]
+    assert "left running and may still take effect" in answers["s0"]  # a thread: not cancelled
     assert "an earlier call to 'slow' timed out and is still running" in answers["w0"]
     assert calls.running.is_set() and calls.beside == []
     await calls.end(budget, "db")

@@ -36,6 +36,7 @@ from langgraph_toolbudget.execution.prepare import ArgumentsError
 
 __all__ = [
     "DEEP_ARTIFACT",
+    "RUNNING_ON_TIMEOUT_ERROR",
     "TIMEOUT_ERROR",
     "TOOL_ERROR",
     "OutputNormaliser",
@@ -54,6 +55,12 @@ TIMEOUT_ERROR = (
     "Error: tool {tool!r} timed out after {timeout:g} s and was cancelled. "
     "Try a smaller request, or another tool."
 )
+RUNNING_ON_TIMEOUT_ERROR = (
+    "Error: tool {tool!r} timed out after {timeout:g} s. It runs in a thread that cannot be "
+    "stopped: it was left running and may still take effect, so check before calling it again. "
+    "Try a smaller request, or another tool."
+)
+"""The timeout of a sync tool's call, whose thread runs on (an async call is cancelled)."""
 DEEP_ARTIFACT = {"artifact_dropped": f"nested deeper than {MAX_OUTPUT_DEPTH} levels"}
 """What stands in for a tool message's artifact nested too deep (see :func:`bounded`)."""
 
@@ -111,7 +118,8 @@ class OutputNormaliser:
             content = error.explained(tool.name)
         elif isinstance(error, ToolTimeoutError):
             spec = self.catalog.get(tool.name)
-            content = TIMEOUT_ERROR.format(tool=tool.name, timeout=spec.timeout_s if spec else 0)
+            template = RUNNING_ON_TIMEOUT_ERROR if error.running_on else TIMEOUT_ERROR
+            content = template.format(tool=tool.name, timeout=spec.timeout_s if spec else 0)
         else:
             advice = getattr(error, "advice", None)  # an MCP server may have run the tool
             content = TOOL_ERROR.format(

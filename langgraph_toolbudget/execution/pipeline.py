@@ -702,14 +702,17 @@ class ToolCallPipeline:
             if pooled is not None and limit is not None:
                 return await self._within_pooled(spec, work, pooled, limit)
             return await within(work, limit, partial(self._abandon, spec, lingers))
-        except (ToolTimeoutError, asyncio.CancelledError):
+        except (ToolTimeoutError, asyncio.CancelledError) as exc:
             # A thread's work cancelled while it waited for a place never ran: say so (unless
             # the caller itself was cancelled: that goes on up).
             if pooled is not None:
-                never_ran = pooled.never_ran()
+                never_ran, running_on = pooled.never_ran(), bool(pooled.running())
             else:
                 never_ran = isinstance(lingers, Future) and lingers.cancelled()
+                running_on = isinstance(lingers, Future) and not lingers.done()
             if not never_ran or _cancelling():
+                if isinstance(exc, ToolTimeoutError):
+                    exc.running_on = running_on
                 raise
             raise _NotRun(
                 POOL_TIME_ERROR.format(
