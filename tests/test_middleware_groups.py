@@ -17,17 +17,18 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 from agent_tools import call, tool_messages
 from langchain.agents import create_agent
-from langchain.agents.middleware import ToolRetryMiddleware
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain.agents.middleware import AgentMiddleware, ToolRetryMiddleware
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.types import interrupt
+from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.types import Command, interrupt
 
 from langgraph_toolbudget import ToolBudgetMiddleware, ToolCatalog, ToolExecutor
 from langgraph_toolbudget.testing import ScriptedChatModel
@@ -362,7 +363,7 @@ async def test_a_sync_call_past_its_timeout_keeps_its_group_until_its_thread_end
     agent, _, budget = agent_of(tools, metadata, replies)
     answers = contents(await run(agent, "go", "ainvoke", "t"))
     assert "timed out after 0.2 s" in answers["s0"]
-    assert "left running and may still take effect" in answers["s0"]  # a thread: not cancelled
+    assert "may have taken effect, or may still" in answers["s0"]  # a thread: not cancelled
     assert "an earlier call to 'slow' timed out and is still running" in answers["w0"]
     assert calls.running.is_set() and calls.beside == []
     await calls.end(budget, "db")
@@ -592,6 +593,50 @@ async def test_an_inner_middlewares_retry_of_a_call_that_waited_for_a_thread_run
     out = await asyncio.wait_for(agent.ainvoke({"messages": [HumanMessage("go")]}), HANG)
     assert contents(out) == {"h": "held", "f": "ok"}
     assert len(attempts) == 2
+
+
+class AttemptTimeout(AgentMiddleware):
+    """A per-attempt timeout, as users write one (listed after the budget)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__()
+        self.seconds = seconds
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command]],
+    ) -> ToolMessage | Command:
+        try:
+            return await asyncio.wait_for(handler(request), self.seconds)
+        except TimeoutError:
+            call_id = request.tool_call["id"]
+            return ToolMessage(f"over {self.seconds} s", status="error", tool_call_id=call_id)
+
+
+async def test_a_thread_an_inner_middleware_stopped_awaiting_keeps_its_group_busy():
+    """Review 37a: an inner middleware's own timeout answered a pooled sync call without
+    waiting for its thread; the budget did not count the thread, so the reply's next impure
+    call of the group ran beside it. The thread now counts until it ends: the next call
+    waits for it, as after the budget's own timeout."""
+    probe = SlowCall()
+    tools = [probe.slow("write"), probe.other("write_more")]
+    impure = {"concurrency_group": "db", "is_pure": False, "timeout_s": HANG}
+    metadata = {"write": impure, "write_more": impure}
+    reply = AIMessage("", tool_calls=[call("write", "w1"), call("write_more", "w2")])
+    names = [t.name for t in tools]
+    catalog = ToolCatalog.from_tools(tools, categories={"work": names}, tool_metadata=metadata)
+    model = ScriptedChatModel(responses=[answer_by_turn({"go": reply})], cycle=True)
+    budget = ToolBudgetMiddleware(catalog, pinned=names)
+    agent = create_agent(model, middleware=[budget, AttemptTimeout(0.2)])
+    running = asyncio.create_task(agent.ainvoke({"messages": [HumanMessage("go")]}))
+    assert await asyncio.to_thread(probe.running.wait, HANG)
+    await asyncio.sleep(SETTLE + 0.2)  # past the inner timeout: room for w2 to start beside it
+    assert probe.beside == []
+    await probe.end(budget, "db")
+    answers = contents(await asyncio.wait_for(running, HANG))
+    assert answers["w1"] == "over 0.2 s"
+    assert probe.beside == [False] or "still running" in answers["w2"], answers
 
 
 async def test_under_invoke_a_sync_call_runs_to_its_end_in_its_turn():

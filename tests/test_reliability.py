@@ -29,6 +29,7 @@ from langgraph_toolbudget.core.limits import MAX_ARG_DEPTH, MAX_PATTERN_CHARS
 from langgraph_toolbudget.core.search import ToolIndex
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog, example_tools
 from langgraph_toolbudget.demo.workspace import KEEP, Workspace
+from langgraph_toolbudget.execution import pipeline as pipeline_module
 from langgraph_toolbudget.execution import policy as policy_module
 from langgraph_toolbudget.execution.pipeline import ToolThreads, _InPool
 from langgraph_toolbudget.testing import ScriptedChatModel
@@ -757,6 +758,40 @@ def test_a_pooled_call_starts_only_if_its_wait_has_not_ended():
     assert threads.submit(lambda: "ran", on_start=prompt._start).result(20) == "ran"
     started = prompt.stop_waiting()
     assert started is not None and started == prompt.began.result(0)
+
+
+def test_two_first_calls_at_once_get_one_pool(monkeypatch):
+    """Review 37a: ``ToolThreads`` made its pool on first use without a lock: two event
+    loops' first calls at once could each make one, and ``max_parallel=1`` ran 2 calls at
+    once. (Making the pool is slowed down so that both first calls meet there.)"""
+
+    class SlowToMake(concurrent.futures.ThreadPoolExecutor):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            time.sleep(0.2)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline_module, "ThreadPoolExecutor", SlowToMake)
+    threads = ToolThreads(1, "first")
+    lock, now, most = threading.Lock(), [0], [0]
+
+    def work() -> None:
+        with lock:
+            now[0] += 1
+            most[0] = max(most[0], now[0])
+        time.sleep(0.2)
+        with lock:
+            now[0] -= 1
+
+    futures: list[concurrent.futures.Future[None]] = []
+    starters = [threading.Thread(target=lambda: futures.append(threads.submit(work)))]
+    starters.append(threading.Thread(target=lambda: futures.append(threads.submit(work))))
+    for starter in starters:
+        starter.start()
+    for starter in starters:
+        starter.join()
+    for future in futures:
+        future.result(20)
+    assert most[0] == 1
 
 
 # --- 6. selected_tools from a graph's input -------------------------------------------------

@@ -63,10 +63,10 @@ class ToolTimeoutError(TimeoutError):
 
     A subclass, so the executor tells its timeout from a ``TimeoutError`` the tool
     raised itself (an HTTP client's, ``socket.timeout``), which is an ordinary failure.
-    ``running_on``: the call's thread was left running (a thread cannot be stopped).
+    ``thread_started``: the call had started in a thread, which cannot be stopped.
     """
 
-    running_on: bool = False
+    thread_started: bool = False
 
 
 async def within(

@@ -36,8 +36,8 @@ from langgraph_toolbudget.execution.prepare import ArgumentsError
 
 __all__ = [
     "DEEP_ARTIFACT",
-    "RUNNING_ON_TIMEOUT_ERROR",
     "TIMEOUT_ERROR",
+    "THREAD_TIMEOUT_ERROR",
     "TOOL_ERROR",
     "OutputNormaliser",
     "bounded",
@@ -55,12 +55,13 @@ TIMEOUT_ERROR = (
     "Error: tool {tool!r} timed out after {timeout:g} s and was cancelled. "
     "Try a smaller request, or another tool."
 )
-RUNNING_ON_TIMEOUT_ERROR = (
-    "Error: tool {tool!r} timed out after {timeout:g} s. It runs in a thread that cannot be "
-    "stopped: it was left running and may still take effect, so check before calling it again. "
-    "Try a smaller request, or another tool."
+THREAD_TIMEOUT_ERROR = (
+    "Error: tool {tool!r} timed out after {timeout:g} s. It had started in a thread, which "
+    "cannot be stopped: it may have taken effect, or may still, so check before calling it "
+    "again. Try a smaller request, or another tool."
 )
-"""The timeout of a sync tool's call, whose thread runs on (an async call is cancelled)."""
+"""The timeout of a sync tool's call that had started: its thread runs on (an async call is
+cancelled)."""
 DEEP_ARTIFACT = {"artifact_dropped": f"nested deeper than {MAX_OUTPUT_DEPTH} levels"}
 """What stands in for a tool message's artifact nested too deep (see :func:`bounded`)."""
 
@@ -118,7 +119,7 @@ class OutputNormaliser:
             content = error.explained(tool.name)
         elif isinstance(error, ToolTimeoutError):
             spec = self.catalog.get(tool.name)
-            template = RUNNING_ON_TIMEOUT_ERROR if error.running_on else TIMEOUT_ERROR
+            template = THREAD_TIMEOUT_ERROR if error.thread_started else TIMEOUT_ERROR
             content = template.format(tool=tool.name, timeout=spec.timeout_s if spec else 0)
         else:
             advice = getattr(error, "advice", None)  # an MCP server may have run the tool

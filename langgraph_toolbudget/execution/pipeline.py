@@ -203,8 +203,9 @@ class ToolThreads:
     calls: at most ``2 * size`` threads are alive, and only abandoned calls beyond ``size``
     still running take places from later calls.
 
-    Made on first use, and made again in a forked child process: the parent's
-    workers do not survive a fork, and the copied pool would wait for them forever.
+    Made on first use (once, whichever thread or event loop comes first), and made again in
+    a forked child process: the parent's workers do not survive a fork, and the copied pool
+    would wait for them forever.
 
     Args:
         size: calls running at once, at most.
@@ -218,7 +219,8 @@ class ToolThreads:
         self._places = _Places(size)
         self._running: dict[Future[Any], _Places] = {}  # calls holding a place
         self._lock = threading.Lock()
-        self._pid = 0
+        self._making = threading.Lock()  # held while the pool is made
+        self._pid = os.getpid()
 
     def submit(
         self,
@@ -232,15 +234,24 @@ class ToolThreads:
         ``deadline`` (a ``time.monotonic()`` time) has passed by then, or ``on_start()``,
         asked in the pool's thread at that moment, says no: the future is then cancelled,
         and ``func`` never runs."""
-        if self._pool is None or self._pid != os.getpid():
-            self._pool = ThreadPoolExecutor(2 * self.size, thread_name_prefix=self.name)
-            self._places = _Places(self.size)
-            self._running, self._lock = {}, threading.Lock()
-            self._pid = os.getpid()
+        pool, places = self._made()
         future: Future[T] = Future()
-        run = partial(self._run, self._places, future, deadline, on_start)
-        self._pool.submit(copy_context().run, run, func, *args)
+        run = partial(self._run, places, future, deadline, on_start)
+        pool.submit(copy_context().run, run, func, *args)
         return future
+
+    def _made(self) -> tuple[ThreadPoolExecutor, _Places]:
+        """The pool and its places, made on first use (two event loops' first calls at once
+        get one pool: two would each run ``size`` calls)."""
+        if self._pid != os.getpid():
+            # A forked child: a thread of the parent holding these locks is not in it.
+            self._pool, self._lock, self._making = None, threading.Lock(), threading.Lock()
+            self._pid = os.getpid()
+        with self._making:
+            if self._pool is None:
+                self._places, self._running = _Places(self.size), {}
+                self._pool = ThreadPoolExecutor(2 * self.size, thread_name_prefix=self.name)
+            return self._pool, self._places
 
     def _run(
         self,
@@ -706,13 +717,13 @@ class ToolCallPipeline:
             # A thread's work cancelled while it waited for a place never ran: say so (unless
             # the caller itself was cancelled: that goes on up).
             if pooled is not None:
-                never_ran, running_on = pooled.never_ran(), bool(pooled.running())
+                never_ran, in_thread = pooled.never_ran(), pooled.stop_waiting() is not None
             else:
                 never_ran = isinstance(lingers, Future) and lingers.cancelled()
-                running_on = isinstance(lingers, Future) and not lingers.done()
+                in_thread = isinstance(lingers, Future) and not never_ran
             if not never_ran or _cancelling():
                 if isinstance(exc, ToolTimeoutError):
-                    exc.running_on = running_on
+                    exc.thread_started = in_thread
                 raise
             raise _NotRun(
                 POOL_TIME_ERROR.format(
@@ -739,14 +750,18 @@ class ToolCallPipeline:
             raise
         finally:
             began.cancel()  # done, or no longer awaited
-        if task.done():
-            return task.result()
-        started_at = pooled.stop_waiting()
-        if started_at is None:
-            task.cancel()
-            abandon(False)
-            raise ToolTimeoutError(f"no thread within {limit:g} s")
-        return await within(task, max(started_at + limit - time.monotonic(), 0.0), abandon)
+        if not task.done():
+            started_at = pooled.stop_waiting()
+            if started_at is None:
+                task.cancel()
+                abandon(False)
+                raise ToolTimeoutError(f"no thread within {limit:g} s")
+            await within(task, max(started_at + limit - time.monotonic(), 0.0), abandon)
+        # An inner middleware may answer without awaiting the tool's thread (its own
+        # timeout): the thread runs on, and counts against its group until it ends.
+        for lingers in pooled.running():
+            self._abandon(spec, lingers, False)
+        return task.result()
 
     def _abandon(self, spec: ToolSpec, lingers: Any, cancelled: bool) -> None:
         """Count abandoned work (timed out, or its run ``cancelled``) against its group until
