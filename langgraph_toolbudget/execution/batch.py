@@ -21,15 +21,22 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
+from langchain_core.callbacks import (
+    AsyncCallbackManager,
+    AsyncCallbackManagerForToolRun,
+    CallbackManager,
+    CallbackManagerForToolRun,
+)
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.intent import latest_user_text, starts_turn
-from langgraph_toolbudget.core.limits import clip
+from langgraph_toolbudget.core.limits import clip, holds_long_int, safe_repr, too_deep
 from langgraph_toolbudget.core.meta import META_TOOL_NAMES
 from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
 from langgraph_toolbudget.execution.builtin_family import (
@@ -125,6 +132,7 @@ class BatchRunner:
         self.catalog = catalog
         self.config = config
         self.builtins = Builtins(catalog, config, builtins)
+        self._builtin_tools: dict[str, BaseTool] = {t.name: t for t in self.builtins.tools}
         self.meta_names = tuple(n for n in self.builtins.names if self.builtins.counts_as_meta(n))
         self.free = config.free_tools_within_cap(catalog)  # refuses a max_visible below them
         self._cap = config.visible_cap(len(self.free))
@@ -188,7 +196,13 @@ class BatchRunner:
             return self.policy.check(working, shown, holder[0].context)(name)
 
         def answer(call: ToolCall) -> BuiltinResult:
-            result = self.builtins.family(call["name"]).handle(call, holder[0])
+            run = _start_run(self._builtin_tools[call["name"]], call, config)
+            try:
+                result = self.builtins.family(call["name"]).handle(call, holder[0])
+            except BaseException as exc:
+                run.on_tool_error(exc, tool_call_id=call["id"])
+                raise
+            run.on_tool_end(_message(call, result), name=call["name"])
             holder[0].follow(result.update)
             return result
 
@@ -211,8 +225,9 @@ class BatchRunner:
         working: WorkingSet,
         context: SessionContext,
         outside_tools: bool = False,
-    ) -> tuple[list[tuple[int, ToolCall]], dict[int, ToolMessage], BuiltinContext, TurnOutcome]:
-        """The built-in calls to answer, those over the meta-call bound, and the context."""
+    ) -> tuple[list[tuple[int, ToolCall, BuiltinResult | None]], BuiltinContext, TurnOutcome]:
+        """The built-in calls to answer, each with its refusal when it is over the meta-call
+        bound (else None), and the context."""
         messages = state_messages(state, self.messages_key)
         access, holder = self._tool_access(state, config, working)
         query = latest_user_text(messages)
@@ -221,21 +236,19 @@ class BatchRunner:
         outcome = TurnOutcome(context=context)
         used = meta_calls_this_turn(messages, self.meta_names)
         limit = self.config.max_meta_calls
-        todo: list[tuple[int, ToolCall]] = []
-        refused: dict[int, ToolMessage] = {}
+        todo: list[tuple[int, ToolCall, BuiltinResult | None]] = []
         for i, call in enumerate(calls):
             if call["name"] not in self.builtins:
                 continue
             if self.builtins.counts_as_meta(call["name"]):
                 if used + outcome.meta_calls >= limit:
                     names = "/".join(self.meta_names)
-                    refused[i] = _message(
-                        call, BuiltinResult(META_LIMIT_ERROR.format(limit=limit, names=names), True)
-                    )
+                    refusal = BuiltinResult(META_LIMIT_ERROR.format(limit=limit, names=names), True)
+                    todo.append((i, call, refusal))
                     continue
                 outcome.meta_calls += 1
-            todo.append((i, call))
-        return todo, refused, ctx, outcome
+            todo.append((i, call, None))
+        return todo, ctx, outcome
 
     @staticmethod
     def _absorb(outcome: TurnOutcome, result: BuiltinResult, ctx: BuiltinContext) -> None:
@@ -266,18 +279,14 @@ class BatchRunner:
         context = self.context_of(state) if context is None else context
         if not any(call["name"] in self.builtins for call in calls):
             return {}, TurnOutcome(context=context)
-        plan = self._builtin_calls(calls, state, config, working, context, outside_tools)
-        todo, answers, ctx, outcome = plan
+        todo, ctx, outcome = self._builtin_calls(
+            calls, state, config, working, context, outside_tools
+        )
+        answers: dict[int, ToolMessage] = {}
         large: dict[int, int] = {}
-        for i, call in todo:
-            try:
-                result = self.builtins.family(call["name"]).handle(call, ctx)
-            except GraphBubbleUp:  # an interrupt (a program's tool asks a human) is the run's
-                raise
-            except Exception as exc:  # noqa: BLE001 - one call's answer, never the batch
-                result = _failed(call, exc)
+        for i, call, refusal in todo:
+            result, answers[i] = self._answer(call, ctx, config, refusal)
             self._absorb(outcome, result, ctx)
-            answers[i] = _message(call, result)
             self._note_large(i, result, large)
         for limit, indexes in _by_limit(large).items():
             offloader, some = self._answer_offloader(limit), {i: answers[i] for i in indexes}
@@ -298,23 +307,71 @@ class BatchRunner:
         context = self.context_of(state) if context is None else context
         if not any(call["name"] in self.builtins for call in calls):
             return {}, TurnOutcome(context=context)
-        plan = self._builtin_calls(calls, state, config, working, context, outside_tools)
-        todo, answers, ctx, outcome = plan
+        todo, ctx, outcome = self._builtin_calls(
+            calls, state, config, working, context, outside_tools
+        )
+        answers: dict[int, ToolMessage] = {}
         large: dict[int, int] = {}
-        for i, call in todo:
-            try:
-                result = await self.builtins.family(call["name"]).ahandle(call, ctx)
-            except GraphBubbleUp:
-                raise
-            except Exception as exc:  # noqa: BLE001 - as in answer_builtins
-                result = _failed(call, exc)
+        for i, call, refusal in todo:
+            result, answers[i] = await self._aanswer(call, ctx, config, refusal)
             self._absorb(outcome, result, ctx)
-            answers[i] = _message(call, result)
             self._note_large(i, result, large)
         for limit, indexes in _by_limit(large).items():
             offloader, some = self._answer_offloader(limit), {i: answers[i] for i in indexes}
             answers.update(await offloader.aapply(some, config, outcome.store_failed))
         return answers, outcome
+
+    def _answer(
+        self,
+        call: ToolCall,
+        ctx: BuiltinContext,
+        config: RunnableConfig,
+        refusal: BuiltinResult | None,
+    ) -> tuple[BuiltinResult, ToolMessage]:
+        """One built-in call's answer (``refusal``, if given) and its tool message, in a tool
+        run of its own, as ``ToolNode`` runs a tool: its callbacks, ``astream_events`` and
+        ``stream_mode="tools"`` see the call start and end (or fail)."""
+        run = _start_run(self._builtin_tools[call["name"]], call, config)
+        if refusal is not None:
+            result = refusal
+        else:
+            try:
+                result = self.builtins.family(call["name"]).handle(call, ctx)
+            except GraphBubbleUp as exc:  # an interrupt (a program's tool asks a human): the run's
+                run.on_tool_error(exc, tool_call_id=call["id"])
+                raise
+            except Exception as exc:  # noqa: BLE001 - one call's answer, never the batch
+                run.on_tool_error(exc, tool_call_id=call["id"])
+                result = _failed(call, exc)
+                return result, _message(call, result)
+        message = _message(call, result)
+        run.on_tool_end(message, name=call["name"])
+        return result, message
+
+    async def _aanswer(
+        self,
+        call: ToolCall,
+        ctx: BuiltinContext,
+        config: RunnableConfig,
+        refusal: BuiltinResult | None,
+    ) -> tuple[BuiltinResult, ToolMessage]:
+        """The async :meth:`_answer`."""
+        run = await _astart_run(self._builtin_tools[call["name"]], call, config)
+        if refusal is not None:
+            result = refusal
+        else:
+            try:
+                result = await self.builtins.family(call["name"]).ahandle(call, ctx)
+            except GraphBubbleUp as exc:
+                await run.on_tool_error(exc, tool_call_id=call["id"])
+                raise
+            except Exception as exc:  # noqa: BLE001 - as in _answer
+                await run.on_tool_error(exc, tool_call_id=call["id"])
+                result = _failed(call, exc)
+                return result, _message(call, result)
+        message = _message(call, result)
+        await run.on_tool_end(message, name=call["name"])
+        return result, message
 
     def _note_large(self, i: int, result: BuiltinResult, large: dict[int, int]) -> None:
         """Note answer ``i`` for offloading when it asks for it and offloading is on."""
@@ -438,6 +495,53 @@ def _on_deadline(
     on by the time the call waited for other runs' calls of its group: that wait is theirs,
     not the batch's."""
     return lambda call, waited: run(call, started=started + waited, **kwargs)
+
+
+def _configure(tool: BaseTool, config: RunnableConfig) -> dict[str, Any]:
+    """``configure``'s arguments for a tool run of the built-in ``tool``, read from the
+    node's ``config`` as ``BaseTool.invoke`` reads them (callbacks, tags, metadata)."""
+    return {
+        "inheritable_callbacks": config.get("callbacks"),
+        "local_callbacks": tool.callbacks,
+        "verbose": bool(tool.verbose),
+        "inheritable_tags": config.get("tags"),
+        "local_tags": tool.tags,
+        "inheritable_metadata": config.get("metadata"),
+        "local_metadata": tool.metadata,
+    }
+
+
+def _start(tool: BaseTool, call: ToolCall, config: RunnableConfig, seen: bool) -> dict[str, Any]:
+    """``on_tool_start``'s arguments for ``call``, as ``BaseTool.run`` gives them; ``seen``:
+    a handler reads them (else the arguments are not written out)."""
+    args = call.get("args")
+    if not seen:
+        input_str, inputs = "", None
+    elif too_deep(args) or holds_long_int(args):  # str() would recurse or raise: described
+        input_str, inputs = safe_repr(args), None
+    else:
+        input_str, inputs = str(args), args if isinstance(args, dict) else None
+    return {
+        "serialized": {"name": tool.name, "description": tool.description},
+        "input_str": input_str,
+        "name": config.get("run_name"),
+        "inputs": inputs,
+        "tool_call_id": call["id"],
+    }
+
+
+def _start_run(tool: BaseTool, call: ToolCall, config: RunnableConfig) -> CallbackManagerForToolRun:
+    """Start the tool run of a built-in call (sync)."""
+    manager = CallbackManager.configure(**_configure(tool, config))
+    return manager.on_tool_start(**_start(tool, call, config, bool(manager.handlers)))
+
+
+async def _astart_run(
+    tool: BaseTool, call: ToolCall, config: RunnableConfig
+) -> AsyncCallbackManagerForToolRun:
+    """Start the tool run of a built-in call (async)."""
+    manager = AsyncCallbackManager.configure(**_configure(tool, config))
+    return await manager.on_tool_start(**_start(tool, call, config, bool(manager.handlers)))
 
 
 def _by_limit(large: dict[int, int]) -> dict[int, list[int]]:
