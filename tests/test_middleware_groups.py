@@ -132,14 +132,31 @@ def agent_of(
     replies: dict[str, AIMessage],
     *,
     checkpointer: bool = True,
+    before: tuple[AgentMiddleware, ...] = (),
+    after: tuple[AgentMiddleware, ...] = (),
     **options: Any,
 ) -> tuple[Any, ScriptedChatModel, ToolBudgetMiddleware]:
+    """The agent, its model and its budget; ``before`` / ``after``: middleware listed
+    before the budget (outer) or after it (inner)."""
     names = [t.name for t in tools]
     catalog = ToolCatalog.from_tools(tools, categories={"work": names}, tool_metadata=metadata)
     model = ScriptedChatModel(responses=[answer_by_turn(replies)], cycle=True)
     budget = ToolBudgetMiddleware(catalog, pinned=names, **options)
     saver = InMemorySaver() if checkpointer else None
-    return create_agent(model, middleware=[budget], checkpointer=saver), model, budget
+    agent = create_agent(model, middleware=[*before, budget, *after], checkpointer=saver)
+    return agent, model, budget
+
+
+def timed_tools(
+    bodies: dict[str, Callable[..., str]], timeouts: dict[str, float]
+) -> tuple[list[BaseTool], dict[str, dict[str, Any]]]:
+    """A sync tool per body, each in a concurrency group of its own with its ``timeout_s``."""
+    tools: list[BaseTool] = [
+        StructuredTool.from_function(func=body, name=name, description=f"{name.title()}.")
+        for name, body in bodies.items()
+    ]
+    metadata = {n: {"concurrency_group": n, "timeout_s": t} for n, t in timeouts.items()}
+    return tools, metadata
 
 
 async def run(agent: Any, text: str, api: str, thread: str | None) -> dict[str, Any]:
@@ -501,16 +518,16 @@ async def test_a_call_held_back_by_the_runs_max_concurrency_keeps_its_whole_time
     third call's, so its ``timeout_s`` counts from its own start (a start shared with the
     first call would leave it 0.4 s of its 1 s)."""
 
-    def worker(name: str, seconds: float) -> BaseTool:
+    def worker(name: str, seconds: float) -> Callable[..., str]:
         def body(x: int = 0) -> str:
             time.sleep(seconds)
             return f"{name} {x}"
 
-        return StructuredTool.from_function(func=body, name=name, description="Work.")
+        return body
 
-    tools = [worker("first", 0.6), worker("second", 1.3), worker("third", 0.6)]
-    timeouts = {"first": 1.0, "second": 3.0, "third": 1.0}
-    metadata = {n: {"concurrency_group": n, "timeout_s": t} for n, t in timeouts.items()}
+    bodies = {"first": worker("first", 0.6), "second": worker("second", 1.3)}
+    bodies["third"] = worker("third", 0.6)
+    tools, metadata = timed_tools(bodies, {"first": 1.0, "second": 3.0, "third": 1.0})
     reply = AIMessage("", tool_calls=[call("first", "a"), call("second", "b"), call("third", "c")])
     agent, *_ = agent_of(tools, metadata, {"go": reply})
     config = {"configurable": {"thread_id": "t"}, "max_concurrency": 2}
@@ -536,22 +553,11 @@ async def test_a_call_retried_by_an_outer_middleware_gets_its_whole_timeout_agai
         time.sleep(1.5)
         return f"long {x}"
 
-    tools = [
-        StructuredTool.from_function(func=flaky, name="flaky", description="Flaky."),
-        StructuredTool.from_function(func=long, name="long", description="Long."),
-    ]
-    metadata = {
-        "flaky": {"concurrency_group": "flaky", "timeout_s": 1.0},
-        "long": {"concurrency_group": "long", "timeout_s": 5.0},
-    }
-    names = [t.name for t in tools]
-    catalog = ToolCatalog.from_tools(tools, categories={"work": names}, tool_metadata=metadata)
+    tools, metadata = timed_tools({"flaky": flaky, "long": long}, {"flaky": 1.0, "long": 5.0})
     reply = AIMessage("", tool_calls=[call("flaky", "f"), call("long", "l")])
-    model = ScriptedChatModel(responses=[answer_by_turn({"go": reply})], cycle=True)
     retry = ToolRetryMiddleware(max_retries=1, initial_delay=0.1, jitter=False)
-    budget = ToolBudgetMiddleware(catalog, pinned=names, handle_tool_errors=False)
-    agent = create_agent(model, middleware=[retry, budget])
-    out = await asyncio.wait_for(agent.ainvoke({"messages": [HumanMessage("go")]}), HANG)
+    agent, *_ = agent_of(tools, metadata, {"go": reply}, before=(retry,), handle_tool_errors=False)
+    out = await run(agent, "go", "ainvoke", "t")
     assert len(attempts) == 2
     assert contents(out) == {"f": "flaky 0", "l": "long 0"}
 
@@ -575,22 +581,11 @@ async def test_an_inner_middlewares_retry_of_a_call_that_waited_for_a_thread_run
             raise ConnectionError("dropped")
         return "ok"
 
-    tools = [
-        StructuredTool.from_function(func=hold, name="hold", description="Hold."),
-        StructuredTool.from_function(func=flaky, name="flaky", description="Flaky."),
-    ]
-    metadata = {
-        "hold": {"concurrency_group": "hold", "timeout_s": 5.0},
-        "flaky": {"concurrency_group": "flaky", "timeout_s": 1.0},
-    }
-    names = [t.name for t in tools]
-    catalog = ToolCatalog.from_tools(tools, categories={"work": names}, tool_metadata=metadata)
+    tools, metadata = timed_tools({"hold": hold, "flaky": flaky}, {"hold": 5.0, "flaky": 1.0})
     reply = AIMessage("", tool_calls=[call("hold", "h"), call("flaky", "f")])
-    model = ScriptedChatModel(responses=[answer_by_turn({"go": reply})], cycle=True)
-    budget = ToolBudgetMiddleware(catalog, pinned=names, max_parallel=1)
     retry = ToolRetryMiddleware(max_retries=1, initial_delay=0.0, backoff_factor=0.0, jitter=False)
-    agent = create_agent(model, middleware=[budget, retry])
-    out = await asyncio.wait_for(agent.ainvoke({"messages": [HumanMessage("go")]}), HANG)
+    agent, *_ = agent_of(tools, metadata, {"go": reply}, after=(retry,), max_parallel=1)
+    out = await run(agent, "go", "ainvoke", "t")
     assert contents(out) == {"h": "held", "f": "ok"}
     assert len(attempts) == 2
 
@@ -624,17 +619,13 @@ async def test_a_thread_an_inner_middleware_stopped_awaiting_keeps_its_group_bus
     impure = {"concurrency_group": "db", "is_pure": False, "timeout_s": HANG}
     metadata = {"write": impure, "write_more": impure}
     reply = AIMessage("", tool_calls=[call("write", "w1"), call("write_more", "w2")])
-    names = [t.name for t in tools]
-    catalog = ToolCatalog.from_tools(tools, categories={"work": names}, tool_metadata=metadata)
-    model = ScriptedChatModel(responses=[answer_by_turn({"go": reply})], cycle=True)
-    budget = ToolBudgetMiddleware(catalog, pinned=names)
-    agent = create_agent(model, middleware=[budget, AttemptTimeout(0.2)])
-    running = asyncio.create_task(agent.ainvoke({"messages": [HumanMessage("go")]}))
+    agent, _, budget = agent_of(tools, metadata, {"go": reply}, after=(AttemptTimeout(0.2),))
+    running = asyncio.create_task(run(agent, "go", "ainvoke", "t"))
     assert await asyncio.to_thread(probe.running.wait, HANG)
     await asyncio.sleep(SETTLE + 0.2)  # past the inner timeout: room for w2 to start beside it
     assert probe.beside == []
     await probe.end(budget, "db")
-    answers = contents(await asyncio.wait_for(running, HANG))
+    answers = contents(await running)
     assert answers["w1"] == "over 0.2 s"
     assert probe.beside == [False] or "still running" in answers["w2"], answers
 
