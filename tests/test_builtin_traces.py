@@ -265,6 +265,48 @@ async def test_a_codemode_program_and_its_builtin_calls_get_tool_runs(shape: str
     assert kind == "end" and output.content == answer.content
 
 
+@tool
+async def slow_lookup(city: str) -> str:
+    """Look a city up, slowly."""
+    await asyncio.sleep(5)
+    return f"found {city}"
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_a_cancelled_runs_builtin_call_ends_its_tool_run(shape: str) -> None:
+    """Review 38a: a run cancelled while a ``python_execution`` program ran (a client gone,
+    a server's cancel, a timeout around ``ainvoke``) left the program's tool run started and
+    never ended (pending for ever in a trace); ``BaseTool.arun`` ends a cancelled tool's run
+    with ``on_tool_error``, and so does a built-in call now."""
+    program = 'print(slow_lookup(city="Rome"))\n'
+    call = {"name": "python_execution", "args": {"code": program}, "id": "p1"}
+    script = [AIMessage("", tool_calls=[call]), AIMessage("done")]
+    options = {
+        "enabled_builtins": ["python_execution"],
+        "tool_call_formats": {"enabled": ["native", "codemode"], "primary": "codemode"},
+        "pinned": ["slow_lookup"],
+    }
+    catalog = ToolCatalog.from_tools([slow_lookup])
+    model = ScriptedChatModel(responses=script)
+    if shape == "prebuilt":
+        graph = create_toolbudget_agent(model, catalog, **options).compile()
+    else:
+        graph = create_agent(model, middleware=[ToolBudgetMiddleware(catalog, **options)])
+    runs = Runs()
+    inputs = {"messages": [("user", "look Rome up")]}
+    task = asyncio.ensure_future(graph.ainvoke(inputs, {"callbacks": [runs]}))
+    for _ in range(200):  # until the program's own call has started
+        if any(s["name"] == "slow_lookup" for _, s in runs.tools()):
+            break
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    [program_run] = [r for r, s in runs.tools() if s["name"] == "python_execution"]
+    [(kind, error)] = runs.ends[program_run]
+    assert kind == "error" and isinstance(error, asyncio.CancelledError)
+
+
 def _nested(depth: int) -> dict[str, Any]:
     value: dict[str, Any] = {}
     for _ in range(depth):

@@ -344,6 +344,9 @@ class BatchRunner:
                 run.on_tool_error(exc, tool_call_id=call["id"])
                 result = _failed(call, exc)
                 return result, _message(call, result)
+            except BaseException as exc:  # KeyboardInterrupt: the run ends, as BaseTool's does
+                run.on_tool_error(exc, tool_call_id=call["id"])
+                raise
         message = _message(call, result)
         run.on_tool_end(message, name=call["name"])
         return result, message
@@ -369,6 +372,9 @@ class BatchRunner:
                 await run.on_tool_error(exc, tool_call_id=call["id"])
                 result = _failed(call, exc)
                 return result, _message(call, result)
+            except BaseException as exc:  # a cancelled run (CancelledError): as in _answer
+                await run.on_tool_error(exc, tool_call_id=call["id"])
+                raise
         message = _message(call, result)
         await run.on_tool_end(message, name=call["name"])
         return result, message
