@@ -247,7 +247,7 @@ def test_the_tool_schemas_of_a_text_format_are_cached_within_a_bound():
         node.invoke(
             {"messages": [HumanMessage("hi")], "context_servers": dict.fromkeys(names, "exclude")}
         )
-        assert len(node.caller._schemas) <= bound
+        assert len(node.caller.thread_prompt._schemas) <= bound
     node.invoke({"messages": [HumanMessage("hi")]})
     system = str(model.calls[-1][0].content)
     assert all(f'"name": "tool_{n}"' in system for n in range(12))
@@ -319,3 +319,23 @@ def test_an_unanswered_call_is_found_by_its_place_not_its_id():
     sent = model.calls[0]
     at = max(i for i, m in enumerate(sent) if getattr(m, "tool_calls", None))
     assert sent[at + 1].type == "tool" and "'send_message' got no answer" in sent[at + 1].text
+
+
+def test_the_middlewares_schema_cache_is_bounded_when_descriptions_change_every_call():
+    """Review 38b: ``ToolBudgetMiddleware`` rendered CodeMode's tool list from a cache keyed
+    by each tool's name and description that never dropped an entry: a middleware before it
+    that rewrites descriptions (dated, per user) grew it with every model call, for the life
+    of a server. The middleware and ``CallModel`` now share ``ThreadPrompt``'s bounded
+    cache, emptied when full as its variants are."""
+    from langgraph_toolbudget import ToolBudgetMiddleware
+
+    catalog = build_example_catalog()
+    budget = ToolBudgetMiddleware(catalog, tool_call_formats={"primary": "codemode"})
+    prompt = budget.thread_prompt
+    room = len(catalog) + len(prompt.tools) * (MAX_VARIANTS + 1)
+    tool = catalog.get("get_weather").tool
+    for day in range(room + 50):
+        dated = tool.model_copy(update={"description": f"Weather, as of day {day}."})
+        schema = prompt.schema(dated)
+        assert schema["function"]["description"] == f"Weather, as of day {day}."
+        assert len(prompt._schemas) <= room

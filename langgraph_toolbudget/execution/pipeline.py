@@ -307,9 +307,9 @@ each other (impure calls of one group, say one MCP server) takes at most its lon
 
 
 POOL_TIME_ERROR = (
-    "Error: tool {tool!r} was not run: its timeout_s ({timeout:g} s) ran out while it waited "
-    "for one of the {size} places where tools run at once (other calls held them all). Call "
-    "it again, in a batch of its own or with fewer calls."
+    "Error: tool {tool!r} was not run: its timeout_s ({timeout:g} s) ran out before a thread "
+    "started it (tools run {size} at once; other calls held the threads, or the time was too "
+    "short to start one). Call it again, in a batch of its own or with fewer calls."
 )
 """A call whose time ran out before a thread of the pool was free for it: it never started
 (see :class:`ToolThreads`)."""

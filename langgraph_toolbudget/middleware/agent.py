@@ -17,7 +17,6 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.runnables import RunnableConfig
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_config
 from langgraph.prebuilt.tool_node import INVALID_TOOL_NAME_ERROR_TEMPLATE, ToolCallRequest
 from langgraph.types import Command
@@ -233,7 +232,6 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         self.selection = ChooseTools(catalog, config=shared, classifier_model=classifier_model)
         self.thread_prompt = ThreadPrompt(catalog, self.runner.builtins)
         self.codemode = _codemode_primary(shared, self.runner.builtins.names)
-        self._schemas: dict[tuple[str, str], dict[str, Any]] = {}
         self.builtin_tools = self.thread_prompt.tools
         self.section = self.thread_prompt.section
         self.tools = [*self.builtin_tools, *(spec.tool for spec in catalog.specs)]
@@ -301,7 +299,8 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             ours = [versions.get(t.name, t) for t in ours]
         tools = [*ours, *others]
         if self.codemode is not None:  # tools as functions in the prompt, python_execution bound
-            section += "\n\n" + self.codemode.render_tools([self._schema(t) for t in ours])
+            schemas = [self.thread_prompt.schema(t) for t in ours]
+            section += "\n\n" + self.codemode.render_tools(schemas)
             tools = [*(t for t in ours if t.name in self.codemode.binds), *others]
         return request.override(
             tools=tools,
@@ -310,12 +309,6 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             ),
             messages=_in_call_order(request.messages, self.runner.builtins),
         )
-
-    def _schema(self, tool: Any) -> dict[str, Any]:
-        key = (tool.name, tool.description)
-        if key not in self._schemas:
-            self._schemas[key] = convert_to_openai_tool(tool)
-        return self._schemas[key]
 
     def _split(self, tools: list[Any]) -> tuple[list[Any], frozenset[str] | None, dict[str, Any]]:
         """The agent's tools that are not ours (provider tools, other middleware's); the

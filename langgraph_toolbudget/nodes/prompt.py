@@ -25,7 +25,6 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolCall, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.budget import format_for_model
@@ -46,7 +45,6 @@ from langgraph_toolbudget.nodes.models import (
     resolve_chat_model,
 )
 from langgraph_toolbudget.nodes.thread_prompt import (
-    MAX_VARIANTS,
     ThreadPrompt,
     tools_prompt_section,
 )
@@ -180,10 +178,6 @@ class ModelCaller:
         self.thread_prompt = ThreadPrompt(catalog, builtins)
         self.builtin_tools = self.thread_prompt.tools
         self.section = self.thread_prompt.section
-        self._schemas: dict[tuple[str, str], dict[str, Any]] = {}
-        # Room for every catalog tool and the built-ins of each variant ThreadPrompt keeps
-        # (their descriptions differ per thread context): emptied when full, as those are.
-        self._max_schemas = len(catalog) + len(self.builtin_tools) * (MAX_VARIANTS + 1)
         formats = self.config.tool_call_formats
         on_purpose = isinstance(formats, ToolCallFormats) and formats.primary != "native"
         self.choice = self._choose(
@@ -264,15 +258,7 @@ class ModelCaller:
     def tool_schemas(self, working: WorkingSet, state: Any = None) -> list[dict[str, Any]]:
         """The OpenAI schemas of :meth:`tools` (cached per tool name and description, in a
         bounded cache)."""
-        schemas = []
-        for tool in self.tools(working, state):
-            key = (tool.name, tool.description)
-            if key not in self._schemas:
-                if len(self._schemas) >= self._max_schemas:
-                    self._schemas.clear()
-                self._schemas[key] = convert_to_openai_tool(tool)
-            schemas.append(self._schemas[key])
-        return schemas
+        return [self.thread_prompt.schema(tool) for tool in self.tools(working, state)]
 
     def prompt(
         self, state: Any, config: RunnableConfig, working: WorkingSet | None = None

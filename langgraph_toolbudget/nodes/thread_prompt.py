@@ -27,6 +27,7 @@ from collections.abc import Collection
 from typing import Any
 
 from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from typing_extensions import Unpack
 
 from langgraph_toolbudget.config import BudgetConfig, BudgetOptions
@@ -120,6 +121,21 @@ class ThreadPrompt:
         self.section = tools_prompt_section(catalog, self.names)
         self.tools: list[BaseTool] = list(builtins.tools)
         self._variants: dict[Any, tuple[str, list[BaseTool]]] = {}
+        self._schemas: dict[tuple[str, str], dict[str, Any]] = {}
+        # Room for every catalog tool and the built-ins of each variant kept (their
+        # descriptions differ per thread context): emptied when full, as the variants are.
+        self._max_schemas = len(catalog) + len(self.tools) * (MAX_VARIANTS + 1)
+
+    def schema(self, tool: BaseTool) -> dict[str, Any]:
+        """The OpenAI schema of ``tool``, kept per name and description in a bounded cache
+        (a middleware listed before the budget may rewrite descriptions on every call)."""
+        key = (tool.name, tool.description)
+        found = self._schemas.get(key)
+        if found is None:
+            if len(self._schemas) >= self._max_schemas:
+                self._schemas.clear()
+            found = self._schemas[key] = convert_to_openai_tool(tool)
+        return found
 
     def in_play(self, state: Any) -> tuple[str, ...]:
         """The categories with a server-written description that the thread of ``state``
