@@ -138,7 +138,8 @@ def _messages(saver: PostgresSaver, thread: str) -> list[Any]:
 
 
 def _check_thread(messages: list[Any], texts: list[str]) -> list[str]:
-    """The thread's catalog tool call ids, after checking that each turn is there once, whole."""
+    """The thread's tool call ids (built-in calls get a tool run too), after checking that
+    each turn is there once, whole."""
     humans = [m.text for m in messages if isinstance(m, HumanMessage)]
     assert humans == texts, f"turns lost or applied twice: {humans} != {texts}"
     calls = [c for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
@@ -149,9 +150,7 @@ def _check_thread(messages: list[Any], texts: list[str]) -> list[str]:
     for end in [*starts[1:], len(messages)]:  # each turn ends with the model's answer
         last = messages[end - 1]
         assert isinstance(last, AIMessage) and not last.tool_calls, last
-    builtins = {"search_tools", "add_tool", "request_more_tools", "show_all_tools",
-                "read_large_output", "search_large_output", "query_large_output"}  # fmt: skip
-    return [c["id"] for c in calls if c["name"] not in builtins]
+    return [c["id"] for c in calls]
 
 
 def _tool_runs(path: Path) -> Counter[tuple[str, str]]:
