@@ -197,9 +197,9 @@ class ToolThreads:
 
     A call abandoned at its timeout gives its place to the next call (:meth:`release`) while
     its thread runs on (Python cannot stop it). Places go to the calls in the order they
-    asked for one. A call whose ``deadline`` passed while it
-    waited for a place never starts: its future is cancelled (as is the future of a call
-    its caller cancels while it waits). The pool has ``size`` spare threads for such
+    asked for one. A call whose ``deadline`` passed while it waited for a place never
+    starts: its future is cancelled (as is the future of a call its caller cancels while
+    it waits, or one its ``on_start`` refuses). The pool has ``size`` spare threads for such
     calls: at most ``2 * size`` threads are alive, and only abandoned calls beyond ``size``
     still running take places from later calls.
 
