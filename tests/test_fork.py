@@ -196,3 +196,42 @@ def test_an_mcp_catalog_dropped_without_close_has_its_server_reaped() -> None:
         """
     )
     assert result["alive"] == 0
+
+
+def test_a_child_forgets_the_parents_pool_and_abandoned_calls_at_the_fork() -> None:
+    # They were forgotten on the child's first use, which two of its threads could race:
+    # each saw the parent's pid and reset, and two pools ran `max_parallel` calls each.
+    result = run_script(
+        """
+        import threading
+        from langgraph_toolbudget.execution.lingering import LingeringCalls
+        from langgraph_toolbudget.execution.pipeline import ToolThreads
+
+        threads, lingering = ToolThreads(1, "t"), LingeringCalls()
+        parent_pool = threads._made()[0]
+        parent_lock = lingering._lock
+        def at_fork():
+            return {
+                "pool_forgotten": threads._pool is None,
+                "lock_new": lingering._lock is not parent_lock,
+            }
+        child, _ = in_child(at_fork)
+
+        def first_calls():
+            made = []
+            start = threading.Barrier(8)
+            def first():
+                start.wait()
+                made.append(id(threads._made()[0]))
+            workers = [threading.Thread(target=first) for _ in range(8)]
+            for w in workers:
+                w.start()
+            for w in workers:
+                w.join()
+            return {"pools": len(set(made)), "new": id(parent_pool) not in made}
+        racing, _ = in_child(first_calls)
+        print(json.dumps({"child": child, "racing": racing}))
+        """
+    )
+    assert result["child"] == {"pool_forgotten": True, "lock_new": True}
+    assert result["racing"] == {"pools": 1, "new": True}

@@ -27,13 +27,13 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from langgraph_toolbudget._forks import reset_in_forked_children
 from langgraph_toolbudget.core.spec import ToolSpec
 
 __all__ = [
@@ -126,15 +126,14 @@ class LingeringCalls:
     def __init__(self, limits: Mapping[str, int] | None = None) -> None:
         self._lock = threading.Lock()
         self._groups: dict[str, list[_Abandoned]] = {}
-        self._pid = os.getpid()
+        reset_in_forked_children(self)
         self._listeners: list[Callable[[str], None]] = []
         self.limits = dict(limits or {})
 
-    def _forked(self) -> None:
-        """In a process forked from the one whose calls these are, forget them: their
-        threads and tasks are not in it, so they would block their groups for ever."""
-        if self._pid != os.getpid():
-            self._pid, self._lock, self._groups = os.getpid(), threading.Lock(), {}
+    def _after_fork(self) -> None:
+        # In a forked child the parent's calls have no threads or tasks: they would block
+        # their groups for ever.
+        self._lock, self._groups = threading.Lock(), {}
 
     def on_end(self, listener: Callable[[str], None]) -> None:
         """Call ``listener(group)`` each time an abandoned call of ``group`` really ends (in
@@ -152,13 +151,11 @@ class LingeringCalls:
         entry = _Abandoned(spec.name, group, spec.is_pure, time.monotonic() + timeout, cancelled)
         why = "was cancelled with its run" if cancelled else f"passed its {timeout:g} s timeout"
         logger.warning("tool %s %s; abandoned, running on", spec.name, why)
-        self._forked()
         with self._lock:
             self._groups.setdefault(group, []).append(entry)
         work.add_done_callback(lambda w: _ended(w, entry, self._drop))
 
     def _drop(self, entry: _Abandoned) -> None:
-        self._forked()
         with self._lock:
             entries = self._groups.get(entry.group, [])
             if entry in entries:
@@ -170,7 +167,6 @@ class LingeringCalls:
 
     def running(self, group: str) -> tuple[int, int]:
         """The abandoned calls of ``group`` that still run: (timed out, cancelled)."""
-        self._forked()
         with self._lock:
             entries = self._groups.get(group, ())
             cancelled = sum(e.cancelled for e in entries)
@@ -180,7 +176,6 @@ class LingeringCalls:
         """Timed-out calls ``spec`` waits for: any for an impure call; the impure ones for a
         pure call, and all of them while they fill its group's limit (until one ends). (The
         calls of cancelled runs are waited for as running calls, by the group's limit.)"""
-        self._forked()
         with self._lock:
             entries = [e for e in self._groups.get(spec.concurrency_group, ()) if not e.cancelled]
         limit = self.limits.get(spec.concurrency_group)

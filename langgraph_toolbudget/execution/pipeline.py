@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import threading
 import time
 from collections import deque
@@ -58,6 +57,7 @@ from langgraph.prebuilt import ToolRuntime
 from langgraph.prebuilt.tool_node import ToolCallRequest
 
 from langgraph_toolbudget._compat import runtime_of
+from langgraph_toolbudget._forks import reset_in_forked_children
 from langgraph_toolbudget._runner import run_sync
 from langgraph_toolbudget.core.catalog import ToolCatalog, ToolSpec
 from langgraph_toolbudget.execution.errors import HandleToolErrors, ToolErrorPolicy
@@ -203,8 +203,8 @@ class ToolThreads:
     calls: at most ``2 * size`` threads are alive, and only abandoned calls beyond ``size``
     still running take places from later calls.
 
-    Made on first use (once, whichever thread or event loop comes first), and made again in
-    a forked child process: the parent's workers do not survive a fork, and the copied pool
+    Made on first use (once, whichever thread or event loop comes first), and forgotten at
+    a fork, in the child: the parent's workers do not survive a fork, and the copied pool
     would wait for them forever.
 
     Args:
@@ -220,7 +220,11 @@ class ToolThreads:
         self._running: dict[Future[Any], _Places] = {}  # calls holding a place
         self._lock = threading.Lock()
         self._making = threading.Lock()  # held while the pool is made
-        self._pid = os.getpid()
+        reset_in_forked_children(self)
+
+    def _after_fork(self) -> None:
+        # A thread of the parent holding these locks is not in the child.
+        self._pool, self._lock, self._making = None, threading.Lock(), threading.Lock()
 
     def submit(
         self,
@@ -243,10 +247,6 @@ class ToolThreads:
     def _made(self) -> tuple[ThreadPoolExecutor, _Places]:
         """The pool and its places, made on first use (two event loops' first calls at once
         get one pool: two would each run ``size`` calls)."""
-        if self._pid != os.getpid():
-            # A forked child: a thread of the parent holding these locks is not in it.
-            self._pool, self._lock, self._making = None, threading.Lock(), threading.Lock()
-            self._pid = os.getpid()
         with self._making:
             if self._pool is None:
                 self._places, self._running = _Places(self.size), {}
