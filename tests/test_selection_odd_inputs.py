@@ -15,7 +15,7 @@ import textwrap
 import unicodedata
 
 import pytest
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import StructuredTool
 
 from langgraph_toolbudget import ToolAgent, ToolCatalog, ToolExecutor, create_toolbudget_agent
@@ -23,7 +23,7 @@ from langgraph_toolbudget.core.hashing import HashingEmbeddings
 from langgraph_toolbudget.core.meta import MAX_REASON_CHARS, MetaToolHandler
 from langgraph_toolbudget.core.search import MAX_EXPANDED_TERMS, MAX_RANKED_CLAUSES, ToolIndex
 from langgraph_toolbudget.core.semantic import HybridScorer
-from langgraph_toolbudget.core.terms import tokenize
+from langgraph_toolbudget.core.terms import MAX_REQUEST_CHARS, ranked_text, tokenize
 from langgraph_toolbudget.core.working_set import WorkingSet
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
 from langgraph_toolbudget.explain import explain
@@ -193,7 +193,54 @@ def test_a_request_of_thousands_of_clauses_embeds_a_bounded_number_of_them(api):
         scorer.scores(text)
     else:
         asyncio.run(scorer.ascores(text))
-    assert embedded[0] == text and len(embedded) == 1 + MAX_RANKED_CLAUSES  # as BM25 ranks them
+    # as BM25 ranks them: the text's first and last halves, then its first clauses
+    assert embedded[0] == ranked_text(text) and len(embedded) == 1 + MAX_RANKED_CLAUSES
+
+
+def _filler(chars: int) -> str:
+    words = _words(2_000, seed=3)
+    out = " ".join(f"{words[i % len(words)]}{i}" for i in range(chars // 8))
+    return out[:chars]
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_a_request_pasted_around_megabytes_is_ranked_on_its_first_and_last_part(where):
+    # Reading a text is linear in its length: a client's 8 MB message held the event loop
+    # for seconds. The ask comes before or after what is pasted with it.
+    ask, paste = "Send a message to the team channel on Slack", _filler(3_000_000)
+    text = f"{ask}. {paste}" if where == "before" else f"{paste}. {ask}"
+    part = ranked_text(text)
+    assert len(part) <= MAX_REQUEST_CHARS + 1 and ask in part
+    index = build_example_catalog().index
+    assert index.names[int(index.scores(text).argmax())] == "send_message"
+    assert ranked_text(ask) == ask  # a request under the cap is ranked whole
+
+
+@pytest.mark.parametrize("shape", ["prebuilt", "middleware"])
+def test_no_turn_reads_more_than_the_ranked_part_of_a_megabytes_long_message(shape, monkeypatch):
+    from langchain.agents import create_agent
+
+    from langgraph_toolbudget import ToolBudgetMiddleware
+    from langgraph_toolbudget.core import fuzzy, terms
+
+    catalog = build_example_catalog()
+    model = ScriptedChatModel(responses=[AIMessage("done")])
+    if shape == "prebuilt":
+        graph = create_toolbudget_agent(model, catalog).compile()
+    else:
+        graph = create_agent(model, middleware=[ToolBudgetMiddleware(catalog)])
+    read: list[int] = []
+    split = terms._split_words
+
+    def counting(text: str) -> tuple[str, ...]:
+        read.append(len(text))
+        return split(text)
+
+    monkeypatch.setattr(terms, "_split_words", counting)
+    monkeypatch.setattr(fuzzy, "_split_words", counting)
+    text = f"Why does this fail? {_filler(4_000_000)}"
+    asyncio.run(graph.ainvoke({"messages": [HumanMessage(text)]}))
+    assert read and max(read) <= MAX_REQUEST_CHARS + 1  # never the whole message
 
 
 def test_a_request_under_the_caps_expands_every_unknown_term_of_every_clause():

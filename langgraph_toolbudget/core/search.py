@@ -37,7 +37,13 @@ from rapidfuzz import fuzz, process
 
 from langgraph_toolbudget.core.fuzzy import FuzzyMatcher
 from langgraph_toolbudget.core.limits import MAX_PATTERN_CHARS, clip
-from langgraph_toolbudget.core.terms import MAX_CACHED_TEXT, clauses, stop_word_pairs, tokenize
+from langgraph_toolbudget.core.terms import (
+    MAX_CACHED_TEXT,
+    clauses,
+    ranked_text,
+    stop_word_pairs,
+    tokenize,
+)
 
 __all__ = [
     "MAX_EXPANDED_TERMS",
@@ -316,10 +322,12 @@ class ToolIndex:
         last query's scores are cached, since the three nodes of a turn score the
         same message.
 
-        The work is bounded whatever the text's length: close spellings are looked up
-        for at most :data:`MAX_EXPANDED_TERMS` unknown terms (the whole text's and its
-        clauses' together) and at most :data:`MAX_RANKED_CLAUSES` clauses are ranked
-        on their own.
+        The work is bounded whatever the text's length: a text over
+        :data:`~langgraph_toolbudget.core.terms.MAX_REQUEST_CHARS` characters is ranked on
+        its first and last halves (:func:`~langgraph_toolbudget.core.terms.ranked_text`),
+        close spellings are looked up for at most :data:`MAX_EXPANDED_TERMS` unknown terms
+        (the whole text's and its clauses' together) and at most :data:`MAX_RANKED_CLAUSES`
+        clauses are ranked on their own.
         """
         return self._scored(query)[0]
 
@@ -331,6 +339,7 @@ class ToolIndex:
 
     def _scored(self, query: str) -> tuple[np.ndarray, frozenset[int] | None]:
         """:meth:`scores` and :meth:`clause_leaders` of ``query``; the last query's are cached."""
+        query = ranked_text(query)
         last = self._last
         if last is not None and last[0] == query:
             return last[1], last[2]
@@ -373,13 +382,13 @@ class ToolIndex:
     def term_docs(self, query: str) -> dict[str, np.ndarray]:
         """The positions of the tools holding each term of ``query``, spelled as written
         (a close spelling the ranking tolerates is no evidence of what the query is about)."""
-        terms = dict.fromkeys(tokenize(query))
+        terms = dict.fromkeys(tokenize(ranked_text(query)))
         return {t: self._postings[t][0] for t in terms if t in self._postings}
 
     def bm25_scores(self, query: str) -> np.ndarray:
         """Plain BM25 score of every tool for the whole query (typos tolerated: close
         spellings of its first :data:`MAX_EXPANDED_TERMS` unknown terms count too)."""
-        terms = self._query_terms(query)
+        terms = self._query_terms(ranked_text(query))
         return self._bm25(terms, self._expandable(terms))
 
     def _query_terms(self, query: str) -> Counter[str]:

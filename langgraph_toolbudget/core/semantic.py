@@ -47,6 +47,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.hashing import HashingEmbeddings
 from langgraph_toolbudget.core.search import FULL_QUERY_WEIGHT, MAX_RANKED_CLAUSES, clauses
+from langgraph_toolbudget.core.terms import ranked_text
 from langgraph_toolbudget.core.vectors import QUERY_CACHE_SIZE, tool_text, tool_vectors
 
 __all__ = [
@@ -218,7 +219,11 @@ class HybridScorer:
         (sentence ends, "then", "also"...), as the BM25 ranking splits them, and at most its
         first :data:`~langgraph_toolbudget.core.search.MAX_RANKED_CLAUSES`, as it ranks them:
         a pasted log of thousands of sentences costs at most that many ``embed_query`` calls.
+        A query over :data:`~langgraph_toolbudget.core.terms.MAX_REQUEST_CHARS` characters is
+        embedded as its first and last halves
+        (:func:`~langgraph_toolbudget.core.terms.ranked_text`).
         """
+        query = ranked_text(query)
         parts = clauses(query)[:MAX_RANKED_CLAUSES] if self.split_clauses else []
         return [query, *parts] if len(parts) >= 2 else [query]
 

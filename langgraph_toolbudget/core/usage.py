@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from langgraph_toolbudget.core.limits import MAX_NAME_CHARS
-from langgraph_toolbudget.core.terms import tokenize
+from langgraph_toolbudget.core.terms import ranked_text, tokenize
 
 if TYPE_CHECKING:
     from langgraph_toolbudget.core.catalog import ToolCatalog
@@ -626,7 +626,7 @@ class UsageIndex:
         The term frequency of a tool is how many of its messages hold the term,
         its length how many messages it has. None when no recorded term matches.
         """
-        terms = Counter(tokenize(query))
+        terms = Counter(tokenize(ranked_text(query)))
         with self._lock:
             found = []
             for term, qtf in terms.items():
