@@ -255,3 +255,59 @@ def test_request_more_tools_names_only_the_categories_left_in_the_thread() -> No
     (answer,) = ToolExecutor(catalog).invoke(state)["messages"]
     available = answer.content.split("Available categories:", 1)[1]
     assert "weather" in available and "slack" not in available
+
+
+def _big_server_catalog() -> Any:
+    from langchain_core.tools import StructuredTool
+
+    from langgraph_toolbudget import ToolCatalog
+
+    def tool(name: str, description: str, server: str) -> StructuredTool:
+        def run(city: str = "") -> str:
+            return f"{name} ran {city}"
+
+        made = StructuredTool.from_function(run, name=name, description=description)
+        made.metadata = {"server": server}
+        return made
+
+    github = [
+        tool(f"gh_op_{i:02d}", f"GitHub repository operation {i}.", "github") for i in range(30)
+    ]
+    weather = [
+        tool("get_weather", "Get the current weather in a city.", "weather"),
+        tool("weather_alerts", "Severe weather alerts for a city.", "weather"),
+    ]
+    return ToolCatalog.from_tools(github + weather)
+
+
+@pytest.mark.parametrize("shape", ["prebuilt", "middleware"])
+@pytest.mark.parametrize("max_visible", [None, 8])
+def test_a_thread_including_a_large_server_keeps_the_budgets_room(
+    shape: str, max_visible: int | None
+) -> None:
+    # The 30 included tools filled the cap: the turn's choice was dropped and add_tool was
+    # refused as "the working set is full of pinned tools", with nothing pinned.
+    from langgraph_toolbudget import update_context
+
+    catalog = _big_server_catalog()
+    call = {"name": "add_tool", "args": {"tool_names": ["weather_alerts"]}, "id": "a"}
+    weather = {"name": "get_weather", "args": {"city": "Paris"}, "id": "w"}
+    model = ScriptedChatModel(
+        responses=[AIMessage("", tool_calls=[call]), AIMessage("", tool_calls=[weather]), "done"]
+    )
+    options: dict[str, Any] = {} if max_visible is None else {"max_visible": max_visible}
+    if shape == "prebuilt":
+        app: Any = create_toolbudget_agent(model, catalog, **options).compile(
+            checkpointer=InMemorySaver()
+        )
+    else:
+        middleware = ToolBudgetMiddleware(catalog, **options)
+        app = create_agent(model, middleware=[middleware], checkpointer=InMemorySaver())
+    update_context(app, CONFIG, include_tools(servers=["github"]))
+    out = app.invoke({"messages": [HumanMessage("What's the weather in Paris?")]}, CONFIG)
+    first, second = (set(bound) for bound in model.bound_tools[:2])
+    assert {f"gh_op_{i:02d}" for i in range(30)} <= first  # the included server, all of it
+    assert "get_weather" in first  # and the turn's own choice beside it
+    answers = {m.tool_call_id: m for m in out["messages"] if m.type == "tool"}
+    assert answers["a"].status == "success" and "weather_alerts" in second
+    assert answers["w"].content == "get_weather ran Paris"

@@ -511,11 +511,17 @@ class SessionContext:
             state: the graph state.
             catalog: the catalog.
             free: the node's free tools without a context (see :meth:`free`).
-            cap: the working-set cap.
+            cap: the working-set cap, counting ``free``. The tools this thread makes
+                visible for free beyond ``free`` (those it included or set to ``always``)
+                come on top of it: a thread that includes a large server keeps the room the
+                budget and the model's own loads have.
             add_free: add the free tools to the set (else they are only protected
                 from eviction).
         """
+        free = list(free)
         thread_free = self.free(catalog, free)
+        if cap is not None:
+            cap += len(set(thread_free).difference(free))
         working = WorkingSet.from_state(
             state,
             base=thread_free if add_free else (),

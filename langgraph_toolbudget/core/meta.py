@@ -130,7 +130,15 @@ NOT_ADDED_DISABLED = "disabled"
 NOT_ADDED_STATUS = (
     "{status} tools, which run only in debug mode (runtime_mode='debug'); use a published tool"
 )
-NOT_ADDED_CAP = "not added: the working set is full of pinned tools"
+NOT_ADDED_CAP = (
+    "no room: at most {cap} tools are visible at once (max_visible), and the others are "
+    "always visible or added by this same call; add fewer tools at a time"
+)
+NOT_ADDED_FULL = (
+    "no room: at most {cap} tools are visible at once (max_visible) and each of them is always "
+    "visible, so none can make room; use the tools you have"
+)
+NO_ROOM = "No tools loaded ({why})."
 CLOSEST_TO = "Closest tools to {name!r}: {closest}."
 NOT_ADDED_EXCLUDED = (
     "excluded from this conversation's tool context; only the user can include them again "
@@ -393,6 +401,9 @@ class MetaToolHandler:
             also_selectable=context.selectable(self.catalog),
         )
         room = working.room()
+        if room is not None and room <= 0 and chosen:
+            full = NOT_ADDED_FULL.format(cap=working.cap)
+            return MetaOutcome(NO_ROOM.format(why=full), error=True)
         if room is not None and len(chosen) > room:
             # Each category keeps its best: the working set would drop the last categories.
             category_of: dict[str, str | None] = {}
@@ -489,10 +500,13 @@ class MetaToolHandler:
             else:
                 problems.setdefault(unknown, []).append(n)
         already = [n for n in valid if n in working]
+        room = working.room()
         added, evicted = working.add(valid, reason=ADD_TOOL, args=args)
         skipped = [n for n in valid if n not in added and n not in already]
+        full = room is not None and room <= 0
+        no_room = (NOT_ADDED_FULL if full else NOT_ADDED_CAP).format(cap=working.cap)
         if skipped:
-            problems.setdefault(NOT_ADDED_CAP, []).extend(skipped)
+            problems.setdefault(no_room, []).extend(skipped)
         parts = []
         if added:
             parts.append(f"Added {len(added)} tools: {', '.join(added)}.")
@@ -500,7 +514,7 @@ class MetaToolHandler:
             parts.append(f"Already available: {', '.join(already)}.")
         for why, bad in problems.items():
             parts.append(f"Not added ({why}): {clip_names(bad)}.")
-        parts.extend(self._closest_hints(problems, context))
+        parts.extend(self._closest_hints(problems, context, usable=(NOT_ADDED_EXCLUDED, no_room)))
         if not parts:
             parts.append("No tools named.")
         content = " ".join(parts) + _evicted_note(evicted)
@@ -508,16 +522,15 @@ class MetaToolHandler:
             content, added=added, evicted=evicted, error=bool(problems) and not added
         )
 
-    def _closest_hints(self, problems: dict[str, list[str]], context: SessionContext) -> list[str]:
+    def _closest_hints(
+        self, problems: dict[str, list[str]], context: SessionContext, usable: Collection[str]
+    ) -> list[str]:
         """For each name ``add_tool`` could not add because no such tool may be used
-        (unknown, filtered, disabled, a draft), the closest tools it may add instead, as a
-        direct call to that name is told (the first :data:`MAX_ECHO_ITEMS` names)."""
-        unusable = [
-            n
-            for why, bad in problems.items()
-            if why not in (NOT_ADDED_EXCLUDED, NOT_ADDED_CAP)
-            for n in bad
-        ][:MAX_ECHO_ITEMS]
+        (unknown, filtered, disabled, a draft: any reason but those in ``usable``), the
+        closest tools it may add instead, as a direct call to that name is told (the first
+        :data:`MAX_ECHO_ITEMS` names)."""
+        unusable = [n for why, bad in problems.items() if why not in usable for n in bad]
+        unusable = unusable[:MAX_ECHO_ITEMS]
         if not unusable:
             return []
         hidden = context.excluded(self.catalog)
