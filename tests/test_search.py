@@ -31,6 +31,7 @@ from langgraph_toolbudget.core.terms import (
     _split_short_words,
     _split_words,
 )
+from langgraph_toolbudget.demo.example_catalog import build_example_catalog
 
 
 def _text(catalog: ToolCatalog, name: str) -> str:
@@ -104,8 +105,34 @@ def test_regex_search_matches_argument_names(catalog):
 
 def test_regex_search_limit_caps_regex_matches(catalog):
     result = catalog.index.regex_search("list", limit=2)
-    assert result.found == 2
     assert len(result.tools) == 2
+    # found counts every match, and the answer says the list is cut (it said found=2, so
+    # a model never learned of the others)
+    every = catalog.index.regex_search("list")
+    assert result.found == every.found == len(every.tools) > 2
+    assert f"These are the first 2 of {every.found}: a narrower pattern" in result.message
+    assert "first" not in every.message
+
+
+@pytest.mark.parametrize(
+    ("pattern", "names"),
+    [
+        ("^get_weather$", ["get_weather"]),  # a whole name
+        ("_issue$", ["create_issue", "close_issue", "comment_on_issue"]),  # how a name ends
+        ("^list_", None),  # how a name starts
+    ],
+)
+def test_regex_search_anchors_match_at_a_name(pattern, names):
+    # A tool's text is one string, name, description and argument names on lines of their
+    # own: `^` and `$` matched only at its very start and end, so these fell to the fuzzy
+    # fallback ("No tool matched the pattern exactly").
+    index = build_example_catalog().index
+    result = index.regex_search(pattern)
+    assert result.error is None and not result.fuzzy
+    found = _names(result)
+    if names is not None:
+        assert found[: len(names)] == names
+    assert all(re.search(pattern, name) for name in found[:3])
 
 
 def test_fuzzy_fallback_finds_get_weather_for_typo_wether(catalog):
@@ -172,6 +199,7 @@ def test_regex_search_invalid_regex_returns_error_result_not_exception(catalog, 
     assert result.error is not None
     assert problem in result.error
     assert pattern in result.error
+    assert "(?m)" not in result.error  # the multi-line flag is ours, not the model's pattern
     assert result.found == 0
     assert result.tools == []
     assert result.to_dict() == {"error": result.error}
@@ -250,7 +278,7 @@ def big_catalog() -> ToolCatalog:
         ("(a+)+$", 0),  # every text ends with the argument name "sensor"
         ("(.*a){20}", 1000),  # every description holds a run of 30 a's
         ("(x|x|x)*y", 0),  # no text holds a "y"
-        ("(a|aa)+b$", 0),
+        ("(a|aa)+b$", 1000),  # every description's last line is a run of a's and a "b"
         ("(x+x+)+y", 0),
     ],
 )

@@ -49,7 +49,7 @@ from langgraph_toolbudget.core.limits import (
     safe_repr,
     too_deep,
 )
-from langgraph_toolbudget.core.search import NOT_FOUND_MESSAGE
+from langgraph_toolbudget.core.search import NOT_FOUND_MESSAGE, more_matched
 from langgraph_toolbudget.core.selection import select_tools
 from langgraph_toolbudget.core.working_set import WorkingSet
 
@@ -455,14 +455,15 @@ class MetaToolHandler:
     def _found_without_add_tool(self, found: list[dict[str, str]], count: int) -> dict[str, Any]:
         """A ``search_tools`` answer for a model that has no ``add_tool``: each tool with its
         category when ``request_more_tools`` can load it, else that none can be loaded."""
+        more = more_matched(len(found), count)
         if REQUEST_MORE_TOOLS not in self.enabled:
-            return {"found": count, "tools": found, "message": FOUND_CANNOT_LOAD}
+            return {"found": count, "tools": found, "message": FOUND_CANNOT_LOAD + more}
         tools = []
         for t in found:
             spec = self.catalog.get(t["name"])
             categories = spec.categories if spec is not None else ()
             tools.append({**t, "category": categories[0] if categories else ""})
-        return {"found": count, "tools": tools, "message": FOUND_LOAD_BY_CATEGORY}
+        return {"found": count, "tools": tools, "message": FOUND_LOAD_BY_CATEGORY + more}
 
     def _add_tool(
         self,

@@ -67,6 +67,7 @@ MAX_FUZZY_RESULTS = 5
 """The fuzzy fallback of ``search_tools`` returns at most this many tools."""
 
 FOUND_MESSAGE = "Found matching tools. Use 'add_tool' to load the ones you need."
+MORE_MATCHED = " These are the first {shown} of {found}: a narrower pattern lists the others."
 FUZZY_MESSAGE = (
     "No tool matched the pattern exactly; these are the closest matches. "
     "Use 'add_tool' to load the ones you need."
@@ -166,6 +167,12 @@ class SearchResult:
         return {"found": self.found, "tools": self.tools, "message": self.message}
 
 
+def more_matched(shown: int, found: int) -> str:
+    """What a ``search_tools`` answer adds when it lists only the first ``shown`` of the
+    ``found`` tools that matched ("" when it lists them all)."""
+    return MORE_MATCHED.format(shown=shown, found=found) if found > shown else ""
+
+
 def _compile_pattern(pattern: str) -> re2._Regexp:
     options = re2.Options()
     options.log_errors = False
@@ -173,7 +180,9 @@ def _compile_pattern(pattern: str) -> re2._Regexp:
     # Smart case: an all-lower-case pattern matches regardless of case, as in ripgrep.
     letters = re.sub(r"\(\?[a-zA-Z]+\)|\\[A-Za-z]", "", pattern)  # flags and escapes like \W
     options.case_sensitive = any(c.isupper() for c in letters)
-    return re2.compile(pattern, options=options)
+    # Multi-line: a tool's text is its name, description and argument names on lines of
+    # their own, so `^get_weather$` and `_issue$` match a name.
+    return re2.compile(f"(?m){pattern}", options=options)
 
 
 def _reason(exc: re2.error) -> str:
@@ -181,6 +190,7 @@ def _reason(exc: re2.error) -> str:
     reason = exc.args[0] if exc.args else str(exc)
     if isinstance(reason, bytes):
         reason = reason.decode("utf-8", "replace")
+    reason = reason.replace("(?m)", "", 1)  # the flag _compile_pattern put before the pattern
     if "invalid perl operator" in reason or "invalid escape" in reason:
         reason += " (look-around and back-references are not supported)"
     return str(reason)
@@ -489,9 +499,9 @@ class ToolIndex:
         hits = [i for i in matched if self.names[i] not in exclude]
         if hits:
             hits.sort(key=lambda i: (compiled.search(self.names[i]) is None, i))
-            if limit is not None:
-                hits = hits[:limit]
-            return SearchResult(len(hits), self._describe(hits), FOUND_MESSAGE)
+            shown = hits[:limit] if limit is not None else hits
+            message = FOUND_MESSAGE + more_matched(len(shown), len(hits))
+            return SearchResult(len(hits), self._describe(shown), message)
         if matched:
             return self._all_excluded(matched)
         return self._fuzzy_result(pattern, exclude)
