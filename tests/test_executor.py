@@ -685,6 +685,33 @@ async def test_meta_call_limit_counts_earlier_meta_calls_of_the_same_turn(catalo
     assert out["messages"][0].status == "success"
 
 
+@pytest.mark.parametrize("where", ["same reply", "earlier reply"])
+async def test_a_hidden_tool_is_not_sent_to_add_tool_once_the_turns_meta_calls_are_spent(
+    catalog, where
+):
+    # "Load it first with add_tool(...)", which the limit then refused: the model spent its
+    # remaining iterations on advice that could not work.
+    meta = call("search_tools", "m1", query="issue")
+    hidden = call("create_issue", "c1", title="x")
+    if where == "same reply":
+        state = state_for([meta, hidden], ["ask_human"])
+    else:
+        earlier = [
+            HumanMessage("hi"),
+            ai_calls(meta),
+            ToolMessage("{}", name="search_tools", tool_call_id="m1"),
+        ]
+        state = {"messages": [*earlier, ai_calls(hidden)], "selected_tools": ["ask_human"]}
+    out = await ToolExecutor(catalog, max_meta_calls=1).ainvoke(state)
+    refusal = out["messages"][-1]
+    assert refusal.status == "error" and "is not loaded" in refusal.content
+    assert "add_tool" not in refusal.content
+    assert "No tool can be loaded in this turn" in refusal.content
+    # under the limit, the refusal says how to load it
+    out = await ToolExecutor(catalog, max_meta_calls=2).ainvoke(state)
+    assert "Load it first with add_tool(tool_names=['create_issue'])" in out["messages"][-1].content
+
+
 async def test_working_set_cap_evicts_lru_tells_the_model_and_keeps_pinned(catalog, rec):
     node = ToolExecutor(catalog, max_visible=7, pinned=["list_projects"])
     visible = [

@@ -50,6 +50,7 @@ from langgraph_toolbudget import (
     tools_prompt_section,
 )
 from langgraph_toolbudget.core.meta import META_TOOL_NAMES, NOT_ADDED_UNKNOWN, NOT_ADDED_UNMANAGED
+from langgraph_toolbudget.demo.example_catalog import build_example_catalog
 from langgraph_toolbudget.nodes.agent import ITERATION_LIMIT_MESSAGE
 from langgraph_toolbudget.testing import ScriptedChatModel
 
@@ -887,3 +888,20 @@ async def test_a_native_calls_integer_outside_64_bits_is_kept_as_text_with_a_che
     assert stored.tool_calls[0]["args"] == {"repo": "acme/app", "number": str(big)}
     out = await run(agent, {"messages": [HumanMessage("thanks")]}, api, config)
     assert out["messages"][-1].content == "hi" and str(big) in str(model.calls[-1])
+
+
+def test_a_hidden_tool_is_not_sent_to_add_tool_once_the_turns_meta_calls_are_spent() -> None:
+    catalog = build_example_catalog()
+    searches = [
+        {"name": "search_tools", "args": {"query": f"nothing{i}"}, "id": f"s{i}"} for i in range(2)
+    ]
+    hidden = {"name": "send_message", "args": {"channel": "#general", "text": "hi"}, "id": "h"}
+    model = ScriptedChatModel(
+        responses=[AIMessage("", tool_calls=searches), AIMessage("", tool_calls=[hidden]), "done"]
+    )
+    agent = create_agent(model, middleware=[ToolBudgetMiddleware(catalog, max_meta_calls=2)])
+    out = agent.invoke({"messages": [HumanMessage("weather in Paris")]})
+    (refusal,) = [m for m in out["messages"] if m.type == "tool" and m.tool_call_id == "h"]
+    assert refusal.status == "error" and "is not loaded" in refusal.content
+    assert "add_tool" not in refusal.content
+    assert "No tool can be loaded in this turn" in refusal.content

@@ -176,6 +176,12 @@ class BatchRunner:
             context = self.context_of(state)
         return context.working_set(state, self.catalog, self.free, cap=self._cap)
 
+    def loading_closed(self, state: Any) -> bool:
+        """Have the meta-calls answered in this turn of ``state`` reached ``max_meta_calls``
+        (no tool can be loaded in it any more)?"""
+        messages = state_messages(state, self.messages_key)
+        return meta_calls_this_turn(messages, self.meta_names) >= self.config.max_meta_calls
+
     @staticmethod
     def context_of(state: Any) -> SessionContext:
         """The state's tool context (``SessionContext.from_state``)."""
@@ -248,6 +254,7 @@ class BatchRunner:
                     continue
                 outcome.meta_calls += 1
             todo.append((i, call, None))
+        outcome.loading_closed = used + outcome.meta_calls >= limit
         return todo, ctx, outcome
 
     @staticmethod
@@ -278,7 +285,7 @@ class BatchRunner:
         """
         context = self.context_of(state) if context is None else context
         if not any(call["name"] in self.builtins for call in calls):
-            return {}, TurnOutcome(context=context)
+            return {}, TurnOutcome(context=context, loading_closed=self.loading_closed(state))
         todo, ctx, outcome = self._builtin_calls(
             calls, state, config, working, context, outside_tools
         )
@@ -306,7 +313,7 @@ class BatchRunner:
         """The async :meth:`answer_builtins`."""
         context = self.context_of(state) if context is None else context
         if not any(call["name"] in self.builtins for call in calls):
-            return {}, TurnOutcome(context=context)
+            return {}, TurnOutcome(context=context, loading_closed=self.loading_closed(state))
         todo, ctx, outcome = self._builtin_calls(
             calls, state, config, working, context, outside_tools
         )
@@ -416,8 +423,9 @@ class BatchRunner:
         shown: set[str],
         done: dict[int, Any],
         context: SessionContext,
+        loading_closed: bool = False,
     ) -> tuple[list[tuple[int, ToolCall]], CallCheck]:
-        check = self.policy.check(working, shown, context)
+        check = self.policy.check(working, shown, context, loading_closed=loading_closed)
         hooked = bool(self.pipeline.wrappers or self.pipeline.awrappers)
         regular: list[tuple[int, ToolCall]] = []
         for i, call in enumerate(calls):
@@ -449,7 +457,8 @@ class BatchRunner:
         """
         shown = self._shown(calls, working)
         done, outcome = self.answer_builtins(calls, state, config, working, context=context)
-        regular, check = self._plan(calls, working, shown, done, outcome.context)
+        plan = (calls, working, shown, done, outcome.context, outcome.loading_closed)
+        regular, check = self._plan(*plan)
         started = time.monotonic()  # the batch's one deadline: each timeout_s counts from here
         run_one = _on_deadline(self.pipeline.run, started, state=state, config=config, check=check)
         arun_one = _on_deadline(  # the sync hooks, also when calls run on the background loop
@@ -475,7 +484,7 @@ class BatchRunner:
         """Answer a batch of tool calls (async); as :meth:`run`."""
         shown = self._shown(calls, working)
         done, outcome = await self.aanswer_builtins(calls, state, config, working, context=context)
-        plan = (calls, working, shown, done, outcome.context)
+        plan = (calls, working, shown, done, outcome.context, outcome.loading_closed)
         if any(i not in done and c["name"] not in self.catalog for i, c in enumerate(calls)):
             # The closest names to an unknown one: fuzzy matching, bounded, off the event loop.
             regular, check = await self.pipeline.hook_threads.run(self._plan, *plan)

@@ -35,6 +35,8 @@ class TurnOutcome:
         discovered: tools found by ``search_tools`` (``discovered_tools`` holds those not
             visible).
         meta_calls: how many meta-calls this batch answered.
+        loading_closed: the turn's meta-calls reached ``max_meta_calls`` with this batch's:
+            no tool can be loaded in this turn any more.
         update: state updates of built-in answers (other than the budget fields).
         context: the thread's tool context as the built-in answers left it.
         store_failed: the error of the output store, once it failed to keep a large output
@@ -44,6 +46,7 @@ class TurnOutcome:
     outputs: list[Any] = field(default_factory=list)
     discovered: list[str] = field(default_factory=list)
     meta_calls: int = 0
+    loading_closed: bool = False
     update: dict[str, Any] = field(default_factory=dict)
     context: SessionContext = NO_CONTEXT
     store_failed: list[Exception] = field(default_factory=list)

@@ -46,6 +46,10 @@ LOAD_ITS_CATEGORY_FIRST = (
     "Load it first with request_more_tools(categories=[{category!r}]), then call it again."
 )
 NO_LOADING = "This conversation cannot load other tools: use one of your tools instead."
+LOADING_CLOSED = (
+    "No tool can be loaded in this turn: its meta-tool calls reached their limit. Use the "
+    "tools you have, or answer the user."
+)
 LOADERS = ("add_tool", "search_tools", "request_more_tools")
 """The meta-tools through which the model loads tools; the refusals name the enabled ones."""
 _HOW = {
@@ -166,9 +170,18 @@ class VisibilityPolicy:
         finds = "search_tools" in self.loaders and "add_tool" in self.loaders
         self._use_another = USE_ANOTHER if finds else USE_ANOTHER_ONLY
 
-    def check(self, visible: Container[str], shown: set[str], context: SessionContext) -> CallCheck:
+    def check(
+        self,
+        visible: Container[str],
+        shown: set[str],
+        context: SessionContext,
+        *,
+        loading_closed: bool = False,
+    ) -> CallCheck:
         """A regular call's check: excluded in the thread's ``context``, else fine if the
-        model was ``shown`` it (and it is in the catalog), else :meth:`unavailable`."""
+        model was ``shown`` it (and it is in the catalog), else :meth:`unavailable`
+        (``loading_closed``: the turn's meta-calls reached their limit, so a refusal does
+        not send the model to a meta-tool that would refuse it too)."""
         catalog = self.catalog
 
         def check(name: str) -> str | None:
@@ -176,7 +189,7 @@ class VisibilityPolicy:
                 return excluded
             if name in shown and name in catalog:
                 return None
-            return self.unavailable(name, visible, context)
+            return self.unavailable(name, visible, context, loading_closed=loading_closed)
 
         return check
 
@@ -190,21 +203,26 @@ class VisibilityPolicy:
         return NO_LOADING
 
     def unavailable(
-        self, name: str, visible: Container[str], context: SessionContext | None = None
+        self,
+        name: str,
+        visible: Container[str],
+        context: SessionContext | None = None,
+        *,
+        loading_closed: bool = False,
     ) -> str | None:
         """Why a call to ``name`` may not run (an error for the model), or None.
 
         The tools it names instead are ones the model may load: none that ``context`` (the
-        thread's tool context) excludes.
+        thread's tool context) excludes. ``loading_closed``: no tool can be loaded in this
+        turn any more (the meta-call bound), which the refusal says instead of how to load.
         """
         catalog = self.catalog
         context = context or SessionContext()
         if name in catalog:
             if not self.enforce_visibility or name in visible:
                 return None
-            return UNAVAILABLE_TOOL_ERROR.format(
-                tool=name, problem=NOT_LOADED, closest="", how=self._load_first(name)
-            )
+            how = LOADING_CLOSED if loading_closed else self._load_first(name)
+            return UNAVAILABLE_TOOL_ERROR.format(tool=name, problem=NOT_LOADED, closest="", how=how)
         if name == MISSING_NAME:
             return NO_NAME_ERROR
         status = catalog.status(name)
@@ -214,7 +232,7 @@ class VisibilityPolicy:
             return INVALID_TOOL_NAME_ERROR_TEMPLATE.format(
                 requested_tool=name, available_tools=", ".join(available)
             )
-        how = self._how
+        how = LOADING_CLOSED if loading_closed and self.loaders else self._how
         if catalog.is_filtered(name):
             problem = FILTERED
         elif status == "disabled":

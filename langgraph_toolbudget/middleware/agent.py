@@ -533,7 +533,8 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         working = runner.working_set(state, context)
         shown = set(working.names)
         shown.update(_still_callable(state))
-        return runner.policy.check(working, shown, context)
+        closed = runner.loading_closed(state)
+        return runner.policy.check(working, shown, context, loading_closed=closed)
 
     def _builtin(self, request: ToolCallRequest) -> Command:
         """A built-in call that reached the tool node (another middleware added it to the
