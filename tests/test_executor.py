@@ -706,10 +706,36 @@ async def test_a_hidden_tool_is_not_sent_to_add_tool_once_the_turns_meta_calls_a
     refusal = out["messages"][-1]
     assert refusal.status == "error" and "is not loaded" in refusal.content
     assert "add_tool" not in refusal.content
-    assert "No tool can be loaded in this turn" in refusal.content
+    assert "The meta-tools load nothing more in this turn" in refusal.content
     # under the limit, the refusal says how to load it
     out = await ToolExecutor(catalog, max_meta_calls=2).ainvoke(state)
     assert "Load it first with add_tool(tool_names=['create_issue'])" in out["messages"][-1].content
+
+
+@pytest.mark.parametrize(
+    ("meta", "advice"),
+    [
+        (call("search_tools", "m1", query="issue"), "Use 'add_tool'"),
+        (call("search_tools", "m1", query="zzqqxx"), "show_all_tools"),
+    ],
+)
+async def test_the_turns_last_meta_call_does_not_advise_another(catalog, meta, advice):
+    # Its answer sent the model to add_tool or show_all_tools, which the limit then refused.
+    out = await ToolExecutor(catalog, max_meta_calls=2).ainvoke(state_for([meta], ["ask_human"]))
+    assert advice in json.loads(out["messages"][0].content)["message"]  # under the limit
+    out = await ToolExecutor(catalog, max_meta_calls=1).ainvoke(state_for([meta], ["ask_human"]))
+    answer = json.loads(out["messages"][0].content)
+    assert advice not in answer["message"]
+    assert answer["message"].startswith("That was this turn's last meta-tool call")
+    assert answer["found"] == json.loads(out["messages"][0].content)["found"]
+
+
+async def test_without_a_loading_meta_tool_a_hidden_tool_is_not_loadable_at_all(catalog):
+    # With only show_all_tools, spent, the refusal said loading would work in a later turn.
+    calls = [call("show_all_tools", "m1"), call("create_issue", "c1", title="x")]
+    node = ToolExecutor(catalog, max_meta_calls=1, enabled_builtins=["show_all_tools"])
+    out = await node.ainvoke(state_for(calls, ["ask_human"]))
+    assert "This conversation cannot load other tools" in out["messages"][1].content
 
 
 async def test_working_set_cap_evicts_lru_tells_the_model_and_keeps_pinned(catalog, rec):
@@ -1343,3 +1369,24 @@ def test_the_repr_of_an_executor_or_agent_over_many_tools_is_one_short_line():
     assert repr(agent) == f"ToolAgent(ScriptedChatModel, {big!r}, name='agent')"
     assert len(repr(big)) < 50  # was ~370 KB each: ToolNode's repr lists every tool
     assert "enforce_visibility=False" in repr(ToolExecutor.from_tools([make(0)]))
+
+
+async def test_a_drafts_refusal_sends_the_model_to_no_meta_tool_once_they_are_spent():
+    @tool
+    def old_report() -> str:
+        """A draft report."""
+        return "draft"
+
+    @tool
+    def report() -> str:
+        """The report."""
+        return "report"
+
+    catalog = ToolCatalog.from_tools(
+        [old_report, report], tool_metadata={"old_report": {"status": "draft"}}
+    )
+    calls = [call("search_tools", "m1", query="report"), call("old_report", "d1")]
+    for limit, sent in ((2, True), (1, False)):
+        out = await ToolExecutor(catalog, max_meta_calls=limit).ainvoke(state_for(calls, []))
+        refusal = out["messages"][1].content
+        assert "draft" in refusal and ("search_tools" in refusal) is sent

@@ -331,7 +331,7 @@ def test_add_tool_when_the_cap_is_full_of_pinned_tools(handler):
     ws = visible("ask_human", cap=1, pinned=["ask_human"])
     out = handler.handle("add_tool", {"tool_names": ["get_weather"]}, ws)
     assert ws.names == ["ask_human"]
-    assert "at most 1 tools are visible at once (max_visible)" in out.content
+    assert "at most 1 tools can be visible at once here" in out.content
     assert (
         "each of them is always visible" in out.content and "use the tools you have" in out.content
     )
@@ -346,7 +346,7 @@ def test_add_tool_of_more_tools_than_the_cap_says_why_and_what_to_do(handler):
     out = handler.handle("add_tool", {"tool_names": names}, ws)
     assert out.added == names[:3] and out.evicted == ["get_weather"]
     assert "pinned" not in out.content and "(not added:" not in out.content
-    assert "Not added (no room: at most 3 tools are visible at once (max_visible)" in out.content
+    assert "Not added (no room: at most 3 tools can be visible at once here" in out.content
     assert "add fewer tools at a time): fetch_page." in out.content
     assert "Closest tools" not in out.content  # the tool exists: no other name to suggest
 
@@ -356,7 +356,7 @@ def test_request_more_tools_with_no_room_says_so(handler):
     ws = visible("ask_human", cap=1, pinned=["ask_human"])
     out = handler.handle("request_more_tools", {"categories": ["weather"]}, ws)
     assert ws.names == ["ask_human"] and out.error
-    assert out.content.startswith("No tools loaded (no room: at most 1 tools are visible")
+    assert out.content.startswith("No tools loaded (no room: at most 1 tools can be visible")
 
 
 # --- show_all_tools -------------------------------------------------------------------------

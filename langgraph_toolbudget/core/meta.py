@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool
@@ -131,19 +131,37 @@ NOT_ADDED_STATUS = (
     "{status} tools, which run only in debug mode (runtime_mode='debug'); use a published tool"
 )
 NOT_ADDED_CAP = (
-    "no room: at most {cap} tools are visible at once (max_visible), and the others are "
-    "always visible or added by this same call; add fewer tools at a time"
+    "no room: at most {cap} tools can be visible at once here, and the others are always "
+    "visible or added by this same call; add fewer tools at a time"
 )
 NOT_ADDED_FULL = (
-    "no room: at most {cap} tools are visible at once (max_visible) and each of them is always "
+    "no room: at most {cap} tools can be visible at once here and each of them is always "
     "visible, so none can make room; use the tools you have"
 )
 NO_ROOM = "No tools loaded ({why})."
 CLOSEST_TO = "Closest tools to {name!r}: {closest}."
+LAST_META_CALL = (
+    "That was this turn's last meta-tool call (max_meta_calls): no other is answered until the "
+    "user's next message. Use the tools you have, or answer the user."
+)
 NOT_ADDED_EXCLUDED = (
     "excluded from this conversation's tool context; only the user can include them again "
     "(tell the user if they are needed, or use other tools)"
 )
+
+
+def _closing(outcome: MetaOutcome, note: str) -> MetaOutcome:
+    """``outcome`` as the turn's last meta-call answers it: a JSON answer's ``message``
+    (its advice to call another meta-tool: load what it found, list every tool) is ``note``;
+    a text answer ends with it."""
+    try:
+        answer = json.loads(outcome.content)
+    except ValueError:
+        answer = None
+    if isinstance(answer, dict) and "error" not in answer:
+        answer["message"] = note
+        return replace(outcome, content=json.dumps(answer))
+    return replace(outcome, content=f"{outcome.content} {note}")
 
 
 def closest_tools(
@@ -330,6 +348,7 @@ class MetaToolHandler:
         *,
         context: SessionContext | None = None,
         outside_tools: bool = False,
+        closes_loading: bool = False,
     ) -> MetaOutcome:
         """Answer one meta-call. Never raises for bad arguments: the model gets an error.
 
@@ -337,8 +356,25 @@ class MetaToolHandler:
         found, loaded or added. ``outside_tools``: the agent may have tools outside the
         catalog (another middleware's, under ``ToolBudgetMiddleware``): ``add_tool``'s
         answer for a name it does not know says that such a tool is called directly.
+        ``closes_loading``: this is the turn's last meta-call (``max_meta_calls``): the
+        answer says that no tool can be loaded after it (:data:`LAST_META_CALL`), since its
+        advice to call another meta-tool would be refused.
         """
         context = context or SessionContext()
+        outcome = self._handle(name, args, working, query, context, outside_tools)
+        if not closes_loading:
+            return outcome
+        return _closing(outcome, LAST_META_CALL)
+
+    def _handle(
+        self,
+        name: str,
+        args: Any,
+        working: WorkingSet,
+        query: str,
+        context: SessionContext,
+        outside_tools: bool,
+    ) -> MetaOutcome:
         if too_deep(args):
             return MetaOutcome(TOO_DEEP_ERROR.format(tool=name, depth=MAX_ARG_DEPTH), error=True)
         if isinstance(args, dict) and RAW_ARGUMENTS_KEY in args:  # see repair_tool_calls

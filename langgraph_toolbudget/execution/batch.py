@@ -231,9 +231,9 @@ class BatchRunner:
         working: WorkingSet,
         context: SessionContext,
         outside_tools: bool = False,
-    ) -> tuple[list[tuple[int, ToolCall, BuiltinResult | None]], BuiltinContext, TurnOutcome]:
+    ) -> tuple[list[tuple[int, ToolCall, BuiltinResult | None, bool]], BuiltinContext, TurnOutcome]:
         """The built-in calls to answer, each with its refusal when it is over the meta-call
-        bound (else None), and the context."""
+        bound (else None) and whether it takes the bound's last meta-call, and the context."""
         messages = state_messages(state, self.messages_key)
         access, holder = self._tool_access(state, config, working)
         query = latest_user_text(messages)
@@ -242,7 +242,7 @@ class BatchRunner:
         outcome = TurnOutcome(context=context)
         used = meta_calls_this_turn(messages, self.meta_names)
         limit = self.config.max_meta_calls
-        todo: list[tuple[int, ToolCall, BuiltinResult | None]] = []
+        todo: list[tuple[int, ToolCall, BuiltinResult | None, bool]] = []
         for i, call in enumerate(calls):
             if call["name"] not in self.builtins:
                 continue
@@ -250,10 +250,12 @@ class BatchRunner:
                 if used + outcome.meta_calls >= limit:
                     names = "/".join(self.meta_names)
                     refusal = BuiltinResult(META_LIMIT_ERROR.format(limit=limit, names=names), True)
-                    todo.append((i, call, refusal))
+                    todo.append((i, call, refusal, False))
                     continue
                 outcome.meta_calls += 1
-            todo.append((i, call, None))
+                todo.append((i, call, None, used + outcome.meta_calls == limit))
+                continue
+            todo.append((i, call, None, False))
         outcome.loading_closed = used + outcome.meta_calls >= limit
         return todo, ctx, outcome
 
@@ -291,7 +293,8 @@ class BatchRunner:
         )
         answers: dict[int, ToolMessage] = {}
         large: dict[int, int] = {}
-        for i, call, refusal in todo:
+        for i, call, refusal, closes in todo:
+            ctx.closes_loading = closes
             result, answers[i] = self._answer(call, ctx, config, refusal)
             self._absorb(outcome, result, ctx)
             self._note_large(i, result, large)
@@ -319,7 +322,8 @@ class BatchRunner:
         )
         answers: dict[int, ToolMessage] = {}
         large: dict[int, int] = {}
-        for i, call, refusal in todo:
+        for i, call, refusal, closes in todo:
+            ctx.closes_loading = closes
             result, answers[i] = await self._aanswer(call, ctx, config, refusal)
             self._absorb(outcome, result, ctx)
             self._note_large(i, result, large)

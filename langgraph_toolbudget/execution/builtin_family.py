@@ -101,6 +101,9 @@ class BuiltinContext:
             ``state``, which miss those changes.
         outside_tools: the agent may have tools outside the catalog (another middleware's,
             under ``ToolBudgetMiddleware``), bound whatever the budget chose.
+        closes_loading: the call being answered takes the turn's last meta-call
+            (``max_meta_calls``): no tool can be loaded after it in this turn, so its answer
+            must not send the model to another meta-tool.
     """
 
     state: Any
@@ -110,6 +113,7 @@ class BuiltinContext:
     tools: ToolAccess | None = None
     context: SessionContext = NO_CONTEXT
     outside_tools: bool = False
+    closes_loading: bool = False
 
     def follow(self, update: Mapping[str, Any]) -> None:
         """Apply an answer's state update to :attr:`context`, for the answers after it."""

@@ -63,6 +63,7 @@ class MetaTools(BuiltinTools):
             ctx.query,
             context=ctx.context,
             outside_tools=ctx.outside_tools,
+            closes_loading=ctx.closes_loading,
         )
         loaded = {LOADED: list(outcome.added)} if outcome.added else None
         return BuiltinResult(

@@ -47,8 +47,8 @@ LOAD_ITS_CATEGORY_FIRST = (
 )
 NO_LOADING = "This conversation cannot load other tools: use one of your tools instead."
 LOADING_CLOSED = (
-    "No tool can be loaded in this turn: its meta-tool calls reached their limit. Use the "
-    "tools you have, or answer the user."
+    "The meta-tools load nothing more in this turn: its meta-tool calls reached their limit "
+    "(max_meta_calls). Use the tools you have, or answer the user."
 )
 LOADERS = ("add_tool", "search_tools", "request_more_tools")
 """The meta-tools through which the model loads tools; the refusals name the enabled ones."""
@@ -167,6 +167,7 @@ class VisibilityPolicy:
         self.toolnode_wording = toolnode_wording
         self.loaders = frozenset(loaders)
         self._how = how_to_load(self.loaders)
+        self._closed = LOADING_CLOSED if self.loaders else NO_LOADING
         finds = "search_tools" in self.loaders and "add_tool" in self.loaders
         self._use_another = USE_ANOTHER if finds else USE_ANOTHER_ONLY
 
@@ -221,7 +222,7 @@ class VisibilityPolicy:
         if name in catalog:
             if not self.enforce_visibility or name in visible:
                 return None
-            how = LOADING_CLOSED if loading_closed else self._load_first(name)
+            how = self._closed if loading_closed else self._load_first(name)
             return UNAVAILABLE_TOOL_ERROR.format(tool=name, problem=NOT_LOADED, closest="", how=how)
         if name == MISSING_NAME:
             return NO_NAME_ERROR
@@ -232,14 +233,14 @@ class VisibilityPolicy:
             return INVALID_TOOL_NAME_ERROR_TEMPLATE.format(
                 requested_tool=name, available_tools=", ".join(available)
             )
-        how = LOADING_CLOSED if loading_closed and self.loaders else self._how
+        how = self._closed if loading_closed else self._how
         if catalog.is_filtered(name):
             problem = FILTERED
         elif status == "disabled":
             problem = DISABLED
         elif status is not None:  # exists, but its status does not run in this mode (a draft)
             problem = NOT_IN_MODE.format(status=status, mode=catalog.runtime_mode)
-            how = self._use_another
+            how = USE_ANOTHER_ONLY if loading_closed else self._use_another
         else:
             problem = UNKNOWN
         closest = closest_tools(catalog, name, hidden=context.excluded(catalog))

@@ -74,12 +74,12 @@ NO_MESSAGES_ERROR = (
 _NO = object()
 ITERATION_LIMIT_MESSAGE = (
     "I stopped after {n} model calls in this turn (max_iterations={n}) without finishing. "
-    "Here is where things stand; ask me to continue if you want me to go on."
+    "The tool results so far are above; ask me to continue if you want me to go on."
 )
 RECURSION_LIMIT_MESSAGE = (
     "I stopped before my next tool call: this run's recursion_limit={limit} leaves too few "
-    "graph steps to make it and answer after it. Here is where things stand; ask me to "
-    "continue if you want me to go on."
+    "graph steps to make it and answer after it. The tool results so far are above; ask me "
+    "to continue if you want me to go on."
 )
 _RAW_CALL_KEYS = ("tool_calls", "function_call")
 """A reply's provider-shaped calls in ``additional_kwargs``, which some integrations send back
