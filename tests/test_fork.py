@@ -235,3 +235,48 @@ def test_a_child_forgets_the_parents_pool_and_abandoned_calls_at_the_fork() -> N
     )
     assert result["child"] == {"pool_forgotten": True, "lock_new": True}
     assert result["racing"] == {"pools": 1, "new": True}
+
+
+def test_a_child_forked_during_a_limited_groups_call_runs_that_groups_calls() -> None:
+    # The child inherited the count of the parent's running call, which no thread of the
+    # child gives back: its calls of the group waited for ever.
+    result = run_script(
+        """
+        import threading
+        from langchain_core.messages import AIMessage, HumanMessage
+        from langchain_core.tools import StructuredTool
+        from langgraph_toolbudget import ToolCatalog, ToolExecutor
+
+        started, release = threading.Event(), threading.Event()
+
+        def slow(x: str = "") -> str:
+            '''Slow lookup.'''
+            started.set()
+            release.wait(30)
+            return "slow done"
+
+        def quick(x: str = "") -> str:
+            '''Quick lookup.'''
+            return "quick done"
+
+        tools = [StructuredTool.from_function(f) for f in (slow, quick)]
+        meta = {n: {"concurrency_group": "g", "is_pure": False} for n in ("slow", "quick")}
+        executor = ToolExecutor(
+            ToolCatalog.from_tools(tools, tool_metadata=meta), group_limits={"g": 1}
+        )
+
+        def call(name):
+            message = AIMessage("", tool_calls=[{"name": name, "args": {}, "id": name}])
+            state = {"messages": [HumanMessage("go"), message], "selected_tools": ["slow", "quick"]}
+            return executor.invoke(state)["messages"][-1].content
+
+        running = threading.Thread(target=call, args=("slow",), daemon=True)
+        running.start()
+        started.wait(10)
+        child, _ = in_child(lambda: call("quick"), limit=10)
+        release.set()
+        running.join(10)
+        print(json.dumps({"child": child}))
+        """
+    )
+    assert result["child"] == "quick done"

@@ -53,6 +53,7 @@ from typing import Any
 
 from langchain_core.messages import ToolCall
 
+from langgraph_toolbudget._forks import reset_in_forked_children
 from langgraph_toolbudget._runner import run_sync
 from langgraph_toolbudget.config import ExecutionMode
 from langgraph_toolbudget.core.catalog import ToolCatalog
@@ -95,6 +96,12 @@ class GroupSlots:
         self._running: dict[str, int] = {}
         self._waiters: dict[str, list[concurrent.futures.Future[None]]] = {}
         lingering.on_end(self.wake)
+        reset_in_forked_children(self)
+
+    def _after_fork(self) -> None:
+        # The parent's running calls have no thread in a forked child: counted, they would
+        # keep their groups full there for ever.
+        self.lock, self._running, self._waiters = threading.Lock(), {}, {}
 
     def has_room(self, group: str) -> bool:
         """Whether one more call of ``group`` may start now (call with :attr:`lock` held)."""

@@ -16,6 +16,8 @@ from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 
+from langgraph_toolbudget._forks import reset_in_forked_children
+
 L = TypeVar("L", threading.Lock, asyncio.Lock)
 
 
@@ -32,6 +34,11 @@ class KeyedLocks:
         self._guard = threading.Lock()
         self._sync: dict[Hashable, tuple[threading.Lock, list[int]]] = {}
         self._async: dict[tuple[int, Hashable], tuple[asyncio.Lock, list[int]]] = {}
+        reset_in_forked_children(self)
+
+    def _after_fork(self) -> None:
+        # A lock a thread of the parent held is held for ever in a forked child.
+        self._guard, self._sync, self._async = threading.Lock(), {}, {}
 
     @contextlib.contextmanager
     def hold(self, key: Hashable) -> Iterator[None]:
