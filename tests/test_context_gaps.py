@@ -311,3 +311,39 @@ def test_a_thread_including_a_large_server_keeps_the_budgets_room(
     answers = {m.tool_call_id: m for m in out["messages"] if m.type == "tool"}
     assert answers["a"].status == "success" and "weather_alerts" in second
     assert answers["w"].content == "get_weather ran Paris"
+
+
+@pytest.mark.parametrize("include", ["agent", "manual"])
+def test_without_add_tool_the_refusals_advice_loads_the_refused_tool(include: str) -> None:
+    # "Load it first with request_more_tools(categories=['projects'])" loaded the category's
+    # best tools for the request, not the refused one: the model called it again, was refused
+    # again, and a `manual` tool could not be loaded at all, though every answer said it could.
+    import re
+
+    from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+
+    metadata = {"list_tasks": {"include": include, "is_pure": True}}
+    catalog = build_example_catalog(tool_metadata=metadata)
+    tasks = {"name": "list_tasks", "args": {"project": "Apollo"}}
+
+    def follow_the_advice(messages: list[Any], tools: list[str]) -> AIMessage:
+        advice = str(messages[-1].content)
+        found = re.search(r"request_more_tools\(categories=\['(\w+)'\], reason='(\w+)'\)", advice)
+        assert found is not None, advice
+        args = {"categories": [found[1]], "reason": found[2]}
+        return AIMessage("", tool_calls=[{"name": "request_more_tools", "args": args, "id": "r"}])
+
+    model = ScriptedChatModel(
+        responses=[
+            AIMessage("", tool_calls=[{**tasks, "id": "t1"}]),
+            follow_the_advice,
+            AIMessage("", tool_calls=[{**tasks, "id": "t2"}]),
+            "done",
+        ]
+    )
+    app = create_toolbudget_agent(model, catalog, enabled_builtins={"deny": ["add_tool"]}).compile()
+    out = app.invoke({"messages": [HumanMessage("What's the weather in Paris?")]})
+    answers = {m.tool_call_id: m for m in out["messages"] if m.type == "tool"}
+    assert answers["t1"].status == "error"
+    assert "list_tasks" in answers["r"].content and answers["r"].status == "success"
+    assert answers["t2"].status == "success", answers["t2"].content

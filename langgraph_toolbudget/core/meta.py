@@ -25,6 +25,7 @@ The meta-tools:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -107,7 +108,7 @@ LISTING_CUT_NO_SEARCH = (
 )
 FOUND_LOAD_BY_CATEGORY = (
     "Found matching tools. To use one, call request_more_tools(categories=[...]) with its "
-    "category (given with each tool) and a reason naming what you need."
+    "category (given with each tool) and its name in reason (reason='list_tasks')."
 )
 NOT_FOUND_NO_LISTING = "No tools found matching the pattern. Try a shorter pattern or another word."
 FOUND_CANNOT_LOAD = (
@@ -140,6 +141,8 @@ NOT_ADDED_FULL = (
 )
 NO_ROOM = "No tools loaded ({why})."
 CLOSEST_TO = "Closest tools to {name!r}: {closest}."
+_NAME_WORD = re.compile(r"[\w.\-]+")
+"""A tool name as a ``reason`` may write it (``list_tasks``, ``'github.create_issue'``)."""
 LAST_META_CALL = (
     "That was this turn's last meta-tool call (max_meta_calls): no other is answered until the "
     "user's next message. Use the tools you have, or answer the user."
@@ -427,15 +430,21 @@ class MetaToolHandler:
             return MetaOutcome(BAD_REASON_ERROR.format(got=got), error=True)
         known = set(self.catalog.categories)
         unknown = [c for c in categories if c not in known]
+        reason = (reason or "")[:MAX_REASON_CHARS]
         chosen = select_tools(
             self.catalog,
-            f"{query} {(reason or '')[:MAX_REASON_CHARS]}".strip(),
+            f"{query} {reason}".strip(),
             categories,
             max_tools=self.max_tools,
             min_per_category=self.min_per_category,
             exclude=[*working.names, *context.unselectable(self.catalog)],
             also_selectable=context.selectable(self.catalog),
         )
+        if named := self._named_in(reason, [c for c in categories if c in known], working, context):
+            # Those first, whatever the ranking: without add_tool, a refused call to a tool
+            # that is not loaded is told to name it here.
+            rest = [n for n in chosen if n not in named]
+            chosen = [*named, *rest][: max(self.max_tools, len(named))]
         room = working.room()
         if room is not None and room <= 0 and chosen:
             full = NOT_ADDED_FULL.format(cap=working.cap)
@@ -462,6 +471,20 @@ class MetaToolHandler:
             added=added,
             evicted=evicted,
         )
+
+    def _named_in(
+        self, reason: str, categories: list[str], working: WorkingSet, context: SessionContext
+    ) -> list[str]:
+        """The tools of ``categories`` that ``reason`` names exactly and that are neither
+        visible nor excluded in the thread: ``add_tool``'s rule (a ``manual`` tool included)."""
+        words = set(_NAME_WORD.findall(reason))
+        named: list[str] = []
+        for category in dict.fromkeys(categories):
+            for name in self.catalog.tools_in(category):
+                fresh = name not in working and name not in named
+                if name in words and fresh and not context.excludes(self.catalog, name):
+                    named.append(name)
+        return named
 
     def _search_tools(self, args: Any, context: SessionContext) -> MetaOutcome:
         query = args.get("query") if isinstance(args, dict) else args

@@ -43,7 +43,8 @@ UNAVAILABLE_TOOL_ERROR = "Error: {tool!r} {problem}. {closest}{how}"
 NOT_LOADED = "exists but is not loaded, so it was not run"
 LOAD_IT_FIRST = "Load it first with add_tool(tool_names=[{tool!r}]), then call it again."
 LOAD_ITS_CATEGORY_FIRST = (
-    "Load it first with request_more_tools(categories=[{category!r}]), then call it again."
+    "Load it first with request_more_tools(categories=[{category!r}], reason={tool!r}), then "
+    "call it again."
 )
 NO_LOADING = "This conversation cannot load other tools: use one of your tools instead."
 LOADING_CLOSED = (
@@ -200,7 +201,7 @@ class VisibilityPolicy:
             return LOAD_IT_FIRST.format(tool=name)
         spec = self.catalog.get(name)
         if "request_more_tools" in self.loaders and spec is not None and spec.categories:
-            return LOAD_ITS_CATEGORY_FIRST.format(category=spec.categories[0])
+            return LOAD_ITS_CATEGORY_FIRST.format(category=spec.categories[0], tool=name)
         return NO_LOADING
 
     def unavailable(
