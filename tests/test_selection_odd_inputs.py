@@ -382,6 +382,21 @@ def test_the_executor_and_tool_agent_refuse_a_max_visible_below_the_free_tools_t
     ToolAgent(model, catalog, max_visible=5, pinned=["weather_0", "weather_1"])
 
 
+def test_a_max_visible_the_free_tools_fill_tells_a_hidden_call_nothing_can_be_loaded():
+    # Valid (documented), but the refusal said "Load it first with add_tool(...)", which then
+    # answered "no room": advice that could never work in this setup.
+    catalog = _always_catalog(3)
+    node = ToolExecutor(catalog, max_visible=5, pinned=["weather_0", "weather_1"])
+    call = {"name": "weather_3", "args": {}, "id": "w"}
+    state = {"messages": [HumanMessage("weather"), AIMessage("", tool_calls=[call])]}
+    refusal = node.invoke(state)["messages"][-1]
+    assert refusal.status == "error" and "add_tool" not in refusal.content
+    assert "No tool can be loaded here: at most 5 tools can be visible at once" in refusal.content
+    # with room for one more, the refusal says how to load it
+    roomy = ToolExecutor(catalog, max_visible=6, pinned=["weather_0", "weather_1"])
+    assert "Load it first with add_tool" in roomy.invoke(state)["messages"][-1].content
+
+
 def test_always_and_pinned_tools_together_must_fit_max_visible():
     catalog = _always_catalog(3)
     with pytest.raises(ValueError, match=r"max_visible=4 is less than the 5 tools .*weather_0"):

@@ -26,6 +26,7 @@ from langgraph_toolbudget.core.coercion import MISSING_NAME
 from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.limits import clip
 from langgraph_toolbudget.core.meta import closest_tools
+from langgraph_toolbudget.core.working_set import WorkingSet
 from langgraph_toolbudget.execution.prepare import CallCheck
 
 __all__ = [
@@ -50,6 +51,10 @@ NO_LOADING = "This conversation cannot load other tools: use one of your tools i
 LOADING_CLOSED = (
     "The meta-tools load nothing more in this turn: its meta-tool calls reached their limit "
     "(max_meta_calls). Use the tools you have, or answer the user."
+)
+NO_ROOM_TO_LOAD = (
+    "No tool can be loaded here: at most {cap} tools can be visible at once and each of them "
+    "is always visible. Use the tools you have, or answer the user."
 )
 LOADERS = ("add_tool", "search_tools", "request_more_tools")
 """The meta-tools through which the model loads tools; the refusals name the enabled ones."""
@@ -174,7 +179,7 @@ class VisibilityPolicy:
 
     def check(
         self,
-        visible: Container[str],
+        visible: WorkingSet,
         shown: set[str],
         context: SessionContext,
         *,
@@ -183,15 +188,20 @@ class VisibilityPolicy:
         """A regular call's check: excluded in the thread's ``context``, else fine if the
         model was ``shown`` it (and it is in the catalog), else :meth:`unavailable`
         (``loading_closed``: the turn's meta-calls reached their limit, so a refusal does
-        not send the model to a meta-tool that would refuse it too)."""
+        not send the model to a meta-tool that would refuse it too; nor when ``visible``
+        has no room for any tool beside those always visible)."""
         catalog = self.catalog
+        room = visible.room()
+        full = visible.cap if room is not None and room <= 0 else None
 
         def check(name: str) -> str | None:
             if (excluded := context.refusal(catalog, name)) is not None:
                 return excluded
             if name in shown and name in catalog:
                 return None
-            return self.unavailable(name, visible, context, loading_closed=loading_closed)
+            return self.unavailable(
+                name, visible, context, loading_closed=loading_closed, full_at=full
+            )
 
         return check
 
@@ -211,19 +221,25 @@ class VisibilityPolicy:
         context: SessionContext | None = None,
         *,
         loading_closed: bool = False,
+        full_at: int | None = None,
     ) -> str | None:
         """Why a call to ``name`` may not run (an error for the model), or None.
 
         The tools it names instead are ones the model may load: none that ``context`` (the
         thread's tool context) excludes. ``loading_closed``: no tool can be loaded in this
-        turn any more (the meta-call bound), which the refusal says instead of how to load.
+        turn any more (the meta-call bound), which the refusal says instead of how to load;
+        ``full_at``: the visible-set cap, when tools that are always visible fill it (no
+        tool can be loaded at all).
         """
+        closed = self._closed if loading_closed else None
+        if full_at is not None and self.loaders:
+            closed = NO_ROOM_TO_LOAD.format(cap=full_at)
         catalog = self.catalog
         context = context or SessionContext()
         if name in catalog:
             if not self.enforce_visibility or name in visible:
                 return None
-            how = self._closed if loading_closed else self._load_first(name)
+            how = closed or self._load_first(name)
             return UNAVAILABLE_TOOL_ERROR.format(tool=name, problem=NOT_LOADED, closest="", how=how)
         if name == MISSING_NAME:
             return NO_NAME_ERROR
@@ -234,14 +250,14 @@ class VisibilityPolicy:
             return INVALID_TOOL_NAME_ERROR_TEMPLATE.format(
                 requested_tool=name, available_tools=", ".join(available)
             )
-        how = self._closed if loading_closed else self._how
+        how = closed or self._how
         if catalog.is_filtered(name):
             problem = FILTERED
         elif status == "disabled":
             problem = DISABLED
         elif status is not None:  # exists, but its status does not run in this mode (a draft)
             problem = NOT_IN_MODE.format(status=status, mode=catalog.runtime_mode)
-            how = USE_ANOTHER_ONLY if loading_closed else self._use_another
+            how = USE_ANOTHER_ONLY if closed else self._use_another
         else:
             problem = UNKNOWN
         closest = closest_tools(catalog, name, hidden=context.excluded(catalog))
