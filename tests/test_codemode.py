@@ -1031,3 +1031,77 @@ async def test_a_program_never_waits_on_its_own_place(api):
     outs = await asyncio.wait_for(run_calls(node, calls, api), 60)
     assert outs == ['["fetched 0", "fetched 1", "fetched 2"]', "fetched 9"]
     assert probe.max_by_group["api"] == 1
+
+
+# --- a reply that ends with a ```python block, under the middleware as under the nodes -------
+
+
+def _both(
+    script: list[Any], **options: Any
+) -> tuple[Any, ScriptedChatModel, Any, ScriptedChatModel]:
+    """The middleware's agent and the prebuilt agent, each with its own scripted model."""
+    options = {**OPTIONS, **options}
+    model = ScriptedChatModel(responses=list(script), cycle=False)
+    agent = create_agent(model, middleware=[ToolBudgetMiddleware(make_catalog(), **options)])
+    node_model = ScriptedChatModel(responses=list(script), cycle=False)
+    graph = create_toolbudget_agent(node_model, make_catalog(), **options).compile()
+    return agent, model, graph, node_model
+
+
+def _shape(messages: list[Any]) -> list[tuple[Any, ...]]:
+    """What a run stored, without the ids: each message's kind, content and calls."""
+    return [
+        (m.type, m.content, [(c["name"], c["args"]) for c in getattr(m, "tool_calls", [])])
+        for m in messages
+    ]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_the_middleware_runs_a_trailing_python_block_as_the_nodes_do(api):
+    """The CodeMode instructions offer "end your reply with one ```python block": under the
+    middleware the block becomes a ``python_execution`` call (a fresh id, the prose kept as
+    the reply's text) that runs, as ``CallModel`` reads it."""
+    code = "print(get_forecast(city='Cairo')['temp_c'])"
+    fenced = AIMessage(f"Let me check.\n```python\n{code}\n```", id="r1")
+    agent, model, graph, _ = _both([fenced, AIMessage("done")])
+    payload = {"messages": [HumanMessage("forecast for Cairo")]}
+    out, node_out = await run(agent, payload, api), await run(graph, payload, api)
+    reply = out["messages"][1]
+    (made,) = reply.tool_calls
+    assert made["name"] == PYTHON_EXECUTION and made["args"] == {"code": code + "\n"}
+    assert made["id"].startswith("call_") and reply.id != "r1"
+    assert reply.response_metadata["toolbudget_raw"] == fenced.content
+    assert by_call(out["messages"])[made["id"]] == "35"
+    assert out["messages"][-1].content == "done" and len(model.calls) == 2
+    assert _shape(out["messages"]) == _shape(node_out["messages"])
+
+
+def by_call(messages: list[Any]) -> dict[str, Any]:
+    return {m.tool_call_id: m.content for m in messages if isinstance(m, ToolMessage)}
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_the_middleware_asks_again_after_a_cut_off_python_block(api):
+    """A ```python block left open (cut off) is not run: the model is told why and asked
+    again within the turn, and the state keeps the rejected reply, as under the nodes."""
+    cut = AIMessage("```python\nprint(get_forecast(city='Cairo')")
+    good = AIMessage("```python\nprint(get_forecast(city='Cairo')['temp_c'])\n```")
+    agent, model, graph, _ = _both([cut, good, AIMessage("done")])
+    payload = {"messages": [HumanMessage("forecast for Cairo")]}
+    out, node_out = await run(agent, payload, api), await run(graph, payload, api)
+    assert "35" in by_call(out["messages"]).values() and out["messages"][-1].content == "done"
+    retry = model.calls[1]
+    assert retry[-2].content == cut.content and isinstance(retry[-1], HumanMessage)
+    assert "could not be read (the ```python block is not closed" in retry[-1].content
+    assert _shape(out["messages"]) == _shape(node_out["messages"])
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_the_middleware_asks_again_no_more_than_max_iterations(api):
+    cut = AIMessage("```python\nprint(1")
+    agent, model, graph, node_model = _both([cut] * 5, max_iterations=3)
+    payload = {"messages": [HumanMessage("forecast for Cairo")]}
+    out, node_out = await run(agent, payload, api), await run(graph, payload, api)
+    assert len(model.calls) == len(node_model.calls) == 3
+    assert _shape(out["messages"]) == _shape(node_out["messages"])
+    assert out["messages"][-1].content == cut.content and not out["messages"][-1].tool_calls

@@ -905,3 +905,44 @@ def test_a_hidden_tool_is_not_sent_to_add_tool_once_the_turns_meta_calls_are_spe
     assert refusal.status == "error" and "is not loaded" in refusal.content
     assert "add_tool" not in refusal.content
     assert "The meta-tools load nothing more in this turn" in refusal.content
+
+
+# --- the options of a text tool-call format: refused, create_agent binds natively ------------
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"model_supports_tools": False}, "model_supports_tools=False"),
+        ({"tool_call_formats": "hermes"}, "tool_call_formats={'primary': 'hermes', ...}"),
+        (
+            {"tool_call_formats": {"enabled": ["native", "pythonic"], "primary": "pythonic"}},
+            "tool_call_formats={'primary': 'pythonic', ...}",
+        ),
+    ],
+)
+@pytest.mark.parametrize("given", ["keyword", "config"])
+def test_the_options_of_a_text_tool_call_format_are_refused_with_what_to_use(options, named, given):
+    """The nodes show a model without tool calling its tools in a text format; create_agent
+    binds them natively and the middleware reads no text format: refused, not ignored."""
+    kwargs = {"config": BudgetConfig(**options)} if given == "config" else options
+    with pytest.raises(ValueError, match="create_toolbudget_agent") as refused:
+        ToolBudgetMiddleware(build_example_catalog(), **kwargs)
+    assert f"does not take {named}" in str(refused.value)
+    assert "bind_tools" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"model_supports_tools": True},
+        {"model_supports_tools": None},
+        {"tool_call_formats": {"enabled": ["native", "hermes"], "primary": "native"}},
+        {"tool_call_formats": {"enabled": ["native", "codemode"], "primary": "codemode"}},
+    ],
+)
+def test_native_and_codemode_tool_call_options_are_taken(options):
+    budget = ToolBudgetMiddleware(build_example_catalog(), **options)
+    model = ScriptedChatModel(responses=["hi"], cycle=False)
+    out = create_agent(model, middleware=[budget]).invoke({"messages": [HumanMessage("hello")]})
+    assert out["messages"][-1].content == "hi" and model.bound_tools

@@ -13,6 +13,7 @@ from typing import Any
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.messages import (
     AIMessage,
+    HumanMessage,
     ToolCall,
     ToolMessage,
 )
@@ -36,13 +37,14 @@ from langgraph_toolbudget.execution.prepare import NOT_A_TOOL_ERROR, error_messa
 from langgraph_toolbudget.execution.scheduler import GroupGates
 from langgraph_toolbudget.formats import get_format
 from langgraph_toolbudget.formats.base import ToolCallFormat
+from langgraph_toolbudget.formats.history import parse_error_of
 from langgraph_toolbudget.middleware.locks import KeyedLocks, thread_key
 from langgraph_toolbudget.middleware.state import STILL_CALLABLE, TURN, ToolBudgetAgentState
 from langgraph_toolbudget.nodes._node import emit_changes
 from langgraph_toolbudget.nodes.agent import ITERATION_LIMIT_MESSAGE
 from langgraph_toolbudget.nodes.choose import ChooseTools
 from langgraph_toolbudget.nodes.models import ChatModelSpec, resolve_chat_model
-from langgraph_toolbudget.nodes.prompt import ai_calls_this_turn, with_section
+from langgraph_toolbudget.nodes.prompt import ai_calls_this_turn, read_text_reply, with_section
 from langgraph_toolbudget.nodes.thread_prompt import ThreadPrompt
 from langgraph_toolbudget.nodes.usage import arecord_call, check_usage_catalog, record_call
 from langgraph_toolbudget.state import MAX_STEP
@@ -54,6 +56,41 @@ NAME_CLASH_WARNING = (
     "the budget's own: the budget's is bound, and answers the model's calls of that name. "
     "Rename one of them."
 )
+
+NO_TEXT_FORMAT_ERROR = (
+    "ToolBudgetMiddleware does not take {option}: create_agent binds the tools to the model "
+    "natively (bind_tools) and reads its native tool calls, and the middleware reads no "
+    "text tool-call format (only CodeMode's ```python block), so {what}. For a model "
+    "without native tool calling, use create_toolbudget_agent(model, catalog, {option}) or "
+    "the nodes (add_toolbudget_nodes, CallModel, ToolAgent), which write the tools into the "
+    "prompt and read the calls back. With the middleware, {fix}."
+)
+"""Raised at construction for the options of a text tool-call format, which only the nodes
+read (:func:`_refuse_text_formats`)."""
+
+
+def _refuse_text_formats(config: BudgetConfig) -> None:
+    """Raise :data:`NO_TEXT_FORMAT_ERROR` when ``config`` asks for a text tool-call format:
+    ``model_supports_tools=False`` or a text format (not native, not CodeMode) as
+    ``tool_call_formats``' primary."""
+    if config.model_supports_tools is False:
+        raise ValueError(
+            NO_TEXT_FORMAT_ERROR.format(
+                option="model_supports_tools=False",
+                what="the model would be bound its tools all the same",
+                fix="leave model_supports_tools unset (or True)",
+            )
+        )
+    formats = config.tool_call_formats
+    primary = None if formats is None else get_format(formats.primary)
+    if primary is not None and not primary.native and not primary.binds:  # CodeMode binds
+        raise ValueError(
+            NO_TEXT_FORMAT_ERROR.format(
+                option=f"tool_call_formats={{'primary': {primary.name!r}, ...}}",
+                what=f"calls written in {primary.name!r} would never run",
+                fix="make 'native' or 'codemode' the primary format",
+            )
+        )
 
 
 _WORDING = frozenset({"description", "title", "examples"})
@@ -104,6 +141,21 @@ def _in_call_order(messages: list[Any], builtins: Container[str]) -> list[Any]:
             out = list(messages) if out is messages else out
             out[i:end] = ranked
         i = end
+    return out
+
+
+def _errors_told(messages: list[Any], fmt: ToolCallFormat) -> list[Any]:
+    """``messages`` with the error each rejected reply earned after it (a ```` ```python ````
+    block that could not be read), as the nodes show the model its history
+    (:func:`~langgraph_toolbudget.formats.history.render_history`); the list itself when
+    there is none."""
+    if not any(parse_error_of(m) is not None for m in messages):
+        return messages
+    out: list[Any] = []
+    for message in messages:
+        out.append(message)
+        if (error := parse_error_of(message)) is not None:
+            out.append(HumanMessage(fmt.error_message(error)))
     return out
 
 
@@ -196,7 +248,10 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
     Raises:
         TypeError: an unknown option (the message names the closest one) or one of the
             wrong type.
-        ValueError: an option out of range; a catalog tool named like a meta-tool.
+        ValueError: an option out of range; a catalog tool named like a meta-tool;
+            ``model_supports_tools=False`` or a text format as ``tool_call_formats``' primary
+            (``create_agent`` binds the tools natively; for a model without tool calling use
+            :func:`~langgraph_toolbudget.create_toolbudget_agent` or the nodes).
 
     Example:
         ```python
@@ -220,6 +275,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         catalog = require_catalog(catalog, "ToolBudgetMiddleware")
         self.config = shared = BudgetConfig.resolve(config, options, owner=ToolBudgetMiddleware)
         check_node_options(ToolBudgetMiddleware, handle_tool_errors=handle_tool_errors)
+        _refuse_text_formats(shared)
         if classifier_model is not None:
             what = "ToolBudgetMiddleware: option classifier_model"
             classifier_model = resolve_chat_model(classifier_model, what=what)
@@ -298,16 +354,18 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         if versions:  # ... or rewrote some (ProviderToolSearchMiddleware's deferral): bind theirs
             ours = [versions.get(t.name, t) for t in ours]
         tools = [*ours, *others]
+        messages = _in_call_order(request.messages, self.runner.builtins)
         if self.codemode is not None:  # tools as functions in the prompt, python_execution bound
             schemas = [self.thread_prompt.schema(t) for t in ours]
             section += "\n\n" + self.codemode.render_tools(schemas)
             tools = [*(t for t in ours if t.name in self.codemode.binds), *others]
+            messages = _errors_told(messages, self.codemode)
         return request.override(
             tools=tools,
             system_message=with_section(
                 [request.system_message] if request.system_message else [], section
             ),
-            messages=_in_call_order(request.messages, self.runner.builtins),
+            messages=messages,
         )
 
     def _split(self, tools: list[Any]) -> tuple[list[Any], frozenset[str] | None, dict[str, Any]]:
@@ -350,22 +408,58 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
             warnings.warn(NAME_CLASH_WARNING.format(name=tool.name), UserWarning, stacklevel=2)
         return same
 
-    @staticmethod
-    def _repaired(response: Any) -> Any:
+    def _repaired(self, response: Any) -> Any:
+        """The reply's calls repaired, with distinct ids; under CodeMode, a reply without
+        calls that ends with a ```` ```python ```` block gets it as a ``python_execution``
+        call (a fresh id, the block taken out of its text), read as ``CallModel`` reads it
+        (:func:`read_text_reply`), so the tool node runs it like a native call."""
         if isinstance(response, ModelResponse):
-            response.result = [
+            result = [
                 distinct_call_ids(repair_tool_calls(m)) if isinstance(m, AIMessage) else m
                 for m in response.result
             ]
+            last = result[-1] if result else None
+            if self.codemode is not None and isinstance(last, AIMessage) and not last.tool_calls:
+                result[-1] = read_text_reply(last, self.codemode)
+            response.result = result
+        return response
+
+    def _retry(
+        self, request: ModelRequest, response: Any, rejected: list[AIMessage]
+    ) -> ModelRequest | None:
+        """The request to make again when the reply's ```` ```python ```` block could not be
+        read (left open: cut off; empty; too long) and the turn has model calls left, as
+        ``CallModel`` asks again: with the rejected replies, each followed by its error (the
+        reply is added to ``rejected``); else None."""
+        fmt = self.codemode
+        last = response.result[-1] if isinstance(response, ModelResponse) else None
+        if fmt is None or not isinstance(last, AIMessage) or parse_error_of(last) is None:
+            return None
+        if _calls_this_turn(request.state) + len(rejected) + 1 >= self.config.max_iterations:
+            return None
+        rejected.append(last)
+        return request.override(messages=[*request.messages, *_errors_told(rejected, fmt)])
+
+    @staticmethod
+    def _with_rejected(response: ModelResponse, rejected: list[AIMessage]) -> ModelResponse:
+        """``response`` after the replies rejected before it (the state keeps them, as the
+        nodes keep theirs: each counts as a model call of the turn)."""
+        if rejected:
+            response.result = [*rejected, *response.result]
         return response
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse:
-        """Bind the meta-tools and the visible tools; add the tools section to the prompt."""
+        """Bind the meta-tools and the visible tools; add the tools section to the prompt;
+        read a CodeMode reply's ```` ```python ```` block as a ``python_execution`` call."""
         if (stop := self._limit(request)) is not None:
             return stop
-        return self._repaired(handler(self._request(request)))
+        request, rejected = self._request(request), list[AIMessage]()
+        response = self._repaired(handler(request))
+        while (again := self._retry(request, response, rejected)) is not None:
+            response = self._repaired(handler(again))
+        return self._with_rejected(response, rejected)
 
     async def awrap_model_call(
         self,
@@ -375,7 +469,11 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         """The async :meth:`wrap_model_call`."""
         if (stop := self._limit(request)) is not None:
             return stop
-        return self._repaired(await handler(self._request(request)))
+        request, rejected = self._request(request), list[AIMessage]()
+        response = self._repaired(await handler(request))
+        while (again := self._retry(request, response, rejected)) is not None:
+            response = self._repaired(await handler(again))
+        return self._with_rejected(response, rejected)
 
     # --- the built-in calls of a reply: answered once, after the model ------------------------
 

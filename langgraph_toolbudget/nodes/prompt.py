@@ -57,6 +57,7 @@ __all__ = [
     "ai_calls_this_turn",
     "answer_unanswered_calls",
     "check_system_prompt",
+    "read_text_reply",
     "tools_prompt_section",
     "with_section",
 ]
@@ -309,18 +310,13 @@ class ModelCaller:
             # a native call (CodeMode's python_execution too); ids made distinct here, so the
             # streamed reply already has the ids its answers get (as under the middleware)
             return distinct_call_ids(repair_tool_calls(reply))
-        text = reply.text if isinstance(reply.text, str) else str(reply.content)
-        try:
-            parsed = self.format.parse(text)
-        except Exception as exc:  # a format must not raise; if one does, the model hears why
-            logger.exception("tool-call format %r raised on a reply", self.format.name)
-            parsed = ParsedReply(text=text, error=f"the reply could not be read ({exc!r:.200})")
-        if parsed.error is not None:
+        read = read_text_reply(reply, self.format)
+        if (error := parse_error_of(read)) is not None:
             emit_event(
                 {"event": FORMAT_EVENT, "node": self.node, **self.choice.event(),
-                 "parse_error": parsed.error, "attempt": attempt}
+                 "parse_error": error, "attempt": attempt}
             )  # fmt: skip
-        return reply_message(reply, parsed, self.format)
+        return read
 
     def _emit(self) -> None:
         emit_event({"event": FORMAT_EVENT, "node": self.node, **self.choice.event()})
@@ -353,6 +349,24 @@ class ModelCaller:
             if parse_error_of(replies[-1]) is None:
                 break
         return replies
+
+
+def read_text_reply(reply: AIMessage, fmt: ToolCallFormat) -> AIMessage:
+    """``reply`` read as text in ``fmt``: the calls written in its text as ``tool_calls``
+    (each with a fresh id), as :func:`~langgraph_toolbudget.formats.base.reply_message`
+    builds it; a reply that cannot be read keeps no calls and its error
+    (:func:`~langgraph_toolbudget.formats.history.parse_error_of`).
+
+    Shared by :class:`ModelCaller` and ``ToolBudgetMiddleware`` (a CodeMode reply that ends
+    with a ```` ```python ```` block).
+    """
+    text = reply.text if isinstance(reply.text, str) else str(reply.content)
+    try:
+        parsed = fmt.parse(text)
+    except Exception as exc:  # a format must not raise; if one does, the model hears why
+        logger.exception("tool-call format %r raised on a reply", fmt.name)
+        parsed = ParsedReply(text=text, error=f"the reply could not be read ({exc!r:.200})")
+    return reply_message(reply, parsed, fmt)
 
 
 def _with_messages(state: Any, extra: list[AIMessage]) -> Any:
