@@ -108,7 +108,7 @@ def test_disabled_builtin_is_refused_like_an_unknown_tool() -> None:
         (None, "Load it first with add_tool(tool_names=['send_email'])", "call add_tool("),
         (
             {"deny": ["add_tool"]},
-            "Load it first with request_more_tools(categories=['email'])",
+            "Load it first with request_more_tools(categories=['email'], reason='send_email')",
             "To load a tool: request_more_tools(categories=[...]) for a whole category.",
         ),
         (["search_tools"], "cannot load other tools", "cannot load other tools"),
