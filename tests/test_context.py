@@ -957,3 +957,41 @@ def test_tool_reasons_follow_the_models_context_tools_in_the_same_turn() -> None
     assert out["tool_reasons"]["get_weather"] == {"why": "included"}
     assert out["tool_reasons"]["ask_human"] == {"why": "kept", "was": "always"}
     assert set(out["tool_reasons"]) == set(out["selected_tools"])
+
+
+@pytest.mark.parametrize(
+    ("allowed", "listers"),
+    [
+        (["include_tool", "list_tools"], ["list_tools"]),
+        (["include_tool", "list_tool_servers"], ["list_tool_servers"]),
+        (["include_tool"], []),
+    ],
+)
+def test_a_too_long_name_is_answered_naming_only_the_listing_tools_the_model_has(
+    allowed: list[str], listers: list[str]
+) -> None:
+    # Was: "use list_tools or list_tool_servers for the real names" with either turned off by
+    # enabled_builtins; followed, the call was refused as "not a tool of this app".
+    calls = [ToolCall(name="include_tool", args={"tool": "x" * 10_000}, id="long")]
+    calls += [ToolCall(name=name, args={}, id=name) for name in listers]
+    calls += [ToolCall(name="include_tool", args={"tool": "read_file"}, id="real")]
+    model = ScriptedChatModel(
+        responses=[AIMessage("", tool_calls=[c]) for c in calls] + ["done"], cycle=False
+    )
+    config = BudgetConfig(enabled_builtins={"allow": ["search_tools", *allowed]})
+    out = (
+        create_toolbudget_agent(model, build_catalog(), config=config)
+        .compile()
+        .invoke({"messages": [("user", "include it")]})
+    )
+    answers = {m.tool_call_id: m for m in out["messages"] if isinstance(m, ToolMessage)}
+    refused = answers["long"].content
+    assert answers["long"].status == "error" and "longer than any name here" in refused
+    for name in ("list_tools", "list_tool_servers"):
+        assert (name in refused) is (name in listers), refused
+    if not listers:
+        assert "send the exact name (at most" in refused
+    real = {"list_tools": '"read_file"', "list_tool_servers": '"files"'}
+    for name in listers:  # the advice works
+        assert answers[name].status == "success" and real[name] in answers[name].content
+    assert answers["real"].status == "success" and out["context_tools"] == {"read_file": "include"}

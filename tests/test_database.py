@@ -1504,3 +1504,71 @@ def test_sql_from_a_codemode_program(shop: Path):
     (answer,) = answers(graph.invoke({"messages": [HumanMessage("customers per city")]}))
     assert answer.content == "{'Lyon': 5, 'Paris': 5}\nRefused: execute_sql only reads, and DEL"
     assert digest(shop) == before
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_execute_sql_advises_search_schemas_only_while_it_is_on(shop: Path, api: str):
+    """Was: a rejected query and an unknown source said "(search_schemas shows the tables and
+    columns)" with search_schemas denied, so the model called a tool it does not have."""
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"})
+    calls = [
+        {"name": "execute_sql", "args": {"source": "shop", "sql": "SELECT nope FROM orderz"}},
+        {"name": "execute_sql", "args": {"source": "shopp", "sql": "SELECT 1"}},
+    ]
+    for denied, named in (([], True), (["search_schemas"], False)):
+        script = [
+            AIMessage("", tool_calls=[{**c, "id": f"c{i}"} for i, c in enumerate(calls)]),
+            ask("execute_sql", "fixed", source="shop", sql="SELECT count(*) AS n FROM orders"),
+            AIMessage("500 orders"),
+        ]
+        model = ScriptedChatModel(responses=script, cycle=False)
+        graph = create_toolbudget_agent(
+            model, CATALOG, database_toolbox=toolbox, enabled_builtins={"deny": denied}
+        ).compile()
+        out = await run(graph, {"messages": [HumanMessage("how many orders?")]}, api)
+        rejected, unknown, fixed = answers(out)
+        assert rejected.status == unknown.status == "error"
+        assert "no such table: orderz\nFix the SQL and call execute_sql again" in rejected.content
+        assert "Call execute_sql again with one of them" in unknown.content
+        for message in (rejected, unknown):
+            assert ("search_schemas" in message.content) is named, message.content
+        (description,) = [
+            s["function"]["description"]
+            for s in model.tools_schema
+            if s["function"]["name"] == "execute_sql"
+        ]
+        assert ("search_schemas" in description) is named, description
+        assert json.loads(fixed.content)["rows"] == [{"n": 500}]
+
+
+def test_search_schemas_advises_execute_sql_only_while_it_is_on(
+    shop: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The search's "next" step and its failure's way out name execute_sql only if it is on."""
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"})
+    real_search = toolbox.search
+    fail = [False]
+
+    def search(*args: Any, **kwargs: Any) -> Any:
+        if fail[0]:
+            raise RecursionError("maximum recursion depth exceeded")
+        return real_search(*args, **kwargs)
+
+    monkeypatch.setattr(toolbox, "search", search)
+    for denied, named in (([], True), (["execute_sql"], False)):
+        answered = []
+        for failing in (False, True):
+            fail[0] = failing
+            model = ScriptedChatModel(
+                responses=[ask("search_schemas", query="orders"), AIMessage("ok")], cycle=False
+            )
+            graph = create_toolbudget_agent(
+                model, CATALOG, database_toolbox=toolbox, enabled_builtins={"deny": denied}
+            ).compile()
+            (answer,) = answers(graph.invoke({"messages": [HumanMessage("orders?")]}))
+            answered.append(answer)
+        found, failed = answered
+        assert json.loads(found.content)["tables"][0]["table"] == "orders"
+        assert failed.status == "error" and "tell the user" in failed.content.lower()
+        for message in (found, failed):
+            assert ("execute_sql" in message.content) is named, message.content

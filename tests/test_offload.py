@@ -1257,3 +1257,104 @@ def test_an_expired_output_is_never_offered_and_leaves_the_index_at_the_next_put
     assert read.status == "success"
     _run(executor, store, "t", _call("server_log"))
     assert offload.handles()[:2] == [second, third]
+
+
+# --- the answers advise only the output tools the app left on ------------------------------
+
+
+def _run_with(
+    executor: ToolExecutor, store: BaseStore, api: str, *calls: dict[str, Any]
+) -> list[ToolMessage]:
+    """:func:`_run` under ``invoke`` or ``ainvoke`` (the families' sync or async answers)."""
+    graph = StateGraph(ToolBudgetState)
+    graph.add_node("tools", executor)
+    graph.add_edge(START, "tools")
+    app, config = graph.compile(store=store), {"configurable": {"thread_id": "t"}}
+    if api == "invoke":
+        out = app.invoke(_state(*calls), config)
+    else:
+        out = asyncio.run(app.ainvoke(_state(*calls), config))
+    return [m for m in out["messages"] if isinstance(m, ToolMessage)]
+
+
+@pytest.mark.parametrize("api", ["invoke", "ainvoke"])
+@pytest.mark.parametrize(
+    ("denied", "way", "args"),
+    [
+        (["read_large_output"], "search_large_output", {"pattern": "error"}),
+        (["search_large_output"], "read_large_output", {"start": 0, "length": 100}),
+        (["read_large_output", "search_large_output"], None, None),
+    ],
+)
+def test_jq_on_a_text_output_advises_only_the_output_tools_left_on(
+    api: str, denied: list[str], way: str | None, args: dict[str, Any] | None
+) -> None:
+    # Was: "Use search_large_output(handle, pattern) or read_large_output(handle, start,
+    # length)" whatever enabled_builtins turned off; followed: "not a tool of this app".
+    executor = ToolExecutor(_catalog(), enabled_builtins={"deny": denied})
+    store = InMemoryStore()
+    handle = _handle(_run_with(executor, store, api, _call("server_log"))[0])
+    (answer,) = _run_with(
+        executor, store, api, _call("query_large_output", {"handle": handle, "jq_expression": "."})
+    )
+    assert answer.status == "error" and "is text, not JSON" in answer.content
+    assert not [name for name in denied if name in answer.content], answer.content
+    if way is None:
+        assert "No tool of this app reads a text output" in answer.content
+        assert "call the tool that made it again asking for less" in answer.content
+        return
+    assert f"Use {way}(handle, " in answer.content
+    (followed,) = _run_with(executor, store, api, _call(way, {"handle": handle, **args}))
+    assert followed.status == "success" and "line 0: error" in followed.content
+
+
+def test_cut_searches_and_large_jq_results_advise_reading_only_while_it_is_on() -> None:
+    # Was: the cut search's note and the jq error said read_large_output(handle, ...) with
+    # read_large_output denied; the other advice stays, and still works.
+    catalog = ToolCatalog.from_tools(
+        [server_log_big, list_orders],
+        tool_metadata={n: {"include": "always"} for n in ("server_log_big", "list_orders")},
+    )
+    for denied, reads in (([], True), (["read_large_output"], False)):
+        executor = ToolExecutor(
+            catalog, offload_over_chars=2_000, enabled_builtins={"deny": denied}
+        )
+        store = InMemoryStore()
+        log, orders = (_handle(m) for m in _run(
+            executor, store, "t", _call("server_log_big", i="a"), _call("list_orders", i="b")
+        ))  # fmt: skip
+        search, query = _run(
+            executor,
+            store,
+            "t",
+            _call("search_large_output", {"handle": log, "pattern": "line 1", "context_lines": 5}),
+            _call("query_large_output", {"handle": orders, "jq_expression": ".orders"}, "q"),
+        )
+        note = json.loads(search.content)["note"]
+        assert ("read_large_output(handle, start=<offset>)" in note) is reads, note
+        assert "narrower pattern or fewer context_lines shows the others" in note
+        assert query.status == "error" and "'.items[:50]'" in query.content
+        assert ("read_large_output" in query.content) is reads, query.content
+        (part,) = _run(
+            executor,
+            store,
+            "t",
+            _call("query_large_output", {"handle": orders, "jq_expression": ".orders[:5]"}),
+        )
+        assert json.loads(part.content) == ORDERS["orders"][:5]
+
+
+def test_the_other_jq_and_search_notes_name_only_the_tools_given() -> None:
+    from langgraph_toolbudget.core.jq_sandbox import JqStopped
+    from langgraph_toolbudget.core.large_output import _stopped
+
+    # A deadline already past: the search stops at once, and its note says how to go on.
+    stopped = search_output(BIG_TEXT, "ok", seconds=-1.0, tools=["search_large_output"])
+    assert "stopped after" in stopped["note"] and "read_large_output" not in stopped["note"]
+    every = search_output(BIG_TEXT, "ok", seconds=-1.0)  # tools=None: every output tool is on
+    assert "read_large_output(handle, start=0) reads on from there" in every["note"]
+    for why, named in (("too_large", "read_large_output"), ("crash", "search_large_output")):
+        full = _stopped(JqStopped(why, "9"), "'.'", 10, 1.0, 64)
+        others = [t for t in OUTPUT_TOOL_NAMES if t != named]
+        without = _stopped(JqStopped(why, "9"), "'.'", 10, 1.0, 64, others)
+        assert named in full and named not in without and without.startswith("Error: ")

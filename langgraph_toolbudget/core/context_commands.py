@@ -24,7 +24,7 @@ Key Components:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,9 +114,12 @@ WRITE_COMMANDS: tuple[str, ...] = (
 
 REQUIRED_ARG_ERROR = "{command} needs the argument {arg!r} (a string); got {args}."
 TOO_LONG_ARG_ERROR = (
-    "{command}: {arg} {value!r} is longer than any name here, so nothing was done; "
-    "use list_tools or list_tool_servers for the real names."
+    "{command}: {arg} {value!r} is longer than any name here, so nothing was done; {how}."
 )
+NAME_LISTERS = ("list_tools", "list_tool_servers")
+"""The operations :data:`TOO_LONG_ARG_ERROR` sends to for the real names (those the caller has)."""
+NO_LISTER = "send the exact name (at most {limit} characters)"
+""":data:`TOO_LONG_ARG_ERROR`'s advice when the caller has neither of :data:`NAME_LISTERS`."""
 UNKNOWN_COMMAND_ERROR = "{command!r} is not a tool-context operation; operations: {known}."
 ARGS_NOT_AN_OBJECT_ERROR = (
     "{command} takes its arguments as a JSON object such as {expected}; got {args}."
@@ -143,6 +146,26 @@ def arguments(command: str) -> dict[str, bool]:
 
 class CommandError(ValueError):
     """A tool-context operation that cannot run: the message says what to fix."""
+
+
+class _TooLongArg(CommandError):
+    """An argument longer than any name; :meth:`message` words the advice for the caller."""
+
+    def __init__(self, command: str, arg: str, value: str) -> None:
+        self.command, self.arg, self.value = command, arg, clip(value, 40)
+        super().__init__(self.message())
+
+    def message(self, tools: Collection[str] | None = None) -> str:
+        """The error, naming only the listing operations in ``tools`` (None: both)."""
+        listers = [n for n in NAME_LISTERS if tools is None or n in tools]
+        how = (
+            f"use {' or '.join(listers)} for the real names"
+            if listers
+            else NO_LISTER.format(limit=MAX_NAME_CHARS)
+        )
+        return TOO_LONG_ARG_ERROR.format(
+            command=self.command, arg=self.arg, value=self.value, how=how
+        )
 
 
 class ExcludedError(CommandError):
@@ -175,9 +198,7 @@ def _arg(command: str, args: Mapping[str, Any], name: str, *, required: bool = T
         shown = safe_repr(dict(args))
         raise CommandError(REQUIRED_ARG_ERROR.format(command=command, arg=name, args=shown))
     if len(value) > MAX_NAME_CHARS:  # no tool, server or mode is that long: never echoed whole
-        raise CommandError(
-            TOO_LONG_ARG_ERROR.format(command=command, arg=name, value=clip(value, 40))
-        )
+        raise _TooLongArg(command, name, value)
     return value
 
 
@@ -239,6 +260,7 @@ def run_command(
     args: Any,
     *,
     by_user: bool = False,
+    tools: Collection[str] | None = None,
 ) -> CommandResult:
     """Answer one tool-context operation for a thread.
 
@@ -250,6 +272,8 @@ def run_command(
         by_user: the user asks (the CLI, the MCP context server): an exclusion may be
             lifted. False (the model's tools): an operation that would include, or set
             the mode of, an excluded tool or server is refused.
+        tools: the operations the caller has (the model's enabled context tools): an
+            error's advice names only these. None: every operation (the user's faces).
 
     Returns:
         The answer and, for the write operations, the state update.
@@ -276,6 +300,8 @@ def run_command(
         if result.update and not by_user:
             _keep_exclusions(catalog, values, command, result.update)
         return result
+    except _TooLongArg as exc:
+        raise CommandError(exc.message(tools)) from None
     except CommandError:
         raise
     except (TypeError, ValueError) as exc:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +70,8 @@ __all__ = [
     "search_output",
 ]
 
+READ_TOOL, SEARCH_TOOL = "read_large_output", "search_large_output"
+"""The output tools the answers' advice names (only while on: the ``tools`` arguments)."""
 MAX_MATCHES = 20
 """``search_large_output`` reports at most this many matches."""
 MAX_CONTEXT_LINES = 10
@@ -109,9 +111,15 @@ BAD_RANGE_ERROR = (
     "characters. start must be an integer from 0 to {last}; length a positive integer "
     "(at most {limit} per call)."
 )
-NOT_JSON_ERROR = (
-    "Error: output {handle!r} is text, not JSON, so jq cannot query it. Use "
-    "search_large_output(handle, pattern) or read_large_output(handle, start, length)."
+NOT_JSON_ERROR = "Error: output {handle!r} is text, not JSON, so jq cannot query it. {how}"
+NOT_JSON_WAYS = {
+    SEARCH_TOOL: "search_large_output(handle, pattern)",
+    READ_TOOL: "read_large_output(handle, start, length)",
+}
+"""How :data:`NOT_JSON_ERROR` says to read a text output, by tool (the enabled ones only)."""
+NOT_JSON_NO_WAY = (
+    "No tool of this app reads a text output: if you need more of it, call the tool that made "
+    "it again asking for less."
 )
 JQ_ERROR = (
     "Error: jq expression {expression} failed: {reason}. Check the expression against the "
@@ -129,24 +137,26 @@ JQ_MEMORY_ERROR = (
 )
 JQ_TOO_LARGE_ERROR = (
     "Error: the result of {expression} is {chars:,} characters, over the {limit:,} a query may "
-    "return. Select a smaller part (e.g. '.items[:100]', 'keys', '.items | length'), or read "
-    "the output with read_large_output(handle, start, length)."
+    "return. Select a smaller part (e.g. '.items[:100]', 'keys', '.items | length'){read}."
 )
 JQ_OVER_LIMIT_ERROR = (
     "Error: the result of {expression} is {chars:,} characters ({shape}), over the {limit:,} "
     "one answer may hold, so it is not shown. Ask for a part of it: slice an array "
     "('.items[:50]', '.items[50:100]'), pick fields ('.items[] | {{id, name}}'), list 'keys' "
-    "or count with 'length'; or read the output with read_large_output(handle, start, length)."
+    "or count with 'length'{read}."
 )
+READ_WHOLE = "read the output with read_large_output(handle, start, length)"
+"""The jq errors' last way out (:data:`JQ_TOO_LARGE_ERROR`, :data:`JQ_OVER_LIMIT_ERROR`), named
+while ``read_large_output`` is on."""
 JQ_CUT_NOTE = "\n[stopped after the first {results} results]"
 JQ_BUSY_ERROR = (
     "Error: jq is busy ({workers} queries are running), so {expression} did not run. Call "
     "query_large_output again."
 )
 JQ_CRASH_ERROR = (
-    "Error: jq stopped unexpectedly on {expression} ({detail}). Try a simpler expression, or "
-    "search_large_output(handle, pattern) instead."
+    "Error: jq stopped unexpectedly on {expression} ({detail}). Try a simpler expression{search}."
 )
+SEARCH_INSTEAD = ", or search_large_output(handle, pattern) instead"
 EMPTY_PATTERN_ERROR = "Error: empty pattern. Pass a word or a regex, e.g. 'error|warning'."
 PATTERN_ERROR = "Error: " + INVALID_PATTERN_ERROR
 LONG_PATTERN_ERROR = (
@@ -155,14 +165,21 @@ LONG_PATTERN_ERROR = (
 )
 SEARCH_CUT_NOTE = (
     "{shown} of the {total:,} matching lines fit in one answer ({limit:,} characters){how}. "
-    "read_large_output(handle, start=<offset>) reads around a match; a narrower pattern "
-    "{fewer}shows the others."
+    "A narrower pattern {fewer}shows the others{read}."
 )
+READ_AROUND = "; read_large_output(handle, start=<offset>) reads around a match"
 SEARCH_STOPPED_NOTE = (
     "The search stopped after {seconds:g} s at character {at:,} of {chars:,} (line {line:,}): "
     "matches after it are not counted. A simpler pattern (fewer repetitions such as x{{1000}}) "
-    "searches faster; read_large_output(handle, start={at}) reads on from there."
+    "searches faster{read}."
 )
+READ_ON = "; read_large_output(handle, start={at}) reads on from there"
+
+
+def _named(tools: Collection[str] | None, tool: str, clause: str) -> str:
+    """``clause``, which advises ``tool``, if the model has that tool (``tools`` None: it has
+    every output tool); else nothing, so no advice sends it to a tool it lacks."""
+    return clause if tools is None or tool in tools else ""
 
 
 class OutputError(ValueError):
@@ -358,6 +375,7 @@ def search_output(
     *,
     seconds: float = SEARCH_SECONDS,
     max_chars: int | None = None,
+    tools: Collection[str] | None = None,
 ) -> dict[str, Any]:
     """Regex matches in ``text`` with ``context_lines`` lines around each, bounded.
 
@@ -368,7 +386,9 @@ def search_output(
     lines are clipped around the match. The scan stops after ``seconds``: then
     ``complete`` is false and ``note`` says how far it got. With ``max_chars``, the
     answer (:func:`search_answer`) is cut to fit it: fewer matches, then only each
-    matching line, then only line numbers and offsets, and ``note`` says so.
+    matching line, then only line numbers and offsets, and ``note`` says so. ``tools``:
+    the output tools the model has; ``note`` advises ``read_large_output`` only if among
+    them (None: it is).
 
     Raises:
         OutputError: an empty, too long, invalid or unsupported pattern.
@@ -407,7 +427,10 @@ def search_output(
     note = ""
     if stopped is not None:
         at, line = stopped
-        note = SEARCH_STOPPED_NOTE.format(seconds=seconds, at=at, chars=len(text), line=line)
+        read = _named(tools, READ_TOOL, READ_ON.format(at=at))
+        note = SEARCH_STOPPED_NOTE.format(
+            seconds=seconds, at=at, chars=len(text), line=line, read=read
+        )
     matches = [_match(text, starts, number, at, context) for number, at in hits]
     found = _found(pattern, total, matches, stopped is not None, note)
     if max_chars is None or len(search_answer(found)) <= max_chars:
@@ -419,18 +442,21 @@ def search_output(
         ([{"line": n + 1, "offset": starts[n] + at} for n, at in hits], ", without context"),
     ]
     fewer = "or fewer context_lines " if context else ""
+    read = _named(tools, READ_TOOL, READ_AROUND)
     # Every match with less around it first (each offset lets the model read there), then
     # the first matches with the most around them that fit.
     tries = [(shown, how, len(shown)) for shown, how in levels]
     tries += [(shown, how, n) for shown, how in levels for n in range(len(shown) - 1, 0, -1)]
     for shown, how, count in tries:
         cut = SEARCH_CUT_NOTE.format(
-            shown=count, total=total, limit=max_chars, how=how, fewer=fewer
+            shown=count, total=total, limit=max_chars, how=how, fewer=fewer, read=read
         )
         fit = _found(pattern, total, shown[:count], stopped is not None, _join(note, cut))
         if len(search_answer(fit)) <= max_chars:
             return fit
-    cut = SEARCH_CUT_NOTE.format(shown=0, total=total, limit=max_chars, how="", fewer=fewer)
+    cut = SEARCH_CUT_NOTE.format(
+        shown=0, total=total, limit=max_chars, how="", fewer=fewer, read=read
+    )
     return _found(pattern, total, [], stopped is not None, _join(note, cut))
 
 
@@ -537,6 +563,7 @@ def query_json(
     timeout_s: float = JQ_TIMEOUT_S,
     memory_mb: int = JQ_MEMORY_MB,
     max_chars: int | None = None,
+    tools: Collection[str] | None = None,
 ) -> tuple[str, bool]:
     """The results of a jq expression over a JSON output, as JSON text.
 
@@ -556,6 +583,8 @@ def query_json(
         memory_mb: the query's memory limit.
         max_chars: the most characters the answer may hold (None: no bound but the
             worker's :data:`~langgraph_toolbudget.core.jq_sandbox.MAX_RESULT_CHARS`).
+        tools: the output tools the model has: an error advises ``read_large_output`` or
+            ``search_large_output`` only if among them (None: both are).
 
     Returns:
         The answer (the JSON text, with :data:`JQ_CUT_NOTE` when results were cut), and
@@ -570,7 +599,9 @@ def query_json(
     if not jq_available():
         raise ImportError(JQ_MISSING_ERROR)
     if kind == "text" or (kind is None and not _JSON_START.match(text)):
-        raise OutputError(NOT_JSON_ERROR.format(handle=handle))
+        ways = [w for tool, w in NOT_JSON_WAYS.items() if tools is None or tool in tools]
+        how = f"Use {' or '.join(ways)}." if ways else NOT_JSON_NO_WAY
+        raise OutputError(NOT_JSON_ERROR.format(handle=handle, how=how))
     shown = safe_repr(expression)
     if not isinstance(expression, str) or not expression.strip():
         raise OutputError(JQ_ERROR.format(expression=shown, reason="empty expression"))
@@ -581,21 +612,32 @@ def query_json(
     except JqFailed as exc:
         raise OutputError(JQ_ERROR.format(expression=shown, reason=clip(str(exc), 500))) from None
     except JqStopped as exc:
-        raise OutputError(_stopped(exc, shown, len(text), timeout_s, memory_mb)) from None
+        raise OutputError(_stopped(exc, shown, len(text), timeout_s, memory_mb, tools)) from None
     answer = result.text + (JQ_CUT_NOTE.format(results=MAX_JQ_RESULTS) if result.cut else "")
     if max_chars is not None and len(answer) > max_chars:
         info = describe_output(result.text)
         shape = f"JSON, {info.shape}" if info.kind == "json" else "JSON"
         raise OutputError(
             JQ_OVER_LIMIT_ERROR.format(
-                expression=shown, chars=len(answer), shape=shape, limit=max_chars
+                expression=shown,
+                chars=len(answer),
+                shape=shape,
+                limit=max_chars,
+                read=_named(tools, READ_TOOL, f"; or {READ_WHOLE}"),
             )
         )
     return answer, result.cut
 
 
-def _stopped(exc: JqStopped, expression: str, chars: int, timeout_s: float, mb: int) -> str:
-    """The model's message for a query its limits stopped."""
+def _stopped(
+    exc: JqStopped,
+    expression: str,
+    chars: int,
+    timeout_s: float,
+    mb: int,
+    tools: Collection[str] | None = None,
+) -> str:
+    """The model's message for a query its limits stopped (advising only ``tools``)."""
     if exc.why == "timeout":
         return JQ_TIMEOUT_ERROR.format(seconds=timeout_s, expression=expression)
     if exc.why == "memory":
@@ -604,8 +646,12 @@ def _stopped(exc: JqStopped, expression: str, chars: int, timeout_s: float, mb: 
     if exc.why == "too_large":
         chars_out = int(exc.detail) if exc.detail.isdigit() else MAX_RESULT_CHARS + 1
         return JQ_TOO_LARGE_ERROR.format(
-            expression=expression, chars=chars_out, limit=MAX_RESULT_CHARS
+            expression=expression,
+            chars=chars_out,
+            limit=MAX_RESULT_CHARS,
+            read=_named(tools, READ_TOOL, f", or {READ_WHOLE}"),
         )
     if exc.why == "busy":
         return JQ_BUSY_ERROR.format(workers=MAX_JQ_WORKERS, expression=expression)
-    return JQ_CRASH_ERROR.format(expression=expression, detail=exc.detail)
+    search = _named(tools, SEARCH_TOOL, SEARCH_INSTEAD)
+    return JQ_CRASH_ERROR.format(expression=expression, detail=exc.detail, search=search)

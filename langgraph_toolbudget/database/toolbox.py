@@ -81,8 +81,9 @@ BAD_SOURCES_ERROR = (
 BAD_URL_ERROR = "DatabaseToolbox: source {name!r} has URL {url!r}, which {problem}."
 UNKNOWN_SOURCE_ERROR = (
     "Error: there is no database source {source}. The sources are: {known}. Call "
-    "execute_sql again with one of them (search_schemas finds the tables of each)."
+    "execute_sql again with one of them{hint}."
 )
+SOURCES_HINT = " (search_schemas finds the tables of each)"
 DOWN_ERROR = (
     "Error: database source {source!r} cannot be reached ({error}). Try another source "
     "({known}), or tell the user the database is unavailable."
@@ -110,8 +111,9 @@ CANCEL_AGAIN_S = 0.25
 """Seconds between a stopped query's cancel requests, sent until the query ends."""
 DATABASE_ERROR = (
     "Error: the database ({dialect}) rejected the query: {message}\nFix the SQL and call "
-    "execute_sql again (search_schemas shows the tables and columns)."
+    "execute_sql again{hint}."
 )
+TABLES_HINT = " (search_schemas shows the tables and columns)"
 UNCHECKABLE_ERROR = (
     "Refused: the statement could not be checked as read-only ({reason}), so nothing ran. "
     "Write it as a plain SELECT (or WITH ... SELECT)."
@@ -150,11 +152,31 @@ class SqlError(Exception):
 
     Attributes:
         refused: the query was refused (not a read), as opposed to failing.
+        without_schemas: the message without its advice to call ``search_schemas``, for
+            an app that turned that built-in off (None: the message gives no such advice).
     """
 
-    def __init__(self, message: str, *, refused: bool = False) -> None:
+    def __init__(
+        self, message: str, *, refused: bool = False, without_schemas: str | None = None
+    ) -> None:
         super().__init__(message)
         self.refused = refused
+        self.without_schemas = without_schemas
+
+    def message(self, *, schemas: bool = True) -> str:
+        """The message for the model; with ``schemas`` False, one that does not name
+        ``search_schemas`` (the model does not have it)."""
+        if schemas or self.without_schemas is None:
+            return str(self)
+        return self.without_schemas
+
+
+def _advising_schemas(template: str, hint: str, **values: Any) -> SqlError:
+    """An :class:`SqlError` from ``template``, whose ``{hint}`` is ``hint`` (advice naming
+    ``search_schemas``) in the message and nothing in its ``without_schemas``."""
+    return SqlError(
+        template.format(hint=hint, **values), without_schemas=template.format(hint="", **values)
+    )
 
 
 @dataclass(frozen=True)
@@ -489,7 +511,8 @@ class DatabaseToolbox:
         src = self._sources.get(source) if isinstance(source, str) else None
         if src is None:
             shown = safe_repr(source)  # what the model sent: any size or type
-            raise SqlError(UNKNOWN_SOURCE_ERROR.format(source=shown, known=self.quoted_names()))
+            known = self.quoted_names()
+            raise _advising_schemas(UNKNOWN_SOURCE_ERROR, SOURCES_HINT, source=shown, known=known)
         unsendable = _unsendable(sql) if isinstance(sql, str) else None
         if unsendable is not None:
             raise SqlError(unsendable)
@@ -571,7 +594,7 @@ class DatabaseToolbox:
             what, limit = "a LIKE or GLOB pattern (characters)", SQLITE_MAX_LIKE_PATTERN
             return SqlError(SQLITE_TOO_LONG_ERROR.format(what=what, limit=limit))
         shown = clip(message, MESSAGE_CHARS)
-        return SqlError(DATABASE_ERROR.format(dialect="SQLite", message=shown))
+        return _advising_schemas(DATABASE_ERROR, TABLES_HINT, dialect="SQLite", message=shown)
 
     def _postgres(
         self, src: _Source, sql: str, check: ReadOnlyCheck, stop: QueryStop | None = None
@@ -674,7 +697,7 @@ class DatabaseToolbox:
         message = clip(_pg_message(exc), MESSAGE_CHARS)
         if getattr(exc, "sqlstate", None) == "08P01" and "parameter" in message:
             message += NO_PARAMETERS_HINT
-        return SqlError(DATABASE_ERROR.format(dialect="PostgreSQL", message=message))
+        return _advising_schemas(DATABASE_ERROR, TABLES_HINT, dialect="PostgreSQL", message=message)
 
     @staticmethod
     def _postgres_count_rest(conn: Any, cursor_name: str, deadline: float) -> int | None:
@@ -715,7 +738,9 @@ class DatabaseToolbox:
         if result.status == pq.ExecStatus.FATAL_ERROR:
             message = (result.error_message or b"").decode("utf-8", "replace").strip()
             message = clip(message.removeprefix("ERROR:").strip(), MESSAGE_CHARS)
-            raise SqlError(DATABASE_ERROR.format(dialect="PostgreSQL", message=message))
+            raise _advising_schemas(
+                DATABASE_ERROR, TABLES_HINT, dialect="PostgreSQL", message=message
+            )
         raise SqlError(UNCHECKABLE_ERROR.format(reason=check.reason), refused=True)
 
 

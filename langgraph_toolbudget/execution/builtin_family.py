@@ -120,6 +120,13 @@ class BuiltinContext:
         if any(name in update for name in CONTEXT_FIELDS):
             self.context = self.context.merged(update)
 
+    @property
+    def builtin_names(self) -> frozenset[str] | None:
+        """The names of the node's enabled built-ins (``tools.builtins``): an answer's advice
+        names only these, never one ``enabled_builtins`` turned off. None without ``tools``
+        (a family answered on its own): then nothing is known to be off."""
+        return None if self.tools is None else frozenset(t.name for t in self.tools.builtins)
+
 
 @dataclass
 class BuiltinResult:

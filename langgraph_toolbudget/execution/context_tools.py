@@ -133,7 +133,9 @@ class ContextTools(BuiltinTools):
             "selected_tools": list(ctx.working.names),
         }
         try:
-            result = run_command(self.catalog, values, call["name"], call.get("args"))
+            result = run_command(
+                self.catalog, values, call["name"], call.get("args"), tools=ctx.builtin_names
+            )
         except ExcludedError as exc:
             return BuiltinResult(EXCLUDED_ERROR.format(problem=exc), error=True)
         except CommandError as exc:

@@ -10,7 +10,8 @@ search itself is an error tool message (logged). ``execute_sql(source, sql)`` ru
 read-only statement (:class:`~langgraph_toolbudget.database.toolbox.DatabaseToolbox`): a
 refusal, the timeout, an unknown or unreachable source, and the database's own error are
 error tool messages that say what to do; so is anything else that fails (logged), never an
-exception out of the graph. A large result is offloaded as a large tool result.
+exception out of the graph. A large result is offloaded as a large tool result. An answer
+(and ``execute_sql``'s description) names the other tool only while it is on.
 
 Registered while ``database_toolbox`` is set and one of its sources connects; on by
 default then (``enabled_builtins`` can turn either tool off).
@@ -64,10 +65,15 @@ FAILED_SQL = (
     "Error: execute_sql failed on source {source} ({error}); nothing was changed. Try a "
     "simpler query (fewer rows or columns, unusual values cast to text), or tell the user."
 )
-FAILED_SEARCH = (
-    "Error: search_schemas failed ({error}). Query a table you know with execute_sql (sources: "
-    "{known}), or tell the user the schemas cannot be searched."
+FAILED_SEARCH = "Error: search_schemas failed ({error}). {how}"
+FAILED_SEARCH_HOW = (
+    "Query a table you know with execute_sql (sources: {known}), or tell the user the schemas "
+    "cannot be searched."
 )
+FAILED_SEARCH_TELL = "Tell the user the schemas cannot be searched."
+""":data:`FAILED_SEARCH`'s advice when ``execute_sql`` is off."""
+NEXT_STEP = "query them with execute_sql(source=..., sql='SELECT ...')"
+SCHEMAS_FIRST = " Find tables and columns with search_schemas first."
 
 
 class _SearchArgs(BaseModel):
@@ -103,8 +109,17 @@ class DatabaseTools(BuiltinTools):
         parts = [f"{name} ({self.toolbox.dialect(name)})" for name in up]
         return ", ".join(parts) or "none"
 
+    def _enabled(self, name: str, ctx: BuiltinContext | None = None) -> bool:
+        """Whether the family's tool ``name`` is on, so an answer or description may name it:
+        by the node's enabled built-ins when ``ctx`` knows them, else by ``enabled_builtins``."""
+        names = None if ctx is None else ctx.builtin_names
+        if names is not None:
+            return name in names
+        return self.config.builtin_filter.allows(name, default=self.default_enabled)
+
     def definitions(self) -> list[BaseTool]:
         sources = self._sources()
+        first = SCHEMAS_FIRST if self._enabled(SEARCH_SCHEMAS) else ""
         return [
             definition_only(
                 SEARCH_SCHEMAS,
@@ -121,8 +136,7 @@ class DatabaseTools(BuiltinTools):
                     "Run one read-only SQL statement (SELECT, WITH ... SELECT or EXPLAIN) on a "
                     f"database source and get the rows as JSON (at most {self.toolbox.max_rows}"
                     ", with the total count). Writes, schema changes, PRAGMA and ATTACH are "
-                    f"refused. Find tables and columns with search_schemas first. Sources: "
-                    f"{sources}."
+                    f"refused.{first} Sources: {sources}."
                 ),
                 args_schema=_SqlArgs,
             ),
@@ -131,20 +145,23 @@ class DatabaseTools(BuiltinTools):
     def handle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
         args = call.get("args") or {}
         if call["name"] == SEARCH_SCHEMAS:
-            return self._search(args)
-        return self._execute(args)
+            return self._search(args, self._enabled(EXECUTE_SQL, ctx))
+        return self._execute(args, schemas=self._enabled(SEARCH_SCHEMAS, ctx))
 
     async def ahandle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
         if call["name"] == SEARCH_SCHEMAS:
             return await super().ahandle(call, ctx)
         stop = QueryStop()  # a cancelled run's query would run on in its thread to timeout_s
         try:
-            return await asyncio.to_thread(self._execute, call.get("args") or {}, stop)
+            schemas = self._enabled(SEARCH_SCHEMAS, ctx)
+            return await asyncio.to_thread(self._execute, call.get("args") or {}, stop, schemas)
         except asyncio.CancelledError:
             stop.set()  # at once: its cancel requests go from a thread, not the event loop's
             raise
 
-    def _search(self, args: dict[str, Any]) -> BuiltinResult:
+    def _search(self, args: dict[str, Any], queries: bool = True) -> BuiltinResult:
+        """``search_schemas``'s answer (advising ``execute_sql`` only if ``queries``: it is
+        on)."""
         query, source = args.get("query"), args.get("source")
         if not isinstance(query, str) or not query.strip():
             return BuiltinResult(BAD_QUERY, error=True)
@@ -163,7 +180,8 @@ class DatabaseTools(BuiltinTools):
             logger.exception("search_schemas raised")
             error = clip(f"{type(exc).__name__}: {exc}")
             names = self.toolbox.quoted_names()
-            return BuiltinResult(FAILED_SEARCH.format(error=error, known=names), error=True)
+            how = FAILED_SEARCH_HOW.format(known=names) if queries else FAILED_SEARCH_TELL
+            return BuiltinResult(FAILED_SEARCH.format(error=error, how=how), error=True)
         if not tables:
             where = f" in source {source!r}" if source else ""
             unread = {n: e for n, e in down.items() if source in (None, n)}
@@ -174,10 +192,14 @@ class DatabaseTools(BuiltinTools):
         answer: dict[str, Any] = {"tables": [t.as_dict() for t in tables]}
         if down:
             answer["unavailable_sources"] = down
-        answer["next"] = "query them with execute_sql(source=..., sql='SELECT ...')"
+        if queries:
+            answer["next"] = NEXT_STEP
         return BuiltinResult(json.dumps(answer, ensure_ascii=False), artifact=answer)
 
-    def _execute(self, args: dict[str, Any], stop: QueryStop | None = None) -> BuiltinResult:
+    def _execute(
+        self, args: dict[str, Any], stop: QueryStop | None = None, schemas: bool = True
+    ) -> BuiltinResult:
+        """``execute_sql``'s answer (advising ``search_schemas`` only if ``schemas``: it is on)."""
         source, sql = args.get("source"), args.get("sql")
         if not isinstance(source, str) or not isinstance(sql, str):
             return BuiltinResult(BAD_SQL.format(known=self.toolbox.quoted_names()), error=True)
@@ -185,7 +207,8 @@ class DatabaseTools(BuiltinTools):
             result = self.toolbox.execute(source, sql, stop=stop)
             content = json.dumps(result.as_dict(), ensure_ascii=False)
         except SqlError as exc:
-            return BuiltinResult(str(exc), error=True, artifact={"refused": exc.refused})
+            content = exc.message(schemas=schemas)
+            return BuiltinResult(content, error=True, artifact={"refused": exc.refused})
         except Exception as exc:  # noqa: BLE001 - a value nobody foresaw must not end the run
             logger.exception("execute_sql on source %s raised", clip(repr(source)))
             error = clip(f"{type(exc).__name__}: {exc}")

@@ -15,7 +15,8 @@ count against the budget or the meta-call limit, and they are on while offloadin
 (``enabled_builtins`` can turn each off). Every bad request is an error tool message: an
 unknown, expired or evicted handle (naming the conversation's newest handles that still
 exist), a handle of another thread, run or app (only the caller's own handles are named), a
-bad range, a bad or too long regex, bad jq, jq stopped by its time or memory limit.
+bad range, a bad or too long regex, bad jq, jq stopped by its time or memory limit. An
+answer's advice names only the output tools the node has on (``enabled_builtins``).
 
 Key Components:
     - :class:`OutputTools`: the family (definitions and answers, sync and async).
@@ -24,6 +25,7 @@ Key Components:
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Collection
 from typing import Any
 
 from langchain_core.messages import ToolCall
@@ -155,16 +157,27 @@ class OutputTools(BuiltinTools):
         shown = safe_repr(handle)  # what the model sent: any size or shape
         return BuiltinResult(UNKNOWN_HANDLE_ERROR.format(handle=shown, known=hint), error=True)
 
-    def _answer(self, name: str, args: dict[str, Any], stored: dict[str, Any]) -> BuiltinResult:
+    def _answer(
+        self,
+        name: str,
+        args: dict[str, Any],
+        stored: dict[str, Any],
+        tools: Collection[str] | None = None,
+    ) -> BuiltinResult:
         """The answer from the stored output, at most the offload limit long (as far as a
-        read's :data:`~langgraph_toolbudget.core.large_output.MIN_READ_CHARS` allows)."""
+        read's :data:`~langgraph_toolbudget.core.large_output.MIN_READ_CHARS` allows); its
+        advice names only the built-ins in ``tools`` (the node's enabled ones; None: all)."""
         text, handle = str(stored.get("text", "")), str(args.get("handle"))
         try:
             if name == READ:
                 return BuiltinResult(self._read(text, handle, args))
             if name == SEARCH:
                 found = search_output(
-                    text, args.get("pattern"), args.get("context_lines", 2), max_chars=self.limit
+                    text,
+                    args.get("pattern"),
+                    args.get("context_lines", 2),
+                    max_chars=self.limit,
+                    tools=tools,
                 )
                 return BuiltinResult(search_answer(found))
             answer, _ = query_json(
@@ -175,6 +188,7 @@ class OutputTools(BuiltinTools):
                 timeout_s=self.config.jq_timeout_s,
                 memory_mb=self.config.jq_memory_mb,
                 max_chars=self.limit,
+                tools=tools,
             )
             return BuiltinResult(answer)
         except OutputError as exc:
@@ -198,7 +212,7 @@ class OutputTools(BuiltinTools):
         stored = store.get(args.get("handle"))
         if stored is None:
             return self._missing(args.get("handle"), store.latest(exclude=args.get("handle")))
-        return self._answer(call["name"], args, stored)
+        return self._answer(call["name"], args, stored, ctx.builtin_names)
 
     async def ahandle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
         args = call.get("args") or {}
@@ -208,4 +222,4 @@ class OutputTools(BuiltinTools):
             handle = args.get("handle")
             return self._missing(handle, await store.alatest(exclude=handle))
         # regex over a large output is CPU work, and jq waits for its worker: off the loop.
-        return await asyncio.to_thread(self._answer, call["name"], args, stored)
+        return await asyncio.to_thread(self._answer, call["name"], args, stored, ctx.builtin_names)
