@@ -1390,3 +1390,23 @@ async def test_a_drafts_refusal_sends_the_model_to_no_meta_tool_once_they_are_sp
         out = await ToolExecutor(catalog, max_meta_calls=limit).ainvoke(state_for(calls, []))
         refusal = out["messages"][1].content
         assert "draft" in refusal and ("search_tools" in refusal) is sent
+
+
+def test_from_tools_keeps_what_a_shared_config_sets():
+    # It forced enforce_visibility=False and offload_over_chars=None over config=, while the
+    # same options as keywords were taken: a shared config's offloading was dropped.
+    @tool
+    def big() -> str:
+        """A big result."""
+        return "x" * 2_000
+
+    state = {"messages": [HumanMessage("go"), ai_calls(call("big", "b1"))]}
+    shared = ToolExecutor.from_tools([big], config=BudgetConfig(offload_over_chars=500))
+    assert shared.config.offload_over_chars == 500
+    assert len(shared.invoke(state)["messages"][0].content) < 2_000  # offloaded
+    strict = ToolExecutor.from_tools([big], config=BudgetConfig(enforce_visibility=True))
+    assert strict.config.enforce_visibility is True
+    # a config that sets neither keeps ToolNode's ways: every tool visible, no offloading
+    plain = ToolExecutor.from_tools([big], config=BudgetConfig(max_parallel=2))
+    assert plain.config.enforce_visibility is False and plain.config.offload_over_chars is None
+    assert plain.invoke(state)["messages"][0].content == "x" * 2_000

@@ -98,6 +98,12 @@ Hooks = ToolCallWrapper | Sequence[ToolCallWrapper] | None
 AsyncHooks = AsyncToolCallWrapper | Sequence[AsyncToolCallWrapper] | None
 
 
+_TOOLNODE_DEFAULTS: dict[str, Any] = {"enforce_visibility": False, "offload_over_chars": None}
+"""What :meth:`ToolExecutor.from_tools` changes from ``ToolExecutor``'s defaults, as
+``ToolNode`` behaves: every tool visible, no offloading. A ``config`` that sets either keeps
+its value."""
+
+
 class ToolExecutor(ToolNode):
     """A drop-in replacement for LangGraph's ``ToolNode`` that knows the tool budget.
 
@@ -264,7 +270,8 @@ class ToolExecutor(ToolNode):
             messages_key: the state key of the messages.
             wrap_tool_call: hooks around each call, as ``ToolNode``'s.
             awrap_tool_call: async hooks, as ``ToolNode``'s.
-            config: shared options, as for :class:`ToolExecutor`.
+            config: shared options, as for :class:`ToolExecutor`; the values it sets
+                (``config.model_fields_set``) come over the defaults above.
             **options: any ``BudgetConfig`` option (``mode``, ``max_parallel``,
                 ``group_limits``...), over ``config``'s value and the defaults above.
 
@@ -307,10 +314,13 @@ class ToolExecutor(ToolNode):
         if isinstance(tools, str | bytes) or not isinstance(tools, Iterable):
             raise TypeError(FROM_TOOLS_TYPE_ERROR.format(kind=repr(tools)[:80]))
         as_tools = [t if isinstance(t, BaseTool) else create_tool(t) for t in tools]
+        config = options.get("config")
+        chosen = config.model_fields_set if isinstance(config, BudgetConfig) else set()
+        defaults = {k: v for k, v in _TOOLNODE_DEFAULTS.items() if k not in chosen}
         ToolExecutor.__init__(
             self,
             ToolCatalog.from_tools(as_tools),
-            **{"enforce_visibility": False, "offload_over_chars": None, **options},
+            **{**defaults, **options},
             handle_tool_errors=handle_tool_errors,
         )
         self.runner.policy.toolnode_wording = True
