@@ -99,9 +99,14 @@ def _state(*calls: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run(
-    executor: ToolExecutor, store: BaseStore, thread: str, *calls: dict[str, Any]
+    executor: ToolExecutor,
+    store: BaseStore,
+    thread: str,
+    *calls: dict[str, Any],
+    api: str = "invoke",
 ) -> list[ToolMessage]:
-    """Run the executor as a graph node (so it sees the graph's store and thread)."""
+    """Run the executor as a graph node (so it sees the graph's store and thread), under
+    ``invoke`` or ``ainvoke`` (the built-in families' sync or async answers)."""
     from langgraph.graph import START, StateGraph
 
     from langgraph_toolbudget import ToolBudgetState
@@ -109,8 +114,11 @@ def _run(
     graph = StateGraph(ToolBudgetState)
     graph.add_node("tools", executor)
     graph.add_edge(START, "tools")
-    app = graph.compile(store=store)
-    out = app.invoke(_state(*calls), {"configurable": {"thread_id": thread}})
+    app, config = graph.compile(store=store), {"configurable": {"thread_id": thread}}
+    if api == "invoke":
+        out = app.invoke(_state(*calls), config)
+    else:
+        out = asyncio.run(app.ainvoke(_state(*calls), config))
     return [m for m in out["messages"] if isinstance(m, ToolMessage)]
 
 
@@ -1262,21 +1270,6 @@ def test_an_expired_output_is_never_offered_and_leaves_the_index_at_the_next_put
 # --- the answers advise only the output tools the app left on ------------------------------
 
 
-def _run_with(
-    executor: ToolExecutor, store: BaseStore, api: str, *calls: dict[str, Any]
-) -> list[ToolMessage]:
-    """:func:`_run` under ``invoke`` or ``ainvoke`` (the families' sync or async answers)."""
-    graph = StateGraph(ToolBudgetState)
-    graph.add_node("tools", executor)
-    graph.add_edge(START, "tools")
-    app, config = graph.compile(store=store), {"configurable": {"thread_id": "t"}}
-    if api == "invoke":
-        out = app.invoke(_state(*calls), config)
-    else:
-        out = asyncio.run(app.ainvoke(_state(*calls), config))
-    return [m for m in out["messages"] if isinstance(m, ToolMessage)]
-
-
 @pytest.mark.parametrize("api", ["invoke", "ainvoke"])
 @pytest.mark.parametrize(
     ("denied", "way", "args"),
@@ -1293,10 +1286,9 @@ def test_jq_on_a_text_output_advises_only_the_output_tools_left_on(
     # length)" whatever enabled_builtins turned off; followed: "not a tool of this app".
     executor = ToolExecutor(_catalog(), enabled_builtins={"deny": denied})
     store = InMemoryStore()
-    handle = _handle(_run_with(executor, store, api, _call("server_log"))[0])
-    (answer,) = _run_with(
-        executor, store, api, _call("query_large_output", {"handle": handle, "jq_expression": "."})
-    )
+    handle = _handle(_run(executor, store, "t", _call("server_log"), api=api)[0])
+    query = _call("query_large_output", {"handle": handle, "jq_expression": "."})
+    (answer,) = _run(executor, store, "t", query, api=api)
     assert answer.status == "error" and "is text, not JSON" in answer.content
     assert not [name for name in denied if name in answer.content], answer.content
     if way is None:
@@ -1304,7 +1296,7 @@ def test_jq_on_a_text_output_advises_only_the_output_tools_left_on(
         assert "call the tool that made it again asking for less" in answer.content
         return
     assert f"Use {way}(handle, " in answer.content
-    (followed,) = _run_with(executor, store, api, _call(way, {"handle": handle, **args}))
+    (followed,) = _run(executor, store, "t", _call(way, {"handle": handle, **args}), api=api)
     assert followed.status == "success" and "line 0: error" in followed.content
 
 
