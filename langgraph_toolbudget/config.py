@@ -512,8 +512,10 @@ class BudgetConfig(BaseModel):
         """
         if not changes:
             return self
-        current = {name: getattr(self, name) for name in type(self).model_fields}
-        return type(self)(**{**current, **changes})
+        # The options set so far and the changes, not every field: the copy's
+        # ``model_fields_set`` still tells what was chosen from what was left at its default.
+        chosen = {name: getattr(self, name) for name in self.model_fields_set}
+        return type(self)(**{**chosen, **changes})
 
     @classmethod
     def resolve(

@@ -1407,6 +1407,13 @@ def test_from_tools_keeps_what_a_shared_config_sets():
     strict = ToolExecutor.from_tools([big], config=BudgetConfig(enforce_visibility=True))
     assert strict.config.enforce_visibility is True
     # a config that sets neither keeps ToolNode's ways: every tool visible, no offloading
-    plain = ToolExecutor.from_tools([big], config=BudgetConfig(max_parallel=2))
-    assert plain.config.enforce_visibility is False and plain.config.offload_over_chars is None
-    assert plain.invoke(state)["messages"][0].content == "x" * 2_000
+    # (one made by override() too: it set every field, so from_tools took the defaults as set)
+    for config in (BudgetConfig(max_parallel=2), BudgetConfig().override(max_parallel=2)):
+        plain = ToolExecutor.from_tools([big], config=config)
+        assert plain.config.enforce_visibility is False
+        assert plain.config.offload_over_chars is None
+        assert plain.invoke(state)["messages"][0].content == "x" * 2_000
+    assert BudgetConfig(max_tools=3).override(max_parallel=2).model_fields_set == {
+        "max_tools",
+        "max_parallel",
+    }
