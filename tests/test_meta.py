@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from agent_tools import recording_catalog, recording_fixtures
+from agent_tools import CATEGORIES, recording_catalog, recording_fixtures
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langgraph_toolbudget import ToolExecutor
@@ -386,3 +386,42 @@ def test_request_more_tools_under_a_cap_below_its_picks_keeps_each_categorys_bes
     loaded = [n for n in visible if n != "ask_human"]
     assert len(loaded) == 4
     assert {*loaded} & {*catalog.tools_in("github")} and {*loaded} & {*catalog.tools_in("slack")}
+
+
+def test_request_more_tools_takes_a_small_budget_in_turn_across_the_categories(catalog):
+    # With a budget of 2 and three categories the first category took both places and the
+    # answer said nothing of the other two: the model believed them loaded.
+    handler = MetaToolHandler(catalog, max_tools=2)
+    ws = visible()
+    out = handler.handle("request_more_tools", {"categories": ["github", "weather", "docs"]}, ws)
+    github, weather = set(CATEGORIES["github"]), set(CATEGORIES["weather"])
+    assert len(out.added) == 2
+    assert {*out.added} & github and {*out.added} & weather
+    assert "Nothing was loaded from docs: one call loads at most 2 tools here." in out.content
+    # a budget that covers every category's share loads as before, and says nothing more
+    wide = MetaToolHandler(catalog, max_tools=8).handle(
+        "request_more_tools", {"categories": ["github", "weather"]}, visible()
+    )
+    assert len(wide.added) == 5 and "Nothing was loaded" not in wide.content
+
+
+@pytest.mark.parametrize("spelled", ["Weather", "WEATHER", " weather "])
+def test_request_more_tools_takes_a_category_spelled_in_another_case(handler, spelled):
+    out = handler.handle("request_more_tools", {"categories": [spelled]}, visible())
+    assert set(out.added) == set(CATEGORIES["weather"]) and not out.error
+
+
+def test_request_more_tools_of_unknown_categories_only_is_an_error(handler):
+    # It answered "No new tools added." with status success.
+    out = handler.handle("request_more_tools", {"categories": ["forecasts"]}, visible())
+    assert out.error and not out.added
+    assert "Unknown categories: forecasts. Available categories:" in out.content
+
+
+@pytest.mark.parametrize("reason", ["I need list_issues.", "list_issues...", "'list_issues'"])
+def test_a_reason_naming_a_manual_tool_in_a_sentence_loads_it(make_catalog, reason):
+    # A `manual` tool loads only by its exact name: the word "list_issues." kept its period.
+    catalog = make_catalog(tool_metadata={"list_issues": {"include": "manual"}})
+    handler = MetaToolHandler(catalog, max_tools=1)
+    args = {"categories": ["github"], "reason": reason}
+    assert handler.handle("request_more_tools", args, visible()).added == ["list_issues"]

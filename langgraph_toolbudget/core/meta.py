@@ -141,6 +141,10 @@ NOT_ADDED_FULL = (
 )
 NO_ROOM = "No tools loaded ({why})."
 CLOSEST_TO = "Closest tools to {name!r}: {closest}."
+OVER_BUDGET_NOTE = (
+    " Nothing was loaded from {categories}: one call loads at most {limit} tools here. Request "
+    "them on their own."
+)
 _NAME_WORD = re.compile(r"[\w.\-]+")
 """A tool name as a ``reason`` may write it (``list_tasks``, ``'github.create_issue'``)."""
 LAST_META_CALL = (
@@ -151,6 +155,11 @@ NOT_ADDED_EXCLUDED = (
     "excluded from this conversation's tool context; only the user can include them again "
     "(tell the user if they are needed, or use other tools)"
 )
+
+
+def _category_key(name: str) -> str:
+    """A category name with case, ``_``, ``-`` and spacing left out."""
+    return " ".join(re.split(r"[\s_\-]+", name.casefold())).strip()
 
 
 def _closing(outcome: MetaOutcome, note: str) -> MetaOutcome:
@@ -338,6 +347,7 @@ class MetaToolHandler:
         self.min_per_category = min_per_category
         self.search_limit = search_limit
         self.enabled = frozenset(enabled)
+        self._category_keys: dict[str, str | None] | None = None
         searches = SEARCH_TOOLS in self.enabled
         self._unknown = NOT_ADDED_UNKNOWN if searches else NOT_ADDED_UNKNOWN_NO_SEARCH
         self._unmanaged = NOT_ADDED_UNMANAGED if searches else NOT_ADDED_UNMANAGED_NO_SEARCH
@@ -428,56 +438,78 @@ class MetaToolHandler:
         if reason is not None and not isinstance(reason, str):  # it joins the search query
             got = f"{type(reason).__name__} {safe_repr(reason)}"
             return MetaOutcome(BAD_REASON_ERROR.format(got=got), error=True)
+        categories = [self._category_named(c) for c in categories]
         known = set(self.catalog.categories)
         unknown = [c for c in categories if c not in known]
+        asked = [c for c in dict.fromkeys(categories) if c in known]
+        category_of: dict[str, str | None] = {}
+        for category in asked:
+            for name in self.catalog.tools_in(category):
+                category_of.setdefault(name, category)
         reason = (reason or "")[:MAX_REASON_CHARS]
-        chosen = select_tools(
+        # Each category's share as select_tools gives it, then the budget taken in turn
+        # across them: cut in category order, the first category took a small budget whole.
+        picks = select_tools(
             self.catalog,
             f"{query} {reason}".strip(),
             categories,
-            max_tools=self.max_tools,
+            max_tools=max(self.max_tools, self.min_per_category * len(asked)),
             min_per_category=self.min_per_category,
             exclude=[*working.names, *context.unselectable(self.catalog)],
             also_selectable=context.selectable(self.catalog),
         )
-        if named := self._named_in(reason, [c for c in categories if c in known], working, context):
-            # Those first, whatever the ranking: without add_tool, a refused call to a tool
-            # that is not loaded is told to name it here.
-            rest = [n for n in chosen if n not in named]
-            chosen = [*named, *rest][: max(self.max_tools, len(named))]
+        # A tool the reason names comes first, whatever the ranking: without add_tool, a
+        # refused call to a tool that is not loaded is told to name it here.
+        named = self._named_in(reason, asked, working, context)[: max(self.max_tools, 1)]
+        rest = [n for n in picks if n not in named]
+        chosen = [*named, *cut_evenly(rest, category_of, max(self.max_tools - len(named), 0))]
         room = working.room()
         if room is not None and room <= 0 and chosen:
             full = NOT_ADDED_FULL.format(cap=working.cap)
             return MetaOutcome(NO_ROOM.format(why=full), error=True)
         if room is not None and len(chosen) > room:
             # Each category keeps its best: the working set would drop the last categories.
-            category_of: dict[str, str | None] = {}
-            for category in (c for c in categories if c in known):
-                for name in self.catalog.tools_in(category):
-                    category_of.setdefault(name, category)
             chosen = cut_evenly(chosen, category_of, room)
         added, evicted = working.add(chosen, reason=REQUEST_MORE_TOOLS, args=args)
         note = ""
+        loaded_from = {category_of.get(n) for n in added}
+        if left := [c for c in asked if c not in loaded_from and c in map(category_of.get, picks)]:
+            note += OVER_BUDGET_NOTE.format(limit=len(chosen), categories=", ".join(left))
         if unknown:
             shown = known.difference(context.hidden_categories(self.catalog))
-            note = (
+            note += (
                 f" Unknown categories: {clip_names(unknown)}. Available categories: "
                 f"{', '.join(sorted(shown))}."
             )
         if not added:
-            return MetaOutcome(f"No new tools added.{note}", error=False)
+            return MetaOutcome(f"No new tools added.{note}", error=bool(unknown) and not asked)
         return MetaOutcome(
             f"Loaded {len(added)} tools: {', '.join(added)}.{note}{_evicted_note(evicted)}",
             added=added,
             evicted=evicted,
         )
 
+    def _category_named(self, name: str) -> str:
+        """The catalog's category that ``name`` spells with another case, or with ``_``, ``-``
+        or spaces in between ("weather data" for "Weather Data") when only one does; else
+        ``name``."""
+        if name in self.catalog.categories:
+            return name
+        if self._category_keys is None:
+            keys: dict[str, str | None] = {}
+            for category in self.catalog.categories:
+                key = _category_key(category)
+                keys[key] = None if key in keys else category  # two alike: neither
+            self._category_keys = keys
+        return self._category_keys.get(_category_key(name)) or name
+
     def _named_in(
         self, reason: str, categories: list[str], working: WorkingSet, context: SessionContext
     ) -> list[str]:
         """The tools of ``categories`` that ``reason`` names exactly and that are neither
-        visible nor excluded in the thread: ``add_tool``'s rule (a ``manual`` tool included)."""
-        words = set(_NAME_WORD.findall(reason))
+        visible nor excluded in the thread: ``add_tool``'s rule (a ``manual`` tool included).
+        Within the budget (at least the first: the refusal's advice names one)."""
+        words = {word.strip(".-") for word in _NAME_WORD.findall(reason)}  # "... list_tasks."
         named: list[str] = []
         for category in dict.fromkeys(categories):
             for name in self.catalog.tools_in(category):
