@@ -706,7 +706,7 @@ async def test_a_hidden_tool_is_not_sent_to_add_tool_once_the_turns_meta_calls_a
     refusal = out["messages"][-1]
     assert refusal.status == "error" and "is not loaded" in refusal.content
     assert "add_tool" not in refusal.content
-    assert "The meta-tools load nothing more in this turn" in refusal.content
+    assert "Calls to the meta-tools are refused for the rest of this turn" in refusal.content
     # under the limit, the refusal says how to load it
     out = await ToolExecutor(catalog, max_meta_calls=2).ainvoke(state)
     assert "Load it first with add_tool(tool_names=['create_issue'])" in out["messages"][-1].content

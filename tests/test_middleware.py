@@ -904,7 +904,7 @@ def test_a_hidden_tool_is_not_sent_to_add_tool_once_the_turns_meta_calls_are_spe
     (refusal,) = [m for m in out["messages"] if m.type == "tool" and m.tool_call_id == "h"]
     assert refusal.status == "error" and "is not loaded" in refusal.content
     assert "add_tool" not in refusal.content
-    assert "The meta-tools load nothing more in this turn" in refusal.content
+    assert "Calls to the meta-tools are refused for the rest of this turn" in refusal.content
 
 
 # --- the options of a text tool-call format: refused, create_agent binds natively ------------

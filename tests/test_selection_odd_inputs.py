@@ -395,6 +395,12 @@ def test_a_max_visible_the_free_tools_fill_tells_a_hidden_call_nothing_can_be_lo
     # with room for one more, the refusal says how to load it
     roomy = ToolExecutor(catalog, max_visible=6, pinned=["weather_0", "weather_1"])
     assert "Load it first with add_tool" in roomy.invoke(state)["messages"][-1].content
+    # with include_tool, which loads on top of the cap, it is not "nothing can be loaded"
+    gate = {"allow": ["*"]}
+    includes = ToolExecutor(
+        catalog, max_visible=5, pinned=["weather_0", "weather_1"], enabled_builtins=gate
+    )
+    assert "No tool can be loaded here" not in includes.invoke(state)["messages"][-1].content
 
 
 def test_always_and_pinned_tools_together_must_fit_max_visible():

@@ -148,8 +148,8 @@ OVER_BUDGET_NOTE = (
 _NAME_WORD = re.compile(r"[\w.\-]+")
 """A tool name as a ``reason`` may write it (``list_tasks``, ``'github.create_issue'``)."""
 LAST_META_CALL = (
-    "That was this turn's last meta-tool call (max_meta_calls): no other is answered until the "
-    "user's next message. Use the tools you have, or answer the user."
+    "That was this turn's last meta-tool call (max_meta_calls): calls to the meta-tools are "
+    "refused until the user's next message. Use the tools you have, or answer the user."
 )
 NOT_ADDED_EXCLUDED = (
     "excluded from this conversation's tool context; only the user can include them again "

@@ -142,6 +142,7 @@ class BatchRunner:
             enforce_visibility=config.enforce_visibility,
             toolnode_wording=toolnode_wording,
             loaders=[n for n in LOADERS if n in self.builtins.names],
+            includes="include_tool" in self.builtins.names,
         )
         self.pipeline = ToolCallPipeline(
             catalog,

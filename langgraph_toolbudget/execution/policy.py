@@ -49,7 +49,7 @@ LOAD_ITS_CATEGORY_FIRST = (
 )
 NO_LOADING = "This conversation cannot load other tools: use one of your tools instead."
 LOADING_CLOSED = (
-    "The meta-tools load nothing more in this turn: its meta-tool calls reached their limit "
+    "Calls to the meta-tools are refused for the rest of this turn: they reached their limit "
     "(max_meta_calls). Use the tools you have, or answer the user."
 )
 NO_ROOM_TO_LOAD = (
@@ -167,11 +167,13 @@ class VisibilityPolicy:
         enforce_visibility: bool = True,
         toolnode_wording: bool = False,
         loaders: Collection[str] = LOADERS,
+        includes: bool = False,
     ) -> None:
         self.catalog = catalog
         self.enforce_visibility = enforce_visibility
         self.toolnode_wording = toolnode_wording
         self.loaders = frozenset(loaders)
+        self.includes = includes
         self._how = how_to_load(self.loaders)
         self._closed = LOADING_CLOSED if self.loaders else NO_LOADING
         finds = "search_tools" in self.loaders and "add_tool" in self.loaders
@@ -192,7 +194,8 @@ class VisibilityPolicy:
         has no room for any tool beside those always visible)."""
         catalog = self.catalog
         room = visible.room()
-        full = visible.cap if room is not None and room <= 0 else None
+        # a tool the model includes (include_tool) comes on top of the cap: room enough
+        full = visible.cap if room is not None and room <= 0 and not self.includes else None
 
         def check(name: str) -> str | None:
             if (excluded := context.refusal(catalog, name)) is not None:
