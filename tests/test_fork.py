@@ -280,3 +280,45 @@ def test_a_child_forked_during_a_limited_groups_call_runs_that_groups_calls() ->
         """
     )
     assert result["child"] == "quick done"
+
+
+def test_a_child_forked_during_a_middleware_batchs_impure_call_runs_that_batchs_calls() -> None:
+    # The middleware's per-batch gate kept the parent's running impure call: the same batch's
+    # next call in the child (a checkpointed run resumed there) waited for ever.
+    result = run_script(
+        """
+        import threading
+        from langchain_core.tools import StructuredTool
+        from langgraph_toolbudget import ToolBudgetMiddleware, ToolCatalog
+
+        def lookup(x: str = "") -> str:
+            '''Lookup.'''
+            return x
+
+        meta = {"lookup": {"concurrency_group": "g", "is_pure": False}}
+        catalog = ToolCatalog.from_tools([StructuredTool.from_function(lookup)], tool_metadata=meta)
+        gates = ToolBudgetMiddleware(catalog, mode="parallel_safe")._gates
+        batch, entered, release = ("thread", "reply"), threading.Event(), threading.Event()
+
+        def parent_call():
+            with gates.held(batch, "g", False):
+                entered.set()
+                release.wait(20)
+
+        threading.Thread(target=parent_call, daemon=True).start()
+        entered.wait(10)
+
+        def child_call():
+            done = threading.Event()
+            def run():
+                with gates.held(batch, "g", False):
+                    done.set()
+            threading.Thread(target=run, daemon=True).start()
+            return done.wait(5)
+
+        child, _ = in_child(child_call, limit=10)
+        release.set()
+        print(json.dumps({"child": child}))
+        """
+    )
+    assert result["child"] is True

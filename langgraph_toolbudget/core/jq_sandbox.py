@@ -115,6 +115,18 @@ class JqResult:
 
 _SLOTS = threading.BoundedSemaphore(MAX_JQ_WORKERS)
 
+
+def _fresh_slots() -> None:
+    # In a forked child the parent's running queries hold places no thread there gives back.
+    global _SLOTS
+    _SLOTS = threading.BoundedSemaphore(MAX_JQ_WORKERS)
+
+
+# (os.register_at_fork itself, not the package's _forks: this file also runs as the worker's
+# script, which imports nothing of the package)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_fresh_slots)
+
 # What may hold a module directive in code (not after "." or "$": a field or a variable),
 # and what ends a string or starts an interpolation (code until its closing parenthesis).
 _CODE_TOKEN = re.compile(r'"|#[^\n]*|[()]|(?<![.$\w])(?:import|include)(?!\w)', re.ASCII)

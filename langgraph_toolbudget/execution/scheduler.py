@@ -276,6 +276,12 @@ class GroupGates:
         # (batch, group) -> its gate and how many calls are in it or waiting at it; dropped
         # when none is, so a batch's gates live as long as its calls.
         self._gates: dict[tuple[Hashable, str], tuple[_GroupGate, list[int]]] = {}
+        reset_in_forked_children(self)
+
+    def _after_fork(self) -> None:
+        # A gate a call of the parent held stays held in a forked child, where that call
+        # never ends: the batch's other calls of its group would wait for ever.
+        self._gates = {}
 
     def _gate(self, key: tuple[Hashable, str]) -> _GroupGate:
         with self.slots.lock:
