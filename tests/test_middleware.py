@@ -946,3 +946,17 @@ def test_native_and_codemode_tool_call_options_are_taken(options):
     model = ScriptedChatModel(responses=["hi"], cycle=False)
     out = create_agent(model, middleware=[budget]).invoke({"messages": [HumanMessage("hello")]})
     assert out["messages"][-1].content == "hi" and model.bound_tools
+
+
+def test_codemode_off_with_a_text_format_to_fall_back_to_is_refused():
+    # The nodes fall back to hermes (nothing bound); the middleware bound natively and the
+    # calls the model wrote in hermes never ran.
+    formats = {"enabled": ["codemode", "hermes"], "primary": "codemode"}
+    off = {"deny": ["python_execution"]}
+    with pytest.raises(ValueError, match="fall back to 'hermes'.*Enable python_execution"):
+        ToolBudgetMiddleware(
+            build_example_catalog(), tool_call_formats=formats, enabled_builtins=off
+        )
+    # a native fallback is what the middleware does anyway
+    native = {"enabled": ["codemode", "native", "hermes"], "primary": "codemode"}
+    ToolBudgetMiddleware(build_example_catalog(), tool_call_formats=native, enabled_builtins=off)

@@ -67,12 +67,20 @@ NO_TEXT_FORMAT_ERROR = (
 )
 """Raised at construction for the options of a text tool-call format, which only the nodes
 read (:func:`_refuse_text_formats`)."""
+NO_FALLBACK_FORMAT_ERROR = (
+    "ToolBudgetMiddleware: tool_call_formats makes CodeMode the primary format, but "
+    "python_execution is off (enabled_builtins), so the nodes would fall back to {fallback!r}, "
+    "a text tool-call format, which the middleware does not read (create_agent binds the tools "
+    "natively): calls written in it would never run. Enable python_execution, or list 'native' "
+    "before {fallback!r} in tool_call_formats' enabled formats."
+)
 
 
-def _refuse_text_formats(config: BudgetConfig) -> None:
+def _refuse_text_formats(config: BudgetConfig, codemode: bool) -> None:
     """Raise :data:`NO_TEXT_FORMAT_ERROR` when ``config`` asks for a text tool-call format:
-    ``model_supports_tools=False`` or a text format (not native, not CodeMode) as
-    ``tool_call_formats``' primary."""
+    ``model_supports_tools=False``, or a text format (not native, not CodeMode) as the format
+    the nodes would use: ``tool_call_formats``' primary, or, when the primary is CodeMode
+    but ``python_execution`` is off (``codemode`` False), the first other enabled format."""
     if config.model_supports_tools is False:
         raise ValueError(
             NO_TEXT_FORMAT_ERROR.format(
@@ -83,6 +91,13 @@ def _refuse_text_formats(config: BudgetConfig) -> None:
         )
     formats = config.tool_call_formats
     primary = None if formats is None else get_format(formats.primary)
+    if formats is not None and primary is not None and primary.binds and not codemode:
+        # CodeMode unavailable: the nodes would fall back to the first other enabled format
+        others = [get_format(n) for n in formats.enabled if n != formats.primary]
+        fallback = next(iter(others), None)
+        if fallback is not None and not fallback.native and not fallback.binds:
+            raise ValueError(NO_FALLBACK_FORMAT_ERROR.format(fallback=fallback.name))
+        return
     if primary is not None and not primary.native and not primary.binds:  # CodeMode binds
         raise ValueError(
             NO_TEXT_FORMAT_ERROR.format(
@@ -275,7 +290,6 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         catalog = require_catalog(catalog, "ToolBudgetMiddleware")
         self.config = shared = BudgetConfig.resolve(config, options, owner=ToolBudgetMiddleware)
         check_node_options(ToolBudgetMiddleware, handle_tool_errors=handle_tool_errors)
-        _refuse_text_formats(shared)
         if classifier_model is not None:
             what = "ToolBudgetMiddleware: option classifier_model"
             classifier_model = resolve_chat_model(classifier_model, what=what)
@@ -288,6 +302,7 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         self.selection = ChooseTools(catalog, config=shared, classifier_model=classifier_model)
         self.thread_prompt = ThreadPrompt(catalog, self.runner.builtins)
         self.codemode = _codemode_primary(shared, self.runner.builtins.names)
+        _refuse_text_formats(shared, self.codemode is not None)
         self.builtin_tools = self.thread_prompt.tools
         self.section = self.thread_prompt.section
         self.tools = [*self.builtin_tools, *(spec.tool for spec in catalog.specs)]
