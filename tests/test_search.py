@@ -667,3 +667,24 @@ def test_clause_leaders_are_the_best_tools_of_each_clause():
     assert index.clause_leaders("what's the weather in Rome") is None  # one clause
     assert ToolIndex(docs, split_clauses=False).clause_leaders(two) is None
     assert ToolIndex([]).clause_leaders(two) is None
+
+
+@pytest.mark.parametrize(
+    ("sentence", "wanted"),
+    [
+        ("can you create an issue in the github repository", "create_issue"),
+        ("I need a tool that tells me the weather forecast for tomorrow", "weather_forecast"),
+        ("please send a message to the team channel", "send_message"),
+    ],
+)
+def test_a_search_written_as_a_sentence_is_ranked_as_a_request(sentence, wanted):
+    # Small models search in sentences: the fuzzy match averaged over every word, filler
+    # included, and found nothing or long descriptions' tools.
+    result = build_example_catalog().index.regex_search(sentence)
+    assert result.fuzzy and result.error is None
+    assert _names(result)[0] == wanted and len(result.tools) <= 5
+
+
+def test_a_short_search_that_matches_nothing_keeps_the_fuzzy_match():
+    result = build_example_catalog().index.regex_search("send msg")
+    assert result.fuzzy and _names(result)[0] == "send_message"

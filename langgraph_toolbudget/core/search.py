@@ -63,6 +63,11 @@ that tells apart tools whose names differ only in that stop word ("log me out" f
 ``log_out``, "zoom the map out" ``zoom_out``;
 :func:`~langgraph_toolbudget.core.terms.stop_word_pairs`)."""
 
+MIN_SENTENCE_TERMS = 3
+"""A ``search_tools`` pattern that no regex matched and that holds at least this many search
+terms (stop words left out) is ranked as a request before the fuzzy match
+(:meth:`ToolIndex.regex_search`)."""
+
 MAX_FUZZY_RESULTS = 5
 """The fuzzy fallback of ``search_tools`` returns at most this many tools."""
 
@@ -507,13 +512,24 @@ class ToolIndex:
         return self._fuzzy_result(pattern, exclude)
 
     def _fuzzy_result(self, pattern: str, exclude: Collection[str] = ()) -> SearchResult:
-        matched = self.fuzzy_search(pattern)
+        matched = self._ranked_hits(pattern) or self.fuzzy_search(pattern)
         fuzzy = [i for i in matched if self.names[i] not in exclude]
         if fuzzy:
             return SearchResult(len(fuzzy), self._describe(fuzzy), FUZZY_MESSAGE, fuzzy=True)
         if matched:
             return self._all_excluded(matched)
         return SearchResult(0, [], NOT_FOUND_MESSAGE)
+
+    def _ranked_hits(self, pattern: str) -> list[int]:
+        """For a pattern written as a sentence ("I need a tool that converts celsius to
+        fahrenheit": at least :data:`MIN_SENTENCE_TERMS` search terms), the tools the ranking
+        puts first (:meth:`bm25_scores`, at most :data:`MAX_FUZZY_RESULTS`); else none. Small
+        models search in sentences, and the fuzzy match averages over every word, filler
+        included: the right tool fell under its bar while long descriptions passed it."""
+        if len(set(tokenize(ranked_text(pattern)))) < MIN_SENTENCE_TERMS:
+            return []
+        ranked = rank_scores(self.bm25_scores(pattern), limit=MAX_FUZZY_RESULTS)
+        return [position for position, score in ranked if score > 0]
 
     def _all_excluded(self, positions: list[int]) -> SearchResult:
         names = [self.names[i] for i in positions[:MAX_FUZZY_RESULTS]]
