@@ -425,3 +425,13 @@ def test_a_reason_naming_a_manual_tool_in_a_sentence_loads_it(make_catalog, reas
     handler = MetaToolHandler(catalog, max_tools=1)
     args = {"categories": ["github"], "reason": reason}
     assert handler.handle("request_more_tools", args, visible()).added == ["list_issues"]
+
+
+def test_request_more_tools_names_the_left_out_categories_with_no_floor_and_none_at_zero(catalog):
+    asked = {"categories": ["github", "weather", "docs"]}
+    no_floor = MetaToolHandler(catalog, max_tools=2, min_per_category=0)
+    out = no_floor.handle("request_more_tools", asked, visible())
+    assert len(out.added) == 2 and "Nothing was loaded from docs" in out.content
+    # a budget of 0 loads nothing by design: no advice to request them on their own
+    zero = MetaToolHandler(catalog, max_tools=0).handle("request_more_tools", asked, visible())
+    assert not zero.added and "Nothing was loaded from" not in zero.content

@@ -688,3 +688,26 @@ def test_a_search_written_as_a_sentence_is_ranked_as_a_request(sentence, wanted)
 def test_a_short_search_that_matches_nothing_keeps_the_fuzzy_match():
     result = build_example_catalog().index.regex_search("send msg")
     assert result.fuzzy and _names(result)[0] == "send_message"
+
+
+def test_a_sentence_search_ranks_only_the_tools_the_thread_may_load():
+    # The ranking's top 5 were cut before the excluded tools were left out: excluded GitHub
+    # tools filling them made the answer "every tool matching is excluded", with loadable
+    # tools matching too.
+    index = build_example_catalog().index
+    github = {n for n in index.names if "issue" in n or "pull_request" in n}
+    sentence = "I need to comment on the issue and close the pull request and create a task"
+    result = index.regex_search(sentence, exclude=github)
+    assert result.tools and not set(_names(result)) & github
+    assert "excluded" not in result.message
+
+
+def test_a_long_invented_search_looks_up_no_close_spellings():
+    # The sentence ranking looked up close spellings of every unknown word (~1 ms each on a
+    # large vocabulary): a 2,000-character invented pattern took a tenth of a second.
+    index = build_example_catalog().index
+    index._expand_cached.cache_clear()
+    words = " ".join(f"zq{i}xv{i * 7}wk" for i in range(300))
+    index.regex_search(words)
+    index.regex_search(words[:400])
+    assert index._expand_cached.cache_info().misses == 0

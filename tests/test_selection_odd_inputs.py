@@ -400,7 +400,9 @@ def test_a_max_visible_the_free_tools_fill_tells_a_hidden_call_nothing_can_be_lo
     includes = ToolExecutor(
         catalog, max_visible=5, pinned=["weather_0", "weather_1"], enabled_builtins=gate
     )
-    assert "No tool can be loaded here" not in includes.invoke(state)["messages"][-1].content
+    refusal = includes.invoke(state)["messages"][-1].content
+    assert "No tool can be loaded here" not in refusal and "Load it first" not in refusal
+    assert "include it with include_tool(tool='weather_3')" in refusal
 
 
 def test_always_and_pinned_tools_together_must_fit_max_visible():

@@ -453,7 +453,7 @@ class MetaToolHandler:
             self.catalog,
             f"{query} {reason}".strip(),
             categories,
-            max_tools=max(self.max_tools, self.min_per_category * len(asked)),
+            max_tools=max(self.max_tools, max(self.min_per_category, 1) * len(asked)),
             min_per_category=self.min_per_category,
             exclude=[*working.names, *context.unselectable(self.catalog)],
             also_selectable=context.selectable(self.catalog),
@@ -473,7 +473,8 @@ class MetaToolHandler:
         added, evicted = working.add(chosen, reason=REQUEST_MORE_TOOLS, args=args)
         note = ""
         loaded_from = {category_of.get(n) for n in added}
-        if left := [c for c in asked if c not in loaded_from and c in map(category_of.get, picks)]:
+        left = [c for c in asked if c not in loaded_from and c in map(category_of.get, picks)]
+        if left and chosen:  # (a budget of 0 loads nothing by design: no advice to give)
             note += OVER_BUDGET_NOTE.format(limit=len(chosen), categories=", ".join(left))
         if unknown:
             shown = known.difference(context.hidden_categories(self.catalog))

@@ -512,7 +512,7 @@ class ToolIndex:
         return self._fuzzy_result(pattern, exclude)
 
     def _fuzzy_result(self, pattern: str, exclude: Collection[str] = ()) -> SearchResult:
-        matched = self._ranked_hits(pattern) or self.fuzzy_search(pattern)
+        matched = self._ranked_hits(pattern, exclude) or self.fuzzy_search(pattern)
         fuzzy = [i for i in matched if self.names[i] not in exclude]
         if fuzzy:
             return SearchResult(len(fuzzy), self._describe(fuzzy), FUZZY_MESSAGE, fuzzy=True)
@@ -520,15 +520,20 @@ class ToolIndex:
             return self._all_excluded(matched)
         return SearchResult(0, [], NOT_FOUND_MESSAGE)
 
-    def _ranked_hits(self, pattern: str) -> list[int]:
+    def _ranked_hits(self, pattern: str, exclude: Collection[str]) -> list[int]:
         """For a pattern written as a sentence ("I need a tool that converts celsius to
-        fahrenheit": at least :data:`MIN_SENTENCE_TERMS` search terms), the tools the ranking
-        puts first (:meth:`bm25_scores`, at most :data:`MAX_FUZZY_RESULTS`); else none. Small
-        models search in sentences, and the fuzzy match averages over every word, filler
-        included: the right tool fell under its bar while long descriptions passed it."""
-        if len(set(tokenize(ranked_text(pattern)))) < MIN_SENTENCE_TERMS:
+        fahrenheit": at least :data:`MIN_SENTENCE_TERMS` search terms), the tools not in
+        ``exclude`` that BM25 puts first (at most :data:`MAX_FUZZY_RESULTS`); else none.
+        Small models search in sentences, and the fuzzy match averages over every word,
+        filler included: the right tool fell under its bar while long descriptions passed
+        it. Its words count as written (close spellings are the fuzzy match's part, and
+        looking them up for a long invented pattern cost a tenth of a second)."""
+        terms = self._query_terms(ranked_text(pattern))
+        if len(terms) < MIN_SENTENCE_TERMS:
             return []
-        ranked = rank_scores(self.bm25_scores(pattern), limit=MAX_FUZZY_RESULTS)
+        among = [i for i, name in enumerate(self.names) if name not in exclude] if exclude else None
+        scores = self._bm25(terms, frozenset())
+        ranked = rank_scores(scores, limit=MAX_FUZZY_RESULTS, among=among)
         return [position for position, score in ranked if score > 0]
 
     def _all_excluded(self, positions: list[int]) -> SearchResult:

@@ -52,6 +52,11 @@ LOADING_CLOSED = (
     "Calls to the meta-tools are refused for the rest of this turn: they reached their limit "
     "(max_meta_calls). Use the tools you have, or answer the user."
 )
+INCLUDE_IT_FIRST = (
+    "Every place in the visible set is taken by tools that are always visible, so add_tool "
+    "cannot load it: include it with include_tool(tool={tool!r}) (included tools come on top "
+    "of the cap), then call it again."
+)
 NO_ROOM_TO_LOAD = (
     "No tool can be loaded here: at most {cap} tools can be visible at once and each of them "
     "is always visible. Use the tools you have, or answer the user."
@@ -158,6 +163,8 @@ class VisibilityPolicy:
             has none).
         loaders: the meta-tools of :data:`LOADERS` the model has; a refusal tells it to
             load a tool through these only (none: to use the tools it has).
+        includes: the model has ``include_tool``, whose tools come on top of the cap (a
+            refusal sends it there when always-visible tools fill the visible set).
     """
 
     def __init__(
@@ -194,8 +201,7 @@ class VisibilityPolicy:
         has no room for any tool beside those always visible)."""
         catalog = self.catalog
         room = visible.room()
-        # a tool the model includes (include_tool) comes on top of the cap: room enough
-        full = visible.cap if room is not None and room <= 0 and not self.includes else None
+        full = visible.cap if room is not None and room <= 0 else None
 
         def check(name: str) -> str | None:
             if (excluded := context.refusal(catalog, name)) is not None:
@@ -235,13 +241,16 @@ class VisibilityPolicy:
         tool can be loaded at all).
         """
         closed = self._closed if loading_closed else None
-        if full_at is not None and self.loaders:
+        if full_at is not None and self.loaders and not self.includes:
             closed = NO_ROOM_TO_LOAD.format(cap=full_at)
         catalog = self.catalog
         context = context or SessionContext()
         if name in catalog:
             if not self.enforce_visibility or name in visible:
                 return None
+            if closed is None and full_at is not None and self.includes:
+                # included tools come on top of the cap: the one way in left
+                closed = INCLUDE_IT_FIRST.format(tool=name)
             how = closed or self._load_first(name)
             return UNAVAILABLE_TOOL_ERROR.format(tool=name, problem=NOT_LOADED, closest="", how=how)
         if name == MISSING_NAME:
