@@ -370,8 +370,8 @@ class MetaToolHandler:
         catalog (another middleware's, under ``ToolBudgetMiddleware``): ``add_tool``'s
         answer for a name it does not know says that such a tool is called directly.
         ``closes_loading``: this is the turn's last meta-call (``max_meta_calls``): the
-        answer says that no tool can be loaded after it (:data:`LAST_META_CALL`), since its
-        advice to call another meta-tool would be refused.
+        answer says that the meta-tools are refused after it (:data:`LAST_META_CALL`), in
+        place of advice to call one.
         """
         context = context or SessionContext()
         outcome = self._handle(name, args, working, query, context, outside_tools)

@@ -102,8 +102,8 @@ class BuiltinContext:
         outside_tools: the agent may have tools outside the catalog (another middleware's,
             under ``ToolBudgetMiddleware``), bound whatever the budget chose.
         closes_loading: the call being answered takes the turn's last meta-call
-            (``max_meta_calls``): no tool can be loaded after it in this turn, so its answer
-            must not send the model to another meta-tool.
+            (``max_meta_calls``): the meta-tools are refused after it in this turn, so its
+            answer must not send the model to another one.
     """
 
     state: Any
