@@ -179,7 +179,7 @@ class BatchRunner:
 
     def loading_closed(self, state: Any) -> bool:
         """Have the meta-calls answered in this turn of ``state`` reached ``max_meta_calls``
-        (no tool can be loaded in it any more)?"""
+        (the meta-tools are refused for the rest of it)?"""
         messages = state_messages(state, self.messages_key)
         return meta_calls_this_turn(messages, self.meta_names) >= self.config.max_meta_calls
 

@@ -36,7 +36,7 @@ class TurnOutcome:
             visible).
         meta_calls: how many meta-calls this batch answered.
         loading_closed: the turn's meta-calls reached ``max_meta_calls`` with this batch's:
-            no tool can be loaded in this turn any more.
+            the meta-tools are refused for the rest of the turn.
         update: state updates of built-in answers (other than the budget fields).
         context: the thread's tool context as the built-in answers left it.
         store_failed: the error of the output store, once it failed to keep a large output

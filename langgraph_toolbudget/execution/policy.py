@@ -235,8 +235,9 @@ class VisibilityPolicy:
         """Why a call to ``name`` may not run (an error for the model), or None.
 
         The tools it names instead are ones the model may load: none that ``context`` (the
-        thread's tool context) excludes. ``loading_closed``: no tool can be loaded in this
-        turn any more (the meta-call bound), which the refusal says instead of how to load;
+        thread's tool context) excludes. ``loading_closed``: the meta-tools are refused for
+        the rest of the turn (the meta-call bound), which the refusal says instead of how to
+        load;
         ``full_at``: the visible-set cap, when tools that are always visible fill it (no
         tool can be loaded at all).
         """
