@@ -435,3 +435,7 @@ def test_request_more_tools_names_the_left_out_categories_with_no_floor_and_none
     # a budget of 0 loads nothing by design: no advice to request them on their own
     zero = MetaToolHandler(catalog, max_tools=0).handle("request_more_tools", asked, visible())
     assert not zero.added and "Nothing was loaded from" not in zero.content
+    # nor when the reason names a tool, which loads even so
+    named = {**asked, "reason": "create_issue"}
+    out = MetaToolHandler(catalog, max_tools=0).handle("request_more_tools", named, visible())
+    assert out.added == ["create_issue"] and "Nothing was loaded from" not in out.content

@@ -19,6 +19,7 @@ from langgraph_toolbudget.core.search import (
     EXPAND_CACHE_SIZE,
     FULL_QUERY_WEIGHT,
     MAX_FUZZY_RESULTS,
+    MAX_SENTENCE_SPELLINGS,
     SearchResult,
     ToolIndex,
     clauses,
@@ -702,12 +703,33 @@ def test_a_sentence_search_ranks_only_the_tools_the_thread_may_load():
     assert "excluded" not in result.message
 
 
-def test_a_long_invented_search_looks_up_no_close_spellings():
+def test_a_long_invented_search_looks_up_a_few_close_spellings():
     # The sentence ranking looked up close spellings of every unknown word (~1 ms each on a
     # large vocabulary): a 2,000-character invented pattern took a tenth of a second.
     index = build_example_catalog().index
-    index._expand_cached.cache_clear()
     words = " ".join(f"zq{i}xv{i * 7}wk" for i in range(300))
-    index.regex_search(words)
-    index.regex_search(words[:400])
-    assert index._expand_cached.cache_info().misses == 0
+    for pattern in (words, words[:400]):
+        index._expand_cached.cache_clear()
+        index.regex_search(pattern)
+        assert index._expand_cached.cache_info().misses == MAX_SENTENCE_SPELLINGS
+
+
+def test_a_sentence_search_tolerates_typos():
+    # Ranked on its words as written only, "isues" and "repositry" counted for nothing: one
+    # well-spelled generic word ("list") chose the tools.
+    index = build_example_catalog().index
+    assert _names(index.regex_search("list all the isues in the repositry"))[0] == "list_issues"
+    assert "search_email" in _names(index.regex_search("I want to serch my emial inbox"))
+
+
+def test_the_fuzzy_match_is_cut_after_the_excluded_tools_are_left_out():
+    # Six excluded CRM tools filled the fuzzy top 5: the answer said every match was
+    # excluded, with a loadable tool matching just below.
+    def tool(name: str, description: str) -> StructuredTool:
+        return StructuredTool.from_function(lambda x="": name, name=name, description=description)
+
+    crm = [tool(f"crm_invoice_{k}", f"Invoice tool {k} of the CRM.") for k in "abcdef"]
+    books = [tool("books_invoice_export", "Export an invoice from the books.")]
+    index = ToolCatalog.from_tools([*crm, *books]).index
+    result = index.regex_search("invoise", exclude={t.name for t in crm})
+    assert _names(result) == ["books_invoice_export"] and "excluded" not in result.message

@@ -403,6 +403,24 @@ def test_a_max_visible_the_free_tools_fill_tells_a_hidden_call_nothing_can_be_lo
     refusal = includes.invoke(state)["messages"][-1].content
     assert "No tool can be loaded here" not in refusal and "Load it first" not in refusal
     assert "include it with include_tool(tool='weather_3')" in refusal
+    # a name that is not a tool: no add_tool either, include_tool is the way in
+    other = {
+        "messages": [
+            HumanMessage("weather"),
+            AIMessage("", tool_calls=[{**call, "name": "wether_3"}]),
+        ]
+    }
+    refusal = includes.invoke(other)["messages"][-1].content
+    assert "add_tool" not in refusal and "include it with include_tool(tool=...)" in refusal
+    # and following the advice in the same reply works: the included tool comes on top of
+    # the cap at once (it was added under the cap and evicted, or refused, as it was)
+    both = [
+        {"name": "include_tool", "args": {"tool": "weather_3"}, "id": "i"},
+        {**call, "args": {"x": "a"}},
+    ]
+    state_both = {"messages": [HumanMessage("weather"), AIMessage("", tool_calls=both)]}
+    ran = includes.invoke(state_both)["messages"][-1]
+    assert ran.status == "success" and ran.tool_call_id == "w"
 
 
 def test_always_and_pinned_tools_together_must_fit_max_visible():

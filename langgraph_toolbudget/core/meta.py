@@ -474,7 +474,7 @@ class MetaToolHandler:
         note = ""
         loaded_from = {category_of.get(n) for n in added}
         left = [c for c in asked if c not in loaded_from and c in map(category_of.get, picks)]
-        if left and chosen:  # (a budget of 0 loads nothing by design: no advice to give)
+        if left and self.max_tools > 0:  # (a budget of 0 loads nothing by design: no advice)
             note += OVER_BUDGET_NOTE.format(limit=len(chosen), categories=", ".join(left))
         if unknown:
             shown = known.difference(context.hidden_categories(self.catalog))

@@ -68,6 +68,9 @@ MIN_SENTENCE_TERMS = 3
 terms (stop words left out) is ranked as a request before the fuzzy match
 (:meth:`ToolIndex.regex_search`)."""
 
+MAX_SENTENCE_SPELLINGS = 8
+"""A ``search_tools`` sentence's unknown words whose close spellings count (the first ones)."""
+
 MAX_FUZZY_RESULTS = 5
 """The fuzzy fallback of ``search_tools`` returns at most this many tools."""
 
@@ -512,8 +515,10 @@ class ToolIndex:
         return self._fuzzy_result(pattern, exclude)
 
     def _fuzzy_result(self, pattern: str, exclude: Collection[str] = ()) -> SearchResult:
-        matched = self._ranked_hits(pattern, exclude) or self.fuzzy_search(pattern)
-        fuzzy = [i for i in matched if self.names[i] not in exclude]
+        # the fuzzy match's best, cut after the excluded tools are left out
+        limit = MAX_FUZZY_RESULTS + len(exclude)
+        matched = self._ranked_hits(pattern, exclude) or self.fuzzy_search(pattern, limit=limit)
+        fuzzy = [i for i in matched if self.names[i] not in exclude][:MAX_FUZZY_RESULTS]
         if fuzzy:
             return SearchResult(len(fuzzy), self._describe(fuzzy), FUZZY_MESSAGE, fuzzy=True)
         if matched:
@@ -526,13 +531,17 @@ class ToolIndex:
         ``exclude`` that BM25 puts first (at most :data:`MAX_FUZZY_RESULTS`); else none.
         Small models search in sentences, and the fuzzy match averages over every word,
         filler included: the right tool fell under its bar while long descriptions passed
-        it. Its words count as written (close spellings are the fuzzy match's part, and
-        looking them up for a long invented pattern cost a tenth of a second)."""
+        it. Close spellings count for its first :data:`MAX_SENTENCE_SPELLINGS` unknown words
+        ("isues", "tempreture"), not all: each lookup scans the vocabulary, and a long
+        invented pattern took a tenth of a second on a large one."""
         terms = self._query_terms(ranked_text(pattern))
         if len(terms) < MIN_SENTENCE_TERMS:
             return []
         among = [i for i, name in enumerate(self.names) if name not in exclude] if exclude else None
-        scores = self._bm25(terms, frozenset())
+        unknown = (
+            t for t in terms if t not in self._postings and len(t) >= MIN_EXPANDED_TERM_CHARS
+        )
+        scores = self._bm25(terms, frozenset(itertools.islice(unknown, MAX_SENTENCE_SPELLINGS)))
         ranked = rank_scores(scores, limit=MAX_FUZZY_RESULTS, among=among)
         return [position for position, score in ranked if score > 0]
 

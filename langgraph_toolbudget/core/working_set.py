@@ -355,6 +355,15 @@ class WorkingSet:
                     self._set_reason(name, why)
         return self.add(names, reason=reason, details=details)
 
+    def free(self, names: Iterable[str]) -> None:
+        """Make ``names`` visible for free from now on, as the thread's context makes its
+        included tools: pinned, and on top of the cap (each one not pinned yet raises it by
+        one), so they take no room from the other tools. They still have to be added."""
+        new = [n for n in dict.fromkeys(names) if n not in self.pinned]
+        self.pinned = self.pinned | frozenset(new)
+        if self.cap is not None:
+            self.cap += len(new)
+
     def room(self, fixed: Iterable[str] = ()) -> int | None:
         """How many names the cap leaves beside the visible pinned tools and ``fixed`` (names
         that will be visible whatever comes): what new names may take by evicting the others.

@@ -104,6 +104,7 @@ def _sync_working(
         elif after.mode(spec) == "manual" and before.mode(spec) != "manual":
             removed.append(spec.name)
     working.remove(removed, reason="tool_context")
+    working.free(added)  # on top of the cap, as the thread's next working set has them
     working.add(added, reason="tool_context", details=added)
     after.follow_reasons(catalog, working)
 

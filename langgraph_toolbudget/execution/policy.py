@@ -53,9 +53,12 @@ LOADING_CLOSED = (
     "(max_meta_calls). Use the tools you have, or answer the user."
 )
 INCLUDE_IT_FIRST = (
-    "Every place in the visible set is taken by tools that are always visible, so add_tool "
-    "cannot load it: include it with include_tool(tool={tool!r}) (included tools come on top "
-    "of the cap), then call it again."
+    "Every place in the visible set is taken by tools that are always visible: include it with "
+    "include_tool(tool={tool!r}) (included tools come on top of the cap), then call it again."
+)
+INCLUDE_ANOTHER = (
+    "Every place in the visible set is taken by tools that are always visible: to use another "
+    "tool, include it with include_tool(tool=...) (included tools come on top of the cap)."
 )
 NO_ROOM_TO_LOAD = (
     "No tool can be loaded here: at most {cap} tools can be visible at once and each of them "
@@ -242,17 +245,19 @@ class VisibilityPolicy:
         tool can be loaded at all).
         """
         closed = self._closed if loading_closed else None
-        if full_at is not None and self.loaders and not self.includes:
+        # always-visible tools fill the cap: only include_tool (on top of it) brings one in
+        include = full_at is not None and self.includes
+        if include:
+            closed = INCLUDE_ANOTHER
+        elif full_at is not None and self.loaders:
             closed = NO_ROOM_TO_LOAD.format(cap=full_at)
         catalog = self.catalog
         context = context or SessionContext()
         if name in catalog:
             if not self.enforce_visibility or name in visible:
                 return None
-            if closed is None and full_at is not None and self.includes:
-                # included tools come on top of the cap: the one way in left
-                closed = INCLUDE_IT_FIRST.format(tool=name)
-            how = closed or self._load_first(name)
+            how = INCLUDE_IT_FIRST.format(tool=name) if include else closed
+            how = how or self._load_first(name)
             return UNAVAILABLE_TOOL_ERROR.format(tool=name, problem=NOT_LOADED, closest="", how=how)
         if name == MISSING_NAME:
             return NO_NAME_ERROR
