@@ -28,6 +28,7 @@ from langgraph_toolbudget.core.working_set import WorkingSet
 from langgraph_toolbudget.demo.example_catalog import build_example_catalog
 from langgraph_toolbudget.explain import explain
 from langgraph_toolbudget.nodes.selection import SelectTools, ToolSearch
+from langgraph_toolbudget.state import merge_names
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 
@@ -439,3 +440,22 @@ def test_a_max_visible_that_holds_the_always_tools_keeps_room_for_the_request():
     assert len(bound) <= 5
     assert {"audit_0", "audit_1", "audit_2"} <= set(bound)
     assert any(n.startswith("weather_") for n in bound)
+
+
+def test_tools_that_leave_the_context_in_a_reply_give_their_room_back():
+    # Each context change raised the batch's cap by the tools it made free and nothing gave
+    # the room back: setting tools 'always' then 'manual' in one reply let add_tool load past
+    # max_visible, and the tools stayed visible for the next turns.
+    catalog = _always_catalog(3)
+    node = ToolExecutor(catalog, max_visible=4, enabled_builtins={"allow": ["*"]})
+    calls = []
+    for i in range(3):
+        for mode in ("always", "manual"):
+            args = {"tool": f"weather_{i}", "mode": mode}
+            calls.append({"name": "set_tool_include_mode", "args": args, "id": f"m{i}{mode}"})
+    load = {"tool_names": ["weather_3", "weather_4"]}
+    calls.append({"name": "add_tool", "args": load, "id": "a"})
+    out = node.invoke({"messages": [HumanMessage("weather"), AIMessage("", tool_calls=calls)]})
+    visible = merge_names([], out["selected_tools"])
+    assert len(visible) <= 4, visible  # the 3 always tools and one more
+    assert "at most 4 tools can be visible at once here" in out["messages"][-1].content

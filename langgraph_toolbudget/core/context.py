@@ -520,15 +520,14 @@ class SessionContext:
         """
         free = list(free)
         thread_free = self.free(catalog, free)
-        if cap is not None:
-            cap += len(set(thread_free).difference(free))
         working = WorkingSet.from_state(
             state,
             base=thread_free if add_free else (),
             pinned=thread_free,
-            cap=cap,
+            cap=None if cap is None else cap + len(set(thread_free).difference(free)),
             catalog=catalog,
         )
+        working.node_limits = (frozenset(free), cap)
         gone = self.excluded(catalog)
         if gone:
             working.remove([n for n in working.names if n in gone], reason=REASON_EXCLUDED)

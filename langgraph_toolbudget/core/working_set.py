@@ -20,7 +20,7 @@ Pure data: no LangGraph import.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
@@ -181,6 +181,8 @@ class WorkingSet:
             :mod:`langgraph_toolbudget.core.reasons`), stored in ``tool_reasons``.
         discovered: tools a search found (:meth:`discover`), stored in
             ``discovered_tools`` while they are not visible.
+        node_limits: the node's free tools and cap before a thread's context (its included
+            tools come on top of the cap): what :meth:`follow_free` counts from.
     """
 
     names: list[str] = field(default_factory=list)
@@ -191,6 +193,7 @@ class WorkingSet:
     changes: list[VisibleChange] = field(default_factory=list)
     reasons: dict[str, Any] = field(default_factory=dict)
     discovered: list[str] = field(default_factory=list)
+    node_limits: tuple[frozenset[str], int | None] | None = None
     _reason_changes: dict[str, Any] = field(default_factory=dict, repr=False)
     _stored_names: tuple[str, ...] = field(default=(), repr=False)
     _stored_last_used: dict[str, int] = field(default_factory=dict, repr=False)
@@ -355,14 +358,30 @@ class WorkingSet:
                     self._set_reason(name, why)
         return self.add(names, reason=reason, details=details)
 
-    def free(self, names: Iterable[str]) -> None:
-        """Make ``names`` visible for free from now on, as the thread's context makes its
-        included tools: pinned, and on top of the cap (each one not pinned yet raises it by
-        one), so they take no room from the other tools. They still have to be added."""
-        new = [n for n in dict.fromkeys(names) if n not in self.pinned]
-        self.pinned = self.pinned | frozenset(new)
-        if self.cap is not None:
-            self.cap += len(new)
+    def follow_free(self, free: Collection[str]) -> list[str]:
+        """The thread's free tools are now ``free`` (its context changed in this batch): they
+        are the pinned tools, and the cap is the node's (:attr:`node_limits`) plus those of them
+        beyond the node's own free tools, as the thread's next working set will have it; the
+        unpinned tools over it are evicted, least recently used first. Without a
+        `node_limits` (a set not made for a thread's context) nothing changes.
+
+        Returns:
+            The evicted names.
+        """
+        if self.node_limits is None:
+            return []
+        node_free, node_cap = self.node_limits
+        self.pinned = frozenset(free)
+        if node_cap is None:
+            return []
+        self.cap = node_cap + len(self.pinned - node_free)
+        over: list[str] = []
+        while len(self.names) - len(over) > self.cap:
+            victim = self._lru_victim(protect=set(over))
+            if victim is None:
+                break
+            over.append(victim)
+        return self.remove(over, reason="evicted")
 
     def room(self, fixed: Iterable[str] = ()) -> int | None:
         """How many names the cap leaves beside the visible pinned tools and ``fixed`` (names

@@ -104,7 +104,8 @@ def _sync_working(
         elif after.mode(spec) == "manual" and before.mode(spec) != "manual":
             removed.append(spec.name)
     working.remove(removed, reason="tool_context")
-    working.free(added)  # on top of the cap, as the thread's next working set has them
+    if working.node_limits is not None:  # free tools on top of the cap, as the next turn has
+        working.follow_free(after.free(catalog, working.node_limits[0]))
     working.add(added, reason="tool_context", details=added)
     after.follow_reasons(catalog, working)
 
