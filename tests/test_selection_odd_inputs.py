@@ -459,3 +459,24 @@ def test_tools_that_leave_the_context_in_a_reply_give_their_room_back():
     visible = merge_names([], out["selected_tools"])
     assert len(visible) <= 4, visible  # the 3 always tools and one more
     assert "at most 4 tools can be visible at once here" in out["messages"][-1].content
+
+
+def test_a_pinned_tool_the_model_sets_to_manual_stays_and_keeps_the_cap():
+    # It was taken out of the reply's visible set, add_tool filled its place, and the next
+    # turn put it back: one over max_visible, stored and kept.
+    catalog = _always_catalog(0)
+    node = ToolExecutor(
+        catalog, max_visible=3, pinned=["weather_0"], enabled_builtins={"allow": ["*"]}
+    )
+    mode = {"tool": "weather_0", "mode": "manual"}
+    calls = [
+        {"name": "set_tool_include_mode", "args": mode, "id": "m"},
+        {
+            "name": "add_tool",
+            "args": {"tool_names": ["weather_1", "weather_2", "weather_3"]},
+            "id": "a",
+        },
+    ]
+    out = node.invoke({"messages": [HumanMessage("weather"), AIMessage("", tool_calls=calls)]})
+    visible = merge_names([], out["selected_tools"])
+    assert "weather_0" in visible and len(visible) <= 3, visible

@@ -94,6 +94,9 @@ def _sync_working(
     (and tools just set to ``manual``) out, and the visible tools' reasons true again."""
     if after == before:
         return
+    limits = working.node_limits
+    # the thread's free tools now: a tool the node pins stays, whatever mode the thread sets
+    free = set(after.free(catalog, limits[0])) if limits is not None else set()
     removed: list[str] = []
     added: dict[str, dict[str, str]] = {}
     for spec in catalog.specs:
@@ -101,11 +104,11 @@ def _sync_working(
             removed.append(spec.name)
         elif after.in_context(spec):
             added[spec.name] = {"why": "included" if after.decision(spec) else "always"}
-        elif after.mode(spec) == "manual" and before.mode(spec) != "manual":
+        elif after.mode(spec) == "manual" != before.mode(spec) and spec.name not in free:
             removed.append(spec.name)
     working.remove(removed, reason="tool_context")
-    if working.node_limits is not None:  # free tools on top of the cap, as the next turn has
-        working.follow_free(after.free(catalog, working.node_limits[0]))
+    if limits is not None:  # free tools on top of the cap, as the next turn has them
+        working.follow_free(free)
     working.add(added, reason="tool_context", details=added)
     after.follow_reasons(catalog, working)
 
