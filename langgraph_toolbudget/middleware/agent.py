@@ -202,7 +202,10 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
     - ``before_model``: at the first model call of each user turn, classifies the
       query, selects tools under the budget and (on the thread's first turn)
       adds the tool search's hits, by running the nodes ``ClassifyIntent``,
-      ``SelectTools`` and ``ToolSearch``; the result lands in the state.
+      ``SelectTools`` and ``ToolSearch``; the result lands in the state. At the
+      turn's other model calls, it takes out of the state the visible tools the
+      catalog no longer lists (the app rebuilt while the turn was paused) or the
+      thread's context excludes, with their reasons.
     - ``wrap_model_call``: binds the meta-tools and the visible tools, in the
       thread's tool context as ``CallModel`` binds them (``always`` and included
       tools in, ``manual`` ones only once included, excluded ones never; other
@@ -223,7 +226,9 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
       errors as ``ToolExecutor`` (a tool the model was shown with the reply stays
       callable in it even if a built-in call of the reply evicted it); coerces
       arguments, notes deprecated tools, turns a tool's exception into an error
-      message (or raises it: ``handle_tool_errors``). A catalog tool's call runs in
+      message (or raises it: ``handle_tool_errors``); while the state still lists
+      visible tools that left (see ``before_model``), the answer takes them out of it
+      too (a ``Command``). A catalog tool's call runs in
       its turn, by the executor's concurrency-group rules (``GroupGates``): impure
       calls of a group one at a time in their reply, never beside its pure calls; a group's limit
       (``max_concurrency``, ``group_limits``) shared by every run of this
@@ -334,18 +339,35 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         return dict(state) if first else None
 
     def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        """At a user turn's first model call: classify, select, search (the nodes' own code)."""
+        """At a user turn's first model call: classify, select, search (the nodes' own code);
+        at its other model calls, take out of the state the visible tools that left the
+        working set (:meth:`_gone`)."""
         start = self._turn_start(state)
         if start is None:
-            return None
+            return self._gone(state) or None
         return self.selection.run(start, _current_config()) or None
 
     async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         """The async :meth:`before_model` (async embeddings and classifier model)."""
         start = self._turn_start(state)
         if start is None:
-            return None
+            return self._gone(state) or None
         return await self.selection.arun(start, _current_config()) or None
+
+    def _gone(self, state: Any) -> dict[str, Any]:
+        """The update taking out of the state the visible tools its working set no longer
+        has, with their reasons (a catalog that no longer lists them: the app was rebuilt
+        while a turn was paused; a thread's exclusion written between its steps), as the
+        nodes' next step writes it; ``{}`` when none left.
+
+        Mid-turn the selection does not run, and only a reply's built-in calls write the
+        working set: without this, such tools stayed in ``selected_tools`` and
+        ``tool_reasons`` until the next turn (though neither bound nor run).
+        """
+        update = self.runner.working_set(state).update()
+        removed = (update.get("selected_tools") or {}).get("remove")
+        reasons = update.get("tool_reasons") or {}
+        return update if removed or any(v is None for v in reasons.values()) else {}
 
     # --- the model call ----------------------------------------------------------------------
 
@@ -702,7 +724,27 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         (its concurrency group's rules)."""
         request, note = self._reviewed(request)
         out = self._wrapped(request, handler)
-        return out if note is None else add_note(out, request.tool_call.get("id"), note)
+        out = out if note is None else add_note(out, request.tool_call.get("id"), note)
+        return self._cleaned(request, out)
+
+    def _cleaned(
+        self, request: ToolCallRequest, out: ToolMessage | Command
+    ) -> ToolMessage | Command:
+        """``out`` with :meth:`_gone`'s update when the state lists visible tools that left
+        it (a ``ToolMessage`` becomes a ``Command``): a reply resumed on a rebuilt app runs
+        its calls before any model call, and the run may end after them (a
+        ``return_direct`` tool). A built-in call's answer writes the working set already;
+        a ``Command`` to another graph, or with an update that is no mapping, is kept."""
+        if request.tool_call["name"] in self.runner.builtins:
+            return out
+        gone = self._gone(request.state)
+        if not gone:
+            return out
+        if isinstance(out, ToolMessage):
+            return Command(update={**gone, "messages": [out]})
+        if isinstance(out, Command) and out.graph is None and isinstance(out.update, dict):
+            return dataclasses.replace(out, update={**gone, **out.update})
+        return out
 
     def _wrapped(
         self,
@@ -729,7 +771,8 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         call's turn; a sync tool's from the start of its thread in the pool)."""
         request, note = self._reviewed(request)
         out = await self._awrapped(request, handler)
-        return out if note is None else add_note(out, request.tool_call.get("id"), note)
+        out = out if note is None else add_note(out, request.tool_call.get("id"), note)
+        return self._cleaned(request, out)
 
     async def _awrapped(
         self,
