@@ -19,7 +19,8 @@ Key Components:
       graph (its reducers apply the update; no state field is lost).
     - :func:`update_context` / :func:`aupdate_context`: a tool-context update on a thread of
       a compiled graph, right on a thread that never ran (written as the node after ``START``),
-      or in a subgraph's state (``checkpoint_ns``); refused where the state cannot hold it.
+      or in a subgraph's state (``checkpoint_ns``); refused where the state cannot hold it
+      or no agent would read it.
     - :func:`execute`: run one tool-context operation on a thread.
     - :func:`open_thread`: the thread (and its catalog) the CLI/MCP options name.
     - :func:`load_spec`, :func:`load_catalog`, :func:`load_graph`: a catalog or a graph
@@ -35,9 +36,9 @@ import inspect
 import os
 import sqlite3
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from langgraph.constants import START
 
@@ -223,12 +224,20 @@ def catalog_of(graph: Any) -> ToolCatalog | None:
     runs a bound method of the middleware, which holds it.
     """
     for node in getattr(graph, "nodes", {}).values():
-        for runnable in (getattr(node, "runnable", None), getattr(node, "bound", None)):
-            for owner in _owners(runnable):
-                catalog = getattr(owner, "catalog", None)
-                if isinstance(catalog, ToolCatalog):
-                    return catalog
+        for catalog in _node_catalogs(node):
+            return catalog
     return None
+
+
+def _node_catalogs(node: Any) -> list[ToolCatalog]:
+    """The catalogs of the package's objects a node (of a builder or a compiled graph) runs."""
+    found: list[ToolCatalog] = []
+    for runnable in (getattr(node, "runnable", None), getattr(node, "bound", None)):
+        for owner in _owners(runnable):
+            catalog = getattr(owner, "catalog", None)
+            if isinstance(catalog, ToolCatalog) and all(catalog is not c for c in found):
+                found.append(catalog)
+    return found
 
 
 def _owners(runnable: Any) -> list[Any]:
@@ -483,6 +492,27 @@ STATELESS_SUBGRAPH_FIX = (
     "namespace: update_context(graph, {{'configurable': {{'thread_id': {thread!r}, "
     "'checkpoint_ns': {ns!r}}}}}, update)"
 )
+CONTEXT_IN_AGENTS_FIX = (
+    "the tool context lives in the state of each agent compiled as a node of this graph, each "
+    "its own: {agents}; write the update in the state of the agent whose tools it names, by "
+    "naming its namespace: update_context(graph, {{'configurable': {{'thread_id': {thread!r}, "
+    "'checkpoint_ns': {ns!r}}}}}, update)"
+)
+PER_RUN_AGENT_WORDS = (
+    "compiled without checkpointer=True, it starts afresh on every run: compile it with "
+    ".compile(checkpointer=True) first"
+)
+CONTEXT_NOT_READ_ERROR = (
+    "no node of {where} reads its {fields} channel (its agents are subgraphs that keep their "
+    "own tool context, and their input leaves these fields out), so the tool-context update "
+    "would be dropped without a trace: {fix}"
+)
+OTHER_AGENT_NAMES_ERROR = (
+    "the catalog of {where} has no {names}, so the update would change nothing there for "
+    "{them}, while {owners} {have} {them}: write each name in the state of the agent that has "
+    "it, e.g. update_context(graph, {{'configurable': {config}}}, update) with an update naming "
+    "{theirs} only"
+)
 ADD_CONTEXT_FIELDS_FIX = (
     "give the graph's state the tool-context fields: StateGraph(ToolBudgetState, "
     "input_schema=ToolBudgetInput) or a subclass of ToolBudgetState, with the package's nodes "
@@ -603,20 +633,23 @@ def _thread_saver(graph: Any, config: Any) -> Any:
 _NS_SEP, _NS_END = "|", ":"
 
 
-def _context_graph(graph: Any, config: Any, fields: Iterable[str]) -> tuple[Any, Any]:
+def _context_graph(
+    graph: Any, config: Any, values: Mapping[str, Mapping[str, Any]]
+) -> tuple[Any, Any]:
     """The graph whose state a tool-context update writes, and the config of its thread:
     ``graph``, or the subgraph the config's ``checkpoint_ns`` names (a ``checkpointer=True``
     subgraph keeps its state under its namespace without task ids, as LangGraph stores it).
 
     Raises:
         ValueError: a namespace that names no subgraph, or one that is never read (a subgraph
-            that starts afresh on every run); a state without the update's fields, with
-            where the tool context lives instead.
+            that starts afresh on every run); a state without the update's fields, or whose
+            fields no node reads (its agents are subgraphs), with where the tool context lives
+            instead; names the state's agents lack and another agent of ``graph`` has.
     """
     configurable = config["configurable"]
     ns = str(configurable.get("checkpoint_ns") or "")
     thread = configurable["thread_id"]
-    target, prefix, where = graph, "", "this graph"
+    target, name, prefix, where = graph, "", "", "this graph"
     if ns:
         parts = ns.split(_NS_SEP)
         name = _NS_SEP.join(p.split(_NS_END)[0] for p in parts if not p.isdigit())
@@ -631,26 +664,178 @@ def _context_graph(graph: Any, config: Any, fields: Iterable[str]) -> tuple[Any,
         elif _NS_END not in parts[-1]:
             raise ValueError(STATELESS_SUBGRAPH_ERROR.format(ns=name))
         prefix, where = name + _NS_SEP, f"the subgraph {name!r}"
+    fields = list(values)
     channels = getattr(target, "channels", {})
     missing = [field for field in fields if field not in channels]
     if missing:
-        fix = _context_fix(target, prefix, thread, missing)
+        fix = _context_fix(target, prefix, thread, missing, values) or ADD_CONTEXT_FIELDS_FIX
         raise ValueError(
             NO_CONTEXT_FIELDS_ERROR.format(where=where, missing=" or ".join(missing), fix=fix)
         )
+    reads, catalogs = _readers(target, fields)
+    if not reads and (elsewhere := _context_fix(target, prefix, thread, fields, values)):
+        # a ToolBudgetState parent of agent subgraphs: its fields reach none of them
+        raise ValueError(
+            CONTEXT_NOT_READ_ERROR.format(where=where, fields=" or ".join(fields), fix=elsewhere)
+        )
+    _check_owner(graph, name, where, catalogs, values, thread)
     return target, config
 
 
-def _context_fix(graph: Any, prefix: str, thread: Any, fields: list[str]) -> str:
-    """Where a graph without the tool-context fields keeps them: the first subgraph whose
-    state has them (the agent compiled as a node), else the fields to give the state."""
-    for ns, subgraph in graph.get_subgraphs(recurse=True):
-        if all(field in getattr(subgraph, "channels", {}) for field in fields):
-            if getattr(subgraph, "checkpointer", None) is True:
-                return CONTEXT_IN_SUBGRAPH_FIX.format(ns=prefix + ns, thread=thread)
-            if not _compiled_inside_a_node(graph, subgraph):  # a ToolAgent's loop cannot be
-                return STATELESS_SUBGRAPH_FIX.format(ns=prefix + ns, thread=thread)
-    return ADD_CONTEXT_FIELDS_FIX
+class _Agent(NamedTuple):
+    """A graph whose state keeps a tool context its nodes read: an agent."""
+
+    ns: str
+    """Its namespace from the graph searched ("" for that graph itself)."""
+    catalogs: list[ToolCatalog]
+    """The catalogs of the nodes that read its context ([] for nodes of your own)."""
+    persistent: bool
+    """Whether its state outlives a run (the graph itself, or ``checkpointer=True``)."""
+
+
+def _readers(graph: Any, fields: list[str]) -> tuple[bool, list[ToolCatalog]]:
+    """Whether a node of ``graph`` reads the tool-context ``fields`` of its state, and the
+    catalogs of those that do: the package's nodes (``ToolAgent``, ``CallModel``...,
+    ``ToolBudgetMiddleware``'s hooks), and a subgraph whose input schema takes the fields
+    (an agent compiled as a node whose own input leaves them out does not read them)."""
+    reads = False
+    catalogs: list[ToolCatalog] = []
+    for node in getattr(graph, "nodes", {}).values():
+        found = _node_catalogs(node)
+        if not found and _takes_context(node, fields):
+            found = _readers(node.bound, fields)[1]
+        elif not found:
+            continue
+        reads = True
+        catalogs += [c for c in found if all(c is not known for known in catalogs)]
+    return reads, catalogs
+
+
+def _takes_context(node: Any, fields: list[str]) -> bool:
+    """Is ``node`` a compiled ``StateGraph`` given the fields whose input schema takes them?"""
+    builder = getattr(getattr(node, "bound", None), "builder", None)
+    schemas = getattr(builder, "schemas", None)
+    if not isinstance(schemas, Mapping):
+        return False
+    inputs = schemas.get(getattr(builder, "input_schema", None)) or {}
+    given = getattr(node, "channels", None) or ()
+    given = (given,) if isinstance(given, str) else given
+    return all(field in inputs and field in given for field in fields)
+
+
+def _agents(graph: Any, fields: list[str]) -> list[_Agent]:
+    """The agents of ``graph`` (itself, then its subgraphs): the graphs whose state has the
+    ``fields`` and whose nodes read them, or where no subgraph holds them (your own nodes,
+    reading them as they like); a ``ToolAgent``'s loop is its node's, in its graph."""
+    holders = [
+        (ns, subgraph)
+        for ns, subgraph in [("", graph), *graph.get_subgraphs(recurse=True)]
+        if all(field in getattr(subgraph, "channels", {}) for field in fields)
+        and (not ns or not _compiled_inside_a_node(graph, subgraph))
+    ]
+    agents = []
+    for ns, subgraph in holders:
+        reads, catalogs = _readers(subgraph, fields)
+        inner = ns + _NS_SEP if ns else ""
+        if reads or not any(other.startswith(inner) and other != ns for other, _ in holders):
+            persistent = not ns or getattr(subgraph, "checkpointer", None) is True
+            agents.append(_Agent(ns, catalogs, persistent))
+    return agents
+
+
+def _knows(catalogs: list[ToolCatalog], field: str, name: str) -> bool:
+    """Does one of ``catalogs`` have the tool (or server, by ``field``) ``name``?"""
+    listed = [catalog.in_runtime_mode("debug") for catalog in catalogs]  # drafts too
+    if field in (TOOLS_FIELD, TOOL_MODES_FIELD):
+        return any(c.get(name) is not None or c.aliased(name) for c in listed)
+    return any(c.tools_of(name) for c in listed)
+
+
+def _kind(field: str) -> str:
+    """What a name of ``field`` names, in words."""
+    return "tool" if field in (TOOLS_FIELD, TOOL_MODES_FIELD) else "server"
+
+
+def _named(values: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """The update's ``(field, name)`` pairs."""
+    return [(field, name) for field, names in values.items() for name in names]
+
+
+def _has(agent: _Agent, values: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The names of the update that the agent's catalogs have, once each."""
+    found = [name for field, name in _named(values) if _knows(agent.catalogs, field, name)]
+    return list(dict.fromkeys(found))
+
+
+def _context_fix(
+    graph: Any, prefix: str, thread: Any, fields: list[str], values: Mapping[str, Any]
+) -> str | None:
+    """Where the agents of a graph whose own state does not keep the tool context keep it:
+    its agent subgraphs, each named (those whose catalog has the update's names first);
+    None if it has none."""
+    agents = [agent for agent in _agents(graph, fields) if agent.ns]
+    if len(agents) == 1:
+        fix = CONTEXT_IN_SUBGRAPH_FIX if agents[0].persistent else STATELESS_SUBGRAPH_FIX
+        return fix.format(ns=prefix + agents[0].ns, thread=thread)
+    if not agents:
+        return None
+    agents.sort(key=lambda agent: not _has(agent, values))  # stable: graph order otherwise
+    words = []
+    for agent in agents:
+        notes = [f"its catalog has {', '.join(has)}"] if (has := _has(agent, values)) else []
+        notes += [] if agent.persistent else [PER_RUN_AGENT_WORDS]
+        words.append(f"{prefix + agent.ns!r}" + (f" ({'; '.join(notes)})" if notes else ""))
+    ns = prefix + agents[0].ns
+    return CONTEXT_IN_AGENTS_FIX.format(agents=", ".join(words), ns=ns, thread=thread)
+
+
+def _check_owner(
+    graph: Any,
+    ns: str,
+    where: str,
+    catalogs: list[ToolCatalog],
+    values: Mapping[str, Mapping[str, Any]],
+    thread: Any,
+) -> None:
+    """Refuse an update written in the state of the agent of ``catalogs`` (at ``ns`` of
+    ``graph``) that names tools or servers it lacks and another agent of ``graph`` has: the
+    other agent would still run them. A name no agent has is written as given (an MCP tool
+    not listed yet), as everywhere."""
+    if not catalogs:  # nodes of your own: no catalog says what they run
+        return
+    lacking = [(field, name) for field, name in _named(values) if not _knows(catalogs, field, name)]
+    if not lacking:
+        return
+    owners = [
+        (agent, has)
+        for agent in _agents(graph, list(values))
+        if agent.ns != ns
+        and (has := list(dict.fromkeys(n for f, n in lacking if _knows(agent.catalogs, f, n))))
+    ]
+    if not owners:
+        return
+    kinds = {name: _kind(field) for field, name in lacking}
+    names = list(dict.fromkeys(name for _, has in owners for name in has))
+    words = []
+    for agent, has in owners:
+        where_ = f"the subgraph {agent.ns!r}" if agent.ns else "this graph"
+        note = "" if agent.persistent else f"; {PER_RUN_AGENT_WORDS}"
+        words.append(f"{where_} ({', '.join(has)}{note})")
+    first, theirs = owners[0]
+    example: dict[str, Any] = {"thread_id": thread}
+    if first.ns:
+        example["checkpoint_ns"] = first.ns
+    raise ValueError(
+        OTHER_AGENT_NAMES_ERROR.format(
+            where=where,
+            names=" or ".join(f"{kinds[name]} {name!r}" for name in names),
+            them="them" if len(names) > 1 else "it",
+            owners=" and ".join(words),
+            have="have" if len(owners) > 1 else "has",
+            config=example,
+            theirs=", ".join(map(repr, theirs)),
+        )
+    )
 
 
 def _compiled_inside_a_node(graph: Any, subgraph: Any) -> bool:
@@ -722,8 +907,13 @@ def update_context(
     an agent is a node of a parent graph whose state lacks the fields (a ``MessagesState``
     parent), the tool context lives in the subgraph's state: name it with the config's
     ``checkpoint_ns`` (the node's name, for a subgraph compiled with ``checkpointer=True``;
-    a paused task's config for one that starts afresh each run). An update the state
-    cannot hold is refused, never dropped.
+    a paused task's config for one that starts afresh each run). So it is on a
+    ``ToolBudgetState`` parent whose agents are all subgraphs: their input leaves the
+    fields out, and no node of the parent reads them. With several agents, write each
+    update in the agent whose catalog has its tools: one naming a tool or server that the
+    target's catalog lacks and another agent's has is refused, naming that agent (a name
+    no agent has is written as given). An update the state cannot hold, or that no agent
+    would read, is refused, never dropped.
 
     Args:
         graph: the compiled graph, compiled with a checkpointer.
@@ -745,9 +935,11 @@ def update_context(
             ``graph.update_state``), a value out of its field's choices, an empty update;
             a graph without a checkpointer, a config without a thread; no ``as_node`` on a
             thread where no node has run and ``START`` does not lead to one node, or where
-            several nodes ran last; a state without the update's fields (the error names
-            the subgraph that has them, or how to add them), a ``checkpoint_ns`` of no
-            subgraph, or of a subgraph that keeps no state between runs.
+            several nodes ran last; a state without the update's fields, or whose fields
+            no node reads (the error names each agent subgraph, the one whose catalog has
+            the update's names first, or how to add them), a ``checkpoint_ns`` of no
+            subgraph, or of a subgraph that keeps no state between runs; names the target's
+            catalog lacks and another agent's has (the error names that agent).
 
     Example:
         ```python
@@ -844,11 +1036,11 @@ class SqliteThread:
                 f"{exc} (the CLI takes no as_node: give --graph a graph whose "
                 "START leads to one node)"
             ) from None
-        except ValueError as exc:  # a state without the tool-context fields
+        except ValueError as exc:  # a state that does not keep the tool context
             raise ThreadError(
                 f"{exc} (the CLI writes the state of the graph --graph names, not a subgraph's: "
-                "point --graph at a graph whose own state has the tool-context fields, or call "
-                "update_context from Python)"
+                "point --graph at the agent's own graph, whose nodes read the tool-context fields "
+                "of its state, or call update_context from Python)"
             ) from None
 
 
