@@ -647,6 +647,26 @@ def test_add_toolbudget_nodes_rejects_a_state_without_the_budget_fields(catalog)
         add_toolbudget_nodes(StateGraph(MessagesState), always_calling_model(), catalog)
 
 
+def test_add_toolbudget_nodes_refuses_a_second_pipeline_of_other_tools_in_one_state(catalog):
+    """Two pipelines in one state share selected_tools: each would drop the other's loads."""
+    graph = _users_graph()
+    add_toolbudget_nodes(graph, always_calling_model(), catalog)
+    add_toolbudget_nodes(graph, always_calling_model(), catalog, prefix="again_")  # same tools
+    graph.add_node("helper", ToolAgent(always_calling_model(), catalog))
+
+    @tool
+    def tide_times(port: str) -> str:
+        """Tide times of a port."""
+        return port
+
+    other = ToolCatalog.from_tools([tide_times])
+    with pytest.raises(ValueError, match=r"\['agent', 'again_agent', 'helper'\] of another catal"):
+        add_toolbudget_nodes(graph, always_calling_model(), other, prefix="weather_")
+    assert "weather_agent" not in graph.nodes  # refused before adding anything
+    with pytest.raises(ValueError, match=r"create_toolbudget_agent\(\.\.\.\) \(checkpointer=True"):
+        add_toolbudget_nodes(graph, always_calling_model(), other, prefix="weather_")
+
+
 # create_react_agent's and create_agent's keywords of the compiled graph, and a value of each
 COMPILE_KEYWORDS: dict[str, Any] = {
     "checkpointer": MemorySaver(),

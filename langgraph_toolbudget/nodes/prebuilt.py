@@ -67,6 +67,15 @@ OPEN_INPUT_WARNING = (
 NOT_A_GRAPH_ERROR = (
     "graph must be an uncompiled langgraph StateGraph (StateGraph(ToolBudgetState)); got {kind}."
 )
+SHARED_STATE_ERROR = (
+    "the graph already holds the budget nodes {nodes} of another catalog: two pipelines with "
+    "other tools in one state share its selected_tools, tool_reasons and tool_last_used, so "
+    "each would drop the tools the other loaded and show the other's tools. Give each agent "
+    "its own state: build it with create_toolbudget_agent(...) (checkpointer=True keeps its "
+    "tools across turns) and add the compiled agent as a node of a graph whose state holds "
+    "the messages only (docs/agent.md, 'Several agents in one graph'). Adding the nodes "
+    "twice with the same catalog (prefix=...) is fine."
+)
 COMPILE_OPTION_ERROR = "{owner} has no {option} {names}: {why}, so pass {names} to compile: {fix}."
 """A keyword of LangGraph's ``StateGraph.compile`` given to a builder (as ``create_react_agent``
 and ``create_agent`` take them; they return a compiled graph, the builders here do not)."""
@@ -170,7 +179,8 @@ def add_toolbudget_nodes(
             (the message names the closest one) or one of the wrong type; a model that
             is not a chat model.
         ValueError: an option out of range; a model without native tool calling
-            when no text format is enabled.
+            when no text format is enabled; the graph already holds the nodes of another
+            catalog (two pipelines would share the state's budget fields).
     """
     catalog = require_catalog(catalog, "add_toolbudget_nodes")
     _check_graph_keywords("add_toolbudget_nodes", options)
@@ -198,6 +208,7 @@ def add_toolbudget_nodes(
     shared = BudgetConfig.resolve(config, options, owner=add_toolbudget_nodes)
     listed = catalog.in_runtime_mode(shared.runtime_mode)
     check_usage_catalog(shared.usage, listed, "add_toolbudget_nodes")
+    _refuse_other_catalogs(graph, listed)
     names = {k: f"{prefix}{k}" for k in ("choose_tools", "agent", "tools")}
     agent = CallModel(
         model, catalog, config=shared, system_prompt=system_prompt, name=names["agent"]
@@ -225,6 +236,21 @@ def add_toolbudget_nodes(
         {names["agent"]: names["agent"], END: then},
     )
     return names["choose_tools"]
+
+
+def _refuse_other_catalogs(graph: StateGraph[Any, Any, Any, Any], listed: ToolCatalog) -> None:
+    """Refuse a second pipeline whose catalog differs from one already in ``graph``: both
+    would read and write the same budget fields (:data:`SHARED_STATE_ERROR`)."""
+    mine = sorted(listed.specs, key=lambda s: s.name)
+    others = [
+        name
+        for name, spec in graph.nodes.items()
+        if isinstance(catalog := getattr(spec.runnable, "catalog", None), ToolCatalog)
+        and type(spec.runnable).__module__.startswith("langgraph_toolbudget.")
+        and sorted(catalog.specs, key=lambda s: s.name) != mine
+    ]
+    if others:
+        raise ValueError(SHARED_STATE_ERROR.format(nodes=others))
 
 
 def create_toolbudget_agent(
