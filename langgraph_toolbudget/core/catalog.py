@@ -40,7 +40,7 @@ import reprlib
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from langchain_core.tools import BaseTool
 
@@ -172,6 +172,10 @@ class ToolCatalog:
         ```
     """
 
+    load_warning: ClassVar[type[Warning]] = UserWarning
+    """The category of the warnings about names that may be a failed server's tools (a pinned
+    tool left out): an MCP catalog's is ``MCPLoadWarning``, as for the rest of its load."""
+
     def __init__(
         self,
         specs: Sequence[ToolSpec],
@@ -209,6 +213,21 @@ class ToolCatalog:
         self._descriptions = {c: self._given_descriptions.get(c, "") for c in members}
         self._always_visible = tuple(s.name for s in self._active if s.always_visible)
         self._derived = DerivedData()
+
+    @property
+    def failed_servers(self) -> tuple[str, ...]:
+        """The servers whose tools this catalog lacks because they failed to load (none here;
+        an MCP catalog's, whose ``load_errors`` says why). While one failed, a name the
+        catalog does not know may be one of its tools, not a typo: a pinned one is left out
+        with a warning, and the model is told the server is unavailable
+        (:meth:`failed_server_of`)."""
+        return ()
+
+    def failed_server_of(self, name: str) -> str | None:
+        """The server of :attr:`failed_servers` whose tool ``name`` is by its prefix
+        (``notes__search`` of a failed ``notes``); None for any other name, and always for a
+        catalog without servers."""
+        return None
 
     @property
     def untrusted_descriptions(self) -> frozenset[str]:

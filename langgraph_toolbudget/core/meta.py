@@ -62,10 +62,13 @@ __all__ = [
     "MetaToolHandler",
     "REQUEST_MORE_TOOLS",
     "SEARCH_TOOLS",
+    "SERVER_DOWN_ERROR",
     "SHOW_ALL_TOOLS",
     "closest_tools",
     "definition_only",
     "meta_tool_definitions",
+    "server_down_error",
+    "servers_down_hint",
 ]
 
 REQUEST_MORE_TOOLS = "request_more_tools"
@@ -155,6 +158,51 @@ NOT_ADDED_EXCLUDED = (
     "excluded from this conversation's tool context; only the user can include them again "
     "(tell the user if they are needed, or use other tools)"
 )
+
+
+SERVER_DOWN_ERROR = (
+    "Error: {tool!r} was not run: it is a tool of MCP server {server!r}, which is unavailable "
+    "now (it failed to load). Tell the user that the tools of {server!r} cannot be used right "
+    "now."
+)
+SERVER_DOWN_HINT = (
+    "{servers} failed to load and cannot be used now: if {tool!r} comes from there, tell the "
+    "user it cannot be used right now. "
+)
+NOT_ADDED_SERVER_DOWN = (
+    "tools of MCP server {server!r}, which is unavailable now (it failed to load): tell the "
+    "user they cannot be used right now"
+)
+CATEGORIES_DOWN_NOTE = (
+    " The tools of {servers} are unavailable now (failed to load): tell the user they cannot "
+    "be used right now."
+)
+
+
+def server_down_error(catalog: ToolCatalog, name: str) -> str | None:
+    """The error a call of ``name`` gets when it is the tool of a server that failed to load
+    (by its ``<server>__`` prefix: :meth:`ToolCatalog.failed_server_of`), else None. It says
+    the server is unavailable, never why (the operator's warning and ``load_errors`` do)."""
+    server = catalog.failed_server_of(name)
+    if server is None:
+        return None
+    return SERVER_DOWN_ERROR.format(tool=clip(name), server=server)
+
+
+def servers_down_hint(catalog: ToolCatalog, name: str) -> str:
+    """For a name the catalog does not know (of no failed server by its prefix): that some
+    servers failed to load, so it may be one of theirs; "" when none failed."""
+    failed = sorted(catalog.failed_servers)
+    if not failed:
+        return ""
+    return SERVER_DOWN_HINT.format(servers=_mcp_servers(failed), tool=clip(name))
+
+
+def _mcp_servers(servers: Sequence[str]) -> str:
+    """``MCP server 'notes'``, or ``MCP servers 'notes', 'wiki'`` (the first few)."""
+    named = ", ".join(repr(s) for s in servers[:MAX_ECHO_ITEMS])
+    more = f" and {len(servers) - MAX_ECHO_ITEMS} more" if len(servers) > MAX_ECHO_ITEMS else ""
+    return f"MCP server{'s' if len(servers) > 1 else ''} {named}{more}"
 
 
 def _category_key(name: str) -> str:
@@ -440,7 +488,8 @@ class MetaToolHandler:
             return MetaOutcome(BAD_REASON_ERROR.format(got=got), error=True)
         categories = [self._category_named(c) for c in categories]
         known = set(self.catalog.categories)
-        unknown = [c for c in categories if c not in known]
+        down = self._failed_servers_named([c for c in categories if c not in known])
+        unknown = [c for c in categories if c not in known and c not in down]
         asked = [c for c in dict.fromkeys(categories) if c in known]
         category_of: dict[str, str | None] = {}
         for category in asked:
@@ -476,6 +525,9 @@ class MetaToolHandler:
         left = [c for c in asked if c not in loaded_from and c in map(category_of.get, picks)]
         if left and self.max_tools > 0:  # (a budget of 0 loads nothing by design: no advice)
             note += OVER_BUDGET_NOTE.format(limit=len(chosen), categories=", ".join(left))
+        if down:
+            servers = _mcp_servers(list(dict.fromkeys(down.values())))
+            note += CATEGORIES_DOWN_NOTE.format(servers=servers)
         if unknown:
             shown = known.difference(context.hidden_categories(self.catalog))
             note += (
@@ -483,7 +535,8 @@ class MetaToolHandler:
                 f"{', '.join(sorted(shown))}."
             )
         if not added:
-            return MetaOutcome(f"No new tools added.{note}", error=bool(unknown) and not asked)
+            error = bool(unknown or down) and not asked
+            return MetaOutcome(f"No new tools added.{note}", error=error)
         return MetaOutcome(
             f"Loaded {len(added)} tools: {', '.join(added)}.{note}{_evicted_note(evicted)}",
             added=added,
@@ -503,6 +556,13 @@ class MetaToolHandler:
                 keys[key] = None if key in keys else category  # two alike: neither
             self._category_keys = keys
         return self._category_keys.get(_category_key(name)) or name
+
+    def _failed_servers_named(self, categories: list[str]) -> dict[str, str]:
+        """Requested category -> the server that failed to load whose category it names (a
+        server's tools are in the category of its name), spelled as :meth:`_category_named`
+        allows."""
+        failed = {_category_key(s): s for s in self.catalog.failed_servers}
+        return {c: failed[key] for c in categories if (key := _category_key(c)) in failed}
 
     def _named_in(
         self, reason: str, categories: list[str], working: WorkingSet, context: SessionContext
@@ -577,6 +637,7 @@ class MetaToolHandler:
                 error=True,
             )
         problems: dict[str, list[str]] = {}
+        down: set[str] = set()
         valid = []
         unknown = self._unmanaged if outside_tools else self._unknown
         for n in dict.fromkeys(names):
@@ -590,6 +651,10 @@ class MetaToolHandler:
                 problems.setdefault(NOT_ADDED_DISABLED, []).append(n)
             elif status is not None:  # not listed in this runtime mode: a draft in production
                 problems.setdefault(NOT_ADDED_STATUS.format(status=status), []).append(n)
+            elif (server := self.catalog.failed_server_of(n)) is not None:
+                why = NOT_ADDED_SERVER_DOWN.format(server=server)
+                problems.setdefault(why, []).append(n)
+                down.add(why)  # no closest tools: they would be other tools, not its own
             else:
                 problems.setdefault(unknown, []).append(n)
         already = [n for n in valid if n in working]
@@ -607,7 +672,8 @@ class MetaToolHandler:
             parts.append(f"Already available: {', '.join(already)}.")
         for why, bad in problems.items():
             parts.append(f"Not added ({why}): {clip_names(bad)}.")
-        parts.extend(self._closest_hints(problems, context, usable=(NOT_ADDED_EXCLUDED, no_room)))
+        usable = (NOT_ADDED_EXCLUDED, no_room, *down)
+        parts.extend(self._closest_hints(problems, context, usable=usable))
         if not parts:
             parts.append("No tools named.")
         content = " ".join(parts) + _evicted_note(evicted)

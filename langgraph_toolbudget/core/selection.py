@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from collections.abc import Callable, Collection, Iterable, Sequence
 
 import numpy as np
@@ -32,6 +33,17 @@ __all__ = ["free_tools", "search_hits", "select_tools", "words_match"]
 UNKNOWN_PINNED_ERROR = (
     "pinned tools {names} are not tools that run in {mode} mode (unknown, filtered, disabled, "
     "or drafts, which run only with runtime_mode='debug'). Closest tools: {closest}."
+)
+FAILED_SERVERS_NOTE = " MCP server(s) {failed} failed to load (see catalog.load_errors)."
+PINNED_SERVER_DOWN_WARNING = (
+    "pinned tools {names} are left out: the catalog does not list them, and MCP server(s) "
+    "{failed} failed to load (see catalog.load_errors), so they may be tools of theirs. A "
+    "server's tool is pinned again once the catalog is loaded with that server up; a name "
+    "that is no tool of theirs is a typo to fix.{hints}"
+)
+PINNED_RENAMED_HINT = (
+    " {name!r} is listed as {now} while they are down (its prefix came with a tool of the same "
+    "name on one of them): with tool_name_prefix=True its name would not change."
 )
 
 
@@ -342,19 +354,53 @@ def _selectable(catalog: ToolCatalog, also: frozenset[str], pos: int) -> bool:
 
 
 def _check_pinned(catalog: ToolCatalog, pinned: Sequence[str]) -> list[str]:
-    missing = [n for n in pinned if n not in catalog]
-    if missing:
-        closest = closest_names(missing, catalog.tool_names)
-        raise ValueError(
-            UNKNOWN_PINNED_ERROR.format(names=missing, mode=catalog.runtime_mode, closest=closest)
+    """``pinned`` once each; a name the catalog does not list is refused, except, while some
+    of its servers failed to load (``catalog.failed_servers``), one it knows nothing of: that may
+    be a failed server's tool, left out with a warning, so the others' tools still run."""
+    missing = [n for n in dict.fromkeys(pinned) if n not in catalog]
+    failed = ", ".join(map(repr, sorted(catalog.failed_servers)))
+    # a name the catalog knows (filtered, disabled, a draft) is no failed server's tool
+    absent = [n for n in missing if failed and _unheard_of(catalog, n)]
+    refused = [n for n in missing if n not in absent]
+    if refused:
+        closest = closest_names(refused, catalog.tool_names)
+        error = UNKNOWN_PINNED_ERROR.format(
+            names=refused, mode=catalog.runtime_mode, closest=closest
         )
-    return list(dict.fromkeys(pinned))
+        raise ValueError(error + (FAILED_SERVERS_NOTE.format(failed=failed) if failed else ""))
+    if absent:
+        # attributed to free_tools' line, whichever node asked: the default filter shows it once
+        warning = _pinned_server_down(catalog, absent, failed)
+        warnings.warn(warning, catalog.load_warning, stacklevel=2)
+    return [n for n in dict.fromkeys(pinned) if n not in absent]
+
+
+def _unheard_of(catalog: ToolCatalog, name: str) -> bool:
+    return catalog.status(name) is None and not catalog.is_filtered(name)
+
+
+def _pinned_server_down(catalog: ToolCatalog, absent: list[str], failed: str) -> str:
+    hints = []
+    guessed = []
+    for name in absent:
+        if now := catalog.aliased(name):
+            hints.append(PINNED_RENAMED_HINT.format(name=name, now=", ".join(map(repr, now))))
+        elif catalog.failed_server_of(name) is None:
+            guessed.append(name)
+    if guessed:
+        hints.append(f" Closest tools: {closest_names(guessed, catalog.tool_names)}.")
+    return PINNED_SERVER_DOWN_WARNING.format(names=absent, failed=failed, hints="".join(hints))
 
 
 def free_tools(catalog: ToolCatalog, pinned: Sequence[str] = ()) -> list[str]:
     """Tools visible without spending budget: ``always`` tools, special categories, ``pinned``.
 
+    While some of the catalog's servers failed to load (``catalog.failed_servers``), a pinned
+    name it knows nothing of may be one of their tools: it is left out, with a
+    ``catalog.load_warning`` (``MCPLoadWarning``) naming them, so the app runs without it.
+
     Raises:
-        ValueError: a pinned name is not a tool the catalog lists in its runtime mode.
+        ValueError: a pinned name is not a tool the catalog lists in its runtime mode (and is
+            not left out as above); the message names the servers that failed to load.
     """
     return list(dict.fromkeys([*catalog.always_visible, *_check_pinned(catalog, pinned)]))

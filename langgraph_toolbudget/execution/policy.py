@@ -25,7 +25,7 @@ from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.coercion import MISSING_NAME
 from langgraph_toolbudget.core.context import SessionContext
 from langgraph_toolbudget.core.limits import clip
-from langgraph_toolbudget.core.meta import closest_tools
+from langgraph_toolbudget.core.meta import closest_tools, server_down_error, servers_down_hint
 from langgraph_toolbudget.core.working_set import WorkingSet
 from langgraph_toolbudget.execution.prepare import CallCheck
 
@@ -262,7 +262,10 @@ class VisibilityPolicy:
         if name == MISSING_NAME:
             return NO_NAME_ERROR
         status = catalog.status(name)
-        if self.toolnode_wording and status is None and not catalog.is_filtered(name):
+        unheard_of = status is None and not catalog.is_filtered(name)
+        if unheard_of and (down := server_down_error(catalog, name)) is not None:
+            return down  # a tool of a server that failed to load: no other tool is "closest"
+        if self.toolnode_wording and unheard_of:
             hidden = context.excluded(catalog)
             available = [n for n in catalog.tool_names if n not in hidden]
             return INVALID_TOOL_NAME_ERROR_TEMPLATE.format(
@@ -280,6 +283,8 @@ class VisibilityPolicy:
             problem = UNKNOWN
         closest = closest_tools(catalog, name, hidden=context.excluded(catalog))
         hint = f"Closest tools: {', '.join(closest)}. " if closest else ""
+        if problem == UNKNOWN:
+            hint += servers_down_hint(catalog, name)
         return UNAVAILABLE_TOOL_ERROR.format(
             tool=clip(name), problem=problem, closest=hint, how=how
         )

@@ -45,6 +45,7 @@ from langgraph_toolbudget.core.limits import (
     holds_long_int,
     too_deep,
 )
+from langgraph_toolbudget.core.meta import server_down_error
 
 __all__ = [
     "NOT_A_TOOL_ERROR",
@@ -148,7 +149,8 @@ class CallPreparer:
         if problem is not None:
             return error_message(call, problem)
         if tool is None:
-            return error_message(call, NOT_A_TOOL_ERROR.format(tool=call["name"]))
+            down = server_down_error(self.catalog, call["name"])
+            return error_message(call, down or NOT_A_TOOL_ERROR.format(tool=call["name"]))
         args = call.get("args", {})
         if too_deep(args):  # json.dumps, repr and validation would recurse
             return error_message(call, TOO_DEEP_ERROR.format(tool=tool.name, depth=MAX_ARG_DEPTH))

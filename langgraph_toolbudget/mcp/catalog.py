@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from langgraph_toolbudget.core.catalog import RuntimeMode, ToolCatalog, ToolSpec
-from langgraph_toolbudget.mcp.names import mcp_tool_name
+from langgraph_toolbudget.mcp.errors import MCPLoadWarning
+from langgraph_toolbudget.mcp.names import mcp_tool_name, server_prefix
 from langgraph_toolbudget.mcp.runtime import MCPRuntime
 
 __all__ = ["MCPToolCatalog", "mcp_tool_name"]
@@ -49,6 +50,8 @@ class MCPToolCatalog(ToolCatalog):
             graph = create_toolbudget_agent(model, catalog).compile()
         ```
     """
+
+    load_warning = MCPLoadWarning
 
     def __init__(
         self,
@@ -85,6 +88,18 @@ class MCPToolCatalog(ToolCatalog):
     def load_errors(self) -> dict[str, str]:
         """MCP server -> why it failed to load ({} when every server loaded)."""
         return dict(self._runtime.load_errors)
+
+    @property
+    def failed_servers(self) -> tuple[str, ...]:
+        """The servers of :attr:`load_errors`."""
+        return tuple(self._runtime.load_errors)
+
+    def failed_server_of(self, name: str) -> str | None:
+        """The server of :attr:`load_errors` whose ``<server>__`` prefix ``name`` carries
+        (the longest, should two failed servers' prefixes start alike), or None."""
+        prefixes = [(server_prefix(s), s) for s in self._runtime.load_errors]
+        carried = [(len(p), s) for p, s in prefixes if name.startswith(p)]
+        return max(carried)[1] if carried else None
 
     def _copy_with(self, specs: Sequence[ToolSpec], runtime_mode: RuntimeMode) -> MCPToolCatalog:
         descriptions, filtered = self._given

@@ -1,0 +1,249 @@
+"""An MCP server that is down when the app starts: its tools are missing from the catalog, and
+neither the app nor the model mistakes that for a configuration error or a tool that never was.
+
+A pinned tool of the failed server is left out with an ``MCPLoadWarning`` naming the server
+(every entry point that takes ``pinned`` builds: the prebuilt agent, ``BudgetConfig``, the nodes,
+``ToolAgent``, ``ToolExecutor``, ``tools_to_bind``, the middleware); a pinned name the catalog
+knows to be filtered, disabled or a draft is refused as before, the error naming the failed
+server. The model's call of a failed server's tool (by its ``<server>__`` prefix), its
+``add_tool`` of one and its ``request_more_tools`` of the server's category are answered with
+the server being unavailable, without the load error's details.
+
+Real FastMCP servers over stdio (``examples/mcp_servers``); the server that is down is a Python
+process that cannot open its script and exits. Only the chat model is scripted.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.graph import END, START, StateGraph
+from mcp_servers import stdio
+
+from langgraph_toolbudget import (
+    BudgetConfig,
+    ToolAgent,
+    ToolBudgetInput,
+    ToolBudgetMiddleware,
+    ToolBudgetState,
+    ToolCatalog,
+    ToolExecutor,
+    add_toolbudget_nodes,
+    create_toolbudget_agent,
+    tools_to_bind,
+)
+from langgraph_toolbudget.mcp import MCPLoadWarning, MCPToolCatalog, load_mcp_catalog_sync
+from langgraph_toolbudget.testing import ScriptedChatModel
+
+MATH, NOTES = stdio("math_server.py"), stdio("notes_server.py")
+DOWN = stdio("no_such_server.py")  # python starts, cannot open the file, exits
+DETAIL = "no_such_server.py"  # in the load error (catalog.load_errors): never told the model
+
+
+def load(connections: dict[str, Any], **options: Any) -> MCPToolCatalog:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPLoadWarning)  # the load's own warning of the server
+        return load_mcp_catalog_sync(connections, connect_timeout_s=20, **options)
+
+
+@pytest.fixture(scope="module")
+def notes_down() -> Iterator[MCPToolCatalog]:
+    """math up (its ``server_pid`` filtered out), notes down; no prefixes."""
+    allowed = ["math:add", "math:multiply", "math:divide", "math:search"]
+    catalog = load({"math": MATH, "notes": DOWN}, allowed_tools=allowed)
+    assert list(catalog.load_errors) == ["notes"] and catalog.is_filtered("server_pid")
+    try:
+        yield catalog
+    finally:
+        catalog.close()
+
+
+@pytest.fixture(scope="module")
+def notes_down_prefixed() -> Iterator[MCPToolCatalog]:
+    """math up, notes down, ``tool_name_prefix=True`` (``math__add``)."""
+    catalog = load({"math": MATH, "notes": DOWN}, tool_name_prefix=True)
+    try:
+        yield catalog
+    finally:
+        catalog.close()
+
+
+def call(name: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
+    return {"name": name, "args": args, "id": call_id}
+
+
+def answers(messages: list[Any]) -> dict[str, str]:
+    return {m.tool_call_id: m.text for m in messages if isinstance(m, ToolMessage)}
+
+
+def load_and_add(add: str = "add") -> ScriptedChatModel:
+    """A model that loads ``add``, calls it, then answers."""
+    return ScriptedChatModel(
+        responses=[
+            AIMessage("", tool_calls=[call("add_tool", {"tool_names": [add]}, "load")]),
+            AIMessage("", tool_calls=[call(add, {"a": 1, "b": 2}, "sum")]),
+            "done",
+        ],
+        cycle=False,
+    )
+
+
+def nodes_graph(model: ScriptedChatModel, catalog: ToolCatalog, pinned: list[str]) -> Any:
+    graph = StateGraph(ToolBudgetState, input_schema=ToolBudgetInput)
+    add_toolbudget_nodes(graph, model, catalog, pinned=pinned)
+    return graph.compile()
+
+
+def tool_agent_graph(model: ScriptedChatModel, catalog: ToolCatalog, pinned: list[str]) -> Any:
+    graph = StateGraph(ToolBudgetState, input_schema=ToolBudgetInput)
+    graph.add_node("agent", ToolAgent(model, catalog, pinned=pinned))
+    graph.add_edge(START, "agent")
+    graph.add_edge("agent", END)
+    return graph.compile()
+
+
+APPS: dict[str, Callable[[ScriptedChatModel, ToolCatalog, list[str]], Any]] = {
+    "prebuilt": lambda m, c, p: create_toolbudget_agent(m, c, pinned=p).compile(),
+    "config": lambda m, c, p: create_toolbudget_agent(
+        m, c, config=BudgetConfig(pinned=p)
+    ).compile(),
+    "nodes": nodes_graph,
+    "tool_agent": tool_agent_graph,
+    "middleware": lambda m, c, p: create_agent(m, middleware=[ToolBudgetMiddleware(c, pinned=p)]),
+}
+
+
+# --- a pinned tool of a server that failed to load ---------------------------------------
+
+
+@pytest.mark.parametrize("api", list(APPS))
+def test_a_pinned_tool_of_a_server_that_failed_to_load_is_left_out_and_the_app_runs(
+    notes_down: MCPToolCatalog, api: str
+) -> None:
+    model = load_and_add()
+    with pytest.warns(MCPLoadWarning, match=r"pinned tools \['list_notes'\].*'notes'") as record:
+        app = APPS[api](model, notes_down, ["list_notes", "multiply"])
+    text = str(record[0].message)
+    assert "failed to load" in text and "catalog.load_errors" in text
+    out = app.invoke({"messages": [HumanMessage("add 1 and 2")]})
+    assert answers(out["messages"])["sum"] == "3.0"
+    assert all("multiply" in names and "list_notes" not in names for names in model.bound_tools)
+
+
+def test_the_executor_and_tools_to_bind_leave_out_a_failed_servers_pinned_tool(
+    notes_down: MCPToolCatalog,
+) -> None:
+    with pytest.warns(MCPLoadWarning, match="'notes'"):
+        ToolExecutor(notes_down, pinned=["list_notes"])
+    state = {"messages": [HumanMessage("hi")]}
+    with pytest.warns(MCPLoadWarning, match="'notes'"):
+        bound = tools_to_bind(notes_down, state, pinned=["list_notes", "multiply"])
+    assert "multiply" in [t.name for t in bound]
+
+
+def test_a_pinned_name_whose_prefix_came_from_a_server_that_is_down_names_its_new_name() -> None:
+    """notes' ``search`` is ``notes__search`` only beside math's ``search``: with math down it
+    is plain ``search``, and the app that pinned ``notes__search`` is told so."""
+    catalog = load({"math": DOWN, "notes": NOTES})
+    try:
+        assert "search" in catalog and "notes__search" not in catalog
+        with pytest.warns(MCPLoadWarning, match=r"'notes__search'.*'math'") as record:
+            create_toolbudget_agent(
+                ScriptedChatModel(responses=["ok"]), catalog, pinned=["notes__search"]
+            )
+        assert "listed as 'search'" in str(record[0].message)
+    finally:
+        catalog.close()
+
+
+def test_a_pinned_filtered_tool_is_still_refused_and_the_error_names_the_failed_server(
+    notes_down: MCPToolCatalog,
+) -> None:
+    with pytest.raises(ValueError, match=r"pinned tools \['server_pid'\]") as info:
+        create_toolbudget_agent(
+            ScriptedChatModel(responses=["ok"]), notes_down, pinned=["server_pid"]
+        )
+    assert "MCP server(s) 'notes' failed to load" in str(info.value)
+
+
+def test_a_pinned_unknown_name_is_refused_when_every_server_loaded() -> None:
+    catalog = load({"math": MATH})
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # and no warning instead
+            with pytest.raises(ValueError, match=r"pinned tools \['list_notes'\]") as info:
+                ToolBudgetMiddleware(catalog, pinned=["list_notes"])
+        assert "failed to load" not in str(info.value)
+    finally:
+        catalog.close()
+
+
+def test_a_catalog_of_local_tools_has_no_failed_server() -> None:
+    @tool
+    def notes__add(text: str) -> str:
+        """Add a note."""
+        return text
+
+    catalog = ToolCatalog.from_tools([notes__add])
+    assert catalog.failed_servers == ()
+    assert catalog.failed_server_of("notes__list") is None
+
+
+def test_the_mcp_catalog_names_the_failed_server_of_a_prefixed_name(
+    notes_down_prefixed: MCPToolCatalog,
+) -> None:
+    catalog = notes_down_prefixed
+    assert catalog.failed_servers == ("notes",)
+    assert catalog.failed_server_of("notes__list_notes") == "notes"
+    assert catalog.failed_server_of("math__add") is None
+    assert catalog.failed_server_of("list_notes") is None
+    assert catalog.in_runtime_mode("debug").failed_server_of("notes__x") == "notes"
+
+
+# --- what the model is told --------------------------------------------------------------
+
+
+def down_script() -> ScriptedChatModel:
+    """The model calls a tool of notes, adds one and requests its category, in one reply."""
+    calls = [
+        call("notes__list_notes", {}, "run"),
+        call("add_tool", {"tool_names": ["notes__add_note", "math__add"]}, "add"),
+        call("request_more_tools", {"categories": ["Notes"], "reason": "notes"}, "more"),
+    ]
+    return ScriptedChatModel(responses=[AIMessage("", tool_calls=calls), "done"], cycle=False)
+
+
+@pytest.mark.parametrize("api", ["prebuilt", "middleware"])
+def test_the_model_is_told_that_a_failed_servers_tools_and_category_are_unavailable(
+    notes_down_prefixed: MCPToolCatalog, api: str
+) -> None:
+    app = APPS[api](down_script(), notes_down_prefixed, [])
+    got = answers(app.invoke({"messages": [HumanMessage("list my notes")]})["messages"])
+    for text in got.values():
+        assert "MCP server 'notes'" in text and "unavailable now" in text, text
+        assert DETAIL not in text and "Unknown" not in text, text
+    assert "Tell the user" in got["run"] and "Closest tools" not in got["run"]
+    assert got["add"].startswith("Added 1 tools: math__add.")
+    assert "Not added (tools of MCP server 'notes'" in got["add"]
+    assert "Closest tools" not in got["add"]
+    assert got["more"].startswith("No new tools added.")
+
+
+def test_an_unknown_unprefixed_name_is_told_a_server_is_down_too(
+    notes_down: MCPToolCatalog,
+) -> None:
+    model = ScriptedChatModel(
+        responses=[AIMessage("", tool_calls=[call("list_notes", {}, "run")]), "done"],
+        cycle=False,
+    )
+    app = create_toolbudget_agent(model, notes_down).compile()
+    text = answers(app.invoke({"messages": [HumanMessage("list my notes")]})["messages"])["run"]
+    assert "is not a tool of this app" in text and "Closest tools" in text
+    assert "MCP server 'notes' failed to load and cannot be used now" in text
+    assert DETAIL not in text
