@@ -7,6 +7,9 @@ Key Components:
       regular calls to the :class:`~langgraph_toolbudget.execution.scheduler.CallScheduler`,
       each run through the :class:`~langgraph_toolbudget.execution.pipeline.ToolCallPipeline`,
       and returns exactly one result per call, in the order of the calls.
+    - :func:`meta_calls_this_turn`: the meta-calls of an agent's turn, which bound the
+      batch's; :func:`stamped` / :func:`by_author`: which replies of a shared ``messages``
+      list an agent made (another agent's do not count against its limits).
 
 What a batch produced (:class:`~langgraph_toolbudget.execution.outcome.TurnOutcome`) and
 how a node returns it (:func:`~langgraph_toolbudget.execution.outcome.node_output`) are in
@@ -27,7 +30,7 @@ from langchain_core.callbacks import (
     CallbackManager,
     CallbackManagerForToolRun,
 )
-from langchain_core.messages import ToolCall, ToolMessage
+from langchain_core.messages import AIMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
@@ -64,13 +67,19 @@ T = TypeVar("T")
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "AGENT_KEY",
     "BUILTIN_FAILED_ERROR",
     "META_LIMIT_ERROR",
+    "Author",
     "BatchRunner",
     "TurnOutcome",
+    "agent_path",
+    "author_of",
+    "by_author",
     "flatten_outputs",
     "meta_calls_this_turn",
     "node_output",
+    "stamped",
 ]
 
 META_LIMIT_ERROR = (
@@ -85,16 +94,84 @@ BUILTIN_FAILED_ERROR = (
 arguments itself; the exception is logged), so no exception escapes the batch."""
 
 
-def meta_calls_this_turn(messages: Sequence[Any], names: Sequence[str] = META_TOOL_NAMES) -> int:
-    """Meta-calls (calls to ``names``) answered since the latest human message that starts a
-    turn (:func:`~langgraph_toolbudget.core.intent.starts_turn`)."""
-    count = 0
+AGENT_KEY = "toolbudget_agent"
+"""The ``response_metadata`` key in which the package's nodes and middleware record the agent
+that made a reply (:func:`agent_path`, e.g. ``"weather|agent"``), so that another agent
+sharing the ``messages`` does not count it as its own (:func:`by_author`)."""
+
+Author = tuple[str | None, str | None]
+"""Who made an AI message, as far as the thread tells (:func:`author_of`): its ``name`` and the
+agent recorded under :data:`AGENT_KEY`."""
+
+
+def agent_path(config: RunnableConfig | None) -> str | None:
+    """The place in the graph of the node running under ``config``: its ``checkpoint_ns``
+    without the task ids (``"agent"``; ``"weather|agent"`` in an agent compiled as the node
+    ``weather`` of a parent graph); None outside a graph run. The same for every step and
+    every entry of one agent, on any process (the server's workers, a resumed run)."""
+    configurable = (config or {}).get("configurable") or {}
+    ns = configurable.get("checkpoint_ns")
+    if not isinstance(ns, str):
+        return None
+    return "|".join(p.split(":")[0] for p in ns.split("|") if p and not p.isdigit()) or None
+
+
+def stamped(message: T, agent: str | None) -> T:
+    """``message`` (an AI message) with ``agent`` recorded under :data:`AGENT_KEY` (a copy;
+    the message itself when there is no agent or nothing to record)."""
+    if agent is None or not isinstance(message, AIMessage):
+        return message
+    meta = {**message.response_metadata, AGENT_KEY: agent}
+    return message.model_copy(update={"response_metadata": meta})
+
+
+def author_of(message: AIMessage) -> Author:
+    """Who made ``message``: its ``name`` (LangGraph's ``create_react_agent``, LangChain's
+    ``create_agent`` and the supervisor libraries name a named agent's replies; the package's
+    nodes never name theirs) and the agent recorded under :data:`AGENT_KEY` (None: none)."""
+    agent = message.response_metadata.get(AGENT_KEY)
+    return message.name, agent if isinstance(agent, str) else None
+
+
+def by_author(message: AIMessage, author: Author | None) -> bool:
+    """Does ``message`` count as a reply of ``author``: made by the same agent, or by one that
+    did not record itself (a reply from before the package recorded it, a node of yours) under
+    the same name? Every reply does when ``author`` is None. A reply this agent recorded
+    counts whatever its name (a model or a wrapper may name replies: they must not escape the
+    agent's own limits)."""
+    if author is None:
+        return True
+    name, agent = author_of(message)
+    if agent is not None and author[1] is not None:
+        return agent == author[1]
+    return name == author[0] and agent in (None, author[1])
+
+
+def meta_calls_this_turn(
+    messages: Sequence[Any],
+    names: Sequence[str] = META_TOOL_NAMES,
+    *,
+    author: Author | None = None,
+    entry: str | None = None,
+) -> int:
+    """Meta-calls (calls to ``names``) answered in this agent's turn: since the latest human
+    message that starts a turn (:func:`~langgraph_toolbudget.core.intent.starts_turn`), or
+    since the message of id ``entry`` when that one comes later (``ToolBudgetMiddleware``
+    records the last message when the agent was entered).
+
+    ``author``: the answers of calls made by another agent's replies (:func:`by_author`) are
+    left out; those that follow no AI message of the turn count.
+    """
+    count = answers = 0  # answers: those after the AI message the scan has not reached yet
     for message in reversed(messages):
-        if starts_turn(message):
+        if starts_turn(message) or (entry is not None and getattr(message, "id", None) == entry):
             break
         if isinstance(message, ToolMessage) and message.name in names:
-            count += 1
-    return count
+            answers += 1
+        elif isinstance(message, AIMessage):
+            count += answers if by_author(message, author) else 0
+            answers = 0
+    return count + answers
 
 
 class BatchRunner:
@@ -114,6 +191,11 @@ class BatchRunner:
             ``ToolNode``'s forms (:class:`~langgraph_toolbudget.execution.errors.ToolErrorPolicy`).
         messages_key: the state key of the messages.
         toolnode_wording: refuse unknown tool names in ``ToolNode``'s words.
+        turn_entry: how the agent finds in a state the id of the last message when it was
+            entered (``ToolBudgetMiddleware``'s record): ``max_meta_calls`` counts every
+            meta-call since. ``None`` (the nodes): those since the turn's user message made by
+            the author of the reply being answered, not another agent's
+            (:func:`meta_calls_this_turn`).
     """
 
     def __init__(
@@ -127,6 +209,7 @@ class BatchRunner:
         handle_tool_errors: HandleToolErrors = None,
         messages_key: str = "messages",
         toolnode_wording: bool = False,
+        turn_entry: Callable[[Any], str | None] | None = None,
     ) -> None:
         catalog = catalog.in_runtime_mode(config.runtime_mode)
         self.catalog = catalog
@@ -137,6 +220,7 @@ class BatchRunner:
         self.free = config.free_tools_within_cap(catalog)  # refuses a max_visible below them
         self._cap = config.visible_cap(len(self.free))
         self.messages_key = messages_key
+        self.turn_entry = turn_entry
         self.policy = VisibilityPolicy(
             catalog,
             enforce_visibility=config.enforce_visibility,
@@ -180,8 +264,18 @@ class BatchRunner:
     def loading_closed(self, state: Any) -> bool:
         """Have the meta-calls answered in this turn of ``state`` reached ``max_meta_calls``
         (the meta-tools are refused for the rest of it)?"""
+        return self.meta_calls_used(state) >= self.config.max_meta_calls
+
+    def meta_calls_used(self, state: Any) -> int:
+        """The meta-calls answered in this agent's turn of ``state`` (:func:`meta_calls_this_turn`):
+        since its entry (``turn_entry``), else those of the agent whose reply is answered."""
         messages = state_messages(state, self.messages_key)
-        return meta_calls_this_turn(messages, self.meta_names) >= self.config.max_meta_calls
+        if self.turn_entry is not None:
+            entry = self.turn_entry(state)
+            return meta_calls_this_turn(messages, self.meta_names, entry=entry)
+        reply = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+        author = None if reply is None else author_of(reply)
+        return meta_calls_this_turn(messages, self.meta_names, author=author)
 
     @staticmethod
     def context_of(state: Any) -> SessionContext:
@@ -241,7 +335,7 @@ class BatchRunner:
         ctx = BuiltinContext(state, config, working, query, access, context, outside_tools)
         holder.append(ctx)
         outcome = TurnOutcome(context=context)
-        used = meta_calls_this_turn(messages, self.meta_names)
+        used = self.meta_calls_used(state)
         limit = self.config.max_meta_calls
         todo: list[tuple[int, ToolCall, BuiltinResult | None, bool]] = []
         for i, call in enumerate(calls):

@@ -29,7 +29,7 @@ from langgraph_toolbudget.core.coercion import distinct_call_ids, repair_tool_ca
 from langgraph_toolbudget.core.intent import starts_turn
 from langgraph_toolbudget.core.limits import echo
 from langgraph_toolbudget.core.working_set import WorkingSet, state_get, state_messages
-from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome
+from langgraph_toolbudget.execution.batch import BatchRunner, TurnOutcome, agent_path, stamped
 from langgraph_toolbudget.execution.errors import HandleToolErrors
 from langgraph_toolbudget.execution.pipeline import CallCheck
 from langgraph_toolbudget.execution.policy import add_note
@@ -199,6 +199,10 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
     ``create_agent(model, tools=[], middleware=[ToolBudgetMiddleware(catalog)])``
     runs the same budget as :func:`~langgraph_toolbudget.create_toolbudget_agent`:
 
+    - ``before_agent``: each time the agent is entered (not on an interrupt's resume),
+      records where its turn starts: the user message, or its entry when later (an agent
+      entered after a supervisor's or another agent's replies in the same user turn selects
+      for the request and counts its own model calls; see docs/middleware.md).
     - ``before_model``: at the first model call of each user turn, classifies the
       query, selects tools under the budget and (on the thread's first turn)
       adds the tool search's hits, by running the nodes ``ClassifyIntent``,
@@ -301,7 +305,9 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         # The agent's own tool node runs the calls, so results are not offloaded here:
         # no output tools to bind (see docs/middleware.md).
         shared = shared.override(offload_over_chars=None, offload_over_tokens=None)
-        self.runner = BatchRunner(catalog, shared, handle_tool_errors=handle_tool_errors)
+        self.runner = BatchRunner(
+            catalog, shared, handle_tool_errors=handle_tool_errors, turn_entry=_entry
+        )
         self.catalog = catalog = self.runner.catalog  # in the runtime mode
         check_usage_catalog(shared.usage, catalog, "ToolBudgetMiddleware")
         self.selection = ChooseTools(catalog, config=shared, classifier_model=classifier_model)
@@ -326,8 +332,21 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
 
     # --- the turn's selection ----------------------------------------------------------------
 
+    def before_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """Record where the agent's turn starts (:data:`TURN`): each time the agent is entered
+        (not on an interrupt's resume), its first model call is its turn's first, and
+        ``max_iterations`` counts its model calls from here. Under a supervisor (the agent a
+        node of a graph sharing ``messages``), an agent entered after others in a user turn
+        selects its tools and makes its own model calls, as it would alone."""
+        return _entered(state)
+
+    async def abefore_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """The async :meth:`before_agent`."""
+        return _entered(state)
+
     def _turn_start(self, state: Any) -> dict[str, Any] | None:
-        """The state to select from at a turn's first model call, else None.
+        """The state to select from at the first model call of the agent's turn (since the
+        turn's user message or, when later, the agent's entry), else None.
 
         Raises:
             RuntimeError: a built-in call of this turn (or, at a turn's first model call, of
@@ -374,7 +393,8 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
     def _limit(self, request: ModelRequest) -> ModelResponse | None:
         n = self.config.max_iterations
         if _calls_this_turn(request.state) >= n:
-            return ModelResponse(result=[AIMessage(ITERATION_LIMIT_MESSAGE.format(n=n))])
+            final = AIMessage(ITERATION_LIMIT_MESSAGE.format(n=n))
+            return ModelResponse(result=[stamped(final, agent_path(_current_config()))])
         return None
 
     def _request(self, request: ModelRequest) -> ModelRequest:
@@ -449,10 +469,15 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         """The reply's calls repaired, with distinct ids; under CodeMode, a reply without
         calls that ends with a ```` ```python ```` block gets it as a ``python_execution``
         call (a fresh id, the block taken out of its text), read as ``CallModel`` reads it
-        (:func:`read_text_reply`), so the tool node runs it like a native call."""
+        (:func:`read_text_reply`), so the tool node runs it like a native call. Each reply
+        records the agent that made it (:func:`~langgraph_toolbudget.execution.batch.stamped`),
+        so the nodes of another agent sharing the messages do not count it as theirs."""
         if isinstance(response, ModelResponse):
+            agent = agent_path(_current_config())
             result = [
-                distinct_call_ids(repair_tool_calls(m)) if isinstance(m, AIMessage) else m
+                stamped(distinct_call_ids(repair_tool_calls(m)), agent)
+                if isinstance(m, AIMessage)
+                else m
                 for m in response.result
             ]
             last = result[-1] if result else None
@@ -912,19 +937,46 @@ def _stored_calls(state: Any, user: str | None) -> tuple[str | None, int]:
     return stored_user, min(calls, MAX_STEP)
 
 
+def _entry(state: Any) -> str | None:
+    """The id of the last message when the agent was entered, as ``before_agent`` recorded it
+    in :data:`TURN` (None: not recorded, or not a string: a client's ``update_state`` may
+    write the field)."""
+    stored = state_get(state, TURN)
+    entry = stored.get("entry") if isinstance(stored, dict) else None
+    return entry if isinstance(entry, str) else None
+
+
+def _ai_calls(state: Any, messages: list[Any]) -> int:
+    """The agent's AI messages of the turn: since its user message or, when later, its entry
+    (another agent's replies before it do not count; after it, every reply is this agent's,
+    named by ``create_agent`` or not)."""
+    return ai_calls_this_turn(messages, entry=_entry(state))
+
+
 def _calls_this_turn(state: Any) -> int:
-    """The model calls of the current turn: the AI messages since its user message, or the
-    count ``after_model`` kept when larger (a summary replaced some of the turn's messages)."""
+    """The model calls of the agent's turn (since its user message or, when later, the agent's
+    entry): its AI messages, or the count ``after_model`` kept when larger (a summary replaced
+    some of the turn's messages)."""
     messages = state_messages(state)
     _, stored = _stored_calls(state, _turn_user(messages))
-    return max(ai_calls_this_turn(messages), stored)
+    return max(_ai_calls(state, messages), stored)
+
+
+def _entered(state: Any) -> dict[str, Any]:
+    """``before_agent``'s update of :data:`TURN`: the agent's turn starts here, with no model
+    call counted, at the last message (LangGraph's ``add_messages`` gave each an id)."""
+    messages = state_messages(state)
+    last = getattr(messages[-1], "id", None) if messages else None
+    entry = last if isinstance(last, str) else None
+    return {TURN: {"user": _turn_user(messages), "model_calls": 0, "entry": entry}}
 
 
 def _counted(state: Any) -> dict[str, Any]:
     """``after_model``'s update of :data:`TURN`: the reply just made counted in its turn."""
     messages = state_messages(state)
     user, stored = _stored_calls(state, _turn_user(messages))
-    return {TURN: {"user": user, "model_calls": max(ai_calls_this_turn(messages), stored + 1)}}
+    calls = max(_ai_calls(state, messages), stored + 1)
+    return {TURN: {"user": user, "model_calls": calls, "entry": _entry(state)}}
 
 
 def _latest_reply(state: Any) -> AIMessage | None:

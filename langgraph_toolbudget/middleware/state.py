@@ -35,10 +35,17 @@ visible set; they stay callable in the rest of that reply, as under ``ToolExecut
 
 
 TURN = "toolbudget_turn"
-"""``{"user": <id of the message that started the turn>, "model_calls": <n>}``, written by
-``after_model`` after each model call: the turn's model calls, kept beside the messages
-because LangChain's ``SummarizationMiddleware`` may replace a turn's messages (and its user
-message) with a summary mid-turn, and ``max_iterations`` must still end the turn."""
+"""``{"user": <id of the message that started the turn>, "model_calls": <n>, "entry": <id of
+the last message when the agent was entered>}``, written by ``before_agent`` each time the
+agent is entered (``model_calls`` 0) and by ``after_model`` after each model call.
+
+The agent's turn starts at the later of its user message and its entry: in a multi-agent graph
+(a supervisor, a swarm) the turn's messages before the entry are other agents', whose model
+calls neither spend this agent's ``max_iterations`` and ``max_meta_calls`` nor make its first
+model call a later one (which would skip the selection). ``model_calls`` is kept beside the
+messages because LangChain's ``SummarizationMiddleware`` may replace a turn's messages (its
+user message and the entry included) with a summary mid-turn, and ``max_iterations`` must
+still end the turn."""
 
 
 class ToolBudgetAgentState(AgentState[Any]):

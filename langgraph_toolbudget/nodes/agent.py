@@ -38,6 +38,7 @@ from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.core.context import CONTEXT_FIELDS, SessionContext
 from langgraph_toolbudget.core.selection import free_tools
 from langgraph_toolbudget.core.working_set import state_fields, state_get, state_messages
+from langgraph_toolbudget.execution.batch import agent_path, stamped
 from langgraph_toolbudget.execution.builtins import Builtins
 from langgraph_toolbudget.execution.hooks import AsyncToolCallWrapper, ToolCallWrapper
 from langgraph_toolbudget.nodes._node import BudgetNode, route_after_tools, route_tools
@@ -100,11 +101,18 @@ class CallModel(BudgetNode):
     system message already at the start of ``messages``) is kept, ahead of it.
 
     After ``max_iterations`` model calls in one user turn the node answers with
-    a final message instead of calling the model again. A reply calling tools when the
-    run's ``recursion_limit`` leaves too few graph steps to run them and call the model
-    again is replaced by a final message too, so the run ends with every tool call
-    answered, not on a ``GraphRecursionError`` mid-loop (as ``create_react_agent`` with
-    its ``remaining_steps``).
+    a final message instead of calling the model again. The calls are its agent's own: in a
+    multi-agent graph (agents as nodes of a parent sharing ``messages``), another agent's
+    replies do not count: those another framework named (``create_react_agent``,
+    ``create_agent``, supervisor libraries name a named agent's replies; this node never names
+    its own), and those another of the package's agents made (each reply records its agent's
+    place in the graph, ``response_metadata["toolbudget_agent"]``). An unnamed reply
+    recording no agent, such as a node of yours writes, counts for every agent.
+
+    A reply calling tools when the run's ``recursion_limit`` leaves too few graph steps to
+    run them and call the model again is replaced by a final message too, so the run ends
+    with every tool call answered, not on a ``GraphRecursionError`` mid-loop (as
+    ``create_react_agent`` with its ``remaining_steps``).
 
     Args:
         model: a chat model (native tool calling or a text format, see
@@ -158,10 +166,15 @@ class CallModel(BudgetNode):
         """Model calls allowed per user turn."""
         return self.config.max_iterations
 
-    def _limit_hit(self, messages: Sequence[BaseMessage]) -> dict[str, Any] | None:
-        if ai_calls_this_turn(messages) >= self.max_iterations:
+    def _limit_hit(
+        self, messages: Sequence[BaseMessage], agent: str | None
+    ) -> dict[str, Any] | None:
+        """The final message when the agent's own model calls of the turn reached
+        ``max_iterations`` (another agent's replies in the thread do not count:
+        :func:`ai_calls_this_turn`), else None."""
+        if ai_calls_this_turn(messages, (None, agent)) >= self.max_iterations:
             final = ITERATION_LIMIT_MESSAGE.format(n=self.max_iterations)
-            return {"messages": [AIMessage(final)]}
+            return {"messages": [stamped(AIMessage(final), agent)]}
         return None
 
     def _stop(self, state: Any, config: RunnableConfig) -> dict[str, Any] | None:
@@ -171,7 +184,7 @@ class CallModel(BudgetNode):
             records_usage(config)
         if not isinstance(state, list) and state_get(state, "messages", _NO) is _NO:
             raise ValueError(NO_MESSAGES_ERROR.format(keys=sorted(state_fields(state))))
-        return self._limit_hit(state_messages(state))
+        return self._limit_hit(state_messages(state), agent_path(config))
 
     def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         if (stop := self._stop(state, config)) is not None:

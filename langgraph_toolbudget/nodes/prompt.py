@@ -32,6 +32,7 @@ from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.coercion import distinct_call_ids, repair_tool_calls
 from langgraph_toolbudget.core.intent import starts_turn
 from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
+from langgraph_toolbudget.execution.batch import Author, agent_path, by_author, stamped
 from langgraph_toolbudget.execution.builtins import Builtins
 from langgraph_toolbudget.formats import format_names, get_format
 from langgraph_toolbudget.formats.base import ParsedReply, ToolCallFormat, reply_message
@@ -298,8 +299,9 @@ class ModelCaller:
             )
             return self.model
 
-    def _attempts(self, state: Any) -> int:
-        return max(1, self.config.max_iterations - ai_calls_this_turn(state_messages(state)))
+    def _attempts(self, state: Any, agent: str | None) -> int:
+        made = ai_calls_this_turn(state_messages(state), (None, agent))
+        return max(1, self.config.max_iterations - made)
 
     def _read(self, reply: BaseMessage, attempt: int) -> AIMessage:
         if not isinstance(reply, AIMessage):
@@ -322,15 +324,16 @@ class ModelCaller:
         emit_event({"event": FORMAT_EVENT, "node": self.node, **self.choice.event()})
 
     def invoke(self, state: Any, working: WorkingSet, config: RunnableConfig) -> list[AIMessage]:
-        """Call the model; the replies of this call (the last one is the answer to act on)."""
+        """Call the model; the replies of this call (the last one is the answer to act on),
+        each recording the agent that made it (``stamped``)."""
         replies: list[AIMessage] = []
-        for attempt in range(1, self._attempts(state) + 1):
+        agent = agent_path(config)
+        for attempt in range(1, self._attempts(state, agent) + 1):
             runnable = self.bound(working, state)
             self._emit()
             current = _with_messages(state, replies)
-            replies.append(
-                self._read(runnable.invoke(self.prompt(current, config, working), config), attempt)
-            )
+            reply = runnable.invoke(self.prompt(current, config, working), config)
+            replies.append(stamped(self._read(reply, attempt), agent))
             if parse_error_of(replies[-1]) is None:
                 break
         return replies
@@ -340,12 +343,13 @@ class ModelCaller:
     ) -> list[AIMessage]:
         """Async :meth:`invoke`."""
         replies: list[AIMessage] = []
-        for attempt in range(1, self._attempts(state) + 1):
+        agent = agent_path(config)
+        for attempt in range(1, self._attempts(state, agent) + 1):
             runnable = self.bound(working, state)
             self._emit()
             current = _with_messages(state, replies)
             reply = await runnable.ainvoke(self.prompt(current, config, working), config)
-            replies.append(self._read(reply, attempt))
+            replies.append(stamped(self._read(reply, attempt), agent))
             if parse_error_of(replies[-1]) is None:
                 break
         return replies
@@ -377,13 +381,34 @@ def _with_messages(state: Any, extra: list[AIMessage]) -> Any:
     return {**state, "messages": messages} if isinstance(state, dict) else {"messages": messages}
 
 
-def ai_calls_this_turn(messages: Sequence[BaseMessage]) -> int:
-    """AI messages since the latest human message that starts a turn (:func:`starts_turn`)."""
+def ai_calls_this_turn(
+    messages: Sequence[BaseMessage], author: Author | None = None, *, entry: str | None = None
+) -> int:
+    """The model calls of this agent's turn: its AI messages since the latest human message
+    that starts a turn (:func:`starts_turn`), or since the message of id ``entry`` when that
+    one comes later.
+
+    In a multi-agent graph (a supervisor, a swarm: agents as nodes of a parent whose state
+    shares ``messages``) the turn holds other agents' replies too, which must not spend this
+    agent's ``max_iterations``: with ``author`` (the nodes: ``(None, agent_path(config))``),
+    only the replies :func:`~langgraph_toolbudget.execution.batch.by_author` gives it count.
+    Another framework's named agent names its replies; the package's nodes never name theirs
+    (the iteration-limit message and a text format's rejected replies included) and record
+    the agent that made them (:func:`~langgraph_toolbudget.execution.batch.stamped`). An
+    unnamed reply that records no agent (a node of yours, a reply from before the package
+    recorded it) counts for every agent.
+
+    Args:
+        messages: the thread's messages.
+        author: whose replies count; None: every AI message.
+        entry: the id of the last message when the agent was entered
+            (``ToolBudgetMiddleware`` records it): the replies up to it are earlier agents'.
+    """
     count = 0
     for message in reversed(messages):
-        if starts_turn(message):
+        if starts_turn(message) or (entry is not None and getattr(message, "id", None) == entry):
             break
-        if isinstance(message, AIMessage):
+        if isinstance(message, AIMessage) and by_author(message, author):
             count += 1
     return count
 
