@@ -31,6 +31,7 @@ from langgraph_toolbudget.config import BudgetConfig, BudgetOptions, check_node_
 from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.core.intent import classify_lexical, latest_user_text
 from langgraph_toolbudget.core.semantic import as_hybrid_scorer
+from langgraph_toolbudget.core.warm import awarm_catalog
 from langgraph_toolbudget.nodes._node import BudgetNode
 from langgraph_toolbudget.nodes.models import ChatModelSpec, resolve_chat_model
 from langgraph_toolbudget.nodes.retrieval import (
@@ -237,6 +238,7 @@ class ClassifyIntent(BudgetNode):
             return self._offline(state, query, config)
 
     async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        await awarm_catalog(self.catalog)  # the first turn builds the indexes off the loop
         query = latest_user_text(state_messages(state))
         if self._structured is None or not query:
             return await self._aoffline(state, query, config)

@@ -41,6 +41,7 @@ from langgraph_toolbudget.core.reasons import budget_reasons, free_reasons, sear
 from langgraph_toolbudget.core.selection import search_hits, select_tools
 from langgraph_toolbudget.core.semantic import as_hybrid_scorer
 from langgraph_toolbudget.core.token_budget import tool_tokens
+from langgraph_toolbudget.core.warm import awarm_catalog
 from langgraph_toolbudget.core.working_set import WorkingSet, tools_in_use
 from langgraph_toolbudget.execution.builtins import warn_of_builtin_typos
 from langgraph_toolbudget.nodes._node import BudgetNode, emit_changes
@@ -193,6 +194,7 @@ class SelectTools(BudgetNode):
         return self._update(state, query, scores, config)
 
     async def arun(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        await awarm_catalog(self.catalog)  # the first turn builds the indexes off the loop
         query = latest_user_text(state_messages(state))
         scores = await anode_scores(self.config, self.catalog, self.scorer, query, config)
         return self._update(state, query, scores, config)
@@ -352,6 +354,7 @@ class ToolSearch(BudgetNode):
         query = self._query(state)
         if query is None:
             return {}
+        await awarm_catalog(self.catalog)  # the first turn builds the indexes off the loop
         scores = await anode_scores(self.config, self.catalog, self.scorer, query, config)
         if self._no_topic(state, query, config):
             return {}
