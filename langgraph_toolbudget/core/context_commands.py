@@ -134,6 +134,19 @@ EXCLUDED_SERVER_ERROR = (
     "include it again, so {command} changed nothing. Tell the user if its tools are needed, "
     "or use other tools."
 )
+LIST_CUT_MESSAGE = (
+    "{more:,} more tools{of} are not listed here (the list is cut at {limit:,} characters).{how}"
+)
+"""The note of a ``list_tools`` answer cut at ``max_chars`` (:func:`run_command`)."""
+LIST_NARROWERS = {
+    "list_tools": " list_tools(server=...) lists one server's tools",
+    "list_tool_servers": " list_tool_servers names the servers and counts their tools",
+    "get_tool": " get_tool(tool=...) gives one tool's status",
+    "search_tools": " search_tools finds tools by name or purpose",
+}
+"""How a cut ``list_tools`` answer says to narrow it, by the operation (or meta-tool) it
+names: only those the caller has, and ``list_tools`` and ``list_tool_servers`` only when the
+list was not of one server already."""
 
 
 def arguments(command: str) -> dict[str, bool]:
@@ -261,6 +274,7 @@ def run_command(
     *,
     by_user: bool = False,
     tools: Collection[str] | None = None,
+    max_chars: int | None = None,
 ) -> CommandResult:
     """Answer one tool-context operation for a thread.
 
@@ -274,6 +288,11 @@ def run_command(
             the mode of, an excluded tool or server is refused.
         tools: the operations the caller has (the model's enabled context tools): an
             error's advice names only these. None: every operation (the user's faces).
+        max_chars: the most characters a ``list_tools`` answer may hold as JSON (None: no
+            bound, the user's faces). A longer list is cut to the rows that fit, in an object
+            ``{"total", "tools", "message"}`` whose message says how many are left out and
+            how to narrow the list (:data:`LIST_CUT_MESSAGE`); a list that fits is answered
+            as it is.
 
     Returns:
         The answer and, for the write operations, the state update.
@@ -297,6 +316,9 @@ def run_command(
         )
     try:
         result = _run(catalog, values, command, args, by_user=by_user)
+        if command == "list_tools" and max_chars is not None:
+            server = args.get("server")
+            result = CommandResult(_bounded_list(result.data, server, max_chars, tools))
         if result.update and not by_user:
             _keep_exclusions(catalog, values, command, result.update)
         return result
@@ -348,3 +370,46 @@ def _run(
     else:
         update = exclude_tools(servers=[server], catalog=catalog)
     return _write(catalog, values, update, None)
+
+
+def _bounded_list(
+    rows: list[dict[str, Any]],
+    server: str | None,
+    max_chars: int,
+    tools: Collection[str] | None,
+) -> Any:
+    """``rows`` as they are if their JSON fits ``max_chars``; else the first rows that fit,
+    with the total and a note, the whole answer within ``max_chars`` (at least the note)."""
+    if _rows_fitting(rows, max_chars) == len(rows):
+        return rows
+    named = [
+        how
+        for name, how in LIST_NARROWERS.items()
+        if (tools is None or name in tools)
+        and (server is None or name not in ("list_tools", "list_tool_servers"))
+    ]
+    how = f" To narrow it:{';'.join(named)}." if named else ""
+    of = f" of server {server!r}" if server is not None else ""
+
+    def answer(shown: int) -> dict[str, Any]:
+        more = len(rows) - shown
+        message = LIST_CUT_MESSAGE.format(more=more, of=of, limit=max_chars, how=how)
+        return {"total": len(rows), "tools": rows[:shown], "message": message}
+
+    # The rows fill the room the answer without them leaves (its note counting every row as
+    # left out: fewer left out, no more digits), less the "[]" already counted.
+    shown = _rows_fitting(rows, max_chars - len(json.dumps(answer(0))) + 2)
+    while shown and len(json.dumps(answer(shown))) > max_chars:  # not expected: a guard
+        shown -= 1
+    return answer(shown)
+
+
+def _rows_fitting(rows: list[dict[str, Any]], max_chars: int) -> int:
+    """How many of the first ``rows`` fit ``max_chars`` characters as a JSON array
+    (each row written once, and no more than fit)."""
+    size = 2  # []
+    for shown, row in enumerate(rows):
+        size += len(json.dumps(row)) + (2 if shown else 0)  # ", " between rows
+        if size > max_chars:
+            return shown
+    return len(rows)

@@ -12,7 +12,9 @@ whose message tells the model what to do.
 Key Components:
     - :func:`output_text`: the text of a tool message's content as one string;
       :func:`media_blocks`, the image, audio, video and file blocks it leaves out.
-    - :func:`describe_output`: an :class:`OutputInfo` (kind, size, shape, preview).
+    - :func:`describe_output`: an :class:`OutputInfo` (kind, size, shape, preview), in calls
+      of bounded length; an output over :data:`DESCRIBE_CHARS` is described from its start,
+      and says so.
     - :func:`read_range`: a character range; :func:`read_limit`, the most one read returns
       under an answer limit.
     - :func:`search_output`: regex matches (RE2, linear time) with context lines,
@@ -54,8 +56,11 @@ from langgraph_toolbudget.core.search import INVALID_PATTERN_ERROR, _compile_pat
 from langgraph_toolbudget.core.tokens import CHARS_PER_TOKEN
 
 __all__ = [
+    "CUT_VALUE",
+    "DESCRIBE_CHARS",
     "JQ_MISSING_ERROR",
     "MAX_MATCHES",
+    "PARSE_CHARS",
     "OutputError",
     "OutputInfo",
     "describe_output",
@@ -80,6 +85,21 @@ LINE_CLIP = 240
 """Characters of one line shown in a preview or around a match."""
 PREVIEW_LINES = 8
 PREVIEW_CHARS = 800
+PARSE_CHARS = 100_000
+"""An output up to this long is parsed in one call (orjson), which no other thread can
+interrupt: about 12 ms a MB, but the many arrays and objects a MB can hold (up to 300,000)
+start Python's full cycle collection in the call (measured: 1 MB of small records held an
+event loop in another thread 110-145 ms, 0.5 MB of empty arrays 160-185 ms)."""
+DESCRIBE_CHARS = 2_000_000
+"""An output longer than :data:`PARSE_CHARS` and up to this long is read value by value to
+the same description (:func:`_read_head`); a longer one is described from its first this
+many characters (its JSON read as far as they go; a text's lines are still all counted)."""
+SCAN_CHARS = 1 << 20
+"""A long output is scanned (its lines counted, its end checked) this many characters a call,
+so a thread that describes it lets the others run between calls."""
+SKELETON_DEPTH, SKELETON_KEYS, SKELETON_ITEMS = 4, 10, 2
+""":func:`_skeleton` shows a container's content above this depth (below, its size), its first
+this many keys of an object and items of an array."""
 READ_HEADER_ROOM = 200
 """Characters of a ``read_large_output`` answer kept for its header (the handle, the range,
 where the next read starts: about 150 at most), so header and characters fit the limit."""
@@ -266,27 +286,242 @@ def _clip(line: str, limit: int = LINE_CLIP) -> str:
 
 def describe_output(text: str) -> OutputInfo:
     """The kind, size, shape and preview of an output (JSON nested too deep to parse is
-    described as text)."""
+    described as text).
+
+    An output of up to :data:`PARSE_CHARS` characters is parsed in one call; one of up to
+    :data:`DESCRIBE_CHARS` is read value by value (:func:`_read_head`), in calls short
+    enough for other threads to run between them, to the same description. A longer one is
+    described from its first :data:`DESCRIBE_CHARS` characters, so read: its JSON is what
+    they hold of it, and its shape says so ("array of at least N items", keys "..." with
+    more to come, "described from its first ... characters"); JSON whose last character
+    does not close its first, or whose start is broken, is text (a cut or broken output).
+    """
+    if len(text) <= PARSE_CHARS:
+        try:
+            value = _parse_json(text)
+        except ValueError:
+            value = None
+        return _described(text, value)
     try:
-        value = _parse_json(text)
+        value, cut = _read_head(text)
     except ValueError:
-        value = None
+        value, cut = None, set()
+    return _described(text, value, cut)
+
+
+def _described(text: str, value: Any, cut: Collection[int] = ()) -> OutputInfo:
+    """The :class:`OutputInfo` of ``text``, whose JSON value is ``value`` (None: text);
+    ``cut``: the ids of ``value``'s containers read only in part (:func:`_read_head`)."""
+    partial = id(value) in cut
     if isinstance(value, dict):
         keys = list(value)
         shown = ", ".join(json.dumps(k) for k in keys[:20])
-        more = f", ... ({len(keys)} keys)" if len(keys) > 20 else ""
-        kind, shape = "json", f"object with keys [{shown}{more}]"
+        at_least = "at least " if partial else ""
+        more = f"... ({at_least}{len(keys)} keys)" if len(keys) > 20 else ""
+        more = more or ("..." if partial else "")  # more keys may follow
+        listed = ", ".join(part for part in (shown, more) if part)
+        kind, shape = "json", f"object with keys [{listed}]"
     elif isinstance(value, list):
-        kind, shape = "json", f"array of {len(value)} items"
+        kind, shape = "json", f"array of {'at least ' if partial else ''}{len(value)} items"
     else:
-        kind, shape = "text", f"{text.count(chr(10)) + 1} lines"
+        kind, shape = "text", f"{_count_lines(text)} lines"
+    if partial:
+        shape += f" (described from its first {DESCRIBE_CHARS:,} characters)"
     if kind == "json":  # its structure, the first items of each array: readable on one screen
-        head = json.dumps(_skeleton(value), ensure_ascii=False, indent=1)
+        head = json.dumps(_skeleton(value, cut=cut), ensure_ascii=False, indent=1)
     else:
         head = text[: PREVIEW_CHARS * 4]
     lines = head.splitlines()[: PREVIEW_LINES * (3 if kind == "json" else 1)]
     preview = "\n".join(_clip(line) for line in lines)[:PREVIEW_CHARS]
     return OutputInfo(kind, len(text), shape, preview, _jq_examples(value))
+
+
+def _count_lines(text: str) -> int:
+    """The lines of ``text``, counted :data:`SCAN_CHARS` characters a call."""
+    if len(text) <= SCAN_CHARS:
+        return text.count("\n") + 1
+    return sum(text.count("\n", at, at + SCAN_CHARS) for at in range(0, len(text), SCAN_CHARS)) + 1
+
+
+_DECODER = json.JSONDecoder()
+_SPACE = re.compile(r"[ \t\n\r]*")
+_NOT_SPACE = re.compile(r"[^ \t\n\r]")
+_CLOSER = {"{": "}", "[": "]"}
+_COLON = re.compile(r"[ \t\n\r]*(:?)[ \t\n\r]*")
+_COMMA = re.compile(r"[ \t\n\r]*(,?)[ \t\n\r]*")
+CUT_VALUE = "<cut: the characters described end inside this value>"
+"""Stands in, in a long JSON output's description, for the value of a key that the described
+characters end inside: a string, a number, or a container the skeleton does not show (one it
+shows is kept as far as read)."""
+_END_SLACK = 16
+"""A JSON error this close to the end of the head, or an unterminated string, is the head's
+end cutting a value (a number, a literal or an escape cut short), not a fault of the JSON."""
+
+
+_STAND_IN: dict[type, Any] = {list: [], dict: {}}
+"""What a long output's description keeps of a value it does not show: an array or an object
+as an empty one (shared, never changed: :func:`_jq_examples` looks at its kind), anything else
+as None. Keeping the values themselves would keep the head's every object alive, and Python's
+cycle collector then goes over them all again and again as they pile up."""
+
+
+class _HeadEnd(Exception):
+    """The head ends inside the value being read; ``value`` is what of it was read (a
+    container), or None."""
+
+    def __init__(self, value: Any = None) -> None:
+        super().__init__()
+        self.value = value
+
+
+def _read_head(text: str) -> tuple[Any, set[int]]:
+    """The JSON object or array of ``text``, read from its first :data:`DESCRIBE_CHARS`
+    characters (all of a text no longer) as far as they go, and the ids of its containers
+    read only in part (none when read whole).
+
+    The containers :func:`_skeleton` shows (the first items and keys, to its depth) are
+    read item by item; every other value is parsed whole by ``json``'s scanner (each in one
+    short call, most often) and kept as its kind only, so the work is linear in the head
+    and the values left alive are the few the skeleton shows. Of a value the head's end
+    cuts short, a container is kept as far as read, a key's other value is
+    :data:`CUT_VALUE`, an array's other item is left out; the containers around it are
+    marked cut.
+
+    Raises:
+        ValueError: ``text`` is not a JSON object or array: its head is no JSON's start,
+            it nests too deep, its last character does not close its first (a cut or
+            broken output), its value ends and more than spaces follow, or, read whole, it
+            ends inside its value.
+    """
+    head = text[:DESCRIBE_CHARS]
+    start = _spaced(_SPACE, head, 0)[1]
+    first = head[start : start + 1]
+    if first not in _CLOSER or _last_char(text) != _CLOSER[first]:
+        raise ValueError("not a JSON object or array")
+    reader = _HeadReader(head)
+    try:
+        value, end = reader.value(start, 0)
+    except _HeadEnd as stop:
+        if len(head) == len(text):
+            raise ValueError("the JSON ends inside its value") from None
+        return stop.value, reader.cut
+    except RecursionError as exc:
+        raise ValueError("JSON nested too deep") from exc
+    if any(
+        _NOT_SPACE.search(text, at, at + SCAN_CHARS) for at in range(end, len(text), SCAN_CHARS)
+    ):
+        raise ValueError("more than a JSON value")
+    return value, reader.cut
+
+
+def _last_char(text: str) -> str:
+    """The last character of ``text`` that is not a JSON space ("" for none), looked for
+    from the end, at most :data:`SCAN_CHARS` characters a call."""
+    end, size = len(text), 4096
+    while end > 0:
+        tail = text[max(0, end - size) : end].rstrip(" \t\n\r")
+        if tail:
+            return tail[-1]
+        end, size = end - size, SCAN_CHARS
+    return ""
+
+
+def _spaced(pattern: re.Pattern[str], text: str, pos: int) -> tuple[bool, int]:
+    """Whether ``pattern`` (spaces, a mark or nothing, spaces) found its mark at ``pos``, and
+    the position after it (after the spaces, when there is no mark)."""
+    found = pattern.match(text, pos)
+    assert found is not None  # every part of the pattern may be empty
+    return bool(found.groups() and found.group(1)), found.end()
+
+
+class _HeadReader:
+    """One :func:`_read_head`: the head, and the containers its end cut (by id)."""
+
+    def __init__(self, head: str) -> None:
+        self.head = head
+        self.cut: set[int] = set()
+
+    def value(self, pos: int, depth: int) -> tuple[Any, int]:
+        """The value at ``pos`` (no space before it) in a place the skeleton shows, and where
+        it ends: a container is read item by item, any other value whole; below the
+        skeleton's depth, where only the size of its container is shown, it is kept as its
+        kind only (:data:`_STAND_IN`)."""
+        if depth > SKELETON_DEPTH:
+            value, end = self.decode(pos)
+            return _STAND_IN.get(type(value)), end
+        if self.head[pos : pos + 1] in _CLOSER:
+            return self.container(pos, depth)
+        return self.decode(pos)
+
+    def decode(self, pos: int) -> tuple[Any, int]:
+        """The value at ``pos``, parsed whole, and where it ends."""
+        try:
+            value, end = _DECODER.raw_decode(self.head, pos)
+        except json.JSONDecodeError as exc:
+            if exc.pos >= len(self.head) - _END_SLACK or exc.msg.startswith("Unterminated"):
+                raise _HeadEnd from None
+            raise ValueError(str(exc)) from None
+        if end == len(self.head) and type(value) in (int, float):  # its digits may go on
+            raise _HeadEnd
+        return value, end
+
+    def container(self, pos: int, depth: int) -> tuple[Any, int]:
+        """The object or array at ``pos``; :class:`_HeadEnd` with what was read of it (and
+        of the item being read, if a container) when the head ends inside it.
+
+        Only the items the skeleton shows are kept; of the others, an object keeps each
+        key and the kind of its value (:data:`_STAND_IN`), an array their count (None each).
+        """
+        head = self.head
+        is_object = head[pos] == "{"
+        out: Any = {} if is_object else []
+        closer = _CLOSER[head[pos]]
+        key: Any = None  # the key, or the index, whose value is being read
+        pos = _spaced(_SPACE, head, pos + 1)[1]
+        try:
+            if head[pos : pos + 1] == closer:
+                return out, pos + 1
+            while True:
+                if is_object:
+                    if head[pos : pos + 1] != '"':
+                        raise self._unexpected(pos, "a key")
+                    name, pos = self.decode(pos)
+                    colon, pos = _spaced(_COLON, head, pos)
+                    if not colon:
+                        raise self._unexpected(pos, "':'")
+                    key = name
+                    if len(out) < SKELETON_KEYS:
+                        out[key], pos = self.value(pos, depth + 1)
+                    else:
+                        value, pos = self.decode(pos)
+                        out[key] = _STAND_IN.get(type(value))
+                else:
+                    key = len(out)
+                    if len(out) < SKELETON_ITEMS:
+                        item, pos = self.value(pos, depth + 1)
+                    else:
+                        item, pos = None, self.decode(pos)[1]
+                    out.append(item)
+                key = None
+                comma, pos = _spaced(_COMMA, head, pos)
+                if not comma:
+                    if head[pos : pos + 1] == closer:
+                        return out, pos + 1
+                    raise self._unexpected(pos, f"',' or {closer!r}")
+        except _HeadEnd as stop:
+            # The item cut short: a container as far as read; a key's other value, marked.
+            if is_object and key is not None:
+                out[key] = CUT_VALUE if stop.value is None else stop.value
+            elif stop.value is not None and key is not None:
+                out.append(stop.value)
+            self.cut.add(id(out))
+            raise _HeadEnd(out) from None
+
+    def _unexpected(self, pos: int, expected: str) -> Exception:
+        """The head's end (:class:`_HeadEnd`) at its end, else bad JSON."""
+        if pos >= len(self.head):
+            return _HeadEnd()
+        return ValueError(f"expected {expected} at character {pos}")
 
 
 def _jq_examples(value: Any) -> tuple[str, ...]:
@@ -300,21 +535,30 @@ def _jq_examples(value: Any) -> tuple[str, ...]:
     return ("keys", f".{array} | length", f".{array}[0]")
 
 
-def _skeleton(value: Any, depth: int = 0) -> Any:
-    """A small copy of a JSON value: 2 items per array, 10 keys per object, short strings."""
+def _skeleton(value: Any, depth: int = 0, *, cut: Collection[int] = ()) -> Any:
+    """A small copy of a JSON value: 2 items per array, 10 keys per object, short strings.
+
+    ``cut``: the ids of containers read only in part (:func:`_read_head`): their counts are
+    "at least", and one whose every read item is shown says more may follow.
+    """
+    at_least = "at least " if id(value) in cut else ""
     if isinstance(value, dict):
-        if depth >= 4:
-            return f"{{... {len(value)} keys}}"
+        if depth >= SKELETON_DEPTH:
+            return f"{{... {at_least}{len(value)} keys}}"
         items = list(value.items())
-        out = {k: _skeleton(v, depth + 1) for k, v in items[:10]}
-        if len(items) > 10:
-            out["..."] = f"{len(items) - 10} more keys"
+        out = {k: _skeleton(v, depth + 1, cut=cut) for k, v in items[:SKELETON_KEYS]}
+        if len(items) > SKELETON_KEYS:
+            out["..."] = f"{at_least}{len(items) - SKELETON_KEYS} more keys"
+        elif at_least:
+            out["..."] = "more keys may follow"
         return out
     if isinstance(value, list):
-        if depth >= 4:
-            return f"[... {len(value)} items]"
-        shown = [_skeleton(v, depth + 1) for v in value[:2]]
-        return shown + ([f"... {len(value) - 2} more items"] if len(value) > 2 else [])
+        if depth >= SKELETON_DEPTH:
+            return f"[... {at_least}{len(value)} items]"
+        shown = [_skeleton(v, depth + 1, cut=cut) for v in value[:SKELETON_ITEMS]]
+        if len(value) > SKELETON_ITEMS:
+            return [*shown, f"... {at_least}{len(value) - SKELETON_ITEMS} more items"]
+        return shown + (["... more items may follow"] if at_least else [])
     if isinstance(value, str) and len(value) > 80:
         return value[:80] + "..."
     return value

@@ -120,6 +120,8 @@ def storable(text: str) -> str:
     """``text`` as every LangGraph store can keep it: each NUL and each lone surrogate
     replaced by U+FFFD. A user's message may hold them (``PostgresSaver`` keeps it), but
     ``PostgresStore`` refuses a NUL and no store encodes a lone surrogate."""
+    if text.isascii():  # no surrogate: only a NUL to look for, many times faster than the regex
+        return text.replace("\x00", "\ufffd") if "\x00" in text else text
     return _UNSTORABLE.sub("\ufffd", text) if _UNSTORABLE.search(text) else text
 
 

@@ -9,6 +9,8 @@ Its one reason to change: how the executor answers the tool-context tools.
 tools) through :func:`~langgraph_toolbudget.core.context_commands.run_command`,
 and their state updates change the thread's context; the visible set follows at
 once (an included tool is callable in the next step, an excluded one is gone).
+A ``list_tools`` answer is cut at :data:`~langgraph_toolbudget.core.meta.MAX_LISTING_CHARS`
+characters (with the total, and how to narrow it), as ``show_all_tools``' is.
 
 The model may narrow the context (exclude a tool or a server) but never lift an
 exclusion: an ``include_tool``, ``include_tool_server`` or ``set_*_include_mode`` call on
@@ -45,7 +47,7 @@ from langgraph_toolbudget.core.context_commands import (
     arguments,
     run_command,
 )
-from langgraph_toolbudget.core.meta import definition_only
+from langgraph_toolbudget.core.meta import MAX_LISTING_CHARS, definition_only
 from langgraph_toolbudget.core.working_set import WorkingSet
 from langgraph_toolbudget.execution.builtin_family import (
     BuiltinContext,
@@ -138,8 +140,15 @@ class ContextTools(BuiltinTools):
             "selected_tools": list(ctx.working.names),
         }
         try:
+            # A list_tools answer stays in the thread for every later model call: it is cut
+            # as show_all_tools' is (the user's faces get the whole list).
             result = run_command(
-                self.catalog, values, call["name"], call.get("args"), tools=ctx.builtin_names
+                self.catalog,
+                values,
+                call["name"],
+                call.get("args"),
+                tools=ctx.builtin_names,
+                max_chars=MAX_LISTING_CHARS,
             )
         except ExcludedError as exc:
             return BuiltinResult(EXCLUDED_ERROR.format(problem=exc), error=True)

@@ -21,6 +21,7 @@ Key Components:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Sequence
@@ -317,7 +318,9 @@ class Offloader:
         store = OffloadStore.of(config, self.config, self.app)
         new: dict[int, ToolMessage] = {}
         for n, (message, text) in enumerate(large):
-            info = describe_output(text)
+            # In a thread: a long output's description takes its lines' count and a parse of
+            # up to DESCRIBE_CHARS, in calls short enough for the event loop to run between.
+            info = await asyncio.to_thread(describe_output, text)
             error = failed[0] if failed else None
             if error is None:
                 try:

@@ -77,6 +77,21 @@ RUN_TOKENS = 4096
 from this memory while it still runs cannot read its earlier outputs again."""
 
 
+STORABLE_CHUNK = 1 << 20
+"""A long output is made storable this many characters a call (:func:`_storable`)."""
+
+
+def _storable(text: str) -> str:
+    """:func:`~langgraph_toolbudget.core.usage.storable` of ``text``, :data:`STORABLE_CHUNK`
+    characters a call (one regex call over tens of MB would hold Python's lock, and an event
+    loop waiting for it, for a good part of a second); ``text`` itself when nothing changes."""
+    starts = range(0, len(text), STORABLE_CHUNK)
+    if all(storable(part) is part for part in (text[at : at + STORABLE_CHUNK] for at in starts)):
+        return text
+    # Each NUL or surrogate is one character, so chunks are made storable on their own.
+    return "".join(storable(text[at : at + STORABLE_CHUNK]) for at in starts)
+
+
 def _now() -> float:
     return time.monotonic()
 
@@ -379,7 +394,7 @@ class OffloadStore:
     def _value(self, text: str, kind: str, tool: str) -> dict[str, Any]:
         # A tool's text may hold a NUL or a lone surrogate (bytes read as text), which
         # PostgresStore and SqliteStore refuse: each becomes U+FFFD, one character for one.
-        text = storable(text)
+        text = _storable(text)
         return {"text": text, "kind": kind, "chars": len(text), "tool": tool, "at": time.time()}
 
     # --- sync ---------------------------------------------------------------------------------
@@ -453,7 +468,8 @@ class OffloadStore:
             found = await _async_or_thread(self.store, "batch", gets)
             index, times = self._alive(index, times, gets, found, now)
         handle, index, evicted = self._plan_put(index, len(text))
-        value = self._value(text, kind, tool)
+        # In a thread, scanned in chunks (:func:`_storable`): the event loop runs between them.
+        value = await asyncio.to_thread(self._value, text, kind, tool)
         writes = self._writes(handle, value, index, evicted, times, now)
         await _async_or_thread(self.store, "batch", writes)
         return handle

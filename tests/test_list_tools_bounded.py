@@ -1,0 +1,128 @@
+"""The model's ``list_tools`` answer is bounded, as ``show_all_tools``' is.
+
+A built-in's answer is never offloaded and stays in the thread for every later model call:
+``list_tools`` answered the whole catalog (800 KB at 5,000 tools; review 47c). Its answer is
+now cut at ``MAX_LISTING_CHARS`` with the total and how to narrow it; the user's faces (the
+CLI, the MCP context server) still get the whole list.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import BaseTool, StructuredTool
+
+from langgraph_toolbudget import ToolCatalog, ToolExecutor, create_toolbudget_agent
+from langgraph_toolbudget.core.context_commands import run_command
+from langgraph_toolbudget.core.context_ops import list_tools
+from langgraph_toolbudget.core.meta import MAX_LISTING_CHARS
+from langgraph_toolbudget.testing import ScriptedChatModel
+
+SERVERS = {"big": 400, "small": 20}
+
+
+def _tools() -> list[BaseTool]:
+    def run(**kwargs: Any) -> str:
+        return "ok"
+
+    return [
+        StructuredTool.from_function(
+            run,
+            name=f"{server}_action_number_{i}",
+            description=f"Action {i} of the {server} server.",
+            metadata={"server": server},
+        )
+        for server, count in SERVERS.items()
+        for i in range(count)
+    ]
+
+
+CATALOG = ToolCatalog.from_tools(_tools())
+TOTAL = sum(SERVERS.values())
+
+
+def _answer(args: dict[str, Any]) -> ToolMessage:
+    executor = ToolExecutor(CATALOG, enabled_builtins={"allow": ["*"]})
+    call = {"name": "list_tools", "args": args, "id": "c1", "type": "tool_call"}
+    out = executor.invoke([call])
+    (message,) = out["messages"] if isinstance(out, dict) else out
+    assert message.status != "error", message.content
+    return message
+
+
+def _names(rows: list[dict[str, Any]]) -> list[str]:
+    return [r["name"] for r in rows]
+
+
+def test_list_tools_is_cut_at_the_listing_bound_with_the_total_and_how_to_narrow() -> None:
+    message = _answer({})
+    assert len(message.content) <= MAX_LISTING_CHARS
+    data = json.loads(message.content)
+    assert message.artifact == data  # the artifact is the answer, cut too
+    shown = len(data["tools"])
+    whole = list_tools(CATALOG, {})
+    assert data["total"] == TOTAL and 0 < shown < TOTAL
+    assert _names(data["tools"]) == _names(whole)[:shown]  # the first rows, in catalog order
+    one_more = {**data, "tools": [*data["tools"], whole[shown]]}
+    assert len(json.dumps(one_more)) > MAX_LISTING_CHARS  # as many as fit
+    message_text = data["message"]
+    assert message_text.startswith(f"{TOTAL - shown:,} more tools are not listed here")
+    assert f"cut at {MAX_LISTING_CHARS:,} characters" in message_text
+    assert "list_tools(server=...)" in message_text and "list_tool_servers" in message_text
+
+
+def test_a_list_that_fits_is_answered_as_before() -> None:
+    message = _answer({"server": "small"})
+    rows = json.loads(message.content)
+    assert isinstance(rows, list) and message.artifact == rows
+    assert _names(rows) == _names(list_tools(CATALOG, {}, server="small"))
+    assert len(rows) == SERVERS["small"]
+
+
+def test_a_servers_cut_list_names_the_server_and_no_server_filter() -> None:
+    data = json.loads(_answer({"server": "big"}).content)
+    shown = len(data["tools"])
+    assert data["total"] == SERVERS["big"] and {r["server"] for r in data["tools"]} == {"big"}
+    assert data["message"].startswith(
+        f"{SERVERS['big'] - shown:,} more tools of server 'big' are not listed here"
+    )
+    assert "get_tool(tool=...)" in data["message"]
+    assert "list_tools(server=" not in data["message"]
+    assert "list_tool_servers" not in data["message"]
+
+
+def test_the_cut_list_advises_only_the_tools_the_caller_has() -> None:
+    only = run_command(CATALOG, {}, "list_tools", {}, tools={"list_tools"}, max_chars=5_000)
+    assert len(json.dumps(only.data)) <= 5_000
+    assert only.data["message"].endswith(
+        "To narrow it: list_tools(server=...) lists one server's tools."
+    )
+    bare = run_command(CATALOG, {}, "list_tools", {}, tools=set(), max_chars=5_000)
+    assert bare.data["message"].endswith(f"(the list is cut at {5_000:,} characters).")
+    # a bound too small for one row: the total and the note, no rows
+    tiny = run_command(CATALOG, {}, "list_tools", {}, tools=set(), max_chars=10)
+    assert tiny.data["tools"] == [] and tiny.data["total"] == TOTAL
+
+
+def test_the_users_faces_get_the_whole_list() -> None:
+    result = run_command(CATALOG, {}, "list_tools", {}, by_user=True)
+    assert _names(result.data) == _names(list_tools(CATALOG, {}))
+    assert len(result.data) == TOTAL
+
+
+def test_later_model_calls_carry_the_cut_answer_not_the_catalog() -> None:
+    def reply(messages: list[Any], bound: Any) -> AIMessage:
+        if isinstance(messages[-1], ToolMessage):
+            return AIMessage("done")
+        return AIMessage("", tool_calls=[{"name": "list_tools", "args": {}, "id": "c1"}])
+
+    model = ScriptedChatModel(responses=[reply])
+    graph = create_toolbudget_agent(model, CATALOG, enabled_builtins={"allow": ["*"]}).compile()
+    out = graph.invoke({"messages": [HumanMessage("list the tools")]})
+    (answer,) = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert json.loads(answer.content)["total"] == TOTAL
+    carried = sum(len(str(m.content)) for m in model.calls[-1])
+    assert carried < MAX_LISTING_CHARS + 10_000  # the whole list is 70,000 characters
+    assert len(json.dumps(list_tools(CATALOG, {}))) > 3 * MAX_LISTING_CHARS
