@@ -294,19 +294,32 @@ class ToolIndex:
         n = len(documents)
         lengths = np.array(doc_lengths, dtype=np.float64)
         avg = float(lengths.mean()) if n else 0.0
-        postings: dict[str, tuple[list[int], list[float]]] = {}
+        # The postings as flat (term, tool, tf) arrays grouped by term with numpy, not a list
+        # per term: at 10,000 tools those were ~90,000 containers alive through the build,
+        # enough to set off full garbage collections (~150 ms each, every thread stopped,
+        # the event loop too while a worker thread builds the index: core/warm.py).
+        term_ids: dict[str, int] = {}
+        terms_at: list[int] = []
+        docs_at: list[int] = []
+        tfs_at: list[float] = []
         for doc_id, terms in enumerate(documents):
             for term, tf in terms.items():
-                ids, tfs = postings.setdefault(term, ([], []))
-                ids.append(doc_id)
-                tfs.append(tf)
+                terms_at.append(term_ids.setdefault(term, len(term_ids)))
+                docs_at.append(doc_id)
+                tfs_at.append(tf)
+        term_of = np.asarray(terms_at, dtype=np.int64)
+        order = np.argsort(term_of, kind="stable")  # each term's tools in catalog order
+        ids = np.asarray(docs_at, dtype=np.int64)[order]
+        tfs = np.asarray(tfs_at, dtype=np.float64)[order]
+        df = np.bincount(term_of, minlength=len(term_ids))
         norm = k1 * (1 - b + b * lengths / avg) if n and avg else np.ones(n)
-        self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        for term, (ids, tfs) in postings.items():
-            ids_arr = np.asarray(ids, dtype=np.int64)
-            tf_arr = np.asarray(tfs, dtype=np.float64)
-            idf = math.log(1 + (n - len(ids) + 0.5) / (len(ids) + 0.5))
-            self._postings[term] = (ids_arr, idf * tf_arr * (k1 + 1) / (tf_arr + norm[ids_arr]))
+        idf = np.array([math.log(1 + (n - k + 0.5) / (k + 0.5)) for k in df.tolist()])
+        contrib = np.repeat(idf, df) * tfs * (k1 + 1) / (tfs + norm[ids])
+        bounds = np.cumsum(df)[:-1]
+        pieces = zip(np.split(ids, bounds), np.split(contrib, bounds), strict=True)
+        self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = (
+            dict(zip(term_ids, pieces, strict=True)) if term_ids else {}
+        )
         self._vocab = list(self._postings)
         self._size = n
         # Per index, not per class: the cache goes when the index goes (it refers to the
