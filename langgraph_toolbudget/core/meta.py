@@ -57,6 +57,7 @@ from langgraph_toolbudget.core.working_set import WorkingSet
 __all__ = [
     "ADD_TOOL",
     "MAX_REASON_CHARS",
+    "MAX_SPELLING_CANDIDATES",
     "META_TOOL_NAMES",
     "MetaOutcome",
     "MetaToolHandler",
@@ -224,6 +225,14 @@ def _closing(outcome: MetaOutcome, note: str) -> MetaOutcome:
     return replace(outcome, content=f"{outcome.content} {note}")
 
 
+MAX_SPELLING_CANDIDATES = 500
+""":func:`closest_tools` scores a name's spelling with rapidfuzz's ``WRatio`` (which also finds
+a name inside a longer one) against at most this many tools: in a larger catalog, against the
+tools closest by plain edit distance (``fuzz.ratio``, some 20 times cheaper). Matching one
+name then takes about 1.5 ms at 10,000 tools and 4 ms at 30,000 (scoring every tool with
+``WRatio``: 15 and 50 ms, all of it holding the GIL)."""
+
+
 def closest_tools(
     catalog: ToolCatalog, name: str, *, hidden: Collection[str] = (), limit: int = 3
 ) -> list[str]:
@@ -244,19 +253,26 @@ def closest_tools(
     """
     name = name[:MAX_NAME_CHARS]  # fuzzy matching costs grow with the name's length
     hidden = set(hidden)
-    names = [n for n in catalog.tool_names if n not in hidden] if hidden else catalog.tool_names
-    spelled = [
-        n
-        for n, score, _ in process.extract(name, names, scorer=fuzz.WRatio, limit=limit)
-        if score >= 70
-    ]
+    index = catalog.index  # its names are the listed tools, in catalog order
+    names = [n for n in index.names if n not in hidden] if hidden else index.names
+    nearest = _nearest_spellings(name, names, limit)
+    spelled = [n for n, score in nearest if score >= 70]
     # ask for as many more as could be hidden, so that hiding some still leaves `limit`
-    ranked = catalog.index.rank_names(name.replace("_", " "), limit=limit + len(hidden))
+    ranked = index.rank_names(name.replace("_", " "), limit=limit + len(hidden))
     related = [n for n, _ in ranked if n not in hidden]
     closest = list(dict.fromkeys([*spelled, *related]))[:limit]
     if not closest:  # nothing close: still name the nearest spellings
-        closest = [n for n, _, _ in process.extract(name, names, scorer=fuzz.WRatio, limit=limit)]
+        closest = [n for n, _ in nearest]
     return closest
+
+
+def _nearest_spellings(name: str, names: Sequence[str], limit: int) -> list[tuple[str, float]]:
+    """The ``limit`` of ``names`` spelled closest to ``name`` by ``WRatio``, with their scores,
+    best first (ties in catalog order), among :data:`MAX_SPELLING_CANDIDATES` candidates."""
+    if len(names) > MAX_SPELLING_CANDIDATES:
+        near = process.extract(name, names, scorer=fuzz.ratio, limit=MAX_SPELLING_CANDIDATES)
+        names = [names[i] for i in sorted(i for _, _, i in near)]
+    return [(n, s) for n, s, _ in process.extract(name, names, scorer=fuzz.WRatio, limit=limit)]
 
 
 class _RequestMoreToolsArgs(BaseModel):

@@ -7,6 +7,9 @@ Key Components:
       disabled, a draft outside debug mode, or (with ``enforce_visibility``) not
       visible is not run; the model gets an error naming the closest real tools
       and what to do instead.
+    - :class:`ReplyMatches`: the closest tools the refusals of one reply name, for a
+      bounded number of names (:data:`MAX_MATCHED_NAMES`): matching a name against the
+      catalog costs time that grows with the catalog.
     - :func:`deprecation_note`, :func:`add_note`: the note a deprecated tool's
       results carry, and how it is added to them.
 """
@@ -14,13 +17,16 @@ Key Components:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Container
+import threading
+from collections.abc import Callable, Collection, Container, Hashable
+from functools import partial
 from typing import Any
 
 from langchain_core.messages import ToolMessage
 from langgraph.prebuilt.tool_node import INVALID_TOOL_NAME_ERROR_TEMPLATE
 from langgraph.types import Command
 
+from langgraph_toolbudget._forks import reset_in_forked_children
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.coercion import MISSING_NAME
 from langgraph_toolbudget.core.context import SessionContext
@@ -33,7 +39,10 @@ __all__ = [
     "DEPRECATED_NOTE",
     "HOW_TO_LOAD",
     "LOADERS",
+    "MAX_MATCHED_NAMES",
+    "NOT_MATCHED_HINT",
     "UNAVAILABLE_TOOL_ERROR",
+    "ReplyMatches",
     "VisibilityPolicy",
     "add_note",
     "how_to_load",
@@ -152,6 +161,41 @@ NO_NAME_ERROR = (
     "Call it again with the exact name of one of your tools."
 )
 UNKNOWN = "is not a tool of this app, so it was not run"
+MAX_MATCHED_NAMES = 5
+"""The refusals of one reply name the closest tools for at most this many distinct names it
+may not call (unknown, filtered, disabled, drafts): matching a name against the catalog costs
+time that grows with the catalog, so a reply of hundreds of such names would make a turn's
+work grow with names x catalog. The calls of the other names are told :data:`NOT_MATCHED_HINT`."""
+NOT_MATCHED_HINT = (
+    "Closest tools are named for at most {limit} such names per reply, not for this one. "
+)
+REPLIES_REMEMBERED = 1024
+""":meth:`VisibilityPolicy.check` keeps the :class:`ReplyMatches` of this many of the latest
+replies checked by key (the middleware checks each call of a reply on its own)."""
+
+
+class ReplyMatches:
+    """The closest tools the refusals of one reply's calls name.
+
+    Each name is matched once (every call of it is told the same tools), and at most
+    :data:`MAX_MATCHED_NAMES` names are: the first ones refused. Thread-safe: the calls of
+    a reply may be refused in several threads at once (``ToolBudgetMiddleware``), which then
+    match one at a time, so they cannot hold the GIL (rapidfuzz does) from the event loop
+    together.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._closest: dict[str, list[str]] = {}
+
+    def closest(self, name: str, match: Callable[[str], list[str]]) -> list[str] | None:
+        """``match(name)``, made the first time ``name`` is asked about; None when the reply
+        has had :data:`MAX_MATCHED_NAMES` other names matched."""
+        with self._lock:
+            closest = self._closest.get(name)
+            if closest is None and len(self._closest) < MAX_MATCHED_NAMES:
+                closest = self._closest[name] = match(name)
+            return closest
 
 
 class VisibilityPolicy:
@@ -188,6 +232,13 @@ class VisibilityPolicy:
         self._closed = LOADING_CLOSED if self.loaders else NO_LOADING
         finds = "search_tools" in self.loaders and "add_tool" in self.loaders
         self._use_another = USE_ANOTHER if finds else USE_ANOTHER_ONLY
+        self._replies: dict[Hashable, ReplyMatches] = {}  # oldest first
+        self._replies_lock = threading.Lock()
+        reset_in_forked_children(self)
+
+    def _after_fork(self) -> None:
+        # A lock a thread of the parent held is held for ever in a forked child.
+        self._replies, self._replies_lock = {}, threading.Lock()
 
     def check(
         self,
@@ -196,26 +247,51 @@ class VisibilityPolicy:
         context: SessionContext,
         *,
         loading_closed: bool = False,
+        reply: Hashable | None = None,
     ) -> CallCheck:
         """A regular call's check: excluded in the thread's ``context``, else fine if the
         model was ``shown`` it (and it is in the catalog), else :meth:`unavailable`
         (``loading_closed``: the turn's meta-calls reached their limit, so a refusal does
         not send the model to a meta-tool that would refuse it too; nor when ``visible``
-        has no room for any tool beside those always visible)."""
+        has no room for any tool beside those always visible).
+
+        The refusals name the closest tools for at most :data:`MAX_MATCHED_NAMES` names
+        (:class:`ReplyMatches`): those of the calls this check is asked about (one reply's
+        calls), or, with ``reply`` (a key of the reply, for a caller that checks each of its
+        calls with a check of its own), those of every check made with that key.
+        """
         catalog = self.catalog
         room = visible.room()
         full = visible.cap if room is not None and room <= 0 else None
+        own = ReplyMatches() if reply is None else None
 
         def check(name: str) -> str | None:
             if (excluded := context.refusal(catalog, name)) is not None:
                 return excluded
             if name in shown and name in catalog:
                 return None
+            matches = own if own is not None else self._matches_of(reply)
             return self.unavailable(
-                name, visible, context, loading_closed=loading_closed, full_at=full
+                name,
+                visible,
+                context,
+                loading_closed=loading_closed,
+                full_at=full,
+                matches=matches,
             )
 
         return check
+
+    def _matches_of(self, reply: Hashable) -> ReplyMatches:
+        """The :class:`ReplyMatches` of the reply keyed ``reply``, made on first use (those
+        of the latest :data:`REPLIES_REMEMBERED` replies are kept)."""
+        with self._replies_lock:
+            matches = self._replies.get(reply)
+            if matches is None:
+                matches = self._replies[reply] = ReplyMatches()
+                if len(self._replies) > REPLIES_REMEMBERED:
+                    del self._replies[next(iter(self._replies))]
+            return matches
 
     def _load_first(self, name: str) -> str:
         """How the model loads ``name``, a catalog tool it was not shown."""
@@ -234,6 +310,7 @@ class VisibilityPolicy:
         *,
         loading_closed: bool = False,
         full_at: int | None = None,
+        matches: ReplyMatches | None = None,
     ) -> str | None:
         """Why a call to ``name`` may not run (an error for the model), or None.
 
@@ -242,7 +319,8 @@ class VisibilityPolicy:
         the rest of the turn (the meta-call bound), which the refusal says instead of how to
         load;
         ``full_at``: the visible-set cap, when tools that are always visible fill it (no
-        tool can be loaded at all).
+        tool can be loaded at all); ``matches``: the closest tools named by the other
+        refusals of the call's reply (:data:`NOT_MATCHED_HINT` instead once it is full).
         """
         closed = self._closed if loading_closed else None
         # always-visible tools fill the cap: only include_tool (on top of it) brings one in
@@ -281,10 +359,19 @@ class VisibilityPolicy:
             how = USE_ANOTHER_ONLY if closed else self._use_another
         else:
             problem = UNKNOWN
-        closest = closest_tools(catalog, name, hidden=context.excluded(catalog))
-        hint = f"Closest tools: {', '.join(closest)}. " if closest else ""
+        match = partial(_closest, catalog, context)
+        closest = match(name) if matches is None else matches.closest(name, match)
+        if closest is None:
+            hint = NOT_MATCHED_HINT.format(limit=MAX_MATCHED_NAMES)
+        else:
+            hint = f"Closest tools: {', '.join(closest)}. " if closest else ""
         if problem == UNKNOWN:
             hint += servers_down_hint(catalog, name)
         return UNAVAILABLE_TOOL_ERROR.format(
             tool=clip(name), problem=problem, closest=hint, how=how
         )
+
+
+def _closest(catalog: ToolCatalog, context: SessionContext, name: str) -> list[str]:
+    """The closest tools to ``name`` that ``context`` does not exclude."""
+    return closest_tools(catalog, name, hidden=context.excluded(catalog))

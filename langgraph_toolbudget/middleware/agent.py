@@ -694,7 +694,11 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         shown = set(working.names)
         shown.update(_still_callable(state))
         closed = runner.loading_closed(state)
-        return runner.policy.check(working, shown, context, loading_closed=closed)
+        # The tool node checks each call of a reply on its own, in threads of its own: the
+        # closest tools are matched for a bounded number of names of the whole reply.
+        reply = _latest_reply(state)
+        key = None if reply is None or reply.id is None else _batch_key(state, _current_config())
+        return runner.policy.check(working, shown, context, loading_closed=closed, reply=key)
 
     def _builtin(self, request: ToolCallRequest) -> Command:
         """A built-in call that reached the tool node (another middleware added it to the
