@@ -299,3 +299,39 @@ async def test_replies_a_model_names_itself_still_count_against_its_agents_limit
 
     assert len(model.calls) == 3
     assert out["messages"][-1].content == ITERATION_LIMIT_MESSAGE.format(n=3)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_two_agents_run_from_one_node_of_yours_count_their_own_calls(api: str):
+    """Two agents of other tools invoked from one node function (a graph called inside a
+    node) share a place in the graph: the agent's tools tell them apart."""
+    first, second = weather_model(calls=4), ScriptedChatModel(responses=[AIMessage("mail done")])
+    agents = {
+        "weather": create_toolbudget_agent(first, weather_catalog()).compile(),
+        "office": create_toolbudget_agent(second, office_catalog()).compile(),
+    }
+
+    def pick(state: MessagesState) -> Any:
+        done = any(m.content == "weather done" for m in state["messages"])
+        return agents["office" if done else "weather"]
+
+    def call_agent(state: MessagesState) -> dict[str, Any]:
+        out = pick(state).invoke({"messages": state["messages"]})
+        return {"messages": out["messages"][len(state["messages"]) :]}
+
+    async def acall_agent(state: MessagesState) -> dict[str, Any]:
+        out = await pick(state).ainvoke({"messages": state["messages"]})
+        return {"messages": out["messages"][len(state["messages"]) :]}
+
+    def again(state: MessagesState) -> str:
+        return "call_agent" if state["messages"][-1].content == "weather done" else END
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("call_agent", call_agent if api == "invoke" else acall_agent)
+    graph.add_edge(START, "call_agent")
+    graph.add_conditional_edges("call_agent", again, ["call_agent", END])
+    out = await run(graph.compile(checkpointer=InMemorySaver()), api)
+
+    assert len(first.calls) == 5  # its limit: 4 lookups and the answer
+    assert len(second.calls) == 1  # not stopped by the first agent's five replies
+    assert out["messages"][-1].content == "mail done"

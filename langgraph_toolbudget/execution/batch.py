@@ -73,6 +73,7 @@ __all__ = [
     "Author",
     "BatchRunner",
     "TurnOutcome",
+    "agent_key",
     "agent_path",
     "author_of",
     "by_author",
@@ -104,16 +105,26 @@ Author = tuple[str | None, str | None]
 agent recorded under :data:`AGENT_KEY`."""
 
 
-def agent_path(config: RunnableConfig | None) -> str | None:
-    """The place in the graph of the node running under ``config``: its ``checkpoint_ns``
-    without the task ids (``"agent"``; ``"weather|agent"`` in an agent compiled as the node
-    ``weather`` of a parent graph); None outside a graph run. The same for every step and
-    every entry of one agent, on any process (the server's workers, a resumed run)."""
+def agent_key(catalog: ToolCatalog) -> str:
+    """A short digest of ``catalog``'s tool names: which agent made a reply, beside its place
+    in the graph (:func:`agent_path`); the same tools give the same key in every process."""
+    return app_key(catalog.tool_names)[:8]
+
+
+def agent_path(config: RunnableConfig | None, key: str | None = None) -> str | None:
+    """The agent of the node running under ``config``: its place in the graph, the
+    ``checkpoint_ns`` without the task ids (``"agent"``; ``"weather|agent"`` in an agent
+    compiled as the node ``weather`` of a parent graph), and ``key`` (:func:`agent_key`: two
+    agents of other tools run from one node of yours, a graph called inside a node function,
+    share a place, not a key) after a ``#``; None outside a graph run. The same for every
+    step and every entry of one agent, on any process (the server's workers, a resumed
+    run)."""
     configurable = (config or {}).get("configurable") or {}
     ns = configurable.get("checkpoint_ns")
     if not isinstance(ns, str):
         return None
-    return "|".join(p.split(":")[0] for p in ns.split("|") if p and not p.isdigit()) or None
+    path = "|".join(p.split(":")[0] for p in ns.split("|") if p and not p.isdigit()) or None
+    return path if path is None or key is None else f"{path}#{key}"
 
 
 def stamped(message: T, agent: str | None) -> T:

@@ -184,7 +184,7 @@ class CallModel(BudgetNode):
             records_usage(config)
         if not isinstance(state, list) and state_get(state, "messages", _NO) is _NO:
             raise ValueError(NO_MESSAGES_ERROR.format(keys=sorted(state_fields(state))))
-        return self._limit_hit(state_messages(state), agent_path(config))
+        return self._limit_hit(state_messages(state), agent_path(config, self.caller.agent_key))
 
     def run(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         if (stop := self._stop(state, config)) is not None:

@@ -32,7 +32,13 @@ from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.coercion import distinct_call_ids, repair_tool_calls
 from langgraph_toolbudget.core.intent import starts_turn
 from langgraph_toolbudget.core.working_set import WorkingSet, state_messages
-from langgraph_toolbudget.execution.batch import Author, agent_path, by_author, stamped
+from langgraph_toolbudget.execution.batch import (
+    Author,
+    agent_key,
+    agent_path,
+    by_author,
+    stamped,
+)
 from langgraph_toolbudget.execution.builtins import Builtins
 from langgraph_toolbudget.formats import format_names, get_format
 from langgraph_toolbudget.formats.base import ParsedReply, ToolCallFormat, reply_message
@@ -175,6 +181,8 @@ class ModelCaller:
         self.config = config or BudgetConfig()
         self.node = node
         self.catalog = catalog
+        self.agent_key = agent_key(catalog)
+        """Which agent this is, beside its place in the graph (:func:`agent_path`)."""
         self.system_prompt = check_system_prompt(system_prompt, "CallModel")
         self._prompt_takes_config = callable(system_prompt) and _takes_config(system_prompt)
         self.thread_prompt = ThreadPrompt(catalog, builtins)
@@ -327,7 +335,7 @@ class ModelCaller:
         """Call the model; the replies of this call (the last one is the answer to act on),
         each recording the agent that made it (``stamped``)."""
         replies: list[AIMessage] = []
-        agent = agent_path(config)
+        agent = agent_path(config, self.agent_key)
         for attempt in range(1, self._attempts(state, agent) + 1):
             runnable = self.bound(working, state)
             self._emit()
@@ -343,7 +351,7 @@ class ModelCaller:
     ) -> list[AIMessage]:
         """Async :meth:`invoke`."""
         replies: list[AIMessage] = []
-        agent = agent_path(config)
+        agent = agent_path(config, self.agent_key)
         for attempt in range(1, self._attempts(state, agent) + 1):
             runnable = self.bound(working, state)
             self._emit()
@@ -390,7 +398,7 @@ def ai_calls_this_turn(
 
     In a multi-agent graph (a supervisor, a swarm: agents as nodes of a parent whose state
     shares ``messages``) the turn holds other agents' replies too, which must not spend this
-    agent's ``max_iterations``: with ``author`` (the nodes: ``(None, agent_path(config))``),
+    agent's ``max_iterations``: with ``author`` (the nodes: ``(None, agent_path(config, key))``),
     only the replies :func:`~langgraph_toolbudget.execution.batch.by_author` gives it count.
     Another framework's named agent names its replies; the package's nodes never name theirs
     (the iteration-limit message and a text format's rejected replies included) and record
