@@ -37,8 +37,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import itertools
 import threading
 import time
+from collections import deque
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -48,8 +50,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.messages import ToolCall
 
@@ -75,6 +76,81 @@ def _group_of(spec: ToolSpec | None) -> str:
     return spec.concurrency_group if spec is not None else DEFAULT_GROUP
 
 
+class _Waiter:
+    """One call waiting for its turn. Whoever makes room for it admits it (counts it as
+    started, with the slots' lock held) and then wakes it, once, through ``future``."""
+
+    __slots__ = ("admitted", "future", "idle_at", "pure", "seq", "ticket", "waited_on_others")
+
+    def __init__(self, seq: int, pure: bool, ticket: int | None, idle_at: float) -> None:
+        self.seq = seq  # arrival order: the oldest call that may start, starts first
+        self.pure = pure
+        self.ticket = ticket
+        self.idle_at = idle_at  # its gate's idle clock when it began to wait
+        self.admitted = False
+        self.waited_on_others = 0.0
+        self.future: concurrent.futures.Future[None] | None = None  # set once it must wait
+
+
+def _wake(waiter: _Waiter) -> None:
+    if waiter.future is not None:  # None: admitted as it arrived, it never waited
+        with contextlib.suppress(concurrent.futures.InvalidStateError):  # its wait was cancelled
+            waiter.future.set_result(None)
+
+
+class _Party(Protocol):
+    """Calls of one group that wait in one queue: a batch's gate, or :class:`_RoomQueue`."""
+
+    group: str
+
+    def candidate(self) -> _Waiter | None:
+        """The waiting call its own rules let start now, room in the group aside."""
+
+    def admit(self, waiter: _Waiter) -> None:
+        """Count ``waiter`` (its :meth:`candidate`) as started and take it off the queue."""
+
+    def withdraw(self, waiter: _Waiter) -> None:
+        """``waiter`` stops waiting (cancelled): off the queue, or its turn given back if it
+        was admitted meanwhile."""
+
+    @property
+    def waiting(self) -> bool:
+        """Whether a call waits in the queue."""
+
+
+class _RoomQueue:
+    """The calls waiting for room in a limited group outside any gate (:meth:`GroupSlots.held`)."""
+
+    def __init__(self, slots: GroupSlots, group: str) -> None:
+        self.slots = slots
+        self.group = group
+        self._queue: deque[_Waiter] = deque()
+
+    @property
+    def waiting(self) -> bool:
+        return bool(self._queue)
+
+    def add(self) -> _Waiter:
+        waiter = _Waiter(next(self.slots.arrivals), False, None, 0.0)
+        self._queue.append(waiter)
+        return waiter
+
+    def candidate(self) -> _Waiter | None:
+        return self._queue[0] if self._queue else None
+
+    def admit(self, waiter: _Waiter) -> None:
+        self._queue.popleft()
+        self.slots.take(self.group)
+        waiter.admitted = True
+
+    def withdraw(self, waiter: _Waiter) -> None:
+        if waiter.admitted:
+            self.slots.give_back(self.group)
+        else:
+            self._queue.remove(waiter)
+        self.slots.pump(self.group)
+
+
 class GroupSlots:
     """The calls of each limited concurrency group running now, in every batch of one
     executor (thread-safe, any event loop), and the waits for room in such a group.
@@ -85,6 +161,11 @@ class GroupSlots:
     group's abandoned calls that still run (``lingering``) count toward the limit, and the
     end of one wakes the calls waiting for room.
 
+    A call that must wait queues once and is woken once: whoever makes room (a call that
+    ends, or one that starts and lets the next ticket in) admits the oldest waiting calls
+    that may start now, for them (:meth:`pump`), so a change costs the calls it starts, not
+    every call waiting.
+
     Args:
         lingering: the pipeline's abandoned calls; its ``limits`` are the groups' limits.
     """
@@ -92,16 +173,22 @@ class GroupSlots:
     def __init__(self, lingering: LingeringCalls) -> None:
         self.lingering = lingering
         self.limits = lingering.limits
-        self.lock = threading.Lock()
-        self._running: dict[str, int] = {}
-        self._waiters: dict[str, list[concurrent.futures.Future[None]]] = {}
+        self._reset()
         lingering.on_end(self.wake)
         reset_in_forked_children(self)
+
+    def _reset(self) -> None:
+        self.lock = threading.Lock()
+        self.arrivals = itertools.count()  # the waiting calls' order (read with the lock held)
+        self._running: dict[str, int] = {}
+        # limited group -> the queues where a call of it waits (an ordered set)
+        self._parties: dict[str, dict[_Party, None]] = {}
+        self._room = {group: _RoomQueue(self, group) for group in self.limits}
 
     def _after_fork(self) -> None:
         # The parent's running calls have no thread in a forked child: counted, they would
         # keep their groups full there for ever.
-        self.lock, self._running, self._waiters = threading.Lock(), {}, {}
+        self._reset()
 
     def has_room(self, group: str) -> bool:
         """Whether one more call of ``group`` may start now (call with :attr:`lock` held)."""
@@ -127,41 +214,76 @@ class GroupSlots:
             self._running[group] -= 1
 
     def waiter(self, group: str) -> concurrent.futures.Future[None]:
-        """A future done at the next change in ``group`` (with :attr:`lock` held)."""
-        waiter: concurrent.futures.Future[None] = concurrent.futures.Future()
-        self._waiters.setdefault(group, []).append(waiter)
-        return waiter
+        """The future a call of ``group`` that must wait waits on: done once it has been
+        admitted (with :attr:`lock` held). One per call that waits."""
+        return concurrent.futures.Future()
 
-    def changed(self, group: str) -> None:
-        """Wake every call waiting in ``group`` to look again (with :attr:`lock` held)."""
-        for waiter in self._waiters.pop(group, ()):
-            with contextlib.suppress(concurrent.futures.InvalidStateError):  # cancelled
-                waiter.set_result(None)
+    def queued(self, group: str, party: _Party, waiter: _Waiter) -> None:
+        """``waiter`` was queued at ``party``: start what may start now; if ``waiter`` must
+        wait, give it its future (with :attr:`lock` held)."""
+        if group in self.limits:
+            self._parties.setdefault(group, {})[party] = None
+            self.pump(group)
+        else:
+            _pump_alone(party)
+        if not waiter.admitted:
+            waiter.future = self.waiter(group)
+
+    def pump(self, group: str) -> None:
+        """Admit and wake the waiting calls of limited ``group`` that may start now, the
+        oldest first, while it has room (with :attr:`lock` held). Called after every change
+        a waiting call of the group may wait for, so none is left waiting that may start."""
+        parties = self._parties.get(group)
+        while parties and self.has_room(group):
+            oldest: tuple[_Waiter, _Party] | None = None
+            for party in parties:
+                waiter = party.candidate()
+                if waiter is not None and (oldest is None or waiter.seq < oldest[0].seq):
+                    oldest = (waiter, party)
+            if oldest is None:
+                return
+            waiter, party = oldest
+            party.admit(waiter)
+            self._forget_if_idle(group, party)
+            _wake(waiter)
+
+    def _forget_if_idle(self, group: str, party: _Party) -> None:
+        parties = self._parties.get(group)
+        if parties is not None and not party.waiting:
+            parties.pop(party, None)
+            if not parties:
+                del self._parties[group]
+
+    def withdraw(self, party: _Party, waiter: _Waiter) -> None:
+        """``waiter`` stops waiting at ``party`` (its wait was cancelled); whatever may start
+        now starts (with :attr:`lock` held)."""
+        party.withdraw(waiter)  # and starts what may start now
+        self._forget_if_idle(party.group, party)
 
     def wake(self, group: str) -> None:
-        """:meth:`changed`, taking the lock (an abandoned call of ``group`` ended)."""
+        """:meth:`pump`, taking the lock (an abandoned call of ``group`` ended)."""
         with self.lock:
-            self.changed(group)
+            self.pump(group)
 
-    def take_or_wait(
-        self, group: str, admits: Callable[[], bool] | None = None
-    ) -> concurrent.futures.Future[None] | None:
-        """Take a place in ``group`` if ``admits()`` (by default: if the group has room) and
-        return None; else a future done at the group's next change, to wait on and try again.
-        """
+    def _arrive(self, group: str) -> _Waiter | None:
+        """A call outside any gate takes a place in ``group`` (None: a group without a
+        limit, where it takes none), or queues for one."""
         with self.lock:
-            if self.has_room(group) if admits is None else admits():
-                self.take(group)
+            if group not in self.limits:
                 return None
-            return self.waiter(group)
+            queue = self._room[group]
+            waiter = queue.add()
+            self.queued(group, queue, waiter)
+            return waiter
 
     @contextlib.contextmanager
     def held(self, group: str) -> Iterator[float]:
         """A place in ``group`` for the duration, waited for in this thread. Yields the
         seconds waited: for other runs' calls, as the caller holds no place meanwhile."""
         began = time.monotonic()
-        while (waiter := self.take_or_wait(group)) is not None:
-            waiter.result()
+        waiter = self._arrive(group)
+        if waiter is not None:
+            self.block(self._room[group], waiter)
         try:
             yield time.monotonic() - began
         finally:
@@ -171,18 +293,50 @@ class GroupSlots:
     async def aheld(self, group: str) -> AsyncIterator[float]:
         """:meth:`held`, waited for without blocking the event loop."""
         began = time.monotonic()
-        while (waiter := self.take_or_wait(group)) is not None:
-            await asyncio.wrap_future(waiter)
+        waiter = self._arrive(group)
+        if waiter is not None:
+            await self.await_turn(self._room[group], waiter)
         try:
             yield time.monotonic() - began
         finally:
             self.leave(group)
 
+    def block(self, party: _Party, waiter: _Waiter) -> None:
+        """Wait in this thread until ``waiter``, queued at ``party``, is admitted."""
+        if waiter.future is None:  # admitted as it came
+            return
+        try:
+            waiter.future.result()
+        except BaseException:
+            with self.lock:
+                self.withdraw(party, waiter)
+            raise
+
+    async def await_turn(self, party: _Party, waiter: _Waiter) -> None:
+        """:meth:`block` on the event loop; cancelled, the call takes no place (a place it
+        was given meanwhile goes to the next call)."""
+        if waiter.future is None:
+            return
+        try:
+            await asyncio.wrap_future(waiter.future)
+        except BaseException:
+            with self.lock:
+                self.withdraw(party, waiter)
+            raise
+
     def leave(self, group: str) -> None:
         """A running call of ``group`` ended (or was abandoned): the next may start."""
         with self.lock:
             self.give_back(group)
-            self.changed(group)
+            self.pump(group)
+
+
+def _pump_alone(party: _Party) -> None:
+    """Admit and wake the calls a gate of a group without a limit may start now (its rules
+    alone decide; with the slots' lock held)."""
+    while (waiter := party.candidate()) is not None:
+        party.admit(waiter)
+        _wake(waiter)
 
 
 class _GroupGate:
@@ -192,7 +346,7 @@ class _GroupGate:
     impure call beside a pure one. Pure calls run side by side, impure calls one at a
     time; when the group has a limit, either kind runs side by side while the executor's
     :class:`GroupSlots` has room. Calls with tickets enter in ticket (call) order; calls
-    without one (:class:`GroupGates`) in the order they come.
+    without one (:class:`GroupGates`), of one kind, in the order they come.
     """
 
     def __init__(self, group: str, slots: GroupSlots) -> None:
@@ -202,57 +356,111 @@ class _GroupGate:
         self.pure = 0
         self.impure = 0
         self.next_ticket = 0
+        self._tickets: dict[int, _Waiter] = {}  # the waiting calls with a ticket
+        self._queues: dict[bool, deque[_Waiter]] = {True: deque(), False: deque()}  # by purity
+        # Seconds the batch ran no call of the group: the clock's value when it last had one
+        # running, and since when it has none (None while it has).
+        self._idle = 0.0
+        self._idle_since: float | None = time.monotonic()
 
-    def _admits(self, ticket: int | None, pure: bool) -> bool:
-        """Whether the call of ``ticket`` may start now; if so, count it as started (called
-        with the slots' lock held)."""
-        if (ticket is not None and ticket != self.next_ticket) or (
-            self.impure if pure else self.pure
-        ):
+    def _idle_clock(self) -> float:
+        if self._idle_since is None:
+            return self._idle
+        return self._idle + time.monotonic() - self._idle_since
+
+    @property
+    def waiting(self) -> bool:
+        return bool(self._tickets or self._queues[True] or self._queues[False])
+
+    def _fits(self, pure: bool) -> bool:
+        """Whether a call of this kind may run beside the batch's running calls of the group
+        (room in a limited group aside)."""
+        if self.impure if pure else self.pure:
             return False
-        if self.limited and not self.slots.has_room(self.group):
-            return False
-        if not (self.limited or pure or self.impure == 0):
-            return False
-        if pure:
-            self.pure += 1
+        return self.limited or pure or self.impure == 0
+
+    def candidate(self) -> _Waiter | None:
+        """The oldest waiting call that may start now (room aside): the next ticket's, or
+        the first of its kind in the order they came."""
+        found: list[_Waiter] = []
+        ticketed = self._tickets.get(self.next_ticket)
+        if ticketed is not None and self._fits(ticketed.pure):
+            found.append(ticketed)
+        for pure, queue in self._queues.items():
+            if queue and self._fits(pure):
+                found.append(queue[0])
+        return min(found, key=lambda waiter: waiter.seq, default=None)
+
+    def admit(self, waiter: _Waiter) -> None:
+        """Count ``waiter`` (the :meth:`candidate`) as started (with the slots' lock held)."""
+        if waiter.ticket is not None:
+            del self._tickets[waiter.ticket]
+            self.next_ticket += 1  # the next ticket may enter now
         else:
-            self.impure += 1
-        if ticket is not None:
-            self.next_ticket += 1
-            self.slots.changed(self.group)  # the next ticket may enter now
-        return True
+            self._queues[waiter.pure].popleft()
+        if self.limited:  # the seconds the batch ran no call of the group: other runs' calls
+            waiter.waited_on_others = self._idle_clock() - waiter.idle_at
+        self._count(waiter.pure, 1)
+        self.slots.take(self.group)
+        waiter.admitted = True
+
+    def _count(self, pure: bool, change: int) -> None:
+        idle = self.pure + self.impure == 0
+        if pure:
+            self.pure += change
+        else:
+            self.impure += change
+        if idle and self.pure + self.impure:
+            self._idle, self._idle_since = self._idle_clock(), None
+        elif not idle and not self.pure + self.impure:
+            self._idle_since = time.monotonic()
+
+    def _changed(self) -> None:
+        """Start the waiting calls that may start now (with the slots' lock held)."""
+        if self.limited:
+            self.slots.pump(self.group)
+        else:
+            _pump_alone(self)
+
+    def _arrive(self, ticket: int | None, pure: bool) -> _Waiter:
+        with self.slots.lock:
+            waiter = _Waiter(next(self.slots.arrivals), pure, ticket, self._idle_clock())
+            if ticket is None:
+                self._queues[pure].append(waiter)
+            else:
+                self._tickets[ticket] = waiter
+            self.slots.queued(self.group, self, waiter)
+            return waiter
 
     async def enter(self, ticket: int | None, pure: bool) -> float:
         """Wait for the call's turn; return the seconds it waited while the batch ran no
-        call of the group: for other runs' calls, which is not the batch's time."""
-        waited_on_others = 0.0
-        while True:
-            # Any change to the batch's running count wakes the waiters, so it holds
-            # throughout one wait. Only this batch's calls change it.
-            idle = self.pure + self.impure == 0
-            waiter = self.slots.take_or_wait(self.group, partial(self._admits, ticket, pure))
-            if waiter is None:
-                return waited_on_others
-            began = time.monotonic()
-            await asyncio.wrap_future(waiter)
-            if idle and self.limited:
-                waited_on_others += time.monotonic() - began
+        call of the group: for other runs' calls, which is not the batch's time. A cancelled
+        wait takes no turn."""
+        waiter = self._arrive(ticket, pure)
+        await self.slots.await_turn(self, waiter)
+        return waiter.waited_on_others
 
     def enter_blocking(self, pure: bool) -> None:
         """Wait in this thread for the call's turn (a call without a ticket)."""
-        admits = partial(self._admits, None, pure)
-        while (waiter := self.slots.take_or_wait(self.group, admits)) is not None:
-            waiter.result()
+        self.slots.block(self, self._arrive(None, pure))
+
+    def withdraw(self, waiter: _Waiter) -> None:
+        """``waiter`` stops waiting (with the slots' lock held); one admitted meanwhile
+        gives its turn back."""
+        if waiter.admitted:
+            self.leave(waiter.pure)
+            return
+        if waiter.ticket is not None:
+            del self._tickets[waiter.ticket]
+        else:
+            self._queues[waiter.pure].remove(waiter)
+        self._changed()
 
     def leave(self, pure: bool) -> None:
         """The call ended (with the slots' lock held): the next may start."""
-        if pure:
-            self.pure -= 1
-        else:
-            self.impure -= 1
+        self._count(pure, -1)
         self.slots.give_back(self.group)
-        self.slots.changed(self.group)
+        self._changed()
 
 
 class GroupGates:
@@ -264,8 +472,10 @@ class GroupGates:
     :class:`CallScheduler`'s batches): impure calls of a group one at a time in the batch
     (or up to the group's limit), never beside its pure calls; and a limited group's
     places are :class:`GroupSlots`'s, shared with every other batch. Without tickets: the
-    calls of a group start in the order they come, not in call order. Thread-safe, any
-    event loop; a call may wait in a thread (:meth:`held`) or a task (:meth:`aheld`).
+    calls of a group start in the order they come, not in call order (a pure call may pass
+    an impure one that waits for the batch's pure calls to end, as the rule allows).
+    Thread-safe, any event loop; a call may wait in a thread (:meth:`held`) or a task
+    (:meth:`aheld`), and is woken once, when its turn has been taken for it.
 
     Args:
         slots: the places of the limited groups (the executor's or middleware's).
