@@ -335,3 +335,17 @@ async def test_two_agents_run_from_one_node_of_yours_count_their_own_calls(api: 
     assert len(first.calls) == 5  # its limit: 4 lookups and the answer
     assert len(second.calls) == 1  # not stopped by the first agent's five replies
     assert out["messages"][-1].content == "mail done"
+
+
+def test_a_reply_stamped_with_a_place_alone_counts_for_the_agent_at_that_place():
+    """Replies recorded with the place only (the middleware's, or before the key was added)
+    count for the agent at that place, whatever its key; not for an agent elsewhere."""
+    from langgraph_toolbudget.execution.batch import AGENT_KEY, by_author
+
+    def reply(stamp: str) -> AIMessage:
+        return AIMessage("", response_metadata={AGENT_KEY: stamp})
+
+    assert by_author(reply("weather|agent"), (None, "weather|agent#1234abcd"))
+    assert by_author(reply("weather|agent#1234abcd"), (None, "weather|agent#1234abcd"))
+    assert not by_author(reply("weather|agent#99999999"), (None, "weather|agent#1234abcd"))
+    assert not by_author(reply("office|agent"), (None, "weather|agent#1234abcd"))

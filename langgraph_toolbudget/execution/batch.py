@@ -118,7 +118,9 @@ def agent_path(config: RunnableConfig | None, key: str | None = None) -> str | N
     agents of other tools run from one node of yours, a graph called inside a node function,
     share a place, not a key) after a ``#``; None outside a graph run. The same for every
     step and every entry of one agent, on any process (the server's workers, a resumed
-    run)."""
+    run), as long as its tools stay the same: a turn resumed on an app whose agent lists
+    other tools (a redeploy, an MCP server back up) counts its model calls and meta-calls
+    afresh, at most once more per such change."""
     configurable = (config or {}).get("configurable") or {}
     ns = configurable.get("checkpoint_ns")
     if not isinstance(ns, str):
@@ -154,7 +156,8 @@ def by_author(message: AIMessage, author: Author | None) -> bool:
         return True
     name, agent = author_of(message)
     if agent is not None and author[1] is not None:
-        return agent == author[1]
+        # a stamp without a key (the place alone) counts for the agent at that place
+        return agent == (author[1] if "#" in agent else author[1].split("#")[0])
     return name == author[0] and agent in (None, author[1])
 
 
