@@ -28,7 +28,12 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_toolbudget import ToolBudgetMiddleware, ToolCatalog, ToolExecutor
 from langgraph_toolbudget.execution.lingering import LingeringCalls
-from langgraph_toolbudget.execution.scheduler import GroupGates, GroupSlots
+from langgraph_toolbudget.execution.scheduler import (
+    CallScheduler,
+    GroupGates,
+    GroupSlots,
+    _GroupGate,
+)
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 HANG = 20.0
@@ -113,6 +118,69 @@ async def test_a_gathered_batchs_calls_of_one_group_each_wait_at_most_once_in_ca
     assert [name for name in started if name != "send"] == order
     assert probe.violations == []
     assert waits[0] <= n + 1, f"{waits[0] / n:.1f} waits per call"
+
+
+# --- call order when another run makes room -----------------------------------------------------
+
+
+@pytest.mark.parametrize("api", ["run", "arun"])
+@pytest.mark.parametrize("limit", [2, 3])
+async def test_a_batchs_calls_start_in_call_order_when_another_runs_calls_make_room(
+    monkeypatch, api, limit
+):
+    """Another run holds every place of group ``L`` (limit 2 or 3) in its threads; they end
+    just after the batch's first call began to wait. Their ends admit that call for its task
+    and wake it through the event loop; the batch's next calls, arriving before it resumed,
+    find room but start behind it: the calls start in call order (review 49a: the second
+    started first)."""
+    tools = [probe_tool("b", ConcurrencyProbe(), pure=True, seconds=0.0)]
+    meta = {"b": {"concurrency_group": "L", "max_concurrency": limit}}
+    scheduler = CallScheduler(ToolCatalog.from_tools(tools, tool_metadata=meta), "parallel_safe")
+    release = [threading.Event() for _ in range(limit)]
+    inside = [threading.Event() for _ in range(limit)]
+
+    def other_run(k: int) -> None:
+        with scheduler.slots.held("L"):
+            inside[k].set()
+            release[k].wait(HANG)
+
+    holders = [threading.Thread(target=other_run, args=(k,), daemon=True) for k in range(limit)]
+    original = _GroupGate._arrive
+
+    def arrive(self: _GroupGate, ticket: int | None, pure: bool) -> Any:
+        waiter = original(self, ticket, pure)
+        if ticket == 0:  # the other run's calls end now, in their threads
+            for k, holder in enumerate(holders):
+                release[k].set()
+                holder.join(HANG)
+        return waiter
+
+    monkeypatch.setattr(_GroupGate, "_arrive", arrive)
+    started_ids: list[str] = []
+
+    async def arun_one(one: Any, _waited: float) -> str:
+        started_ids.append(one["id"])
+        await asyncio.sleep(0)
+        return one["id"]
+
+    def run_one(one: Any, _waited: float) -> str:
+        raise AssertionError("a gathered batch runs its calls with arun_one")
+
+    ids = [f"b{i}" for i in range(limit)]
+    calls = [call("b", id_) for id_ in ids]
+    try:
+        for holder, entered in zip(holders, inside, strict=True):
+            holder.start()
+            assert entered.wait(HANG)
+        if api == "run":
+            ran = await asyncio.to_thread(scheduler.run, calls, run_one, arun_one)
+        else:
+            ran = await asyncio.wait_for(scheduler.arun(calls, arun_one), HANG)
+    finally:
+        for event in release:
+            event.set()
+    assert ran == ids
+    assert started_ids == ids
 
 
 # --- a cancelled wait loses no one's turn ------------------------------------------------------

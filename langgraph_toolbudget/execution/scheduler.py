@@ -356,6 +356,9 @@ class _GroupGate:
         self.pure = 0
         self.impure = 0
         self.next_ticket = 0
+        # The last ticket whose task resumed past its turn (read and written on the batch's
+        # event loop only, where every call with a ticket arrives and resumes).
+        self.resumed_ticket = -1
         self._tickets: dict[int, _Waiter] = {}  # the waiting calls with a ticket
         self._queues: dict[bool, deque[_Waiter]] = {True: deque(), False: deque()}  # by purity
         # Seconds the batch ran no call of the group: the clock's value when it last had one
@@ -430,6 +433,13 @@ class _GroupGate:
             else:
                 self._tickets[ticket] = waiter
             self.slots.queued(self.group, self, waiter)
+            if waiter.future is None and ticket is not None and ticket - 1 > self.resumed_ticket:
+                # Admitted as it came, but an earlier ticket admitted for its task (by a
+                # call that made room, in any thread) has not resumed yet: started now, this
+                # call would run first. It resumes behind it instead, through the same queue
+                # of the event loop (call_soon_threadsafe, first in, first out).
+                waiter.future = self.slots.waiter(self.group)
+                waiter.future.set_result(None)
             return waiter
 
     async def enter(self, ticket: int | None, pure: bool) -> float:
@@ -438,6 +448,8 @@ class _GroupGate:
         wait takes no turn."""
         waiter = self._arrive(ticket, pure)
         await self.slots.await_turn(self, waiter)
+        if ticket is not None:
+            self.resumed_ticket = ticket
         return waiter.waited_on_others
 
     def enter_blocking(self, pure: bool) -> None:
