@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import sys
 import threading
 from typing import Any
 
@@ -70,7 +72,46 @@ def _many_keys() -> str:
     return json.dumps(values)
 
 
+def _records(n: int) -> str:
+    rows = [{"id": i, "name": f"n{i}", "tags": ["a", "b"], "ok": True} for i in range(n)]
+    return json.dumps(rows)
+
+
+def _past_the_keys_shown(value: str) -> str:
+    """An object whose 11th key, past the 10 the preview shows, holds ``value``."""
+    return "{" + "".join(f'"k{i}": {i}, ' for i in range(10)) + f'"data": {value}}}'
+
+
+def _below(keys: str, value: str) -> str:
+    """``value`` in objects nested one in the other, one for each of ``keys``."""
+    for key in reversed(keys.split()):
+        value = f'{{"{key}": {value}}}'
+    return value
+
+
+def _repeated_shown_key() -> str:
+    keys = "".join(f'"k{i}": {i}, ' for i in range(1, 11))
+    return f'{{"status": "pending", {keys}"status": "paid", "rows": {_records(3_000)}}}'
+
+
+_DEEP_RECORDS = [_below("a b c d e f", f'[{i}, "x"]') for i in range(25_000)]
+
+# The data past what the preview shows (review 48a): under the 11th key, as an array's 3rd
+# item, 5 objects deep (GraphQL-like), each once read by one parse of all of it.
+PAST_THE_PREVIEW = {
+    "past-the-keys-shown": _past_the_keys_shown(_records(30_000)),
+    "past-the-items-shown": f"[1, 2, {_records(30_000)}]",
+    "below-the-depth-shown": _below("data org repo issues nodes", _records(30_000)),
+    "deep-records-past-the-items-shown": "[1, 2, [" + ", ".join(_DEEP_RECORDS) + "]]",
+}
+
 BETWEEN_BOUNDS = {
+    **PAST_THE_PREVIEW,
+    "repeated-shown-key": _repeated_shown_key(),
+    "long-shown-string": json.dumps({"s": "\U0001f600" * 40_000, "t": "\\\n" * 40_000}),
+    "long-strings-not-shown": _past_the_keys_shown(json.dumps(["\u00e9" * 60_000] * 3)),
+    "long-spaces": "[1, 2, [3," + " \n" * 60_000 + '"x" ]\t]',
+    "too-long-int-not-shown": _past_the_keys_shown("9" * 5_000 + ", " + _records(2_000)),
     "records": _orders(20_000),
     "nested": json.dumps([{"a": {"b": {"c": {"d": {"e": [i, [i]]}}}}} for i in range(20_000)]),
     "dense": json.dumps([{"d": [i, []]} for i in range(80_000)]),
@@ -99,6 +140,138 @@ def test_an_output_between_the_bounds_is_read_to_the_description_of_one_parse(
     monkeypatch.setattr(large_output, "PARSE_CHARS", DESCRIBE_CHARS)
     assert read == describe_output(text)  # parsed in one call, as every output was before
     assert FROM_HEAD not in read.shape
+
+
+class _Reach:
+    """The characters each call of the JSON decoder, or of a pattern, reads (at most)."""
+
+    def __init__(self) -> None:
+        self.decoded: list[int] = []
+        self.matched: list[int] = []
+
+    def decoder(self, real: json.JSONDecoder) -> Any:
+        reach = self
+
+        class Decoder:
+            def raw_decode(self, text: str, idx: int = 0) -> tuple[Any, int]:
+                try:
+                    value, end = real.raw_decode(text, idx)
+                except json.JSONDecodeError as exc:
+                    reach.decoded.append(exc.pos - idx)
+                    raise
+                except RecursionError:
+                    reach.decoded.append(len(text) - idx)
+                    raise
+                reach.decoded.append(end - idx)
+                return value, end
+
+            def decode(self, text: str) -> Any:
+                reach.decoded.append(len(text))
+                return real.decode(text)
+
+        return Decoder()
+
+    def pattern(self, real: re.Pattern[str]) -> Any:
+        reach = self
+
+        class Pattern:
+            def match(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> Any:
+                reach.matched.append(min(endpos, len(text)) - pos)
+                return real.match(text, pos, endpos)
+
+        return Pattern()
+
+
+@pytest.fixture
+def decoder_reach(monkeypatch: pytest.MonkeyPatch) -> _Reach:
+    """The reach of each call of the JSON decoder that describes an output."""
+    reach = _Reach()
+    monkeypatch.setattr(large_output, "_DECODER", reach.decoder(large_output._DECODER))
+    return reach
+
+
+@pytest.fixture
+def reach(decoder_reach: _Reach, monkeypatch: pytest.MonkeyPatch) -> _Reach:
+    """The reach of each call that reads an output's JSON: the decoder's and the patterns'."""
+    real_patterns = large_output._skim_patterns
+
+    def patterns(int_digits: int) -> Any:
+        value, runs, counted = real_patterns(int_digits)
+        wrap = decoder_reach.pattern
+        return wrap(value), {k: wrap(p) for k, p in runs.items()}, wrap(counted)
+
+    monkeypatch.setattr(large_output, "_skim_patterns", patterns)
+    for name in ("_SPACE", "_STRING_BODY"):
+        monkeypatch.setattr(large_output, name, decoder_reach.pattern(getattr(large_output, name)))
+    marked = {mark: decoder_reach.pattern(p) for mark, p in large_output._MARKED.items()}
+    monkeypatch.setattr(large_output, "_MARKED", marked)
+    return decoder_reach
+
+
+@pytest.mark.parametrize("name", list(PAST_THE_PREVIEW))
+def test_data_past_the_preview_is_not_parsed_in_one_long_call(
+    name: str, decoder_reach: _Reach
+) -> None:
+    # Before, a value the preview does not show was parsed whole: 1,927,780 characters in one
+    # call that held an event loop in another thread 85-224 ms (review 48a).
+    text = PAST_THE_PREVIEW[name]
+    assert describe_output(text).kind == "json"
+    assert max(decoder_reach.decoded) <= PARSE_CHARS
+
+
+LONG_OUTPUTS = {
+    **PAST_THE_PREVIEW,
+    "long-strings": json.dumps({"s": "\u00e9\n" * 200_000, "t": ["x" * 300_000] * 3}),
+    "long-spaces": "[1, 2, [3," + " " * 1_500_000 + "4]]",
+    "nested-deep": "[1, 2, " + "[" * 500 + _records(20_000) + "]" * 500 + "]",
+    "cut": _orders(80_000),
+}
+
+
+@pytest.mark.parametrize("name", list(LONG_OUTPUTS))
+def test_every_call_that_reads_a_long_output_reads_at_most_parse_chars(
+    name: str, reach: _Reach
+) -> None:
+    info = describe_output(LONG_OUTPUTS[name])
+    assert info.kind == "json"
+    assert reach.matched and max(reach.matched) <= PARSE_CHARS
+    assert max(reach.decoded) <= PARSE_CHARS
+
+
+def test_containers_nested_in_a_long_one_are_not_parsed_again_and_again(
+    decoder_reach: _Reach,
+) -> None:
+    # Each of the 900 arrays around the records runs past one parse's window: parsed to the
+    # window's end each, they would be read 900 times over (about 90 M characters).
+    text = "[1, 2, " + "[" * 900 + _records(20_000) + "]" * 900 + "]"
+    assert describe_output(text).shape == "array of 3 items"
+    assert sum(decoder_reach.decoded) <= 2 * len(text)
+
+
+def _edge_cases() -> str:
+    """JSON whose tokens a small window cuts anywhere: numbers, escapes, spaces, literals."""
+    values = [
+        "1234567.5", "12345678.5", "1234567e5", "12345678E+5", "-1234567.25", "0", "-0.5e-3",
+        "NaN", "-Infinity", "true", "null", '"a\\u00e9\\n"', '"\\ud83d\\ude00"',
+        '"x,y]}"', "[ ]", "{ }", '{"a" : [1 , {"b":[[],{}]}]}', '"' + "z" * 40 + '"',
+    ]  # fmt: skip
+    items = ", \n ".join(values)
+    nested = f'{{"k": [{items}], "d": {_below("e f g h", f"[{items}]")}}}'
+    return f"[1, 2, {nested}, {items}, [{nested}]]"
+
+
+@pytest.mark.parametrize("window", [8, 9, 13, 21, 64])
+def test_windows_that_cut_any_token_read_to_the_description_of_one_parse(
+    window: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = _edge_cases()
+    for cut in ("", "1.5", "\\u12"):  # whole, and broken where a window may end
+        broken = text.replace("12345678.5", cut + "12345678.5", 1) if cut else text
+        monkeypatch.setattr(large_output, "PARSE_CHARS", window)
+        read = describe_output(broken)
+        monkeypatch.setattr(large_output, "PARSE_CHARS", DESCRIBE_CHARS)
+        assert read == describe_output(broken)
+    assert read.kind == "text" and describe_output(text).kind == "json"
 
 
 def test_a_long_json_output_is_described_from_its_first_characters_and_says_so() -> None:

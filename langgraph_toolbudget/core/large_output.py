@@ -27,8 +27,10 @@ Key Components:
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+import sys
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -89,7 +91,8 @@ PARSE_CHARS = 100_000
 """An output up to this long is parsed in one call (orjson), which no other thread can
 interrupt: about 12 ms a MB, but the many arrays and objects a MB can hold (up to 300,000)
 start Python's full cycle collection in the call (measured: 1 MB of small records held an
-event loop in another thread 110-145 ms, 0.5 MB of empty arrays 160-185 ms)."""
+event loop in another thread 110-145 ms, 0.5 MB of empty arrays 160-185 ms). No call that
+reads a longer one reads more than this many characters (:func:`_read_head`)."""
 DESCRIBE_CHARS = 2_000_000
 """An output longer than :data:`PARSE_CHARS` and up to this long is read value by value to
 the same description (:func:`_read_head`); a longer one is described from its first this
@@ -100,6 +103,8 @@ so a thread that describes it lets the others run between calls."""
 SKELETON_DEPTH, SKELETON_KEYS, SKELETON_ITEMS = 4, 10, 2
 """:func:`_skeleton` shows a container's content above this depth (below, its size), its first
 this many keys of an object and items of an array."""
+SKELETON_CHARS = 80
+""":func:`_skeleton` shows a string's first this many characters."""
 READ_HEADER_ROOM = 200
 """Characters of a ``read_large_output`` answer kept for its header (the handle, the range,
 where the next read starts: about 150 at most), so header and characters fit the limit."""
@@ -344,11 +349,16 @@ def _count_lines(text: str) -> int:
 
 
 _DECODER = json.JSONDecoder()
-_SPACE = re.compile(r"[ \t\n\r]*")
+_SPACE = re.compile(r"[ \t\n\r]*+")
 _NOT_SPACE = re.compile(r"[^ \t\n\r]")
 _CLOSER = {"{": "}", "[": "]"}
-_COLON = re.compile(r"[ \t\n\r]*(:?)[ \t\n\r]*")
-_COMMA = re.compile(r"[ \t\n\r]*(,?)[ \t\n\r]*")
+_MARKED = {
+    "": _SPACE,
+    ",": re.compile(r"[ \t\n\r]*+(,?)[ \t\n\r]*+"),
+    ":": re.compile(r"[ \t\n\r]*+(:?)[ \t\n\r]*+"),
+}
+_DIGITS = frozenset("0123456789")
+_NUMBER_START = frozenset("-0123456789")
 CUT_VALUE = "<cut: the characters described end inside this value>"
 """Stands in, in a long JSON output's description, for the value of a key that the described
 characters end inside: a string, a number, or a container the skeleton does not show (one it
@@ -356,13 +366,63 @@ shows is kept as far as read)."""
 _END_SLACK = 16
 """A JSON error this close to the end of the head, or an unterminated string, is the head's
 end cutting a value (a number, a literal or an escape cut short), not a fault of the JSON."""
+_STRING_HEAD = 2_048
+"""Of a shown string longer than :data:`PARSE_CHARS`, this many of its characters are decoded:
+more than the skeleton shows (:data:`SKELETON_CHARS`), as an escape is at most 12 characters
+(a surrogate pair)."""
 
 
-_STAND_IN: dict[type, Any] = {list: [], dict: {}}
-"""What a long output's description keeps of a value it does not show: an array or an object
-as an empty one (shared, never changed: :func:`_jq_examples` looks at its kind), anything else
-as None. Keeping the values themselves would keep the head's every object alive, and Python's
-cycle collector then goes over them all again and again as they pile up."""
+_STAND_IN: dict[str, Any] = {"[": [], "{": {}}
+"""What a long output's description keeps of a value it does not show, by its first character:
+an array or an object as an empty one (shared, never changed: :func:`_jq_examples` looks at
+its kind), anything else as None. Keeping the values themselves would keep the head's every
+object alive, and Python's cycle collector then goes over them all again and again as they
+pile up."""
+
+_SKIM_DEPTH = 4
+"""A value not shown that nests at most this deep and fits :data:`PARSE_CHARS` characters is
+skipped by one regex call (:func:`_skim_patterns`); a longer or deeper container is opened.
+Each level makes the pattern twice as long (this one: about 9,000 characters, compiled once
+in about 20 ms)."""
+_WS = r"[ \t\n\r]*+"
+_STRING = r'"(?:[^"\\\x00-\x1f]++|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*+"'
+"""A JSON string as ``json`` reads it (strict: no control characters; any other character,
+a lone surrogate too)."""
+_STRING_BODY = re.compile(_STRING[1:-1])
+_LITERAL = r"null|true|false|NaN|-?Infinity"
+
+
+@functools.cache
+def _skim_patterns(
+    int_digits: int,
+) -> tuple[re.Pattern[str], dict[str, re.Pattern[str]], re.Pattern[str]]:
+    """Patterns that skip JSON without building it, as strict as ``json``. Possessive and
+    atomic, they never backtrack: linear in what they read.
+
+    Args:
+        int_digits: the most digits ``json`` reads an integer of
+            (``sys.get_int_max_str_digits()``; 0: no limit).
+
+    Returns:
+        A value nested at most :data:`_SKIM_DEPTH` deep; by the closer of the container
+        they are in, a run of items each followed by a comma; one array item and its comma.
+    """
+    whole = r"(?:0|[1-9][0-9]*+)"
+    fraction = r"(?:\.[0-9]++(?:[eE][-+]?[0-9]++)?|[eE][-+]?[0-9]++)"
+    integer = rf"(?:0|[1-9][0-9]{{0,{int_digits - 1}}}+)(?![0-9])" if int_digits else whole
+    scalar = rf"{_STRING}|-?(?:{whole}{fraction}|{integer})|{_LITERAL}"
+    value = f"(?>{scalar})"
+    for _ in range(_SKIM_DEPTH):
+        # Each item followed by a comma and another item, or by the closer (no trailing comma).
+        array = rf"\[{_WS}(?:{value}{_WS}(?:,{_WS}(?!\])|(?=\])))*+\]"
+        pair = rf"{_STRING}{_WS}:{_WS}{value}"
+        members = rf"\{{{_WS}(?:{pair}{_WS}(?:,{_WS}(?!\}})|(?=\}})))*+\}}"
+        value = f"(?>{scalar}|{array}|{members})"
+    runs = {
+        "]": re.compile(rf"(?:{value}{_WS},{_WS})*+"),
+        "}": re.compile(rf"(?:{_STRING}{_WS}:{_WS}{value}{_WS},{_WS})*+"),
+    }
+    return re.compile(value), runs, re.compile(rf"{value}{_WS},{_WS}")
 
 
 class _HeadEnd(Exception):
@@ -379,22 +439,29 @@ def _read_head(text: str) -> tuple[Any, set[int]]:
     characters (all of a text no longer) as far as they go, and the ids of its containers
     read only in part (none when read whole).
 
-    The containers :func:`_skeleton` shows (the first items and keys, to its depth) are
-    read item by item; every other value is parsed whole by ``json``'s scanner (each in one
-    short call, most often) and kept as its kind only, so the work is linear in the head
-    and the values left alive are the few the skeleton shows. Of a value the head's end
-    cuts short, a container is kept as far as read, a key's other value is
+    No call reads more than :data:`PARSE_CHARS` characters, but the one that decodes a key
+    or a number longer than that: one object, a few ms a MB. The containers
+    :func:`_skeleton` shows (the first items and keys, to its depth) are read item by item:
+    a shown key that comes again, to its last value (as ``json`` keeps it); a long shown
+    string, to the characters shown. Every other value is skipped, checked as strictly as ``json``
+    checks it but not built (:meth:`_HeadReader.skip`): whole in one call if it fits, else
+    (a container too long or too deep) item by item, the items that fit a call in one run,
+    a long string in pieces; it is kept as its kind only (:data:`_STAND_IN`), and counted
+    only where a count is shown. So the work is linear in the head and the values left
+    alive are the few the skeleton shows (JSON nested deeper than :data:`_SKIM_DEPTH` all
+    through is read container by container: up to about 0.4 s a MB). Of a value the
+    head's end cuts short, a container is kept as far as read, a key's other value is
     :data:`CUT_VALUE`, an array's other item is left out; the containers around it are
     marked cut.
 
     Raises:
         ValueError: ``text`` is not a JSON object or array: its head is no JSON's start,
-            it nests too deep, its last character does not close its first (a cut or
-            broken output), its value ends and more than spaces follow, or, read whole, it
-            ends inside its value.
+            it nests deeper than ``json`` reads (``sys.getrecursionlimit()`` levels), its
+            last character does not close its first (a cut or broken output), its value
+            ends and more than spaces follow, or, read whole, it ends inside its value.
     """
     head = text[:DESCRIBE_CHARS]
-    start = _spaced(_SPACE, head, 0)[1]
+    start = _spaced(head, 0)[1]
     first = head[start : start + 1]
     if first not in _CLOSER or _last_char(text) != _CLOSER[first]:
         raise ValueError("not a JSON object or array")
@@ -405,8 +472,6 @@ def _read_head(text: str) -> tuple[Any, set[int]]:
         if len(head) == len(text):
             raise ValueError("the JSON ends inside its value") from None
         return stop.value, reader.cut
-    except RecursionError as exc:
-        raise ValueError("JSON nested too deep") from exc
     if any(
         _NOT_SPACE.search(text, at, at + SCAN_CHARS) for at in range(end, len(text), SCAN_CHARS)
     ):
@@ -426,12 +491,35 @@ def _last_char(text: str) -> str:
     return ""
 
 
-def _spaced(pattern: re.Pattern[str], text: str, pos: int) -> tuple[bool, int]:
-    """Whether ``pattern`` (spaces, a mark or nothing, spaces) found its mark at ``pos``, and
-    the position after it (after the spaces, when there is no mark)."""
-    found = pattern.match(text, pos)
+def _matched_end(pattern: re.Pattern[str], text: str, pos: int, endpos: int) -> int:
+    """Where ``pattern``, whose every part may be empty, ends its match at ``pos``."""
+    found = pattern.match(text, pos, endpos)
     assert found is not None  # every part of the pattern may be empty
-    return bool(found.groups() and found.group(1)), found.end()
+    return found.end()
+
+
+def _spaced(text: str, pos: int, mark: str = "") -> tuple[bool, int]:
+    """Whether ``mark`` ("", "," or ":") follows ``pos`` after JSON spaces, and the position
+    after it and the spaces after it (after the spaces, when it does not follow). Spaces
+    are skipped :data:`PARSE_CHARS` characters a call."""
+    stop = pos + PARSE_CHARS
+    found = _MARKED[mark].match(text, pos, stop)
+    assert found is not None  # every part of the pattern may be empty
+    if found.end() < stop:  # ended before ``stop``: not cut by it
+        return bool(mark and found.group(1)), found.end()
+    pos = _after_spaces(text, pos)
+    if not mark or text[pos : pos + 1] != mark:
+        return False, pos
+    return True, _after_spaces(text, pos + 1)
+
+
+def _after_spaces(text: str, pos: int) -> int:
+    """The position after the JSON spaces at ``pos``, skipped :data:`PARSE_CHARS` a call."""
+    while True:
+        stop = pos + PARSE_CHARS
+        pos = _matched_end(_SPACE, text, pos, stop)
+        if pos < stop:
+            return pos
 
 
 class _HeadReader:
@@ -440,30 +528,18 @@ class _HeadReader:
     def __init__(self, head: str) -> None:
         self.head = head
         self.cut: set[int] = set()
+        self.skim, self.runs, self.counted = _skim_patterns(sys.get_int_max_str_digits())
+        self.max_depth = sys.getrecursionlimit()
+        # A copy of PARSE_CHARS characters of the head, from ``window_at``, that json parses
+        # containers in (:meth:`parsed`), and the characters it parsed in vain.
+        self.window, self.window_at, self.wasted = "", 0, 0
 
     def value(self, pos: int, depth: int) -> tuple[Any, int]:
-        """The value at ``pos`` (no space before it) in a place the skeleton shows, and where
-        it ends: a container is read item by item, any other value whole; below the
-        skeleton's depth, where only the size of its container is shown, it is kept as its
-        kind only (:data:`_STAND_IN`)."""
-        if depth > SKELETON_DEPTH:
-            value, end = self.decode(pos)
-            return _STAND_IN.get(type(value)), end
+        """The value at ``pos`` (no space before it) in a place the skeleton shows, ``depth``
+        deep, and where it ends."""
         if self.head[pos : pos + 1] in _CLOSER:
             return self.container(pos, depth)
-        return self.decode(pos)
-
-    def decode(self, pos: int) -> tuple[Any, int]:
-        """The value at ``pos``, parsed whole, and where it ends."""
-        try:
-            value, end = _DECODER.raw_decode(self.head, pos)
-        except json.JSONDecodeError as exc:
-            if exc.pos >= len(self.head) - _END_SLACK or exc.msg.startswith("Unterminated"):
-                raise _HeadEnd from None
-            raise ValueError(str(exc)) from None
-        if end == len(self.head) and type(value) in (int, float):  # its digits may go on
-            raise _HeadEnd
-        return value, end
+        return self.scalar(pos)
 
     def container(self, pos: int, depth: int) -> tuple[Any, int]:
         """The object or array at ``pos``; :class:`_HeadEnd` with what was read of it (and
@@ -476,34 +552,38 @@ class _HeadReader:
         is_object = head[pos] == "{"
         out: Any = {} if is_object else []
         closer = _CLOSER[head[pos]]
+        shows = depth < SKELETON_DEPTH  # its first items; deeper, only its size
+        first_keys: set[str] = set()  # the keys shown
         key: Any = None  # the key, or the index, whose value is being read
-        pos = _spaced(_SPACE, head, pos + 1)[1]
+        pos = _spaced(head, pos + 1)[1]
         try:
             if head[pos : pos + 1] == closer:
                 return out, pos + 1
             while True:
                 if is_object:
-                    if head[pos : pos + 1] != '"':
-                        raise self._unexpected(pos, "a key")
-                    name, pos = self.decode(pos)
-                    colon, pos = _spaced(_COLON, head, pos)
+                    name, pos = self.key(pos)
+                    colon, pos = _spaced(head, pos, ":")
                     if not colon:
                         raise self._unexpected(pos, "':'")
                     key = name
-                    if len(out) < SKELETON_KEYS:
+                    if shows and (len(out) < SKELETON_KEYS or key in first_keys):
+                        first_keys.add(key)  # a shown key repeated: its last value, as json
                         out[key], pos = self.value(pos, depth + 1)
                     else:
-                        value, pos = self.decode(pos)
-                        out[key] = _STAND_IN.get(type(value))
+                        kind = head[pos : pos + 1]
+                        pos = self.skip(pos, depth + 1)
+                        out[key] = _STAND_IN.get(kind)
                 else:
                     key = len(out)
-                    if len(out) < SKELETON_ITEMS:
+                    if shows and len(out) < SKELETON_ITEMS:
                         item, pos = self.value(pos, depth + 1)
                     else:
-                        item, pos = None, self.decode(pos)[1]
+                        pos = self.count_run(pos, out)
+                        key = len(out)
+                        item, pos = None, self.skip(pos, depth + 1)
                     out.append(item)
                 key = None
-                comma, pos = _spaced(_COMMA, head, pos)
+                comma, pos = _spaced(head, pos, ",")
                 if not comma:
                     if head[pos : pos + 1] == closer:
                         return out, pos + 1
@@ -517,9 +597,167 @@ class _HeadReader:
             self.cut.add(id(out))
             raise _HeadEnd(out) from None
 
+    def count_run(self, pos: int, out: list[Any]) -> int:
+        """Past the items from ``pos``, each followed by a comma, that fit the next
+        :data:`PARSE_CHARS` characters of an array whose items are not shown (``out``),
+        each counted (a None in ``out``) by a call of its own, the loop's only call."""
+        head, stop, count = self.head, pos + PARSE_CHARS, 0
+        match = self.counted.match
+        while (found := match(head, pos, stop)) is not None:
+            count, pos = count + 1, found.end()
+        out.extend([None] * count)
+        return _after_spaces(head, pos)  # spaces ``stop`` cut
+
+    def scalar(self, pos: int) -> tuple[Any, int]:
+        """The string, number or literal at ``pos`` in a place the skeleton shows, and where
+        it ends. Of a string longer than :data:`PARSE_CHARS`, only its first characters
+        (:data:`_STRING_HEAD`): all the skeleton shows of it."""
+        head = self.head
+        if head[pos : pos + 1] != '"':
+            return self.decode(pos)
+        end = self.string_end(pos)
+        if end - pos <= PARSE_CHARS:
+            return self.decode(pos)
+        # Its escapes whole (the pattern takes none in part), so the piece decodes; a
+        # surrogate pair it cuts is past the characters shown.
+        first = _matched_end(_STRING_BODY, head, pos + 1, pos + 1 + _STRING_HEAD)
+        return _DECODER.decode(f'"{head[pos + 1 : first]}"'), end
+
+    def key(self, pos: int) -> tuple[str, int]:
+        """The key at ``pos``, and where it ends: checked :data:`PARSE_CHARS` characters a
+        call, then decoded in one."""
+        if self.head[pos : pos + 1] != '"':
+            raise self._unexpected(pos, "a key")
+        self.string_end(pos)
+        name, end = self.decode(pos)
+        return name, end
+
+    def decode(self, pos: int) -> tuple[Any, int]:
+        """The value at ``pos``, parsed whole by ``json``, and where it ends."""
+        try:
+            value, end = _DECODER.raw_decode(self.head, pos)
+        except json.JSONDecodeError as exc:
+            if exc.pos >= len(self.head) - _END_SLACK or exc.msg.startswith("Unterminated"):
+                raise _HeadEnd from None
+            raise ValueError(str(exc)) from None
+        if end == len(self.head) and self.head[end - 1] in _DIGITS:  # its digits may go on
+            raise _HeadEnd
+        return value, end
+
+    def skip(self, pos: int, depth: int) -> int:
+        """Where the value at ``pos`` (``depth`` deep), not shown, ends: checked, not built.
+
+        A value that fits one call (:meth:`whole`) is matched whole; a container that does
+        not is opened and its items skipped the same way (a run of those that fit a call in
+        one), with a stack, not by recursion, so a deep one costs no Python frames.
+        """
+        end = self.whole(pos)
+        if end is not None:
+            return end
+        head = self.head
+        closers: list[str] = []  # of the containers opened around ``pos``, innermost last
+        while True:
+            if end is None:  # a container too long or too deep for one call: open it
+                if depth + len(closers) >= self.max_depth:
+                    raise ValueError("JSON nested too deep")
+                closer = _CLOSER[head[pos]]
+                pos = _spaced(head, pos + 1)[1]
+                if head[pos : pos + 1] != closer:
+                    closers.append(closer)
+                    pos = self.member(pos) if closer == "}" else pos
+                    end = self.whole(pos)
+                    continue
+                end = pos + 1
+            pos = end
+            while closers:  # after an item: the next one, or its container's end
+                comma, pos = _spaced(head, pos, ",")
+                if comma:
+                    pos = self.items(pos, closers[-1])
+                    break
+                if head[pos : pos + 1] != closers[-1]:
+                    raise self._unexpected(pos, f"',' or {closers[-1]!r}")
+                closers.pop()
+                pos += 1
+            if not closers:
+                return pos
+            end = self.whole(pos)
+
+    def whole(self, pos: int) -> int | None:
+        """Where the value at ``pos`` ends, if one call reads it: a string (in pieces), a
+        number, a literal, or a container within :data:`PARSE_CHARS` characters, matched if
+        it nests at most :data:`_SKIM_DEPTH` deep, else parsed (:meth:`parsed`). None for a
+        container longer, broken, or that :meth:`parsed` does not try."""
+        head = self.head
+        stop = min(pos + PARSE_CHARS, len(head))
+        found = self.skim.match(head, pos, stop)
+        first = head[pos : pos + 1]
+        # A number that ends near ``stop`` may go on past it ("12" of "12.5", "12e3").
+        if found is not None and (first not in _NUMBER_START or found.end() < stop - 2):
+            return found.end()
+        if first in _CLOSER:
+            return self.parsed(pos)
+        if first == '"':
+            return self.string_end(pos)
+        return self.decode(pos)[1]
+
+    def parsed(self, pos: int) -> int | None:
+        """Where the container at ``pos`` ends, parsed by ``json`` in a window of the head
+        (:data:`PARSE_CHARS` characters, copied once for the containers that follow), its
+        values dropped at once; None if it goes on past the window, or is broken.
+
+        It is not tried while the characters parsed in vain (to a window's end, by the
+        containers that went on past it) outnumber those passed: so the work stays linear
+        even where containers nest in one that goes on past the window, each of which would
+        be parsed to the window's end again.
+        """
+        if self.wasted > pos:
+            return None
+        window_end = self.window_at + len(self.window)
+        if window_end < len(self.head) and pos + PARSE_CHARS // 2 > window_end:  # little left
+            self.window, self.window_at = self.head[pos : pos + PARSE_CHARS], pos
+            window_end = pos + len(self.window)
+        try:
+            return self.window_at + _DECODER.raw_decode(self.window, pos - self.window_at)[1]
+        except (ValueError, RecursionError):  # it goes on past the window, or is broken
+            self.wasted += window_end - pos
+            return None
+
+    def items(self, pos: int, closer: str) -> int:
+        """Where the next value starts in a container that ``closer`` closes, from ``pos``
+        after a comma: past the items, each followed by a comma, that one call matches,
+        then, in an object, past the next key and its colon."""
+        pos = _matched_end(self.runs[closer], self.head, pos, pos + PARSE_CHARS)
+        pos = _after_spaces(self.head, pos)  # (spaces the run's end cut)
+        return self.member(pos) if closer == "}" else pos
+
+    def member(self, pos: int) -> int:
+        """Where the value of the key at ``pos`` starts (past the key and its colon)."""
+        if self.head[pos : pos + 1] != '"':
+            raise self._unexpected(pos, "a key")
+        colon, pos = _spaced(self.head, self.string_end(pos), ":")
+        if not colon:
+            raise self._unexpected(pos, "':'")
+        return pos
+
+    def string_end(self, pos: int) -> int:
+        """Where the string at ``pos`` ends, its characters checked :data:`PARSE_CHARS` a
+        call."""
+        head, at = self.head, pos + 1
+        while True:
+            stop = min(at + PARSE_CHARS, len(head))
+            at = _matched_end(_STRING_BODY, head, at, stop)
+            if head[at : at + 1] == '"':
+                return at + 1
+            if stop == len(head) or at < stop - 5:  # not an escape (6 at most) cut by ``stop``
+                break
+        if at >= len(head) - _END_SLACK:
+            raise _HeadEnd
+        raise ValueError(f"invalid character in a JSON string at character {at}")
+
     def _unexpected(self, pos: int, expected: str) -> Exception:
-        """The head's end (:class:`_HeadEnd`) at its end, else bad JSON."""
-        if pos >= len(self.head):
+        """The head's end (:class:`_HeadEnd`) near its end (:data:`_END_SLACK`: "1." is a
+        number cut short), else bad JSON."""
+        if pos >= len(self.head) - _END_SLACK:
             return _HeadEnd()
         return ValueError(f"expected {expected} at character {pos}")
 
@@ -559,8 +797,8 @@ def _skeleton(value: Any, depth: int = 0, *, cut: Collection[int] = ()) -> Any:
         if len(value) > SKELETON_ITEMS:
             return [*shown, f"... {at_least}{len(value) - SKELETON_ITEMS} more items"]
         return shown + (["... more items may follow"] if at_least else [])
-    if isinstance(value, str) and len(value) > 80:
-        return value[:80] + "..."
+    if isinstance(value, str) and len(value) > SKELETON_CHARS:
+        return value[:SKELETON_CHARS] + "..."
     return value
 
 
