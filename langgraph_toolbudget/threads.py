@@ -52,6 +52,7 @@ from langgraph_toolbudget.core.context import (
     TOOLS_FIELD,
 )
 from langgraph_toolbudget.core.context_commands import CommandResult, run_command
+from langgraph_toolbudget.nodes._node import node_catalogs
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -224,28 +225,9 @@ def catalog_of(graph: Any) -> ToolCatalog | None:
     runs a bound method of the middleware, which holds it.
     """
     for node in getattr(graph, "nodes", {}).values():
-        for catalog in _node_catalogs(node):
+        for catalog in node_catalogs(node):
             return catalog
     return None
-
-
-def _node_catalogs(node: Any) -> list[ToolCatalog]:
-    """The catalogs of the package's objects a node (of a builder or a compiled graph) runs."""
-    found: list[ToolCatalog] = []
-    for runnable in (getattr(node, "runnable", None), getattr(node, "bound", None)):
-        for owner in _owners(runnable):
-            catalog = getattr(owner, "catalog", None)
-            if isinstance(catalog, ToolCatalog) and all(catalog is not c for c in found):
-                found.append(catalog)
-    return found
-
-
-def _owners(runnable: Any) -> list[Any]:
-    """A node's runnable and the objects whose bound methods it runs (a middleware's hook)."""
-    if runnable is None:
-        return []
-    hooks = (getattr(runnable, "func", None), getattr(runnable, "afunc", None))
-    return [runnable, *(getattr(fn, "__self__", None) for fn in hooks if fn is not None)]
 
 
 def _detail(exc: Any) -> str:
@@ -701,7 +683,7 @@ def _readers(graph: Any, fields: list[str]) -> tuple[bool, list[ToolCatalog]]:
     reads = False
     catalogs: list[ToolCatalog] = []
     for node in getattr(graph, "nodes", {}).values():
-        found = _node_catalogs(node)
+        found = node_catalogs(node)
         if not found and _takes_context(node, fields):
             found = _readers(node.bound, fields)[1]
         elif not found:

@@ -667,6 +667,38 @@ def test_add_toolbudget_nodes_refuses_a_second_pipeline_of_other_tools_in_one_st
         add_toolbudget_nodes(graph, always_calling_model(), other, prefix="weather_")
 
 
+def test_add_toolbudget_nodes_refuses_a_subclass_of_a_node_but_not_a_users_own_node(catalog):
+    """A subclass of the package's node reads the budget's fields; a node of your own that
+    holds a catalog (to bind its tools itself) does not, and is no reason to refuse."""
+
+    @tool
+    def tide_times(port: str) -> str:
+        """Tide times of a port."""
+        return port
+
+    other = ToolCatalog.from_tools([tide_times])
+
+    class MyNode:
+        def __init__(self, catalog: ToolCatalog) -> None:
+            self.catalog = catalog
+
+        def __call__(self, state: dict) -> dict:
+            return {}
+
+    class TracedAgent(ToolAgent):
+        pass
+
+    graph = _users_graph()
+    graph.add_node("mine", MyNode(other))
+    graph.add_node("mine_too", RunnableLambda(MyNode(other)))
+    add_toolbudget_nodes(graph, always_calling_model(), catalog)  # not refused
+    graph.add_node("traced", TracedAgent(always_calling_model(), catalog))
+    add_toolbudget_nodes(graph, always_calling_model(), catalog, prefix="again_")
+    graph.add_node("traced_other", TracedAgent(always_calling_model(), other))
+    with pytest.raises(ValueError, match=r"\['traced_other'\] of another catal"):
+        add_toolbudget_nodes(graph, always_calling_model(), catalog, prefix="third_")
+
+
 # create_react_agent's and create_agent's keywords of the compiled graph, and a value of each
 COMPILE_KEYWORDS: dict[str, Any] = {
     "checkpointer": MemorySaver(),

@@ -1,7 +1,7 @@
 """Node plumbing shared by every node: one object that runs under invoke and ainvoke.
 
 Its one reason to change: what every node shares (sync/async, stream events, the agent's
-routing edge).
+routing edge, how a graph's node is known as one of the package's).
 """
 
 # No `from __future__ import annotations` here: LangGraph reads the `config`
@@ -136,3 +136,34 @@ def emit_changes(working: WorkingSet, node: str) -> None:
             payload["args"] = change.args
         emit_event(payload)
     working.changes.clear()
+
+
+def node_catalogs(node: Any) -> list[ToolCatalog]:
+    """The catalogs of the package's objects a graph's node runs: a node of a builder or of
+    a compiled graph that is one (``SelectTools``, ``ToolAgent``..., or a subclass), or runs
+    a bound method of one (``ToolBudgetMiddleware``'s hooks under ``create_agent``)."""
+    found: list[ToolCatalog] = []
+    for runnable in (getattr(node, "runnable", None), getattr(node, "bound", None)):
+        for owner in _owners(runnable):
+            catalog = getattr(owner, "catalog", None)
+            if (
+                isinstance(catalog, ToolCatalog)
+                and _of_the_package(owner)
+                and all(catalog is not c for c in found)
+            ):
+                found.append(catalog)
+    return found
+
+
+def _of_the_package(owner: Any) -> bool:
+    """Is ``owner`` one of the package's objects (or of a subclass of one)? A node of your
+    own that merely holds a catalog neither reads nor writes the budget's fields."""
+    return any(c.__module__.startswith("langgraph_toolbudget.") for c in type(owner).__mro__)
+
+
+def _owners(runnable: Any) -> list[Any]:
+    """A node's runnable and the objects whose bound methods it runs (a middleware's hook)."""
+    if runnable is None:
+        return []
+    hooks = (getattr(runnable, "func", None), getattr(runnable, "afunc", None))
+    return [runnable, *(getattr(fn, "__self__", None) for fn in hooks if fn is not None)]

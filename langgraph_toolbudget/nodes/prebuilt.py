@@ -36,7 +36,7 @@ from typing_extensions import Unpack
 
 from langgraph_toolbudget.config import BudgetConfig, BudgetOptions, check_node_options
 from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
-from langgraph_toolbudget.nodes._node import route_after_tools, route_tools
+from langgraph_toolbudget.nodes._node import node_catalogs, route_after_tools, route_tools
 from langgraph_toolbudget.nodes.agent import CallModel
 from langgraph_toolbudget.nodes.choose import ChooseTools
 from langgraph_toolbudget.nodes.executor import ToolExecutor
@@ -245,9 +245,7 @@ def _refuse_other_catalogs(graph: StateGraph[Any, Any, Any, Any], listed: ToolCa
     others = [
         name
         for name, spec in graph.nodes.items()
-        if isinstance(catalog := getattr(spec.runnable, "catalog", None), ToolCatalog)
-        and type(spec.runnable).__module__.startswith("langgraph_toolbudget.")
-        and sorted(catalog.specs, key=lambda s: s.name) != mine
+        if any(sorted(c.specs, key=lambda s: s.name) != mine for c in node_catalogs(spec))
     ]
     if others:
         raise ValueError(SHARED_STATE_ERROR.format(nodes=others))
