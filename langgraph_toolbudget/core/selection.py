@@ -357,7 +357,8 @@ def _check_pinned(catalog: ToolCatalog, pinned: Sequence[str]) -> list[str]:
     """``pinned`` once each; a name the catalog does not list is refused, except, while some
     of its servers failed to load (``catalog.failed_servers``), one it knows nothing of: that may
     be a failed server's tool, left out with a warning, so the others' tools still run."""
-    missing = [n for n in dict.fromkeys(pinned) if n not in catalog]
+    once = list(dict.fromkeys(pinned))
+    missing = [n for n in once if n not in catalog]
     failed = ", ".join(map(repr, sorted(catalog.failed_servers)))
     # a name the catalog knows (filtered, disabled, a draft) is no failed server's tool
     absent = [n for n in missing if failed and _unheard_of(catalog, n)]
@@ -372,7 +373,7 @@ def _check_pinned(catalog: ToolCatalog, pinned: Sequence[str]) -> list[str]:
         # attributed to free_tools' line, whichever node asked: the default filter shows it once
         warning = _pinned_server_down(catalog, absent, failed)
         warnings.warn(warning, catalog.load_warning, stacklevel=2)
-    return [n for n in dict.fromkeys(pinned) if n not in absent]
+    return [n for n in once if n not in absent]
 
 
 def _unheard_of(catalog: ToolCatalog, name: str) -> bool:
