@@ -29,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -43,6 +44,11 @@ from pydantic import Field
 
 __all__ = ["ScriptedChatModel"]
 
+_SCRIPT_LOCK = threading.Lock()
+"""Held while a model takes its next response or records a call: a model shared by runs in
+OS threads (a sync server's) gives each call its own response. One for every model, not one
+per model: a lock in the model would make it impossible to deep-copy."""
+
 
 class ScriptedChatModel(FakeMessagesListChatModel):
     """A fake chat model that replays ``responses`` and records ``bind_tools``.
@@ -51,7 +57,8 @@ class ScriptedChatModel(FakeMessagesListChatModel):
     callable ``(messages, bound_tool_names) -> message``, to answer from what
     the model was shown in that call (the tools of the bound model it was called through;
     none when it was called unbound). After the last response the script repeats it when
-    ``cycle`` is true (the default), else raises ``IndexError`` naming the call.
+    ``cycle`` is true (the default), else raises ``IndexError`` naming the call. Runs may share
+    one model, in asyncio tasks or in OS threads: each call takes its own response.
 
     Attributes:
         bound_tools: the tool names of every ``bind_tools`` call, in order.
@@ -73,21 +80,23 @@ class ScriptedChatModel(FakeMessagesListChatModel):
     ) -> Runnable[LanguageModelInput, AIMessage]:
         """Record the tools (by name) and return a model that carries them."""
         schemas = [convert_to_openai_tool(t) for t in tools]
-        self.bound_tools.append([s["function"]["name"] for s in schemas])
-        self.tools_schema = schemas
+        with _SCRIPT_LOCK:
+            self.bound_tools.append([s["function"]["name"] for s in schemas])
+            self.tools_schema = schemas
         return self.bind(tools=schemas, **kwargs)
 
     def _next(self, messages: list[BaseMessage], tools: Any = None) -> BaseMessage:
-        self.calls.append(list(messages))
-        if self.i >= len(self.responses):
-            if not self.cycle or not self.responses:
-                raise IndexError(
-                    f"ScriptedChatModel has {len(self.responses)} responses; call {self.i + 1} "
-                    "has none. Add responses or set cycle=True."
-                )
-            self.i = len(self.responses) - 1
-        response = self.responses[self.i]
-        self.i += 1
+        with _SCRIPT_LOCK:
+            self.calls.append(list(messages))
+            if self.i >= len(self.responses):
+                if not self.cycle or not self.responses:
+                    raise IndexError(
+                        f"ScriptedChatModel has {len(self.responses)} responses; call "
+                        f"{self.i + 1} has none. Add responses or set cycle=True."
+                    )
+                self.i = len(self.responses) - 1
+            response = self.responses[self.i]
+            self.i += 1
         if callable(response) and not isinstance(response, BaseMessage):
             # The tools of this call (each bound model carries its own), not the latest
             # bind_tools of any run: concurrent runs bind different sets.

@@ -5,6 +5,8 @@ from __future__ import annotations
 import gc
 import json
 import re
+import threading
+import time
 import tracemalloc
 import weakref
 
@@ -575,6 +577,37 @@ def test_index_caches_are_per_index_and_bounded():
     before = first._expand_cached.cache_info().currsize
     assert first.rank_names("w" * (MAX_CACHED_TEXT + 1)) == []
     assert first._expand_cached.cache_info().currsize == before
+
+
+def test_the_fuzzy_index_is_built_once_when_threads_ask_at_once(monkeypatch):
+    """A sync server's threads reach a cold index together: one build, every thread served
+    by it (``functools.cached_property`` has no lock on Python 3.12+)."""
+    from langgraph_toolbudget.core import search
+
+    built: list[int] = []
+
+    class SlowMatcher(search.FuzzyMatcher):
+        def __init__(self, *args, **kwargs):
+            built.append(1)
+            time.sleep(0.05)  # a large catalog's build: the other threads arrive meanwhile
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(search, "FuzzyMatcher", SlowMatcher)
+    index = ToolIndex([(f"get_weather_{i}", "Current weather", ["city"]) for i in range(50)])
+    start = threading.Barrier(8)
+    found: list[list[int]] = []
+
+    def ask() -> None:
+        start.wait()
+        found.append(index.fuzzy_search("wether"))
+
+    workers = [threading.Thread(target=ask) for _ in range(8)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert len(built) == 1
+    assert len(found) == 8 and all(hits == found[0] and hits for hits in found)
 
 
 def test_long_messages_are_split_uncached_so_memory_stays_flat():

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sys
 import textwrap
+import threading
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
@@ -51,6 +53,37 @@ def test_a_script_without_cycle_names_the_call_that_has_no_response():
     assert model.invoke("hi").content == "one"
     with pytest.raises(IndexError, match="call 2 has none"):
         model.invoke("hi")
+
+
+def test_runs_in_os_threads_sharing_a_model_each_take_their_own_response():
+    """A sync server's threads share one model: no response is given twice or skipped."""
+    threads, each = 16, 150
+    model = ScriptedChatModel(
+        responses=[AIMessage(str(k)) for k in range(threads * each)], cycle=False
+    )
+    got: list[str] = []
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        for _ in range(each):
+            try:
+                got.append(str(model.invoke([HumanMessage("hi")]).content))
+            except IndexError as exc:
+                errors.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often, as a busy server does
+    try:
+        workers = [threading.Thread(target=work) for _ in range(threads)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+    assert sorted(got, key=int) == [str(k) for k in range(threads * each)]
+    assert len(model.calls) == threads * each
 
 
 def test_the_module_docstring_example_runs_as_written(capsys):

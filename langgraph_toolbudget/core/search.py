@@ -26,10 +26,11 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import threading
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache, partial
+from functools import lru_cache, partial
 
 import numpy as np
 import re2
@@ -274,6 +275,8 @@ class ToolIndex:
         split_clauses: bool = True,
     ) -> None:
         self.split_clauses = split_clauses
+        self._fuzzy_matcher: FuzzyMatcher | None = None
+        self._fuzzy_lock = threading.Lock()
         self._last: tuple[str, np.ndarray, frozenset[int] | None] | None = None
         self.names = [d[0] for d in docs]
         self.descriptions = [d[1] for d in docs]
@@ -571,10 +574,17 @@ class ToolIndex:
         """
         return self._fuzzy.search(query, limit=limit)
 
-    @cached_property
+    @property
     def _fuzzy(self) -> FuzzyMatcher:
-        """The fuzzy fallback's word index, built on its first use."""
-        return FuzzyMatcher(self.names, self.descriptions)
+        """The fuzzy fallback's word index, built on its first use, once when several threads
+        ask at the same time (``functools.cached_property`` takes no lock from Python 3.12)."""
+        matcher = self._fuzzy_matcher
+        if matcher is None:
+            with self._fuzzy_lock:
+                if self._fuzzy_matcher is None:
+                    self._fuzzy_matcher = FuzzyMatcher(self.names, self.descriptions)
+                matcher = self._fuzzy_matcher
+        return matcher
 
 
 def _document(
