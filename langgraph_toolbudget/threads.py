@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from langgraph.constants import START
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.catalog_checks import closest_names
 from langgraph_toolbudget.core.context import (
     CONTEXT_FIELDS,
     INCLUDE_MODES,
@@ -52,6 +53,7 @@ from langgraph_toolbudget.core.context import (
     TOOLS_FIELD,
 )
 from langgraph_toolbudget.core.context_commands import CommandResult, run_command
+from langgraph_toolbudget.core.context_ops import servers as servers_of
 from langgraph_toolbudget.nodes._node import node_catalogs
 
 if TYPE_CHECKING:
@@ -495,6 +497,12 @@ OTHER_AGENT_NAMES_ERROR = (
     "it, e.g. update_context(graph, {{'configurable': {config}}}, update) with an update naming "
     "{theirs} only"
 )
+UNKNOWN_CONTEXT_NAMES_ERROR = (
+    "the catalog of {where} has no {names}: a misspelt name would be written as given and "
+    "change nothing ({closest}). Use the names the catalog lists (list_tools(catalog) or "
+    "`toolbudget list`); to {verb} a tool or server that the app does not load now (an MCP "
+    "server that is down{failed}), pass allow_unknown=True."
+)
 ADD_CONTEXT_FIELDS_FIX = (
     "give the graph's state the tool-context fields: StateGraph(ToolBudgetState, "
     "input_schema=ToolBudgetInput) or a subclass of ToolBudgetState, with the package's nodes "
@@ -616,7 +624,7 @@ _NS_SEP, _NS_END = "|", ":"
 
 
 def _context_graph(
-    graph: Any, config: Any, values: Mapping[str, Mapping[str, Any]]
+    graph: Any, config: Any, values: Mapping[str, Mapping[str, Any]], allow_unknown: bool
 ) -> tuple[Any, Any]:
     """The graph whose state a tool-context update writes, and the config of its thread:
     ``graph``, or the subgraph the config's ``checkpoint_ns`` names (a ``checkpointer=True``
@@ -626,7 +634,8 @@ def _context_graph(
         ValueError: a namespace that names no subgraph, or one that is never read (a subgraph
             that starts afresh on every run); a state without the update's fields, or whose
             fields no node reads (its agents are subgraphs), with where the tool context lives
-            instead; names the state's agents lack and another agent of ``graph`` has.
+            instead; names the state's agents lack and another agent of ``graph`` has, or
+            (without ``allow_unknown``) that no agent has.
     """
     configurable = config["configurable"]
     ns = str(configurable.get("checkpoint_ns") or "")
@@ -660,7 +669,7 @@ def _context_graph(
         raise ValueError(
             CONTEXT_NOT_READ_ERROR.format(where=where, fields=" or ".join(fields), fix=elsewhere)
         )
-    _check_owner(graph, name, where, catalogs, values, thread)
+    _check_owner(graph, name, where, catalogs, values, thread, allow_unknown)
     return target, config
 
 
@@ -778,14 +787,20 @@ def _check_owner(
     catalogs: list[ToolCatalog],
     values: Mapping[str, Mapping[str, Any]],
     thread: Any,
+    allow_unknown: bool,
 ) -> None:
     """Refuse an update written in the state of the agent of ``catalogs`` (at ``ns`` of
-    ``graph``) that names tools or servers it lacks and another agent of ``graph`` has: the
-    other agent would still run them. A name no agent has is written as given (an MCP tool
-    not listed yet), as everywhere."""
+    ``graph``) that names tools or servers it lacks: another agent of ``graph`` has them (it
+    would still run them), or none has (a misspelt name, unless ``allow_unknown``: an MCP
+    tool not listed now). Taking a name out (``None``) is never refused: a gone tool's entry
+    can always be cleared."""
     if not catalogs:  # nodes of your own: no catalog says what they run
         return
-    lacking = [(field, name) for field, name in _named(values) if not _knows(catalogs, field, name)]
+    lacking = [
+        (field, name)
+        for field, name in _named(values)
+        if values[field][name] is not None and not _knows(catalogs, field, name)
+    ]
     if not lacking:
         return
     owners = [
@@ -795,6 +810,8 @@ def _check_owner(
         and (has := list(dict.fromkeys(n for f, n in lacking if _knows(agent.catalogs, f, n))))
     ]
     if not owners:
+        if not allow_unknown:
+            _refuse_unknown(where, catalogs, lacking, values)
         return
     kinds = {name: _kind(field) for field, name in lacking}
     names = list(dict.fromkeys(name for _, has in owners for name in has))
@@ -816,6 +833,41 @@ def _check_owner(
             have="have" if len(owners) > 1 else "has",
             config=example,
             theirs=", ".join(map(repr, theirs)),
+        )
+    )
+
+
+def _refuse_unknown(
+    where: str,
+    catalogs: list[ToolCatalog],
+    lacking: list[tuple[str, str]],
+    values: Mapping[str, Mapping[str, Any]],
+) -> None:
+    """Raise :data:`UNKNOWN_CONTEXT_NAMES_ERROR` for the names no catalog of the agent has,
+    with the closest names each kind has."""
+    listed = [catalog.in_runtime_mode("debug") for catalog in catalogs]
+    tools = [n for c in listed for n in c.tool_names]
+    servers_ = [s for c in listed for s in servers_of(c)]
+    names = list(dict.fromkeys(f"{_kind(field)} {name!r}" for field, name in lacking))
+    missing_tools = [n for f, n in lacking if _kind(f) == "tool"]
+    missing_servers = [n for f, n in lacking if _kind(f) == "server"]
+    closest = "; ".join(
+        part
+        for part in (
+            closest_names(dict.fromkeys(missing_tools), tools) if missing_tools else "",
+            closest_names(dict.fromkeys(missing_servers), servers_) if missing_servers else "",
+        )
+        if part
+    )
+    failed = sorted({s for c in catalogs for s in c.failed_servers})
+    verb = next(iter({v for f, n in lacking if isinstance(v := values[f][n], str)}), "exclude")
+    raise ValueError(
+        UNKNOWN_CONTEXT_NAMES_ERROR.format(
+            where=where,
+            names=" or ".join(names),
+            closest=f"closest: {closest}",
+            verb=verb if verb in ("include", "exclude") else "set the mode of",
+            failed=f": {', '.join(map(repr, failed))} failed to load" if failed else "",
         )
     )
 
@@ -873,6 +925,7 @@ def update_context(
     update: Mapping[str, Any],
     *,
     as_node: str | None = None,
+    allow_unknown: bool = False,
 ) -> RunnableConfig:
     """Apply a tool-context update to a thread of a compiled graph, whether it ran or not.
 
@@ -893,9 +946,10 @@ def update_context(
     ``ToolBudgetState`` parent whose agents are all subgraphs: their input leaves the
     fields out, and no node of the parent reads them. With several agents, write each
     update in the agent whose catalog has its tools: one naming a tool or server that the
-    target's catalog lacks and another agent's has is refused, naming that agent (a name
-    no agent has is written as given). An update the state cannot hold, or that no agent
-    would read, is refused, never dropped.
+    target's catalog lacks and another agent's has is refused, naming that agent; one that
+    no agent's catalog has is refused with the closest names (a misspelt exclusion would
+    change nothing), unless ``allow_unknown``. An update the state cannot hold, or that no
+    agent would read, is refused, never dropped.
 
     Args:
         graph: the compiled graph, compiled with a checkpointer.
@@ -907,6 +961,9 @@ def update_context(
         as_node: the node to write the update as (``update_state``'s ``as_node``); on a
             thread where no node has run, needed when ``START`` leads to several nodes or
             through a conditional edge (any node but ``START`` keeps the fields).
+        allow_unknown: write names the target's catalog does not list (a tool of an MCP
+            server that is down or not added yet), as given. Taking a name out (``None``,
+            e.g. ``set_include_mode(None, ...)``) is always allowed.
 
     Returns:
         The config of the thread's new checkpoint, as ``update_state`` returns it.
@@ -921,7 +978,8 @@ def update_context(
             no node reads (the error names each agent subgraph, the one whose catalog has
             the update's names first, or how to add them), a ``checkpoint_ns`` of no
             subgraph, or of a subgraph that keeps no state between runs; names the target's
-            catalog lacks and another agent's has (the error names that agent).
+            catalog lacks and another agent's has (the error names that agent), or that no
+            agent's catalog has, without ``allow_unknown`` (the error gives the closest).
 
     Example:
         ```python
@@ -931,7 +989,7 @@ def update_context(
     """
     values = check_context_update(update)
     saver = _thread_saver(graph, config)
-    target, config = _context_graph(graph, config, values)
+    target, config = _context_graph(graph, config, values, allow_unknown)
     writer = _first_writer(target, config, saver.get_tuple(config), as_node)
     return graph.bulk_update_state(config, _updates(values, writer, as_node))
 
@@ -942,12 +1000,13 @@ async def aupdate_context(
     update: Mapping[str, Any],
     *,
     as_node: str | None = None,
+    allow_unknown: bool = False,
 ) -> RunnableConfig:
     """Async :func:`update_context` (``aget_tuple``, ``abulk_update_state``): same arguments,
     result and errors."""
     values = check_context_update(update)
     saver = _thread_saver(graph, config)
-    target, config = _context_graph(graph, config, values)
+    target, config = _context_graph(graph, config, values, allow_unknown)
     writer = _first_writer(target, config, await saver.aget_tuple(config), as_node)
     return await graph.abulk_update_state(config, _updates(values, writer, as_node))
 

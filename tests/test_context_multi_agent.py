@@ -324,10 +324,17 @@ def test_an_update_of_the_agents_tools_through_the_parent_is_refused_naming_the_
         update_context(app, in_agent("billing"), exclude_tools(tools=["get_weather"]))
 
 
-def test_names_no_agent_has_are_written_as_before() -> None:
-    """``update_context`` writes names as given (an MCP tool that is not listed yet): only a
-    name another agent has is refused."""
+def test_names_no_agent_has_are_refused_unless_allowed() -> None:
+    """A name no agent's catalog has is refused with the closest names (a misspelt exclusion
+    would change nothing); ``allow_unknown=True`` writes it as given (an MCP tool that is not
+    listed yet); taking a name out is never refused."""
     app = team(messages_parent(), InMemorySaver())
-    update_context(app, in_agent("weather"), exclude_tools(tools=["not_listed_yet"]))
+    with pytest.raises(ValueError, match=r"'weather' has no tool 'get_wether'.*'get_weather'"):
+        update_context(app, in_agent("weather"), exclude_tools(tools=["get_wether"]))
+    assert app.get_state(in_agent("weather")).values.get("context_tools", {}) == {}
+    update = exclude_tools(tools=["not_listed_yet"])
+    update_context(app, in_agent("weather"), update, allow_unknown=True)
     values = app.get_state(in_agent("weather")).values
     assert values["context_tools"] == {"not_listed_yet": "exclude"}
+    update_context(app, in_agent("weather"), {"context_tools": {"not_listed_yet": None}})
+    assert app.get_state(in_agent("weather")).values["context_tools"] == {}

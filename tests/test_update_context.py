@@ -425,3 +425,26 @@ def test_a_sqlite_thread_of_a_parent_graph_reports_the_missing_fields_to_the_cli
     message = str(raised.value)
     assert "no context_tools channel" in message and "--graph" in message
     assert "as_node" not in message and "\n" not in message
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+async def test_a_misspelt_name_is_refused_with_the_closest_and_nothing_is_written(agent):
+    """The README's way (no ``catalog=``): a typo in an exclusion would be written as given
+    and change nothing, the tool running on; refused instead, naming the tool meant, under
+    the three ways in, sync and async. ``allow_unknown=True`` writes a name not listed now."""
+    model = weather_script(ran=False)
+    app = build(agent, model, InMemorySaver())
+    typo = r"has no tool 'get_wether'.*'get_wether' -> 'get_weather'.*allow_unknown=True"
+    with pytest.raises(ValueError, match=typo):
+        update_context(app, CONFIG, exclude_tools(tools=["get_wether"]))
+    with pytest.raises(ValueError, match=r"has no server 'wether'.*allow_unknown=True"):
+        await aupdate_context(app, CONFIG, exclude_tools(servers=["wether"]))
+    with pytest.raises(ValueError, match=r"to set the mode of a tool"):
+        update_context(app, CONFIG, set_include_mode("manual", tools=["get_wether"]))
+    assert app.get_state(CONFIG).values == {}  # nothing written
+    update_context(
+        app, CONFIG, exclude_tools(tools=["get_weather", "mcp__later"]), allow_unknown=True
+    )
+    await aupdate_context(app, CONFIG, {"context_tools": {"mcp__later": None}})  # always allowed
+    out = app.invoke({"messages": [HumanMessage("weather in Oslo?")]}, CONFIG)
+    assert_excluded(model, 0, out)
