@@ -31,7 +31,6 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.output_parsers import StrOutputParser
-from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.cache.memory import InMemoryCache
@@ -55,6 +54,7 @@ from langgraph_toolbudget.core.context import merge_context
 from langgraph_toolbudget.core.meta import META_TOOL_NAMES
 from langgraph_toolbudget.demo.text_model import HermesDemoChatModel
 from langgraph_toolbudget.nodes.agent import ITERATION_LIMIT_MESSAGE
+from langgraph_toolbudget.state import input_schema_of
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 MODES = ["sequential", "parallel_safe"]
@@ -643,8 +643,17 @@ async def test_add_toolbudget_nodes_into_a_users_graph(catalog, rec, api):
 
 
 def test_add_toolbudget_nodes_rejects_a_state_without_the_budget_fields(catalog):
-    with pytest.raises(TypeError, match="ToolBudgetState"):
+    fix = r"build StateGraph\(MyState, input_schema=langgraph_toolbudget.state.input_schema_of"
+    with pytest.raises(TypeError, match=rf"ToolBudgetState.*{fix}"):
         add_toolbudget_nodes(StateGraph(MessagesState), always_calling_model(), catalog)
+
+    class MyState(ToolBudgetState):  # the message's fix, as written: no warning either
+        user_id: str
+
+    graph = StateGraph(MyState, input_schema=input_schema_of(MyState))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        add_toolbudget_nodes(graph, always_calling_model(), catalog)
 
 
 def test_add_toolbudget_nodes_refuses_a_second_pipeline_of_other_tools_in_one_state(catalog):
@@ -665,6 +674,22 @@ def test_add_toolbudget_nodes_refuses_a_second_pipeline_of_other_tools_in_one_st
     assert "weather_agent" not in graph.nodes  # refused before adding anything
     with pytest.raises(ValueError, match=r"create_toolbudget_agent\(\.\.\.\) \(checkpointer=True"):
         add_toolbudget_nodes(graph, always_calling_model(), other, prefix="weather_")
+
+
+@pytest.mark.parametrize("taken", ["agent", "tools", "choose_tools"])
+def test_add_toolbudget_nodes_refuses_a_taken_name_before_adding_anything(catalog, taken):
+    """A graph with a node of one of the names: refused naming it and prefix=, nothing added
+    (LangGraph's own error came after choose_tools, and agent, were already in), and the
+    fix the message gives works as written."""
+    graph = _users_graph()
+    graph.add_node(taken, lambda state: {})
+    before = set(graph.nodes)
+    with pytest.raises(ValueError, match=rf"already has a node named '{taken}'.*prefix='budget_'"):
+        add_toolbudget_nodes(graph, always_calling_model(), catalog)
+    assert set(graph.nodes) == before
+    first = add_toolbudget_nodes(graph, always_calling_model(), catalog, prefix="budget_")
+    assert first == "budget_choose_tools"
+    assert {"budget_choose_tools", "budget_agent", "budget_tools"} <= set(graph.nodes)
 
 
 def test_add_toolbudget_nodes_refuses_a_subclass_of_a_node_but_not_a_users_own_node(catalog):
@@ -1107,8 +1132,9 @@ async def test_a_with_retry_model_retries_no_more_than_it_was_told(catalog, api)
 
 
 def test_a_runnable_hiding_a_tool_calling_model_is_warned_of_at_build(catalog):
-    prompt = ChatPromptTemplate.from_messages([MessagesPlaceholder("messages")])
-    chain = prompt | ScriptedChatModel(responses=["hi"])
+    """A step that takes the messages ahead of the model (``prompt | model`` is refused at
+    build since review 50c: tests/test_user_errors_types.py)."""
+    chain = RunnableLambda(lambda messages: messages) | ScriptedChatModel(responses=["hi"])
     with pytest.warns(UserWarning, match="RunnableSequence around ScriptedChatModel") as caught:
         node = CallModel(chain, catalog)
     message = str(caught[0].message)
@@ -1119,12 +1145,12 @@ def test_a_runnable_hiding_a_tool_calling_model_is_warned_of_at_build(catalog):
 
 
 def test_a_text_format_chosen_on_purpose_or_a_plain_runnable_is_not_warned_of(catalog):
-    prompt = ChatPromptTemplate.from_messages([MessagesPlaceholder("messages")])
+    step = RunnableLambda(lambda messages: messages)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        ToolAgent(prompt | ScriptedChatModel(responses=["hi"]), catalog, model_supports_tools=False)
+        ToolAgent(step | ScriptedChatModel(responses=["hi"]), catalog, model_supports_tools=False)
         hermes = {"enabled": ["native", "hermes"], "primary": "hermes"}
-        ToolAgent(prompt | ScriptedChatModel(responses=["hi"]), catalog, tool_call_formats=hermes)
+        ToolAgent(step | ScriptedChatModel(responses=["hi"]), catalog, tool_call_formats=hermes)
         ToolAgent(RunnableLambda(lambda messages: AIMessage("hi")), catalog)
         ToolAgent(HermesDemoChatModel().with_retry(), catalog)  # no bind_tools inside either
         typed = RunnableLambda(lambda messages: AIMessage("hi")).with_types(output_type=AIMessage)

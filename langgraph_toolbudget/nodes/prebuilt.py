@@ -55,8 +55,16 @@ __all__ = ["add_toolbudget_nodes", "create_toolbudget_agent"]
 
 STATE_SCHEMA_ERROR = (
     "the graph's state schema has no {missing} field(s). Extend ToolBudgetState: "
-    "`class MyState(ToolBudgetState): ...` and build StateGraph(MyState); a pydantic or "
+    "`class MyState(ToolBudgetState): ...` and build StateGraph(MyState, "
+    "input_schema=langgraph_toolbudget.state.input_schema_of(MyState)) (a run's input then "
+    "cannot make tools visible); a pydantic or "
     "dataclass state declares the budget fields itself, with empty defaults: {declarations}"
+)
+NODE_NAMES_TAKEN_ERROR = (
+    "the graph already has a node named {taken}: add the budget's nodes under other names "
+    "with a prefix, e.g. add_toolbudget_nodes(graph, model, catalog, prefix='budget_') (its "
+    "nodes are then 'budget_choose_tools', 'budget_agent' and 'budget_tools'); prefix is "
+    "{prefix!r} now. Nothing was added to the graph."
 )
 OPEN_INPUT_WARNING = (
     "the graph's input schema takes {fields}: a client's run input could make tools visible "
@@ -180,7 +188,9 @@ def add_toolbudget_nodes(
             is not a chat model.
         ValueError: an option out of range; a model without native tool calling
             when no text format is enabled; the graph already holds the nodes of another
-            catalog (two pipelines would share the state's budget fields).
+            catalog (two pipelines would share the state's budget fields), or a node of one
+            of the names the nodes would take (``prefix=`` gives them others); nothing is
+            added to the graph then.
     """
     catalog = require_catalog(catalog, "add_toolbudget_nodes")
     _check_graph_keywords("add_toolbudget_nodes", options)
@@ -210,6 +220,10 @@ def add_toolbudget_nodes(
     check_usage_catalog(shared.usage, listed, "add_toolbudget_nodes")
     _refuse_other_catalogs(graph, listed)
     names = {k: f"{prefix}{k}" for k in ("choose_tools", "agent", "tools")}
+    if taken := [n for n in names.values() if n in graph.nodes]:
+        raise ValueError(
+            NODE_NAMES_TAKEN_ERROR.format(taken=", ".join(map(repr, taken)), prefix=prefix)
+        )
     agent = CallModel(
         model, catalog, config=shared, system_prompt=system_prompt, name=names["agent"]
     )
