@@ -283,10 +283,14 @@ class BudgetConfig(BaseModel):
     one of them connects (``docs/database.md``). ``None``: no database tools."""
 
     def __init__(self, **options: Unpack[BudgetOptions]) -> None:
+        self._validated(options, "BudgetConfig")
+
+    def _validated(self, options: Mapping[str, Any], owner: str) -> None:
+        """Set the options, validated; a problem raised naming ``owner`` (who took them)."""
         try:
             super().__init__(**options)
         except ValidationError as exc:
-            raise _option_error(exc, "BudgetConfig", options) from None
+            raise _option_error(exc, owner, options) from None
 
     # --- checks pydantic's types cannot say -----------------------------------------------
 
@@ -510,12 +514,18 @@ class BudgetConfig(BaseModel):
                 of the wrong type.
             ValueError: a value out of range.
         """
+        return self._changed(changes, "BudgetConfig")
+
+    def _changed(self, changes: Mapping[str, Any], owner: str) -> BudgetConfig:
+        """:meth:`override`, its errors naming ``owner`` (who took the options)."""
         if not changes:
             return self
         # The options set so far and the changes, not every field: the copy's
         # ``model_fields_set`` still tells what was chosen from what was left at its default.
         chosen = {name: getattr(self, name) for name in self.model_fields_set}
-        return type(self)(**{**chosen, **changes})
+        changed = type(self).__new__(type(self))
+        changed._validated({**chosen, **changes}, owner)
+        return changed
 
     @classmethod
     def resolve(
@@ -548,7 +558,8 @@ class BudgetConfig(BaseModel):
         unknown = sorted(set(options) - set(cls.model_fields))
         if unknown:
             raise unknown_option_error(owner, unknown[0], cls.model_fields)
-        return config.override(**options)
+        title = owner if isinstance(owner, str) else getattr(owner, "__name__", repr(owner))
+        return config._changed(options, title)
 
 
 class BudgetOptions(TypedDict, total=False):
@@ -809,6 +820,7 @@ _EXPECTED = {
     "bool_type": "must be True or False",
     "string_type": "must be a string",
     "float_type": "must be a number",
+    "string_too_short": "must be a non-empty string",
 }
 """Pydantic's error types, in the words of this package's messages."""
 

@@ -454,6 +454,10 @@ UNKNOWN_SUBGRAPH_ERROR = (
     "(its subgraphs: {subgraphs}); pass one of these as 'checkpoint_ns', or leave it out for "
     "the graph's own state"
 )
+NO_SUBGRAPHS_ERROR = (
+    "config names the checkpoint namespace {ns!r}, but the graph has no subgraphs: leave "
+    "'checkpoint_ns' out of the config to write the graph's own state"
+)
 STATELESS_SUBGRAPH_ERROR = (
     "the subgraph {ns!r} keeps no state between runs (it was compiled without "
     "checkpointer=True), so an update under its name is never read: compile it with "
@@ -646,7 +650,9 @@ def _context_graph(
         name = _NS_SEP.join(p.split(_NS_END)[0] for p in parts if not p.isdigit())
         found = next(iter(graph.get_subgraphs(namespace=name, recurse=True)), None)
         if found is None:
-            subgraphs = [n for n, _ in graph.get_subgraphs(recurse=True)] or "none"
+            subgraphs = [n for n, _ in graph.get_subgraphs(recurse=True)]
+            if not subgraphs:
+                raise ValueError(NO_SUBGRAPHS_ERROR.format(ns=ns))
             raise ValueError(UNKNOWN_SUBGRAPH_ERROR.format(ns=ns, name=name, subgraphs=subgraphs))
         target = found[1]
         if getattr(target, "checkpointer", None) is True:

@@ -305,7 +305,7 @@ def test_catalog_function_without_docstring_raises_naming_it(tools):
         (None, "None (NoneType)"),
         (5, "5 (int)"),
         ("get_weather", "'get_weather' (str)"),
-        ({"get_weather": 1}, "(dict)"),
+        ({"get_weather": 1}, "a dict of 1 item. For a dict of name -> tool"),
         (convert_celsius, "Pass [tool] for one tool."),
     ],
 )
@@ -859,7 +859,7 @@ def test_the_catalog_check_names_what_was_passed(tools):
 
     for value, got in [
         (tuple(tools[:2]), "got a tuple of 2 tools."),
-        ({"get_weather": tools[0]}, "got a dict ({'get_weather': "),
+        ({"get_weather": tools[0]}, "got a dict of 1 item."),
         (None, "got None."),
         ("weather", "got a str ('weather')."),
         ([1, 2], "got a list of 2 items."),

@@ -95,6 +95,10 @@ NOT_A_CATALOG_ERROR = (
     "'The catalog'), or for MCP servers catalog = await load_mcp_catalog(connections).{extra}"
 )
 NOT_AWAITED_HINT = " It looks like a coroutine: did you forget to await load_mcp_catalog(...)?"
+MODEL_NOT_CATALOG_HINT = (
+    " It is a chat model: are the arguments swapped? The model comes first, then the catalog: "
+    "create_toolbudget_agent(model, catalog), ToolAgent(model, catalog)."
+)
 NOT_SPECS_ERROR = (
     "ToolCatalog(specs) takes the catalog's own ToolSpec records, got {got}. Build a catalog "
     "from your tools with ToolCatalog.from_tools(tools) (options: categories=, tool_metadata=, "
@@ -577,7 +581,11 @@ def _names_not_a_string(names: Any, method: str) -> None:
 def _described(value: Any) -> str:
     """What was passed where a catalog belongs, in a few words."""
     kind = describe_kind(value, "tools", lambda item: isinstance(item, BaseTool) or callable(item))
+    if isinstance(value, Mapping):
+        return f"{kind} of {len(value)} item{'' if len(value) == 1 else 's'}"
     if value is None or isinstance(value, list | tuple | set | frozenset):
+        return kind
+    if callable(getattr(value, "invoke", None)):  # a model, a runnable: its repr is noise
         return kind
     return f"{kind} ({reprlib.repr(value)})"
 
@@ -641,4 +649,6 @@ def require_catalog(catalog: Any, where: str, *, extra: str = "") -> ToolCatalog
         return catalog
     if inspect.isawaitable(catalog):
         extra = NOT_AWAITED_HINT + extra
+    elif callable(getattr(catalog, "bind_tools", None)):
+        extra = MODEL_NOT_CATALOG_HINT + extra
     raise TypeError(NOT_A_CATALOG_ERROR.format(where=where, got=_described(catalog), extra=extra))

@@ -92,6 +92,7 @@ MAX_SUGGESTIONS = 3
 """How many close names an unknown-name error suggests for each unknown name."""
 
 TOOLS_TYPE_ERROR = "tools must be a list of LangChain tools or plain functions, got {value}.{hint}"
+MAPPING_OF_TOOLS_HINT = " For a dict of name -> tool, pass its values: list(tools.values())."
 TOOL_ITEM_ERROR = (
     "tools[{position}] is {value}, not a LangChain tool or a function. Pass BaseTool "
     "instances (e.g. functions decorated with @tool) or plain functions with a docstring."
@@ -174,7 +175,10 @@ def as_tools(tools: object) -> list[BaseTool]:
         ValueError: a function could not be made into a tool (no docstring, no name).
     """
     single = isinstance(tools, BaseTool) or (callable(tools) and not isinstance(tools, type))
-    if single or isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable):
+    if isinstance(tools, Mapping):
+        value = f"a {type(tools).__name__} of {len(tools)} item{'' if len(tools) == 1 else 's'}"
+        raise TypeError(TOOLS_TYPE_ERROR.format(value=value, hint=MAPPING_OF_TOOLS_HINT))
+    if single or isinstance(tools, (str, bytes)) or not isinstance(tools, Iterable):
         hint = " Pass [tool] for one tool." if single else ""
         raise TypeError(TOOLS_TYPE_ERROR.format(value=describe(tools), hint=hint))
     out: list[BaseTool] = []

@@ -51,6 +51,11 @@ from langgraph_toolbudget.state import MAX_STEP
 
 __all__ = ["ToolBudgetMiddleware"]
 
+MIDDLEWARE_PROMPT_ERROR = (
+    "ToolBudgetMiddleware has no option {name}: the system prompt is create_agent's, "
+    "create_agent(model, middleware=[budget], system_prompt=...); the middleware adds the "
+    "tool-search guidance to it"
+)
 NAME_CLASH_WARNING = (
     "ToolBudgetMiddleware: the agent has another tool named {name!r} (other arguments) beside "
     "the budget's own: the budget's is bound, and answers the model's calls of that name. "
@@ -296,6 +301,8 @@ class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
         **options: Unpack[BudgetOptions],
     ) -> None:
         super().__init__()
+        if prompt := next((k for k in ("system_prompt", "prompt") if k in options), None):
+            raise TypeError(MIDDLEWARE_PROMPT_ERROR.format(name=prompt))
         catalog = require_catalog(catalog, "ToolBudgetMiddleware")
         self.config = shared = BudgetConfig.resolve(config, options, owner=ToolBudgetMiddleware)
         check_node_options(ToolBudgetMiddleware, handle_tool_errors=handle_tool_errors)
