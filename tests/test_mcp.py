@@ -252,7 +252,7 @@ async def test_an_unknown_option_names_the_closest_one_before_any_server_starts(
         (lambda c: [c], r"got a list of 1 connections\. Give each connection a server name"),
         (lambda c: (c, c), r"got a tuple of 2 connections\. Give each connection a server name"),
         (lambda c: None, r"server name -> connection mapping .*got None\. For example: \{'math'"),
-        (lambda c: c, r"server 'transport' must be a mapping.*It looks like one connection"),
+        (lambda c: c, r"looks like one connection.*Give it a server name: \{'my_server'"),
         (lambda c: {"math": "x.py"}, r"connection of server 'math' must be a mapping, got a str"),
         (lambda c: {1: c}, r"server names must be strings.*got 1 \(int\)"),
     ],

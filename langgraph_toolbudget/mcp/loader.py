@@ -17,6 +17,7 @@ import asyncio
 import fnmatch
 import glob
 import reprlib
+import shlex
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -27,7 +28,13 @@ from urllib.parse import unquote
 from langchain_core.tools import BaseTool
 from langchain_mcp_adapters.callbacks import Callbacks
 from langchain_mcp_adapters.client import MultiServerMCPClient
-from langchain_mcp_adapters.sessions import Connection
+from langchain_mcp_adapters.sessions import (
+    Connection,
+    SSEConnection,
+    StdioConnection,
+    StreamableHttpConnection,
+    WebsocketConnection,
+)
 from mcp import types
 from rapidfuzz import process
 from typing_extensions import TypedDict, Unpack
@@ -53,7 +60,7 @@ from langgraph_toolbudget.core.spec import OUTPUT_SCHEMA_KEY
 from langgraph_toolbudget.core.tokens import schema_tokens
 from langgraph_toolbudget.execution.builtins import reserved_tool_names
 from langgraph_toolbudget.mcp.catalog import MCPToolCatalog
-from langgraph_toolbudget.mcp.errors import MCPLoadError, MCPLoadWarning
+from langgraph_toolbudget.mcp.errors import MCPLoadError, MCPLoadWarning, _without_secrets
 from langgraph_toolbudget.mcp.names import (
     assign_names,
     check_prefixes,
@@ -62,8 +69,13 @@ from langgraph_toolbudget.mcp.names import (
 )
 from langgraph_toolbudget.mcp.runtime import (
     DEFAULT_MAX_ARTIFACT_CHARS,
+    HEARTBEAT_OFF,
+    NO_BOUND,
+    OPTION_ERROR,
     MCPRuntime,
     MCPServerInfo,
+    check_count,
+    check_seconds,
 )
 from langgraph_toolbudget.mcp.tool import MCPCatalogTool
 from langgraph_toolbudget.mcp.virtual import (
@@ -141,7 +153,7 @@ CONNECTIONS_TYPE_ERROR = (
     "MultiServerMCPClient), got {got}.{hint} For example: {example}."
 )
 CONNECTION_TYPE_ERROR = (
-    "load_mcp_catalog: the connection of server {server!r} must be a mapping, got {got}.{hint} "
+    "load_mcp_catalog: the connection of server {server!r} must be a mapping, got {got}. "
     "For example: {example}."
 )
 SERVER_NAME_TYPE_ERROR = (
@@ -152,11 +164,83 @@ NAME_EACH_HINT = (
     " Give each connection a server name: {'server_a': connections[0], ...} (the name is the "
     "server of its tools and their category)."
 )
-ONE_CONNECTION_HINT = " It looks like one connection: give it a server name, {'my_server': {...}}."
+ONE_CONNECTION_ERROR = (
+    "load_mcp_catalog takes a mapping of server name -> connection, got what looks like one "
+    "connection (its keys: {keys}). Give it a server name: {{'my_server': {{{shape}}}}} (the "
+    "name is the server of its tools and their category)."
+)
+TRANSPORT_NEEDS = {
+    "stdio": ("command", "args"),
+    "streamable_http": ("url",),
+    "streamable-http": ("url",),
+    "http": ("url",),
+    "sse": ("url",),
+    "websocket": ("url",),
+}
+"""The transports langchain-mcp-adapters opens (``create_session``), and the keys each needs."""
+CONNECTION_KEYS = {
+    transport: tuple(shape.__annotations__)
+    for transport, shape in (
+        ("stdio", StdioConnection),
+        ("streamable_http", StreamableHttpConnection),
+        ("streamable-http", StreamableHttpConnection),
+        ("http", StreamableHttpConnection),
+        ("sse", SSEConnection),
+        ("websocket", WebsocketConnection),
+    )
+}
+"""The keys a connection of each transport takes (the adapters' connection TypedDicts)."""
+CONNECTION_ERROR = "load_mcp_catalog: the connection of server {server!r} {problem}."
+NO_TRANSPORT = "has no 'transport': add 'transport': {guess!r} (one of {transports})"
+UNKNOWN_TRANSPORT = (
+    "has 'transport': {value}, which langchain-mcp-adapters does not open; did you mean "
+    "{closest!r}? The transports are {transports}"
+)
+MISSING_KEY = "(transport {transport!r}) has no {key!r}: add {example}"
+KEY_TYPE = "(transport {transport!r}) must have {key!r} as {expected}, e.g. {example}: got {got}"
+ARGS_STRING = (
+    "(transport 'stdio') must have 'args' as a list of strings, e.g. 'args': {fix}: got the "
+    "string {got}"
+)
+ARGS_TYPE = "(transport 'stdio') must have 'args' as a list of strings: got {got}"
+ARGS_ITEM = (
+    "(transport 'stdio') must have 'args' as a list of strings: its item [{position}] is "
+    "{kind}; write it as a string"
+)
+UNKNOWN_CONNECTION_KEY = (
+    "(transport {transport!r}) has the key {key!r}, which that transport does not take; did "
+    "you mean {closest!r}? Its keys are {known}"
+)
+KEY_EXAMPLES = {
+    "command": "'command': 'python'",
+    "args": "'args': ['server.py'] (a list of strings; [] for none)",
+    "url": "'url': 'http://localhost:8000/mcp'",
+}
 UNKNOWN_OPTION_ERROR = (
     "{function}() got an unknown option {name!r}; did you mean {closest!r}? "
     "Its options are: {known} (see MCPLoadOptions)."
 )
+SECONDS_OPTIONS: dict[str, str | None] = {
+    "connect_timeout_s": None,
+    "heartbeat_s": HEARTBEAT_OFF,
+    "default_timeout_s": NO_BOUND,
+}
+"""The options of seconds -> what their ``None`` means (``None``: they take no ``None``)."""
+COUNT_OPTIONS: dict[str, tuple[int, str, str | None]] = {
+    "max_instructions_chars": (1, "characters", None),
+    "max_description_chars": (1, "characters", None),
+    "max_tool_schema_tokens": (1, "tokens", "no cap"),
+    "max_artifact_chars": (0, "characters", NO_BOUND),
+}
+"""The options that count -> their least value, unit and what their ``None`` means. 0 would
+leave every tool out (``max_tool_schema_tokens``) or every description a bare length; 0
+``max_artifact_chars`` keeps no ``structuredContent`` in artifacts, which is a choice."""
+FLAG_OPTIONS: dict[str, str | None] = {
+    "strict": None,
+    "tool_name_prefix": "the client's setting; False for connection dicts",
+    "handle_tool_errors": "the client's setting; True for connection dicts",
+}
+"""The True/False options -> what their ``None`` means (``None``: they take no ``None``)."""
 
 
 class MCPLoadOptions(TypedDict, total=False):
@@ -279,9 +363,13 @@ def _check_connections(connections: object) -> dict[str, Connection]:
     """The connections as a dict of server name -> connection mapping, checked.
 
     Raises:
-        TypeError: not a mapping (a list of connections: each needs a server name), a
-            server name that is not a string, or a connection that is not a mapping; the
-            message shows the expected shape.
+        TypeError: not a mapping (a list of connections: each needs a server name), one
+            connection without its server name, a server name that is not a string, a
+            connection that is not a mapping, or a connection's key of the wrong type
+            (``args`` given as one string); the message shows the expected shape.
+        ValueError: a connection without ``transport`` or with one the adapters do not
+            open (the message names the closest), without a key its transport needs
+            (``command``, ``args``, ``url``), or with a key its transport does not take.
     """
     if not isinstance(connections, Mapping):
         listed = isinstance(connections, list | tuple) and all(
@@ -295,26 +383,146 @@ def _check_connections(connections: object) -> dict[str, Connection]:
                 example=CONNECTIONS_EXAMPLE,
             )
         )
+    if any(
+        key in connections and not isinstance(connections[key], Mapping)
+        for key in ("transport", "command", "url")
+    ):
+        keys = [k for k in connections if isinstance(k, str)][:8]
+        raise TypeError(
+            ONE_CONNECTION_ERROR.format(
+                keys=", ".join(map(repr, keys)), shape=", ".join(f"{k!r}: ..." for k in keys)
+            )
+        )
     for server, connection in connections.items():
         if not isinstance(server, str):
             got = f"{reprlib.repr(server)} ({type(server).__name__})"
             raise TypeError(SERVER_NAME_TYPE_ERROR.format(got=got, example=CONNECTIONS_EXAMPLE))
         if not isinstance(connection, Mapping):
-            hint = ONE_CONNECTION_HINT if "transport" in connections else ""
             got = f"a {type(connection).__name__}"
             raise TypeError(
-                CONNECTION_TYPE_ERROR.format(
-                    server=server, got=got, hint=hint, example=CONNECTIONS_EXAMPLE
-                )
+                CONNECTION_TYPE_ERROR.format(server=server, got=got, example=CONNECTIONS_EXAMPLE)
             )
+        _check_connection(server, connection)
     return dict(connections)
 
 
+def _check_connection(server: str, connection: Mapping[str, Any]) -> None:
+    """Refuse a connection the adapters cannot open, before any server starts: its
+    ``transport``, the keys that transport needs and their types, keys it does not take.
+    Messages show no value of the connection but its ``transport`` and, scrubbed of
+    credentials as load errors are, an ``args`` string."""
+    transports = ", ".join(map(repr, CONNECTION_KEYS))
+
+    def error(problem: str) -> str:
+        return CONNECTION_ERROR.format(server=server, problem=problem)
+
+    if "transport" not in connection:
+        raise ValueError(
+            error(NO_TRANSPORT.format(guess=_guess_transport(connection), transports=transports))
+        )
+    transport = connection["transport"]
+    if not isinstance(transport, str) or transport not in CONNECTION_KEYS:
+        text = transport if isinstance(transport, str) else ""
+        closest = process.extractOne(text, list(CONNECTION_KEYS))
+        problem = UNKNOWN_TRANSPORT.format(
+            value=f"{safe_repr(transport, 40)} ({type(transport).__name__})",
+            closest=closest[0] if closest and text else _guess_transport(connection),
+            transports=transports,
+        )
+        raise (ValueError if isinstance(transport, str) else TypeError)(error(problem))
+    for key in TRANSPORT_NEEDS[transport]:
+        if key not in connection:
+            raise ValueError(
+                error(MISSING_KEY.format(transport=transport, key=key, example=KEY_EXAMPLES[key]))
+            )
+    for key in ("command", "url"):
+        value = connection.get(key)
+        if key in TRANSPORT_NEEDS[transport] and not isinstance(value, str):
+            got = _a(type(value).__name__) if value is not None else "None"
+            raise TypeError(
+                error(
+                    KEY_TYPE.format(
+                        transport=transport,
+                        key=key,
+                        expected="a string",
+                        got=got,
+                        example=KEY_EXAMPLES[key],
+                    )
+                )
+            )
+    if transport == "stdio":
+        _check_args(error, connection["args"])
+    unknown = [k for k in connection if k not in CONNECTION_KEYS[transport]]
+    if unknown:
+        key = unknown[0]
+        closest = process.extractOne(str(key), CONNECTION_KEYS[transport])
+        raise ValueError(
+            error(
+                UNKNOWN_CONNECTION_KEY.format(
+                    transport=transport,
+                    key=key,
+                    closest=closest[0] if closest else "transport",
+                    known=", ".join(map(repr, CONNECTION_KEYS[transport])),
+                )
+            )
+        )
+
+
+def _check_args(error: Callable[[str], str], args: object) -> None:
+    """Refuse a stdio connection's ``args`` that is not a list of strings."""
+    if isinstance(args, str):
+        try:
+            words = shlex.split(args)
+        except ValueError:
+            words = args.split()
+        scrubbed = _without_secrets(words)
+        raise TypeError(
+            error(
+                ARGS_STRING.format(
+                    got=safe_repr(" ".join(scrubbed), 200), fix=safe_repr(scrubbed, 200)
+                )
+            )
+        )
+    if not isinstance(args, list | tuple):
+        raise TypeError(error(ARGS_TYPE.format(got=describe_kind(args, "arguments", _is_str))))
+    for position, word in enumerate(args):
+        if not isinstance(word, str):
+            raise TypeError(
+                error(ARGS_ITEM.format(position=position, kind=_a(type(word).__name__)))
+            )
+
+
+def _a(kind: str) -> str:
+    """``kind`` with its article: ``a list``, ``an int``."""
+    return f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind}"
+
+
+def _is_str(value: object) -> bool:
+    return isinstance(value, str)
+
+
+def _guess_transport(connection: Mapping[str, Any]) -> str:
+    """The transport a connection without one (or with a misspelt one) most likely means."""
+    if "command" in connection or "args" in connection:
+        return "stdio"
+    url = str(connection.get("url", ""))
+    if url.startswith(("ws://", "wss://")):
+        return "websocket"
+    if url.rstrip("/").endswith("/sse"):
+        return "sse"
+    return "streamable_http" if url else "stdio"
+
+
 def _check_options(options: Mapping[str, Any], function: str = "load_mcp_catalog") -> None:
-    """Refuse option names :class:`MCPLoadOptions` does not declare.
+    """Refuse option names :class:`MCPLoadOptions` does not declare, and numbers and flags
+    of the wrong type or out of range (:data:`SECONDS_OPTIONS`, :data:`COUNT_OPTIONS`,
+    :data:`FLAG_OPTIONS`), before any server starts.
 
     Raises:
-        TypeError: an unknown option; the message names the closest real one.
+        TypeError: an unknown option (the message names the closest real one); a number or
+            flag of the wrong type (``True`` is no number, ``"10"`` none either).
+        ValueError: a number out of its range (0 or less, NaN or infinite seconds; a count
+            below its least value).
     """
     for name in options:
         if name not in OPTION_NAMES:
@@ -323,6 +531,27 @@ def _check_options(options: Mapping[str, Any], function: str = "load_mcp_catalog
             raise TypeError(
                 UNKNOWN_OPTION_ERROR.format(
                     function=function, name=name, closest=closest, known=", ".join(OPTION_NAMES)
+                )
+            )
+    for name, value in options.items():
+        if name in SECONDS_OPTIONS:
+            check_seconds(function, name, value, none=SECONDS_OPTIONS[name])
+        elif name in COUNT_OPTIONS:
+            minimum, unit, none = COUNT_OPTIONS[name]
+            check_count(function, name, value, minimum=minimum, unit=unit, none=none)
+        elif name in FLAG_OPTIONS and not isinstance(value, bool):
+            none = FLAG_OPTIONS[name]
+            if value is None and none is not None:
+                continue
+            expected = "True or False" + (f", or None ({none})" if none else "")
+            raise TypeError(
+                OPTION_ERROR.format(
+                    owner=function,
+                    name=name,
+                    expected=expected,
+                    value=safe_repr(value, 80),
+                    kind=type(value).__name__,
+                    hint="",
                 )
             )
 

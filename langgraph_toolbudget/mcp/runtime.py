@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
+import reprlib
 import time
 import warnings
 import weakref
@@ -52,6 +54,93 @@ DEFAULT_MAX_ARTIFACT_CHARS = 20_000
 """A call's ``structuredContent`` longer than this (as JSON) is not kept in the tool message's
 artifact: the same bound as ``offload_over_chars``' default for text."""
 DROPPED_KEY = "structured_content_dropped_chars"
+
+OPTION_ERROR = "{owner}: option {name} must be {expected}, got {value} ({kind}).{hint}"
+AS_NUMBER_HINT = " Pass the number itself: {name}={number}."
+SECONDS = "a finite number of seconds > 0"
+HEARTBEAT_OFF = "no ping"
+NO_BOUND = "no bound"
+
+
+def check_seconds(owner: str, name: str, value: object, *, none: str | None = None) -> None:
+    """Refuse an option of seconds that is not a finite number above 0.
+
+    Args:
+        owner: the function or class the option is of, for the message.
+        name: the option's name.
+        value: what was given.
+        none: what ``None`` means, if the option takes it (``"no bound"``).
+
+    Raises:
+        TypeError: not a number (``True`` and ``"10"`` are not), nor an allowed ``None``.
+        ValueError: 0 or less, NaN or infinite.
+    """
+    if value is None and none is not None:
+        return
+    expected = SECONDS + (f", or None ({none})" if none is not None else "")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        hint = _as_number_hint(name, value, integer=False, minimum=0.0)
+        raise TypeError(_option_error(owner, name, expected, value, hint))
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(_option_error(owner, name, expected, value))
+
+
+def check_count(
+    owner: str, name: str, value: object, *, minimum: int, unit: str, none: str | None = None
+) -> None:
+    """Refuse an option counting ``unit`` that is not an integer of at least ``minimum``.
+
+    Args:
+        owner: the function or class the option is of, for the message.
+        name: the option's name.
+        value: what was given.
+        minimum: the least value allowed.
+        unit: what it counts (``"characters"``), for the message.
+        none: what ``None`` means, if the option takes it (``"no bound"``).
+
+    Raises:
+        TypeError: not an integer (``True``, ``2000.0`` and ``"2000"`` are not), nor an
+            allowed ``None``.
+        ValueError: below ``minimum``.
+    """
+    if value is None and none is not None:
+        return
+    expected = f"an integer >= {minimum} ({unit})" + (f", or None ({none})" if none else "")
+    if isinstance(value, bool) or not isinstance(value, int):
+        hint = _as_number_hint(name, value, integer=True, minimum=minimum)
+        raise TypeError(_option_error(owner, name, expected, value, hint))
+    if value < minimum:
+        raise ValueError(_option_error(owner, name, expected, value))
+
+
+def _option_error(owner: str, name: str, expected: str, value: object, hint: str = "") -> str:
+    shown = reprlib.repr(value)
+    kind = type(value).__name__
+    return OPTION_ERROR.format(
+        owner=owner, name=name, expected=expected, value=shown, kind=kind, hint=hint
+    )
+
+
+def _as_number_hint(name: str, value: object, *, integer: bool, minimum: float) -> str:
+    """The fix of a number given as text (``"10"``) or a count given as a whole float
+    (``2000.0``), when the number it stands for is allowed; else ``""``."""
+    number: float | None = None
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            return ""
+    elif isinstance(value, float) and not isinstance(value, bool):
+        number = value
+    if number is None or not math.isfinite(number) or not number >= minimum:
+        return ""
+    if integer:
+        if not number.is_integer():
+            return ""
+        return AS_NUMBER_HINT.format(name=name, number=int(number))
+    if number <= 0:
+        return ""
+    return AS_NUMBER_HINT.format(name=name, number=int(number) if number.is_integer() else number)
 
 
 AUDIO_NOTE = "[audio answer, {mime}, not shown]"
@@ -214,7 +303,23 @@ class MCPRuntime:
             max_artifact_chars: a call's ``structuredContent`` longer than this (as
                 JSON) is dropped from the tool message's artifact (see
                 :func:`bounded_result`); ``None``: kept whatever its size.
+
+        Raises:
+            TypeError: ``connect_timeout_s`` or ``heartbeat_s`` that is not a number,
+                ``max_artifact_chars`` that is not an integer (``True`` is neither).
+            ValueError: a number of seconds that is not above 0 and finite,
+                ``max_artifact_chars`` below 0.
         """
+        check_seconds("MCPRuntime", "connect_timeout_s", connect_timeout_s)
+        check_seconds("MCPRuntime", "heartbeat_s", heartbeat_s, none=HEARTBEAT_OFF)
+        check_count(
+            "MCPRuntime",
+            "max_artifact_chars",
+            max_artifact_chars,
+            minimum=0,
+            unit="characters",
+            none=NO_BOUND,
+        )
         self.connections: dict[str, Connection] = dict(connections)
         self.max_artifact_chars = max_artifact_chars
         self.connect_timeout_s = connect_timeout_s
