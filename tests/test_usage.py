@@ -518,18 +518,23 @@ def test_usage_bad_input_names_the_fix():
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "message"),
+    ("kwargs", "error", "message"),
     [
-        ({"weight": float("nan")}, r"ToolUsage: weight must be a finite number >= 0, got nan"),
-        ({"weight": float("inf")}, r"weight must be a finite number >= 0, got inf"),
-        ({"weight": True}, r"weight must be a finite number >= 0, got True"),
-        ({"min_threads": 0}, r"ToolUsage: min_threads must be an integer >= 1, got 0"),
+        (
+            {"weight": float("nan")},
+            ValueError,
+            r"ToolUsage: option weight must be a finite number >= 0, got nan",
+        ),
+        ({"weight": float("inf")}, ValueError, r"weight must be a finite number >= 0, got inf"),
+        ({"weight": True}, TypeError, r"weight must be a finite number >= 0, got True \(bool\)"),
+        ({"min_threads": 0}, ValueError, r"ToolUsage: option min_threads must be an integer >= 1"),
     ],
 )
-def test_usage_weight_and_min_threads_are_checked_by_their_own_names(kwargs, message):
+def test_usage_weight_and_min_threads_are_checked_by_their_own_names(kwargs, error, message):
     """Was: a NaN or infinite weight accepted (every usage score NaN), True taken for 1.0,
-    and a bad min_threads named ``min_sources``, a keyword ToolUsage does not have."""
-    with pytest.raises(ValueError, match=message):
+    and a bad min_threads named ``min_sources``, a keyword ToolUsage does not have. A bool
+    weight is a wrong type: a TypeError since review 50c (a ValueError before)."""
+    with pytest.raises(error, match=message):
         ToolUsage(**kwargs)
 
 

@@ -78,6 +78,7 @@ BAD_SOURCES_ERROR = (
     "DatabaseToolbox(sources) needs a mapping of source name -> SQLAlchemy URL, e.g. "
     "{{'shop': 'sqlite:///shop.db', 'crm': 'postgresql+psycopg://user@host/crm'}}; got {value}."
 )
+TOOLBOX_OPTION_ERROR = "DatabaseToolbox: option {name} must be {expected}, got {value} ({kind})."
 BAD_URL_ERROR = "DatabaseToolbox: source {name!r} has URL {url!r}, which {problem}."
 UNKNOWN_SOURCE_ERROR = (
     "Error: there is no database source {source}. The sources are: {known}. Call "
@@ -255,6 +256,25 @@ class _Source:
     tables: list[TableSchema] = field(default_factory=list)
 
 
+def _check_options(**options: Any) -> None:
+    """:class:`DatabaseToolbox`'s bounds: ``TypeError`` for a wrong type, ``ValueError`` for
+    a value out of range, each naming the option and the value."""
+    for name, value in options.items():
+        count = name == "max_rows"
+        expected = "an integer >= 1" if count else "a number of seconds > 0"
+        if isinstance(value, bool) or not isinstance(value, int if count else int | float):
+            error: type[Exception] = TypeError
+        elif not (value >= 1 if count else value > 0):  # NaN is refused too
+            error = ValueError
+        else:
+            continue
+        shown = safe_repr(value, 80)
+        kind = type(value).__name__
+        raise error(
+            TOOLBOX_OPTION_ERROR.format(name=name, expected=expected, value=shown, kind=kind)
+        )
+
+
 class DatabaseToolbox:
     """SQL sources for the built-ins ``search_schemas`` and ``execute_sql`` (read-only).
 
@@ -274,9 +294,11 @@ class DatabaseToolbox:
 
     Raises:
         ImportError: SQLAlchemy or sqlglot is missing (the message names the extra).
-        TypeError: ``sources`` is not a mapping of names to URL strings.
-        ValueError: a URL that cannot be read, of another database, or an in-memory SQLite
-            database (empty for every connection).
+        TypeError: ``sources`` is not a mapping of names to URL strings; ``max_rows`` not an
+            integer, a timeout not a number (each naming the option and the value).
+        ValueError: ``sources`` empty or with an empty name; a URL that cannot be read, of
+            another database, or an in-memory SQLite database (empty for every connection);
+            ``max_rows`` below 1, a timeout not above 0.
 
     Example:
         ```python
@@ -297,20 +319,20 @@ class DatabaseToolbox:
         from sqlalchemy.engine import make_url
         from sqlalchemy.exc import ArgumentError
 
-        if not isinstance(sources, Mapping) or not sources:
-            raise TypeError(BAD_SOURCES_ERROR.format(value=repr(sources)[:80]))
-        if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
-            raise ValueError(f"DatabaseToolbox: max_rows must be an integer >= 1, got {max_rows!r}")
-        for option, value in (("timeout_s", timeout_s), ("connect_timeout_s", connect_timeout_s)):
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-                raise ValueError(f"DatabaseToolbox: {option} must be > 0 seconds, got {value!r}")
+        if not isinstance(sources, Mapping):
+            raise TypeError(BAD_SOURCES_ERROR.format(value=safe_repr(sources, 80)))
+        if not sources:  # the right type, no source in it
+            raise ValueError(BAD_SOURCES_ERROR.format(value="{}"))
+        _check_options(max_rows=max_rows, timeout_s=timeout_s, connect_timeout_s=connect_timeout_s)
         self.max_rows = max_rows
         self.timeout_s = float(timeout_s)
         self.connect_timeout_s = float(connect_timeout_s)
         self._sources: dict[str, _Source] = {}
         for name, raw in sources.items():
-            if not isinstance(name, str) or not name or not isinstance(raw, str):
+            if not isinstance(name, str) or not isinstance(raw, str):
                 raise TypeError(BAD_SOURCES_ERROR.format(value=f"{name!r}: {raw!r}"))
+            if not name:
+                raise ValueError(BAD_SOURCES_ERROR.format(value=f"{name!r}: {raw!r}"))
             try:
                 url = make_url(raw)
             except ArgumentError as exc:

@@ -18,8 +18,8 @@ Key Components:
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from langchain_core.tools import BaseTool
 from rapidfuzz import fuzz
@@ -41,16 +41,19 @@ from langgraph_toolbudget.execution.output_tools import OutputTools
 
 __all__ = [
     "BUILTIN_NAME_ERROR",
+    "BUILTIN_TYPO_ERROR",
     "Builtins",
     "builtin_families",
     "reserved_tool_names",
-    "warn_of_builtin_typos",
+    "check_builtin_names",
 ]
 
-BUILTIN_TYPO_WARNING = (
-    "enabled_builtins names {names}, which no built-in tool has; did you mean {closest}? A "
-    "name that matches no built-in turns nothing on (and in an allow list, the built-ins left "
-    "out are off)."
+BUILTIN_TYPO_ERROR = (
+    "enabled_builtins names {names}, which no built-in tool has: the name would turn nothing "
+    "on (and in an allow list, the built-in you meant would be off), with no error. Closest "
+    "built-ins: {closest} (write enabled_builtins={fixed!r}). If {mine} is a built-in of a "
+    "family of your own, rename it (a name this close to a built-in's is taken for a typo), "
+    "or match it with a pattern, which is taken as it is: {patterns}."
 )
 
 BUILTIN_NAME_ERROR = (
@@ -84,30 +87,52 @@ def reserved_tool_names() -> frozenset[str]:
     return frozenset({*always, PYTHON_EXECUTION, SEARCH_SCHEMAS, EXECUTE_SQL})
 
 
-def warn_of_builtin_typos(gate: BuiltinFilter, names: Iterable[str] = ()) -> None:
-    """Warn of an ``enabled_builtins`` name that is a misspelt built-in ("serch_tools"): it
-    would quietly turn nothing on. A name unlike every built-in's may be a family of your own
-    (registered on a ``BatchRunner``), so only near misses are reported.
+def check_builtin_names(gate: BuiltinFilter, names: Iterable[str] = ()) -> None:
+    """Refuse an ``enabled_builtins`` name that is a misspelt built-in ("serch_tools"): it
+    would quietly turn nothing on (in an allow list, the built-in meant would be off). A name
+    unlike every built-in's may be a family of your own (registered on a ``BatchRunner``), and
+    a pattern (``*``, ``?``, ``[``) is taken as it is: only near misses are refused.
 
     Args:
         gate: the ``enabled_builtins`` filter.
         names: the built-in names the caller binds, beyond every family's
             (:func:`reserved_tool_names`): its own families' names are no typos.
+
+    Raises:
+        ValueError: a near miss, naming the built-in it is close to, the corrected
+            ``enabled_builtins``, and the pattern that keeps a name of your own.
     """
     known = {*names, *reserved_tool_names(), AUTO_TOOL_SEARCH}
     typos = {
-        name: near
-        for name in (*(gate.allow or ()), *gate.deny)
+        name: max(sorted(known), key=lambda k: fuzz.ratio(name, k))
+        for name in dict.fromkeys((*(gate.allow or ()), *gate.deny))
         if name not in known and not any(c in name for c in "*?[")
-        if (near := [k for k in sorted(known) if fuzz.ratio(name, k) >= TYPO_SIMILARITY])
+        if any(fuzz.ratio(name, k) >= TYPO_SIMILARITY for k in known)
     }
     if typos:
-        closest = ", ".join(f"{name!r} -> {near[0]!r}" for name, near in typos.items())
-        warnings.warn(
-            BUILTIN_TYPO_WARNING.format(names=sorted(typos), closest=closest),
-            UserWarning,
-            stacklevel=1,  # one place: shown once however many nodes share the options
+        raise ValueError(
+            BUILTIN_TYPO_ERROR.format(
+                names=list(typos),
+                closest=", ".join(f"{n!r} -> {near!r}" for n, near in typos.items()),
+                fixed=_corrected(gate, typos),
+                mine=" or ".join(repr(n) for n in typos),
+                patterns=", ".join(f"{n!r} as {_literal_pattern(n)!r}" for n in typos),
+            )
         )
+
+
+def _corrected(gate: BuiltinFilter, typos: dict[str, str]) -> Any:
+    """The ``enabled_builtins`` value of ``gate`` with each typo replaced by the name meant."""
+    allow = None if gate.allow is None else list(dict.fromkeys(typos.get(n, n) for n in gate.allow))
+    deny = list(dict.fromkeys(typos.get(n, n) for n in gate.deny))
+    if not deny and allow is not None:
+        return allow
+    return {"deny": deny} if allow is None else {"allow": allow, "deny": deny}
+
+
+def _literal_pattern(name: str) -> str:
+    """An ``fnmatch`` pattern that matches ``name`` alone (its last character in brackets)."""
+    return f"{name[:-1]}[{name[-1]}]"
 
 
 TYPO_SIMILARITY = 85
@@ -124,7 +149,8 @@ class Builtins:
         families: the families to choose from (default: :func:`builtin_families`).
 
     Raises:
-        ValueError: a catalog tool has the name of an enabled built-in.
+        ValueError: a catalog tool has the name of an enabled built-in, or
+            ``enabled_builtins`` names a misspelt built-in (:func:`check_builtin_names`).
     """
 
     def __init__(
@@ -146,7 +172,7 @@ class Builtins:
         clash = sorted(n for n in self._family if catalog.get(n) is not None)
         if clash:
             raise ValueError(BUILTIN_NAME_ERROR.format(names=clash))
-        warn_of_builtin_typos(gate, (t.name for family in families for t in family.definitions()))
+        check_builtin_names(gate, (t.name for family in families for t in family.definitions()))
 
     @property
     def names(self) -> tuple[str, ...]:

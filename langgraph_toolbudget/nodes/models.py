@@ -12,7 +12,7 @@ Key Components:
       calling (``bind_tools``)?
     - :func:`native_tool_calling`: the same with the ``model_supports_tools``
       override, and why, for the choice of a tool-call format (warning of a
-      wrapper that hides a tool-calling model).
+      wrapper that hides a tool-calling model, at the user's line).
     - :func:`not_a_message_error`: the error for a model whose reply is not a message.
     - :func:`model_name`: the model's name (for the format presets).
 """
@@ -20,13 +20,16 @@ Key Components:
 from __future__ import annotations
 
 import reprlib
+import sys
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Annotated, Any, get_args, get_origin
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import BaseMessage
 from langchain_core.output_parsers import BaseLLMOutputParser
+from langchain_core.prompts import BasePromptTemplate
 from langchain_core.runnables import (
     Runnable,
     RunnableBinding,
@@ -95,6 +98,15 @@ NOT_A_MESSAGE_REPLY_ERROR = (
     "model and reads the AIMessage it answers (its tool calls). Pass the chat model itself, "
     "not model.with_structured_output(...) or a runnable ending in an output parser."
 )
+PROMPT_MODEL_ERROR = (
+    "{what} is a {kind} that starts with the prompt template {prompt} (prompt | model): the "
+    "agent sends the model a list of messages, and a {prompt} takes a mapping of its "
+    "variables. Pass the chat model itself and give the template as system_prompt=, e.g. "
+    "create_toolbudget_agent(model, catalog, system_prompt=prompt): it is invoked with the "
+    "graph state (its variables are state keys, {{messages}} the conversation) and the "
+    "messages it makes are sent, the tools section joined to its system message. A "
+    "classifier_model takes the chat model itself (the package writes its prompt)."
+)
 HIDDEN_TOOL_CALLER_WARNING = (
     "The model is a {wrapper} around {inner}, which calls tools natively, but a {wrapper} "
     "cannot bind tools (it has no bind_tools): the agent will write the tools into the system "
@@ -138,7 +150,9 @@ def resolve_chat_model(model: Any, *, what: str = "model") -> Any:
             class rather than an instance, or is a runnable that answers no message: one
             ending in an output parser (``model | StrOutputParser()``), or whose
             ``OutputType`` is a class other than a message
-            (``model.with_structured_output(Schema)``, whatever its method).
+            (``model.with_structured_output(Schema)``, whatever its method), or a
+            ``prompt | model`` sequence (its prompt template takes no message list: the
+            prompt goes in ``system_prompt=``).
         ModelUnavailableError: a string model whose packages are not installed.
         ValueError: a string that ``init_chat_model`` does not know.
     """
@@ -160,6 +174,10 @@ def resolve_chat_model(model: Any, *, what: str = "model") -> Any:
             raise TypeError(
                 NOT_A_MESSAGE_OUTPUT_ERROR.format(what=what, kind=kind, output=output.__name__)
             )
+        prompt = _leading_prompt(model)
+        if prompt is not None:
+            shown = type(prompt).__name__
+            raise TypeError(PROMPT_MODEL_ERROR.format(what=what, kind=kind, prompt=shown))
         return _bindable_retries(model)
     raise TypeError(NOT_A_MODEL_ERROR.format(what=what, kind=type(model).__name__, value=model))
 
@@ -206,10 +224,10 @@ def native_tool_calling(
     ``NotImplementedError``) does not. A ``bind_tools`` that raises
     ``NotImplementedError`` when called is found at the first model call.
 
-    Warns (``UserWarning``) when, without ``override``, the model is a wrapper
-    that cannot bind tools around one that can (``prompt | model``): the tools
-    would silently go through a text format. ``text_on_purpose`` (the user chose a
-    text format as the primary one) silences it.
+    Warns (``UserWarning``, attributed to the caller's line outside this package) when,
+    without ``override``, the model is a wrapper that cannot bind tools around one that
+    can (``RunnableLambda(f) | model``): the tools would silently go through a text format.
+    ``text_on_purpose`` (the user chose a text format as the primary one) silences it.
     """
     name = type(model).__name__
     if override is not None:
@@ -225,7 +243,7 @@ def native_tool_calling(
             warnings.warn(
                 HIDDEN_TOOL_CALLER_WARNING.format(wrapper=name, inner=shown),
                 UserWarning,
-                stacklevel=2,
+                stacklevel=_caller_stacklevel(),
             )
         return False, f"{name} has no bind_tools of its own (it wraps {shown}, which has)"
     return False, f"{name} has no bind_tools of its own"
@@ -312,6 +330,38 @@ def _wrapped(model: Any) -> list[Any]:
     if isinstance(model, DynamicRunnable):  # configurable_fields / configurable_alternatives
         return [model.default]
     return []
+
+
+def _leading_prompt(model: Any, first: bool = False) -> BasePromptTemplate | None:
+    """The prompt template a sequence in ``model`` starts with (``prompt | model``, also
+    inside a binding, a fallback or a configurable runnable), or None. ``first``: ``model``
+    is a sequence's first step."""
+    if first and isinstance(model, BasePromptTemplate):
+        return model
+    if isinstance(model, RunnableSequence):
+        return _leading_prompt(model.first, first=True)
+    for inner in _wrapped(model):
+        found = _leading_prompt(inner, first)
+        if found is not None:
+            return found
+    return None
+
+
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent
+
+
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` that attributes a warning of the function calling this one to the
+    first frame outside this package (the user's line, however deep the package's own
+    calls: a node, the prebuilt agent, the middleware)."""
+    level, frame = 2, sys._getframe(2)  # the warning function's caller is stacklevel 2
+    while frame.f_back is not None and _in_package(frame.f_code.co_filename):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _in_package(filename: str) -> bool:
+    return Path(filename).resolve().is_relative_to(_PACKAGE_DIR)
 
 
 def _hidden_tool_caller(model: Any) -> Any | None:

@@ -43,7 +43,7 @@ from langgraph_toolbudget.core.semantic import as_hybrid_scorer
 from langgraph_toolbudget.core.token_budget import tool_tokens
 from langgraph_toolbudget.core.warm import awarm_catalog
 from langgraph_toolbudget.core.working_set import WorkingSet, tools_in_use
-from langgraph_toolbudget.execution.builtins import warn_of_builtin_typos
+from langgraph_toolbudget.execution.builtins import check_builtin_names
 from langgraph_toolbudget.nodes._node import BudgetNode, emit_changes
 from langgraph_toolbudget.nodes.retrieval import anode_scores, brings_no_topic, node_scores
 from langgraph_toolbudget.nodes.usage import check_usage_catalog
@@ -323,7 +323,7 @@ class ToolSearch(BudgetNode):
         )
         self.allowed = self.config.builtin_filter.allows(AUTO_TOOL_SEARCH, default=True)
         self.enabled = self.deferred and self.allowed
-        warn_of_builtin_typos(self.config.builtin_filter)  # "tool_serch" would turn it off
+        check_builtin_names(self.config.builtin_filter)  # "tool_serch" would turn it off
 
     @property
     def limit(self) -> int:

@@ -137,19 +137,21 @@ MAX_SCOPES_HELD = 1000
 recently used one leaves memory (never the store), and is read again at its next use. A client
 may send a new ``user_id`` with every request."""
 BAD_STORE_ERROR = (
-    "store must be a LangGraph BaseStore (InMemoryStore, SqliteStore, PostgresStore...) or None "
-    "(the running graph's store, else memory); got {kind}."
+    "ToolUsage: option store must be a LangGraph BaseStore (InMemoryStore(), SqliteStore(...), "
+    "PostgresStore(...)) or None (the running graph's store, else memory); got {got}."
 )
-BAD_NAMESPACE_ERROR = "namespace must be a non-empty tuple of strings, got {value!r}."
+STORE_CLASS = "the class {name}: pass {name}({args})"
+USAGE_OPTION_ERROR = "ToolUsage: option {name} must be {expected}, got {value} ({kind}){fix}."
+NAMESPACE_FIX = "; write it as a tuple: namespace={fixed!r}"
 BAD_ROW_ERROR = (
     "import_ row {i} must be a mapping with 'tool' and 'query' strings (as export() gives), "
     "optional 'thread', 'user' and 'scope' (strings or None), 'ts' (a number), 'trusted' "
     "and 'loaded' (booleans), 'sources' (a list of strings); got {row}."
 )
 BAD_SCOPE_ERROR = (
-    "scope must be 'assistant' (a history per LangGraph assistant or graph, the default), "
-    "'user' (per user: langgraph_auth_user_id or user_id in the run's configurable) or "
-    "'global' (one history for every run); got {value!r}."
+    "ToolUsage: option scope must be 'assistant' (a history per LangGraph assistant or graph, "
+    "the default), 'user' (per user: langgraph_auth_user_id or user_id in the run's "
+    "configurable) or 'global' (one history for every run); got {value} ({kind})."
 )
 ASYNC_STORE_ERROR = (
     "ToolUsage.{method}() cannot use the {store} from inside the event loop it runs on: an "
@@ -285,6 +287,80 @@ def _sync_store_call(
     return decorate
 
 
+def _option_error(
+    error: type[Exception], name: str, expected: str, value: Any, fix: str = ""
+) -> Exception:
+    shown, kind = safe_repr(value, 80), type(value).__name__
+    return error(
+        USAGE_OPTION_ERROR.format(name=name, expected=expected, value=shown, kind=kind, fix=fix)
+    )
+
+
+def _check_count(name: str, value: Any, *, optional: bool = False) -> None:
+    """A bound: an int >= 1 (or None when ``optional``); ``TypeError`` for another type."""
+    expected = "an integer >= 1" + (" or None" if optional else "")
+    if optional and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _option_error(TypeError, name, expected, value)
+    if value < 1:
+        raise _option_error(ValueError, name, expected, value)
+
+
+def _check_options(
+    *,
+    store: Any,
+    namespace: Any,
+    max_queries_per_tool: Any,
+    max_queries_per_thread: Any,
+    weight: Any,
+    scope: Any,
+    min_threads: Any,
+    max_records: Any,
+) -> None:
+    """:class:`ToolUsage`'s options: ``TypeError`` for a wrong type, ``ValueError`` for a value
+    out of range, each naming the option and the value."""
+    if isinstance(store, type):
+        args = "..." if _needs_arguments(store) else ""
+        got = STORE_CLASS.format(name=store.__name__, args=args)
+        raise TypeError(BAD_STORE_ERROR.format(got=got))
+    if store is not None and not isinstance(store, BaseStore):
+        got = f"{safe_repr(store, 80)} ({type(store).__name__})"
+        raise TypeError(BAD_STORE_ERROR.format(got=got))
+    expected = "a non-empty tuple of non-empty strings, e.g. ('toolbudget', 'usage')"
+    if not isinstance(namespace, tuple) or not all(isinstance(p, str) for p in namespace):
+        fixable = isinstance(namespace, list) and all(isinstance(p, str) for p in namespace)
+        fix = NAMESPACE_FIX.format(fixed=tuple(namespace)) if fixable else ""
+        raise _option_error(TypeError, "namespace", expected, namespace, fix)
+    if not namespace or not all(namespace):
+        raise _option_error(ValueError, "namespace", expected, namespace)
+    _check_count("max_queries_per_tool", max_queries_per_tool)
+    _check_count("max_queries_per_thread", max_queries_per_thread, optional=True)
+    _check_count("min_threads", min_threads)
+    _check_count("max_records", max_records)
+    if isinstance(weight, bool) or not isinstance(weight, int | float):
+        raise _option_error(TypeError, "weight", "a finite number >= 0", weight)
+    if not 0 <= weight < inf:
+        raise _option_error(ValueError, "weight", "a finite number >= 0", weight)
+    if not isinstance(scope, str):
+        raise TypeError(
+            BAD_SCOPE_ERROR.format(value=safe_repr(scope, 80), kind=type(scope).__name__)
+        )
+    if scope not in SCOPES:
+        raise ValueError(BAD_SCOPE_ERROR.format(value=safe_repr(scope, 80), kind="str"))
+
+
+def _needs_arguments(cls: type) -> bool:
+    """Whether ``cls()`` lacks a required argument (``SqliteStore`` needs its connection)."""
+    try:
+        parameters = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(
+        p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters
+    )
+
+
 class ToolUsage:
     """Which tools served which requests: recorded, bounded, kept in a LangGraph store.
 
@@ -351,8 +427,11 @@ class ToolUsage:
         catalog: when given, :meth:`record` and :meth:`import_` accept only its tools.
 
     Raises:
-        TypeError: ``store`` is not a ``BaseStore``.
-        ValueError: a bad namespace, bound or scope.
+        TypeError: an option of the wrong type (``store`` not a ``BaseStore`` instance,
+            ``namespace`` not a tuple, a bound or ``weight`` not a number, ``scope`` not a
+            string), naming the option and the value.
+        ValueError: an option out of range (an empty namespace, a bound below 1, a negative
+            or infinite weight, an unknown scope).
 
     Example:
         ```python
@@ -377,20 +456,16 @@ class ToolUsage:
         max_records: int = DEFAULT_MAX_RECORDS,
         catalog: ToolCatalog | None = None,
     ) -> None:
-        if store is not None and not isinstance(store, BaseStore):
-            raise TypeError(BAD_STORE_ERROR.format(kind=type(store).__name__))
-        if (
-            not isinstance(namespace, tuple)
-            or not namespace
-            or not all(isinstance(p, str) and p for p in namespace)
-        ):
-            raise ValueError(BAD_NAMESPACE_ERROR.format(value=namespace))
-        if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight < inf:
-            raise ValueError(f"ToolUsage: weight must be a finite number >= 0, got {weight!r}")
-        if isinstance(min_threads, bool) or not isinstance(min_threads, int) or min_threads < 1:
-            raise ValueError(f"ToolUsage: min_threads must be an integer >= 1, got {min_threads!r}")
-        if scope not in SCOPES:
-            raise ValueError(BAD_SCOPE_ERROR.format(value=scope))
+        _check_options(
+            store=store,
+            namespace=namespace,
+            max_queries_per_tool=max_queries_per_tool,
+            max_queries_per_thread=max_queries_per_thread,
+            weight=weight,
+            scope=scope,
+            min_threads=min_threads,
+            max_records=max_records,
+        )
         if catalog is not None:
             require_catalog(catalog, "ToolUsage")
         self.store = store
