@@ -66,10 +66,26 @@ def _catalog() -> ToolCatalog:
         ({"max_queries_per_tool": "50"}, TypeError, "option max_queries_per_tool must be an "),
         ({"max_queries_per_tool": 0}, ValueError, "option max_queries_per_tool must be an "),
         ({"max_queries_per_thread": "5"}, TypeError, "option max_queries_per_thread must be an"),
-        ({"max_records": "100"}, TypeError, "option max_records must be an integer >= 1, got '100"),
-        ({"max_records": 0}, ValueError, "option max_records must be an integer >= 1, got 0 (int)"),
-        ({"min_threads": 2.0}, TypeError, "option min_threads must be an integer >= 1, got 2.0"),
-        ({"min_threads": 0}, ValueError, "option min_threads must be an integer >= 1, got 0"),
+        (
+            {"max_records": "100"},
+            TypeError,
+            "option max_records must be an integer >= 1 (records), got '100",
+        ),
+        (
+            {"max_records": 0},
+            ValueError,
+            "option max_records must be an integer >= 1 (records), got 0 (int)",
+        ),
+        (
+            {"min_threads": 2.0},
+            TypeError,
+            "option min_threads must be an integer >= 1 (threads), got 2.0",
+        ),
+        (
+            {"min_threads": 0},
+            ValueError,
+            "option min_threads must be an integer >= 1 (threads), got 0",
+        ),
         ({"weight": "1"}, TypeError, "option weight must be a finite number >= 0, got '1' (str)"),
         ({"weight": True}, TypeError, "option weight must be a finite number >= 0, got True"),
         ({"weight": float("nan")}, ValueError, "option weight must be a finite number >= 0, got"),
@@ -114,15 +130,39 @@ def test_a_store_class_is_answered_with_the_instance_to_pass():
 @pytest.mark.parametrize(
     ("kwargs", "error", "needle"),
     [
-        ({"max_rows": "10"}, TypeError, "option max_rows must be an integer >= 1, got '10' (str)"),
-        ({"max_rows": 2.5}, TypeError, "option max_rows must be an integer >= 1, got 2.5"),
-        ({"max_rows": True}, TypeError, "option max_rows must be an integer >= 1, got True"),
-        ({"max_rows": 0}, ValueError, "option max_rows must be an integer >= 1, got 0 (int)"),
-        ({"timeout_s": "10"}, TypeError, "option timeout_s must be a number of seconds > 0, got"),
-        ({"timeout_s": 0}, ValueError, "option timeout_s must be a number of seconds > 0, got 0"),
-        ({"timeout_s": float("nan")}, ValueError, "option timeout_s must be a number of second"),
-        ({"connect_timeout_s": None}, TypeError, "option connect_timeout_s must be a number of"),
-        ({"connect_timeout_s": -1}, ValueError, "option connect_timeout_s must be a number of"),
+        (
+            {"max_rows": "10"},
+            TypeError,
+            "option max_rows must be an integer >= 1 (rows), got '10' (str)",
+        ),
+        ({"max_rows": 2.5}, TypeError, "option max_rows must be an integer >= 1 (rows), got 2.5"),
+        ({"max_rows": True}, TypeError, "option max_rows must be an integer >= 1 (rows), got True"),
+        (
+            {"max_rows": 0},
+            ValueError,
+            "option max_rows must be an integer >= 1 (rows), got 0 (int)",
+        ),
+        (
+            {"timeout_s": "10"},
+            TypeError,
+            "option timeout_s must be a finite number of seconds > 0, got",
+        ),
+        (
+            {"timeout_s": 0},
+            ValueError,
+            "option timeout_s must be a finite number of seconds > 0, got 0",
+        ),
+        (
+            {"timeout_s": float("nan")},
+            ValueError,
+            "option timeout_s must be a finite number of seconds",
+        ),
+        (
+            {"connect_timeout_s": None},
+            TypeError,
+            "option connect_timeout_s must be a finite number",
+        ),
+        ({"connect_timeout_s": -1}, ValueError, "option connect_timeout_s must be a finite number"),
     ],
 )
 def test_database_toolbox_refuses_a_wrong_type_with_type_error(tmp_path, kwargs, error, needle):

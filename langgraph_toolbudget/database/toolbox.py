@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from langgraph_toolbudget.core.limits import clip, safe_repr
+from langgraph_toolbudget.core.option_checks import check_count, check_seconds
 from langgraph_toolbudget.database.guard import (
     Dialect,
     ReadOnlyCheck,
@@ -78,7 +79,6 @@ BAD_SOURCES_ERROR = (
     "DatabaseToolbox(sources) needs a mapping of source name -> SQLAlchemy URL, e.g. "
     "{{'shop': 'sqlite:///shop.db', 'crm': 'postgresql+psycopg://user@host/crm'}}; got {value}."
 )
-TOOLBOX_OPTION_ERROR = "DatabaseToolbox: option {name} must be {expected}, got {value} ({kind})."
 BAD_URL_ERROR = "DatabaseToolbox: source {name!r} has URL {url!r}, which {problem}."
 UNKNOWN_SOURCE_ERROR = (
     "Error: there is no database source {source}. The sources are: {known}. Call "
@@ -256,25 +256,6 @@ class _Source:
     tables: list[TableSchema] = field(default_factory=list)
 
 
-def _check_options(**options: Any) -> None:
-    """:class:`DatabaseToolbox`'s bounds: ``TypeError`` for a wrong type, ``ValueError`` for
-    a value out of range, each naming the option and the value."""
-    for name, value in options.items():
-        count = name == "max_rows"
-        expected = "an integer >= 1" if count else "a number of seconds > 0"
-        if isinstance(value, bool) or not isinstance(value, int if count else int | float):
-            error: type[Exception] = TypeError
-        elif not (value >= 1 if count else value > 0):  # NaN is refused too
-            error = ValueError
-        else:
-            continue
-        shown = safe_repr(value, 80)
-        kind = type(value).__name__
-        raise error(
-            TOOLBOX_OPTION_ERROR.format(name=name, expected=expected, value=shown, kind=kind)
-        )
-
-
 class DatabaseToolbox:
     """SQL sources for the built-ins ``search_schemas`` and ``execute_sql`` (read-only).
 
@@ -323,7 +304,9 @@ class DatabaseToolbox:
             raise TypeError(BAD_SOURCES_ERROR.format(value=safe_repr(sources, 80)))
         if not sources:  # the right type, no source in it
             raise ValueError(BAD_SOURCES_ERROR.format(value="{}"))
-        _check_options(max_rows=max_rows, timeout_s=timeout_s, connect_timeout_s=connect_timeout_s)
+        check_count("DatabaseToolbox", "max_rows", max_rows, minimum=1, unit="rows")
+        check_seconds("DatabaseToolbox", "timeout_s", timeout_s)
+        check_seconds("DatabaseToolbox", "connect_timeout_s", connect_timeout_s)
         self.max_rows = max_rows
         self.timeout_s = float(timeout_s)
         self.connect_timeout_s = float(connect_timeout_s)

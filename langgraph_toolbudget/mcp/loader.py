@@ -56,6 +56,7 @@ from langgraph_toolbudget.core.catalog_checks import (
     described_category_error,
 )
 from langgraph_toolbudget.core.limits import clip, safe_repr
+from langgraph_toolbudget.core.option_checks import check_count, check_seconds, option_error
 from langgraph_toolbudget.core.spec import OUTPUT_SCHEMA_KEY
 from langgraph_toolbudget.core.tokens import schema_tokens
 from langgraph_toolbudget.execution.builtins import reserved_tool_names
@@ -71,11 +72,8 @@ from langgraph_toolbudget.mcp.runtime import (
     DEFAULT_MAX_ARTIFACT_CHARS,
     HEARTBEAT_OFF,
     NO_BOUND,
-    OPTION_ERROR,
     MCPRuntime,
     MCPServerInfo,
-    check_count,
-    check_seconds,
 )
 from langgraph_toolbudget.mcp.tool import MCPCatalogTool
 from langgraph_toolbudget.mcp.virtual import (
@@ -544,16 +542,7 @@ def _check_options(options: Mapping[str, Any], function: str = "load_mcp_catalog
             if value is None and none is not None:
                 continue
             expected = "True or False" + (f", or None ({none})" if none else "")
-            raise TypeError(
-                OPTION_ERROR.format(
-                    owner=function,
-                    name=name,
-                    expected=expected,
-                    value=safe_repr(value, 80),
-                    kind=type(value).__name__,
-                    hint="",
-                )
-            )
+            raise TypeError(option_error(function, name, expected, value))
 
 
 async def load_mcp_catalog(

@@ -8,8 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
-import reprlib
 import time
 import warnings
 import weakref
@@ -29,6 +27,7 @@ from langgraph_toolbudget._compat_mcp import (
     _list_all_tools,
 )
 from langgraph_toolbudget._runner import BackgroundLoop, SyncTimeoutError, background_loop
+from langgraph_toolbudget.core.option_checks import check_count, check_seconds
 from langgraph_toolbudget.mcp.errors import (
     CLOSED_ERROR,
     HEADERS_ERROR,
@@ -55,92 +54,8 @@ DEFAULT_MAX_ARTIFACT_CHARS = 20_000
 artifact: the same bound as ``offload_over_chars``' default for text."""
 DROPPED_KEY = "structured_content_dropped_chars"
 
-OPTION_ERROR = "{owner}: option {name} must be {expected}, got {value} ({kind}).{hint}"
-AS_NUMBER_HINT = " Pass the number itself: {name}={number}."
-SECONDS = "a finite number of seconds > 0"
 HEARTBEAT_OFF = "no ping"
 NO_BOUND = "no bound"
-
-
-def check_seconds(owner: str, name: str, value: object, *, none: str | None = None) -> None:
-    """Refuse an option of seconds that is not a finite number above 0.
-
-    Args:
-        owner: the function or class the option is of, for the message.
-        name: the option's name.
-        value: what was given.
-        none: what ``None`` means, if the option takes it (``"no bound"``).
-
-    Raises:
-        TypeError: not a number (``True`` and ``"10"`` are not), nor an allowed ``None``.
-        ValueError: 0 or less, NaN or infinite.
-    """
-    if value is None and none is not None:
-        return
-    expected = SECONDS + (f", or None ({none})" if none is not None else "")
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        hint = _as_number_hint(name, value, integer=False, minimum=0.0)
-        raise TypeError(_option_error(owner, name, expected, value, hint))
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(_option_error(owner, name, expected, value))
-
-
-def check_count(
-    owner: str, name: str, value: object, *, minimum: int, unit: str, none: str | None = None
-) -> None:
-    """Refuse an option counting ``unit`` that is not an integer of at least ``minimum``.
-
-    Args:
-        owner: the function or class the option is of, for the message.
-        name: the option's name.
-        value: what was given.
-        minimum: the least value allowed.
-        unit: what it counts (``"characters"``), for the message.
-        none: what ``None`` means, if the option takes it (``"no bound"``).
-
-    Raises:
-        TypeError: not an integer (``True``, ``2000.0`` and ``"2000"`` are not), nor an
-            allowed ``None``.
-        ValueError: below ``minimum``.
-    """
-    if value is None and none is not None:
-        return
-    expected = f"an integer >= {minimum} ({unit})" + (f", or None ({none})" if none else "")
-    if isinstance(value, bool) or not isinstance(value, int):
-        hint = _as_number_hint(name, value, integer=True, minimum=minimum)
-        raise TypeError(_option_error(owner, name, expected, value, hint))
-    if value < minimum:
-        raise ValueError(_option_error(owner, name, expected, value))
-
-
-def _option_error(owner: str, name: str, expected: str, value: object, hint: str = "") -> str:
-    shown = reprlib.repr(value)
-    kind = type(value).__name__
-    return OPTION_ERROR.format(
-        owner=owner, name=name, expected=expected, value=shown, kind=kind, hint=hint
-    )
-
-
-def _as_number_hint(name: str, value: object, *, integer: bool, minimum: float) -> str:
-    """The fix of a number given as text (``"10"``) or a count given as a whole float
-    (``2000.0``), when the number it stands for is allowed; else ``""``."""
-    number: float | None = None
-    if isinstance(value, str):
-        try:
-            number = float(value.strip())
-        except ValueError:
-            return ""
-    elif isinstance(value, float) and not isinstance(value, bool):
-        number = value
-    if number is None or not math.isfinite(number) or not number >= minimum:
-        return ""
-    if integer:
-        if not number.is_integer():
-            return ""
-        return AS_NUMBER_HINT.format(name=name, number=int(number))
-    if number <= 0:
-        return ""
-    return AS_NUMBER_HINT.format(name=name, number=int(number) if number.is_integer() else number)
 
 
 AUDIO_NOTE = "[audio answer, {mime}, not shown]"

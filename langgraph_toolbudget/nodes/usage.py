@@ -41,7 +41,6 @@ import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from math import inf
 from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 import numpy as np
@@ -55,6 +54,7 @@ from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.core.intent import latest_user_text
 from langgraph_toolbudget.core.limits import clip_names, safe_repr
 from langgraph_toolbudget.core.meta import META_TOOL_NAMES
+from langgraph_toolbudget.core.option_checks import check_count, check_number, option_error
 from langgraph_toolbudget.core.usage import (
     DEFAULT_MAX_QUERIES_PER_TOOL,
     DEFAULT_MAX_RECORDS,
@@ -141,8 +141,7 @@ BAD_STORE_ERROR = (
     "PostgresStore(...)) or None (the running graph's store, else memory); got {got}."
 )
 STORE_CLASS = "the class {name}: pass {name}({args})"
-USAGE_OPTION_ERROR = "ToolUsage: option {name} must be {expected}, got {value} ({kind}){fix}."
-NAMESPACE_FIX = "; write it as a tuple: namespace={fixed!r}"
+NAMESPACE_FIX = " Write it as a tuple: namespace={fixed!r}."
 BAD_ROW_ERROR = (
     "import_ row {i} must be a mapping with 'tool' and 'query' strings (as export() gives), "
     "optional 'thread', 'user' and 'scope' (strings or None), 'ts' (a number), 'trusted' "
@@ -287,26 +286,6 @@ def _sync_store_call(
     return decorate
 
 
-def _option_error(
-    error: type[Exception], name: str, expected: str, value: Any, fix: str = ""
-) -> Exception:
-    shown, kind = safe_repr(value, 80), type(value).__name__
-    return error(
-        USAGE_OPTION_ERROR.format(name=name, expected=expected, value=shown, kind=kind, fix=fix)
-    )
-
-
-def _check_count(name: str, value: Any, *, optional: bool = False) -> None:
-    """A bound: an int >= 1 (or None when ``optional``); ``TypeError`` for another type."""
-    expected = "an integer >= 1" + (" or None" if optional else "")
-    if optional and value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _option_error(TypeError, name, expected, value)
-    if value < 1:
-        raise _option_error(ValueError, name, expected, value)
-
-
 def _check_options(
     *,
     store: Any,
@@ -331,17 +310,23 @@ def _check_options(
     if not isinstance(namespace, tuple) or not all(isinstance(p, str) for p in namespace):
         fixable = isinstance(namespace, list) and all(isinstance(p, str) for p in namespace)
         fix = NAMESPACE_FIX.format(fixed=tuple(namespace)) if fixable else ""
-        raise _option_error(TypeError, "namespace", expected, namespace, fix)
+        raise TypeError(option_error("ToolUsage", "namespace", expected, namespace, fix))
     if not namespace or not all(namespace):
-        raise _option_error(ValueError, "namespace", expected, namespace)
-    _check_count("max_queries_per_tool", max_queries_per_tool)
-    _check_count("max_queries_per_thread", max_queries_per_thread, optional=True)
-    _check_count("min_threads", min_threads)
-    _check_count("max_records", max_records)
-    if isinstance(weight, bool) or not isinstance(weight, int | float):
-        raise _option_error(TypeError, "weight", "a finite number >= 0", weight)
-    if not 0 <= weight < inf:
-        raise _option_error(ValueError, "weight", "a finite number >= 0", weight)
+        raise ValueError(option_error("ToolUsage", "namespace", expected, namespace))
+    check_count(
+        "ToolUsage", "max_queries_per_tool", max_queries_per_tool, minimum=1, unit="queries"
+    )
+    check_count(
+        "ToolUsage",
+        "max_queries_per_thread",
+        max_queries_per_thread,
+        minimum=1,
+        unit="queries",
+        none="no bound",
+    )
+    check_count("ToolUsage", "min_threads", min_threads, minimum=1, unit="threads")
+    check_count("ToolUsage", "max_records", max_records, minimum=1, unit="records")
+    check_number("ToolUsage", "weight", weight, minimum=0)
     if not isinstance(scope, str):
         raise TypeError(
             BAD_SCOPE_ERROR.format(value=safe_repr(scope, 80), kind=type(scope).__name__)
