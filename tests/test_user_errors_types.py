@@ -378,3 +378,24 @@ def test_each_fix_of_the_hidden_tool_caller_warning_works_literally():
         graph = create_toolbudget_agent(model, _catalog())
     assert graph.compile().invoke(QUESTION)["messages"][-1].content == "done"
     assert "search_tools" in model.bound_tools[0]
+
+
+def test_a_store_tool_index_says_its_mistakes_as_tool_usage_does():
+    """Was: "got ABCMeta", and ValueError for a namespace list or a limit given as text."""
+    from langgraph_toolbudget.nodes.tool_index import StoreToolIndex
+
+    cases = [
+        (
+            {"store": InMemoryStore},
+            TypeError,
+            r"StoreToolIndex: option store .*pass InMemoryStore\(\)",
+        ),
+        ({"namespace": ["a", "b"]}, TypeError, r"Write it as a tuple: namespace=\('a', 'b'\)"),
+        ({"namespace": ()}, ValueError, r"StoreToolIndex: option namespace must be a non-empty"),
+        ({"limit": "10"}, TypeError, r"option limit must be an integer >= 1 .*limit=10\."),
+        ({"limit": 0}, ValueError, r"StoreToolIndex: option limit must be an integer >= 1"),
+    ]
+    for kwargs, error, needle in cases:
+        with pytest.raises(error, match=needle):
+            StoreToolIndex(**kwargs)
+    assert StoreToolIndex(namespace=("a", "b"), limit=10).limit == 10  # the fixes, literally

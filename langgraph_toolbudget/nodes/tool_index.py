@@ -44,7 +44,9 @@ from langgraph.store.base import BaseStore, Item, PutOp
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.limits import clip
+from langgraph_toolbudget.core.option_checks import check_count
 from langgraph_toolbudget.core.vectors import tool_text
+from langgraph_toolbudget.nodes.store_options import check_namespace, check_store
 
 __all__ = ["DimsMismatchError", "StoreToolIndex"]
 
@@ -87,7 +89,6 @@ RETRYING_ERROR = (
     "StoreToolIndex could not index the catalog in {kind} ({failures} failed tries, the last: "
     "{error}); next try in {wait:.0f} s."
 )
-BAD_STORE_ERROR = "store must be a LangGraph BaseStore or None (the graph's store); got {kind}."
 RETRY_AFTER_S = (0.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 """Seconds to wait before trying again after the 1st, 2nd... failed indexing (the last one
 for every later failure): a one-off failure is tried again at the next call."""
@@ -202,8 +203,10 @@ class StoreToolIndex:
         limit: tools a query returns at most.
 
     Raises:
-        TypeError: ``store`` is not a ``BaseStore``.
-        ValueError: a store without a vector index; a bad ``namespace`` or ``limit``.
+        TypeError: ``store`` is not a ``BaseStore``; ``namespace`` not a tuple of strings,
+            ``limit`` not an integer.
+        ValueError: a store without a vector index; an empty ``namespace``, a ``limit``
+            below 1.
 
     Used as ``retriever=`` with ``store=None`` outside a graph with a store, or
     with a graph store that has no index, each turn ranks without it and logs why. A store
@@ -227,18 +230,11 @@ class StoreToolIndex:
         namespace: tuple[str, ...] = ("toolbudget", "tools"),
         limit: int = 10,
     ) -> None:
-        if store is not None and not isinstance(store, BaseStore):
-            raise TypeError(BAD_STORE_ERROR.format(kind=type(store).__name__))
+        check_store("StoreToolIndex", store, none="the running graph's store")
         if store is not None:
             _check_index(store)
-        if (
-            not isinstance(namespace, tuple)
-            or not namespace
-            or not all(isinstance(p, str) and p for p in namespace)
-        ):
-            raise ValueError(f"namespace must be a non-empty tuple of strings, got {namespace!r}")
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValueError(f"limit must be an integer >= 1, got {limit!r}")
+        check_namespace("StoreToolIndex", namespace, example=("toolbudget", "tools"))
+        check_count("StoreToolIndex", "limit", limit, minimum=1, unit="tools")
         self.store, self.namespace, self.limit = store, namespace, limit
         self.__name__ = "StoreToolIndex"  # for the nodes' log lines
         self._indexed: OrderedDict[tuple[int, int], _Pair] = OrderedDict()

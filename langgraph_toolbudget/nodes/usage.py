@@ -54,7 +54,7 @@ from langgraph_toolbudget.core.catalog import ToolCatalog, require_catalog
 from langgraph_toolbudget.core.intent import latest_user_text
 from langgraph_toolbudget.core.limits import clip_names, safe_repr
 from langgraph_toolbudget.core.meta import META_TOOL_NAMES
-from langgraph_toolbudget.core.option_checks import check_count, check_number, option_error
+from langgraph_toolbudget.core.option_checks import check_count, check_number
 from langgraph_toolbudget.core.usage import (
     DEFAULT_MAX_QUERIES_PER_TOOL,
     DEFAULT_MAX_RECORDS,
@@ -78,6 +78,7 @@ from langgraph_toolbudget.core.working_set import (
     state_messages,
     state_names,
 )
+from langgraph_toolbudget.nodes.store_options import check_namespace, check_store
 
 __all__ = [
     "OPT_OUT_KEY",
@@ -136,12 +137,6 @@ MAX_SCOPES_HELD = 1000
 """Scope histories (``scope="user"``/``"assistant"``) held in memory, at most: the least
 recently used one leaves memory (never the store), and is read again at its next use. A client
 may send a new ``user_id`` with every request."""
-BAD_STORE_ERROR = (
-    "ToolUsage: option store must be a LangGraph BaseStore (InMemoryStore(), SqliteStore(...), "
-    "PostgresStore(...)) or None (the running graph's store, else memory); got {got}."
-)
-STORE_CLASS = "the class {name}: pass {name}({args})"
-NAMESPACE_FIX = " Write it as a tuple: namespace={fixed!r}."
 BAD_ROW_ERROR = (
     "import_ row {i} must be a mapping with 'tool' and 'query' strings (as export() gives), "
     "optional 'thread', 'user' and 'scope' (strings or None), 'ts' (a number), 'trusted' "
@@ -299,20 +294,8 @@ def _check_options(
 ) -> None:
     """:class:`ToolUsage`'s options: ``TypeError`` for a wrong type, ``ValueError`` for a value
     out of range, each naming the option and the value."""
-    if isinstance(store, type):
-        args = "..." if _needs_arguments(store) else ""
-        got = STORE_CLASS.format(name=store.__name__, args=args)
-        raise TypeError(BAD_STORE_ERROR.format(got=got))
-    if store is not None and not isinstance(store, BaseStore):
-        got = f"{safe_repr(store, 80)} ({type(store).__name__})"
-        raise TypeError(BAD_STORE_ERROR.format(got=got))
-    expected = "a non-empty tuple of non-empty strings, e.g. ('toolbudget', 'usage')"
-    if not isinstance(namespace, tuple) or not all(isinstance(p, str) for p in namespace):
-        fixable = isinstance(namespace, list) and all(isinstance(p, str) for p in namespace)
-        fix = NAMESPACE_FIX.format(fixed=tuple(namespace)) if fixable else ""
-        raise TypeError(option_error("ToolUsage", "namespace", expected, namespace, fix))
-    if not namespace or not all(namespace):
-        raise ValueError(option_error("ToolUsage", "namespace", expected, namespace))
+    check_store("ToolUsage", store, none="the running graph's store, else memory")
+    check_namespace("ToolUsage", namespace, example=("toolbudget", "usage"))
     check_count(
         "ToolUsage", "max_queries_per_tool", max_queries_per_tool, minimum=1, unit="queries"
     )
@@ -333,17 +316,6 @@ def _check_options(
         )
     if scope not in SCOPES:
         raise ValueError(BAD_SCOPE_ERROR.format(value=safe_repr(scope, 80), kind="str"))
-
-
-def _needs_arguments(cls: type) -> bool:
-    """Whether ``cls()`` lacks a required argument (``SqliteStore`` needs its connection)."""
-    try:
-        parameters = inspect.signature(cls).parameters.values()
-    except (TypeError, ValueError):
-        return True
-    return any(
-        p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters
-    )
 
 
 class ToolUsage:
