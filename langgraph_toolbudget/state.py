@@ -168,30 +168,36 @@ def _shown(value: object) -> str:
     return text if len(text) <= 80 else f"a {type(value).__name__}"
 
 
-def merge_counts(left: Mapping[str, int] | None, right: Mapping[str, int] | None) -> dict[str, int]:
-    """Reducer for name -> counter maps (``tool_last_used``): the right side wins per key.
+def merge_counts(
+    left: Mapping[str, int] | None, right: Mapping[str, int | None] | None
+) -> dict[str, int]:
+    """Reducer for name -> counter maps (``tool_last_used``): the right side wins per key, and
+    ``None`` removes the key (a tool no longer visible).
 
     ``right`` must map tool names to integers from 0 to :data:`MAX_STEP` (a ``bool`` is no
-    integer here); anything else raises :class:`StateFieldError` naming the field, so a
-    ``graph.update_state`` cannot store a step the next node would push past what a
-    checkpointer stores.
+    integer here) or ``None``; anything else raises :class:`StateFieldError` naming the
+    field, so a ``graph.update_state`` cannot store a step the next node would push past what
+    a checkpointer stores.
 
-    >>> merge_counts({"a": 1, "b": 2}, {"b": 3})
-    {'a': 1, 'b': 3}
+    >>> merge_counts({"a": 1, "b": 2}, {"b": 3, "a": None})
+    {'b': 3}
     """
     if right is None:
         return dict(left or {})
-    shape = "a mapping of tool name -> integer step from 0 to 2**53"
+    shape = "a mapping of tool name -> integer step from 0 to 2**53 (None removes it)"
     example = "{'get_weather': 3}"
     if not isinstance(right, Mapping):
         raise _refuse("tool_last_used", shape, f"is {_shown(right)}", example)
     for key, value in right.items():
         if not isinstance(key, str):
             raise _refuse("tool_last_used", shape, f"has the key {_shown(key)}", example)
+        if value is None:
+            continue
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_STEP:
             problem = f"maps {key!r} to {_shown(value)}"
             raise _refuse("tool_last_used", shape, problem, example)
-    return {**(left or {}), **right}
+    merged = {**(left or {}), **right}
+    return {k: v for k, v in merged.items() if v is not None}
 
 
 def replace_categories(left: Sequence[str] | None, right: Sequence[str] | None) -> list[str]:
@@ -462,7 +468,7 @@ def state_update(
     (:func:`merge_names`), ``{"remove", "add"}``, or ``{"replace": ...}`` when only that
     gives ``after``'s order; counters (:func:`merge_counts`) and the tool context
     (:func:`~langgraph_toolbudget.core.context.merge_context` and the context fields' own
-    reducers), the changed entries (``None`` removes a context key); a list under another
+    reducers), the changed entries (``None`` removes a key); a list under another
     reducer, the items it gained at its end, else its final value; a field without a reducer,
     or one that replaces it (``categories``, ``category_scores``), its value.
     """
@@ -512,8 +518,12 @@ def _delta(reducer: Callable[..., Any] | None, old: Any, new: Any) -> Any:
     if reducer in _MAPPING_REDUCERS:
         old = old or {}
         changed = {k: v for k, v in new.items() if old.get(k, _MISSING) != v}
-        if reducer is not merge_counts:
-            changed.update((k, None) for k in old if k not in new)
+        # A key the reducer refuses (not a string) cannot be removed: a checkpoint may hold
+        # one from before the reducers checked, and the nodes read past it.
+        gone = [
+            k for k in old if k not in new and (reducer is not merge_counts or isinstance(k, str))
+        ]
+        changed.update((k, None) for k in gone)
         return changed or _MISSING
     if isinstance(old, list) and isinstance(new, list) and new[: len(old)] == old:
         return new[len(old) :] or _MISSING

@@ -132,3 +132,56 @@ def test_a_name_chosen_again_takes_the_reason_of_this_choice():
     ws.refresh(["a", "c"], reason="select_tools", details={"a": {"why": "budget"}})
     assert ws.reasons == {"a": {"why": "budget"}, "b": {"why": "x"}, "c": {"why": "select_tools"}}
     assert ws.update()["tool_reasons"] == {"a": {"why": "budget"}, "c": {"why": "select_tools"}}
+
+
+def test_the_steps_of_tools_that_left_are_removed_from_the_state():
+    """Only visible tools need a step: without this a long thread's ``tool_last_used`` kept
+    an entry for every tool it ever loaded (review 50a: 330 of 351 entries stale at turn 120
+    over 1,000 tools)."""
+    from langgraph_toolbudget.state import merge_counts
+
+    state = {"selected_tools": ["a", "b", "c"], "tool_last_used": {"a": 1, "b": 2, "c": 3}}
+    working = WorkingSet.from_state(state, cap=3)
+    working.add(["d"])  # evicts "a", the least recently used
+    update = working.update()
+    assert update["tool_last_used"] == {"d": 4, "a": None}
+    stored = merge_counts(state["tool_last_used"], update["tool_last_used"])
+    assert stored == {"b": 2, "c": 3, "d": 4}
+    assert set(stored) == set(merge_names(state["selected_tools"], update["selected_tools"]))
+
+
+async def test_a_long_thread_keeps_steps_for_its_visible_tools_only():
+    from langchain.agents import create_agent
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langgraph_toolbudget import ToolBudgetMiddleware, create_toolbudget_agent
+    from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+    from langgraph_toolbudget.testing import ScriptedChatModel
+
+    requests = [
+        "weather in Paris",
+        "open a GitHub issue for the crash",
+        "post a message to the team channel on Slack",
+        "how many rows does the orders table have",
+        "forecast for Rome tomorrow",
+    ] * 3
+    catalog = build_example_catalog()
+    apps = {
+        "nodes": create_toolbudget_agent(
+            ScriptedChatModel(responses=["ok"]), catalog, max_tools=3
+        ).compile(checkpointer=InMemorySaver()),
+        "middleware": create_agent(
+            ScriptedChatModel(responses=["ok"]),
+            middleware=[ToolBudgetMiddleware(catalog, max_tools=3)],
+            checkpointer=InMemorySaver(),
+        ),
+    }
+    for face, app in apps.items():
+        config = {"configurable": {"thread_id": face}}
+        seen: set[str] = set()
+        for text in requests:
+            values = await app.ainvoke({"messages": [HumanMessage(text)]}, config)
+            seen.update(values["selected_tools"])
+            assert set(values["tool_last_used"]) <= set(values["selected_tools"]), face
+        assert len(seen) > len(values["selected_tools"])  # tools did come and go

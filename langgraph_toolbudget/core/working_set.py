@@ -405,9 +405,10 @@ class WorkingSet:
         """The state update for everything changed since :meth:`from_state`.
 
         ``{"selected_tools": {"add": [...], "remove": [...]}}`` when the visible
-        set changed, ``{"tool_last_used": {...}}`` with the entries that
-        changed, ``{"discovered_tools": {"add": [...], "remove": [...]}}`` when the
-        tools found and not visible changed (a found tool made visible leaves it);
+        set changed, ``{"tool_last_used": {...}}`` with the entries of visible tools that
+        changed and ``None`` removing those of tools no longer visible,
+        ``{"discovered_tools": {"add": [...], "remove": [...]}}`` when the tools found and
+        not visible changed (a found tool made visible leaves it);
         ``{"tool_reasons": {...}}`` with the reasons that changed, ``None`` removing those of
         tools no longer visible (however they left); ``{}`` when nothing did. The state's
         reducers merge them.
@@ -420,7 +421,15 @@ class WorkingSet:
         found = [n for n in self.discovered if n not in self.names]
         if tuple(found) != self._stored_discovered:
             out["discovered_tools"] = _list_update(list(self._stored_discovered), found)
-        used = {k: v for k, v in self.last_used.items() if self._stored_last_used.get(k) != v}
+        # Only visible tools need a step (the LRU order, a `manual` tool's "added by a node"):
+        # the entries of tools that left are removed, or a long thread's field grows with
+        # every tool it ever loaded.
+        used: dict[str, int | None] = {
+            k: v
+            for k, v in self.last_used.items()
+            if k in self.names and self._stored_last_used.get(k) != v
+        }
+        used.update({k: None for k in self._stored_last_used if k not in self.names})
         if used:
             out["tool_last_used"] = used
         for name in [n for n in self.reasons if n not in self.names]:
