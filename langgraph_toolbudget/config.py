@@ -148,7 +148,9 @@ class BudgetConfig(BaseModel):
     """The options every node of the tool budget shares, validated once.
 
     A frozen pydantic model: a wrong type or value raises at construction
-    (``TypeError`` / ``ValueError``, naming the option and what it must be); change it
+    (``TypeError`` / ``ValueError``, naming the option and what it must be), but a
+    misspelt built-in name in ``enabled_builtins``, refused when a node is built (the
+    node knows the built-in families it binds, yours among them); change it
     with :meth:`override`, which validates again. Every node, factory and the middleware
     takes ``config=`` plus any of these options as keywords (:class:`BudgetOptions`),
     which override the config's values.

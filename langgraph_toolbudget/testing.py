@@ -61,8 +61,17 @@ class ScriptedChatModel(FakeMessagesListChatModel):
     one model, in asyncio tasks or in OS threads: each call takes its own response.
 
     Attributes:
+        responses: the script: messages, strings (answered as an ``AIMessage``) or
+            callables ``(messages, bound_tool_names) -> message``.
+        cycle: repeat the last response once the script is used up (default True); else
+            a further call raises ``IndexError``.
         bound_tools: the tool names of every ``bind_tools`` call, in order.
         calls: the message lists the model was called with.
+        tools_schema: the OpenAI tool schemas of the latest ``bind_tools`` call (of any
+            run sharing the model; a callable response gets its own call's tool names).
+        sleep: inherited from ``FakeMessagesListChatModel`` and ignored: a call never
+            sleeps (for a slow model, give a callable response that sleeps).
+        i: the position of the next response in the script (inherited).
     """
 
     responses: list[Any]

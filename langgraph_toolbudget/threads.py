@@ -504,7 +504,7 @@ OTHER_AGENT_NAMES_ERROR = (
 UNKNOWN_CONTEXT_NAMES_ERROR = (
     "the catalog of {where} has no {names}: a misspelt name would be written as given and "
     "change nothing ({closest}). Use the names the catalog lists (list_tools(catalog) or "
-    "`toolbudget list`); to {verb} a tool or server that the app does not load now (an MCP "
+    "`toolbudget tools`); to {verb} a tool or server that the app does not load now (an MCP "
     "server that is down{failed}), pass allow_unknown=True."
 )
 ADD_CONTEXT_FIELDS_FIX = (
@@ -816,8 +816,9 @@ def _check_owner(
         and (has := list(dict.fromkeys(n for f, n in lacking if _knows(agent.catalogs, f, n))))
     ]
     if not owners:
-        if not allow_unknown:
-            _refuse_unknown(where, catalogs, lacking, values)
+        unheard = [(f, n) for f, n in lacking if not _of_failed_server(catalogs, f, n)]
+        if unheard and not allow_unknown:
+            _refuse_unknown(where, catalogs, unheard, values)
         return
     kinds = {name: _kind(field) for field, name in lacking}
     names = list(dict.fromkeys(name for _, has in owners for name in has))
@@ -843,6 +844,14 @@ def _check_owner(
     )
 
 
+def _of_failed_server(catalogs: list[ToolCatalog], field: str, name: str) -> bool:
+    """Is ``name`` a server that failed to load, or a tool of one by its prefix? Its tools
+    are not listed now, and an exclusion written for when it is back is no typo."""
+    if _kind(field) == "server":
+        return any(name in c.failed_servers for c in catalogs)
+    return any(c.failed_server_of(name) is not None for c in catalogs)
+
+
 def _refuse_unknown(
     where: str,
     catalogs: list[ToolCatalog],
@@ -857,16 +866,20 @@ def _refuse_unknown(
     names = list(dict.fromkeys(f"{_kind(field)} {name!r}" for field, name in lacking))
     missing_tools = [n for f, n in lacking if _kind(f) == "tool"]
     missing_servers = [n for f, n in lacking if _kind(f) == "server"]
+    filtered = [n for n in missing_tools if any(c.is_filtered(n) for c in listed)]
     closest = "; ".join(
         part
         for part in (
-            closest_names(dict.fromkeys(missing_tools), tools) if missing_tools else "",
+            closest_names(dict.fromkeys(missing_tools), tools, filtered=filtered)
+            if missing_tools
+            else "",
             closest_names(dict.fromkeys(missing_servers), servers_) if missing_servers else "",
         )
         if part
     )
     failed = sorted({s for c in catalogs for s in c.failed_servers})
-    verb = next(iter({v for f, n in lacking if isinstance(v := values[f][n], str)}), "exclude")
+    verbs = {values[f][n] for f, n in lacking}
+    verb = next(iter(verbs)) if len(verbs) == 1 else ""
     raise ValueError(
         UNKNOWN_CONTEXT_NAMES_ERROR.format(
             where=where,
@@ -990,7 +1003,8 @@ def update_context(
     Example:
         ```python
         from langgraph_toolbudget import exclude_tools, update_context
-        update_context(app, {"configurable": {"thread_id": "t1"}}, exclude_tools(tools=["rm"]))
+        config = {"configurable": {"thread_id": "t1"}}
+        update_context(app, config, exclude_tools(tools=["delete_file"]))
         ```
     """
     values = check_context_update(update)

@@ -247,3 +247,33 @@ def test_an_unknown_unprefixed_name_is_told_a_server_is_down_too(
     assert "is not a tool of this app" in text and "Closest tools" in text
     assert "MCP server 'notes' failed to load and cannot be used now" in text
     assert DETAIL not in text
+
+
+# --- the user's tool context while a server is down -----------------------------------------
+
+
+def test_an_exclusion_of_a_failed_server_or_its_tool_is_written_for_when_it_is_back(
+    notes_down: MCPToolCatalog, notes_down_prefixed: MCPToolCatalog
+) -> None:
+    """``update_context`` refuses names the catalog lacks (a typo would change nothing), but
+    not a server that failed to load nor a tool of it by its prefix: the catalog names them,
+    and excluding a server that is down is the exclusion to keep for when it returns. A typo
+    is still refused, and a name ``allowed_tools`` removed is said to be removed."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langgraph_toolbudget import exclude_tools, update_context
+
+    config: Any = {"configurable": {"thread_id": "down"}}
+    app = create_toolbudget_agent(ScriptedChatModel(responses=["ok"]), notes_down_prefixed)
+    app = app.compile(checkpointer=InMemorySaver())
+    update_context(app, config, exclude_tools(servers=["notes"], tools=["notes__list_notes"]))
+    values = app.get_state(config).values
+    assert values["context_servers"] == {"notes": "exclude"}
+    assert values["context_tools"] == {"notes__list_notes": "exclude"}
+    with pytest.raises(ValueError, match=r"has no tool 'mat__add'.*'math__add'.*'notes' failed"):
+        update_context(app, config, exclude_tools(tools=["mat__add"]))
+    other = create_toolbudget_agent(ScriptedChatModel(responses=["ok"]), notes_down)
+    other = other.compile(checkpointer=InMemorySaver())
+    removed = r"'server_pid' was removed by the catalog's allowed_servers/allowed_tools"
+    with pytest.raises(ValueError, match=removed):
+        update_context(other, config, exclude_tools(tools=["server_pid"]))

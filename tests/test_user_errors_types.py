@@ -333,9 +333,30 @@ def test_a_prompt_pipe_model_is_refused_for_the_other_model_options():
         create_toolbudget_agent(
             ScriptedChatModel(responses=["x"]), _catalog(), classifier_model=chain
         )
-    placeholder = ChatPromptTemplate.from_messages([MessagesPlaceholder("messages")])
+    question = ChatPromptTemplate.from_messages([("human", "{question}")])  # one text variable
     with pytest.raises(TypeError, match="starts with the prompt template"):
+        ToolAgent(question | ScriptedChatModel(responses=["x"]), _catalog())
+
+
+def test_a_template_that_takes_the_message_list_is_warned_of_and_runs_with_a_text_format():
+    """``[system, MessagesPlaceholder("messages")] | model``: LangChain fills the one required
+    variable with the message list, so it runs (through a text format: the sequence binds no
+    tools); it is warned of as before, and not refused (review 51a)."""
+    placeholder = ChatPromptTemplate.from_messages(
+        [("system", "You are a pirate."), MessagesPlaceholder("messages")]
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         ToolAgent(placeholder | ScriptedChatModel(responses=["x"]), _catalog())
+    assert any("cannot bind tools" in str(w.message) for w in caught)
+    model = ScriptedChatModel(responses=["arr"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a text format on purpose: no warning
+        agent = ToolAgent(placeholder | model, _catalog(), model_supports_tools=False)
+    out = agent.invoke(QUESTION)
+    assert out["messages"][-1].content == "arr"
+    assert isinstance(model.calls[-1][0], SystemMessage)
+    assert model.calls[-1][0].content.startswith("You are a pirate.")
 
 
 def _lambda_pipe_model(responses: list[Any]) -> Any:

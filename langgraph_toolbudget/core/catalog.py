@@ -289,7 +289,7 @@ class ToolCatalog:
                 ``tools`` not a list, an item neither a tool nor a function,
                 a mapping that is not one, a name that is not a string, a
                 string where a list of names is expected, a metadata value of
-                the wrong type.
+                the wrong type, a ``default_include`` that is not a string.
             ValueError: duplicate names; category entries, metadata or
                 descriptions naming unknown tools or categories, and
                 ``server_defaults`` or ``allowed_servers`` naming a server no tool has,

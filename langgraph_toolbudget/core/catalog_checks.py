@@ -315,8 +315,11 @@ def check_name_list(argument: str, value: object, what: str) -> list[str] | None
 
 
 def check_default_include(value: object) -> None:
-    """Raises ValueError unless ``value`` is one of :data:`INCLUDE_MODES`."""
-    if not isinstance(value, str) or value not in INCLUDE_MODES:
+    """Raises TypeError unless ``value`` is a string, ValueError unless it is one of
+    :data:`INCLUDE_MODES`."""
+    if not isinstance(value, str):
+        raise TypeError(DEFAULT_INCLUDE_ERROR.format(modes=INCLUDE_MODES, value=describe(value)))
+    if value not in INCLUDE_MODES:
         raise ValueError(DEFAULT_INCLUDE_ERROR.format(modes=INCLUDE_MODES, value=describe(value)))
 
 

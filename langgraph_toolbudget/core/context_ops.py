@@ -230,7 +230,10 @@ def include_tools(
             ``catalog``: its exclusions under the tools' aliases are checked and lifted.
 
     Returns:
-        ``{"context_tools": {...}, "context_servers": {...}}`` for ``graph.update_state``.
+        The update: ``{"context_tools": {...}}`` for the tools named, ``{"context_servers":
+        {...}}`` for the servers (only the fields named), to apply with
+        :func:`~langgraph_toolbudget.update_context` (``graph.update_state`` loses it on a
+        thread that has never run), or to return from a node.
 
     Raises:
         TypeError: a name list that is a string or holds non-strings.
@@ -240,7 +243,7 @@ def include_tools(
 
     Example:
         ```python
-        graph.update_state(config, include_tools(tools=["read_file"], servers=["github"]))
+        update_context(graph, config, include_tools(tools=["read_file"], servers=["github"]))
         ```
     """
     return _decide("include_tools", "include", tools, servers, catalog, state)
@@ -264,7 +267,7 @@ def exclude_tools(
 
     Example:
         ```python
-        graph.update_state(config, exclude_tools(tools=["delete_repo"], servers=["slack"]))
+        update_context(graph, config, exclude_tools(tools=["delete_file"], servers=["slack"]))
         ```
     """
     return _decide("exclude_tools", "exclude", tools, servers, catalog)
@@ -289,10 +292,18 @@ def set_include_mode(
         servers: server names.
         catalog: when given, the names are checked against it.
 
+    Returns:
+        The update: ``{"context_tool_modes": {...}}`` for the tools named,
+        ``{"context_server_modes": {...}}`` for the servers (only the fields named), to
+        apply with :func:`~langgraph_toolbudget.update_context`.
+
     Raises:
+        TypeError: a mode that is not a string (nor None); a name list that is a string or
+            holds non-strings.
         ValueError: an unknown mode; nothing named; with ``catalog``, unknown names.
-        TypeError: a name list that is a string or holds non-strings.
     """
+    if mode is not None and not isinstance(mode, str):
+        raise TypeError(BAD_MODE_ERROR.format(modes=INCLUDE_MODES, mode=mode))
     if mode is not None and mode not in INCLUDE_MODES:
         raise ValueError(BAD_MODE_ERROR.format(modes=INCLUDE_MODES, mode=mode))
     names = _names("tools", tools, "tool names")
@@ -419,6 +430,11 @@ def get_server(catalog: ToolCatalog, state: Any, name: str) -> dict[str, Any]:
 
 def context_summary(catalog: ToolCatalog, state: Any = None) -> dict[str, Any]:
     """A thread's tool context grouped by server, as data and as text.
+
+    Args:
+        catalog: the app's catalog.
+        state: the thread's state values (``graph.get_state(config).values``); None: the
+            catalog's own modes, no thread context.
 
     Returns:
         ``{"servers": [{"name", "summary", "in_context", "tools", "tool_names"}],

@@ -238,6 +238,11 @@ def rank_scores(
     return [(int(ids[i]), float(sub[i])) for i in order]
 
 
+_FUZZY_BUILD = threading.Lock()
+"""Held while an index builds its fuzzy fallback (rare, once per index): one lock for every
+index, as a lock in the index would make it impossible to copy."""
+
+
 class ToolIndex:
     """A search index over a list of tools, built once.
 
@@ -276,7 +281,6 @@ class ToolIndex:
     ) -> None:
         self.split_clauses = split_clauses
         self._fuzzy_matcher: FuzzyMatcher | None = None
-        self._fuzzy_lock = threading.Lock()
         self._last: tuple[str, np.ndarray, frozenset[int] | None] | None = None
         self.names = [d[0] for d in docs]
         self.descriptions = [d[1] for d in docs]
@@ -580,7 +584,7 @@ class ToolIndex:
         ask at the same time (``functools.cached_property`` takes no lock from Python 3.12)."""
         matcher = self._fuzzy_matcher
         if matcher is None:
-            with self._fuzzy_lock:
+            with _FUZZY_BUILD:
                 if self._fuzzy_matcher is None:
                     self._fuzzy_matcher = FuzzyMatcher(self.names, self.descriptions)
                 matcher = self._fuzzy_matcher

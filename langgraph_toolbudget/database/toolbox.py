@@ -80,6 +80,7 @@ BAD_SOURCES_ERROR = (
     "{{'shop': 'sqlite:///shop.db', 'crm': 'postgresql+psycopg://user@host/crm'}}; got {value}."
 )
 BAD_URL_ERROR = "DatabaseToolbox: source {name!r} has URL {url!r}, which {problem}."
+NO_SUCH_SOURCE_ERROR = "DatabaseToolbox has no source {source!r}; its sources are {known}."
 UNKNOWN_SOURCE_ERROR = (
     "Error: there is no database source {source}. The sources are: {known}. Call "
     "execute_sql again with one of them{hint}."
@@ -371,8 +372,19 @@ class DatabaseToolbox:
         return ", ".join(repr(n) for n in self._sources if n != but)
 
     def dialect(self, source: str) -> Dialect:
-        """The SQL dialect of ``source`` (``"sqlite"`` or ``"postgres"``)."""
-        return self._sources[source].dialect
+        """The SQL dialect of ``source`` (``"sqlite"`` or ``"postgres"``).
+
+        Raises:
+            KeyError: an unknown source name (the message lists the sources).
+        """
+        return self._named(source).dialect
+
+    def _named(self, source: str) -> _Source:
+        """The source called ``source``; a ``KeyError`` naming the sources if none is."""
+        found = self._sources.get(source) if isinstance(source, str) else None
+        if found is None:
+            raise KeyError(NO_SUCH_SOURCE_ERROR.format(source=source, known=sorted(self._sources)))
+        return found
 
     def _engine(self, src: _Source) -> Any:
         """The engine that reads ``src``'s schemas (read-only, no authorizer: it sends
@@ -453,16 +465,22 @@ class DatabaseToolbox:
         source that was down is tried again.
 
         Raises:
-            KeyError: an unknown source name.
+            KeyError: an unknown source name (the message lists the sources).
         """
         with self._lock:
-            targets = [self._sources[source]] if source is not None else self._sources.values()
+            targets = [self._named(source)] if source is not None else self._sources.values()
             for src in targets:
                 src.checked = False
             self._index = None
 
     def tables(self, source: str | None = None) -> list[TableSchema]:
-        """The tables and views of ``source`` (or of every source that is up)."""
+        """The tables and views of ``source`` (or of every source that is up).
+
+        Raises:
+            KeyError: an unknown source name (the message lists the sources).
+        """
+        if source is not None:
+            self._named(source)
         return [t for s in self._ready() for t in s.tables if source in (None, s.name)]
 
     def search(
@@ -480,7 +498,15 @@ class DatabaseToolbox:
             limit: at most this many tables.
             source: only this source's tables.
             embeddings: a LangChain ``Embeddings``, fused with the lexical ranking.
+
+        Returns:
+            The tables, best first.
+
+        Raises:
+            KeyError: an unknown ``source`` (the message lists the sources).
         """
+        if source is not None:
+            self._named(source)
         self._ready()
         index = self._index
         assert index is not None

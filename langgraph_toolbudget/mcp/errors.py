@@ -176,7 +176,7 @@ def _scrubbed(text: str, connection: Mapping[str, Any]) -> str:
     secrets = {
         secret
         for word, kept in zip(
-            words, [_url_without_secrets(url), *_without_secrets(words[1:])], strict=True
+            words, [_url_without_secrets(url), *without_secrets(words[1:])], strict=True
         )
         for secret in _removed(word, kept)
     }
@@ -281,12 +281,15 @@ def _where(connection: Mapping[str, Any]) -> str:
     transport = connection.get("transport", "?")
     if transport == "stdio":
         words = [str(connection.get("command", "")), *map(str, connection.get("args", []))]
-        return f"stdio: {' '.join(_without_secrets(words)).strip()}"
+        return f"stdio: {' '.join(without_secrets(words)).strip()}"
     url = _url_without_secrets(str(connection.get("url", "?")))
     return f"{transport}: {_without_known_tokens(url)}"
 
 
-def _without_secrets(words: list[str]) -> list[str]:
+def without_secrets(words: list[str]) -> list[str]:
+    """A command line's words with the secrets in them hidden: a URL's password and query
+    values, ``--token=X`` and ``NAME_TOKEN=X`` values, credential headers, and the value
+    after a flag named like a secret (for load errors and warnings, and connection checks)."""
     out: list[str] = []
     for before, word in zip(["", *words], words, strict=False):
         name, equals, _ = word.partition("=")

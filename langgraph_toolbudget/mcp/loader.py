@@ -61,7 +61,7 @@ from langgraph_toolbudget.core.spec import OUTPUT_SCHEMA_KEY
 from langgraph_toolbudget.core.tokens import schema_tokens
 from langgraph_toolbudget.execution.builtins import reserved_tool_names
 from langgraph_toolbudget.mcp.catalog import MCPToolCatalog
-from langgraph_toolbudget.mcp.errors import MCPLoadError, MCPLoadWarning, _without_secrets
+from langgraph_toolbudget.mcp.errors import MCPLoadError, MCPLoadWarning, without_secrets
 from langgraph_toolbudget.mcp.names import (
     assign_names,
     check_prefixes,
@@ -473,7 +473,7 @@ def _check_args(error: Callable[[str], str], args: object) -> None:
             words = shlex.split(args)
         except ValueError:
             words = args.split()
-        scrubbed = _without_secrets(words)
+        scrubbed = without_secrets(words)
         raise TypeError(
             error(
                 ARGS_STRING.format(
@@ -571,20 +571,35 @@ async def load_mcp_catalog(
         the servers that failed to load.
 
     Raises:
-        TypeError: an option :class:`MCPLoadOptions` does not declare (the message
-            names the closest one); connections that are not a mapping of server name
-            -> connection mapping (a list of connections, a single connection), before
-            any server starts.
+        TypeError: before any server starts: an option :class:`MCPLoadOptions` does not
+            declare (the message names the closest one); an option of the wrong type: a
+            number given as text (``connect_timeout_s="10"``: the message gives the fix) or
+            as ``True``, a count given as a float (``max_description_chars=100.0``), a flag
+            that is not ``True``/``False`` (``strict="yes"``), ``allowed_servers`` /
+            ``allowed_tools`` given as one string or with an item that is not one;
+            connections that are not a mapping of server name -> connection mapping (a list
+            of connections, a single connection, a server name that is not a string, a
+            connection that is not a mapping); a connection key of the wrong type
+            (``transport``, ``command`` or ``url`` not a string; ``args`` given as one
+            string, which the message shows as the list it means, or not a list of
+            strings). After the load: a ``categories`` entry given as one string.
         MCPLoadError: ``strict`` and a server failed; names the servers.
-        ValueError: two servers whose names give one tool-name prefix (``my.docs`` and
-            ``my_docs``: rename one) when both give it to tool names (with
-            ``tool_name_prefix``, before any server starts; else a prompt/resource tool or
-            a prefixed name of each), unknown servers in ``server_defaults`` /
-            ``server_descriptions`` / ``allowed_servers``, unknown (or, as an alias,
-            ambiguous) tools in ``tool_metadata`` / ``categories``, an ``allowed_tools``
-            entry without wildcards naming no tool (while every server loaded; else an
-            :class:`MCPLoadWarning` names them), or an invalid metadata
-            value (as :meth:`ToolCatalog.from_tools`).
+        ValueError: before any server starts: an option out of range (seconds of 0 or less,
+            NaN or infinite, as ``connect_timeout_s=0``; a count below its least value, as
+            ``max_description_chars=0``); a connection without ``transport`` (the message
+            suggests one) or with one langchain-mcp-adapters does not open (the message
+            names the closest), without a key its transport needs (``command`` and
+            ``args`` for ``stdio``, ``url`` for the others), or with a key its transport
+            does not take (the message names the closest); unknown servers in
+            ``server_defaults`` / ``server_descriptions`` / ``allowed_servers``, or an
+            unknown key in ``server_defaults[server]``. Two servers whose names give one
+            tool-name prefix (``my.docs`` and ``my_docs``: rename one) when both give it to
+            tool names (with ``tool_name_prefix``, before any server starts; else, after
+            the load, a prompt/resource tool or a prefixed name of each). After the load:
+            unknown (or, as an alias, ambiguous) tools in ``tool_metadata`` /
+            ``categories``, an ``allowed_tools`` entry without wildcards naming no tool
+            (while every server loaded; else an :class:`MCPLoadWarning` names them), or an
+            invalid metadata value (as :meth:`ToolCatalog.from_tools`).
     """
     _check_options(options)
     local = as_tools(options.get("local_tools") or [])
@@ -704,7 +719,16 @@ def load_mcp_catalog_sync(
         The catalog; close it with ``catalog.close()``.
 
     Raises:
-        TypeError: an unknown option (the message names the closest one).
+        TypeError: as for :func:`load_mcp_catalog`: an unknown option (the message names
+            the closest one) or an option of the wrong type (``connect_timeout_s="10"``,
+            ``strict="yes"``), connections of the wrong shape or a connection key of the
+            wrong type (``args`` given as one string), before any server starts.
+        ValueError: as for :func:`load_mcp_catalog`: an option out of range
+            (``connect_timeout_s=0``); a connection without ``transport``, with an unknown
+            one, without a key its transport needs (``command``, ``args``, ``url``) or with
+            a key it does not take, before any server starts; unknown servers or tools in
+            the options, or an invalid metadata value.
+        MCPLoadError: ``strict`` and a server failed; names the servers.
         RuntimeError: called from a running event loop (use ``await
             load_mcp_catalog(...)`` there).
     """

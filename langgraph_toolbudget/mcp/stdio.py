@@ -44,7 +44,7 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from langchain_mcp_adapters.sessions import Connection, create_session
+from langchain_mcp_adapters.sessions import Connection, StdioConnection, create_session
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.os.posix.utilities import terminate_posix_process_tree
@@ -64,10 +64,9 @@ EXIT_GRACE_S = 2.0
 """Seconds a server gets to exit after its stdin closes (the SDK's value)."""
 
 _READ_BYTES = 1 << 20  # at most per read (the pipe hands over up to 256 KiB at a time)
-_STDIO_KEYS = {
-    "transport", "command", "args", "env", "cwd", "encoding", "encoding_error_handler",
-    "session_kwargs",
-}  # fmt: skip
+_STDIO_KEYS = frozenset(StdioConnection.__annotations__)
+"""The keys a stdio connection takes: the adapters' own ``StdioConnection``'s (the loader
+checks connections against the same TypedDicts)."""
 
 
 class LineSplitter:

@@ -132,8 +132,20 @@ class CallModel(BudgetNode):
             built-in tools are bound).
 
     Raises:
-        TypeError: ``model`` is not a chat model or a model string.
-        ValueError: the model cannot call tools natively and no text format is enabled.
+        TypeError: ``model`` is not a chat model or a model string (or is a class);
+            ``system_prompt`` of another type; ``catalog`` is not a ``ToolCatalog``, or
+            ``config`` not a ``BudgetConfig``; an unknown option (the message names the
+            node and the closest of its own keywords and the ``BudgetConfig`` options); an
+            option of the wrong type, named with the node (``max_tools="3"``).
+        ValueError: the model cannot call tools natively and no text format is enabled
+            (a ``NoFormatAvailableError``); an option out of range, named with the node
+            (``max_iterations=0``); an ``enabled_builtins`` name that is a near miss of a
+            built-in's (``"serch_tools"``: the message names the built-in and the
+            corrected value); a catalog tool with the name of an enabled built-in; a
+            ``pinned`` name that is not a tool of the catalog in its ``runtime_mode``;
+            ``max_visible`` below the number of tools visible without budget; a model
+            string ``init_chat_model`` does not know.
+        ModelUnavailableError: a model string whose provider package is not installed.
     """
 
     def __init__(
@@ -235,6 +247,26 @@ class ToolAgent(BudgetNode):
         name: node name.
         **options: any ``BudgetConfig`` option, over ``config``'s value (those of
             :class:`CallModel` and :class:`~langgraph_toolbudget.nodes.executor.ToolExecutor`).
+
+    Raises:
+        TypeError: ``model`` is not a chat model or a model string; ``system_prompt`` of
+            another type; ``state_schema`` is not a class, lacks the budget fields of
+            :class:`~langgraph_toolbudget.state.ToolBudgetState` (the message lists the
+            declarations to add) or declares one with another reducer; a
+            ``wrap_tool_call`` / ``awrap_tool_call`` that is not a callable or a list of
+            them; ``catalog`` is not a ``ToolCatalog``, or ``config`` not a
+            ``BudgetConfig``; an unknown option (the message names the node and the
+            closest of its own keywords and the ``BudgetConfig`` options); an option of
+            the wrong type, named with the node (``max_tools="3"``).
+        ValueError: what :class:`CallModel` and
+            :class:`~langgraph_toolbudget.nodes.executor.ToolExecutor` refuse: the model
+            cannot call tools natively and no text format is enabled; an option out of
+            range, named with the node (``mode="x"``); an ``enabled_builtins`` name that
+            is a near miss of a built-in's (``"serch_tools"``); a catalog tool with the
+            name of an enabled built-in; an unknown ``pinned`` name; ``max_visible`` below
+            the tools visible without budget; a ``usage`` built with ``catalog=`` a
+            catalog that lacks this one's tools.
+        ModelUnavailableError: a model string whose provider package is not installed.
 
     Example:
         ```python

@@ -65,6 +65,23 @@ class ChooseTools(BudgetNode):
         prefix: prepended to the steps' names (the names their stream events carry).
         **options: any ``BudgetConfig`` option, over ``config``'s value.
 
+    Raises:
+        TypeError: ``catalog`` is not a ``ToolCatalog``, or ``config`` not a
+            ``BudgetConfig``; an unknown option (the message names the node and the
+            closest of its own keywords and the ``BudgetConfig`` options); an option of
+            the wrong type, named with the node (``prefix=1``, ``max_tools="3"``); a
+            ``classifier_model`` that is not a chat model or a model string
+            (``object()``).
+        ValueError: an option out of range, named with the node (``max_tools=-1``,
+            ``name=""``); an ``enabled_builtins`` name that is a near miss of a
+            built-in's (``"tool_serch"``: the message names the built-in and the
+            corrected value); what :class:`SelectTools` and :class:`ToolSearch` refuse
+            (an unknown ``pinned`` name, ``max_visible`` below the tools visible without
+            budget, a ``usage`` of another catalog), named with the step; a
+            ``classifier_model`` string ``init_chat_model`` does not know.
+        ModelUnavailableError: a ``classifier_model`` string whose provider package is
+            not installed (:class:`~langgraph_toolbudget.nodes.models.ModelUnavailableError`).
+
     Example:
         ```python
         graph.add_node("choose_tools", ChooseTools(catalog, max_tools=8))

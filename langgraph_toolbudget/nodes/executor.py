@@ -150,7 +150,21 @@ class ToolExecutor(ToolNode):
             message; a run opts out with ``configurable={"toolbudget_record_usage": False}``).
 
     Raises:
-        ValueError: enforcing the visible set (``enforce_visibility=True``, the default) in
+        TypeError: ``catalog`` is not a ``ToolCatalog`` (the message shows
+            :meth:`from_tools`, the swap for ``ToolNode(tools)``), or ``config`` not a
+            ``BudgetConfig``;
+            an unknown option (the message names the node and the closest of its own
+            keywords and the ``BudgetConfig`` options); an option of the wrong type, named
+            with the node (``messages_key=1``, ``tags="a"``, ``handle_tool_errors=1``,
+            ``wrap_tool_call=1``, ``max_parallel="4"``).
+        ValueError: when built: an option out of range, named with the node (``mode="x"``,
+            ``messages_key=""``, ``name=""``); an ``enabled_builtins`` name that is a near
+            miss of a built-in's (``"serch_tools"``: the message names the built-in and
+            the corrected value); a catalog tool with the name of an enabled built-in; a
+            ``pinned`` name that is not a tool of the catalog in its ``runtime_mode``;
+            ``max_visible`` below the number of tools visible without budget; a ``usage``
+            built with ``catalog=`` a catalog that lacks this one's tools. When run:
+            enforcing the visible set (``enforce_visibility=True``, the default) in
             a graph whose state has no ``selected_tools`` channel (``create_react_agent``'s,
             ``MessagesState``), with no ``pinned`` tools, when the model calls a tool that is
             not visible (before any call runs): there, use :meth:`from_tools` or

@@ -93,6 +93,13 @@ class ClassifyIntent(BudgetNode):
             ``runtime_mode`` (a category holding only drafts is not chosen in
             production), and the ranking's ``embeddings``, ``usage`` and ``retriever``.
 
+    Raises:
+        TypeError: ``catalog`` is not a ``ToolCatalog``; an unknown option (the message
+            names the closest); an option of the wrong type, ``model`` not a chat model
+            (each naming ``ClassifyIntent``, the option and the value).
+        ValueError: an option out of range (``min_relative_score`` outside 0 to 1,
+            ``max_categories`` below 1, an empty ``name``).
+
     When no category matches (a request in a language the tool texts are not
     written in, say), the node logs it and returns no category: ``select_tools``
     then falls back to the learned tools, and the prompt still lists every
@@ -103,9 +110,10 @@ class ClassifyIntent(BudgetNode):
 
     Example:
         ```python
-        graph.add_node("classify_intent", ClassifyIntent(catalog))
-        graph.add_node("classify", ClassifyIntent(catalog, model=ChatOllama(model="qwen3:8b")))
-        graph.add_node("classify", ClassifyIntent(catalog, embeddings=OllamaEmbeddings(...)))
+        graph.add_node("classify_intent", ClassifyIntent(catalog))  # lexical, offline
+        # or with a small model, or embeddings:
+        # ClassifyIntent(catalog, model=ChatOllama(model="qwen3:8b"))
+        # ClassifyIntent(catalog, embeddings=OllamaEmbeddings(...))
         ```
     """
 

@@ -29,7 +29,7 @@ from typing import Annotated, Any, get_args, get_origin
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import BaseMessage
 from langchain_core.output_parsers import BaseLLMOutputParser
-from langchain_core.prompts import BasePromptTemplate
+from langchain_core.prompts import BasePromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import (
     Runnable,
     RunnableBinding,
@@ -100,8 +100,9 @@ NOT_A_MESSAGE_REPLY_ERROR = (
 )
 PROMPT_MODEL_ERROR = (
     "{what} is a {kind} that starts with the prompt template {prompt} (prompt | model): the "
-    "agent sends the model a list of messages, and a {prompt} takes a mapping of its "
-    "variables. Pass the chat model itself and give the template as system_prompt=, e.g. "
+    "agent sends the model a list of messages, and this {prompt} takes a mapping of its "
+    "variables (only a template whose one required variable is a MessagesPlaceholder's takes "
+    "a message list). Pass the chat model itself and give the template as system_prompt=, e.g. "
     "create_toolbudget_agent(model, catalog, system_prompt=prompt): it is invoked with the "
     "graph state (its variables are state keys, {{messages}} the conversation) and the "
     "messages it makes are sent, the tools section joined to its system message. A "
@@ -175,7 +176,7 @@ def resolve_chat_model(model: Any, *, what: str = "model") -> Any:
                 NOT_A_MESSAGE_OUTPUT_ERROR.format(what=what, kind=kind, output=output.__name__)
             )
         prompt = _leading_prompt(model)
-        if prompt is not None:
+        if prompt is not None and not _takes_messages(prompt):
             shown = type(prompt).__name__
             raise TypeError(PROMPT_MODEL_ERROR.format(what=what, kind=kind, prompt=shown))
         return _bindable_retries(model)
@@ -345,6 +346,16 @@ def _leading_prompt(model: Any, first: bool = False) -> BasePromptTemplate | Non
         if found is not None:
             return found
     return None
+
+
+def _takes_messages(prompt: BasePromptTemplate) -> bool:
+    """Does ``prompt`` take the message list the agent sends? A template whose one required
+    variable is a ``MessagesPlaceholder``'s: LangChain fills it with a non-mapping input."""
+    if len(prompt.input_variables) != 1:
+        return False
+    name = prompt.input_variables[0]
+    parts = getattr(prompt, "messages", ())
+    return any(isinstance(m, MessagesPlaceholder) and m.variable_name == name for m in parts)
 
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent

@@ -183,14 +183,30 @@ def add_toolbudget_nodes(
         The name of the first added node (to route to it yourself if needed).
 
     Raises:
-        TypeError: the graph's state lacks the tool-budget fields; an unknown option
-            (the message names the closest one) or one of the wrong type; a model that
-            is not a chat model.
-        ValueError: an option out of range; a model without native tool calling
-            when no text format is enabled; the graph already holds the nodes of another
-            catalog (two pipelines would share the state's budget fields), or a node of one
-            of the names the nodes would take (``prefix=`` gives them others); nothing is
-            added to the graph then.
+        TypeError: ``graph`` is not an uncompiled ``StateGraph``; the graph's state lacks
+            the tool-budget fields, or declares one with another reducer; ``catalog`` is
+            not a ``ToolCatalog``, or ``config`` not a ``BudgetConfig``; an unknown option
+            (the message names the closest one, of this function's keywords and the
+            ``BudgetConfig`` options), a keyword of ``compile`` (``checkpointer=``: the
+            message says to pass it to ``graph.compile``) or ``prompt=`` (the option is
+            ``system_prompt``); an option of the wrong type, named with this function
+            (``max_tools="3"``, ``after=1``, ``prefix=1``); a ``model`` or
+            ``classifier_model`` that is not a chat model or a model string; a
+            ``system_prompt`` of another type.
+        ValueError: an option out of range, named with this function (``max_tools=-1``,
+            ``mode="x"``); an ``enabled_builtins`` name that is a near miss of a
+            built-in's (``"serch_tools"``: the message names the built-in and the
+            corrected value); a catalog tool with the name of an enabled built-in; a
+            ``pinned`` name that is not a tool of the catalog in its ``runtime_mode``;
+            ``max_visible`` below the number of tools visible without budget; a ``usage``
+            built with ``catalog=`` a catalog that lacks this one's tools; a model without
+            native tool calling when no text format is enabled; a model string
+            ``init_chat_model`` does not know; the graph already holds the nodes of
+            another catalog (two pipelines would share the state's budget fields), or a
+            node of one of the names the nodes would take (``prefix=`` gives them others).
+        ModelUnavailableError: a model string whose provider package is not installed.
+
+    Whatever it raises, nothing has been added to the graph.
     """
     catalog = require_catalog(catalog, "add_toolbudget_nodes")
     _check_graph_keywords("add_toolbudget_nodes", options)
@@ -282,12 +298,58 @@ def create_toolbudget_agent(
     select_tools and tool_search as one step, see :func:`add_toolbudget_nodes`): the
     agent node calls the model with the meta-tools and the visible tools; the
     tools node runs its calls (a ``ToolNode`` replacement that intercepts
-    meta-tools). The arguments are those of :func:`add_toolbudget_nodes`;
-    ``state_schema`` must extend :class:`ToolBudgetState`. The graph's input schema is
-    ``state_schema`` without the budget's fields (``selected_tools``, the tool context...),
-    so a run's input cannot make a tool visible or change the tool context; only the nodes
-    and the management operations (``graph.update_state`` with ``include_tools``... , the
-    CLI, the MCP context server, the opt-in context tools) do.
+    meta-tools). The graph's input schema is ``state_schema`` without the budget's fields
+    (``selected_tools``, the tool context...), so a run's input cannot make a tool visible
+    or change the tool context; only the nodes and the management operations
+    (``graph.update_state`` with ``include_tools``... , the CLI, the MCP context server,
+    the opt-in context tools) do.
+
+    Args:
+        model: the chat model of the agent (native tool calling or not, see the
+            ``tool_call_formats`` option), also wrapped by ``.bind()``, ``.with_config()``,
+            ``.with_retry()`` or ``.with_fallbacks()``, or a ``"provider:model"`` string for
+            LangChain's ``init_chat_model``.
+        catalog: the tool catalog.
+        config: the shared options (:class:`~langgraph_toolbudget.config.BudgetConfig`).
+        state_schema: the graph's state, a class extending :class:`ToolBudgetState`
+            (default: ``ToolBudgetState``); a pydantic or dataclass state declares the
+            budget fields itself.
+        context_schema: LangGraph's run-context schema of the graph
+            (``StateGraph(..., context_schema=...)``: what a run's ``context=`` holds, which
+            nodes and tools read through ``Runtime``); default: none.
+        classifier_model: optional chat model for classify_intent, asked for structured
+            output (``with_structured_output``): a chat model itself, or a model string.
+        system_prompt: a string, a ``SystemMessage``, or a callable of the state.
+        **options: any :class:`~langgraph_toolbudget.config.BudgetConfig` option
+            (``max_tools=8``, ``mode="sequential"``, ``offload_over_chars=None``...),
+            over ``config``'s value. Every node gets the one resulting config.
+
+    Returns:
+        The ``StateGraph``, uncompiled, with the nodes ``choose_tools``, ``agent`` and
+        ``tools``: compile it with your checkpointer and store
+        (``graph.compile(checkpointer=...)``).
+
+    Raises:
+        TypeError: ``state_schema`` is not a class, lacks the budget fields of
+            :class:`ToolBudgetState` (the message lists them) or declares one with
+            another reducer; ``context_schema`` is not a class or ``None``; ``catalog`` is
+            not a ``ToolCatalog``, or ``config`` not a ``BudgetConfig``; an unknown option
+            (the message names the closest one, of this function's keywords and the
+            ``BudgetConfig`` options), a keyword of ``compile`` (``checkpointer=``: the
+            message says to pass it to ``compile``) or ``prompt=`` (the option is
+            ``system_prompt``); an option of the wrong type, named with this function
+            (``max_tools="3"``); a ``model`` or ``classifier_model`` that is not a chat
+            model or a model string; a ``system_prompt`` of another type.
+        ValueError: an option out of range, named with this function (``max_tools=-1``,
+            ``mode="x"``); an ``enabled_builtins`` name that is a near miss of a
+            built-in's (``"serch_tools"``: the message names the built-in and the
+            corrected value); a catalog tool with the name of an enabled built-in; a
+            ``pinned`` name that is not a tool of the catalog in its ``runtime_mode``;
+            ``max_visible`` below the number of tools visible without budget; a ``usage``
+            built with ``catalog=`` a catalog that lacks this one's tools; a model without
+            native tool calling when no text format is enabled; a model string
+            ``init_chat_model`` does not know.
+        ModelUnavailableError: a model string whose provider package is not installed.
 
     Example:
         ```python

@@ -91,6 +91,18 @@ class SelectTools(BudgetNode):
             ``max_visible``, ``runtime_mode``, and the ranking's ``embeddings``,
             ``usage`` and ``retriever``.
 
+    Raises:
+        TypeError: ``catalog`` is not a ``ToolCatalog``, or ``config`` not a
+            ``BudgetConfig``; an unknown option (the message names the node and the
+            closest of its own keywords and the ``BudgetConfig`` options: ``max_tool=3``);
+            an option of the wrong type, named with the node (``max_tools="3"``,
+            ``strategy=1``, ``name=1``).
+        ValueError: an option out of range, named with the node (``max_tools=-1``,
+            ``strategy="best"``, ``name=""``); a ``pinned`` name that is not a tool of the
+            catalog in its ``runtime_mode``; ``max_visible`` below the number of tools
+            visible without budget; a ``usage`` built with ``catalog=`` a catalog that
+            lacks this one's tools.
+
     Example:
         ```python
         graph.add_node("select_tools", SelectTools(catalog, model_size="qwen3:8b"))
@@ -138,11 +150,24 @@ class SelectTools(BudgetNode):
     ) -> list[str]:
         """The tools this node makes visible for a query and categories.
 
-        ``scores``: relevance of every tool (default: ``catalog.index.scores(query)``).
-        ``context``: the thread's tool context (included tools are free, excluded
-        ones never chosen). ``config``: the run's (its usage scope). ``fallback``: when
-        nothing matches, the most used tools (with ``usage``); the node passes False when
-        the thread already holds a choice, which then stays.
+        Args:
+            query: the request's text, ranked against the catalog.
+            categories: the chosen categories (:class:`ClassifyIntent`'s); with none,
+                the ``auto`` strategy ranks by relevance alone.
+            scores: relevance of every tool (default: ``catalog.index.scores(query)``).
+            context: the thread's tool context (included tools are free, excluded ones
+                never chosen); default: none.
+            config: the run's (its usage scope, for the ``fallback``).
+            fallback: when nothing matches, the most used tools (with ``usage``); the
+                node passes False when the thread already holds a choice, which then
+                stays.
+
+        Returns:
+            The tool names: first those visible without budget in the thread (``always``,
+            special categories and ``pinned`` tools it did not exclude, and the tools it
+            included), then the chosen ones: at most the budget (``max_tools`` or the
+            ``model_size`` preset; any number under ``max_schema_tokens`` alone), within
+            ``max_schema_tokens``.
         """
         context = context or SessionContext()
         free = context.free(self.catalog, self.free_tools)
@@ -293,6 +318,21 @@ class ToolSearch(BudgetNode):
             ``retriever``.
 
     Output: the working-set update (see :class:`SelectTools`), or ``{}``.
+
+    Raises:
+        TypeError: ``catalog`` is not a ``ToolCatalog``, or ``config`` not a
+            ``BudgetConfig``; an unknown option (the message names the node and the
+            closest of its own keywords and the ``BudgetConfig`` options); an option of
+            the wrong type, named with the node (``every_turn="yes"``,
+            ``min_relative_score="x"``, ``max_tools="3"``).
+        ValueError: an option out of range, named with the node
+            (``min_relative_score=-1`` or ``2``: it is a share from 0 to 1;
+            ``search_limit=-1``); an ``enabled_builtins`` name that is a near miss of a
+            built-in's (``"tool_serch"``: the message names the built-in and the
+            corrected value); a ``pinned`` name that is not a
+            tool of the catalog in its ``runtime_mode``; ``max_visible`` below the number
+            of tools visible without budget; a ``usage`` built with ``catalog=`` a
+            catalog that lacks this one's tools.
     """
 
     def __init__(

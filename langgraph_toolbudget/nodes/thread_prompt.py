@@ -72,6 +72,14 @@ def tools_prompt_section(
             (``catalog.untrusted_descriptions``) is shown: those chosen for the
             request or with a visible tool. Other categories' descriptions are the
             app's and always shown.
+
+    Returns:
+        The section's Markdown text: a ``## Tools`` heading, one line per category (with
+        its description where shown), then a line for each of ``builtins``' meta-tools
+        that widen the tool set (none when ``builtins`` has none of them).
+
+    Raises:
+        TypeError: ``catalog`` is not a ``ToolCatalog``.
     """
     catalog = require_catalog(catalog, "tools_prompt_section")
     descriptions = catalog.category_descriptions
@@ -215,6 +223,21 @@ def tools_to_bind(
         config: the options your other nodes share
             (:class:`~langgraph_toolbudget.config.BudgetConfig`).
         **options: any ``BudgetConfig`` option, over ``config``'s value.
+
+    Returns:
+        The tools, built-ins first (in binding order), then the visible tools: what
+        ``CallModel`` binds for this state, ready for ``model.bind_tools``.
+
+    Raises:
+        TypeError: ``catalog`` is not a ``ToolCatalog``, or ``config`` not a
+            ``BudgetConfig``; an unknown option (the message names ``tools_to_bind`` and
+            the closest of its own keywords and the ``BudgetConfig`` options); an option
+            of the wrong type (``max_tools="3"``).
+        ValueError: an option out of range (``max_tools=-1``); an ``enabled_builtins``
+            name that is a near miss of a built-in's (``"serch_tools"``: the message names
+            the built-in and the corrected value); a catalog tool with the name of an
+            enabled built-in; a ``pinned`` name that is not a tool of the catalog in its
+            ``runtime_mode``.
 
     Example:
         ```python

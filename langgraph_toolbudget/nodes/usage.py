@@ -21,9 +21,9 @@ The history and its index are pure logic, in :mod:`langgraph_toolbudget.core.usa
 
 Typical Usage:
     ```python
-    usage = ToolUsage(store=SqliteStore(conn))
+    usage = ToolUsage(store=SqliteStore(conn), catalog=catalog)
     graph = create_toolbudget_agent(model, catalog, usage=usage)
-    usage.record("is it going to rain in Oslo?", ["get_forecast"])  # or learned while it runs
+    usage.record("is it going to rain in Oslo?", ["weather_forecast"])  # or learned as it runs
     ```
 """
 
@@ -137,6 +137,10 @@ MAX_SCOPES_HELD = 1000
 """Scope histories (``scope="user"``/``"assistant"``) held in memory, at most: the least
 recently used one leaves memory (never the store), and is read again at its next use. A client
 may send a new ``user_id`` with every request."""
+ROWS_TYPE_ERROR = (
+    "import_ takes a list of rows (as export() gives), each a mapping with 'tool' and 'query'; "
+    "got {got}. For one row, pass [row]."
+)
 BAD_ROW_ERROR = (
     "import_ row {i} must be a mapping with 'tool' and 'query' strings (as export() gives), "
     "optional 'thread', 'user' and 'scope' (strings or None), 'ts' (a number), 'trusted' "
@@ -305,7 +309,7 @@ def _check_options(
         max_queries_per_thread,
         minimum=1,
         unit="queries",
-        none="no bound",
+        none="a tenth of max_queries_per_tool",
     )
     check_count("ToolUsage", "min_threads", min_threads, minimum=1, unit="threads")
     check_count("ToolUsage", "max_records", max_records, minimum=1, unit="records")
@@ -386,14 +390,14 @@ class ToolUsage:
     Raises:
         TypeError: an option of the wrong type (``store`` not a ``BaseStore`` instance,
             ``namespace`` not a tuple, a bound or ``weight`` not a number, ``scope`` not a
-            string), naming the option and the value.
+            string, ``catalog`` not a ``ToolCatalog``), naming the option and the value.
         ValueError: an option out of range (an empty namespace, a bound below 1, a negative
             or infinite weight, an unknown scope).
 
     Example:
         ```python
-        usage = ToolUsage()  # the graph's store when run in one, else memory
-        usage.record("will it rain tomorrow?", ["get_forecast"])
+        usage = ToolUsage(catalog=catalog)  # the graph's store in a graph, else memory
+        usage.record("will it rain tomorrow?", ["weather_forecast"])
         SelectTools(catalog, usage=usage)
         rows = usage.export()  # move the history to another deployment
         ToolUsage(store=other_store).import_(rows)
@@ -1101,6 +1105,7 @@ class ToolUsage:
             How many (tool, message) pairs were dropped from memory.
 
         Raises:
+            TypeError: ``tool_names`` is a string or holds non-strings (a list is expected).
             asyncio.InvalidStateError: called in the event loop of an async store
                 (``AsyncSqliteStore``, ``AsyncPostgresStore``): use :meth:`aforget` there.
         """
@@ -1194,6 +1199,10 @@ class ToolUsage:
         """``rows`` checked, as records by scope (None: shared), each scope's the newest its
         history keeps, oldest first, and how many rows were read; raises before anything is
         imported."""
+        if isinstance(rows, str | bytes | Mapping) or not isinstance(rows, Iterable):
+            raise TypeError(
+                ROWS_TYPE_ERROR.format(got=f"{safe_repr(rows, 80)} ({type(rows).__name__})")
+            )
         by_scope: dict[str | None, list[UsageRecord]] = {}
         checked: set[str] = set()
         for i, row in enumerate(rows):
@@ -1257,6 +1266,8 @@ class ToolUsage:
             How many rows were read.
 
         Raises:
+            TypeError: ``rows`` is not a list (or other iterable) of rows: one row, a string;
+                nothing is imported.
             ValueError: a row without a ``tool`` and a ``query`` string, a bad field, or a
                 tool name that is no tool name (or not of ``catalog``): nothing is imported.
             RuntimeError: the store did not take every row (written :data:`WRITE_CHUNK` a
@@ -1334,9 +1345,17 @@ class ToolUsage:
     ) -> np.ndarray | None:
         """``base`` (default the lexical scores) fused with the usage scores; see ``fuse_usage``.
 
-        ``config``: the run's, for its scope. Returns ``base`` unchanged (``None`` stays
-        ``None``) when no ranked message shares a term with ``query``, so an empty history
-        changes nothing. Tools usage never promotes keep their ``base`` score.
+        Args:
+            catalog: the catalog whose tools are scored.
+            query: the user's message.
+            base: the scores to fuse with, one per tool of ``catalog.index`` (None: the
+                lexical scores).
+            config: the run's config, for its scope (``user`` and ``assistant`` scopes).
+
+        Returns:
+            The fused scores, one per tool; ``base`` unchanged (``None`` stays ``None``) when
+            no ranked message shares a term with ``query``, so an empty history changes
+            nothing. Tools usage never promotes keep their ``base`` score.
         """
         if not query or self.weight == 0:
             return base
@@ -1364,7 +1383,16 @@ class ToolUsage:
     ) -> list[str]:
         """The selectable tools of ``catalog`` ranked most often (trusted or corroborated
         records of yours and of the run's scope; never a tool usage never promotes): the
-        fallback for a request that matches nothing."""
+        fallback for a request that matches nothing.
+
+        Args:
+            catalog: the catalog whose tools may be named.
+            limit: how many names, at most.
+            config: the run's config, for its scope.
+
+        Returns:
+            Tool names, the most used first.
+        """
         allowed = promotable(catalog)
         count: dict[str, int] = {}
         for history in self._layers(config):
