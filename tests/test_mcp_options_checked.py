@@ -190,3 +190,15 @@ def test_one_connection_without_a_server_name_is_told_to_name_it() -> None:
         assert "add" in catalog.tools_in("my_server")
     finally:
         catalog.close()
+
+
+def test_the_sync_loader_names_itself_and_a_catalog_class_is_checked() -> None:
+    """Review 51b's follow-ups: the sync loader's connection errors named the async one, and
+    ``catalog_cls=dict`` started the servers, then failed with an unrelated TypeError."""
+    from langgraph_toolbudget.mcp import load_mcp_catalog_sync
+
+    bad = {"math": {"transport": "stdi0", "command": "python", "args": []}}
+    with pytest.raises(ValueError, match=r"^load_mcp_catalog_sync: the connection of server"):
+        load_mcp_catalog_sync(bad)
+    with pytest.raises(TypeError, match=r"^load_mcp_catalog_sync: option catalog_cls must be"):
+        load_mcp_catalog_sync({}, catalog_cls=dict)  # type: ignore[typeddict-item]

@@ -27,6 +27,7 @@ from langgraph_toolbudget import (
     ToolUsage,
     create_toolbudget_agent,
 )
+from langgraph_toolbudget.demo.example_catalog import example_tools
 from langgraph_toolbudget.execution.batch import BatchRunner
 from langgraph_toolbudget.execution.builtin_family import (
     BuiltinContext,
@@ -420,3 +421,28 @@ def test_a_store_tool_index_says_its_mistakes_as_tool_usage_does():
         with pytest.raises(error, match=needle):
             StoreToolIndex(**kwargs)
     assert StoreToolIndex(namespace=("a", "b"), limit=10).limit == 10  # the fixes, literally
+
+
+def test_more_wrong_types_are_type_errors_and_unknown_sources_are_named(tmp_path):
+    """Review 51b: one row (or a string) given to ``import_``, a mode or a default include that
+    is no string raised ValueError or a bare "'int' object is not iterable"; an unknown
+    database source gave ``[]`` or a bare KeyError."""
+    from langgraph_toolbudget import set_include_mode
+
+    usage = ToolUsage()
+    for rows in ("rows", {"tool": "get_weather", "query": "rain?"}, 5):
+        with pytest.raises(TypeError, match=r"import_ takes a list of rows .*pass \[row\]"):
+            usage.import_(rows)  # type: ignore[arg-type]
+    assert usage.import_([{"tool": "get_weather", "query": "rain?"}]) == 1  # the fix
+    with pytest.raises(TypeError, match="mode must be one of"):
+        set_include_mode(1, tools=["get_weather"])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="mode must be one of"):
+        set_include_mode("sometimes", tools=["get_weather"])  # type: ignore[arg-type]
+    tools, _ = example_tools()
+    with pytest.raises(TypeError, match="default_include"):
+        ToolCatalog.from_tools(tools, default_include=1)  # type: ignore[arg-type]
+    box = DatabaseToolbox({"shop": f"sqlite:///{tmp_path / 'shop.db'}"})
+    for call in (box.dialect, box.tables, box.refresh, lambda s: box.search("x", source=s)):
+        with pytest.raises(KeyError, match=r"no source 'nope'; its sources are \['shop'\]"):
+            call("nope")
+    assert box.tables("shop") == [] and box.dialect("shop") == "sqlite"

@@ -147,15 +147,15 @@ CONNECTIONS_EXAMPLE = (
     "'docs': {'transport': 'streamable_http', 'url': 'http://localhost:8000/mcp'}}"
 )
 CONNECTIONS_TYPE_ERROR = (
-    "load_mcp_catalog takes a mapping of server name -> connection mapping (or a "
+    "{function} takes a mapping of server name -> connection mapping (or a "
     "MultiServerMCPClient), got {got}.{hint} For example: {example}."
 )
 CONNECTION_TYPE_ERROR = (
-    "load_mcp_catalog: the connection of server {server!r} must be a mapping, got {got}. "
+    "{function}: the connection of server {server!r} must be a mapping, got {got}. "
     "For example: {example}."
 )
 SERVER_NAME_TYPE_ERROR = (
-    "load_mcp_catalog: server names must be strings (each names the server's tools' server and "
+    "{function}: server names must be strings (each names the server's tools' server and "
     "category), got {got}. For example: {example}."
 )
 NAME_EACH_HINT = (
@@ -163,7 +163,7 @@ NAME_EACH_HINT = (
     "server of its tools and their category)."
 )
 ONE_CONNECTION_ERROR = (
-    "load_mcp_catalog takes a mapping of server name -> connection, got what looks like one "
+    "{function} takes a mapping of server name -> connection, got what looks like one "
     "connection (its keys: {keys}). Give it a server name: {{'my_server': {{{shape}}}}} (the "
     "name is the server of its tools and their category)."
 )
@@ -188,7 +188,7 @@ CONNECTION_KEYS = {
     )
 }
 """The keys a connection of each transport takes (the adapters' connection TypedDicts)."""
-CONNECTION_ERROR = "load_mcp_catalog: the connection of server {server!r} {problem}."
+CONNECTION_ERROR = "{function}: the connection of server {server!r} {problem}."
 NO_TRANSPORT = "has no 'transport': add 'transport': {guess!r} (one of {transports})"
 UNKNOWN_TRANSPORT = (
     "has 'transport': {value}, which langchain-mcp-adapters does not open; did you mean "
@@ -217,6 +217,10 @@ KEY_EXAMPLES = {
 UNKNOWN_OPTION_ERROR = (
     "{function}() got an unknown option {name!r}; did you mean {closest!r}? "
     "Its options are: {known} (see MCPLoadOptions)."
+)
+CATALOG_CLS_ERROR = (
+    "{function}: option catalog_cls must be MCPToolCatalog or a subclass of it (the class, "
+    "not an instance), got {got}."
 )
 SECONDS_OPTIONS: dict[str, str | None] = {
     "connect_timeout_s": None,
@@ -357,8 +361,11 @@ DEFAULTS: MCPLoadOptions = {
 OPTION_NAMES = tuple(MCPLoadOptions.__annotations__)
 
 
-def _check_connections(connections: object) -> dict[str, Connection]:
-    """The connections as a dict of server name -> connection mapping, checked.
+def _check_connections(
+    connections: object, function: str = "load_mcp_catalog"
+) -> dict[str, Connection]:
+    """The connections as a dict of server name -> connection mapping, checked; the errors
+    name ``function``, the loader the user called.
 
     Raises:
         TypeError: not a mapping (a list of connections: each needs a server name), one
@@ -376,6 +383,7 @@ def _check_connections(connections: object) -> dict[str, Connection]:
         got = describe_kind(connections, "connections", lambda c: isinstance(c, Mapping))
         raise TypeError(
             CONNECTIONS_TYPE_ERROR.format(
+                function=function,
                 got=got,
                 hint=NAME_EACH_HINT if listed and connections else "",
                 example=CONNECTIONS_EXAMPLE,
@@ -388,23 +396,31 @@ def _check_connections(connections: object) -> dict[str, Connection]:
         keys = [k for k in connections if isinstance(k, str)][:8]
         raise TypeError(
             ONE_CONNECTION_ERROR.format(
-                keys=", ".join(map(repr, keys)), shape=", ".join(f"{k!r}: ..." for k in keys)
+                function=function,
+                keys=", ".join(map(repr, keys)),
+                shape=", ".join(f"{k!r}: ..." for k in keys),
             )
         )
     for server, connection in connections.items():
         if not isinstance(server, str):
             got = f"{reprlib.repr(server)} ({type(server).__name__})"
-            raise TypeError(SERVER_NAME_TYPE_ERROR.format(got=got, example=CONNECTIONS_EXAMPLE))
+            raise TypeError(
+                SERVER_NAME_TYPE_ERROR.format(
+                    function=function, got=got, example=CONNECTIONS_EXAMPLE
+                )
+            )
         if not isinstance(connection, Mapping):
             got = f"a {type(connection).__name__}"
             raise TypeError(
-                CONNECTION_TYPE_ERROR.format(server=server, got=got, example=CONNECTIONS_EXAMPLE)
+                CONNECTION_TYPE_ERROR.format(
+                    function=function, server=server, got=got, example=CONNECTIONS_EXAMPLE
+                )
             )
-        _check_connection(server, connection)
+        _check_connection(server, connection, function)
     return dict(connections)
 
 
-def _check_connection(server: str, connection: Mapping[str, Any]) -> None:
+def _check_connection(server: str, connection: Mapping[str, Any], function: str) -> None:
     """Refuse a connection the adapters cannot open, before any server starts: its
     ``transport``, the keys that transport needs and their types, keys it does not take.
     Messages show no value of the connection but its ``transport`` and, scrubbed of
@@ -412,7 +428,7 @@ def _check_connection(server: str, connection: Mapping[str, Any]) -> None:
     transports = ", ".join(map(repr, CONNECTION_KEYS))
 
     def error(problem: str) -> str:
-        return CONNECTION_ERROR.format(server=server, problem=problem)
+        return CONNECTION_ERROR.format(function=function, server=server, problem=problem)
 
     if "transport" not in connection:
         raise ValueError(
@@ -531,6 +547,10 @@ def _check_options(options: Mapping[str, Any], function: str = "load_mcp_catalog
                     function=function, name=name, closest=closest, known=", ".join(OPTION_NAMES)
                 )
             )
+    cls = options.get("catalog_cls", MCPToolCatalog)
+    if not (isinstance(cls, type) and issubclass(cls, MCPToolCatalog)):
+        got = f"{safe_repr(cls, 80)} ({type(cls).__name__})"
+        raise TypeError(CATALOG_CLS_ERROR.format(function=function, got=got))
     for name, value in options.items():
         if name in SECONDS_OPTIONS:
             check_seconds(function, name, value, none=SECONDS_OPTIONS[name])
@@ -733,6 +753,8 @@ def load_mcp_catalog_sync(
             load_mcp_catalog(...)`` there).
     """
     _check_options(options, "load_mcp_catalog_sync")
+    if not isinstance(connections_or_client, MultiServerMCPClient):
+        _check_connections(connections_or_client, "load_mcp_catalog_sync")
     try:
         asyncio.get_running_loop()
     except RuntimeError:
