@@ -200,5 +200,9 @@ def test_the_sync_loader_names_itself_and_a_catalog_class_is_checked() -> None:
     bad = {"math": {"transport": "stdi0", "command": "python", "args": []}}
     with pytest.raises(ValueError, match=r"^load_mcp_catalog_sync: the connection of server"):
         load_mcp_catalog_sync(bad)
+    from langchain_mcp_adapters.client import MultiServerMCPClient
+
+    with pytest.raises(ValueError, match=r"^load_mcp_catalog_sync: the connection of server"):
+        load_mcp_catalog_sync(MultiServerMCPClient(bad))  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"^load_mcp_catalog_sync: option catalog_cls must be"):
         load_mcp_catalog_sync({}, catalog_cls=dict)  # type: ignore[typeddict-item]

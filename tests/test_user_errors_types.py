@@ -446,3 +446,19 @@ def test_more_wrong_types_are_type_errors_and_unknown_sources_are_named(tmp_path
         with pytest.raises(KeyError, match=r"no source 'nope'; its sources are \['shop'\]"):
             call("nope")
     assert box.tables("shop") == [] and box.dialect("shop") == "sqlite"
+
+
+def test_the_prompt_pipe_model_advice_fills_the_templates_own_variables_and_works():
+    """Review 52a: a template with a variable of its own ({tone}) was advised as
+    ``system_prompt=prompt``, which then failed at the first turn (the state has no
+    ``tone``); the message now says to fill it with ``.partial``, and that works."""
+    prompt = ChatPromptTemplate.from_messages(
+        [("system", "Be {tone}."), MessagesPlaceholder("messages")]
+    )
+    with pytest.raises(TypeError, match=r"system_prompt=prompt\.partial\(tone=\.\.\.\)"):
+        create_toolbudget_agent(prompt | ScriptedChatModel(responses=["x"]), _catalog())
+    model = ScriptedChatModel(responses=["done"])
+    graph = create_toolbudget_agent(model, _catalog(), system_prompt=prompt.partial(tone="brief"))
+    out = graph.compile().invoke(QUESTION)
+    assert out["messages"][-1].content == "done"
+    assert model.calls[0][0].content.startswith("Be brief.")

@@ -185,3 +185,23 @@ async def test_a_long_thread_keeps_steps_for_its_visible_tools_only():
             seen.update(values["selected_tools"])
             assert set(values["tool_last_used"]) <= set(values["selected_tools"]), face
         assert len(seen) > len(values["selected_tools"])  # tools did come and go
+
+
+def test_a_step_of_a_tool_that_was_not_visible_here_is_not_removed():
+    """Review 52a: two branches of one step (``Send``) read the same state; one loads ``x``
+    (a ``manual`` tool: its step says a node added it), the other must not remove ``x``'s
+    step for being absent from what it read, or ``x`` is dropped at the next node."""
+    from langgraph_toolbudget.state import merge_counts
+
+    state = {"selected_tools": ["a", "b"], "tool_last_used": {"a": 1, "b": 2, "x": 3}}
+    loads = WorkingSet.from_state(state, cap=3)
+    loads.add(["x"])
+    other = WorkingSet.from_state(state, cap=3)
+    other.touch("b")
+    theirs = other.update()
+    assert "x" not in theirs.get("tool_last_used", {})
+    for order in ([loads.update(), theirs], [theirs, loads.update()]):
+        steps = state["tool_last_used"]
+        for update in order:
+            steps = merge_counts(steps, update.get("tool_last_used"))
+        assert "x" in steps

@@ -405,8 +405,8 @@ class WorkingSet:
         """The state update for everything changed since :meth:`from_state`.
 
         ``{"selected_tools": {"add": [...], "remove": [...]}}`` when the visible
-        set changed, ``{"tool_last_used": {...}}`` with the entries of visible tools that
-        changed and ``None`` removing those of tools no longer visible,
+        set changed, ``{"tool_last_used": {...}}`` with the entries that changed and
+        ``None`` removing those of tools that left the visible set,
         ``{"discovered_tools": {"add": [...], "remove": [...]}}`` when the tools found and
         not visible changed (a found tool made visible leaves it);
         ``{"tool_reasons": {...}}`` with the reasons that changed, ``None`` removing those of
@@ -422,14 +422,17 @@ class WorkingSet:
         if tuple(found) != self._stored_discovered:
             out["discovered_tools"] = _list_update(list(self._stored_discovered), found)
         # Only visible tools need a step (the LRU order, a `manual` tool's "added by a node"):
-        # the entries of tools that left are removed, or a long thread's field grows with
-        # every tool it ever loaded.
+        # the step of a tool that left the visible set here is removed, or a long thread's
+        # field grows with every tool it ever loaded. Only of one that left here: a step of a
+        # tool not visible when this node read the state may be another branch's, written in
+        # the same step for the tool it just loaded.
+        left = set(self._stored_names) - set(self.names)
         used: dict[str, int | None] = {
             k: v
             for k, v in self.last_used.items()
-            if k in self.names and self._stored_last_used.get(k) != v
+            if k not in left and self._stored_last_used.get(k) != v
         }
-        used.update({k: None for k in self._stored_last_used if k not in self.names})
+        used.update({k: None for k in self._stored_last_used if k in left})
         if used:
             out["tool_last_used"] = used
         for name in [n for n in self.reasons if n not in self.names]:

@@ -753,7 +753,9 @@ def load_mcp_catalog_sync(
             load_mcp_catalog(...)`` there).
     """
     _check_options(options, "load_mcp_catalog_sync")
-    if not isinstance(connections_or_client, MultiServerMCPClient):
+    if isinstance(connections_or_client, MultiServerMCPClient):
+        _check_connections(connections_or_client.connections, "load_mcp_catalog_sync")
+    else:
         _check_connections(connections_or_client, "load_mcp_catalog_sync")
     try:
         asyncio.get_running_loop()

@@ -105,8 +105,11 @@ PROMPT_MODEL_ERROR = (
     "a message list). Pass the chat model itself and give the template as system_prompt=, e.g. "
     "create_toolbudget_agent(model, catalog, system_prompt=prompt): it is invoked with the "
     "graph state (its variables are state keys, {{messages}} the conversation) and the "
-    "messages it makes are sent, the tools section joined to its system message. A "
+    "messages it makes are sent, the tools section joined to its system message.{fill} A "
     "classifier_model takes the chat model itself (the package writes its prompt)."
+)
+FILL_VARIABLES_HINT = (
+    " Fill its variables the state does not hold first: system_prompt=prompt.partial({fill})."
 )
 HIDDEN_TOOL_CALLER_WARNING = (
     "The model is a {wrapper} around {inner}, which calls tools natively, but a {wrapper} "
@@ -178,7 +181,12 @@ def resolve_chat_model(model: Any, *, what: str = "model") -> Any:
         prompt = _leading_prompt(model)
         if prompt is not None and not _takes_messages(prompt):
             shown = type(prompt).__name__
-            raise TypeError(PROMPT_MODEL_ERROR.format(what=what, kind=kind, prompt=shown))
+            own = [v for v in prompt.input_variables if v != "messages"]
+            fill = ", ".join(f"{v}=..." for v in own)
+            hint = FILL_VARIABLES_HINT.format(fill=fill) if own else ""
+            raise TypeError(
+                PROMPT_MODEL_ERROR.format(what=what, kind=kind, prompt=shown, fill=hint)
+            )
         return _bindable_retries(model)
     raise TypeError(NOT_A_MODEL_ERROR.format(what=what, kind=type(model).__name__, value=model))
 
