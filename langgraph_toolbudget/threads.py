@@ -849,7 +849,8 @@ def _of_failed_server(catalogs: list[ToolCatalog], field: str, name: str) -> boo
     are not listed now, and an exclusion written for when it is back is no typo."""
     if _kind(field) == "server":
         return any(name in c.failed_servers for c in catalogs)
-    return any(c.failed_server_of(name) is not None for c in catalogs)
+    # `notes__` alone is a prefix, no tool
+    return not name.endswith("__") and any(c.failed_server_of(name) is not None for c in catalogs)
 
 
 def _refuse_unknown(

@@ -272,6 +272,8 @@ def test_an_exclusion_of_a_failed_server_or_its_tool_is_written_for_when_it_is_b
     assert values["context_tools"] == {"notes__list_notes": "exclude"}
     with pytest.raises(ValueError, match=r"has no tool 'mat__add'.*'math__add'.*'notes' failed"):
         update_context(app, config, exclude_tools(tools=["mat__add"]))
+    with pytest.raises(ValueError, match=r"has no tool 'notes__'"):  # a prefix, no tool
+        update_context(app, config, exclude_tools(tools=["notes__"]))
     other = create_toolbudget_agent(ScriptedChatModel(responses=["ok"]), notes_down)
     other = other.compile(checkpointer=InMemorySaver())
     removed = r"'server_pid' was removed by the catalog's allowed_servers/allowed_tools"

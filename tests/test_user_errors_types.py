@@ -462,3 +462,22 @@ def test_the_prompt_pipe_model_advice_fills_the_templates_own_variables_and_work
     out = graph.compile().invoke(QUESTION)
     assert out["messages"][-1].content == "done"
     assert model.calls[0][0].content.startswith("Be brief.")
+
+
+def test_a_template_in_a_leading_parallel_is_refused_too():
+    """Review 52a: ``RunnableParallel(p=prompt) | pick | model`` passed the build and failed
+    at the first turn with LangChain's "Expected mapping type"; each branch of a leading
+    parallel (or ``.assign``) gets the sequence's input, as a leading template does."""
+    from langchain_core.runnables import RunnableParallel, RunnablePassthrough
+
+    prompt = ChatPromptTemplate.from_messages([("human", "{question}")])
+    pick = RunnableLambda(lambda d: d["p"])
+    for head in (RunnableParallel(p=prompt), RunnablePassthrough.assign(p=prompt)):
+        with pytest.raises(TypeError, match="starts with the prompt template"):
+            create_toolbudget_agent(head | pick | ScriptedChatModel(responses=["x"]), _catalog())
+    takes = ChatPromptTemplate.from_messages([MessagesPlaceholder("messages")])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the hidden-tool-caller warning: not refused
+        create_toolbudget_agent(
+            RunnableParallel(p=takes) | pick | ScriptedChatModel(responses=["x"]), _catalog()
+        )

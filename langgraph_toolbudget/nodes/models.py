@@ -33,11 +33,13 @@ from langchain_core.prompts import BasePromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import (
     Runnable,
     RunnableBinding,
+    RunnableParallel,
     RunnableSequence,
     RunnableWithFallbacks,
 )
 from langchain_core.runnables.base import RunnableBindingBase
 from langchain_core.runnables.configurable import DynamicRunnable
+from langchain_core.runnables.passthrough import RunnableAssign
 from langchain_core.runnables.retry import RunnableRetry
 
 __all__ = [
@@ -343,10 +345,19 @@ def _wrapped(model: Any) -> list[Any]:
 
 def _leading_prompt(model: Any, first: bool = False) -> BasePromptTemplate | None:
     """The prompt template a sequence in ``model`` starts with (``prompt | model``, also
-    inside a binding, a fallback or a configurable runnable), or None. ``first``: ``model``
-    is a sequence's first step."""
+    inside a binding, a fallback or a configurable runnable, and as a branch of a leading
+    ``RunnableParallel`` or ``.assign(...)``, which pass it the sequence's input), or None.
+    ``first``: ``model`` is a sequence's first step."""
     if first and isinstance(model, BasePromptTemplate):
         return model
+    if first and isinstance(model, RunnableAssign):
+        return _leading_prompt(model.mapper, first=True)
+    if first and isinstance(model, RunnableParallel):  # each branch gets the sequence's input
+        for step in model.steps__.values():
+            found = _leading_prompt(step, first=True)
+            if found is not None and not _takes_messages(found):
+                return found
+        return None
     if isinstance(model, RunnableSequence):
         return _leading_prompt(model.first, first=True)
     for inner in _wrapped(model):
