@@ -879,14 +879,15 @@ def _refuse_unknown(
         if part
     )
     failed = sorted({s for c in catalogs for s in c.failed_servers})
-    verbs = {values[f][n] for f, n in lacking}
-    verb = next(iter(verbs)) if len(verbs) == 1 else ""
+    verbs = {v if v in ("include", "exclude") else "set the mode of" for f, n in lacking
+             if (v := values[f][n])}  # fmt: skip
+    verb = " or ".join(sorted(verbs))
     raise ValueError(
         UNKNOWN_CONTEXT_NAMES_ERROR.format(
             where=where,
             names=" or ".join(names),
             closest=f"closest: {closest}",
-            verb=verb if verb in ("include", "exclude") else "set the mode of",
+            verb=verb,
             failed=f": {', '.join(map(repr, failed))} failed to load" if failed else "",
         )
     )
