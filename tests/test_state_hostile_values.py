@@ -240,7 +240,8 @@ def test_working_set_renumbers_steps_out_of_range_in_their_order_and_stores_them
     assert working.last_used["b"] == 4
     # Every renumbered step is written back, so the state holds none out of range.
     stored = merge_counts(state["tool_last_used"], working.update()["tool_last_used"])
-    assert {k: stored[k] for k in "abcd"} == {"a": 3, "b": 4, "c": 2, "d": 1}
+    assert {k: stored[k] for k in "abc"} == {"a": 3, "b": 4, "c": 2}
+    assert "d" not in stored  # not visible, its step out of range: removed, not rewritten
     # The order is kept: "c" (oldest visible) is evicted before "a".
     working.add(["x"])
     assert working.names == ["a", "b", "x"]
@@ -377,9 +378,11 @@ def test_a_thread_holding_a_step_at_the_64_bit_edge_is_renumbered_and_goes_on(
             out = app.invoke({"messages": [HumanMessage(text)]}, cfg)
             assert out["messages"][-1].content == "ok"
         assert RAN == ["get_weather", "get_weather"]
-        steps = app.get_state(cfg).values["tool_last_used"]
+        values = app.get_state(cfg).values
+        steps = values["tool_last_used"]
         assert steps and max(steps.values()) <= STEP_LIMIT
-        assert steps["get_weather"] > steps["send_message"]  # the order survived
+        assert steps["get_weather"] == max(steps.values())  # the last used, after renumbering
+        assert set(steps) <= set(values["selected_tools"])  # send_message's step removed
 
 
 def test_clean_budget_fields_gives_what_the_reducers_accept():

@@ -455,7 +455,7 @@ def test_the_prompt_pipe_model_advice_fills_the_templates_own_variables_and_work
     prompt = ChatPromptTemplate.from_messages(
         [("system", "Be {tone}."), MessagesPlaceholder("messages")]
     )
-    with pytest.raises(TypeError, match=r"system_prompt=prompt\.partial\(tone=\.\.\.\)"):
+    with pytest.raises(TypeError, match=r"system_prompt=prompt\.partial\(tone=\"<your tone>\"\)"):
         create_toolbudget_agent(prompt | ScriptedChatModel(responses=["x"]), _catalog())
     model = ScriptedChatModel(responses=["done"])
     graph = create_toolbudget_agent(model, _catalog(), system_prompt=prompt.partial(tone="brief"))
@@ -481,3 +481,34 @@ def test_a_template_in_a_leading_parallel_is_refused_too():
         create_toolbudget_agent(
             RunnableParallel(p=takes) | pick | ScriptedChatModel(responses=["x"]), _catalog()
         )
+
+
+def test_the_prompt_advice_tells_what_to_fill_and_what_stands_for_the_conversation():
+    """Review 53a: the advice listed every variable to fill with ``.partial`` (followed, a
+    ``{chat_history}`` or a human ``{question}`` filled with a value lost the user's message)
+    and its ``...`` ran as written; a string template got advice that made one message."""
+    from langchain_core.prompts import PromptTemplate
+
+    history = ChatPromptTemplate.from_messages(
+        [("system", "Be {tone}."), MessagesPlaceholder("chat_history")]
+    )
+    with pytest.raises(TypeError) as caught:
+        create_toolbudget_agent(history | ScriptedChatModel(responses=["x"]), _catalog())
+    message = str(caught.value)
+    assert 'system_prompt=prompt.partial(tone="<your tone>")' in message
+    assert "{chat_history} stand for the conversation" in message
+    assert "chat_history=" not in message
+    # followed: the placeholder replaced by the conversation's, the system variable filled
+    fixed = ChatPromptTemplate.from_messages(
+        [("system", "Be {tone}."), MessagesPlaceholder("messages")]
+    ).partial(tone="brief")
+    model = ScriptedChatModel(responses=["done"])
+    create_toolbudget_agent(model, _catalog(), system_prompt=fixed).compile().invoke(QUESTION)
+    assert model.calls[0][0].content.startswith("Be brief.")
+    assert model.calls[0][-1].content == "What's the weather in Paris?"
+    human = ChatPromptTemplate.from_messages([("system", "Be {tone}."), ("human", "{question}")])
+    with pytest.raises(TypeError, match=r"\{question\} stand for the conversation"):
+        create_toolbudget_agent(human | ScriptedChatModel(responses=["x"]), _catalog())
+    text = PromptTemplate.from_template("Be {tone}. {messages}")
+    with pytest.raises(TypeError, match=r"A string template makes one message: .*placeholder"):
+        create_toolbudget_agent(text | ScriptedChatModel(responses=["x"]), _catalog())

@@ -205,3 +205,12 @@ def test_a_step_of_a_tool_that_was_not_visible_here_is_not_removed():
         for update in order:
             steps = merge_counts(steps, update.get("tool_last_used"))
         assert "x" in steps
+
+
+def test_a_tool_used_without_being_visible_gets_no_step():
+    """Review 53a: with ``enforce_visibility=False`` a call to a tool that is not visible
+    touches it; its step must not be written, or the field grows toward the whole catalog."""
+    working = WorkingSet.from_state({"selected_tools": ["a"], "tool_last_used": {"a": 1}})
+    working.touch("z")
+    working.touch("a")
+    assert working.update() == {"tool_last_used": {"a": 3}}

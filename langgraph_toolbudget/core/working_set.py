@@ -405,8 +405,9 @@ class WorkingSet:
         """The state update for everything changed since :meth:`from_state`.
 
         ``{"selected_tools": {"add": [...], "remove": [...]}}`` when the visible
-        set changed, ``{"tool_last_used": {...}}`` with the entries that changed and
-        ``None`` removing those of tools that left the visible set,
+        set changed, ``{"tool_last_used": {...}}`` with the changed steps of visible tools
+        and ``None`` removing those of tools that left the visible set here (and of tools not
+        visible whose stored step was out of range),
         ``{"discovered_tools": {"add": [...], "remove": [...]}}`` when the tools found and
         not visible changed (a found tool made visible leaves it);
         ``{"tool_reasons": {...}}`` with the reasons that changed, ``None`` removing those of
@@ -430,9 +431,15 @@ class WorkingSet:
         used: dict[str, int | None] = {
             k: v
             for k, v in self.last_used.items()
-            if k not in left and self._stored_last_used.get(k) != v
+            if k in self.names and self._stored_last_used.get(k) != v
         }
-        used.update({k: None for k in self._stored_last_used if k in left})
+        # ...and of a tool not visible whose stored step is out of range (renumbered here):
+        # left as it is, it would be read out of range again at every turn.
+        renumbered = {
+            k for k in self._stored_last_used if self.last_used.get(k) != self._stored_last_used[k]
+        }
+        gone = [k for k in self._stored_last_used if k in left or k in renumbered - set(self.names)]
+        used.update(dict.fromkeys(gone))
         if used:
             out["tool_last_used"] = used
         for name in [n for n in self.reasons if n not in self.names]:

@@ -29,7 +29,12 @@ from typing import Annotated, Any, get_args, get_origin
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import BaseMessage
 from langchain_core.output_parsers import BaseLLMOutputParser
-from langchain_core.prompts import BasePromptTemplate, MessagesPlaceholder
+from langchain_core.prompts import (
+    BasePromptTemplate,
+    ChatPromptTemplate,
+    MessagesPlaceholder,
+    SystemMessagePromptTemplate,
+)
 from langchain_core.runnables import (
     Runnable,
     RunnableBinding,
@@ -111,7 +116,15 @@ PROMPT_MODEL_ERROR = (
     "classifier_model takes the chat model itself (the package writes its prompt)."
 )
 FILL_VARIABLES_HINT = (
-    " Fill its variables the state does not hold first: system_prompt=prompt.partial({fill})."
+    " Fill its system message's own variables first: system_prompt=prompt.partial({fill})."
+)
+CONVERSATION_VARIABLES_HINT = (
+    " Its {names} stand for the conversation: take them out, with MessagesPlaceholder("
+    "'messages') in their place (the conversation is the state's messages)."
+)
+STRING_TEMPLATE_HINT = (
+    " A string template makes one message: give system_prompt= a chat template instead, "
+    "ChatPromptTemplate.from_messages([('system', '...'), ('placeholder', '{{messages}}')])."
 )
 HIDDEN_TOOL_CALLER_WARNING = (
     "The model is a {wrapper} around {inner}, which calls tools natively, but a {wrapper} "
@@ -183,11 +196,10 @@ def resolve_chat_model(model: Any, *, what: str = "model") -> Any:
         prompt = _leading_prompt(model)
         if prompt is not None and not _takes_messages(prompt):
             shown = type(prompt).__name__
-            own = [v for v in prompt.input_variables if v != "messages"]
-            fill = ", ".join(f"{v}=..." for v in own)
-            hint = FILL_VARIABLES_HINT.format(fill=fill) if own else ""
             raise TypeError(
-                PROMPT_MODEL_ERROR.format(what=what, kind=kind, prompt=shown, fill=hint)
+                PROMPT_MODEL_ERROR.format(
+                    what=what, kind=kind, prompt=shown, fill=_template_hint(prompt)
+                )
             )
         return _bindable_retries(model)
     raise TypeError(NOT_A_MODEL_ERROR.format(what=what, kind=type(model).__name__, value=model))
@@ -365,6 +377,34 @@ def _leading_prompt(model: Any, first: bool = False) -> BasePromptTemplate | Non
         if found is not None:
             return found
     return None
+
+
+def _template_hint(prompt: BasePromptTemplate) -> str:
+    """What to do to ``prompt`` before it serves as ``system_prompt=``: fill its system
+    message's variables (``.partial``), take out those that stand for the conversation (a
+    human turn's, another placeholder's); a string template is no chat template."""
+    if not isinstance(prompt, ChatPromptTemplate):
+        return STRING_TEMPLATE_HINT
+    required = set(prompt.input_variables)
+    fill: list[str] = []
+    conversation: list[str] = []
+    for part in prompt.messages:
+        if isinstance(part, MessagesPlaceholder):
+            names = [part.variable_name] if part.variable_name != "messages" else []
+            conversation += [v for v in names if v in required]
+        elif isinstance(part, SystemMessagePromptTemplate):
+            fill += [v for v in part.input_variables if v in required]
+        else:
+            conversation += [v for v in getattr(part, "input_variables", ()) if v in required]
+    hint = ""
+    if fill := list(dict.fromkeys(fill)):
+        values = ", ".join(f'{v}="<your {v}>"' for v in fill)
+        hint += FILL_VARIABLES_HINT.format(fill=values)
+    if conversation := [v for v in dict.fromkeys(conversation) if v not in fill]:
+        hint += CONVERSATION_VARIABLES_HINT.format(
+            names=", ".join(f"{{{v}}}" for v in conversation)
+        )
+    return hint
 
 
 def _takes_messages(prompt: BasePromptTemplate) -> bool:
