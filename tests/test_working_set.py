@@ -214,3 +214,12 @@ def test_a_tool_used_without_being_visible_gets_no_step():
     working.touch("z")
     working.touch("a")
     assert working.update() == {"tool_last_used": {"a": 3}}
+
+
+def test_a_tool_called_without_being_visible_keeps_the_step_another_node_wrote():
+    """Only a step out of range is removed for a tool not visible: a call to it (with
+    ``enforce_visibility=False``) must not remove a step a sibling branch may hold for it."""
+    state = {"selected_tools": ["a"], "tool_last_used": {"a": 1, "x": 2}}
+    working = WorkingSet.from_state(state)
+    working.touch("x")
+    assert "x" not in working.update().get("tool_last_used", {})

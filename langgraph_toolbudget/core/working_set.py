@@ -433,12 +433,12 @@ class WorkingSet:
             for k, v in self.last_used.items()
             if k in self.names and self._stored_last_used.get(k) != v
         }
-        # ...and of a tool not visible whose stored step is out of range (renumbered here):
-        # left as it is, it would be read out of range again at every turn.
-        renumbered = {
-            k for k in self._stored_last_used if self.last_used.get(k) != self._stored_last_used[k]
-        }
-        gone = [k for k in self._stored_last_used if k in left or k in renumbered - set(self.names)]
+        # ...and of a tool not visible whose stored step is out of range: left as it is, it
+        # would be read out of range (and everything renumbered) again at every turn.
+        out_of_range = {k for k, v in self._stored_last_used.items() if not 0 <= v <= STEP_LIMIT}
+        gone = [
+            k for k in self._stored_last_used if k in left or k in out_of_range - set(self.names)
+        ]
         used.update(dict.fromkeys(gone))
         if used:
             out["tool_last_used"] = used
