@@ -55,6 +55,7 @@ from langgraph_toolbudget.core.budget import max_tools_for_model
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.gating import BuiltinFilter, EnabledBuiltins
 from langgraph_toolbudget.core.limits import clip_names
+from langgraph_toolbudget.core.option_checks import option_message
 from langgraph_toolbudget.core.retrieval import DEFAULT_RETRIEVER_WEIGHT
 from langgraph_toolbudget.core.selection import free_tools
 from langgraph_toolbudget.core.semantic import HybridScorer
@@ -106,7 +107,6 @@ MIN_DEFAULT_VISIBLE = 12
 """The floor of the default visible-set cap (:meth:`BudgetConfig.visible_cap`), before the
 tools visible for free: this turn's few tools plus what the meta-tools load still fit."""
 
-OPTION_ERROR = "{owner}: option {name} {problem}, got {value} ({kind})."
 UNKNOWN_OPTION_ERROR = "{owner} has no option {name};{hint} the options are: {known}."
 OWN_AND_SHARED_OPTIONS = "its own {own}; BudgetConfig's {shared}"
 RENAMED_OPTIONS = {"limit": "search_limit"}
@@ -810,9 +810,7 @@ def _option_error(exc: ValidationError, owner: str, given: Mapping[str, Any]) ->
     problem = re.sub(r"^Input should be ", "must be ", problem)
     if not problem.startswith("must"):  # a sentence of our own checks
         name, problem = f"{name}:", problem.rstrip(".")
-    message = OPTION_ERROR.format(
-        owner=owner, name=name, problem=problem, value=_short(value), kind=type(value).__name__
-    )
+    message = option_message(owner, name, problem, value)
     is_type = kind.endswith("_type") or kind == "option_type"
     return TypeError(message) if is_type else ValueError(message)
 
@@ -825,8 +823,3 @@ _EXPECTED = {
     "string_too_short": "must be a non-empty string",
 }
 """Pydantic's error types, in the words of this package's messages."""
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else f"{text[:77]}..."

@@ -77,6 +77,18 @@ def test_budget_config_rejects_bad_options_naming_them(options, error, match):
         BudgetConfig(**options)
 
 
+def test_an_option_whose_repr_fails_is_still_named_in_the_error():
+    """An int too long to write in decimal made the message itself raise Python's "Exceeds the
+    limit (4300 digits)" instead of naming the option (the check shared with load_mcp_catalog,
+    ToolUsage and DatabaseToolbox shows such a value bounded)."""
+    with pytest.raises(ValueError, match=r"BudgetConfig: option max_visible must be >= 1, got -0x"):
+        BudgetConfig(max_visible=-(10**5000))
+    with pytest.raises(
+        TypeError, match=r"max_tools must be an integer or None, got 'x{60}.*characters"
+    ):
+        BudgetConfig(max_tools="x" * 500)
+
+
 @pytest.mark.parametrize(("cpus", "expected"), [(None, 16), (2, 16), (12, 16), (20, 24), (64, 32)])
 def test_max_parallel_defaults_to_at_least_toolnodes_pool(monkeypatch, cpus, expected):
     """ToolNode runs sync tools in the interpreter's default pool, min(32, CPUs + 4) threads:

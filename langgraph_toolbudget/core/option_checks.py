@@ -12,6 +12,7 @@ Key Components:
     - :func:`check_count`: an integer of at least a minimum (or an allowed ``None``).
     - :func:`check_number`: a finite number of at least a minimum.
     - :func:`option_error`: the message, for checks of other kinds.
+    - :func:`option_message`: the message with a problem of its own words (``BudgetConfig``'s).
 """
 
 from __future__ import annotations
@@ -20,9 +21,16 @@ import math
 
 from langgraph_toolbudget.core.limits import safe_repr
 
-__all__ = ["OPTION_ERROR", "check_count", "check_number", "check_seconds", "option_error"]
+__all__ = [
+    "OPTION_ERROR",
+    "check_count",
+    "check_number",
+    "check_seconds",
+    "option_error",
+    "option_message",
+]
 
-OPTION_ERROR = "{owner}: option {name} must be {expected}, got {value} ({kind}).{hint}"
+OPTION_ERROR = "{owner}: option {name} {problem}, got {value} ({kind}).{hint}"
 AS_NUMBER_HINT = " Pass the number itself: {name}={number}."
 SECONDS = "a finite number of seconds > 0"
 
@@ -96,10 +104,17 @@ def check_number(owner: str, name: str, value: object, *, minimum: float) -> Non
 def option_error(owner: str, name: str, expected: str, value: object, hint: str = "") -> str:
     """The message for option ``name`` of ``owner`` given ``value``: what it must be, what it
     got (bounded), and ``hint``, a sentence with the fix."""
+    return option_message(owner, name, f"must be {expected}", value, hint)
+
+
+def option_message(owner: str, name: str, problem: str, value: object, hint: str = "") -> str:
+    """The message for option ``name`` of ``owner`` given ``value``, ``problem`` saying what
+    is wrong (``"must be an integer"``); the value is shown bounded and never raises (a
+    deeply nested list, an int of 5,000 digits)."""
     shown = safe_repr(value, 80)
     kind = type(value).__name__
     return OPTION_ERROR.format(
-        owner=owner, name=name, expected=expected, value=shown, kind=kind, hint=hint
+        owner=owner, name=name, problem=problem, value=shown, kind=kind, hint=hint
     )
 
 
