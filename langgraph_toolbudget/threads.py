@@ -43,7 +43,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from langgraph.constants import START
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
-from langgraph_toolbudget.core.catalog_checks import closest_names
 from langgraph_toolbudget.core.context import (
     CONTEXT_FIELDS,
     INCLUDE_MODES,
@@ -53,7 +52,7 @@ from langgraph_toolbudget.core.context import (
     TOOLS_FIELD,
 )
 from langgraph_toolbudget.core.context_commands import CommandResult, run_command
-from langgraph_toolbudget.core.context_ops import servers as servers_of
+from langgraph_toolbudget.core.context_ops import closest_context_names, knows, of_failed_server
 from langgraph_toolbudget.nodes._node import node_catalogs
 
 if TYPE_CHECKING:
@@ -742,10 +741,7 @@ def _agents(graph: Any, fields: list[str]) -> list[_Agent]:
 
 def _knows(catalogs: list[ToolCatalog], field: str, name: str) -> bool:
     """Does one of ``catalogs`` have the tool (or server, by ``field``) ``name``?"""
-    listed = [catalog.in_runtime_mode("debug") for catalog in catalogs]  # drafts too
-    if field in (TOOLS_FIELD, TOOL_MODES_FIELD):
-        return any(c.get(name) is not None or c.aliased(name) for c in listed)
-    return any(c.tools_of(name) for c in listed)
+    return knows(catalogs, name, server=_kind(field) == "server")
 
 
 def _kind(field: str) -> str:
@@ -845,12 +841,8 @@ def _check_owner(
 
 
 def _of_failed_server(catalogs: list[ToolCatalog], field: str, name: str) -> bool:
-    """Is ``name`` a server that failed to load, or a tool of one by its prefix? Its tools
-    are not listed now, and an exclusion written for when it is back is no typo."""
-    if _kind(field) == "server":
-        return any(name in c.failed_servers for c in catalogs)
-    # `notes__` alone is a prefix, no tool
-    return not name.endswith("__") and any(c.failed_server_of(name) is not None for c in catalogs)
+    """Is ``name`` a server that failed to load, or a tool of one by its prefix?"""
+    return of_failed_server(catalogs, name, server=_kind(field) == "server")
 
 
 def _refuse_unknown(
@@ -861,23 +853,10 @@ def _refuse_unknown(
 ) -> None:
     """Raise :data:`UNKNOWN_CONTEXT_NAMES_ERROR` for the names no catalog of the agent has,
     with the closest names each kind has."""
-    listed = [catalog.in_runtime_mode("debug") for catalog in catalogs]
-    tools = [n for c in listed for n in c.tool_names]
-    servers_ = [s for c in listed for s in servers_of(c)]
     names = list(dict.fromkeys(f"{_kind(field)} {name!r}" for field, name in lacking))
     missing_tools = [n for f, n in lacking if _kind(f) == "tool"]
     missing_servers = [n for f, n in lacking if _kind(f) == "server"]
-    filtered = [n for n in missing_tools if any(c.is_filtered(n) for c in listed)]
-    closest = "; ".join(
-        part
-        for part in (
-            closest_names(dict.fromkeys(missing_tools), tools, filtered=filtered)
-            if missing_tools
-            else "",
-            closest_names(dict.fromkeys(missing_servers), servers_) if missing_servers else "",
-        )
-        if part
-    )
+    closest = closest_context_names(catalogs, missing_tools, missing_servers)
     failed = sorted({s for c in catalogs for s in c.failed_servers})
     verbs = {v if v in ("include", "exclude") else "set the mode of" for f, n in lacking
              if (v := values[f][n])}  # fmt: skip

@@ -279,3 +279,35 @@ def test_an_exclusion_of_a_failed_server_or_its_tool_is_written_for_when_it_is_b
     removed = r"'server_pid' was removed by the catalog's allowed_servers/allowed_tools"
     with pytest.raises(ValueError, match=removed):
         update_context(other, config, exclude_tools(tools=["server_pid"]))
+
+
+def test_an_operation_given_the_catalog_takes_the_names_update_context_takes(
+    notes_down_prefixed: MCPToolCatalog, notes_down: MCPToolCatalog
+) -> None:
+    """``exclude_tools(..., catalog=catalog)`` checks names as ``update_context`` does (was:
+    a failed server and its tools were "not servers of this catalog", so the exclusion to keep
+    for when it is back could be written only without ``catalog=``; a tool's plain form was
+    refused; a removed tool was given unrelated closest names); a typo is still refused."""
+    from langgraph_toolbudget import exclude_tools, set_include_mode
+
+    update = exclude_tools(
+        servers=["notes"], tools=["notes__list_notes"], catalog=notes_down_prefixed
+    )
+    assert update == {
+        "context_tools": {"notes__list_notes": "exclude"},
+        "context_servers": {"notes": "exclude"},
+    }
+    assert set_include_mode("manual", servers=["notes"], catalog=notes_down_prefixed)
+    # `add` is math__add's plain form, an exclusion's alias (update_context takes it too)
+    assert exclude_tools(tools=["add"], catalog=notes_down_prefixed) == {
+        "context_tools": {"add": "exclude"}
+    }
+    with pytest.raises(ValueError, match=r"'mat__add'\] are not tools.*'mat__add' -> 'math__add'"):
+        exclude_tools(tools=["mat__add"], catalog=notes_down_prefixed)
+    with pytest.raises(ValueError, match=r"'notes__'\] are not tools"):  # a prefix, no tool
+        exclude_tools(tools=["notes__"], catalog=notes_down_prefixed)
+    with pytest.raises(ValueError, match=r"\['nots'\] are not servers"):
+        exclude_tools(servers=["nots"], catalog=notes_down_prefixed)
+    removed = r"'server_pid' was removed by the catalog's allowed_servers/allowed_tools"
+    with pytest.raises(ValueError, match=removed):
+        exclude_tools(tools=["server_pid"], catalog=notes_down)

@@ -448,3 +448,34 @@ async def test_a_misspelt_name_is_refused_with_the_closest_and_nothing_is_writte
     await aupdate_context(app, CONFIG, {"context_tools": {"mcp__later": None}})  # always allowed
     out = app.invoke({"messages": [HumanMessage("weather in Oslo?")]}, CONFIG)
     assert_excluded(model, 0, out)
+
+
+def test_a_draft_tool_is_excluded_with_or_without_the_catalog_given() -> None:
+    """A draft tool (it runs in the ``debug`` runtime mode) may be excluded for a thread:
+    ``update_context`` took it, ``exclude_tools(..., catalog=catalog)`` refused it as "not
+    tools of this catalog", suggesting another tool."""
+    from langchain_core.tools import tool
+
+    @tool
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        return "sunny"
+
+    @tool
+    def new_search(query: str) -> str:
+        """Search the web (a draft)."""
+        return "found"
+
+    catalog = ToolCatalog.from_tools(
+        [get_weather, new_search],
+        {"web": ["get_weather", "new_search"]},
+        tool_metadata={"new_search": {"status": "draft"}},
+    )
+    app = create_toolbudget_agent(ScriptedChatModel(responses=[]), catalog)
+    app = app.compile(checkpointer=InMemorySaver())
+    update = exclude_tools(tools=["new_search"], catalog=catalog)
+    assert update == {"context_tools": {"new_search": "exclude"}}
+    update_context(app, CONFIG, update)
+    assert app.get_state(CONFIG).values["context_tools"] == {"new_search": "exclude"}
+    with pytest.raises(ValueError, match=r"'get_wether' -> 'get_weather'"):
+        exclude_tools(tools=["get_wether"], catalog=catalog)

@@ -39,6 +39,7 @@ from langgraph_toolbudget.core.context import (
     server_of,
 )
 from langgraph_toolbudget.core.context_ops import (
+    check_names,
     context_summary,
     exclude_tools,
     get_server,
@@ -350,8 +351,11 @@ def _run(
         return CommandResult(list_servers(catalog, values))
     if command == "get_tool_server":
         return CommandResult(get_server(catalog, values, _arg(command, args, "server")))
+    # The faces name the tools and servers listed now (the operations themselves also take a
+    # draft, another name of a tool, or a name of a server that failed, as update_context does).
     if command in ("include_tool", "exclude_tool"):
         tool = _tool_arg(catalog, command, args)
+        check_names(catalog, [tool])
         if command == "exclude_tool":
             update = exclude_tools(tools=[tool], catalog=catalog)
         else:  # the user's include lifts the tool's exclusions under its aliases, checked
@@ -359,9 +363,11 @@ def _run(
         return _write(catalog, values, update, tool)
     if command == "set_tool_include_mode":
         tool = _tool_arg(catalog, command, args)
+        check_names(catalog, [tool])
         mode = _arg(command, args, "mode")
         return _write(catalog, values, set_include_mode(mode, tools=[tool], catalog=catalog), tool)
     server = _arg(command, args, "server")
+    check_names(catalog, (), [server])
     if command == "set_server_include_mode":
         mode = _arg(command, args, "mode")
         update = set_include_mode(mode, servers=[server], catalog=catalog)

@@ -116,6 +116,64 @@ def check_names(
         raise ValueError(UNKNOWN_SERVERS_ERROR.format(names=missing, known=sorted(known)))
 
 
+def knows(catalogs: Sequence[ToolCatalog], name: str, *, server: bool = False) -> bool:
+    """Does one of ``catalogs`` have the tool ``name`` (by its name or another name of it,
+    :attr:`ToolSpec.aliases`), or with ``server`` the server ``name``, in any runtime mode
+    (a ``draft`` tool too): a name a thread's tool context may hold."""
+    listed = [catalog.in_runtime_mode("debug") for catalog in catalogs]
+    if server:
+        return any(c.tools_of(name) for c in listed)
+    return any(c.get(name) is not None or c.aliased(name) for c in listed)
+
+
+def of_failed_server(catalogs: Sequence[ToolCatalog], name: str, *, server: bool = False) -> bool:
+    """Is ``name`` a server of ``catalogs`` that failed to load, or a tool of one by its
+    prefix? Its tools are not listed now, and an exclusion written for when it is back is no
+    typo."""
+    if server:
+        return any(name in c.failed_servers for c in catalogs)
+    # `notes__` alone is a prefix, no tool
+    return not name.endswith("__") and any(c.failed_server_of(name) is not None for c in catalogs)
+
+
+def closest_context_names(
+    catalogs: Sequence[ToolCatalog], tools: Sequence[str] = (), server_names: Sequence[str] = ()
+) -> str:
+    """For each tool and server name no catalog of ``catalogs`` has, the closest real names
+    (a tool the catalog's filters removed is said so), as one phrase."""
+    listed = [catalog.in_runtime_mode("debug") for catalog in catalogs]
+    known_tools = [n for c in listed for n in c.tool_names]
+    known_servers = [s for c in listed for s in servers(c)]
+    filtered = [n for n in tools if any(c.is_filtered(n) for c in listed)]
+    parts = (
+        closest_names(dict.fromkeys(tools), known_tools, filtered=filtered) if tools else "",
+        closest_names(dict.fromkeys(server_names), known_servers) if server_names else "",
+    )
+    return "; ".join(part for part in parts if part)
+
+
+def check_context_names(
+    catalog: ToolCatalog, tools: Sequence[str] = (), server_names: Sequence[str] = ()
+) -> None:
+    """Raise ValueError naming the tools or servers of a context update that ``catalog``
+    lacks, with the closest real names; as ``update_context`` checks an update without
+    ``catalog=``: a draft tool, a tool's other name and a name of a server that failed to
+    load are taken."""
+    catalogs = [catalog]
+    unknown = [t for t in tools if not knows(catalogs, t) and not of_failed_server(catalogs, t)]
+    if unknown:
+        closest = closest_context_names(catalogs, unknown)
+        raise ValueError(UNKNOWN_TOOLS_ERROR.format(names=unknown, closest=closest))
+    missing = [
+        s
+        for s in server_names
+        if not knows(catalogs, s, server=True) and not of_failed_server(catalogs, s, server=True)
+    ]
+    if missing:
+        known = sorted(servers(catalog.in_runtime_mode("debug")))
+        raise ValueError(UNKNOWN_SERVERS_ERROR.format(names=missing, known=known))
+
+
 def _lifted_aliases(
     catalog: ToolCatalog, names: Sequence[str], state: Any = None
 ) -> dict[str, None]:
@@ -186,7 +244,7 @@ def _decide(
         raise ValueError(NOTHING_NAMED_ERROR.format(op=op))
     lifted: dict[str, None] = {}
     if catalog is not None:
-        check_names(require_catalog(catalog, op), names, groups)
+        check_context_names(require_catalog(catalog, op), names, groups)
         if decision == "include":
             lifted = _lifted_aliases(catalog, names, state)
     update: dict[str, Any] = {}
@@ -311,7 +369,7 @@ def set_include_mode(
     if not names and not groups:
         raise ValueError(NOTHING_NAMED_ERROR.format(op="set_include_mode"))
     if catalog is not None:
-        check_names(require_catalog(catalog, "set_include_mode"), names, groups)
+        check_context_names(require_catalog(catalog, "set_include_mode"), names, groups)
     update: dict[str, Any] = {}
     if names:
         update[TOOL_MODES_FIELD] = dict.fromkeys(names, mode)
