@@ -418,18 +418,40 @@ def test_the_no_match_fallback_uses_no_uncorroborated_usage():
     assert out["selected_tools"]["add"] == ["get_weather"]
 
 
-def test_rows_stored_before_scopes_are_moved_to_the_shared_history_as_observed():
+def test_rows_stored_before_scopes_are_moved_to_the_shared_history_as_observed(caplog):
     store = InMemoryStore()
     row = {"tool": "weather_forecast", "query": "do I need a brolly", "thread": "t1", "ts": 1.0}
     store.put(("toolbudget", "usage"), "old-row", row)  # the layout before scopes
     usage = ToolUsage(store=store)
-    (exported,) = usage.export()
+    with caplog.at_level("WARNING", logger="langgraph_toolbudget.nodes.usage"):
+        (exported,) = usage.export()
+    # the move is said, with the way to vouch for the rows again (was: silent, and rows that
+    # ranked at once before the upgrade stopped ranking)
+    (said,) = [r.getMessage() for r in caplog.records if "before scopes" in r.getMessage()]
+    assert said.startswith("moved 1 tool usage rows") and "usage.import_(" in said
     assert exported["trusted"] is False and exported["scope"] is None  # counts once corroborated
     # moved, not copied; and an item says so (no record: export gave only the moved row)
     stored = store.search(("toolbudget", "usage"))
     assert {i.namespace for i in stored} == {("toolbudget", "usage", "shared")}
     assert len(stored) == 2 and "legacy_rows_moved" in {i.key for i in stored}
     assert "weather_forecast" not in _picked(usage, flat_catalog())
+    # the warning's recipe, followed as written, makes them rank at once again, kept once
+    observed = ToolUsage(store=store, scope="global")
+    observed.record_run(
+        "brolly for today?", ["weather_forecast"], {"configurable": {"thread_id": "x"}}
+    )
+    rows = usage.export()
+    assert ("brolly for today?", "global", False) in [
+        (r["query"], r["scope"], r["trusted"]) for r in rows
+    ]
+    moved = [r for r in rows if r["scope"] is None and not r["trusted"]]
+    usage.import_([{"tool": r["tool"], "query": r["query"]} for r in moved])
+    assert "weather_forecast" in _picked(usage, flat_catalog())
+    after = [(r["query"], r["scope"], r["trusted"]) for r in usage.export()]
+    assert sorted(after) == [
+        ("brolly for today?", "global", False),
+        ("do I need a brolly", None, True),
+    ]
 
 
 def test_no_user_id_can_name_another_users_store_namespace():

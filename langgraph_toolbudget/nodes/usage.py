@@ -122,6 +122,12 @@ LEGACY_MOVED_KEY = "legacy_rows_moved"
 """The key of the item among the shared rows (no record) that says the rows stored before
 scopes existed (directly under ``namespace``) were moved: read with the shared rows, so a
 first load that finds it asks the store nothing more."""
+LEGACY_MOVED_WARNING = (
+    "moved %d tool usage rows stored before scopes existed (directly under %s) into the "
+    "shared history as observed rows: they rank only once corroborated. To vouch for them as "
+    "before (trusted, ranking at once), re-import them: usage.import_([{'tool': r['tool'], "
+    "'query': r['query']} for r in usage.export() if r['scope'] is None and not r['trusted']])"
+)
 APP_REASONS = frozenset({"budget", "relevance", "search", "always", "pinned"})
 """Why a visible tool is visible, when the app chose it (see ``core/reasons.py``); any other
 reason (``add_tool``, ``request_more_tools``, ``included``...) is the model's or the
@@ -629,6 +635,9 @@ class ToolUsage:
             ops += [PutOp(self.namespace, item.key, None) for item in legacy or []]
             if legacy is not None:  # after the moves: a failed write leaves no marker
                 ops.append(self._moved())
+            if old:
+                moved = sum(_key(r) in kept for r in old)
+                logger.warning(LEGACY_MOVED_WARNING, moved, self.namespace)
             self.history = history
             if switched:
                 self._scopes.clear()
