@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, get_args
 
 import pytest
 
@@ -56,6 +57,21 @@ budget = ToolBudgetMiddleware(build_example_catalog(), max_tools=6, max_visible=
 agent = create_agent(DemoChatModel(), middleware=[budget])
 """
 """The documented top-level import: it was "not explicitly exported" (``__all__`` lost it)."""
+
+MIXED_MIDDLEWARE = """\
+from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langgraph_toolbudget import ToolBudgetMiddleware
+from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+from langgraph_toolbudget.demo.model import DemoChatModel
+
+budget = ToolBudgetMiddleware(build_example_catalog())
+review = HumanInTheLoopMiddleware(interrupt_on={"get_weather": True})
+create_agent(DemoChatModel(), middleware=[budget, review])
+create_agent(DemoChatModel(), middleware=[review, budget])
+"""
+"""Ours beside LangChain's own middleware, as docs/middleware.md shows: the list's item type
+was refused (the middleware's state type parameter is invariant; ours named its own state)."""
 
 MISSPELT_IMPORT = """\
 from langgraph_toolbudget import create_toolbudget_agnet  # E: attribute "create_toolbudget_agnet"
@@ -153,13 +169,42 @@ BudgetConfig().override(embeddings="e5")  # E: Argument "embeddings" to "overrid
 """
 """The options ``usage``, ``retriever``, ``database_toolbox`` and ``embeddings`` were ``Any``."""
 
+SUBCLASSES_AND_MODES = """\
+from langchain_core.tools import tool
+from langgraph_toolbudget import ToolCatalog, ToolExecutor, set_include_mode
+
+
+@tool
+def get_weather(city: str) -> str:
+    \"\"\"The weather in a city.\"\"\"
+    return "sunny"
+
+
+class TeamCatalog(ToolCatalog):
+    owner = "platform-team"
+
+
+class AuditedExecutor(ToolExecutor):
+    audited = True
+
+
+print(TeamCatalog.from_tools([get_weather]).owner)
+print(AuditedExecutor.from_tools([get_weather]).audited)
+set_include_mode("always", tools=["get_weather"])
+set_include_mode("allways", tools=["get_weather"])  # E: Argument 1 to "set_include_mode" has
+"""
+"""``from_tools`` of a subclass builds the subclass (it was typed as the base class, so its own
+attributes were errors); an include mode is one of the modes (any string was taken)."""
+
 PROGRAMS = {
     "user_code": USER_CODE,
     "user_middleware_import": MIDDLEWARE_IMPORT,
+    "user_mixed_middleware": MIXED_MIDDLEWARE,
     "user_misspelt_import": MISSPELT_IMPORT,
     "user_context_schema": CONTEXT_SCHEMA,
     "user_wrapped_model": WRAPPED_MODEL,
     "user_option_types": OPTION_TYPES,
+    "user_subclasses_and_modes": SUBCLASSES_AND_MODES,
 }
 
 
@@ -223,10 +268,12 @@ def test_mypy_checks_budget_config_options_and_takes_tool_budget_input_as_a_type
     "module",
     [
         "user_middleware_import",
+        "user_mixed_middleware",
         "user_misspelt_import",
         "user_context_schema",
         "user_wrapped_model",
         "user_option_types",
+        "user_subclasses_and_modes",
     ],
 )
 def test_mypy_strict_accepts_the_documented_calls_and_refuses_the_wrong_ones(
@@ -236,3 +283,15 @@ def test_mypy_strict_accepts_the_documented_calls_and_refuses_the_wrong_ones(
     assert set(errors) == set(expected), errors
     for number, text in expected.items():
         assert text in errors[number], (number, errors[number])
+
+
+def test_the_system_prompt_type_names_its_runnables_parameters() -> None:
+    """A bare ``Runnable`` in ``SystemPrompt`` (an option of both factories) made pyright's
+    strict mode call ``create_toolbudget_agent`` and ``add_toolbudget_nodes`` "partially
+    unknown" on a user's import of them."""
+    from langchain_core.runnables import Runnable
+
+    from langgraph_toolbudget.nodes.prompt import SystemPrompt
+
+    assert all(arg is not Runnable for arg in get_args(SystemPrompt))
+    assert Runnable[Any, Any] in get_args(SystemPrompt)

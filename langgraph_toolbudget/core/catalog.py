@@ -253,7 +253,7 @@ class ToolCatalog:
         allowed_servers: Sequence[str] | None = None,
         allowed_tools: Sequence[str] | None = None,
         default_include: IncludeMode = "agent",
-    ) -> ToolCatalog:
+    ) -> Self:
         """Build a catalog from LangChain tools (or plain functions).
 
         Args:

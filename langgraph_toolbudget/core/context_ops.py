@@ -42,7 +42,7 @@ from langgraph_toolbudget.core.context import (
     SessionContext,
     server_of,
 )
-from langgraph_toolbudget.core.spec import ToolSpec
+from langgraph_toolbudget.core.spec import IncludeMode, ToolSpec
 from langgraph_toolbudget.core.working_set import state_get
 
 __all__ = [
@@ -332,7 +332,7 @@ def exclude_tools(
 
 
 def set_include_mode(
-    mode: str | None,
+    mode: IncludeMode | None,
     tools: Sequence[str] | None = None,
     servers: Sequence[str] | None = None,
     *,

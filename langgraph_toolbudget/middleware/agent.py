@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Container, Hashable, Iterator
 from typing import Any
 
-from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.messages import (
     AIMessage,
     HumanMessage,
@@ -198,7 +198,10 @@ def _current_config() -> RunnableConfig:
         return {}
 
 
-class ToolBudgetMiddleware(AgentMiddleware[ToolBudgetAgentState, Any, Any]):
+# Typed over AgentState, not ToolBudgetAgentState (its state_schema, which create_agent reads):
+# the state parameter is invariant, so a list of middleware mixing ours with LangChain's own
+# type-checks only when they all name the same state type.
+class ToolBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """Agent middleware: a small, relevant tool set per turn, meta-tools, enforcement.
 
     ``create_agent(model, tools=[], middleware=[ToolBudgetMiddleware(catalog)])``

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Self
 
 from langchain_core.messages import (
     AIMessage,
@@ -263,7 +263,7 @@ class ToolExecutor(ToolNode):
         awrap_tool_call: AsyncHooks = None,
         config: BudgetConfig | None = None,
         **options: Unpack[BudgetOptions],
-    ) -> ToolExecutor:
+    ) -> Self:
         """The one-line swap for ``ToolNode(tools, ...)``: same arguments, same meaning.
 
         Every tool is visible (no budget: ``enforce_visibility=False``), plain

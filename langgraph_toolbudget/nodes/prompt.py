@@ -83,7 +83,7 @@ UNANSWERED_CALL_ERROR = (
 )
 """What the model is sent in place of a call's missing answer (:func:`answer_unanswered_calls`)."""
 
-SystemPrompt = str | SystemMessage | Callable[..., Any] | Runnable | None
+SystemPrompt = str | SystemMessage | Callable[..., Any] | Runnable[Any, Any] | None
 """A system prompt: text, a ``SystemMessage``, or a callable/runnable of the state."""
 
 BAD_PROMPT_ERROR = (
