@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from numbers import Real
 from typing import Annotated, Any, cast, get_args, get_type_hints
 
-from langchain_core.messages import AnyMessage, BaseMessage
+from langchain_core.messages import AnyMessage, BaseMessage, MessageLikeRepresentation
 from langgraph.graph import MessagesState
 from langgraph.graph.message import add_messages
 from langgraph.managed.base import is_managed_value
@@ -390,17 +390,32 @@ def check_budget_reducers(channels: Mapping[str, Any]) -> None:
         )
 
 
+InputMessages = Annotated[list[AnyMessage | MessageLikeRepresentation], add_messages]
+"""The messages of a run's input: messages, or what LangChain reads as one (``("user",
+"hi")``, ``{"role": "user", "content": "hi"}``, a string), as ``add_messages`` takes them."""
+
+
 def input_schema_of(state_schema: type[Any]) -> type[Any]:
     """``state_schema`` without :data:`BUDGET_FIELDS`: the input schema of a graph over it.
 
     ``StateGraph(MyState, input_schema=input_schema_of(MyState))`` drops those keys from a
     run's input, so a client cannot make a tool visible or change the tool context. Managed
     values (``RemainingSteps``, ``IsLastStep``) are left out too: LangGraph computes them,
-    and refuses them in an input schema.
+    and refuses them in an input schema. A field reduced by ``add_messages`` takes the message
+    forms it reads (:data:`InputMessages`).
     """
     hints = get_type_hints(state_schema, include_extras=True)
-    fields = {k: v for k, v in hints.items() if k not in BUDGET_FIELDS and not _is_managed(v)}
+    fields = {
+        k: InputMessages if _adds_messages(v) else v
+        for k, v in hints.items()
+        if k not in BUDGET_FIELDS and not _is_managed(v)
+    }
     return TypedDict(f"{state_schema.__name__}Input", fields)  # type: ignore[operator]
+
+
+def _adds_messages(annotation: Any) -> bool:
+    """Whether a field is a list reduced by ``add_messages`` (a state's ``messages``)."""
+    return add_messages in getattr(annotation, "__metadata__", ())
 
 
 def _is_managed(annotation: Any) -> bool:
@@ -420,7 +435,7 @@ class ToolBudgetInput(TypedDict):
         ```
     """
 
-    messages: Annotated[list[AnyMessage], add_messages]
+    messages: InputMessages
 
 
 # --- several nodes as one step ------------------------------------------------------------------

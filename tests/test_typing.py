@@ -196,6 +196,46 @@ set_include_mode("allways", tools=["get_weather"])  # E: Argument 1 to "set_incl
 """``from_tools`` of a subclass builds the subclass (it was typed as the base class, so its own
 attributes were errors); an include mode is one of the modes (any string was taken)."""
 
+PREBUILT_TYPES = """\
+from dataclasses import dataclass
+
+from langchain_core.messages import HumanMessage
+from langgraph.graph import StateGraph
+from langgraph_toolbudget import ToolBudgetInput, ToolBudgetState, create_toolbudget_agent
+from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+from langgraph_toolbudget.demo.model import DemoChatModel
+
+
+@dataclass
+class Ctx:
+    user_id: str
+
+
+class MyState(ToolBudgetState):
+    mood: str
+
+
+catalog = build_example_catalog()
+app = create_toolbudget_agent(DemoChatModel(), catalog).compile()
+app.invoke({"messages": [("user", "weather in Paris?")]})
+app.invoke({"messages": [{"role": "user", "content": "weather in Paris?"}]})
+app.invoke({"messages": [HumanMessage("weather in Paris?")]})
+app.invoke({"mesages": [("user", "weather in Paris?")]})  # E: "invoke" of "Pregel"
+with_ctx = create_toolbudget_agent(DemoChatModel(), catalog, context_schema=Ctx).compile()
+with_ctx.invoke({"messages": [("user", "hi")]}, context=Ctx("u1"))
+with_ctx.invoke({"messages": [("user", "hi")]}, context="u1")  # E: "invoke" of "Pregel"
+mine = create_toolbudget_agent(DemoChatModel(), catalog, state_schema=MyState).compile()
+mine.invoke({"messages": [("user", "hi")], "mood": "calm"})
+both = create_toolbudget_agent(DemoChatModel(), catalog, state_schema=MyState, context_schema=Ctx)
+both.compile().invoke({"messages": [("user", "hi")]}, context=Ctx("u1"))
+graph = StateGraph(ToolBudgetState, input_schema=ToolBudgetInput)
+graph.compile().invoke({"messages": [("user", "hi"), {"role": "user", "content": "hi"}]})
+"""
+"""The prebuilt graph's input and context are checked as a hand-built graph's are (it was
+``StateGraph[Any, ...]``: a misspelt input key ran the agent on no messages), and its input
+takes the message forms ``add_messages`` reads (``("user", "hi")``, a role/content dict), as
+``ToolBudgetInput`` does now (both were type errors on a hand-built graph)."""
+
 PROGRAMS = {
     "user_code": USER_CODE,
     "user_middleware_import": MIDDLEWARE_IMPORT,
@@ -205,6 +245,7 @@ PROGRAMS = {
     "user_wrapped_model": WRAPPED_MODEL,
     "user_option_types": OPTION_TYPES,
     "user_subclasses_and_modes": SUBCLASSES_AND_MODES,
+    "user_prebuilt_types": PREBUILT_TYPES,
 }
 
 
@@ -274,6 +315,7 @@ def test_mypy_checks_budget_config_options_and_takes_tool_budget_input_as_a_type
         "user_wrapped_model",
         "user_option_types",
         "user_subclasses_and_modes",
+        "user_prebuilt_types",
     ],
 )
 def test_mypy_strict_accepts_the_documented_calls_and_refuses_the_wrong_ones(

@@ -29,9 +29,10 @@ import functools
 import inspect
 import warnings
 from collections.abc import Mapping
-from typing import Any, get_type_hints
+from typing import Any, get_type_hints, overload
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.typing import ContextT, StateT
 from typing_extensions import Unpack
 
 from langgraph_toolbudget.config import BudgetConfig, BudgetOptions, check_node_options
@@ -45,6 +46,7 @@ from langgraph_toolbudget.nodes.prompt import SystemPrompt, check_system_prompt
 from langgraph_toolbudget.nodes.usage import check_usage_catalog
 from langgraph_toolbudget.state import (
     BUDGET_FIELDS,
+    ToolBudgetInput,
     ToolBudgetState,
     budget_declarations,
     check_budget_reducers,
@@ -279,6 +281,64 @@ def _refuse_other_catalogs(graph: StateGraph[Any, Any, Any, Any], listed: ToolCa
     ]
     if others:
         raise ValueError(SHARED_STATE_ERROR.format(nodes=others))
+
+
+# The graph's types, as StateGraph(state_schema, context_schema=..., input_schema=...) gives them,
+# so a run's input and context are checked: ToolBudgetInput over the default state.
+
+
+@overload
+def create_toolbudget_agent(
+    model: ChatModelSpec,
+    catalog: ToolCatalog,
+    *,
+    config: BudgetConfig | None = None,
+    context_schema: None = None,
+    classifier_model: ChatModelSpec | None = None,
+    system_prompt: SystemPrompt = None,
+    **options: Unpack[BudgetOptions],
+) -> StateGraph[ToolBudgetState, None, ToolBudgetInput, ToolBudgetState]: ...
+
+
+@overload
+def create_toolbudget_agent(
+    model: ChatModelSpec,
+    catalog: ToolCatalog,
+    *,
+    config: BudgetConfig | None = None,
+    context_schema: type[ContextT],
+    classifier_model: ChatModelSpec | None = None,
+    system_prompt: SystemPrompt = None,
+    **options: Unpack[BudgetOptions],
+) -> StateGraph[ToolBudgetState, ContextT, ToolBudgetInput, ToolBudgetState]: ...
+
+
+@overload
+def create_toolbudget_agent(
+    model: ChatModelSpec,
+    catalog: ToolCatalog,
+    *,
+    config: BudgetConfig | None = None,
+    state_schema: type[StateT],
+    context_schema: None = None,
+    classifier_model: ChatModelSpec | None = None,
+    system_prompt: SystemPrompt = None,
+    **options: Unpack[BudgetOptions],
+) -> StateGraph[StateT, None, Any, StateT]: ...
+
+
+@overload
+def create_toolbudget_agent(
+    model: ChatModelSpec,
+    catalog: ToolCatalog,
+    *,
+    config: BudgetConfig | None = None,
+    state_schema: type[StateT],
+    context_schema: type[ContextT],
+    classifier_model: ChatModelSpec | None = None,
+    system_prompt: SystemPrompt = None,
+    **options: Unpack[BudgetOptions],
+) -> StateGraph[StateT, ContextT, Any, StateT]: ...
 
 
 def create_toolbudget_agent(
