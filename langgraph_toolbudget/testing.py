@@ -30,7 +30,7 @@ Example:
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -40,7 +40,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import Field
+from pydantic import Field, field_validator
 
 __all__ = ["ScriptedChatModel"]
 
@@ -48,6 +48,12 @@ _SCRIPT_LOCK = threading.Lock()
 """Held while a model takes its next response or records a call: a model shared by runs in
 OS threads (a sync server's) gives each call its own response. One for every model, not one
 per model: a lock in the model would make it impossible to deep-copy."""
+
+
+BAD_RESPONSES_ERROR = (
+    "ScriptedChatModel: responses must be a list of messages (AIMessage(...)), strings "
+    "(answered as an AIMessage) or callables (messages, bound_tool_names) -> message; {what}."
+)
 
 
 class ScriptedChatModel(FakeMessagesListChatModel):
@@ -79,6 +85,23 @@ class ScriptedChatModel(FakeMessagesListChatModel):
     bound_tools: list[list[str]] = Field(default_factory=list)
     calls: list[list[BaseMessage]] = Field(default_factory=list)
     tools_schema: list[dict[str, Any]] = Field(default_factory=list)
+
+    @field_validator("responses", mode="before")
+    @classmethod
+    def _check_responses(cls, responses: Any) -> Any:
+        """Refuse a response that is no message, string or callable at construction (it
+        failed at its call, with ``AttributeError: 'int' object has no attribute
+        'model_copy'``)."""
+        if isinstance(responses, str | bytes | Mapping) or not isinstance(responses, Iterable):
+            raise TypeError(
+                BAD_RESPONSES_ERROR.format(what=f"{type(responses).__name__} {responses!r:.60}")
+            )
+        responses = list(responses)  # a generator, as pydantic's list took it
+        for i, response in enumerate(responses):
+            if not isinstance(response, BaseMessage | str) and not callable(response):
+                what = f"responses[{i}] is {type(response).__name__} {response!r:.60}"
+                raise TypeError(BAD_RESPONSES_ERROR.format(what=what))
+        return responses
 
     @property
     def _llm_type(self) -> str:

@@ -55,6 +55,23 @@ def test_a_script_without_cycle_names_the_call_that_has_no_response():
         model.invoke("hi")
 
 
+@pytest.mark.parametrize(
+    ("responses", "said"),
+    [
+        ([42], "responses[0] is int 42"),
+        ("hi", "str 'hi'"),
+        ([{"content": "x"}], "responses[0] is dict"),
+    ],
+)
+def test_a_response_that_is_no_message_string_or_callable_is_refused_when_built(responses, said):
+    """It failed only at its call, with "'int' object has no attribute 'model_copy'"."""
+    with pytest.raises(
+        TypeError, match=r"responses must be a list of messages .*; " + re.escape(said)
+    ):
+        ScriptedChatModel(responses=responses)
+    assert ScriptedChatModel(responses=("a", AIMessage("b"))).invoke("hi").content == "a"
+
+
 def test_runs_in_os_threads_sharing_a_model_each_take_their_own_response():
     """A sync server's threads share one model: no response is given twice or skipped."""
     threads, each = 16, 150
