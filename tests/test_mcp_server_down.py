@@ -281,6 +281,34 @@ def test_an_exclusion_of_a_failed_server_or_its_tool_is_written_for_when_it_is_b
         update_context(other, config, exclude_tools(tools=["server_pid"]))
 
 
+@pytest.mark.parametrize("by_user", [False, True], ids=["model", "cli-or-mcp-server"])
+def test_the_faces_name_only_the_tools_and_servers_listed_now(
+    notes_down_prefixed: MCPToolCatalog, notes_down: MCPToolCatalog, by_user: bool
+) -> None:
+    """The CLI, the MCP context server and the model's context tools (one ``run_command``)
+    refuse a server that failed to load, a tool of it and a tool's plain form, which the
+    operations take from Python; a tool ``allowed_tools`` removed is said to be removed (was:
+    pointed at unrelated tools)."""
+    from langgraph_toolbudget.core.context_commands import CommandError, run_command
+
+    refused = [
+        ("include_tool_server", {"server": "notes"}, r"\['notes'\] are not servers"),
+        ("exclude_tool_server", {"server": "notes"}, r"\['notes'\] are not servers"),
+        ("set_server_include_mode", {"server": "notes", "mode": "always"}, "are not servers"),
+        ("exclude_tool", {"tool": "notes__list_notes"}, "are not tools of this catalog"),
+        ("include_tool", {"tool": "add"}, r"\['add'\] are not tools"),
+        ("set_tool_include_mode", {"tool": "add", "mode": "manual"}, "are not tools"),
+    ]
+    for command, args, match in refused:
+        with pytest.raises(CommandError, match=match):
+            run_command(notes_down_prefixed, {}, command, args, by_user=by_user)
+    removed = r"'server_pid' was removed by the catalog's allowed_servers/allowed_tools"
+    with pytest.raises(CommandError, match=removed):
+        run_command(notes_down, {}, "include_tool", {"tool": "server_pid"}, by_user=by_user)
+    done = run_command(notes_down_prefixed, {}, "exclude_tool", {"tool": "math__add"})
+    assert done.update == {"context_tools": {"math__add": "exclude"}}
+
+
 def test_an_operation_given_the_catalog_takes_the_names_update_context_takes(
     notes_down_prefixed: MCPToolCatalog, notes_down: MCPToolCatalog
 ) -> None:

@@ -435,23 +435,37 @@ def test_rows_stored_before_scopes_are_moved_to_the_shared_history_as_observed(c
     assert {i.namespace for i in stored} == {("toolbudget", "usage", "shared")}
     assert len(stored) == 2 and "legacy_rows_moved" in {i.key for i in stored}
     assert "weather_forecast" not in _picked(usage, flat_catalog())
-    # the warning's recipe, followed as written, makes them rank at once again, kept once
+    assert exported["moved"] is True  # what the warning's recipe selects
+
+
+def test_the_recipe_of_the_move_warning_vouches_for_the_moved_rows_only():
+    """Followed as written, the warning's recipe makes the moved rows rank at once again, kept
+    once with their thread and time; an observed row of a scope and a shared row imported as
+    untrusted stay untrusted (was: the recipe's filter, every untrusted shared row, vouched
+    for the latter too)."""
+    store = InMemoryStore()
+    row = {"tool": "weather_forecast", "query": "do I need a brolly", "thread": "t1", "ts": 5.0}
+    store.put(("toolbudget", "usage"), "old-row", row)  # the layout before scopes
+    usage = ToolUsage(store=store)
+    usage.import_([{"tool": "send_email", "query": "mail the team", "trusted": False}])
     observed = ToolUsage(store=store, scope="global")
     observed.record_run(
         "brolly for today?", ["weather_forecast"], {"configurable": {"thread_id": "x"}}
     )
+    assert "weather_forecast" not in _picked(usage, flat_catalog())
     rows = usage.export()
-    assert ("brolly for today?", "global", False) in [
-        (r["query"], r["scope"], r["trusted"]) for r in rows
-    ]
-    moved = [r for r in rows if r["scope"] is None and not r["trusted"]]
-    usage.import_([{"tool": r["tool"], "query": r["query"]} for r in moved])
+    usage.import_(
+        [{k: r[k] for k in ("tool", "query", "thread", "ts")} for r in rows if r.get("moved")]
+    )
     assert "weather_forecast" in _picked(usage, flat_catalog())
-    after = [(r["query"], r["scope"], r["trusted"]) for r in usage.export()]
-    assert sorted(after) == [
-        ("brolly for today?", "global", False),
-        ("do I need a brolly", None, True),
-    ]
+    after = {(r["query"], r["scope"], r["trusted"], r["thread"]) for r in usage.export()}
+    assert after == {
+        ("do I need a brolly", None, True, "t1"),
+        ("mail the team", None, False, None),
+        ("brolly for today?", "global", False, "x"),
+    }
+    kept = next(r for r in usage.export() if r["query"] == "do I need a brolly")
+    assert kept["ts"] == 5.0 and "moved" not in kept
 
 
 def test_no_user_id_can_name_another_users_store_namespace():

@@ -108,7 +108,8 @@ def check_names(
     """Raise ValueError naming the unknown tools or servers (with the closest real names)."""
     unknown = [t for t in tools if t not in catalog]
     if unknown:
-        closest = closest_names(unknown, catalog.tool_names)
+        filtered = [t for t in unknown if catalog.is_filtered(t)]
+        closest = closest_names(unknown, catalog.tool_names, filtered=filtered)
         raise ValueError(UNKNOWN_TOOLS_ERROR.format(names=unknown, closest=closest))
     known = servers(catalog)
     missing = [s for s in server_names if s not in known]

@@ -122,11 +122,15 @@ LEGACY_MOVED_KEY = "legacy_rows_moved"
 """The key of the item among the shared rows (no record) that says the rows stored before
 scopes existed (directly under ``namespace``) were moved: read with the shared rows, so a
 first load that finds it asks the store nothing more."""
+MOVED_KEY = "moved"
+"""The key that marks a shared row moved from the layout before scopes (and its export row),
+until it is vouched for."""
 LEGACY_MOVED_WARNING = (
     "moved %d tool usage rows stored before scopes existed (directly under %s) into the "
     "shared history as observed rows: they rank only once corroborated. To vouch for them as "
-    "before (trusted, ranking at once), re-import them: usage.import_([{'tool': r['tool'], "
-    "'query': r['query']} for r in usage.export() if r['scope'] is None and not r['trusted']])"
+    "before (trusted, ranking at once), re-import them: usage.import_([{k: r[k] for k in "
+    "('tool', 'query', 'thread', 'ts')} for r in usage.export() if r.get('moved')]) (with "
+    "a catalog, leave out the rows naming tools it lacks: import_ refuses them)"
 )
 APP_REASONS = frozenset({"budget", "relevance", "search", "always", "pinned"})
 """Why a visible tool is visible, when the app chose it (see ``core/reasons.py``); any other
@@ -504,8 +508,10 @@ class ToolUsage:
             return
         store.search(self.namespace, limit=1)
 
-    def _put(self, scope: str | None, record: UsageRecord) -> PutOp:
+    def _put(self, scope: str | None, record: UsageRecord, *, moved: bool = False) -> PutOp:
         value = record.to_dict() if scope is None else {**record.to_dict(), "scope": scope}
+        if moved:  # a row stored before scopes existed: export says so (MOVED_KEY)
+            value[MOVED_KEY] = True
         return PutOp(self._namespace(scope), _key(record), value, index=False)
 
     def _delete(self, scope: str | None, record: UsageRecord) -> PutOp:
@@ -631,7 +637,7 @@ class ToolUsage:
             memory = [] if switched else self.history.records()
             history, ops = self._merged(memory, None, rows + old)
             kept = {_key(r) for r in history.records()}
-            ops += [self._put(None, r) for r in old if _key(r) in kept]
+            ops += [self._put(None, r, moved=True) for r in old if _key(r) in kept]
             ops += [PutOp(self.namespace, item.key, None) for item in legacy or []]
             if legacy is not None:  # after the moves: a failed write leaves no marker
                 ops.append(self._moved())
@@ -1155,21 +1161,26 @@ class ToolUsage:
     def _export_rows(self, items: list[Any] | None) -> list[dict[str, Any]]:
         """The export of the store's ``items`` under ``namespace`` (None: of the histories in
         memory, when there is no store), oldest first."""
-        rows: list[tuple[str | None, UsageRecord]] = []
+        rows: list[tuple[str | None, UsageRecord, bool]] = []
         if items is None:
-            rows = [(scope, r) for scope, h in self._histories() for r in h.records()]
+            rows = [(scope, r, False) for scope, h in self._histories() for r in h.records()]
         for i, item in enumerate(items or ()):
             ns = tuple(item.namespace)
             if self._is_marker(item):
                 continue
             if ns == self._namespace(None):
-                rows.append((None, _row(item.value, i, True)))
+                record = _row(item.value, i, True)
+                moved = item.value.get(MOVED_KEY) is True and not record.trusted
+                rows.append((None, record, moved))
             elif ns[: len(self.namespace) + 1] == (*self.namespace, SCOPE_LABEL):
                 scope = item.value.get("scope")
                 record = _row(item.value, i, False, observed=True)
-                rows.append((scope if isinstance(scope, str) else ns[-1], record))
+                rows.append((scope if isinstance(scope, str) else ns[-1], record, False))
         rows.sort(key=lambda sr: (sr[1].ts, sr[1].tool, sr[1].query))
-        return [{**r.to_dict(), "scope": scope} for scope, r in rows]
+        return [
+            {**r.to_dict(), "scope": scope, **({MOVED_KEY: True} if moved else {})}
+            for scope, r, moved in rows
+        ]
 
     @_sync_store_call("aexport")
     def export(self) -> list[dict[str, Any]]:
