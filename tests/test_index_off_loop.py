@@ -9,6 +9,8 @@ every entry in a thread other than the loop's; runs racing on a new catalog buil
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -166,3 +168,27 @@ async def test_a_failed_build_is_raised_and_tried_again(monkeypatch):
         await awarm_catalog(catalog)
     await awarm_catalog(catalog)
     assert len(calls) == 2 and is_warm(catalog)
+
+
+def test_a_turn_after_warming_imports_nothing_more_of_numpy() -> None:
+    """Counting a term's categories with ``np.unique`` imported ``numpy.ma`` on its first call:
+    about 20 ms of the first turn that ``warm_catalog`` could not pay beforehand."""
+    script = """
+import sys
+from langchain_core.messages import HumanMessage
+from langgraph_toolbudget import create_toolbudget_agent
+from langgraph_toolbudget.core.warm import warm_catalog
+from langgraph_toolbudget.demo.example_catalog import build_example_catalog
+from langgraph_toolbudget.demo.model import DemoChatModel
+catalog = build_example_catalog()
+warm_catalog(catalog)
+before = set(sys.modules)
+app = create_toolbudget_agent(DemoChatModel(), catalog).compile()
+app.invoke({"messages": [HumanMessage(REQUEST)]})
+print(sorted(m for m in set(sys.modules) - before if m.startswith("numpy")))
+""".replace("REQUEST", repr(REQUEST))
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

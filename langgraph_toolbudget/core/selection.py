@@ -297,7 +297,8 @@ class _ToolCategories:
             return 0
         # a ragged gather: each tool's slice of ``flat``, all in one index array
         offsets = np.repeat(self.starts[positions] - (np.cumsum(lengths) - lengths), lengths)
-        return int(np.unique(self.flat[offsets + np.arange(total)]).size)
+        # bincount, not unique: unique imports numpy.ma on its first call (20 ms in a turn)
+        return int(np.count_nonzero(np.bincount(self.flat[offsets + np.arange(total)])))
 
 
 def _evidence(catalog: ToolCatalog, query: str) -> frozenset[int]:
