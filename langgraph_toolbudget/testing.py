@@ -42,6 +42,8 @@ from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, field_validator
 
+from langgraph_toolbudget.core.limits import safe_repr
+
 __all__ = ["ScriptedChatModel"]
 
 _SCRIPT_LOCK = threading.Lock()
@@ -94,12 +96,14 @@ class ScriptedChatModel(FakeMessagesListChatModel):
         'model_copy'``)."""
         if isinstance(responses, str | bytes | Mapping) or not isinstance(responses, Iterable):
             raise TypeError(
-                BAD_RESPONSES_ERROR.format(what=f"{type(responses).__name__} {responses!r:.60}")
+                BAD_RESPONSES_ERROR.format(
+                    what=f"{type(responses).__name__} {safe_repr(responses, 60)}"
+                )
             )
         responses = list(responses)  # a generator, as pydantic's list took it
         for i, response in enumerate(responses):
             if not isinstance(response, BaseMessage | str) and not callable(response):
-                what = f"responses[{i}] is {type(response).__name__} {response!r:.60}"
+                what = f"responses[{i}] is {type(response).__name__} {safe_repr(response, 60)}"
                 raise TypeError(BAD_RESPONSES_ERROR.format(what=what))
         return responses
 

@@ -61,6 +61,7 @@ def test_a_script_without_cycle_names_the_call_that_has_no_response():
         ([42], "responses[0] is int 42"),
         ("hi", "str 'hi'"),
         ([{"content": "x"}], "responses[0] is dict"),
+        ([10**5000], "responses[0] is int 0x"),  # too long to print: shown bounded
     ],
 )
 def test_a_response_that_is_no_message_string_or_callable_is_refused_when_built(responses, said):

@@ -468,6 +468,50 @@ def test_the_recipe_of_the_move_warning_vouches_for_the_moved_rows_only():
     assert kept["ts"] == 5.0 and "moved" not in kept
 
 
+def test_a_moved_row_keeps_its_mark_through_export_and_import_until_vouched_for():
+    """A backup (export, then import into another store) before vouching dropped the mark, so
+    the warning's recipe, logged once, then found nothing."""
+    store, other = InMemoryStore(), InMemoryStore()
+    row = {"tool": "weather_forecast", "query": "do I need a brolly", "thread": "t1", "ts": 5.0}
+    store.put(("toolbudget", "usage"), "old-row", row)
+    rows = ToolUsage(store=store).export()
+    ToolUsage(store=store).import_(rows)  # the same store, as a restore does
+    copy = ToolUsage(store=other)
+    copy.import_(ToolUsage(store=store).export())
+    for usage in (ToolUsage(store=store), ToolUsage(store=other)):
+        (moved,) = [r for r in usage.export() if r.get("moved")]
+        assert (moved["query"], moved["trusted"], moved["thread"]) == (
+            "do I need a brolly",
+            False,
+            "t1",
+        )
+    copy.import_(
+        [
+            {k: r[k] for k in ("tool", "query", "thread", "ts")}
+            for r in copy.export()
+            if r.get("moved")
+        ]
+    )
+    assert [(r["trusted"], r.get("moved")) for r in ToolUsage(store=other).export()] == [
+        (True, None)
+    ]
+
+
+def test_a_record_made_before_the_store_stays_yours_when_an_old_row_says_the_same():
+    """The move wrote the old (observed) row over your trusted record of the same tool and
+    message, made before the store was attached: after a restart it no longer ranked."""
+    store = InMemoryStore()
+    row = {"tool": "weather_forecast", "query": "do I need a brolly", "thread": "t1", "ts": 1.0}
+    store.put(("toolbudget", "usage"), "old-row", row)
+    usage = ToolUsage()  # the graph's store, once a run brings one
+    usage.record("do I need a brolly", ["weather_forecast"])  # at start-up, in memory
+    app = create_toolbudget_agent(ScriptedChatModel(responses=["ok"]), flat_catalog(), usage=usage)
+    app.compile(store=store).invoke({"messages": [HumanMessage("hi")]})  # the old row moves
+    (stored,) = ToolUsage(store=store).export()  # as a restarted process reads it
+    assert stored["trusted"] is True and "moved" not in stored
+    assert "weather_forecast" in _picked(ToolUsage(store=store), flat_catalog())
+
+
 def test_no_user_id_can_name_another_users_store_namespace():
     # An odd id is kept under a hash of it; an id that looks like such a hash is hashed again,
     # so "h-<the hash of ada's id>" is not ada, in memory or in the store.

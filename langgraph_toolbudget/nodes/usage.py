@@ -636,14 +636,16 @@ class ToolUsage:
             old = self._records(legacy or [], self.namespace, False)
             memory = [] if switched else self.history.records()
             history, ops = self._merged(memory, None, rows + old)
-            kept = {_key(r) for r in history.records()}
-            ops += [self._put(None, r, moved=True) for r in old if _key(r) in kept]
+            # each moved row as the history holds it: one you recorded before the store was
+            # known, with the same tool and message, stays yours (trusted, no mark)
+            merged = {_key(r): r for r in history.records()}
+            moves = [merged[key] for r in old if (key := _key(r)) in merged]
+            ops += [self._put(None, r, moved=not r.trusted) for r in moves]
             ops += [PutOp(self.namespace, item.key, None) for item in legacy or []]
             if legacy is not None:  # after the moves: a failed write leaves no marker
                 ops.append(self._moved())
-            if old:
-                moved = sum(_key(r) in kept for r in old)
-                logger.warning(LEGACY_MOVED_WARNING, moved, self.namespace)
+            if observed := sum(not r.trusted for r in moves):
+                logger.warning(LEGACY_MOVED_WARNING, observed, self.namespace)
             self.history = history
             if switched:
                 self._scopes.clear()
@@ -1186,7 +1188,9 @@ class ToolUsage:
     def export(self) -> list[dict[str, Any]]:
         """Every record of every scope as a JSON-ready row, oldest first (from the store when
         there is one): ``tool``, ``query``, ``thread``, ``ts``, ``trusted``, and ``scope``
-        (None for yours), ``user`` and ``loaded`` when set; :meth:`aexport` in async code.
+        (None for yours), ``user`` and ``loaded`` when set, ``moved`` (True) on a row moved
+        from the layout before scopes and not vouched for yet (:meth:`import_` keeps it);
+        :meth:`aexport` in async code.
 
         Raises:
             asyncio.InvalidStateError: called in the event loop of an async store
@@ -1215,16 +1219,18 @@ class ToolUsage:
 
     def _import_records(
         self, rows: Iterable[Mapping[str, Any]]
-    ) -> tuple[dict[str | None, list[UsageRecord]], int]:
+    ) -> tuple[dict[str | None, list[UsageRecord]], int, set[str]]:
         """``rows`` checked, as records by scope (None: shared), each scope's the newest its
-        history keeps, oldest first, and how many rows were read; raises before anything is
-        imported."""
+        history keeps, oldest first; how many rows were read; and the keys of the shared
+        untrusted rows marked moved (:data:`MOVED_KEY`, kept until vouched for); raises before
+        anything is imported."""
         if isinstance(rows, str | bytes | Mapping) or not isinstance(rows, Iterable):
             raise TypeError(
                 ROWS_TYPE_ERROR.format(got=f"{safe_repr(rows, 80)} ({type(rows).__name__})")
             )
         by_scope: dict[str | None, list[UsageRecord]] = {}
         checked: set[str] = set()
+        moved: set[str] = set()
         for i, row in enumerate(rows):
             scope = row.get("scope") if isinstance(row, Mapping) else None
             if not isinstance(row, Mapping) or not (scope is None or isinstance(scope, str)):
@@ -1233,10 +1239,12 @@ class ToolUsage:
             record = _row(row, i, True, observed=scope is not None)
             by_scope.setdefault(None if scope is None else kept_id(scope), []).append(record)
             checked.add(record.tool)
+            if scope is None and not record.trusted and row.get(MOVED_KEY) is True:
+                moved.add(_key(replace(record, query=normalize_query(record.query))))
         self._checked(checked)
         # the older ones would be dropped anyway
         kept = {s: sorted(b, key=lambda r: r.ts)[-self._bounds[3] :] for s, b in by_scope.items()}
-        return kept, sum(len(b) for b in by_scope.values())
+        return kept, sum(len(b) for b in by_scope.values()), moved
 
     def _scope_unloaded(self, scope: str | None, store: BaseStore | None) -> RunnableConfig | None:
         """The config that loads ``scope``'s history from ``store`` before an import adds to
@@ -1246,7 +1254,7 @@ class ToolUsage:
         return {"configurable": {**_scope_config(self.scope, scope)}}
 
     def _import_batch(
-        self, scope: str | None, batch: list[UsageRecord], since: int | None
+        self, scope: str | None, batch: list[UsageRecord], since: int | None, moved: set[str]
     ) -> tuple[list[PutOp], int]:
         """Add an import's records to ``scope``'s history in memory; the store ops, and the
         write's number (``since``: the import's, from its first scope). Every record of the
@@ -1265,7 +1273,9 @@ class ToolUsage:
             self._note(("add", scope, changed))
             added = [self._delete(scope, r) for k, r in before.items() if k not in after]
             written = [r for k, r in after.items() if k in imported or before.get(k) != r]
-            added += [self._put(scope, r) for r in written]
+            added += [
+                self._put(scope, r, moved=_key(r) in moved and not r.trusted) for r in written
+            ]
             # each scope's rows with the forgets made before they were added
             since = self._begin_write(added, since)
             if scope is not None:
@@ -1296,7 +1306,7 @@ class ToolUsage:
             asyncio.InvalidStateError: called in the event loop of an async store
                 (``AsyncSqliteStore``, ``AsyncPostgresStore``): use :meth:`aimport_` there.
         """
-        by_scope, read = self._import_records(rows)
+        by_scope, read, moved = self._import_records(rows)
         self.attach()
         store = self._attached
         ops: list[PutOp] = []
@@ -1305,7 +1315,7 @@ class ToolUsage:
             for scope, batch in by_scope.items():
                 if (scope_config := self._scope_unloaded(scope, store)) is not None:
                     self.attach(scope_config)
-                added, since = self._import_batch(scope, batch, since)
+                added, since = self._import_batch(scope, batch, since, moved)
                 ops += added
         except BaseException:
             if since is not None:  # nothing written: no forget to take back
@@ -1320,7 +1330,7 @@ class ToolUsage:
 
     async def aimport_(self, rows: Iterable[Mapping[str, Any]]) -> int:
         """Async :meth:`import_` (``asearch``/``abatch``; a sync-only store runs in a thread)."""
-        by_scope, read = self._import_records(rows)
+        by_scope, read, moved = self._import_records(rows)
         await self.aattach()
         store = self._attached
         ops: list[PutOp] = []
@@ -1329,7 +1339,7 @@ class ToolUsage:
             for scope, batch in by_scope.items():
                 if (scope_config := self._scope_unloaded(scope, store)) is not None:
                     await self.aattach(scope_config)
-                added, since = self._import_batch(scope, batch, since)
+                added, since = self._import_batch(scope, batch, since, moved)
                 ops += added
         except BaseException:
             if since is not None:
