@@ -20,7 +20,7 @@ import re
 import pytest
 
 from tests.test_readme import BLOCKS
-from tests.test_typing import _mypy_errors
+from tests.test_typing import mypy_run
 
 DOC_BLOCKS = {
     where: code
@@ -87,12 +87,9 @@ def mypy_errors(
     tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> dict[str, dict[int, str]]:
     """Module -> line -> mypy's errors there, for every block and the canary, in one run."""
-    store = getattr(request.config, "cache", None)
-    tmp_path = tmp_path_factory.mktemp("docs_typing")
-    cache = store.mkdir("mypy") if store is not None else tmp_path / "cache"
     programs = {_module(where): code for where, code in DOC_BLOCKS.items()}
     assert len(programs) == len(DOC_BLOCKS), "two blocks got one module name"
-    return _mypy_errors(tmp_path, cache, {**programs, "doc_canary": CANARY})
+    return mypy_run(request, tmp_path_factory, "docs_typing", {**programs, "doc_canary": CANARY})
 
 
 def test_the_docs_python_blocks_type_check_under_mypy_strict(

@@ -274,14 +274,25 @@ def _mypy_errors(
     return errors
 
 
+def mypy_run(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    label: str,
+    programs: dict[str, str],
+) -> dict[str, dict[int, str]]:
+    """:func:`_mypy_errors` of ``programs`` in a new directory, mypy's cache kept in pytest's
+    cache directory (``mypy``, shared by every run: warm, a run takes seconds)."""
+    store = getattr(request.config, "cache", None)
+    tmp_path = tmp_path_factory.mktemp(label)
+    cache = store.mkdir("mypy") if store is not None else tmp_path / "cache"
+    return _mypy_errors(tmp_path, cache, programs)
+
+
 @pytest.fixture(scope="module")
 def mypy_errors(
     tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> dict[str, dict[int, str]]:
-    store = getattr(request.config, "cache", None)
-    tmp_path = tmp_path_factory.mktemp("typing")
-    cache = store.mkdir("mypy") if store is not None else tmp_path / "cache"
-    return _mypy_errors(tmp_path, cache, PROGRAMS)
+    return mypy_run(request, tmp_path_factory, "typing", PROGRAMS)
 
 
 def _expected(code: str) -> dict[int, str]:
