@@ -497,6 +497,39 @@ def test_a_moved_row_keeps_its_mark_through_export_and_import_until_vouched_for(
     ]
 
 
+def test_the_moved_mark_lasts_until_the_row_is_vouched_for_whatever_writes_it():
+    """The mark lived only in the stored row: a later untrusted import of the same tool and
+    message, or an import before the store was known, dropped it; a scope row of the same
+    key was marked; an old row whose message an import normalises stayed behind, still
+    untrusted, beside the vouched one."""
+    store = InMemoryStore()
+    row = {"tool": "weather_forecast", "query": "do I  need a brolly", "thread": "t1", "ts": 5.0}
+    store.put(("toolbudget", "usage"), "old-row", row)
+    usage = ToolUsage(store=store)
+    backup = usage.export()
+    assert [(r["query"], r.get("moved")) for r in backup] == [("do I need a brolly", True)]
+    usage.import_([{"tool": "weather_forecast", "query": "do I need a brolly", "trusted": False}])
+    usage.import_([{**backup[0], "scope": "ada"}])  # a scope's row: never marked
+    items = store.search(("toolbudget", "usage"))
+    stored = {i.namespace[-1]: i.value.get("moved") for i in items if "tool" in i.value}
+    assert stored == {"shared": True, "ada": None}
+    early = ToolUsage()  # its store is the graph's, known at the first run
+    early.import_(backup)
+    assert [r.get("moved") for r in early.export()] == [True]
+    other = InMemoryStore()
+    app = create_toolbudget_agent(ScriptedChatModel(responses=["ok"]), flat_catalog(), usage=early)
+    app.compile(store=other).invoke({"messages": [HumanMessage("hi")]})
+    assert [r.get("moved") for r in ToolUsage(store=other).export()] == [True]
+    recipe = [
+        {k: r[k] for k in ("tool", "query", "thread", "ts")}
+        for r in usage.export()
+        if r.get("moved")
+    ]
+    usage.import_(recipe)
+    after = {(r["scope"], r["trusted"], r.get("moved")) for r in usage.export()}
+    assert after == {(None, True, None), ("ada", False, None)}
+
+
 def test_a_record_made_before_the_store_stays_yours_when_an_old_row_says_the_same():
     """The move wrote the old (observed) row over your trusted record of the same tool and
     message, made before the store was attached: after a restart it no longer ranked."""

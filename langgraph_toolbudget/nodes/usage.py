@@ -454,6 +454,9 @@ class ToolUsage:
         self._loaded: dict[str, BaseStore] = {}  # scope key -> the store it was loaded from
         self._attached: BaseStore | None = None
         self._attach_lock = threading.RLock()
+        # The shared records moved from the layout before scopes and not vouched for yet:
+        # key -> tool. Their rows carry MOVED_KEY whoever writes them, until one is trusted.
+        self._unvouched: dict[str, str] = {}
         self._journal: list[_Change] | None = None  # this process's changes during a refresh
         self._last: tuple[Any, np.ndarray | None, np.ndarray | None] | None = None
         # Forgets by number, kept while a write of records added before them is under way
@@ -508,11 +511,20 @@ class ToolUsage:
             return
         store.search(self.namespace, limit=1)
 
-    def _put(self, scope: str | None, record: UsageRecord, *, moved: bool = False) -> PutOp:
+    def _put(self, scope: str | None, record: UsageRecord) -> PutOp:
         value = record.to_dict() if scope is None else {**record.to_dict(), "scope": scope}
-        if moved:  # a row stored before scopes existed: export says so (MOVED_KEY)
+        if scope is None and self._is_moved(record):
             value[MOVED_KEY] = True
         return PutOp(self._namespace(scope), _key(record), value, index=False)
+
+    def _is_moved(self, record: UsageRecord) -> bool:
+        """Whether a shared record is one moved from the layout before scopes and not vouched
+        for (a trusted record of its key ends that)."""
+        key = _key(record)
+        if record.trusted:
+            self._unvouched.pop(key, None)
+            return False
+        return key in self._unvouched
 
     def _delete(self, scope: str | None, record: UsageRecord) -> PutOp:
         return PutOp(self._namespace(scope), _key(record), None)
@@ -633,14 +645,26 @@ class ToolUsage:
                 return []
             switched = self._attached is not None
             rows = self._records(shared, self._namespace(None), True)
-            old = self._records(legacy or [], self.namespace, False)
+            # keyed as the history keys them (an import normalises a message the same way)
+            old = [
+                replace(r, query=normalize_query(r.query))
+                for r in self._records(legacy or [], self.namespace, False)
+            ]
+            if switched:
+                self._unvouched.clear()
+            self._unvouched.update(
+                (item.key, str(item.value.get("tool")))
+                for item in shared
+                if isinstance(item.value, Mapping) and item.value.get(MOVED_KEY) is True
+            )
+            self._unvouched.update((_key(r), r.tool) for r in old)
             memory = [] if switched else self.history.records()
             history, ops = self._merged(memory, None, rows + old)
             # each moved row as the history holds it: one you recorded before the store was
             # known, with the same tool and message, stays yours (trusted, no mark)
             merged = {_key(r): r for r in history.records()}
             moves = [merged[key] for r in old if (key := _key(r)) in merged]
-            ops += [self._put(None, r, moved=not r.trusted) for r in moves]
+            ops += [self._put(None, r) for r in moves]
             ops += [PutOp(self.namespace, item.key, None) for item in legacy or []]
             if legacy is not None:  # after the moves: a failed write leaves no marker
                 ops.append(self._moved())
@@ -1103,6 +1127,9 @@ class ToolUsage:
                 dropped += len(history.forget(names))
                 self._changed(scope, history, before)
             self._note(("forget", names))
+            for key, tool in list(self._unvouched.items()):
+                if names is None or tool in names:
+                    del self._unvouched[key]
             self._forgot += 1
             if self._writing:  # a write of records added before now checks against it
                 self._forgets[self._forgot] = names
@@ -1165,7 +1192,11 @@ class ToolUsage:
         memory, when there is no store), oldest first."""
         rows: list[tuple[str | None, UsageRecord, bool]] = []
         if items is None:
-            rows = [(scope, r, False) for scope, h in self._histories() for r in h.records()]
+            rows = [
+                (scope, r, scope is None and self._is_moved(r))
+                for scope, h in self._histories()
+                for r in h.records()
+            ]
         for i, item in enumerate(items or ()):
             ns = tuple(item.namespace)
             if self._is_marker(item):
@@ -1219,18 +1250,18 @@ class ToolUsage:
 
     def _import_records(
         self, rows: Iterable[Mapping[str, Any]]
-    ) -> tuple[dict[str | None, list[UsageRecord]], int, set[str]]:
+    ) -> tuple[dict[str | None, list[UsageRecord]], int]:
         """``rows`` checked, as records by scope (None: shared), each scope's the newest its
-        history keeps, oldest first; how many rows were read; and the keys of the shared
-        untrusted rows marked moved (:data:`MOVED_KEY`, kept until vouched for); raises before
-        anything is imported."""
+        history keeps, oldest first, and how many rows were read; raises before anything is
+        imported. A shared untrusted row marked moved (:data:`MOVED_KEY`) stays marked until
+        it is vouched for."""
         if isinstance(rows, str | bytes | Mapping) or not isinstance(rows, Iterable):
             raise TypeError(
                 ROWS_TYPE_ERROR.format(got=f"{safe_repr(rows, 80)} ({type(rows).__name__})")
             )
         by_scope: dict[str | None, list[UsageRecord]] = {}
         checked: set[str] = set()
-        moved: set[str] = set()
+        moved: dict[str, str] = {}
         for i, row in enumerate(rows):
             scope = row.get("scope") if isinstance(row, Mapping) else None
             if not isinstance(row, Mapping) or not (scope is None or isinstance(scope, str)):
@@ -1240,11 +1271,13 @@ class ToolUsage:
             by_scope.setdefault(None if scope is None else kept_id(scope), []).append(record)
             checked.add(record.tool)
             if scope is None and not record.trusted and row.get(MOVED_KEY) is True:
-                moved.add(_key(replace(record, query=normalize_query(record.query))))
+                moved[_key(replace(record, query=normalize_query(record.query)))] = record.tool
         self._checked(checked)
+        with self._attach_lock:
+            self._unvouched.update(moved)
         # the older ones would be dropped anyway
         kept = {s: sorted(b, key=lambda r: r.ts)[-self._bounds[3] :] for s, b in by_scope.items()}
-        return kept, sum(len(b) for b in by_scope.values()), moved
+        return kept, sum(len(b) for b in by_scope.values())
 
     def _scope_unloaded(self, scope: str | None, store: BaseStore | None) -> RunnableConfig | None:
         """The config that loads ``scope``'s history from ``store`` before an import adds to
@@ -1254,7 +1287,7 @@ class ToolUsage:
         return {"configurable": {**_scope_config(self.scope, scope)}}
 
     def _import_batch(
-        self, scope: str | None, batch: list[UsageRecord], since: int | None, moved: set[str]
+        self, scope: str | None, batch: list[UsageRecord], since: int | None
     ) -> tuple[list[PutOp], int]:
         """Add an import's records to ``scope``'s history in memory; the store ops, and the
         write's number (``since``: the import's, from its first scope). Every record of the
@@ -1273,9 +1306,7 @@ class ToolUsage:
             self._note(("add", scope, changed))
             added = [self._delete(scope, r) for k, r in before.items() if k not in after]
             written = [r for k, r in after.items() if k in imported or before.get(k) != r]
-            added += [
-                self._put(scope, r, moved=_key(r) in moved and not r.trusted) for r in written
-            ]
+            added += [self._put(scope, r) for r in written]
             # each scope's rows with the forgets made before they were added
             since = self._begin_write(added, since)
             if scope is not None:
@@ -1306,7 +1337,7 @@ class ToolUsage:
             asyncio.InvalidStateError: called in the event loop of an async store
                 (``AsyncSqliteStore``, ``AsyncPostgresStore``): use :meth:`aimport_` there.
         """
-        by_scope, read, moved = self._import_records(rows)
+        by_scope, read = self._import_records(rows)
         self.attach()
         store = self._attached
         ops: list[PutOp] = []
@@ -1315,7 +1346,7 @@ class ToolUsage:
             for scope, batch in by_scope.items():
                 if (scope_config := self._scope_unloaded(scope, store)) is not None:
                     self.attach(scope_config)
-                added, since = self._import_batch(scope, batch, since, moved)
+                added, since = self._import_batch(scope, batch, since)
                 ops += added
         except BaseException:
             if since is not None:  # nothing written: no forget to take back
@@ -1330,7 +1361,7 @@ class ToolUsage:
 
     async def aimport_(self, rows: Iterable[Mapping[str, Any]]) -> int:
         """Async :meth:`import_` (``asearch``/``abatch``; a sync-only store runs in a thread)."""
-        by_scope, read, moved = self._import_records(rows)
+        by_scope, read = self._import_records(rows)
         await self.aattach()
         store = self._attached
         ops: list[PutOp] = []
@@ -1339,7 +1370,7 @@ class ToolUsage:
             for scope, batch in by_scope.items():
                 if (scope_config := self._scope_unloaded(scope, store)) is not None:
                     await self.aattach(scope_config)
-                added, since = self._import_batch(scope, batch, since, moved)
+                added, since = self._import_batch(scope, batch, since)
                 ops += added
         except BaseException:
             if since is not None:
