@@ -513,14 +513,14 @@ class ToolUsage:
 
     def _put(self, scope: str | None, record: UsageRecord) -> PutOp:
         value = record.to_dict() if scope is None else {**record.to_dict(), "scope": scope}
-        if scope is None and self._is_moved(record):
-            value[MOVED_KEY] = True
-        return PutOp(self._namespace(scope), _key(record), value, index=False)
-
-    def _is_moved(self, record: UsageRecord) -> bool:
-        """Whether a shared record is one moved from the layout before scopes and not vouched
-        for (a trusted record of its key ends that)."""
         key = _key(record)
+        if scope is None and self._is_moved(record, key):
+            value[MOVED_KEY] = True
+        return PutOp(self._namespace(scope), key, value, index=False)
+
+    def _is_moved(self, record: UsageRecord, key: str) -> bool:
+        """Whether a shared record (``key``, its store key) is one moved from the layout
+        before scopes and not vouched for (a trusted record of its key ends that)."""
         if record.trusted:
             self._unvouched.pop(key, None)
             return False
@@ -1193,7 +1193,7 @@ class ToolUsage:
         rows: list[tuple[str | None, UsageRecord, bool]] = []
         if items is None:
             rows = [
-                (scope, r, scope is None and self._is_moved(r))
+                (scope, r, scope is None and self._is_moved(r, _key(r)))
                 for scope, h in self._histories()
                 for r in h.records()
             ]
