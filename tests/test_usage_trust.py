@@ -498,10 +498,10 @@ def test_a_moved_row_keeps_its_mark_through_export_and_import_until_vouched_for(
 
 
 def test_the_moved_mark_lasts_until_the_row_is_vouched_for_whatever_writes_it():
-    """The mark lived only in the stored row: a later untrusted import of the same tool and
-    message, or an import before the store was known, dropped it; a scope row of the same
-    key was marked; an old row whose message an import normalises stayed behind, still
-    untrusted, beside the vouched one."""
+    """The mark was a key of the stored row only: a later untrusted import of the same tool
+    and message, or an import before the store was known, dropped it; an old row whose
+    message an import normalises stayed behind, still untrusted, beside the vouched one. It
+    is a source of the record now, which travels and merges with it."""
     store = InMemoryStore()
     row = {"tool": "weather_forecast", "query": "do I  need a brolly", "thread": "t1", "ts": 5.0}
     store.put(("toolbudget", "usage"), "old-row", row)
@@ -510,9 +510,8 @@ def test_the_moved_mark_lasts_until_the_row_is_vouched_for_whatever_writes_it():
     assert [(r["query"], r.get("moved")) for r in backup] == [("do I need a brolly", True)]
     usage.import_([{"tool": "weather_forecast", "query": "do I need a brolly", "trusted": False}])
     usage.import_([{**backup[0], "scope": "ada"}])  # a scope's row: never marked
-    items = store.search(("toolbudget", "usage"))
-    stored = {i.namespace[-1]: i.value.get("moved") for i in items if "tool" in i.value}
-    assert stored == {"shared": True, "ada": None}
+    stored = {r["scope"]: r.get("moved") for r in ToolUsage(store=store).export()}
+    assert stored == {None: True, "ada": None}  # as another worker, or a restart, reads them
     early = ToolUsage()  # its store is the graph's, known at the first run
     early.import_(backup)
     assert [r.get("moved") for r in early.export()] == [True]

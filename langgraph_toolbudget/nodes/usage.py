@@ -123,8 +123,12 @@ LEGACY_MOVED_KEY = "legacy_rows_moved"
 scopes existed (directly under ``namespace``) were moved: read with the shared rows, so a
 first load that finds it asks the store nothing more."""
 MOVED_KEY = "moved"
-"""The key that marks a shared row moved from the layout before scopes (and its export row),
-until it is vouched for."""
+"""The key of an export row that says it is a shared row moved from the layout before
+scopes and not vouched for yet (:data:`MOVED_SOURCE` among its sources)."""
+MOVED_SOURCE = "toolbudget-moved"
+"""The source of a row moved from the layout before scopes: an observed record's sources
+travel with it (store, export, import) and merge with later ones, so the row says it was moved
+until a trusted record of it (no sources) is written. One source, as the old row had."""
 LEGACY_MOVED_WARNING = (
     "moved %d tool usage rows stored before scopes existed (directly under %s) into the "
     "shared history as observed rows: they rank only once corroborated. To vouch for them as "
@@ -215,6 +219,12 @@ def _row(value: Mapping[str, Any], i: int, trusted: bool, *, observed: bool = Fa
         sources = [user or thread or ""]
     kept = () if trusted else tuple(dict.fromkeys(sources))[-MAX_SOURCES_KEPT:]
     return UsageRecord(str(tool), str(query), thread, float(ts), trusted, user, loaded, kept)
+
+
+def _is_moved(record: UsageRecord) -> bool:
+    """Whether a shared record is a row moved from the layout before scopes and not vouched
+    for: observed, with :data:`MOVED_SOURCE` among its sources (a trusted one has none)."""
+    return not record.trusted and MOVED_SOURCE in record.sources
 
 
 def _label(scope: str) -> str:
@@ -454,9 +464,6 @@ class ToolUsage:
         self._loaded: dict[str, BaseStore] = {}  # scope key -> the store it was loaded from
         self._attached: BaseStore | None = None
         self._attach_lock = threading.RLock()
-        # The shared records moved from the layout before scopes and not vouched for yet:
-        # key -> tool. Their rows carry MOVED_KEY whoever writes them, until one is trusted.
-        self._unvouched: dict[str, str] = {}
         self._journal: list[_Change] | None = None  # this process's changes during a refresh
         self._last: tuple[Any, np.ndarray | None, np.ndarray | None] | None = None
         # Forgets by number, kept while a write of records added before them is under way
@@ -513,18 +520,7 @@ class ToolUsage:
 
     def _put(self, scope: str | None, record: UsageRecord) -> PutOp:
         value = record.to_dict() if scope is None else {**record.to_dict(), "scope": scope}
-        key = _key(record)
-        if scope is None and self._is_moved(record, key):
-            value[MOVED_KEY] = True
-        return PutOp(self._namespace(scope), key, value, index=False)
-
-    def _is_moved(self, record: UsageRecord, key: str) -> bool:
-        """Whether a shared record (``key``, its store key) is one moved from the layout
-        before scopes and not vouched for (a trusted record of its key ends that)."""
-        if record.trusted:
-            self._unvouched.pop(key, None)
-            return False
-        return key in self._unvouched
+        return PutOp(self._namespace(scope), _key(record), value, index=False)
 
     def _delete(self, scope: str | None, record: UsageRecord) -> PutOp:
         return PutOp(self._namespace(scope), _key(record), None)
@@ -645,19 +641,12 @@ class ToolUsage:
                 return []
             switched = self._attached is not None
             rows = self._records(shared, self._namespace(None), True)
-            # keyed as the history keys them (an import normalises a message the same way)
+            # keyed as the history keys them (an import normalises a message the same way),
+            # and saying they were moved (MOVED_SOURCE) until vouched for
             old = [
-                replace(r, query=normalize_query(r.query))
+                replace(r, query=normalize_query(r.query), sources=(MOVED_SOURCE,))
                 for r in self._records(legacy or [], self.namespace, False)
             ]
-            if switched:
-                self._unvouched.clear()
-            self._unvouched.update(
-                (item.key, str(item.value.get("tool")))
-                for item in shared
-                if isinstance(item.value, Mapping) and item.value.get(MOVED_KEY) is True
-            )
-            self._unvouched.update((_key(r), r.tool) for r in old)
             memory = [] if switched else self.history.records()
             history, ops = self._merged(memory, None, rows + old)
             # each moved row as the history holds it: one you recorded before the store was
@@ -1127,9 +1116,6 @@ class ToolUsage:
                 dropped += len(history.forget(names))
                 self._changed(scope, history, before)
             self._note(("forget", names))
-            for key, tool in list(self._unvouched.items()):
-                if names is None or tool in names:
-                    del self._unvouched[key]
             self._forgot += 1
             if self._writing:  # a write of records added before now checks against it
                 self._forgets[self._forgot] = names
@@ -1193,7 +1179,7 @@ class ToolUsage:
         rows: list[tuple[str | None, UsageRecord, bool]] = []
         if items is None:
             rows = [
-                (scope, r, scope is None and self._is_moved(r, _key(r)))
+                (scope, r, scope is None and _is_moved(r))
                 for scope, h in self._histories()
                 for r in h.records()
             ]
@@ -1203,7 +1189,7 @@ class ToolUsage:
                 continue
             if ns == self._namespace(None):
                 record = _row(item.value, i, True)
-                moved = item.value.get(MOVED_KEY) is True and not record.trusted
+                moved = _is_moved(record)
                 rows.append((None, record, moved))
             elif ns[: len(self.namespace) + 1] == (*self.namespace, SCOPE_LABEL):
                 scope = item.value.get("scope")
@@ -1253,15 +1239,13 @@ class ToolUsage:
     ) -> tuple[dict[str | None, list[UsageRecord]], int]:
         """``rows`` checked, as records by scope (None: shared), each scope's the newest its
         history keeps, oldest first, and how many rows were read; raises before anything is
-        imported. A shared untrusted row marked moved (:data:`MOVED_KEY`) stays marked until
-        it is vouched for."""
+        imported."""
         if isinstance(rows, str | bytes | Mapping) or not isinstance(rows, Iterable):
             raise TypeError(
                 ROWS_TYPE_ERROR.format(got=f"{safe_repr(rows, 80)} ({type(rows).__name__})")
             )
         by_scope: dict[str | None, list[UsageRecord]] = {}
         checked: set[str] = set()
-        moved: dict[str, str] = {}
         for i, row in enumerate(rows):
             scope = row.get("scope") if isinstance(row, Mapping) else None
             if not isinstance(row, Mapping) or not (scope is None or isinstance(scope, str)):
@@ -1270,11 +1254,7 @@ class ToolUsage:
             record = _row(row, i, True, observed=scope is not None)
             by_scope.setdefault(None if scope is None else kept_id(scope), []).append(record)
             checked.add(record.tool)
-            if scope is None and not record.trusted and row.get(MOVED_KEY) is True:
-                moved[_key(replace(record, query=normalize_query(record.query)))] = record.tool
         self._checked(checked)
-        with self._attach_lock:
-            self._unvouched.update(moved)
         # the older ones would be dropped anyway
         kept = {s: sorted(b, key=lambda r: r.ts)[-self._bounds[3] :] for s, b in by_scope.items()}
         return kept, sum(len(b) for b in by_scope.values())
