@@ -529,6 +529,19 @@ def test_the_moved_mark_lasts_until_the_row_is_vouched_for_whatever_writes_it():
     assert after == {(None, True, None), ("ada", False, None)}
 
 
+@pytest.mark.parametrize(("threads", "ranks"), [(2, False), (3, True)])
+def test_moved_rows_corroborate_by_their_own_threads_as_before(threads, ranks):
+    """The mark is a label among a moved row's sources, not a source: rows from three threads
+    still corroborate their tool (two do not), as before the mark."""
+    store = InMemoryStore()
+    for i in range(threads):
+        row = {"tool": "weather_forecast", "query": f"do I need a brolly {i}", "thread": f"t{i}"}
+        store.put(("toolbudget", "usage"), f"old{i}", {**row, "ts": float(i)})
+    usage = ToolUsage(store=store)
+    assert ("weather_forecast" in _picked(usage, flat_catalog())) is ranks
+    assert all(r["moved"] for r in usage.export())
+
+
 def test_a_record_made_before_the_store_stays_yours_when_an_old_row_says_the_same():
     """The move wrote the old (observed) row over your trusted record of the same tool and
     message, made before the store was attached: after a restart it no longer ranked."""

@@ -68,6 +68,7 @@ __all__ = [
     "MAX_ID_CHARS",
     "MAX_QUERY_CHARS",
     "MAX_SOURCES_KEPT",
+    "MOVED_SOURCE",
     "MAX_TOOL_NAME_CHARS",
     "bounded_id",
     "check_record_args",
@@ -227,6 +228,12 @@ def hashed_id(value: str) -> str:
     return "h-" + hashlib.sha1(value.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
+def _counted(record: UsageRecord) -> tuple[str, ...]:
+    """The sources an observed record counts toward its tool's corroboration."""
+    sources = tuple(s for s in record.sources if s != MOVED_SOURCE)
+    return sources or (record.source,)
+
+
 def _bounded(record: UsageRecord) -> UsageRecord:
     """``record`` with its message normalised and its ids bounded (a row read from a store
     may come from any writer)."""
@@ -287,6 +294,11 @@ DEFAULT_MIN_SOURCES = 3
 
 MAX_SOURCES_KEPT = 16
 """An observed record keeps at most this many of the sources that recorded it."""
+
+MOVED_SOURCE = "toolbudget-moved"
+"""A label among a record's sources, not a source: the record is a row moved from the
+layout before scopes (``ToolUsage`` marks them), not vouched for yet. It travels and merges
+with the record (store, export, import) and counts toward no corroboration."""
 
 MAX_CREDITED_TERMS = 32
 """A recorded message's terms share this much credit: each term of a message of n terms
@@ -505,7 +517,7 @@ class UsageIndex:
                 self._rank(record, +1, terms)
             return
         before = len(self._sources.get(record.tool, ()))
-        for source in record.sources or (record.source,):
+        for source in _counted(record):
             self._count(self._sources, record.tool, source, 1)
         if before < self.min_sources <= len(self._sources[record.tool]):
             for other in self._entries[record.tool].values():  # corroborated: all of them rank
@@ -523,7 +535,7 @@ class UsageIndex:
             self._rank(record, -1)
         if record.observed:
             before = len(self._sources.get(record.tool, ()))
-            for source in record.sources or (record.source,):
+            for source in _counted(record):
                 self._count(self._sources, record.tool, source, -1)
             if len(self._sources.get(record.tool, ())) < self.min_sources <= before:
                 for other in entries.values():  # no longer corroborated

@@ -61,6 +61,7 @@ from langgraph_toolbudget.core.usage import (
     DEFAULT_MIN_SOURCES,
     DEFAULT_USAGE_WEIGHT,
     MAX_SOURCES_KEPT,
+    MOVED_SOURCE,
     UsageIndex,
     UsageRecord,
     bounded_id,
@@ -124,11 +125,8 @@ scopes existed (directly under ``namespace``) were moved: read with the shared r
 first load that finds it asks the store nothing more."""
 MOVED_KEY = "moved"
 """The key of an export row that says it is a shared row moved from the layout before
-scopes and not vouched for yet (:data:`MOVED_SOURCE` among its sources)."""
-MOVED_SOURCE = "toolbudget-moved"
-"""The source of a row moved from the layout before scopes: an observed record's sources
-travel with it (store, export, import) and merge with later ones, so the row says it was moved
-until a trusted record of it (no sources) is written. One source, as the old row had."""
+scopes and not vouched for yet (:data:`~langgraph_toolbudget.core.usage.MOVED_SOURCE` among
+its sources)."""
 LEGACY_MOVED_WARNING = (
     "moved %d tool usage rows stored before scopes existed (directly under %s) into the "
     "shared history as observed rows: they rank only once corroborated. To vouch for them as "
@@ -642,9 +640,9 @@ class ToolUsage:
             switched = self._attached is not None
             rows = self._records(shared, self._namespace(None), True)
             # keyed as the history keys them (an import normalises a message the same way),
-            # and saying they were moved (MOVED_SOURCE) until vouched for
+            # and saying they were moved (MOVED_SOURCE, no source) until vouched for
             old = [
-                replace(r, query=normalize_query(r.query), sources=(MOVED_SOURCE,))
+                replace(r, query=normalize_query(r.query), sources=(*r.sources, MOVED_SOURCE))
                 for r in self._records(legacy or [], self.namespace, False)
             ]
             memory = [] if switched else self.history.records()
