@@ -640,7 +640,7 @@ class ToolUsage:
             switched = self._attached is not None
             rows = self._records(shared, self._namespace(None), True)
             # keyed as the history keys them (an import normalises a message the same way),
-            # and saying they were moved (MOVED_SOURCE, no source) until vouched for
+            # and labelled moved among their sources (MOVED_SOURCE) until vouched for
             old = [
                 replace(r, query=normalize_query(r.query), sources=(*r.sources, MOVED_SOURCE))
                 for r in self._records(legacy or [], self.namespace, False)
@@ -1174,29 +1174,27 @@ class ToolUsage:
     def _export_rows(self, items: list[Any] | None) -> list[dict[str, Any]]:
         """The export of the store's ``items`` under ``namespace`` (None: of the histories in
         memory, when there is no store), oldest first."""
-        rows: list[tuple[str | None, UsageRecord, bool]] = []
+        rows: list[tuple[str | None, UsageRecord]] = []
         if items is None:
-            rows = [
-                (scope, r, scope is None and _is_moved(r))
-                for scope, h in self._histories()
-                for r in h.records()
-            ]
+            rows = [(scope, r) for scope, h in self._histories() for r in h.records()]
         for i, item in enumerate(items or ()):
             ns = tuple(item.namespace)
             if self._is_marker(item):
                 continue
             if ns == self._namespace(None):
-                record = _row(item.value, i, True)
-                moved = _is_moved(record)
-                rows.append((None, record, moved))
+                rows.append((None, _row(item.value, i, True)))
             elif ns[: len(self.namespace) + 1] == (*self.namespace, SCOPE_LABEL):
                 scope = item.value.get("scope")
                 record = _row(item.value, i, False, observed=True)
-                rows.append((scope if isinstance(scope, str) else ns[-1], record, False))
+                rows.append((scope if isinstance(scope, str) else ns[-1], record))
         rows.sort(key=lambda sr: (sr[1].ts, sr[1].tool, sr[1].query))
         return [
-            {**r.to_dict(), "scope": scope, **({MOVED_KEY: True} if moved else {})}
-            for scope, r, moved in rows
+            {
+                **r.to_dict(),
+                "scope": scope,
+                **({MOVED_KEY: True} if scope is None and _is_moved(r) else {}),
+            }
+            for scope, r in rows
         ]
 
     @_sync_store_call("aexport")
