@@ -506,19 +506,22 @@ async def test_abandoned_calls_that_still_run_count_toward_their_groups_limit(ap
         probe.exit("fetch", True, start)
         return "fetched"
 
+    # Each `slow` must start in a thread before its timeout to linger (one that never
+    # started is refused and nothing lingers): 0.5 s leaves a loaded machine room for it.
     api_group = {"concurrency_group": "api", "is_pure": True, "max_concurrency": 2}
     catalog = _timed_catalog(
         stuck,
         is_async=False,
-        timeout=0.1,
+        timeout=0.5,
         tools=[StructuredTool.from_function(func=fetch, name="fetch", description="Fetch.")],
-        tool_metadata={"slow": {"timeout_s": 0.1, **api_group}, "fetch": api_group},
+        tool_metadata={"slow": {"timeout_s": 0.5, **api_group}, "fetch": api_group},
     )
     node, visible = ToolExecutor(catalog), ["slow", "fetch"]
     try:
-        # `slow` is abandoned at 0.1 s and runs on: beside it, one `fetch` at a time.
+        # `slow` is abandoned at 0.5 s and runs on: beside it, one `fetch` at a time.
         batch = [call("slow", "a"), call("fetch", "b"), call("fetch", "c"), call("fetch", "d")]
         out = await answer(node, batch, visible, api)
+        assert "timed out after 0.5 s" in out["messages"][0].content
         assert [m.content for m in out["messages"][1:]] == ["fetched"] * 3
         assert probe.max_by_group["api"] == 2
         out = await answer(node, [call("fetch", "e"), call("fetch", "f")], visible, api)
@@ -526,6 +529,7 @@ async def test_abandoned_calls_that_still_run_count_toward_their_groups_limit(ap
         # Two abandoned calls fill the limit: a call of the group waits out their grace,
         # then is refused.
         out = await answer(node, [call("slow", "g"), call("fetch", "h")], visible, api)
+        assert "timed out after 0.5 s" in out["messages"][0].content
         assert out["messages"][1].status == "error"
         assert "the group runs at most 2 calls at once" in out["messages"][1].content
         assert probe.max_by_group["api"] == 2
