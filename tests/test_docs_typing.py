@@ -1,12 +1,12 @@
 """The docs' Python examples type-check as a user would paste them: ``mypy --strict``.
 
-Every fenced Python block of ``README.md`` and ``docs/*.md`` (the blocks ``tests/test_readme.py``
-runs, or compiles) is a whole program, imports included, so each is written as a module of its
-own and all are checked together in one ``mypy --strict`` run, as ``tests/test_typing.py`` checks
-its programs (the package on ``MYPYPATH``, imports followed silently, mypy's cache in pytest's
-cache directory, shared with it: about 5 s warm, 50 s cold). What a user pasting the blocks met
-before: a ``{"configurable": ...}`` dict passed where a ``RunnableConfig`` is expected, an
-unannotated helper, a graph re-bound to its compiled form.
+Every fenced Python block of ``README.md``, ``docs/*.md`` and the examples' READMEs (the blocks
+``tests/test_readme.py`` runs, or compiles) is a whole program, imports included, so each is written
+as a module of its own and all are checked together in one ``mypy --strict`` run, as
+``tests/test_typing.py`` checks its programs (the package on ``MYPYPATH``, imports followed
+silently, mypy's cache in pytest's cache directory, shared with it: about 5 s warm, 50 s cold). What
+a user pasting the blocks met before: a ``{"configurable": ...}`` dict passed where a
+``RunnableConfig`` is expected, an unannotated helper, a graph re-bound to its compiled form.
 
 A block keeps an error only through :data:`ALLOWED`, for an error that comes from a third-party
 library's own types: its page, a marker (a text of the block) and the errors allowed there, each
@@ -22,11 +22,7 @@ import pytest
 from tests.test_readme import BLOCKS
 from tests.test_typing import mypy_run
 
-DOC_BLOCKS = {
-    where: code
-    for _, code, where in BLOCKS
-    if where.startswith("README.md:") or where.startswith("docs/")
-}
+DOC_BLOCKS = {where: code for _, code, where in BLOCKS}
 """``"page:line"`` of the opening fence -> the code, for every Python block of the pages."""
 
 ALLOWED: dict[tuple[str, str], tuple[str, ...]] = {
