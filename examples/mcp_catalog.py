@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_mcp_adapters.sessions import StdioConnection
 
 from langgraph_toolbudget import create_toolbudget_agent, load_mcp_catalog
 from langgraph_toolbudget.mcp import MCPToolCatalog
@@ -29,7 +30,7 @@ QUESTION = "Multiply 6 by 7, please."
 SERVERS = Path(__file__).resolve().parent / "mcp_servers"
 
 
-def stdio(script: str) -> dict[str, Any]:
+def stdio(script: str) -> StdioConnection:
     """A stdio connection dict (``MultiServerMCPClient`` format): this Python runs the script."""
     return {"transport": "stdio", "command": sys.executable, "args": [str(SERVERS / script)]}
 
@@ -63,6 +64,7 @@ def print_catalog(catalog: MCPToolCatalog, visible: list[str]) -> None:
         print(f"\n{server}: {len(shown)} of {len(names)} tools visible  ({info.description})")
         for name in names:
             spec = catalog.get(name)
+            assert spec is not None  # listed by its server and in the catalog
             mark = "x" if name in shown else " "
             mcp_name = f" (MCP name {info.tools[name]!r})" if info.tools[name] != name else ""
             pure = "read-only" if spec.is_pure else "writes"
