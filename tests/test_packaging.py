@@ -1,0 +1,57 @@
+"""Every lower bound ``pyproject.toml`` declares is the one CI's lowest-direct pass installs.
+
+That pass installs ``.[dev]``, which takes every extra: a package named in more than one place
+(the dependencies, an extra, ``dev``) resolves to the highest of its lower bounds there, so a
+lower one would be published but never tested. ``langgraph-checkpoint-sqlite>=2.0.8`` in the
+``cli`` extra was: 2.0.x installs beside langgraph-checkpoint 4 and fails on its first write,
+while ``dev``'s own ``>=3.0.3`` was what the tests ran.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections import defaultdict
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+
+
+def _requirements() -> dict[str, list[Requirement]]:
+    """Where each requirement is declared (``dependencies`` or the extra's name) -> them,
+    the package's own extras (``dev`` takes the others) left out."""
+    project = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]
+    declared = {"dependencies": project["dependencies"], **project["optional-dependencies"]}
+    own = canonicalize_name(project["name"])
+    return {
+        where: [r for r in map(Requirement, texts) if canonicalize_name(r.name) != own]
+        for where, texts in declared.items()
+    }
+
+
+def test_dev_takes_every_extra():
+    project = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]
+    extras = set(project["optional-dependencies"]) - {"dev"}
+    (own,) = [
+        Requirement(r)
+        for r in project["optional-dependencies"]["dev"]
+        if canonicalize_name(Requirement(r).name) == canonicalize_name(project["name"])
+    ]
+    assert own.extras == extras
+
+
+def test_a_package_named_twice_has_one_lower_bound():
+    bounds: dict[str, set[str]] = defaultdict(set)
+    places: dict[str, list[str]] = defaultdict(list)
+    for where, requirements in _requirements().items():
+        for requirement in requirements:
+            name = canonicalize_name(requirement.name)
+            bounds[name].add(str(requirement.specifier))
+            places[name].append(where)
+    differing = {name: (sorted(b), places[name]) for name, b in bounds.items() if len(b) > 1}
+    assert not differing, (
+        f"declared with different bounds (the lower ones are never tested): {differing}; "
+        "give each package one bound, in one place where you can"
+    )
