@@ -196,7 +196,7 @@ def toolnode_output(node: Any, response: Any, call: Any, input_type: str) -> Any
 # when several ran last. Written as START, an update goes through the graph's input schema,
 # which leaves the tool-context fields out; `threads.update_context` names another node then.
 # Recent LangGraph has it as a method (reading `versions_seen` without its snapshot bumps);
-# older versions (1.1.5, 1.2.0: the lowest-direct install) have the same rule inline in
+# older versions (1.2.0, the lowest supported, and 1.1.5) have the same rule inline in
 # `update_state`, without bumps: that rule is repeated here for them. Checked: 1.1.5 (source),
 # 1.2.0 (tests/test_update_context.py) and 1.2.24.
 def inferred_update_node(graph: Any, versions_seen: Any) -> str | None:
