@@ -9,8 +9,11 @@ while ``dev``'s own ``>=3.0.3`` was what the tests ran.
 
 from __future__ import annotations
 
+import ast
+import sys
 import tomllib
 from collections import defaultdict
+from importlib.metadata import packages_distributions
 from pathlib import Path
 
 from packaging.requirements import Requirement
@@ -55,3 +58,49 @@ def test_a_package_named_twice_has_one_lower_bound():
         f"declared with different bounds (the lower ones are never tested): {differing}; "
         "give each package one bound, in one place where you can"
     )
+
+
+OPTIONAL_IMPORTS = {
+    # Imported when present (a dependency of langsmith, so nearly always): json is the fallback.
+    "orjson": "core/large_output.py",
+    # The driver of a PostgreSQL source, the user's to install (the database extra says so).
+    "psycopg": "database/toolbox.py",
+}
+"""Third-party modules the package imports without declaring them -> where, each with why."""
+
+
+def _third_party_imports() -> dict[str, set[str]]:
+    """Top-level modules the package imports (absolute imports, the standard library and the
+    package itself left out) -> the files importing them."""
+    package = PYPROJECT.parent / "langgraph_toolbudget"
+    found: dict[str, set[str]] = defaultdict(set)
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                modules = [node.module]
+            else:
+                continue
+            for module in modules:
+                top = module.split(".")[0]
+                if top not in sys.stdlib_module_names and top != package.name:
+                    found[top].add(path.relative_to(package).as_posix())
+    return found
+
+
+def test_every_module_the_package_imports_is_declared():
+    declared = {canonicalize_name(r.name) for rs in _requirements().values() for r in rs}
+    distributions = packages_distributions()
+    undeclared = {}
+    for module, files in _third_party_imports().items():
+        names = {canonicalize_name(d) for d in distributions.get(module, [])}
+        # A distribution whose module another one ships (pydantic-monty, pydantic-monty-client).
+        names |= {n.removesuffix("-client") for n in names}
+        if not names & declared and module not in OPTIONAL_IMPORTS:
+            undeclared[module] = sorted(files)
+    assert not undeclared, (
+        f"imported but declared nowhere in pyproject.toml: {undeclared}; declare each (at the "
+        "bound of the dependency that brings it today), or list it in OPTIONAL_IMPORTS with why"
+    )
+    assert set(OPTIONAL_IMPORTS) <= set(_third_party_imports())  # no stale entry
