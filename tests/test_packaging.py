@@ -4,7 +4,8 @@ That pass installs ``.[dev]``, which takes every extra: a package named in more 
 (the dependencies, an extra, ``dev``) resolves to the highest of its lower bounds there, so a
 lower one would be published but never tested. ``langgraph-checkpoint-sqlite>=2.0.8`` in the
 ``cli`` extra was: 2.0.x installs beside langgraph-checkpoint 4 and fails on its first write,
-while ``dev``'s own ``>=3.0.3`` was what the tests ran.
+while ``dev``'s own ``>=3.0.3`` was what the tests ran. And every module the package imports
+is declared, not only brought by another dependency (whose next release may drop it).
 """
 
 from __future__ import annotations
@@ -68,6 +69,9 @@ OPTIONAL_IMPORTS = {
 }
 """Third-party modules the package imports without declaring them -> where, each with why."""
 
+SHIPPED_BY = {"pydantic-monty-client": "pydantic-monty"}
+"""A distribution holding a module the package imports -> the declared one that installs it."""
+
 
 def _third_party_imports() -> dict[str, set[str]]:
     """Top-level modules the package imports (absolute imports, the standard library and the
@@ -95,8 +99,7 @@ def test_every_module_the_package_imports_is_declared():
     undeclared = {}
     for module, files in _third_party_imports().items():
         names = {canonicalize_name(d) for d in distributions.get(module, [])}
-        # A distribution whose module another one ships (pydantic-monty, pydantic-monty-client).
-        names |= {n.removesuffix("-client") for n in names}
+        names |= {SHIPPED_BY[n] for n in names if n in SHIPPED_BY}
         if not names & declared and module not in OPTIONAL_IMPORTS:
             undeclared[module] = sorted(files)
     assert not undeclared, (
