@@ -16,6 +16,7 @@ import tomllib
 from collections import defaultdict
 from importlib.metadata import packages_distributions
 from pathlib import Path
+from typing import Any
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -23,10 +24,16 @@ from packaging.utils import canonicalize_name
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 
 
+def _project() -> dict[str, Any]:
+    """``pyproject.toml``'s ``[project]`` table."""
+    project: dict[str, Any] = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]
+    return project
+
+
 def _requirements() -> dict[str, list[Requirement]]:
     """Where each requirement is declared (``dependencies`` or the extra's name) -> them,
     the package's own extras (``dev`` takes the others) left out."""
-    project = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]
+    project = _project()
     declared = {"dependencies": project["dependencies"], **project["optional-dependencies"]}
     own = canonicalize_name(project["name"])
     return {
@@ -36,7 +43,7 @@ def _requirements() -> dict[str, list[Requirement]]:
 
 
 def test_dev_takes_every_extra():
-    project = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]
+    project = _project()
     extras = set(project["optional-dependencies"]) - {"dev"}
     (own,) = [
         Requirement(r)
