@@ -187,7 +187,11 @@ def build_server(
         auth = {
             "token_verifier": _BearerToken(token),
             "auth": AuthSettings(
-                issuer_url=AnyHttpUrl(url), resource_server_url=AnyHttpUrl(f"{url}/mcp")
+                issuer_url=AnyHttpUrl(url),
+                resource_server_url=AnyHttpUrl(f"{url}/mcp"),
+                # The secret is this server's alone, so the verifier's check is the audience
+                # check (an SDK without the option ignores it; left unset, newer ones warn).
+                validate_token_resource=False,
             ),
         }
     server = FastMCP(
