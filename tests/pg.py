@@ -89,7 +89,10 @@ def _server(bindir: Path, root: Path) -> Iterator[dict[str, Any]]:
     if os.geteuid() == 0:
         shutil.chown(root, "postgres")
         shutil.chown(sockets, "postgres")
-    _run([str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync"])
+    # UTF8 whatever the runner's locale: under a POSIX one initdb picks SQL_ASCII, whose text
+    # psycopg hands over as bytes (SQLAlchemy then cannot even read the server's version).
+    initdb = [str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"]
+    _run([*initdb, "--encoding=UTF8", "--locale=C", "--no-sync"])
     port = _free_port()
     options = f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off"
     pg_ctl = [str(bindir / "pg_ctl"), "-D", str(data), "-l", str(root / "server.log"), "-w"]

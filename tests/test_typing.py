@@ -257,7 +257,7 @@ def _mypy_errors(
     paths = []
     for name, code in programs.items():
         path = tmp_path / f"{name}.py"
-        path.write_text(code)
+        path.write_text(code, encoding="utf-8")
         paths.append(str(path))
     command = [sys.executable, "-m", "mypy", "--strict", "--no-error-summary"]
     command += ["--follow-imports=silent", "--cache-dir", str(cache), *paths]
