@@ -218,7 +218,11 @@ def _is_port(port: object) -> bool:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m langgraph_toolbudget.context_server", description=__doc__.split("\n")[0]
+        prog="python -m langgraph_toolbudget.context_server",
+        # Not the module docstring, which `python -OO` strips.
+        description=(
+            "An MCP server that manages the tool context of one thread of a LangGraph server."
+        ),
     )
     parser.add_argument("--url", help="The LangGraph server's URL.")
     parser.add_argument("--thread", required=True, help="The thread id.")

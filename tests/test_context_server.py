@@ -566,6 +566,18 @@ def test_the_http_context_server_starts_with_an_allowed_host_of_any_port(tmp_pat
         http.wait(timeout=10)
 
 
+def test_the_context_servers_options_parse_without_docstrings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `python -OO` strips docstrings; the parser took its description from the module's.
+    from langgraph_toolbudget import context_server
+
+    monkeypatch.setattr(context_server, "__doc__", None)
+    parser = context_server._parser()
+    assert "tool context of one thread" in parser.format_help()
+    assert parser.parse_args(["--thread", "t1"]).thread == "t1"
+
+
 @pytest.mark.parametrize("port", ["99999", "-5", "0", "65536"])
 def test_the_context_server_answers_a_port_out_of_range_in_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], port: str
