@@ -26,6 +26,10 @@ Run::
     python benchmarks/mcp_bench_servers.py --source /path/to/mcp-bench \\
         --source-commit 09e5233 --python python3.13
 
+``--python`` names the servers' interpreter (3.12+); give its path where a version manager's
+shim stands in for it (pyenv's ``python3.13`` when 3.13 is not the active version). No
+interpreter is downloaded.
+
 Needs ``node``/``npm`` and ``uv`` (or ``python -m venv`` + pip) reaching the npm
 registry and PyPI; the servers' own network calls are not needed (dummy keys, no tool
 is called); ``--only NAME`` limits the run to some servers. Output, servers in
@@ -189,7 +193,9 @@ def _ensure_pyvenv(venv: Path, python: str, requirements: list[str]) -> Path:
     uv = shutil.which("uv")
     if uv:
         steps = [
-            [uv, "venv", "--python", python, str(venv)],
+            # never a download: interpreters come from GitHub, which only the registries'
+            # machines may not reach; a missing one is named in the error below instead
+            [uv, "venv", "--no-python-downloads", "--python", python, str(venv)],
             [uv, "pip", "install", "--python", str(py), *requirements],
         ]
     else:
@@ -202,8 +208,9 @@ def _ensure_pyvenv(venv: Path, python: str, requirements: list[str]) -> Path:
         if done.returncode != 0:
             raise SystemExit(
                 f"Creating the venv {venv} failed ({' '.join(step[:3])}...):\n"
-                f"{done.stderr[-3000:]}\nFix the install (network to PyPI? --python version?) "
-                "and rerun."
+                f"{done.stderr[-3000:]}\nFix the install (network to PyPI? --python: a 3.12+ "
+                "interpreter on this machine, by its path if a version manager's shim hides "
+                "it) and rerun."
             )
     stamp.write_text(wanted)
     return py
