@@ -884,6 +884,25 @@ def test_the_demo_workspace_keeps_only_the_most_recent_records():
     assert list(ws.messages)[-1] == f"team-{KEEP - 1}"
 
 
+def test_the_demo_slack_tools_take_a_channel_with_or_without_its_hash():
+    # Their docstrings say "such as #general", so a model passes "#general": it is the
+    # channel "general", not a second one, and the answers do not double the "#".
+    ws = Workspace()
+    tools = {t.name: t for t in example_tools(ws)[0]}
+    assert tools["send_message"].invoke({"channel": "#general", "text": "a"}) == (
+        "Sent to #general: a"
+    )
+    tools["send_message"].invoke({"channel": "general", "text": "b"})
+    assert list(ws.messages) == ["general", "dev"] and ws.messages["general"] == ["a", "b"]
+    assert tools["read_channel_history"].invoke({"channel": "#general"}) == "a\nb"
+    assert tools["create_channel"].invoke({"name": " #random"}) == "Created #random"
+    assert tools["list_channels"].invoke({}) == ["dev", "general", "random"]
+    assert tools["add_reaction"].invoke({"channel": "#random", "emoji": "tada"}) == (
+        "Reacted :tada: in #random"
+    )
+    assert tools["read_channel_history"].invoke({"channel": "random"}) == "#random has no messages."
+
+
 # --- 8. invalid calls without an id or a name; add_tool with non-JSON arguments -------------
 
 

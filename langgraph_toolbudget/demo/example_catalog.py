@@ -27,6 +27,7 @@ from langgraph_toolbudget.demo.workspace import (
     CLIMATE,
     Workspace,
     calculate_expression,
+    channel_name,
     next_number,
 )
 
@@ -105,7 +106,7 @@ def example_tools(ws: Workspace | None = None) -> tuple[list[BaseTool], dict[str
     def send_message(channel: str, text: str) -> str:
         """Send (post) a message to a Slack channel such as #general: tell the team something."""
         ws.add(ws.channel(channel), text)
-        return f"Sent to #{channel}: {text}"
+        return f"Sent to #{channel_name(channel)}: {text}"
 
     @tool
     def list_channels() -> list[str]:
@@ -115,18 +116,19 @@ def example_tools(ws: Workspace | None = None) -> tuple[list[BaseTool], dict[str
     @tool
     def read_channel_history(channel: str, limit: int = 10) -> str:
         """Read the latest messages of a Slack channel: what people said there."""
+        channel = channel_name(channel)
         return "\n".join(ws.messages.get(channel, [])[-limit:]) or f"#{channel} has no messages."
 
     @tool
     def add_reaction(channel: str, emoji: str) -> str:
         """Add an emoji reaction to the latest message of a Slack channel."""
-        return f"Reacted :{emoji}: in #{channel}"
+        return f"Reacted :{emoji}: in #{channel_name(channel)}"
 
     @tool
     def create_channel(name: str) -> str:
         """Create a new Slack channel."""
         ws.channel(name)
-        return f"Created #{name}"
+        return f"Created #{channel_name(name)}"
 
     # --- calendar -----------------------------------------------------------------------
     @tool

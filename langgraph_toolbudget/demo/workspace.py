@@ -79,9 +79,15 @@ class Workspace:
 
     def channel(self, name: str) -> list[str]:
         """The messages of a Slack channel, created empty if it does not exist."""
+        name = channel_name(name)
         if name not in self.messages:
             self.put(self.messages, name, [])
         return self.messages[name]
+
+
+def channel_name(name: str) -> str:
+    """A Slack channel's name as the workspace keeps it: ``#general`` and ``general`` are one."""
+    return name.strip().lstrip("#")
 
 
 def next_number(records: list[dict[str, Any]]) -> int:
