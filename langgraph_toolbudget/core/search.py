@@ -293,6 +293,7 @@ class ToolIndex:
             # The pairs are no more words: the tool's length, and so every score, stays put.
             documents[position].update(pairs * name_weight)
         self._pair_terms = frozenset(p for pairs in told_apart.values() for p in pairs)
+        self._pair_words = frozenset(w for p in self._pair_terms for w in p.split(" "))
         self._build_bm25(documents, lengths, k1, b)
 
     def _build_bm25(
@@ -433,7 +434,8 @@ class ToolIndex:
         """A query's search terms (term -> count), with the pairs around its stop words that
         tell apart tools whose names differ only in them ("zoom out", :func:`_names_told_apart`)."""
         terms = Counter(tokenize(query))
-        if self._pair_terms:
+        # A pair can match only where its word that is no stop word is one of the terms.
+        if not self._pair_words.isdisjoint(terms):
             pairs = stop_word_pairs(query, reach=QUERY_PAIR_REACH)
             terms.update(p for p in pairs if p in self._pair_terms)
         return terms

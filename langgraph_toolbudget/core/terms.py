@@ -229,10 +229,11 @@ def stop_word_pairs(text: str, *, reach: int = 1) -> list[str]:
     ['log me', 'log out']
     """
     words = _split_words(text)
+    stems = [_stem(w) for w in words]
     stop = [w in _STOPWORDS for w in words]
     return [
-        f"{_stem(word)} {_stem(words[j])}"
-        for i, word in enumerate(words)
+        f"{stems[i]} {stems[j]}"
+        for i in range(len(words))
         for j in range(i + 1, min(len(words), i + reach + 1))
         if stop[i] != stop[j]
     ]
