@@ -244,6 +244,30 @@ def test_no_turn_reads_more_than_the_ranked_part_of_a_megabytes_long_message(sha
     assert read and max(read) <= MAX_REQUEST_CHARS + 1  # never the whole message
 
 
+def test_a_turn_splits_its_request_once_and_keeps_only_recent_texts_up_to_the_cap():
+    # A turn reads its request several times (intent, selection, search, each clause): after
+    # the first, a lookup. Only the last RECENT_TEXTS are kept, none longer than a ranked part.
+    from langgraph_toolbudget.core import terms
+
+    cache = terms._split_recent_texts
+    cache.cache_clear()
+    ask = "Find the weather in Paris, then send it to the team channel on Slack. " * 20
+    ToolSearch(build_example_catalog(), search_limit=5).invoke(
+        {"messages": [HumanMessage(ask)], "categories": ["weather", "slack"]}
+    )
+    turn = cache.cache_info()
+    assert turn.misses >= 1 and turn.hits >= 1  # the request's second reading was a lookup
+    assert tokenize(ask) == tokenize(ask) and cache.cache_info().hits >= turn.hits + 2
+    cache.cache_clear()
+    tokenize(_filler(MAX_REQUEST_CHARS + 2))
+    assert cache.cache_info().currsize == 0  # longer than any ranked part: never kept
+    tokenize(ranked_text(_filler(3 * MAX_REQUEST_CHARS)))
+    assert cache.cache_info().currsize == 1  # a cut request is
+    for n in range(3 * terms.RECENT_TEXTS):
+        tokenize(f"request number {n} about the weather")
+    assert cache.cache_info().currsize == terms.RECENT_TEXTS
+
+
 def test_a_request_under_the_caps_expands_every_unknown_term_of_every_clause():
     index = _catalog_index()
     words = _words(40, seed=1)

@@ -107,8 +107,9 @@ SPLIT_CACHE_SIZE = 8192
 """Identifier splits cached (least recently used dropped first): tool, argument and
 category names, ASCII, at most :data:`MAX_CACHED_TEXT` characters and no space, so an entry
 takes a few hundred bytes and the cache stays near 2 MiB when full. Texts with spaces
-(user messages, descriptions) are split uncached: they rarely repeat, and each would
-stay in the cache until 8,192 newer ones pushed it out."""
+(user messages, descriptions) are not kept here: they repeat within a turn, not across
+turns, and each would stay in the cache until 8,192 newer ones pushed it out (see
+:data:`RECENT_TEXTS`)."""
 
 
 def _split_words_uncached(text: str) -> tuple[str, ...]:
@@ -149,21 +150,32 @@ def _strip_accents(word: str) -> str:
 
 
 _split_short_words = lru_cache(maxsize=SPLIT_CACHE_SIZE)(_split_words_uncached)
+RECENT_TEXTS = 16
+"""Longer texts (a request, its clauses, tool descriptions) up to :data:`MAX_REQUEST_CHARS`
+characters, and the line :func:`ranked_text` puts between a long request's halves: the last
+this many split are kept (about 5 MB at most, for texts of two-letter words). One turn splits
+its request several times (intent, selection, search, stop-word pairs, each clause); each time
+after the first is a lookup (a quarter off a turn on MCP-Bench's paragraph-long requests)."""
+
+_split_recent_texts = lru_cache(maxsize=RECENT_TEXTS)(_split_words_uncached)
 
 
 def _split_words(text: str) -> tuple[str, ...]:
     """The words of a text: camelCase split, case-folded, accents stripped (any script).
 
-    Only identifiers are cached (ASCII texts of at most :data:`MAX_CACHED_TEXT`
+    Identifiers are cached (ASCII texts of at most :data:`MAX_CACHED_TEXT`
     characters without a space: tool, argument and category names, single
     words), at most :data:`SPLIT_CACHE_SIZE` of them; their number is bounded
     by the catalogs. Other texts (user messages, descriptions, a request in a
-    script written without spaces) are split each time: each distinct message
-    would otherwise stay in the cache until :data:`SPLIT_CACHE_SIZE` newer ones
-    pushed it out.
+    script written without spaces) are kept only while recent, the last
+    :data:`RECENT_TEXTS` of them: each distinct message would otherwise stay in
+    the cache until :data:`SPLIT_CACHE_SIZE` newer ones pushed it out. A text
+    longer than any request is ranked on is split each time.
     """
     if len(text) <= MAX_CACHED_TEXT and " " not in text and text.isascii():
         return _split_short_words(text)
+    if len(text) <= MAX_REQUEST_CHARS + 1:  # + 1: the line between a cut request's halves
+        return _split_recent_texts(text)
     return _split_words_uncached(text)
 
 
