@@ -33,7 +33,9 @@ from langgraph_toolbudget.core.search import (
 )
 from langgraph_toolbudget.core.terms import (
     MAX_CACHED_TEXT,
+    RECENT_TEXTS,
     SPLIT_CACHE_SIZE,
+    _split_recent_texts,
     _split_short_words,
     _split_words,
 )
@@ -617,19 +619,23 @@ def test_the_fuzzy_index_is_built_once_when_threads_ask_at_once(monkeypatch):
     copy.deepcopy(index)  # and an index with its fuzzy fallback still copies (no lock in it)
 
 
-def test_long_messages_are_split_uncached_so_memory_stays_flat():
+def test_long_messages_are_kept_only_while_recent_so_memory_stays_flat():
     cache = _split_short_words
     cache.cache_clear()
-    pasted = "x" * 20_000  # a 20 KB paste: cheap to split, costly to keep
+    _split_recent_texts.cache_clear()
+    pasted = (
+        "x" * 19_000
+    )  # a 19 KB paste, under the ranked part's cap: cheap to split, costly to keep
     tracemalloc.start()
     try:
         start = tracemalloc.get_traced_memory()[0]
-        for i in range(250):  # kept, they would take 5 MB
+        for i in range(250):  # all kept, they would take 5 MB
             assert _split_words(f"message {i}: {pasted}")[:2] == ("message", str(i))
         grown = tracemalloc.get_traced_memory()[0] - start
     finally:
         tracemalloc.stop()
     assert cache.cache_info().currsize == 0
+    assert _split_recent_texts.cache_info().currsize == RECENT_TEXTS  # only the last ones
     assert grown < 1024 * 1024, f"{grown / 2**20:.1f} MiB kept after 250 messages of 20 KB"
     assert tokenize("Message 7: please show the weather in Lima " * 600)[:3] == [
         "message",
