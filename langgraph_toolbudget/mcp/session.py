@@ -332,7 +332,9 @@ class _ServerSession:
         """Owner task: enter the session's context, wait until closing, exit it."""
         error: BaseException | None = None
         try:
-            async with open_session(self.connection, self._mcp_callbacks(), report) as session:
+            async with open_session(
+                self.connection, self._mcp_callbacks(), report, name=self.name
+            ) as session:
                 init = await session.initialize()
                 if not ready.done():
                     ready.set_result((session, init))

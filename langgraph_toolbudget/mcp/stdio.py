@@ -63,6 +63,13 @@ logger = logging.getLogger(__name__)
 EXIT_GRACE_S = 2.0
 """Seconds a server gets to exit after its stdin closes (the SDK's value)."""
 
+STRAY_LINE_WARNING = (
+    "MCP server %s wrote a line of %d bytes to stdout that is not a JSON-RPC message (%s): a "
+    "server writes only MCP messages there, its logs to stderr. The line is not shown here (a "
+    "server that prints its settings may print a secret); logger %r shows it at DEBUG level."
+)
+"""The warning for a stray line on a stdio server's stdout (the session goes on)."""
+
 _READ_BYTES = 1 << 20  # at most per read (the pipe hands over up to 256 KiB at a time)
 _STDIO_KEYS = frozenset(StdioConnection.__annotations__)
 """The keys a stdio connection takes: the adapters' own ``StdioConnection``'s (the loader
@@ -98,13 +105,17 @@ class LineSplitter:
         return lines
 
 
-def _parse(line: bytes | bytearray, errors: str) -> SessionMessage | Exception:
+def _parse(line: bytes | bytearray, errors: str, server: str) -> SessionMessage | Exception:
     try:
         data = line if errors == "strict" else bytes(line).decode("utf-8", errors)
         return SessionMessage(types.JSONRPCMessage.model_validate_json(data))
     except Exception as exc:  # noqa: BLE001 - handed to the session, as the SDK does
-        logger.warning("MCP server wrote a line that is not a JSON-RPC message: %s", exc)
+        logger.warning(STRAY_LINE_WARNING, server, len(line), _reason(exc), logger.name)
+        logger.debug("The line MCP server %s wrote: %r", server, bytes(line[:_SHOWN_BYTES]))
         return _unreadable(line, exc)
+
+
+_SHOWN_BYTES = 500  # of a stray line, at DEBUG level
 
 
 _BRANCHES = (
@@ -204,7 +215,7 @@ def _unreadable(line: bytes | bytearray, exc: Exception) -> SessionMessage | Exc
 
 @asynccontextmanager
 async def stdio_transport(
-    server: StdioServerParameters, errlog: TextIO = sys.stderr
+    server: StdioServerParameters, errlog: TextIO = sys.stderr, *, name: str | None = None
 ) -> AsyncIterator[
     tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[Any]]
 ]:
@@ -214,6 +225,7 @@ async def stdio_transport(
         server: the command, arguments, environment, working directory and
             encoding, as for the SDK's ``stdio_client``.
         errlog: where the server's stderr goes.
+        name: the server's name, for the log (else its command).
 
     Yields:
         The stream of the server's messages and the stream to send it messages.
@@ -224,6 +236,7 @@ async def stdio_transport(
         async with stdio_client(server, errlog) as streams:
             yield streams
         return
+    label = repr(name if name is not None else server.command)
     reader_send, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, writer_receive = anyio.create_memory_object_stream[SessionMessage](0)
     env = get_default_environment()
@@ -252,7 +265,7 @@ async def stdio_transport(
                     except (anyio.EndOfStream, anyio.ClosedResourceError):
                         return
                     for line in lines.feed(data):
-                        await reader_send.send(_parse(line, server.encoding_error_handler))
+                        await reader_send.send(_parse(line, server.encoding_error_handler, label))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             await anyio.lowlevel.checkpoint()  # closed by us, or the session is gone
 
@@ -357,6 +370,8 @@ async def open_session(
     connection: Connection,
     callbacks: _MCPCallbacks,
     on_unreadable: Callable[[Exception], None] | None = None,
+    *,
+    name: str | None = None,
 ) -> AsyncIterator[ClientSession]:
     """A ``ClientSession`` (not yet initialized) to the server of a connection dict.
 
@@ -370,6 +385,7 @@ async def open_session(
             answer (an answer the SDK cannot read, a failed request). The SDK gives it to no
             request, which then waits out its timeout; :func:`stdio_transport` answers the
             request with the reason itself.
+        name: the server's name, for the logs.
 
     Its ``call_tool`` checks a result against the tool's output schema in linear time
     (:func:`~langgraph_toolbudget._compat_mcp.check_output_in_linear_time`): the SDK's own
@@ -387,7 +403,7 @@ async def open_session(
         return
     kwargs = _session_kwargs(connection, callbacks)
     async with (
-        stdio_transport(stdio_parameters(connection)) as (read, write),
+        stdio_transport(stdio_parameters(connection), name=name) as (read, write),
         ClientSession(read, write, **kwargs) as session,
     ):
         check_output_in_linear_time(session)

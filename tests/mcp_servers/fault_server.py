@@ -61,8 +61,8 @@ def fail(message: str = "boom") -> str:
 
 @mcp.tool()
 def noise(text: str) -> str:
-    """Write a line that is not JSON-RPC to stdout (a stray print), then answer."""
-    sys.stdout.write("this is not JSON-RPC\n")
+    """Write a line that is not JSON-RPC to stdout (a stray print of a setting), then answer."""
+    sys.stdout.write("Using API key: not-json-rpc-1234\n")
     sys.stdout.flush()
     return text
 
