@@ -436,6 +436,25 @@ async def test_a_server_that_cannot_start_is_reported_and_the_others_load() -> N
         assert text_of(await catalog.get("add").tool.ainvoke({"a": 1, "b": 1})) == "2.0"
 
 
+def test_the_sync_loads_warning_points_at_the_users_line() -> None:
+    # Was: asyncio/events.py, the frame that ran the async loader under asyncio.run.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        catalog = load_mcp_catalog_sync({"broken": BROKEN}, connect_timeout_s=10)
+    catalog.close()
+    (warning,) = [w for w in caught if issubclass(w.category, MCPLoadWarning)]
+    assert "'broken'" in str(warning.message) and Path(warning.filename) == Path(__file__)
+
+
+async def test_the_async_loads_warning_points_at_the_users_line() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        catalog = await load_mcp_catalog({"broken": BROKEN}, connect_timeout_s=10)
+    await catalog.aclose()
+    (warning,) = [w for w in caught if issubclass(w.category, MCPLoadWarning)]
+    assert "'broken'" in str(warning.message) and Path(warning.filename) == Path(__file__)
+
+
 async def test_strict_raises_naming_the_server() -> None:
     port = free_port()  # nothing listens there
     with pytest.raises(MCPLoadError, match="'down'.*ConnectError") as info:

@@ -40,6 +40,7 @@ from rapidfuzz import process
 from typing_extensions import TypedDict, Unpack
 
 from langgraph_toolbudget._compat_mcp import _handle_mcp_tool_error
+from langgraph_toolbudget._stacklevel import user_stacklevel
 from langgraph_toolbudget.core.catalog import (
     FILTER_WILDCARDS,
     TOOL_METADATA_KEYS,
@@ -695,7 +696,7 @@ async def load_mcp_catalog(
             f"and are left out of the catalog: {detail}. See catalog.load_errors; "
             "pass strict=True to make this an error.",
             MCPLoadWarning,
-            stacklevel=2,
+            stacklevel=user_stacklevel(),
         )
     return catalog
 
@@ -957,7 +958,7 @@ def _build_catalog(
                 problems=" ".join(ignored), failed=sorted(runtime.load_errors)
             ),
             MCPLoadWarning,
-            stacklevel=4,
+            stacklevel=user_stacklevel(),
         )
 
     def admits(server: str, name: str, mcp_name: str) -> bool:
@@ -1136,7 +1137,7 @@ def _check_filters(
         warnings.warn(
             UNMATCHED_PATTERNS_WARNING.format(patterns=unmatched, known=shown),
             MCPLoadWarning,
-            stacklevel=4,
+            stacklevel=user_stacklevel(),
         )
 
 
@@ -1274,11 +1275,11 @@ def _warn_names(
         warnings.warn(
             RENAMED_WARNING.format(server=server, changes="; ".join(lines)),
             MCPLoadWarning,
-            stacklevel=4,
+            stacklevel=user_stacklevel(),
         )
     for server, lines in left_out.items():
         warnings.warn(
             LEFT_OUT_WARNING.format(server=server, tools="; ".join(lines)),
             MCPLoadWarning,
-            stacklevel=4,
+            stacklevel=user_stacklevel(),
         )

@@ -30,6 +30,7 @@ from langchain_core.tools import BaseTool, ToolException
 from mcp import ClientSession, McpError, types
 from pydantic import AnyUrl, BaseModel, ConfigDict, Field, ValidationError
 
+from langgraph_toolbudget._stacklevel import user_stacklevel
 from langgraph_toolbudget.mcp.errors import (
     READ_TIMEOUT_ERROR,
     TIMED_OUT,
@@ -388,5 +389,5 @@ def virtual_tools(
     shadowed = [f"{t.name!r} ({taken[t.name]})" for t in tools if t.name in taken]
     if shadowed:
         message = SHADOWED_WARNING.format(server=server, names="; ".join(shadowed))
-        warnings.warn(message, MCPLoadWarning, stacklevel=4)
+        warnings.warn(message, MCPLoadWarning, stacklevel=user_stacklevel())
     return [t for t in tools if t.name not in taken]

@@ -20,10 +20,8 @@ Key Components:
 from __future__ import annotations
 
 import reprlib
-import sys
 import warnings
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Annotated, Any, get_args, get_origin
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -46,6 +44,8 @@ from langchain_core.runnables.base import RunnableBindingBase
 from langchain_core.runnables.configurable import DynamicRunnable
 from langchain_core.runnables.passthrough import RunnableAssign
 from langchain_core.runnables.retry import RunnableRetry
+
+from langgraph_toolbudget._stacklevel import user_stacklevel
 
 __all__ = [
     "ChatModelSpec",
@@ -266,7 +266,7 @@ def native_tool_calling(
             warnings.warn(
                 HIDDEN_TOOL_CALLER_WARNING.format(wrapper=name, inner=shown),
                 UserWarning,
-                stacklevel=_caller_stacklevel(),
+                stacklevel=user_stacklevel(),
             )
         return False, f"{name} has no bind_tools of its own (it wraps {shown}, which has)"
     return False, f"{name} has no bind_tools of its own"
@@ -415,23 +415,6 @@ def _takes_messages(prompt: BasePromptTemplate) -> bool:
     name = prompt.input_variables[0]
     parts = getattr(prompt, "messages", ())
     return any(isinstance(m, MessagesPlaceholder) and m.variable_name == name for m in parts)
-
-
-_PACKAGE_DIR = Path(__file__).resolve().parent.parent
-
-
-def _caller_stacklevel() -> int:
-    """The ``stacklevel`` that attributes a warning of the function calling this one to the
-    first frame outside this package (the user's line, however deep the package's own
-    calls: a node, the prebuilt agent, the middleware)."""
-    level, frame = 2, sys._getframe(2)  # the warning function's caller is stacklevel 2
-    while frame.f_back is not None and _in_package(frame.f_code.co_filename):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
-def _in_package(filename: str) -> bool:
-    return Path(filename).resolve().is_relative_to(_PACKAGE_DIR)
 
 
 def _hidden_tool_caller(model: Any) -> Any | None:
