@@ -650,7 +650,8 @@ async def test_a_server_silent_to_initialize_is_named_with_the_step_and_the_opti
     assert (
         "no answer to initialize within connect_timeout_s=4 s, counted from the start of its "
         "opening after the load (one deadline for the server's start and initialize); raise "
-        "connect_timeout_s for a slow server"
+        "connect_timeout_s for a slow server, or for many servers starting at once (they share "
+        "the machine's cores)"
     ) in str(caught.value)
 
 

@@ -76,7 +76,8 @@ TIMEOUT_ERROR = (
 )
 LOAD_TIMEOUT_ERROR = (
     "no answer to {what} within connect_timeout_s={timeout:g} s, counted from {since}; "
-    "raise connect_timeout_s for a slow server"
+    "raise connect_timeout_s for a slow server, or for many servers starting at once (they "
+    "share the machine's cores)"
 )
 SINCE_LOAD = (
     "the start of the load (one deadline for the server's start, initialize, tools/list and "
