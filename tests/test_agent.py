@@ -157,7 +157,7 @@ async def test_search_then_add_then_call(catalog, rec, api):
     found = by_id(out["messages"])["s1"].content
     assert '"weather_forecast"' in found and '"found": 1' in found
     assert "weather_forecast" not in model.bound_tools[1]  # found is not visible yet
-    assert by_id(out["messages"])["a1"].content.startswith("Added 1 tools: weather_forecast")
+    assert by_id(out["messages"])["a1"].content.startswith("Added 1 tool: weather_forecast")
     assert "weather_forecast" in model.bound_tools[2]
     assert rec.runs == [("weather_forecast", {"city": "Lima", "days": 1})]
     assert out["discovered_tools"] == [], "found, then loaded: no longer only discovered"

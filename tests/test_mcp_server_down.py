@@ -229,7 +229,7 @@ def test_the_model_is_told_that_a_failed_servers_tools_and_category_are_unavaila
         assert "MCP server 'notes'" in text and "unavailable now" in text, text
         assert DETAIL not in text and "Unknown" not in text, text
     assert "Tell the user" in got["run"] and "Closest tools" not in got["run"]
-    assert got["add"].startswith("Added 1 tools: math__add.")
+    assert got["add"].startswith("Added 1 tool: math__add.")
     assert "Not added (tools of MCP server 'notes'" in got["add"]
     assert "Closest tools" not in got["add"]
     assert got["more"].startswith("No new tools added.")

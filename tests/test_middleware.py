@@ -307,7 +307,7 @@ async def test_a_builtin_call_added_after_the_reply_was_answered_is_still_answer
     answers = by_id(out["messages"])
     assert sorted(answers) == ["late", "r1", "s1"]
     assert answers["late"].status == "success"
-    assert answers["late"].content == "Added 1 tools: create_issue."
+    assert answers["late"].content == "Added 1 tool: create_issue."
     assert "create_issue" in out["selected_tools"] and "create_issue" in model.bound_tools[1]
     assert rec.names == ["list_projects"]
 

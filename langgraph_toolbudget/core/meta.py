@@ -683,7 +683,8 @@ class MetaToolHandler:
             problems.setdefault(no_room, []).extend(skipped)
         parts = []
         if added:
-            parts.append(f"Added {len(added)} tools: {', '.join(added)}.")
+            noun = "tool" if len(added) == 1 else "tools"
+            parts.append(f"Added {len(added)} {noun}: {', '.join(added)}.")
         if already:
             parts.append(f"Already available: {', '.join(already)}.")
         for why, bad in problems.items():
