@@ -111,6 +111,13 @@ takes a few hundred bytes and the cache stays near 2 MiB when full. Texts with s
 turns, and each would stay in the cache until 8,192 newer ones pushed it out (see
 :data:`RECENT_TEXTS`)."""
 
+RECENT_TEXTS = 16
+"""Longer texts (a request, its clauses, tool descriptions) up to :data:`MAX_REQUEST_CHARS`
+characters, and the line :func:`ranked_text` puts between a long request's halves: the last
+this many split are kept (about 5 MB at most, for texts of two-letter words). One turn splits
+its request several times (intent, selection, search, stop-word pairs, each clause); each time
+after the first is a lookup (a quarter off a turn on MCP-Bench's paragraph-long requests)."""
+
 
 def _split_words_uncached(text: str) -> tuple[str, ...]:
     if not text.isascii():
@@ -150,13 +157,6 @@ def _strip_accents(word: str) -> str:
 
 
 _split_short_words = lru_cache(maxsize=SPLIT_CACHE_SIZE)(_split_words_uncached)
-RECENT_TEXTS = 16
-"""Longer texts (a request, its clauses, tool descriptions) up to :data:`MAX_REQUEST_CHARS`
-characters, and the line :func:`ranked_text` puts between a long request's halves: the last
-this many split are kept (about 5 MB at most, for texts of two-letter words). One turn splits
-its request several times (intent, selection, search, stop-word pairs, each clause); each time
-after the first is a lookup (a quarter off a turn on MCP-Bench's paragraph-long requests)."""
-
 _split_recent_texts = lru_cache(maxsize=RECENT_TEXTS)(_split_words_uncached)
 
 
