@@ -799,6 +799,36 @@ async def echoed_load_error(args: list[str]) -> str:
         return catalog.load_errors["echoes"]
 
 
+REFUSES_TOOLS_LIST = """
+import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue  # notifications/initialized
+    if message["method"] == "initialize":
+        answer = {"result": {
+            "protocolVersion": message["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "refuses", "version": "1"},
+        }}
+    else:
+        answer = {"error": {"code": -32603, "message": "fetch failed"}}
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], **answer}), flush=True)
+"""
+
+
+async def test_a_server_that_answers_tools_list_with_an_error_is_left_out_naming_the_request():
+    # Was 'McpError: fetch failed (stdio: ...)', the same words as a failed initialize.
+    refuses = {"transport": "stdio", "command": sys.executable, "args": ["-c", REFUSES_TOOLS_LIST]}
+    catalog, messages = await load({"refuses": refuses, "good": hostile("good")})
+    async with catalog:
+        assert catalog.load_errors["refuses"].startswith(
+            "tools/list failed: McpError: fetch failed (stdio: "
+        )
+        assert "get_weather" in catalog
+        assert any("'refuses': tools/list failed: McpError: fetch failed" in m for m in messages)
+
+
 async def test_error_text_leaves_out_credentials_of_known_formats_and_named_arguments():
     # Bare arguments, not after an option named like a credential: a token of a format made to
     # be recognised (GitHub, OpenAI...), NAME=X and "Name: X" named like one are left out,

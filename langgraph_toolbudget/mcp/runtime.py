@@ -349,20 +349,23 @@ class MCPRuntime:
             if isinstance(result, BaseException):
                 cause = result.__cause__ if isinstance(result, MCPServerError) else None
                 await self._leave_out(name, cause or result)
-            else:
+            elif result is not None:
                 loaded[name] = result
         return loaded
 
-    async def _load_one(self, name: str, deadline: float) -> list[types.Tool]:
+    async def _load_one(self, name: str, deadline: float) -> list[types.Tool] | None:
+        """The server's tools; None if it failed to list them (then it is left out)."""
         server = self._sessions[name]
         gen = await server.ensure_open(deadline=deadline)  # the first step
         try:
             listing = gen.answer(_list_all_tools(gen.session))
             tools = await before_deadline(listing, deadline, "tools/list", self.connect_timeout_s)
+        except TimeoutError as exc:  # its message names tools/list
+            await self._leave_out(name, exc)
+            return None
         except Exception as exc:
-            raise MCPServerError(
-                f"MCP server {name!r} failed to list its tools", server=name
-            ) from exc
+            await self._leave_out(name, exc, request="tools/list")
+            return None
         self._loaded_tools[name] = {}
         for tool in tools:  # a name listed twice: its first listing stands, as in the catalog
             self._loaded_tools[name].setdefault(tool.name, tool)
@@ -447,9 +450,14 @@ class MCPRuntime:
         """
         await self.run_async(self._leave_out(server, error))
 
-    async def _leave_out(self, server: str, error: BaseException) -> None:
+    async def _leave_out(
+        self, server: str, error: BaseException, *, request: str | None = None
+    ) -> None:
         connection = self.connections[server]
-        self.load_errors[server] = f"{_describe_error(error, connection)} ({_where(connection)})"
+        why = _describe_error(error, connection)
+        if request is not None:  # the server answered, or failed, after it was opened
+            why = f"{request} failed: {why}"
+        self.load_errors[server] = f"{why} ({_where(connection)})"
         await self._sessions[server].close()
 
     def init_result(self, server: str) -> types.InitializeResult | None:
