@@ -314,6 +314,28 @@ async def test_categories_mapping_and_tool_name_prefix() -> None:
         assert text_of(await catalog.get("text__upper").tool.ainvoke({"text": "abc"})) == "ABC"
 
 
+UNNAMED_FASTMCP = """
+from mcp.server.fastmcp import FastMCP
+server = FastMCP()
+@server.tool()
+def ping() -> str:
+    \"\"\"Answer pong.\"\"\"
+    return "pong"
+server.run()
+"""
+
+
+async def test_a_fastmcp_server_without_a_name_gets_no_description_from_the_sdks_default():
+    # Was the category description 'FastMCP' (its serverInfo.name), shown to the model.
+    unnamed = {"transport": "stdio", "command": sys.executable, "args": ["-c", UNNAMED_FASTMCP]}
+    catalog = await load_mcp_catalog({"pinger": unnamed, "text": TEXT})
+    async with catalog:
+        assert catalog.mcp.servers["pinger"].server_name == "FastMCP"
+        assert catalog.mcp.servers["pinger"].description == ""
+        assert catalog.mcp.servers["text"].description == "text-server"
+        assert "FastMCP" not in catalog.category_descriptions.get("pinger", "")
+
+
 async def test_a_multi_server_client_is_accepted_with_its_interceptors() -> None:
     seen: list[tuple[str, str]] = []
 

@@ -783,6 +783,11 @@ def _resolve(
     return None, server if sep else None
 
 
+SDK_DEFAULT_SERVER_NAME = "FastMCP"
+"""The ``serverInfo.name`` of a ``FastMCP`` server built without a name (the mcp SDK's
+default): it says nothing about the server, so it is no category description."""
+
+
 def _server_text(init: types.InitializeResult | None, server: str) -> str:
     """What the server says about itself: its instructions, else its title or name."""
     if init is None:
@@ -792,7 +797,7 @@ def _server_text(init: types.InitializeResult | None, server: str) -> str:
     info = init.serverInfo
     if getattr(info, "title", None):
         return str(info.title)
-    if info.name and info.name.lower() != server.lower():
+    if info.name and info.name.lower() not in (server.lower(), SDK_DEFAULT_SERVER_NAME.lower()):
         return info.name
     return ""
 
