@@ -7,7 +7,8 @@ A pinned tool of the failed server is left out with an ``MCPLoadWarning`` naming
 knows to be filtered, disabled or a draft is refused as before, the error naming the failed
 server. The model's call of a failed server's tool (by its ``<server>__`` prefix), its
 ``add_tool`` of one and its ``request_more_tools`` of the server's category are answered with
-the server being unavailable, without the load error's details.
+the server being unavailable, without the load error's details; a ``search_tools`` without an
+exact match adds that the server is down.
 
 Real FastMCP servers over stdio (``examples/mcp_servers``); the server that is down is a Python
 process that cannot open its script and exits. Only the chat model is scripted.
@@ -15,6 +16,7 @@ process that cannot open its script and exits. Only the chat model is scripted.
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -233,6 +235,49 @@ def test_the_model_is_told_that_a_failed_servers_tools_and_category_are_unavaila
     assert "Not added (tools of MCP server 'notes'" in got["add"]
     assert "Closest tools" not in got["add"]
     assert got["more"].startswith("No new tools added.")
+
+
+@pytest.mark.parametrize("api", ["prebuilt", "middleware"])
+def test_a_search_without_an_exact_match_says_which_servers_are_down(
+    notes_down_prefixed: MCPToolCatalog, api: str
+) -> None:
+    # Was "No tools found matching the pattern. ...": nothing said the notes were unavailable.
+    calls = [
+        call("search_tools", {"query": "notebook"}, "none"),
+        call("search_tools", {"query": "multply"}, "fuzzy"),
+        call("search_tools", {"query": "divide"}, "hit"),
+    ]
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=calls), "done"], cycle=False)
+    app = APPS[api](model, notes_down_prefixed, [])
+    got = answers(app.invoke({"messages": [HumanMessage("find my notebook")]})["messages"])
+    note = (
+        " MCP server 'notes' failed to load and cannot be used now: if the tool you are looking "
+        "for comes from there, tell the user it cannot be used right now."
+    )
+    none, fuzzy, hit = (json.loads(got[k]) for k in ("none", "fuzzy", "hit"))
+    assert none["found"] == 0 and none["message"].startswith("No tools found"), none
+    assert none["message"].endswith(note) and DETAIL not in got["none"]
+    assert fuzzy["tools"][0]["name"] == "math__multiply" and fuzzy["message"].endswith(note)
+    assert hit["tools"][0]["name"] == "math__divide" and "notes" not in hit["message"], hit
+
+
+def test_a_search_that_finds_nothing_names_no_server_when_all_loaded() -> None:
+    @tool
+    def get_weather(city: str) -> str:
+        """Current weather of a city."""
+        return city
+
+    catalog = ToolCatalog.from_tools([get_weather])
+    model = ScriptedChatModel(
+        responses=[
+            AIMessage("", tool_calls=[call("search_tools", {"query": "notebook"}, "s")]),
+            "ok",
+        ],
+        cycle=False,
+    )
+    app = create_toolbudget_agent(model, catalog).compile()
+    text = answers(app.invoke({"messages": [HumanMessage("find my notebook")]})["messages"])["s"]
+    assert json.loads(text)["message"].startswith("No tools found") and "failed" not in text
 
 
 def test_an_unknown_unprefixed_name_is_told_a_server_is_down_too(

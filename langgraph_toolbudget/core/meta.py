@@ -50,7 +50,7 @@ from langgraph_toolbudget.core.limits import (
     safe_repr,
     too_deep,
 )
-from langgraph_toolbudget.core.search import NOT_FOUND_MESSAGE, more_matched
+from langgraph_toolbudget.core.search import FUZZY_MESSAGE, NOT_FOUND_MESSAGE, more_matched
 from langgraph_toolbudget.core.selection import select_tools
 from langgraph_toolbudget.core.working_set import WorkingSet
 
@@ -173,6 +173,10 @@ SERVER_DOWN_HINT = (
 NOT_ADDED_SERVER_DOWN = (
     "tools of MCP server {server!r}, which is unavailable now (it failed to load): tell the "
     "user they cannot be used right now"
+)
+SEARCH_SERVERS_DOWN_NOTE = (
+    " {servers} failed to load and cannot be used now: if the tool you are looking for comes "
+    "from there, tell the user it cannot be used right now."
 )
 CATEGORIES_DOWN_NOTE = (
     " The tools of {servers} are unavailable now (failed to load): tell the user they cannot "
@@ -610,10 +614,17 @@ class MetaToolHandler:
             query, limit=self.search_limit, exclude=context.excluded(self.catalog)
         )
         answer = result.to_dict()
+        not_found = result.message == NOT_FOUND_MESSAGE
         if result.tools and ADD_TOOL not in self.enabled:  # its message says to use add_tool
             answer = self._found_without_add_tool(result.tools, result.found)
-        elif result.message == NOT_FOUND_MESSAGE and SHOW_ALL_TOOLS not in self.enabled:
+        elif not_found and SHOW_ALL_TOOLS not in self.enabled:
             answer["message"] = NOT_FOUND_NO_LISTING  # it says to call show_all_tools
+        inexact = not_found or result.message == FUZZY_MESSAGE
+        if inexact and self.catalog.failed_servers:
+            failed = _mcp_servers(sorted(self.catalog.failed_servers))
+            answer["message"] = (
+                f"{answer['message']}{SEARCH_SERVERS_DOWN_NOTE.format(servers=failed)}"
+            )
         return MetaOutcome(
             json.dumps(answer),
             discovered=[t["name"] for t in result.tools],
