@@ -1,9 +1,11 @@
-"""The model's ``list_tools`` answer is bounded, as ``show_all_tools``' is.
+"""The model's tool-context answers are bounded, as ``show_all_tools``' is.
 
 A built-in's answer is never offloaded and stays in the thread for every later model call:
-``list_tools`` answered the whole catalog (800 KB at 5,000 tools; review 47c). Its answer is
-now cut at ``MAX_LISTING_CHARS`` with the total and how to narrow it; the user's faces (the
-CLI, the MCP context server) still get the whole list.
+``list_tools`` answered the whole catalog (800 KB at 5,000 tools; review 47c), and
+``get_tool_server`` every tool of a server (425 KB at 3,000), ``list_context_tools`` and
+``list_tool_servers`` every row, a write operation a context summary naming every tool in
+context. Each answer is now cut at ``MAX_LISTING_CHARS`` with the totals and how to narrow it;
+the user's faces (the CLI, the MCP context server) still get the whole answer.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
 from langgraph_toolbudget import ToolCatalog, ToolExecutor, create_toolbudget_agent
-from langgraph_toolbudget.core.context_commands import run_command
+from langgraph_toolbudget.core.context_commands import apply_update, run_command
 from langgraph_toolbudget.core.context_ops import list_tools
 from langgraph_toolbudget.core.meta import MAX_LISTING_CHARS
 from langgraph_toolbudget.testing import ScriptedChatModel
@@ -126,3 +128,86 @@ def test_later_model_calls_carry_the_cut_answer_not_the_catalog() -> None:
     carried = sum(len(str(m.content)) for m in model.calls[-1])
     assert carried < MAX_LISTING_CHARS + 10_000  # the whole list is 70,000 characters
     assert len(json.dumps(list_tools(CATALOG, {}))) > 3 * MAX_LISTING_CHARS
+
+
+def _big_always() -> dict[str, Any]:
+    """A thread's values after the user set every tool of server ``big`` to ``always``."""
+    args = {"server": "big", "mode": "always"}
+    result = run_command(CATALOG, {}, "set_server_include_mode", args, by_user=True)
+    return dict(apply_update({}, result.update or {}))
+
+
+def test_get_tool_server_is_cut_with_the_servers_row_and_how_to_narrow() -> None:
+    executor = ToolExecutor(CATALOG, enabled_builtins={"allow": ["*"]})
+    call = {"name": "get_tool_server", "args": {"server": "big"}, "id": "c1", "type": "tool_call"}
+    out = executor.invoke([call])
+    (message,) = out["messages"] if isinstance(out, dict) else out
+    assert len(message.content) <= MAX_LISTING_CHARS  # was 68,000 characters
+    data = json.loads(message.content)
+    assert data["name"] == "big" and data["tools"] == SERVERS["big"]
+    shown = len(data["tool_rows"])
+    assert 0 < shown < SERVERS["big"]
+    assert _names(data["tool_rows"]) == _names(list_tools(CATALOG, {}, server="big"))[:shown]
+    assert data["message"].startswith(
+        f"{SERVERS['big'] - shown:,} more tools of server 'big' are not listed here"
+    )
+    assert "get_tool(tool=...)" in data["message"]
+    whole = run_command(CATALOG, {}, "get_tool_server", {"server": "big"}, by_user=True)
+    assert len(whole.data["tool_rows"]) == SERVERS["big"]  # the user's faces: every tool
+
+
+def test_list_context_tools_is_cut_when_a_server_is_always_in_context() -> None:
+    values = _big_always()
+    result = run_command(CATALOG, values, "list_context_tools", {}, max_chars=5_000)
+    assert len(json.dumps(result.data)) <= 5_000
+    shown = len(result.data["tools"])
+    assert result.data["total"] == SERVERS["big"] and 0 < shown < SERVERS["big"]
+    assert all(r["in_context"] for r in result.data["tools"])
+    assert "list_tool_servers" in result.data["message"]
+    fits = run_command(CATALOG, {}, "list_context_tools", {}, max_chars=5_000)
+    assert isinstance(fits.data, list)  # nothing in context yet: as before
+
+
+def test_a_write_operations_summary_leaves_out_the_names_when_too_long() -> None:
+    args = {"server": "big", "mode": "always"}
+    result = run_command(CATALOG, {}, "set_server_include_mode", args, max_chars=5_000)
+    assert len(json.dumps(result.data)) <= 5_000
+    context = result.data["context"]
+    assert context["in_context"] >= SERVERS["big"] and context["total"] == TOTAL
+    big = next(row for row in context["servers"] if row["name"] == "big")
+    assert big["mode"] == "always" and big["summary"] == f"(all {SERVERS['big']} tools)"
+    assert "tool_names" not in big and "text" not in context
+    assert context["message"] == (
+        "The names of the tools in context are left out (the answer is cut at 5,000 "
+        "characters). To see them: list_context_tools lists the tools in context; "
+        "get_tool_server(server=...) lists one server's tools."
+    )
+    assert result.update  # the change itself is made
+    whole = run_command(CATALOG, {}, "set_server_include_mode", args, by_user=True)
+    assert len(whole.data["context"]["servers"][0]["tool_names"]) == SERVERS["big"]
+
+
+MANY = ToolCatalog.from_tools(
+    [
+        StructuredTool.from_function(
+            lambda: "ok", name=f"tool_{i}", description=f"Tool {i}.", metadata={"server": f"s{i}"}
+        )
+        for i in range(300)
+    ]
+)
+
+
+def test_list_tool_servers_and_a_summary_of_many_servers_are_cut() -> None:
+    listed = run_command(MANY, {}, "list_tool_servers", {}, max_chars=5_000)
+    assert len(json.dumps(listed.data)) <= 5_000
+    shown = len(listed.data["servers"])
+    assert listed.data["total"] == 300 and 0 < shown < 300
+    assert listed.data["message"].startswith(f"{300 - shown:,} more servers are not listed")
+    written = run_command(MANY, {}, "exclude_tool_server", {"server": "s0"}, max_chars=5_000)
+    assert len(json.dumps(written.data)) <= 5_000
+    rows = written.data["context"]["servers"]
+    assert 0 < len(rows) < 300 and rows[0]["name"] == "s0" and rows[0]["context"] == "exclude"
+    assert (
+        f", and {300 - len(rows):,} more servers are not listed"
+        in (written.data["context"]["message"])
+    )

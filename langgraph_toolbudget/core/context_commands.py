@@ -24,7 +24,7 @@ Key Components:
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,16 +138,26 @@ EXCLUDED_SERVER_ERROR = (
 LIST_CUT_MESSAGE = (
     "{more:,} more tools{of} are not listed here (the list is cut at {limit:,} characters).{how}"
 )
-"""The note of a ``list_tools`` answer cut at ``max_chars`` (:func:`run_command`)."""
-LIST_NARROWERS = {
+"""The note of a list of tools cut at ``max_chars`` (:func:`run_command`)."""
+SERVERS_CUT_MESSAGE = (
+    "{more:,} more servers are not listed here (the list is cut at {limit:,} characters).{how}"
+)
+"""The note of a ``list_tool_servers`` answer cut at ``max_chars``."""
+CONTEXT_CUT_MESSAGE = (
+    "The names of the tools in context are left out{servers} (the answer is cut at {limit:,} "
+    "characters).{how}"
+)
+"""The note of a write operation's context summary cut at ``max_chars``."""
+NARROWERS = {
     "list_tools": " list_tools(server=...) lists one server's tools",
     "list_tool_servers": " list_tool_servers names the servers and counts their tools",
+    "list_context_tools": " list_context_tools lists the tools in context",
+    "get_tool_server": " get_tool_server(server=...) lists one server's tools",
     "get_tool": " get_tool(tool=...) gives one tool's status",
     "search_tools": " search_tools finds tools by name or purpose",
 }
-"""How a cut ``list_tools`` answer says to narrow it, by the operation (or meta-tool) it
-names: only those the caller has, and ``list_tools`` and ``list_tool_servers`` only when the
-list was not of one server already."""
+"""How a cut answer says to narrow it, by the operation (or meta-tool) it names: only those
+the caller has (:func:`_how`)."""
 
 
 def arguments(command: str) -> dict[str, bool]:
@@ -289,11 +299,15 @@ def run_command(
             the mode of, an excluded tool or server is refused.
         tools: the operations the caller has (the model's enabled context tools): an
             error's advice names only these. None: every operation (the user's faces).
-        max_chars: the most characters a ``list_tools`` answer may hold as JSON (None: no
-            bound, the user's faces). A longer list is cut to the rows that fit, in an object
-            ``{"total", "tools", "message"}`` whose message says how many are left out and
-            how to narrow the list (:data:`LIST_CUT_MESSAGE`); a list that fits is answered
-            as it is.
+        max_chars: the most characters an answer may hold as JSON (None: no bound, the
+            user's faces). A longer list of tools (``list_tools``, ``list_context_tools``) is
+            cut to the rows that fit, in an object ``{"total", "tools", "message"}`` whose
+            message says how many are left out and how to narrow the list
+            (:data:`LIST_CUT_MESSAGE`); ``list_tool_servers`` likewise
+            (``{"total", "servers", "message"}``), ``get_tool_server`` keeps the server's row
+            with the ``tool_rows`` that fit and a ``message``, and a write operation's context
+            summary leaves out the tools' names, then the servers that do not fit
+            (:data:`CONTEXT_CUT_MESSAGE`). An answer that fits is given as it is.
 
     Returns:
         The answer and, for the write operations, the state update.
@@ -317,9 +331,9 @@ def run_command(
         )
     try:
         result = _run(catalog, values, command, args, by_user=by_user)
-        if command == "list_tools" and max_chars is not None:
-            server = args.get("server")
-            result = CommandResult(_bounded_list(result.data, server, max_chars, tools))
+        if max_chars is not None:
+            bounded = _bounded(command, args, result.data, max_chars, tools)
+            result = CommandResult(bounded, result.update)
         if result.update and not by_user:
             _keep_exclusions(catalog, values, command, result.update)
         return result
@@ -378,36 +392,100 @@ def _run(
     return _write(catalog, values, update, None)
 
 
-def _bounded_list(
-    rows: list[dict[str, Any]],
-    server: str | None,
+def _bounded(
+    command: str,
+    args: Mapping[str, Any],
+    data: Any,
     max_chars: int,
     tools: Collection[str] | None,
 ) -> Any:
-    """``rows`` as they are if their JSON fits ``max_chars``; else the first rows that fit,
-    with the total and a note, the whole answer within ``max_chars`` (at least the note)."""
-    if _rows_fitting(rows, max_chars) == len(rows):
-        return rows
-    named = [
-        how
-        for name, how in LIST_NARROWERS.items()
-        if (tools is None or name in tools)
-        and (server is None or name not in ("list_tools", "list_tool_servers"))
-    ]
-    how = f" To narrow it:{';'.join(named)}." if named else ""
-    of = f" of server {server!r}" if server is not None else ""
+    """``data``, an answer of ``command``, as it is if its JSON fits ``max_chars``; else cut
+    to what fits, with a note of what is left out and how to narrow it."""
+    if command in ("list_tools", "list_context_tools"):
+        server = args.get("server") if command == "list_tools" else None
+        if server is not None:
+            narrowers: tuple[str, ...] = ("get_tool", "search_tools")
+        elif command == "list_tools":
+            narrowers = ("list_tools", "list_tool_servers", "get_tool", "search_tools")
+        else:
+            narrowers = ("list_tool_servers", "get_tool_server", "get_tool")
+        of = f" of server {server!r}" if server is not None else ""
+        return _fitted(
+            data,
+            data,
+            max_chars,
+            lambda shown, more: {
+                "total": len(data),
+                "tools": data[:shown],
+                "message": LIST_CUT_MESSAGE.format(
+                    more=more, of=of, limit=max_chars, how=_how(narrowers, tools)
+                ),
+            },
+        )
+    if command == "list_tool_servers":
+        return _fitted(
+            data,
+            data,
+            max_chars,
+            lambda shown, more: {
+                "total": len(data),
+                "servers": data[:shown],
+                "message": SERVERS_CUT_MESSAGE.format(more=more, limit=max_chars, how=""),
+            },
+        )
+    if command == "get_tool_server":
+        rows = data["tool_rows"]
+        of = f" of server {data['name']!r}"
+        how = _how(("get_tool", "search_tools"), tools)
+        return _fitted(
+            data,
+            rows,
+            max_chars,
+            lambda shown, more: {
+                **data,
+                "tool_rows": rows[:shown],
+                "message": LIST_CUT_MESSAGE.format(more=more, of=of, limit=max_chars, how=how),
+            },
+        )
+    if command in WRITE_COMMANDS:  # its answer ends with the context summary
+        context = data["context"]
+        servers = [
+            {k: v for k, v in row.items() if k != "tool_names"} for row in context["servers"]
+        ]
+        how = _how(("list_context_tools", "get_tool_server"), tools, lead="To see them")
 
-    def answer(shown: int) -> dict[str, Any]:
-        more = len(rows) - shown
-        message = LIST_CUT_MESSAGE.format(more=more, of=of, limit=max_chars, how=how)
-        return {"total": len(rows), "tools": rows[:shown], "message": message}
+        def summary(shown: int, more: int) -> dict[str, Any]:
+            left = f", and {more:,} more servers are not listed" if more else ""
+            message = CONTEXT_CUT_MESSAGE.format(servers=left, limit=max_chars, how=how)
+            counts = {k: context[k] for k in ("in_context", "total")}
+            return {**data, "context": {"servers": servers[:shown], **counts, "message": message}}
 
+        return _fitted(data, servers, max_chars, summary)
+    return data
+
+
+def _how(
+    operations: Sequence[str], tools: Collection[str] | None, lead: str = "To narrow it"
+) -> str:
+    """The advice of a cut answer: the ``operations`` the caller has (:data:`NARROWERS`)."""
+    named = [NARROWERS[o] for o in operations if tools is None or o in tools]
+    return f" {lead}:{';'.join(named)}." if named else ""
+
+
+def _fitted(
+    whole: Any, rows: list[Any], max_chars: int, cut: Callable[[int, int], dict[str, Any]]
+) -> Any:
+    """``whole`` if its JSON fits ``max_chars``; else ``cut(shown, more)`` with as many of the
+    first ``rows`` shown as fit (``more`` left out), the whole answer within ``max_chars`` (at
+    least its note)."""
+    if len(json.dumps(whole)) <= max_chars:
+        return whole
     # The rows fill the room the answer without them leaves (its note counting every row as
     # left out: fewer left out, no more digits), less the "[]" already counted.
-    shown = _rows_fitting(rows, max_chars - len(json.dumps(answer(0))) + 2)
-    while shown and len(json.dumps(answer(shown))) > max_chars:  # not expected: a guard
+    shown = _rows_fitting(rows, max_chars - len(json.dumps(cut(0, len(rows)))) + 2)
+    while shown and len(json.dumps(cut(shown, len(rows) - shown))) > max_chars:  # a guard
         shown -= 1
-    return answer(shown)
+    return cut(shown, len(rows) - shown)
 
 
 def _rows_fitting(rows: list[dict[str, Any]], max_chars: int) -> int:

@@ -9,8 +9,8 @@ Its one reason to change: how the executor answers the tool-context tools.
 tools) through :func:`~langgraph_toolbudget.core.context_commands.run_command`,
 and their state updates change the thread's context; the visible set follows at
 once (an included tool is callable in the next step, an excluded one is gone).
-A ``list_tools`` answer is cut at :data:`~langgraph_toolbudget.core.meta.MAX_LISTING_CHARS`
-characters (with the total, and how to narrow it), as ``show_all_tools``' is.
+An answer is cut at :data:`~langgraph_toolbudget.core.meta.MAX_LISTING_CHARS` characters
+(with the totals, and how to narrow it), as ``show_all_tools``' is.
 
 The model may narrow the context (exclude a tool or a server) but never lift an
 exclusion: an ``include_tool``, ``include_tool_server`` or ``set_*_include_mode`` call on
@@ -140,8 +140,8 @@ class ContextTools(BuiltinTools):
             "selected_tools": list(ctx.working.names),
         }
         try:
-            # A list_tools answer stays in the thread for every later model call: it is cut
-            # as show_all_tools' is (the user's faces get the whole list).
+            # An answer stays in the thread for every later model call: it is cut as
+            # show_all_tools' is (the user's faces get the whole answer).
             result = run_command(
                 self.catalog,
                 values,
