@@ -17,6 +17,7 @@ from langchain.agents import create_agent
 from langchain.agents.middleware import (
     AgentMiddleware,
     HumanInTheLoopMiddleware,
+    LLMToolEmulator,
     LLMToolSelectorMiddleware,
     SummarizationMiddleware,
     ToolCallLimitMiddleware,
@@ -351,6 +352,32 @@ async def test_a_tool_an_inner_middleware_supplies_runs_and_catalog_refusals_nev
     assert "filtered out" in answers["f1"].content and "disabled" in answers["d1"].content
     assert sorted(runtime.handed) == ["calculator", "crate_project"]  # never a catalog refusal
     assert rec.runs == []
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_an_emulator_listed_after_the_budget_never_answers_a_refused_or_builtin_call(
+    catalog, rec, api
+):
+    # docs/middleware.md: listed after the budget, a wrap_tool_call middleware sees only the
+    # calls the budget lets through; built-in calls are answered before any such hook.
+    emulating = ScriptedChatModel(responses=[AIMessage("EMULATED")])
+    model = ScriptedChatModel(
+        responses=[
+            ai_calls(
+                call("merge_pull_request", "h1", repo="r", number=1),  # hidden
+                call("add_tool", "a1", tool_names=["list_projects"]),
+            ),
+            AIMessage("done"),
+        ],
+        cycle=False,
+    )
+    emulator = LLMToolEmulator(tools=["merge_pull_request", "add_tool"], model=emulating)
+    agent = create_agent(model, middleware=[ToolBudgetMiddleware(catalog, max_tools=3), emulator])
+    out = await run(agent, {"messages": [HumanMessage(APOLLO_QUERY)]}, api)
+    answers = {m.tool_call_id: m.content for m in tool_messages(out["messages"])}
+    assert "add_tool(tool_names=['merge_pull_request'])" in answers["h1"]
+    assert "list_projects" in answers["a1"] and "EMULATED" not in answers["a1"]
+    assert emulating.calls == [] and rec.runs == []
 
 
 # --- a tool's exception: answered by the budget, or raised to the middleware before it -------
