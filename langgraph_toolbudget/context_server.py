@@ -34,6 +34,7 @@ instead of ``--url``.
 from __future__ import annotations
 
 import argparse
+import functools
 import hmac
 import inspect
 import ipaddress
@@ -47,6 +48,7 @@ from typing import Any
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
 from langgraph_toolbudget.core.context_commands import COMMANDS, CommandError, arguments
+from langgraph_toolbudget.core.meta import MAX_LISTING_CHARS
 from langgraph_toolbudget.threads import Thread, ThreadError, execute, open_thread
 
 __all__ = ["TOKEN_ENV", "build_server", "main"]
@@ -63,6 +65,11 @@ NO_TOKEN_ERROR = (
 
 PORT_ERROR = "{name} must be a TCP port, 1 to 65535, got {port}"
 """A port the HTTP transport cannot listen on (``build_server``'s ``port``, ``--port``)."""
+MAX_ANSWER_ERROR = (
+    "{name} must be a positive number of characters, got {value} (0 on the command line, "
+    "None in Python: every answer whole)"
+)
+"""A bound no answer fits (``build_server``'s ``max_answer_chars``, ``--max-answer-chars``)."""
 
 INSTRUCTIONS = (
     "Manage the tool context of one conversation (thread) of a LangGraph agent: list its "
@@ -71,16 +78,18 @@ INSTRUCTIONS = (
 )
 
 
-def _operation(thread: Thread, catalog: ToolCatalog, command: str) -> Any:
+def _operation(thread: Thread, catalog: ToolCatalog, command: str, max_chars: int | None) -> Any:
     """An async MCP tool function for one operation, with its arguments as parameters;
     it answers with the operation's data as one JSON text."""
     import anyio
     from mcp.server.fastmcp.exceptions import ToolError
 
+    run = functools.partial(execute, max_chars=max_chars)
+
     async def operation(**kwargs: Any) -> Any:
         args = {k: v for k, v in kwargs.items() if v is not None}
         try:
-            result = await anyio.to_thread.run_sync(execute, thread, catalog, command, args)
+            result = await anyio.to_thread.run_sync(run, thread, catalog, command, args)
         except (ThreadError, CommandError) as exc:
             raise ToolError(str(exc)) from None
         return json.dumps(result.data)
@@ -149,6 +158,7 @@ def build_server(
     port: int = 8000,
     token: str | None = None,
     allowed_hosts: Sequence[str] = (),
+    max_answer_chars: int | None = MAX_LISTING_CHARS,
 ) -> Any:
     """The FastMCP server of one thread's tool context (not started).
 
@@ -161,9 +171,13 @@ def build_server(
             stdio transport only).
         allowed_hosts: more host names clients may reach the server by (its ``Host`` and
             ``Origin`` headers); the loopback names and ``host`` itself always are.
+        max_answer_chars: cut a longer answer as the model's own context tools do (an MCP
+            client's model keeps it in its context): the rows that fit, the totals and the
+            operations that show the rest. None: every answer whole.
 
     Raises:
-        ValueError: ``port`` is not a TCP port (1 to 65535).
+        ValueError: ``port`` is not a TCP port (1 to 65535), or ``max_answer_chars`` is not
+            a positive number of characters.
     """
     from mcp.server.auth.settings import AuthSettings
     from mcp.server.fastmcp import FastMCP
@@ -172,6 +186,8 @@ def build_server(
 
     if not _is_port(port):
         raise ValueError(PORT_ERROR.format(name="port", port=port))
+    if max_answer_chars is not None and not _is_positive(max_answer_chars):
+        raise ValueError(MAX_ANSWER_ERROR.format(name="max_answer_chars", value=max_answer_chars))
     hosts = _allowed_hosts(host, port, allowed_hosts)
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
@@ -204,7 +220,7 @@ def build_server(
     )
     for command, (description, _) in COMMANDS.items():
         server.add_tool(
-            _operation(thread, catalog, command),
+            _operation(thread, catalog, command, max_answer_chars),
             name=command,
             description=description,
             structured_output=False,
@@ -214,6 +230,10 @@ def build_server(
 
 def _is_port(port: object) -> bool:
     return isinstance(port, int) and not isinstance(port, bool) and 1 <= port <= 65535
+
+
+def _is_positive(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -248,6 +268,13 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         help="streamable-http: another host name clients reach the server by (repeatable).",
     )
+    parser.add_argument(
+        "--max-answer-chars",
+        type=int,
+        default=MAX_LISTING_CHARS,
+        help=f"Cut a longer answer to what fits, saying how to see the rest (default: "
+        f"{MAX_LISTING_CHARS}, as the model's own context tools; 0: every answer whole).",
+    )
     return parser
 
 
@@ -275,6 +302,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not _is_port(args.port):  # one line, not the URL traceback of FastMCP's settings
         print(f"error: {PORT_ERROR.format(name='--port', port=args.port)}", file=sys.stderr)
         raise SystemExit(2)
+    if args.max_answer_chars < 0:
+        problem = MAX_ANSWER_ERROR.format(name="--max-answer-chars", value=args.max_answer_chars)
+        print(f"error: {problem}", file=sys.stderr)
+        raise SystemExit(2)
     token = _token(args)
     try:
         thread, catalog = open_thread(
@@ -289,7 +320,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(1) from None
     server = build_server(
-        thread, catalog, host=args.host, port=args.port, token=token, allowed_hosts=args.allow_host
+        thread,
+        catalog,
+        host=args.host,
+        port=args.port,
+        token=token,
+        allowed_hosts=args.allow_host,
+        max_answer_chars=args.max_answer_chars or None,
     )
     server.run(transport=args.transport)
 

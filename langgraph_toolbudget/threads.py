@@ -1087,12 +1087,25 @@ class SqliteThread:
 
 
 def execute(
-    thread: Thread, catalog: ToolCatalog, command: str, args: Mapping[str, Any]
+    thread: Thread,
+    catalog: ToolCatalog,
+    command: str,
+    args: Mapping[str, Any],
+    *,
+    max_chars: int | None = None,
 ) -> CommandResult:
     """Run one tool-context operation on a thread: read its values, answer, apply the update.
 
     The user's faces (the CLI, the MCP context server) call it: the operation may lift an
     exclusion, which the model's own context tools may not.
+
+    Args:
+        thread: the thread.
+        catalog: the catalog of the thread's agent.
+        command: the operation.
+        args: its arguments.
+        max_chars: cut a longer answer as the model's own context tools do (None: the whole
+            answer; see :func:`~langgraph_toolbudget.core.context_commands.run_command`).
 
     Raises:
         ThreadError: the thread cannot be read or updated.
@@ -1100,7 +1113,7 @@ def execute(
             :func:`~langgraph_toolbudget.core.context_commands.run_command`).
     """
     values = thread.values()
-    result = run_command(catalog, values, command, args, by_user=True)
+    result = run_command(catalog, values, command, args, by_user=True, max_chars=max_chars)
     if result.update:
         thread.update(result.update)
     return result

@@ -31,6 +31,7 @@ from mcp.client import streamable_http
 from mcp.client.stdio import stdio_client
 
 from langgraph_toolbudget import exclude_tools, include_tools
+from langgraph_toolbudget.core.context_ops import list_tools
 from langgraph_toolbudget.threads import ServerThread, ThreadError
 from tests.test_server import server  # noqa: F401 - the shared langgraph dev fixture
 
@@ -622,6 +623,58 @@ def test_build_server_refuses_a_port_out_of_range_and_builds_without_a_warning(
             thread.close()
     finally:
         sys.path.remove(str(tmp_path))
+
+
+async def test_the_mcp_context_servers_answers_are_cut_as_the_models_are(tmp_path: Path) -> None:
+    # An MCP client's model keeps each answer in its context: list_tools of a 5,000-tool agent
+    # was 800,000 characters over MCP. Cut as the model's own context tools are, by default.
+    from langgraph_toolbudget.context_server import build_server
+    from langgraph_toolbudget.threads import open_thread
+
+    def text(result: Any) -> str:
+        blocks = result[0] if isinstance(result, tuple) else result  # (content, structured)
+        return str(blocks[0].text)
+
+    target = _sqlite_thread(tmp_path, module=f"cutapp_{tmp_path.name}")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        thread, catalog = open_thread(url=None, sqlite=target[1], graph=target[3], thread_id="t1")
+        try:
+            total = len(list_tools(catalog, {}))
+            cut = build_server(thread, catalog, max_answer_chars=2_000)
+            answer = text(await cut.call_tool("list_tools", {}))
+            data = json.loads(answer)
+            assert len(answer) <= 2_000 and data["total"] == total
+            assert 0 < len(data["tools"]) < total
+            assert "list_tools(server=...)" in data["message"]
+            assert "search_tools" not in data["message"]  # not an operation of this server
+            for whole in (
+                build_server(thread, catalog),
+                build_server(thread, catalog, max_answer_chars=None),
+            ):
+                assert len(json.loads(text(await whole.call_tool("list_tools", {})))) == total
+            for bad in (0, -1, True):
+                with pytest.raises(ValueError, match="must be a positive number of characters"):
+                    build_server(thread, catalog, max_answer_chars=bad)
+        finally:
+            thread.close()
+    finally:
+        sys.path.remove(str(tmp_path))
+
+
+def test_the_context_server_answers_a_negative_answer_bound_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from langgraph_toolbudget.context_server import main
+
+    target = _sqlite_thread(tmp_path, module=f"boundapp_{tmp_path.name}")
+    with pytest.raises(SystemExit) as exited:
+        main([*target, "--max-answer-chars", "-1"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "error: --max-answer-chars must be a positive number of characters, got -1 (0 on the "
+        "command line, None in Python: every answer whole)"
+    ]
 
 
 def test_a_server_without_an_assistants_endpoint_is_an_error_not_a_recursion():

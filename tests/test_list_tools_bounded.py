@@ -5,7 +5,8 @@ A built-in's answer is never offloaded and stays in the thread for every later m
 ``get_tool_server`` every tool of a server (425 KB at 3,000), ``list_context_tools`` and
 ``list_tool_servers`` every row, a write operation a context summary naming every tool in
 context. Each answer is now cut at ``MAX_LISTING_CHARS`` with the totals and how to narrow it;
-the user's faces (the CLI, the MCP context server) still get the whole answer.
+the CLI still gets the whole answer (the MCP context server cuts its own by default:
+``tests/test_context_server.py``).
 """
 
 from __future__ import annotations

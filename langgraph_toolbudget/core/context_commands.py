@@ -467,8 +467,9 @@ def _bounded(
 def _how(
     operations: Sequence[str], tools: Collection[str] | None, lead: str = "To narrow it"
 ) -> str:
-    """The advice of a cut answer: the ``operations`` the caller has (:data:`NARROWERS`)."""
-    named = [NARROWERS[o] for o in operations if tools is None or o in tools]
+    """The advice of a cut answer: the ``operations`` the caller has (:data:`NARROWERS`;
+    ``tools`` None: the user's faces, which have every operation and no meta-tool)."""
+    named = [NARROWERS[o] for o in operations if o in (COMMANDS if tools is None else tools)]
     return f" {lead}:{';'.join(named)}." if named else ""
 
 
