@@ -481,6 +481,17 @@ def test_bad_requests_are_error_tool_messages(
     assert expected in msg.content
 
 
+@pytest.mark.parametrize("name", ["read_large_output", "search_large_output", "query_large_output"])
+def test_a_call_without_a_handle_is_told_the_argument_it_missed(name: str) -> None:
+    # Was "no offloaded output None": the model had named the argument otherwise.
+    store, executor = InMemoryStore(), ToolExecutor(_catalog())
+    handle = _handle(_run(executor, store, "t1", _call("list_orders"))[0])
+    (msg,) = _run(executor, store, "t1", _call(name, {"ref": handle}))
+    assert msg.status == "error"
+    assert msg.content.startswith(f"Error: {name} needs the argument 'handle'"), msg.content
+    assert f"(its latest: {handle}); got {{'ref': '{handle}'}}" in msg.content
+
+
 def _nested(depth: int) -> dict[str, Any]:
     value: dict[str, Any] = {}
     for _ in range(depth):

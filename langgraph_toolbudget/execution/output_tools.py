@@ -67,6 +67,11 @@ UNKNOWN_HANDLE_ERROR = (
     "the tool again if you need its output."
 )
 """``known``: the conversation's newest handles that still exist (never the one asked for)."""
+NO_HANDLE_ERROR = (
+    "Error: {tool} needs the argument 'handle', a handle from a '[Large output offloaded "
+    "...]' message of this conversation{known}; got {args}. Call it again with handle=..."
+)
+"""A call without a ``handle`` argument (a model that named it otherwise)."""
 READ_HEADER = "[{handle}: characters {start:,}-{end:,} of {chars:,}{rest}{cut}]\n"
 READ_CUT_NOTE = " (one read returns at most {max:,} characters)"
 
@@ -152,9 +157,13 @@ class OutputTools(BuiltinTools):
     # --- answers ------------------------------------------------------------------------------
 
     @staticmethod
-    def _missing(handle: Any, known: list[str]) -> BuiltinResult:
+    def _missing(call: ToolCall, known: list[str]) -> BuiltinResult:
+        args = call.get("args") or {}
         hint = f" (its latest: {', '.join(known)})" if known else ""
-        shown = safe_repr(handle)  # what the model sent: any size or shape
+        if "handle" not in args:
+            message = NO_HANDLE_ERROR.format(tool=call["name"], known=hint, args=safe_repr(args))
+            return BuiltinResult(message, error=True)
+        shown = safe_repr(args["handle"])  # what the model sent: any size or shape
         return BuiltinResult(UNKNOWN_HANDLE_ERROR.format(handle=shown, known=hint), error=True)
 
     def _answer(
@@ -211,7 +220,7 @@ class OutputTools(BuiltinTools):
         store = OffloadStore.of(ctx.config, self.config, self.app)
         stored = store.get(args.get("handle"))
         if stored is None:
-            return self._missing(args.get("handle"), store.latest(exclude=args.get("handle")))
+            return self._missing(call, store.latest(exclude=args.get("handle")))
         return self._answer(call["name"], args, stored, ctx.builtin_names)
 
     async def ahandle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
@@ -219,7 +228,6 @@ class OutputTools(BuiltinTools):
         store = OffloadStore.of(ctx.config, self.config, self.app)
         stored = await store.aget(args.get("handle"))
         if stored is None:
-            handle = args.get("handle")
-            return self._missing(handle, await store.alatest(exclude=handle))
+            return self._missing(call, await store.alatest(exclude=args.get("handle")))
         # regex over a large output is CPU work, and jq waits for its worker: off the loop.
         return await asyncio.to_thread(self._answer, call["name"], args, stored, ctx.builtin_names)
