@@ -469,6 +469,8 @@ def test_a_search_cut_to_fit_shows_every_match_with_less_context_first() -> None
         ("search_large_output", {"pattern": "(a{1000}){1000}"}, "invalid repetition"),
         ("query_large_output", {"jq_expression": ".orders["}, "jq expression"),
         ("query_large_output", {"jq_expression": ".count | keys"}, "has no keys"),
+        ("query_large_output", {"jq_expression": 5}, "jq expression 5 failed: not a string"),
+        ("query_large_output", {"jq_expression": " "}, "failed: empty expression"),
     ],
 )
 def test_bad_requests_are_error_tool_messages(

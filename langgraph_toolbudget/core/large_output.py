@@ -1086,7 +1086,8 @@ def query_json(
         raise OutputError(NOT_JSON_ERROR.format(handle=handle, how=how))
     shown = safe_repr(expression)
     if not isinstance(expression, str) or not expression.strip():
-        raise OutputError(JQ_ERROR.format(expression=shown, reason="empty expression"))
+        reason = "empty expression" if isinstance(expression, str | None) else "not a string"
+        raise OutputError(JQ_ERROR.format(expression=shown, reason=reason))
     try:
         result = run_jq(
             text, expression, timeout_s=timeout_s, memory_mb=memory_mb, max_results=MAX_JQ_RESULTS
