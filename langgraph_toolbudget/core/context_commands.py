@@ -410,28 +410,19 @@ def _bounded(
         else:
             narrowers = ("list_tool_servers", "get_tool_server", "get_tool")
         of = f" of server {server!r}" if server is not None else ""
-        return _fitted(
+        how = _how(narrowers, tools)
+        return _cut_list(
             data,
-            data,
+            "tools",
             max_chars,
-            lambda shown, more: {
-                "total": len(data),
-                "tools": data[:shown],
-                "message": LIST_CUT_MESSAGE.format(
-                    more=more, of=of, limit=max_chars, how=_how(narrowers, tools)
-                ),
-            },
+            lambda more: LIST_CUT_MESSAGE.format(more=more, of=of, limit=max_chars, how=how),
         )
     if command == "list_tool_servers":
-        return _fitted(
+        return _cut_list(
             data,
-            data,
+            "servers",
             max_chars,
-            lambda shown, more: {
-                "total": len(data),
-                "servers": data[:shown],
-                "message": SERVERS_CUT_MESSAGE.format(more=more, limit=max_chars, how=""),
-            },
+            lambda more: SERVERS_CUT_MESSAGE.format(more=more, limit=max_chars, how=""),
         )
     if command == "get_tool_server":
         rows = data["tool_rows"]
@@ -471,6 +462,17 @@ def _how(
     ``tools`` None: the user's faces, which have every operation and no meta-tool)."""
     named = [NARROWERS[o] for o in operations if o in (COMMANDS if tools is None else tools)]
     return f" {lead}:{';'.join(named)}." if named else ""
+
+
+def _cut_list(rows: list[Any], key: str, max_chars: int, note: Callable[[int], str]) -> Any:
+    """``rows`` if their JSON fits ``max_chars``; else ``{"total", key, "message"}`` with the
+    first rows that fit under ``key`` and ``note(how many are left out)``."""
+    return _fitted(
+        rows,
+        rows,
+        max_chars,
+        lambda shown, more: {"total": len(rows), key: rows[:shown], "message": note(more)},
+    )
 
 
 def _fitted(
