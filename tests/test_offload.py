@@ -494,6 +494,25 @@ def test_a_call_without_a_handle_is_told_the_argument_it_missed(name: str) -> No
     assert f"(its latest: {handle}); got {{'ref': '{handle}'}}" in msg.content
 
 
+@pytest.mark.parametrize(
+    ("name", "needed"),
+    [
+        ("search_large_output", "'pattern', a regular"),
+        ("query_large_output", "'jq_expression', a jq"),
+    ],
+)
+def test_a_call_without_its_pattern_or_expression_is_told_the_argument_it_missed(
+    name: str, needed: str
+) -> None:
+    # Was "jq expression None failed: empty expression" for {"handle": ..., "query": ...}.
+    store, executor = InMemoryStore(), ToolExecutor(_catalog())
+    handle = _handle(_run(executor, store, "t1", _call("list_orders"))[0])
+    (msg,) = _run(executor, store, "t1", _call(name, {"handle": handle, "query": ".x"}))
+    assert msg.status == "error"
+    assert msg.content.startswith(f"Error: {name} needs the argument {needed}"), msg.content
+    assert "got {'handle': " in msg.content and "'query': '.x'}" in msg.content
+
+
 def _nested(depth: int) -> dict[str, Any]:
     value: dict[str, Any] = {}
     for _ in range(depth):

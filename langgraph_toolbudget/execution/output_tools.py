@@ -67,11 +67,17 @@ UNKNOWN_HANDLE_ERROR = (
     "the tool again if you need its output."
 )
 """``known``: the conversation's newest handles that still exist (never the one asked for)."""
-NO_HANDLE_ERROR = (
-    "Error: {tool} needs the argument 'handle', a handle from a '[Large output offloaded "
-    "...]' message of this conversation{known}; got {args}. Call it again with handle=..."
+MISSING_ARGUMENT_ERROR = (
+    "Error: {tool} needs the argument {name!r}, {what}; got {args}. Call it again with {name}=..."
 )
-"""A call without a ``handle`` argument (a model that named it otherwise)."""
+"""A call without one of its tool's arguments (a model that named it otherwise)."""
+_NEEDED = {
+    "handle": "a handle from a '[Large output offloaded ...]' message of this conversation",
+    "pattern": "a regular expression (RE2 syntax), e.g. 'error|timeout'",
+    "jq_expression": "a jq expression, e.g. '.items | length'",
+}
+_ARGUMENTS = {READ: ("handle",), SEARCH: ("handle", "pattern"), QUERY: ("handle", "jq_expression")}
+"""The arguments each output tool cannot do without."""
 READ_HEADER = "[{handle}: characters {start:,}-{end:,} of {chars:,}{rest}{cut}]\n"
 READ_CUT_NOTE = " (one read returns at most {max:,} characters)"
 
@@ -158,13 +164,25 @@ class OutputTools(BuiltinTools):
 
     @staticmethod
     def _missing(call: ToolCall, known: list[str]) -> BuiltinResult:
+        """The answer to a call whose handle names no stored output, or that lacks an argument
+        (``known``: the conversation's latest handles)."""
         args = call.get("args") or {}
         hint = f" (its latest: {', '.join(known)})" if known else ""
-        if "handle" not in args:
-            message = NO_HANDLE_ERROR.format(tool=call["name"], known=hint, args=safe_repr(args))
+        absent = [a for a in _ARGUMENTS.get(call["name"], ()) if a not in args]
+        if absent:
+            name = absent[0]
+            what = _NEEDED[name] + (hint if name == "handle" else "")
+            message = MISSING_ARGUMENT_ERROR.format(
+                tool=call["name"], name=name, what=what, args=safe_repr(args)
+            )
             return BuiltinResult(message, error=True)
         shown = safe_repr(args["handle"])  # what the model sent: any size or shape
         return BuiltinResult(UNKNOWN_HANDLE_ERROR.format(handle=shown, known=hint), error=True)
+
+    @staticmethod
+    def _lacks_arguments(call: ToolCall) -> bool:
+        args = call.get("args") or {}
+        return any(a not in args for a in _ARGUMENTS.get(call["name"], ()))
 
     def _answer(
         self,
@@ -218,7 +236,7 @@ class OutputTools(BuiltinTools):
     def handle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
         args = call.get("args") or {}
         store = OffloadStore.of(ctx.config, self.config, self.app)
-        stored = store.get(args.get("handle"))
+        stored = None if self._lacks_arguments(call) else store.get(args.get("handle"))
         if stored is None:
             return self._missing(call, store.latest(exclude=args.get("handle")))
         return self._answer(call["name"], args, stored, ctx.builtin_names)
@@ -226,7 +244,7 @@ class OutputTools(BuiltinTools):
     async def ahandle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
         args = call.get("args") or {}
         store = OffloadStore.of(ctx.config, self.config, self.app)
-        stored = await store.aget(args.get("handle"))
+        stored = None if self._lacks_arguments(call) else await store.aget(args.get("handle"))
         if stored is None:
             return self._missing(call, await store.alatest(exclude=args.get("handle")))
         # regex over a large output is CPU work, and jq waits for its worker: off the loop.
