@@ -65,11 +65,14 @@ NO_TOKEN_ERROR = (
 
 PORT_ERROR = "{name} must be a TCP port, 1 to 65535, got {port}"
 """A port the HTTP transport cannot listen on (``build_server``'s ``port``, ``--port``)."""
+MIN_ANSWER_CHARS = 1_000
+"""The smallest answer bound: room for a cut answer's note and a few rows."""
 MAX_ANSWER_ERROR = (
-    "{name} must be a positive number of characters, got {value} (0 on the command line, "
-    "None in Python: every answer whole)"
+    "{name} must be a number of characters, at least {least:,}, got {value} (0 on the command "
+    "line, None in Python: every answer whole)"
 )
-"""A bound no answer fits (``build_server``'s ``max_answer_chars``, ``--max-answer-chars``)."""
+"""A bound too small for a cut answer (``build_server``'s ``max_answer_chars``,
+``--max-answer-chars``)."""
 
 INSTRUCTIONS = (
     "Manage the tool context of one conversation (thread) of a LangGraph agent: list its "
@@ -177,7 +180,7 @@ def build_server(
 
     Raises:
         ValueError: ``port`` is not a TCP port (1 to 65535), or ``max_answer_chars`` is not
-            a positive number of characters.
+            a number of characters of at least :data:`MIN_ANSWER_CHARS` (1,000).
     """
     from mcp.server.auth.settings import AuthSettings
     from mcp.server.fastmcp import FastMCP
@@ -186,8 +189,12 @@ def build_server(
 
     if not _is_port(port):
         raise ValueError(PORT_ERROR.format(name="port", port=port))
-    if max_answer_chars is not None and not _is_positive(max_answer_chars):
-        raise ValueError(MAX_ANSWER_ERROR.format(name="max_answer_chars", value=max_answer_chars))
+    if max_answer_chars is not None and not _is_answer_bound(max_answer_chars):
+        raise ValueError(
+            MAX_ANSWER_ERROR.format(
+                name="max_answer_chars", least=MIN_ANSWER_CHARS, value=max_answer_chars
+            )
+        )
     hosts = _allowed_hosts(host, port, allowed_hosts)
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
@@ -232,8 +239,8 @@ def _is_port(port: object) -> bool:
     return isinstance(port, int) and not isinstance(port, bool) and 1 <= port <= 65535
 
 
-def _is_positive(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+def _is_answer_bound(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= MIN_ANSWER_CHARS
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -302,8 +309,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not _is_port(args.port):  # one line, not the URL traceback of FastMCP's settings
         print(f"error: {PORT_ERROR.format(name='--port', port=args.port)}", file=sys.stderr)
         raise SystemExit(2)
-    if args.max_answer_chars < 0:
-        problem = MAX_ANSWER_ERROR.format(name="--max-answer-chars", value=args.max_answer_chars)
+    if args.max_answer_chars and not _is_answer_bound(args.max_answer_chars):
+        problem = MAX_ANSWER_ERROR.format(
+            name="--max-answer-chars", least=MIN_ANSWER_CHARS, value=args.max_answer_chars
+        )
         print(f"error: {problem}", file=sys.stderr)
         raise SystemExit(2)
     token = _token(args)

@@ -628,7 +628,7 @@ def test_build_server_refuses_a_port_out_of_range_and_builds_without_a_warning(
 async def test_the_mcp_context_servers_answers_are_cut_as_the_models_are(tmp_path: Path) -> None:
     # An MCP client's model keeps each answer in its context: list_tools of a 5,000-tool agent
     # was 800,000 characters over MCP. Cut as the model's own context tools are, by default.
-    from langgraph_toolbudget.context_server import build_server
+    from langgraph_toolbudget.context_server import MIN_ANSWER_CHARS, build_server
     from langgraph_toolbudget.threads import open_thread
 
     def text(result: Any) -> str:
@@ -641,10 +641,10 @@ async def test_the_mcp_context_servers_answers_are_cut_as_the_models_are(tmp_pat
         thread, catalog = open_thread(url=None, sqlite=target[1], graph=target[3], thread_id="t1")
         try:
             total = len(list_tools(catalog, {}))
-            cut = build_server(thread, catalog, max_answer_chars=2_000)
+            cut = build_server(thread, catalog, max_answer_chars=MIN_ANSWER_CHARS)
             answer = text(await cut.call_tool("list_tools", {}))
             data = json.loads(answer)
-            assert len(answer) <= 2_000 and data["total"] == total
+            assert len(answer) <= MIN_ANSWER_CHARS and data["total"] == total
             assert 0 < len(data["tools"]) < total
             assert "list_tools(server=...)" in data["message"]
             assert "search_tools" not in data["message"]  # not an operation of this server
@@ -653,8 +653,8 @@ async def test_the_mcp_context_servers_answers_are_cut_as_the_models_are(tmp_pat
                 build_server(thread, catalog, max_answer_chars=None),
             ):
                 assert len(json.loads(text(await whole.call_tool("list_tools", {})))) == total
-            for bad in (0, -1, True):
-                with pytest.raises(ValueError, match="must be a positive number of characters"):
+            for bad in (0, -1, True, MIN_ANSWER_CHARS - 1):
+                with pytest.raises(ValueError, match="must be a number of characters, at least"):
                     build_server(thread, catalog, max_answer_chars=bad)
         finally:
             thread.close()
@@ -662,18 +662,19 @@ async def test_the_mcp_context_servers_answers_are_cut_as_the_models_are(tmp_pat
         sys.path.remove(str(tmp_path))
 
 
-def test_the_context_server_answers_a_negative_answer_bound_in_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("bound", ["-1", "999"])
+def test_the_context_server_answers_a_bound_too_small_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bound: str
 ) -> None:
     from langgraph_toolbudget.context_server import main
 
     target = _sqlite_thread(tmp_path, module=f"boundapp_{tmp_path.name}")
     with pytest.raises(SystemExit) as exited:
-        main([*target, "--max-answer-chars", "-1"])
+        main([*target, "--max-answer-chars", bound])
     assert exited.value.code == 2
     assert capsys.readouterr().err.strip().splitlines() == [
-        "error: --max-answer-chars must be a positive number of characters, got -1 (0 on the "
-        "command line, None in Python: every answer whole)"
+        f"error: --max-answer-chars must be a number of characters, at least 1,000, got {bound} "
+        "(0 on the command line, None in Python: every answer whole)"
     ]
 
 

@@ -204,11 +204,32 @@ def test_list_tool_servers_and_a_summary_of_many_servers_are_cut() -> None:
     shown = len(listed.data["servers"])
     assert listed.data["total"] == 300 and 0 < shown < 300
     assert listed.data["message"].startswith(f"{300 - shown:,} more servers are not listed")
-    written = run_command(MANY, {}, "exclude_tool_server", {"server": "s0"}, max_chars=5_000)
+    # the server it changed first, though last in the catalog; no tool is in context, so
+    # no names are left out: the note says only what is
+    args = {"server": "s299"}
+    written = run_command(MANY, {}, "exclude_tool_server", args, max_chars=5_000)
     assert len(json.dumps(written.data)) <= 5_000
     rows = written.data["context"]["servers"]
-    assert 0 < len(rows) < 300 and rows[0]["name"] == "s0" and rows[0]["context"] == "exclude"
-    assert (
-        f", and {300 - len(rows):,} more servers are not listed"
-        in (written.data["context"]["message"])
+    assert 0 < len(rows) < 300 and rows[0]["name"] == "s299" and rows[0]["context"] == "exclude"
+    assert written.data["context"]["message"] == (
+        f"{300 - len(rows):,} more servers are not listed (the answer is cut at 5,000 "
+        "characters). To see them: list_tool_servers names the servers and counts their tools."
     )
+
+
+def test_one_tool_left_out_is_said_in_the_singular() -> None:
+    args = {"server": "small"}
+    whole = json.dumps(run_command(CATALOG, {}, "list_tools", args).data)
+    for bound in range(len(whole) - 1, 0, -1):
+        data = run_command(CATALOG, {}, "list_tools", args, tools=set(), max_chars=bound).data
+        if data["total"] - len(data["tools"]) == 1:
+            break
+    assert data["message"].startswith("1 more tool of server 'small' is not listed here")
+
+
+def test_a_bound_below_the_note_gets_the_whole_answer_when_it_is_shorter() -> None:
+    one = ToolCatalog.from_tools(_tools()[:1])
+    whole = run_command(one, {}, "list_tool_servers", {}).data
+    for bound in (1, 50, 100):
+        answer = run_command(one, {}, "list_tool_servers", {}, max_chars=bound).data
+        assert len(json.dumps(answer)) <= len(json.dumps(whole)), (bound, answer)

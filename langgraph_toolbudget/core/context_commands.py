@@ -136,18 +136,19 @@ EXCLUDED_SERVER_ERROR = (
     "or use other tools."
 )
 LIST_CUT_MESSAGE = (
-    "{more:,} more tools{of} are not listed here (the list is cut at {limit:,} characters).{how}"
+    "{count:,} more {tools}{of} {are} not listed here (the list is cut at {limit:,} "
+    "characters).{how}"
 )
 """The note of a list of tools cut at ``max_chars`` (:func:`run_command`)."""
 SERVERS_CUT_MESSAGE = (
-    "{more:,} more servers are not listed here (the list is cut at {limit:,} characters).{how}"
+    "{count:,} more {servers} {are} not listed here (the list is cut at {limit:,} characters).{how}"
 )
 """The note of a ``list_tool_servers`` answer cut at ``max_chars``."""
-CONTEXT_CUT_MESSAGE = (
-    "The names of the tools in context are left out{servers} (the answer is cut at {limit:,} "
-    "characters).{how}"
-)
-"""The note of a write operation's context summary cut at ``max_chars``."""
+NAMES_LEFT_OUT = "The names of the tools in context are left out"
+SERVERS_LEFT_OUT = "{count:,} more {servers} {are} not listed"
+CONTEXT_CUT_MESSAGE = "{what} (the answer is cut at {limit:,} characters).{how}"
+"""The note of a write operation's context summary cut at ``max_chars``: ``what`` is
+:data:`NAMES_LEFT_OUT`, :data:`SERVERS_LEFT_OUT` or both."""
 NARROWERS = {
     "list_tools": " list_tools(server=...) lists one server's tools",
     "list_tool_servers": " list_tool_servers names the servers and counts their tools",
@@ -415,14 +416,18 @@ def _bounded(
             data,
             "tools",
             max_chars,
-            lambda more: LIST_CUT_MESSAGE.format(more=more, of=of, limit=max_chars, how=how),
+            lambda more: LIST_CUT_MESSAGE.format(
+                **_counted(more, "tools"), of=of, limit=max_chars, how=how
+            ),
         )
     if command == "list_tool_servers":
         return _cut_list(
             data,
             "servers",
             max_chars,
-            lambda more: SERVERS_CUT_MESSAGE.format(more=more, limit=max_chars, how=""),
+            lambda more: SERVERS_CUT_MESSAGE.format(
+                **_counted(more, "servers"), limit=max_chars, how=""
+            ),
         )
     if command == "get_tool_server":
         rows = data["tool_rows"]
@@ -435,24 +440,54 @@ def _bounded(
             lambda shown, more: {
                 **data,
                 "tool_rows": rows[:shown],
-                "message": LIST_CUT_MESSAGE.format(more=more, of=of, limit=max_chars, how=how),
+                "message": LIST_CUT_MESSAGE.format(
+                    **_counted(more, "tools"), of=of, limit=max_chars, how=how
+                ),
             },
         )
     if command in WRITE_COMMANDS:  # its answer ends with the context summary
-        context = data["context"]
-        servers = [
-            {k: v for k, v in row.items() if k != "tool_names"} for row in context["servers"]
-        ]
-        how = _how(("list_context_tools", "get_tool_server"), tools, lead="To see them")
-
-        def summary(shown: int, more: int) -> dict[str, Any]:
-            left = f", and {more:,} more servers are not listed" if more else ""
-            message = CONTEXT_CUT_MESSAGE.format(servers=left, limit=max_chars, how=how)
-            counts = {k: context[k] for k in ("in_context", "total")}
-            return {**data, "context": {"servers": servers[:shown], **counts, "message": message}}
-
-        return _fitted(data, servers, max_chars, summary)
+        return _bounded_summary(args, data, max_chars, tools)
     return data
+
+
+def _bounded_summary(
+    args: Mapping[str, Any], data: dict[str, Any], max_chars: int, tools: Collection[str] | None
+) -> dict[str, Any]:
+    """A write operation's answer whose context summary leaves out the tools' names, then the
+    servers that do not fit (the server it changed first), if the whole does not fit."""
+    context = data["context"]
+    changed = args.get("server") or (data.get("tool") or {}).get("server")
+    rows = sorted(context["servers"], key=lambda row: row["name"] != changed)  # stable
+    named = any(row["tool_names"] for row in rows)
+    servers = [{k: v for k, v in row.items() if k != "tool_names"} for row in rows]
+    counts = {k: context[k] for k in ("in_context", "total")}
+
+    def summary(shown: int, more: int) -> dict[str, Any]:
+        left = [NAMES_LEFT_OUT] if named else []
+        if more:
+            left.append(SERVERS_LEFT_OUT.format(**_counted(more, "servers")))
+        cut = {"servers": servers[:shown], **counts}
+        if left:
+            operations = ("list_context_tools", "get_tool_server") if named else ()
+            how = _how(
+                (*operations, *(("list_tool_servers",) if more else ())), tools, "To see them"
+            )
+            what = ", and ".join(left)
+            cut["message"] = CONTEXT_CUT_MESSAGE.format(what=what, limit=max_chars, how=how)
+        return {**data, "context": cut}
+
+    answer: dict[str, Any] = _fitted(data, servers, max_chars, summary)
+    return answer
+
+
+def _counted(count: int, noun: str) -> dict[str, Any]:
+    """The format fields of ``count`` more ``noun`` (plural): the count, the noun and its verb
+    in number ("1 more tool is", "2 more tools are")."""
+    return {
+        "count": count,
+        noun: noun if count != 1 else noun[:-1],
+        "are": "are" if count != 1 else "is",
+    }
 
 
 def _how(
@@ -479,16 +514,21 @@ def _fitted(
     whole: Any, rows: list[Any], max_chars: int, cut: Callable[[int, int], dict[str, Any]]
 ) -> Any:
     """``whole`` if its JSON fits ``max_chars``; else ``cut(shown, more)`` with as many of the
-    first ``rows`` shown as fit (``more`` left out), the whole answer within ``max_chars`` (at
-    least its note)."""
-    if len(json.dumps(whole)) <= max_chars:
+    first ``rows`` shown as fit (``more`` left out), the whole answer within ``max_chars``; a
+    bound too small for the note alone gets the shorter of the two."""
+    size = len(json.dumps(whole))
+    if size <= max_chars:
         return whole
+    every = cut(len(rows), 0)  # a summary without the tools' names may hold every server
+    if len(json.dumps(every)) <= max_chars:
+        return every
     # The rows fill the room the answer without them leaves (its note counting every row as
     # left out: fewer left out, no more digits), less the "[]" already counted.
     shown = _rows_fitting(rows, max_chars - len(json.dumps(cut(0, len(rows)))) + 2)
     while shown and len(json.dumps(cut(shown, len(rows) - shown))) > max_chars:  # a guard
         shown -= 1
-    return cut(shown, len(rows) - shown)
+    answer = cut(shown, len(rows) - shown)
+    return whole if size <= len(json.dumps(answer)) else answer  # a bound below the note
 
 
 def _rows_fitting(rows: list[dict[str, Any]], max_chars: int) -> int:
