@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_mcp_adapters.client import MultiServerMCPClient
+from mcp import types
 from mcp.shared.exceptions import McpError
 from mcp.types import ErrorData
 from mcp_servers import SERVERS_DIR, free_port, http_server, pid_alive, stdio
@@ -41,6 +42,7 @@ from langgraph_toolbudget.mcp import (
     mcp_tool_name,
 )
 from langgraph_toolbudget.mcp.errors import CONNECTION_CLOSED
+from langgraph_toolbudget.mcp.loader import _server_text
 from langgraph_toolbudget.testing import ScriptedChatModel
 
 MATH, NOTES, TEXT = stdio("math_server.py"), stdio("notes_server.py"), stdio("text_server.py")
@@ -334,6 +336,20 @@ async def test_a_fastmcp_server_without_a_name_gets_no_description_from_the_sdks
         assert catalog.mcp.servers["pinger"].description == ""
         assert catalog.mcp.servers["text"].description == "text-server"
         assert "FastMCP" not in catalog.category_descriptions.get("pinger", "")
+
+
+@pytest.mark.parametrize(
+    ("name", "described"),
+    [("FastMCP", ""), ("FastMCP-3a7f", ""), ("FastMCP Weather", "FastMCP Weather"), ("w", "")],
+)
+def test_a_default_server_name_of_either_fastmcp_is_no_description(name: str, described: str):
+    # The standalone fastmcp package names an unnamed server FastMCP-<4 hex>.
+    init = types.InitializeResult(
+        protocolVersion="2025-06-18",
+        capabilities=types.ServerCapabilities(),
+        serverInfo=types.Implementation(name=name, version="1"),
+    )
+    assert _server_text(init, "w") == described
 
 
 async def test_a_multi_server_client_is_accepted_with_its_interceptors() -> None:

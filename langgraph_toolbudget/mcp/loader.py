@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import glob
+import re
 import reprlib
 import shlex
 import time
@@ -783,9 +784,10 @@ def _resolve(
     return None, server if sep else None
 
 
-SDK_DEFAULT_SERVER_NAME = "FastMCP"
+SDK_DEFAULT_SERVER_NAME = re.compile(r"FastMCP(-[0-9a-f]{4})?", re.IGNORECASE)
 """The ``serverInfo.name`` of a ``FastMCP`` server built without a name (the mcp SDK's
-default): it says nothing about the server, so it is no category description."""
+``FastMCP``, the standalone fastmcp package's ``FastMCP-3a7f``): it says nothing about the
+server, so it is no category description."""
 
 
 def _server_text(init: types.InitializeResult | None, server: str) -> str:
@@ -797,7 +799,8 @@ def _server_text(init: types.InitializeResult | None, server: str) -> str:
     info = init.serverInfo
     if getattr(info, "title", None):
         return str(info.title)
-    if info.name and info.name.lower() not in (server.lower(), SDK_DEFAULT_SERVER_NAME.lower()):
+    default = SDK_DEFAULT_SERVER_NAME.fullmatch(info.name or "")
+    if info.name and info.name.lower() != server.lower() and not default:
         return info.name
     return ""
 
