@@ -494,6 +494,23 @@ def test_a_call_without_a_handle_is_told_the_argument_it_missed(name: str) -> No
     assert f"(its latest: {handle}); got {{'ref': '{handle}'}}" in msg.content
 
 
+def test_output_tools_read_numbers_sent_as_text_and_a_misspelt_key_as_catalog_tools_do() -> None:
+    # Was refused ("bad range start=0, length='100'"): small models send numbers as strings.
+    store, executor = InMemoryStore(), ToolExecutor(_catalog())
+    handle = _handle(_run(executor, store, "t1", _call("list_orders"))[0])
+    args = {"Handle": handle, "start": "10", "length": "100"}
+    (read,) = _run(executor, store, "t1", _call("read_large_output", args))
+    assert read.status != "error", read.content
+    assert read.content.startswith(f"[{handle}: characters 10-110 of ")
+    args = {"handle": handle, "pattern": "order", "context_lines": "0"}
+    (found,) = _run(executor, store, "t1", _call("search_large_output", args))
+    assert found.status != "error" and json.loads(found.content)["total"] > 0, found.content
+    (bad,) = _run(
+        executor, store, "t1", _call("read_large_output", {"handle": handle, "start": "x"})
+    )
+    assert bad.status == "error" and "bad range start='x'" in bad.content
+
+
 @pytest.mark.parametrize(
     ("name", "needed"),
     [

@@ -25,6 +25,7 @@ Key Components:
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Collection
 from typing import Any
 
@@ -33,6 +34,7 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
 from langgraph_toolbudget.config import BudgetConfig
+from langgraph_toolbudget.core.coercion import coerce_args
 from langgraph_toolbudget.core.large_output import (
     JQ_MISSING_ERROR,
     OutputError,
@@ -101,6 +103,20 @@ class _SearchArgs(BaseModel):
 class _QueryArgs(BaseModel):
     handle: str = Field(description="The handle of an offloaded JSON output.")
     jq_expression: str = Field(description="A jq expression, e.g. '.items | length'.")
+
+
+@functools.cache
+def _schema(name: str) -> dict[str, Any]:
+    models: dict[str, type[BaseModel]] = {READ: _ReadArgs, SEARCH: _SearchArgs, QUERY: _QueryArgs}
+    return models[name].model_json_schema()
+
+
+def _coerced(call: ToolCall) -> ToolCall:
+    """``call`` with its arguments repaired against its tool's schema as a catalog tool's
+    are (``"100"`` for an integer, ``Handle`` for ``handle``, a lone value under another
+    name for the one argument a read needs)."""
+    args = coerce_args(call.get("args") or {}, _schema(call["name"]))
+    return {**call, "args": args if isinstance(args, dict) else {}}
 
 
 class OutputTools(BuiltinTools):
@@ -234,6 +250,7 @@ class OutputTools(BuiltinTools):
         return header + chunk
 
     def handle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
+        call = _coerced(call)
         args = call.get("args") or {}
         store = OffloadStore.of(ctx.config, self.config, self.app)
         stored = None if self._lacks_arguments(call) else store.get(args.get("handle"))
@@ -242,6 +259,7 @@ class OutputTools(BuiltinTools):
         return self._answer(call["name"], args, stored, ctx.builtin_names)
 
     async def ahandle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
+        call = _coerced(call)
         args = call.get("args") or {}
         store = OffloadStore.of(ctx.config, self.config, self.app)
         stored = None if self._lacks_arguments(call) else await store.aget(args.get("handle"))
