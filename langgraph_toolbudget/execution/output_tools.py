@@ -78,8 +78,6 @@ _NEEDED = {
     "pattern": "a regular expression (RE2 syntax), e.g. 'error|timeout'",
     "jq_expression": "a jq expression, e.g. '.items | length'",
 }
-_ARGUMENTS = {READ: ("handle",), SEARCH: ("handle", "pattern"), QUERY: ("handle", "jq_expression")}
-"""The arguments each output tool cannot do without."""
 READ_HEADER = "[{handle}: characters {start:,}-{end:,} of {chars:,}{rest}{cut}]\n"
 READ_CUT_NOTE = " (one read returns at most {max:,} characters)"
 
@@ -109,6 +107,12 @@ class _QueryArgs(BaseModel):
 def _schema(name: str) -> dict[str, Any]:
     models: dict[str, type[BaseModel]] = {READ: _ReadArgs, SEARCH: _SearchArgs, QUERY: _QueryArgs}
     return models[name].model_json_schema()
+
+
+def _absent(call: ToolCall) -> list[str]:
+    """The arguments the call's tool requires (its schema's) that the call lacks."""
+    args = call.get("args") or {}
+    return [name for name in _schema(call["name"]).get("required", ()) if name not in args]
 
 
 def _coerced(call: ToolCall) -> ToolCall:
@@ -179,12 +183,11 @@ class OutputTools(BuiltinTools):
     # --- answers ------------------------------------------------------------------------------
 
     @staticmethod
-    def _missing(call: ToolCall, known: list[str]) -> BuiltinResult:
-        """The answer to a call whose handle names no stored output, or that lacks an argument
-        (``known``: the conversation's latest handles)."""
+    def _missing(call: ToolCall, absent: list[str], known: list[str]) -> BuiltinResult:
+        """The answer to a call that lacks the arguments ``absent``, or whose handle names no
+        stored output (``known``: the conversation's latest handles)."""
         args = call.get("args") or {}
         hint = f" (its latest: {', '.join(known)})" if known else ""
-        absent = [a for a in _ARGUMENTS.get(call["name"], ()) if a not in args]
         if absent:
             name = absent[0]
             what = _NEEDED[name] + (hint if name == "handle" else "")
@@ -194,11 +197,6 @@ class OutputTools(BuiltinTools):
             return BuiltinResult(message, error=True)
         shown = safe_repr(args["handle"])  # what the model sent: any size or shape
         return BuiltinResult(UNKNOWN_HANDLE_ERROR.format(handle=shown, known=hint), error=True)
-
-    @staticmethod
-    def _lacks_arguments(call: ToolCall) -> bool:
-        args = call.get("args") or {}
-        return any(a not in args for a in _ARGUMENTS.get(call["name"], ()))
 
     def _answer(
         self,
@@ -253,17 +251,20 @@ class OutputTools(BuiltinTools):
         call = _coerced(call)
         args = call.get("args") or {}
         store = OffloadStore.of(ctx.config, self.config, self.app)
-        stored = None if self._lacks_arguments(call) else store.get(args.get("handle"))
+        absent = _absent(call)
+        stored = None if absent else store.get(args.get("handle"))
         if stored is None:
-            return self._missing(call, store.latest(exclude=args.get("handle")))
+            return self._missing(call, absent, store.latest(exclude=args.get("handle")))
         return self._answer(call["name"], args, stored, ctx.builtin_names)
 
     async def ahandle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
         call = _coerced(call)
         args = call.get("args") or {}
         store = OffloadStore.of(ctx.config, self.config, self.app)
-        stored = None if self._lacks_arguments(call) else await store.aget(args.get("handle"))
+        absent = _absent(call)
+        stored = None if absent else await store.aget(args.get("handle"))
         if stored is None:
-            return self._missing(call, await store.alatest(exclude=args.get("handle")))
+            known = await store.alatest(exclude=args.get("handle"))
+            return self._missing(call, absent, known)
         # regex over a large output is CPU work, and jq waits for its worker: off the loop.
         return await asyncio.to_thread(self._answer, call["name"], args, stored, ctx.builtin_names)
