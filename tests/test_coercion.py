@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from enum import StrEnum
+from typing import Annotated, Any, Literal
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.prebuilt import InjectedState
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from langgraph_toolbudget.core.coercion import (
     MISSING_NAME,
@@ -229,6 +230,71 @@ def test_a_value_of_another_type_of_a_union_with_a_list_is_not_wrapped():
 def test_json_object_string_becomes_an_object():
     out = coerce_args({"options": '{"depth": 2}'}, schema(configure))
     assert out == {"options": {"depth": 2}}
+
+
+class Unit(StrEnum):
+    CELSIUS = "celsius"
+    FAHRENHEIT = "fahrenheit"
+
+
+class Settings(BaseModel):
+    depth: int
+
+
+@tool
+def forecast(
+    city: str,
+    unit: Unit = Unit.CELSIUS,
+    status: Literal["in_progress", "done"] | None = None,
+    fmt: Literal["json"] = "json",
+    settings: Settings | None = None,
+) -> str:
+    """Forecast with an enum class, a literal, a constant and a nested model."""
+    return f"{city} {unit.value} {status} {fmt} {settings.depth if settings else None}"
+
+
+@pytest.mark.parametrize(
+    ("sent", "expected"),
+    [
+        ({"unit": "Celsius"}, {"unit": "celsius"}),  # an enum class: a $ref to $defs
+        ({"unit": " FAHRENHEIT "}, {"unit": "fahrenheit"}),
+        ({"status": "In Progress"}, {"status": "in_progress"}),  # Optional[Literal]: anyOf
+        ({"status": "in-progress"}, {"status": "in_progress"}),
+        ({"fmt": "JSON"}, {"fmt": "json"}),  # a one-value Literal: const
+    ],
+)
+def test_an_allowed_value_spelt_another_way_becomes_that_value(sent, expected):
+    # Was sent on as it was ("Celsius"), and the tool refused it: not one of its values.
+    out = coerce_args({"city": "Oslo", **sent}, schema(forecast))
+    assert out == {"city": "Oslo", **expected}
+    forecast.invoke(out)  # and the tool takes it
+
+
+def test_a_value_that_is_no_spelling_of_an_allowed_one_is_left_for_validation():
+    out = coerce_args({"city": "Oslo", "unit": "kelvin"}, schema(forecast))
+    assert out["unit"] == "kelvin"
+    with pytest.raises(ValidationError):
+        forecast.invoke(out)
+
+
+def test_a_spelling_of_two_allowed_values_or_beside_a_free_string_is_left_as_it_is():
+    two = {"properties": {"mode": {"enum": ["Fast", "FAST"]}}}
+    assert coerce_args({"mode": "fast"}, two) == {"mode": "fast"}
+    free = {"properties": {"unit": {"anyOf": [{"enum": ["celsius"]}, {"type": "string"}]}}}
+    assert coerce_args({"unit": "Celsius"}, free) == {"unit": "Celsius"}  # valid as it is
+
+
+def test_a_field_given_by_a_reference_is_coerced_through_it():
+    # The nested model's schema is a $ref: its JSON text becomes the object it asks for.
+    out = coerce_args({"city": "Oslo", "settings": '{"depth": 2}'}, schema(forecast))
+    assert out["settings"] == {"depth": 2}
+    assert forecast.invoke(out) == "Oslo celsius None json 2"
+
+
+def test_a_reference_that_cannot_be_followed_constrains_nothing():
+    for ref in ("#/$defs/Missing", "https://example.com/unit.json", 5):
+        odd = {"properties": {"unit": {"$ref": ref}}, "$defs": {"Other": {"enum": ["a"]}}}
+        assert coerce_args({"unit": "A"}, odd) == {"unit": "A"}
 
 
 # --- schemas and errors ---------------------------------------------------------------------

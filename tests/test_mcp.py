@@ -338,6 +338,45 @@ async def test_a_fastmcp_server_without_a_name_gets_no_description_from_the_sdks
         assert "FastMCP" not in catalog.category_descriptions.get("pinger", "")
 
 
+ENUM_SERVER = """
+from enum import Enum
+from typing import Literal
+from mcp.server.fastmcp import FastMCP
+server = FastMCP("weather")
+class Unit(str, Enum):
+    CELSIUS = "celsius"
+    FAHRENHEIT = "fahrenheit"
+@server.tool()
+def temperature(city: str, unit: Unit, detail: Literal["short", "full"] = "short") -> str:
+    \"\"\"The temperature in a city.\"\"\"
+    return f"{city}: 21 degrees {unit.value} ({detail})"
+server.run()
+"""
+
+
+@pytest.mark.parametrize("use_async", [True, False])
+async def test_an_mcp_tools_allowed_value_spelt_another_way_reaches_the_server_as_allowed(
+    use_async: bool,
+) -> None:
+    # An enum class (a $ref in the tool's inputSchema: the server refused "Celsius") and a
+    # Literal (inline: the local schema check refused "FULL"), as small models send them.
+    server = {"transport": "stdio", "command": sys.executable, "args": ["-c", ENUM_SERVER]}
+    catalog = await load_mcp_catalog({"weather": server})
+    args = {"city": "Oslo", "unit": "Celsius", "detail": "FULL"}
+    model = ScriptedChatModel(
+        responses=[AIMessage("", tool_calls=[call("temperature", args, "t1")]), AIMessage("ok")],
+        cycle=False,
+    )
+    async with catalog:
+        graph = create_toolbudget_agent(model, catalog, pinned=["temperature"]).compile()
+        start = {"messages": [HumanMessage("how warm is Oslo?")]}
+        run = graph.ainvoke(start) if use_async else asyncio.to_thread(graph.invoke, start)
+        out = await run
+    (answer,) = tool_messages(out)
+    assert answer.status == "success", text_of(answer)
+    assert text_of(answer) == "Oslo: 21 degrees celsius (full)"
+
+
 @pytest.mark.parametrize(
     ("name", "described"),
     [("FastMCP", ""), ("FastMCP-3a7f", ""), ("FastMCP Weather", "FastMCP Weather"), ("w", "")],

@@ -12,6 +12,11 @@ Applied against the tool's JSON schema before validation:
     - ``"5"`` becomes ``5`` where the schema asks for an integer, likewise
       numbers and booleans; a JSON string becomes the list or object the schema
       asks for, and a lone value is wrapped into a list;
+    - a string the schema allows only some values for (``enum``, ``const``) that spells
+      one of them another way (``"Celsius"`` for ``"celsius"``, ``"in progress"`` for
+      ``"in_progress"``) becomes that value, when it is the only one it could be;
+    - a field's schema given by a local reference (``{"$ref": "#/$defs/Unit"}``, as
+      pydantic and MCP servers write an enum class) is read through it;
     - a field of a pydantic args schema with an alias (``from_: str =
       Field(alias="from")``) is taken under its name, which the model reads, or its
       alias, and given to the tool under the key its schema validates (see
@@ -249,8 +254,68 @@ def _is_one_of(value: Any, types: set[str]) -> bool:
     return any(isinstance(value, _PYTHON_TYPES[t]) for t in types if t in _PYTHON_TYPES)
 
 
+def _resolved(prop: Any, root: Mapping[str, Any]) -> Any:
+    """``prop`` with a local reference (``{"$ref": "#/$defs/Unit"}``, as pydantic and MCP
+    servers write an enum class) replaced by the schema it names, in itself and in its
+    ``anyOf``/``oneOf`` options (one level: a reference inside those is left as it is)."""
+    prop = _dereferenced(prop, root)
+    if not isinstance(prop, dict):
+        return prop
+    for key in ("anyOf", "oneOf"):
+        options = prop.get(key)
+        if isinstance(options, list):
+            prop = {**prop, key: [_dereferenced(o, root) for o in options]}
+    return prop
+
+
+def _dereferenced(prop: Any, root: Mapping[str, Any]) -> Any:
+    ref = prop.get("$ref") if isinstance(prop, dict) else None
+    if not (isinstance(ref, str) and ref.startswith(("#/$defs/", "#/definitions/"))):
+        return prop
+    _, section, name = ref.split("/", 2)
+    defs = root.get(section)
+    target = defs.get(name) if isinstance(defs, dict) else None
+    if not isinstance(target, dict):
+        return prop
+    return {**target, **{k: v for k, v in prop.items() if k != "$ref"}}
+
+
+def _enum_members(prop: Any) -> list[str] | None:
+    """The strings a property allows, by ``enum`` or ``const`` in itself or in its
+    ``anyOf``/``oneOf`` options; None when it takes any string (or names no values)."""
+    if not isinstance(prop, dict):
+        return None
+    options = [prop] + [o for k in ("anyOf", "oneOf") for o in _options(prop, k)]
+    members: list[str] = []
+    for option in options:
+        enum, const = option.get("enum"), option.get("const")
+        if enum is None and "const" not in option:
+            if option is not prop and "string" in _type_names(option.get("type")):
+                return None  # a free string beside the values: any spelling is one
+            continue
+        members += [v for v in (enum if isinstance(enum, list) else [const]) if isinstance(v, str)]
+    return members or None
+
+
+def _options(prop: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    options = prop.get(key)
+    return [o for o in options if isinstance(o, dict)] if isinstance(options, list) else []
+
+
+def _enum_value(value: str, prop: Any) -> str:
+    """``value`` as the one allowed string it spells another way (``"Celsius"`` for
+    ``"celsius"``, ``"in progress"`` for ``"in_progress"``); else ``value`` as it is."""
+    members = _enum_members(prop)
+    if members is None or value in members:
+        return value
+    matches = {m for m in members if _norm(m.strip()) == _norm(value.strip())}
+    return matches.pop() if len(matches) == 1 else value
+
+
 def _coerce_value(value: Any, prop: Any) -> Any:
     types = _field_type(prop)
+    if isinstance(value, str):
+        value = _enum_value(value, prop)
     if not types or not isinstance(value, str):
         if "array" in types and value is not None and not _is_one_of(value, types):
             return [value]
@@ -319,7 +384,7 @@ def coerce_args(args: Any, schema: dict[str, Any]) -> Any:
     if not isinstance(args, dict):
         if target is None or args is None:
             return args if args is not None else {}
-        return {target: _coerce_value(args, props.get(target, {}))}
+        return {target: _coerce_value(args, _resolved(props.get(target, {}), schema))}
     if len(args) == 1:
         ((key, value),) = args.items()
         if _named_field(key, props, args) is None and isinstance(value, str):
@@ -337,7 +402,7 @@ def coerce_args(args: Any, schema: dict[str, Any]) -> Any:
         if field is None or field in out:
             out[key] = value  # unknown: let validation report it
             continue
-        out[field] = _coerce_value(value, props[field])
+        out[field] = _coerce_value(value, _resolved(props[field], schema))
     return out
 
 
