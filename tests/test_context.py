@@ -388,7 +388,7 @@ def test_context_tools_echo_a_huge_argument_clipped(name: str, args: dict[str, A
     assert not out.get("context_tools") and not out.get("context_tool_modes")
 
 
-@pytest.mark.parametrize("args", [["read_file"], "read_file", 5])
+@pytest.mark.parametrize("args", [["read_file"], 5])
 def test_context_tools_answer_arguments_that_are_not_an_object_with_an_error(args: Any) -> None:
     executor = ToolExecutor(build_catalog(), enabled_builtins={"allow": ["*"]})
     names = ["get_tool", "list_tools", "include_tool", "list_context_tools"]
@@ -401,6 +401,28 @@ def test_context_tools_answer_arguments_that_are_not_an_object_with_an_error(arg
         assert message.content.startswith(f"Error: {message.name} takes its arguments as a JSON")
         assert message.content.endswith(f"Fix the arguments and call {message.name} again.")
     assert '{"tool": "<tool>", "server": "<server>"}' in messages[2].content
+
+
+def test_the_models_context_calls_take_names_and_modes_spelt_another_way() -> None:
+    # Were refused ("no server 'Slack'", "unknown include mode 'ALWAYS'"), where the
+    # meta-tools take "Slack"; and text arguments for a context tool with one required
+    # argument were refused, where a catalog tool takes them as that argument.
+    executor = ToolExecutor(build_catalog(), enabled_builtins={"allow": ["*"]})
+    mode = "set_tool_include_mode"
+    calls = [
+        ToolCall(name="exclude_tool_server", args={"Server": "Slack"}, id="a"),
+        ToolCall(name=mode, args={"tool": "Read-File", "mode": "ALWAYS"}, id="b"),
+        ToolCall(name=mode, args={"tool": "READ_FILE", "mode": "alway"}, id="c"),
+    ]
+    out = executor.invoke({"messages": [AIMessage("", tool_calls=calls)]})
+    excluded, moded, misspelt = out["messages"]
+    assert excluded.status == "success" and moded.status == "success", (excluded, moded)
+    assert out["context_servers"] == {"slack": "exclude"}
+    assert out["context_tool_modes"] == {"read_file": "always"}
+    assert misspelt.status == "error" and "alway" in misspelt.content  # no mode it spells
+    text = {"name": "get_tool", "args": "get_weather", "id": "t", "type": "tool_call"}
+    (got,) = executor.invoke([text])["messages"]  # ToolNode's list-of-tool-calls input
+    assert got.status == "success" and json.loads(got.content)["name"] == "get_weather"
 
 
 def test_management_tools_are_off_by_default() -> None:
@@ -443,6 +465,15 @@ LIFTING_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("include_tool_server", {"server": "slack"}),
     *[("set_server_include_mode", {"server": "slack", "mode": m}) for m in INCLUDE_MODES],
 ]
+SPELT_LIFTING_CALLS: list[tuple[str, dict[str, Any]]] = [
+    # the model's face takes a name or mode spelt another way as the one it spells, so these
+    # are refused as the calls above (the user's faces take names as they are)
+    ("include_tool", {"tool": " delete_file "}),
+    ("include_tool", {"tool": "Delete_File"}),
+    ("include_tool_server", {"server": "Slack"}),
+    ("set_tool_include_mode", {"tool": "delete_file", "mode": "ALWAYS"}),
+    ("set_server_include_mode", {"server": "SLACK", "mode": "Agent"}),
+]
 OTHER_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("include_tool_server", {"server": "files"}),  # delete_file stays excluded
     ("set_server_include_mode", {"server": "files", "mode": "always"}),  # likewise
@@ -450,13 +481,9 @@ OTHER_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("exclude_tool", {"tool": "read_file"}),
     ("exclude_tool_server", {"server": "slack"}),
     ("exclude_tool_server", {"server": "weather"}),
-    ("include_tool", {"tool": " delete_file "}),
-    ("include_tool", {"tool": "Delete_File"}),
     ("include_tool", {"tool": ["delete_file"]}),
     ("include_tool", {"tool": "   "}),
-    ("include_tool_server", {"server": "Slack"}),
     ("set_tool_include_mode", {"tool": "delete_file", "mode": None}),
-    ("set_tool_include_mode", {"tool": "delete_file", "mode": "ALWAYS"}),
     ("set_server_include_mode", {"server": "slack", "mode": ""}),
     ("list_tools", {"server": "slack"}),
     ("get_tool", {"tool": "delete_file"}),
@@ -486,7 +513,7 @@ def _user_kept(catalog: Any, values: dict[str, Any], update: dict[str, Any]) -> 
     assert not excluded & set(added)
 
 
-@pytest.mark.parametrize(("name", "args"), LIFTING_CALLS + OTHER_CALLS)
+@pytest.mark.parametrize(("name", "args"), LIFTING_CALLS + SPELT_LIFTING_CALLS + OTHER_CALLS)
 def test_no_context_tool_call_of_the_model_lifts_the_users_exclusion(
     name: str, args: dict[str, Any]
 ) -> None:
@@ -497,7 +524,7 @@ def test_no_context_tool_call_of_the_model_lifts_the_users_exclusion(
     out = executor.invoke({**state, **values})
     (answer,) = out["messages"]
     _user_kept(catalog, values, out)
-    if (name, args) in LIFTING_CALLS:
+    if (name, args) in LIFTING_CALLS + SPELT_LIFTING_CALLS:
         assert answer.status == "error" and REFUSED in answer.content
         assert "Tell the user if" in answer.content and "Fix the arguments" not in answer.content
         assert not {k for k in out if k.startswith("context_")}, "refused: nothing written"
@@ -515,7 +542,7 @@ def test_no_sequence_of_model_context_calls_lifts_the_users_exclusion(seed: int)
     catalog = build_catalog()
     values = _values(USER_EXCLUDED, selected_tools=["read_file"])
     executor = ToolExecutor(catalog, enabled_builtins={"allow": ["*"]})
-    calls = LIFTING_CALLS + OTHER_CALLS
+    calls = LIFTING_CALLS + SPELT_LIFTING_CALLS + OTHER_CALLS
     for step in range(12):
         reply = [
             ToolCall(name=n, args=a, id=f"{step}-{i}")

@@ -1341,6 +1341,22 @@ def test_the_answers_name_the_other_sources(shop: Path, tmp_path: Path):
 
 
 @pytest.mark.parametrize("api", ["invoke", "ainvoke"])
+async def test_the_database_tools_read_their_arguments_as_catalog_tools_do(shop: Path, api: str):
+    # Were: a limit sent as text silently 5 tables; the statement under "query" (as many SQL
+    # tools name it) refused; a misspelt key missed.
+    calls = [
+        {"name": "search_schemas", "args": {"Query": "orders customers", "limit": "1"}, "id": "a"},
+        {"name": "execute_sql", "args": {"source": "shop", "query": "SELECT 2 AS n"}, "id": "b"},
+    ]
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=calls), AIMessage("ok")])
+    toolbox = DatabaseToolbox({"shop": f"sqlite:///{shop}"})
+    graph = create_toolbudget_agent(model, CATALOG, database_toolbox=toolbox).compile()
+    found, ran = answers(await run(graph, {"messages": [HumanMessage("read it")]}, api))
+    assert found.status == "success" and len(json.loads(found.content)["tables"]) == 1
+    assert ran.status == "success" and json.loads(ran.content)["rows"] == [{"n": 2}], ran.content
+
+
+@pytest.mark.parametrize("api", ["invoke", "ainvoke"])
 async def test_what_the_model_sent_is_echoed_bounded(shop: Path, api: str):
     """At most 200 characters of one value come back (and how long it was), whatever its
     size or type: an unknown source, a query nothing matches, a name the database quotes in

@@ -31,7 +31,7 @@ from __future__ import annotations
 import ast
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +60,7 @@ __all__ = [
     "repaired_id",
     "repair_tool_calls",
     "schema_error_message",
+    "spelt_as",
     "tool_json_schema",
     "unrun_calls",
 ]
@@ -77,6 +78,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "location": ("city", "place"),
     "message": ("msg", "text", "body", "content"),
     "text": ("message", "msg", "body", "content"),
+    "sql": ("query", "statement", "sql_query"),
 }
 """field -> names a model may use for it."""
 
@@ -303,13 +305,24 @@ def _options(prop: dict[str, Any], key: str) -> list[dict[str, Any]]:
 
 
 def _enum_value(value: str, prop: Any) -> str:
-    """``value`` as the one allowed string it spells another way (``"Celsius"`` for
-    ``"celsius"``, ``"in progress"`` for ``"in_progress"``); else ``value`` as it is."""
+    """``value`` as the one allowed string it spells another way; else ``value`` as it is."""
     members = _enum_members(prop)
     if members is None or value in members:
         return value
-    matches = {m for m in members if _norm(m.strip()) == _norm(value.strip())}
-    return matches.pop() if len(matches) == 1 else value
+    return spelt_as(value, members) or value
+
+
+def spelt_as(value: str, names: Iterable[str]) -> str | None:
+    """The one name of ``names`` that ``value`` spells another way (in another case, with
+    ``-``, ``_`` or a space for one another, padded): ``"Celsius"`` for ``"celsius"``,
+    ``"in progress"`` for ``"in_progress"``; None if none or several are.
+
+    >>> spelt_as("In Progress", ["in_progress", "done"])
+    'in_progress'
+    """
+    key = _norm(value.strip())
+    matches = {n for n in names if _norm(n.strip()) == key}
+    return matches.pop() if len(matches) == 1 else None
 
 
 def _coerce_value(value: Any, prop: Any) -> Any:

@@ -313,7 +313,9 @@ class BatchRunner:
         def answer(call: ToolCall) -> BuiltinResult:
             run = _start_run(self._builtin_tools[call["name"]], call, config)
             try:
-                result = self.builtins.family(call["name"]).handle(call, holder[0])
+                result = self.builtins.family(call["name"]).handle(
+                    self.builtins.coerced(call), holder[0]
+                )
             except BaseException as exc:
                 run.on_tool_error(exc, tool_call_id=call["id"])
                 raise
@@ -456,7 +458,7 @@ class BatchRunner:
             result = refusal
         else:
             try:
-                result = self.builtins.family(call["name"]).handle(call, ctx)
+                result = self.builtins.family(call["name"]).handle(self.builtins.coerced(call), ctx)
             except GraphBubbleUp as exc:  # an interrupt (a program's tool asks a human): the run's
                 run.on_tool_error(exc, tool_call_id=call["id"])
                 raise
@@ -484,7 +486,9 @@ class BatchRunner:
             result = refusal
         else:
             try:
-                result = await self.builtins.family(call["name"]).ahandle(call, ctx)
+                result = await self.builtins.family(call["name"]).ahandle(
+                    self.builtins.coerced(call), ctx
+                )
             except GraphBubbleUp as exc:
                 await run.on_tool_error(exc, tool_call_id=call["id"])
                 raise

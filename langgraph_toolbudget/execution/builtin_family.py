@@ -174,10 +174,15 @@ class BuiltinTools(ABC):
     Attributes:
         default_enabled: on when ``enabled_builtins`` does not name the family's tools.
         counts_as_meta: calls count against ``max_meta_calls`` per user turn.
+        coerces_args: a call's arguments are repaired against its definition's schema
+            before :meth:`handle`, as a catalog tool's are (``"5"`` for an integer, a field
+            name in another case, an allowed value spelt another way); False for a family
+            that reads them more leniently itself.
     """
 
     default_enabled: ClassVar[bool] = True
     counts_as_meta: ClassVar[bool] = False
+    coerces_args: ClassVar[bool] = True
 
     @abstractmethod
     def definitions(self) -> list[BaseTool]:

@@ -21,11 +21,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from langchain_core.messages import ToolCall
 from langchain_core.tools import BaseTool
 from rapidfuzz import fuzz
 
 from langgraph_toolbudget.config import BudgetConfig
 from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.coercion import RAW_ARGUMENTS_KEY, coerce_args, tool_json_schema
 from langgraph_toolbudget.core.gating import AUTO_TOOL_SEARCH, BuiltinFilter
 from langgraph_toolbudget.execution.builtin_family import BuiltinTools
 from langgraph_toolbudget.execution.codemode import PYTHON_EXECUTION, CodeMode, codemode_enabled
@@ -164,6 +166,7 @@ class Builtins:
         gate: BuiltinFilter = config.builtin_filter
         self.tools: list[BaseTool] = []
         self._family: dict[str, BuiltinTools] = {}
+        self._schemas: dict[str, dict[str, Any]] = {}  # filled at a name's first call
         for family in families:
             for tool in family.definitions():
                 if gate.allows(tool.name, default=family.default_enabled):
@@ -185,6 +188,25 @@ class Builtins:
     def family(self, name: str) -> BuiltinTools:
         """The family that answers ``name`` (an enabled built-in)."""
         return self._family[name]
+
+    def coerced(self, call: ToolCall) -> ToolCall:
+        """``call`` (to an enabled built-in) with its arguments repaired against the tool's
+        schema as a catalog tool's are (``"100"`` for an integer, ``Mode`` for ``mode``,
+        ``"ALWAYS"`` for the allowed ``"always"``), unless its family reads them itself
+        (:attr:`~langgraph_toolbudget.execution.builtin_family.BuiltinTools.coerces_args`);
+        arguments that could not be parsed, or that are no object and no text (a list, a
+        number), are left for the family's error."""
+        args = call.get("args")
+        if not self._family[call["name"]].coerces_args or not isinstance(args, dict | str | None):
+            return call
+        if isinstance(args, dict) and RAW_ARGUMENTS_KEY in args:
+            return call
+        schema = self._schemas.get(call["name"])
+        if schema is None:
+            tool = next(t for t in self.tools if t.name == call["name"])
+            schema = self._schemas[call["name"]] = tool_json_schema(tool)
+        fixed = coerce_args(args or {}, schema)
+        return {**call, "args": fixed} if isinstance(fixed, dict) else call
 
     def counts_as_meta(self, name: str) -> bool:
         """Whether a call to ``name`` spends the per-turn meta-call allowance."""

@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeGuard
 
 from langchain_core.messages import ToolCall
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field, create_model
 
 from langgraph_toolbudget.core.catalog import ToolCatalog
+from langgraph_toolbudget.core.coercion import spelt_as
 from langgraph_toolbudget.core.context import INCLUDE_MODES, SessionContext
 from langgraph_toolbudget.core.context_commands import (
     COMMANDS,
@@ -47,7 +48,10 @@ from langgraph_toolbudget.core.context_commands import (
     arguments,
     run_command,
 )
+from langgraph_toolbudget.core.context_ops import servers
+from langgraph_toolbudget.core.limits import MAX_NAME_CHARS
 from langgraph_toolbudget.core.meta import MAX_LISTING_CHARS, definition_only
+from langgraph_toolbudget.core.spec import IncludeMode
 from langgraph_toolbudget.core.working_set import WorkingSet
 from langgraph_toolbudget.execution.builtin_family import (
     BuiltinContext,
@@ -65,7 +69,10 @@ EXCLUDED_ERROR = "Error: {problem}"
 
 _ARG_FIELDS: dict[str, tuple[Any, Any]] = {
     "tool": (str, Field(description="The tool's exact name.")),
-    "mode": (str, Field(description=f"The include mode: one of {', '.join(INCLUDE_MODES)}.")),
+    "mode": (
+        IncludeMode,
+        Field(description=f"The include mode: one of {', '.join(INCLUDE_MODES)}."),
+    ),
 }
 
 
@@ -81,6 +88,24 @@ def _schema(name: str) -> type[BaseModel]:
             fields[arg] = (str | None, Field(default=None, description="The server (optional)."))
     model: type[BaseModel] = create_model(f"_{name}_args", **fields)
     return model
+
+
+def _as_listed(catalog: ToolCatalog, args: Any) -> Any:
+    """``args`` with a ``tool`` or ``server`` the catalog does not list under that name, but
+    under one it spells another way (``Slack`` for ``slack``), named as listed: the model's
+    face is lenient as the meta-tools are (the user's faces take names as they are)."""
+    if not isinstance(args, dict):
+        return args
+    tool, server = args.get("tool"), args.get("server")
+    if _a_name(tool) and catalog.get(tool) is None and not catalog.aliased(tool):
+        args = {**args, "tool": spelt_as(tool, catalog.tool_names) or tool}
+    if _a_name(server) and server not in (listed := servers(catalog)):
+        args = {**args, "server": spelt_as(server, listed) or server}
+    return args
+
+
+def _a_name(value: Any) -> TypeGuard[str]:
+    return isinstance(value, str) and len(value) <= MAX_NAME_CHARS
 
 
 def _description(name: str, description: str) -> str:
@@ -146,7 +171,7 @@ class ContextTools(BuiltinTools):
                 self.catalog,
                 values,
                 call["name"],
-                call.get("args"),
+                _as_listed(self.catalog, call.get("args")),
                 tools=ctx.builtin_names,
                 max_chars=MAX_LISTING_CHARS,
             )

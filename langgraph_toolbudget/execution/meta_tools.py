@@ -40,6 +40,7 @@ class MetaTools(BuiltinTools):
     """
 
     counts_as_meta = True
+    coerces_args = False  # read leniently by MetaToolHandler: "a, b" is two names, not one
 
     def __init__(self, catalog: ToolCatalog, config: BudgetConfig) -> None:
         self.catalog = catalog

@@ -34,7 +34,6 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
 from langgraph_toolbudget.config import BudgetConfig
-from langgraph_toolbudget.core.coercion import coerce_args
 from langgraph_toolbudget.core.large_output import (
     JQ_MISSING_ERROR,
     OutputError,
@@ -113,14 +112,6 @@ def _absent(call: ToolCall) -> list[str]:
     """The arguments the call's tool requires (its schema's) that the call lacks."""
     args = call.get("args") or {}
     return [name for name in _schema(call["name"]).get("required", ()) if name not in args]
-
-
-def _coerced(call: ToolCall) -> ToolCall:
-    """``call`` with its arguments repaired against its tool's schema as a catalog tool's
-    are (``"100"`` for an integer, ``Handle`` for ``handle``, a lone value under another
-    name for the one argument a read needs)."""
-    args = coerce_args(call.get("args") or {}, _schema(call["name"]))
-    return {**call, "args": args if isinstance(args, dict) else {}}
 
 
 class OutputTools(BuiltinTools):
@@ -248,7 +239,6 @@ class OutputTools(BuiltinTools):
         return header + chunk
 
     def handle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
-        call = _coerced(call)
         args = call.get("args") or {}
         store = OffloadStore.of(ctx.config, self.config, self.app)
         absent = _absent(call)
@@ -258,7 +248,6 @@ class OutputTools(BuiltinTools):
         return self._answer(call["name"], args, stored, ctx.builtin_names)
 
     async def ahandle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
-        call = _coerced(call)
         args = call.get("args") or {}
         store = OffloadStore.of(ctx.config, self.config, self.app)
         absent = _absent(call)
