@@ -270,6 +270,20 @@ def test_an_allowed_value_spelt_another_way_becomes_that_value(sent, expected):
     forecast.invoke(out)  # and the tool takes it
 
 
+@tool
+def schedule(days: list[Unit], tags: list[Literal["urgent", "follow_up"]] | None = None) -> str:
+    """Schedule on some days, with tags: lists of allowed values."""
+    return " ".join([d.value for d in days] + (tags or []))
+
+
+def test_a_list_of_allowed_values_spelt_another_way_becomes_those_values():
+    sent = {"days": ["Celsius", "FAHRENHEIT", 3], "tags": '["Urgent", "follow-up"]'}
+    out = coerce_args(sent, schema(schedule))
+    assert out == {"days": ["celsius", "fahrenheit", 3], "tags": ["urgent", "follow_up"]}
+    assert coerce_args({"days": "Celsius"}, schema(schedule)) == {"days": ["celsius"]}
+    assert schedule.invoke({**out, "days": ["celsius"]}) == "celsius urgent follow_up"
+
+
 def test_a_value_that_is_no_spelling_of_an_allowed_one_is_left_for_validation():
     out = coerce_args({"city": "Oslo", "unit": "kelvin"}, schema(forecast))
     assert out["unit"] == "kelvin"

@@ -14,7 +14,8 @@ Applied against the tool's JSON schema before validation:
       asks for, and a lone value is wrapped into a list;
     - a string the schema allows only some values for (``enum``, ``const``) that spells
       one of them another way (``"Celsius"`` for ``"celsius"``, ``"in progress"`` for
-      ``"in_progress"``) becomes that value, when it is the only one it could be;
+      ``"in_progress"``) becomes that value, when it is the only one it could be (each
+      item of a list of them too);
     - a field's schema given by a local reference (``{"$ref": "#/$defs/Unit"}``, as
       pydantic and MCP servers write an enum class) is read through it;
     - a field of a pydantic args schema with an alias (``from_: str =
@@ -258,15 +259,22 @@ def _is_one_of(value: Any, types: set[str]) -> bool:
 
 def _resolved(prop: Any, root: Mapping[str, Any]) -> Any:
     """``prop`` with a local reference (``{"$ref": "#/$defs/Unit"}``, as pydantic and MCP
-    servers write an enum class) replaced by the schema it names, in itself and in its
-    ``anyOf``/``oneOf`` options (one level: a reference inside those is left as it is)."""
-    prop = _dereferenced(prop, root)
+    servers write an enum class) replaced by the schema it names, in itself, its ``items``
+    and its ``anyOf``/``oneOf`` options and theirs (one level: a reference inside those
+    is left as it is)."""
+    prop = _with_items(_dereferenced(prop, root), root)
     if not isinstance(prop, dict):
         return prop
     for key in ("anyOf", "oneOf"):
         options = prop.get(key)
         if isinstance(options, list):
-            prop = {**prop, key: [_dereferenced(o, root) for o in options]}
+            prop = {**prop, key: [_with_items(_dereferenced(o, root), root) for o in options]}
+    return prop
+
+
+def _with_items(prop: Any, root: Mapping[str, Any]) -> Any:
+    if isinstance(prop, dict) and isinstance(prop.get("items"), dict):
+        return {**prop, "items": _dereferenced(prop["items"], root)}
     return prop
 
 
@@ -326,6 +334,22 @@ def spelt_as(value: str, names: Iterable[str]) -> str | None:
 
 
 def _coerce_value(value: Any, prop: Any) -> Any:
+    out = _coerce_one(value, prop)
+    if not (isinstance(out, list) and isinstance(prop, dict)):
+        return out
+    items = [prop.get("items")] + [
+        o.get("items") for k in ("anyOf", "oneOf") for o in _options(prop, k)
+    ]
+    members = next((m for i in items if (m := _enum_members(i)) is not None), None)
+    if members is None:
+        return out
+    # a list of allowed values (list[Unit]): each item spelt another way becomes its value
+    return [
+        spelt_as(v, members) or v if isinstance(v, str) and v not in members else v for v in out
+    ]
+
+
+def _coerce_one(value: Any, prop: Any) -> Any:
     types = _field_type(prop)
     if isinstance(value, str):
         value = _enum_value(value, prop)
