@@ -284,6 +284,19 @@ def test_a_list_of_allowed_values_spelt_another_way_becomes_those_values():
     assert schedule.invoke({**out, "days": ["celsius"]}) == "celsius urgent follow_up"
 
 
+def test_null_for_an_optional_argument_that_takes_none_is_as_if_not_sent():
+    # Was refused ("Input should be 'celsius' or 'fahrenheit'"): models trained on strict
+    # structured outputs send every argument, null for those they do not use.
+    sent = {"city": "Oslo", "unit": None, "status": None, "fmt": None, "settings": None}
+    out = coerce_args(sent, schema(forecast))
+    assert out == {"city": "Oslo", "status": None, "settings": None}  # Optional: null is valid
+    assert forecast.invoke(out) == "Oslo celsius None json None"
+    required = coerce_args({"city": None}, schema(forecast))
+    assert required == {"city": None}  # no default to fall back on: validation says so
+    untyped = {"properties": {"x": {}, "y": {"enum": ["a"]}}}
+    assert coerce_args({"x": None, "y": None}, untyped) == {"x": None, "y": None}
+
+
 def test_a_value_that_is_no_spelling_of_an_allowed_one_is_left_for_validation():
     out = coerce_args({"city": "Oslo", "unit": "kelvin"}, schema(forecast))
     assert out["unit"] == "kelvin"

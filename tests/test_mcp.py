@@ -355,26 +355,28 @@ server.run()
 
 
 @pytest.mark.parametrize("use_async", [True, False])
-async def test_an_mcp_tools_allowed_value_spelt_another_way_reaches_the_server_as_allowed(
+async def test_an_mcp_tools_allowed_value_spelt_another_way_or_null_reaches_the_server_as_valid(
     use_async: bool,
 ) -> None:
     # An enum class (a $ref in the tool's inputSchema: the server refused "Celsius") and a
     # Literal (inline: the local schema check refused "FULL"), as small models send them.
     server = {"transport": "stdio", "command": sys.executable, "args": ["-c", ENUM_SERVER]}
     catalog = await load_mcp_catalog({"weather": server})
-    args = {"city": "Oslo", "unit": "Celsius", "detail": "FULL"}
+    spelt = call("temperature", {"city": "Oslo", "unit": "Celsius", "detail": "FULL"}, "t1")
+    # null for an optional argument (as strict structured outputs send it): its default
+    null = call("temperature", {"city": "Rome", "unit": "FAHRENHEIT", "detail": None}, "t2")
     model = ScriptedChatModel(
-        responses=[AIMessage("", tool_calls=[call("temperature", args, "t1")]), AIMessage("ok")],
-        cycle=False,
+        responses=[AIMessage("", tool_calls=[spelt, null]), AIMessage("ok")], cycle=False
     )
     async with catalog:
         graph = create_toolbudget_agent(model, catalog, pinned=["temperature"]).compile()
         start = {"messages": [HumanMessage("how warm is Oslo?")]}
         run = graph.ainvoke(start) if use_async else asyncio.to_thread(graph.invoke, start)
         out = await run
-    (answer,) = tool_messages(out)
-    assert answer.status == "success", text_of(answer)
-    assert text_of(answer) == "Oslo: 21 degrees celsius (full)"
+    answers = tool_messages(out)
+    assert [a.status for a in answers] == ["success", "success"], [text_of(a) for a in answers]
+    assert text_of(answers[0]) == "Oslo: 21 degrees celsius (full)"
+    assert text_of(answers[1]) == "Rome: 21 degrees fahrenheit (short)"
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,8 @@ Applied against the tool's JSON schema before validation:
       one of them another way (``"Celsius"`` for ``"celsius"``, ``"in progress"`` for
       ``"in_progress"``) becomes that value, when it is the only one it could be (each
       item of a list of them too);
+    - ``null`` for an optional argument whose schema takes no ``null`` (as models trained
+      on strict structured outputs send every argument) is dropped: its default applies;
     - a field's schema given by a local reference (``{"$ref": "#/$defs/Unit"}``, as
       pydantic and MCP servers write an enum class) is read through it;
     - a field of a pydantic args schema with an alias (``from_: str =
@@ -439,8 +441,17 @@ def coerce_args(args: Any, schema: dict[str, Any]) -> Any:
         if field is None or field in out:
             out[key] = value  # unknown: let validation report it
             continue
-        out[field] = _coerce_value(value, _resolved(props[field], schema))
+        prop = _resolved(props[field], schema)
+        if value is None and field not in required and _refuses_null(prop):
+            continue  # null for an optional argument that takes none: as if not sent
+        out[field] = _coerce_value(value, prop)
     return out
+
+
+def _refuses_null(prop: Any) -> bool:
+    """Whether a property's schema names its types and ``null`` is none of them."""
+    types = _field_type(prop)
+    return bool(types) and "null" not in types
 
 
 def schema_error_message(tool: BaseTool, error: Exception, args: Any) -> str:
