@@ -181,6 +181,24 @@ async def test_a_chain_over_two_tools_prints_what_the_model_needs(api):
     assert model.bound_tools[0] == [PYTHON_EXECUTION]  # codemode primary: only it is bound
 
 
+@pytest.mark.parametrize(
+    "args", [{"query": "get_forecast(city='Rome')"}, {"Tool": "get_forecast"}, {"CODE": "1 + 1"}]
+)
+async def test_a_lone_argument_under_another_name_is_never_run_as_a_program(args):
+    # Built-in calls are coerced as catalog tools' are, but not this one: a lone text under
+    # another name went to `code` and ran (a tool call included), or failed as "NameError".
+    call = {"name": PYTHON_EXECUTION, "args": args, "id": "p1"}
+    model = ScriptedChatModel(
+        responses=[AIMessage("", tool_calls=[call]), AIMessage("done")], cycle=False
+    )
+    graph = create_toolbudget_agent(model, make_catalog(), **OPTIONS).compile()
+    out = await run(graph, {"messages": [HumanMessage("forecast please")]}, "invoke")
+    answer = next(m for m in out["messages"] if isinstance(m, ToolMessage))
+    assert answer.status == "error"
+    assert answer.content.startswith("Error: python_execution needs 'code'"), answer.content
+    assert RUNS == []
+
+
 @pytest.mark.parametrize("code", ["", "   ", None, 42])
 async def test_a_call_without_code_is_answered_with_a_call_that_works(code):
     answer, _, _ = await run_code(code)

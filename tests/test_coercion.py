@@ -20,6 +20,7 @@ from langgraph_toolbudget.core.coercion import (
     distinct_call_ids,
     repair_tool_calls,
     schema_error_message,
+    spelt_as,
     tool_json_schema,
     unrun_calls,
 )
@@ -316,6 +317,32 @@ def test_a_field_given_by_a_reference_is_coerced_through_it():
     out = coerce_args({"city": "Oslo", "settings": '{"depth": 2}'}, schema(forecast))
     assert out["settings"] == {"depth": 2}
     assert forecast.invoke(out) == "Oslo celsius None json 2"
+
+
+def test_references_are_followed_through_a_lone_allof_and_a_chain_but_not_round_a_loop():
+    import pydantic.v1 as v1
+
+    class Old(v1.BaseModel):  # pydantic.v1 writes a described enum field as allOf: [$ref]
+        unit: Unit = v1.Field(Unit.CELSIUS, description="The unit.")
+
+    assert "allOf" in Old.schema()["properties"]["unit"]
+    assert coerce_args({"unit": "Fahrenheit"}, Old.schema()) == {"unit": "fahrenheit"}
+    defs = {"A": {"$ref": "#/$defs/B"}, "B": {"enum": ["bee"]}, "L": {"$ref": "#/$defs/L"}}
+    chain = {"properties": {"a": {"$ref": "#/$defs/A"}, "l": {"$ref": "#/$defs/L"}}, "$defs": defs}
+    assert coerce_args({"a": "BEE", "l": "X"}, chain) == {"a": "bee", "l": "X"}
+
+
+def test_a_list_beside_a_list_of_free_strings_is_left_as_it_is():
+    allowed, free = {"enum": ["a"]}, {"type": "string"}
+    either = {"anyOf": [{"type": "array", "items": allowed}, {"type": "array", "items": free}]}
+    assert coerce_args({"xs": ["A"]}, {"properties": {"xs": either}}) == {"xs": ["A"]}
+
+
+def test_spelt_as_skips_names_that_are_no_text_and_answers_none_for_two():
+    assert spelt_as("a", ["A", None, 5]) == "A"
+    assert spelt_as("a", ["A", "a_"]) == "A"
+    assert spelt_as("a-b", ["A_B", "a b"]) is None  # two it could be
+    assert spelt_as("ab", []) is None
 
 
 def test_a_reference_that_cannot_be_followed_constrains_nothing():

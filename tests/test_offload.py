@@ -107,6 +107,13 @@ def _run(
 ) -> list[ToolMessage]:
     """Run the executor as a graph node (so it sees the graph's store and thread), under
     ``invoke`` or ``ainvoke`` (the built-in families' sync or async answers)."""
+    return _run_state(executor, store, thread, _state(*calls), api)
+
+
+def _run_state(
+    executor: ToolExecutor, store: BaseStore, thread: str, state: dict[str, Any], api: str
+) -> list[ToolMessage]:
+    """:func:`_run` from a state of your own."""
     from langgraph.graph import START, StateGraph
 
     from langgraph_toolbudget import ToolBudgetState
@@ -115,10 +122,7 @@ def _run(
     graph.add_node("tools", executor)
     graph.add_edge(START, "tools")
     app, config = graph.compile(store=store), {"configurable": {"thread_id": thread}}
-    if api == "invoke":
-        out = app.invoke(_state(*calls), config)
-    else:
-        out = asyncio.run(app.ainvoke(_state(*calls), config))
+    out = app.invoke(state, config) if api == "invoke" else asyncio.run(app.ainvoke(state, config))
     return [m for m in out["messages"] if isinstance(m, ToolMessage)]
 
 
@@ -492,6 +496,27 @@ def test_a_call_without_a_handle_is_told_the_argument_it_missed(name: str) -> No
     assert msg.status == "error"
     assert msg.content.startswith(f"Error: {name} needs the argument 'handle'"), msg.content
     assert f"(its latest: {handle}); got {{'ref': '{handle}'}}" in msg.content
+
+
+@pytest.mark.parametrize("api", ["invoke", "ainvoke"])
+@pytest.mark.parametrize("name", ["read_large_output", "search_large_output", "query_large_output"])
+def test_arguments_that_are_no_object_are_told_the_handle_is_missing(name: str, api: str) -> None:
+    # A list or a number raised inside the answer ("could not answer this call (TypeError:
+    # argument of type 'int' is not iterable)"), as did a text for the tools needing two.
+    store, executor = InMemoryStore(), ToolExecutor(_catalog())
+    handle = _handle(_run(executor, store, "t1", _call("list_orders"))[0])
+    for sent in (5, True, [handle], handle):
+        state = _state(_call(name))
+        state["messages"][-1].tool_calls[0]["args"] = sent  # as a model node of your own may
+        (msg,) = _run_state(executor, store, "t1", state, api)
+        if (
+            sent == handle and name == "read_large_output"
+        ):  # a text for its one required argument: the handle
+            assert msg.status != "error" and msg.content.startswith(f"[{handle}: characters 0-")
+            continue
+        assert msg.status == "error"
+        assert msg.content.startswith(f"Error: {name} needs the argument 'handle'"), msg.content
+        assert f"got {sent!r}" in msg.content
 
 
 def test_output_tools_read_numbers_sent_as_text_and_a_misspelt_key_as_catalog_tools_do() -> None:

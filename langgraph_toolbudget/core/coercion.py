@@ -280,16 +280,32 @@ def _with_items(prop: Any, root: Mapping[str, Any]) -> Any:
     return prop
 
 
+MAX_REF_HOPS = 8
+"""A field's schema is read through at most this many local references in a row (a chain of
+``$defs``; one that loops is read no further)."""
+
+
 def _dereferenced(prop: Any, root: Mapping[str, Any]) -> Any:
-    ref = prop.get("$ref") if isinstance(prop, dict) else None
-    if not (isinstance(ref, str) and ref.startswith(("#/$defs/", "#/definitions/"))):
-        return prop
-    _, section, name = ref.split("/", 2)
-    defs = root.get(section)
-    target = defs.get(name) if isinstance(defs, dict) else None
-    if not isinstance(target, dict):
-        return prop
-    return {**target, **{k: v for k, v in prop.items() if k != "$ref"}}
+    """``prop`` with its local ``$ref`` (or a lone ``allOf: [{"$ref": ...}]``, as pydantic.v1
+    writes an enum field with a description) replaced by the schema it names."""
+    for _ in range(MAX_REF_HOPS):
+        if not isinstance(prop, dict):
+            return prop
+        ref, rest = prop.get("$ref"), {k: v for k, v in prop.items() if k != "$ref"}
+        all_of = prop.get("allOf")
+        if ref is None and isinstance(all_of, list) and len(all_of) == 1:
+            (only,) = all_of
+            ref = only.get("$ref") if isinstance(only, dict) else None
+            rest = {k: v for k, v in prop.items() if k != "allOf"}
+        if not (isinstance(ref, str) and ref.startswith(("#/$defs/", "#/definitions/"))):
+            return prop
+        _, section, name = ref.split("/", 2)
+        defs = root.get(section)
+        target = defs.get(name) if isinstance(defs, dict) else None
+        if not isinstance(target, dict):
+            return prop
+        prop = {**target, **rest}
+    return prop
 
 
 def _enum_members(prop: Any) -> list[str] | None:
@@ -322,7 +338,18 @@ def _enum_value(value: str, prop: Any) -> str:
     return spelt_as(value, members) or value
 
 
-def spelt_as(value: str, names: Iterable[str]) -> str | None:
+def _spellings(names: Iterable[Any]) -> dict[str, str | None]:
+    """Each name's spelling key (:func:`_norm` of it, unpadded) -> the name, or None when
+    several names share the key; names that are no strings are left out."""
+    out: dict[str, str | None] = {}
+    for name in names:
+        if isinstance(name, str):
+            key = _norm(name.strip())
+            out[key] = name if out.get(key, name) == name else None
+    return out
+
+
+def spelt_as(value: str, names: Iterable[Any]) -> str | None:
     """The one name of ``names`` that ``value`` spells another way (in another case, with
     ``-``, ``_`` or a space for one another, padded): ``"Celsius"`` for ``"celsius"``,
     ``"in progress"`` for ``"in_progress"``; None if none or several are.
@@ -330,9 +357,7 @@ def spelt_as(value: str, names: Iterable[str]) -> str | None:
     >>> spelt_as("In Progress", ["in_progress", "done"])
     'in_progress'
     """
-    key = _norm(value.strip())
-    matches = {n for n in names if _norm(n.strip()) == key}
-    return matches.pop() if len(matches) == 1 else None
+    return _spellings(names).get(_norm(value.strip()))
 
 
 def _coerce_value(value: Any, prop: Any) -> Any:
@@ -342,12 +367,15 @@ def _coerce_value(value: Any, prop: Any) -> Any:
     items = [prop.get("items")] + [
         o.get("items") for k in ("anyOf", "oneOf") for o in _options(prop, k)
     ]
-    members = next((m for i in items if (m := _enum_members(i)) is not None), None)
-    if members is None:
+    allowed = [_enum_members(i) for i in items if isinstance(i, dict)]
+    if not any(allowed) or None in allowed:  # none, or a list of free strings beside them
         return out
+    members = {m for ms in allowed if ms for m in ms}
+    spellings = _spellings(members)  # once for the list: each item is one lookup
     # a list of allowed values (list[Unit]): each item spelt another way becomes its value
     return [
-        spelt_as(v, members) or v if isinstance(v, str) and v not in members else v for v in out
+        spellings.get(_norm(v.strip())) or v if isinstance(v, str) and v not in members else v
+        for v in out
     ]
 
 

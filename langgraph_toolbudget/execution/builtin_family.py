@@ -12,6 +12,7 @@ Key Components:
     - :class:`ToolAccess`: how an answer calls other tools through the executor's own
       checks and group limits (CodeMode's program calls the visible tools with it).
     - :func:`merge_update`: how the answers' state updates merge over a batch.
+    - :func:`call_arguments`: a call's arguments, as an object.
 """
 
 from __future__ import annotations
@@ -32,7 +33,14 @@ from langgraph_toolbudget.core.working_set import WorkingSet
 if TYPE_CHECKING:
     from langgraph_toolbudget.execution.scheduler import GroupSlots
 
-__all__ = ["BuiltinContext", "BuiltinResult", "BuiltinTools", "ToolAccess", "merge_update"]
+__all__ = [
+    "BuiltinContext",
+    "BuiltinResult",
+    "BuiltinTools",
+    "ToolAccess",
+    "call_arguments",
+    "merge_update",
+]
 
 
 @dataclass(frozen=True)
@@ -150,6 +158,13 @@ class BuiltinResult:
     update: dict[str, Any] = field(default_factory=dict)
     discovered: list[str] = field(default_factory=list)
     offload_over: int | None = None
+
+
+def call_arguments(call: ToolCall) -> dict[str, Any]:
+    """A built-in call's arguments; none when they are no object (a list, a number, a text
+    its tool's schema could not place): the answer then names what the tool needs."""
+    args = call.get("args")
+    return args if isinstance(args, dict) else {}
 
 
 def merge_update(into: dict[str, Any], update: dict[str, Any]) -> None:

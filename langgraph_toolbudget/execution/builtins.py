@@ -23,6 +23,7 @@ from typing import Any
 
 from langchain_core.messages import ToolCall
 from langchain_core.tools import BaseTool
+from pydantic import PydanticUserError
 from rapidfuzz import fuzz
 
 from langgraph_toolbudget.config import BudgetConfig
@@ -193,9 +194,11 @@ class Builtins:
         """``call`` (to an enabled built-in) with its arguments repaired against the tool's
         schema as a catalog tool's are (``"100"`` for an integer, ``Mode`` for ``mode``,
         ``"ALWAYS"`` for the allowed ``"always"``), unless its family reads them itself
-        (:attr:`~langgraph_toolbudget.execution.builtin_family.BuiltinTools.coerces_args`);
-        arguments that could not be parsed, or that are no object and no text (a list, a
-        number), are left for the family's error."""
+        (:attr:`~langgraph_toolbudget.execution.builtin_family.BuiltinTools.coerces_args`).
+        Arguments that could not be parsed, or that are no object and no text (a list, a
+        number), or a definition whose schema cannot be read, leave the call as it is: its
+        family answers it (see
+        :func:`~langgraph_toolbudget.execution.builtin_family.call_arguments`)."""
         args = call.get("args")
         if not self._family[call["name"]].coerces_args or not isinstance(args, dict | str | None):
             return call
@@ -204,7 +207,11 @@ class Builtins:
         schema = self._schemas.get(call["name"])
         if schema is None:
             tool = next(t for t in self.tools if t.name == call["name"])
-            schema = self._schemas[call["name"]] = tool_json_schema(tool)
+            try:
+                schema = tool_json_schema(tool)
+            except (TypeError, ValueError, PydanticUserError):  # a custom definition's
+                return call
+            self._schemas[call["name"]] = schema
         fixed = coerce_args(args or {}, schema)
         return {**call, "args": fixed} if isinstance(fixed, dict) else call
 

@@ -618,6 +618,10 @@ class CodeMode(BuiltinTools):
         ImportError: ``pydantic-monty`` is not installed (the message names the extra).
     """
 
+    # Not coerced: a lone text under another name ({"query": "weather in Paris"}) is no
+    # program, and must never be run as one; a call without `code` is told so.
+    coerces_args = False
+
     def __init__(self, catalog: ToolCatalog, config: BudgetConfig) -> None:
         require_sandbox()
         self.catalog = catalog

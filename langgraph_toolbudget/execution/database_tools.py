@@ -41,6 +41,7 @@ from langgraph_toolbudget.execution.builtin_family import (
     BuiltinContext,
     BuiltinResult,
     BuiltinTools,
+    call_arguments,
 )
 from langgraph_toolbudget.execution.offload import offload_limit
 
@@ -143,7 +144,7 @@ class DatabaseTools(BuiltinTools):
         ]
 
     def handle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
-        args = call.get("args") or {}
+        args = call_arguments(call)
         if call["name"] == SEARCH_SCHEMAS:
             return self._search(args, self._enabled(EXECUTE_SQL, ctx))
         return self._execute(args, schemas=self._enabled(SEARCH_SCHEMAS, ctx))
@@ -154,7 +155,7 @@ class DatabaseTools(BuiltinTools):
         stop = QueryStop()  # a cancelled run's query would run on in its thread to timeout_s
         try:
             schemas = self._enabled(SEARCH_SCHEMAS, ctx)
-            return await asyncio.to_thread(self._execute, call.get("args") or {}, stop, schemas)
+            return await asyncio.to_thread(self._execute, call_arguments(call), stop, schemas)
         except asyncio.CancelledError:
             stop.set()  # at once: its cancel requests go from a thread, not the event loop's
             raise

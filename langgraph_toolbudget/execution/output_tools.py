@@ -50,6 +50,7 @@ from langgraph_toolbudget.execution.builtin_family import (
     BuiltinContext,
     BuiltinResult,
     BuiltinTools,
+    call_arguments,
 )
 from langgraph_toolbudget.execution.offload import offload_limit
 from langgraph_toolbudget.execution.output_store import OffloadStore
@@ -108,10 +109,9 @@ def _schema(name: str) -> dict[str, Any]:
     return models[name].model_json_schema()
 
 
-def _absent(call: ToolCall) -> list[str]:
-    """The arguments the call's tool requires (its schema's) that the call lacks."""
-    args = call.get("args") or {}
-    return [name for name in _schema(call["name"]).get("required", ()) if name not in args]
+def _absent(name: str, args: dict[str, Any]) -> list[str]:
+    """The arguments the tool ``name`` requires (its schema's) that ``args`` lacks."""
+    return [arg for arg in _schema(name).get("required", ()) if arg not in args]
 
 
 class OutputTools(BuiltinTools):
@@ -239,18 +239,18 @@ class OutputTools(BuiltinTools):
         return header + chunk
 
     def handle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
-        args = call.get("args") or {}
+        args = call_arguments(call)
         store = OffloadStore.of(ctx.config, self.config, self.app)
-        absent = _absent(call)
+        absent = _absent(call["name"], args)
         stored = None if absent else store.get(args.get("handle"))
         if stored is None:
             return self._missing(call, absent, store.latest(exclude=args.get("handle")))
         return self._answer(call["name"], args, stored, ctx.builtin_names)
 
     async def ahandle(self, call: ToolCall, ctx: BuiltinContext) -> BuiltinResult:
-        args = call.get("args") or {}
+        args = call_arguments(call)
         store = OffloadStore.of(ctx.config, self.config, self.app)
-        absent = _absent(call)
+        absent = _absent(call["name"], args)
         stored = None if absent else await store.aget(args.get("handle"))
         if stored is None:
             known = await store.alatest(exclude=args.get("handle"))
