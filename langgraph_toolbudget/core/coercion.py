@@ -270,14 +270,16 @@ def _resolved(prop: Any, root: Mapping[str, Any]) -> Any:
     for key in ("anyOf", "oneOf"):
         options = prop.get(key)
         if isinstance(options, list):
-            prop = {**prop, key: [_with_items(_dereferenced(o, root), root) for o in options]}
+            resolved = [_with_items(_dereferenced(o, root), root) for o in options]
+            if any(r is not o for r, o in zip(resolved, options, strict=True)):
+                prop = {**prop, key: resolved}
     return prop
 
 
 def _with_items(prop: Any, root: Mapping[str, Any]) -> Any:
-    if isinstance(prop, dict) and isinstance(prop.get("items"), dict):
-        return {**prop, "items": _dereferenced(prop["items"], root)}
-    return prop
+    items = prop.get("items") if isinstance(prop, dict) else None
+    resolved = _dereferenced(items, root)
+    return prop if resolved is items else {**prop, "items": resolved}
 
 
 MAX_REF_HOPS = 8
@@ -287,16 +289,16 @@ MAX_REF_HOPS = 8
 
 def _dereferenced(prop: Any, root: Mapping[str, Any]) -> Any:
     """``prop`` with its local ``$ref`` (or a lone ``allOf: [{"$ref": ...}]``, as pydantic.v1
-    writes an enum field with a description) replaced by the schema it names."""
+    writes an enum field with a description) replaced by the schema it names; ``prop`` itself
+    when it has none."""
     for _ in range(MAX_REF_HOPS):
-        if not isinstance(prop, dict):
+        if not isinstance(prop, dict) or ("$ref" not in prop and "allOf" not in prop):
             return prop
-        ref, rest = prop.get("$ref"), {k: v for k, v in prop.items() if k != "$ref"}
+        ref, key = prop.get("$ref"), "$ref"
         all_of = prop.get("allOf")
         if ref is None and isinstance(all_of, list) and len(all_of) == 1:
-            (only,) = all_of
-            ref = only.get("$ref") if isinstance(only, dict) else None
-            rest = {k: v for k, v in prop.items() if k != "allOf"}
+            ref = all_of[0].get("$ref") if isinstance(all_of[0], dict) else None
+            key = "allOf"
         if not (isinstance(ref, str) and ref.startswith(("#/$defs/", "#/definitions/"))):
             return prop
         _, section, name = ref.split("/", 2)
@@ -304,7 +306,7 @@ def _dereferenced(prop: Any, root: Mapping[str, Any]) -> Any:
         target = defs.get(name) if isinstance(defs, dict) else None
         if not isinstance(target, dict):
             return prop
-        prop = {**target, **rest}
+        prop = {**target, **{k: v for k, v in prop.items() if k != key}}
     return prop
 
 
