@@ -95,6 +95,11 @@ MAX_RAW_CONTAINERS = 20_000
 (each is an object the garbage collector walks again and again); they get the "not valid
 JSON" error."""
 
+MAX_REF_HOPS = 8
+"""A field's schema is read through at most this many local references in a row (a chain of
+``$defs``; one that loops is read no further)."""
+
+
 SCHEMA_ERROR = (
     "Error: invalid arguments for tool {tool!r}: {error}\n"
     "You sent: {args}\n"
@@ -280,11 +285,6 @@ def _with_items(prop: Any, root: Mapping[str, Any]) -> Any:
     items = prop.get("items") if isinstance(prop, dict) else None
     resolved = _dereferenced(items, root)
     return prop if resolved is items else {**prop, "items": resolved}
-
-
-MAX_REF_HOPS = 8
-"""A field's schema is read through at most this many local references in a row (a chain of
-``$defs``; one that loops is read no further)."""
 
 
 def _dereferenced(prop: Any, root: Mapping[str, Any]) -> Any:
