@@ -182,15 +182,16 @@ async def test_a_chain_over_two_tools_prints_what_the_model_needs(api):
 
 
 @pytest.mark.parametrize(
-    "args", [{"query": "get_forecast(city='Rome')"}, {"Tool": "get_forecast"}, {"CODE": "1 + 1"}]
+    "args",
+    [{"query": "get_forecast(city='Rome')"}, {"Tool": "get_forecast"}, {"CODE": "1 + 1"}, 5, ["x"]],
 )
 async def test_a_lone_argument_under_another_name_is_never_run_as_a_program(args):
     # Built-in calls are coerced as catalog tools' are, but not this one: a lone text under
     # another name went to `code` and ran (a tool call included), or failed as "NameError".
-    call = {"name": PYTHON_EXECUTION, "args": args, "id": "p1"}
-    model = ScriptedChatModel(
-        responses=[AIMessage("", tool_calls=[call]), AIMessage("done")], cycle=False
-    )
+    call = {"name": PYTHON_EXECUTION, "args": {}, "id": "p1"}
+    reply = AIMessage("", tool_calls=[call])
+    reply.tool_calls[0]["args"] = args  # arguments that are no object: as a model node may
+    model = ScriptedChatModel(responses=[reply, AIMessage("done")], cycle=False)
     graph = create_toolbudget_agent(model, make_catalog(), **OPTIONS).compile()
     out = await run(graph, {"messages": [HumanMessage("forecast please")]}, "invoke")
     answer = next(m for m in out["messages"] if isinstance(m, ToolMessage))

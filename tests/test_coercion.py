@@ -294,8 +294,24 @@ def test_null_for_an_optional_argument_that_takes_none_is_as_if_not_sent():
     assert forecast.invoke(out) == "Oslo celsius None json None"
     required = coerce_args({"city": None}, schema(forecast))
     assert required == {"city": None}  # no default to fall back on: validation says so
-    untyped = {"properties": {"x": {}, "y": {"enum": ["a"]}}}
-    assert coerce_args({"x": None, "y": None}, untyped) == {"x": None, "y": None}
+    untyped = {"properties": {"x": {}, "y": {"enum": ["a"]}, "z": {"enum": ["a", None]}}}
+    assert coerce_args({"x": None, "y": None, "z": None}, untyped) == {"x": None, "z": None}
+
+
+@pytest.mark.parametrize(
+    ("sent", "expected"),
+    [
+        ({"Unit": "F", "unit": None}, {"unit": "f"}),
+        ({"unit": None, "Unit": "F"}, {"unit": "f"}),
+        ({"N": "5", "n": "6"}, {"n": 6, "N": "5"}),
+        ({"n": "6", "N": "5"}, {"n": 6, "N": "5"}),
+    ],
+)
+def test_a_fields_own_name_wins_over_its_other_spellings_whatever_their_order(sent, expected):
+    # Was the order's: {"N": "5", "n": "6"} gave {"n": "6"} (uncoerced), the reverse {"n": 6}.
+    unit = {"type": "string", "enum": ["c", "f"]}
+    schema = {"properties": {"unit": unit, "n": {"type": "integer"}}}
+    assert coerce_args(sent, schema) == expected
 
 
 def test_a_value_that_is_no_spelling_of_an_allowed_one_is_left_for_validation():
@@ -332,10 +348,13 @@ def test_references_are_followed_through_a_lone_allof_and_a_chain_but_not_round_
     assert coerce_args({"a": "BEE", "l": "X"}, chain) == {"a": "bee", "l": "X"}
 
 
-def test_a_list_beside_a_list_of_free_strings_is_left_as_it_is():
+def test_a_list_beside_a_list_of_free_strings_is_left_as_it_is_but_not_beside_numbers():
     allowed, free = {"enum": ["a"]}, {"type": "string"}
     either = {"anyOf": [{"type": "array", "items": allowed}, {"type": "array", "items": free}]}
     assert coerce_args({"xs": ["A"]}, {"properties": {"xs": either}}) == {"xs": ["A"]}
+    numbers = {"type": "integer"}
+    either = {"anyOf": [{"type": "array", "items": allowed}, {"type": "array", "items": numbers}]}
+    assert coerce_args({"xs": ["A"]}, {"properties": {"xs": either}}) == {"xs": ["a"]}
 
 
 def test_spelt_as_skips_names_that_are_no_text_and_answers_none_for_two():

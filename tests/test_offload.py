@@ -505,7 +505,7 @@ def test_arguments_that_are_no_object_are_told_the_handle_is_missing(name: str, 
     # argument of type 'int' is not iterable)"), as did a text for the tools needing two.
     store, executor = InMemoryStore(), ToolExecutor(_catalog())
     handle = _handle(_run(executor, store, "t1", _call("list_orders"))[0])
-    for sent in (5, True, [handle], handle):
+    for sent in (5, True, 0, [], [handle], handle):
         state = _state(_call(name))
         state["messages"][-1].tool_calls[0]["args"] = sent  # as a model node of your own may
         (msg,) = _run_state(executor, store, "t1", state, api)

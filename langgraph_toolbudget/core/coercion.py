@@ -369,10 +369,12 @@ def _coerce_value(value: Any, prop: Any) -> Any:
     items = [prop.get("items")] + [
         o.get("items") for k in ("anyOf", "oneOf") for o in _options(prop, k)
     ]
-    allowed = [_enum_members(i) for i in items if isinstance(i, dict)]
-    if not any(allowed) or None in allowed:  # none, or a list of free strings beside them
+    schemas = [i for i in items if isinstance(i, dict)]
+    if any(_takes_any_string(i) for i in schemas):  # a list of free strings beside them
         return out
-    members = {m for ms in allowed if ms for m in ms}
+    members = {m for i in schemas for m in _enum_members(i) or ()}
+    if not members:
+        return out
     spellings = _spellings(members)  # once for the list: each item is one lookup
     # a list of allowed values (list[Unit]): each item spelt another way becomes its value
     return [
@@ -463,7 +465,9 @@ def coerce_args(args: Any, schema: dict[str, Any]) -> Any:
             if inner is not None and all(_named_field(k, props, inner) for k in inner):
                 args = inner
     out: dict[str, Any] = {}
-    for key, value in args.items():
+    # a field's own name before its other spellings ({"Unit": ..., "unit": ...}): it wins,
+    # whatever the order the model wrote them in
+    for key, value in sorted(args.items(), key=lambda item: item[0] not in props):
         field = _named_field(key, props, args)
         lone = len(args) == 1 and (len(props) == 1 or str(key).startswith("__arg"))
         if field is None and lone and target is not None:
@@ -479,9 +483,22 @@ def coerce_args(args: Any, schema: dict[str, Any]) -> Any:
 
 
 def _refuses_null(prop: Any) -> bool:
-    """Whether a property's schema names its types and ``null`` is none of them."""
+    """Whether a property's schema names its types and ``null`` is none of them, or names
+    only the values it allows (an ``enum`` without ``null``)."""
     types = _field_type(prop)
-    return bool(types) and "null" not in types
+    if types:
+        return "null" not in types
+    enum = prop.get("enum") if isinstance(prop, dict) else None
+    return isinstance(enum, list) and None not in enum and not _options(prop, "anyOf")
+
+
+def _takes_any_string(prop: dict[str, Any]) -> bool:
+    """Whether a schema lets any string through: no values named, and a string type or no
+    type at all."""
+    if _enum_members(prop) is not None:
+        return False
+    types = _field_type(prop)
+    return not types or "string" in types
 
 
 def schema_error_message(tool: BaseTool, error: Exception, args: Any) -> str:

@@ -28,6 +28,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
 from langgraph_toolbudget.core.context import CONTEXT_FIELDS, NO_CONTEXT, SessionContext
+from langgraph_toolbudget.core.limits import loads_bounded
 from langgraph_toolbudget.core.working_set import WorkingSet
 
 if TYPE_CHECKING:
@@ -161,9 +162,15 @@ class BuiltinResult:
 
 
 def call_arguments(call: ToolCall) -> dict[str, Any]:
-    """A built-in call's arguments; none when they are no object (a list, a number, a text
-    its tool's schema could not place): the answer then names what the tool needs."""
+    """A built-in call's arguments, as an object: a text holding a JSON object is read; none
+    when they are no object (a list, a number, other text): the answer then names what the
+    tool needs."""
     args = call.get("args")
+    if isinstance(args, str) and args.strip().startswith("{"):
+        try:
+            args = loads_bounded(args)
+        except ValueError:
+            return {}
     return args if isinstance(args, dict) else {}
 
 

@@ -72,6 +72,7 @@ from langgraph_toolbudget.execution.builtin_family import (
     BuiltinResult,
     BuiltinTools,
     ToolAccess,
+    call_arguments,
     merge_update,
 )
 from langgraph_toolbudget.execution.returned import keep_returned
@@ -685,7 +686,7 @@ class CodeMode(BuiltinTools):
         run: Callable[[ToolCall], Any],
         cancelled: threading.Event | None = None,
     ) -> BuiltinResult:
-        code = (call.get("args") or {}).get("code")
+        code = call_arguments(call).get("code")
         if not isinstance(code, str) or not code.strip():
             return BuiltinResult(NO_CODE_ERROR, error=True)
         if len(code) > MAX_CODE_CHARS:

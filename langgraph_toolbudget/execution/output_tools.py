@@ -177,16 +177,19 @@ class OutputTools(BuiltinTools):
     def _missing(call: ToolCall, absent: list[str], known: list[str]) -> BuiltinResult:
         """The answer to a call that lacks the arguments ``absent``, or whose handle names no
         stored output (``known``: the conversation's latest handles)."""
-        args = call.get("args") or {}
+        sent = call.get("args")  # what the model sent, of any shape
         hint = f" (its latest: {', '.join(known)})" if known else ""
         if absent:
             name = absent[0]
             what = _NEEDED[name] + (hint if name == "handle" else "")
             message = MISSING_ARGUMENT_ERROR.format(
-                tool=call["name"], name=name, what=what, args=safe_repr(args)
+                tool=call["name"],
+                name=name,
+                what=what,
+                args=safe_repr({} if sent is None else sent),
             )
             return BuiltinResult(message, error=True)
-        shown = safe_repr(args["handle"])  # what the model sent: any size or shape
+        shown = safe_repr(call_arguments(call)["handle"])  # any size or shape
         return BuiltinResult(UNKNOWN_HANDLE_ERROR.format(handle=shown, known=hint), error=True)
 
     def _answer(

@@ -195,7 +195,8 @@ class CodeModeFormat(ToolCallFormat):
     def render_calls(self, calls: Sequence[ToolCall], text: str = "") -> str:
         blocks = []
         for call in calls:
-            args = call.get("args") or {}
+            args = call.get("args")
+            args = args if isinstance(args, dict) else {}  # another shape was answered an error
             if call["name"] == PYTHON_EXECUTION and isinstance(args.get("code"), str):
                 code = args["code"]
             else:  # a direct call (a native model's): the same call written as code
