@@ -369,10 +369,13 @@ def _coerce_value(value: Any, prop: Any) -> Any:
     items = [prop.get("items")] + [
         o.get("items") for k in ("anyOf", "oneOf") for o in _options(prop, k)
     ]
-    schemas = [i for i in items if isinstance(i, dict)]
-    if any(_takes_any_string(i) for i in schemas):  # a list of free strings beside them
-        return out
-    members = {m for i in schemas for m in _enum_members(i) or ()}
+    members: set[str] = set()
+    for schema in (i for i in items if isinstance(i, dict)):
+        named = _enum_members(schema)
+        if named is not None:
+            members.update(named)
+        elif not (types := _field_type(schema)) or "string" in types:
+            return out  # a list of free strings beside them
     if not members:
         return out
     spellings = _spellings(members)  # once for the list: each item is one lookup
@@ -490,15 +493,6 @@ def _refuses_null(prop: Any) -> bool:
         return "null" not in types
     enum = prop.get("enum") if isinstance(prop, dict) else None
     return isinstance(enum, list) and None not in enum and not _options(prop, "anyOf")
-
-
-def _takes_any_string(prop: dict[str, Any]) -> bool:
-    """Whether a schema lets any string through: no values named, and a string type or no
-    type at all."""
-    if _enum_members(prop) is not None:
-        return False
-    types = _field_type(prop)
-    return not types or "string" in types
 
 
 def schema_error_message(tool: BaseTool, error: Exception, args: Any) -> str:

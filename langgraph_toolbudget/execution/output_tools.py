@@ -25,7 +25,6 @@ Key Components:
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Collection
 from typing import Any
 
@@ -103,15 +102,13 @@ class _QueryArgs(BaseModel):
     jq_expression: str = Field(description="A jq expression, e.g. '.items | length'.")
 
 
-@functools.cache
-def _schema(name: str) -> dict[str, Any]:
-    models: dict[str, type[BaseModel]] = {READ: _ReadArgs, SEARCH: _SearchArgs, QUERY: _QueryArgs}
-    return models[name].model_json_schema()
+_ARGS: dict[str, type[BaseModel]] = {READ: _ReadArgs, SEARCH: _SearchArgs, QUERY: _QueryArgs}
 
 
 def _absent(name: str, args: dict[str, Any]) -> list[str]:
-    """The arguments the tool ``name`` requires (its schema's) that ``args`` lacks."""
-    return [arg for arg in _schema(name).get("required", ()) if arg not in args]
+    """The arguments the tool ``name`` requires (its argument model's) that ``args`` lacks."""
+    fields = _ARGS[name].model_fields
+    return [arg for arg, info in fields.items() if info.is_required() and arg not in args]
 
 
 class OutputTools(BuiltinTools):
